@@ -1,0 +1,336 @@
+"""From documents to a ClusterState: admission, then the controllers, in dependency order.
+
+    documents ─ defaulting ─ validation ─┐
+    system objects (fresh kind cluster) ─┴─ namespaces, nodes
+                                           ─ workloads → ReplicaSets → Pods (schedule, IPs, status)
+                                           ─ Services (ClusterIP / NodePort / LB allocation)
+                                           ─ EndpointSlice controller (drift against a snapshot)
+                                           ─ IngressClass defaulting
+
+Errors are collected across all documents (never only the first). A document with errors is
+left out of the state; the rest still builds, so callers can show every problem at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.defaults import apply_defaults
+from ..model.fielderr import FieldError
+from ..model.kinds import BY_KIND
+from ..model.loader import BUILTIN, CONTROLLER, Document, Source
+from ..model.objects import (
+    ENDPOINTSLICE_CONTROLLER,
+    PARSERS,
+    EndpointSlice,
+    Ingress,
+    IngressClass,
+    Meta,
+    Node,
+    Object,
+)
+from ..model.validation import validate
+from .config import ClusterConfig
+from .endpointslices import describe_drift, reconcile
+from .services import allocate_services
+from .state import ClusterState
+from .system import system_manifests
+from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+ENDPOINTS_DEPRECATION = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestError:
+    """One problem with one document: where, which object, and what (a field error or a sentence)."""
+
+    source: Source | None
+    subject: str
+    error: FieldError | str
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        subject = f"{self.subject}: " if self.subject else ""
+        return f"{where}{subject}{self.error}"
+
+
+@dataclass(slots=True)
+class BuildResult:
+    state: ClusterState
+    errors: list[ManifestError] = field(default_factory=list)
+
+
+def from_live_cluster(body: dict[str, Any]) -> bool:
+    """Was this object read from a real cluster (``kubectl get -o yaml``) rather than written by hand?"""
+    meta = body.get("metadata") or {}
+    return bool(meta.get("uid") or meta.get("resourceVersion") or meta.get("creationTimestamp"))
+
+
+def admit(documents: Iterable[Document], namespace: str = "default") -> tuple[list[Document], list[ManifestError]]:
+    """Defaulting and validation of every document, errors collected."""
+    admitted: list[Document] = []
+    errors: list[ManifestError] = []
+    for doc in documents:
+        kind = doc.kind
+        info = BY_KIND.get(kind)
+        if info is not None and info.simulated and doc.body.get("apiVersion") != info.api_version:
+            errors.append(ManifestError(doc.source, doc.describe(),
+                                        f"no matches for kind \"{kind}\" in version \"{doc.body.get('apiVersion')}\" "
+                                        f"(knetsim simulates {info.api_version}, as Kubernetes v1.35 serves it)"))
+            continue
+        body = apply_defaults(doc.body, namespace)
+        problems = validate(body) if info is not None else []
+        if problems:
+            subject = Document(doc.source, body).describe()
+            errors.extend(ManifestError(doc.source, subject, p) for p in problems)
+            continue
+        admitted.append(Document(doc.source, body))
+    return admitted, errors
+
+
+def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
+                  namespace: str = "default") -> BuildResult:
+    config = config or ClusterConfig()
+    admitted, errors = admit(documents, namespace)
+    state = ClusterState(config=config)
+
+    # Later documents replace earlier ones with the same identity, as repeated `kubectl apply` would.
+    user: dict[tuple[str, str, str], Document] = {}
+    for doc in admitted:
+        key = (doc.kind, doc.namespace, doc.name)
+        if key in user:
+            state.warn("Duplicate", f"defined again at {doc.source}; the later definition wins",
+                       f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}", user[key].source)
+        user[key] = doc
+    docs = [user[k] for k in sorted(user)]
+
+    snapshot_has_system = any(d.kind == "Pod" and d.namespace == "kube-system" for d in docs)
+    system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)]
+    if snapshot_has_system:
+        # A snapshot shows its own kube-system; ours would only add phantom pods.
+        system = [d for d in system if d.kind not in ("Pod", *WORKLOAD_KINDS)]
+    merged: dict[tuple[str, str, str], Document] = {(d.kind, d.namespace, d.name): d for d in system}
+    for d in docs:
+        merged[(d.kind, d.namespace, d.name)] = d
+    by_kind: dict[str, list[Document]] = {}
+    for key in sorted(merged):
+        by_kind.setdefault(key[0], []).append(merged[key])
+
+    _namespaces(state, by_kind, docs)
+    _nodes(state, by_kind, config)
+    nodes = list(state.nodes.values())
+
+    # Workloads and pods.
+    workload_inputs = [WorkloadInput(d.body, d.source) for k in WORKLOAD_KINDS for d in by_kind.get(k, [])]
+    pod_bodies = [(d.body, d.source) for d in by_kind.get("Pod", [])]
+    expanded = expand_workloads(workload_inputs, pod_bodies, nodes)
+    pod_bodies += expanded.pods
+    state.notices.extend(schedule(pod_bodies, nodes))
+    state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))
+    for body, source in pod_bodies:
+        pod = PARSERS["Pod"](body, source)
+        state.pods[pod.key] = pod  # type: ignore[assignment]
+    for w in workload_inputs:
+        _keep(state, w.body, w.source)
+    for body, source in expanded.workloads:
+        _keep(state, body, source)
+    _workload_status(state)
+
+    # Services.
+    service_bodies = [(d.body, d.source) for d in by_kind.get("Service", [])]
+    for failure in allocate_services(service_bodies, config, live=from_live_cluster):
+        errors.append(ManifestError(failure.source, failure.subject, failure.error))
+    failed = {(str(e.subject)) for e in errors}
+    for body, source in service_bodies:
+        svc = PARSERS["Service"](body, source)
+        if f"Service {svc.key}" in failed and source is not BUILTIN:
+            continue
+        state.services[svc.key] = svc  # type: ignore[assignment]
+
+    # EndpointSlices: user-written ones are kept; the controller manages the rest.
+    for doc in by_kind.get("EndpointSlice", []):
+        es = EndpointSlice.parse(doc.body, doc.source)
+        state.endpoint_slices[es.key] = es
+    _endpoint_slices(state)
+
+    for doc in by_kind.get("Endpoints", []):
+        if doc.source is not BUILTIN:
+            state.warn("EndpointsDeprecated", ENDPOINTS_DEPRECATION, doc.describe(), doc.source)
+        _keep(state, doc.body, doc.source)
+
+    for doc in by_kind.get("IngressClass", []):
+        state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
+    for doc in by_kind.get("Ingress", []):
+        ing = _ingress_class_defaulting(state, doc)
+        state.ingresses[ing.key] = ing
+    for doc in by_kind.get("NetworkPolicy", []):
+        np = PARSERS["NetworkPolicy"](doc.body, doc.source)
+        state.network_policies[np.key] = np  # type: ignore[assignment]
+
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", "CiliumNetworkPolicy"}
+    for kind, kind_docs in sorted(by_kind.items()):
+        if kind in simulated:
+            if kind == "CiliumNetworkPolicy":
+                for d in kind_docs:
+                    _keep_other(state, d)
+            continue
+        for d in kind_docs:
+            _keep_other(state, d)
+        state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
+    return BuildResult(state, errors)
+
+
+def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
+    obj = Object(body["kind"], Meta.parse(body["kind"], body["metadata"]), body, source)
+    state.workloads[(obj.kind, obj.key)] = obj
+
+
+def _keep_other(state: ClusterState, doc: Document) -> None:
+    obj = Object(doc.kind, Meta.parse(doc.kind, doc.body.get("metadata") or {}), doc.body, doc.source)
+    state.others[(obj.kind, obj.key)] = obj
+
+
+def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: list[Document]) -> None:
+    for doc in by_kind.get("Namespace", []):
+        ns = PARSERS["Namespace"](doc.body, doc.source)
+        state.namespaces[ns.name] = ns  # type: ignore[assignment]
+    missing: dict[str, Document] = {}
+    for doc in docs:
+        info = BY_KIND.get(doc.kind)
+        if doc.namespace and doc.namespace not in state.namespaces and (info is None or info.namespaced):
+            missing.setdefault(doc.namespace, doc)
+    for name, doc in sorted(missing.items()):
+        # kubectl apply would fail here; offline we assume the namespace exists and say so.
+        state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist "
+                   f"(kubectl apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
+        body = apply_defaults({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        state.namespaces[name] = PARSERS["Namespace"](body, CONTROLLER)  # type: ignore[assignment]
+
+
+def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: ClusterConfig) -> None:
+    node_docs = by_kind.get("Node", [])
+    user_nodes = [d for d in node_docs if d.source is not BUILTIN]
+    if user_nodes:
+        node_docs = user_nodes
+    else:
+        # A snapshot without Node objects still names its nodes in the pods it has.
+        seen: dict[str, tuple[str, str]] = {}
+        for doc in by_kind.get("Pod", []):
+            node_name = (doc.body.get("spec") or {}).get("nodeName")
+            status = doc.body.get("status") or {}
+            if node_name and status.get("hostIP") and node_name not in {n.name for n in config.nodes}:
+                pod_ip = status.get("podIP") or ""
+                cidr = ""
+                if pod_ip and pod_ip != status["hostIP"]:
+                    cidr = str(ipaddress.ip_network(f"{pod_ip}/{config.node_cidr_mask}", strict=False))
+                prev = seen.get(node_name)
+                seen[node_name] = (status["hostIP"], cidr or (prev[1] if prev else ""))
+        if seen:
+            node_docs = []
+            for name, (ip, cidr) in sorted(seen.items()):
+                body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                    "kubernetes.io/hostname": name}}, "spec": {"podCIDR": cidr},
+                    "status": {"addresses": [{"type": "InternalIP", "address": ip}]}}
+                node_docs.append(Document(CONTROLLER, body))
+            state.warn("NodesInferred", "no Node objects in the input; nodes inferred from the pods' "
+                       f"nodeName and hostIP: {', '.join(sorted(seen))}")
+    for doc in node_docs:
+        node = Node.parse(doc.body, doc.source)
+        state.nodes[node.name] = node
+
+
+def _workload_status(state: ClusterState) -> None:
+    """READY/AVAILABLE columns for `get deploy,rs,sts,ds`, from the pods the controllers made."""
+    owned: dict[tuple[str, str, str], list[Any]] = {}
+    for pod in state.pods.values():
+        if pod.meta.owner:
+            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod)
+    rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
+    for (kind, _), obj in sorted(state.workloads.items()):
+        if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
+            rs_by_deploy.setdefault((obj.namespace, obj.meta.owner.name), []).append(obj)
+    for (kind, _), obj in sorted(state.workloads.items()):
+        if obj.raw.get("status") and from_live_cluster(obj.raw):
+            continue
+        if kind == "Deployment":
+            pods = [p for rs in rs_by_deploy.get((obj.namespace, obj.name), [])
+                    for p in owned.get((obj.namespace, "ReplicaSet", rs.name), [])]
+        else:
+            pods = owned.get((obj.namespace, kind, obj.name), [])
+        ready = sum(1 for p in pods if p.ready)
+        status: dict[str, Any] = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready,
+                                  "observedGeneration": 1}
+        if kind == "Deployment":
+            status["updatedReplicas"] = len(pods)
+        if kind == "DaemonSet":
+            status = {"currentNumberScheduled": len(pods), "desiredNumberScheduled": len(pods),
+                      "numberAvailable": ready, "numberReady": ready, "updatedNumberScheduled": len(pods),
+                      "numberMisscheduled": 0, "observedGeneration": 1}
+        if kind == "StatefulSet":
+            status.update(currentReplicas=len(pods), updatedReplicas=len(pods))
+        if kind == "Job":
+            status = {"active": len(pods), "ready": ready}
+        obj.raw["status"] = status
+
+
+def _endpoint_slices(state: ClusterState) -> None:
+    existing: dict[str, list[EndpointSlice]] = {}
+    for es in state.endpoint_slices.values():
+        if es.service_name:
+            existing.setdefault(f"{es.namespace}/{es.service_name}", []).append(es)
+    for key in sorted(state.services):
+        svc = state.services[key]
+        current = existing.get(key, [])
+        pods = state.select_pods(svc.namespace, svc.selector_view) if svc.selector else []
+        plan = reconcile(svc, pods, current, state.nodes)
+        by_name = {es.name: es for es in current}
+        for name in plan.delete:
+            old = by_name[name]
+            state.endpoint_slices.pop(old.key, None)
+            if old.source is not BUILTIN and old.source is not CONTROLLER:
+                state.warn("EndpointSliceDrift", "the controller would delete this slice", f"EndpointSlice {old.key}",
+                           old.source)
+        for body in plan.desired:
+            name = body["metadata"]["name"]
+            old = by_name.get(name)
+            if old is not None and name not in plan.unchanged and old.managed_by == ENDPOINTSLICE_CONTROLLER:
+                state.warn("EndpointSliceDrift", "differs from what the EndpointSlice controller computes: "
+                           + describe_drift(old.raw, body), f"EndpointSlice {old.key}", old.source)
+            es = EndpointSlice.parse(body, CONTROLLER if old is None else old.source)
+            state.endpoint_slices[es.key] = es
+    state.__dict__.pop("_slices_by_service", None)
+
+
+def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
+    ing = Ingress.parse(doc.body, doc.source)
+    if ing.class_annotation is not None:
+        state.warn("IngressClassAnnotation", "annotation \"kubernetes.io/ingress.class\" is deprecated, please use "
+                   "'spec.ingressClassName' instead", doc.describe(), doc.source)
+    if ing.class_name is not None or ing.class_annotation is not None:
+        return ing
+    defaults = [c for c in state.ingress_classes.values() if c.is_default]
+    if not defaults:
+        return ing
+    # Newest first, then by name (admission plugin DefaultIngressClass since v1.28). The docs
+    # still say two defaults make the create fail; a v1.35 API server picks the newest.
+    defaults.sort(key=lambda c: (_neg_time(c.meta.creation_timestamp), c.name))
+    chosen = defaults[0]
+    if len(defaults) > 1:
+        state.warn("MultipleDefaultIngressClasses",
+                   f"{len(defaults)} default IngressClasses ({', '.join(sorted(c.name for c in defaults))}); "
+                   f"a v1.35 API server picks the newest, {chosen.name!r} (older docs say the Ingress is rejected)",
+                   doc.describe(), doc.source)
+    body = dict(doc.body)
+    body["spec"] = dict(body.get("spec") or {}, ingressClassName=chosen.name)
+    return Ingress.parse(body, doc.source)
+
+
+def _neg_time(timestamp: str | None) -> str:
+    # Sorting newest first on ISO-8601 strings: invert the characters' order.
+    if not timestamp:
+        return "~"
+    return "".join(chr(0x7E - (ord(c) - 0x20)) for c in timestamp)

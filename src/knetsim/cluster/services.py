@@ -1,0 +1,202 @@
+"""Service IP and port allocation, as the API server's registry does at create time.
+
+* ClusterIP: a requested address must lie in the service CIDR and be free; otherwise the
+  API server's words (``failed to allocate IP ...``). Dynamic addresses come from the upper
+  band of the range (KEP-3070 keeps the lower band for static picks); upstream picks at
+  random, knetsim hashes ``namespace/name`` and probes, so an address never moves when
+  other Services come and go.
+* NodePort: the same, with the port range and KEP-3668's static band.
+* LoadBalancer: the next free address of the pool, in (namespace, name) order, into
+  ``status.loadBalancer.ingress`` — what MetalLB or cloud-provider-kind would write.
+
+Requested values are claimed first, in (namespace, name) order, so the outcome never
+depends on the order of the input documents.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.fielderr import FieldError, Path
+from ..model.loader import Source
+from .config import ClusterConfig
+from .naming import stable_index
+
+
+@dataclass(slots=True)
+class AllocationError:
+    source: Source
+    subject: str
+    error: FieldError
+
+
+@dataclass
+class Allocator:
+    config: ClusterConfig
+    errors: list[AllocationError] = field(default_factory=list)
+    _ips: set[int] = field(default_factory=set)
+    _node_ports: set[tuple[str, int]] = field(default_factory=set)
+    _lb: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        net = ipaddress.ip_network(self.config.service_cidr)
+        self._net = net
+        size = net.num_addresses
+        # The network and broadcast addresses are never handed out.
+        self._first = 1
+        self._last = size - 2 if net.version == 4 else size - 1
+        band = min(max(16, size // 16), 256)
+        self._dynamic_start = min(self._first + band, self._last)
+        low, high = self.config.node_port_range
+        self._port_low, self._port_high = low, high
+        port_band = min(max(16, (high - low + 1) // 32), 128)
+        self._port_dynamic_start = min(low + port_band, high)
+
+    # --- ClusterIP ---------------------------------------------------------------
+
+    def claim_ip(self, ip: str) -> str | None:
+        """Reserve a requested address; returns an error detail or None."""
+        try:
+            addr = ipaddress.ip_address(ip)
+        except ValueError:
+            return None  # validation already reported it
+        if addr not in self._net:
+            return (f"failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. "
+                    f"The range of valid IPs is {self.config.service_cidr}")
+        offset = int(addr) - int(self._net.network_address)
+        if offset in self._ips:
+            return f"failed to allocate IP {ip}: provided IP is already allocated"
+        self._ips.add(offset)
+        return None
+
+    def allocate_ip(self, key: str) -> str | None:
+        span = self._last - self._dynamic_start + 1
+        start = stable_index(key, span)
+        for i in range(span):
+            offset = self._dynamic_start + (start + i) % span
+            if offset not in self._ips:
+                self._ips.add(offset)
+                return str(self._net.network_address + offset)
+        # The upper band is full: fall back to the lower band, as upstream does.
+        for offset in range(self._first, self._dynamic_start):
+            if offset not in self._ips:
+                self._ips.add(offset)
+                return str(self._net.network_address + offset)
+        return None
+
+    # --- NodePort ----------------------------------------------------------------
+
+    def claim_node_port(self, protocol: str, port: int) -> str | None:
+        if not self._port_low <= port <= self._port_high:
+            return ("provided port is not in the valid range. The range of valid ports is "
+                    f"{self._port_low}-{self._port_high}")
+        if (protocol, port) in self._node_ports:
+            return "provided port is already allocated"
+        # A NodePort is one port on every node, whatever the protocol, for the allocator.
+        self._node_ports.add((protocol, port))
+        return None
+
+    def allocate_node_port(self, key: str, protocol: str) -> int | None:
+        span = self._port_high - self._port_dynamic_start + 1
+        start = stable_index(key, span)
+        for i in range(span):
+            port = self._port_dynamic_start + (start + i) % span
+            if (protocol, port) not in self._node_ports:
+                self._node_ports.add((protocol, port))
+                return port
+        for port in range(self._port_low, self._port_dynamic_start):
+            if (protocol, port) not in self._node_ports:
+                self._node_ports.add((protocol, port))
+                return port
+        return None
+
+    # --- LoadBalancer ------------------------------------------------------------
+
+    def allocate_lb(self) -> str | None:
+        first = ipaddress.ip_address(self.config.lb_pool[0])
+        last = ipaddress.ip_address(self.config.lb_pool[1])
+        addr = first
+        while addr <= last:
+            if str(addr) not in self._lb:
+                self._lb.add(str(addr))
+                return str(addr)
+            addr += 1
+        return None
+
+    def claim_lb(self, ip: str) -> None:
+        self._lb.add(ip)
+
+
+def allocate_services(services: list[tuple[dict[str, Any], Source]], config: ClusterConfig,
+                      live: Callable[[dict[str, Any]], bool] = lambda body: False) -> list[AllocationError]:
+    """Fill clusterIP(s), nodePorts, healthCheckNodePort and LB status in place.
+
+    ``live(body)`` marks objects read from a real cluster: what they hold was allocated by
+    that cluster, so it is reserved without range checks and never reported.
+    """
+    alloc = Allocator(config)
+    ordered = sorted(services, key=lambda s: (s[0]["metadata"]["namespace"], s[0]["metadata"]["name"]))
+
+    def subject(body: dict[str, Any]) -> str:
+        return f"Service {body['metadata']['namespace']}/{body['metadata']['name']}"
+
+    rejected: set[int] = set()
+    # Pass 1: requested addresses and ports.
+    for body, source in ordered:
+        spec = body["spec"]
+        ip = spec.get("clusterIP")
+        is_live = live(body)
+        if ip and ip != "None" and spec.get("type") != "ExternalName":
+            detail = alloc.claim_ip(ip)
+            if detail and not is_live:
+                alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs").index(0)
+                                                    .invalid(ip, detail)))
+                rejected.add(id(body))
+        for i, port in enumerate(spec.get("ports") or []):
+            if port.get("nodePort"):
+                detail = alloc.claim_node_port(port.get("protocol", "TCP"), int(port["nodePort"]))
+                if detail and not is_live:
+                    alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("ports").index(i)
+                                                        .child("nodePort").invalid(port["nodePort"], detail)))
+                    rejected.add(id(body))
+        if spec.get("healthCheckNodePort"):
+            alloc.claim_node_port("TCP", int(spec["healthCheckNodePort"]))
+        for ingress in (body.get("status") or {}).get("loadBalancer", {}).get("ingress") or []:
+            if ingress.get("ip"):
+                alloc.claim_lb(ingress["ip"])
+    # Pass 2: dynamic allocation.
+    for body, _source in ordered:
+        if id(body) in rejected:
+            continue
+        spec = body["spec"]
+        key = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
+        svc_type = spec.get("type", "ClusterIP")
+        if svc_type == "ExternalName":
+            continue
+        if not spec.get("clusterIP"):
+            spec["clusterIP"] = alloc.allocate_ip(key) or ""
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        wants_node_ports = svc_type == "NodePort" or (
+            svc_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True))
+        if wants_node_ports:
+            for port in spec.get("ports") or []:
+                if not port.get("nodePort"):
+                    port["nodePort"] = alloc.allocate_node_port(f"{key}/{port.get('name', '')}/{port['port']}",
+                                                                port.get("protocol", "TCP"))
+        if svc_type == "LoadBalancer":
+            if spec.get("externalTrafficPolicy") == "Local" and not spec.get("healthCheckNodePort"):
+                spec["healthCheckNodePort"] = alloc.allocate_node_port(f"{key}/healthz", "TCP")
+            status = body.setdefault("status", {})
+            lb = status.setdefault("loadBalancer", {})
+            if not lb.get("ingress"):
+                ip = alloc.allocate_lb()
+                if ip:
+                    lb["ingress"] = [{"ip": ip, "ipMode": "VIP"}]
+        else:
+            body.setdefault("status", {}).setdefault("loadBalancer", {})
+    return alloc.errors

@@ -1,0 +1,167 @@
+"""ClusterState: what the controllers produced, indexed for the layers above.
+
+It is built once by ``cluster.build`` and then only read. Every collection is ordered by
+(namespace, name) so that iteration — and therefore every output — is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..model.labels import Selector
+from ..model.loader import Source
+from ..model.objects import (
+    EndpointSlice,
+    Ingress,
+    IngressClass,
+    Namespace,
+    NetworkPolicy,
+    Node,
+    Object,
+    Pod,
+    Service,
+)
+from .config import ClusterConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A warning about the input that does not stop the simulation (kubectl prints these as ``Warning:``)."""
+
+    code: str
+    message: str
+    subject: str = ""
+    source: Source | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source and self.source.document else ""
+        subject = f"{self.subject}: " if self.subject else ""
+        return f"{where}{subject}{self.message}"
+
+
+@dataclass
+class ClusterState:
+    config: ClusterConfig
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    services: dict[str, Service] = field(default_factory=dict)
+    endpoint_slices: dict[str, EndpointSlice] = field(default_factory=dict)
+    ingresses: dict[str, Ingress] = field(default_factory=dict)
+    ingress_classes: dict[str, IngressClass] = field(default_factory=dict)
+    network_policies: dict[str, NetworkPolicy] = field(default_factory=dict)
+    # Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, Endpoints: kept for `get`.
+    workloads: dict[tuple[str, str], Object] = field(default_factory=dict)
+    # Kinds knetsim reads but does not simulate (ConfigMap, Secret, CRDs...), and CiliumNetworkPolicies.
+    others: dict[tuple[str, str], Object] = field(default_factory=dict)
+    notices: list[Notice] = field(default_factory=list)
+
+    # --- lookups ------------------------------------------------------------------
+
+    def pods_in(self, namespace: str) -> list[Pod]:
+        return self._pods_by_namespace.get(namespace, [])
+
+    def select_pods(self, namespace: str, selector: Selector) -> list[Pod]:
+        """Pods of ``namespace`` matching ``selector``, sorted by name; indexed for equality selectors."""
+        if selector.nothing:
+            return []
+        equality = selector.equality_map()
+        if equality:
+            index = self._label_index.get(namespace, {})
+            candidates: set[str] | None = None
+            for pair in equality.items():
+                names = index.get(pair)
+                if not names:
+                    return []
+                candidates = set(names) if candidates is None else candidates & names
+                if not candidates:
+                    return []
+            return [self.pods[f"{namespace}/{n}"] for n in sorted(candidates or ())]
+        return [p for p in self.pods_in(namespace) if selector.matches(p.labels)]
+
+    def slices_for(self, service: Service) -> list[EndpointSlice]:
+        return self._slices_by_service.get(service.key, [])
+
+    def service_by_ip(self, ip: str) -> Service | None:
+        return self._service_by_ip.get(ip)
+
+    def pod_by_ip(self, ip: str) -> Pod | None:
+        return self._pod_by_ip.get(ip)
+
+    def node_by_ip(self, ip: str) -> Node | None:
+        return next((n for n in self.nodes.values() if n.internal_ip == ip), None)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        ns = self.namespaces.get(namespace)
+        return ns.labels if ns else {"kubernetes.io/metadata.name": namespace}
+
+    def objects_of(self, kind: str) -> list[Object]:
+        collection: Iterable[Object]
+        by_kind: dict[str, Mapping[str, Object]] = {
+            "Namespace": self.namespaces,
+            "Node": self.nodes,
+            "Pod": self.pods,
+            "Service": self.services,
+            "EndpointSlice": self.endpoint_slices,
+            "Ingress": self.ingresses,
+            "IngressClass": self.ingress_classes,
+            "NetworkPolicy": self.network_policies,
+        }
+        if kind in by_kind:
+            collection = by_kind[kind].values()
+        else:
+            collection = [o for (k, _), o in self.workloads.items() if k == kind]
+            collection += [o for (k, _), o in self.others.items() if k == kind]
+        return sorted(collection, key=lambda o: (o.namespace, o.name))
+
+    def warn(self, code: str, message: str, subject: str = "", source: Source | None = None) -> None:
+        self.notices.append(Notice(code, message, subject, source))
+
+    # --- indexes (computed lazily after the build; the state is read-only by then) --
+
+    @cached_property
+    def _pods_by_namespace(self) -> dict[str, list[Pod]]:
+        out: dict[str, list[Pod]] = defaultdict(list)
+        for key in sorted(self.pods):
+            pod = self.pods[key]
+            out[pod.namespace].append(pod)
+        return dict(out)
+
+    @cached_property
+    def _label_index(self) -> dict[str, dict[tuple[str, str], set[str]]]:
+        index: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        for pod in self.pods.values():
+            ns_index = index[pod.namespace]
+            for pair in pod.labels.items():
+                ns_index[pair].add(pod.name)
+        return index
+
+    @cached_property
+    def _slices_by_service(self) -> dict[str, list[EndpointSlice]]:
+        out: dict[str, list[EndpointSlice]] = defaultdict(list)
+        for key in sorted(self.endpoint_slices):
+            es = self.endpoint_slices[key]
+            if es.service_name:
+                out[f"{es.namespace}/{es.service_name}"].append(es)
+        return dict(out)
+
+    @cached_property
+    def _service_by_ip(self) -> dict[str, Service]:
+        out = {}
+        for svc in self.services.values():
+            for ip in (*svc.cluster_ips, svc.cluster_ip, *svc.load_balancer_ips, *svc.external_ips):
+                if ip and ip != "None":
+                    out.setdefault(ip, svc)
+        return out
+
+    @cached_property
+    def _pod_by_ip(self) -> dict[str, Pod]:
+        out = {}
+        for key in sorted(self.pods):
+            pod = self.pods[key]
+            if pod.pod_ip and not pod.host_network:
+                out.setdefault(pod.pod_ip, pod)
+        return out

@@ -1,0 +1,260 @@
+"""The objects a fresh cluster has before anyone applies anything (a kind cluster, v1.35).
+
+They are produced as manifests and go through the same defaulting and controllers as user
+input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice controller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ClusterConfig
+
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+_TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+_TOLERATE_ALL = [{"operator": "Exists"}]
+KUBERNETES_VERSION = "v1.35.0"
+INGRESS_NGINX_CONTROLLER = "k8s.io/ingress-nginx"
+
+
+def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
+    if config.ingress_controller:
+        namespaces.append("ingress-nginx")
+    docs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]
+    for i, node in enumerate(config.nodes):
+        labels = {
+            "kubernetes.io/hostname": node.name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": "amd64",
+        }
+        if node.control_plane:
+            labels["node-role.kubernetes.io/control-plane"] = ""
+            # kind's ingress guide labels the control-plane so ingress-nginx lands there.
+            labels["ingress-ready"] = "true"
+        if node.zone:
+            labels["topology.kubernetes.io/zone"] = node.zone
+        labels.update(node.labels)
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node.name, "labels": labels},
+                "spec": {
+                    "podCIDR": config.node_pod_cidr(i),
+                    "podCIDRs": [config.node_pod_cidr(i)],
+                    "taints": [CONTROL_PLANE_TAINT] if node.control_plane else [],
+                },
+                "status": {
+                    "addresses": [
+                        {"type": "InternalIP", "address": node.ip},
+                        {"type": "Hostname", "address": node.name},
+                    ],
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                    "nodeInfo": {"kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": KUBERNETES_VERSION,
+                                 "containerRuntimeVersion": "containerd://2.1.1", "osImage": "Debian GNU/Linux 12",
+                                 "operatingSystem": "linux", "architecture": "amd64"},
+                },
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "clusterIP": config.kubernetes_service_ip,
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+            },
+        }
+    )
+    # The API server's own endpoint reconciler writes this slice; no selector-based controller does.
+    docs.append(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/skip-mirror": "true"},
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [config.api_server_ip], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
+        }
+    )
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kube-dns",
+                "namespace": "kube-system",
+                "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
+                "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"},
+            },
+            "spec": {
+                "clusterIP": config.dns_service_ip,
+                "selector": {"k8s-app": "kube-dns"},
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                    {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153},
+                ],
+            },
+        }
+    )
+    docs.append(_coredns())
+    docs.append(_daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
+                           "docker.io/kindest/kindnetd:v20250512-df8de77b"))
+    if config.dataplane == "ebpf":
+        docs.append(_daemonset("cilium", {"k8s-app": "cilium"}, "quay.io/cilium/cilium:v1.18.0"))
+    else:
+        docs.append(_daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"))
+    control_plane = next((n.name for n in config.nodes if n.control_plane), config.nodes[0].name)
+    for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
+                            ("kube-scheduler", 10259)):
+        docs.append(_static_pod(component, control_plane, port))
+    if config.ingress_controller:
+        docs.extend(_ingress_nginx())
+    return docs
+
+
+def _coredns() -> dict[str, Any]:
+    labels = {"k8s-app": "kube-dns"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "coredns", "namespace": "kube-system", "labels": labels},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": "system-cluster-critical",
+                    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *_TOLERATE_CONTROL_PLANE],
+                    "dnsPolicy": "Default",
+                    "containers": [
+                        {
+                            "name": "coredns",
+                            "image": "registry.k8s.io/coredns/coredns:v1.12.1",
+                            "args": ["-conf", "/etc/coredns/Corefile"],
+                            "ports": [
+                                {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                                {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                                {"name": "metrics", "containerPort": 9153, "protocol": "TCP"},
+                            ],
+                            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}},
+                            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _daemonset(name: str, labels: dict[str, str], image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {k: v for k, v in labels.items() if k != "tier"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "hostNetwork": True,
+                    "tolerations": _TOLERATE_ALL,
+                    "containers": [{"name": name, "image": image}],
+                },
+            },
+        },
+    }
+
+
+def _static_pod(component: str, node: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{component}-{node}",
+            "namespace": "kube-system",
+            "labels": {"component": component, "tier": "control-plane"},
+        },
+        "spec": {
+            "nodeName": node,
+            "hostNetwork": True,
+            "priorityClassName": "system-node-critical",
+            "tolerations": _TOLERATE_ALL,
+            "containers": [{"name": component, "image": f"registry.k8s.io/{component}:{KUBERNETES_VERSION}"
+                            if component != "etcd" else "registry.k8s.io/etcd:3.6.4-0",
+                            "ports": [{"containerPort": port, "protocol": "TCP"}]}],
+        },
+    }
+
+
+def _ingress_nginx() -> list[dict[str, Any]]:
+    labels = {
+        "app.kubernetes.io/component": "controller",
+        "app.kubernetes.io/instance": "ingress-nginx",
+        "app.kubernetes.io/name": "ingress-nginx",
+    }
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "nginx", "labels": labels},
+            "spec": {"controller": INGRESS_NGINX_CONTROLLER},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "ingress-nginx-controller", "namespace": "ingress-nginx", "labels": labels},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": {"ingress-ready": "true", "kubernetes.io/os": "linux"},
+                        "tolerations": _TOLERATE_CONTROL_PLANE,
+                        "containers": [
+                            {
+                                "name": "controller",
+                                "image": "registry.k8s.io/ingress-nginx/controller:v1.13.0",
+                                "args": ["/nginx-ingress-controller", "--ingress-class=nginx",
+                                         "--controller-class=k8s.io/ingress-nginx"],
+                                "ports": [
+                                    {"name": "http", "containerPort": 80, "hostPort": 80, "protocol": "TCP"},
+                                    {"name": "https", "containerPort": 443, "hostPort": 443, "protocol": "TCP"},
+                                    {"name": "webhook", "containerPort": 8443, "protocol": "TCP"},
+                                ],
+                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 10254}},
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "ingress-nginx-controller", "namespace": "ingress-nginx", "labels": labels},
+            "spec": {
+                "type": "NodePort",
+                "selector": labels,
+                "ports": [
+                    {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP", "appProtocol": "http"},
+                    {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP", "appProtocol": "https"},
+                ],
+            },
+        },
+    ]

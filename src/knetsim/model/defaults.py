@@ -1,0 +1,225 @@
+"""Defaulting, as the API server applies it before validation (``pkg/apis/*/v1/defaults.go``).
+
+Functions take a manifest dict and return a defaulted deep copy; they never mutate input.
+Only fields that change networking behaviour or that kubectl prints are filled in.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def apply_defaults(body: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    out = copy.deepcopy(body)
+    meta = out.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return out
+    from .kinds import BY_KIND
+
+    info = BY_KIND.get(str(out.get("kind")))
+    if info is not None and info.namespaced and not meta.get("namespace"):
+        meta["namespace"] = namespace
+    fn = _DEFAULTERS.get(str(out.get("kind")))
+    if fn is not None:
+        fn(out)
+    return out
+
+
+def _ports_protocol(ports: Any) -> None:
+    for port in ports or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def _probe(probe: Any) -> None:
+    if not isinstance(probe, dict):
+        return
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    if isinstance(probe.get("httpGet"), dict):
+        probe["httpGet"].setdefault("scheme", "HTTP")
+        probe["httpGet"].setdefault("path", "/")
+
+
+def _image_pull_policy(image: str) -> str:
+    # SetDefaults_Container: ":latest" or no tag means Always, a tag or digest IfNotPresent.
+    name = image.rsplit("/", 1)[-1]
+    if "@" in name:
+        return "IfNotPresent"
+    if ":" not in name or name.endswith(":latest"):
+        return "Always"
+    return "IfNotPresent"
+
+
+def default_pod_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            if not isinstance(container, dict):
+                continue
+            if isinstance(container.get("image"), str):
+                container.setdefault("imagePullPolicy", _image_pull_policy(container["image"]))
+            container.setdefault("terminationMessagePath", "/dev/termination-log")
+            container.setdefault("terminationMessagePolicy", "File")
+            container.setdefault("resources", {})
+            _ports_protocol(container.get("ports"))
+            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                _probe(container.get(probe))
+
+
+def _pod(obj: dict[str, Any]) -> None:
+    default_pod_spec(obj.get("spec"))
+
+
+def _template(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    template = spec.get("template")
+    if isinstance(template, dict):
+        default_pod_spec(template.get("spec"))
+    return spec
+
+
+def _deployment(obj: dict[str, Any]) -> None:
+    spec = _template(obj)
+    if spec is None:
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", "25%")
+            rolling.setdefault("maxSurge", "25%")
+
+
+def _replicaset(obj: dict[str, Any]) -> None:
+    spec = _template(obj)
+    if spec is not None:
+        spec.setdefault("replicas", 1)
+
+
+def _statefulset(obj: dict[str, Any]) -> None:
+    spec = _template(obj)
+    if spec is None:
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+
+
+def _daemonset(obj: dict[str, Any]) -> None:
+    spec = _template(obj)
+    if spec is None:
+        return
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault(
+        "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    )
+
+
+def _job(obj: dict[str, Any]) -> None:
+    spec = _template(obj)
+    if spec is None:
+        return
+    spec.setdefault("completions", 1)
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+
+
+def _service(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["sessionAffinity"] == "ClientIP":
+        config = spec.setdefault("sessionAffinityConfig", {})
+        if isinstance(config, dict):
+            client_ip = config.setdefault("clientIP", {})
+            if isinstance(client_ip, dict):
+                client_ip.setdefault("timeoutSeconds", 10800)
+    for port in spec.get("ports") or []:
+        if not isinstance(port, dict):
+            continue
+        port.setdefault("protocol", "TCP")
+        # SetDefaults_Service: an unset (0 or "") targetPort takes the port's value.
+        if port.get("targetPort") in (None, 0, ""):
+            if "port" in port:
+                port["targetPort"] = port["port"]
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+
+
+def _network_policy(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    # SetDefaults_NetworkPolicy: Ingress always; Egress only when egress rules are present.
+    if not spec.get("policyTypes"):
+        types = ["Ingress"]
+        if spec.get("egress"):
+            types.append("Egress")
+        spec["policyTypes"] = types
+    for direction in ("ingress", "egress"):
+        for rule in spec.get(direction) or []:
+            if isinstance(rule, dict):
+                _ports_protocol(rule.get("ports"))
+
+
+def _endpoint_slice(obj: dict[str, Any]) -> None:
+    _ports_protocol(obj.get("ports"))
+
+
+def _namespace(obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        labels = meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = meta["labels"] = {}
+        # The namespace controller sets this label and keeps it equal to the name (immutable).
+        labels[NAMESPACE_NAME_LABEL] = name
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec.setdefault("finalizers", ["kubernetes"])
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        status.setdefault("phase", "Active")
+
+
+_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "Pod": _pod,
+    "Deployment": _deployment,
+    "ReplicaSet": _replicaset,
+    "StatefulSet": _statefulset,
+    "DaemonSet": _daemonset,
+    "Job": _job,
+    "Service": _service,
+    "NetworkPolicy": _network_policy,
+    "EndpointSlice": _endpoint_slice,
+    "Namespace": _namespace,
+}

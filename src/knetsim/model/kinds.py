@@ -1,0 +1,62 @@
+"""The kinds knetsim knows: API group/version, resource names and kubectl short names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    simulated: bool = True
+    # `kubectl get all` shows the kinds in the "all" category.
+    in_all: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def qualified_plural(self) -> str:
+        """``deployments.apps``, the name kubectl prints before ``/name`` for grouped kinds."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+KINDS: tuple[KindInfo, ...] = (
+    KindInfo("Namespace", "", "v1", "namespaces", False, ("ns",)),
+    KindInfo("Node", "", "v1", "nodes", False, ("no",)),
+    KindInfo("Pod", "", "v1", "pods", True, ("po",), in_all=True),
+    KindInfo("Service", "", "v1", "services", True, ("svc",), in_all=True),
+    KindInfo("Endpoints", "", "v1", "endpoints", True, ("ep",)),
+    KindInfo("Deployment", "apps", "v1", "deployments", True, ("deploy",), in_all=True),
+    KindInfo("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), in_all=True),
+    KindInfo("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), in_all=True),
+    KindInfo("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), in_all=True),
+    KindInfo("Job", "batch", "v1", "jobs", True, (), in_all=True),
+    KindInfo("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True, ()),
+    KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
+    KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
+    KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+)
+
+BY_KIND = {k.kind: k for k in KINDS}
+
+_ALIASES: dict[str, KindInfo] = {}
+for _k in KINDS:
+    for _alias in (_k.kind.lower(), _k.plural, _k.singular, _k.qualified_plural, *_k.short_names):
+        _ALIASES[_alias] = _k
+
+
+def resolve_kind(name: str) -> KindInfo | None:
+    """What ``kubectl get NAME`` would resolve: plural, singular, short name, or ``plural.group``."""
+    return _ALIASES.get(name.lower())

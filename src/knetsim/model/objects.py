@@ -1,0 +1,628 @@
+"""Typed, read-only views of the objects the simulation reasons about.
+
+Each view is parsed once from a defaulted, validated manifest and keeps that manifest in
+``raw`` (for ``get -o yaml`` and the API server). Layers above ``model`` work on these
+views, never on dicts, so field access is checked and cheap.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .labels import Selector
+from .loader import BUILTIN, Source
+
+_UID_NAMESPACE = uuid.UUID("6f1d1c7e-9a43-4d7e-9d55-6b6e6e657473")
+
+
+def stable_uid(kind: str, namespace: str, name: str) -> str:
+    """A uid derived from identity, so the same manifests give the same uids on every run."""
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+    controller: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    name: str
+    namespace: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    uid: str = ""
+    creation_timestamp: str | None = None
+    owner: OwnerRef | None = None
+    deletion_timestamp: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @classmethod
+    def parse(cls, kind: str, meta: Mapping[str, Any]) -> Meta:
+        namespace = str(meta.get("namespace") or "")
+        name = str(meta.get("name") or "")
+        owner = None
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller"):
+                owner = OwnerRef(str(ref.get("kind")), str(ref.get("name")), str(ref.get("uid", "")))
+                break
+        return cls(
+            name=name,
+            namespace=namespace,
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+            uid=str(meta.get("uid") or stable_uid(kind, namespace, name)),
+            creation_timestamp=meta.get("creationTimestamp"),
+            owner=owner,
+            deletion_timestamp=meta.get("deletionTimestamp"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Object:
+    kind: str
+    meta: Meta
+    raw: dict[str, Any]
+    source: Source
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.meta.labels
+
+
+def _meta(kind: str, raw: Mapping[str, Any]) -> Meta:
+    return Meta.parse(kind, raw.get("metadata") or {})
+
+
+# --- Namespaces and nodes ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace(Object):
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Namespace:
+        return cls("Namespace", _meta("Namespace", raw), raw, source)
+
+
+@dataclass(frozen=True, slots=True)
+class Node(Object):
+    internal_ip: str = ""
+    pod_cidr: str = ""
+    ready: bool = True
+    taints: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def zone(self) -> str | None:
+        return self.labels.get("topology.kubernetes.io/zone")
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Node:
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        ip = next((a.get("address", "") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        return cls(
+            "Node",
+            _meta("Node", raw),
+            raw,
+            source,
+            internal_ip=ip,
+            pod_cidr=str(spec.get("podCIDR") or ""),
+            ready=conditions.get("Ready", "True") == "True",
+            taints=tuple(spec.get("taints") or ()),
+        )
+
+
+# --- Pods -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    protocol: str = "TCP"
+    name: str = ""
+    host_port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    action: str  # httpGet | tcpSocket | grpc | exec
+    port: int | str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    image: str
+    ports: tuple[ContainerPort, ...] = ()
+    readiness_probe: Probe | None = None
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def _probe(spec: Any) -> Probe | None:
+    if not isinstance(spec, Mapping):
+        return None
+    for action in ("httpGet", "tcpSocket", "grpc"):
+        if isinstance(spec.get(action), Mapping):
+            return Probe(action, spec[action].get("port"))
+    if "exec" in spec:
+        return Probe("exec")
+    return None
+
+
+def parse_container(raw: Mapping[str, Any]) -> Container:
+    ports = tuple(
+        ContainerPort(
+            int(p.get("containerPort", 0)),
+            str(p.get("protocol") or "TCP"),
+            str(p.get("name") or ""),
+            p.get("hostPort"),
+        )
+        for p in raw.get("ports") or []
+    )
+    env = {str(e.get("name")): str(e.get("value", "")) for e in raw.get("env") or [] if isinstance(e, Mapping)}
+    return Container(
+        name=str(raw.get("name") or ""),
+        image=str(raw.get("image") or ""),
+        ports=ports,
+        readiness_probe=_probe(raw.get("readinessProbe")),
+        command=tuple(str(c) for c in raw.get("command") or ()),
+        args=tuple(str(a) for a in raw.get("args") or ()),
+        env=env,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pod(Object):
+    node_name: str = ""
+    pod_ip: str = ""
+    host_ip: str = ""
+    phase: str = "Running"
+    ready: bool = True
+    not_ready_reason: str = ""
+    host_network: bool = False
+    hostname: str = ""
+    subdomain: str = ""
+    containers: tuple[Container, ...] = ()
+    dns_policy: str = "ClusterFirst"
+    dns_config: Mapping[str, Any] | None = None
+    restart_policy: str = "Always"
+
+    @property
+    def terminating(self) -> bool:
+        return self.meta.deletion_timestamp is not None
+
+    def named_port(self, name: str, protocol: str) -> int | None:
+        """``podutil.FindPort`` for a named port: the first container port with that name and protocol."""
+        for container in self.containers:
+            for port in container.ports:
+                if port.name == name and port.protocol == protocol:
+                    return port.container_port
+        return None
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Pod:
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        ready, reason = _pod_readiness(status)
+        return cls(
+            "Pod",
+            _meta("Pod", raw),
+            raw,
+            source,
+            node_name=str(spec.get("nodeName") or ""),
+            pod_ip=str(status.get("podIP") or ""),
+            host_ip=str(status.get("hostIP") or ""),
+            phase=str(status.get("phase") or "Pending"),
+            ready=ready,
+            not_ready_reason=reason,
+            host_network=bool(spec.get("hostNetwork")),
+            hostname=str(spec.get("hostname") or ""),
+            subdomain=str(spec.get("subdomain") or ""),
+            containers=tuple(parse_container(c) for c in spec.get("containers") or []),
+            dns_policy=str(spec.get("dnsPolicy") or "ClusterFirst"),
+            dns_config=spec.get("dnsConfig"),
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
+        )
+
+
+def _pod_readiness(status: Mapping[str, Any]) -> tuple[bool, str]:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Ready":
+            if condition.get("status") == "True":
+                return True, ""
+            reason = condition.get("reason") or "ReadinessNotTrue"
+            message = condition.get("message")
+            return False, f"{reason}: {message}" if message else str(reason)
+    return False, "no Ready condition"
+
+
+# --- Services -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ServicePort:
+    name: str
+    protocol: str
+    port: int
+    target_port: int | str
+    node_port: int | None = None
+    app_protocol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Service(Object):
+    type: str = "ClusterIP"
+    selector: Mapping[str, str] | None = None
+    cluster_ip: str = ""  # "" = not allocated (ExternalName); "None" = headless
+    cluster_ips: tuple[str, ...] = ()
+    ports: tuple[ServicePort, ...] = ()
+    external_name: str = ""
+    external_ips: tuple[str, ...] = ()
+    load_balancer_ips: tuple[str, ...] = ()
+    external_traffic_policy: str = "Cluster"
+    internal_traffic_policy: str = "Cluster"
+    session_affinity: str = "None"
+    session_affinity_timeout: int = 10800
+    publish_not_ready_addresses: bool = False
+    health_check_node_port: int | None = None
+    load_balancer_source_ranges: tuple[str, ...] = ()
+    allocate_load_balancer_node_ports: bool = True
+    traffic_distribution: str | None = None
+
+    @property
+    def headless(self) -> bool:
+        return self.cluster_ip == "None"
+
+    @property
+    def selector_view(self) -> Selector:
+        return Selector.from_map(self.selector)
+
+    def port_named(self, name: str) -> ServicePort | None:
+        return next((p for p in self.ports if p.name == name), None)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Service:
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        ports = tuple(
+            ServicePort(
+                name=str(p.get("name") or ""),
+                protocol=str(p.get("protocol") or "TCP"),
+                port=int(p.get("port", 0)),
+                target_port=p.get("targetPort", p.get("port", 0)),
+                node_port=p.get("nodePort") or None,
+                app_protocol=p.get("appProtocol"),
+            )
+            for p in spec.get("ports") or []
+        )
+        lb = tuple(
+            str(i.get("ip") or i.get("hostname"))
+            for i in (status.get("loadBalancer") or {}).get("ingress") or []
+            if i.get("ip") or i.get("hostname")
+        )
+        selector = spec.get("selector")
+        timeout = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds", 10800)
+        return cls(
+            "Service",
+            _meta("Service", raw),
+            raw,
+            source,
+            type=str(spec.get("type") or "ClusterIP"),
+            selector={str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else None,
+            cluster_ip=str(spec.get("clusterIP") or ""),
+            cluster_ips=tuple(str(i) for i in spec.get("clusterIPs") or ()),
+            ports=ports,
+            external_name=str(spec.get("externalName") or ""),
+            external_ips=tuple(str(i) for i in spec.get("externalIPs") or ()),
+            load_balancer_ips=lb,
+            external_traffic_policy=str(spec.get("externalTrafficPolicy") or "Cluster"),
+            internal_traffic_policy=str(spec.get("internalTrafficPolicy") or "Cluster"),
+            session_affinity=str(spec.get("sessionAffinity") or "None"),
+            session_affinity_timeout=int(timeout),
+            publish_not_ready_addresses=bool(spec.get("publishNotReadyAddresses")),
+            health_check_node_port=spec.get("healthCheckNodePort"),
+            load_balancer_source_ranges=tuple(str(r).strip() for r in spec.get("loadBalancerSourceRanges") or ()),
+            allocate_load_balancer_node_ports=spec.get("allocateLoadBalancerNodePorts", True) is not False,
+            traffic_distribution=spec.get("trafficDistribution"),
+        )
+
+
+# --- EndpointSlices -------------------------------------------------------------------
+
+ENDPOINTSLICE_CONTROLLER = "endpointslice-controller.k8s.io"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    addresses: tuple[str, ...]
+    ready: bool | None = True
+    serving: bool | None = True
+    terminating: bool | None = False
+    node_name: str | None = None
+    zone: str | None = None
+    hostname: str | None = None
+    target_ref: tuple[str, str, str] | None = None  # (kind, namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointPort:
+    name: str
+    port: int | None
+    protocol: str = "TCP"
+    app_protocol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSlice(Object):
+    address_type: str = "IPv4"
+    endpoints: tuple[Endpoint, ...] = ()
+    ports: tuple[EndpointPort, ...] = ()
+
+    @property
+    def service_name(self) -> str:
+        return self.labels.get(SERVICE_NAME_LABEL, "")
+
+    @property
+    def managed_by(self) -> str:
+        return self.labels.get(MANAGED_BY_LABEL, "")
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> EndpointSlice:
+        endpoints = []
+        for e in raw.get("endpoints") or []:
+            cond = e.get("conditions") or {}
+            ref = e.get("targetRef")
+            endpoints.append(
+                Endpoint(
+                    addresses=tuple(str(a) for a in e.get("addresses") or ()),
+                    # EndpointConditions: a nil `ready` means unknown and is read as ready.
+                    ready=cond.get("ready", True) is not False,
+                    serving=cond.get("serving", cond.get("ready", True)) is not False,
+                    terminating=bool(cond.get("terminating", False)),
+                    node_name=e.get("nodeName"),
+                    zone=e.get("zone"),
+                    hostname=e.get("hostname"),
+                    target_ref=(str(ref.get("kind")), str(ref.get("namespace", "")), str(ref.get("name")))
+                    if isinstance(ref, Mapping)
+                    else None,
+                )
+            )
+        ports = tuple(
+            EndpointPort(str(p.get("name") or ""), p.get("port"), str(p.get("protocol") or "TCP"), p.get("appProtocol"))
+            for p in raw.get("ports") or []
+        )
+        return cls(
+            "EndpointSlice",
+            _meta("EndpointSlice", raw),
+            raw,
+            source,
+            address_type=str(raw.get("addressType") or "IPv4"),
+            endpoints=tuple(endpoints),
+            ports=ports,
+        )
+
+
+# --- Ingress --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IngressBackend:
+    service_name: str = ""
+    port_number: int | None = None
+    port_name: str = ""
+    resource: Mapping[str, Any] | None = None
+
+    def describe(self) -> str:
+        if self.resource is not None:
+            return f"{self.resource.get('kind')}/{self.resource.get('name')}"
+        return f"{self.service_name}:{self.port_number if self.port_number is not None else self.port_name}"
+
+
+def _backend(raw: Any) -> IngressBackend | None:
+    if not isinstance(raw, Mapping):
+        return None
+    if raw.get("resource"):
+        return IngressBackend(resource=raw["resource"])
+    service = raw.get("service") or {}
+    port = service.get("port") or {}
+    return IngressBackend(str(service.get("name") or ""), port.get("number"), str(port.get("name") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class IngressPath:
+    path: str
+    path_type: str
+    backend: IngressBackend
+
+
+@dataclass(frozen=True, slots=True)
+class IngressRule:
+    host: str
+    paths: tuple[IngressPath, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IngressTLS:
+    hosts: tuple[str, ...]
+    secret_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ingress(Object):
+    class_name: str | None = None
+    class_annotation: str | None = None
+    default_backend: IngressBackend | None = None
+    rules: tuple[IngressRule, ...] = ()
+    tls: tuple[IngressTLS, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Ingress:
+        spec = raw.get("spec") or {}
+        rules = []
+        for rule in spec.get("rules") or []:
+            http = rule.get("http") or {}
+            paths = tuple(
+                IngressPath(str(p.get("path") or ""), str(p.get("pathType") or ""), _backend(p.get("backend")) or IngressBackend())
+                for p in http.get("paths") or []
+            )
+            rules.append(IngressRule(str(rule.get("host") or ""), paths))
+        tls = tuple(
+            IngressTLS(tuple(str(h) for h in t.get("hosts") or ()), str(t.get("secretName") or ""))
+            for t in spec.get("tls") or []
+        )
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        return cls(
+            "Ingress",
+            _meta("Ingress", raw),
+            raw,
+            source,
+            class_name=spec.get("ingressClassName"),
+            class_annotation=annotations.get("kubernetes.io/ingress.class"),
+            default_backend=_backend(spec.get("defaultBackend")),
+            rules=tuple(rules),
+            tls=tls,
+        )
+
+
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+
+
+@dataclass(frozen=True, slots=True)
+class IngressClass(Object):
+    controller: str = ""
+    parameters: Mapping[str, Any] | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self.meta.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true"
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> IngressClass:
+        spec = raw.get("spec") or {}
+        return cls(
+            "IngressClass",
+            _meta("IngressClass", raw),
+            raw,
+            source,
+            controller=str(spec.get("controller") or ""),
+            parameters=spec.get("parameters"),
+        )
+
+
+# --- NetworkPolicy --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IPBlock:
+    cidr: str
+    except_: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPeer:
+    """One item of ``from``/``to``. Both selectors set means AND; a missing one is None."""
+
+    pod_selector: Selector | None = None
+    namespace_selector: Selector | None = None
+    ip_block: IPBlock | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPort:
+    protocol: str = "TCP"
+    port: int | str | None = None  # None: every port
+    end_port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
+    """``peers is None``: the field was missing or empty — every peer. ``ports`` likewise."""
+
+    peers: tuple[PolicyPeer, ...] | None
+    ports: tuple[PolicyPort, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkPolicy(Object):
+    pod_selector: Selector = field(default_factory=Selector.everything)
+    policy_types: tuple[str, ...] = ("Ingress",)
+    ingress: tuple[PolicyRule, ...] = ()
+    egress: tuple[PolicyRule, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> NetworkPolicy:
+        spec = raw.get("spec") or {}
+        return cls(
+            "NetworkPolicy",
+            _meta("NetworkPolicy", raw),
+            raw,
+            source,
+            pod_selector=Selector.from_label_selector(spec.get("podSelector") or {}),
+            policy_types=tuple(spec.get("policyTypes") or ("Ingress",)),
+            ingress=tuple(_rule(r, "from") for r in spec.get("ingress") or []),
+            egress=tuple(_rule(r, "to") for r in spec.get("egress") or []),
+        )
+
+
+def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
+    raw = raw or {}
+    peers_raw = raw.get(peers_key)
+    ports_raw = raw.get("ports")
+    peers = None
+    if peers_raw:
+        peers = tuple(
+            PolicyPeer(
+                pod_selector=Selector.from_label_selector(p["podSelector"]) if p.get("podSelector") is not None else None,
+                namespace_selector=Selector.from_label_selector(p["namespaceSelector"])
+                if p.get("namespaceSelector") is not None
+                else None,
+                ip_block=IPBlock(str(p["ipBlock"]["cidr"]), tuple(str(e) for e in p["ipBlock"].get("except") or ()))
+                if p.get("ipBlock") is not None
+                else None,
+            )
+            for p in peers_raw
+        )
+    ports = None
+    if ports_raw:
+        ports = tuple(
+            PolicyPort(str(p.get("protocol") or "TCP"), p.get("port"), p.get("endPort")) for p in ports_raw
+        )
+    return PolicyRule(peers, ports)
+
+
+PARSERS = {
+    "Namespace": Namespace.parse,
+    "Node": Node.parse,
+    "Pod": Pod.parse,
+    "Service": Service.parse,
+    "EndpointSlice": EndpointSlice.parse,
+    "Ingress": Ingress.parse,
+    "IngressClass": IngressClass.parse,
+    "NetworkPolicy": NetworkPolicy.parse,
+}

@@ -1,0 +1,711 @@
+"""Validation with the API server's field paths and messages.
+
+Runs on a *defaulted* manifest, as the API server does (defaulting first, then
+``pkg/apis/core/validation``, ``pkg/apis/networking/validation``, ``pkg/apis/apps/validation``).
+Every function returns all errors it finds; callers collect across documents.
+Checks that need cluster state (a ClusterIP already allocated, a NodePort in use, two
+default IngressClasses) live in the allocators of ``cluster/``, like upstream's registry.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .fielderr import FieldError, Path, go_map
+from .labels import Selector, validate_label_selector, validate_labels
+from .names import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_cidr,
+    is_valid_ip,
+    is_valid_port_name,
+    is_valid_port_num,
+    is_wildcard_dns1123_subdomain,
+)
+
+PROTOCOLS = ["SCTP", "TCP", "UDP"]
+SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
+
+Errors = list[FieldError]
+
+
+def validate(body: Mapping[str, Any]) -> Errors:
+    kind = str(body.get("kind") or "")
+    errs = _validate_metadata(body, kind)
+    fn = _VALIDATORS.get(kind)
+    if fn is not None:
+        spec = body.get("spec")
+        if kind not in ("EndpointSlice", "Namespace", "Node") and spec is not None and not isinstance(spec, Mapping):
+            errs.append(Path("spec").invalid(spec, "must be an object"))
+            return errs
+        errs.extend(fn(body))
+    return errs
+
+
+# --- metadata -------------------------------------------------------------------------
+
+# ValidateObjectMeta picks the name rule per kind (ValidateServiceName is DNS-1035, ...).
+_NAME_RULES: dict[str, Callable[[str], list[str]]] = {
+    "Service": is_dns1035_label,
+    "Namespace": is_dns1123_label,
+}
+
+
+def _validate_metadata(body: Mapping[str, Any], kind: str) -> Errors:
+    meta = body.get("metadata")
+    path = Path("metadata")
+    if not isinstance(meta, Mapping):
+        return [path.child("name").required("name or generateName is required")]
+    errs: Errors = []
+    name = meta.get("name")
+    if not name:
+        if not meta.get("generateName"):
+            errs.append(path.child("name").required("name or generateName is required"))
+    elif not isinstance(name, str):
+        errs.append(path.child("name").invalid(name, "must be a string"))
+    else:
+        rule = _NAME_RULES.get(kind, is_dns1123_subdomain)
+        errs.extend(path.child("name").invalid(name, p) for p in rule(name))
+    namespace = meta.get("namespace")
+    if namespace:
+        errs.extend(path.child("namespace").invalid(namespace, p) for p in is_dns1123_label(str(namespace)))
+    errs.extend(validate_labels(meta.get("labels"), path.child("labels")))
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping):
+        for key, value in annotations.items():
+            errs.extend(path.child("annotations").invalid(key, p) for p in is_qualified_name(str(key).lower()))
+            if not isinstance(value, str):
+                errs.append(path.child("annotations").key(str(key)).invalid(value, "annotation values must be strings"))
+    elif annotations is not None:
+        errs.append(path.child("annotations").invalid(annotations, "must be a map of string keys to string values"))
+    return errs
+
+
+# --- Service --------------------------------------------------------------------------
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def validate_port_num_or_name(value: Any, path: Path) -> Errors:
+    if isinstance(value, bool):
+        return [path.invalid(value, "must be an int or a string")]
+    if isinstance(value, int):
+        return [path.invalid(value, p) for p in is_valid_port_num(value)]
+    if isinstance(value, str):
+        if not value:
+            return [path.required()]
+        if value.isdigit():
+            # An IntOrString given as "8080" is a string; upstream validates it as a name.
+            return [path.invalid(value, p) for p in is_valid_port_name(value)]
+        return [path.invalid(value, p) for p in is_valid_port_name(value)]
+    return [path.invalid(value, "must be an int or a string")]
+
+
+def _service(body: Mapping[str, Any]) -> Errors:
+    spec = body.get("spec")
+    path = Path("spec")
+    if not isinstance(spec, Mapping):
+        return [path.required()]
+    errs: Errors = []
+    svc_type = spec.get("type", "ClusterIP")
+    if svc_type not in SERVICE_TYPES:
+        errs.append(path.child("type").not_supported(svc_type, SERVICE_TYPES))
+    cluster_ip = spec.get("clusterIP")
+    cluster_ips = spec.get("clusterIPs") or []
+    headless = cluster_ip == "None" or (cluster_ips[:1] == ["None"])
+    ports = spec.get("ports") or []
+    if not isinstance(ports, list):
+        errs.append(path.child("ports").invalid(ports, "must be a list"))
+        ports = []
+
+    if svc_type == "ExternalName":
+        for field in ("clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if spec.get(field):
+                errs.append(path.child(field).forbidden("may not be set for ExternalName services"))
+        if cluster_ip:
+            errs.append(path.child("clusterIPs").forbidden("may not be set for ExternalName services"))
+        external_name = spec.get("externalName")
+        if not external_name:
+            errs.append(path.child("externalName").required())
+        else:
+            name = str(external_name).rstrip(".") if str(external_name).endswith(".") else str(external_name)
+            errs.extend(path.child("externalName").invalid(external_name, p) for p in is_dns1123_subdomain(name))
+    elif not ports and not headless:
+        errs.append(path.child("ports").required())
+
+    if headless and svc_type in ("LoadBalancer", "NodePort"):
+        errs.append(
+            path.child("clusterIPs").index(0).invalid("None", f"may not be set to 'None' for {svc_type} services")
+        )
+
+    errs.extend(_service_cluster_ips(spec, path))
+
+    names_seen: set[str] = set()
+    port_protocols: set[tuple[Any, Any]] = set()
+    node_port_protocols: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(ports):
+        p = path.child("ports").index(i)
+        if not isinstance(port, Mapping):
+            errs.append(p.invalid(port, "must be an object"))
+            continue
+        name = port.get("name")
+        if len(ports) > 1 and not name:
+            errs.append(p.child("name").required())
+        elif name:
+            errs.extend(p.child("name").invalid(name, e) for e in is_dns1123_label(str(name)))
+            if name in names_seen:
+                errs.append(p.child("name").duplicate(name))
+            names_seen.add(name)
+        number = port.get("port")
+        if _int_or_none(number) is None:
+            errs.append(p.child("port").invalid(number, "must be between 1 and 65535, inclusive")
+                        if number is not None else p.child("port").required())
+        else:
+            errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
+        protocol = port.get("protocol")
+        if not protocol:
+            errs.append(p.child("protocol").required())
+        elif protocol not in PROTOCOLS:
+            errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
+        if svc_type != "ExternalName" and "targetPort" in port:
+            errs.extend(validate_port_num_or_name(port["targetPort"], p.child("targetPort")))
+        node_port = port.get("nodePort")
+        if node_port not in (None, 0):
+            if svc_type == "ClusterIP":
+                errs.append(p.child("nodePort").forbidden("may not be used when `type` is 'ClusterIP'"))
+            elif _int_or_none(node_port) is None:
+                errs.append(p.child("nodePort").invalid(node_port, "must be an integer"))
+            else:
+                errs.extend(p.child("nodePort").invalid(node_port, e) for e in is_valid_port_num(node_port))
+                key = (protocol, node_port)
+                if key in node_port_protocols:
+                    errs.append(p.child("nodePort").duplicate(node_port))
+                node_port_protocols.add(key)
+        key = (protocol, number)
+        if number is not None and key in port_protocols:
+            errs.append(p.duplicate({"port": number, "protocol": protocol}))
+        port_protocols.add(key)
+        app_protocol = port.get("appProtocol")
+        if app_protocol:
+            errs.extend(p.child("appProtocol").invalid(app_protocol, e) for e in is_qualified_name(str(app_protocol)))
+
+    selector = spec.get("selector")
+    if selector is not None:
+        errs.extend(validate_labels(selector, path.child("selector")))
+
+    affinity = spec.get("sessionAffinity")
+    if affinity not in ("None", "ClientIP"):
+        if not affinity:
+            errs.append(path.child("sessionAffinity").required())
+        else:
+            errs.append(path.child("sessionAffinity").not_supported(affinity, ["ClientIP", "None"]))
+    config = spec.get("sessionAffinityConfig")
+    if affinity == "None" and config:
+        errs.append(path.child("sessionAffinityConfig").forbidden("must not be set when session affinity is None"))
+    if affinity == "ClientIP" and isinstance(config, Mapping):
+        timeout = (config.get("clientIP") or {}).get("timeoutSeconds")
+        if timeout is not None and (
+            _int_or_none(timeout) is None or timeout <= 0 or timeout > MAX_CLIENT_IP_AFFINITY_SECONDS
+        ):
+            errs.append(
+                path.child("sessionAffinityConfig", "clientIP", "timeoutSeconds").invalid(
+                    timeout, f"must be greater than 0 and less than {MAX_CLIENT_IP_AFFINITY_SECONDS}"
+                )
+            )
+
+    for i, ip in enumerate(spec.get("externalIPs") or []):
+        errs.extend(path.child("externalIPs").index(i).invalid(ip, e) for e in is_valid_ip(str(ip)))
+
+    if spec.get("loadBalancerSourceRanges"):
+        if svc_type != "LoadBalancer":
+            errs.append(path.child("loadBalancerSourceRanges").forbidden("may only be used when `type` is 'LoadBalancer'"))
+        for i, cidr in enumerate(spec["loadBalancerSourceRanges"]):
+            errs.extend(
+                path.child("loadBalancerSourceRanges").index(i).invalid(cidr, e)
+                for e in is_valid_cidr(str(cidr).strip())
+            )
+
+    external_policy = spec.get("externalTrafficPolicy")
+    external = svc_type in ("NodePort", "LoadBalancer") or bool(spec.get("externalIPs"))
+    if external_policy is not None and external_policy != "":
+        if not external:
+            errs.append(path.child("externalTrafficPolicy").invalid(
+                external_policy, "may only be set for externally-accessible services"))
+        elif external_policy not in ("Cluster", "Local"):
+            errs.append(path.child("externalTrafficPolicy").not_supported(external_policy, ["Cluster", "Local"]))
+    elif svc_type in ("NodePort", "LoadBalancer"):
+        errs.append(path.child("externalTrafficPolicy").required())
+    internal_policy = spec.get("internalTrafficPolicy")
+    if svc_type != "ExternalName" and internal_policy not in (None, "Cluster", "Local"):
+        errs.append(path.child("internalTrafficPolicy").not_supported(internal_policy, ["Cluster", "Local"]))
+    hc = spec.get("healthCheckNodePort")
+    if hc and not (svc_type == "LoadBalancer" and external_policy == "Local"):
+        errs.append(path.child("healthCheckNodePort").invalid(
+            hc, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+    if spec.get("allocateLoadBalancerNodePorts") is not None and svc_type != "LoadBalancer":
+        errs.append(path.child("allocateLoadBalancerNodePorts").forbidden(
+            "may only be used when `type` is 'LoadBalancer'"))
+    return errs
+
+
+def _service_cluster_ips(spec: Mapping[str, Any], path: Path) -> Errors:
+    errs: Errors = []
+    cluster_ip = spec.get("clusterIP")
+    cluster_ips = spec.get("clusterIPs") or []
+    if cluster_ips and not cluster_ip:
+        errs.append(path.child("clusterIPs").invalid(cluster_ips, "must be empty when `clusterIP` is not specified"))
+        return errs
+    if cluster_ip and cluster_ips and cluster_ips[0] != cluster_ip:
+        errs.append(path.child("clusterIPs").index(0).invalid(cluster_ips[0], "first value must match `clusterIP`"))
+    values = cluster_ips or ([cluster_ip] if cluster_ip else [])
+    if len(values) > 2:
+        errs.append(path.child("clusterIPs").invalid(values, "may only hold up to 2 values"))
+    families = [str(f) for f in spec.get("ipFamilies") or []]
+    for i, value in enumerate(values):
+        p = path.child("clusterIPs").index(i)
+        if value == "None":
+            if i > 0 or len(values) > 1:
+                errs.append(p.invalid(value, "'None' must be the first and only value"))
+            continue
+        try:
+            ip = ipaddress.ip_address(str(value))
+        except ValueError:
+            errs.append(p.invalid(value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+            continue
+        if i < len(families):
+            want = 4 if families[i] == "IPv4" else 6
+            if ip.version != want:
+                errs.append(p.invalid(value, f"expected an {families[i]} value as indicated by `ipFamilies[{i}]`"))
+    return errs
+
+
+# --- Pods and workloads ---------------------------------------------------------------
+
+
+def validate_pod_spec(spec: Any, path: Path) -> Errors:
+    if not isinstance(spec, Mapping):
+        return [path.required()]
+    errs: Errors = []
+    containers = spec.get("containers")
+    if not containers:
+        errs.append(path.child("containers").required())
+        containers = []
+    names: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(group) or []):
+            p = path.child(group).index(i)
+            if not isinstance(container, Mapping):
+                errs.append(p.invalid(container, "must be an object"))
+                continue
+            name = container.get("name")
+            if not name:
+                errs.append(p.child("name").required())
+            else:
+                errs.extend(p.child("name").invalid(name, e) for e in is_dns1123_label(str(name)))
+                if name in names:
+                    errs.append(p.child("name").duplicate(name))
+                names.add(name)
+            if not container.get("image") and group == "containers":
+                errs.append(p.child("image").required())
+            port_names: set[str] = set()
+            for j, port in enumerate(container.get("ports") or []):
+                q = p.child("ports").index(j)
+                if not isinstance(port, Mapping):
+                    errs.append(q.invalid(port, "must be an object"))
+                    continue
+                pname = port.get("name")
+                if pname:
+                    errs.extend(q.child("name").invalid(pname, e) for e in is_valid_port_name(str(pname)))
+                    if pname in port_names:
+                        errs.append(q.child("name").duplicate(pname))
+                    port_names.add(pname)
+                number = port.get("containerPort")
+                if number is None:
+                    errs.append(q.child("containerPort").required())
+                elif _int_or_none(number) is None:
+                    errs.append(q.child("containerPort").invalid(number, "must be between 1 and 65535, inclusive"))
+                else:
+                    errs.extend(q.child("containerPort").invalid(number, e) for e in is_valid_port_num(number))
+                protocol = port.get("protocol")
+                if protocol not in PROTOCOLS:
+                    errs.append(q.child("protocol").not_supported(protocol, PROTOCOLS))
+            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                handler = container.get(probe)
+                if not isinstance(handler, Mapping):
+                    continue
+                for action in ("httpGet", "tcpSocket", "grpc"):
+                    target = handler.get(action)
+                    if isinstance(target, Mapping) and "port" in target:
+                        errs.extend(validate_port_num_or_name(target["port"], p.child(probe, action, "port")))
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field)
+        if value:
+            errs.extend(path.child(field).invalid(value, e) for e in is_dns1123_label(str(value)))
+    dns_policy = spec.get("dnsPolicy")
+    policies = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
+    if dns_policy is not None and dns_policy not in policies:
+        errs.append(path.child("dnsPolicy").not_supported(dns_policy, policies))
+    dns_config = spec.get("dnsConfig")
+    if dns_policy == "None":
+        if not isinstance(dns_config, Mapping):
+            errs.append(path.child("dnsConfig").required("must provide `dnsConfig` when `dnsPolicy` is None"))
+        elif not dns_config.get("nameservers"):
+            errs.append(path.child("dnsConfig", "nameservers").required(
+                "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+    if isinstance(dns_config, Mapping):
+        servers = dns_config.get("nameservers") or []
+        if len(servers) > 3:
+            errs.append(path.child("dnsConfig", "nameservers").invalid(
+                servers, "must not have more than 3 nameservers"))
+        for i, server in enumerate(servers):
+            errs.extend(path.child("dnsConfig", "nameservers").index(i).invalid(server, e)
+                        for e in is_valid_ip(str(server)))
+        searches = dns_config.get("searches") or []
+        if len(searches) > 32:
+            errs.append(path.child("dnsConfig", "searches").invalid(searches, "must not have more than 32 search paths"))
+        for i, search in enumerate(searches):
+            errs.extend(path.child("dnsConfig", "searches").index(i).invalid(search, e)
+                        for e in is_dns1123_subdomain(str(search).rstrip(".")))
+    return errs
+
+
+def _pod(body: Mapping[str, Any]) -> Errors:
+    return validate_pod_spec(body.get("spec"), Path("spec"))
+
+
+def _workload(body: Mapping[str, Any], *, selector_required: bool = True) -> Errors:
+    spec = body.get("spec")
+    path = Path("spec")
+    if not isinstance(spec, Mapping):
+        return [path.required()]
+    errs: Errors = []
+    replicas = spec.get("replicas")
+    if replicas is not None and (_int_or_none(replicas) is None or replicas < 0):
+        errs.append(path.child("replicas").invalid(replicas, "must be greater than or equal to 0"))
+    selector = spec.get("selector")
+    template = spec.get("template")
+    template_labels = (template or {}).get("metadata", {}).get("labels") if isinstance(template, Mapping) else None
+    if selector is None:
+        if selector_required:
+            errs.append(path.child("selector").required())
+    else:
+        errs.extend(validate_label_selector(selector, path.child("selector")))
+        if not errs and isinstance(selector, Mapping):
+            parsed = Selector.from_label_selector(selector)
+            if parsed.empty:
+                errs.append(path.child("selector").invalid(selector, "empty selector is invalid for deployment"))
+            elif not parsed.matches(template_labels or {}):
+                errs.append(path.child("template", "metadata", "labels").invalid(
+                    go_map({str(k): str(v) for k, v in (template_labels or {}).items()}),
+                    "`selector` does not match template `labels`"))
+    if not isinstance(template, Mapping):
+        errs.append(path.child("template").required())
+        return errs
+    errs.extend(validate_labels(template_labels, path.child("template", "metadata", "labels")))
+    errs.extend(validate_pod_spec(template.get("spec"), path.child("template", "spec")))
+    return errs
+
+
+def _job(body: Mapping[str, Any]) -> Errors:
+    return _workload(body, selector_required=False)
+
+
+def _statefulset(body: Mapping[str, Any]) -> Errors:
+    errs = _workload(body)
+    service_name = (body.get("spec") or {}).get("serviceName")
+    if service_name:
+        errs.extend(Path("spec", ).child("serviceName").invalid(service_name, e)
+                    for e in is_dns1035_label(str(service_name)))
+    return errs
+
+
+# --- EndpointSlice --------------------------------------------------------------------
+
+
+def _endpoint_slice(body: Mapping[str, Any]) -> Errors:
+    errs: Errors = []
+    address_type = body.get("addressType")
+    types = ["FQDN", "IPv4", "IPv6"]
+    if not address_type:
+        errs.append(Path("addressType").required())
+    elif address_type not in types:
+        errs.append(Path("addressType").not_supported(address_type, types))
+    endpoints = body.get("endpoints") or []
+    if len(endpoints) > 1000:
+        errs.append(Path("endpoints").too_many(len(endpoints), 1000))
+    for i, endpoint in enumerate(endpoints):
+        p = Path("endpoints").index(i)
+        addresses = (endpoint or {}).get("addresses") or []
+        if not addresses:
+            errs.append(p.child("addresses").required("must contain at least 1 address"))
+        elif len(addresses) > 100:
+            errs.append(p.child("addresses").too_many(len(addresses), 100))
+        for j, address in enumerate(addresses):
+            q = p.child("addresses").index(j)
+            if address_type in ("IPv4", "IPv6"):
+                try:
+                    ip = ipaddress.ip_address(str(address))
+                except ValueError:
+                    errs.append(q.invalid(address, "must be a valid IP address"))
+                    continue
+                if ip.version != (4 if address_type == "IPv4" else 6):
+                    errs.append(q.invalid(address, f"must be an {address_type} address"))
+    for i, port in enumerate(body.get("ports") or []):
+        p = Path("ports").index(i)
+        number = (port or {}).get("port")
+        if number is not None:
+            errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(int(number)))
+        protocol = (port or {}).get("protocol")
+        if protocol not in PROTOCOLS:
+            errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
+    return errs
+
+
+# --- Ingress and IngressClass ---------------------------------------------------------
+
+_PATH_TYPES = ["Exact", "ImplementationSpecific", "Prefix"]
+_INVALID_PATH_SEQUENCES = ["//", "/./", "/../", "%2f", "%2F"]
+_INVALID_PATH_SUFFIXES = ["/..", "/."]
+
+
+def _ingress_backend(backend: Any, path: Path) -> Errors:
+    if not isinstance(backend, Mapping):
+        return [path.invalid(backend, "must be an object")]
+    errs: Errors = []
+    service = backend.get("service")
+    resource = backend.get("resource")
+    if service and resource:
+        return [path.invalid(backend, "cannot set both resource and service backends")]
+    if resource:
+        if not isinstance(resource, Mapping) or not resource.get("kind") or not resource.get("name"):
+            errs.append(path.child("resource").invalid(resource, "kind and name are required"))
+        return errs
+    if not service:
+        return [path.invalid(backend, "resource or service backend is required")]
+    name = service.get("name")
+    if not name:
+        errs.append(path.child("service", "name").required())
+    else:
+        errs.extend(path.child("service", "name").invalid(name, e) for e in is_dns1035_label(str(name)))
+    port = service.get("port") or {}
+    has_name, has_number = bool(port.get("name")), port.get("number") not in (None, 0)
+    if has_name and has_number:
+        errs.append(path.child("service", "port").invalid(port, "cannot set both port name & port number"))
+    elif has_name:
+        errs.extend(path.child("service", "port", "name").invalid(port["name"], e)
+                    for e in is_valid_port_name(str(port["name"])))
+    elif has_number:
+        errs.extend(path.child("service", "port", "number").invalid(port["number"], e)
+                    for e in is_valid_port_num(int(port["number"])))
+    else:
+        errs.append(path.child("service", "port").required("port name or number is required"))
+    return errs
+
+
+def _ingress_path(path_spec: Mapping[str, Any], p: Path) -> Errors:
+    errs: Errors = []
+    path_type = path_spec.get("pathType")
+    value = path_spec.get("path", "")
+    if not path_type:
+        errs.append(p.child("pathType").required("pathType must be specified"))
+    elif path_type in ("Exact", "Prefix"):
+        if not str(value).startswith("/"):
+            errs.append(p.child("path").invalid(value, "must be an absolute path"))
+        for seq in _INVALID_PATH_SEQUENCES:
+            if seq in str(value):
+                errs.append(p.child("path").invalid(value, f"must not contain '{seq}'"))
+        for suffix in _INVALID_PATH_SUFFIXES:
+            if str(value).endswith(suffix):
+                errs.append(p.child("path").invalid(value, f"cannot end with '{suffix}'"))
+    elif path_type == "ImplementationSpecific":
+        if value and not str(value).startswith("/"):
+            errs.append(p.child("path").invalid(value, "must be an absolute path"))
+    else:
+        errs.append(p.child("pathType").not_supported(path_type, _PATH_TYPES))
+    errs.extend(_ingress_backend(path_spec.get("backend"), p.child("backend")))
+    return errs
+
+
+def _ingress(body: Mapping[str, Any]) -> Errors:
+    spec = body.get("spec") or {}
+    path = Path("spec")
+    errs: Errors = []
+    rules = spec.get("rules") or []
+    default_backend = spec.get("defaultBackend")
+    if not rules and not default_backend:
+        errs.append(path.invalid(spec, "either `defaultBackend` or `rules` must be specified"))
+    if default_backend:
+        errs.extend(_ingress_backend(default_backend, path.child("defaultBackend")))
+    for i, rule in enumerate(rules):
+        p = path.child("rules").index(i)
+        host = (rule or {}).get("host")
+        if host:
+            host = str(host)
+            try:
+                ipaddress.ip_address(host)
+                errs.append(p.child("host").invalid(host, "must be a DNS name, not an IP address"))
+            except ValueError:
+                checker = is_wildcard_dns1123_subdomain if host.startswith("*") else is_dns1123_subdomain
+                errs.extend(p.child("host").invalid(host, e) for e in checker(host))
+        http = (rule or {}).get("http")
+        if http is None:
+            continue
+        paths = http.get("paths") if isinstance(http, Mapping) else None
+        if not paths:
+            errs.append(p.child("http", "paths").required())
+            continue
+        for j, path_spec in enumerate(paths):
+            errs.extend(_ingress_path(path_spec or {}, p.child("http", "paths").index(j)))
+    for i, tls in enumerate(spec.get("tls") or []):
+        for j, host in enumerate((tls or {}).get("hosts") or []):
+            checker = is_wildcard_dns1123_subdomain if str(host).startswith("*") else is_dns1123_subdomain
+            errs.extend(path.child("tls").index(i).child("hosts").index(j).invalid(host, e) for e in checker(str(host)))
+        secret = (tls or {}).get("secretName")
+        if secret:
+            errs.extend(path.child("tls").index(i).child("secretName").invalid(secret, e)
+                        for e in is_dns1123_subdomain(str(secret)))
+    class_name = spec.get("ingressClassName")
+    if class_name:
+        errs.extend(path.child("ingressClassName").invalid(class_name, e) for e in is_dns1123_subdomain(str(class_name)))
+    annotation = ((body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/ingress.class")
+    if annotation and class_name and annotation != class_name:
+        errs.append(Path("metadata", ).child("annotations").key("kubernetes.io/ingress.class").invalid(
+            annotation, "must match `ingressClassName` when both are specified"))
+    return errs
+
+
+def _ingress_class(body: Mapping[str, Any]) -> Errors:
+    spec = body.get("spec") or {}
+    controller = spec.get("controller")
+    path = Path("spec", ).child("controller")
+    if not controller:
+        return [path.required()]
+    errs: Errors = []
+    if len(str(controller)) > 250:
+        errs.append(path.too_long(250))
+    if "/" not in str(controller):
+        errs.append(path.invalid(controller, "must be a domain-prefixed path (such as \"acme.io/foo\")"))
+    return errs
+
+
+# --- NetworkPolicy --------------------------------------------------------------------
+
+
+def _np_ports(ports: Any, path: Path) -> Errors:
+    errs: Errors = []
+    for i, port in enumerate(ports or []):
+        p = path.index(i)
+        if not isinstance(port, Mapping):
+            errs.append(p.invalid(port, "must be an object"))
+            continue
+        protocol = port.get("protocol")
+        if protocol is not None and protocol not in PROTOCOLS:
+            errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
+        number = port.get("port")
+        end_port = port.get("endPort")
+        if number is not None:
+            if isinstance(number, int) and not isinstance(number, bool):
+                errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
+                if end_port is not None:
+                    if _int_or_none(end_port) is None or end_port < number:
+                        errs.append(p.child("endPort").invalid(end_port, "must be greater than or equal to `port`"))
+                    else:
+                        errs.extend(p.child("endPort").invalid(end_port, e) for e in is_valid_port_num(end_port))
+            else:
+                errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_name(str(number)))
+                if end_port is not None:
+                    errs.append(p.child("endPort").invalid(end_port, "may not be specified when `port` is non-numeric"))
+        elif end_port is not None:
+            errs.append(p.child("endPort").invalid(end_port, "may not be specified when `port` is not specified"))
+    return errs
+
+
+def _np_peers(peers: Any, path: Path) -> Errors:
+    errs: Errors = []
+    for i, peer in enumerate(peers or []):
+        p = path.index(i)
+        if not isinstance(peer, Mapping):
+            errs.append(p.invalid(peer, "must be an object"))
+            continue
+        count = sum(1 for key in ("podSelector", "namespaceSelector", "ipBlock") if peer.get(key) is not None)
+        if count == 0:
+            errs.append(p.required("must specify a peer"))
+        elif peer.get("ipBlock") is not None and count > 1:
+            errs.append(p.forbidden("may not specify both ipBlock and another peer"))
+        for key in ("podSelector", "namespaceSelector"):
+            if peer.get(key) is not None:
+                errs.extend(validate_label_selector(peer[key], p.child(key)))
+        block = peer.get("ipBlock")
+        if block is not None:
+            errs.extend(_ip_block(block, p.child("ipBlock")))
+    return errs
+
+
+def _ip_block(block: Any, path: Path) -> Errors:
+    if not isinstance(block, Mapping) or not block.get("cidr"):
+        return [path.child("cidr").required()]
+    cidr = str(block["cidr"])
+    problems = is_valid_cidr(cidr)
+    if problems:
+        return [path.child("cidr").invalid(cidr, e) for e in problems]
+    network = ipaddress.ip_network(cidr, strict=False)
+    errs: Errors = []
+    for i, exc in enumerate(block.get("except") or []):
+        p = path.child("except").index(i)
+        problems = is_valid_cidr(str(exc))
+        if problems:
+            errs.extend(p.invalid(exc, e) for e in problems)
+            continue
+        inner = ipaddress.ip_network(str(exc), strict=False)
+        if (
+            inner.version != network.version
+            or not inner.subnet_of(network)  # type: ignore[arg-type]
+            or inner.prefixlen <= network.prefixlen
+        ):
+            errs.append(p.invalid(exc, "must be a strict subset of `cidr`"))
+    return errs
+
+
+def _network_policy(body: Mapping[str, Any]) -> Errors:
+    spec = body.get("spec")
+    path = Path("spec")
+    if not isinstance(spec, Mapping):
+        return [path.required()]
+    errs = validate_label_selector(spec.get("podSelector") or {}, path.child("podSelector"))
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            p = path.child(direction).index(i)
+            if not isinstance(rule, Mapping):
+                errs.append(p.invalid(rule, "must be an object"))
+                continue
+            errs.extend(_np_ports(rule.get("ports"), p.child("ports")))
+            errs.extend(_np_peers(rule.get(peers_key), p.child(peers_key)))
+    types = spec.get("policyTypes") or []
+    if len(types) > 2:
+        errs.append(path.child("policyTypes").invalid(types, "may not specify more than two policyTypes"))
+    for i, t in enumerate(types):
+        if t not in ("Ingress", "Egress"):
+            errs.append(path.child("policyTypes").index(i).not_supported(t, ["Egress", "Ingress"]))
+    return errs
+
+
+_VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
+    "Service": _service,
+    "Pod": _pod,
+    "Deployment": _workload,
+    "ReplicaSet": _workload,
+    "DaemonSet": _workload,
+    "StatefulSet": _statefulset,
+    "Job": _job,
+    "EndpointSlice": _endpoint_slice,
+    "Ingress": _ingress,
+    "IngressClass": _ingress_class,
+    "NetworkPolicy": _network_policy,
+}
