@@ -1,0 +1,87 @@
+"""The Python API: ``knetsim.Cluster``, built from manifests, with methods mirroring the CLI.
+
+    >>> from knetsim import Cluster
+    >>> cluster = Cluster.from_yaml(open("app.yaml").read())
+    >>> cluster.endpoints("web", "default").ready_addresses
+    ['10.244.1.2', '10.244.2.2']
+
+Methods return dataclasses whose ``to_dict()`` is exactly what ``-o json`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+from .cluster.build import BuildResult, build_cluster
+from .cluster.config import ClusterConfig, ConfigError, load_config
+from .cluster.state import ClusterState, Notice
+from .model.loader import Document, LoadResult, load_paths, load_text
+
+
+class InputError(ValueError):
+    """Bad input: every problem found, each naming file, document, object and field."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
+class Cluster:
+    """A simulated cluster: the state the controllers produced, plus the questions you can ask it."""
+
+    def __init__(self, state: ClusterState, documents: Sequence[Document] = ()) -> None:
+        self.state = state
+        self.documents = list(documents)
+
+    # --- construction ---------------------------------------------------------------
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], *, namespace: str = "default",
+                       config: ClusterConfig | None = None) -> Cluster:
+        docs = list(documents)
+        result: BuildResult = build_cluster(docs, config or ClusterConfig(), namespace)
+        if result.errors:
+            raise InputError([str(e) for e in result.errors])
+        return cls(result.state, docs)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str], *, namespace: str = "default", cluster_config: str | None = None,
+                   config: ClusterConfig | None = None, stdin: IO[str] | None = None) -> Cluster:
+        if config is None:
+            try:
+                config = load_config(cluster_config)
+            except ConfigError as exc:
+                raise InputError([str(exc)]) from None
+        loaded: LoadResult = load_paths(paths, stdin=stdin)
+        if loaded.errors:
+            raise InputError([str(e) for e in loaded.errors])
+        return cls.from_documents(loaded.documents, namespace=namespace, config=config)
+
+    @classmethod
+    def from_yaml(cls, text: str, *, namespace: str = "default", config: ClusterConfig | None = None,
+                  filename: str = "<string>") -> Cluster:
+        loaded = load_text(text, filename)
+        if loaded.errors:
+            raise InputError([str(e) for e in loaded.errors])
+        return cls.from_documents(loaded.documents, namespace=namespace, config=config)
+
+    # --- what the cluster has -------------------------------------------------------
+
+    @property
+    def config(self) -> ClusterConfig:
+        return self.state.config
+
+    @property
+    def notices(self) -> list[Notice]:
+        return self.state.notices
+
+    def endpoints(self, service: str, namespace: str = "default") -> Any:
+        from .cluster.explain import explain_endpoints
+
+        return explain_endpoints(self.state, namespace, service)
+
+    def overview(self) -> Any:
+        from .cluster.explain import overview
+
+        return overview(self.state)

@@ -1,0 +1,1 @@
+"""The ``knetsim`` command line. Each module here that defines ``COMMANDS`` adds its commands."""

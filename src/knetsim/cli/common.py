@@ -1,0 +1,99 @@
+"""What every command shares: loading a cluster from ``-f``, output formats, exit codes.
+
+Exit codes (DESIGN.md): 0 success, 1 a negative answer to a yes/no question, 2 bad input
+or usage. ``InputError`` carries the complete list of problems and maps to 2 in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import click
+import yaml
+
+from ..api import Cluster, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK = 0
+EXIT_NEGATIVE = 1
+EXIT_BAD_INPUT = 2
+
+
+def cluster_options(fn: F) -> F:
+    """``-f/--filename`` (repeatable), ``-n/--namespace`` and ``--cluster-config``."""
+    fn = click.option("--cluster-config", "cluster_config", type=click.Path(dir_okay=False),
+                      help="Cluster shape (nodes, CIDRs, domain, data plane); see docs/cluster-config.md.")(fn)
+    fn = click.option("-n", "--namespace", default=None,
+                      help="Namespace for the command; also the namespace of manifests that set none.")(fn)
+    fn = click.option("-f", "--filename", "filenames", multiple=True,
+                      help="Manifest file, directory (recursive) or - for stdin. Repeatable.")(fn)
+    return fn
+
+
+def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
+    def wrap(fn: F) -> F:
+        return click.option("-o", "--output", type=click.Choice(list(choices)), default=default,
+                            show_default=True, help="Output format.")(fn)
+    return wrap
+
+
+def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None) -> Cluster:
+    try:
+        return Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
+                                  stdin=click.get_text_stream("stdin"))
+    except InputError as exc:
+        fail_input(exc)
+
+
+def fail_input(exc: InputError) -> Any:
+    for line in exc.problems:
+        click.echo(f"error: {line}", err=True)
+    count = len(exc.problems)
+    if count > 1:
+        click.echo(f"{count} errors; nothing was simulated", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def usage_error(message: str) -> Any:
+    raise click.UsageError(message)
+
+
+def print_notices(cluster: Cluster) -> None:
+    for notice in cluster.notices:
+        click.echo(f"Warning: {notice}", err=True)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def emit(data: Any, output: str) -> None:
+    """Print ``data`` (a JSON-able value) as JSON or YAML."""
+    click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
+
+
+def tabulate(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """kubectl's tabwriter layout: columns padded to the widest cell plus three spaces."""
+    table = [list(headers)] + [list(map(str, r)) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    lines = []
+    for row in table:
+        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+        lines.append("   ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def split_ref(ref: str, default_namespace: str) -> tuple[str, str]:
+    """``ns/name`` or ``name`` → (namespace, name)."""
+    if "/" in ref:
+        ns, _, name = ref.partition("/")
+        return ns, name
+    return default_namespace, ref
