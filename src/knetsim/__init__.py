@@ -4,6 +4,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import Cluster, InputError  # noqa: E402
+from .api import Cluster, InputError
 
 __all__ = ["Cluster", "InputError", "__version__"]

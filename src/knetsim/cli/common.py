@@ -44,7 +44,7 @@ def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None) -> Cluster:
     try:
         return Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
-                                  stdin=click.get_text_stream("stdin"))
+                                  stdin=sys.stdin)
     except InputError as exc:
         fail_input(exc)
 

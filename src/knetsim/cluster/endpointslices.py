@@ -102,7 +102,8 @@ def pod_to_endpoint(service: Service, pod: Pod, node: Node | None) -> dict[str, 
 
 
 def slice_labels(service: Service) -> dict[str, str]:
-    labels = {k: v for k, v in service.labels.items() if k not in (SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL)}
+    reserved = (SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL)
+    labels = {k: v for k, v in service.labels.items() if k not in reserved}
     labels[SERVICE_NAME_LABEL] = service.name
     labels[MANAGED_BY_LABEL] = ENDPOINTSLICE_CONTROLLER
     if service.headless:

@@ -83,7 +83,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
             "metadata": {
                 "name": "kubernetes",
                 "namespace": "default",
-                "labels": {"kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/skip-mirror": "true"},
+                "labels": {"kubernetes.io/service-name": "kubernetes",
+                           "endpointslice.kubernetes.io/skip-mirror": "true"},
             },
             "addressType": "IPv4",
             "endpoints": [{"addresses": [config.api_server_ip], "conditions": {"ready": True}}],
@@ -97,7 +98,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
             "metadata": {
                 "name": "kube-dns",
                 "namespace": "kube-system",
-                "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
+                "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true",
+                           "kubernetes.io/name": "CoreDNS"},
                 "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"},
             },
             "spec": {
@@ -117,7 +119,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     if config.dataplane == "ebpf":
         docs.append(_daemonset("cilium", {"k8s-app": "cilium"}, "quay.io/cilium/cilium:v1.18.0"))
     else:
-        docs.append(_daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"))
+        image = f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"
+        docs.append(_daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, image))
     control_plane = next((n.name for n in config.nodes if n.control_plane), config.nodes[0].name)
     for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
                             ("kube-scheduler", 10259)):

@@ -267,8 +267,8 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
         else:
             candidates = [n for n in nodes if _feasible(spec, n)]
         if not candidates:
-            notices.append(Notice("Unschedulable", "0/{} nodes are available: no node matches the pod's "
-                                  "nodeSelector, affinity and tolerations".format(len(nodes)), _subject(body), source))
+            notices.append(Notice("Unschedulable", f"0/{len(nodes)} nodes are available: no node matches the pod's "
+                                  "nodeSelector, affinity and tolerations", _subject(body), source))
             continue
         best = min(candidates, key=lambda n: (load[n.name], nodes.index(n)))
         spec["nodeName"] = best.name

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class ErrorType(str, Enum):
+class ErrorType(StrEnum):
     REQUIRED = "Required value"
     INVALID = "Invalid value"
     DUPLICATE = "Duplicate value"

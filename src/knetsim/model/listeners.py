@@ -39,7 +39,8 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     "mongo": ((27017, "TCP"),),
     "rabbitmq": ((5672, "TCP"),),
     "coredns": ((53, "UDP"), (53, "TCP"), (9153, "TCP"), (8080, "TCP"), (8181, "TCP")),
-    "controller": ((80, "TCP"), (443, "TCP"), (8443, "TCP"), (10254, "TCP")),  # registry.k8s.io/ingress-nginx/controller
+    # registry.k8s.io/ingress-nginx/controller
+    "controller": ((80, "TCP"), (443, "TCP"), (8443, "TCP"), (10254, "TCP")),
 }
 
 

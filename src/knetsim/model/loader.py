@@ -159,7 +159,8 @@ def _looks_like_json(text: str) -> bool:
 
 def _add(body: Any, source: Source, result: LoadResult) -> None:
     if not isinstance(body, dict):
-        result.errors.append(LoadError(source, f"expected an object with apiVersion and kind, got {type(body).__name__}"))
+        got = type(body).__name__
+        result.errors.append(LoadError(source, f"expected an object with apiVersion and kind, got {got}"))
         return
     kind = body.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(body.get("items"), list):

@@ -488,7 +488,8 @@ class Ingress(Object):
         for rule in spec.get("rules") or []:
             http = rule.get("http") or {}
             paths = tuple(
-                IngressPath(str(p.get("path") or ""), str(p.get("pathType") or ""), _backend(p.get("backend")) or IngressBackend())
+                IngressPath(str(p.get("path") or ""), str(p.get("pathType") or ""),
+                            _backend(p.get("backend")) or IngressBackend())
                 for p in http.get("paths") or []
             )
             rules.append(IngressRule(str(rule.get("host") or ""), paths))
@@ -598,7 +599,9 @@ def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
     if peers_raw:
         peers = tuple(
             PolicyPeer(
-                pod_selector=Selector.from_label_selector(p["podSelector"]) if p.get("podSelector") is not None else None,
+                pod_selector=Selector.from_label_selector(p["podSelector"])
+                if p.get("podSelector") is not None
+                else None,
                 namespace_selector=Selector.from_label_selector(p["namespaceSelector"])
                 if p.get("namespaceSelector") is not None
                 else None,

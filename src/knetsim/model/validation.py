@@ -225,7 +225,8 @@ def _service(body: Mapping[str, Any]) -> Errors:
 
     if spec.get("loadBalancerSourceRanges"):
         if svc_type != "LoadBalancer":
-            errs.append(path.child("loadBalancerSourceRanges").forbidden("may only be used when `type` is 'LoadBalancer'"))
+            errs.append(path.child("loadBalancerSourceRanges").forbidden(
+                "may only be used when `type` is 'LoadBalancer'"))
         for i, cidr in enumerate(spec["loadBalancerSourceRanges"]):
             errs.extend(
                 path.child("loadBalancerSourceRanges").index(i).invalid(cidr, e)
@@ -369,7 +370,8 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
                         for e in is_valid_ip(str(server)))
         searches = dns_config.get("searches") or []
         if len(searches) > 32:
-            errs.append(path.child("dnsConfig", "searches").invalid(searches, "must not have more than 32 search paths"))
+            errs.append(path.child("dnsConfig", "searches").invalid(
+                searches, "must not have more than 32 search paths"))
         for i, search in enumerate(searches):
             errs.extend(path.child("dnsConfig", "searches").index(i).invalid(search, e)
                         for e in is_dns1123_subdomain(str(search).rstrip(".")))
@@ -573,7 +575,8 @@ def _ingress(body: Mapping[str, Any]) -> Errors:
                         for e in is_dns1123_subdomain(str(secret)))
     class_name = spec.get("ingressClassName")
     if class_name:
-        errs.extend(path.child("ingressClassName").invalid(class_name, e) for e in is_dns1123_subdomain(str(class_name)))
+        errs.extend(path.child("ingressClassName").invalid(class_name, e)
+                    for e in is_dns1123_subdomain(str(class_name)))
     annotation = ((body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/ingress.class")
     if annotation and class_name and annotation != class_name:
         errs.append(Path("metadata", ).child("annotations").key("kubernetes.io/ingress.class").invalid(

@@ -1,0 +1,160 @@
+"""``knetsim get``: the simulated cluster's objects, printed as kubectl prints them.
+
+Offline there is no clock that means anything: AGE is measured from the newest
+``creationTimestamp`` in the input (the moment a snapshot was taken), or from
+``KNETSIM_NOW`` (RFC 3339) when set; objects without a timestamp show ``<unknown>``,
+as kubectl does. This keeps the output byte-identical from run to run.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any
+
+import click
+
+from .. import printers
+from ..api import Cluster
+from ..model.kinds import KINDS, KindInfo, resolve_kind
+from ..model.labels import Selector, SelectorSyntaxError
+from ..model.objects import Object
+from .common import EXIT_BAD_INPUT, cluster_options, dump_json, dump_yaml, load_cluster, print_notices, tabulate
+
+
+def _now(objects: list[Object]) -> datetime | None:
+    env = os.environ.get("KNETSIM_NOW")
+    if env:
+        return datetime.fromisoformat(env.replace("Z", "+00:00"))
+    stamps = [o.meta.creation_timestamp for o in objects if o.meta.creation_timestamp]
+    return datetime.fromisoformat(max(stamps).replace("Z", "+00:00")) if stamps else None
+
+
+def _kinds(spec: str) -> list[KindInfo]:
+    out: list[KindInfo] = []
+    for part in spec.split(","):
+        if part == "all":
+            out.extend(k for k in KINDS if k.in_all)
+            continue
+        info = resolve_kind(part)
+        if info is None:
+            raise click.UsageError(f'the server doesn\'t have a resource type "{part}"')
+        out.append(info)
+    return out
+
+
+def _output_object(obj: Object) -> dict[str, Any]:
+    body = dict(obj.raw)
+    from ..model.kinds import BY_KIND
+
+    info = BY_KIND.get(obj.kind)
+    if info is not None:
+        body = {"apiVersion": info.api_version, "kind": obj.kind, **{k: v for k, v in body.items()
+                                                                      if k not in ("apiVersion", "kind")}}
+    return body
+
+
+def select(cluster: Cluster, kind: KindInfo, name: str | None, namespace: str | None,
+           selector: Selector | None) -> list[Object]:
+    objects = cluster.state.objects_of(kind.kind)
+    if kind.namespaced and namespace is not None:
+        objects = [o for o in objects if o.namespace == namespace]
+    if name is not None:
+        objects = [o for o in objects if o.name == name]
+    if selector is not None:
+        objects = [o for o in objects if selector.matches(o.labels)]
+    return objects
+
+
+@click.command("get")
+@click.argument("kind")
+@click.argument("names", nargs=-1)
+@cluster_options
+@click.option("-A", "--all-namespaces", is_flag=True, help="List across all namespaces.")
+@click.option("-l", "--selector", "label_selector", default=None, help="Label selector, e.g. app=web,tier!=db.")
+@click.option("-o", "--output", type=click.Choice(["text", "wide", "yaml", "json", "name"]), default="text",
+              help="Output format (text is kubectl's default table).")
+@click.option("--show-labels", is_flag=True, help="Add a LABELS column.")
+def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], namespace: str | None,
+                cluster_config: str | None, all_namespaces: bool, label_selector: str | None, output: str,
+                show_labels: bool) -> None:
+    """Print objects of the simulated cluster, with kubectl's columns (computed ones included).
+
+    \b
+      knetsim get pods -f examples/shop -n shop -o wide
+      knetsim get endpointslices -f app/ -l kubernetes.io/service-name=web
+      knetsim get svc,ing -f app/ -A
+    """
+    kinds = _kinds(kind)
+    selector = None
+    if label_selector:
+        try:
+            selector = Selector.parse(label_selector)
+        except SelectorSyntaxError as exc:
+            click.echo(f"error: unable to parse requirement: {exc}", err=True)
+            raise SystemExit(EXIT_BAD_INPUT) from None
+    cluster = load_cluster(filenames, namespace, cluster_config)
+    print_notices(cluster)
+    ns_filter = None if all_namespaces else (namespace or "default")
+    groups = []
+    for info in kinds:
+        if names:
+            for name in names:
+                found = select(cluster, info, name, ns_filter, selector)
+                if not found:
+                    where = f' in namespace "{ns_filter}"' if info.namespaced and ns_filter else ""
+                    click.echo(f'Error from server (NotFound): {info.plural}{"." + info.group if info.group else ""} '
+                               f'"{name}" not found{where}', err=True)
+                    raise SystemExit(1)
+                groups.append((info, found))
+        else:
+            groups.append((info, select(cluster, info, None, ns_filter, selector)))
+    everything = [o for _, objs in groups for o in objs]
+    if output in ("yaml", "json"):
+        bodies = [_output_object(o) for o in everything]
+        data: Any = bodies[0] if names and len(bodies) == 1 and len(kinds) == 1 else {
+            "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
+        click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
+        return
+    if output == "name":
+        for info, objs in groups:
+            for o in objs:
+                click.echo(f"{_prefix(info)}/{o.name}")
+        return
+    if not everything:
+        where = f" in {ns_filter} namespace" if ns_filter else ""
+        click.echo(f"No resources found{where}.", err=True)
+        return
+    now = _now(cluster.state.objects_of("Pod") + everything)
+    prefix = len(groups) > 1
+    blocks = []
+    for info, objs in groups:
+        if not objs:
+            continue
+        cols = [c for c, priority in printers.columns(info.kind) if priority == 0 or output == "wide"]
+        keep = [i for i, (_, priority) in enumerate(printers.columns(info.kind)) if priority == 0 or output == "wide"]
+        rows = []
+        for o in objs:
+            cells = printers.row(info.kind, o.raw, now)
+            cells = [cells[i] for i in keep]
+            if prefix:
+                cells[0] = f"{_prefix(info)}/{cells[0]}"
+            if all_namespaces and info.namespaced:
+                cells.insert(0, o.namespace)
+            if show_labels:
+                cells.append(",".join(f"{k}={v}" for k, v in sorted(o.labels.items())) or "<none>")
+            rows.append(cells)
+        headers = list(cols)
+        if all_namespaces and info.namespaced:
+            headers.insert(0, "NAMESPACE")
+        if show_labels:
+            headers.append("LABELS")
+        blocks.append(tabulate(headers, rows))
+    click.echo("\n".join(blocks), nl=False)
+
+
+def _prefix(info: KindInfo) -> str:
+    return f"{info.singular}.{info.group}" if info.group else info.singular
+
+
+COMMANDS = [get_command]

@@ -1,0 +1,128 @@
+"""The first CLI commands: exit codes and the exact lines users read."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from click.testing import CliRunner
+from tests.conftest import EXAMPLES
+
+from knetsim.cli.main import cli
+
+SHOP = str(EXAMPLES / "shop")
+
+
+def run(*args: str, input: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_get_services_prints_kubectl_columns() -> None:
+    result = run("get", "svc", "-f", SHOP, "-n", "shop")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["web-np"][1:3] == ["NodePort", rows["web-np"][2]] and rows["web-np"][4] == "80:30080/TCP"
+    assert rows["db"][2] == "None"
+    assert rows["payments"][3] == "api.payments.example.com"
+    assert rows["web-lb"][3] == "172.18.255.200"
+
+
+def test_get_endpointslices_by_service_name_label() -> None:
+    result = run("get", "endpointslices", "-f", SHOP, "-n", "shop", "-l", "kubernetes.io/service-name=api")
+    assert result.exit_code == 0, result.output
+    header, row = result.output.splitlines()
+    assert header.split() == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert row.split()[2] == "8080,9090"
+    assert len(row.split()[3].split(",")) == 3
+
+
+def test_get_wide_all_namespaces_and_labels() -> None:
+    result = run("get", "pods", "-f", SHOP, "-A", "-o", "wide", "--show-labels", "-l", "app=db")
+    lines = result.output.splitlines()
+    assert lines[0].split()[:2] == ["NAMESPACE", "NAME"] and "IP" in lines[0] and lines[0].endswith("LABELS")
+    assert [line.split()[1] for line in lines[1:]] == ["db-0", "db-1"]
+
+
+def test_get_json_is_a_list_and_a_single_object_is_itself() -> None:
+    listed = json.loads(run("get", "svc", "-f", SHOP, "-n", "shop", "-o", "json").output)
+    assert listed["kind"] == "List" and len(listed["items"]) == 6
+    single = json.loads(run("get", "svc", "api", "-f", SHOP, "-n", "shop", "-o", "json").output)
+    assert single["kind"] == "Service" and single["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_get_unknown_kind_is_a_usage_error() -> None:
+    result = run("get", "widgets")
+    assert result.exit_code == 2
+    assert 'the server doesn\'t have a resource type "widgets"' in result.output
+
+
+def test_validate_reports_all_errors_and_exits_2(tmp_path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(textwrap.dedent("""
+        apiVersion: v1
+        kind: Service
+        metadata: {name: web}
+        spec:
+          ports: [{name: a, port: 80}, {port: 81}]
+        ---
+        apiVersion: networking.k8s.io/v1
+        kind: Ingress
+        metadata: {name: shop}
+        spec:
+          rules: [{http: {paths: [{path: /api, backend: {service: {name: api, port: {number: 80}}}}]}}]
+    """))
+    result = CliRunner().invoke(cli, ["validate", "-f", str(bad)])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: {bad}, document 1: Service default/web: spec.ports[1].name: Required value",
+        f"error: {bad}, document 2: Ingress default/shop: spec.rules[0].http.paths[0].pathType: Required value: "
+        "pathType must be specified",
+        "2 errors; nothing was simulated",
+    ]
+
+
+def test_validate_ok() -> None:
+    result = run("validate", "-f", SHOP)
+    assert result.exit_code == 0
+    assert result.output.strip().endswith("objects valid")
+
+
+def test_endpoints_names_the_selector_typo_and_exits_1() -> None:
+    manifest = textwrap.dedent("""
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec:
+          replicas: 2
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: nginx, image: nginx:1.27}]}
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: web}
+        spec:
+          selector: {app: wbe}
+          ports: [{port: 80}]
+    """)
+    result = run("endpoints", "web", "-f", "-", input=manifest)
+    assert result.exit_code == 1
+    assert "Verdict:   no pod in namespace 'default' matches the selector app=wbe" in result.output
+    assert ("Hint: selector wants app=wbe; the closest label on a pod is app=web (value differs by 1 character(s))."
+            in result.output)
+
+
+def test_endpoints_ready_service_exits_0() -> None:
+    result = run("endpoints", "shop/api", "-f", SHOP, "-o", "json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert len(data["ready_addresses"]) == 3 and data["verdict"] == "3 ready endpoint(s)"
+
+
+def test_output_is_byte_identical_across_runs() -> None:
+    first = run("get", "all", "-f", SHOP, "-A", "-o", "yaml").output
+    assert first == run("get", "all", "-f", SHOP, "-A", "-o", "yaml").output
+    assert "coredns" in first

@@ -1,0 +1,85 @@
+"""Service allocation: ClusterIP, NodePort and LoadBalancer addresses, as the registry assigns them."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from tests.conftest import cluster_from
+
+from knetsim import InputError
+from knetsim.cluster.config import config_from_dict
+
+
+def svc(name: str, extra: str = "", ports: str = "[{port: 80}]") -> str:
+    return f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}}}
+spec:
+  ports: {ports}
+  {extra}
+---"""
+
+
+def test_dynamic_cluster_ips_are_in_range_unique_and_stable_when_others_come_and_go() -> None:
+    few = cluster_from(svc("a") + svc("b"))
+    many = cluster_from(svc("a") + svc("b") + "".join(svc(f"s{i}") for i in range(50)))
+    ips = [s.cluster_ip for s in many.state.services.values()]
+    assert len(ips) == len(set(ips))
+    for ip in ips:
+        assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12")
+    assert few.state.services["default/a"].cluster_ip == many.state.services["default/a"].cluster_ip
+
+
+def test_requested_cluster_ip_is_honoured() -> None:
+    cluster = cluster_from(svc("fixed", "clusterIP: 10.96.100.100"))
+    assert cluster.state.services["default/fixed"].cluster_ip == "10.96.100.100"
+
+
+def test_duplicate_requested_ips_reject_the_later_one_only() -> None:
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("a", "clusterIP: 10.96.100.100") + svc("b", "clusterIP: 10.96.100.100"))
+    assert [p.split(": ", 1)[1] for p in info.value.problems] == [
+        'Service default/b: spec.clusterIPs[0]: Invalid value: "10.96.100.100": failed to allocate IP '
+        "10.96.100.100: provided IP is already allocated"]
+
+
+def test_node_ports_in_range_and_duplicates_rejected() -> None:
+    cluster = cluster_from(svc("np", "type: NodePort"))
+    (port,) = cluster.state.services["default/np"].ports
+    assert port.node_port is not None and 30000 <= port.node_port <= 32767
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("a", "type: NodePort", "[{port: 80, nodePort: 30080}]")
+                     + svc("b", "type: NodePort", "[{port: 80, nodePort: 30080}]"))
+    assert info.value.problems[0].endswith(
+        "Service default/b: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated")
+
+
+def test_load_balancer_gets_the_pool_in_order_and_headless_gets_nothing() -> None:
+    cluster = cluster_from(svc("lb-a", "type: LoadBalancer") + svc("lb-b", "type: LoadBalancer")
+                           + svc("h", "clusterIP: None") + """
+apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec: {type: ExternalName, externalName: db.example.com}
+""")
+    services = cluster.state.services
+    assert services["default/lb-a"].load_balancer_ips == ("172.18.255.200",)
+    assert services["default/lb-b"].load_balancer_ips == ("172.18.255.201",)
+    assert all(p.node_port for p in services["default/lb-a"].ports)
+    assert services["default/h"].cluster_ip == "None"
+    assert services["default/ext"].cluster_ip == ""
+    assert services["default/ext"].external_name == "db.example.com"
+
+
+def test_cluster_config_overrides_ranges() -> None:
+    config = config_from_dict({"serviceCIDR": "10.0.0.0/16", "nodePortRange": "31000-31010",
+                               "loadBalancerPool": "192.168.50.10-192.168.50.11", "nodes": 2})
+    cluster = cluster_from(svc("lb", "type: LoadBalancer"), config=config)
+    service = cluster.state.services["default/lb"]
+    assert ipaddress.ip_address(service.cluster_ip) in ipaddress.ip_network("10.0.0.0/16")
+    assert 31000 <= (service.ports[0].node_port or 0) <= 31010
+    assert service.load_balancer_ips == ("192.168.50.10",)
+    assert cluster.state.services["kube-system/kube-dns"].cluster_ip == "10.0.0.10"
+    assert list(cluster.state.nodes) == ["control-plane", "worker"]

@@ -1,0 +1,52 @@
+"""Loading manifests: files, directories, stdin, multi-document YAML, kind: List and JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from knetsim.model.loader import load_paths, load_text
+
+
+def test_multi_document_yaml_counts_documents_from_one() -> None:
+    result = load_text("a: 1\n---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n", "f.yaml")
+    # The first document has no kind: an error that names document 1; the empty one is skipped.
+    assert [str(e) for e in result.errors] == ["f.yaml, document 1: Object 'Kind' is missing in '{\"a\":1}'"]
+    assert [(d.kind, d.source.document) for d in result.documents] == [("Namespace", 3)]
+
+
+def test_kind_list_as_kubectl_prints_it() -> None:
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}},
+    ]})
+    result = load_text(text, "snap.json")
+    assert [(d.name, str(d.source)) for d in result.documents] == [
+        ("a", "snap.json, document 1, items[0]"), ("b", "snap.json, document 1, items[1]")]
+
+
+def test_typed_list_items_get_their_kind() -> None:
+    result = load_text("apiVersion: v1\nkind: ServiceList\nitems:\n- metadata: {name: s}\n", "s.yaml")
+    assert [(d.kind, d.name) for d in result.documents] == [("Service", "s")]
+
+
+def test_directories_are_walked_recursively_in_sorted_order(tmp_path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.yml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: second}\n")
+    (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: first}\n")
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    result = load_paths([str(tmp_path)])
+    assert [d.name for d in result.documents] == ["first", "second"]
+
+
+def test_stdin_and_missing_path() -> None:
+    result = load_paths(["-", "/nonexistent/x.yaml"],
+                        stdin=io.StringIO("apiVersion: v1\nkind: Namespace\nmetadata: {name: s}\n"))
+    assert [d.name for d in result.documents] == ["s"]
+    assert [str(e) for e in result.errors] == ['input: the path "/nonexistent/x.yaml" does not exist']
+
+
+def test_yaml_syntax_error_names_line() -> None:
+    result = load_text("kind: Service\nmetadata:\n  name: [oops\n", "bad.yaml")
+    assert len(result.errors) == 1
+    assert str(result.errors[0]).startswith("bad.yaml, document 1: error parsing YAML (line")
