@@ -16,7 +16,9 @@ Everything is processed in sorted order, so the result does not depend on input 
 
 from __future__ import annotations
 
+import heapq
 import ipaddress
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,14 +107,18 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
     result = WorkloadResult()
     ordered = sorted(inputs, key=lambda w: (w.namespace, _WORKLOAD_ORDER.get(w.kind, 9), w.name))
     existing_rs = {(w.namespace, w.name) for w in ordered if w.kind == "ReplicaSet"}
+    deployments_with_rs = {
+        (w.namespace, ref.get("name"))
+        for w in ordered if w.kind == "ReplicaSet"
+        for ref in w.body["metadata"].get("ownerReferences") or []
+        if ref.get("kind") == "Deployment" and ref.get("controller", True)
+    }
     replica_sets: list[WorkloadInput] = []
     for w in ordered:
         if w.kind != "Deployment":
             continue
         spec = w.body["spec"]
-        owned = [r for r in ordered if r.kind == "ReplicaSet" and r.namespace == w.namespace
-                 and _owned_by(r.body, "Deployment", w.name)]
-        if owned:
+        if (w.namespace, w.name) in deployments_with_rs:
             continue  # a snapshot: the Deployment's ReplicaSet is in the input already
         template = _copy(spec["template"])
         hash_ = pod_template_hash(template)
@@ -245,7 +251,6 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     """Fill ``spec.nodeName`` for unscheduled pods (in place). Returns notices for unschedulable pods."""
     notices = []
     load = {n.name: 0 for n in nodes}
-    by_name = {n.name: n for n in nodes}
     control_plane = next((n for n in nodes if "node-role.kubernetes.io/control-plane" in n.labels), None)
     pending = []
     for body, source in pods:
@@ -260,20 +265,34 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             pending.append((body, source))
     # Built-in add-ons were scheduled at bootstrap, when the control-plane was the only node.
     pending.sort(key=lambda p: (p[1] is not BUILTIN, p[0]["metadata"].get("namespace", ""), p[0]["metadata"]["name"]))
+    order = {n.name: i for i, n in enumerate(nodes)}
+    # Pods of one template share their constraints, so the feasible nodes are computed once per
+    # shape and kept in a heap of (load, node order); loads only grow, so a stale top is re-pushed.
+    heaps: dict[str, list[tuple[int, int, str]]] = {}
     for body, source in pending:
         spec = body.setdefault("spec", {})
         if source is BUILTIN and control_plane is not None and _feasible(spec, control_plane):
-            candidates = [control_plane]
+            shape = "\x00bootstrap"
+            if shape not in heaps:
+                heaps[shape] = [(load[control_plane.name], order[control_plane.name], control_plane.name)]
         else:
-            candidates = [n for n in nodes if _feasible(spec, n)]
-        if not candidates:
+            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity")],
+                               sort_keys=True)
+            if shape not in heaps:
+                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if _feasible(spec, n)]
+                heapq.heapify(heaps[shape])
+        heap = heaps[shape]
+        if not heap:
             notices.append(Notice("Unschedulable", f"0/{len(nodes)} nodes are available: no node matches the pod's "
                                   "nodeSelector, affinity and tolerations", _subject(body), source))
             continue
-        best = min(candidates, key=lambda n: (load[n.name], nodes.index(n)))
-        spec["nodeName"] = best.name
-        load[best.name] += 1
-    del by_name
+        while heap[0][0] != load[heap[0][2]]:
+            _, rank, name = heapq.heappop(heap)
+            heapq.heappush(heap, (load[name], rank, name))
+        _, rank, name = heapq.heappop(heap)
+        spec["nodeName"] = name
+        load[name] += 1
+        heapq.heappush(heap, (load[name], rank, name))
     return notices
 
 

@@ -1,0 +1,23 @@
+"""Run every benchmark in bench/ (``make bench``): each prints its own figures and targets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    failures = 0
+    for script in sorted(HERE.glob("*.py")):
+        if script.name == "run.py" or script.name.startswith("_"):
+            continue
+        print(f"\n=== {script.name} ===", flush=True)
+        failures += subprocess.run([sys.executable, str(script)], check=False).returncode != 0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
