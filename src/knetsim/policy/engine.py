@@ -1,0 +1,389 @@
+"""The NetworkPolicy engine: does policy allow a connection, and which rule said so.
+
+Semantics (networking.k8s.io/v1 API reference and the "Network Policies" concept page):
+
+* a pod is isolated for ingress (egress) when some policy of its namespace selects it and
+  lists Ingress (Egress) in ``policyTypes``; otherwise that direction allows everything;
+* an isolated pod accepts exactly the union of what the selecting policies' rules allow;
+  policies only add, so their order never matters;
+* a connection needs the source's egress AND the destination's ingress; replies of an
+  allowed connection are allowed (policies are stateful);
+* traffic from the pod's own node is always allowed into it; a pod cannot block itself;
+* hostNetwork pods are not subject to pod policies and are not matched by pod or
+  namespace selectors: their traffic is node traffic ("the most common implementation",
+  as the concept page puts it), matched only by ipBlocks;
+* on the ``ebpf`` data plane (Cilium) CiliumNetworkPolicies are enforced together with
+  NetworkPolicies (same union), and ipBlocks do not match pod or node IPs.
+
+Everything here is a pure function of a ``ClusterState``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..cluster.state import ClusterState
+from ..model.labels import edit_distance
+from ..model.objects import Pod
+from . import cilium
+from .ports import ConnSet
+from .rules import (
+    EGRESS,
+    INGRESS,
+    Endpoint,
+    MatchContext,
+    Policy,
+    Rule,
+    first_peer,
+    first_port,
+    from_network_policy,
+    peer_matches,
+    rule_connections,
+)
+
+
+class PolicyInputError(ValueError):
+    """A reference the engine cannot evaluate (unknown pod, a Service IP, a bad port); maps to exit 2."""
+
+
+# --- the policies in force ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyIndex:
+    policies: tuple[Policy, ...]
+    by_namespace: Mapping[str, tuple[Policy, ...]]
+    ctx: MatchContext
+    cilium_enforced: bool
+    unenforced: tuple[str, ...] = ()  # CiliumNetworkPolicies present but not enforced (no Cilium)
+    problems: tuple[str, ...] = ()  # CiliumNetworkPolicies that could not be read
+
+    def selecting(self, pod: Pod, direction: str) -> list[Policy]:
+        return [p for p in self.by_namespace.get(pod.namespace, ())
+                if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+
+
+_INDEXES: dict[int, tuple[weakref.ref[ClusterState], PolicyIndex]] = {}
+
+
+def policy_index(state: ClusterState) -> PolicyIndex:
+    """The normalized policies of ``state`` (cached per state object; the state is read-only)."""
+    cached = _INDEXES.get(id(state))
+    if cached is not None and cached[0]() is state:
+        return cached[1]
+    index = build_index(state)
+    key = id(state)
+
+    def forget(_ref: object) -> None:
+        _INDEXES.pop(key, None)
+
+    _INDEXES[key] = (weakref.ref(state, forget), index)
+    return index
+
+
+def build_index(state: ClusterState) -> PolicyIndex:
+    ebpf = state.config.dataplane == "ebpf"
+    policies = [from_network_policy(np) for _, np in sorted(state.network_policies.items())]
+    unenforced, problems = [], []
+    for obj in state.objects_of(cilium.KIND):
+        if not ebpf:
+            unenforced.append(f"{cilium.KIND} {obj.key}")
+            continue
+        try:
+            policies.extend(cilium.parse(obj))
+        except (cilium.CiliumPolicyError, ValueError) as exc:
+            problems.append(f"{obj.source}: {cilium.KIND} {obj.key}: {exc}")
+    by_ns: dict[str, list[Policy]] = {}
+    for p in policies:
+        by_ns.setdefault(p.namespace, []).append(p)
+    ctx = MatchContext(state.namespace_labels, ipblocks_match_cluster=not ebpf)
+    return PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
+                       tuple(unenforced), tuple(problems))
+
+
+# --- endpoints ------------------------------------------------------------------------
+
+
+def pod_endpoint(state: ClusterState, pod: Pod) -> Endpoint:
+    if pod.host_network:
+        node = state.nodes.get(pod.node_name)
+        return Endpoint("node", pod.pod_ip or pod.host_ip or (node.internal_ip if node else ""), pod, pod.node_name)
+    return Endpoint("pod", pod.pod_ip, pod, pod.node_name)
+
+
+def endpoint(state: ClusterState, ref: str | Pod | Endpoint, default_namespace: str = "default") -> Endpoint:
+    """``ns/pod``, ``pod`` (in ``default_namespace``), a pod, or an IP address."""
+    if isinstance(ref, Endpoint):
+        return ref
+    if isinstance(ref, Pod):
+        return pod_endpoint(state, ref)
+    try:
+        ip = ipaddress.ip_address(ref)
+    except ValueError:
+        ip = None
+    if ip is not None:
+        text = str(ip)
+        pod = state.pod_by_ip(text)
+        if pod is not None:
+            return pod_endpoint(state, pod)
+        node = state.node_by_ip(text)
+        if node is not None:
+            return Endpoint("node", text, None, node.name)
+        svc = state.service_by_ip(text)
+        if svc is not None:
+            raise PolicyInputError(
+                f"{text} is an address of Service {svc.key}: NetworkPolicy acts after the data plane has "
+                "translated it to a pod IP; name a backend pod (or use `knetsim trace` for the whole path)")
+        return Endpoint("external", text)
+    namespace, _, name = ref.rpartition("/")
+    namespace = namespace or default_namespace
+    pod = state.pods.get(f"{namespace}/{name}")
+    if pod is None:
+        candidates = sorted(state.pods, key=lambda k: (edit_distance(k, f"{namespace}/{name}"), k))[:1]
+        hint = f"; did you mean {candidates[0]}?" if candidates else ""
+        raise PolicyInputError(f"pod {namespace}/{name} not found{hint}")
+    return pod_endpoint(state, pod)
+
+
+def resolve_port(port: int | str, protocol: str, dst: Endpoint) -> int:
+    if isinstance(port, int) or str(port).isdigit():
+        number = int(port)
+        if not 1 <= number <= 65535:
+            raise PolicyInputError(f"port {number}: must be between 1 and 65535, inclusive")
+        return number
+    if dst.pod is None:
+        raise PolicyInputError(f"named port {port!r} needs a destination pod (it is resolved on its containers)")
+    number = dst.pod.named_port(str(port), protocol)
+    if number is None:
+        raise PolicyInputError(f"pod {dst.pod.key} has no {protocol} container port named {port!r}")
+    return number
+
+
+# --- verdicts -------------------------------------------------------------------------
+
+
+def _index_json(value: int | None) -> int | str | None:
+    return "any" if value == -1 else value
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    """One rule looked at: which peer and port matched (``-1``: the rule has none, so any), and why not."""
+
+    kind: str
+    policy: str
+    direction: str
+    rule: int
+    peer: int | None
+    port: int | None
+    reason: str
+    http: bool = False  # the matching port entry carries Cilium HTTP rules
+
+    @property
+    def allowed(self) -> bool:
+        return self.peer is not None and self.port is not None
+
+    @property
+    def location(self) -> str:
+        side = "from" if self.direction == INGRESS else "to"
+        text = f"{self.kind} {self.policy} {self.direction}[{self.rule}]"
+        if self.peer is not None and self.peer >= 0:
+            text += f".{side}[{self.peer}]"
+        if self.port is not None and self.port >= 0:
+            text += f".ports[{self.port}]"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "policy": self.policy, "direction": self.direction, "rule": self.rule,
+                "peer": _index_json(self.peer), "port": _index_json(self.port), "allowed": self.allowed,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionVerdict:
+    direction: str
+    endpoint: str
+    enforced: bool  # False: this end is not a pod on the pod network, so no policy of it applies
+    isolated: bool
+    policies: tuple[tuple[str, str], ...]  # (kind, ns/name) of the policies isolating it
+    allowed: bool
+    allowed_by: tuple[RuleMatch, ...]
+    checked: tuple[RuleMatch, ...]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "pod": self.endpoint,
+            "enforced": self.enforced,
+            "isolated": self.isolated,
+            "policies": [{"kind": k, "name": n} for k, n in self.policies],
+            "allowed": self.allowed,
+            "allowedBy": [m.to_dict() for m in self.allowed_by],
+            "rules": [m.to_dict() for m in self.checked],
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    src: str
+    dst: str
+    src_ip: str
+    dst_ip: str
+    protocol: str
+    port: int
+    allowed: bool
+    egress: DirectionVerdict
+    ingress: DirectionVerdict
+    notes: tuple[str, ...] = ()
+    reply: str = "allowed: NetworkPolicy is stateful, replies of an allowed connection always pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.src, "to": self.dst, "fromIP": self.src_ip, "toIP": self.dst_ip,
+            "protocol": self.protocol, "port": self.port, "allowed": self.allowed,
+            "egress": self.egress.to_dict(), "ingress": self.ingress.to_dict(),
+            "reply": self.reply, "notes": list(self.notes),
+        }
+
+
+def _peer_text(policy: Policy, rule: Rule) -> str:
+    assert rule.peers is not None
+    return "; ".join(p.describe() for p in rule.peers)
+
+
+def _check_rule(policy: Policy, direction: str, rule: Rule, peer_ep: Endpoint, dst: Endpoint,
+                protocol: str, port: int, ctx: MatchContext) -> RuleMatch:
+    peer = first_peer(policy, rule, peer_ep, ctx)
+    port_index = first_port(rule, protocol, port, dst)
+    side = "from" if direction == INGRESS else "to"
+    if peer is None and rule.peers == ():
+        reason = "an empty rule: allows nothing"
+    elif peer is None:
+        reason = f"{side}: no peer matches {peer_ep.label} (peers: {_peer_text(policy, rule)})"
+    elif port_index is None:
+        assert rule.ports is not None
+        wanted = ", ".join(p.describe() for p in rule.ports)
+        resolved = rule_connections(rule, dst).describe()
+        reason = f"ports: {protocol} {port} is not among {wanted} (on {dst.name}: {resolved})"
+    else:
+        reason = "matches"
+    http = False
+    if port_index is not None and port_index >= 0 and rule.ports is not None:
+        http = rule.ports[port_index].http is not None
+    return RuleMatch(policy.kind, policy.key, direction, rule.index, peer, port_index, reason, http)
+
+
+def _not_enforced(direction: str, ep: Endpoint) -> DirectionVerdict:
+    if ep.pod is not None and ep.kind == "node":
+        reason = (f"{ep.pod.key} uses hostNetwork: pod NetworkPolicies do not apply to it; its traffic is "
+                  f"node traffic from {ep.ip}")
+    elif ep.kind == "node":
+        reason = f"{ep.label} is a node: NetworkPolicy does not restrict node traffic"
+    else:
+        reason = f"{ep.ip} is outside the cluster: no {direction} policy applies to it"
+    return DirectionVerdict(direction, ep.name, False, False, (), True, (), (), reason)
+
+
+def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
+               protocol: str, port: int) -> DirectionVerdict:
+    if pod_ep.kind != "pod" or pod_ep.pod is None:
+        return _not_enforced(direction, pod_ep)
+    pod = pod_ep.pod
+    selecting = index.selecting(pod, direction)
+    refs = tuple((p.kind, p.key) for p in selecting)
+    if not selecting:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
+                                f"no policy selects {pod.key} for {direction}: it is not isolated, "
+                                f"all {direction} traffic is allowed")
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, True, refs, True, (), (),
+                                f"the source is {pod.key}'s own node ({peer_ep.ip}): traffic from the node "
+                                "a pod runs on is always allowed")
+    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    checked = []
+    for policy in selecting:
+        for rule in policy.rules(direction) or ():
+            checked.append(_check_rule(policy, direction, rule, peer_ep, dst, protocol, port, ctx))
+    allowed_by = tuple(m for m in checked if m.allowed)
+    names = ", ".join(f"{k} {n}" for k, n in refs)
+    if allowed_by:
+        reason = f"isolated by {names}; allowed by {allowed_by[0].location}"
+    elif not checked:
+        reason = f"isolated by {names}, which allow no {direction} traffic"
+    else:
+        reason = f"isolated by {names}; no {direction} rule matches"
+    return DirectionVerdict(direction, pod.key, True, True, refs, bool(allowed_by), allowed_by, tuple(checked),
+                            reason)
+
+
+def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
+    return DirectionVerdict(direction, ep.name, True, False, (), True, (), (),
+                            "a pod cannot block access to itself")
+
+
+def notes(index: PolicyIndex, state: ClusterState) -> tuple[str, ...]:
+    out = [f"{ref} is not enforced: the data plane is {state.config.dataplane}, which has no Cilium "
+           "(set dataplane: ebpf to simulate Cilium)" for ref in index.unenforced]
+    out += [f"ignored: {p}" for p in index.problems]
+    return tuple(out)
+
+
+def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
+             protocol: str = "TCP", *, namespace: str = "default") -> Verdict:
+    """Would NetworkPolicy (and, on ebpf, CiliumNetworkPolicy) let ``src`` open ``protocol/port`` to ``dst``?"""
+    protocol = protocol.upper()
+    if protocol not in ("TCP", "UDP", "SCTP"):
+        raise PolicyInputError(f"protocol {protocol!r}: supported values: TCP, UDP, SCTP")
+    index = policy_index(state)
+    s, d = endpoint(state, src, namespace), endpoint(state, dst, namespace)
+    number = resolve_port(port, protocol, d)
+    if s.pod is not None and s.pod is d.pod:
+        eg, ing = _self(EGRESS, s), _self(INGRESS, d)
+    else:
+        eg = _direction(index, EGRESS, s, d, protocol, number)
+        ing = _direction(index, INGRESS, d, s, protocol, number)
+    extra = list(notes(index, state))
+    for ep in (s, d):
+        if ep.pod is not None and ep.kind == "pod" and not ep.ip:
+            extra.append(f"{ep.pod.key} has no IP yet (phase {ep.pod.phase}): it cannot send or receive")
+    return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, eg.allowed and ing.allowed, eg, ing,
+                   tuple(extra))
+
+
+# --- every allowed connection between two endpoints (the reference for the matrix) ---
+
+
+def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
+    if pod_ep.kind != "pod" or pod_ep.pod is None:
+        return ConnSet.all()
+    pod = pod_ep.pod
+    selecting = index.selecting(pod, direction)
+    if not selecting:
+        return ConnSet.all()
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return ConnSet.all()
+    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    out = ConnSet.none()
+    for policy in selecting:
+        for rule in policy.rules(direction) or ():
+            if rule.peers is None or any(peer_matches(policy, p, peer_ep, ctx) for p in rule.peers):
+                out = out | rule_connections(rule, dst)
+    return out
+
+
+def connections(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint,
+                *, namespace: str = "default") -> ConnSet:
+    """Every connection policy allows from ``src`` to ``dst``: egress of the source AND ingress of the destination."""
+    index = policy_index(state)
+    s, d = endpoint(state, src, namespace), endpoint(state, dst, namespace)
+    if s.pod is not None and s.pod is d.pod:
+        return ConnSet.all()
+    return _direction_set(index, EGRESS, s, d) & _direction_set(index, INGRESS, d, s)
