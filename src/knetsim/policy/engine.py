@@ -188,6 +188,10 @@ class RuleMatch:
         return self.peer is not None and self.port is not None
 
     @property
+    def rule_location(self) -> str:
+        return f"{self.kind} {self.policy} {self.direction}[{self.rule}]"
+
+    @property
     def location(self) -> str:
         side = "from" if self.direction == INGRESS else "to"
         text = f"{self.kind} {self.policy} {self.direction}[{self.rule}]"

@@ -167,7 +167,7 @@ class Peer:
             name = _namespace_name(self.namespace_selector)
             where = f"in namespace {name}" if name else f"in namespaces with {self.namespace_selector.formatted()}"
         if self.pod_selector is not None and not self.pod_selector.empty:
-            return f"{pods} {where} (one peer: both selectors must match)"
+            return f"{pods} {where} (one peer: namespace AND pod selector must both match)"
         return f"{pods} {where}"
 
 

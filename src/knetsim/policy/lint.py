@@ -1,0 +1,351 @@
+"""Policy lint: shapes that are valid but almost certainly not what was meant.
+
+Each finding is structured (code, severity, subject, message, fix) so the doctor can reuse
+it. Codes:
+
+* ``PolicySelectsNothing`` / ``PeerSelectsNothing`` / ``NamespaceSelectorMatchesNothing``:
+  a selector that matches nothing right now (often a label typo; the nearest label is named);
+* ``PodsNotIsolated``: pods of an application namespace that no policy selects;
+* ``DNSEgressBlocked`` / ``DNSOverTCPBlocked``: egress isolation without a DNS allowance;
+* ``ServicePortInPolicy``: a policy port that is a Service's ``port`` rather than the pod
+  port it targets (policy sees the packet after DNAT, on the pod port);
+* ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
+  connections between existing pods, with one concrete pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..cluster.state import ClusterState
+from ..model.labels import Selector, closest_labels
+from ..model.objects import Pod
+from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
+from .ports import ConnSet
+from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, Peer, Policy, Rule, peer_matches
+
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
+                               "local-path-storage"})
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: str  # error | warning | info
+    subject: str
+    message: str
+    fix: str = ""
+    details: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "subject": self.subject, "message": self.message,
+                "fix": self.fix, "details": dict(self.details)}
+
+
+def allow_dns_egress_yaml(namespace: str) -> str:
+    """The allow-dns-egress policy of the seeds, for ``namespace``."""
+    return (
+        "apiVersion: networking.k8s.io/v1\n"
+        "kind: NetworkPolicy\n"
+        "metadata:\n"
+        "  name: allow-dns-egress\n"
+        f"  namespace: {namespace}\n"
+        "spec:\n"
+        "  podSelector: {}\n"
+        "  policyTypes:\n"
+        "    - Egress\n"
+        "  egress:\n"
+        "    - to:\n"
+        "        - namespaceSelector:\n"
+        "            matchLabels:\n"
+        "              kubernetes.io/metadata.name: kube-system\n"
+        "      ports:\n"
+        "        - protocol: UDP\n"
+        "          port: 53\n"
+        "        - protocol: TCP\n"
+        "          port: 53\n"
+    )
+
+
+def _subject(policy: Policy) -> str:
+    return f"{policy.kind} {policy.key}"
+
+
+def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any]) -> str:
+    wanted = selector.equality_map() if selector is not None else None
+    if not wanted:
+        return ""
+    near = closest_labels(wanted, list(candidates))
+    return "".join(f"; {w} is not on any of them, nearest is {n} ({how})" for w, n, how in near[:2])
+
+
+def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    out = []
+    for policy in index.policies:
+        if policy.kind != "NetworkPolicy":
+            continue
+        pods = state.pods_in(policy.namespace)
+        if not any(policy.selector.matches(p.labels) for p in pods):
+            out.append(Finding(
+                "PolicySelectsNothing", "warning", _subject(policy),
+                f"spec.podSelector ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
+                + _hint(policy.selector, [p.labels for p in pods]),
+                "fix the podSelector labels, or delete the policy"))
+        for direction in (INGRESS, EGRESS):
+            side = "from" if direction == INGRESS else "to"
+            for rule in policy.rules(direction) or ():
+                for peer in rule.peers or ():
+                    if peer.kind != "pods":
+                        continue
+                    where = f"spec.{direction}[{rule.index}].{side}[{peer.index}]"
+                    if peer.namespace_selector is not None:
+                        nss = [ns for ns in sorted(state.namespaces)
+                               if peer.namespace_selector.matches(state.namespace_labels(ns))]
+                        if not nss:
+                            fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
+                            out.append(Finding(
+                                "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
+                                f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
+                                "namespace" + _hint(peer.namespace_selector,
+                                                    [state.namespace_labels(n) for n in state.namespaces]), fix))
+                            continue
+                    ctx = index.ctx
+                    if not any(peer_matches(policy, peer, pod_endpoint(state, p), ctx) for p in state.pods.values()):
+                        scope = [p.labels for p in (state.pods_in(peer.namespace) if peer.namespace_selector is None
+                                                    else state.pods.values())]
+                        out.append(Finding(
+                            "PeerSelectsNothing", "warning", _subject(policy),
+                            f"{where} ({peer.describe()}) matches no pod" + _hint(peer.pod_selector, scope),
+                            "fix the selector labels; the rule allows nothing from this peer today"))
+    return out
+
+
+def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    out = []
+    for ns in sorted({p.namespace for p in state.pods.values()} - SYSTEM_NAMESPACES):
+        loose = [p for p in state.pods_in(ns) if not p.host_network
+                 and not index.selecting(p, INGRESS) and not index.selecting(p, EGRESS)]
+        if loose:
+            names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
+            out.append(Finding(
+                "PodsNotIsolated", "info", f"Namespace {ns}",
+                f"{len(loose)} pod(s) are selected by no policy and accept and send anything: {names}",
+                f"add a default-deny policy for {ns} (podSelector: {{}}, policyTypes: [Ingress, Egress]) and "
+                "allow what is needed"))
+    return out
+
+
+def _dns_pods(state: ClusterState) -> list[Pod]:
+    svc = state.services.get("kube-system/kube-dns")
+    if svc is not None and svc.selector:
+        pods = state.select_pods("kube-system", svc.selector_view)
+        if pods:
+            return pods
+    return state.select_pods("kube-system", Selector.from_map({"k8s-app": "kube-dns"}))
+
+
+def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    dns = [p for p in _dns_pods(state) if p.pod_ip]
+    if not dns:
+        return []
+    target = pod_endpoint(state, dns[0])
+    out = []
+    by_ns: dict[str, dict[str, list[str]]] = {}
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool]] = {}
+    for pod in sorted(state.pods.values(), key=lambda p: p.key):
+        if pod.host_network or not pod.pod_ip or not index.selecting(pod, EGRESS) or pod in dns:
+            continue
+        key = (pod.namespace, tuple(sorted(pod.labels.items())))
+        if key not in seen:
+            src = pod_endpoint(state, pod)
+            allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
+            seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
+        udp, tcp = seen[key]
+        bucket = by_ns.setdefault(pod.namespace, {"udp": [], "tcp": []})
+        if not udp:
+            bucket["udp"].append(pod.name)
+        elif not tcp:
+            bucket["tcp"].append(pod.name)
+    for ns, bucket in sorted(by_ns.items()):
+        if bucket["udp"]:
+            names = ", ".join(bucket["udp"][:5]) + (" ..." if len(bucket["udp"]) > 5 else "")
+            out.append(Finding(
+                "DNSEgressBlocked", "error", f"Namespace {ns}",
+                f"{len(bucket['udp'])} pod(s) are isolated for egress and may not reach the cluster DNS "
+                f"({dns[0].key}, UDP 53): every name lookup times out (busybox prints 'bad address'): {names}",
+                "allow DNS egress:\n" + allow_dns_egress_yaml(ns),
+                (("dnsPod", dns[0].key),)))
+        elif bucket["tcp"]:
+            out.append(Finding(
+                "DNSOverTCPBlocked", "warning", f"Namespace {ns}",
+                f"{len(bucket['tcp'])} pod(s) may reach the cluster DNS on UDP 53 but not TCP 53: answers too "
+                "large for UDP (truncated, retried over TCP) fail",
+                "add `- protocol: TCP\n  port: 53` next to the UDP port of the DNS rule"))
+    return out
+
+
+def _service_ports(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    out = []
+    for policy in index.policies:
+        if policy.kind != "NetworkPolicy":
+            continue
+        selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
+        for direction in (INGRESS, EGRESS):
+            for rule in policy.rules(direction) or ():
+                if direction == INGRESS:
+                    targets = selected
+                elif rule.peers is None:
+                    continue
+                else:
+                    targets = [p for p in state.pods.values() if any(
+                        peer_matches(policy, peer, pod_endpoint(state, p), index.ctx) for peer in rule.peers)]
+                targets = [p for p in targets if not p.host_network]
+                for port in rule.ports or ():
+                    if not isinstance(port.port, int) or port.end_port is not None or not targets:
+                        continue
+                    finding = _service_port_finding(state, policy, direction, rule, port.index, port.protocol,
+                                                    port.port, targets)
+                    if finding is not None:
+                        out.append(finding)
+    return out
+
+
+def _service_port_finding(state: ClusterState, policy: Policy, direction: str, rule: Rule, index: int,
+                          protocol: str, number: int, targets: list[Pod]) -> Finding | None:
+    def declares(pod: Pod, n: int) -> bool:
+        return any(cp.container_port == n and cp.protocol == protocol for c in pod.containers for cp in c.ports)
+
+    if any(declares(p, number) for p in targets):
+        return None
+    for svc in sorted(state.services.values(), key=lambda s: s.key):
+        if not svc.selector:
+            continue
+        sel = svc.selector_view
+        backing = [p for p in targets if p.namespace == svc.namespace and sel.matches(p.labels)]
+        if not backing:
+            continue
+        for sp in svc.ports:
+            if sp.port != number or sp.protocol != protocol:
+                continue
+            target = sp.target_port
+            resolved = backing[0].named_port(target, protocol) if isinstance(target, str) else int(target)
+            if resolved is None or resolved == number:
+                continue
+            side = "from" if direction == INGRESS else "to"
+            where = f"spec.{direction}[{rule.index}].ports[{index}]"
+            name = f" (or the name {target!r})" if isinstance(target, str) else ""
+            return Finding(
+                "ServicePortInPolicy", "warning", _subject(policy),
+                f"{where} allows {protocol} {number}, which is the port of Service {svc.key}; its pods "
+                f"({backing[0].key}, ...) listen on {resolved} (targetPort {target}). NetworkPolicy sees the "
+                f"packet after the Service's DNAT, on the pod port, so connections {side} these pods on "
+                f"{resolved} are not allowed by this rule",
+                f"use port: {resolved}{name} in {where}",
+                (("service", svc.key), ("podPort", str(resolved))))
+    return None
+
+
+# --- AND vs OR ------------------------------------------------------------------------
+
+
+def _with_rule(index: PolicyIndex, policy: Policy, direction: str, rule: Rule) -> PolicyIndex:
+    rules = list(policy.rules(direction) or ())
+    rules[rule.index] = rule
+    changed = dataclasses.replace(policy, **{direction: tuple(rules)})
+    policies = tuple(changed if p is policy else p for p in index.policies)
+    by_ns = {ns: tuple(changed if p is policy else p for p in ps) for ns, ps in index.by_namespace.items()}
+    return dataclasses.replace(index, policies=policies, by_namespace=by_ns)
+
+
+def _pair_sets(index: PolicyIndex, src: Endpoint, dst: Endpoint) -> ConnSet:
+    return _direction_set(index, EGRESS, src, dst) & _direction_set(index, INGRESS, dst, src)
+
+
+def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
+    """Alternative peer lists: an AND peer split in two (OR), or an OR pair merged into one (AND)."""
+    assert rule.peers is not None
+    out = []
+    for peer in rule.peers:
+        if peer.kind == "pods" and peer.namespace_selector is not None and peer.pod_selector is not None \
+                and not peer.pod_selector.empty and not peer.namespace_selector.empty:
+            split = (Peer(0, "pods", namespace_selector=peer.namespace_selector),
+                     Peer(1, "pods", namespace=policy.namespace, pod_selector=peer.pod_selector))
+            others = tuple(p for p in rule.peers if p is not peer)
+            out.append((f"[{peer.index}] read as two items (OR)", others + split))
+    ns_only = [p for p in rule.peers if p.kind == "pods" and p.namespace_selector is not None
+               and p.pod_selector is None]
+    pod_only = [p for p in rule.peers if p.kind == "pods" and p.namespace_selector is None]
+    for a in ns_only:
+        for b in pod_only:
+            merged = Peer(0, "pods", namespace_selector=a.namespace_selector, pod_selector=b.pod_selector)
+            others = tuple(p for p in rule.peers if p is not a and p is not b)
+            out.append((f"[{a.index}] and [{b.index}] read as one item (AND)", (*others, merged)))
+    return out
+
+
+def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    out = []
+    eps = [pod_endpoint(state, p) for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
+    for policy in index.policies:
+        if policy.kind != "NetworkPolicy":
+            continue
+        selected = [e for e in eps if e.pod is not None and e.pod.namespace == policy.namespace
+                    and policy.selector.matches(e.pod.labels)]
+        if not selected:
+            continue
+        for direction in (INGRESS, EGRESS):
+            side = "from" if direction == INGRESS else "to"
+            for rule in policy.rules(direction) or ():
+                if rule.peers is None:
+                    continue
+                for label, peers in _readings(policy, rule):
+                    alt = _with_rule(index, policy, direction, dataclasses.replace(rule, peers=peers))
+                    pair = _differing_pair(index, alt, policy, rule, peers, selected, eps, direction)
+                    if pair is None:
+                        continue
+                    src, dst, written, other = pair
+                    out.append(Finding(
+                        "AndOrReadingsDiffer", "info", _subject(policy),
+                        f"spec.{direction}[{rule.index}].{side}{label} would change what existing pods may do: "
+                        f"{src} -> {dst} is {written.describe()} as written but {other.describe()} in the other "
+                        "reading. One item with namespaceSelector and podSelector is AND; two items are OR",
+                        "check the indentation of the `-` before podSelector is what you meant "
+                        "(`knetsim policy describe` shows each peer as one line)",
+                        (("from", src), ("to", dst), ("asWritten", written.describe()),
+                         ("otherReading", other.describe()))))
+    return out
+
+
+def _differing_pair(index: PolicyIndex, alt: PolicyIndex, policy: Policy, rule: Rule,
+                    peers: tuple[Peer, ...], selected: list[Endpoint], eps: list[Endpoint],
+                    direction: str) -> tuple[str, str, ConnSet, ConnSet] | None:
+    ctx = index.ctx
+    assert rule.peers is not None
+    for ep in eps:
+        now = any(peer_matches(policy, p, ep, ctx) for p in rule.peers)
+        then = any(peer_matches(policy, p, ep, ctx) for p in peers)
+        if now == then:
+            continue
+        for own in selected:
+            if own is ep:
+                continue
+            src, dst = (ep, own) if direction == INGRESS else (own, ep)
+            written, other = _pair_sets(index, src, dst), _pair_sets(alt, src, dst)
+            if written != other:
+                return src.name, dst.name, written, other
+    return None
+
+
+def lint(state: ClusterState) -> list[Finding]:
+    """Every finding, errors first, then by subject and code."""
+    index = policy_index(state)
+    findings = (_selects_nothing(state, index) + _not_isolated(state, index) + _dns(state, index)
+                + _service_ports(state, index) + _and_or(state, index))
+    return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
+
+
+__all__ = ["NAMESPACE_NAME_LABEL", "Finding", "allow_dns_egress_yaml", "lint"]
