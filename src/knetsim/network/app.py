@@ -1,0 +1,51 @@
+"""The app layer: what the destination answers, once a connection is established.
+
+HTTP servers answer 200 with a body naming the pod (as echo servers do in labs), nginx with
+its welcome page. On the ``ebpf`` data plane, CiliumNetworkPolicy HTTP rules are enforced by
+the proxy in front of the pod: a request no rule allows gets ``403 Access denied``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..cluster.state import ClusterState
+from ..model.listeners import image_repository
+from ..model.objects import Pod
+from .trace import Hop, Reply, Target
+
+HTTP_PORTS = (80, 443, 8000, 8080, 8443, 3000, 5000, 5678, 8888, 9898)
+
+
+def _is_http(pod: Pod, port: int, target: Target) -> bool:
+    if target.scheme in ("http", "https"):
+        return True
+    for container in pod.containers:
+        for p in container.ports:
+            if p.container_port == port and (p.name.startswith("http") or "web" in p.name):
+                return True
+    return port in HTTP_PORTS
+
+
+def _body(pod: Pod) -> str:
+    images = {image_repository(c.image) for c in pod.containers}
+    if "nginx" in images:
+        return (f"<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n"
+                f"<h1>Welcome to nginx!</h1>\n<p>served by pod {pod.key} ({pod.pod_ip})</p>\n</body>\n</html>\n")
+    return f"Hello from {pod.key} ({pod.pod_ip})\n"
+
+
+def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: int, target: Target, method: str,
+              headers: Mapping[str, str]) -> tuple[Hop, Reply | None]:
+    if not _is_http(dst, port, target):
+        return Hop("app", "ok", f"{target.scheme.upper()} connection established with {dst.key}:{port}"), None
+    from ..policy.l7 import http_allowed
+
+    allowed, reason = http_allowed(state, src, dst, port, method, target.path, headers, host=target.host)
+    if not allowed:
+        reply = Reply(403, "Access denied\n", {"content-type": "text/plain"})
+        return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}"), reply
+    reply = Reply(200, _body(dst), {"content-type": "text/html" if "<html>" in _body(dst) else "text/plain"})
+    # Only worth saying when an HTTP policy exists: enforced (and passed) or present but not enforced.
+    note = f" ({reason})" if "not enforced" in reason or "HTTP rule" in reason else ""
+    return Hop("app", "ok", f"{method} {target.path} → HTTP 200 from {dst.key}{note}"), reply

@@ -1,0 +1,363 @@
+"""The trace itself: from a pod (or from outside) to a target, through every layer.
+
+See ``trace.py`` for the stage contract. Each ``_stage`` function returns either a final
+``Trace`` (the layer said no, or answered) or what the next stage needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..cluster.state import ClusterState
+from ..dns import resolve
+from ..model.objects import Pod, Service, ServicePort
+from ..policy.engine import PolicyInputError, evaluate
+from .app import app_reply
+from .dataplane import Candidate, dataplane_hop
+from .trace import (
+    EXTERNAL_CLIENT_IP,
+    Backend,
+    Finding,
+    Hop,
+    Reply,
+    Target,
+    Trace,
+    TraceInputError,
+    _is_ip,
+    choose,
+    listener_hop,
+    listening,
+    parse_target,
+    service_port_for,
+)
+
+
+@dataclass(slots=True)
+class _Run:
+    """The mutable record of one trace while it is being built."""
+
+    state: ClusterState
+    source: str
+    target: Target
+    protocol: str
+    method: str
+    headers: Mapping[str, str]
+    dataplane: str
+    hops: list[Hop]
+    findings: list[Finding]
+
+    def finish(self, outcome: str, backend: Backend | None = None, reply: Reply | None = None) -> Trace:
+        return Trace(self.source, str(self.target), self.protocol, outcome, backend, tuple(self.hops),
+                     tuple(self.findings), reply, self.dataplane)
+
+    def fail(self, layer: str, outcome: str, detail: str, finding: Finding | None = None,
+             data: Mapping[str, object] | None = None) -> Trace:
+        self.hops.append(Hop(layer, "fail", detail, dict(data or {})))
+        if finding is not None:
+            self.findings.append(finding)
+        return self.finish(outcome)
+
+
+def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
+          headers: Mapping[str, str] | None = None, dataplane: str | None = None) -> Trace:
+    """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``."""
+    protocol = protocol.upper()
+    if protocol not in ("TCP", "UDP", "SCTP"):
+        raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
+    parsed = parse_target(target, protocol)
+    plane = dataplane or state.config.dataplane
+    run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [])
+    if source == "external":
+        from .external import trace_external
+
+        return trace_external(run)
+    namespace, _, name = source.rpartition("/")
+    pod = state.pods.get(f"{namespace or 'default'}/{name}")
+    if pod is None:
+        raise TraceInputError(f"source pod {namespace or 'default'}/{name} not found (use ns/pod or external)")
+    run.source = pod.key
+    if not pod.pod_ip:
+        return run.fail("dns", "no-route", f"{pod.key} has no IP (phase {pod.phase}): it cannot send anything")
+    ips = _dns_stage(run, pod)
+    if isinstance(ips, Trace):
+        return ips
+    pick = choose(ips, f"{pod.pod_ip}->{parsed.host}")
+    if len(ips) > 1:
+        run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {ips[pick]} (the first its "
+                            "resolver returns; knetsim picks one deterministically)"))
+    return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
+
+
+# --- dns ------------------------------------------------------------------------------
+
+
+def dns_reachable(state: ClusterState, pod: Pod, nameserver: str, port: int = 53,
+                  protocol: str = "UDP") -> tuple[bool, str]:
+    """Can ``pod``'s DNS query reach ``nameserver``? It is a flow like any other: data plane, then policy."""
+    svc = state.service_by_ip(nameserver)
+    if svc is not None:
+        sp = service_port_for(svc, port, protocol)
+        if sp is None:
+            return False, f"Service {svc.key} has no {port}/{protocol} port"
+        candidates = _ready_endpoints(state, svc, sp)
+        if not candidates:
+            return False, f"Service {svc.key} has no ready endpoints: the query is rejected"
+        reasons = []
+        for c in candidates:
+            verdict = evaluate(state, pod, c.pod, c.port, protocol)
+            if verdict.allowed:
+                return True, f"{svc.key} → {c.pod.key} {c.ip}:{c.port}/{protocol} allowed"
+            side = verdict.egress if not verdict.egress.allowed else verdict.ingress
+            reasons.append(f"{c.pod.key}: {side.reason}")
+        return False, "; ".join(reasons)
+    target = state.pod_by_ip(nameserver)
+    try:
+        verdict = evaluate(state, pod, target or nameserver, port, protocol)
+    except PolicyInputError as exc:
+        return False, str(exc)
+    if not verdict.allowed:
+        side = verdict.egress if not verdict.egress.allowed else verdict.ingress
+        return False, side.reason
+    return True, f"{nameserver}:{port}/{protocol} allowed"
+
+
+def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
+    host = run.target.host
+    if _is_ip(host):
+        run.hops.append(Hop("dns", "skip", f"{host} is an address: no DNS query"))
+        return [host]
+    why: dict[str, str] = {}
+
+    def reachable(ns: str, port: int, protocol: str) -> bool:
+        ok, detail = dns_reachable(run.state, pod, ns, port, protocol)
+        why[ns] = detail
+        return ok
+
+    resolution = resolve(run.state, pod, host, "A", reachable=reachable)
+    queries = [f"{q.name} → {q.answer.rcode if q.answer else 'no answer'}" for q in resolution.queries]
+    data = {"queries": [q.to_dict() for q in resolution.queries], "resolvConf": resolution.resolv_conf.text}
+    if resolution.outcome == "timeout":
+        detail = (f"the DNS query from {pod.key} to {', '.join(sorted(why))} never gets an answer: "
+                  + "; ".join(why.values()))
+        return run.fail("dns", "dns-timeout", detail, Finding(
+            "DNSEgressBlocked", "dns", detail,
+            "allow egress to kube-dns (UDP and TCP 53): a NetworkPolicy with policyTypes [Egress] and "
+            "egress: [{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kube-system}}}], "
+            "ports: [{protocol: UDP, port: 53}, {protocol: TCP, port: 53}]}]"), data)
+    if resolution.outcome == "external":
+        answer = resolution.answer
+        cname = answer.values("CNAME")[0] if answer and answer.values("CNAME") else host
+        run.hops.append(Hop("dns", "ok", f"{resolution.fqdn or host} is a CNAME to {cname} (ExternalName)", data))
+        run.hops.append(Hop("service", "info", "an ExternalName Service is only a DNS alias: no ClusterIP, no "
+                            "proxying; the client connects to the external name itself"))
+        return run.fail("service", "no-route", f"{cname} lies outside the simulated cluster; knetsim does not "
+                        "simulate the Internet beyond it")
+    if not resolution.ok:
+        detail = (f"{host} does not resolve from {pod.key} ({resolution.outcome}); tried: " + ", ".join(queries))
+        finding = _name_hint(run.state, pod, host)
+        return run.fail("dns", "nxdomain", detail, finding, data)
+    ips = list(resolution.values)
+    run.hops.append(Hop("dns", "ok", f"{host} → {resolution.fqdn} → {', '.join(ips)} (query "
+                        f"{resolution.answered} of {len(resolution.queries)})", data))
+    return ips
+
+
+def _name_hint(state: ClusterState, pod: Pod, host: str) -> Finding | None:
+    """A short name that exists in another namespace: the most common DNS mistake."""
+    first = host.split(".")[0]
+    rest = host.split(".")[1:]
+    matches = sorted(s.key for s in state.services.values() if s.name == first and s.namespace != pod.namespace)
+    if not matches or (rest and rest[0] in state.namespaces):
+        return None
+    ns = matches[0].split("/")[0]
+    return Finding("ShortNameOtherNamespace", "dns",
+                   f"{first!r} is a Service in namespace {ns!r}, but a short name resolves in the client's own "
+                   f"namespace ({pod.namespace!r}) first",
+                   f"use {first}.{ns} or {first}.{ns}.svc.{state.config.cluster_domain}")
+
+
+# --- from an address on --------------------------------------------------------------
+
+
+def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: str) -> Trace:
+    """Everything after DNS: ``dst_ip:port`` from ``src_ip`` (a pod, or an external client via ``node``)."""
+    state = run.state
+    port = run.target.port
+    svc = state.service_by_ip(dst_ip)
+    if svc is not None:
+        return _via_service(run, src_pod, src_ip, svc, dst_ip, node)
+    dst_pod = state.pod_by_ip(dst_ip)
+    if dst_pod is not None:
+        run.hops.append(Hop("service", "skip", f"{dst_ip} is the IP of pod {dst_pod.key}: no Service involved"))
+        run.hops.append(Hop("endpoints", "skip", "direct pod-to-pod traffic"))
+        run.hops.append(Hop("dataplane", "skip", "no NAT: pod IPs are routed as they are"))
+        return deliver(run, src_pod, src_ip, dst_pod, port)
+    node_obj = state.node_by_ip(dst_ip)
+    if node_obj is not None:
+        return _to_node(run, src_pod, src_ip, node_obj.name, dst_ip)
+    run.hops.append(Hop("service", "skip", f"{dst_ip} is neither a Service, a pod nor a node address"))
+    if src_pod is not None:
+        verdict = evaluate(state, src_pod, dst_ip, port, run.protocol)
+        if not verdict.egress.allowed:
+            return run.fail("policy", "timeout", verdict.egress.reason, data={"policy": verdict.to_dict()})
+        run.hops.append(Hop("policy", "ok", verdict.egress.reason))
+    return run.fail("dataplane", "no-route", f"{dst_ip} lies outside the simulated cluster (nothing answers there)")
+
+
+def _ready_endpoints(state: ClusterState, svc: Service, sp: ServicePort) -> list[Candidate]:
+    out = []
+    for es in state.slices_for(svc):
+        number = next((p.port for p in es.ports if p.name == sp.name and p.protocol == sp.protocol), None)
+        if number is None:
+            continue
+        for ep in es.endpoints:
+            if not ep.ready:
+                continue
+            for address in ep.addresses:
+                pod = state.pod_by_ip(address)
+                if pod is not None:
+                    out.append(Candidate(pod, address, int(number), ep.node_name or pod.node_name))
+    return sorted(out, key=lambda c: (c.ip, c.port))
+
+
+def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_ip: str, node: str) -> Trace:
+    state = run.state
+    port = run.target.port
+    kind = "LoadBalancer IP" if dst_ip in svc.load_balancer_ips else (
+        "external IP" if dst_ip in svc.external_ips else "ClusterIP")
+    sp = service_port_for(svc, port, run.protocol)
+    if sp is None:
+        exposed = ", ".join(f"{p.port}/{p.protocol}" for p in svc.ports) or "no ports"
+        run.hops.append(Hop("service", "fail", f"{dst_ip} is the {kind} of Service {svc.key}, which does not "
+                            f"expose {port}/{run.protocol} (it exposes {exposed})"))
+        run.findings.append(Finding("PortNotExposed", "service", f"Service {svc.key} has no port {port}/"
+                                    f"{run.protocol}", f"connect to one of: {exposed}"))
+        hop, verdict, _ = dataplane_hop(run.state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
+        run.hops.append(hop)
+        return run.finish("refused" if verdict == "REJECT" else "timeout")
+    run.hops.append(Hop("service", "ok", f"{dst_ip}:{port} is the {kind} of Service {svc.key}, port "
+                        f"{sp.name or '<unnamed>'} {sp.port}/{sp.protocol} → targetPort {sp.target_port}"))
+    candidates = _ready_endpoints(state, svc, sp)
+    if not candidates:
+        from ..cluster.explain import explain_endpoints
+
+        why = explain_endpoints(state, svc.namespace, svc.name)
+        detail = f"Service {svc.key} has no ready endpoint for port {sp.name or sp.port}: {why.verdict}"
+        fix = ""
+        for hint in why.hints:
+            fix = (f"the selector wants {hint.wanted} but pods have {hint.nearest}: kubectl patch service "
+                   f"{svc.name} -n {svc.namespace} -p '{{\"spec\":{{\"selector\":{{\"{hint.nearest.split('=')[0]}\""
+                   f":\"{hint.nearest.split('=', 1)[1]}\"}}}}}}'")
+        run.hops.append(Hop("endpoints", "fail", detail, {"pods": [p.pod for p in why.pods]}))
+        run.findings.append(Finding("NoEndpoints", "endpoints", detail, fix or "make the selector match ready pods"))
+        hop, verdict, _ = dataplane_hop(state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
+        run.hops.append(hop)
+        return run.finish("refused" if verdict in ("REJECT", "NONE") else "timeout")
+    run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} ready endpoint(s): "
+                        + ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    hop, verdict, targets = dataplane_hop(state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
+    run.hops.append(hop)
+    if verdict == "REJECT":
+        run.hops[-1] = Hop(hop.layer, "fail", hop.detail, hop.data)
+        return run.finish("refused")
+    if verdict in ("DROP", "NONE") or not targets:
+        run.hops[-1] = Hop(hop.layer, "fail", hop.detail, hop.data)
+        return run.finish("timeout")
+    chosen = targets[choose(targets, f"{src_ip}->{dst_ip}:{port}")]
+    seen_src = chosen.snat or src_ip
+    trace = deliver(run, src_pod, seen_src, chosen.pod, chosen.port, via=f"{svc.key}")
+    _check_other_backends(run, trace, src_pod, seen_src, targets, chosen)
+    return trace
+
+
+def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: str,
+                          targets: list[Candidate], chosen: Candidate) -> None:
+    """Would the other backends behave the same? Intermittent failures hide here."""
+    differing = []
+    for other in targets:
+        if other is chosen:
+            continue
+        ok = listening(other.pod, other.port, run.protocol)
+        if ok:
+            verdict = evaluate(run.state, src_pod or (other.snat or src_ip), other.pod, other.port, run.protocol)
+            ok = verdict.allowed
+        if ok != trace.connected:
+            differing.append(other.pod.key)
+    if differing:
+        message = (f"{len(differing)} of {len(targets)} backends behave differently from {chosen.pod.key} "
+                   f"({', '.join(differing)}): the connection works only some of the time")
+        run.findings.append(Finding("Intermittent", "endpoints", message,
+                                    "trace each backend pod directly by its IP to see which layer differs"))
+
+
+def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: str) -> Trace:
+    state = run.state
+    port = run.target.port
+    for svc in state.services.values():
+        sp = service_port_for(svc, port, run.protocol, node_port=True)
+        if sp is None:
+            continue
+        run.hops.append(Hop("service", "ok", f"{node_ip}:{port} is NodePort {port} of Service {svc.key} on node "
+                            f"{node} (port {sp.port} → targetPort {sp.target_port})"))
+        candidates = _ready_endpoints(state, svc, sp)
+        if not candidates:
+            run.hops.append(Hop("endpoints", "fail", f"Service {svc.key} has no ready endpoints"))
+        else:
+            run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} ready endpoint(s)"))
+        hop, verdict, targets = dataplane_hop(state, run.dataplane, src_ip, run.protocol, node_ip, port, node)
+        if verdict != "DNAT" or not targets:
+            run.hops.append(Hop(hop.layer, "fail", hop.detail, hop.data))
+            return run.finish("refused" if verdict == "REJECT" else "timeout")
+        run.hops.append(hop)
+        chosen = targets[choose(targets, f"{src_ip}->{node_ip}:{port}")]
+        trace = deliver(run, src_pod, chosen.snat or src_ip, chosen.pod, chosen.port, via=svc.key)
+        _check_other_backends(run, trace, src_pod, chosen.snat or src_ip, targets, chosen)
+        return trace
+    # Not a NodePort: a host-network pod on that node may listen (the API server on 6443).
+    for pod in state.pods.values():
+        if pod.host_network and pod.node_name == node and listening(pod, port, run.protocol):
+            run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; {pod.key} (hostNetwork) listens "
+                                f"on {port}"))
+            return deliver(run, src_pod, src_ip, pod, port)
+    run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; no NodePort {port}/{run.protocol}"))
+    return run.fail("listener", "refused", f"nothing on node {node} listens on {port}/{run.protocol}: "
+                    "the node's kernel answers with a reset")
+
+
+def deliver(run: _Run, src_pod: Pod | None, src_ip: str, dst_pod: Pod, port: int, via: str = "") -> Trace:
+    """policy → listener → app, on the post-DNAT pod IP and port."""
+    state = run.state
+    src_ref: Pod | str = src_pod if src_pod is not None and src_ip == src_pod.pod_ip else src_ip
+    verdict = evaluate(state, src_ref, dst_pod, port, run.protocol)
+    data = {"policy": verdict.to_dict()}
+    backend = Backend(dst_pod.key, dst_pod.pod_ip, port)
+    if not verdict.allowed:
+        side = verdict.egress if not verdict.egress.allowed else verdict.ingress
+        detail = f"{side.direction} of {side.endpoint}: {side.reason}"
+        names = ", ".join(n for _, n in side.policies)
+        fix = (f"add an {side.direction} rule to one of {names} that allows {verdict.src} → {verdict.dst} "
+               f"{run.protocol}/{port} (knetsim policy check shows which rule is missing)") if names else ""
+        run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
+        run.findings.append(Finding("PolicyDrop", "policy", detail, fix))
+        return Trace(run.source, str(run.target), run.protocol, "timeout", backend, tuple(run.hops),
+                     tuple(run.findings), None, run.dataplane)
+    run.hops.append(Hop("policy", "ok", f"egress: {verdict.egress.reason}; ingress: {verdict.ingress.reason}",
+                        data))
+    hop = listener_hop(dst_pod, port, run.protocol)
+    run.hops.append(hop)
+    if hop.verdict == "fail":
+        if via:
+            run.findings.append(Finding("TargetPortNotListening", "listener",
+                                        f"Service {via} sends to port {port}, where {dst_pod.key} does not listen",
+                                        "set the Service's targetPort to a port the container listens on "
+                                        "(a named containerPort is safest)"))
+        return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
+                     tuple(run.findings), None, run.dataplane)
+    reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, run.target, run.method, run.headers)
+    run.hops.append(reply_hop)
+    return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
+                 tuple(run.findings), reply, run.dataplane)
+
+
+__all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target", "trace"]
