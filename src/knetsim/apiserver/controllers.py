@@ -1,0 +1,288 @@
+"""The control loop: stored user objects → the core's ``build_cluster`` → a plan of store writes.
+
+``plan(objects, config, now, seq)`` is a pure function (style: "controllers are planners"):
+it reads a snapshot of the store and returns the writes that bring controller-owned objects
+and fields (ReplicaSets, workload Pods, EndpointSlices, Service allocations, pod and workload
+status) in line with what the core computes. The server commits the plan as one transaction.
+
+Stability across rebuilds: the core is deterministic, but a live cluster must also keep what
+it already handed out when the input changes. So existing Pods are fed back to the core with
+their node and IP (the core honours ``status.podIP`` of pods that carry a status), Services
+with their ``clusterIP``/``nodePort``s (the core honours requested values), and the
+ReplicaSet/Job replica bookkeeping is done here:
+
+* the core counts owned pods but never scales down and names new pods ``<rs>-<suffix(i)>``
+  for ``i`` from 0, which would collide with surviving pods, so desired pods are computed
+  once without pods (``expand_workloads``), surplus pods are deleted oldest-last, and
+  replacements get the next name of a per-owner sequence persisted in the store;
+* a pod whose labels stop matching its owner's selector is released (ownerReference
+  removed), as the ReplicaSet controller does, and a replacement is created;
+* owner gone → owned objects are deleted (garbage collection, background propagation).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster import workloads as core_workloads
+from ..cluster.build import WORKLOAD_KINDS, build_cluster
+from ..cluster.config import ClusterConfig
+from ..cluster.naming import random_suffix
+from ..cluster.state import ClusterState
+from ..model.defaults import apply_defaults
+from ..model.kinds import BY_KIND as CORE_KINDS
+from ..model.labels import Selector
+from ..model.loader import BUILTIN, Document, Source
+from ..model.objects import Node, stable_uid
+from .store import Key, Stored, Write
+
+API_SOURCE = Source("<api>", 1)
+# Kinds the write order follows, so that a watcher sees owners before what they own.
+KIND_ORDER = ["Namespace", "Node", "IngressClass", "Service", "Deployment", "StatefulSet", "DaemonSet", "Job",
+              "ReplicaSet", "Pod", "EndpointSlice", "Endpoints", "Ingress", "NetworkPolicy"]
+# Kinds whose spec the controllers complete (scheduling, allocation, class defaulting).
+SPEC_WRITERS = {"Service", "Pod", "Ingress"}
+NAME_ORDINAL_KINDS = {"StatefulSet", "DaemonSet"}
+
+
+@dataclass
+class Plan:
+    writes: list[Write] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+    state: ClusterState | None = None
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _controller_ref(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def _pod_status(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The status to feed back: keep the IP, recompute readiness; None lets the core start over."""
+    status = body.get("status") or {}
+    phase = status.get("phase")
+    if phase in ("Succeeded", "Failed"):
+        return status  # type: ignore[no-any-return]
+    if phase == "Running" and status.get("podIP") and (body.get("spec") or {}).get("nodeName"):
+        # Readiness depends on annotations and probes a client may have changed since.
+        fresh = core_workloads._running_status(body, status["podIP"], status.get("hostIP") or "")
+        if status.get("startTime"):
+            fresh["startTime"] = status["startTime"]
+        return fresh
+    return None
+
+
+def _selector_of(owner: Mapping[str, Any]) -> Selector:
+    return Selector.from_label_selector((owner.get("spec") or {}).get("selector") or {})
+
+
+def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Mapping[str, str],
+         nodes: list[Node] | None = None) -> Plan:
+    out = Plan()
+    user_docs: list[Document] = []
+    workload_inputs: list[core_workloads.WorkloadInput] = []
+    for (kind, _ns, _name), stored in sorted(objects.items()):
+        if stored.managed != "user" or kind not in CORE_KINDS or kind == "Pod":
+            continue
+        body = _copy(stored.body)
+        if kind != "Service":
+            body.pop("status", None)
+        user_docs.append(Document(API_SOURCE, body))
+        if kind in WORKLOAD_KINDS:
+            workload_inputs.append(core_workloads.WorkloadInput(apply_defaults(body), API_SOURCE))
+
+    if nodes is None:
+        nodes = list(build_cluster([], config).state.nodes.values())
+    # What each owner wants, computed without any pods: names, count and pod bodies.
+    expanded = core_workloads.expand_workloads(workload_inputs, [], nodes)
+    owners: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for body, _src in expanded.workloads:
+        owners[("ReplicaSet", body["metadata"]["namespace"], body["metadata"]["name"])] = body
+    for w in workload_inputs:
+        if w.kind != "Deployment":
+            owners[(w.kind, w.namespace, w.name)] = w.body
+    wanted: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for body, _src in expanded.pods:
+        ref = _controller_ref(body)
+        if ref:
+            wanted.setdefault((str(ref["kind"]), body["metadata"]["namespace"], str(ref["name"])), []).append(body)
+
+    fed: list[Document] = []
+    fed_keys: set[Key] = set()
+    candidates: dict[tuple[str, str, str], list[Stored]] = {}
+    existing_names: set[tuple[str, str]] = set()
+    released_bodies: dict[Key, dict[str, Any]] = {}
+    for (kind, ns, name), stored in sorted(objects.items()):
+        if kind != "Pod" or stored.managed == "system":
+            continue
+        existing_names.add((ns, name))
+        body = stored.body
+        ref = _controller_ref(body)
+        if stored.managed == "controller" and ref is not None:
+            owner_key = (str(ref.get("kind")), ns, str(ref.get("name")))
+            owner = owners.get(owner_key)
+            if owner is None:
+                continue  # garbage: deleted below because it is not fed
+            if not _selector_of(owner).matches((body.get("metadata") or {}).get("labels") or {}):
+                released = _copy(body)
+                released["metadata"]["ownerReferences"] = [
+                    r for r in released["metadata"]["ownerReferences"] if not r.get("controller")]
+                if not released["metadata"]["ownerReferences"]:
+                    del released["metadata"]["ownerReferences"]
+                released_bodies[(kind, ns, name)] = released
+                _feed(fed, fed_keys, released)
+                continue
+            candidates.setdefault(owner_key, []).append(stored)
+            continue
+        _feed(fed, fed_keys, body)
+
+    for owner_key in sorted(set(wanted) | set(candidates)):
+        kind, ns, owner_name = owner_key
+        desired = wanted.get(owner_key, [])
+        have = sorted(candidates.get(owner_key, []), key=lambda s: (s.body["metadata"].get("creationTimestamp", ""),
+                                                                    s.rv))
+        if kind in NAME_ORDINAL_KINDS:
+            names = {b["metadata"]["name"] for b in desired}
+            for s in have:
+                if s.body["metadata"]["name"] in names:
+                    _feed(fed, fed_keys, s.body)
+            continue  # the core creates the missing ordinals / per-node pods itself
+        keep = have[: len(desired)]
+        for s in keep:
+            _feed(fed, fed_keys, s.body)
+        missing = desired[len(keep):]
+        if not missing:
+            continue
+        seq_key = f"podseq/{ns}/{kind}/{owner_name}"
+        counter = seq.get(seq_key)
+        for template in missing:
+            body = _copy(template)
+            if counter is not None:
+                # A replacement: never reuse a name the owner handed out before.
+                i = int(counter)
+                while True:
+                    name = f"{owner_name}-{random_suffix(ns, owner_name, str(i))}"
+                    i += 1
+                    if (ns, name) not in existing_names:
+                        break
+                counter = str(i)
+                body["metadata"]["name"] = name
+            existing_names.add((ns, body["metadata"]["name"]))
+            _feed(fed, fed_keys, body)
+        out.meta[seq_key] = counter if counter is not None else str(len(desired))
+
+    result = build_cluster(user_docs + fed, config)
+    state = result.state
+    out.state = state
+
+    desired_out: dict[Key, tuple[dict[str, Any], Source]] = {}
+    for ns_obj in state.namespaces.values():
+        desired_out[("Namespace", "", ns_obj.name)] = (ns_obj.raw, ns_obj.source)
+    for node in state.nodes.values():
+        desired_out[("Node", "", node.name)] = (node.raw, node.source)
+    for ic in state.ingress_classes.values():
+        desired_out[("IngressClass", "", ic.name)] = (ic.raw, ic.source)
+    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
+        for obj in coll.values():
+            desired_out[(obj.kind, obj.namespace, obj.name)] = (obj.raw, obj.source)
+    for (kind, _k), obj in state.workloads.items():
+        desired_out[(kind, obj.namespace, obj.name)] = (obj.raw, obj.source)
+
+    order = {k: i for i, k in enumerate(KIND_ORDER)}
+    for key in sorted(desired_out, key=lambda k: (order.get(k[0], 99), k)):
+        raw, source = desired_out[key]
+        stored = objects.get(key)
+        if stored is not None and (stored.managed == "user" or key in fed_keys):
+            body = _copy(released_bodies.get(key, stored.body))
+            if key[0] in SPEC_WRITERS and "spec" in raw:
+                body["spec"] = _copy(raw["spec"])
+            if raw.get("status") is not None:
+                status = _copy(raw["status"])
+                if "observedGeneration" in status:
+                    status["observedGeneration"] = body["metadata"].get("generation", 1)
+                _conditions(key[0], body, status, now, stored.body.get("status") or {})
+                body["status"] = status
+            managed = "user" if key in released_bodies else stored.managed
+            if body != stored.body or managed != stored.managed:
+                out.writes.append(Write(key, body, managed))
+            continue
+        body = _copy(raw)
+        meta = body.setdefault("metadata", {})
+        managed = "system" if source is BUILTIN else "controller"
+        if stored is not None:
+            for f in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+                if f in stored.body["metadata"]:
+                    meta[f] = stored.body["metadata"][f]
+            if key[0] == "Pod":
+                # Labels and annotations of pods are the client's to change (kubectl label pod).
+                for f in ("labels", "annotations"):
+                    if f in stored.body["metadata"]:
+                        meta[f] = stored.body["metadata"][f]
+                    else:
+                        meta.pop(f, None)
+        else:
+            meta.setdefault("uid", stable_uid(key[0], key[1], key[2]) if source is BUILTIN or
+                            key[0] in ("ReplicaSet", "Pod", "EndpointSlice") else str(uuid.uuid4()))
+            meta["creationTimestamp"] = now
+            if key[0] in ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet"):
+                meta.setdefault("generation", 1)
+        if key[0] == "Pod" and isinstance(body.get("status"), dict) and body["status"].get("phase") == "Running":
+            body["status"].setdefault("startTime", meta.get("creationTimestamp", now))
+        if body.get("status") and "observedGeneration" in body["status"]:
+            body["status"]["observedGeneration"] = meta.get("generation", 1)
+        if key[0] in ("Deployment",) and body.get("status"):
+            _conditions(key[0], body, body["status"], now, (stored.body.get("status") or {}) if stored else {})
+        if stored is None or body != stored.body or stored.managed != managed:
+            out.writes.append(Write(key, body, managed))
+
+    for key, stored in sorted(objects.items()):
+        # User objects the core left out (it reports why) stay as written.
+        if key in desired_out or key[0] not in CORE_KINDS or stored.managed == "user":
+            continue
+        out.writes.append(Write(key, None))
+    return out
+
+
+def _feed(fed: list[Document], keys: set[Key], body: dict[str, Any]) -> None:
+    body = _copy(body)
+    status = _pod_status(body)
+    if status is None:
+        body.pop("status", None)
+    else:
+        body["status"] = status
+    fed.append(Document(API_SOURCE, body))
+    keys.add(("Pod", body["metadata"].get("namespace", "default"), body["metadata"]["name"]))
+
+
+def _conditions(kind: str, body: dict[str, Any], status: dict[str, Any], now: str, old: Mapping[str, Any]) -> None:
+    """Deployment conditions that ``kubectl rollout status`` and ``wait --for=condition=Available`` read."""
+    if kind != "Deployment":
+        return
+    replicas = (body.get("spec") or {}).get("replicas", 1)
+    available = status.get("availableReplicas", 0) >= replicas
+    previous = {c.get("type"): c for c in old.get("conditions") or []}
+
+    def cond(type_: str, flag: bool, reason: str, message: str) -> dict[str, Any]:
+        value = "True" if flag else "False"
+        before = previous.get(type_) or {}
+        since = before.get("lastTransitionTime") if before.get("status") == value else now
+        return {"type": type_, "status": value, "reason": reason, "message": message,
+                "lastUpdateTime": before.get("lastUpdateTime", now) if before.get("status") == value else now,
+                "lastTransitionTime": since or now}
+
+    name = body["metadata"]["name"]
+    status["conditions"] = [
+        cond("Available", available, "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+             "Deployment has minimum availability." if available else "Deployment does not have minimum availability."),
+        cond("Progressing", True, "NewReplicaSetAvailable", f'ReplicaSet "{name}" has successfully progressed.'),
+    ]

@@ -1,0 +1,191 @@
+"""Running the live cluster: the API server plus the DNS and ingress entry points, on loopback.
+
+``python -m knetsim.apiserver.daemon --state DIR --port N`` runs in the foreground; ``knetsim
+up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
+dir: ``store.db`` (SQLite WAL), ``token``, ``kubeconfig`` (0600), ``daemon.pid``,
+``ready.json`` (ports), ``daemon.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ..cluster.config import ClusterConfig
+from .server import ApiServer
+from .tlscert import ensure_cert
+
+log = logging.getLogger("knetsim.apiserver")
+
+
+def read_or_create_token(state_dir: Path) -> str:
+    path = state_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token)
+    return token
+
+
+def write_kubeconfig(state_dir: Path, port: int, token: str, ca: Path) -> Path:
+    path = state_dir / "kubeconfig"
+    ca_data = base64.b64encode(ca.read_bytes()).decode()
+    text = (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: knetsim\n  cluster:\n    server: https://127.0.0.1:{port}\n"
+        f"    certificate-authority-data: {ca_data}\n"
+        "contexts:\n- name: knetsim\n  context:\n    cluster: knetsim\n    user: knetsim\n    namespace: default\n"
+        "current-context: knetsim\n"
+        f"users:\n- name: knetsim\n  user:\n    token: {token}\n"
+    )
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass
+class Running:
+    server: ApiServer
+    runner: web.AppRunner
+    port: int
+    kubeconfig: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+    closers: list[Callable[[], Any]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for fn in reversed(self.closers):
+            with contextlib.suppress(Exception):
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+        await self.server.close()
+        await self.runner.cleanup()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
+                config: ClusterConfig | None = None, dns_port: int | None = 0,
+                ingress_port: int | None = 0) -> Running:
+    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
+    state = Path(state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    token = read_or_create_token(state)
+    server = ApiServer(state, config, token)
+    server.reconcile_now()
+    try:
+        from . import wsexec
+        wsexec.install(server)
+    except ImportError:  # pragma: no cover - exec is part of the package
+        pass
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    cert, key = ensure_cert(state)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    sock = _bind(host, port)
+    site = web.SockSite(runner, sock, ssl_context=ctx)
+    await site.start()
+    actual = sock.getsockname()[1]
+    running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
+    running.extra["api_port"] = actual
+    if dns_port is not None:
+        await _start_dns(running, host, dns_port)
+    if ingress_port is not None:
+        await _start_ingress(running, host, ingress_port)
+    return running
+
+
+async def _start_dns(running: Running, host: str, port: int) -> None:
+    try:
+        from ..dns.server import DNSServer
+    except ImportError:
+        running.extra["dns"] = "unavailable: knetsim.dns.server is not installed"
+        return
+    server = running.server
+    try:
+        dns_server = DNSServer(server.state)
+        _, bound = await dns_server.start(host, port)
+    except Exception as exc:  # a DNS problem must not keep the API server down
+        running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
+        return
+    server.state_listeners.append(dns_server.update)
+    running.extra["dns_port"] = bound
+    running.closers.append(dns_server.close)
+
+
+async def _start_ingress(running: Running, host: str, port: int) -> None:
+    from . import entry
+    runner = await entry.start(running.server, host, port)
+    if runner is None:
+        running.extra["ingress"] = "unavailable: knetsim.network is not installed"
+        return
+    running.extra["ingress_port"] = runner.addresses[0][1]
+    running.closers.append(runner.cleanup)
+
+
+def ready_info(running: Running) -> dict[str, Any]:
+    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
+
+
+async def _main(args: argparse.Namespace) -> None:
+    state = Path(args.state)
+    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port)
+    (state / "daemon.pid").write_text(str(os.getpid()))
+    ready = state / "ready.json"
+    tmp = ready.with_suffix(".tmp")
+    tmp.write_text(json.dumps(ready_info(running), indent=2))
+    os.replace(tmp, ready)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    with contextlib.suppress(FileNotFoundError):
+        ready.unlink()
+    await running.close()
+    with contextlib.suppress(FileNotFoundError):
+        (state / "daemon.pid").unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="knetsim-apiserver")
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--port", type=int, default=6443)
+    parser.add_argument("--dns-port", type=int, default=0)
+    parser.add_argument("--ingress-port", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()

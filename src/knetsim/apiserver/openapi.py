@@ -1,0 +1,145 @@
+"""OpenAPI v3 documents, built from the schemas shipped by the PyPI package kubernetes-validate.
+
+kubectl needs them twice: ``apply``/``create -f``/``edit`` ask whether the PATCH operation
+declares the ``fieldValidation`` parameter (if not, kubectl validates client-side and wants
+``/openapi/v2`` as protobuf), and ``explain`` looks schemas up by
+``x-kubernetes-group-version-kind``. The schemas also carry the strategic-merge-patch
+metadata (``x-kubernetes-patch-merge-key``/``-patch-strategy``) used by ``patch.py``.
+
+Without kubernetes-validate installed the documents still declare the PATCH operations (so
+apply works) but carry no schemas (explain then fails as it would against a server without
+them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+from .resources import RESOURCES, group_versions
+
+SCHEMA_VERSION = "v1.35.0"
+
+
+@lru_cache(maxsize=1)
+def definitions() -> dict[str, Any]:
+    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs); {} if unavailable."""
+    try:
+        import kubernetes_validate  # type: ignore[import-untyped]
+    except ImportError:
+        return {}
+    base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+    candidates = [base / f"{SCHEMA_VERSION}-local" / "_definitions.json"]
+    candidates += sorted(base.glob("v*-local/_definitions.json"), reverse=True)
+    for path in candidates:
+        if path.exists():
+            raw = json.loads(path.read_text())
+            return {name: _convert(schema) for name, schema in raw.get("$defs", {}).items()}
+    return {}
+
+
+def _convert(node: Any, in_properties: bool = False) -> Any:
+    if isinstance(node, list):
+        return [_convert(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if in_properties:
+            # Keys here are property names (JSONSchemaProps has one literally called "$ref").
+            if key in ("apiVersion", "kind") and isinstance(value, dict):
+                # The package pins apiVersion/kind with an enum; explain would print it.
+                value = {k: v for k, v in value.items() if k != "enum"}
+            out[key] = _convert(value)
+            continue
+        if key == "$ref" and isinstance(value, str):
+            out[key] = value.replace("#/$defs/", "#/components/schemas/")
+        elif key == "type" and isinstance(value, list):
+            types = [t for t in value if t != "null"]
+            if len(types) == 1 or types:
+                out[key] = types[0]
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = _convert(value, in_properties=True)
+        else:
+            out[key] = _convert(value)
+    return out
+
+
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def _closure(defs: dict[str, Any], roots: list[str]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in defs:
+            continue
+        seen[name] = defs[name]
+        text = json.dumps(defs[name])
+        for part in text.split('"#/components/schemas/')[1:]:
+            stack.append(part.split('"', 1)[0])
+    return dict(sorted(seen.items()))
+
+
+@cache
+def gv_document(group: str, version: str) -> tuple[bytes, str]:
+    """The v3 document of one group-version, serialised, and its hash."""
+    defs = definitions()
+    roots = []
+    for name, schema in defs.items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
+            if gvk.get("group") == group and gvk.get("version") == version and any(
+                    r.kind == gvk.get("kind") and r.group == group for r in RESOURCES):
+                roots.append(name)
+    paths: dict[str, Any] = {}
+    params = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
+              {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
+              {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}}]
+    for r in RESOURCES:
+        if (r.group, r.version) != (group, version):
+            continue
+        gvk = {"group": group, "version": version, "kind": r.kind}
+        schema_name = next((n for n in roots if any(g.get("kind") == r.kind for g in
+                                                     defs[n].get("x-kubernetes-group-version-kind") or [])), None)
+        ref = {"$ref": f"#/components/schemas/{schema_name}"} if schema_name else {"type": "object"}
+        content = {"application/json": {"schema": ref}}
+        item = r.path("{namespace}", "{name}") if r.namespaced else r.path("", "{name}")
+        paths[item] = {
+            "get": {"x-kubernetes-action": "get", "x-kubernetes-group-version-kind": gvk,
+                    "responses": {"200": {"description": "OK", "content": content}}},
+            "put": {"x-kubernetes-action": "put", "x-kubernetes-group-version-kind": gvk, "parameters": params,
+                    "requestBody": {"content": content}, "responses": {"200": {"description": "OK", "content": content}}},
+            "patch": {"x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk, "parameters": params,
+                      "responses": {"200": {"description": "OK", "content": content}}},
+        }
+        coll = r.path("{namespace}") if r.namespaced else r.path()
+        paths[coll] = {"post": {"x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk,
+                                "parameters": params, "requestBody": {"content": content},
+                                "responses": {"201": {"description": "Created", "content": content}}}}
+    doc = {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SCHEMA_VERSION},
+           "paths": paths, "components": {"schemas": _closure(defs, roots)}}
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    return data, hashlib.sha512(data).hexdigest()[:32].upper()
+
+
+def index() -> dict[str, Any]:
+    paths = {}
+    for group, version in group_versions():
+        _, digest = gv_document(group, version)
+        path = _gv_path(group, version)
+        paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+    return {"paths": paths}
+
+
+def schema_for(kind: str, group: str, version: str) -> dict[str, Any] | None:
+    defs = definitions()
+    for schema in defs.values():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
+            if (gvk.get("group"), gvk.get("version"), gvk.get("kind")) == (group, version, kind):
+                return schema  # type: ignore[no-any-return]
+    return None

@@ -1,0 +1,181 @@
+"""The resources the API server serves: discovery documents and URL ↔ kind mapping.
+
+Built from the core's ``model.kinds`` plus the few unsimulated kinds that kubectl verbs
+touch on their own (``create configmap|secret|serviceaccount``, ``describe`` reading Events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.kinds import KINDS
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+SERVER_VERSION = {
+    # The gcloud kubectl dispatcher runs kubectl.1.<minor>: 1.32 is the client this server was
+    # checked against, so the server reports that minor even though it simulates v1.35.
+    "major": "1", "minor": "32", "gitVersion": "v1.32.0", "gitCommit": "knetsim", "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc", "platform": "linux/amd64",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ("status",)
+    # Fed to the core's build_cluster (simulated kinds); the others are stored and served only.
+    simulated: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def prefix(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(self, namespace: str = "", name: str = "") -> str:
+        out = self.prefix
+        if self.namespaced and namespace:
+            out += f"/namespaces/{namespace}"
+        out += f"/{self.plural}"
+        if name:
+            out += f"/{name}"
+        return out
+
+
+def _from_core() -> list[Resource]:
+    out = []
+    for k in KINDS:
+        subs: tuple[str, ...] = ("status",)
+        if k.kind == "Pod":
+            subs = ("attach", "binding", "eviction", "exec", "log", "portforward", "status")
+        elif k.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+            subs = ("scale", "status")
+        elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy"):
+            subs = ()
+        out.append(Resource(k.kind, k.group, k.version, k.plural, k.namespaced, k.short_names,
+                            ("all",) if k.in_all else (), subs))
+    return out
+
+
+RESOURCES: tuple[Resource, ...] = (
+    *_from_core(),
+    Resource("ConfigMap", "", "v1", "configmaps", True, ("cm",), subresources=(), simulated=False),
+    Resource("Secret", "", "v1", "secrets", True, (), subresources=(), simulated=False),
+    Resource("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), subresources=(), simulated=False),
+    Resource("Event", "", "v1", "events", True, ("ev",), subresources=(), simulated=False),
+)
+
+BY_KIND = {r.kind: r for r in RESOURCES}
+BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+
+
+def group_versions() -> list[tuple[str, str]]:
+    seen: list[tuple[str, str]] = []
+    for r in RESOURCES:
+        if (r.group, r.version) not in seen:
+            seen.append((r.group, r.version))
+    return seen
+
+
+def _subresource_entry(r: Resource, sub: str) -> dict[str, Any]:
+    kind = {"group": r.group, "version": r.version, "kind": r.kind}
+    verbs = ["get", "patch", "update"]
+    if sub == "scale":
+        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    elif sub in ("exec", "attach", "portforward"):
+        kind = {"group": "", "version": "v1", "kind": "Pod" + sub.capitalize() + "Options"}
+        verbs = ["create", "get"]
+    elif sub == "log":
+        kind = {"group": "", "version": "v1", "kind": "Pod"}
+        verbs = ["get"]
+    elif sub in ("binding", "eviction"):
+        kind = {"group": "" if sub == "binding" else "policy", "version": "v1",
+                "kind": "Binding" if sub == "binding" else "Eviction"}
+        verbs = ["create"]
+    return {"subresource": sub, "responseKind": kind, "verbs": verbs}
+
+
+def aggregated_discovery(core: bool) -> dict[str, Any]:
+    """``APIGroupDiscoveryList`` (apidiscovery.k8s.io/v2) for ``/api`` (core) or ``/apis``."""
+    groups: dict[str, dict[str, Any]] = {}
+    for r in RESOURCES:
+        if (r.group == "") != core:
+            continue
+        entry: dict[str, Any] = {
+            "resource": r.plural,
+            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+            "scope": "Namespaced" if r.namespaced else "Cluster",
+            "singularResource": r.singular,
+            "verbs": VERBS,
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        if r.subresources:
+            entry["subresources"] = [_subresource_entry(r, s) for s in r.subresources]
+        group = groups.setdefault(r.group, {"metadata": {"name": r.group}, "versions": []})
+        version = next((v for v in group["versions"] if v["version"] == r.version), None)
+        if version is None:
+            version = {"version": r.version, "resources": [], "freshness": "Current"}
+            group["versions"].append(version)
+        version["resources"].append(entry)
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": list(groups.values())}
+
+
+def api_versions() -> dict[str, Any]:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+
+
+def api_group_list() -> dict[str, Any]:
+    groups = []
+    for group, version in group_versions():
+        if not group:
+            continue
+        gv = {"groupVersion": f"{group}/{version}", "version": version}
+        groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(group: str) -> dict[str, Any] | None:
+    for g in api_group_list()["groups"]:
+        if g["name"] == group:
+            return dict(g, kind="APIGroup", apiVersion="v1")
+    return None
+
+
+def resource_list(group: str, version: str) -> dict[str, Any] | None:
+    items: list[dict[str, Any]] = []
+    for r in RESOURCES:
+        if (r.group, r.version) != (group, version):
+            continue
+        entry: dict[str, Any] = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+                                 "kind": r.kind, "verbs": VERBS}
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        items.append(entry)
+        for sub in r.subresources:
+            s = _subresource_entry(r, sub)
+            items.append({"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
+                          "kind": s["responseKind"]["kind"], "verbs": s["verbs"]})
+    if not items:
+        return None
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version, "resources": items}

@@ -1,0 +1,184 @@
+"""Durable object store: SQLite in WAL mode, one global resourceVersion, watch fan-out.
+
+Every write is one transaction committed (``synchronous=FULL``) before the caller gets the
+new object back, so an acknowledged write survives ``kill -9`` and power loss alike. All
+objects are also held in memory: reads never touch SQLite.
+
+Rows are keyed (kind, namespace, name). ``managed`` is ``user`` for objects a client wrote
+(the controllers' input) and ``controller`` for objects the controllers derived (ReplicaSets,
+Pods of workloads, EndpointSlices, system objects); a client write to a controller object
+makes it ``user``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Key = tuple[str, str, str]  # (kind, namespace, name)
+
+HISTORY = 20_000  # watch events kept for resuming watches (etcd keeps ~5 minutes; this is by count)
+
+
+@dataclass(slots=True)
+class Stored:
+    body: dict[str, Any]
+    rv: int
+    managed: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One committed change: ADDED / MODIFIED / DELETED, with the object before and after."""
+
+    type: str
+    kind: str
+    rv: int
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class Write:
+    """A write to apply atomically: body None deletes."""
+
+    key: Key
+    body: dict[str, Any] | None
+    managed: str = "user"
+
+
+@dataclass
+class Watcher:
+    kind: str
+    namespace: str
+    accept: Callable[[dict[str, Any]], bool]
+    queue: asyncio.Queue[Change | None] = field(default_factory=asyncio.Queue)
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        # check_same_thread off: the server runs on one event loop, but tests may open
+        # the store from a helper thread.
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS objects (kind TEXT NOT NULL, namespace TEXT NOT NULL, "
+                         "name TEXT NOT NULL, rv INTEGER NOT NULL, managed TEXT NOT NULL, body TEXT NOT NULL, "
+                         "PRIMARY KEY (kind, namespace, name))")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.objects: dict[Key, Stored] = {}
+        for kind, ns, name, rv, managed, body in self._db.execute(
+                "SELECT kind, namespace, name, rv, managed, body FROM objects"):
+            self.objects[(kind, ns, name)] = Stored(json.loads(body), rv, managed)
+        self.meta: dict[str, str] = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        self.rv = int(self.meta.get("rv", "0"))
+        # A watch may resume from any rv >= this one; older ones get 410 Gone.
+        self.oldest_rv = self.rv
+        self.history: deque[Change] = deque(maxlen=HISTORY)
+        self.watchers: list[Watcher] = []
+        self.listeners: list[Callable[[list[Change]], None]] = []
+
+    def close(self) -> None:
+        for w in list(self.watchers):
+            w.queue.put_nowait(None)
+        self._db.close()
+
+    # --- reads -----------------------------------------------------------------------
+
+    def get(self, key: Key) -> Stored | None:
+        return self.objects.get(key)
+
+    def list(self, kind: str, namespace: str = "") -> list[Stored]:
+        items = [s for (k, ns, _), s in self.objects.items() if k == kind and (not namespace or ns == namespace)]
+        items.sort(key=lambda s: (s.body["metadata"].get("namespace", ""), s.body["metadata"]["name"]))
+        return items
+
+    # --- writes ----------------------------------------------------------------------
+
+    def commit(self, writes: Iterable[Write], meta: dict[str, str] | None = None) -> list[Change]:
+        """Apply writes (and bookkeeping ``meta``) in one transaction; each write gets its own
+        resourceVersion. Returns the changes."""
+        changes: list[Change] = []
+        staged: list[tuple[Key, Stored | None, Stored | None]] = []
+        rv = self.rv
+        for w in writes:
+            old = self.objects.get(w.key)
+            if w.body is None:
+                if old is None:
+                    continue
+                rv += 1
+                gone = json.loads(json.dumps(old.body))
+                gone["metadata"]["resourceVersion"] = str(rv)
+                staged.append((w.key, old, None))
+                changes.append(Change("DELETED", w.key[0], rv, old.body, gone))
+                continue
+            rv += 1
+            body = w.body
+            body["metadata"]["resourceVersion"] = str(rv)
+            new = Stored(body, rv, w.managed)
+            staged.append((w.key, old, new))
+            changes.append(Change("MODIFIED" if old else "ADDED", w.key[0], rv, old.body if old else None, body))
+        if not staged and not meta:
+            return []
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for (kind, ns, name), _old, new in staged:
+                if new is None:
+                    db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name))
+                else:
+                    db.execute("INSERT INTO objects(kind, namespace, name, rv, managed, body) VALUES(?,?,?,?,?,?) "
+                               "ON CONFLICT(kind, namespace, name) DO UPDATE SET rv=excluded.rv, "
+                               "managed=excluded.managed, body=excluded.body",
+                               (kind, ns, name, new.rv, new.managed, json.dumps(new.body, separators=(",", ":"))))
+            for k, v in {**(meta or {}), "rv": str(rv)}.items():
+                db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                           "value=excluded.value", (k, v))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.rv = rv
+        self.meta.update(meta or {})
+        self.meta["rv"] = str(rv)
+        for key, _old, new in staged:
+            if new is None:
+                self.objects.pop(key, None)
+            else:
+                self.objects[key] = new
+        self.history.extend(changes)
+        if len(self.history) == self.history.maxlen:
+            self.oldest_rv = self.history[0].rv - 1
+        for w in self.watchers:
+            for c in changes:
+                if c.kind == w.kind:
+                    w.queue.put_nowait(c)
+        for fn in self.listeners:
+            fn(changes)
+        return changes
+
+    # --- watch -----------------------------------------------------------------------
+
+    def since(self, kind: str, rv: int) -> list[Change] | None:
+        """Changes of ``kind`` after ``rv``, or None when they are no longer known (410 Gone)."""
+        if rv < self.oldest_rv:
+            return None
+        return [c for c in self.history if c.rv > rv and c.kind == kind]
+
+    def subscribe(self, watcher: Watcher) -> None:
+        self.watchers.append(watcher)
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        if watcher in self.watchers:
+            self.watchers.remove(watcher)
