@@ -15,6 +15,8 @@ from ..model.objects import Pod
 from .trace import Hop, Reply, Target
 
 HTTP_PORTS = (80, 443, 8000, 8080, 8443, 3000, 5000, 5678, 8888, 9898)
+# Servers whose default port speaks another protocol: an HTTP request gets an empty reply.
+NON_HTTP_IMAGES = {"postgres", "redis", "mysql", "mariadb", "mongo", "memcached", "rabbitmq", "coredns"}
 
 
 def _is_http(pod: Pod, port: int, target: Target) -> bool:
@@ -37,6 +39,13 @@ def _body(pod: Pod) -> str:
 
 def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: int, target: Target, method: str,
               headers: Mapping[str, str]) -> tuple[Hop, Reply | None]:
+    images = {image_repository(c.image) for c in dst.containers}
+    speaks_other = images & NON_HTTP_IMAGES
+    if target.scheme in ("http", "https") and speaks_other and not any(
+            p.container_port == port and p.name.startswith("http") for c in dst.containers for p in c.ports):
+        name = sorted(speaks_other)[0]
+        return Hop("app", "fail", f"connected to {dst.key}:{port}, but {name} does not speak HTTP: the client "
+                   "gets an empty reply"), None
     if not _is_http(dst, port, target):
         return Hop("app", "ok", f"{target.scheme.upper()} connection established with {dst.key}:{port}"), None
     from ..policy.l7 import http_allowed

@@ -72,10 +72,7 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
         from .external import trace_external
 
         return trace_external(run)
-    namespace, _, name = source.rpartition("/")
-    pod = state.pods.get(f"{namespace or 'default'}/{name}")
-    if pod is None:
-        raise TraceInputError(f"source pod {namespace or 'default'}/{name} not found (use ns/pod or external)")
+    pod = resolve_pod(state, source)
     run.source = pod.key
     if not pod.pod_ip:
         return run.fail("dns", "no-route", f"{pod.key} has no IP (phase {pod.phase}): it cannot send anything")
@@ -87,6 +84,43 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
         run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {ips[pick]} (the first its "
                             "resolver returns; knetsim picks one deterministically)"))
     return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
+
+
+_WORKLOAD_ALIASES = {"deploy": "Deployment", "deployment": "Deployment", "sts": "StatefulSet",
+                     "statefulset": "StatefulSet", "ds": "DaemonSet", "daemonset": "DaemonSet",
+                     "rs": "ReplicaSet", "replicaset": "ReplicaSet", "job": "Job"}
+
+
+def resolve_pod(state: ClusterState, ref: str, default_namespace: str = "default") -> Pod:
+    """``ns/pod``, ``pod``, or, as ``kubectl exec`` takes them, ``[ns/]deploy/web`` (its first pod by name)."""
+    parts = ref.split("/")
+    if len(parts) == 3 or (len(parts) == 2 and parts[0].lower() in _WORKLOAD_ALIASES):
+        namespace = parts[0] if len(parts) == 3 else default_namespace
+        kind = _WORKLOAD_ALIASES.get(parts[-2].lower())
+        if kind is None:
+            raise TraceInputError(f"{ref!r}: unknown workload kind {parts[-2]!r} (deploy, sts, ds, rs, job)")
+        owned = [p for p in state.pods_in(namespace) if _owned_by(state, p, kind, parts[-1])]
+        if not owned:
+            raise TraceInputError(f"{ref!r}: no pod of {kind} {namespace}/{parts[-1]}")
+        return owned[0]
+    namespace, _, name = ref.rpartition("/")
+    pod = state.pods.get(f"{namespace or default_namespace}/{name}")
+    if pod is None:
+        raise TraceInputError(f"source pod {namespace or default_namespace}/{name} not found "
+                              "(use ns/pod, ns/deploy/NAME or external)")
+    return pod
+
+
+def _owned_by(state: ClusterState, pod: Pod, kind: str, name: str) -> bool:
+    owner = pod.meta.owner
+    if owner is None:
+        return False
+    if owner.kind == kind and owner.name == name:
+        return True
+    if kind == "Deployment" and owner.kind == "ReplicaSet":
+        rs = state.workloads.get(("ReplicaSet", f"{pod.namespace}/{owner.name}"))
+        return rs is not None and rs.meta.owner is not None and rs.meta.owner.name == name
+    return False
 
 
 # --- dns ------------------------------------------------------------------------------
