@@ -1,0 +1,74 @@
+"""Builders for policy tests.
+
+Address plan (DESIGN.md defaults): nodes control-plane 172.18.0.2, worker 172.18.0.3,
+worker2 172.18.0.4; pods 10.244.<node>.x; external addresses from 192.0.2.0/24 and
+198.51.100.0/24 (documentation ranges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from knetsim import Cluster
+from knetsim.cluster.config import ClusterConfig
+from knetsim.cluster.state import ClusterState
+
+
+def ns(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def pod(ref: str, labels: dict[str, str] | None = None, *, ports: dict[str, int] | None = None,
+        udp: dict[str, int] | None = None, node: str = "worker", host_network: bool = False,
+        tweak: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    namespace, _, name = ref.partition("/")
+    container_ports = [{"containerPort": n, "name": k} for k, n in (ports or {}).items()]
+    container_ports += [{"containerPort": n, "name": k, "protocol": "UDP"} for k, n in (udp or {}).items()]
+    body: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "ports": container_ports}]},
+    }
+    if host_network:
+        body["spec"]["hostNetwork"] = True
+    if tweak:
+        tweak(body)
+    return body
+
+
+def netpol(ref: str, spec: dict[str, Any]) -> dict[str, Any]:
+    namespace, _, name = ref.partition("/")
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def cnp(ref: str, spec: dict[str, Any]) -> dict[str, Any]:
+    namespace, _, name = ref.partition("/")
+    return {"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def service(ref: str, selector: dict[str, str], port: int, target: int | str) -> dict[str, Any]:
+    namespace, _, name = ref.partition("/")
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"selector": selector, "ports": [{"port": port, "targetPort": target}]}}
+
+
+def cluster(*objects: dict[str, Any], dataplane: str = "iptables") -> Cluster:
+    return Cluster.from_yaml(yaml.safe_dump_all(objects, sort_keys=False), config=ClusterConfig(dataplane=dataplane))
+
+
+def state(*objects: dict[str, Any], dataplane: str = "iptables") -> ClusterState:
+    return cluster(*objects, dataplane=dataplane).state
+
+
+DEFAULT_DENY_INGRESS = {"podSelector": {}, "policyTypes": ["Ingress"]}
+DEFAULT_DENY_ALL = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+ALLOW_DNS = {
+    "podSelector": {}, "policyTypes": ["Egress"],
+    "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+                "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+}
