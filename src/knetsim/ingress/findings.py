@@ -1,0 +1,167 @@
+"""Ingress problems for the doctor: Ingresses no controller claims, backends that do not exist.
+
+Each finding names the object and field, says what a real cluster does about it, and
+carries a fix that can be pasted (a ``kubectl patch`` with the exact JSON pointer).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..cluster.state import ClusterState
+from ..model.objects import Ingress, IngressBackend
+from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
+from .router import closest_name, nginx_order, resolve_backend
+
+KIND_INGRESS_NGINX = "kubectl apply -f https://kind.sigs.k8s.io/examples/ingress/deploy-ingress-nginx.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class IngressFinding:
+    code: str
+    severity: str  # "error" | "warning" | "info"
+    subject: str  # "Ingress shop/shop"
+    field: str  # the field at fault, e.g. spec.rules[0].http.paths[1].backend.service.name
+    message: str
+    fix: str
+    layer: str = "ingress"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _patch(ing: Ingress, ops: list[dict[str, Any]]) -> str:
+    return (f"kubectl -n {ing.namespace} patch ingress {ing.name} --type json "
+            f"-p '{json.dumps(ops, separators=(',', ':'))}'")
+
+
+def _serving_classes(state: ClusterState, controllers: list[IngressController]) -> list[str]:
+    serving = {c.controller for c in controllers if c.serving}
+    return sorted(c.name for c in state.ingress_classes.values() if c.controller in serving)
+
+
+def _class_fix(state: ClusterState, ing: Ingress, controllers: list[IngressController], wrong: str | None) -> str:
+    classes = _serving_classes(state, controllers)
+    if not classes:
+        return f"no IngressClass has a running controller; install one (kind: {KIND_INGRESS_NGINX})"
+    target = (closest_name(wrong, classes) if wrong else None) or classes[0]
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/spec/ingressClassName", "value": target}]
+    if ing.class_annotation is not None:
+        ops.insert(0, {"op": "remove", "path": "/metadata/annotations/kubernetes.io~1ingress.class"})
+    return _patch(ing, ops)
+
+
+def _class_findings(state: ClusterState, ing: Ingress, controllers: list[IngressController]) -> list[IngressFinding]:
+    res = resolve_class(state, ing, controllers)
+    if not res.code:
+        return []
+    subject = f"Ingress {ing.key}"
+    if res.code == "IngressNoClass":
+        fix = _class_fix(state, ing, controllers, None)
+        classes = _serving_classes(state, controllers)
+        if classes:
+            fix += (f"  (marking IngressClass {classes[0]} default with ingressclass.kubernetes.io/is-default-class="
+                    "\"true\" only affects Ingresses created afterwards)")
+        return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason, fix)]
+    if res.code == "IngressClassNotFound":
+        return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason,
+                               _class_fix(state, ing, controllers, res.class_name))]
+    if res.code == "IngressClassNoController":
+        fix = _class_fix(state, ing, controllers, None)
+        return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason,
+                               f"deploy a controller for {res.controller}, or use a served class: {fix}")]
+    if res.code == "IngressAnnotationNoController":
+        return [IngressFinding(res.code, "error", subject, f"metadata.annotations[{CLASS_ANNOTATION}]", res.reason,
+                               _class_fix(state, ing, controllers, res.class_name))]
+    # IngressControllerNotReady
+    return [IngressFinding(res.code, "warning", subject, "spec.ingressClassName", res.reason,
+                           "make the controller pod Ready (kubectl -n ingress-nginx describe pod ...)")]
+
+
+def _backend_findings(state: ClusterState, ing: Ingress, backend: IngressBackend, field: str,
+                      pointer: str) -> list[IngressFinding]:
+    target = resolve_backend(state, ing.namespace, backend)
+    subject = f"Ingress {ing.key}"
+    if target.resource is not None:
+        return [IngressFinding("IngressResourceBackend", "info", subject, f"{field}.resource", target.problem or "",
+                               "route to a Service backend if traffic should reach pods")]
+    if target.problem is None:
+        return []
+    svc = state.services.get(target.service or "")
+    if svc is None:
+        names = sorted(s.name for s in state.services.values() if s.namespace == ing.namespace)
+        near = closest_name(backend.service_name, names)
+        if near:
+            fix = _patch(ing, [{"op": "replace", "path": f"{pointer}/service/name", "value": near}])
+        else:
+            fix = (f"create Service {target.service}, or point the backend at an existing Service in "
+                   f"{ing.namespace} ({', '.join(names) or 'none'})")
+        return [IngressFinding("IngressBackendServiceMissing", "error", subject, f"{field}.service.name",
+                               f"{target.problem}: ingress-nginx answers 503 for this backend", fix)]
+    value: dict[str, Any] | None = None
+    if backend.port_number is not None:
+        by_target = next((p for p in svc.ports if str(p.target_port) == str(backend.port_number)), None)
+        chosen = by_target or (svc.ports[0] if len(svc.ports) == 1 else None)
+        if chosen is not None:
+            value = {"number": chosen.port}
+    else:
+        near = closest_name(backend.port_name, [p.name for p in svc.ports if p.name])
+        if near:
+            value = {"name": near}
+        elif len(svc.ports) == 1:
+            value = {"number": svc.ports[0].port}
+    if value is not None:
+        fix = _patch(ing, [{"op": "replace", "path": f"{pointer}/service/port", "value": value}])
+    else:
+        fix = f"use one of the Service's ports ({', '.join(str(p.port) for p in svc.ports) or 'none'})"
+    code = "IngressBackendPortMissing" if not target.problem.endswith("over TCP") else "IngressBackendPortProtocol"
+    return [IngressFinding(code, "error", subject, f"{field}.service.port",
+                           f"{target.problem}: ingress-nginx answers 503 for this backend", fix)]
+
+
+def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[IngressFinding]:
+    """Problems of every Ingress (of ``namespace``, if given), sorted by subject and field."""
+    controllers = running_controllers(state)
+    out: list[IngressFinding] = []
+    ingresses = [i for i in state.ingresses.values() if namespace is None or i.namespace == namespace]
+    for ing in sorted(ingresses, key=lambda i: i.key):
+        out.extend(_class_findings(state, ing, controllers))
+        if ing.default_backend is not None:
+            out.extend(_backend_findings(state, ing, ing.default_backend, "spec.defaultBackend",
+                                         "/spec/defaultBackend"))
+        for r, rule in enumerate(ing.rules):
+            for i, p in enumerate(rule.paths):
+                out.extend(_backend_findings(state, ing, p.backend, f"spec.rules[{r}].http.paths[{i}].backend",
+                                             f"/spec/rules/{r}/http/paths/{i}/backend"))
+    out.extend(_shadowed_paths(state, controllers, namespace))
+    out.sort(key=lambda f: (f.subject, f.field, f.code))
+    return out
+
+
+def _shadowed_paths(state: ClusterState, controllers: list[IngressController],
+                    namespace: str | None) -> list[IngressFinding]:
+    """The same host, path and type in two Ingresses of one controller: ingress-nginx silently keeps the first."""
+    claimed: dict[str, list[Ingress]] = {}
+    for ing in state.ingresses.values():
+        res = resolve_class(state, ing, controllers)
+        if res.claimed and res.controller:
+            claimed.setdefault(res.controller, []).append(ing)
+    out = []
+    for controller in sorted(claimed):
+        seen: dict[tuple[str, str, str], Ingress] = {}
+        for ing in nginx_order(claimed[controller]):
+            for r, rule in enumerate(ing.rules):
+                for i, p in enumerate(rule.paths):
+                    key = (rule.host.lower(), p.path or "/", p.path_type)
+                    first = seen.setdefault(key, ing)
+                    if first is ing or (namespace is not None and ing.namespace != namespace):
+                        continue
+                    out.append(IngressFinding(
+                        "IngressPathShadowed", "warning", f"Ingress {ing.key}", f"spec.rules[{r}].http.paths[{i}]",
+                        f"host {rule.host or '*'} path {p.path or '/'} ({p.path_type}) is also defined by Ingress "
+                        f"{first.key}, which ingress-nginx merges first (older, or same age and later by "
+                        "namespace/name): this path never receives traffic",
+                        "remove one of the two paths, or give them different hosts or paths"))
+    return out
