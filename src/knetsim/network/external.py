@@ -56,52 +56,59 @@ def _controller_on(state, node: str) -> Pod | None:  # type: ignore[no-untyped-d
 
     for controller in running_controllers(state):
         for cp in controller.pods:
-            if cp.pod.node_name == node:
-                return cp.pod
+            pod = state.pods.get(cp.pod)
+            if pod is not None and pod.node_name == node:
+                return pod
     return None
 
 
 def through_ingress(run: _Run, host: str) -> Trace:
-    from ..ingress import route
+    from ..ingress import RouteError, route
     from .connect import _ready_endpoints, deliver
 
     state = run.state
     scheme = run.target.scheme if run.target.scheme in ("http", "https") else "http"
-    result = route(state, host, run.target.path, scheme=scheme)
+    try:
+        result = route(state, host, run.target.path, scheme=scheme)
+    except RouteError as exc:
+        from .trace import TraceInputError
+
+        raise TraceInputError(str(exc)) from None
     if not _is_ip(host):
         run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with "
                             "public DNS, assumed to point at the ingress controller"))
     run.hops.append(Hop("ingress", "ok" if result.routed else "fail", result.summary, {"route": result.to_dict()}))
-    if result.controller_pod is None:
-        return run.fail("ingress", "no-route", result.summary if not result.routed else
-                        "no ready ingress controller pod serves this class")
-    controller = state.pods[result.controller_pod]
-    if not result.routed or result.service is None or result.service_port is None:
-        reply = Reply(404, "<html><body><h1>404 Not Found</h1><hr><center>nginx</center></body></html>\n")
-        run.findings.append(Finding("IngressNoMatch", "ingress", result.summary,
-                                    "add a rule for this host and path, or a spec.defaultBackend"))
-        run.hops.append(Hop("app", "fail", f"the controller's default backend answers 404 ({controller.key})"))
+    controller_key = result.controller.pod if result.controller is not None else None
+    if controller_key is None or controller_key not in state.pods:
+        run.findings.append(Finding("IngressNoController", "ingress", result.summary,
+                                    "set spec.ingressClassName to a class whose controller runs (kubectl get "
+                                    "ingressclass), or mark one IngressClass as the default"))
+        return run.finish("no-route")
+    controller = state.pods[controller_key]
+    backend = result.backend
+    if not result.routed or backend is None or backend.service is None:
+        status = result.http_status or 404
+        reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1><hr><center>nginx"
+                      "</center></body></html>\n")
+        run.findings.append(Finding("IngressNoMatch" if status == 404 else "IngressBackendProblem", "ingress",
+                                    result.summary, "add a rule for this host and path, a spec.defaultBackend, or "
+                                    "fix the backend the Ingress names"))
+        run.hops.append(Hop("app", "fail", f"{controller.key} answers {status} itself"))
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
-    svc = state.services.get(result.service)
-    sp = next((p for p in svc.ports if p.port == result.service_port), None) if svc else None
+    svc = state.services.get(backend.service)
+    sp = next((p for p in svc.ports if p.port == backend.port), None) if svc else None
     if svc is None or sp is None:
-        reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
-        run.hops.append(Hop("service", "fail", f"backend {result.service}:{result.service_port} does not exist"))
-        missing = f"{result.service}:{result.service_port}"
-        run.findings.append(Finding("IngressBackendMissing", "service",
-                                    f"the Ingress points at {missing}, which does not exist",
-                                    "fix the backend service name/port in the Ingress, or create the Service"))
-        return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
-                     tuple(run.findings), reply, run.dataplane)
+        return _controller_error(run, 503, f"backend {backend.describe()} does not exist",
+                                 "IngressBackendMissing", "fix the backend Service name/port in the Ingress")
     run.hops.append(Hop("service", "ok", f"backend Service {svc.key} port {sp.name or sp.port} → targetPort "
                         f"{sp.target_port}; ingress-nginx proxies to its endpoints directly"))
     candidates = _ready_endpoints(state, svc, sp)
     if not candidates:
-        reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
         run.hops.append(Hop("endpoints", "fail", f"{svc.key} has no ready endpoints: the controller answers 503"))
         run.findings.append(Finding("IngressBackendNoEndpoints", "endpoints", f"{svc.key} has no ready endpoints",
                                     f"knetsim endpoints {svc.name} -n {svc.namespace}"))
+        reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
@@ -118,3 +125,14 @@ def through_ingress(run: _Run, host: str) -> Trace:
         return Trace(trace.source, trace.target, trace.protocol, "refused", trace.backend, trace.hops,
                      trace.findings, reply, trace.dataplane)
     return trace
+
+
+_REASONS = {404: "Not Found", 503: "Service Temporarily Unavailable", 308: "Permanent Redirect"}
+
+
+def _controller_error(run: _Run, status: int, detail: str, code: str, fix: str) -> Trace:
+    run.hops.append(Hop("service", "fail", detail))
+    run.findings.append(Finding(code, "service", detail, fix))
+    reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1></body></html>\n")
+    return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
+                 tuple(run.findings), reply, run.dataplane)
