@@ -356,6 +356,7 @@ def resolve(state: ClusterState, pod: Pod, name: str, qtype: str = "A", *, mode:
     dns = dns or ClusterDNS(state)
     conf = resolv_conf(state, pod)
     cluster_ns = cluster_nameservers(state)
+    typed = name
     if _is_ip(name.rstrip(".")) and qtype == "PTR":
         name = reverse_name(name.rstrip("."))  # as `dig -x`, nslookup and gethostbyaddr do
     if qtype == "PTR" and name.endswith((".in-addr.arpa.", ".ip6.arpa.")):
@@ -414,7 +415,7 @@ def resolve(state: ClusterState, pod: Pod, name: str, qtype: str = "A", *, mode:
     else:
         answered, outcome = _glibc(name, conf, ask)
         messages = _libc_messages(name, outcome, queries)
-    return Resolution(name, qtype, pod.key, mode, conf, tuple(queries), answered, outcome, explanation, messages)
+    return Resolution(typed, qtype, pod.key, mode, conf, tuple(queries), answered, outcome, explanation, messages)
 
 
 def _glibc(name: str, conf: ResolvConf, ask: Callable[[str], Query]) -> tuple[int | None, str]:
