@@ -12,9 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The main job on the built-in example: the cluster Kubernetes would build from examples/shop.
+# The main job on the built-in example: the cluster Kubernetes would build from examples/shop,
+# then the doctor on a broken twin (it exits 1 because it finds the error, which is the point).
 run: $(STAMP)
 	$(BIN)/knetsim overview -f examples/shop
+	@echo "--- knetsim doctor -f examples/broken/selector-typo"
+	@$(BIN)/knetsim doctor -f examples/broken/selector-typo || test $$? -eq 1
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

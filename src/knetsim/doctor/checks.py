@@ -1,0 +1,224 @@
+"""The doctor: the "Debug Services" checklist, run over the whole simulated cluster.
+
+Each check looks at one layer and returns findings with the evidence and a concrete fix (a
+command or a YAML fragment). Several checks confirm a static suspicion with a real trace
+(an Ingress path that policy blocks, a client whose configured host does not resolve), so a
+finding means the traffic actually fails, not that a pattern looks odd.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.build import ManifestError
+from ..cluster.endpointslices import find_port
+from ..cluster.explain import explain_endpoints
+from ..cluster.state import ClusterState
+from ..model.fielderr import FieldError
+from ..model.listeners import LISTEN_ANNOTATION, pod_listens
+from ..model.objects import Pod, Service
+
+SEVERITIES = ("error", "warning", "info")
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx"})
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: str  # error | warning | info
+    layer: str  # api | dns | service | endpoints | dataplane | policy | listener | ingress | code
+    subject: str  # "Service shop/web"
+    message: str
+    fix: str = ""
+    evidence: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "layer": self.layer, "subject": self.subject,
+                "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
+
+
+# --- the API server said no ----------------------------------------------------------------
+
+
+def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
+    out = []
+    for error in errors:
+        fix = ""
+        detail = error.error
+        if isinstance(detail, FieldError) and re.fullmatch(r"spec\.ports\[\d+\]\.name", detail.path) and \
+                detail.type.value == "Required value":
+            fix = ("a Service with more than one port needs a name on every port (so Ingresses and "
+                   "EndpointSlices can refer to them): add `name: http` (or similar) to each entry of spec.ports")
+        elif isinstance(detail, FieldError) and detail.path.endswith("pathType"):
+            fix = "set pathType: Prefix (or Exact); `kubectl create ingress --rule=host/path*=svc:port` gives Prefix"
+        out.append(Finding("RejectedByAPIServer", "error", "api", error.subject,
+                           f"the API server would reject this object: {detail}", fix,
+                           (str(error.source),) if error.source else ()))
+    return out
+
+
+# --- Services, endpoints, ports ---------------------------------------------------------
+
+
+def _patch_selector(svc: Service, key: str, value: str) -> str:
+    body = json.dumps({"spec": {"selector": {key: value}}}, separators=(",", ":"))
+    return f"kubectl -n {svc.namespace} patch service {svc.name} -p '{body}'"
+
+
+def service_findings(state: ClusterState, svc: Service) -> list[Finding]:
+    subject = f"Service {svc.key}"
+    if svc.type == "ExternalName" or svc.selector is None:
+        return []
+    out: list[Finding] = []
+    why = explain_endpoints(state, svc.namespace, svc.name)
+    if not svc.selector:
+        out.append(Finding("EmptySelector", "warning", "endpoints", subject,
+                           "spec.selector is empty: the Service selects no pods and gets no endpoints",
+                           "set spec.selector to the labels of the pods that should serve it"))
+        return out
+    if not why.pods:
+        evidence = tuple(f"selector wants {h.wanted}; closest existing label {h.nearest} ({h.how})" for h in why.hints)
+        fix = "make spec.selector match the pods' labels (kubectl get pods --show-labels)"
+        if why.hints:
+            key, _, value = why.hints[0].nearest.partition("=")
+            fix = _patch_selector(svc, key, value)
+        typo = any("character" in h.how for h in why.hints)
+        message = (f"the selector {why.selector} matches no pod in namespace {svc.namespace}: the EndpointSlice "
+                   "stays empty and connections are refused" + (" — a typo in a label?" if typo else ""))
+        out.append(Finding("SelectorMatchesNothing", "error", "endpoints", subject, message, fix, evidence))
+        return out
+    not_ready = [p for p in why.pods if not p.ready]
+    if not_ready:
+        severity = "error" if len(not_ready) == len(why.pods) else "warning"
+        evidence = tuple(f"{p.pod}: {p.reason or 'not Ready'}" for p in not_ready)
+        fix = ("fix the readiness probe or the container so it becomes Ready (kubectl describe pod shows the "
+               f"probe); if the container listens on a port knetsim does not know, annotate the pod with "
+               f"{LISTEN_ANNOTATION}")
+        out.append(Finding("PodsNotReady", severity, "endpoints", subject,
+                           f"{len(not_ready)} of {len(why.pods)} selected pod(s) are not Ready: not-ready pods are "
+                           "left out of the Service's endpoints", fix, evidence))
+    pods = [state.pods[f"{svc.namespace}/{p.pod}"] for p in why.pods]
+    out.extend(_port_findings(svc, pods))
+    return out
+
+
+def _port_findings(svc: Service, pods: list[Pod]) -> list[Finding]:
+    out = []
+    subject = f"Service {svc.key}"
+    for i, sp in enumerate(svc.ports):
+        where = f"spec.ports[{i}]" + (f" ({sp.name})" if sp.name else "")
+        missing = [p for p in pods if find_port(p, sp) is None]
+        if missing and isinstance(sp.target_port, str) and not sp.target_port.isdigit():
+            declared = sorted({f"{cp.name}={cp.container_port}/{cp.protocol}" for p in missing for c in p.containers
+                               for cp in c.ports if cp.name})
+            out.append(Finding(
+                "NamedPortMissing", "error" if len(missing) == len(pods) else "warning", "endpoints", subject,
+                f"{where}.targetPort {sp.target_port!r} is not a {sp.protocol} containerPort name on "
+                f"{len(missing)} of {len(pods)} pod(s); those pods get no endpoint port for it",
+                f"name the container port {sp.target_port!r} in the pod template, or set targetPort to one of: "
+                f"{', '.join(declared) or 'the port number the container listens on'}",
+                tuple(p.key for p in missing)))
+        deaf, wrong_protocol = [], []
+        for pod in pods:
+            number = find_port(pod, sp)
+            if number is None:
+                continue
+            listens = pod_listens(pod)
+            if (number, sp.protocol) in listens:
+                continue
+            if any(port == number for port, _ in listens):
+                wrong_protocol.append((pod, number))
+            else:
+                deaf.append((pod, number, listens))
+        if wrong_protocol:
+            pod, number = wrong_protocol[0]
+            other = sorted({proto for port, proto in pod_listens(pod) if port == number})
+            out.append(Finding(
+                "ProtocolMismatch", "error", "listener", subject,
+                f"{where} uses {sp.protocol}, but {pod.key} listens on {number} with {'/'.join(other)}",
+                f"set {where}.protocol: {other[0]}", tuple(p.key for p, _ in wrong_protocol)))
+        if deaf:
+            pod, number, listens = deaf[0]
+            ports = sorted({port for port, proto in listens if proto == sp.protocol})
+            fix = ("set the targetPort to the port the container listens on"
+                   + (f": targetPort: {ports[0]}" if len(ports) == 1 else
+                      f" (it listens on {', '.join(map(str, ports))})" if ports else ""))
+            out.append(Finding(
+                "TargetPortNotListening", "error" if len(deaf) == len(pods) else "warning", "listener", subject,
+                f"{where} sends to port {number}/{sp.protocol} (targetPort {sp.target_port}), where nothing in "
+                f"{len(deaf)} of {len(pods)} pod(s) listens: connections are refused",
+                fix, tuple(f"{p.key} listens on {', '.join(f'{a}/{b}' for a, b in ls) or 'nothing'}"
+                           for p, _, ls in deaf)))
+    return out
+
+
+# --- DNS names that point at the wrong namespace ------------------------------------------
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+# A host name at the start of a value or after "://", "@", "=" or a space, with an optional port.
+_HOST = re.compile(r"(?:^|[/@=\s])(" + _LABEL + r"(\." + _LABEL + r")*)(?::(\d+))?(?=$|[/\s?;,'\"])")
+
+
+def referenced_hosts(pod: Pod) -> list[tuple[str, int | None, str]]:
+    """Host names a pod is configured to talk to: env values, args and commands that look like hosts/URLs."""
+    out = []
+    for container in pod.containers:
+        texts = [(f"env {k}", v) for k, v in sorted(container.env.items())]
+        texts += [("args", a) for a in container.args] + [("command", c) for c in container.command]
+        for where, text in texts:
+            for match in _HOST.finditer(text):
+                host, port = match.group(1), match.group(5)
+                if host.replace(".", "").isdigit() or len(host) < 2:
+                    continue
+                out.append((host, int(port) if port else None, f"container {container.name} {where}={text!r}"))
+    return out
+
+
+def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+    from ..dns import resolve
+
+    out = []
+    services_by_name: dict[str, list[Service]] = {}
+    for svc in state.services.values():
+        services_by_name.setdefault(svc.name, []).append(svc)
+    for host, _port, where in referenced_hosts(pod):
+        first, *rest = host.split(".")
+        candidates = [s for s in services_by_name.get(first, []) if s.namespace != pod.namespace]
+        if not candidates:
+            continue
+        if rest and rest[0] in state.namespaces:
+            continue  # already qualified with a namespace
+        if f"{pod.namespace}/{first}" in state.services:
+            continue
+        resolution = resolve(state, pod, host)
+        if resolution.ok:
+            continue
+        target = candidates[0]
+        fqdn = f"{first}.{target.namespace}.svc.{state.config.cluster_domain}"
+        out.append(Finding(
+            "ShortNameOtherNamespace", "error", "dns", f"Pod {pod.key}",
+            f"{host!r} is resolved in the pod's own namespace ({pod.namespace}) and does not exist there "
+            f"({resolution.outcome}); the Service {target.key} lives in namespace {target.namespace}",
+            f"use {first}.{target.namespace} or {fqdn}", (where,)))
+    return out
+
+
+# --- the data plane ----------------------------------------------------------------------------
+
+
+def dataplane_findings(state: ClusterState) -> list[Finding]:
+    try:
+        from ..dataplane import bootstrap_finding
+    except ImportError:  # pragma: no cover - the dataplane package always ships it
+        return []
+    found = bootstrap_finding(state)
+    if found is None:
+        return []
+    data = found.to_dict() if hasattr(found, "to_dict") else dict(found)
+    return [Finding(str(data.get("code", "KubeProxyReplacementBootstrap")), str(data.get("severity", "error")),
+                    "dataplane", str(data.get("subject", "cluster")), str(data.get("message", "")),
+                    str(data.get("fix", "")))]
