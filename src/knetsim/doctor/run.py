@@ -89,6 +89,7 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
     """Pods configured to talk to a Service (env, args): does that connection actually work?"""
     out = []
     seen: set[tuple[str, str, str]] = set()
+    service_names = {svc.name for svc in state.services.values()}
     for pod in state.pods.values():
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
@@ -96,6 +97,8 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
         for host, port, where in referenced_hosts(pod):
             from ..dns import resolve
 
+            if host.split(".")[0] not in service_names:
+                continue  # words of a shell command, external hosts: not a Service of this cluster
             resolution = resolve(state, pod, host)
             if not resolution.ok or not resolution.values:
                 continue
