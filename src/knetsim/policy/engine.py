@@ -78,8 +78,8 @@ def policy_index(state: ClusterState) -> PolicyIndex:
     index = build_index(state)
     key = id(state)
 
-    def forget(_ref: object) -> None:
-        _INDEXES.pop(key, None)
+    def forget(_ref: object, cache: dict[int, Any] = _INDEXES) -> None:
+        cache.pop(key, None)
 
     _INDEXES[key] = (weakref.ref(state, forget), index)
     return index
