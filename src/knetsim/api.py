@@ -85,3 +85,44 @@ class Cluster:
         from .cluster.explain import overview
 
         return overview(self.state)
+
+    # --- the questions (each mirrors a CLI command; results serialise like -o json) ---
+
+    def trace(self, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
+              headers: dict[str, str] | None = None, dataplane: str | None = None) -> Any:
+        """``knetsim trace``: one connection through every layer; ``.outcome``, ``.hops``, ``.to_dict()``."""
+        from .network import trace
+
+        return trace(self.state, source, target, protocol=protocol, method=method, headers=headers,
+                     dataplane=dataplane)
+
+    def dns(self, name: str, source: str, qtype: str = "A", *, mode: str = "glibc") -> Any:
+        """``knetsim dns NAME --from NS/POD``: every query the pod's resolver sends, and the answer."""
+        from .dns import resolve
+        from .network.connect import resolve_pod
+
+        return resolve(self.state, resolve_pod(self.state, source), name, qtype, mode=mode)
+
+    def policy_check(self, source: str, destination: str, port: int | str, protocol: str = "TCP") -> Any:
+        """``knetsim policy check``: would NetworkPolicy allow it, and which rule decided."""
+        from .policy import evaluate
+
+        return evaluate(self.state, source, destination, port, protocol)
+
+    def matrix(self, namespace: str | None = None) -> Any:
+        """``knetsim matrix``: every allowed connection between pods (and external peers)."""
+        from .policy.matrix import matrix
+
+        return matrix(self.state, namespace)
+
+    def route(self, host: str, path: str = "/", *, class_name: str | None = None, scheme: str = "http") -> Any:
+        """``knetsim route``: which Ingress rule and backend serve a request."""
+        from .ingress import route
+
+        return route(self.state, host, path, class_name, scheme)
+
+    def doctor(self, subject: str | None = None, namespace: str | None = None) -> Any:
+        """``knetsim doctor``: findings with fixes."""
+        from .doctor import diagnose
+
+        return diagnose(self.state, subject=subject, namespace=namespace)
