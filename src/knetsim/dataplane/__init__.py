@@ -1,0 +1,94 @@
+"""The data plane layer: one small ``Backend`` protocol, three implementations.
+
+    >>> from knetsim.dataplane import render, trace_packet, Packet
+    >>> rules = render(state, "nftables", node="worker")
+    >>> trace_packet(state, Packet("10.244.1.2", "10.96.0.10", 53, "UDP"), "iptables").output
+    '10.244.0.2:53, 10.244.0.3:53'
+
+Backends consume only the ClusterState the controllers produced (Services and
+EndpointSlices, through ``model.proxy_view``), as kube-proxy and Cilium consume the API.
+Exceptions: ``DataplaneError`` (bad backend, node or packet; exit code 2).
+"""
+
+from __future__ import annotations
+
+from .bootstrap import BootstrapFinding, ebpf_bootstrap_finding
+from .ebpf import EbpfBackend
+from .iptables import IptablesBackend
+from .model import (
+    Backend,
+    DataplaneError,
+    Packet,
+    Ruleset,
+    Step,
+    Target,
+    TraceResult,
+    default_node,
+)
+from .nftables import NftablesBackend
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BootstrapFinding",
+    "DataplaneError",
+    "Packet",
+    "Ruleset",
+    "Step",
+    "Target",
+    "TraceResult",
+    "arrival_node",
+    "backend_for",
+    "default_node",
+    "ebpf_bootstrap_finding",
+    "render",
+    "trace_packet",
+]
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (IptablesBackend(), NftablesBackend(), EbpfBackend())}
+
+
+def backend_for(state_or_name: object, name: str | None = None) -> Backend:
+    """The backend called ``name``, or the cluster config's ``dataplane`` when ``name`` is None."""
+    if name is None:
+        name = getattr(getattr(state_or_name, "config", None), "dataplane", None) or "iptables"
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise DataplaneError(f"unknown data plane {name!r}; supported values: {', '.join(BACKENDS)}") from None
+
+
+def render(state, backend: str | None = None, node: str | None = None) -> Ruleset:  # type: ignore[no-untyped-def]
+    """What ``backend`` (default: the cluster's) programs on ``node`` (default: the first worker)."""
+    return backend_for(state, backend).render(state, node)
+
+
+def arrival_node(state, packet: Packet) -> str:  # type: ignore[no-untyped-def]
+    """The node whose data plane translates ``packet``.
+
+    Packets to a node's IP (NodePorts) are translated by that node; anything else by the
+    node it enters first: the source pod's or source node's. Traffic from outside the
+    cluster to a LoadBalancer/external IP lands on the default node unless ``--node`` says.
+    """
+    if packet.node:
+        return packet.node
+    for n in state.config.nodes:
+        if n.ip == packet.dst:
+            return n.name
+    pod = state.pod_by_ip(packet.src)
+    if pod is not None and pod.node_name:
+        return pod.node_name
+    for n in state.config.nodes:
+        if n.ip == packet.src:
+            return n.name
+    return default_node(state)
+
+
+def trace_packet(state, packet: Packet, backend: str | None = None,  # type: ignore[no-untyped-def]
+                 node: str | None = None, ruleset: Ruleset | None = None) -> TraceResult:
+    """Render (or reuse ``ruleset``) for the arrival node and walk ``packet`` through it."""
+    impl = backend_for(state, backend)
+    where = node or arrival_node(state, packet)
+    if ruleset is None or ruleset.node != where or ruleset.backend != impl.name:
+        ruleset = impl.render(state, where)
+    return impl.trace(ruleset, packet)

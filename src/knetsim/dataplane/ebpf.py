@@ -1,0 +1,277 @@
+"""Cilium's kube-proxy replacement: the BPF load-balancer maps, printed like
+``cilium bpf lb list``, and a tracer that does the datapath's map lookups.
+
+Model (``bpf/lib/lb.h``, ``bpf/lib/common.h``, ``cilium-dbg/cmd/bpf_lb_list.go``):
+
+* ``cilium_lb4_services_v2``: key (address, dport, proto, scope, backend_slot). Slot 0 is
+  the service's master entry (backend count, rev-NAT id, flags); slots 1..count hold
+  backend ids. Every frontend is its own entry: the ClusterIP, each externalIP, each
+  LoadBalancer IP, and for NodePorts ``0.0.0.0:<port>`` (the surrogate that matches any
+  local address) plus the node's own IP.
+* ``cilium_lb4_backends_v3``: backend id -> address, port, state.
+* ``cilium_lb4_reverse_nat``: rev-NAT id -> frontend, to restore the VIP on replies.
+* externalTrafficPolicy=Local gives a frontend two scopes (``TWO_SCOPES``): the external
+  scope holds only this node's backends, the internal one (``/i``) every backend, used
+  for traffic from inside the cluster. internalTrafficPolicy=Local keeps a ClusterIP to
+  this node's backends.
+
+A lookup is a handful of hash-map reads whatever the number of Services. There are no
+KUBE- chains: with kube-proxy replacement kube-proxy is not installed at all.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.state import ClusterState
+from .model import (
+    EndpointInfo,
+    Packet,
+    ProxyView,
+    Ruleset,
+    ServicePortInfo,
+    Step,
+    Target,
+    TraceResult,
+    proxy_view,
+)
+
+EXT, INT = 0, 1
+SERVICES_MAP = "cilium_lb4_services_v2"
+BACKENDS_MAP = "cilium_lb4_backends_v3"
+REVNAT_MAP = "cilium_lb4_reverse_nat"
+SOURCE_RANGE_MAP = "cilium_lb4_source_range"
+
+
+@dataclass(frozen=True, slots=True)
+class Master:
+    """Slot 0 of a frontend: what ``lb4_lookup_service`` returns."""
+
+    count: int
+    rev_nat: int
+    flags: tuple[str, ...]
+    service: str  # "ns/name:port"
+    kind: str  # ClusterIP | ExternalIP | LoadBalancer | NodePort
+    external_local: bool = False  # eTP=Local on an external frontend
+    two_scopes: bool = False
+    affinity_timeout: int | None = None
+    source_ranges: tuple[str, ...] = ()
+    has_endpoints: bool = True  # the service has backends somewhere (empty local scope: drop, not reject)
+
+
+@dataclass
+class LBMaps:
+    services: dict[tuple[str, int, str, int, int], Any] = field(default_factory=dict)
+    backends: dict[int, tuple[str, int, str, str]] = field(default_factory=dict)
+    revnat: dict[int, tuple[str, int]] = field(default_factory=dict)
+    node_ip: str = ""
+    pod_cidr: str = ""
+    node_ips: tuple[str, ...] = ()
+
+
+class EbpfBackend:
+    name = "ebpf"
+
+    def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> None:
+        # Cilium keys everything by address and numeric ids; there is no derived name.
+        return None
+
+    def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
+        view = proxy_view(state, node, self)
+        maps = build_maps(view)
+        text = render_text(maps, view)
+        counts = {
+            "frontends": len(maps.revnat),
+            "serviceEntries": len(maps.services),
+            "backends": len(maps.backends),
+            "servicePorts": len(view.ports),
+        }
+        return Ruleset(self.name, view.node, view.node_ip, text, counts, data=maps, view=view,
+                       structured=structured(maps))
+
+    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
+        return _trace(ruleset.data, ruleset.node, packet)
+
+
+def build_maps(view: ProxyView) -> LBMaps:
+    maps = LBMaps(node_ip=view.node_ip, pod_cidr=view.pod_cidr, node_ips=tuple(view.node_ips.values()))
+    backend_ids: dict[tuple[str, int, str], int] = {}
+    # Backend ids are allocated once per (address, port, proto); sorted so they are stable.
+    for entry in view.ports:
+        for ep in entry.endpoints:
+            backend_ids.setdefault((ep.ip, ep.port, entry.info.protocol), 0)
+    for i, key in enumerate(sorted(backend_ids, key=lambda k: (ipaddress.ip_address(k[0]), k[1], k[2])), start=1):
+        backend_ids[key] = i
+    by_address = {(ep.ip, ep.port): ep for e in view.ports for ep in e.endpoints}
+    for (ip, port, proto), bid in backend_ids.items():
+        ep = by_address[(ip, port)]
+        state = "active" if ep.ready else ("terminating" if ep.terminating else "quarantined")
+        maps.backends[bid] = (ip, port, proto, state)
+
+    rev = 0
+    for entry in view.ports:
+        info, cat = entry.info, entry.categorized
+        every = cat.cluster or _usable_all(entry.endpoints)
+        local = cat.local
+        frontends: list[tuple[str, str, list[str]]] = [(info.cluster_ip, "ClusterIP", ["ClusterIP", "non-routable"])]
+        frontends += [(ip, "ExternalIP", ["ExternalIPs"]) for ip in info.external_ips]
+        frontends += [(ip, "LoadBalancer", ["LoadBalancer"]) for ip in info.load_balancer_ips]
+        if info.node_port:
+            frontends += [("0.0.0.0", "NodePort", ["NodePort", "surrogate", "non-routable"]),
+                          (view.node_ip, "NodePort", ["NodePort"])]
+        for addr, kind, flags in frontends:
+            rev += 1
+            port = info.port if kind != "NodePort" else info.node_port
+            maps.revnat[rev] = (addr, port)
+            external_local = kind != "ClusterIP" and info.external_policy_local
+            if kind == "ClusterIP":
+                scopes = {EXT: local if info.internal_policy_local else every}
+                if info.internal_policy_local:
+                    flags = [*flags, "InternalLocal"]
+            elif external_local:
+                scopes = {EXT: local, INT: every}
+                flags = [*flags, "Local", "two-scopes"]
+            else:
+                scopes = {EXT: every}
+            if info.affinity_timeout is not None:
+                flags = [*flags, "sessionAffinity"]
+            if info.source_ranges and kind == "LoadBalancer":
+                flags = [*flags, "check source-range"]
+            for scope, backends in scopes.items():
+                master = Master(len(backends), rev, tuple(flags), info.name_string, kind, external_local,
+                                len(scopes) == 2, info.affinity_timeout,
+                                info.source_ranges if kind == "LoadBalancer" else (), cat.has_endpoints)
+                maps.services[(addr, port, info.protocol, scope, 0)] = master
+                for slot, ep in enumerate(backends, start=1):
+                    maps.services[(addr, port, info.protocol, scope, slot)] = backend_ids[(ep.ip, ep.port,
+                                                                                            info.protocol)]
+    return maps
+
+
+def _usable_all(endpoints: Sequence[EndpointInfo]) -> tuple[EndpointInfo, ...]:
+    ready = tuple(e for e in endpoints if e.ready)
+    return ready or tuple(e for e in endpoints if e.serving and e.terminating)
+
+
+def _frontend(addr: str, port: int, proto: str, scope: int) -> str:
+    return f"{addr}:{port}/{proto}{'/i' if scope == INT else ''}"
+
+
+def render_text(maps: LBMaps, view: ProxyView) -> str:
+    rows: list[tuple[str, str]] = []
+    for (addr, port, proto, scope, slot), value in maps.services.items():
+        fe = f"{_frontend(addr, port, proto, scope)} ({slot})"
+        if slot == 0:
+            rows.append((fe, f"0.0.0.0:0 ({value.rev_nat}) (0) [{', '.join(value.flags)}]"))
+        else:
+            ip, bport, bproto, _ = maps.backends[value]
+            master = maps.services[(addr, port, proto, scope, 0)]
+            rows.append((fe, f"{ip}:{bport}/{bproto} ({master.rev_nat}) ({slot})"))
+    width = max([len("SERVICE ADDRESS"), *(len(r[0]) for r in rows)]) + 3
+    lines = [f"# knetsim: Cilium kube-proxy replacement (BPF maps), node {view.node} ({view.node_ip})",
+             "# cilium bpf lb list",
+             f"{'SERVICE ADDRESS'.ljust(width)}BACKEND ADDRESS (REVNAT_ID) (SLOT)"]
+    lines += [f"{fe.ljust(width)}{be}" for fe, be in rows]
+    lines += ["", "# cilium bpf lb list --backends", "BACKEND ID   BACKEND ADDRESS       STATE"]
+    lines += [f"{bid:<13}{f'{ip}:{port}/{proto}':<22}{state}" for bid, (ip, port, proto, state)
+              in sorted(maps.backends.items())]
+    lines += ["", "# cilium bpf lb list --revnat", "ID   FRONTEND ADDRESS"]
+    lines += [f"{rid:<5}{addr}:{port}" for rid, (addr, port) in sorted(maps.revnat.items())]
+    return "\n".join(lines) + "\n"
+
+
+def structured(maps: LBMaps) -> dict[str, Any]:
+    services = []
+    for (addr, port, proto, scope, slot), value in maps.services.items():
+        row: dict[str, Any] = {"frontend": f"{addr}:{port}/{proto}", "scope": "internal" if scope else "external",
+                               "slot": slot}
+        if slot == 0:
+            row.update({"revNAT": value.rev_nat, "count": value.count, "flags": list(value.flags),
+                        "service": value.service})
+        else:
+            row["backendID"] = value
+        services.append(row)
+    return {
+        "services": services,
+        "backends": [{"id": bid, "address": f"{ip}:{port}/{proto}", "state": state}
+                     for bid, (ip, port, proto, state) in sorted(maps.backends.items())],
+        "revNAT": [{"id": rid, "address": f"{addr}:{port}"} for rid, (addr, port) in sorted(maps.revnat.items())],
+    }
+
+
+def _in(ip: str, cidr: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return False
+
+
+def _trace(maps: LBMaps, node: str, packet: Packet) -> TraceResult:
+    result = TraceResult("ebpf", node, packet)
+    proto = packet.proto.upper()
+    # Traffic from a pod or a node is "in-cluster": it may use a frontend's internal scope.
+    in_cluster = _in(packet.src, maps.pod_cidr) or packet.src in maps.node_ips
+    local_addrs = {maps.node_ip, "127.0.0.1"}
+
+    def lookup(addr: str, scope: int, slot: int) -> Any:
+        result.cost += 1
+        value = maps.services.get((addr, packet.dport, proto, scope, slot))
+        if value is not None and slot == 0:
+            result.steps.append(Step(f"map {SERVICES_MAP}",
+                                     f"{_frontend(addr, packet.dport, proto, scope)} (0) -> count={value.count} "
+                                     f"revnat={value.rev_nat} [{', '.join(value.flags)}]"))
+        return value
+
+    addr = packet.dst
+    master = lookup(addr, EXT, 0)
+    if master is None and packet.dst in local_addrs:
+        addr = "0.0.0.0"  # NodePort surrogate: any address of this node
+        master = lookup(addr, EXT, 0)
+    if master is None:
+        result.notes.append(f"no {SERVICES_MAP} entry for {packet.dst}:{packet.dport}/{proto}: not a Service "
+                            "frontend; the packet is passed to the stack unchanged")
+        return result
+    result.service = master.service
+    scope = EXT
+    if master.two_scopes and in_cluster:
+        scope = INT
+        master = lookup(addr, INT, 0)
+    if master.source_ranges:
+        result.cost += 1
+        allowed = any(_in(packet.src, c) for c in master.source_ranges)
+        result.steps.append(Step(f"map {SOURCE_RANGE_MAP}",
+                                 f"{packet.src} {'in' if allowed else 'not in'} {', '.join(master.source_ranges)}"))
+        if not allowed:
+            result.verdict = "DROP"
+            return result
+    if master.count == 0:
+        # Cilium answers a Service without backends with ICMP unreachable
+        # (serviceNoBackendResponse=reject); an empty local scope drops.
+        result.verdict = "REJECT" if not master.has_endpoints else "DROP"
+        result.notes.append("no backend in this scope" if master.has_endpoints else "service has no backends")
+        return result
+    if master.affinity_timeout is not None:
+        result.notes.append(f"sessionAffinity: lb4_affinity has no entry for {packet.src} yet; the backend chosen "
+                            f"now is remembered for {master.affinity_timeout}s")
+    result.notes.append("backend selection: random (slot = prandom() % count + 1); with Maglev a 5-tuple hash picks "
+                        "a slot from the lookup table instead — each backend still gets ~1/count")
+    for slot in range(1, master.count + 1):
+        bid = maps.services[(addr, packet.dport, proto, scope, slot)]
+        ip, port, bproto, _ = maps.backends[bid]
+        result.steps.append(Step(f"map {SERVICES_MAP}", f"{_frontend(addr, packet.dport, proto, scope)} ({slot}) "
+                                                        f"-> backend {bid}"))
+        result.steps.append(Step(f"map {BACKENDS_MAP}", f"{bid} -> {ip}:{port}/{bproto}"))
+        result.targets.append(Target(f"{ip}:{port}", 1.0 / master.count))
+    result.cost += 2  # the datapath reads one slot and one backend
+    result.steps.append(Step(f"map {REVNAT_MAP}", f"{master.rev_nat} -> {maps.revnat[master.rev_nat][0]}:"
+                                                  f"{maps.revnat[master.rev_nat][1]} (restores the VIP on replies)"))
+    result.verdict = "DNAT"
+    hairpin = any(t.address.rsplit(":", 1)[0] == packet.src for t in result.targets)
+    if hairpin:
+        result.notes.append("hairpin: the backend is the client; Cilium SNATs it to its loopback address")
+    external = master.kind != "ClusterIP"
+    result.masquerade = hairpin or (external and (not master.external_local or packet.src in local_addrs))
+    return result

@@ -1,0 +1,540 @@
+"""kube-proxy's nftables mode (KEP-3866): the ``ip kube-proxy`` table as ``nft list ruleset``
+prints it, and a tracer that evaluates that text.
+
+Layout and rule text follow ``pkg/proxy/nftables/proxier.go`` (``setupNFTables``,
+``syncProxyRules``, ``writeServiceToEndpointRules``) and the ``baseRules`` of its tests:
+one ``service-ips`` verdict map keyed by ``daddr . l4proto . dport`` and one
+``service-nodeports`` map replace iptables' linear KUBE-SERVICES chain, so a lookup costs
+the same whatever the number of Services. Chain names are ``<prefix>-<HASH>-<ns>/<svc>/
+<proto>/<port>`` where HASH is ``base32(sha256(name))[:8]`` (``hashAndTruncate``); ``/``
+separates the parts because it cannot occur in any of them.
+
+The tracer parses the rendered text (sets, maps, chains) and interprets the rules the way
+upstream's ``helpers_test.go`` tracer does: filter-prerouting-pre-dnat, then nat-prerouting
+(nat-output for the node's own packets), then the filter hook after routing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.state import ClusterState
+from .model import (
+    EndpointInfo,
+    Packet,
+    PortEntry,
+    ProxyView,
+    Ruleset,
+    ServicePortInfo,
+    Step,
+    Target,
+    TraceResult,
+    proxy_view,
+)
+
+TABLE = "kube-proxy"
+MASQ_MARK = "0x4000"
+CHAIN_NAME_BASE_MAX = 240
+
+
+def hash_and_truncate(name: str) -> str:
+    h = base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:8]
+    name = f"{h}-{name}"
+    if len(name) > CHAIN_NAME_BASE_MAX:
+        name = name[:CHAIN_NAME_BASE_MAX - 3] + "..."
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class NftNames:
+    service: str
+    local: str
+    external: str
+    firewall: str
+    endpoint: dict[str, str]  # "ip:port" -> endpoint-... chain
+    affinity: dict[str, str]  # "ip:port" -> affinity-... set
+
+
+# (name, type, comment)
+SETS = (
+    ("cluster-ips", "ipv4_addr", "Active ClusterIPs"),
+    ("nodeport-ips", "ipv4_addr", "IPs that accept NodePort traffic"),
+)
+MAPS = (
+    ("firewall-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+     "destinations that are subject to LoadBalancerSourceRanges"),
+    ("no-endpoint-nodeports", "inet_proto . inet_service : verdict",
+     "vmap to drop or reject packets to service nodeports with no endpoints"),
+    ("no-endpoint-services", "ipv4_addr . inet_proto . inet_service : verdict",
+     "vmap to drop or reject packets to services with no endpoints"),
+    ("service-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+     "ClusterIP, ExternalIP and LoadBalancer IP traffic"),
+    ("service-nodeports", "inet_proto . inet_service : verdict", "NodePort traffic"),
+)
+# (name, base-chain spec or comment)
+CHAINS = (
+    ("cluster-ips-check", None),
+    ("filter-prerouting-pre-dnat", "type filter hook prerouting priority -110; policy accept;"),
+    ("filter-output-pre-dnat", "type filter hook output priority -110; policy accept;"),
+    ("filter-forward", "type filter hook forward priority 0; policy accept;"),
+    ("filter-input", "type filter hook input priority 0; policy accept;"),
+    ("filter-output", "type filter hook output priority 0; policy accept;"),
+    ("firewall-check", None),
+    ("mark-for-masquerade", None),
+    ("masquerading", None),
+    ("nat-output", "type nat hook output priority -100; policy accept;"),
+    ("nat-postrouting", "type nat hook postrouting priority 100; policy accept;"),
+    ("nat-prerouting", "type nat hook prerouting priority -100; policy accept;"),
+    ("nodeport-endpoints-check", None),
+    ("reject-chain", 'comment "helper for @no-endpoint-services / @no-endpoint-nodeports"'),
+    ("services", None),
+    ("service-endpoints-check", None),
+)
+
+
+def _base_rules(view: ProxyView) -> dict[str, list[str]]:
+    return {
+        "cluster-ips-check": [
+            'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+            f'ip daddr {{ {view.service_cidr} }} drop comment "Drop traffic to unallocated ClusterIPs"',
+        ],
+        "filter-prerouting-pre-dnat": ["ct state new jump firewall-check"],
+        "filter-output-pre-dnat": ["ct state new jump firewall-check"],
+        "filter-forward": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
+        "filter-input": ["ct state new jump nodeport-endpoints-check", "ct state new jump service-endpoints-check"],
+        "filter-output": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
+        "firewall-check": ["ip daddr . meta l4proto . th dport vmap @firewall-ips"],
+        "mark-for-masquerade": [f"mark set mark or {MASQ_MARK}"],
+        "masquerading": [f"mark and {MASQ_MARK} == 0 return", f"mark set mark xor {MASQ_MARK}",
+                         "masquerade fully-random"],
+        "nat-output": ["jump services"],
+        "nat-postrouting": ["jump masquerading"],
+        "nat-prerouting": ["jump services"],
+        "nodeport-endpoints-check": ["ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports"],
+        "reject-chain": ["reject"],
+        "services": ["ip daddr . meta l4proto . th dport vmap @service-ips",
+                     "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"],
+        "service-endpoints-check": ["ip daddr . meta l4proto . th dport vmap @no-endpoint-services"],
+    }
+
+
+class NftablesBackend:
+    name = "nftables"
+
+    def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> NftNames:
+        base = hash_and_truncate(f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}")
+        eps = {}
+        for e in endpoints:
+            # IPv6 colons would be ambiguous next to the port, so upstream swaps them for dots.
+            eps[e.string] = hash_and_truncate(
+                f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}__{e.ip.replace(':', '.')}/{e.port}")
+        return NftNames("service-" + base, "local-" + base, "external-" + base, "firewall-" + base,
+                        {k: "endpoint-" + v for k, v in eps.items()}, {k: "affinity-" + v for k, v in eps.items()})
+
+    def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
+        view = proxy_view(state, node, self)
+        text, counts = render_view(view)
+        return Ruleset(self.name, view.node, view.node_ip, text, counts, view=view)
+
+    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
+        if ruleset.data is None:
+            ruleset.data = parse_ruleset(ruleset.text)
+        services: dict[str, str] = {}
+        for e in ruleset.view.ports if ruleset.view else ():
+            for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
+                services[chain] = e.info.name_string
+        return _Tracer(ruleset.data, {ruleset.node_ip, "127.0.0.1"}, ruleset.node, services).run(packet)
+
+
+@dataclass
+class _Out:
+    sets: dict[str, list[str]] = field(default_factory=dict)
+    maps: dict[str, list[str]] = field(default_factory=dict)
+    affinity: dict[str, int] = field(default_factory=dict)  # set -> timeout
+    chains: dict[str, list[str]] = field(default_factory=dict)
+    cluster_ips: set[str] = field(default_factory=set)
+
+
+def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
+    out = _Out(sets={n: [] for n, _, _ in SETS}, maps={n: [] for n, _, _ in MAPS})
+    out.chains.update(_base_rules(view))
+    # nftables mode accepts NodePorts on the node's primary IP only, never on localhost.
+    out.sets["nodeport-ips"].append(view.node_ip)
+    for entry in view.ports:
+        _write_service(out, entry, view)
+    spec = dict(CHAINS)
+    lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})",
+             f"table ip {TABLE} {{", '\tcomment "rules for kube-proxy"']
+    for name, typ, comment in SETS:
+        lines += _set_block("set", name, typ, comment, out.sets[name])
+    for name, timeout in out.affinity.items():
+        lines += [f"\tset {name} {{", "\t\ttype ipv4_addr", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
+                  "\t}"]
+    for name, typ, comment in MAPS:
+        lines += _set_block("map", name, typ, comment, out.maps[name])
+    for name, rules in out.chains.items():
+        lines.append(f"\tchain {name} {{")
+        if spec.get(name):
+            lines.append(f"\t\t{spec[name]}")
+        lines.extend(f"\t\t{r}" for r in rules)
+        lines.append("\t}")
+    lines.append("}")
+    counts = {
+        "chains": len(out.chains),
+        "rules": sum(len(r) for r in out.chains.values()),
+        "serviceIPs": len(out.maps["service-ips"]),
+        "serviceNodePorts": len(out.maps["service-nodeports"]),
+        "noEndpointServices": len(out.maps["no-endpoint-services"]),
+        "servicePorts": len(view.ports),
+        "endpoints": sum(len(e.endpoints) for e in view.ports),
+    }
+    return "\n".join(lines) + "\n", counts
+
+
+def _set_block(kind: str, name: str, typ: str, comment: str, elements: list[str]) -> list[str]:
+    lines = [f"\t{kind} {name} {{", f"\t\ttype {typ}", f'\t\tcomment "{comment}"']
+    if elements:
+        lines.append("\t\telements = {")
+        lines.extend(f"\t\t\t{e}," for e in elements)
+        lines.append("\t\t}")
+    lines.append("\t}")
+    return lines
+
+
+def _write_service(out: _Out, entry: PortEntry, view: ProxyView) -> None:
+    info, cat, names = entry.info, entry.categorized, entry.names
+    proto, port, name = info.proto, info.port, info.name_string
+    has = cat.has_endpoints
+    uses_cluster = bool(cat.cluster) and info.uses_cluster_endpoints
+    uses_local = bool(cat.local) and info.uses_local_endpoints
+    internal_chain, has_internal = names.service, has
+    if info.internal_policy_local:
+        internal_chain, has_internal = names.local, has and bool(cat.local)
+    external_policy_chain, has_external = names.service, has
+    if info.external_policy_local:
+        external_policy_chain, has_external = names.local, has and bool(cat.local)
+    uses_ext = has and info.externally_accessible
+    if not has:
+        int_verdict = ext_verdict = "goto reject-chain"
+    else:
+        int_verdict = "" if has_internal else "drop"
+        ext_verdict = "" if has_external else "drop"
+    note = f'comment "{name}"'
+
+    chains: dict[str, list[str]] = {}
+    if uses_cluster:
+        chains[names.service] = []
+    if uses_local:
+        chains[names.local] = []
+    if uses_ext:
+        chains[names.external] = []
+    uses_fw = bool(info.load_balancer_ips) and bool(info.source_ranges)
+    if uses_fw:
+        chains[names.firewall] = []
+    for ep in cat.reachable:
+        chains[names.endpoint[ep.string]] = []
+
+    if info.cluster_ip not in out.cluster_ips:  # ensureElem: one element per ClusterIP
+        out.cluster_ips.add(info.cluster_ip)
+        out.sets["cluster-ips"].append(info.cluster_ip)
+    if has_internal:
+        out.maps["service-ips"].append(f"{info.cluster_ip} . {proto} . {port} : goto {internal_chain}")
+    else:
+        out.maps["no-endpoint-services"].append(f"{info.cluster_ip} . {proto} . {port} {note} : {int_verdict}")
+    for ip in info.external_ips:
+        if has:
+            out.maps["service-ips"].append(f"{ip} . {proto} . {port} : goto {names.external}")
+        if not has_external:
+            out.maps["no-endpoint-services"].append(f"{ip} . {proto} . {port} {note} : {ext_verdict}")
+    for ip in info.load_balancer_ips:
+        if has:
+            out.maps["service-ips"].append(f"{ip} . {proto} . {port} : goto {names.external}")
+        if uses_fw:
+            out.maps["firewall-ips"].append(f"{ip} . {proto} . {port} : goto {names.firewall}")
+    if not has_external:
+        for ip in info.load_balancer_ips:
+            out.maps["no-endpoint-services"].append(f"{ip} . {proto} . {port} {note} : {ext_verdict}")
+    if info.node_port:
+        if has:
+            out.maps["service-nodeports"].append(f"{proto} . {info.node_port} : goto {names.external}")
+        if not has_external:
+            out.maps["no-endpoint-nodeports"].append(f"{proto} . {info.node_port} {note} : {ext_verdict}")
+
+    if has_internal:
+        chains[internal_chain].append(
+            f"ip daddr {info.cluster_ip} ip saddr != {view.pod_cidr} jump mark-for-masquerade")
+    if uses_ext:
+        ext = chains[names.external]
+        if not info.external_policy_local:
+            ext.append("jump mark-for-masquerade")
+        else:
+            ext.append(f'ip saddr {view.pod_cidr} goto {names.service} comment "short-circuit pod traffic"')
+            ext.append('fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"')
+            ext.append(f'fib saddr type local goto {names.service} comment "short-circuit local traffic"')
+        if has_external:
+            ext.append(f"goto {external_policy_chain}")
+    if uses_fw:
+        sources = list(info.source_ranges)
+        if any(_contains(c, view.node_ip) for c in info.source_ranges):
+            sources += list(info.load_balancer_ips)
+        chains[names.firewall].append(f"ip saddr != {{ {', '.join(sources)} }} drop")
+    if info.affinity_timeout is not None:
+        for ep in cat.reachable:
+            out.affinity[names.affinity[ep.string]] = info.affinity_timeout
+    if uses_cluster:
+        _service_to_endpoints(chains[names.service], info, names, cat.cluster)
+    if uses_local:
+        _service_to_endpoints(chains[names.local], info, names, cat.local)
+    for ep in cat.reachable:
+        rules = chains[names.endpoint[ep.string]]
+        rules.append(f"ip saddr {ep.ip} jump mark-for-masquerade")
+        if info.affinity_timeout is not None:
+            rules.append(f"update @{names.affinity[ep.string]} {{ ip saddr }}")
+        rules.append(f"meta l4proto {proto} dnat to {ep.string}")
+    out.chains.update(chains)
+
+
+def _service_to_endpoints(rules: list[str], info: ServicePortInfo, names: NftNames,
+                          endpoints: Sequence[EndpointInfo]) -> None:
+    if info.affinity_timeout is not None:
+        for ep in endpoints:
+            rules.append(f"ip saddr @{names.affinity[ep.string]} goto {names.endpoint[ep.string]}")
+    elements = " , ".join(f"{i} : goto {names.endpoint[ep.string]}" for i, ep in enumerate(endpoints))
+    rules.append(f"numgen random mod {len(endpoints)} vmap {{ {elements} }}")
+
+
+def _contains(cidr: str, ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return False
+
+
+# --- parsing the rendered text --------------------------------------------------------
+
+_COMMENT = re.compile(r'\s*comment "[^"]*"')
+
+
+@dataclass
+class NftTable:
+    sets: dict[str, set[str]] = field(default_factory=dict)
+    maps: dict[str, dict[str, str]] = field(default_factory=dict)  # key "a . b . c" -> verdict
+    chains: dict[str, list[tuple[str, list[tuple[Any, ...]]]]] = field(default_factory=dict)
+
+
+def parse_ruleset(text: str) -> NftTable:
+    table = NftTable()
+    kind = name = ""
+    in_elements = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if in_elements:
+            if line == "}":
+                in_elements = False
+                continue
+            element = _COMMENT.sub("", line.rstrip(","))
+            if kind == "set":
+                table.sets[name].add(element)
+            else:
+                key, _, verdict = element.partition(" : ")
+                table.maps[name][key.strip()] = verdict.strip()
+            continue
+        if line.startswith("table "):
+            continue
+        m = re.match(r"(set|map|chain) (\S+) \{$", line)
+        if m:
+            kind, name = m.group(1), m.group(2)
+            if kind == "set":
+                table.sets[name] = set()
+            elif kind == "map":
+                table.maps[name] = {}
+            else:
+                table.chains[name] = []
+            continue
+        if line == "}":
+            kind = ""
+            continue
+        if kind == "chain":
+            if (line.startswith("type ") and " hook " in line) or line.startswith("comment "):
+                continue
+            table.chains[name].append((line, _compile(line)))
+        elif kind in ("set", "map") and line.startswith("elements = {"):
+            in_elements = True
+    return table
+
+
+_OPS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), k) for p, k in (
+    (r"ct state new", "ctnew"),
+    (r"ip daddr \. meta l4proto \. th dport vmap @(\S+)", "vmap3"),
+    (r"meta l4proto \. th dport vmap @(\S+)", "vmap2"),
+    (r"ip (daddr|saddr) (!= )?@(\S+)", "inset"),
+    (r"ip (daddr|saddr) (!= )?\{ ([^}]*) \}", "inlist"),
+    (r"ip (daddr|saddr) (!= )?([0-9./]+)", "addr"),
+    (r"fib (saddr|daddr) type local", "fiblocal"),
+    (r"(tcp|udp|sctp) dport (\d+)", "dport"),
+    (r"numgen random mod (\d+) vmap \{ (.*) \}", "numgen"),
+    (r"meta l4proto (\S+) dnat to (\S+)", "dnat"),
+    (r"update @(\S+) \{ ip saddr \}", "update"),
+    (r"mark set mark or (\S+)", "markor"),
+    (r"mark and (\S+) == 0", "markzero"),
+    (r"mark set mark xor (\S+)", "noop"),
+    (r"masquerade fully-random", "noop"),
+    (r"(jump|goto) (\S+)", "verdict"),
+    (r"(drop|reject|accept|return)", "final"),
+)]
+
+
+def _compile(rule: str) -> list[tuple[Any, ...]]:
+    rest = _COMMENT.sub("", rule).strip()
+    ops: list[tuple[Any, ...]] = []
+    while rest:
+        for pattern, kind in _OPS:
+            m = pattern.match(rest)
+            if m:
+                ops.append((kind, *m.groups()))
+                rest = rest[m.end():].strip()
+                break
+        else:
+            raise ValueError(f"knetsim's nft tracer does not understand {rest!r} in rule {rule!r}")
+    return ops
+
+
+# --- the tracer -----------------------------------------------------------------------
+
+TERMINAL, RETURN, NEXT = "terminal", "return", "next"
+
+
+@dataclass
+class _Walk:
+    src: str
+    dst: str
+    proto: str
+    dport: int
+    masq: bool = False
+    targets: list[Target] = field(default_factory=list)
+    verdict: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    cost: int = 0
+    service: str | None = None
+
+
+class _Tracer:
+    def __init__(self, table: NftTable, local: set[str], node: str, services: dict[str, str]) -> None:
+        self.t = table
+        self.local = local
+        self.node = node
+        self.services = services
+
+    def run(self, packet: Packet) -> TraceResult:
+        w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport)
+        from_host = packet.src in self.local
+        result = TraceResult("nftables", self.node, packet)
+        self._chain("filter-output-pre-dnat" if from_host else "filter-prerouting-pre-dnat", w, 1.0)
+        if w.verdict is None:
+            self._chain("nat-output" if from_host else "nat-prerouting", w, 1.0)
+            if w.targets:
+                w.dst = w.targets[0].address.rsplit(":", 1)[0]
+            hook = "filter-output" if from_host else ("filter-input" if w.dst in self.local else "filter-forward")
+            self._chain(hook, w, 1.0)
+        result.steps, result.cost, result.service = w.steps, w.cost, w.service
+        if w.verdict in ("DROP", "REJECT"):
+            result.verdict = w.verdict
+        elif w.targets:
+            result.verdict, result.targets, result.masquerade = "DNAT", w.targets, w.masq
+        elif w.verdict == "ACCEPT":
+            result.verdict = "ACCEPT"
+        else:
+            result.notes.append("no kube-proxy map entry matched: not a Service address/port on this node; "
+                                "the packet is routed unchanged")
+        return result
+
+    def _chain(self, name: str, w: _Walk, prob: float) -> str:
+        for text, ops in self.t.chains.get(name, ()):
+            w.cost += 1
+            status = self._rule(name, text, ops, w, prob)
+            if status != NEXT:
+                return status
+        return RETURN
+
+    def _addr(self, w: _Walk, which: str) -> str:
+        return w.dst if which == "daddr" else w.src
+
+    def _rule(self, chain: str, text: str, ops: list[tuple[Any, ...]], w: _Walk, prob: float) -> str:
+        for op in ops:
+            kind = op[0]
+            if kind == "ctnew" or kind == "noop" or kind == "update":
+                continue
+            if kind == "inset":
+                found = self._addr(w, op[1]) in self.t.sets.get(op[3], ())
+                if found == bool(op[2]):
+                    return NEXT
+            elif kind == "inlist":
+                found = any(_contains(c.strip(), self._addr(w, op[1])) for c in op[3].split(","))
+                if found == bool(op[2]):
+                    return NEXT
+            elif kind == "addr":
+                if _contains(op[3], self._addr(w, op[1])) == bool(op[2]):
+                    return NEXT
+            elif kind == "fiblocal":
+                if self._addr(w, op[1]) not in self.local:
+                    return NEXT
+            elif kind == "dport":
+                if op[1] != w.proto or int(op[2]) != w.dport:
+                    return NEXT
+            elif kind == "markzero":
+                if w.masq:
+                    return NEXT
+            elif kind == "markor":
+                w.steps.append(Step(f"chain {chain}", text))
+                w.masq = True
+            elif kind in ("vmap3", "vmap2"):
+                key = f"{w.dst} . {w.proto} . {w.dport}" if kind == "vmap3" else f"{w.proto} . {w.dport}"
+                w.cost += 1
+                verdict = self.t.maps.get(op[1], {}).get(key)
+                if verdict is None:
+                    return NEXT
+                w.steps.append(Step(f"chain {chain}", text))
+                w.steps.append(Step(f"map {op[1]}", f"{key} : {verdict}"))
+                return self._verdict(verdict.split(), w, prob)
+            elif kind == "numgen":
+                w.steps.append(Step(f"chain {chain}", text))
+                n = int(op[1])
+                for element in op[2].split(" , "):
+                    _, _, target = element.partition(" : ")
+                    self._verdict(target.split(), w, prob / n)
+                return TERMINAL
+            elif kind == "dnat":
+                w.steps.append(Step(f"chain {chain}", text))
+                w.targets.append(Target(op[2], prob))
+                return TERMINAL
+            elif kind == "verdict":
+                w.steps.append(Step(f"chain {chain}", text))
+                return self._verdict([op[1], op[2]], w, prob)
+            elif kind == "final":
+                w.steps.append(Step(f"chain {chain}", text))
+                return self._verdict([op[1]], w, prob)
+        return NEXT
+
+    def _verdict(self, verdict: list[str], w: _Walk, prob: float) -> str:
+        word = verdict[0]
+        if word in ("drop", "reject", "accept"):
+            w.verdict = word.upper()
+            return TERMINAL
+        if word == "return":
+            return RETURN
+        target = verdict[1]
+        if w.service is None and target in self.services:
+            w.service = self.services[target]
+        status = self._chain(target, w, prob)
+        if status == TERMINAL:
+            return TERMINAL
+        # After a goto the calling chain is done; after a jump it carries on.
+        return RETURN if word == "goto" else NEXT
