@@ -392,6 +392,15 @@ def _select(state: ClusterState, controllers: list[IngressController], class_nam
 # --- TLS ------------------------------------------------------------------------------------
 
 
+def _secret_exists(state: ClusterState, namespace: str, name: str) -> bool:
+    if ("Secret", f"{namespace}/{name}") in state.others:
+        return True
+    # The core keeps unsimulated kinds as written; a Secret manifest without namespace lands in the
+    # namespace of `-n`, which the state does not record: accept it.
+    other = state.others.get(("Secret", name))
+    return other is not None and not other.namespace
+
+
 def _tls(state: ClusterState, config: _Config, server: _Server, request: Request) -> tuple[TLSInfo, str | None]:
     entry: tuple[Ingress, str] | None = None
     if server.name != CATCH_ALL:
@@ -421,7 +430,7 @@ def _tls(state: ClusterState, config: _Config, server: _Server, request: Request
                        f"'{FAKE_CERTIFICATE}'; clients that verify certificates fail"), None
     ing, secret = entry
     key = f"{ing.namespace}/{secret}"
-    if ("Secret", key) in state.others:
+    if _secret_exists(state, ing.namespace, secret):
         detail = f"TLS terminates at the controller with Secret {key}; the hop to the Service is plain HTTP"
         return TLSInfo(443, True, "secret", key, ing.key, detail), None
     return TLSInfo(443, True, "secret-not-found", key, ing.key,
