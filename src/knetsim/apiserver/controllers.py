@@ -128,7 +128,7 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         existing_names.add((ns, name))
         body = stored.body
         ref = _controller_ref(body)
-        if stored.managed == "controller" and ref is not None:
+        if ref is not None:
             owner_key = (str(ref.get("kind")), ns, str(ref.get("name")))
             owner = owners.get(owner_key)
             if owner is None:
@@ -246,8 +246,11 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
             out.writes.append(Write(key, body, managed))
 
     for key, stored in sorted(objects.items()):
-        # User objects the core left out (it reports why) stay as written.
-        if key in desired_out or key[0] not in CORE_KINDS or stored.managed == "user":
+        # User objects the core left out (it reports why) stay as written; owned pods whose
+        # owner is gone are garbage whoever wrote them last.
+        if key in desired_out or key[0] not in CORE_KINDS:
+            continue
+        if stored.managed == "user" and not (key[0] == "Pod" and _controller_ref(stored.body)):
             continue
         out.writes.append(Write(key, None))
     return out

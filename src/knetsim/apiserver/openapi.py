@@ -37,7 +37,10 @@ def definitions() -> dict[str, Any]:
     for path in candidates:
         if path.exists():
             raw = json.loads(path.read_text())
-            return {name: _convert(schema) for name, schema in raw.get("$defs", {}).items()}
+            defs = {name: _convert(schema) for name, schema in raw.get("$defs", {}).items()}
+            if "io.k8s.apimachinery.pkg.util.intstr.IntOrString" in defs:
+                defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": "string", "format": "int-or-string"}
+            return defs
     return {}
 
 
@@ -46,6 +49,11 @@ def _convert(node: Any, in_properties: bool = False) -> Any:
         return [_convert(x) for x in node]
     if not isinstance(node, dict):
         return node
+    if not in_properties and "$ref" in node and len(node) > 1:
+        # As the real v3 documents do: siblings of a $ref are ignored by OpenAPI 3.0,
+        # so the field's own description sits next to an allOf.
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return {"allOf": [_convert({"$ref": node["$ref"]})], **_convert(rest)}
     out: dict[str, Any] = {}
     for key, value in node.items():
         if in_properties:
