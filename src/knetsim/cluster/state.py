@@ -42,7 +42,8 @@ class Notice:
         return f"{where}{subject}{self.message}"
 
 
-@dataclass
+# eq=False: a state is an identity (hashable, cacheable by layers above), never compared by value.
+@dataclass(eq=False)
 class ClusterState:
     config: ClusterConfig
     namespaces: dict[str, Namespace] = field(default_factory=dict)

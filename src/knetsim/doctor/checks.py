@@ -211,14 +211,9 @@ def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
 
 
 def dataplane_findings(state: ClusterState) -> list[Finding]:
-    try:
-        from ..dataplane import bootstrap_finding
-    except ImportError:  # pragma: no cover - the dataplane package always ships it
-        return []
-    found = bootstrap_finding(state)
+    from ..dataplane import ebpf_bootstrap_finding
+
+    found = ebpf_bootstrap_finding(state.config)
     if found is None:
         return []
-    data = found.to_dict() if hasattr(found, "to_dict") else dict(found)
-    return [Finding(str(data.get("code", "KubeProxyReplacementBootstrap")), str(data.get("severity", "error")),
-                    "dataplane", str(data.get("subject", "cluster")), str(data.get("message", "")),
-                    str(data.get("fix", "")))]
+    return [Finding(found.code, found.severity, found.layer, found.subject, found.message, found.fix)]

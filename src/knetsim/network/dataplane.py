@@ -3,13 +3,17 @@
 The backend (``knetsim.dataplane``: iptables, nftables or ebpf) traces the packet through the
 rules it rendered for the node the packet is processed on and returns the possible DNAT
 targets. This module turns that into a Hop and into candidates the next stages can use.
+Rendered rulesets are cached per (state, backend, node): the state is read-only, and a doctor
+run traces many packets through the same node.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
+from ..dataplane import Packet, Ruleset, backend_for, trace_packet
 from ..model.objects import Pod
 from .trace import Hop
 
@@ -23,22 +27,46 @@ class Candidate:
     snat: str | None = None  # the source address the backend pod sees, when masqueraded
 
 
+_RULESETS: weakref.WeakKeyDictionary[ClusterState, dict[tuple[str, str], Ruleset]] = weakref.WeakKeyDictionary()
+
+
+def _ruleset(state: ClusterState, plane: str, node: str) -> Ruleset:
+    per_state = _RULESETS.setdefault(state, {})
+    key = (plane, node)
+    if key not in per_state:
+        per_state[key] = backend_for(state, plane).render(state, node)
+    return per_state[key]
+
+
 def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, dst_ip: str, port: int,
                   node: str) -> tuple[Hop, str, list[Candidate]]:
     """(hop, verdict, candidates); verdict is DNAT, REJECT, DROP, or NONE (no rule matched)."""
-    from ..dataplane import trace_packet
-
-    result = trace_packet(state, src_ip=src_ip, protocol=protocol, dst_ip=dst_ip, dst_port=port, node=node,
-                          backend=plane)
+    packet = Packet(src_ip, dst_ip, port, protocol, node or None)
+    result = trace_packet(state, packet, plane, node or None,
+                          ruleset=_ruleset(state, plane, node) if node else None)
+    node_ip = state.nodes[result.node].internal_ip if result.node in state.nodes else None
     candidates = []
-    node_ip = state.nodes[node].internal_ip if node in state.nodes else None
     for target in result.targets:
-        pod = state.pod_by_ip(target.ip)
+        ip, _, number = target.address.rpartition(":")
+        pod = state.pod_by_ip(ip)
         if pod is None:
             continue
-        candidates.append(Candidate(pod, target.ip, target.port, pod.node_name,
-                                    node_ip if result.masquerade else None))
+        candidates.append(Candidate(pod, ip, int(number), pod.node_name, node_ip if result.masquerade else None))
     verdict = result.verdict if result.verdict in ("DNAT", "REJECT", "DROP") else "NONE"
-    detail = result.summary
-    data = {"backend": plane, "node": node, "rules": list(result.matched), "masquerade": result.masquerade}
+    if result.verdict == "DNAT":
+        odds = ", ".join(f"{t.address} ({t.probability:.0%})" for t in result.targets)
+        detail = f"{plane} on {result.node}: DNAT {dst_ip}:{port} → one of {odds}"
+        if result.masquerade:
+            detail += f"; masqueraded (the pod sees {node_ip})"
+    elif result.verdict == "REJECT":
+        detail = f"{plane} on {result.node}: REJECT {dst_ip}:{port} (no endpoints): connection refused"
+    elif result.verdict == "DROP":
+        detail = f"{plane} on {result.node}: DROP {dst_ip}:{port}"
+    else:
+        detail = (f"{plane} on {result.node}: no rule for {dst_ip}:{port}/{protocol}; the packet leaves the node "
+                  "untranslated and nothing answers")
+    if result.notes:
+        detail += " (" + "; ".join(result.notes) + ")"
+    data = {"backend": plane, "node": result.node, "rules": [s.to_dict() for s in result.steps],
+            "masquerade": result.masquerade}
     return Hop("dataplane", "ok" if verdict == "DNAT" else "fail", detail, data), verdict, candidates
