@@ -1,0 +1,87 @@
+"""``knetsim render`` (what a data plane programs) and ``knetsim packet`` (one packet through it)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..dataplane import BACKENDS, DataplaneError, Packet, render, trace_packet
+from .common import EXIT_NEGATIVE, cluster_options, emit, load_cluster, output_option, print_notices
+
+_COST_UNIT = {"iptables": "rules evaluated", "nftables": "rules evaluated (incl. map lookups)",
+              "ebpf": "BPF map lookups"}
+
+
+@click.command("render")
+@click.argument("dataplane", required=False, type=click.Choice(list(BACKENDS)))
+@cluster_options
+@click.option("--node", default=None, help="Node whose rules to show (default: the first worker).")
+@output_option("text", "json")
+def render_command(dataplane: str | None, filenames: tuple[str, ...], namespace: str | None,
+                   cluster_config: str | None, node: str | None, output: str) -> None:
+    """Print what a data plane programs on a node: iptables-save text, nft list ruleset, or Cilium's BPF maps.
+
+    DATAPLANE defaults to the cluster config's `dataplane`.
+    """
+    cluster = load_cluster(filenames, namespace, cluster_config)
+    print_notices(cluster)
+    try:
+        ruleset = render(cluster.state, dataplane, node)
+    except DataplaneError as exc:
+        raise click.UsageError(str(exc)) from None
+    if output == "json":
+        emit(ruleset.to_dict(), output)
+    else:
+        click.echo(ruleset.text, nl=False)
+
+
+@click.command("packet")
+@cluster_options
+@click.option("--src", required=True, help="Source IP (a pod, a node, or an outside client).")
+@click.option("--dst", required=True, help="Destination IP (ClusterIP, node IP, LoadBalancer or external IP).")
+@click.option("--dport", required=True, type=int, help="Destination port.")
+@click.option("--proto", default="TCP", show_default=True, type=click.Choice(["TCP", "UDP", "SCTP"],
+                                                                              case_sensitive=False))
+@click.option("--node", default=None, help="Node the packet arrives on (default: derived from --dst/--src).")
+@click.option("--dataplane", type=click.Choice(list(BACKENDS)), default=None,
+              help="Data plane to trace through (default: the cluster config's).")
+@output_option("text", "json")
+def packet_command(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, src: str,
+                   dst: str, dport: int, proto: str, node: str | None, dataplane: str | None, output: str) -> None:
+    """Trace one packet through the rules a data plane programmed: what matched, where it goes.
+
+    Exit code 0 when the packet is DNATed to a backend or accepted, 1 when it is rejected,
+    dropped or matches no Service (not a Service address).
+    """
+    cluster = load_cluster(filenames, namespace, cluster_config)
+    print_notices(cluster)
+    try:
+        packet = Packet(src, dst, dport, proto.upper(), node)
+        result = trace_packet(cluster.state, packet, dataplane)
+    except DataplaneError as exc:
+        raise click.UsageError(str(exc)) from None
+    if output == "json":
+        emit(result.to_dict(), output)
+    else:
+        click.echo(f"Packet:      {src} -> {dst}:{dport}/{proto.upper()}")
+        click.echo(f"Data plane:  {result.backend} on node {result.node}")
+        click.echo(f"Service:     {result.service or '<none>'}")
+        click.echo(f"Verdict:     {result.verdict}")
+        if result.targets:
+            targets = ", ".join(f"{t.address} ({t.probability:.0%})" for t in result.targets)
+            click.echo(f"Targets:     {targets}")
+            click.echo(f"Masquerade:  {'yes' if result.masquerade else 'no'}")
+        click.echo(f"Cost:        {result.cost} {_COST_UNIT[result.backend]}")
+        if result.steps:
+            click.echo("\nMatched:")
+            width = max(len(s.where) for s in result.steps)
+            for s in result.steps:
+                click.echo(f"  {s.where.ljust(width)}  {s.text}")
+        for note in result.notes:
+            click.echo(f"Note: {note}")
+    if not result.ok:
+        sys.exit(EXIT_NEGATIVE)
+
+
+COMMANDS = [render_command, packet_command]
