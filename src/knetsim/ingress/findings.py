@@ -59,12 +59,10 @@ def _class_findings(state: ClusterState, ing: Ingress, controllers: list[Ingress
         return []
     subject = f"Ingress {ing.key}"
     if res.code == "IngressNoClass":
-        fix = _class_fix(state, ing, controllers, None)
-        classes = _serving_classes(state, controllers)
-        if classes:
-            fix += (f"  (marking IngressClass {classes[0]} default with ingressclass.kubernetes.io/is-default-class="
-                    "\"true\" only affects Ingresses created afterwards)")
-        return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason, fix)]
+        message = (f"{res.reason}. Marking an IngressClass default (ingressclass.kubernetes.io/is-default-class: "
+                   "\"true\") only affects Ingresses created afterwards")
+        return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", message,
+                               _class_fix(state, ing, controllers, None))]
     if res.code == "IngressClassNotFound":
         return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason,
                                _class_fix(state, ing, controllers, res.class_name))]

@@ -1,0 +1,118 @@
+"""ingress_findings: each problem on a broken manifest, and its fix applied makes it go away.
+
+The fix of most findings is a `kubectl patch --type json`; the tests apply that very patch
+to the manifest, rebuild the cluster and require no finding and a routed request.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+from tests.ingress.builders import backend, cluster, ingress, ingress_class, path, rule, service
+
+from knetsim.ingress import ingress_findings, route
+
+HOST = "h.example"
+
+
+def _apply_patch(doc: dict[str, Any], fix: str) -> dict[str, Any]:
+    ops = json.loads(re.search(r"-p '(.*)'$", fix).group(1))
+    out = copy.deepcopy(doc)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = out
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        last = parts[-1]
+        if op["op"] == "remove":
+            del parent[last]
+        else:
+            parent[int(last) if isinstance(parent, list) else last] = op["value"]
+    return out
+
+
+def _codes(c) -> list[str]:
+    return [f.code for f in ingress_findings(c.state)]
+
+
+BROKEN: dict[str, tuple[list, dict[str, Any], str, str]] = {
+    # code: (other docs, the broken Ingress, field, message fragment)
+    "IngressNoClass": (
+        [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None),
+        "spec.ingressClassName", "this Ingress has no effect: no controller claims it"),
+    "IngressClassNotFound": (
+        [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls="ngnix"),
+        "spec.ingressClassName", "IngressClass 'ngnix' does not exist"),
+    "IngressAnnotationNoController": (
+        [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None, annotation="traefik"),
+        "metadata.annotations[kubernetes.io/ingress.class]", "matches no running controller's --ingress-class"),
+    "IngressBackendServiceMissing": (
+        [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "wbe"))),
+        "spec.rules[0].http.paths[0].backend.service.name", "Service default/wbe not found; did you mean 'web'?"),
+    "IngressBackendPortMissing": (
+        [service("web", ("http", 80))], ingress("i", rule(HOST, path("/", "Prefix", "web", 8080))),
+        "spec.rules[0].http.paths[0].backend.service.port", "Service default/web has no port 8080"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(BROKEN))
+def test_finding_and_its_fix(code: str) -> None:
+    docs, broken, field, fragment = BROKEN[code]
+    c = cluster(*docs, broken)
+    [finding] = ingress_findings(c.state)
+    assert (finding.code, finding.severity, finding.subject, finding.field) == (code, "error", "Ingress default/i",
+                                                                              field)
+    assert fragment in finding.message
+    assert finding.to_dict()["layer"] == "ingress"
+    assert not route(c.state, HOST, "/").routed
+    fixed = cluster(*docs, _apply_patch(broken, finding.fix))
+    assert ingress_findings(fixed.state) == []
+    assert route(fixed.state, HOST, "/").routed
+
+
+def test_named_port_typo_fix_uses_the_close_name() -> None:
+    c = cluster(service("web", ("http", 80), ("metrics", 9090)),
+                ingress("i", rule(HOST, path("/", "Prefix", "web", "htpt"))))
+    [finding] = ingress_findings(c.state)
+    assert finding.code == "IngressBackendPortMissing" and '"value":{"name":"http"}' in finding.fix
+
+
+def test_class_without_running_controller() -> None:
+    c = cluster(ingress_class("gce", "k8s.io/ingress-gce"), service("web"),
+                ingress("i", rule(HOST, path("/", "Prefix", "web")), cls="gce"))
+    [finding] = ingress_findings(c.state)
+    assert finding.code == "IngressClassNoController"
+    assert "k8s.io/ingress-gce" in finding.message and "ingressClassName" in finding.fix
+
+
+def test_default_backend_problems_are_found_too() -> None:
+    c = cluster(ingress("i", default=backend("gone")))
+    [finding] = ingress_findings(c.state)
+    assert (finding.code, finding.field) == ("IngressBackendServiceMissing", "spec.defaultBackend.service.name")
+
+
+def test_resource_backend_is_info() -> None:
+    res = {"resource": {"apiGroup": "k8s.example.com", "kind": "StorageBucket", "name": "b"}}
+    c = cluster(ingress("i", default=res))
+    [finding] = ingress_findings(c.state)
+    assert (finding.code, finding.severity) == ("IngressResourceBackend", "info")
+
+
+def test_shadowed_duplicate_path_is_a_warning() -> None:
+    c = cluster(service("a"), service("b"),
+                ingress("old", rule(HOST, path("/x", "Prefix", "a")), created="2024-01-01T00:00:00Z"),
+                ingress("new", rule(HOST, path("/x", "Prefix", "b")), created="2025-01-01T00:00:00Z"))
+    [finding] = ingress_findings(c.state)
+    assert (finding.code, finding.severity, finding.subject) == ("IngressPathShadowed", "warning",
+                                                                 "Ingress default/new")
+
+
+def test_shop_is_clean_and_namespace_filter(shop) -> None:
+    assert ingress_findings(shop.state) == []
+    c = cluster(service("web"), ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None))
+    assert _codes(c) == ["IngressNoClass"]
+    assert ingress_findings(c.state, namespace="other") == []
