@@ -263,6 +263,7 @@ def test_ingress_without_class_has_no_effect() -> None:
     [cand] = result.candidates
     assert cand.verdict == "no-controller"
     assert "this Ingress has no effect: no controller claims it" in cand.reason
+    assert result.notes[0].startswith("Ingress default/i has a matching path /, but this Ingress has no effect")
 
 
 def test_default_class_claims_ingress_without_class() -> None:

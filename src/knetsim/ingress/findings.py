@@ -97,7 +97,7 @@ def _backend_findings(state: ClusterState, ing: Ingress, backend: IngressBackend
             fix = (f"create Service {target.service}, or point the backend at an existing Service in "
                    f"{ing.namespace} ({', '.join(names) or 'none'})")
         return [IngressFinding("IngressBackendServiceMissing", "error", subject, f"{field}.service.name",
-                               f"{target.problem}: ingress-nginx answers 503 for this backend", fix)]
+                               f"{target.problem} (ingress-nginx answers 503 for this backend)", fix)]
     value: dict[str, Any] | None = None
     if backend.port_number is not None:
         by_target = next((p for p in svc.ports if str(p.target_port) == str(backend.port_number)), None)
@@ -116,7 +116,7 @@ def _backend_findings(state: ClusterState, ing: Ingress, backend: IngressBackend
         fix = f"use one of the Service's ports ({', '.join(str(p.port) for p in svc.ports) or 'none'})"
     code = "IngressBackendPortMissing" if not target.problem.endswith("over TCP") else "IngressBackendPortProtocol"
     return [IngressFinding(code, "error", subject, f"{field}.service.port",
-                           f"{target.problem}: ingress-nginx answers 503 for this backend", fix)]
+                           f"{target.problem} (ingress-nginx answers 503 for this backend)", fix)]
 
 
 def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[IngressFinding]:

@@ -474,6 +474,7 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
     in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
                if r.claimed and r.controller == ctl.controller]
     candidates = _outside_view(state, resolutions, ctl)
+    notes.extend(_unserved_matches(state, resolutions, ctl, request))
     config = _merge(in_view)
     server = _pick_server(config, request.server_name)
     matching = [loc for loc in server.locations if path_matches(loc.spec.path_type, loc.spec.path, normalized)]
@@ -515,7 +516,7 @@ def _finish(request: Request, controller: ControllerRef, server: _Server, match:
         summary = f"{target} → {where} → {backend.problem}"
     elif backend.problem is not None:
         outcome, status = BACKEND_MISSING, 503
-        summary = f"{target} → {where} → {backend.problem}: ingress-nginx answers 503"
+        summary = f"{target} → {where} → {backend.problem} (ingress-nginx answers 503)"
     else:
         outcome, status = ROUTED, None
         summary = f"{target} → {where} → Service {backend.describe()}"
@@ -535,6 +536,22 @@ def _finish(request: Request, controller: ControllerRef, server: _Server, match:
 
 def _backend_text(backend: IngressBackend) -> str:
     return backend.describe()
+
+
+def _unserved_matches(state: ClusterState, resolutions: dict[str, ClassResolution], ctl: IngressController,
+                      request: Request) -> list[str]:
+    """Ingresses outside this controller's view that would match: the usual "why 404?" answer."""
+    notes = []
+    for key in sorted(resolutions):
+        res = resolutions[key]
+        if res.claimed and res.controller == ctl.controller:
+            continue
+        hits = [p for r in state.ingresses[key].rules if host_matches(r.host, request.server_name)
+                for p in r.paths if path_matches(p.path_type, p.path, request.normalized_path)]
+        if hits:
+            why = res.reason if not res.effective else f"it is served by controller {res.controller}"
+            notes.append(f"Ingress {key} has a matching path {effective_path(hits[0].path)}, but {why}")
+    return notes
 
 
 def _outside_view(state: ClusterState, resolutions: dict[str, ClassResolution],
