@@ -12,8 +12,6 @@ the number of rules it looked at, which is why lookups grow linearly with Servic
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -30,6 +28,7 @@ from .model import (
     Step,
     Target,
     TraceResult,
+    b32_prefix,
     in_cidr,
     proxy_view,
 )
@@ -63,7 +62,7 @@ NAT_CHAINS = ("KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-
 
 
 def _hash(text: str) -> str:
-    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
+    return b32_prefix(text, 16)
 
 
 def port_proto_hash(service_port_name: str, protocol: str) -> str:

@@ -12,6 +12,7 @@ A backend never looks at a raw manifest.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,10 +83,12 @@ class EndpointInfo:
     ready: bool = True
     serving: bool = True
     terminating: bool = False
+    string: str = ""  # "ip:port" (net.JoinHostPort), computed once: it keys every per-endpoint name
 
-    @property
-    def string(self) -> str:
-        return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
+    def __post_init__(self) -> None:
+        if not self.string:
+            text = f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
+            object.__setattr__(self, "string", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +359,21 @@ class Ruleset:
             out[self.backend] = self.structured
         out["text"] = self.text
         return out
+
+
+_B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def b32_prefix(text: str, chars: int) -> str:
+    """``base32.StdEncoding.EncodeToString(sha256(text))[:chars]``, without encoding the whole digest.
+
+    Every name kube-proxy derives is such a prefix; base64.b32encode is pure Python and
+    dominated render time at 10,000 Services.
+    """
+    nbytes = (chars * 5 + 7) // 8
+    n = int.from_bytes(hashlib.sha256(text.encode()).digest()[:nbytes], "big")
+    shift = nbytes * 8
+    return "".join(_B32[(n >> (shift - 5 * (i + 1))) & 31] for i in range(chars))
 
 
 def in_cidr(ip: str, cidr: str) -> bool:

@@ -16,8 +16,6 @@ upstream's ``helpers_test.go`` tracer does: filter-prerouting-pre-dnat, then nat
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -35,6 +33,7 @@ from .model import (
     Step,
     Target,
     TraceResult,
+    b32_prefix,
     proxy_view,
 )
 
@@ -44,7 +43,7 @@ CHAIN_NAME_BASE_MAX = 240
 
 
 def hash_and_truncate(name: str) -> str:
-    h = base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:8]
+    h = b32_prefix(name, 8)
     name = f"{h}-{name}"
     if len(name) > CHAIN_NAME_BASE_MAX:
         name = name[:CHAIN_NAME_BASE_MAX - 3] + "..."
