@@ -423,6 +423,7 @@ class _Walk:
     steps: list[Step] = field(default_factory=list)
     cost: int = 0
     service: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 class _Tracer:
@@ -443,7 +444,7 @@ class _Tracer:
                 w.dst = w.targets[0].address.rsplit(":", 1)[0]
             hook = "filter-output" if from_host else ("filter-input" if w.dst in self.local else "filter-forward")
             self._chain(hook, w, 1.0)
-        result.steps, result.cost, result.service = w.steps, w.cost, w.service
+        result.steps, result.cost, result.service, result.notes = w.steps, w.cost, w.service, w.notes
         if w.verdict in ("DROP", "REJECT"):
             result.verdict = w.verdict
         elif w.targets:
@@ -473,6 +474,9 @@ class _Tracer:
                 continue
             if kind == "inset":
                 found = self._addr(w, op[1]) in self.t.sets.get(op[3], ())
+                if not found and op[3].startswith("affinity-"):
+                    w.notes.append(f"{chain}: @{op[3]} is empty for {w.src}; once this client connects, "
+                                   "`update @set { ip saddr }` pins it to that endpoint (sessionAffinity ClientIP)")
                 if found == bool(op[2]):
                     return NEXT
             elif kind == "inlist":
