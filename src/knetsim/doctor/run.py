@@ -39,10 +39,17 @@ class Report:
 def _policy_findings(state: ClusterState) -> list[Finding]:
     from ..policy.lint import lint
 
-    # An AND written as OR (or the reverse) is the classic NetworkPolicy mistake: when the two
-    # readings differ for pods that exist, it deserves more than a note.
-    return [Finding(f.code, "warning" if f.code == "AndOrReadingsDiffer" else f.severity, "policy", f.subject,
-                    f.message, f.fix, tuple(f"{k}: {v}" for k, v in f.details)) for f in lint(state)]
+    return [Finding(f.code, _severity(f.code, f.severity, f.message), "policy", f.subject, f.message, f.fix,
+                    tuple(f"{k}: {v}" for k, v in f.details)) for f in lint(state)]
+
+
+def _severity(code: str, severity: str, message: str) -> str:
+    # Two adjacent peers (namespaceSelector, then podSelector) that would mean something else as
+    # one item are the classic slip — one `-` too many — so the OR shape is a warning. The AND
+    # shape is what people write on purpose; its other reading stays a note.
+    if code == "AndOrReadingsDiffer" and "read as one item (AND)" in message:
+        return "warning"
+    return severity
 
 
 def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Finding]:

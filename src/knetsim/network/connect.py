@@ -7,7 +7,7 @@ See ``trace.py`` for the stage contract. Each ``_stage`` function returns either
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..cluster.state import ClusterState
 from ..dns import resolve
@@ -301,12 +301,11 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
     chosen = targets[choose(targets, f"{src_ip}->{dst_ip}:{port}")]
     seen_src = chosen.snat or src_ip
     trace = deliver(run, src_pod, seen_src, chosen.pod, chosen.port, via=f"{svc.key}")
-    _check_other_backends(run, trace, src_pod, seen_src, targets, chosen)
-    return trace
+    return _check_other_backends(run, trace, src_pod, seen_src, targets, chosen)
 
 
 def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: str,
-                          targets: list[Candidate], chosen: Candidate) -> None:
+                          targets: list[Candidate], chosen: Candidate) -> Trace:
     """Would the other backends behave the same? Intermittent failures hide here."""
     differing = []
     for other in targets:
@@ -323,6 +322,8 @@ def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: 
                    f"({', '.join(differing)}): the connection works only some of the time")
         run.findings.append(Finding("Intermittent", "endpoints", message,
                                     "trace each backend pod directly by its IP to see which layer differs"))
+        return replace(trace, findings=tuple(run.findings))
+    return trace
 
 
 def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: str) -> Trace:
@@ -346,8 +347,7 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         run.hops.append(hop)
         chosen = targets[choose(targets, f"{src_ip}->{node_ip}:{port}")]
         trace = deliver(run, src_pod, chosen.snat or src_ip, chosen.pod, chosen.port, via=svc.key)
-        _check_other_backends(run, trace, src_pod, chosen.snat or src_ip, targets, chosen)
-        return trace
+        return _check_other_backends(run, trace, src_pod, chosen.snat or src_ip, targets, chosen)
     # Not a NodePort: a host-network pod on that node may listen (the API server on 6443).
     for pod in state.pods.values():
         if pod.host_network and pod.node_name == node and listening(pod, port, run.protocol):
