@@ -12,6 +12,7 @@ from tests.ingress.builders import flatten, ingress, path, rule, service
 from knetsim.cli.main import cli
 
 SHOP = str(EXAMPLES / "shop")
+DOCS = EXAMPLES.parent / "docs" / "ingress.md"
 
 
 def run(*args: str, input: str | None = None):
@@ -95,3 +96,14 @@ def test_bad_path_and_bad_input_exit_2() -> None:
     assert run("-f", SHOP, "--host", "shop.example.com", "--path", "api").exit_code == 2
     assert run("-f", SHOP, "--path", "/").exit_code == 2  # --host is required
     assert run("-f", "/nonexistent/dir", "--host", "h").exit_code == 2
+
+
+def test_docs_json_examples_are_current() -> None:
+    # docs/ingress.md shows real output; it must not drift from what the command prints.
+    blocks = DOCS.read_text().split("```json\n")
+    route_doc = json.loads(blocks[1].split("```")[0])
+    out = run("-f", SHOP, "--host", "shop.example.com", "--path", "/api/orders", "-o", "json").output
+    assert json.loads(out) == route_doc
+    findings_doc = json.loads(blocks[2].split("```")[0])
+    assert [f["code"] for f in findings_doc] == ["IngressBackendServiceMissing"]
+    assert set(findings_doc[0]) == {"code", "severity", "subject", "field", "message", "fix", "layer"}

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from tests.ingress.builders import backend, cluster, ingress, ingress_class, path, rule, service
+from tests.ingress.builders import backend, cluster, controller, ingress, ingress_class, path, rule, service
 
 from knetsim.ingress import ingress_findings, route
 
@@ -116,3 +116,19 @@ def test_shop_is_clean_and_namespace_filter(shop) -> None:
     c = cluster(service("web"), ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None))
     assert _codes(c) == ["IngressNoClass"]
     assert ingress_findings(c.state, namespace="other") == []
+
+
+def test_controller_without_ready_pod() -> None:
+    # Given the class's only controller pod is not Ready, then the Ingress is claimed but not served.
+    docs = controller("c1", "example.com/x", "x")
+    docs[1]["spec"]["nodeName"] = "worker"
+    docs[1]["status"] = {"phase": "Running", "podIP": "10.244.1.50",
+                         "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]}
+    c = cluster(docs, ingress_class("x", "example.com/x"), service("a"),
+                ingress("i", rule(HOST, path("/", "Prefix", "a")), cls="x"))
+    [finding] = ingress_findings(c.state)
+    assert (finding.code, finding.severity) == ("IngressControllerNotReady", "warning")
+    assert "other-ingress/c1: ContainersNotReady" in finding.message
+    assert finding.fix.endswith("kubectl -n other-ingress describe pod c1")
+    result = route(c.state, HOST, "/", class_name="x")
+    assert result.outcome == "no-controller" and "has no ready pod" in result.summary

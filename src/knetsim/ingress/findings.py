@@ -74,8 +74,10 @@ def _class_findings(state: ClusterState, ing: Ingress, controllers: list[Ingress
         return [IngressFinding(res.code, "error", subject, f"metadata.annotations[{CLASS_ANNOTATION}]", res.reason,
                                _class_fix(state, ing, controllers, res.class_name))]
     # IngressControllerNotReady
+    pods = [p.pod for c in controllers if c.controller == res.controller for p in c.pods]
+    fix = "; ".join(f"kubectl -n {ns} describe pod {name}" for ns, _, name in (p.partition("/") for p in pods))
     return [IngressFinding(res.code, "warning", subject, "spec.ingressClassName", res.reason,
-                           "make the controller pod Ready (kubectl -n ingress-nginx describe pod ...)")]
+                           f"find out why the controller pod is not Ready: {fix}")]
 
 
 def _backend_findings(state: ClusterState, ing: Ingress, backend: IngressBackend, field: str,
