@@ -1,0 +1,88 @@
+"""``knetsim render`` and ``knetsim packet``: output and exit codes (0 delivered, 1 refused, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knetsim.cli.main import cli
+
+SHOP = str(Path(__file__).resolve().parents[2] / "examples" / "shop")
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.mark.parametrize(("backend", "marker"), [
+    ("iptables", "-A KUBE-SERVICES -m comment --comment \"shop/web:http cluster IP\""),
+    ("nftables", "table ip kube-proxy {"),
+    ("ebpf", "SERVICE ADDRESS"),
+])
+def test_render_text(backend, marker):
+    result = run("render", backend, "-f", SHOP)
+    assert result.exit_code == 0, result.output
+    assert marker in result.output
+
+
+def test_render_json_and_node():
+    result = run("render", "ebpf", "-f", SHOP, "--node", "worker2", "-o", "json")
+    data = json.loads(result.output)
+    assert (data["backend"], data["node"], data["nodeIP"]) == ("ebpf", "worker2", "172.18.0.4")
+    assert {"services", "backends", "revNAT"} <= set(data["ebpf"])
+
+
+def test_render_unknown_node_is_bad_input():
+    result = run("render", "iptables", "-f", SHOP, "--node", "nosuch")
+    assert result.exit_code == 2
+    assert "node 'nosuch' not found" in result.output
+
+
+def test_packet_dnat_exits_0():
+    result = run("packet", "-f", SHOP, "--src", "10.244.1.2", "--dst", "10.96.93.253", "--dport", "80")
+    assert result.exit_code == 0, result.output
+    assert "Verdict:     DNAT" in result.output
+    assert "Targets:     10.244.1.5:80 (50%), 10.244.2.4:80 (50%)" in result.output
+
+
+def test_packet_drop_exits_1():
+    # web-lb is externalTrafficPolicy Local; the control-plane node runs no web pod.
+    result = run("packet", "-f", SHOP, "--src", "203.0.113.9", "--dst", "172.18.0.2", "--dport", "31502",
+                 "--dataplane", "nftables")
+    assert result.exit_code == 1
+    assert "Verdict:     DROP" in result.output
+
+
+def test_packet_json():
+    result = run("packet", "-f", SHOP, "--src", "10.244.1.2", "--dst", "10.96.0.10", "--dport", "53",
+                 "--proto", "udp", "--dataplane", "ebpf", "-o", "json")
+    data = json.loads(result.output)
+    assert data["service"] == "kube-system/kube-dns:dns"
+    assert [t["address"] for t in data["targets"]] == ["10.244.0.2:53", "10.244.0.3:53"]
+
+
+def test_packet_bad_ip_is_bad_input():
+    result = run("packet", "-f", SHOP, "--src", "nope", "--dst", "10.96.0.10", "--dport", "53")
+    assert result.exit_code == 2
+    assert "'nope' is not an IP address" in result.output
+
+
+def test_default_dataplane_comes_from_cluster_config(tmp_path):
+    config = tmp_path / "cluster.yaml"
+    config.write_text("dataplane: nftables\n")
+    result = run("render", "-f", SHOP, "--cluster-config", str(config))
+    assert "table ip kube-proxy {" in result.output
+
+
+def test_ebpf_bootstrap_finding():
+    from knetsim.cluster.config import ClusterConfig
+    from knetsim.dataplane import ebpf_bootstrap_finding
+
+    finding = ebpf_bootstrap_finding(ClusterConfig(dataplane="ebpf"))
+    assert finding is not None and "10.96.0.1" in finding.message and "k8sServiceHost: 172.18.0.2" in finding.fix
+    assert ebpf_bootstrap_finding(ClusterConfig(dataplane="ebpf", k8s_service_host="172.18.0.2",
+                                                k8s_service_port=6443)) is None
+    assert ebpf_bootstrap_finding(ClusterConfig()) is None
