@@ -273,3 +273,46 @@ def test_python_kubernetes_client_list_create_watch(live: Live) -> None:
             w.stop()
     assert seen and seen[0][0] == "ADDED" and seen[0][1].startswith("pyc-")
     del kubernetes
+
+
+@pytest.fixture(scope="module")
+def web_pod(shop: Live) -> str:
+    return shop.kubectl("get", "pods", "-n", "shop", "-l", "app=web", "-o",
+                        "jsonpath={.items[0].metadata.name}").stdout
+
+
+@pytest.mark.parametrize(("cmd", "stdout", "stderr", "rc"), [
+    (["echo", "hello", "from", "exec"], "hello from exec\n", "", 0),
+    (["sh", "-c", "exit 3"], "", "command terminated with exit code 3", 3),
+    (["nosuch"], "", "sh: nosuch: not found", 127),
+    (["cat", "/etc/resolv.conf"], "search shop.svc.cluster.local svc.cluster.local cluster.local\n"
+                                  "nameserver 10.96.0.10\noptions ndots:5\n", "", 0),
+    (["sh", "-c", "false || echo fallback && hostname"], "fallback\n{pod}\n", "", 0),
+    (["wget", "-qO-", "http://nosuch/"], "", "wget: bad address 'nosuch'", 1),
+    (["nc", "-zv", "-w", "1", "api", "8080"], "", "api (10.", 0),
+])
+def test_exec_runs_the_simulated_shell(shop: Live, web_pod: str, cmd: list[str], stdout: str, stderr: str,
+                                       rc: int) -> None:
+    proc = shop.kubectl("exec", "-n", "shop", web_pod, "--", *cmd, check=False)
+    assert proc.returncode == rc
+    assert proc.stdout == stdout.format(pod=web_pod)
+    assert stderr in proc.stderr
+
+
+def test_exec_wget_gets_the_backend_reply_through_the_trace(shop: Live, web_pod: str) -> None:
+    out = shop.kubectl("exec", "-n", "shop", web_pod, "--", "wget", "-qO-", "-T", "2", "http://api:8080/").stdout
+    api_pods = {p["metadata"]["name"] for p in pods(shop, "-n", "shop", "-l", "app=api")}
+    assert out.startswith("Hello from shop/") and out.split()[2].split("/")[1] in api_pods
+
+
+def test_exec_with_piped_stdin(shop: Live, web_pod: str) -> None:
+    proc = shop.kubectl("exec", "-i", "-n", "shop", web_pod, "--", "cat", input="piped stdin\n")
+    assert proc.stdout == "piped stdin\n"
+
+
+def test_run_rm_attach_runs_the_command_and_cleans_up(live: Live) -> None:
+    proc = live.kubectl("run", "tmp", "--rm", "-i", "--image=busybox:1.36", "--restart=Never", "--",
+                        "nslookup", "kubernetes.default.svc.cluster.local", timeout=60)
+    assert "Name:\tkubernetes.default.svc.cluster.local\nAddress: 10.96.0.1\n" in proc.stdout
+    assert 'pod "tmp" deleted' in proc.stdout
+    assert live.kubectl("get", "pod", "tmp", check=False).returncode == 1

@@ -16,7 +16,7 @@ number is an error naming the message and number, never silently dropped.
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -179,7 +179,7 @@ def _scalar(typ: str, value: Any) -> Any:
         secs = next((_signed(v) for n, _w, v in _fields(value) if n == 1), 0)
         if not secs:
             return None
-        return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(secs, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if typ == "intstr":
         f = {n: v for n, _w, v in _fields(value)}
         if f.get(1, 0) == 1:

@@ -403,6 +403,17 @@ class ApiServer:
                     body = obj
                 await resp.write(json.dumps({"type": kind, "object": body}, separators=(",", ":")).encode() + b"\n")
 
+            try:
+                return await self._stream(initial, send, rv_text, t, start, visible, watcher, timeout, request, resp)
+            except ConnectionResetError:
+                return resp
+        finally:
+            self.store.unsubscribe(watcher)
+
+    async def _stream(self, initial: list[tuple[str, dict[str, Any]]], send: Callable[..., Any], rv_text: str,
+                      t: Target, start: int, visible: Callable[..., bool], watcher: Watcher, timeout: float,
+                      request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+        if True:
             for kind, obj in initial:
                 await send(kind, obj)
             if rv_text not in ("", "0"):
@@ -437,8 +448,6 @@ class ApiServer:
                 if ev:
                     await send(*ev)
             return resp
-        finally:
-            self.store.unsubscribe(watcher)
 
     async def _log(self, t: Target) -> web.Response:
         obj = self._get(t)
