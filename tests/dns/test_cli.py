@@ -31,7 +31,7 @@ def test_resolves_a_service_name(shop: Cluster, web_pod: str) -> None:
     assert lines[0] == f";; resolv.conf of {web_pod} (dnsPolicy ClusterFirst):"
     assert ";;   search shop.svc.cluster.local svc.cluster.local cluster.local" in lines
     assert ";; query 1 of 1: web.shop.svc.cluster.local. A @10.96.0.10#53 (UDP)" in lines
-    assert f"web.shop.svc.cluster.local.\t5\tIN\tA\t{ip}" in lines
+    assert f"web.shop.svc.cluster.local.\t30\tIN\tA\t{ip}" in lines
     assert lines[-1] == f"web: web.shop.svc.cluster.local. A {ip} (query 1 of 1)"
 
 
@@ -81,7 +81,7 @@ def test_resolv_conf() -> None:
 def test_records_listing() -> None:
     result = run("dns", "--records", "-f", SHOP)
     assert result.exit_code == 0
-    assert "payments.shop.svc.cluster.local.\t5\tIN\tCNAME\tapi.payments.example.com." in result.output.splitlines()
+    assert "payments.shop.svc.cluster.local.\t30\tIN\tCNAME\tapi.payments.example.com." in result.output.splitlines()
 
 
 @pytest.mark.parametrize("args", [

@@ -22,7 +22,8 @@ SOA = "cluster.local.\t5\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.loca
 
 @pytest.fixture(scope="module")
 def testns() -> ClusterDNS:
-    return ClusterDNS(Cluster.from_paths([str(FIXTURE)]).state)
+    # CoreDNS's handler_test runs the plugin with its own defaults (ttl 5, pods disabled).
+    return ClusterDNS(Cluster.from_paths([str(FIXTURE)]).state, ttl=5, pods="disabled")
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +211,7 @@ def test_upstream_modes() -> None:
     servfail = ClusterDNS(state, upstream=Upstream(mode="servfail"))
     assert servfail.query("example.com.", "A").rcode == "SERVFAIL"
     assert servfail.query("svc1.testns.svc.cluster.local.", "A").rcode == "NOERROR"  # the zone still answers
-    hosts = ClusterDNS(state, upstream=Upstream(hosts={"ext.interwebs.test.": ("1.2.3.4",)}))
+    hosts = ClusterDNS(state, ttl=5, upstream=Upstream(hosts={"ext.interwebs.test.": ("1.2.3.4",)}))
     answer = hosts.query("external.testns.svc.cluster.local.", "A")
     # CoreDNS's "CNAME External" case with an upstream: the CNAME, then the target's address
     assert [r.text() for r in answer.answer] == [

@@ -71,13 +71,13 @@ def test_dig_clusterip_headless_srv_ptr(shop: Cluster) -> None:
         out = await dig(port, "web.shop.svc.cluster.local")
         assert "status: NOERROR" in out
         assert ";; flags: qr aa rd;" in out  # authoritative, no recursion: as kube-dns
-        assert section(out, "ANSWER") == [["web.shop.svc.cluster.local.", "5", "IN", "A", web]]
+        assert section(out, "ANSWER") == [["web.shop.svc.cluster.local.", "30", "IN", "A", web]]
 
         out = await dig(port, "db.shop.svc.cluster.local")
         assert sorted(r[4] for r in section(out, "ANSWER")) == sorted([db0, db1])
 
         out = await dig(port, "db-0.db.shop.svc.cluster.local")
-        assert section(out, "ANSWER") == [["db-0.db.shop.svc.cluster.local.", "5", "IN", "A", db0]]
+        assert section(out, "ANSWER") == [["db-0.db.shop.svc.cluster.local.", "30", "IN", "A", db0]]
 
         out = await dig(port, "_postgres._tcp.db.shop.svc.cluster.local", "SRV")
         assert [r[3:] for r in section(out, "ANSWER")] == [
@@ -101,8 +101,8 @@ def test_dig_negative_answers_carry_the_soa(shop: Cluster) -> None:
         out = await dig(port, "nope.shop.svc.cluster.local")
         assert "status: NXDOMAIN" in out
         soa = section(out, "AUTHORITY")
-        assert soa[0][:6] == ["cluster.local.", "5", "IN", "SOA", "ns.dns.cluster.local.", "hostmaster.cluster.local."]
-        assert soa[0][7:] == ["7200", "1800", "86400", "5"]
+        assert soa[0][:6] == ["cluster.local.", "30", "IN", "SOA", "ns.dns.cluster.local.", "hostmaster.cluster.local."]
+        assert soa[0][7:] == ["7200", "1800", "86400", "30"]
 
         out = await dig(port, "web.shop.svc.cluster.local", "AAAA")
         assert "status: NOERROR" in out and "ANSWER: 0," in out

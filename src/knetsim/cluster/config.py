@@ -54,6 +54,10 @@ class ClusterConfig:
     upstream_nameservers: tuple[str, ...] = ("172.18.0.1",)
     # Ingress controller that serves IngressClass `nginx` (kind's ingress-nginx deploy).
     ingress_controller: bool = True
+    # CoreDNS `kubernetes` plugin options as kubeadm's Corefile (and so kind) sets them: `ttl 30`
+    # and `pods insecure`; the plugin's own defaults would be 5 and disabled.
+    dns_ttl: int = 30
+    dns_pods: str = "insecure"
 
     @property
     def api_server_ip(self) -> str:
@@ -99,7 +103,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
     known = {
         "name", "nodes", "podCIDR", "nodeCIDRMask", "serviceCIDR", "clusterDomain", "nodePortRange",
         "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
-        "upstreamNameservers", "ingressController", "kind", "apiVersion",
+        "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "kind", "apiVersion",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -141,6 +145,13 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
             kwargs["upstream_nameservers"] = tuple(str(s) for s in data["upstreamNameservers"])
         if "ingressController" in data:
             kwargs["ingress_controller"] = bool(data["ingressController"])
+        if "dnsTTL" in data:
+            kwargs["dns_ttl"] = int(data["dnsTTL"])
+        if "dnsPods" in data:
+            if data["dnsPods"] not in ("disabled", "insecure", "verified"):
+                raise ConfigError(f"{origin}: dnsPods: Unsupported value: {data['dnsPods']!r}: "
+                                  "supported values: disabled, insecure, verified")
+            kwargs["dns_pods"] = str(data["dnsPods"])
     except (ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -253,8 +253,11 @@ class ClusterDNS:
     Corefile says ``insecure``), ``endpoint_pod_names`` its option of that name.
     """
 
-    def __init__(self, state: ClusterState, *, ttl: int = DEFAULT_TTL, pods: str = "disabled",
+    def __init__(self, state: ClusterState, *, ttl: int | None = None, pods: str | None = None,
                  upstream: Upstream | None = None, endpoint_pod_names: bool = False) -> None:
+        # Unset options come from the cluster config, which follows kind's Corefile (ttl 30, pods insecure).
+        ttl = state.config.dns_ttl if ttl is None else ttl
+        pods = state.config.dns_pods if pods is None else pods
         if pods not in POD_MODES:
             raise ValueError(f"pods {pods!r}: supported values: {', '.join(POD_MODES)}")
         if not 0 <= ttl <= 3600:
@@ -664,12 +667,12 @@ def _record_sort_key(r: Record) -> tuple[Any, ...]:
     return (r.name.lower(), _TYPE_ORDER.get(r.type, 99), _ip_key(r.data) if r.type in ("A", "AAAA") else r.data)
 
 
-def zone_records(state: ClusterState, *, ttl: int = DEFAULT_TTL, pods: str = "disabled") -> tuple[Record, ...]:
+def zone_records(state: ClusterState, *, ttl: int | None = None, pods: str | None = None) -> tuple[Record, ...]:
     """The record set of ``state``'s cluster DNS, sorted by name and type."""
     return ClusterDNS(state, ttl=ttl, pods=pods).zone_records()
 
 
-def lookup(state: ClusterState, qname: str, qtype: str = "A", *, ttl: int = DEFAULT_TTL, pods: str = "disabled",
+def lookup(state: ClusterState, qname: str, qtype: str = "A", *, ttl: int | None = None, pods: str | None = None,
            upstream: Upstream | None = None) -> Answer:
     """One question put straight to the cluster DNS (no search list): ``dig @10.96.0.10 qname qtype``."""
     return ClusterDNS(state, ttl=ttl, pods=pods, upstream=upstream).query(qname, qtype)

@@ -31,7 +31,7 @@ import dns.rdatatype
 import dns.rrset
 
 from ..cluster.state import ClusterState
-from .records import DEFAULT_TTL, Answer, ClusterDNS, Record, Upstream
+from .records import Answer, ClusterDNS, Record, Upstream
 
 UDP_DEFAULT_SIZE = 512  # RFC 1035 4.2.1, when the query carries no EDNS payload size
 
@@ -39,8 +39,8 @@ UDP_DEFAULT_SIZE = 512  # RFC 1035 4.2.1, when the query carries no EDNS payload
 class DNSServer:
     """An asyncio DNS server answering a ClusterState's records; ``update`` swaps the state."""
 
-    def __init__(self, state: ClusterState, *, upstream: Upstream | None = None, ttl: int = DEFAULT_TTL,
-                 pods: str = "disabled") -> None:
+    def __init__(self, state: ClusterState, *, upstream: Upstream | None = None, ttl: int | None = None,
+                 pods: str | None = None) -> None:
         self._options = {"upstream": upstream or Upstream(mode="servfail"), "ttl": ttl, "pods": pods}
         self._dns = self._build(state)
         self._udp: asyncio.DatagramTransport | None = None
@@ -49,8 +49,9 @@ class DNSServer:
         self.address: tuple[str, int] | None = None
 
     def _build(self, state: ClusterState) -> ClusterDNS:
-        return ClusterDNS(state, ttl=int(self._options["ttl"]),  # type: ignore[call-overload]
-                          pods=str(self._options["pods"]), upstream=self._options["upstream"])  # type: ignore[arg-type]
+        ttl, pods = self._options["ttl"], self._options["pods"]
+        return ClusterDNS(state, ttl=ttl,  # type: ignore[arg-type]
+                          pods=pods, upstream=self._options["upstream"])  # type: ignore[arg-type]
 
     @property
     def cluster_dns(self) -> ClusterDNS:

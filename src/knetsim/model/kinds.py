@@ -47,6 +47,10 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+    # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
+    KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
+    KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),
+    KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
 )
 
 BY_KIND = {k.kind: k for k in KINDS}
