@@ -85,6 +85,13 @@ def through_ingress(run: _Run, host: str) -> Trace:
                                     "ingressclass), or mark one IngressClass as the default"))
         return run.finish("no-route")
     controller = state.pods[controller_key]
+    if result.redirect:
+        # ingress-nginx sends plain http for a TLS host to https first (ssl-redirect, 308).
+        run.hops.append(Hop("app", "info", f"{controller.key} answers 308 Permanent Redirect → {result.redirect}"))
+        reply = Reply(308, "<html><body><h1>308 Permanent Redirect</h1></body></html>\n",
+                      {"location": result.redirect})
+        return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
+                     tuple(run.findings), reply, run.dataplane)
     backend = result.backend
     if not result.routed or backend is None or backend.service is None:
         status = result.http_status or 404
