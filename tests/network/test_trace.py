@@ -6,6 +6,8 @@ ports http/metrics), db (StatefulSet + headless), default-deny with DNS and app 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tests.conftest import EXAMPLES, cluster_from
 
@@ -21,6 +23,19 @@ def broken(name: str) -> Cluster:
 
 def layers(trace) -> list[str]:
     return [h.layer for h in trace.hops]
+
+
+@pytest.fixture(autouse=True)
+def _every_trace_serialises(monkeypatch):
+    """Whatever a test traces must print as JSON (what -o json and the API return)."""
+    original = Cluster.trace
+
+    def checked(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        json.dumps(result.to_dict())
+        return result
+
+    monkeypatch.setattr(Cluster, "trace", checked)
 
 
 def test_connected_through_dns_service_dataplane_policy_listener_app(shop: Cluster) -> None:

@@ -170,7 +170,7 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
 
     resolution = resolve(run.state, pod, host, "A", reachable=reachable)
     queries = [f"{q.name} → {q.answer.rcode if q.answer else 'no answer'}" for q in resolution.queries]
-    data = {"queries": [q.to_dict() for q in resolution.queries], "resolvConf": resolution.resolv_conf.text}
+    data = {"queries": [q.to_dict() for q in resolution.queries], "resolvConf": resolution.resolv_conf.text()}
     if resolution.outcome == "timeout":
         detail = (f"the DNS query from {pod.key} to {', '.join(sorted(why))} never gets an answer: "
                   + "; ".join(why.values()))
