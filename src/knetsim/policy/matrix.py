@@ -318,65 +318,82 @@ def _port_match(rule: Rule, protocol: str, port: int, c: Classes) -> bool | np.n
     return result
 
 
-def _rule_vector(vectors: _Vectors, rule: Rule, pm: bool | np.ndarray) -> np.ndarray | None:
-    """Peer classes ``rule`` matches, AND the destination port mask when it is per class (egress)."""
+def _rule_vector(vectors: _Vectors, rule: Rule) -> np.ndarray:
+    """The peer classes ``rule`` matches."""
     if rule.peers is None:
         v = np.ones(vectors.n, dtype=bool)
     else:
         v = np.zeros(vectors.n, dtype=bool)
         for peer in rule.peers:
             v |= vectors.peer(peer)
-    if isinstance(pm, np.ndarray):
-        v = v & pm
     return v
 
 
-def class_matrix(state: ClusterState, classes: Classes, protocol: str, port: int,
-                 index: PolicyIndex | None = None, vectors: _Vectors | None = None) -> np.ndarray:
-    """``allowed[s, d]`` over classes for one ``protocol/port`` (``OTHER``, 0 for the non-port protocols)."""
+@dataclass
+class _Prepared:
+    """Per policy, once: the classes it selects and each rule's peer vector (the port does not change them)."""
+
+    n: int
+    pod_rows: np.ndarray
+    policies: list[tuple[np.ndarray, list[tuple[Rule, np.ndarray]] | None, list[tuple[Rule, np.ndarray]] | None]]
+
+
+def prepare(state: ClusterState, classes: Classes, index: PolicyIndex | None = None) -> _Prepared:
     index = index or policy_index(state)
-    vectors = vectors or _Vectors(state, classes, index)
-    n = classes.count
-    pod_rows = classes.kind == POD
-    egress = np.zeros((n, n), dtype=bool)
-    ingress_t = np.zeros((n, n), dtype=bool)  # [dst, src]
-    iso_e = np.zeros(n, dtype=bool)
-    iso_i = np.zeros(n, dtype=bool)
+    vectors = _Vectors(state, classes, index)
+    out = []
     for policy in index.policies:
         sel = vectors.selected(policy)
         if not len(sel):
             continue
-        if policy.egress is not None:
+        directions = []
+        for rules in (policy.egress, policy.ingress):
+            if rules is None:
+                directions.append(None)
+                continue
+            directions.append([(rule, _rule_vector(vectors, rule)) for rule in rules])
+        out.append((sel, directions[0], directions[1]))
+    return _Prepared(classes.count, classes.kind == POD, out)
+
+
+def class_matrix(state: ClusterState, classes: Classes, protocol: str, port: int,
+                 index: PolicyIndex | None = None, prepared: _Prepared | None = None) -> np.ndarray:
+    """``allowed[s, d]`` over classes for one ``protocol/port`` (``OTHER``, 0 for the non-port protocols)."""
+    prepared = prepared or prepare(state, classes, index)
+    n = prepared.n
+    egress = np.zeros((n, n), dtype=bool)
+    ingress_t = np.zeros((n, n), dtype=bool)  # [dst, src]
+    iso_e = np.zeros(n, dtype=bool)
+    iso_i = np.zeros(n, dtype=bool)
+    for sel, egress_rules, ingress_rules in prepared.policies:
+        if egress_rules is not None:
             iso_e[sel] = True
-            acc = np.zeros(n, dtype=bool)
-            for rule in policy.egress:
+            acc = None
+            for rule, peers in egress_rules:
                 pm = _port_match(rule, protocol, port, classes)
                 if pm is False:
                     continue
-                rv = _rule_vector(vectors, rule, pm)
-                if rv is not None:
-                    acc |= rv
-            if acc.any():
+                rv = peers & pm if isinstance(pm, np.ndarray) else peers
+                acc = rv.copy() if acc is None else np.logical_or(acc, rv, out=acc)
+            if acc is not None:
                 egress[sel] |= acc
-        if policy.ingress is not None:
+        if ingress_rules is not None:
             iso_i[sel] = True
-            acc = np.zeros(n, dtype=bool)
-            for rule in policy.ingress:
+            acc = None
+            for rule, peers in ingress_rules:
                 pm = _port_match(rule, protocol, port, classes)
                 if pm is False:
                     continue
-                rv = _rule_vector(vectors, rule, True)
-                assert rv is not None
                 if isinstance(pm, np.ndarray):
                     rows = sel[pm[sel]]
-                    if len(rows) and rv.any():
-                        ingress_t[rows] |= rv
+                    if len(rows):
+                        ingress_t[rows] |= peers
                 else:
-                    acc |= rv
-            if acc.any():
+                    acc = peers.copy() if acc is None else np.logical_or(acc, peers, out=acc)
+            if acc is not None:
                 ingress_t[sel] |= acc
-    egress[~(iso_e & pod_rows)] = True
-    ingress_t[~(iso_i & pod_rows)] = True
+    egress[~(iso_e & prepared.pod_rows)] = True
+    ingress_t[~(iso_i & prepared.pod_rows)] = True
     return egress & ingress_t.T
 
 
@@ -509,16 +526,20 @@ def matrix(state: ClusterState, namespace: str | None = None, *, external: bool 
     """The full matrix; ``namespace`` keeps only that namespace's pods (policies everywhere still count)."""
     index = policy_index(state)
     classes = build_classes(state, index, external=external)
-    vectors = _Vectors(state, classes, index)
+    prepared = prepare(state, classes, index)
     atoms = port_atoms(index, classes)
     n = classes.count
     words = (len(atoms) + 62) // 63
     packed = np.zeros((words, n, n), dtype=np.int64)
     for k, (proto, lo, _hi) in enumerate(atoms):
-        m = class_matrix(state, classes, proto, lo, index, vectors)
+        m = class_matrix(state, classes, proto, lo, index, prepared)
         packed[k // 63] |= m.astype(np.int64) << (k % 63)
     flat = packed.reshape(words, -1).T
-    uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
+    if words == 1:
+        uniq1, inverse = np.unique(flat[:, 0], return_inverse=True)
+        uniq = uniq1[:, None]
+    else:
+        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
     patterns = inverse.reshape(n, n)
     sets = []
     for row in uniq:
