@@ -115,6 +115,8 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def test_matrix_equals_per_pair_evaluation(objects: list[dict[str, Any]]) -> None:
     s = state(*objects)
     m = matrix(s)
+    # The one-pass bit-mask computation and the atom-by-atom one must agree exactly.
+    assert matrix(s, per_atom=True).connections() == m.connections()
     idx = _user_endpoints(m)
     for i in idx:
         for j in idx:

@@ -438,6 +438,82 @@ def atoms_to_connset(atoms: Sequence[tuple[str, int, int]], bits: Sequence[bool]
     return ConnSet.of(by_proto, other)
 
 
+def _atom_masks(atoms: Sequence[tuple[str, int, int]], classes: Classes) -> Any:
+    """For each rule: its allowed atoms as an int64 bit mask, scalar or per destination class."""
+    lookup = {(p, lo): k for k, (p, lo, hi) in enumerate(atoms) if lo == hi}
+    every = (1 << len(atoms)) - 1
+
+    def rule_mask(rule: Rule) -> int | np.ndarray:
+        if rule.ports is None:
+            return every
+        scalar = 0
+        vector: np.ndarray | None = None
+        for p in rule.ports:
+            for proto in p.protocols():
+                if p.port is None or isinstance(p.port, int):
+                    lo = 1 if p.port is None else p.port
+                    hi = 65535 if p.port is None else (p.end_port if p.end_port is not None else p.port)
+                    for k, (ap, alo, ahi) in enumerate(atoms):
+                        if ap == proto and lo <= alo and ahi <= hi:
+                            scalar |= 1 << k
+                else:
+                    numbers = classes.named.get((p.port, proto))
+                    if numbers is None:
+                        continue
+                    bits = np.array([1 << lookup[(proto, int(x))] if x > 0 else 0 for x in numbers.tolist()],
+                                    dtype=np.int64)
+                    vector = bits if vector is None else vector | bits
+        return scalar if vector is None else vector | scalar
+
+    return rule_mask
+
+
+def bits_matrix(classes: Classes, prepared: _Prepared, atoms: Sequence[tuple[str, int, int]]) -> np.ndarray:
+    """``bits[s, d]``: bit k set when port atom k is allowed from class s to class d (at most 63 atoms).
+
+    The same computation as ``class_matrix`` for every atom at once: a rule contributes its
+    atom mask instead of a yes/no, so one pass over the policies does it.
+    """
+    if len(atoms) > 63:
+        raise ValueError("more than 63 port atoms: use class_matrix per atom")
+    n = prepared.n
+    every = np.int64((1 << len(atoms)) - 1)
+    rule_mask = _atom_masks(atoms, classes)
+    egress = np.zeros((n, n), dtype=np.int64)
+    ingress_t = np.zeros((n, n), dtype=np.int64)
+    iso_e = np.zeros(n, dtype=bool)
+    iso_i = np.zeros(n, dtype=bool)
+    for sel, egress_rules, ingress_rules in prepared.policies:
+        if egress_rules is not None:
+            iso_e[sel] = True
+            acc = np.zeros(n, dtype=np.int64)
+            for rule, peers in egress_rules:
+                mask = rule_mask(rule)
+                if isinstance(mask, np.ndarray):
+                    acc |= np.where(peers, mask, 0)
+                elif mask:
+                    acc[peers] |= mask
+            if acc.any():
+                egress[sel] |= acc
+        if ingress_rules is not None:
+            iso_i[sel] = True
+            acc = np.zeros(n, dtype=np.int64)
+            for rule, peers in ingress_rules:
+                mask = rule_mask(rule)
+                if isinstance(mask, np.ndarray):
+                    for value in np.unique(mask[sel]).tolist():
+                        rows = sel[mask[sel] == value]
+                        if value:
+                            ingress_t[rows] |= np.where(peers, np.int64(value), 0)
+                elif mask:
+                    acc[peers] |= mask
+            if acc.any():
+                ingress_t[sel] |= acc
+    egress[~(iso_e & prepared.pod_rows)] = every
+    ingress_t[~(iso_i & prepared.pod_rows)] = every
+    return egress & ingress_t.T
+
+
 # --- the full matrix ------------------------------------------------------------------
 
 
@@ -522,18 +598,25 @@ class Matrix:
                 "connections": [{"from": a, "to": b, "allowed": s.to_json()} for a, b, s in self.connections()]}
 
 
-def matrix(state: ClusterState, namespace: str | None = None, *, external: bool = True) -> Matrix:
-    """The full matrix; ``namespace`` keeps only that namespace's pods (policies everywhere still count)."""
+def matrix(state: ClusterState, namespace: str | None = None, *, external: bool = True,
+           per_atom: bool = False) -> Matrix:
+    """The full matrix; ``namespace`` keeps only that namespace's pods (policies everywhere still count).
+
+    ``per_atom`` computes one port atom at a time (the path used beyond 63 atoms).
+    """
     index = policy_index(state)
     classes = build_classes(state, index, external=external)
     prepared = prepare(state, classes, index)
     atoms = port_atoms(index, classes)
     n = classes.count
     words = (len(atoms) + 62) // 63
-    packed = np.zeros((words, n, n), dtype=np.int64)
-    for k, (proto, lo, _hi) in enumerate(atoms):
-        m = class_matrix(state, classes, proto, lo, index, prepared)
-        packed[k // 63] |= m.astype(np.int64) << (k % 63)
+    if words == 1 and not per_atom:
+        packed = bits_matrix(classes, prepared, atoms)[None]
+    else:
+        packed = np.zeros((words, n, n), dtype=np.int64)
+        for k, (proto, lo, _hi) in enumerate(atoms):
+            m = class_matrix(state, classes, proto, lo, index, prepared)
+            packed[k // 63] |= m.astype(np.int64) << (k % 63)
     flat = packed.reshape(words, -1).T
     if words == 1:
         uniq1, inverse = np.unique(flat[:, 0], return_inverse=True)
