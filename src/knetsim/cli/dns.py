@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from ..cluster.lookup import PodNotFound, resolve_pod
 from ..cluster.state import ClusterState
 from ..dns.records import QTYPES, Answer, answer_lines
 from ..dns.resolver import MODES, Query, Resolution, resolv_conf, resolve
@@ -18,7 +19,6 @@ from .common import (
     emit,
     load_cluster,
     output_option,
-    split_ref,
     usage_error,
 )
 
@@ -93,16 +93,11 @@ def dns_command(name: str | None, from_ref: str | None, qtype: str | None, mode:
 
 
 def _find_pod(state: ClusterState, ref: str, default_ns: str) -> Pod:
-    ns, name = split_ref(ref, default_ns)
-    pod = state.pods.get(f"{ns}/{name}")
-    if pod is not None:
-        return pod
-    message = f'error: pods "{name}" not found in namespace "{ns}"'
-    related = [p.name for p in state.pods_in(ns) if p.name.startswith(name + "-")]
-    if related:
-        message += f"; pods named after it: {', '.join(related)}"
-    click.echo(message, err=True)
-    sys.exit(EXIT_BAD_INPUT)
+    try:
+        return resolve_pod(state, ref, default_ns)
+    except PodNotFound as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def _is_ip(text: str) -> bool:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..cluster.lookup import PodNotFound, is_workload_ref, resolve_pod
 from ..policy.describe import describe as describe_policy
 from ..policy.engine import PolicyInputError, evaluate
 from ..policy.lint import lint as lint_policies
@@ -41,8 +42,14 @@ def check(filenames: tuple[str, ...], namespace: str | None, cluster_config: str
     """
     cluster = load_cluster(filenames, namespace, cluster_config)
     try:
+        # `ns/deploy/NAME` names a workload's first pod, as kubectl exec does; the engine takes pods and IPs.
+        src, dst = (resolve_pod(cluster.state, ref, namespace or "default").key if is_workload_ref(ref) else ref
+                    for ref in (src, dst))
         verdict = evaluate(cluster.state, src, dst, int(port) if port.isdigit() else port, protocol.upper(),
                            namespace=namespace or "default")
+    except PodNotFound as exc:
+        _input_error(PolicyInputError(str(exc)))
+        return
     except PolicyInputError as exc:
         _input_error(exc)
         return

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from ..cluster.lookup import PodNotFound
+from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.objects import Pod, Service, ServicePort
@@ -86,41 +88,12 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
 
 
-_WORKLOAD_ALIASES = {"deploy": "Deployment", "deployment": "Deployment", "sts": "StatefulSet",
-                     "statefulset": "StatefulSet", "ds": "DaemonSet", "daemonset": "DaemonSet",
-                     "rs": "ReplicaSet", "replicaset": "ReplicaSet", "job": "Job"}
-
-
 def resolve_pod(state: ClusterState, ref: str, default_namespace: str = "default") -> Pod:
-    """``ns/pod``, ``pod``, or, as ``kubectl exec`` takes them, ``[ns/]deploy/web`` (its first pod by name)."""
-    parts = ref.split("/")
-    if len(parts) == 3 or (len(parts) == 2 and parts[0].lower() in _WORKLOAD_ALIASES):
-        namespace = parts[0] if len(parts) == 3 else default_namespace
-        kind = _WORKLOAD_ALIASES.get(parts[-2].lower())
-        if kind is None:
-            raise TraceInputError(f"{ref!r}: unknown workload kind {parts[-2]!r} (deploy, sts, ds, rs, job)")
-        owned = [p for p in state.pods_in(namespace) if _owned_by(state, p, kind, parts[-1])]
-        if not owned:
-            raise TraceInputError(f"{ref!r}: no pod of {kind} {namespace}/{parts[-1]}")
-        return owned[0]
-    namespace, _, name = ref.rpartition("/")
-    pod = state.pods.get(f"{namespace or default_namespace}/{name}")
-    if pod is None:
-        raise TraceInputError(f"source pod {namespace or default_namespace}/{name} not found "
-                              "(use ns/pod, ns/deploy/NAME or external)")
-    return pod
-
-
-def _owned_by(state: ClusterState, pod: Pod, kind: str, name: str) -> bool:
-    owner = pod.meta.owner
-    if owner is None:
-        return False
-    if owner.kind == kind and owner.name == name:
-        return True
-    if kind == "Deployment" and owner.kind == "ReplicaSet":
-        rs = state.workloads.get(("ReplicaSet", f"{pod.namespace}/{owner.name}"))
-        return rs is not None and rs.meta.owner is not None and rs.meta.owner.name == name
-    return False
+    """``ns/pod``, ``pod`` or ``[ns/]deploy/NAME`` (see cluster.lookup), as a trace input error when unknown."""
+    try:
+        return _resolve_pod(state, ref, default_namespace)
+    except PodNotFound as exc:
+        raise TraceInputError(f"source: {exc} (use ns/pod, ns/deploy/NAME or external)") from None
 
 
 # --- dns ------------------------------------------------------------------------------
