@@ -322,6 +322,8 @@ def _rule_vector(vectors: _Vectors, rule: Rule) -> np.ndarray:
     """The peer classes ``rule`` matches."""
     if rule.peers is None:
         v = np.ones(vectors.n, dtype=bool)
+    elif len(rule.peers) == 1:
+        v = vectors.peer(rule.peers[0])  # shared with the cache: callers never write into it
     else:
         v = np.zeros(vectors.n, dtype=bool)
         for peer in rule.peers:

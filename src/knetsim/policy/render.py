@@ -22,11 +22,13 @@ def grid_text(m: Matrix, protocol: str = "TCP", port: int = 80) -> str:
     width = len(str(len(names)))
     name_width = max((len(n) for n in names), default=0)
     indent = width + 2 + name_width + 2
-    lines = [f"Connectivity on {protocol}/{port} ('.' allowed, 'X' denied; rows are sources, columns destinations)",
-             ""]
+    external = [e.kind == "external" for e in m.endpoints]
+    lines = [f"Connectivity on {protocol}/{port} ('.' allowed, 'X' denied, '-' between two external ranges; "
+             "rows are sources, columns destinations)", ""]
     lines += _stacked_header(len(names), indent)
     for i, name in enumerate(names):
-        cells = " ".join("." if g[i, j] else "X" for j in range(len(names)))
+        cells = " ".join("-" if external[i] and external[j] and i != j else ("." if g[i, j] else "X")
+                         for j in range(len(names)))
         lines.append(f"{str(i + 1).rjust(width)}  {name.ljust(name_width)}  {cells}")
     return "\n".join(lines) + "\n"
 
@@ -94,9 +96,13 @@ def to_html(m: Matrix, protocol: str = "TCP", port: int = 80) -> str:
     g = m.grid(protocol, port)
     esc = html.escape
     rows = ['<tr><th></th>' + "".join(f'<th class="col">{esc(n)}</th>' for n in names) + "</tr>"]
+    external = [e.kind == "external" for e in m.endpoints]
     for i, a in enumerate(names):
         cells = []
         for j, b in enumerate(names):
+            if external[i] and external[j] and i != j:
+                cells.append('<td class="self">-</td>')
+                continue
             cls = "self" if i == j else ("ok" if g[i, j] else "no")
             mark = "." if g[i, j] else "X"
             title = f"{a} -> {b}: {'allowed' if g[i, j] else 'denied'} on {protocol}/{port}"
