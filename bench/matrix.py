@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import policy_gen  # noqa: E402
 from knetsim import Cluster  # noqa: E402
+from knetsim.cluster.config import ClusterConfig  # noqa: E402
 from knetsim.policy.matrix import matrix, port_matrix  # noqa: E402
 from knetsim.policy.ports import ConnSet  # noqa: E402
 
@@ -112,8 +113,12 @@ def parse_nca_connection(text: str) -> ConnSet:
 
 def knetsim_pairs(directory: Path) -> tuple[dict[tuple[str, str], ConnSet], float, float]:
     t0 = time.perf_counter()
-    cluster = Cluster.from_paths([str(directory)])
+    # /20 per node: the default /24s hold about 500 pods on kind's two schedulable workers.
+    cluster = Cluster.from_paths([str(directory)], config=ClusterConfig(node_cidr_mask=20))
     t1 = time.perf_counter()
+    pending = [k for k, p in cluster.state.pods.items() if not p.pod_ip]
+    if pending:
+        raise SystemExit(f"{len(pending)} pods got no IP (e.g. {pending[0]}): the comparison needs them all running")
     m = matrix(cluster.state, external=False)
     connections = m.connections()
     elapsed = time.perf_counter() - t0
