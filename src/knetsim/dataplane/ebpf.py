@@ -22,6 +22,7 @@ KUBE- chains: with kube-proxy replacement kube-proxy is not installed at all.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from .model import (
     Step,
     Target,
     TraceResult,
+    bulk,
     proxy_view,
 )
 
@@ -80,8 +82,9 @@ class EbpfBackend:
         return None
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        view = proxy_view(state, node, self)
-        maps = build_maps(view)
+        with bulk():
+            view = proxy_view(state, node, self)
+            maps = build_maps(view)
         text = render_text(maps, view)
         counts = {
             "frontends": len(maps.revnat),
@@ -90,7 +93,7 @@ class EbpfBackend:
             "servicePorts": len(view.ports),
         }
         return Ruleset(self.name, view.node, view.node_ip, text, counts, data=maps, view=view,
-                       structured=structured(maps))
+                       structured=lambda: structured(maps))
 
     def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
         return _trace(ruleset.data, ruleset.node, packet)
@@ -103,7 +106,7 @@ def build_maps(view: ProxyView) -> LBMaps:
     for entry in view.ports:
         for ep in entry.endpoints:
             backend_ids.setdefault((ep.ip, ep.port, entry.info.protocol), 0)
-    for i, key in enumerate(sorted(backend_ids, key=lambda k: (ipaddress.ip_address(k[0]), k[1], k[2])), start=1):
+    for i, key in enumerate(sorted(backend_ids, key=lambda k: (socket.inet_aton(k[0]), k[1], k[2])), start=1):
         backend_ids[key] = i
     by_address = {(ep.ip, ep.port): ep for e in view.ports for ep in e.endpoints}
     for (ip, port, proto), bid in backend_ids.items():

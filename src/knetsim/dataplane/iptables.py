@@ -29,6 +29,7 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
+    bulk,
     in_cidr,
     proxy_view,
 )
@@ -116,22 +117,23 @@ class IptablesBackend:
     # --- render ---------------------------------------------------------------------
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        view = proxy_view(state, node, self)
-        text, counts = render_view(view)
+        with bulk():
+            view = proxy_view(state, node, self)
+            text, counts = render_view(view)
         return Ruleset(self.name, view.node, view.node_ip, text, counts, data=None, view=view)
 
     # --- trace ----------------------------------------------------------------------
 
     def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
         if ruleset.data is None:
-            ruleset.data = parse_iptables_save(ruleset.text)
-        view = ruleset.view
-        local_ips = {ruleset.node_ip, "127.0.0.1"}
-        services = {}
-        for e in view.ports if view else ():
-            for chain in (e.names.svc, e.names.svl, e.names.ext, e.names.fw):
-                services[chain] = e.info.name_string
-        return _Tracer(ruleset.data, local_ips, ruleset.node, services).run(packet)
+            # Parsed once per ruleset: the tracer reads the text, as the kernel reads what was restored.
+            services = {}
+            for e in ruleset.view.ports if ruleset.view else ():
+                for chain in (e.names.svc, e.names.svl, e.names.ext, e.names.fw):
+                    services[chain] = e.info.name_string
+            ruleset.data = _Tracer(parse_iptables_save(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
+                                   services)
+        return ruleset.data.run(packet)
 
 
 def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
@@ -516,8 +518,13 @@ class _Tracer:
         """Walk ``chain``; True when the packet got a terminal verdict (DNAT/ACCEPT/DROP/REJECT)."""
         rules = self.tables.get(table, {}).get(chain, [])
         remaining = prob
+        dst = w.dst
         for r in rules:
             w.cost += 1
+            # The destination test inlined: it rejects almost every KUBE-SERVICES rule.
+            rd = r.dst
+            if rd is not None and ((dst & rd[1]) == rd[0]) == rd[2]:
+                continue
             if not self._matches(r, w):
                 continue
             if r.jump is None:

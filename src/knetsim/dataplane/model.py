@@ -12,9 +12,11 @@ A backend never looks at a raw manifest.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -206,13 +208,16 @@ def endpoints_by_port(state: ClusterState, service: Service) -> dict[tuple[str, 
             if ep_port.port is None:
                 continue
             bucket = out.setdefault((ep_port.name, ep_port.protocol), {})
+            port = int(ep_port.port)
             for ep in es.endpoints:
                 if not ep.addresses:
                     continue
                 # Only the first address is used, as kube-proxy does.
-                info = EndpointInfo(ep.addresses[0], int(ep_port.port), ep.node_name,
-                                    ep.ready is not False, ep.serving is not False, bool(ep.terminating))
-                bucket.setdefault(info.string, info)
+                ip = ep.addresses[0]
+                string = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+                if string not in bucket:
+                    bucket[string] = EndpointInfo(ip, port, ep.node_name, ep.ready is not False,
+                                                  ep.serving is not False, bool(ep.terminating), string)
     # Upstream sorts each port's endpoints by their "ip:port" string (byEndpoint).
     return {k: sorted(v.values(), key=lambda e: e.string) for k, v in out.items()}
 
@@ -350,15 +355,31 @@ class Ruleset:
     counts: dict[str, int]
     data: Any = None  # backend-private parsed form (built from ``text`` or the maps)
     view: ProxyView | None = None
-    structured: dict[str, Any] | None = None
+    structured: Any = None  # JSON-able dict, or a callable producing it on demand (it is big)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"backend": self.backend, "node": self.node, "nodeIP": self.node_ip,
                                "counts": dict(self.counts)}
         if self.structured is not None:
-            out[self.backend] = self.structured
+            out[self.backend] = self.structured() if callable(self.structured) else self.structured
         out["text"] = self.text
         return out
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic GC while a render allocates its ~10^6 small, acyclic objects.
+
+    At 10,000 Services x 10 endpoints the collector's generation scans cost about a third
+    of the render time and find nothing to free.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"

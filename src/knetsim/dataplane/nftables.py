@@ -34,6 +34,7 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
+    bulk,
     proxy_view,
 )
 
@@ -137,18 +138,21 @@ class NftablesBackend:
                         {k: "endpoint-" + v for k, v in eps.items()}, {k: "affinity-" + v for k, v in eps.items()})
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        view = proxy_view(state, node, self)
-        text, counts = render_view(view)
+        with bulk():
+            view = proxy_view(state, node, self)
+            text, counts = render_view(view)
         return Ruleset(self.name, view.node, view.node_ip, text, counts, view=view)
 
     def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
         if ruleset.data is None:
-            ruleset.data = parse_ruleset(ruleset.text)
-        services: dict[str, str] = {}
-        for e in ruleset.view.ports if ruleset.view else ():
-            for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
-                services[chain] = e.info.name_string
-        return _Tracer(ruleset.data, {ruleset.node_ip, "127.0.0.1"}, ruleset.node, services).run(packet)
+            # Parsed once per ruleset: the tracer reads the text, as the kernel reads what nft loaded.
+            services: dict[str, str] = {}
+            for e in ruleset.view.ports if ruleset.view else ():
+                for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
+                    services[chain] = e.info.name_string
+            ruleset.data = _Tracer(parse_ruleset(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
+                                   services)
+        return ruleset.data.run(packet)
 
 
 @dataclass

@@ -1,0 +1,80 @@
+"""Benchmark: packet lookup cost as the cluster grows, and render time, per data plane.
+
+    python bench/dataplane.py [--packets 10000] [--endpoints 2]
+
+Lookup: 10,000 packets to ClusterIPs spread evenly over the Services, traced through the
+rendered artefact at 100, 1,000 and 10,000 Services. iptables walks KUBE-SERVICES rule by
+rule, so its time per packet grows linearly with the Services; nftables and eBPF do map
+lookups and should stay flat. The ratio column is time(10,000) / time(100).
+Render: 10,000 Services × 10 endpoints, target under 2 s per backend.
+
+Render and parse time are excluded from the lookup figures (the kernel does not re-read its
+rules per packet either). These are knetsim's own timings of its models, not kernel
+figures; see docs/dataplane.md for published kernel measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from knetsim.dataplane import BACKENDS, Packet
+from knetsim.dataplane.synthetic import synthetic_state
+
+SIZES = (100, 1_000, 10_000)
+
+
+def lookup_times(packets: int, endpoints: int) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {name: {} for name in BACKENDS}
+    for size in SIZES:
+        state = synthetic_state(size, endpoints)
+        ips = [state.services[k].cluster_ip for k in sorted(state.services)]
+        batch = [Packet("10.244.1.250", ips[(i * 7919) % size], 80) for i in range(packets)]
+        for name, backend in BACKENDS.items():
+            ruleset = backend.render(state, "worker")
+            backend.trace(ruleset, batch[0])  # parse once, outside the timing
+            start = time.perf_counter()
+            for packet in batch:
+                backend.trace(ruleset, packet)
+            out[name][size] = time.perf_counter() - start
+    return out
+
+
+def render_times(services: int, endpoints: int) -> dict[str, float]:
+    state = synthetic_state(services, endpoints)
+    out = {}
+    for name, backend in BACKENDS.items():
+        start = time.perf_counter()
+        backend.render(state, "worker")
+        out[name] = time.perf_counter() - start
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--packets", type=int, default=10_000)
+    parser.add_argument("--endpoints", type=int, default=2, help="endpoints per Service for the lookup runs")
+    args = parser.parse_args()
+
+    lookups = lookup_times(args.packets, args.endpoints)
+    print(f"Trace {args.packets:,} packets (seconds), {args.endpoints} endpoints per Service")
+    header = f"{'backend':<10}" + "".join(f"{f'{s:,} svc':>12}" for s in SIZES) + f"{'10k/100':>10}"
+    print(header)
+    print("-" * len(header))
+    for name, times in lookups.items():
+        ratio = times[SIZES[-1]] / times[SIZES[0]]
+        print(f"{name:<10}" + "".join(f"{times[s]:>12.3f}" for s in SIZES) + f"{ratio:>9.1f}x")
+
+    print()
+    renders = render_times(10_000, 10)
+    print("Render 10,000 Services x 10 endpoints (target < 2 s)")
+    for name, seconds in renders.items():
+        print(f"{name:<10}{seconds:>8.2f} s   {'ok' if seconds < 2 else 'OVER TARGET'}")
+
+
+if __name__ == "__main__":
+    main()
