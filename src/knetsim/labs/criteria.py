@@ -240,8 +240,15 @@ def endpoints_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         return Verdict(desc, False, expected, missing)
     ready: list[str] = []
     not_ready: list[tuple[str, str]] = []
+    portless: list[str] = []
+    has_ports = bool((svc.get("spec") or {}).get("ports"))
     for es in ctx.snapshot.items("EndpointSlice", ns):
         if _labels(es).get("kubernetes.io/service-name") != name:
+            continue
+        if has_ports and not es.get("ports"):
+            # The controller still lists pods on which no targetPort resolves, in a slice
+            # without ports: nothing can be forwarded to them.
+            portless += [a for ep in es.get("endpoints") or [] for a in ep.get("addresses") or []]
             continue
         for ep in es.get("endpoints") or []:
             ok = (ep.get("conditions") or {}).get("ready") is not False
@@ -262,7 +269,10 @@ def endpoints_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
             why = pod_ready(pod)[1] if pod else "not ready"
             reasons.append(f"{addr} ({ref or 'pod'}: {why})")
         found += f", {len(not_ready)} not ready: " + "; ".join(reasons)
-    elif not ready:
+    if portless:
+        found += (f", {len(portless)} without any port ({', '.join(sorted(portless))}): the Service's targetPort "
+                  "does not resolve on those pods")
+    elif not ready and not not_ready:
         found += f"; selector {_selector_text(svc)}"
     return Verdict(desc, False, expected, found)
 
@@ -525,3 +535,25 @@ def no_class_annotation_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
     if value is None:
         return Verdict(desc, True, "no annotation", "no annotation")
     return Verdict(desc, False, "no annotation", f"{CLASS_ANNOTATION}: {value}")
+
+
+@check("ingressclass-served")
+def ingressclass_served_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
+    """A running, ready Ingress controller implements the IngressClass (its --controller-class matches)."""
+    from ..ingress import running_controllers
+
+    name = str(p["name"])
+    desc = f"a ready Ingress controller implements IngressClass {name}"
+    ic = ctx.snapshot.cluster.state.ingress_classes.get(name)
+    if ic is None:
+        return Verdict(desc, False, f"IngressClass {name} with a running controller", f"no IngressClass {name}", True)
+    controllers = running_controllers(ctx.snapshot.cluster.state)
+    expected = f"a ready controller started with --controller-class={ic.controller}"
+    matching = [c for c in controllers if c.controller == ic.controller]
+    if not matching:
+        running = ", ".join(c.controller for c in controllers) or "none"
+        return Verdict(desc, False, expected, f"spec.controller {ic.controller}; running controllers: {running}", True)
+    ready = [pod.pod for c in matching for pod in c.ready_pods]
+    if not ready:
+        return Verdict(desc, False, expected, f"controller {ic.controller} has no ready pod", True)
+    return Verdict(desc, True, expected, f"served by {', '.join(ready)}", True)
