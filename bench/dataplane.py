@@ -29,8 +29,9 @@ from knetsim.dataplane.synthetic import synthetic_state
 SIZES = (100, 1_000, 10_000)
 
 
-def lookup_times(packets: int, endpoints: int) -> dict[str, dict[int, float]]:
+def lookup_times(packets: int, endpoints: int) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, float]]]:
     out: dict[str, dict[int, float]] = {name: {} for name in BACKENDS}
+    costs: dict[str, dict[int, float]] = {name: {} for name in BACKENDS}
     for size in SIZES:
         state = synthetic_state(size, endpoints)
         ips = [state.services[k].cluster_ip for k in sorted(state.services)]
@@ -43,13 +44,15 @@ def lookup_times(packets: int, endpoints: int) -> dict[str, dict[int, float]]:
             # timing grows with heap size instead of with lookup work.
             gc.collect()
             gc.freeze()
+            cost = 0
             start = time.perf_counter()
             for packet in batch:
-                backend.trace(ruleset, packet)
+                cost += backend.trace(ruleset, packet).cost
             out[name][size] = time.perf_counter() - start
+            costs[name][size] = cost / packets
             gc.unfreeze()
             del ruleset
-    return out
+    return out, costs
 
 
 def render_times(services: int, endpoints: int) -> dict[str, float]:
@@ -70,7 +73,7 @@ def main() -> None:
     args = parser.parse_args()
 
     renders = render_times(10_000, 10)  # first, on a fresh heap
-    lookups = lookup_times(args.packets, args.endpoints)
+    lookups, costs = lookup_times(args.packets, args.endpoints)
     print(f"Trace {args.packets:,} packets (seconds), {args.endpoints} endpoints per Service")
     header = f"{'backend':<10}" + "".join(f"{f'{s:,} svc':>12}" for s in SIZES) + f"{'10k/100':>10}"
     print(header)
@@ -78,6 +81,11 @@ def main() -> None:
     for name, times in lookups.items():
         ratio = times[SIZES[-1]] / times[SIZES[0]]
         print(f"{name:<10}" + "".join(f"{times[s]:>12.3f}" for s in SIZES) + f"{ratio:>9.1f}x")
+    print()
+    print("Mean cost per packet (iptables/nftables: rules evaluated; ebpf: map lookups)")
+    for name, per_size in costs.items():
+        ratio = per_size[SIZES[-1]] / per_size[SIZES[0]]
+        print(f"{name:<10}" + "".join(f"{per_size[s]:>12.1f}" for s in SIZES) + f"{ratio:>9.1f}x")
 
     print()
     print("Render 10,000 Services x 10 endpoints (target < 2 s)")
