@@ -94,9 +94,8 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
     for (kind, _ns, _name), stored in sorted(objects.items()):
         if stored.managed != "user" or kind not in CORE_KINDS or kind == "Pod":
             continue
-        body = _copy(stored.body)
-        if kind != "Service":
-            body.pop("status", None)
+        # Shallow: the core's defaulting deep-copies every document before touching it.
+        body = {k: v for k, v in stored.body.items() if k != "status" or kind == "Service"}
         user_docs.append(Document(API_SOURCE, body))
         if kind in WORKLOAD_KINDS:
             workload_inputs.append(core_workloads.WorkloadInput(apply_defaults(body), API_SOURCE))
@@ -203,21 +202,22 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         raw, source = desired_out[key]
         stored = objects.get(key)
         if stored is not None and (stored.managed == "user" or key in fed_keys):
-            body = _copy(released_bodies.get(key, stored.body))
+            body = dict(released_bodies.get(key, stored.body))
             if key[0] in SPEC_WRITERS and "spec" in raw:
-                body["spec"] = _copy(raw["spec"])
+                body["spec"] = raw["spec"]
             if raw.get("status") is not None:
-                status = _copy(raw["status"])
+                status = dict(raw["status"])
                 if "observedGeneration" in status:
                     status["observedGeneration"] = body["metadata"].get("generation", 1)
                 _conditions(key[0], body, status, now, stored.body.get("status") or {})
                 body["status"] = status
             managed = "user" if key in released_bodies else stored.managed
             if body != stored.body or managed != stored.managed:
-                out.writes.append(Write(key, body, managed))
+                out.writes.append(Write(key, _copy(body), managed))
             continue
-        body = _copy(raw)
-        meta = body.setdefault("metadata", {})
+        # Shallow until we know it changed: comparing is cheap, deep copies of every object are not.
+        body = dict(raw)
+        meta = body["metadata"] = dict(body.get("metadata") or {})
         managed = "system" if source is BUILTIN else "controller"
         if stored is not None:
             for f in ("uid", "creationTimestamp", "resourceVersion", "generation"):
@@ -236,6 +236,8 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
             meta["creationTimestamp"] = now
             if key[0] in ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet"):
                 meta.setdefault("generation", 1)
+        if isinstance(body.get("status"), dict):
+            body["status"] = dict(body["status"])
         if key[0] == "Pod" and isinstance(body.get("status"), dict) and body["status"].get("phase") == "Running":
             body["status"].setdefault("startTime", meta.get("creationTimestamp", now))
         if body.get("status") and "observedGeneration" in body["status"]:
@@ -243,7 +245,7 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         if key[0] in ("Deployment",) and body.get("status"):
             _conditions(key[0], body, body["status"], now, (stored.body.get("status") or {}) if stored else {})
         if stored is None or body != stored.body or stored.managed != managed:
-            out.writes.append(Write(key, body, managed))
+            out.writes.append(Write(key, _copy(body), managed))
 
     for key, stored in sorted(objects.items()):
         # User objects the core left out (it reports why) stay as written; owned pods whose
@@ -257,7 +259,7 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
 
 
 def _feed(fed: list[Document], keys: set[Key], body: dict[str, Any]) -> None:
-    body = _copy(body)
+    body = dict(body)
     status = _pod_status(body)
     if status is None:
         body.pop("status", None)
