@@ -78,7 +78,7 @@ async def wget(ctx: Ctx, argv: list[str]) -> int:
                       "[-O FILE] [-o LOGFILE] [--header STR] [-T SEC] URL...\n")
         return 1
     url = args[0] if "://" in args[0] else f"http://{args[0]}"
-    scheme, host, port, _path = _split_url(url)
+    _scheme, host, port, _path = _split_url(url)
     t = _trace(ctx, url, headers={k.strip(): v.strip() for k, v in headers.items()})
     ip = _resolved_ip(t, host)
     if t.outcome == "nxdomain":
@@ -231,7 +231,8 @@ async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     qtype = next((a.split("=", 1)[1].upper() for a in argv[1:] if a.startswith("-type=") or a.startswith("-q=")),
                  "A")
     if not args:
-        await ctx.err("BusyBox v1.36.1 (2023-05-18 22:34:17 UTC) multi-call binary.\n\nUsage: nslookup [-type=QUERY_TYPE]"
+        await ctx.err("BusyBox v1.36.1 (2023-05-18 22:34:17 UTC) multi-call binary.\n\n"
+                      "Usage: nslookup [-type=QUERY_TYPE]"
                       " [-debug] HOST [DNS_SERVER]\n")
         return 1
 

@@ -121,7 +121,8 @@ def gv_document(group: str, version: str) -> tuple[bytes, str]:
             "get": {"x-kubernetes-action": "get", "x-kubernetes-group-version-kind": gvk,
                     "responses": {"200": {"description": "OK", "content": content}}},
             "put": {"x-kubernetes-action": "put", "x-kubernetes-group-version-kind": gvk, "parameters": params,
-                    "requestBody": {"content": content}, "responses": {"200": {"description": "OK", "content": content}}},
+                    "requestBody": {"content": content},
+                    "responses": {"200": {"description": "OK", "content": content}}},
             "patch": {"x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk, "parameters": params,
                       "responses": {"200": {"description": "OK", "content": content}}},
         }

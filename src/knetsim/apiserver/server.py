@@ -529,7 +529,8 @@ class ApiServer:
         if body.get("kind", r.kind) != r.kind or body.get("apiVersion", r.api_version) != r.api_version:
             raise ApiError(400, "BadRequest", f"the API version in the data ({body.get('apiVersion')}) does not match "
                            f"the expected API version ({r.api_version})" if body.get("apiVersion") != r.api_version
-                           else f"the kind in the data ({body.get('kind')}) does not match the expected kind ({r.kind})")
+                           else f"the kind in the data ({body.get('kind')}) does not match the expected kind "
+                                f"({r.kind})")
         body["kind"], body["apiVersion"] = r.kind, r.api_version
         if r.namespaced:
             ns = meta.get("namespace") or t.namespace or "default"
@@ -704,8 +705,8 @@ class ApiServer:
                 result = patch.strategic_merge(base, doc, schema)
             else:
                 raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
-                                                            "accepted media types include: application/json-patch+json, "
-                                                            "application/merge-patch+json, application/apply-patch+yaml")
+                                   "accepted media types include: application/json-patch+json, "
+                                   "application/merge-patch+json, application/apply-patch+yaml")
         except patch.PatchError as exc:
             raise ApiError(422, "Invalid", str(exc)) from exc
         if not isinstance(result, dict):

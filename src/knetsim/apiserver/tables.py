@@ -187,7 +187,8 @@ def _ingressclass(o: Obj) -> list[Any]:
 
 
 def _netpol(o: Obj) -> list[Any]:
-    return [_label_selector((o.get("spec") or {}).get("podSelector") or {}), age(o["metadata"].get("creationTimestamp"))]
+    return [_label_selector((o.get("spec") or {}).get("podSelector") or {}),
+            age(o["metadata"].get("creationTimestamp"))]
 
 
 def _deployment(o: Obj) -> list[Any]:
@@ -270,7 +271,8 @@ def _event(o: Obj) -> list[Any]:
     src = source.get("component", "")
     if source.get("host"):
         src += f", {source['host']}"
-    return [age(last), o.get("type", ""), o.get("reason", ""), f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+    obj = f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
+    return [age(last), o.get("type", ""), o.get("reason", ""), obj,
             inv.get("fieldPath", ""), src, o.get("message", ""), age(first), o.get("count", 1),
             o["metadata"].get("name", "")]
 
@@ -343,7 +345,8 @@ def row(kind: str, o: Obj, include: str = "Metadata") -> dict[str, Any]:
         out["object"] = partial_metadata(o)
     phase = (o.get("status") or {}).get("phase") if kind == "Pod" else None
     if phase in ("Succeeded", "Failed"):
-        out["conditions"] = [{"type": "Completed", "status": "True", "reason": phase, "message": "The pod has completed"}]
+        out["conditions"] = [{"type": "Completed", "status": "True", "reason": phase,
+                              "message": "The pod has completed"}]
     return out
 
 
