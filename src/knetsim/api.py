@@ -121,6 +121,19 @@ class Cluster:
 
         return route(self.state, host, path, class_name, scheme)
 
+    def render(self, backend: str | None = None, node: str | None = None) -> Any:
+        """``knetsim render``: what the data plane programs on a node (iptables-save, nft, cilium maps)."""
+        from .dataplane import render
+
+        return render(self.state, backend, node)
+
+    def packet(self, src: str, dst: str, dport: int, protocol: str = "TCP", *, node: str | None = None,
+               backend: str | None = None) -> Any:
+        """``knetsim packet``: one packet through the rules the data plane rendered."""
+        from .dataplane import Packet, trace_packet
+
+        return trace_packet(self.state, Packet(src, dst, dport, protocol, node), backend, node)
+
     def doctor(self, subject: str | None = None, namespace: str | None = None) -> Any:
         """``knetsim doctor``: findings with fixes."""
         from .doctor import diagnose

@@ -16,7 +16,7 @@ import knetsim
 
 def test_exported_names_are_exactly_the_public_api() -> None:
     assert sorted(knetsim.__all__) == ["Cluster", "InputError", "__version__"]
-    public = {"trace", "dns", "policy_check", "matrix", "route", "doctor", "endpoints", "overview",
+    public = {"trace", "dns", "policy_check", "matrix", "route", "doctor", "endpoints", "overview", "render", "packet",
               "from_paths", "from_yaml", "from_documents"}
     assert public <= set(dir(knetsim.Cluster))
 

@@ -180,3 +180,17 @@ def test_cli_exit_codes_and_subject_filter() -> None:
     assert good.exit_code == 0, good.output
     one = runner.invoke(cli, ["doctor", "web", "-n", "default", "-f", str(BROKEN / "wrong-targetport"), "-o", "json"])
     assert one.exit_code == 1 and '"TargetPortNotListening"' in one.output
+
+
+def test_ebpf_without_k8s_service_host_is_the_bootstrap_problem() -> None:
+    from knetsim.cluster.config import config_from_dict
+
+    shop = "\n---\n".join(p.read_text() for p in sorted((EXAMPLES / "shop").glob("*.yaml")))
+    bare = Cluster.from_yaml(shop, config=config_from_dict({"dataplane": "ebpf"}))
+    assert "EbpfNoK8sServiceHost" in {f.code for f in bare.doctor().findings}
+    told = Cluster.from_yaml(shop, config=config_from_dict(
+        {"dataplane": "ebpf", "k8sServiceHost": "172.18.0.2", "k8sServicePort": 6443}))
+    assert "EbpfNoK8sServiceHost" not in {f.code for f in told.doctor().findings}
+    # No kube-proxy on an ebpf cluster, and the traffic still flows through Cilium's maps.
+    assert not [p for p in told.state.pods if "kube-proxy" in p]
+    assert told.trace("shop/deploy/web", "http://api:8080/").outcome == "connected"
