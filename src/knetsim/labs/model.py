@@ -82,6 +82,9 @@ def _task(lab: str, raw: Mapping[str, Any]) -> Task:
             raise LabError(f"lab {lab}, task {tid}: checks[{i}] needs a type")
         params = {k: v for k, v in c.items() if k not in ("type", "points")}
         checks.append(Check(str(c["type"]), params, int(c.get("points", 1))))
+    for i, h in enumerate(raw.get("hints") or []):
+        if not isinstance(h, str):
+            raise LabError(f"lab {lab}, task {tid}: hints[{i}] is not a string (quote it: YAML read ': ' as a mapping)")
     steps = []
     for s in raw.get("solution") or []:
         steps.append(Step(run=str(s)) if isinstance(s, str) else Step(apply=str(s.get("apply", ""))))
