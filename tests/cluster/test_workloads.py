@@ -141,3 +141,53 @@ def test_system_objects_of_a_fresh_cluster() -> None:
     api = state.services["default/kubernetes"]
     assert api.cluster_ip == "10.96.0.1"
     assert [e.addresses for s in state.slices_for(api) for e in s.endpoints] == [("172.18.0.2",)]
+
+
+def _snapshot_pod(name: str, ready: str, stamp: str) -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels: {{app: web}}
+  creationTimestamp: "{stamp}"
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: web-rs, uid: u1, controller: true}}]
+spec: {{nodeName: worker, containers: [{{name: nginx, image: nginx}}]}}
+status:
+  phase: Running
+  podIP: 10.244.1.{name[-1]}0
+  conditions: [{{type: Ready, status: "{ready}"}}]
+---"""
+
+
+RS = """
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: web-rs}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec: {{containers: [{{name: nginx, image: nginx}}]}}
+"""
+
+
+def test_replicaset_scale_down_removes_not_ready_then_youngest_pods() -> None:
+    pods = (_snapshot_pod("web-rs-a1", "True", "2026-01-01T00:00:01Z")
+            + _snapshot_pod("web-rs-b2", "False", "2026-01-01T00:00:02Z")
+            + _snapshot_pod("web-rs-c3", "True", "2026-01-01T00:00:03Z"))
+    cluster = cluster_from(pods + RS.format(replicas=1))
+    assert [p.name for p in cluster.state.pods_in("default")] == ["web-rs-a1"]
+
+
+def test_replicaset_scale_up_next_to_survivors_never_reuses_a_name() -> None:
+    first = cluster_from(RS.format(replicas=1))
+    (survivor,) = first.state.pods_in("default")
+    body = dict(survivor.raw)
+    body["metadata"] = dict(body["metadata"], creationTimestamp="2026-01-01T00:00:00Z")
+    import yaml
+
+    cluster = cluster_from(yaml.safe_dump(body) + "---" + RS.format(replicas=3))
+    names = [p.name for p in cluster.state.pods_in("default")]
+    assert len(names) == 3 and survivor.name in names

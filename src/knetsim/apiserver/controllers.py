@@ -75,7 +75,7 @@ def _pod_status(body: dict[str, Any]) -> dict[str, Any] | None:
         return status  # type: ignore[no-any-return]
     if phase == "Running" and status.get("podIP") and (body.get("spec") or {}).get("nodeName"):
         # Readiness depends on annotations and probes a client may have changed since.
-        fresh = core_workloads._running_status(body, status["podIP"], status.get("hostIP") or "")
+        fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
         if status.get("startTime"):
             fresh["startTime"] = status["startTime"]
         return fresh

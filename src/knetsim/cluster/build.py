@@ -128,6 +128,10 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     workload_inputs = [WorkloadInput(d.body, d.source) for k in WORKLOAD_KINDS for d in by_kind.get(k, [])]
     pod_bodies = [(d.body, d.source) for d in by_kind.get("Pod", [])]
     expanded = expand_workloads(workload_inputs, pod_bodies, nodes)
+    # More pods than replicas (a snapshot after a scale-down): the controller would delete the surplus.
+    surplus = set(expanded.surplus)
+    pod_bodies = [(b, s) for b, s in pod_bodies
+                  if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
     state.notices.extend(schedule(pod_bodies, nodes))
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))

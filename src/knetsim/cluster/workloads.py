@@ -58,6 +58,44 @@ class WorkloadResult:
     pods: list[tuple[dict[str, Any], Source]] = field(default_factory=list)
     workloads: list[tuple[dict[str, Any], Source]] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
+    # "ns/name" of existing pods a controller would delete (more pods than replicas).
+    surplus: list[str] = field(default_factory=list)
+
+
+def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
+    """``count`` new ``<owner>-<5 chars>`` names, skipping those already in use (scale-up next to survivors)."""
+    names: list[str] = []
+    i = 0
+    while len(names) < count:
+        name = f"{w.name}-{random_suffix(w.namespace, w.name, str(i))}"
+        if name not in taken and name not in names:
+            names.append(name)
+        i += 1
+    return names
+
+
+def _surplus(existing: list[dict[str, Any]], replicas: int) -> list[str]:
+    """Which pods a ReplicaSet deletes on scale-down: not-ready ones first, then the youngest."""
+    extra = len(existing) - replicas
+    if extra <= 0:
+        return []
+
+    def ready(body: dict[str, Any]) -> bool:
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in (body.get("status") or {}).get("conditions") or [])
+
+    def age_key(body: dict[str, Any]) -> tuple[str, str]:
+        return (body["metadata"].get("creationTimestamp") or "", body["metadata"]["name"])
+
+    not_ready = sorted((b for b in existing if not ready(b)), key=age_key)
+    youngest_first = sorted((b for b in existing if ready(b)), key=age_key, reverse=True)
+    victims = (not_ready + youngest_first)[:extra]
+    return sorted(f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" for b in victims)
+
+
+def _ordinal(pod_name: str, owner: str) -> int:
+    suffix = pod_name[len(owner) + 1:]
+    return int(suffix) if suffix.isdigit() else -1
 
 
 def _copy(value: Any) -> Any:
@@ -163,12 +201,17 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         existing_names = {b["metadata"]["name"] for b in existing}
         owner = _owner(w.kind, "apps/v1" if w.kind != "Job" else "batch/v1", w.body)
         if w.kind == "ReplicaSet":
-            for i in range(max(0, int(spec.get("replicas", 1)) - len(existing))):
-                name = f"{w.name}-{random_suffix(w.namespace, w.name, str(i))}"
+            for name in _fresh_names(w, int(spec.get("replicas", 1)) - len(existing), existing_names):
                 result.pods.append((_pod_from_template(template, name, w.namespace, owner, {}), source))
+            result.surplus.extend(_surplus(existing, int(spec.get("replicas", 1))))
         elif w.kind == "StatefulSet":
             service_name = spec.get("serviceName") or ""
-            for i in range(int(spec.get("replicas", 1))):
+            replicas = int(spec.get("replicas", 1))
+            # Scale-down removes the highest ordinals first.
+            result.surplus.extend(sorted(
+                (f"{w.namespace}/{b['metadata']['name']}" for b in existing
+                 if _ordinal(b["metadata"]["name"], w.name) >= replicas), reverse=True))
+            for i in range(replicas):
                 name = f"{w.name}-{i}"
                 if name in existing_names:
                     continue
@@ -197,8 +240,7 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         elif w.kind == "Job":
             uid = owner["uid"]
             count = min(int(spec.get("parallelism", 1)), int(spec.get("completions", 1)))
-            for i in range(max(0, count - len(existing))):
-                name = f"{w.name}-{random_suffix(w.namespace, w.name, str(i))}"
+            for name in _fresh_names(w, count - len(existing), existing_names):
                 result.pods.append((_pod_from_template(template, name, w.namespace, owner, {
                     "batch.kubernetes.io/controller-uid": uid,
                     "batch.kubernetes.io/job-name": w.name,
@@ -346,7 +388,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
                 body["status"] = {"phase": "Pending"}
                 continue
             used.add(ip)
-        body["status"] = _running_status(body, ip, node.internal_ip)
+        body["status"] = pod_status(body, ip, node.internal_ip)
     return notices
 
 
@@ -382,7 +424,8 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     return True, "", ""
 
 
-def _running_status(body: Mapping[str, Any], ip: str, host_ip: str) -> dict[str, Any]:
+def pod_status(body: Mapping[str, Any], ip: str, host_ip: str) -> dict[str, Any]:
+    """The status of a running pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers."""
     ready, reason, message = _readiness(body)
     flag = "True" if ready else "False"
     ready_condition: dict[str, Any] = {"type": "Ready", "status": flag}
