@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 
 import click
@@ -11,6 +10,7 @@ from ..cluster.lookup import PodNotFound, resolve_pod
 from ..cluster.state import ClusterState
 from ..dns.records import QTYPES, Answer, answer_lines
 from ..dns.resolver import MODES, Query, Resolution, resolv_conf, resolve
+from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod
 from .common import (
     EXIT_BAD_INPUT,
@@ -100,12 +100,6 @@ def _find_pod(state: ClusterState, ref: str, default_ns: str) -> Pod:
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def render(result: Resolution) -> str:

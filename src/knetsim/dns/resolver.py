@@ -32,12 +32,12 @@ answer at all (a query no nameserver answers times out, as the DESIGN's ``dns-ti
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod
 from .records import Answer, ClusterDNS, fqdn, reverse_name
 
@@ -520,9 +520,3 @@ def _busybox_messages(queries: list[Query], nameservers: Sequence[str]) -> tuple
     return tuple(lines)
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True

@@ -196,6 +196,15 @@ def is_valid_port_num(port: int) -> list[str]:
     return ["must be between 1 and 65535, inclusive"]
 
 
+def is_ip(text: str) -> bool:
+    """Is ``text`` an IPv4 or IPv6 address (no prefix)?"""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def is_valid_ip(value: str) -> list[str]:
     try:
         ipaddress.ip_address(value)

@@ -13,6 +13,7 @@ from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
 from ..dns import resolve
+from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service, ServicePort
 from ..policy.engine import PolicyInputError, evaluate
 from .app import app_reply
@@ -26,7 +27,6 @@ from .trace import (
     Target,
     Trace,
     TraceInputError,
-    _is_ip,
     choose,
     listener_hop,
     listening,

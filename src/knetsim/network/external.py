@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod
-from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, _is_ip, choose
+from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, choose
 
 if TYPE_CHECKING:
     from .connect import _Run

@@ -27,7 +27,6 @@ applies to the hop from the controller pod), a NodePort on a node IP, or a LoadB
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,12 +166,6 @@ def parse_target(text: str, protocol: str = "TCP") -> Target:
     return Target(scheme, host, int(port_text), "/")
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def choose(candidates: list[Any], key: str) -> int:
