@@ -196,6 +196,8 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
             desired_out[(obj.kind, obj.namespace, obj.name)] = (obj.raw, obj.source)
     for (kind, _k), obj in state.workloads.items():
         desired_out[(kind, obj.namespace, obj.name)] = (obj.raw, obj.source)
+    for key, (raw, source) in endpoints_objects(state).items():
+        desired_out.setdefault(key, (raw, source))
 
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     for key in sorted(desired_out, key=lambda k: (order.get(k[0], 99), k)):
@@ -255,6 +257,60 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         if stored.managed == "user" and not (key[0] == "Pod" and _controller_ref(stored.body)):
             continue
         out.writes.append(Write(key, None))
+    return out
+
+
+def endpoints_objects(state: ClusterState) -> dict[Key, tuple[dict[str, Any], Source]]:
+    """v1 Endpoints mirrored from the EndpointSlices, as the (deprecated, still running) endpoints
+    controller keeps them: one per Service with a selector, plus ``default/kubernetes``.
+
+    Addresses are grouped into subsets by port set, ready ones in ``addresses`` and the others in
+    ``notReadyAddresses``; a Service without ready or unready endpoints gets no ``subsets``.
+    """
+    out: dict[Key, tuple[dict[str, Any], Source]] = {}
+    for svc in state.services.values():
+        spec = svc.raw.get("spec") or {}
+        if spec.get("type") == "ExternalName":
+            continue
+        if not spec.get("selector") and svc.key != "default/kubernetes":
+            continue
+        groups: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
+        for es in state.slices_for(svc):
+            raw = es.raw
+            ports = tuple(sorted((str(p.get("name") or ""), int(p.get("port") or 0), str(p.get("protocol") or "TCP"))
+                                 for p in raw.get("ports") or [] if p.get("port")))
+            group = groups.setdefault(ports, {"addresses": [], "notReadyAddresses": []})
+            for ep in raw.get("endpoints") or []:
+                ready = (ep.get("conditions") or {}).get("ready", True) is not False
+                for ip in ep.get("addresses") or []:
+                    addr: dict[str, Any] = {"ip": ip}
+                    if ep.get("hostname"):
+                        addr["hostname"] = ep["hostname"]
+                    if ep.get("nodeName"):
+                        addr["nodeName"] = ep["nodeName"]
+                    if ep.get("targetRef"):
+                        addr["targetRef"] = dict(ep["targetRef"])
+                    group["addresses" if ready else "notReadyAddresses"].append(addr)
+        subsets = []
+        for ports, group in sorted(groups.items()):
+            if not ports or not (group["addresses"] or group["notReadyAddresses"]):
+                continue
+            subset: dict[str, Any] = {}
+            for field_name in ("addresses", "notReadyAddresses"):
+                if group[field_name]:
+                    subset[field_name] = sorted(group[field_name], key=lambda a: a["ip"])
+            subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto} for n, p, proto in ports]
+            subsets.append(subset)
+        labels = dict(svc.meta.labels or {})
+        if spec.get("clusterIP") == "None":
+            labels["service.kubernetes.io/headless"] = ""
+        meta: dict[str, Any] = {"name": svc.name, "namespace": svc.namespace}
+        if labels:
+            meta["labels"] = labels
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints", "metadata": meta}
+        if subsets:
+            body["subsets"] = subsets
+        out[("Endpoints", svc.namespace, svc.name)] = (body, svc.source)
     return out
 
 

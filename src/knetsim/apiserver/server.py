@@ -41,6 +41,7 @@ log = logging.getLogger("knetsim.apiserver")
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's limit for one object (etcd's 1.5 MiB plus headroom)
 DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
 class ApiError(Exception):
@@ -220,7 +221,10 @@ class ApiServer:
                 auth = request.headers.get("Authorization", "")
                 if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
-            return await handler(request)  # type: ignore[no-any-return]
+            resp: web.StreamResponse = await handler(request)
+            if request.get("warning") and not resp.prepared:
+                resp.headers["Warning"] = f'299 - "{request["warning"]}"'
+            return resp
         except ApiError as exc:
             return self._json(exc.status(), exc.code)
         except web.HTTPRequestEntityTooLarge:
@@ -283,6 +287,9 @@ class ApiServer:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return self._json(rl)
         target = self._target(group, version, rest)
+        if target.resource.kind == "Endpoints":
+            # kube-apiserver >= 1.33 warns on every v1 Endpoints request; kubectl prints "Warning: ...".
+            request["warning"] = ENDPOINTS_WARNING
         return await self._resource(request, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
