@@ -235,8 +235,8 @@ def ing(spec: str) -> str:
                     paths:
                     - {path: /, pathType: Prefix, backend: {service: {name: api, port: {name: http, number: 80}}}}
             """),
-            ['spec.rules[0].http.paths[0].backend.service.port: Invalid value: {"name":"http","number":80}: '
-             "cannot set both port name & port number"],
+            # validateIngressBackend reports it on the backend, with an empty value.
+            ['spec.rules[0].http.paths[0].backend: Invalid value: "": cannot set both port name & port number'],
             id="port name and number",
         ),
         pytest.param(
@@ -342,7 +342,7 @@ def netpol(spec: str) -> str:
             netpol("policyTypes: [Ingress, Egress, Other]"),
             ["spec.policyTypes: Invalid value: [\"Ingress\",\"Egress\",\"Other\"]: may not specify more than two "
              "policyTypes",
-             'spec.policyTypes[2]: Unsupported value: "Other": supported values: "Egress", "Ingress"'],
+             'spec.policyTypes[2]: Unsupported value: "Other": supported values: "Ingress", "Egress"'],
             id="policyTypes",
         ),
     ],
@@ -396,6 +396,40 @@ def test_all_errors_of_a_run_are_collected_with_file_document_and_object(tmp_pat
         f"{path}, document 3: NetworkPolicy default/np: spec.ingress[0].ports[0].endPort: Invalid value: 80: "
         "must be greater than or equal to `port`",
     ]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        pytest.param(ing("""
+            rules:
+            - http:
+                paths:
+                - {path: /, pathType: Prefix, backend: {service: {name: api, port: {number: http}}}}
+        """), ['spec.rules[0].http.paths[0].backend.service.port.number: Invalid value: "http": must be an integer'],
+            id="port number given as a name"),
+        pytest.param(ing("""
+            rules: [shop.example.com]
+        """), ['spec.rules[0]: Invalid value: "shop.example.com": must be an object'], id="rule is a string"),
+        pytest.param(ing("""
+            rules:
+            - http:
+                paths:
+                - {path: /, pathType: Prefix, backend: {service: {name: api, port: {}}}}
+        """), ["spec.rules[0].http.paths[0].backend: Required value: port name or number is required"],
+            id="no port"),
+        pytest.param(netpol("""
+            ingress:
+            - ports: [{protocol: ICMP}]
+        """), ['spec.ingress[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", "SCTP"'],
+            id="policy protocol order"),
+        pytest.param(svc("ports: [{name: a, targetPort: 80}]"),
+                     ["spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"],
+                     id="service port missing"),
+    ],
+)
+def test_malformed_nested_values_are_errors_not_crashes(manifest: str, expected: list[str]) -> None:
+    assert errors_of(manifest) == expected
 
 
 def test_wrong_api_version_is_named() -> None:

@@ -163,8 +163,8 @@ def _service(obj: dict[str, Any]) -> None:
             continue
         port.setdefault("protocol", "TCP")
         # SetDefaults_Service: an unset (0 or "") targetPort takes the port's value.
-        if port.get("targetPort") in (None, 0, "") and "port" in port:
-            port["targetPort"] = port["port"]
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port", 0)
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")
     if spec["type"] == "LoadBalancer":

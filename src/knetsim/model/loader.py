@@ -17,9 +17,19 @@ from typing import IO, Any
 import yaml
 
 try:  # libyaml is ~10x faster; the wheels ship it, a source build may not
-    _YamlLoader: type = yaml.CSafeLoader
+    _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+
+class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """YAML as sigs.k8s.io/yaml reads it: an unquoted ``2024-05-01T10:00:00Z`` stays a string."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -136,16 +146,17 @@ def load_text(text: str, filename: str, result: LoadResult | None = None) -> Loa
         for i, body in enumerate(bodies, start=1):
             _add(body, Source(filename, i), result)
         return result
+    document = 1
     try:
-        for i, body in enumerate(yaml.load_all(text, Loader=_YamlLoader), start=1):
-            if body is None:  # empty document between two `---`
-                continue
-            _add(body, Source(filename, i), result)
+        for body in yaml.load_all(text, Loader=_YamlLoader):
+            if body is not None:  # an empty document between two `---` is skipped
+                _add(body, Source(filename, document), result)
+            document += 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        result.errors.append(LoadError(Source(filename, 1), f"error parsing YAML{where}: {problem}"))
+        result.errors.append(LoadError(Source(filename, document), f"error parsing YAML{where}: {problem}"))
     return result
 
 
@@ -166,12 +177,14 @@ def _add(body: Any, source: Source, result: LoadResult) -> None:
     if isinstance(kind, str) and kind.endswith("List") and isinstance(body.get("items"), list):
         # `kubectl get ... -o yaml` prints a v1 List; typed lists (PodList) have the same shape.
         for j, item in enumerate(body["items"]):
+            where = Source(source.file, source.document, j)
             if not isinstance(item, dict):
-                result.errors.append(LoadError(Source(source.file, source.document, j), "list item is not an object"))
+                result.errors.append(LoadError(where, "list item is not an object"))
                 continue
             if "kind" not in item and kind != "List":
+                # A typed list (ServiceList) names its items' kind once for all of them.
                 item = {"kind": kind[: -len("List")], "apiVersion": body.get("apiVersion"), **item}
-            result.documents.append(Document(Source(source.file, source.document, j), item))
+            _add(item, where, result)
         return
     missing = [f for f in ("apiVersion", "kind") if not body.get(f)]
     if missing:

@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .fielderr import FieldError, Path, go_map
+from .fielderr import ErrorType, FieldError, Path, go_map
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
     is_dns1035_label,
@@ -27,7 +27,10 @@ from .names import (
     is_wildcard_dns1123_subdomain,
 )
 
-PROTOCOLS = ["SCTP", "TCP", "UDP"]
+PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List order, as Service and container port validation prints them
+# ValidateNetworkPolicyPort and ValidateNetworkPolicySpec list their values in this order.
+NETWORK_POLICY_PROTOCOLS = ["TCP", "UDP", "SCTP"]
+POLICY_TYPES = ["Ingress", "Egress"]
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
 
@@ -43,7 +46,14 @@ def validate(body: Mapping[str, Any]) -> Errors:
         if kind not in ("EndpointSlice", "Namespace", "Node") and spec is not None and not isinstance(spec, Mapping):
             errs.append(Path("spec").invalid(spec, "must be an object"))
             return errs
-        errs.extend(fn(body))
+        try:
+            errs.extend(fn(body))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # A value of the wrong shape that no rule above expected: the API server's decoder
+            # would refuse the document before validation; say so instead of crashing.
+            version = body.get("apiVersion", "")
+            errs.append(FieldError("", ErrorType.INVALID, detail=(
+                f"{kind} in version \"{version}\" cannot be handled as a {kind}: a field has the wrong type ({exc})")))
     return errs
 
 
@@ -101,9 +111,7 @@ def validate_port_num_or_name(value: Any, path: Path) -> Errors:
     if isinstance(value, str):
         if not value:
             return [path.required()]
-        if value.isdigit():
-            # An IntOrString given as "8080" is a string; upstream validates it as a name.
-            return [path.invalid(value, p) for p in is_valid_port_name(value)]
+        # An IntOrString given as "8080" is a string: upstream validates it as a name (and rejects it).
         return [path.invalid(value, p) for p in is_valid_port_name(value)]
     return [path.invalid(value, "must be an int or a string")]
 
@@ -163,10 +171,10 @@ def _service(body: Mapping[str, Any]) -> Errors:
             if name in names_seen:
                 errs.append(p.child("name").duplicate(name))
             names_seen.add(name)
-        number = port.get("port")
+        # A missing port decodes as 0, which IsValidPortNum rejects.
+        number = port.get("port", 0)
         if _int_or_none(number) is None:
-            errs.append(p.child("port").invalid(number, "must be between 1 and 65535, inclusive")
-                        if number is not None else p.child("port").required())
+            errs.append(p.child("port").invalid(number, "must be an integer"))
         else:
             errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
         protocol = port.get("protocol")
@@ -444,7 +452,10 @@ def _endpoint_slice(body: Mapping[str, Any]) -> Errors:
         errs.append(Path("endpoints").too_many(len(endpoints), 1000))
     for i, endpoint in enumerate(endpoints):
         p = Path("endpoints").index(i)
-        addresses = (endpoint or {}).get("addresses") or []
+        if not isinstance(endpoint, Mapping):
+            errs.append(p.invalid(endpoint, "must be an object"))
+            continue
+        addresses = endpoint.get("addresses") or []
         if not addresses:
             errs.append(p.child("addresses").required("must contain at least 1 address"))
         elif len(addresses) > 100:
@@ -461,10 +472,16 @@ def _endpoint_slice(body: Mapping[str, Any]) -> Errors:
                     errs.append(q.invalid(address, f"must be an {address_type} address"))
     for i, port in enumerate(body.get("ports") or []):
         p = Path("ports").index(i)
-        number = (port or {}).get("port")
+        if not isinstance(port, Mapping):
+            errs.append(p.invalid(port, "must be an object"))
+            continue
+        number = port.get("port")
         if number is not None:
-            errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(int(number)))
-        protocol = (port or {}).get("protocol")
+            if _int_or_none(number) is None:
+                errs.append(p.child("port").invalid(number, "must be an integer"))
+            else:
+                errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
+        protocol = port.get("protocol")
         if protocol not in PROTOCOLS:
             errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
     return errs
@@ -478,36 +495,46 @@ _INVALID_PATH_SUFFIXES = ["/..", "/."]
 
 
 def _ingress_backend(backend: Any, path: Path) -> Errors:
+    # validateIngressBackend reports the shape problems on the backend itself, with an empty value.
     if not isinstance(backend, Mapping):
         return [path.invalid(backend, "must be an object")]
     errs: Errors = []
     service = backend.get("service")
     resource = backend.get("resource")
     if service and resource:
-        return [path.invalid(backend, "cannot set both resource and service backends")]
+        return [path.invalid("", "cannot set both resource and service backends")]
     if resource:
-        if not isinstance(resource, Mapping) or not resource.get("kind") or not resource.get("name"):
-            errs.append(path.child("resource").invalid(resource, "kind and name are required"))
+        if not isinstance(resource, Mapping):
+            return [path.child("resource").invalid(resource, "must be an object")]
+        for field in ("kind", "name"):
+            if not resource.get(field):
+                errs.append(path.child("resource", field).required(f"{field} is required"))
         return errs
     if not service:
-        return [path.invalid(backend, "resource or service backend is required")]
+        return [path.invalid("", "resource or service backend is required")]
+    if not isinstance(service, Mapping):
+        return [path.child("service").invalid(service, "must be an object")]
     name = service.get("name")
     if not name:
         errs.append(path.child("service", "name").required())
     else:
         errs.extend(path.child("service", "name").invalid(name, e) for e in is_dns1035_label(str(name)))
     port = service.get("port") or {}
-    has_name, has_number = bool(port.get("name")), port.get("number") not in (None, 0)
+    if not isinstance(port, Mapping):
+        return [*errs, path.child("service", "port").invalid(port, "must be an object")]
+    number = port.get("number")
+    if number is not None and _int_or_none(number) is None:
+        return [*errs, path.child("service", "port", "number").invalid(number, "must be an integer")]
+    has_name, has_number = bool(port.get("name")), number not in (None, 0)
     if has_name and has_number:
-        errs.append(path.child("service", "port").invalid(port, "cannot set both port name & port number"))
+        errs.append(path.invalid("", "cannot set both port name & port number"))
     elif has_name:
         errs.extend(path.child("service", "port", "name").invalid(port["name"], e)
                     for e in is_valid_port_name(str(port["name"])))
     elif has_number:
-        errs.extend(path.child("service", "port", "number").invalid(port["number"], e)
-                    for e in is_valid_port_num(int(port["number"])))
+        errs.extend(path.child("service", "port", "number").invalid(number, e) for e in is_valid_port_num(number))
     else:
-        errs.append(path.child("service", "port").required("port name or number is required"))
+        errs.append(path.required("port name or number is required"))
     return errs
 
 
@@ -516,8 +543,9 @@ def _ingress_path(path_spec: Mapping[str, Any], p: Path) -> Errors:
     path_type = path_spec.get("pathType")
     value = path_spec.get("path", "")
     if not path_type:
-        errs.append(p.child("pathType").required("pathType must be specified"))
-    elif path_type in ("Exact", "Prefix"):
+        # validateHTTPIngressPath returns here: the backend of such a path is not looked at.
+        return [p.child("pathType").required("pathType must be specified")]
+    if path_type in ("Exact", "Prefix"):
         if not str(value).startswith("/"):
             errs.append(p.child("path").invalid(value, "must be an absolute path"))
         for seq in _INVALID_PATH_SEQUENCES:
@@ -545,9 +573,12 @@ def _ingress(body: Mapping[str, Any]) -> Errors:
         errs.append(path.invalid(spec, "either `defaultBackend` or `rules` must be specified"))
     if default_backend:
         errs.extend(_ingress_backend(default_backend, path.child("defaultBackend")))
-    for i, rule in enumerate(rules):
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
         p = path.child("rules").index(i)
-        host = (rule or {}).get("host")
+        if not isinstance(rule, Mapping):
+            errs.append(p.invalid(rule, "must be an object"))
+            continue
+        host = rule.get("host")
         if host:
             host = str(host)
             try:
@@ -556,20 +587,30 @@ def _ingress(body: Mapping[str, Any]) -> Errors:
             except ValueError:
                 checker = is_wildcard_dns1123_subdomain if host.startswith("*") else is_dns1123_subdomain
                 errs.extend(p.child("host").invalid(host, e) for e in checker(host))
-        http = (rule or {}).get("http")
+        http = rule.get("http")
         if http is None:
             continue
-        paths = http.get("paths") if isinstance(http, Mapping) else None
+        if not isinstance(http, Mapping):
+            errs.append(p.child("http").invalid(http, "must be an object"))
+            continue
+        paths = http.get("paths")
         if not paths:
             errs.append(p.child("http", "paths").required())
             continue
-        for j, path_spec in enumerate(paths):
-            errs.extend(_ingress_path(path_spec or {}, p.child("http", "paths").index(j)))
+        for j, path_spec in enumerate(paths if isinstance(paths, list) else []):
+            q = p.child("http", "paths").index(j)
+            if not isinstance(path_spec, Mapping):
+                errs.append(q.invalid(path_spec, "must be an object"))
+                continue
+            errs.extend(_ingress_path(path_spec, q))
     for i, tls in enumerate(spec.get("tls") or []):
-        for j, host in enumerate((tls or {}).get("hosts") or []):
+        if not isinstance(tls, Mapping):
+            errs.append(path.child("tls").index(i).invalid(tls, "must be an object"))
+            continue
+        for j, host in enumerate(tls.get("hosts") or []):
             checker = is_wildcard_dns1123_subdomain if str(host).startswith("*") else is_dns1123_subdomain
             errs.extend(path.child("tls").index(i).child("hosts").index(j).invalid(host, e) for e in checker(str(host)))
-        secret = (tls or {}).get("secretName")
+        secret = tls.get("secretName")
         if secret:
             errs.extend(path.child("tls").index(i).child("secretName").invalid(secret, e)
                         for e in is_dns1123_subdomain(str(secret)))
@@ -579,7 +620,8 @@ def _ingress(body: Mapping[str, Any]) -> Errors:
                     for e in is_dns1123_subdomain(str(class_name)))
     annotation = ((body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/ingress.class")
     if annotation and class_name and annotation != class_name:
-        errs.append(Path("metadata", ).child("annotations").key("kubernetes.io/ingress.class").invalid(
+        # Upstream's path here is `annotations.kubernetes.io/ingress.class` (no "metadata.").
+        errs.append(Path("annotations").child("kubernetes.io/ingress.class").invalid(
             annotation, "must match `ingressClassName` when both are specified"))
     return errs
 
@@ -609,8 +651,8 @@ def _np_ports(ports: Any, path: Path) -> Errors:
             errs.append(p.invalid(port, "must be an object"))
             continue
         protocol = port.get("protocol")
-        if protocol is not None and protocol not in PROTOCOLS:
-            errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
+        if protocol is not None and protocol not in NETWORK_POLICY_PROTOCOLS:
+            errs.append(p.child("protocol").not_supported(protocol, NETWORK_POLICY_PROTOCOLS))
         number = port.get("port")
         end_port = port.get("endPort")
         if number is not None:
@@ -694,8 +736,8 @@ def _network_policy(body: Mapping[str, Any]) -> Errors:
     if len(types) > 2:
         errs.append(path.child("policyTypes").invalid(types, "may not specify more than two policyTypes"))
     for i, t in enumerate(types):
-        if t not in ("Ingress", "Egress"):
-            errs.append(path.child("policyTypes").index(i).not_supported(t, ["Egress", "Ingress"]))
+        if t not in POLICY_TYPES:
+            errs.append(path.child("policyTypes").index(i).not_supported(t, POLICY_TYPES))
     return errs
 
 
