@@ -65,7 +65,9 @@ async def handle(server: ApiServer, request: web.Request, t: Target) -> web.Stre
         argv = list(spec.get("command") or []) + list(spec.get("args") or []) or ["sh"]
     session = Session(ws, state, pod, container, tty, want_stdin)
     code = await session.run(argv)
-    await session.finish(code, argv)
+    # The kubelet's ServeAttach reports Success whatever the container's exit code (only exec
+    # reports NonZeroExitCode); `kubectl run -i` reads the code from the pod status instead.
+    await session.finish(code if t.sub == "exec" else 0, argv)
     if t.sub == "attach" and (body.get("spec") or {}).get("restartPolicy") in ("Never", "OnFailure"):
         _terminate(server, t, container, code)
     return ws
