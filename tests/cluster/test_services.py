@@ -41,7 +41,7 @@ def test_duplicate_requested_ips_reject_the_later_one_only() -> None:
     with pytest.raises(InputError) as info:
         cluster_from(svc("a", "clusterIP: 10.96.100.100") + svc("b", "clusterIP: 10.96.100.100"))
     assert [p.split(": ", 1)[1] for p in info.value.problems] == [
-        'Service default/b: spec.clusterIPs[0]: Invalid value: "10.96.100.100": failed to allocate IP '
+        'Service default/b: spec.clusterIPs: Invalid value: []string{"10.96.100.100"}: failed to allocate IP '
         "10.96.100.100: provided IP is already allocated"]
 
 
@@ -83,3 +83,27 @@ def test_cluster_config_overrides_ranges() -> None:
     assert service.load_balancer_ips == ("192.168.50.10",)
     assert cluster.state.services["kube-system/kube-dns"].cluster_ip == "10.0.0.10"
     assert list(cluster.state.nodes) == ["control-plane", "worker"]
+
+
+def test_a_user_service_cannot_take_a_system_address_even_when_it_sorts_first() -> None:
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("a-dns-clone", "clusterIP: 10.96.0.10"))
+    (problem,) = info.value.problems
+    assert "Service default/a-dns-clone: spec.clusterIPs: Invalid value:" in problem
+
+
+def test_node_ports_collide_across_protocols_but_one_service_may_share_one() -> None:
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("a", "type: NodePort", "[{port: 53, nodePort: 30053, protocol: TCP}]")
+                     + svc("b", "type: NodePort", "[{port: 53, nodePort: 30053, protocol: UDP}]"))
+    assert info.value.problems[0].endswith("provided port is already allocated")
+    dns = cluster_from(svc("dns", "type: NodePort",
+                           "[{name: udp, port: 53, protocol: UDP}, {name: tcp, port: 53, protocol: TCP}]"))
+    ports = dns.state.services["default/dns"].ports
+    assert ports[0].node_port == ports[1].node_port
+
+
+def test_ipv6_on_a_single_stack_ipv4_cluster_is_refused() -> None:
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("v6", "ipFamilies: [IPv6]"))
+    assert info.value.problems[0].endswith('spec.ipFamilies[0]: Invalid value: "IPv6": not configured on this cluster')

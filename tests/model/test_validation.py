@@ -144,7 +144,8 @@ def svc(spec: str, name: str = "web") -> str:
                 clusterIP: 10.0.0.5
                 ports: [{port: 80}]
             """),
-            ['spec.clusterIPs[0]: Invalid value: "10.0.0.5": failed to allocate IP 10.0.0.5: the provided IP '
+            # The registry reports the whole spec.clusterIPs slice (allocClusterIPs), printed with %#v.
+            ['spec.clusterIPs: Invalid value: []string{"10.0.0.5"}: failed to allocate IP 10.0.0.5: the provided IP '
              "(10.0.0.5) is not in the valid range. The range of valid IPs is 10.96.0.0/12"],
             id="clusterIP outside the range",
         ),
@@ -153,7 +154,7 @@ def svc(spec: str, name: str = "web") -> str:
                 clusterIP: 10.96.0.10
                 ports: [{port: 80}]
             """),
-            ['spec.clusterIPs[0]: Invalid value: "10.96.0.10": failed to allocate IP 10.96.0.10: '
+            ['spec.clusterIPs: Invalid value: []string{"10.96.0.10"}: failed to allocate IP 10.96.0.10: '
              "provided IP is already allocated"],
             id="clusterIP taken by kube-dns",
         ),
@@ -340,8 +341,8 @@ def netpol(spec: str) -> str:
         ),
         pytest.param(
             netpol("policyTypes: [Ingress, Egress, Other]"),
-            ["spec.policyTypes: Invalid value: [\"Ingress\",\"Egress\",\"Other\"]: may not specify more than two "
-             "policyTypes",
+            ['spec.policyTypes: Invalid value: []networking.PolicyType{"Ingress", "Egress", "Other"}: may not specify '
+             "more than two policyTypes",
              'spec.policyTypes[2]: Unsupported value: "Other": supported values: "Ingress", "Egress"'],
             id="policyTypes",
         ),

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.fielderr import FieldError, Path
-from ..model.loader import Source
+from ..model.fielderr import FieldError, Path, go_slice
+from ..model.loader import BUILTIN, Source
 from .config import ClusterConfig
 from .naming import stable_index
 
@@ -38,7 +38,7 @@ class Allocator:
     config: ClusterConfig
     errors: list[AllocationError] = field(default_factory=list)
     _ips: set[int] = field(default_factory=set)
-    _node_ports: set[tuple[str, int]] = field(default_factory=set)
+    _node_ports: set[int] = field(default_factory=set)
     _lb: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -89,27 +89,28 @@ class Allocator:
 
     # --- NodePort ----------------------------------------------------------------
 
-    def claim_node_port(self, protocol: str, port: int) -> str | None:
+    def claim_node_port(self, port: int) -> str | None:
         if not self._port_low <= port <= self._port_high:
             return ("provided port is not in the valid range. The range of valid ports is "
                     f"{self._port_low}-{self._port_high}")
-        if (protocol, port) in self._node_ports:
+        # portallocator keeps one bitmap of port numbers: 30053/TCP and 30053/UDP of two
+        # different Services collide.
+        if port in self._node_ports:
             return "provided port is already allocated"
-        # A NodePort is one port on every node, whatever the protocol, for the allocator.
-        self._node_ports.add((protocol, port))
+        self._node_ports.add(port)
         return None
 
-    def allocate_node_port(self, key: str, protocol: str) -> int | None:
+    def allocate_node_port(self, key: str) -> int | None:
         span = self._port_high - self._port_dynamic_start + 1
         start = stable_index(key, span)
         for i in range(span):
             port = self._port_dynamic_start + (start + i) % span
-            if (protocol, port) not in self._node_ports:
-                self._node_ports.add((protocol, port))
+            if port not in self._node_ports:
+                self._node_ports.add(port)
                 return port
         for port in range(self._port_low, self._port_dynamic_start):
-            if (protocol, port) not in self._node_ports:
-                self._node_ports.add((protocol, port))
+            if port not in self._node_ports:
+                self._node_ports.add(port)
                 return port
         return None
 
@@ -138,7 +139,10 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
     that cluster, so it is reserved without range checks and never reported.
     """
     alloc = Allocator(config)
-    ordered = sorted(services, key=lambda s: (s[0]["metadata"]["namespace"], s[0]["metadata"]["name"]))
+    # The cluster's own Services exist before anything is applied: they claim first, so a user
+    # Service that asks for 10.96.0.10 is the one rejected. Then (namespace, name) order.
+    ordered = sorted(services, key=lambda s: (s[1] is not BUILTIN, s[0]["metadata"]["namespace"],
+                                              s[0]["metadata"]["name"]))
 
     def subject(body: dict[str, Any]) -> str:
         return f"Service {body['metadata']['namespace']}/{body['metadata']['name']}"
@@ -149,21 +153,31 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
         spec = body["spec"]
         ip = spec.get("clusterIP")
         is_live = live(body)
+        family_error = None if is_live else _family_error(spec, alloc)
+        if family_error is not None:
+            alloc.errors.append(AllocationError(source, subject(body), family_error))
+            rejected.add(id(body))
+            continue
         if ip and ip != "None" and spec.get("type") != "ExternalName":
             detail = alloc.claim_ip(ip)
             if detail and not is_live:
-                alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs").index(0)
-                                                    .invalid(ip, detail)))
+                requested = [str(v) for v in spec.get("clusterIPs") or [ip]]
+                alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs")
+                                                    .invalid(go_slice(requested), detail)))
                 rejected.add(id(body))
+        claimed: set[int] = set()
         for i, port in enumerate(spec.get("ports") or []):
-            if port.get("nodePort"):
-                detail = alloc.claim_node_port(port.get("protocol", "TCP"), int(port["nodePort"]))
+            number = port.get("nodePort")
+            # One Service may use the same nodePort for TCP and UDP of one port (initNodePorts).
+            if number and number not in claimed:
+                detail = alloc.claim_node_port(int(number))
+                claimed.add(number)
                 if detail and not is_live:
                     alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("ports").index(i)
-                                                        .child("nodePort").invalid(port["nodePort"], detail)))
+                                                        .child("nodePort").invalid(number, detail)))
                     rejected.add(id(body))
         if spec.get("healthCheckNodePort"):
-            alloc.claim_node_port("TCP", int(spec["healthCheckNodePort"]))
+            alloc.claim_node_port(int(spec["healthCheckNodePort"]))
         for ingress in (body.get("status") or {}).get("loadBalancer", {}).get("ingress") or []:
             if ingress.get("ip"):
                 alloc.claim_lb(ingress["ip"])
@@ -184,13 +198,17 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
         wants_node_ports = svc_type == "NodePort" or (
             svc_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True))
         if wants_node_ports:
+            by_port: dict[int, int] = {p["port"]: p["nodePort"] for p in spec.get("ports") or [] if p.get("nodePort")}
             for port in spec.get("ports") or []:
                 if not port.get("nodePort"):
-                    port["nodePort"] = alloc.allocate_node_port(f"{key}/{port.get('name', '')}/{port['port']}",
-                                                                port.get("protocol", "TCP"))
+                    number = by_port.get(port["port"]) or alloc.allocate_node_port(
+                        f"{key}/{port.get('name', '')}/{port['port']}")
+                    port["nodePort"] = number
+                    if number:
+                        by_port[port["port"]] = number
         if svc_type == "LoadBalancer":
             if spec.get("externalTrafficPolicy") == "Local" and not spec.get("healthCheckNodePort"):
-                spec["healthCheckNodePort"] = alloc.allocate_node_port(f"{key}/healthz", "TCP")
+                spec["healthCheckNodePort"] = alloc.allocate_node_port(f"{key}/healthz")
             status = body.setdefault("status", {})
             lb = status.setdefault("loadBalancer", {})
             if not lb.get("ingress"):
@@ -200,3 +218,17 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
         else:
             body.setdefault("status", {}).setdefault("loadBalancer", {})
     return alloc.errors
+
+
+def _family_error(spec: dict[str, Any], alloc: Allocator) -> FieldError | None:
+    """The cluster is single-stack IPv4 (or IPv6): ask for the other family and the API server refuses."""
+    if spec.get("type") == "ExternalName":
+        return None
+    configured = "IPv4" if alloc._net.version == 4 else "IPv6"
+    for i, family in enumerate(spec.get("ipFamilies") or []):
+        if family != configured:
+            return Path("spec").child("ipFamilies").index(i).invalid(family, "not configured on this cluster")
+    if spec.get("ipFamilyPolicy") == "RequireDualStack":
+        return Path("spec").child("ipFamilyPolicy").invalid(
+            "RequireDualStack", "this cluster is not configured for dual-stack services")
+    return None

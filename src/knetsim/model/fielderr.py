@@ -49,6 +49,11 @@ def go_map(labels: dict[str, str]) -> GoValue:
     return GoValue(f"map[string]string{{{inner}}}")
 
 
+def go_slice(values: list[str], element_type: str = "string") -> GoValue:
+    """A string slice as ``%#v`` prints it: ``[]string{"10.96.0.10"}``."""
+    return GoValue(f"[]{element_type}{{{', '.join(json.dumps(v) for v in values)}}}")
+
+
 def _quote(value: Any) -> str:
     if isinstance(value, GoValue):
         return str(value)

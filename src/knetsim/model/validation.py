@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .fielderr import ErrorType, FieldError, Path, go_map
+from .fielderr import ErrorType, FieldError, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
     is_dns1035_label,
@@ -734,7 +734,8 @@ def _network_policy(body: Mapping[str, Any]) -> Errors:
             errs.extend(_np_peers(rule.get(peers_key), p.child(peers_key)))
     types = spec.get("policyTypes") or []
     if len(types) > 2:
-        errs.append(path.child("policyTypes").invalid(types, "may not specify more than two policyTypes"))
+        errs.append(path.child("policyTypes").invalid(go_slice([str(t) for t in types], "networking.PolicyType"),
+                                                      "may not specify more than two policyTypes"))
     for i, t in enumerate(types):
         if t not in POLICY_TYPES:
             errs.append(path.child("policyTypes").index(i).not_supported(t, POLICY_TYPES))
