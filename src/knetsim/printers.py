@@ -19,8 +19,10 @@ Column = tuple[str, int]
 def human_duration(seconds: float) -> str:
     """``duration.HumanDuration``: 59s, 2m5s, 12m, 3h4m, 2d3h, 14d, 3y45d."""
     s = int(seconds)
-    if s < 0:
+    if s < -1:
         return "<invalid>"
+    if s < 0:
+        return "0s"  # a clock a second behind the server's
     if s < 120:
         return f"{s}s"
     minutes = s // 60
@@ -71,6 +73,9 @@ def _pod(body: Mapping[str, Any]) -> list[str]:
     containers = spec.get("containers") or []
     statuses = status.get("containerStatuses") or []
     ready = sum(1 for c in statuses if c.get("ready"))
+    if not statuses and any(c.get("type") == "Ready" and c.get("status") == "True"
+                            for c in status.get("conditions") or []):
+        ready = len(containers)  # a trimmed snapshot: the Ready condition is the only evidence
     phase = status.get("phase") or "Pending"
     reason = phase
     for c in statuses:

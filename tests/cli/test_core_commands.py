@@ -126,3 +126,20 @@ def test_output_is_byte_identical_across_runs() -> None:
     first = run("get", "all", "-f", SHOP, "-A", "-o", "yaml").output
     assert first == run("get", "all", "-f", SHOP, "-A", "-o", "yaml").output
     assert "coredns" in first
+
+
+def test_output_does_not_depend_on_the_hash_seed() -> None:
+    """Set iteration order changes with PYTHONHASHSEED; two processes must still print the same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        for args in (["get", "all", "-A", "-o", "yaml"], ["doctor", "--all", "-o", "json"],
+                     ["render", "iptables"], ["matrix", "-n", "shop", "-o", "json"]):
+            proc = subprocess.run([sys.executable, "-m", "knetsim.cli.main", *args, "-f", SHOP], env=env,
+                                  capture_output=True, text=True, timeout=120)
+            outputs.add((tuple(args), proc.stdout))
+    assert len(outputs) == 4

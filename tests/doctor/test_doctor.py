@@ -194,3 +194,16 @@ def test_ebpf_without_k8s_service_host_is_the_bootstrap_problem() -> None:
     # No kube-proxy on an ebpf cluster, and the traffic still flows through Cilium's maps.
     assert not [p for p in told.state.pods if "kube-proxy" in p]
     assert told.trace("shop/deploy/web", "http://api:8080/").outcome == "connected"
+
+
+def test_empty_selector_is_stored_as_none_and_reported() -> None:
+    text = SERVICE_BASE.replace("selector: {app: api}", "selector: {}")
+    assert "EmptySelector" in codes(text)
+    cluster = Cluster.from_yaml(text)
+    assert cluster.state.slices_for(cluster.state.services["default/api"]) == []
+
+
+def test_doctor_subject_that_does_not_exist_is_bad_input() -> None:
+    result = CliRunner().invoke(cli, ["doctor", "web", "-f", str(EXAMPLES / "shop")])
+    assert result.exit_code == 2
+    assert 'no Service or Ingress "web" in namespace "default"; it exists in namespace shop (use -n)' in result.output

@@ -50,3 +50,22 @@ def test_yaml_syntax_error_names_line() -> None:
     result = load_text("kind: Service\nmetadata:\n  name: [oops\n", "bad.yaml")
     assert len(result.errors) == 1
     assert str(result.errors[0]).startswith("bad.yaml, document 1: error parsing YAML (line")
+
+
+def test_unquoted_timestamps_stay_strings_as_sigs_yaml_keeps_them() -> None:
+    text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, creationTimestamp: 2024-05-01T10:00:00Z}\n"
+    result = load_text(text, "ts.yaml")
+    assert result.documents[0].body["metadata"]["creationTimestamp"] == "2024-05-01T10:00:00Z"
+
+
+def test_a_syntax_error_names_the_document_it_is_in() -> None:
+    text = "".join(f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: n{i}}}\n---\n" for i in range(4))
+    result = load_text(text + "kind: [oops\n", "multi.yaml")
+    assert [str(e).split(":")[0] for e in result.errors] == ["multi.yaml, document 5"]
+    assert len(result.documents) == 4
+
+
+def test_list_items_need_a_kind() -> None:
+    result = load_text("apiVersion: v1\nkind: List\nitems:\n- metadata: {name: x}\n", "l.yaml")
+    assert [str(e) for e in result.errors] == [
+        "l.yaml, document 1, items[0]: Object 'Kind' is missing in '{\"metadata\":{\"name\":\"x\"}}'"]

@@ -441,3 +441,22 @@ def test_wrong_api_version_is_named() -> None:
         spec: {backend: {serviceName: web, servicePort: 80}}
     """)
     assert errors[0].startswith('no matches for kind "Ingress" in version "extensions/v1beta1"')
+
+
+def test_knetsim_annotations_must_be_readable() -> None:
+    errors = errors_of("""
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}, annotations: {knetsim.io/listen: "http,70000", knetsim.io/ready: "no"}}
+            spec: {containers: [{name: nginx, image: nginx}]}
+    """)
+    assert errors == [
+        'spec.template.metadata.annotations[knetsim.io/listen]: Invalid value: "http,70000": knetsim expects '
+        '"PORT[/PROTOCOL],..." with ports 1-65535, e.g. "8080,9090/UDP"',
+        'spec.template.metadata.annotations[knetsim.io/ready]: Unsupported value: "no": supported values: '
+        '"false", "true"',
+    ]

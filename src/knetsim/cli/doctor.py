@@ -9,7 +9,7 @@ import click
 
 from ..cluster.build import build_cluster
 from ..cluster.config import ConfigError, load_config
-from ..doctor import Report, diagnose, scan
+from ..doctor import Report, SubjectNotFound, diagnose, scan
 from ..model.loader import load_paths
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cluster_options, emit
 
@@ -66,8 +66,12 @@ def doctor_command(subject: str | None, everything: bool, scan_paths: tuple[str,
             click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     result = build_cluster(loaded.documents, config, namespace or "default")
-    report = diagnose(result.state, result.errors, subject=subject,
-                      namespace=None if everything else namespace)
+    try:
+        report = diagnose(result.state, result.errors, subject=subject,
+                          namespace=None if everything else namespace)
+    except SubjectNotFound as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     hits = []
     if scan_paths:
         try:

@@ -46,3 +46,7 @@ def main() -> None:
     except BrokenPipeError:  # `knetsim ... | head`
         sys.stderr.close()
         sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

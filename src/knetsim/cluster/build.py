@@ -321,7 +321,9 @@ def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
         return ing
     # Newest first, then by name (admission plugin DefaultIngressClass since v1.28). The docs
     # still say two defaults make the create fail; a v1.35 API server picks the newest.
-    defaults.sort(key=lambda c: (_neg_time(c.meta.creation_timestamp), c.name))
+    # Two stable sorts: by name, then by timestamp descending (no timestamp counts as oldest).
+    defaults.sort(key=lambda c: c.name)
+    defaults.sort(key=lambda c: c.meta.creation_timestamp or "", reverse=True)
     chosen = defaults[0]
     if len(defaults) > 1:
         state.warn("MultipleDefaultIngressClasses",
@@ -331,10 +333,3 @@ def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
     body = dict(doc.body)
     body["spec"] = dict(body.get("spec") or {}, ingressClassName=chosen.name)
     return Ingress.parse(body, doc.source)
-
-
-def _neg_time(timestamp: str | None) -> str:
-    # Sorting newest first on ISO-8601 strings: invert the characters' order.
-    if not timestamp:
-        return "~"
-    return "".join(chr(0x7E - (ord(c) - 0x20)) for c in timestamp)

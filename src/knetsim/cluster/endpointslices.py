@@ -50,9 +50,12 @@ class Plan:
     # Pods left out of some port because a named targetPort did not resolve on them.
     unresolved: tuple[tuple[str, str], ...] = field(default=())
 
+    unchanged_bodies: tuple[dict[str, Any], ...] = ()
+
     @property
     def desired(self) -> tuple[dict[str, Any], ...]:
-        return self.create + self.update
+        """Every slice the Service should have after the plan: created, updated and kept."""
+        return self.create + self.update + self.unchanged_bodies
 
 
 def find_port(pod: Pod, port: ServicePort) -> int | None:
@@ -60,8 +63,6 @@ def find_port(pod: Pod, port: ServicePort) -> int | None:
     target = port.target_port
     if isinstance(target, int):
         return target
-    if isinstance(target, str) and target.isdigit():
-        return int(target)
     return pod.named_port(str(target), port.protocol)
 
 
@@ -160,7 +161,7 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
         desired.append((None, None))  # the placeholder slice
 
     names = [s.name for s in managed]
-    create, update, unchanged = [], [], []
+    create, update, unchanged, kept = [], [], [], []
     by_name = {s.name: s for s in managed}
     for i, (endpoints, ports) in enumerate(desired):
         if i < len(names):
@@ -168,7 +169,9 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
             old = by_name[names[i]]
             if _same(old.raw, body):
                 unchanged.append(names[i])
-            update.append(body)
+                kept.append(body)
+            else:
+                update.append(body)
         else:
             name = f"{service.name}-{random_suffix(service.namespace, service.name, 'slice', str(i))}"
             create.append(_slice(service, name, endpoints, ports))
@@ -178,6 +181,7 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
         delete=tuple(names[len(desired):]),
         unchanged=tuple(unchanged),
         unresolved=tuple(unresolved),
+        unchanged_bodies=tuple(kept),
     )
 
 
@@ -187,7 +191,8 @@ def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         for e in body.get("endpoints") or []:
             cond = e.get("conditions") or {}
             out.append((tuple(e.get("addresses") or ()), cond.get("ready", True) is not False,
-                        bool(cond.get("terminating", False)), e.get("nodeName"), e.get("hostname")))
+                        cond.get("serving", True) is not False, bool(cond.get("terminating", False)),
+                        e.get("nodeName"), e.get("hostname")))
         return sorted(out)
 
     def norm_ports(body: Mapping[str, Any]) -> list[tuple[Any, ...]]:

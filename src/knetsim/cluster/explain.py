@@ -99,9 +99,7 @@ def explain_endpoints(state: ClusterState, namespace: str, name: str) -> Endpoin
                                     missing))
             for m in missing:
                 problems.append(f"pod {pod.name}: targetPort of port {m!r} names a port the pod does not declare")
-        if not svc.selector:
-            verdict = "the selector is empty: a Service with an empty selector selects no pods"
-        elif not matched:
+        if not matched:
             verdict = f"no pod in namespace {namespace!r} matches the selector {selector_text}"
             for wanted, nearest, how in closest_labels(svc.selector, (p.labels for p in state.pods_in(namespace))):
                 hints.append(LabelHint(wanted, nearest, how))

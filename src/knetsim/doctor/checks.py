@@ -71,15 +71,18 @@ def _patch_selector(svc: Service, key: str, value: str) -> str:
 
 def service_findings(state: ClusterState, svc: Service) -> list[Finding]:
     subject = f"Service {svc.key}"
-    if svc.type == "ExternalName" or svc.selector is None:
+    if svc.type == "ExternalName":
+        return []
+    if svc.selector is None:
+        if (svc.raw.get("spec") or {}).get("selector") == {} and not state.slices_for(svc):
+            # `{}` is stored as no selector: no managed EndpointSlices, and none written by hand.
+            return [Finding("EmptySelector", "warning", "endpoints", subject,
+                            "spec.selector is empty, which the API server stores as no selector: the EndpointSlice "
+                            "controller manages nothing for this Service and connections go nowhere",
+                            "set spec.selector to the labels of the pods that should serve it")]
         return []
     out: list[Finding] = []
     why = explain_endpoints(state, svc.namespace, svc.name)
-    if not svc.selector:
-        out.append(Finding("EmptySelector", "warning", "endpoints", subject,
-                           "spec.selector is empty: the Service selects no pods and gets no endpoints",
-                           "set spec.selector to the labels of the pods that should serve it"))
-        return out
     if not why.pods:
         evidence = tuple(f"selector wants {h.wanted}; closest existing label {h.nearest} ({h.how})" for h in why.hints)
         fix = "make spec.selector match the pods' labels (kubectl get pods --show-labels)"

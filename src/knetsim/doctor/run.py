@@ -8,6 +8,7 @@ from typing import Any
 
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
+from ..dns import resolve
 from ..network import trace
 from ..network.trace import TraceInputError
 from .checks import (
@@ -20,6 +21,10 @@ from .checks import (
     referenced_hosts,
     service_findings,
 )
+
+
+class SubjectNotFound(LookupError):
+    """The Service or Ingress the user named does not exist (bad input: exit 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +107,6 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
             continue
         owner = pod.meta.owner.name if pod.meta.owner else pod.name
         for host, port, where in referenced_hosts(pod):
-            from ..dns import resolve
-
             if host.split(".")[0] not in service_names:
                 continue  # words of a shell command, external hosts: not a Service of this cluster
             resolution = resolve(state, pod, host)
@@ -156,12 +159,19 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(dataplane_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
     if subject:
-        wanted = {f"Service {namespace or 'default'}/{subject}", f"Ingress {namespace or 'default'}/{subject}"}
+        ns = namespace or "default"
+        key = f"{ns}/{subject}"
+        if key not in state.services and key not in state.ingresses:
+            elsewhere = sorted({o.namespace for o in [*state.services.values(), *state.ingresses.values()]
+                                if o.name == subject})
+            hint = f"; it exists in namespace {', '.join(elsewhere)} (use -n)" if elsewhere else ""
+            raise SubjectNotFound(f'no Service or Ingress "{subject}" in namespace "{ns}"{hint}')
+        wanted = {f"Service {key}", f"Ingress {key}"}
         related_pods = set()
-        svc = state.services.get(f"{namespace or 'default'}/{subject}")
+        svc = state.services.get(key)
         if svc is not None and svc.selector:
             related_pods = {f"Pod {p.key}" for p in state.select_pods(svc.namespace, svc.selector_view)}
-        findings = [f for f in findings if f.subject in wanted or f.subject in related_pods or subject in f.message]
+        findings = [f for f in findings if f.subject in wanted or f.subject in related_pods]
         checked = [c for c in checked if c in wanted]
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:

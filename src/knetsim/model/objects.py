@@ -332,7 +332,9 @@ class Service(Object):
             raw,
             source,
             type=str(spec.get("type") or "ClusterIP"),
-            selector={str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else None,
+            # `selector: {}` is dropped on storage (omitempty), so the controllers see no selector at all.
+            selector={str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) and selector
+            else None,
             cluster_ip=str(spec.get("clusterIP") or ""),
             cluster_ips=tuple(str(i) for i in spec.get("clusterIPs") or ()),
             ports=ports,

@@ -10,6 +10,7 @@ default IngressClasses) live in the allocators of ``cluster/``, like upstream's 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -93,6 +94,27 @@ def _validate_metadata(body: Mapping[str, Any], kind: str) -> Errors:
                 errs.append(path.child("annotations").key(str(key)).invalid(value, "annotation values must be strings"))
     elif annotations is not None:
         errs.append(path.child("annotations").invalid(annotations, "must be a map of string keys to string values"))
+    errs.extend(validate_knetsim_annotations(annotations, path.child("annotations")))
+    return errs
+
+
+_LISTEN_ITEM = r"\s*\d{1,5}(/(TCP|UDP|SCTP))?\s*"
+_LISTEN = re.compile(rf"^({_LISTEN_ITEM}(,{_LISTEN_ITEM})*)?$", re.IGNORECASE)
+
+
+def validate_knetsim_annotations(annotations: Any, path: Path) -> Errors:
+    """knetsim's own annotations: a real API server accepts any string, knetsim must be able to read them."""
+    if not isinstance(annotations, Mapping):
+        return []
+    errs: Errors = []
+    listen = annotations.get("knetsim.io/listen")
+    if listen is not None and (not isinstance(listen, str) or not _LISTEN.match(listen) or any(
+            not 1 <= int(item.split("/")[0]) <= 65535 for item in str(listen).replace(" ", "").split(",") if item)):
+        errs.append(path.key("knetsim.io/listen").invalid(
+            listen, 'knetsim expects "PORT[/PROTOCOL],..." with ports 1-65535, e.g. "8080,9090/UDP"'))
+    ready = annotations.get("knetsim.io/ready")
+    if ready is not None and ready not in ("true", "false"):
+        errs.append(path.key("knetsim.io/ready").not_supported(ready, ["false", "true"]))
     return errs
 
 
@@ -419,6 +441,8 @@ def _workload(body: Mapping[str, Any], *, selector_required: bool = True) -> Err
         errs.append(path.child("template").required())
         return errs
     errs.extend(validate_labels(template_labels, path.child("template", "metadata", "labels")))
+    errs.extend(validate_knetsim_annotations((template.get("metadata") or {}).get("annotations"),
+                                             path.child("template", "metadata", "annotations")))
     errs.extend(validate_pod_spec(template.get("spec"), path.child("template", "spec")))
     return errs
 
