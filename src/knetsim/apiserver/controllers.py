@@ -22,10 +22,12 @@ ReplicaSet/Job replica bookkeeping is done here:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ..cluster import workloads as core_workloads
@@ -200,6 +202,9 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         desired_out.setdefault(key, (raw, source))
 
     order = {k: i for i, k in enumerate(KIND_ORDER)}
+    names = EventNames(now, seq)
+    # Owners as they stand after this plan (a new ReplicaSet gets events for the pods it creates).
+    owner_bodies: dict[Key, Mapping[str, Any]] = {k: s.body for k, s in objects.items() if k[0] in OWNER_COMPONENT}
     for key in sorted(desired_out, key=lambda k: (order.get(k[0], 99), k)):
         raw, source = desired_out[key]
         stored = objects.get(key)
@@ -214,6 +219,9 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
                 _conditions(key[0], body, status, now, stored.body.get("status") or {})
                 body["status"] = status
             managed = "user" if key in released_bodies else stored.managed
+            if key[0] == "Pod":
+                _complete_pod_status(body)
+                out.writes.extend(pod_events(names, stored.body, body, now))
             if body != stored.body or managed != stored.managed:
                 out.writes.append(Write(key, _copy(body), managed))
             continue
@@ -246,6 +254,16 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
             body["status"]["observedGeneration"] = meta.get("generation", 1)
         if key[0] in ("Deployment",) and body.get("status"):
             _conditions(key[0], body, body["status"], now, (stored.body.get("status") or {}) if stored else {})
+        if key[0] == "Pod":
+            _complete_pod_status(body)
+            if source is not BUILTIN:
+                out.writes.extend(pod_events(names, stored.body if stored else None, body, now))
+                if stored is None:
+                    out.writes.extend(owner_events(names, owner_bodies, body, "create", now))
+        elif key[0] == "ReplicaSet" and source is not BUILTIN:
+            out.writes.extend(scaling_events(names, objects, stored.body if stored else None, body, now))
+        if key[0] in OWNER_COMPONENT:
+            owner_bodies[key] = body
         if stored is None or body != stored.body or stored.managed != managed:
             out.writes.append(Write(key, _copy(body), managed))
 
@@ -256,8 +274,156 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
             continue
         if stored.managed == "user" and not (key[0] == "Pod" and _controller_ref(stored.body)):
             continue
+        if key[0] == "Pod":
+            out.writes.extend(owner_events(names, owner_bodies, stored.body, "delete", now))
         out.writes.append(Write(key, None))
+    if names.count != int(seq.get("eventseq", "0")):
+        out.meta["eventseq"] = str(names.count)
     return out
+
+
+# --- events --------------------------------------------------------------------------------
+# What `kubectl describe` shows under Events:, as the scheduler, the kubelet and the workload
+# controllers record them (core/v1 Event objects; describe finds them with an involvedObject
+# field selector). Messages are the upstream format strings of v1.35.
+
+OWNER_COMPONENT = {"ReplicaSet": "replicaset-controller", "StatefulSet": "statefulset-controller",
+                   "DaemonSet": "daemonset-controller", "Job": "job-controller"}
+
+
+def _involved(body: Mapping[str, Any], field_path: str = "") -> dict[str, Any]:
+    meta = body.get("metadata") or {}
+    ref = {"apiVersion": body.get("apiVersion", "v1"), "kind": body.get("kind", ""),
+           "name": meta.get("name", ""), "namespace": meta.get("namespace", ""), "uid": meta.get("uid", "")}
+    if field_path:
+        ref["fieldPath"] = field_path
+    return ref
+
+
+class EventNames:
+    """Event names as the recorders make them, ``<object>.<hex of the time in ns>``: later events sort
+    after earlier ones, which is the order `kubectl describe` keeps for events of the same second.
+    The nanoseconds are a counter persisted in the store, so the plan stays a pure function."""
+
+    def __init__(self, now: str, seq: Mapping[str, str]) -> None:
+        self.seconds = int(datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+        self.count = int(seq.get("eventseq", "0"))
+
+    def next(self) -> str:
+        self.count += 1
+        return f"{self.seconds * 10**9 + self.count % 10**9:x}"
+
+
+def make_event(names: EventNames, involved: dict[str, Any], reason: str, message: str, component: str, now: str,
+               *, host: str = "", type_: str = "Normal", action: str = "") -> Write:
+    suffix = names.next()
+    digest = hashlib.sha256(f"{involved['uid']}|{suffix}".encode()).hexdigest()[:32]
+    name = f"{involved['name']}.{suffix}"
+    ns = involved.get("namespace") or "default"
+    body: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": ns, "uid": str(uuid.UUID(digest)), "creationTimestamp": now},
+        "involvedObject": involved, "reason": reason, "message": message, "type": type_,
+    }
+    if action:
+        # events.k8s.io/v1 recorders (the scheduler): eventTime and reporting*, no source/count.
+        body.update({"action": action, "eventTime": now.replace("Z", ".000000Z"), "firstTimestamp": None,
+                     "lastTimestamp": None, "reportingComponent": component,
+                     "reportingInstance": f"{component}-{host}" if host else component, "source": {}})
+    else:
+        body.update({"source": {"component": component, **({"host": host} if host else {})}, "count": 1,
+                     "firstTimestamp": now, "lastTimestamp": now, "reportingComponent": component,
+                     "reportingInstance": host})
+    return Write(("Event", ns, name), body, "controller")
+
+
+def pod_events(names: EventNames, old: Mapping[str, Any] | None, new: Mapping[str, Any], now: str) -> list[Write]:
+    """Scheduled, then Pulled/Created/Started per container, when a pod starts running."""
+    was = ((old or {}).get("status") or {}).get("phase")
+    status = new.get("status") or {}
+    node = (new.get("spec") or {}).get("nodeName")
+    if was in ("Running", "Succeeded", "Failed") or status.get("phase") != "Running" or not node:
+        return []
+    meta = new["metadata"]
+    cp = "control-plane"
+    out = [make_event(names, _involved(new), "Scheduled",
+                      f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}", "default-scheduler",
+                      now, host=cp, action="Binding")]
+    spec = new.get("spec") or {}
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        inv = _involved(new, f"spec.containers{{{c.get('name')}}}")
+        if c in (spec.get("initContainers") or []):
+            inv["fieldPath"] = f"spec.initContainers{{{c.get('name')}}}"
+        out.append(make_event(names, inv, "Pulled", f'Container image "{c.get("image")}" already present on machine',
+                              "kubelet", now, host=node))
+        out.append(make_event(names, inv, "Created", f"Created container: {c.get('name')}", "kubelet", now, host=node))
+        out.append(make_event(names, inv, "Started", f"Started container {c.get('name')}", "kubelet", now, host=node))
+    return out
+
+
+def owner_events(names: EventNames, owners: Mapping[Key, Mapping[str, Any]], pod: Mapping[str, Any], verb: str,
+                 now: str) -> list[Write]:
+    """SuccessfulCreate / SuccessfulDelete on the pod's owner, when the owner still exists."""
+    ref = _controller_ref(pod)
+    if ref is None or ref.get("kind") not in OWNER_COMPONENT:
+        return []
+    meta = pod.get("metadata") or {}
+    owner = owners.get((str(ref["kind"]), meta.get("namespace", ""), str(ref["name"])))
+    if owner is None:
+        return []
+    name = meta.get("name", "")
+    if ref["kind"] == "StatefulSet":
+        message = f"{verb} Pod {name} in StatefulSet {ref['name']} successful"
+    else:
+        message = f"{'Created' if verb == 'create' else 'Deleted'} pod: {name}"
+    return [make_event(names, _involved(owner), "SuccessfulCreate" if verb == "create" else "SuccessfulDelete",
+                       message, OWNER_COMPONENT[str(ref["kind"])], now)]
+
+
+def scaling_events(names: EventNames, objects: Mapping[Key, Stored], old: Mapping[str, Any] | None,
+                   new: Mapping[str, Any], now: str) -> list[Write]:
+    """The Deployment's ScalingReplicaSet when its ReplicaSet's replicas change."""
+    before = int(((old or {}).get("spec") or {}).get("replicas", 0) or 0) if old is not None else 0
+    after = int((new.get("spec") or {}).get("replicas", 0) or 0)
+    ref = _controller_ref(new)
+    if before == after or ref is None or ref.get("kind") != "Deployment":
+        return []
+    deploy = objects.get(("Deployment", new["metadata"].get("namespace", ""), str(ref["name"])))
+    if deploy is None:
+        return []
+    direction = "up" if after > before else "down"
+    return [make_event(names, _involved(deploy.body), "ScalingReplicaSet",
+                       f"Scaled {direction} replica set {new['metadata']['name']} from {before} to {after}",
+                       "deployment-controller", now)]
+
+
+def _complete_pod_status(body: dict[str, Any]) -> None:
+    """What the kubelet reports and the core leaves out: start times, container and image IDs."""
+    status = body.get("status")
+    if not isinstance(status, dict) or not status.get("containerStatuses"):
+        return
+    started = status.get("startTime")
+    uid = body["metadata"].get("uid", "")
+    statuses = []
+    for cs in status["containerStatuses"]:
+        cs = dict(cs)
+        image = str(cs.get("image") or "")
+        if not cs.get("containerID"):
+            cs["containerID"] = "containerd://" + hashlib.sha256(f"{uid}/{cs.get('name')}".encode()).hexdigest()
+        if image:
+            repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+            if "/" not in repo:
+                repo = f"docker.io/library/{repo}"
+            elif "." not in repo.split("/", 1)[0]:
+                repo = f"docker.io/{repo}"
+            if not cs.get("imageID"):
+                cs["imageID"] = f"{repo}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+        state = cs.get("state")
+        if isinstance(state, dict) and isinstance(state.get("running"), dict) and started:
+            cs["state"] = dict(state, running=dict(state["running"]))
+            cs["state"]["running"].setdefault("startedAt", started)
+        statuses.append(cs)
+    body["status"] = dict(status, containerStatuses=statuses)
 
 
 def endpoints_objects(state: ClusterState) -> dict[Key, tuple[dict[str, Any], Source]]:

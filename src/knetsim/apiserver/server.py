@@ -258,6 +258,11 @@ class ApiServer:
             if "apidiscovery.k8s.io" in request.headers.get("Accept", ""):
                 return self._json(resources.aggregated_discovery(path == "/api"), content_type=DISCOVERY_V2)
             return self._json(resources.api_versions() if path == "/api" else resources.api_group_list())
+        if path == "/openapi/v2":
+            if "protobuf" not in request.headers.get("Accept", ""):
+                raise ApiError(406, "NotAcceptable", "knetsim serves /openapi/v2 as protobuf only (" +
+                               openapi.OPENAPI_V2_PROTOBUF + "); JSON clients use /openapi/v3")
+            return web.Response(body=openapi.v2_document(), headers={"Content-Type": openapi.OPENAPI_V2_PROTOBUF})
         if path == "/openapi/v3":
             return self._json(openapi.index())
         if path.startswith("/openapi/v3/"):

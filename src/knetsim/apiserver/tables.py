@@ -268,9 +268,11 @@ def _event(o: Obj) -> list[Any]:
     last = o.get("lastTimestamp") or o.get("eventTime") or o["metadata"].get("creationTimestamp")
     first = o.get("firstTimestamp") or o.get("eventTime") or o["metadata"].get("creationTimestamp")
     source = o.get("source") or {}
-    src = source.get("component", "")
-    if source.get("host"):
-        src += f", {source['host']}"
+    # formatEventSource: events.k8s.io recorders leave source empty and fill reporting*.
+    src = source.get("component") or o.get("reportingComponent") or ""
+    host = source.get("host") or o.get("reportingInstance") or ""
+    if host:
+        src += f", {host}"
     obj = f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
     return [age(last), o.get("type", ""), o.get("reason", ""), obj,
             inv.get("fieldPath", ""), src, o.get("message", ""), age(first), o.get("count", 1),
