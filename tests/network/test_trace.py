@@ -199,3 +199,112 @@ def test_node_port_with_default_deny_works_only_via_the_backends_own_node() -> N
     assert kinds == {"connected", "timeout"} or any(
         f.code == "Intermittent" for t in outcomes.values() for f in t.findings)
     assert any(f.code == "Intermittent" for t in outcomes.values() for f in t.findings)
+
+
+ONE_BACKEND = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: nginx, image: nginx:1.27, ports: [{containerPort: 80}]}]}
+---
+"""
+
+
+def lb(name: str, extra: str = "") -> str:
+    return f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}}}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {{app: web}}
+  ports: [{{port: 80}}]
+  {extra}
+---"""
+
+
+def test_local_load_balancers_are_announced_by_a_node_with_an_endpoint() -> None:
+    """MetalLB/cloud-provider-kind announce a Local LB only from nodes with a ready endpoint."""
+    cluster = cluster_from(ONE_BACKEND + "".join(lb(f"lb{i}") for i in range(1, 7)))
+    for i in range(1, 7):
+        ip = cluster.state.services[f"default/lb{i}"].load_balancer_ips[0]
+        assert cluster.trace("external", f"http://{ip}/").outcome == "connected", i
+
+
+def test_internal_traffic_policy_local_without_a_local_endpoint_drops_with_a_finding() -> None:
+    text = ONE_BACKEND + """
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, internalTrafficPolicy: Local, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: far}
+spec: {nodeName: control-plane, tolerations: [{operator: Exists}], containers: [{name: c, image: busybox:1.36}]}
+"""
+    cluster = cluster_from(text)
+    t = cluster.trace("default/far", "web:80")
+    assert t.outcome == "timeout"
+    assert t.failing_hop is not None and t.failing_hop.layer == "dataplane" and "DROP" in t.failing_hop.detail
+    assert [f.code for f in t.findings] == ["NoLocalEndpoints"]
+
+
+def test_masquerading_does_not_hide_the_senders_egress_policy() -> None:
+    text = ONE_BACKEND + """
+apiVersion: v1
+kind: Service
+metadata: {name: web-np}
+spec: {type: NodePort, selector: {app: web}, ports: [{port: 80, nodePort: 30080}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, labels: {role: client}}
+spec: {containers: [{name: c, image: busybox:1.36}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: client-dns-only}
+spec:
+  podSelector: {matchLabels: {role: client}}
+  policyTypes: [Egress]
+  egress: [{ports: [{protocol: UDP, port: 53}]}]
+"""
+    cluster = cluster_from(text)
+    client = cluster.state.pods["default/client"]
+    other = next(n for n in cluster.state.nodes.values() if n.name not in (client.node_name, "control-plane"))
+    t = cluster.trace("default/client", f"{other.internal_ip}:30080")
+    assert t.outcome == "timeout"
+    assert t.failing_hop is not None and t.failing_hop.detail.startswith("egress of default/client")
+
+
+def test_selectorless_service_to_an_outside_endpoint_leaves_the_cluster() -> None:
+    cluster = cluster_from("""
+        apiVersion: v1
+        kind: Service
+        metadata: {name: legacy-db}
+        spec: {ports: [{port: 5432}]}
+        ---
+        apiVersion: discovery.k8s.io/v1
+        kind: EndpointSlice
+        metadata: {name: legacy-db-1, labels: {kubernetes.io/service-name: legacy-db}}
+        addressType: IPv4
+        ports: [{port: 5432}]
+        endpoints: [{addresses: [192.168.50.7]}]
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec: {containers: [{name: c, image: busybox:1.36}]}
+    """)
+    t = cluster.trace("default/app", "legacy-db:5432")
+    assert t.outcome == "no-route"
+    by_layer = {h.layer: h.verdict for h in t.hops}
+    assert by_layer["endpoints"] == "ok" and by_layer["dataplane"] == "ok"
+    assert "192.168.50.7:5432" in t.failing_hop.detail

@@ -33,6 +33,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
         }
         if node.control_plane:
             labels["node-role.kubernetes.io/control-plane"] = ""
+            # kubeadm (and so kind) keeps load balancers off the control-plane.
+            labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
             # kind's ingress guide labels the control-plane so ingress-nginx lands there.
             labels["ingress-ready"] = "true"
         if node.zone:

@@ -103,15 +103,17 @@ class Categorized:
     has_endpoints: bool
 
 
-def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str) -> Categorized:
-    # Ready endpoints first; only when none is ready do serving-but-terminating ones
-    # count (KEP-1669, ProxyTerminatingEndpoints). Not-serving endpoints are never used.
-    def usable(candidates: Sequence[EndpointInfo]) -> tuple[EndpointInfo, ...]:
-        ready = tuple(e for e in candidates if e.ready)
-        if ready:
-            return ready
-        return tuple(e for e in candidates if e.serving and e.terminating)
+def usable_endpoints(candidates: Sequence[EndpointInfo]) -> tuple[EndpointInfo, ...]:
+    """Ready endpoints; only when none is ready, the serving-but-terminating ones (KEP-1669,
+    ProxyTerminatingEndpoints). Not-serving endpoints are never used."""
+    ready = tuple(e for e in candidates if e.ready)
+    if ready:
+        return ready
+    return tuple(e for e in candidates if e.serving and e.terminating)
 
+
+def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str) -> Categorized:
+    usable = usable_endpoints
     has = any(e.ready or (e.serving and e.terminating) for e in endpoints)
     cluster = usable(endpoints) if info.uses_cluster_endpoints else ()
     local = usable([e for e in endpoints if e.node == node]) if info.uses_local_endpoints else ()

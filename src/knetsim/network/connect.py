@@ -14,10 +14,10 @@ from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.names import is_ip as _is_ip
-from ..model.objects import Pod, Service, ServicePort
+from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
 from .app import app_reply
-from .dataplane import Candidate, dataplane_hop
+from .dataplane import Candidate, dataplane_hop, usable_candidates
 from .trace import (
     EXTERNAL_CLIENT_IP,
     Backend,
@@ -107,16 +107,16 @@ def dns_reachable(state: ClusterState, pod: Pod, nameserver: str, port: int = 53
         sp = service_port_for(svc, port, protocol)
         if sp is None:
             return False, f"Service {svc.key} has no {port}/{protocol} port"
-        candidates = _ready_endpoints(state, svc, sp)
+        candidates = usable_candidates(state, svc, sp)
         if not candidates:
             return False, f"Service {svc.key} has no ready endpoints: the query is rejected"
         reasons = []
         for c in candidates:
-            verdict = evaluate(state, pod, c.pod, c.port, protocol)
+            verdict = evaluate(state, pod, c.pod or c.ip, c.port, protocol)
             if verdict.allowed:
-                return True, f"{svc.key} → {c.pod.key} {c.ip}:{c.port}/{protocol} allowed"
+                return True, f"{svc.key} → {c.name} {c.ip}:{c.port}/{protocol} allowed"
             side = verdict.egress if not verdict.egress.allowed else verdict.ingress
-            reasons.append(f"{c.pod.key}: {side.reason}")
+            reasons.append(f"{c.name}: {side.reason}")
         return False, "; ".join(reasons)
     target = state.pod_by_ip(nameserver)
     try:
@@ -199,7 +199,7 @@ def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: s
         run.hops.append(Hop("service", "skip", f"{dst_ip} is the IP of pod {dst_pod.key}: no Service involved"))
         run.hops.append(Hop("endpoints", "skip", "direct pod-to-pod traffic"))
         run.hops.append(Hop("dataplane", "skip", "no NAT: pod IPs are routed as they are"))
-        return deliver(run, src_pod, src_ip, dst_pod, port)
+        return deliver(run, src_pod, src_ip, Candidate(dst_pod, dst_ip, port, dst_pod.node_name))
     node_obj = state.node_by_ip(dst_ip)
     if node_obj is not None:
         return _to_node(run, src_pod, src_ip, node_obj.name, dst_ip)
@@ -210,22 +210,6 @@ def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: s
             return run.fail("policy", "timeout", verdict.egress.reason, data={"policy": verdict.to_dict()})
         run.hops.append(Hop("policy", "ok", verdict.egress.reason))
     return run.fail("dataplane", "no-route", f"{dst_ip} lies outside the simulated cluster (nothing answers there)")
-
-
-def _ready_endpoints(state: ClusterState, svc: Service, sp: ServicePort) -> list[Candidate]:
-    out = []
-    for es in state.slices_for(svc):
-        number = next((p.port for p in es.ports if p.name == sp.name and p.protocol == sp.protocol), None)
-        if number is None:
-            continue
-        for ep in es.endpoints:
-            if not ep.ready:
-                continue
-            for address in ep.addresses:
-                pod = state.pod_by_ip(address)
-                if pod is not None:
-                    out.append(Candidate(pod, address, int(number), ep.node_name or pod.node_name))
-    return sorted(out, key=lambda c: (c.ip, c.port))
 
 
 def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_ip: str, node: str) -> Trace:
@@ -245,7 +229,7 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         return run.finish("refused" if verdict == "REJECT" else "timeout")
     run.hops.append(Hop("service", "ok", f"{dst_ip}:{port} is the {kind} of Service {svc.key}, port "
                         f"{sp.name or '<unnamed>'} {sp.port}/{sp.protocol} → targetPort {sp.target_port}"))
-    candidates = _ready_endpoints(state, svc, sp)
+    candidates = usable_candidates(state, svc, sp)
     if not candidates:
         from ..cluster.explain import explain_endpoints
 
@@ -261,33 +245,42 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         hop, verdict, _ = dataplane_hop(state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
         run.hops.append(hop)
         return run.finish("refused" if verdict in ("REJECT", "NONE") else "timeout")
-    run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} ready endpoint(s): "
+    run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} usable endpoint(s): "
                         + ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     hop, verdict, targets = dataplane_hop(state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
     run.hops.append(hop)
-    if verdict == "REJECT":
-        run.hops[-1] = Hop(hop.layer, "fail", hop.detail, hop.data)
-        return run.finish("refused")
-    if verdict in ("DROP", "NONE") or not targets:
-        run.hops[-1] = Hop(hop.layer, "fail", hop.detail, hop.data)
-        return run.finish("timeout")
+    if verdict != "DNAT" or not targets:
+        _local_policy_finding(run, svc, verdict, node)
+        return run.finish("refused" if verdict == "REJECT" else "timeout")
     chosen = targets[choose(targets, f"{src_ip}->{dst_ip}:{port}")]
-    seen_src = chosen.snat or src_ip
-    trace = deliver(run, src_pod, seen_src, chosen.pod, chosen.port, via=f"{svc.key}")
-    return _check_other_backends(run, trace, src_pod, seen_src, targets, chosen)
+    trace = deliver(run, src_pod, src_ip, chosen, via=svc.key)
+    return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen)
 
 
-def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: str,
-                          targets: list[Candidate], chosen: Candidate) -> Trace:
+def _local_policy_finding(run: _Run, svc: Service, verdict: str, node: str) -> None:
+    """A DROP for a Service with a Local traffic policy: no ready endpoint on the node that got the packet."""
+    if verdict != "DROP":
+        return
+    local = [name for name, value in (("internalTrafficPolicy", svc.internal_traffic_policy),
+                                      ("externalTrafficPolicy", svc.external_traffic_policy)) if value == "Local"]
+    if local:
+        run.findings.append(Finding(
+            "NoLocalEndpoints", "dataplane",
+            f"Service {svc.key} has {' and '.join(local)}: Local, and node {node} runs none of its ready endpoints, "
+            "so the data plane drops the packet",
+            f"run a backend on {node} (a DaemonSet, or spread the Deployment), or set {local[0]}: Cluster"))
+
+
+def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: str, targets: list[Candidate],
+                          chosen: Candidate, egress_to: tuple[str, int] | None = None) -> Trace:
     """Would the other backends behave the same? Intermittent failures hide here."""
     differing = []
     for other in targets:
-        if other is chosen:
+        if other is chosen or other.pod is None:
             continue
         ok = listening(other.pod, other.port, run.protocol)
         if ok:
-            verdict = evaluate(run.state, src_pod or (other.snat or src_ip), other.pod, other.port, run.protocol)
-            ok = verdict.allowed
+            ok = _policy(run.state, src_pod, src_ip, other, run.protocol, egress_to)[0]
         if ok != trace.connected:
             differing.append(other.pod.key)
     if differing:
@@ -308,49 +301,82 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
             continue
         run.hops.append(Hop("service", "ok", f"{node_ip}:{port} is NodePort {port} of Service {svc.key} on node "
                             f"{node} (port {sp.port} → targetPort {sp.target_port})"))
-        candidates = _ready_endpoints(state, svc, sp)
+        candidates = usable_candidates(state, svc, sp)
         if not candidates:
             run.hops.append(Hop("endpoints", "fail", f"Service {svc.key} has no ready endpoints"))
         else:
             run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} ready endpoint(s)"))
         hop, verdict, targets = dataplane_hop(state, run.dataplane, src_ip, run.protocol, node_ip, port, node)
-        if verdict != "DNAT" or not targets:
-            run.hops.append(Hop(hop.layer, "fail", hop.detail, hop.data))
-            return run.finish("refused" if verdict == "REJECT" else "timeout")
         run.hops.append(hop)
+        if verdict != "DNAT" or not targets:
+            _local_policy_finding(run, svc, verdict, node)
+            return run.finish("refused" if verdict == "REJECT" else "timeout")
         chosen = targets[choose(targets, f"{src_ip}->{node_ip}:{port}")]
-        trace = deliver(run, src_pod, chosen.snat or src_ip, chosen.pod, chosen.port, via=svc.key)
-        return _check_other_backends(run, trace, src_pod, chosen.snat or src_ip, targets, chosen)
+        # A pod sending to another node's NodePort leaves its own node before any DNAT: its
+        # egress policy sees the node address and the NodePort.
+        egress_to = (node_ip, port) if src_pod is not None and src_pod.node_name != node else None
+        trace = deliver(run, src_pod, src_ip, chosen, via=svc.key, egress_to=egress_to)
+        return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen, egress_to)
     # Not a NodePort: a host-network pod on that node may listen (the API server on 6443).
     for pod in state.pods.values():
         if pod.host_network and pod.node_name == node and listening(pod, port, run.protocol):
             run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; {pod.key} (hostNetwork) listens "
                                 f"on {port}"))
-            return deliver(run, src_pod, src_ip, pod, port)
+            return deliver(run, src_pod, src_ip, Candidate(pod, node_ip, port, node))
     run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; no NodePort {port}/{run.protocol}"))
     return run.fail("listener", "refused", f"nothing on node {node} listens on {port}/{run.protocol}: "
                     "the node's kernel answers with a reset")
 
 
-def deliver(run: _Run, src_pod: Pod | None, src_ip: str, dst_pod: Pod, port: int, via: str = "") -> Trace:
-    """policy → listener → app, on the post-DNAT pod IP and port."""
+def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candidate, protocol: str,
+            egress_to: tuple[str, int] | None = None) -> tuple[bool, str, dict[str, object], object]:
+    """(allowed, detail, data, deciding side) for the hop to ``target``.
+
+    Egress belongs to the sending pod, whatever the address translation; ingress sees the
+    source after SNAT (a masqueraded NodePort arrives from a node address). Without NAT both
+    are one evaluation, as ``knetsim policy check`` would make it.
+    """
+    sender: Pod | str = src_pod if src_pod is not None else src_ip
+    seen: Pod | str = target.snat or sender
+    dst: Pod | str = target.pod if target.pod is not None else target.ip
+    if seen is sender and egress_to is None:
+        verdict = evaluate(state, sender, dst, target.port, protocol)
+        egress, ingress, data = verdict.egress, verdict.ingress, {"policy": verdict.to_dict()}
+    else:
+        out = evaluate(state, sender, egress_to[0] if egress_to else dst, egress_to[1] if egress_to else target.port,
+                       protocol)
+        inbound = evaluate(state, seen, dst, target.port, protocol)
+        egress, ingress = out.egress, inbound.ingress
+        data = {"policy": inbound.to_dict(), "egressPolicy": out.to_dict()}
+    if not egress.allowed:
+        return False, f"egress of {egress.endpoint}: {egress.reason}", data, egress
+    if not ingress.allowed:
+        return False, f"ingress of {ingress.endpoint}: {ingress.reason}", data, ingress
+    return True, f"egress: {egress.reason}; ingress: {ingress.reason}", data, None
+
+
+def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via: str = "",
+            egress_to: tuple[str, int] | None = None) -> Trace:
+    """policy → listener → app, on the post-DNAT address and port of ``target``."""
     state = run.state
-    src_ref: Pod | str = src_pod if src_pod is not None and src_ip == src_pod.pod_ip else src_ip
-    verdict = evaluate(state, src_ref, dst_pod, port, run.protocol)
-    data = {"policy": verdict.to_dict()}
-    backend = Backend(dst_pod.key, dst_pod.pod_ip, port)
-    if not verdict.allowed:
-        side = verdict.egress if not verdict.egress.allowed else verdict.ingress
-        detail = f"{side.direction} of {side.endpoint}: {side.reason}"
-        names = ", ".join(n for _, n in side.policies)
-        fix = (f"add an {side.direction} rule to one of {names} that allows {verdict.src} → {verdict.dst} "
-               f"{run.protocol}/{port} (knetsim policy check shows which rule is missing)") if names else ""
+    port = target.port
+    allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
+    backend = Backend(target.name, target.ip, port)
+    if not allowed:
+        names = ", ".join(n for _, n in side.policies) if side is not None else ""  # type: ignore[attr-defined]
+        direction = side.direction if side is not None else "egress"  # type: ignore[attr-defined]
+        fix = (f"add an {direction} rule to one of {names} that allows this traffic ({run.protocol}/{port}); "
+               "knetsim policy check shows which rule is missing") if names else ""
         run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
         run.findings.append(Finding("PolicyDrop", "policy", detail, fix))
         return Trace(run.source, str(run.target), run.protocol, "timeout", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
-    run.hops.append(Hop("policy", "ok", f"egress: {verdict.egress.reason}; ingress: {verdict.ingress.reason}",
-                        data))
+    run.hops.append(Hop("policy", "ok", detail, data))
+    if target.pod is None:
+        return run.fail("listener", "no-route", f"{target.ip}:{port} is an endpoint outside the pod network (a "
+                        f"hand-written EndpointSlice of {via or 'the Service'}); knetsim does not simulate what "
+                        "answers there")
+    dst_pod = target.pod
     hop = listener_hop(dst_pod, port, run.protocol)
     run.hops.append(hop)
     if hop.verdict == "fail":
@@ -361,6 +387,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, dst_pod: Pod, port: int
                                         "(a named containerPort is safest)"))
         return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
+    src_ref: Pod | str = src_pod if src_pod is not None else src_ip
     reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, run.target, run.method, run.headers)
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),

@@ -14,17 +14,36 @@ from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, Ruleset, backend_for, trace_packet
-from ..model.objects import Pod
+from ..dataplane.model import endpoints_by_port, usable_endpoints
+from ..model.objects import Pod, Service, ServicePort
 from .trace import Hop
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    pod: Pod
+    pod: Pod | None  # None: an endpoint outside the pod network (a selector-less Service's own slice)
     ip: str
     port: int
-    node: str
-    snat: str | None = None  # the source address the backend pod sees, when masqueraded
+    node: str | None
+    snat: str | None = None  # the source address the backend sees, when masqueraded
+
+    @property
+    def name(self) -> str:
+        return self.pod.key if self.pod is not None else self.ip
+
+
+def usable_candidates(state: ClusterState, service: Service, port: ServicePort) -> list[Candidate]:
+    """The endpoints the data plane would use for ``port``: ready ones, else serving-terminating ones.
+
+    The data plane's own bookkeeping (``dataplane.model``) decides, so the endpoints hop of a
+    trace and the DNAT targets of the dataplane hop can never disagree.
+    """
+    infos = endpoints_by_port(state, service).get((port.name, port.protocol), [])
+    out = []
+    for info in usable_endpoints(infos):
+        pod = state.pod_by_ip(info.ip)
+        out.append(Candidate(pod, info.ip, info.port, info.node or (pod.node_name if pod else None)))
+    return sorted(out, key=lambda c: (c.ip, c.port))
 
 
 _RULESETS: weakref.WeakKeyDictionary[ClusterState, dict[tuple[str, str], Ruleset]] = weakref.WeakKeyDictionary()
@@ -49,9 +68,8 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
     for target in result.targets:
         ip, _, number = target.address.rpartition(":")
         pod = state.pod_by_ip(ip)
-        if pod is None:
-            continue
-        candidates.append(Candidate(pod, ip, int(number), pod.node_name, node_ip if result.masquerade else None))
+        candidates.append(Candidate(pod, ip, int(number), pod.node_name if pod else None,
+                                    node_ip if result.masquerade else None))
     verdict = result.verdict if result.verdict in ("DNAT", "REJECT", "DROP") else "NONE"
     if result.verdict == "DNAT":
         odds = ", ".join(f"{t.address} ({t.probability:.0%})" for t in result.targets)
@@ -59,12 +77,14 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
         if result.masquerade:
             detail += f"; masqueraded (the pod sees {node_ip})"
     elif result.verdict == "REJECT":
-        detail = f"{plane} on {result.node}: REJECT {dst_ip}:{port} (no endpoints): connection refused"
+        detail = f"{plane} on {result.node}: REJECT {dst_ip}:{port}/{protocol}: connection refused"
     elif result.verdict == "DROP":
-        detail = f"{plane} on {result.node}: DROP {dst_ip}:{port}"
+        detail = f"{plane} on {result.node}: DROP {dst_ip}:{port}/{protocol}: the client times out"
     else:
         detail = (f"{plane} on {result.node}: no rule for {dst_ip}:{port}/{protocol}; the packet leaves the node "
                   "untranslated and nothing answers")
+    if result.verdict in ("REJECT", "DROP") and result.steps:
+        detail += f" — rule: {result.steps[-1].text.strip()}"
     if result.notes:
         detail += " (" + "; ".join(result.notes) + ")"
     data = {"backend": plane, "node": result.node, "rules": [s.to_dict() for s in result.steps],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model.names import is_ip as _is_ip
-from ..model.objects import Pod
+from ..model.objects import Pod, Service
 from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, choose
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def trace_external(run: _Run) -> Trace:
     if _is_ip(host):
         svc = state.service_by_ip(host)
         if svc is not None and host in (*svc.load_balancer_ips, *svc.external_ips):
-            node = _announcing_node(run, svc.key, host)
+            node = _announcing_node(run, svc, host)
             run.hops.append(Hop("dns", "skip", f"{host} is an address; node {node} answers for it (L2 announcement)"))
             return connect_ip(run, None, EXTERNAL_CLIENT_IP, host, node)
         if svc is not None:
@@ -47,9 +47,25 @@ def trace_external(run: _Run) -> Trace:
     return through_ingress(run, host)
 
 
-def _announcing_node(run: _Run, key: str, ip: str) -> str:
-    nodes = sorted(run.state.nodes)
-    return nodes[choose(nodes, f"{key}/{ip}")]
+EXCLUDE_FROM_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def _announcing_node(run: _Run, svc: Service, ip: str) -> str:
+    """The node that answers for a LoadBalancer IP (MetalLB L2 / cloud-provider-kind).
+
+    Nodes labelled exclude-from-external-load-balancers (kind's control-plane) never do; with
+    externalTrafficPolicy Local only nodes running a ready endpoint do (the health check
+    node port says so), so Local traffic is not dropped by choice of node.
+    """
+    from .dataplane import usable_candidates
+
+    state = run.state
+    eligible = sorted(n.name for n in state.nodes.values() if EXCLUDE_FROM_LB not in n.labels) or sorted(state.nodes)
+    if svc.external_traffic_policy == "Local":
+        local = sorted({c.node for sp in svc.ports for c in usable_candidates(state, svc, sp) if c.node} &
+                       set(eligible))
+        eligible = local or eligible
+    return eligible[choose(eligible, f"{svc.key}/{ip}")]
 
 
 def _controller_on(state, node: str) -> Pod | None:  # type: ignore[no-untyped-def]
@@ -65,7 +81,8 @@ def _controller_on(state, node: str) -> Pod | None:  # type: ignore[no-untyped-d
 
 def through_ingress(run: _Run, host: str) -> Trace:
     from ..ingress import RouteError, route
-    from .connect import _ready_endpoints, deliver
+    from .connect import deliver
+    from .dataplane import usable_candidates
 
     state = run.state
     scheme = run.target.scheme if run.target.scheme in ("http", "https") else "http"
@@ -111,7 +128,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
                                  "IngressBackendMissing", "fix the backend Service name/port in the Ingress")
     run.hops.append(Hop("service", "ok", f"backend Service {svc.key} port {sp.name or sp.port} → targetPort "
                         f"{sp.target_port}; ingress-nginx proxies to its endpoints directly"))
-    candidates = _ready_endpoints(state, svc, sp)
+    candidates = usable_candidates(state, svc, sp)
     if not candidates:
         run.hops.append(Hop("endpoints", "fail", f"{svc.key} has no ready endpoints: the controller answers 503"))
         run.findings.append(Finding("IngressBackendNoEndpoints", "endpoints", f"{svc.key} has no ready endpoints",
@@ -122,11 +139,11 @@ def through_ingress(run: _Run, host: str) -> Trace:
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
     chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]
-    trace = deliver(run, controller, controller.pod_ip, chosen.pod, chosen.port, via=svc.key)
+    trace = deliver(run, controller, controller.pod_ip, chosen, via=svc.key)
     if trace.outcome == "timeout":
         # nginx gives up on the upstream and answers the client itself.
         reply = Reply(504, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")
-        return Trace(trace.source, trace.target, trace.protocol, "timeout", Backend(chosen.pod.key, chosen.ip,
+        return Trace(trace.source, trace.target, trace.protocol, "timeout", Backend(chosen.name, chosen.ip,
                      chosen.port), trace.hops, trace.findings, reply, trace.dataplane)
     if trace.outcome == "refused":
         reply = Reply(502, "<html><body><h1>502 Bad Gateway</h1></body></html>\n")
