@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
-from .cluster.build import BuildResult, build_cluster
+from .cluster.build import BuildResult, ManifestError, build_cluster
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
 from .model.loader import Document, LoadResult, load_paths, load_text
@@ -30,24 +30,28 @@ class InputError(ValueError):
 class Cluster:
     """A simulated cluster: the state the controllers produced, plus the questions you can ask it."""
 
-    def __init__(self, state: ClusterState, documents: Sequence[Document] = ()) -> None:
+    def __init__(self, state: ClusterState, documents: Sequence[Document] = (),
+                 errors: Sequence[ManifestError] = ()) -> None:
         self.state = state
         self.documents = list(documents)
+        # Objects the API server would have rejected (only with strict=False; they are not in the state).
+        self.errors = list(errors)
 
     # --- construction ---------------------------------------------------------------
 
     @classmethod
     def from_documents(cls, documents: Iterable[Document], *, namespace: str = "default",
-                       config: ClusterConfig | None = None) -> Cluster:
+                       config: ClusterConfig | None = None, strict: bool = True) -> Cluster:
+        """``strict=False`` builds from the valid objects and keeps the rejected ones in ``errors``."""
         docs = list(documents)
         result: BuildResult = build_cluster(docs, config or ClusterConfig(), namespace)
-        if result.errors:
+        if result.errors and strict:
             raise InputError([str(e) for e in result.errors])
-        return cls(result.state, docs)
+        return cls(result.state, docs, result.errors)
 
     @classmethod
     def from_paths(cls, paths: Iterable[str], *, namespace: str = "default", cluster_config: str | None = None,
-                   config: ClusterConfig | None = None, stdin: IO[str] | None = None) -> Cluster:
+                   config: ClusterConfig | None = None, stdin: IO[str] | None = None, strict: bool = True) -> Cluster:
         if config is None:
             try:
                 config = load_config(cluster_config)
@@ -56,15 +60,15 @@ class Cluster:
         loaded: LoadResult = load_paths(paths, stdin=stdin)
         if loaded.errors:
             raise InputError([str(e) for e in loaded.errors])
-        return cls.from_documents(loaded.documents, namespace=namespace, config=config)
+        return cls.from_documents(loaded.documents, namespace=namespace, config=config, strict=strict)
 
     @classmethod
     def from_yaml(cls, text: str, *, namespace: str = "default", config: ClusterConfig | None = None,
-                  filename: str = "<string>") -> Cluster:
+                  filename: str = "<string>", strict: bool = True) -> Cluster:
         loaded = load_text(text, filename)
         if loaded.errors:
             raise InputError([str(e) for e in loaded.errors])
-        return cls.from_documents(loaded.documents, namespace=namespace, config=config)
+        return cls.from_documents(loaded.documents, namespace=namespace, config=config, strict=strict)
 
     # --- what the cluster has -------------------------------------------------------
 
@@ -138,4 +142,4 @@ class Cluster:
         """``knetsim doctor``: findings with fixes."""
         from .doctor import diagnose
 
-        return diagnose(self.state, subject=subject, namespace=namespace)
+        return diagnose(self.state, self.errors, subject=subject, namespace=namespace)

@@ -146,6 +146,10 @@ def test_multi_port_service_without_names_is_reported_not_fatal() -> None:
     # Upstream requires a name on every port once there are two: both are reported.
     assert [f.message.rsplit(": ", 2)[-2] for f in rejected] == ["spec.ports[0].name", "spec.ports[1].name"]
     finding = rejected[0]
+    # The Python API reports the same finding when built leniently.
+    lenient = Cluster.from_yaml(broken, strict=False)
+    assert [f.code for f in lenient.doctor().findings if f.code == "RejectedByAPIServer"] == [
+        "RejectedByAPIServer", "RejectedByAPIServer"]
     assert "name" in finding.fix
 
 

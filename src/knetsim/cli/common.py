@@ -41,10 +41,12 @@ def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     return wrap
 
 
-def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None) -> Cluster:
+def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
+                 strict: bool = True) -> Cluster:
+    """The cluster of ``-f``; exits 2 on bad input (``strict=False`` keeps objects the API server would reject)."""
     try:
         return Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
-                                  stdin=sys.stdin)
+                                  stdin=sys.stdin, strict=strict)
     except InputError as exc:
         fail_input(exc)
 

@@ -7,11 +7,8 @@ import textwrap
 
 import click
 
-from ..cluster.build import build_cluster
-from ..cluster.config import ConfigError, load_config
 from ..doctor import Report, SubjectNotFound, diagnose, scan
-from ..model.loader import load_paths
-from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cluster_options, emit
+from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cluster_options, emit, load_cluster
 
 ICONS = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}
 
@@ -55,19 +52,10 @@ def doctor_command(subject: str | None, everything: bool, scan_paths: tuple[str,
       knetsim doctor web -n shop -f examples/shop
       knetsim doctor --scan scripts/ -f app/
     """
+    # Objects the API server would reject are findings here, not a reason to stop.
+    cluster = load_cluster(filenames, namespace, cluster_config, strict=False)
     try:
-        config = load_config(cluster_config)
-    except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    loaded = load_paths(filenames, stdin=sys.stdin)
-    if loaded.errors:
-        for error in loaded.errors:
-            click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    result = build_cluster(loaded.documents, config, namespace or "default")
-    try:
-        report = diagnose(result.state, result.errors, subject=subject,
+        report = diagnose(cluster.state, cluster.errors, subject=subject,
                           namespace=None if everything else namespace)
     except SubjectNotFound as exc:
         click.echo(f"error: {exc}", err=True)
