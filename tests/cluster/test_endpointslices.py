@@ -141,3 +141,23 @@ def test_reconcile_is_pure_and_reuses_existing_slice_names() -> None:
     assert [s.raw for s in existing] == before
     assert plan.create == () and plan.delete == ()
     assert plan.unchanged == (existing[0].name,)
+
+
+def test_named_target_port_of_a_sidecar_resolves() -> None:
+    """podutil.FindPort searches restartable init containers (sidecars) too."""
+    cluster = cluster_from("""
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: a, labels: {app: web}}
+        spec:
+          initContainers:
+          - {name: proxy, image: envoyproxy/envoy:v1.31, restartPolicy: Always, ports: [{name: http, containerPort: 15001}]}
+          containers: [{name: app, image: ghcr.io/example/app:1}]
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: web}
+        spec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}
+    """)
+    (es,) = slices(cluster)
+    assert [(p.name, p.port) for p in es.ports] == [("http", 15001)]

@@ -242,7 +242,13 @@ class Pod(Object):
             host_network=bool(spec.get("hostNetwork")),
             hostname=str(spec.get("hostname") or ""),
             subdomain=str(spec.get("subdomain") or ""),
-            containers=tuple(parse_container(c) for c in spec.get("containers") or []),
+            # Sidecars (init containers with restartPolicy Always) run beside the app: FindPort
+            # searches their named ports too, and they may be what listens.
+            containers=tuple(parse_container(c) for c in [
+                *(spec.get("containers") or []),
+                *(c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)
+                  and c.get("restartPolicy") == "Always"),
+            ]),
             dns_policy=str(spec.get("dnsPolicy") or "ClusterFirst"),
             dns_config=spec.get("dnsConfig"),
             restart_policy=str(spec.get("restartPolicy") or "Always"),
