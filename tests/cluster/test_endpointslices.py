@@ -151,7 +151,10 @@ def test_named_target_port_of_a_sidecar_resolves() -> None:
         metadata: {name: a, labels: {app: web}}
         spec:
           initContainers:
-          - {name: proxy, image: envoyproxy/envoy:v1.31, restartPolicy: Always, ports: [{name: http, containerPort: 15001}]}
+          - name: proxy
+            image: envoyproxy/envoy:v1.31
+            restartPolicy: Always
+            ports: [{name: http, containerPort: 15001}]
           containers: [{name: app, image: ghcr.io/example/app:1}]
         ---
         apiVersion: v1
