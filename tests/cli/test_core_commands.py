@@ -143,3 +143,10 @@ def test_output_does_not_depend_on_the_hash_seed() -> None:
                                   capture_output=True, text=True, timeout=120)
             outputs.add((tuple(args), proc.stdout))
     assert len(outputs) == 4
+
+
+def test_naming_an_object_that_does_not_exist_is_bad_input() -> None:
+    missing = run("get", "svc", "nosuch", "-f", SHOP, "-n", "shop")
+    assert missing.exit_code == 2
+    assert 'services "nosuch" not found in namespace "shop"' in missing.output
+    assert run("endpoints", "nosuch", "-f", SHOP, "-n", "shop").exit_code == 2

@@ -7,7 +7,16 @@ import sys
 import click
 
 from ..cluster.explain import NotFound, explain_endpoints
-from .common import EXIT_NEGATIVE, cluster_options, emit, load_cluster, output_option, print_notices, tabulate
+from .common import (
+    EXIT_BAD_INPUT,
+    EXIT_NEGATIVE,
+    cluster_options,
+    emit,
+    load_cluster,
+    output_option,
+    print_notices,
+    tabulate,
+)
 
 
 @click.command("endpoints")
@@ -29,7 +38,7 @@ def endpoints_command(service: str, filenames: tuple[str, ...], namespace: str |
         result = explain_endpoints(cluster.state, ns, service)
     except NotFound as exc:
         click.echo(f"Error from server (NotFound): {exc}", err=True)
-        sys.exit(EXIT_NEGATIVE)
+        sys.exit(EXIT_BAD_INPUT)
     if output != "text":
         emit(result.to_dict(), output)
     else:

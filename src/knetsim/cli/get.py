@@ -105,7 +105,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
                     where = f' in namespace "{ns_filter}"' if info.namespaced and ns_filter else ""
                     click.echo(f'Error from server (NotFound): {info.plural}{"." + info.group if info.group else ""} '
                                f'"{name}" not found{where}', err=True)
-                    raise SystemExit(1)
+                    raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
                 groups.append((info, found))
         else:
             groups.append((info, select(cluster, info, None, ns_filter, selector)))
