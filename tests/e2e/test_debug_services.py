@@ -65,6 +65,7 @@ def test_each_step_answers_as_on_a_kind_cluster(k: Cluster) -> None:
     assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
     assert svc["spec"]["selector"] == {"app": "web"}
     assert svc["metadata"]["resourceVersion"].isdigit()
+    assert "generation" not in svc["metadata"]  # the Service registry keeps none
 
     lines = k.sh(step2a).stdout.splitlines()
     assert lines[0].split() == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]

@@ -164,3 +164,47 @@ def test_selector_typo_leaves_the_slice_empty_without_an_error(k: Cluster) -> No
     ips = k.sh("kubectl get endpointslices -l kubernetes.io/service-name=web "
                "-o jsonpath='{.items[*].endpoints[*].addresses[0]}'").stdout.split()
     assert len(ips) == 2
+
+
+def test_create_service_nodeport_with_a_fixed_node_port(k: Cluster) -> None:
+    """試験のポイント: kubectl create service nodeport <name> --tcp=<port>:<targetPort> --node-port=<np>."""
+    k.sh("kubectl create deployment web --image=nginx:1.27 --replicas=2 --port=80")
+    out = k.sh("kubectl create service nodeport web --tcp=80:80 --node-port=30080").stdout
+    assert out == "service/web created\n"
+    row = k.sh("kubectl get svc web --no-headers").stdout.split()
+    assert row[1] == "NodePort"
+    assert row[4] == "80:30080/TCP"
+    # The selector is app=web only because the Service is called web (the web2 trap above).
+    assert k.get_json("svc", "web")["spec"]["selector"] == {"app": "web"}
+    # A second Service cannot take the same node port: the API server's 422.
+    out = k.sh("kubectl create service nodeport other --tcp=81:80 --node-port=30080", check=False)
+    assert out.returncode == 1
+    assert out.stderr == 'error: failed to create NodePort service: Service "other" is invalid: ' \
+                         "spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated\n"
+
+
+def test_external_name_is_a_cname_and_multi_port_needs_names(k: Cluster) -> None:
+    """000: ExternalName は IP なしで CNAME だけを返します / ポートが2つ以上なら各ポートに name が必須."""
+    out = k.sh("kubectl create service externalname payments --external-name=api.example.com").stdout
+    assert out == "service/payments created\n"
+    row = k.sh("kubectl get svc payments --no-headers").stdout.split()
+    assert row[1:4] == ["ExternalName", "<none>", "api.example.com"]
+    answer = dig(k, "payments.default.svc.cluster.local", "+noall", "+answer").split()
+    assert answer[3:] == ["CNAME", "api.example.com."]
+
+    k.write("multi.yaml", """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: multi
+spec:
+  selector:
+    app: web
+  ports:
+    - port: 80
+    - port: 443
+""")
+    out = k.sh("kubectl apply -f multi.yaml", check=False)
+    assert out.returncode == 1
+    assert 'The Service "multi" is invalid: ' in out.stderr
+    assert "spec.ports[0].name: Required value" in out.stderr

@@ -41,6 +41,9 @@ log = logging.getLogger("knetsim.apiserver")
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's limit for one object (etcd's 1.5 MiB plus headroom)
 DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+# Kinds whose registry strategy sets metadata.generation (Services, Namespaces, ConfigMaps... have none).
+GENERATION_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress",
+                    "IngressClass", "NetworkPolicy", "EndpointSlice"}
 ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
@@ -583,7 +586,7 @@ class ApiServer:
         meta = admitted["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        if "spec" in admitted or r.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        if r.kind in GENERATION_KINDS:
             meta["generation"] = 1
         if r.kind == "Pod":
             # Kubelet-era fields the client cannot set; the controllers fill status.
@@ -624,7 +627,7 @@ class ApiServer:
         if {k: v for k, v in new.items() if k not in ("metadata", "status")} != \
                 {k: v for k, v in old.body.items() if k not in ("metadata", "status")}:
             gen += 1
-        if "generation" in old_meta or gen > 1:
+        if r.kind in GENERATION_KINDS:
             new["metadata"]["generation"] = gen
         return new
 

@@ -140,8 +140,10 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
     """
     alloc = Allocator(config)
     # The cluster's own Services exist before anything is applied: they claim first, so a user
-    # Service that asks for 10.96.0.10 is the one rejected. Then (namespace, name) order.
-    ordered = sorted(services, key=lambda s: (s[1] is not BUILTIN, s[0]["metadata"]["namespace"],
+    # Service that asks for 10.96.0.10 is the one rejected. Live objects hold what the cluster
+    # already gave them, so they claim before a new request whatever its name. Then
+    # (namespace, name) order.
+    ordered = sorted(services, key=lambda s: (s[1] is not BUILTIN, not live(s[0]), s[0]["metadata"]["namespace"],
                                               s[0]["metadata"]["name"]))
 
     def subject(body: dict[str, Any]) -> str:
