@@ -156,6 +156,12 @@ def test_selector_typo_leaves_the_slice_empty_without_an_error(k: Cluster) -> No
     ep = k.sh("kubectl get endpoints web")
     assert ep.stdout.splitlines()[1].split()[:2] == ["web", "<none>"]
     assert "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice" in ep.stderr
+    dns_ips = sorted(k.sh("kubectl get pods -n kube-system -l k8s-app=kube-dns "
+                          "-o jsonpath='{.items[*].status.podIP}'").stdout.split())
+    row = k.sh("kubectl get endpoints kube-dns -n kube-system --no-headers").stdout.split()
+    # Each port, then each address on it; three shown, "+ 3 more..." for the other three.
+    assert row[1].split(",")[:2] == [f"{ip}:53" for ip in dns_ips]
+    assert row[2:5] == ["+", "3", "more..."]
     run = k.sh(RUN + "wget -qO- -T 1 http://web", check=False)
     assert run.returncode == 1
     assert "Connection refused" in run.stdout + run.stderr

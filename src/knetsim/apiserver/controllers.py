@@ -459,13 +459,15 @@ def endpoints_objects(state: ClusterState) -> dict[Key, tuple[dict[str, Any], So
                     group["addresses" if ready else "notReadyAddresses"].append(addr)
         subsets = []
         for ports, group in sorted(groups.items()):
-            if not ports or not (group["addresses"] or group["notReadyAddresses"]):
+            if not (group["addresses"] or group["notReadyAddresses"]):
                 continue
             subset: dict[str, Any] = {}
             for field_name in ("addresses", "notReadyAddresses"):
                 if group[field_name]:
                     subset[field_name] = sorted(group[field_name], key=lambda a: a["ip"])
-            subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto} for n, p, proto in ports]
+            if ports:
+                subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto}
+                                   for n, p, proto in ports]
             subsets.append(subset)
         labels = dict(svc.meta.labels or {})
         if spec.get("clusterIP") == "None":

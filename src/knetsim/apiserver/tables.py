@@ -163,8 +163,9 @@ def _endpointslice(o: Obj) -> list[Any]:
 def _endpoints(o: Obj) -> list[Any]:
     items = []
     for subset in o.get("subsets") or []:
-        for a in subset.get("addresses") or []:
-            for p in subset.get("ports") or [{}]:
+        # formatEndpoints: each port, then each address on it; a portless subset lists bare IPs.
+        for p in subset.get("ports") or [{}]:
+            for a in subset.get("addresses") or []:
                 items.append(f"{a.get('ip')}:{p.get('port')}" if p else a.get("ip"))
     return [_more(items), age(o["metadata"].get("creationTimestamp"))]
 
