@@ -30,7 +30,13 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A daemon that has exited stays a zombie until its reaper (often PID 1, which may poll
+    # only every second or so) collects it; kill(pid, 0) still succeeds on a zombie.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _running(state: Path) -> dict[str, Any] | None:
