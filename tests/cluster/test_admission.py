@@ -80,3 +80,11 @@ def test_missing_namespace_is_assumed_with_a_warning() -> None:
     """)
     assert "prod" in cluster.state.namespaces
     assert any('namespaces "prod" not found' in n.message for n in cluster.notices)
+
+
+def test_ingress_nginx_publishes_localhost_for_what_it_serves() -> None:
+    served = cluster_from(INGRESS.replace("spec:\n", "spec:\n  ingressClassName: nginx\n", 1))
+    assert served.state.ingresses["default/shop"].raw["status"] == {
+        "loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
+    unclaimed = cluster_from(INGRESS)
+    assert "status" not in unclaimed.state.ingresses["default/shop"].raw

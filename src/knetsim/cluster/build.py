@@ -37,7 +37,7 @@ from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .services import allocate_services
 from .state import ClusterState
-from .system import system_manifests
+from .system import INGRESS_NGINX_CONTROLLER, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
@@ -169,7 +169,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for doc in by_kind.get("IngressClass", []):
         state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
     for doc in by_kind.get("Ingress", []):
-        ing = _ingress_class_defaulting(state, doc)
+        ing = _publish_ingress_status(state, _ingress_class_defaulting(state, doc))
         state.ingresses[ing.key] = ing
     for doc in by_kind.get("NetworkPolicy", []):
         np = PARSERS["NetworkPolicy"](doc.body, doc.source)
@@ -333,3 +333,14 @@ def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
     body = dict(doc.body)
     body["spec"] = dict(body.get("spec") or {}, ingressClassName=chosen.name)
     return Ingress.parse(body, doc.source)
+
+
+def _publish_ingress_status(state: ClusterState, ing: Ingress) -> Ingress:
+    """ingress-nginx as kind installs it publishes ``localhost`` (--publish-status-address) for what it serves."""
+    if ing.raw.get("status", {}).get("loadBalancer", {}).get("ingress"):
+        return ing  # a snapshot: the controller already wrote it
+    klass = state.ingress_classes.get(ing.class_name or ing.class_annotation or "")
+    if not state.config.ingress_controller or klass is None or klass.controller != INGRESS_NGINX_CONTROLLER:
+        return ing
+    body = dict(ing.raw, status={"loadBalancer": {"ingress": [{"hostname": "localhost"}]}})
+    return Ingress.parse(body, ing.source)
