@@ -80,8 +80,32 @@ def _pod_status(body: dict[str, Any]) -> dict[str, Any] | None:
         fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
         if status.get("startTime"):
             fresh["startTime"] = status["startTime"]
+        _keep_kubelet_state(fresh, status, body.get("spec") or {})
         return fresh
     return None
+
+
+def _keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """What the simulated kubelet reported (a container that exited, restarted or waits in
+    CrashLoopBackOff) survives the rebuild; such a container is not ready."""
+    from .kubelet import apply_phase
+
+    before = {cs.get("name"): cs for cs in old.get("containerStatuses") or []}
+    touched = False
+    for cs in fresh.get("containerStatuses") or []:
+        prev = before.get(cs.get("name"))
+        if not prev:
+            continue
+        for f in ("state", "lastState", "restartCount", "containerID"):
+            if f in prev:
+                cs[f] = _copy(prev[f])
+        if "running" not in (cs.get("state") or {}):
+            cs["ready"] = cs["started"] = False
+            touched = True
+        elif prev.get("restartCount") or prev.get("lastState"):
+            touched = True
+    if touched:
+        apply_phase(fresh, spec)
 
 
 def _selector_of(owner: Mapping[str, Any]) -> Selector:
@@ -158,6 +182,15 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
                 if s.body["metadata"]["name"] in names:
                     _feed(fed, fed_keys, s.body)
             continue  # the core creates the missing ordinals / per-node pods itself
+        if kind == "Job":
+            # Finished pods stay (their logs and exit codes are the point of a Job); new pods are
+            # made for what is left to complete, until the backoff limit is exceeded.
+            finished = [s for s in have if (s.body.get("status") or {}).get("phase") in ("Succeeded", "Failed")]
+            for s in finished:
+                _feed(fed, fed_keys, s.body)
+            have = [s for s in have if s not in finished]
+            job = owners.get(owner_key) or {}
+            desired = desired[:job_active_wanted(job.get("spec") or {}, [s.body for s in finished])]
         keep = have[: len(desired)]
         for s in keep:
             _feed(fed, fed_keys, s.body)
@@ -201,6 +234,12 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
     for key, (raw, source) in endpoints_objects(state).items():
         desired_out.setdefault(key, (raw, source))
 
+    job_pods: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pod in state.pods.values():
+        ref = _controller_ref(pod.raw)
+        if ref is not None and ref.get("kind") == "Job":
+            job_pods.setdefault((pod.namespace, str(ref.get("name"))), []).append(pod.raw)
+
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     names = EventNames(now, seq)
     # Owners as they stand after this plan (a new ReplicaSet gets events for the pods it creates).
@@ -217,6 +256,13 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
                 if "observedGeneration" in status:
                     status["observedGeneration"] = body["metadata"].get("generation", 1)
                 _conditions(key[0], body, status, now, stored.body.get("status") or {})
+                if key[0] == "Job":
+                    status = job_status(body, job_pods.get((key[1], key[2]), []), now,
+                                        stored.body.get("status") or {})
+                    out.writes.extend(job_events(names, stored.body, status, now))
+                if key[0] == "Pod" and status.get("phase") == "Running":
+                    status.setdefault("startTime", (stored.body.get("status") or {}).get("startTime")
+                                      or body["metadata"].get("creationTimestamp", now))
                 body["status"] = status
             managed = "user" if key in released_bodies else stored.managed
             if key[0] == "Pod":
@@ -380,6 +426,20 @@ def owner_events(names: EventNames, owners: Mapping[Key, Mapping[str, Any]], pod
                        message, OWNER_COMPONENT[str(ref["kind"])], now)]
 
 
+def job_events(names: EventNames, job: Mapping[str, Any], status: Mapping[str, Any], now: str) -> list[Write]:
+    """The job-controller's Completed / BackoffLimitExceeded when the Job reaches its end."""
+    def ended(st: Mapping[str, Any]) -> str:
+        types = {c.get("type") for c in st.get("conditions") or [] if c.get("status") == "True"}
+        return "Complete" if "Complete" in types else "Failed" if "Failed" in types else ""
+    now_end, before = ended(status), ended(job.get("status") or {})
+    if not now_end or before:
+        return []
+    if now_end == "Complete":
+        return [make_event(names, _involved(job), "Completed", "Job completed", "job-controller", now)]
+    return [make_event(names, _involved(job), "BackoffLimitExceeded", "Job has reached the specified backoff limit",
+                       "job-controller", now, type_="Warning")]
+
+
 def scaling_events(names: EventNames, objects: Mapping[Key, Stored], old: Mapping[str, Any] | None,
                    new: Mapping[str, Any], now: str) -> list[Write]:
     """The Deployment's ScalingReplicaSet when its ReplicaSet's replicas change."""
@@ -491,6 +551,65 @@ def _feed(fed: list[Document], keys: set[Key], body: dict[str, Any]) -> None:
         body["status"] = status
     fed.append(Document(API_SOURCE, body))
     keys.add(("Pod", body["metadata"].get("namespace", "default"), body["metadata"]["name"]))
+
+
+def job_active_wanted(spec: Mapping[str, Any], finished: list[Mapping[str, Any]]) -> int:
+    """How many pods the Job controller keeps active, given its finished pods."""
+    phases = [(p.get("status") or {}).get("phase") for p in finished]
+    succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
+    parallelism = int(spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1)
+    if failed > int(spec.get("backoffLimit", 6) if spec.get("backoffLimit") is not None else 6):
+        return 0
+    completions = spec.get("completions")
+    remaining = (0 if succeeded else parallelism) if completions is None else int(completions) - succeeded
+    return max(0, min(parallelism, remaining))
+
+
+def job_status(job: Mapping[str, Any], pods: list[Mapping[str, Any]], now: str,
+               old: Mapping[str, Any]) -> dict[str, Any]:
+    """batch/v1 JobStatus from the Job's pods: active/ready/succeeded/failed, and the terminal
+    conditions (SuccessCriteriaMet + Complete, or FailureTarget + Failed) with completionTime."""
+    spec = job.get("spec") or {}
+    phases = [(p.get("status") or {}).get("phase") for p in pods]
+    succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
+    active = [p for p, ph in zip(pods, phases, strict=True) if ph not in ("Succeeded", "Failed")]
+    ready = sum(1 for p in active if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                         for c in (p.get("status") or {}).get("conditions") or []))
+    status: dict[str, Any] = {"startTime": old.get("startTime") or now}
+    terminal = [c for c in old.get("conditions") or [] if c.get("type") in ("Complete", "Failed")]
+    completions = spec.get("completions")
+    backoff = int(spec.get("backoffLimit", 6) if spec.get("backoffLimit") is not None else 6)
+    conditions = list(old.get("conditions") or [])
+    if not terminal:
+        done = succeeded >= int(completions) if completions is not None else succeeded > 0 and not active
+        if done:
+            message = "Reached expected number of succeeded pods"
+            conditions = [_job_condition("SuccessCriteriaMet", "CompletionsReached", message, now),
+                          _job_condition("Complete", "CompletionsReached", message, now)]
+            status["completionTime"] = now
+        elif failed > backoff:
+            message = "Job has reached the specified backoff limit"
+            conditions = [_job_condition("FailureTarget", "BackoffLimitExceeded", message, now),
+                          _job_condition("Failed", "BackoffLimitExceeded", message, now)]
+    elif old.get("completionTime"):
+        status["completionTime"] = old["completionTime"]
+    if active:
+        status["active"] = len(active)
+    if succeeded:
+        status["succeeded"] = succeeded
+    if failed:
+        status["failed"] = failed
+    status["ready"] = ready
+    status["terminating"] = 0
+    status["uncountedTerminatedPods"] = {}
+    if conditions:
+        status["conditions"] = conditions
+    return status
+
+
+def _job_condition(type_: str, reason: str, message: str, now: str) -> dict[str, Any]:
+    return {"type": type_, "status": "True", "reason": reason, "message": message, "lastProbeTime": now,
+            "lastTransitionTime": now}
 
 
 def _conditions(kind: str, body: dict[str, Any], status: dict[str, Any], now: str, old: Mapping[str, Any]) -> None:

@@ -106,6 +106,9 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         wsexec.install(server)
     except ImportError:  # pragma: no cover - exec is part of the package
         pass
+    from .kubelet import Kubelet
+    kubelet = Kubelet(server)
+    kubelet.install()
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
     await runner.setup()
     cert, key = ensure_cert(state)
@@ -116,6 +119,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     await site.start()
     actual = sock.getsockname()[1]
     running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
+    running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
     if dns_port is not None:
         await _start_dns(running, host, dns_port)

@@ -178,6 +178,10 @@ class ApiServer:
                     log.exception("state listener failed")
         self._reconciled = target
 
+    def mark_dirty(self) -> None:
+        """Ask the controllers for a rebuild (the kubelet reports a pod status change)."""
+        self._mark_dirty()
+
     def _mark_dirty(self) -> None:
         self._writes += 1
         if self._reconcile_task is None or self._reconcile_task.done():
@@ -325,7 +329,7 @@ class ApiServer:
                 raise ApiError(400, "BadRequest", "exec is not available")
             return await handler(self, request, t)  # type: ignore[no-any-return]
         if t.sub == "log":
-            return await self._log(t)
+            return await self._log(request, t)
         if m == "GET" and not t.name:
             if q.get("watch") in ("true", "1"):
                 return await self._watch(request, t)
@@ -477,10 +481,15 @@ class ApiServer:
                     await send(*ev)
             return resp
 
-    async def _log(self, t: Target) -> web.Response:
-        obj = self._get(t)
-        del obj
-        return web.Response(text="", content_type="text/plain")
+    async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
+        if request.method != "GET" or not t.name:
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        await self.settle()
+        self._get(t)
+        handler = self.exec_handlers.get("log")
+        if handler is None:
+            return web.Response(text="", content_type="text/plain")
+        return await handler(request, t.namespace, t.name)  # type: ignore[no-any-return]
 
     # --- writes ----------------------------------------------------------------------
 
@@ -588,6 +597,8 @@ class ApiServer:
         meta["creationTimestamp"] = now_rfc3339()
         if r.kind in GENERATION_KINDS:
             meta["generation"] = 1
+        if r.kind == "Job":
+            _job_selector(admitted)
         if r.kind == "Pod":
             # Kubelet-era fields the client cannot set; the controllers fill status.
             admitted.pop("status", None)
@@ -780,6 +791,22 @@ class ApiServer:
             with contextlib.suppress(BaseException):
                 await self._reconcile_task
         self.store.close()
+
+
+def _job_selector(job: dict[str, Any]) -> None:
+    """The Job strategy's generateSelector: without ``manualSelector`` the selector is the Job's
+    uid, and the template carries it (what ``kubectl logs job/NAME`` and describe select by)."""
+    spec = job.setdefault("spec", {})
+    if spec.get("manualSelector"):
+        return
+    meta = job["metadata"]
+    uid, name = meta["uid"], meta["name"]
+    template_meta = spec.setdefault("template", {}).setdefault("metadata", {})
+    labels = template_meta.setdefault("labels", {})
+    for key, value in (("batch.kubernetes.io/controller-uid", uid), ("batch.kubernetes.io/job-name", name),
+                       ("controller-uid", uid), ("job-name", name)):
+        labels.setdefault(key, value)
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
 
 
 def _filtered(c: Change, visible: Callable[[Mapping[str, Any] | None], bool]) -> tuple[str, dict[str, Any]] | None:

@@ -179,7 +179,15 @@ async def _sh(ctx: Ctx, argv: list[str]) -> int:
     return 0  # an interactive shell is driven by the exec session, not here
 
 
-TOOLS["bash"] = TOOLS["ash"] = _sh
+TOOLS["bash"] = TOOLS["ash"] = TOOLS["zsh"] = _sh
+
+
+@register("exec")
+async def _exec(ctx: Ctx, argv: list[str]) -> int:
+    # The shell's process is replaced: whatever the command returns is the shell's exit.
+    if len(argv) < 2:
+        return 0
+    raise ExitShell(await run_argv(ctx, argv[1:]))
 
 
 @register("exit")
@@ -282,6 +290,8 @@ async def _sleep(ctx: Ctx, argv: list[str]) -> int:
         return 1
     total = 0.0
     for arg in argv[1:]:
+        if arg in ("inf", "infinity"):
+            await asyncio.Event().wait()  # never set: sleeps until the pod (or the session) goes away
         m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", arg)
         if not m:
             await ctx.err(f"sleep: invalid number '{arg}'\n")
