@@ -1,19 +1,38 @@
-"""Table columns as the API server prints them (``pkg/printers/internalversion``).
+"""Table columns and cells as the API server prints them (``pkg/printers/internalversion``).
 
-One definition serves ``knetsim get`` and the live API server's ``Table`` responses, so the
-two never disagree. ``columns(kind)`` gives (name, priority) pairs — priority 1 shows only
-with ``-o wide`` — and ``row(obj, now)`` the cells, computed from the manifest dict.
+The single definition behind ``knetsim get`` and the live API server's ``Table`` responses
+(``knetsim.apiserver.tables`` only wraps these in Table JSON), so the two never disagree.
+
+* ``column_defs(kind)`` — the columns as the API names them (``Cluster-IP``, ``Port(s)``), with
+  their type and priority (1 = ``-o wide`` only); ``Name`` first except for Events.
+* ``cells(kind, obj, now)`` — the row's cells, typed as the API sends them (integers stay ints).
+* ``columns(kind)`` / ``row(kind, obj, now)`` — the same as kubectl prints them: upper-case
+  headers and text cells, NAME first (what ``knetsim get`` tabulates).
+
+The server prints with ``Wide: true`` (``pkg/printers/storage``), so nothing is shortened for
+narrow output. Times are relative to ``now``; without one (a snapshot without timestamps) an age
+is ``<unknown>``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from .model.labels import Selector
 
-Column = tuple[str, int]
+Obj = Mapping[str, Any]
+Column = tuple[str, int]  # (HEADER, priority), as `knetsim get` prints it
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDef:
+    name: str
+    type: str = "string"
+    priority: int = 0
 
 
 def human_duration(seconds: float) -> str:
@@ -48,225 +67,428 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def age(body: Mapping[str, Any], now: datetime | None) -> str:
-    stamp = (body.get("metadata") or {}).get("creationTimestamp")
-    if not stamp or now is None:
-        return "<unknown>"
+def parse_time(text: Any) -> datetime | None:
+    if not text:
+        return None
     try:
-        created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
+        return None
+
+
+def since(stamp: Any, now: datetime | None) -> str:
+    """``translateTimestampSince``: how long ago, ``<unknown>`` without a time."""
+    when = parse_time(stamp)
+    if when is None or now is None:
         return "<unknown>"
-    return human_duration((now - created).total_seconds())
+    return human_duration((now - when).total_seconds())
 
 
-def _list(items: list[str], limit: int = 3, empty: str = "<none>") -> str:
-    if not items:
-        return empty
-    text = ",".join(items[:limit])
-    if len(items) > limit:
-        text += f" + {len(items) - limit} more..."
-    return text
-
-
-def _pod(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    containers = spec.get("containers") or []
-    statuses = status.get("containerStatuses") or []
-    ready = sum(1 for c in statuses if c.get("ready"))
-    if not statuses and any(c.get("type") == "Ready" and c.get("status") == "True"
-                            for c in status.get("conditions") or []):
-        ready = len(containers)  # a trimmed snapshot: the Ready condition is the only evidence
-    phase = status.get("phase") or "Pending"
-    reason = phase
-    for c in statuses:
-        state = c.get("state") or {}
-        if state.get("waiting", {}).get("reason"):
-            reason = state["waiting"]["reason"]
-        elif state.get("terminated", {}).get("reason"):
-            reason = state["terminated"]["reason"]
-    if (body.get("metadata") or {}).get("deletionTimestamp"):
-        reason = "Terminating"
-    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
-    gates = spec.get("readinessGates") or []
-    return [f"{ready}/{len(containers)}", reason, str(restarts), "", status.get("podIP") or "<none>",
-            spec.get("nodeName") or "<none>", "<none>", f"0/{len(gates)}" if gates else "<none>"]
-
-
-def _ports(spec: Mapping[str, Any]) -> str:
-    out = []
-    for p in spec.get("ports") or []:
-        if p.get("nodePort"):
-            out.append(f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}")
-        else:
-            out.append(f"{p.get('port')}/{p.get('protocol', 'TCP')}")
-    return ",".join(out) or "<none>"
-
-
-def _service(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    svc_type = spec.get("type", "ClusterIP")
-    cluster_ip = (spec.get("clusterIPs") or [spec.get("clusterIP") or "<none>"])[0]
-    external = list(spec.get("externalIPs") or [])
-    if svc_type == "ExternalName":
-        external_ip = spec.get("externalName") or "<none>"
-        cluster_ip = "<none>"
-    elif svc_type == "LoadBalancer":
-        lb = [i.get("ip") or i.get("hostname") for i in (status.get("loadBalancer") or {}).get("ingress") or []]
-        external_ip = ",".join(lb + external) if lb or external else "<pending>"
-    else:
-        external_ip = ",".join(external) or "<none>"
-    selector = spec.get("selector")
-    return [svc_type, cluster_ip, external_ip, _ports(spec), "",
-            Selector.from_map(selector).formatted() if selector else "<none>"]
-
-
-def _endpoint_slice(body: Mapping[str, Any]) -> list[str]:
-    ports = []
-    for p in body.get("ports") or []:
-        ports.append(str(p["port"]) if p.get("port") is not None else (p.get("name") or "*"))
-    addresses = [a for e in body.get("endpoints") or [] for a in e.get("addresses") or []]
-    return [body.get("addressType", ""), _list(ports, empty="<unset>"), _list(addresses, empty="<unset>")]
-
-
-def _endpoints(body: Mapping[str, Any]) -> list[str]:
-    pairs = []
-    for subset in body.get("subsets") or []:
-        for address in subset.get("addresses") or []:
-            for port in subset.get("ports") or [{}]:
-                pairs.append(f"{address.get('ip')}:{port.get('port')}" if port else address.get("ip"))
-    return [_list(pairs)]
-
-
-def _ingress(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    hosts = [r.get("host") for r in spec.get("rules") or [] if r.get("host")]
-    address = [i.get("ip") or i.get("hostname") for i in (status.get("loadBalancer") or {}).get("ingress") or []]
-    return [spec.get("ingressClassName") or "<none>", _list(hosts, 4, "*") if hosts else "*",
-            ",".join(address), "80, 443" if spec.get("tls") else "80"]
-
-
-def _ingress_class(body: Mapping[str, Any]) -> list[str]:
-    spec = body.get("spec") or {}
-    params = spec.get("parameters")
-    text = "<none>"
-    if params:
-        group = params.get("apiGroup")
-        kind = f"{params.get('kind')}.{group}" if group else str(params.get("kind"))
-        text = f"{kind}/{params.get('name')}"
-    return [spec.get("controller", ""), text]
-
-
-def _network_policy(body: Mapping[str, Any]) -> list[str]:
-    selector = (body.get("spec") or {}).get("podSelector") or {}
-    return [Selector.from_label_selector(selector).formatted()]
-
-
-def _containers(spec: Mapping[str, Any]) -> tuple[str, str]:
-    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
-    return ",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers)
-
-
-def _deployment(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    names, images = _containers(spec)
-    return [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", str(status.get("updatedReplicas", 0)),
-            str(status.get("availableReplicas", 0)), "", names, images,
-            Selector.from_label_selector(spec.get("selector")).formatted()]
-
-
-def _replicaset(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    names, images = _containers(spec)
-    return [str(spec.get("replicas", 1)), str(status.get("replicas", 0)), str(status.get("readyReplicas", 0)), "",
-            names, images, Selector.from_label_selector(spec.get("selector")).formatted()]
-
-
-def _statefulset(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    names, images = _containers(spec)
-    return [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", "", names, images]
-
-
-def _daemonset(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    names, images = _containers(spec)
-    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
-    return [str(status.get("desiredNumberScheduled", 0)), str(status.get("currentNumberScheduled", 0)),
-            str(status.get("numberReady", 0)), str(status.get("updatedNumberScheduled", 0)),
-            str(status.get("numberAvailable", 0)), Selector.from_map(node_selector).formatted(), "", names, images,
-            Selector.from_label_selector(spec.get("selector")).formatted()]
-
-
-def _job(body: Mapping[str, Any]) -> list[str]:
-    spec, status = body.get("spec") or {}, body.get("status") or {}
-    state = "Complete" if status.get("succeeded", 0) >= spec.get("completions", 1) else "Running"
-    return [state, f"{status.get('succeeded', 0)}/{spec.get('completions', 1)}", "", ""]
-
-
-def _namespace(body: Mapping[str, Any]) -> list[str]:
-    return [(body.get("status") or {}).get("phase", "Active")]
-
-
-def _node(body: Mapping[str, Any]) -> list[str]:
-    status = body.get("status") or {}
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-    labels = (body.get("metadata") or {}).get("labels") or {}
-    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
-    ip = next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "<none>")
-    info = status.get("nodeInfo") or {}
-    return ["Ready" if conditions.get("Ready", "True") == "True" else "NotReady", ",".join(roles) or "<none>", "",
-            info.get("kubeletVersion", ""), ip, "<none>", info.get("osImage", "<unknown>"), "<unknown>",
-            info.get("containerRuntimeVersion", "<unknown>")]
-
-
-# (columns, cells-before-AGE count, row function). AGE is inserted by the caller at the "" cell.
-_TABLES: dict[str, tuple[list[Column], Callable[[Mapping[str, Any]], list[str]]]] = {
-    "Pod": ([("NAME", 0), ("READY", 0), ("STATUS", 0), ("RESTARTS", 0), ("AGE", 0), ("IP", 1), ("NODE", 1),
-             ("NOMINATED NODE", 1), ("READINESS GATES", 1)], _pod),
-    "Service": ([("NAME", 0), ("TYPE", 0), ("CLUSTER-IP", 0), ("EXTERNAL-IP", 0), ("PORT(S)", 0), ("AGE", 0),
-                 ("SELECTOR", 1)], _service),
-    "EndpointSlice": ([("NAME", 0), ("ADDRESSTYPE", 0), ("PORTS", 0), ("ENDPOINTS", 0), ("AGE", 0)],
-                      lambda b: [*_endpoint_slice(b), ""]),
-    "Endpoints": ([("NAME", 0), ("ENDPOINTS", 0), ("AGE", 0)], lambda b: [*_endpoints(b), ""]),
-    "Ingress": ([("NAME", 0), ("CLASS", 0), ("HOSTS", 0), ("ADDRESS", 0), ("PORTS", 0), ("AGE", 0)],
-                lambda b: [*_ingress(b), ""]),
-    "IngressClass": ([("NAME", 0), ("CONTROLLER", 0), ("PARAMETERS", 0), ("AGE", 0)],
-                     lambda b: [*_ingress_class(b), ""]),
-    "NetworkPolicy": ([("NAME", 0), ("POD-SELECTOR", 0), ("AGE", 0)], lambda b: [*_network_policy(b), ""]),
-    "Deployment": ([("NAME", 0), ("READY", 0), ("UP-TO-DATE", 0), ("AVAILABLE", 0), ("AGE", 0), ("CONTAINERS", 1),
-                    ("IMAGES", 1), ("SELECTOR", 1)], _deployment),
-    "ReplicaSet": ([("NAME", 0), ("DESIRED", 0), ("CURRENT", 0), ("READY", 0), ("AGE", 0), ("CONTAINERS", 1),
-                    ("IMAGES", 1), ("SELECTOR", 1)], _replicaset),
-    "StatefulSet": ([("NAME", 0), ("READY", 0), ("AGE", 0), ("CONTAINERS", 1), ("IMAGES", 1)], _statefulset),
-    "DaemonSet": ([("NAME", 0), ("DESIRED", 0), ("CURRENT", 0), ("READY", 0), ("UP-TO-DATE", 0), ("AVAILABLE", 0),
-                   ("NODE SELECTOR", 0), ("AGE", 0), ("CONTAINERS", 1), ("IMAGES", 1), ("SELECTOR", 1)], _daemonset),
-    "Job": ([("NAME", 0), ("STATUS", 0), ("COMPLETIONS", 0), ("DURATION", 0), ("AGE", 0)], _job),
-    "Namespace": ([("NAME", 0), ("STATUS", 0), ("AGE", 0)], lambda b: [*_namespace(b), ""]),
-    "Node": ([("NAME", 0), ("STATUS", 0), ("ROLES", 0), ("AGE", 0), ("VERSION", 0), ("INTERNAL-IP", 1),
-              ("EXTERNAL-IP", 1), ("OS-IMAGE", 1), ("KERNEL-VERSION", 1), ("CONTAINER-RUNTIME", 1)], _node),
-}
-
-_DEFAULT: tuple[list[Column], Callable[[Mapping[str, Any]], list[str]]] = ([("NAME", 0), ("AGE", 0)], lambda b: [""])
-
-
-def columns(kind: str) -> list[Column]:
-    return _TABLES.get(kind, _DEFAULT)[0]
-
-
-def row(kind: str, body: Mapping[str, Any], now: datetime | None = None) -> list[str]:
-    """All cells of the row, NAME first; AGE filled in from ``creationTimestamp`` relative to ``now``."""
-    cols, fn = _TABLES.get(kind, _DEFAULT)
-    cells = fn(body)
-    name = str((body.get("metadata") or {}).get("name", ""))
-    out = [name]
-    for (column, _), cell in zip(cols[1:], cells, strict=False):
-        if column == "AGE" and cell == "":
-            cell = age(body, now)
-        if column == "DURATION" and cell == "":
-            cell = "<unknown>"
-        out.append(cell)
-    return out
+def age(body: Obj, now: datetime | None) -> str:
+    return since((body.get("metadata") or {}).get("creationTimestamp"), now)
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _none(text: Any) -> str:
+    return str(text) if text else "<none>"
+
+
+def _first_three(items: list[str], empty: str = "<none>", total: int | None = None) -> str:
+    if not items:
+        return empty
+    count = len(items) if total is None else total
+    text = ",".join(items[:3])
+    return f"{text} + {count - 3} more..." if count > 3 else text
+
+
+def _label_set(m: Mapping[str, Any] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((m or {}).items())) or "<none>"
+
+
+def _label_selector(sel: Mapping[str, Any] | None) -> str:
+    """``metav1.FormatLabelSelector``: ``<none>`` for no selector and for an empty one."""
+    if sel is None:
+        return "<none>"
+    try:
+        return Selector.from_label_selector(sel).formatted() or "<none>"
+    except Exception:
+        return "<error>"
+
+
+def _containers(pod_spec: Obj) -> tuple[str, str]:
+    cs = pod_spec.get("containers") or []
+    return ",".join(str(c.get("name", "")) for c in cs), ",".join(str(c.get("image", "")) for c in cs)
+
+
+def _template_containers(body: Obj) -> tuple[str, str]:
+    return _containers(((body.get("spec") or {}).get("template") or {}).get("spec") or {})
+
+
+def _condition(body: Obj, type_: str) -> str:
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return str(c.get("status") or "")
+    return ""
+
+
+def _lb_addresses(status: Obj | None) -> list[str]:
+    ingress = ((status or {}).get("loadBalancer") or {}).get("ingress") or []
+    return [str(i.get("ip") or i.get("hostname")) for i in ingress if i.get("ip") or i.get("hostname")]
+
+
+# --- per-kind cells (NAME first, except Event) -----------------------------------------------
+
+
+def _pod(o: Obj, now: datetime | None) -> list[Any]:
+    """printPod: STATUS is the reason of the first container waiting or terminated (init
+    containers first), RESTARTS carries when the last one ended."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    inits = spec.get("initContainers") or []
+    sidecars = {c.get("name") for c in inits if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or []) + len(sidecars)
+    restarts = sidecar_restarts = ready = 0
+    last: datetime | None = None
+    last_sidecar: datetime | None = None
+
+    def latest(cs: Obj, current: datetime | None) -> datetime | None:
+        when = parse_time(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt"))
+        return when if when is not None and (current is None or when > current) else current
+
+    initializing = False
+    for i, cs in enumerate(status.get("initContainerStatuses") or []):
+        restarts += int(cs.get("restartCount") or 0)
+        last = latest(cs, last)
+        if cs.get("name") in sidecars:
+            sidecar_restarts += int(cs.get("restartCount") or 0)
+            last_sidecar = latest(cs, last_sidecar)
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        if term is not None and int(term.get("exitCode") or 0) == 0:
+            continue
+        if cs.get("name") in sidecars and cs.get("started"):
+            ready += 1 if cs.get("ready") else 0
+            continue
+        if term is not None:
+            reason = f"Init:{term['reason']}" if term.get("reason") else (
+                f"Init:Signal:{term['signal']}" if term.get("signal") else f"Init:ExitCode:{term.get('exitCode', 0)}")
+        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{i}/{len(inits)}"
+        initializing = True
+        break
+    statuses = status.get("containerStatuses") or []
+    if not initializing or _condition(o, "Initialized") == "True":
+        restarts, last = sidecar_restarts, last_sidecar
+        running = False
+        for cs in reversed(statuses):
+            restarts += int(cs.get("restartCount") or 0)
+            last = latest(cs, last)
+            state = cs.get("state") or {}
+            term, waiting = state.get("terminated"), state.get("waiting")
+            if waiting and waiting.get("reason"):
+                reason = waiting["reason"]
+            elif term is not None and term.get("reason"):
+                reason = term["reason"]
+            elif term is not None:
+                reason = f"Signal:{term['signal']}" if term.get("signal") else f"ExitCode:{term.get('exitCode', 0)}"
+            elif cs.get("ready") and "running" in state:
+                running = True
+                ready += 1
+        if reason == "Completed" and running:
+            reason = "Running" if _condition(o, "Ready") == "True" else "NotReady"
+    if not statuses and _condition(o, "Ready") == "True":
+        ready = total  # a trimmed snapshot: the Ready condition is the only evidence
+    if meta.get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif status.get("phase") not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    restart_cell = str(restarts)
+    if restarts and last is not None:
+        restart_cell = f"{restarts} ({since(last.isoformat(), now)} ago)"
+    ips = status.get("podIPs") or []
+    ip = (ips[0] or {}).get("ip") if ips else status.get("podIP")
+    gates = spec.get("readinessGates") or []
+    gate_cell = f"{sum(1 for g in gates if _condition(o, g.get('conditionType', '')) == 'True')}/{len(gates)}" \
+        if gates else "<none>"
+    return [meta.get("name", ""), f"{ready}/{total}", reason, restart_cell, age(o, now), _none(ip),
+            _none(spec.get("nodeName")), _none(status.get("nominatedNodeName")), gate_cell]
+
+
+def _service(o: Obj, now: datetime | None) -> list[Any]:
+    spec = o.get("spec") or {}
+    svc_type = spec.get("type") or "ClusterIP"
+    cluster_ip = (spec.get("clusterIPs") or [spec.get("clusterIP") or "<none>"])[0]
+    external = [str(x) for x in spec.get("externalIPs") or []]
+    if svc_type == "ExternalName":
+        cluster_ip = "<none>" if not spec.get("clusterIPs") else cluster_ip
+        ext = spec.get("externalName") or "<none>"
+    elif svc_type == "LoadBalancer":
+        ext = ",".join(_lb_addresses(o.get("status")) + external) or "<pending>"
+    else:
+        ext = ",".join(external) or "<none>"
+    ports = []
+    for p in spec.get("ports") or []:
+        proto = p.get("protocol") or "TCP"
+        ports.append(f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort") else f"{p.get('port')}/{proto}")
+    return [(o.get("metadata") or {}).get("name", ""), svc_type, cluster_ip, ext, ",".join(ports) or "<none>",
+            age(o, now), _label_set(spec.get("selector"))]
+
+
+def _endpoint_slice(o: Obj, now: datetime | None) -> list[Any]:
+    ports = [str(p["port"]) if p.get("port") is not None else (p.get("name") or "*") for p in o.get("ports") or []]
+    addresses = [str(a) for e in o.get("endpoints") or [] for a in e.get("addresses") or []]
+    return [(o.get("metadata") or {}).get("name", ""), o.get("addressType", ""), _first_three(ports, "<unset>"),
+            _first_three(addresses, "<unset>"), age(o, now)]
+
+
+def _host_port(ip: str, port: Any) -> str:
+    try:
+        v6 = ipaddress.ip_address(ip).version == 6
+    except ValueError:
+        v6 = ":" in ip
+    return f"[{ip}]:{port}" if v6 else f"{ip}:{port}"
+
+
+def _endpoints(o: Obj, now: datetime | None) -> list[Any]:
+    """formatEndpoints: each port, then each address on it; a portless subset lists bare IPs."""
+    items: list[str] = []
+    for subset in o.get("subsets") or []:
+        addresses = [str(a.get("ip")) for a in subset.get("addresses") or []]
+        if not subset.get("ports"):
+            items.extend(addresses)
+            continue
+        for p in subset["ports"]:
+            items.extend(_host_port(ip, p.get("port")) for ip in addresses)
+    return [(o.get("metadata") or {}).get("name", ""), _first_three(items), age(o, now)]
+
+
+def _ingress_hosts(rules: list[Obj]) -> str:
+    """formatHosts: three hosts, then how many rules (hostless ones too) there are beyond three."""
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and rule.get("host"):
+            hosts.append(str(rule["host"]))
+    if not hosts:
+        return "*"
+    return f"{','.join(hosts)} + {len(rules) - 3} more..." if more else ",".join(hosts)
+
+
+def _ingress(o: Obj, now: datetime | None) -> list[Any]:
+    spec = o.get("spec") or {}
+    address = sorted(set(_lb_addresses(o.get("status"))))
+    return [(o.get("metadata") or {}).get("name", ""), spec.get("ingressClassName") or "<none>",
+            _ingress_hosts(spec.get("rules") or []), ",".join(address), "80, 443" if spec.get("tls") else "80",
+            age(o, now)]
+
+
+def _ingress_class(o: Obj, now: datetime | None) -> list[Any]:
+    spec = o.get("spec") or {}
+    params = spec.get("parameters")
+    text = "<none>"
+    if params:
+        kind = f"{params.get('kind')}.{params['apiGroup']}" if params.get("apiGroup") else str(params.get("kind"))
+        text = f"{kind}/{params.get('name')}"
+    return [(o.get("metadata") or {}).get("name", ""), spec.get("controller", ""), text, age(o, now)]
+
+
+def _network_policy(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""),
+            _label_selector((o.get("spec") or {}).get("podSelector") or {}), age(o, now)]
+
+
+def _deployment(o: Obj, now: datetime | None) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _template_containers(o)
+    return [(o.get("metadata") or {}).get("name", ""), f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            int(status.get("updatedReplicas", 0)), int(status.get("availableReplicas", 0)), age(o, now), names,
+            images, _label_selector(spec.get("selector"))]
+
+
+def _replicaset(o: Obj, now: datetime | None) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _template_containers(o)
+    return [(o.get("metadata") or {}).get("name", ""), int(spec.get("replicas", 1)), int(status.get("replicas", 0)),
+            int(status.get("readyReplicas", 0)), age(o, now), names, images, _label_selector(spec.get("selector"))]
+
+
+def _statefulset(o: Obj, now: datetime | None) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _template_containers(o)
+    return [(o.get("metadata") or {}).get("name", ""), f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            age(o, now), names, images]
+
+
+def _daemonset(o: Obj, now: datetime | None) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _template_containers(o)
+    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector")
+    return [(o.get("metadata") or {}).get("name", ""), int(status.get("desiredNumberScheduled", 0)),
+            int(status.get("currentNumberScheduled", 0)), int(status.get("numberReady", 0)),
+            int(status.get("updatedNumberScheduled", 0)), int(status.get("numberAvailable", 0)),
+            _label_set(node_selector), age(o, now), names, images, _label_selector(spec.get("selector"))]
+
+
+def _job(o: Obj, now: datetime | None) -> list[Any]:
+    """printJob: the terminal condition, succeeded/completions, how long it took or has taken."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    if _condition(o, "Complete") == "True":
+        state = "Complete"
+    elif _condition(o, "Failed") == "True":
+        state = "Failed"
+    elif meta.get("deletionTimestamp"):
+        state = "Terminating"
+    else:
+        state = next((t for t in ("Suspended", "FailureTarget", "SuccessCriteriaMet") if _condition(o, t) == "True"),
+                     "Running")
+    succeeded = int(status.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        done = f"{succeeded}/{spec['completions']}"
+    elif int(spec.get("parallelism") or 0) > 1:
+        done = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        done = f"{succeeded}/1"  # neither set: the API server defaults both to 1
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    took = ""
+    if start is not None and end is not None:
+        took = human_duration((end - start).total_seconds())
+    elif start is not None:
+        took = since(status.get("startTime"), now)
+    names, images = _template_containers(o)
+    return [meta.get("name", ""), state, done, took, age(o, now), names, images, _label_selector(spec.get("selector"))]
+
+
+def _namespace(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), (o.get("status") or {}).get("phase") or "Active", age(o, now)]
+
+
+def _node(o: Obj, now: datetime | None) -> list[Any]:
+    meta, status = o.get("metadata") or {}, o.get("status") or {}
+    ready = _condition(o, "Ready")
+    states = ["Ready" if ready == "True" else "NotReady" if ready in ("False", "Unknown") else "Unknown"]
+    if (o.get("spec") or {}).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    roles = set()
+    for k, v in (meta.get("labels") or {}).items():
+        if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]:
+            roles.add(k.split("/", 1)[1])
+        elif k == "kubernetes.io/role" and v:
+            roles.add(str(v))
+    addrs = {a.get("type"): a.get("address") for a in reversed(status.get("addresses") or [])}
+    info = status.get("nodeInfo") or {}
+    return [meta.get("name", ""), ",".join(states), ",".join(sorted(roles)) or "<none>", age(o, now),
+            info.get("kubeletVersion", ""), addrs.get("InternalIP") or "<none>", addrs.get("ExternalIP") or "<none>",
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _configmap(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            age(o, now)]
+
+
+def _secret(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), o.get("type") or "Opaque", len(o.get("data") or {}),
+            age(o, now)]
+
+
+def _serviceaccount(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), len(o.get("secrets") or []), age(o, now)]
+
+
+def _event(o: Obj, now: datetime | None) -> list[Any]:
+    """printEvent (core/v1): events.k8s.io recorders leave source and the timestamps empty and fill
+    eventTime and reporting*; a series carries its own count and last time."""
+    meta, inv, source = o.get("metadata") or {}, o.get("involvedObject") or {}, o.get("source") or {}
+    first = since(o.get("firstTimestamp") or o.get("eventTime"), now)
+    last = since(o["lastTimestamp"], now) if o.get("lastTimestamp") else first
+    count = int(o.get("count") or 0)
+    if o.get("series"):
+        last, count = since(o["series"].get("lastObservedTime"), now), int(o["series"].get("count") or 0)
+    elif count == 0:
+        count = 1
+    obj = str(inv.get("kind", "")).lower() + (f"/{inv['name']}" if inv.get("name") else "")
+    src = source.get("component") or o.get("reportingComponent") or ""
+    host = source.get("host") or o.get("reportingInstance") or ""
+    if host:
+        src += f", {host}"
+    return [last, o.get("type", ""), o.get("reason", ""), obj, inv.get("fieldPath", ""), src,
+            str(o.get("message", "")).strip(), first, count, meta.get("name", "")]
+
+
+def _default(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), age(o, now)]
+
+
+def _defs(*spec: str) -> list[ColumnDef]:
+    """``"Name"`` is a column; ``"*Name"`` is wide only; ``"Name#"`` holds integers."""
+    out = []
+    for s in spec:
+        name = s.lstrip("*").rstrip("#")
+        out.append(ColumnDef(name, "integer" if s.endswith("#") else "string", 1 if s.startswith("*") else 0))
+    return out
+
+
+_NAME = ColumnDef("Name")
+PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list[Any]]]] = {
+    "Pod": (_defs("Ready", "Status", "Restarts", "Age", "*IP", "*Node", "*Nominated Node", "*Readiness Gates"), _pod),
+    "Service": (_defs("Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "*Selector"), _service),
+    "EndpointSlice": (_defs("AddressType", "Ports", "Endpoints", "Age"), _endpoint_slice),
+    "Endpoints": (_defs("Endpoints", "Age"), _endpoints),
+    "Ingress": (_defs("Class", "Hosts", "Address", "Ports", "Age"), _ingress),
+    "IngressClass": (_defs("Controller", "Parameters", "Age"), _ingress_class),
+    "NetworkPolicy": (_defs("Pod-Selector", "Age"), _network_policy),
+    "Deployment": (_defs("Ready", "Up-to-date#", "Available#", "Age", "*Containers", "*Images", "*Selector"),
+                   _deployment),
+    "ReplicaSet": (_defs("Desired#", "Current#", "Ready#", "Age", "*Containers", "*Images", "*Selector"), _replicaset),
+    "StatefulSet": (_defs("Ready", "Age", "*Containers", "*Images"), _statefulset),
+    "DaemonSet": (_defs("Desired#", "Current#", "Ready#", "Up-to-date#", "Available#", "Node Selector", "Age",
+                        "*Containers", "*Images", "*Selector"), _daemonset),
+    "Job": (_defs("Status", "Completions", "Duration", "Age", "*Containers", "*Images", "*Selector"), _job),
+    "Namespace": (_defs("Status", "Age"), _namespace),
+    "Node": (_defs("Status", "Roles", "Age", "Version", "*Internal-IP", "*External-IP", "*OS-Image",
+                   "*Kernel-Version", "*Container-Runtime"), _node),
+    "ConfigMap": (_defs("Data#", "Age"), _configmap),
+    "Secret": (_defs("Type", "Data#", "Age"), _secret),
+    "ServiceAccount": (_defs("Secrets#", "Age"), _serviceaccount),
+}
+# An Event's row has no leading name: its Name is the last, wide-only column.
+EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",
+                      "*Count#", "*Name")
+
+
+def column_defs(kind: str) -> list[ColumnDef]:
+    if kind == "Event":
+        return list(EVENT_COLUMNS)
+    return [_NAME, *PRINTERS.get(kind, (_defs("Age"), _default))[0]]
+
+
+def cells(kind: str, body: Obj, now: datetime | None) -> list[Any]:
+    """The row's cells in ``column_defs(kind)`` order, typed as the API sends them."""
+    if kind == "Event":
+        return _event(body, now)
+    return PRINTERS.get(kind, ([], _default))[1](body, now)
+
+
+def columns(kind: str) -> list[Column]:
+    """The headers as kubectl prints them (it upper-cases the API's names), with their priority."""
+    return [(c.name.upper(), c.priority) for c in column_defs(kind)]
+
+
+def row(kind: str, body: Obj, now: datetime | None = None) -> list[str]:
+    """All cells of the row as text, in ``columns(kind)`` order (NAME first, but for Events)."""
+    return [str(c) for c in cells(kind, body, now)]

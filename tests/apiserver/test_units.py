@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from knetsim.apiserver import controllers, patch, proto, tables
+from knetsim import printers
+from knetsim.apiserver import controllers, patch, proto
 from knetsim.apiserver.store import Stored
 from knetsim.cluster.config import ClusterConfig
 
@@ -15,7 +16,7 @@ from knetsim.cluster.config import ClusterConfig
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (119, "119s"), (125, "2m5s"), (600, "10m"),
                                                (3 * 3600 + 240, "3h4m"), (50 * 3600, "2d2h"), (-5, "<invalid>")])
 def test_human_duration(seconds: int, text: str) -> None:
-    assert tables.human_duration(seconds) == text
+    assert printers.human_duration(seconds) == text
 
 
 def test_strategic_merge_by_key_with_delete_and_order() -> None:
