@@ -108,3 +108,13 @@ def test_plan_is_a_fixed_point_and_keeps_pod_addresses() -> None:
     assert len(after) == 5
     assert {n: after[n] for n in before} == before
     assert len(set(after.values())) == 5
+
+
+def test_every_resource_is_served_once() -> None:
+    """ConfigMap/Secret/ServiceAccount come from the core's kinds; listing them again duplicated discovery."""
+    from collections import Counter
+
+    from knetsim.apiserver.resources import RESOURCES
+
+    assert [kind for kind, n in Counter(r.kind for r in RESOURCES).items() if n > 1] == []
+    assert {"ConfigMap", "Secret", "ServiceAccount", "Event"} <= {r.kind for r in RESOURCES}

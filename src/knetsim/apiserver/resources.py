@@ -1,7 +1,7 @@
 """The resources the API server serves: discovery documents and URL ↔ kind mapping.
 
-Built from the core's ``model.kinds`` plus the few unsimulated kinds that kubectl verbs
-touch on their own (``create configmap|secret|serviceaccount``, ``describe`` reading Events).
+Built from the core's ``model.kinds`` (which also lists the unsimulated kinds kubectl verbs touch
+on their own: ``create configmap|secret|serviceaccount``), plus Events for ``describe``.
 """
 
 from __future__ import annotations
@@ -65,16 +65,17 @@ def _from_core() -> list[Resource]:
             subs = ("scale", "status")
         elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy"):
             subs = ()
+        if not k.simulated:
+            subs = ()
         out.append(Resource(k.kind, k.group, k.version, k.plural, k.namespaced, k.short_names,
-                            ("all",) if k.in_all else (), subs))
+                            ("all",) if k.in_all else (), subs, k.simulated))
     return out
 
 
+# Every kind the core knows, simulated or only kept (ConfigMap, Secret, ServiceAccount), and the
+# Events the controllers write (the API server's own kind: the core never reads them).
 RESOURCES: tuple[Resource, ...] = (
     *_from_core(),
-    Resource("ConfigMap", "", "v1", "configmaps", True, ("cm",), subresources=(), simulated=False),
-    Resource("Secret", "", "v1", "secrets", True, (), subresources=(), simulated=False),
-    Resource("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), subresources=(), simulated=False),
     Resource("Event", "", "v1", "events", True, ("ev",), subresources=(), simulated=False),
 )
 
