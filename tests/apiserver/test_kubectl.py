@@ -316,3 +316,28 @@ def test_run_rm_attach_runs_the_command_and_cleans_up(live: Live) -> None:
     assert "Name:\tkubernetes.default.svc.cluster.local\nAddress: 10.96.0.1\n" in proc.stdout
     assert 'pod "tmp" deleted' in proc.stdout
     assert live.kubectl("get", "pod", "tmp", check=False).returncode == 1
+
+
+def test_delete_options_in_the_body_dry_run_preconditions_and_orphans(live: Live) -> None:
+    """kubectl puts dryRun, preconditions and propagationPolicy in the DeleteOptions body."""
+    live.kubectl("create", "configmap", "dr1", "--from-literal=a=b")
+    out = live.kubectl("delete", "configmap", "dr1", "--dry-run=server").stdout
+    assert "(server dry run)" in out
+    assert live.kubectl("get", "configmap", "dr1", "-o", "name").stdout.strip() == "configmap/dr1"
+    code, cm = live.request("GET", "/api/v1/namespaces/default/configmaps/dr1")
+    code, status = live.request("DELETE", "/api/v1/namespaces/default/configmaps/dr1",
+                                {"preconditions": {"resourceVersion": "1"}})
+    assert (code, status["reason"]) == (409, "Conflict")
+    assert "Precondition failed: ResourceVersion in precondition: 1" in status["message"]
+    bad = dict(cm, data={"a": "c"})
+    bad["metadata"] = dict(cm["metadata"], resourceVersion="abc")
+    code, status = live.request("PUT", "/api/v1/namespaces/default/configmaps/dr1", bad)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    live.kubectl("create", "deployment", "orph", "--image=nginx:1.27")
+    live.kubectl("wait", "--for=condition=available", "deployment/orph", "--timeout=20s")
+    live.kubectl("delete", "deployment", "orph", "--cascade=orphan")
+    rs = live.kubectl("get", "rs", "-l", "app=orph", "-o", "name").stdout.split()
+    assert len(rs) == 1
+    body = json.loads(live.kubectl("get", rs[0], "-o", "json").stdout)
+    assert "ownerReferences" not in body["metadata"]
+    live.kubectl("delete", rs[0])

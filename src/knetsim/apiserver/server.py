@@ -82,6 +82,16 @@ def invalid(r: Resource, name: str, errors: list[FieldError]) -> ApiError:
                     {"name": name, "group": r.group, "kind": r.kind, "causes": causes})
 
 
+def check_resource_version(r: Resource, name: str, want: Any, current: int) -> None:
+    """An update's optimistic-concurrency precondition: malformed is 400, stale is 409."""
+    if not want:
+        return
+    if not str(want).isdigit():
+        raise ApiError(400, "BadRequest", f"invalid resource version: {want!r}")
+    if int(want) != int(current):
+        raise conflict(r, name)
+
+
 def conflict(r: Resource, name: str) -> ApiError:
     return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{name}": the object has '
                     "been modified; please apply your changes to the latest version and try again",
@@ -657,16 +667,13 @@ class ApiServer:
     async def _update(self, request: web.Request, t: Target, body: dict[str, Any]) -> web.Response:
         key = (t.resource.kind, t.namespace, t.name)
         old = self.store.get(key)
-        if t.sub == "scale":
-            if old is None:
-                raise not_found(t.resource, t.name)
-            replicas = (body.get("spec") or {}).get("replicas")
-            return await self._set_replicas(request, t, old, replicas)
         if old is None:
             raise not_found(t.resource, t.name)
         want = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body.get("metadata"), dict) else None
-        if want and str(want) != str(old.rv):
-            raise conflict(t.resource, t.name)
+        check_resource_version(t.resource, t.name, want, old.rv)
+        if t.sub == "scale":
+            replicas = (body.get("spec") or {}).get("replicas")
+            return await self._set_replicas(request, t, old, replicas)
         new = self._merge_update(t, old, body)
         if t.sub == "scale":
             return self._json(self._scale(t.resource, new))
@@ -739,11 +746,27 @@ class ApiServer:
             raise ApiError(422, "Invalid", "the patch did not produce an object")
         if t.sub == "scale":
             return await self._set_replicas(request, t, old, (result.get("spec") or {}).get("replicas"))
-        want = (result.get("metadata") or {}).get("resourceVersion")
-        if want and str(want) != str(old.rv):
-            raise conflict(r, t.name)
+        check_resource_version(r, t.name, (result.get("metadata") or {}).get("resourceVersion"), old.rv)
         new = self._merge_update(t, old, result)
         return await self._commit_update(request, t, old, new)
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        """DeleteOptions: kubectl sends them in the body (dryRun, preconditions, propagationPolicy), not the query."""
+        options: dict[str, Any] = {}
+        raw = await request.read()
+        if raw.strip():
+            ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+            try:
+                decoded = decode_body(raw, ctype, None)
+            except ApiError:
+                decoded = {}
+            if isinstance(decoded, dict):
+                options = decoded
+        if request.query.get("dryRun"):
+            options["dryRun"] = request.query.getall("dryRun")
+        if request.query.get("propagationPolicy"):
+            options["propagationPolicy"] = request.query["propagationPolicy"]
+        return options
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         r = t.resource
@@ -751,9 +774,31 @@ class ApiServer:
         old = self.store.get(key)
         if old is None:
             raise not_found(r, t.name)
-        if request.query.get("dryRun") == "All":
+        options = await self._delete_options(request)
+        pre = options.get("preconditions") or {}
+        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(old.rv):
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{t.name}": '
+                           f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                           f"ResourceVersion in object meta: {old.rv}", {"name": t.name, "kind": r.plural})
+        if pre.get("uid") and pre["uid"] != old.body["metadata"].get("uid"):
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{t.name}": '
+                           f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                           f"{old.body['metadata'].get('uid', '')}", {"name": t.name, "kind": r.plural})
+        if "All" in (options.get("dryRun") or []):
             return self._json(old.body)
         writes = [Write(key, None)]
+        if options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents"):
+            # Dependents stay, released from their owner (the garbage collector's orphan finalizer).
+            uid = old.body["metadata"].get("uid")
+            for k in sorted(self.store.objects):
+                dep = self.store.objects[k]
+                refs = (dep.body.get("metadata") or {}).get("ownerReferences") or []
+                if uid and any(ref.get("uid") == uid for ref in refs):
+                    body = json.loads(json.dumps(dep.body))
+                    body["metadata"]["ownerReferences"] = [ref for ref in refs if ref.get("uid") != uid]
+                    if not body["metadata"]["ownerReferences"]:
+                        del body["metadata"]["ownerReferences"]
+                    writes.append(Write(k, body, "user" if dep.managed != "system" else dep.managed))
         if r.kind == "Namespace":
             writes += [Write(k, None) for k in sorted(self.store.objects) if k[1] == t.name and k[0] != "Namespace"]
         self.store.commit(writes)
@@ -767,7 +812,8 @@ class ApiServer:
         accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
         items = [s for s in self.store.list(t.resource.kind, t.namespace) if accept(s.body)]
         keys = [(t.resource.kind, s.body["metadata"].get("namespace", ""), s.body["metadata"]["name"]) for s in items]
-        if q.get("dryRun") != "All":
+        options = await self._delete_options(request)
+        if "All" not in (options.get("dryRun") or []):
             self.store.commit([Write(k, None) for k in keys])
             self._mark_dirty()
         return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
