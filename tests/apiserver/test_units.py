@@ -118,3 +118,14 @@ def test_every_resource_is_served_once() -> None:
 
     assert [kind for kind, n in Counter(r.kind for r in RESOURCES).items() if n > 1] == []
     assert {"ConfigMap", "Secret", "ServiceAccount", "Event"} <= {r.kind for r in RESOURCES}
+
+
+def test_down_never_signals_a_process_that_is_not_the_daemon(tmp_path) -> None:
+    """A stale ready.json whose PID now belongs to another program is not a running cluster."""
+    import json
+    import os
+
+    from knetsim.cli.up import _running
+
+    (tmp_path / "ready.json").write_text(json.dumps({"pid": os.getppid()}))  # pytest's parent: alive, not ours
+    assert _running(tmp_path) is None

@@ -45,7 +45,18 @@ def _running(state: Path) -> dict[str, Any] | None:
         info = json.loads(ready.read_text())
     except (FileNotFoundError, ValueError):
         return None
-    return info if _pid_alive(int(info.get("pid", 0))) else None
+    pid = int(info.get("pid", 0))
+    return info if _pid_alive(pid) and _is_our_daemon(pid, state) else None
+
+
+def _is_our_daemon(pid: int, state: Path) -> bool:
+    """After a kill -9 or a reboot ready.json outlives the daemon and its PID may be reused:
+    only a process running knetsim's API server counts, so `down` never signals a stranger."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc (not Linux): trust the PID as before
+    return "knetsim.apiserver" in cmdline and str(state) in cmdline
 
 
 def _print_ready(info: dict[str, Any]) -> None:
