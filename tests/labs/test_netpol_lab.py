@@ -31,6 +31,10 @@ def test_the_starting_state_passes_no_task(live: LiveLab) -> None:
     (first,) = [c for c in failed(report, "default-deny") if "stranger" in c["description"]]
     assert first["expected"] == "timeout"
     assert first["found"].startswith("connected to lab-netpol/canary 10.244.")
+    # "May connect" criteria earn nothing while nothing is blocked: doing nothing scores 0.
+    assert [t["score"] for t in report["tasks"]] == [0] * len(TASKS)
+    (door,) = [c for c in failed(report, "from-pods") if "frontend" in c["description"]]
+    assert door["found"].endswith("no policy isolates anything yet, so this earns nothing")
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .criteria import Context, evaluate
 from .kubeclient import KubeClient
-from .model import Lab, LabResult, TaskResult
+from .model import CriterionResult, Lab, LabResult, TaskResult
 from .snapshot import Snapshot, fetch
 
 LAB_LABEL = "labs.knetsim.io/lab"
@@ -22,11 +22,35 @@ def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> L
     ctx = Context(snapshot, lab.namespace)
     results = []
     for task in chosen:
-        results.append(TaskResult(task.id, task.title, tuple(evaluate(ctx, c) for c in task.checks)))
+        criteria = [evaluate(ctx, c) for c in task.checks]
+        results.append(TaskResult(task.id, task.title, _withhold_open_door_credit(task.checks, criteria)))
     notes = [f"graded against {snapshot.where}"]
     if any(c.simulated for t in results for c in t.criteria) and snapshot.simulation_errors:
         notes += [f"left out of the simulation: {e}" for e in snapshot.simulation_errors]
     return LabResult(lab.name, snapshot.server, snapshot.knetsim, tuple(results), tuple(notes))
+
+
+def _withhold_open_door_credit(checks: Sequence[Any], criteria: list[CriterionResult]) -> tuple[CriterionResult, ...]:
+    """"A may connect" proves nothing while everything may connect.
+
+    In a task that also requires some traffic to stay blocked, the connections that must work
+    earn their points only once at least one blocked connection is really blocked; otherwise a
+    cluster with no policy at all would collect them.
+    """
+    def expects_block(check: Any) -> bool:
+        return check.type == "trace" and check.params.get("outcome", "connected") != "connected"
+
+    negatives = [r for c, r in zip(checks, criteria, strict=True) if expects_block(c)]
+    # Something is blocked (even the wrong way, e.g. DNS): the open connections then mean something.
+    if not negatives or not all(r.found.startswith("connected") for r in negatives):
+        return tuple(criteria)
+    out = []
+    for c, r in zip(checks, criteria, strict=True):
+        if c.type == "trace" and not expects_block(c) and r.passed:
+            r = replace(r, passed=False, found=f"{r.found} — but so does every connection this task must block: "
+                        "no policy isolates anything yet, so this earns nothing")
+        out.append(r)
+    return tuple(out)
 
 
 def check(lab: Lab, client: KubeClient, tasks: Sequence[str] | None = None) -> LabResult:
