@@ -87,12 +87,16 @@ class ProgressStore:
                 continue
             for task in lab.tasks:
                 saved = entry["tasks"].get(task.id) or {}
-                if saved.get("passed"):
-                    status = "passed"
-                elif saved.get("lastChecked"):
-                    status = "partial" if saved.get("best") else "failed"
-                else:
+                # STATUS is the latest check; PASSED keeps when it first passed.
+                last = saved.get("last")
+                if not saved.get("lastChecked") or last is None:
                     status = "not checked"
+                elif last == saved.get("max", task.max_points):
+                    status = "passed"
+                elif saved.get("passed"):
+                    status = "passed earlier"
+                else:
+                    status = "partial" if last else "failed"
                 out.append([lab.name, task.id, status, f"{saved.get('best', 0)}/{task.max_points}",
                             f"{saved['last']}/{task.max_points}" if "last" in saved else "-",
                             saved.get("lastChecked") or "-", saved.get("firstPassed") or "-"])
