@@ -341,3 +341,19 @@ def test_delete_options_in_the_body_dry_run_preconditions_and_orphans(live: Live
     body = json.loads(live.kubectl("get", rs[0], "-o", "json").stdout)
     assert "ownerReferences" not in body["metadata"]
     live.kubectl("delete", rs[0])
+
+
+def test_changing_a_service_type_drops_what_the_new_type_cannot_have(live: Live) -> None:
+    """kubectl patch svc X -p '{"spec":{"type":"ClusterIP"}}' works on a real cluster (dropTypeDependentFields)."""
+    live.kubectl("create", "service", "nodeport", "typed", "--tcp=80:80")
+    live.kubectl("patch", "svc", "typed", "-p", '{"spec":{"type":"ClusterIP"}}')
+    spec = json.loads(live.kubectl("get", "svc", "typed", "-o", "json").stdout)["spec"]
+    assert spec["type"] == "ClusterIP" and "nodePort" not in spec["ports"][0]
+    assert "externalTrafficPolicy" not in spec
+    live.kubectl("patch", "svc", "typed", "-p", '{"spec":{"type":"ExternalName","externalName":"db.example.com"}}')
+    spec = json.loads(live.kubectl("get", "svc", "typed", "-o", "json").stdout)["spec"]
+    assert spec["type"] == "ExternalName" and "clusterIP" not in spec
+    live.kubectl("patch", "svc", "typed", "-p", '{"spec":{"type":"LoadBalancer","externalName":null}}')
+    spec = json.loads(live.kubectl("get", "svc", "typed", "-o", "json").stdout)["spec"]
+    assert spec["type"] == "LoadBalancer" and spec["ports"][0]["nodePort"] and spec["clusterIP"]
+    live.kubectl("delete", "svc", "typed")

@@ -82,6 +82,44 @@ def invalid(r: Resource, name: str, errors: list[FieldError]) -> ApiError:
                     {"name": name, "group": r.group, "kind": r.kind, "causes": causes})
 
 
+def drop_type_dependent_fields(body: dict[str, Any], old: dict[str, Any]) -> None:
+    """The registry's dropTypeDependentFields: changing a Service's type clears the fields the new type
+    may not have, as long as the client left them as they were (an explicit new value is still validated)."""
+    spec, ospec = body.get("spec"), old.get("spec") or {}
+    if not isinstance(spec, dict):
+        return
+    new_type, old_type = spec.get("type", "ClusterIP"), ospec.get("type", "ClusterIP")
+    if new_type == old_type:
+        return
+
+    def unchanged(field: str) -> bool:
+        return field in spec and spec.get(field) == ospec.get(field)
+
+    if new_type == "ExternalName":
+        for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
+            if unchanged(field):
+                spec.pop(field)
+    external = new_type in ("NodePort", "LoadBalancer") or bool(spec.get("externalIPs"))
+    if new_type not in ("NodePort", "LoadBalancer") or (
+            new_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False):
+        old_node_ports = [p.get("nodePort") for p in ospec.get("ports") or []]
+        ports = spec.get("ports") or []
+        if [p.get("nodePort") for p in ports if isinstance(p, dict)][:len(old_node_ports)] == \
+                old_node_ports[:len(ports)]:
+            for p in ports:
+                if isinstance(p, dict):
+                    p.pop("nodePort", None)
+    if not (new_type == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local") and \
+            unchanged("healthCheckNodePort"):
+        spec.pop("healthCheckNodePort")
+    if not external and unchanged("externalTrafficPolicy"):
+        spec.pop("externalTrafficPolicy")
+    if new_type != "LoadBalancer":
+        for field in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
+            if unchanged(field):
+                spec.pop(field)
+
+
 def check_resource_version(r: Resource, name: str, want: Any, current: int) -> None:
     """An update's optimistic-concurrency precondition: malformed is 400, stale is 409."""
     if not want:
@@ -511,6 +549,8 @@ class ApiServer:
     def _admit(self, r: Resource, body: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
         """Defaulting and validation by the core; Service addresses allocated as the registry does."""
         name = body["metadata"].get("name", "")
+        if r.kind == "Service" and old is not None:
+            drop_type_dependent_fields(body, old)
         if r.kind in CORE_KINDS:
             admitted, errors = admit([Document(Source("<request>", 1), body)], body["metadata"].get("namespace")
                                      or "default")
@@ -542,9 +582,10 @@ class ApiServer:
                 if not p.get("nodePort") and old_ports.get((p.get("port"), p.get("protocol", "TCP"))) and \
                         spec.get("type") in ("NodePort", "LoadBalancer"):
                     p["nodePort"] = old_ports[(p.get("port"), p.get("protocol", "TCP"))]
-            if not spec.get("healthCheckNodePort") and ospec.get("healthCheckNodePort"):
+            if not spec.get("healthCheckNodePort") and ospec.get("healthCheckNodePort") and \
+                    spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local":
                 spec["healthCheckNodePort"] = ospec["healthCheckNodePort"]
-            if old.get("status"):
+            if old.get("status") and spec.get("type") == ospec.get("type"):
                 body["status"] = json.loads(json.dumps(old["status"]))
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         others = [(json.loads(json.dumps(s.body)), Source("<store>", 1)) for s in self.store.list("Service")
