@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.kinds import KINDS
+from ..model.kinds import KINDS, KindInfo
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
@@ -21,25 +21,11 @@ SERVER_VERSION = {
 
 
 @dataclass(frozen=True, slots=True)
-class Resource:
-    kind: str
-    group: str
-    version: str
-    plural: str
-    namespaced: bool
-    short_names: tuple[str, ...] = ()
+class Resource(KindInfo):
+    """A kind as the API server serves it: the core's KindInfo plus discovery details."""
+
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ("status",)
-    # Fed to the core's build_cluster (simulated kinds); the others are stored and served only.
-    simulated: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def singular(self) -> str:
-        return self.kind.lower()
 
     @property
     def prefix(self) -> str:
@@ -68,7 +54,8 @@ def _from_core() -> list[Resource]:
         if not k.simulated:
             subs = ()
         out.append(Resource(k.kind, k.group, k.version, k.plural, k.namespaced, k.short_names,
-                            ("all",) if k.in_all else (), subs, k.simulated))
+                            simulated=k.simulated, in_all=k.in_all,
+                            categories=("all",) if k.in_all else (), subresources=subs))
     return out
 
 
