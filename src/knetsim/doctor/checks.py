@@ -18,7 +18,7 @@ from ..cluster.build import ManifestError
 from ..cluster.endpointslices import find_port
 from ..cluster.explain import explain_endpoints
 from ..cluster.state import ClusterState
-from ..model.fielderr import FieldError
+from ..model.fielderr import ErrorType, FieldError
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.objects import Pod, Service
 
@@ -50,7 +50,7 @@ def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
         fix = ""
         detail = error.error
         if isinstance(detail, FieldError) and re.fullmatch(r"spec\.ports\[\d+\]\.name", detail.path) and \
-                detail.type.value == "Required value":
+                detail.type == ErrorType.REQUIRED:
             fix = ("a Service with more than one port needs a name on every port (so Ingresses and "
                    "EndpointSlices can refer to them): add `name: http` (or similar) to each entry of spec.ports")
         elif isinstance(detail, FieldError) and detail.path.endswith("pathType"):
