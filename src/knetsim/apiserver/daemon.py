@@ -2,7 +2,8 @@
 
 ``python -m knetsim.apiserver.daemon --state DIR --port N`` runs in the foreground; ``knetsim
 up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
-dir: ``store.db`` (SQLite WAL), ``token``, ``kubeconfig`` (0600), ``daemon.pid``,
+dir (0700, every file 0600: the store holds Secrets): ``store.db`` (SQLite WAL), ``token``,
+``kubeconfig``, ``lock`` (held by the daemon: one daemon per state dir), ``daemon.pid``,
 ``ready.json`` (ports), ``daemon.log``.
 """
 
@@ -28,6 +29,7 @@ from aiohttp import web
 
 from ..cluster.config import ClusterConfig
 from .server import ApiServer
+from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
 
 log = logging.getLogger("knetsim.apiserver")
@@ -97,10 +99,20 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
                 ingress_port: int | None = 0) -> Running:
     """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
     state = Path(state_dir)
-    state.mkdir(parents=True, exist_ok=True)
+    make_private(state)
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
-    server.reconcile_now()
+    from .recheck import recheck
+    from .registry import now_rfc3339
+
+    recheck(server.registry, now_rfc3339())
+    try:
+        server.reconcile_now()
+    except Exception as exc:
+        # Serve anyway: a broken controller run must not keep the cluster down; readers that need
+        # it get a 500 naming the failure, and the next write tries again.
+        log.exception("reconcile failed at start")
+        server.record_failure(exc)
     try:
         from . import wsexec
         wsexec.install(server)
@@ -160,8 +172,17 @@ def ready_info(running: Running) -> dict[str, Any]:
     return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
 
 
+EXIT_STATE_IN_USE = 3
+
+
 async def _main(args: argparse.Namespace) -> None:
     state = Path(args.state)
+    make_private(state)
+    try:
+        lock_fd = acquire(state)
+    except StateDirInUse as exc:
+        log.error("%s", exc)
+        raise SystemExit(EXIT_STATE_IN_USE) from None
     running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
@@ -178,6 +199,7 @@ async def _main(args: argparse.Namespace) -> None:
     await running.close()
     with contextlib.suppress(FileNotFoundError):
         (state / "daemon.pid").unlink()
+    os.close(lock_fd)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,6 +47,25 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+FRESHNESS_WAIT = 3.0  # seconds, the watch cache's blockTimeout
+DEFAULT_WATCH_SECONDS = 1800  # minRequestTimeout; kube-apiserver picks 1800-3600 s at random
+
+
+def watch_timeout(text: str | None) -> float:
+    """``timeoutSeconds`` as the API server parses it: a base-10 int64 (strconv.ParseInt), 0 = the default.
+
+    A negative value ends the watch at once, as an already expired context does."""
+    if text is None or text == "":
+        return DEFAULT_WATCH_SECONDS
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isascii() or not body.isdigit():
+        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": value out of range')
+    return DEFAULT_WATCH_SECONDS if value == 0 else float(value)
+
+
 def add_warnings(resp: web.StreamResponse, warnings: Any) -> None:
     """One ``Warning: 299 - "..."`` header per warning (RFC 7234 quoted-string), as kubectl prints them."""
     for text in dict.fromkeys(warnings):
@@ -110,6 +129,7 @@ class ApiServer:
         self._settled = asyncio.Event()
         self._wakeup = asyncio.Event()
         self._last_cost = 0.0
+        self._failure: tuple[int, BaseException] | None = None  # (writes it covered, what went wrong)
         self._nodes: list[Any] | None = None
         self.state: Any = None  # the last ClusterState the controllers computed
         self.exec_handlers: dict[str, Callable[..., Any]] = {}
@@ -135,6 +155,11 @@ class ApiServer:
                     log.exception("state listener failed")
         self._reconciled = target
 
+    def record_failure(self, exc: BaseException) -> None:
+        """A controller run failed outside the loop (at start): readers get a 500 until one succeeds."""
+        self._failure = (self._writes, exc)
+        self._writes += 1
+
     def mark_dirty(self) -> None:
         """Ask the controllers for a rebuild (the kubelet reports a pod status change)."""
         self._mark_dirty()
@@ -153,19 +178,29 @@ class ApiServer:
                 await asyncio.wait_for(self._wakeup.wait(), min(0.2, self._last_cost))
             self._wakeup.clear()
             started = time.perf_counter()
+            target = self._writes
             try:
                 self.reconcile_now()
-            except Exception:
+                self._failure = None
+            except Exception as exc:
+                # Never reported as done: readers waiting for these writes get a 500 naming the failure,
+                # and the next write tries again. The traceback is in the daemon log.
                 log.exception("reconcile failed")
-                self._reconciled = self._writes
+                self._failure = (target, exc)
+                self._last_cost = time.perf_counter() - started
+                self._settled.set()
+                self._settled = asyncio.Event()
+                return
             self._last_cost = time.perf_counter() - started
             self._settled.set()
             self._settled = asyncio.Event()
 
     async def settle(self) -> None:
-        """Wait until the controllers have seen every write acknowledged so far."""
+        """Wait until the controllers have seen every write acknowledged so far (500 if they failed)."""
         target = self._writes
         while self._reconciled < target and not self.closing:
+            if self._failure is not None and self._failure[0] >= target:
+                raise internal(self._failure[1])
             self._wakeup.set()
             if self._reconcile_task is None or self._reconcile_task.done():
                 self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile_loop())
@@ -355,7 +390,7 @@ class ApiServer:
         name_filter = t.name
         as_table = "as=Table" in request.headers.get("Accept", "")
         include = q.get("includeObject", "Metadata")
-        timeout = float(q.get("timeoutSeconds") or 1800)
+        timeout = watch_timeout(q.get("timeoutSeconds"))
 
         def visible(obj: Mapping[str, Any] | None) -> bool:
             if obj is None:
@@ -381,6 +416,7 @@ class ApiServer:
                     start = int(rv_text)
                 except ValueError as exc:
                     raise ApiError(400, "BadRequest", f"invalid resource version: {rv_text}") from exc
+                await self._wait_for_resource_version(start)
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             resp.enable_chunked_encoding()
             await resp.prepare(request)
@@ -401,6 +437,18 @@ class ApiServer:
                 return resp
         finally:
             self.store.unsubscribe(watcher)
+
+    async def _wait_for_resource_version(self, rv: int) -> None:
+        """The watch cache's waitUntilFreshAndBlock: a resourceVersion the store has not reached yet is
+        waited for (3 s), then refused with 504 "Too large resource version"; clients relist on it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FRESHNESS_WAIT
+        while self.store.rv < rv and loop.time() < deadline and not self.closing:
+            await asyncio.sleep(0.05)
+        if self.store.rv < rv:
+            raise ApiError(504, "Timeout", f"Timeout: Too large resource version: {rv}, current: {self.store.rv}",
+                           {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                            "retryAfterSeconds": 1})
 
     async def _stream(self, initial: list[tuple[str, dict[str, Any]]], send: Callable[..., Any], rv_text: str,
                       t: Target, start: int, visible: Callable[..., bool], watcher: Watcher, timeout: float,

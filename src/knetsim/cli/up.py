@@ -13,7 +13,10 @@ from typing import Any
 
 import click
 
+from ..apiserver.statedir import StateDirInUse, make_private, owner
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
+
+EXIT_STATE_IN_USE = 3  # the daemon's exit code when another daemon holds the state directory
 
 DEFAULT_STATE = os.environ.get("KNETSIM_STATE") or str(Path.home() / ".knetsim")
 
@@ -40,23 +43,15 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _running(state: Path) -> dict[str, Any] | None:
-    ready = state / "ready.json"
+    """The ready daemon of ``state``: it holds the state directory's lock and has written ready.json."""
+    pid = owner(state)
+    if not pid:
+        return None
     try:
-        info = json.loads(ready.read_text())
+        info = json.loads((state / "ready.json").read_text())
     except (FileNotFoundError, ValueError):
         return None
-    pid = int(info.get("pid", 0))
-    return info if _pid_alive(pid) and _is_our_daemon(pid, state) else None
-
-
-def _is_our_daemon(pid: int, state: Path) -> bool:
-    """After a kill -9 or a reboot ready.json outlives the daemon and its PID may be reused:
-    only a process running knetsim's API server counts, so `down` never signals a stranger."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return True  # no /proc (not Linux): trust the PID as before
-    return "knetsim.apiserver" in cmdline and str(state) in cmdline
+    return info if int(info.get("pid", 0)) == pid and _pid_alive(pid) else None
 
 
 def _print_ready(info: dict[str, Any]) -> None:
@@ -86,14 +81,12 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
     state_dir = Path(state).resolve()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private(state_dir)
     info = _running(state_dir)
     if info is not None:
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
         sys.exit(EXIT_OK)
-    ready = state_dir / "ready.json"
-    ready.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "knetsim.apiserver", "--state", str(state_dir), "--port", str(port),
            "--dns-port", str(dns_port), "--ingress-port", str(ingress_port)]
     if foreground:
@@ -108,6 +101,12 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
             _print_ready(info)
             sys.exit(EXIT_OK)
         if proc.poll() is not None:
+            if proc.returncode == EXIT_STATE_IN_USE:
+                # Another `knetsim up` got there first: its daemon owns the state directory.
+                holder = owner(state_dir)
+                click.echo(f"error: {StateDirInUse(state_dir, holder)}; `knetsim status --state {state_dir}` "
+                           "shows it", err=True)
+                sys.exit(EXIT_NEGATIVE)
             tail = (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
             click.echo("error: the cluster did not start:\n" + "\n".join(tail), err=True)
             sys.exit(EXIT_BAD_INPUT)
@@ -121,16 +120,19 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
 def down(state: str) -> None:
     """Stop the live cluster (its state stays in the state directory)."""
     state_dir = Path(state).resolve()
-    info = _running(state_dir)
-    if info is None:
+    pid = owner(state_dir)
+    if pid == 0:  # locked a moment ago, PID not yet written
+        time.sleep(0.1)
+        pid = owner(state_dir)
+    if not pid:
         click.echo("not running")
         sys.exit(EXIT_OK)
-    pid = int(info["pid"])
     os.kill(pid, signal.SIGTERM)
+    # Stopped means the lock is free: the kernel drops it when the daemon exits, however it exits.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _pid_alive(pid):
+    while time.monotonic() < deadline and owner(state_dir):
         time.sleep(0.02)
-    if _pid_alive(pid):
+    if owner(state_dir):
         os.kill(pid, signal.SIGKILL)
     (state_dir / "ready.json").unlink(missing_ok=True)
     click.echo(f"stopped (pid {pid})")

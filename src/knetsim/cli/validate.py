@@ -17,8 +17,13 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     """
     if not filenames:
         fail_input(InputError(["no manifests given: use -f FILE|DIR|-"]))
-    cluster = load_cluster(filenames, namespace, cluster_config)
+    cluster = load_cluster(filenames, namespace, cluster_config, report=False)
     print_notices(cluster)
+    if cluster.errors:
+        # Every file's errors, even when another file does not parse; then the verdict.
+        rejected = len({(str(e.source), e.subject) for e in cluster.errors})
+        fail_input(InputError([str(e) for e in cluster.errors]),
+                   summary=f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected")
     count = len(cluster.documents)
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 
