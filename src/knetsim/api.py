@@ -36,6 +36,8 @@ class Cluster:
         self.documents = list(documents)
         # Objects the API server would have rejected (only with strict=False; they are not in the state).
         self.errors = list(errors)
+        # Files or documents that could not be read or parsed at all (a subset of errors).
+        self.unreadable: list[ManifestError] = []
 
     # --- construction ---------------------------------------------------------------
 
@@ -70,7 +72,9 @@ class Cluster:
         errors = [*unreadable, *result.errors]
         if errors and strict:
             raise InputError([str(e) for e in errors])
-        return cls(result.state, loaded.documents, errors)
+        cluster = cls(result.state, loaded.documents, errors)
+        cluster.unreadable = unreadable
+        return cluster
 
     @classmethod
     def from_yaml(cls, text: str, *, namespace: str = "default", config: ClusterConfig | None = None,

@@ -64,6 +64,9 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
                                      stdin=sys.stdin, strict=strict_requested())
     except InputError as exc:
         fail_input(exc)
+    if report and cluster.unreadable:
+        # kubectl apply -f stops before creating anything when a file does not parse: so does the analysis.
+        fail_input(InputError([str(e) for e in cluster.errors]))
     if report and cluster.errors:
         report_rejected(cluster)
     return cluster

@@ -96,13 +96,10 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
                                 start_new_session=True, close_fds=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        info = _running(state_dir)
-        if info is not None:
-            _print_ready(info)
-            sys.exit(EXIT_OK)
+        # Our daemon's own fate first: when another `up` won the state directory, ours exits 3 and this
+        # run is a refusal, even if the winner is ready by now.
         if proc.poll() is not None:
             if proc.returncode == EXIT_STATE_IN_USE:
-                # Another `knetsim up` got there first: its daemon owns the state directory.
                 holder = owner(state_dir)
                 click.echo(f"error: {StateDirInUse(state_dir, holder)}; `knetsim status --state {state_dir}` "
                            "shows it", err=True)
@@ -110,6 +107,10 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
             tail = (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
             click.echo("error: the cluster did not start:\n" + "\n".join(tail), err=True)
             sys.exit(EXIT_BAD_INPUT)
+        info = _running(state_dir)
+        if info is not None and int(info.get("pid", 0)) == proc.pid:
+            _print_ready(info)
+            sys.exit(EXIT_OK)
         time.sleep(0.01)
     click.echo("error: the cluster did not become ready within 30s", err=True)
     sys.exit(EXIT_NEGATIVE)

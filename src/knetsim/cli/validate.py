@@ -21,9 +21,11 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     print_notices(cluster)
     if cluster.errors:
         # Every file's errors, even when another file does not parse; then the verdict.
-        rejected = len({(str(e.source), e.subject) for e in cluster.errors})
-        fail_input(InputError([str(e) for e in cluster.errors]),
-                   summary=f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected")
+        rejected = len({str(e.source) for e in cluster.errors if e not in cluster.unreadable})
+        summary = f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected"
+        if cluster.unreadable:
+            summary += f", {len(cluster.unreadable)} unreadable"
+        fail_input(InputError([str(e) for e in cluster.errors]), summary=summary)
     count = len(cluster.documents)
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 

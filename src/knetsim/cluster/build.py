@@ -289,6 +289,12 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
                 seen[node_name] = (status["hostIP"], cidr or (prev[1] if prev else ""))
         if seen:
             node_docs = []
+            # A node seen only through hostNetwork pods shows no pod CIDR: give it the first /24 no other
+            # inferred node uses, so pods scheduled there (CoreDNS, say) still get addresses.
+            used = {cidr for _, cidr in seen.values() if cidr}
+            free = (str(n) for n in ipaddress.ip_network(config.pod_cidr).subnets(new_prefix=config.node_cidr_mask)
+                    if str(n) not in used)
+            seen = {name: (ip, cidr or next(free, "")) for name, (ip, cidr) in sorted(seen.items())}
             for name, (ip, cidr) in sorted(seen.items()):
                 body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
                     "kubernetes.io/hostname": name}}, "spec": {"podCIDR": cidr},
