@@ -37,7 +37,8 @@ def admission_version() -> str:
 
 
 def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    """(why the object cannot be served, None) or (None, the object as today's admission keeps it)."""
+    """(why the object cannot be served, None), or (None, the object without the fields today's types do not
+    have when it had some, else None)."""
     r = BY_KIND.get(key[0])
     if r is None:
         return f"kind {key[0]} is not served by this version", None
@@ -45,6 +46,7 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
         decoded = registry.decode(r, body, WriteOptions(FieldValidation.IGNORE), name=key[2])
         from ..model import admission
 
+        pruned = json.loads(json.dumps(decoded.obj)) if decoded.unknown_fields else None
         obj = admission.default(decoded.obj, kind_of(r), key[1] or "default")
         errors = admission.validation_errors(obj, kind_of(r))
     except (ApiError, AdmissionError) as exc:
@@ -55,7 +57,7 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
             (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):
         return "its key does not match its metadata", None
-    return None, obj
+    return None, pruned
 
 
 def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
@@ -75,11 +77,8 @@ def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
             store.quarantine(key, reason)
             quarantined.append((key, reason))
             continue
-        assert obj is not None
-        obj["metadata"]["resourceVersion"] = stored.body["metadata"].get("resourceVersion", "")
-        if json.dumps(obj, sort_keys=True) != json.dumps(stored.body, sort_keys=True):
-            log.warning("stored %s %s/%s rewritten as today's admission keeps it (unknown fields dropped)",
-                        *key)
+        if obj is not None:
+            log.warning("stored %s %s/%s rewritten without the fields today's types do not have", *key)
             rewrites.append(Write(key, obj, stored.managed))
     names = EventNames(now, store.meta)
     events: list[Write] = []

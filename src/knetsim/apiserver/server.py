@@ -47,6 +47,7 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+WARNINGS = web.RequestKey("warnings", list)  # Warning headers of this request (unknown fields, deprecations)
 FRESHNESS_WAIT = 3.0  # seconds, the watch cache's blockTimeout
 DEFAULT_WATCH_SECONDS = 1800  # minRequestTimeout; kube-apiserver picks 1800-3600 s at random
 
@@ -70,6 +71,8 @@ def add_warnings(resp: web.StreamResponse, warnings: Any) -> None:
     """One ``Warning: 299 - "..."`` header per warning (RFC 7234 quoted-string), as kubectl prints them."""
     for text in dict.fromkeys(warnings):
         escaped = str(text).replace("\\", "\\\\").replace('"', '\\"')
+        # A field name may hold any character; a header may not hold a control character.
+        escaped = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in escaped)
         resp.headers.add("Warning", f'299 - "{escaped}"')
 
 
@@ -184,7 +187,7 @@ class ApiServer:
                 self._failure = None
             except Exception as exc:
                 # Never reported as done: readers waiting for these writes get a 500 naming the failure,
-                # and the next write tries again. The traceback is in the daemon log.
+                # and the next reader or write tries again. The traceback is in the daemon log.
                 log.exception("reconcile failed")
                 self._failure = (target, exc)
                 self._last_cost = time.perf_counter() - started
@@ -198,9 +201,12 @@ class ApiServer:
     async def settle(self) -> None:
         """Wait until the controllers have seen every write acknowledged so far (500 if they failed)."""
         target = self._writes
+        retried = False
         while self._reconciled < target and not self.closing:
             if self._failure is not None and self._failure[0] >= target:
-                raise internal(self._failure[1])
+                if retried:
+                    raise internal(self._failure[1])
+                self._failure, retried = None, True  # a reader tries once more: a passing failure heals
             self._wakeup.set()
             if self._reconcile_task is None or self._reconcile_task.done():
                 self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile_loop())
@@ -222,11 +228,11 @@ class ApiServer:
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
             if not resp.prepared:
-                add_warnings(resp, request.get("warnings", ()))
+                add_warnings(resp, request.get(WARNINGS, ()))
             return resp
         except ApiError as exc:
             resp = self._json(exc.status(), exc.code)
-            add_warnings(resp, request.get("warnings", ()))
+            add_warnings(resp, request.get(WARNINGS, ()))
             return resp
         except web.HTTPRequestEntityTooLarge:
             return self._json(ApiError(413, "RequestEntityTooLarge",
@@ -296,7 +302,7 @@ class ApiServer:
         target = self._target(group, version, rest)
         if target.resource.kind == "Endpoints":
             # kube-apiserver >= 1.33 warns on every v1 Endpoints request; kubectl prints "Warning: ...".
-            request.setdefault("warnings", []).append(ENDPOINTS_WARNING)
+            request.setdefault(WARNINGS, []).append(ENDPOINTS_WARNING)
         return await self._resource(request, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
@@ -516,7 +522,7 @@ class ApiServer:
         return WriteOptions(field_validation, bool(dry_run))
 
     def _respond(self, request: web.Request, written: Written, status: int = 200) -> web.Response:
-        request.setdefault("warnings", []).extend(written.warnings)
+        request.setdefault(WARNINGS, []).extend(written.warnings)
         if written.changed:
             self._mark_dirty()
         return self._json(written.obj, status)
@@ -541,7 +547,7 @@ class ApiServer:
         new = json.loads(json.dumps(old.body))
         new["spec"]["replicas"] = replicas
         written = self.registry.update(Target(t.resource, t.namespace, t.name, ""), old, new, self._options(request))
-        request.setdefault("warnings", []).extend(written.warnings)
+        request.setdefault(WARNINGS, []).extend(written.warnings)
         if written.changed:
             self._mark_dirty()
         stored = self.store.get((t.resource.kind, t.namespace, t.name))

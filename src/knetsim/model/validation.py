@@ -924,14 +924,16 @@ def _event(body: Mapping[str, Any]) -> Errors:
     else:
         if not involved_ns and namespace not in ("default", "kube-system"):
             errs.append(Path("involvedObject").child("namespace").invalid(involved_ns, _NAMESPACE_MISMATCH))
-        for field, limit in (("reportingController", 0), ("reportingInstance", 128), ("action", 128),
-                             ("reason", 128)):
-            value = str(body.get(field) or "")
+        # core/v1 names the field reportingComponent; the internal type (and the error path) reportingController.
+        for field, key, limit in (("reportingController", "reportingComponent", 0),
+                                  ("reportingInstance", "reportingInstance", 128), ("action", "action", 128),
+                                  ("reason", "reason", 128)):
+            value = str(body.get(key) or "")
             if not value:
                 errs.append(Path(field).required())
             elif limit and len(value) > limit:
                 errs.append(Path(field).invalid("", f"can have at most {limit} characters"))
-        controller = str(body.get("reportingController") or "")
+        controller = str(body.get("reportingComponent") or "")
         if controller:
             errs.extend(Path("reportingController").invalid(controller, p) for p in is_qualified_name(controller))
         if len(str(body.get("message") or "")) > 1024:
