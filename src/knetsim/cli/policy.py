@@ -11,7 +11,7 @@ from ..policy.describe import describe as describe_policy
 from ..policy.engine import PolicyInputError, evaluate
 from ..policy.lint import lint as lint_policies
 from ..policy.matrix import matrix as build_matrix
-from ..policy.render import table, to_csv, to_dot, to_html, verdict_text
+from ..policy.render import WRITERS, verdict_text, write_table
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, cluster_options, emit, load_cluster, output_option
 
 PROTOCOL = click.Choice(["TCP", "UDP", "SCTP"], case_sensitive=False)
@@ -103,29 +103,33 @@ def lint(filenames: tuple[str, ...], namespace: str | None, cluster_config: str 
 
 @click.command("matrix")
 @cluster_options
+@click.option("--pods", is_flag=True, help="Answer per pod instead of per workload (streamed: any size).")
+@click.option("--include-system", is_flag=True,
+              help="Keep the pods knetsim adds itself (kube-system, ingress-nginx) as rows.")
 @click.option("--port", type=click.IntRange(1, 65535), default=80, show_default=True,
-              help="Port of the grid (table and html).")
+              help="Port of the grid (table) and the explorer's first view (html).")
 @click.option("--proto", "protocol", type=PROTOCOL, default="TCP", show_default=True)
-@output_option("table", "json", "yaml", "csv", "dot", "html", default="table")
-def matrix(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, port: int, protocol: str,
-           output: str) -> None:
-    """What policy allows between every ordered pair of pods (and external address ranges).
+@output_option("table", "list", "json", "yaml", "csv", "dot", "html", default="table")
+def matrix(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, pods: bool,
+           include_system: bool, port: int, protocol: str, output: str) -> None:
+    """What policy allows between every ordered pair of workloads (and external address ranges).
 
-    -n NS keeps that namespace's pods only; policies of every namespace still count.
+    Rows are workloads (ns/name[Kind]); --pods gives one row per pod. -n NS keeps that
+    namespace's rows; policies of every namespace still count. -o html writes the explorer,
+    one self-contained page.
     """
     cluster = load_cluster(filenames, namespace, cluster_config)
-    m = build_matrix(cluster.state, namespace)
-    protocol = protocol.upper()
+    m = build_matrix(cluster.state, namespace, pods=pods, include_system=include_system)
+    stream = sys.stdout
     if output == "table":
-        click.echo(table(m, protocol, port), nl=False)
-    elif output == "csv":
-        click.echo(to_csv(m), nl=False)
-    elif output == "dot":
-        click.echo(to_dot(m), nl=False)
+        write_table(m, stream, protocol.upper(), port)
     elif output == "html":
-        click.echo(to_html(m, protocol, port), nl=False)
+        from ..explorer.page import page
+
+        stream.write(page(cluster.state, m, protocol.upper(), port))
     else:
-        emit(m.to_dict(), output)
+        WRITERS[output](m, stream)
+    stream.flush()
 
 
 COMMANDS = [policy, matrix]
