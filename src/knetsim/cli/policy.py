@@ -1,4 +1,4 @@
-"""``knetsim policy check|describe|lint`` and ``knetsim matrix``."""
+"""``knetsim policy check|describe|lint``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from ..cluster.lookup import PodNotFound, is_workload_ref, resolve_pod
 from ..policy.describe import describe as describe_policy
 from ..policy.engine import PolicyInputError, evaluate
 from ..policy.lint import lint as lint_policies
-from ..policy.matrix import matrix as build_matrix
-from ..policy.render import WRITERS, verdict_text, write_table
+from ..policy.render import verdict_text
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, cluster_options, emit, load_cluster, output_option
 
 PROTOCOL = click.Choice(["TCP", "UDP", "SCTP"], case_sensitive=False)
@@ -101,35 +100,4 @@ def lint(filenames: tuple[str, ...], namespace: str | None, cluster_config: str 
     sys.exit(EXIT_NEGATIVE if any(f.severity == "error" for f in findings) else EXIT_OK)
 
 
-@click.command("matrix")
-@cluster_options
-@click.option("--pods", is_flag=True, help="Answer per pod instead of per workload (streamed: any size).")
-@click.option("--include-system", is_flag=True,
-              help="Keep the pods knetsim adds itself (kube-system, ingress-nginx) as rows.")
-@click.option("--port", type=click.IntRange(1, 65535), default=80, show_default=True,
-              help="Port of the grid (table) and the explorer's first view (html).")
-@click.option("--proto", "protocol", type=PROTOCOL, default="TCP", show_default=True)
-@output_option("table", "list", "json", "yaml", "csv", "dot", "html", default="table")
-def matrix(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, pods: bool,
-           include_system: bool, port: int, protocol: str, output: str) -> None:
-    """What policy allows between every ordered pair of workloads (and external address ranges).
-
-    Rows are workloads (ns/name[Kind]); --pods gives one row per pod. -n NS keeps that
-    namespace's rows; policies of every namespace still count. -o html writes the explorer,
-    one self-contained page.
-    """
-    cluster = load_cluster(filenames, namespace, cluster_config)
-    m = build_matrix(cluster.state, namespace, pods=pods, include_system=include_system)
-    stream = sys.stdout
-    if output == "table":
-        write_table(m, stream, protocol.upper(), port)
-    elif output == "html":
-        from ..explorer.page import page
-
-        stream.write(page(cluster.state, m, protocol.upper(), port))
-    else:
-        WRITERS[output](m, stream)
-    stream.flush()
-
-
-COMMANDS = [policy, matrix]
+COMMANDS = [policy]
