@@ -1,4 +1,4 @@
-"""Synthetic policy workloads for bench/matrix.py: the same shape as manifests and as a ClusterState.
+"""Synthetic policy workloads for bench/matrix.py, as manifests.
 
 Each of N namespaces (labels ``tier`` cycling web/api/data, ``team`` = one per TEAM_SIZE
 namespaces) gets a default-deny policy (Ingress+Egress) and D Deployments ``app-j`` (labels
@@ -21,12 +21,7 @@ but the largest) the shape is exactly the reference one, but for the except subn
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
-
-from knetsim.cluster.config import ClusterConfig
-from knetsim.cluster.state import ClusterState
-from knetsim.model.objects import Container, ContainerPort, Meta, Namespace, NetworkPolicy, Pod
 
 TIERS = ("web", "api", "data")
 TEAM_SIZE = 10
@@ -106,37 +101,3 @@ def manifests(namespaces: int, apps: int, pods_per_namespace: int | None = None)
         out.append(default_deny(n))
         out += [app_policy(n, j) for j in range(apps)]
     return out
-
-
-def cluster_state(namespaces: int, apps: int, pods_per_namespace: int) -> ClusterState:
-    """The same objects as ``manifests`` but built directly (no controllers): pods get sequential IPs.
-
-    The namespace's pods are spread over its apps as evenly as possible.
-    """
-    config = ClusterConfig(pod_cidr="10.0.0.0/8")
-    state = ClusterState(config=config)
-    base = int(ipaddress.IPv4Address("10.0.0.2"))
-    nodes = [n.name for n in config.nodes]
-    node_ips = {n.name: n.ip for n in config.nodes}
-    i = 0
-    for n in range(namespaces):
-        ns_raw = namespace_manifest(n)
-        ns_obj = Namespace.parse(ns_raw)
-        state.namespaces[ns_obj.name] = ns_obj
-        namespace = ns_obj.name
-        for j in range(apps):
-            labels = app_labels(j)
-            containers = (Container("app", "nginx", (ContainerPort(8000 + j, "TCP", f"p-{j}"),)),)
-            replicas = replicas_of(j, apps, pods_per_namespace)
-            for r in range(replicas):
-                name = f"app-{j}-{r}"
-                node = nodes[i % len(nodes)]
-                pod = Pod("Pod", Meta(name, namespace, labels, uid=f"{namespace}/{name}"), {}, ns_obj.source,
-                          node_name=node, pod_ip=str(ipaddress.IPv4Address(base + i)), host_ip=node_ips[node],
-                          ready=True, containers=containers)
-                state.pods[f"{namespace}/{name}"] = pod
-                i += 1
-        for raw in [default_deny(n)] + [app_policy(n, j) for j in range(apps)]:
-            np = NetworkPolicy.parse(raw)
-            state.network_policies[np.key] = np
-    return state
