@@ -40,12 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import policy_gen  # noqa: E402
 from knetsim.policy.ports import ConnSet  # noqa: E402
 
 KNETSIM = str(Path(sys.executable).with_name("knetsim"))
@@ -86,11 +82,17 @@ def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 180
 
 
 def write_input(directory: Path, namespaces: int, pods_per_namespace: int | None) -> None:
+    # In a child process: Linux carries a parent's peak RSS into the children it forks (wait4 would report
+    # the bench's own 100k-pod manifests as knetsim's), so this process never holds them.
     directory.mkdir(parents=True, exist_ok=True)
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    docs = policy_gen.manifests(namespaces, 9 if pods_per_namespace else namespaces, pods_per_namespace)
-    with open(directory / "all.yaml", "w") as f:
-        yaml.dump_all(docs, f, Dumper=dumper, sort_keys=False)
+    code = ("import sys, yaml, policy_gen\n"
+            "d = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)\n"
+            "n, pods = int(sys.argv[2]), (int(sys.argv[3]) or None)\n"
+            "docs = policy_gen.manifests(n, 9 if pods else n, pods)\n"
+            "with open(sys.argv[1], 'w') as f:\n"
+            "    yaml.dump_all(docs, f, Dumper=d, sort_keys=False)\n")
+    subprocess.run([sys.executable, "-c", code, str(directory / "all.yaml"), str(namespaces),
+                    str(pods_per_namespace or 0)], check=True, cwd=HERE)
 
 
 # --- targets ------------------------------------------------------------------------------

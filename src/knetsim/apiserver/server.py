@@ -32,7 +32,7 @@ from ..model.fielderr import CAUSE_REASON, ErrorType, FieldError
 from ..model.kinds import BY_KIND as CORE_KINDS
 from ..model.labels import Selector
 from ..model.loader import Document, Source
-from . import controllers, openapi, patch, resources, tables
+from . import controllers, explorer, openapi, patch, resources, tables
 from .resources import BY_PATH, Resource
 from .store import Change, Key, Store, Stored, Watcher, Write
 
@@ -274,7 +274,8 @@ class ApiServer:
         try:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
                 auth = request.headers.get("Authorization", "")
-                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()):
+                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
+                        and not explorer.authorized(request, self.token):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
             if request.get("warning") and not resp.prepared:
@@ -301,6 +302,8 @@ class ApiServer:
                             headers={"Content-Type": content_type})
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if explorer.handles(request.path):
+            return await explorer.handle(request, self.state, self.token)
         path = request.path.rstrip("/") or "/"
         method = request.method
         if path in ("/healthz", "/readyz", "/livez"):
