@@ -191,22 +191,11 @@ def test_the_10k_pod_answer_stays_a_virtual_grid(browser: Any, tmp_path: Path) -
 # --- live, behind the token ----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.apiserver.conftest import Live, start_server, stop_server
-
-    base = tmp_path_factory.mktemp("live-explorer")
-    state, home = base / "state", base / "home"
-    state.mkdir()
-    home.mkdir()
-    proc, info = start_server(state)
-    try:
-        yield Live(state, home, proc, info)
-    finally:
-        stop_server(proc)
+# The API server's own live fixture: a knetsim server in a subprocess, with its token.
+from tests.apiserver.conftest import live  # noqa: E402, F401
 
 
-def test_the_live_explorer_is_behind_the_token(live: Any, browser: Any) -> None:
+def test_the_live_explorer_is_behind_the_token(live: Any, browser: Any) -> None:  # noqa: F811
     from tests.apiserver.conftest import wait_for
 
     body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},

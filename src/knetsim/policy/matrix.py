@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -630,18 +630,27 @@ class Matrix:
         sort = np.argsort(rows, kind="stable")
         return rows[sort], pats[sort]
 
-    def _workload_blocks(self) -> Iterator[Block]:
-        by_source: dict[int, dict[int, tuple[int, Partly | None]]] = {}
-        for (i, j), value in self._overrides.items():
-            by_source.setdefault(i, {})[j] = value
+    def _expander(self) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+        """``_expand`` with the last few source classes kept: rows of a class are mostly adjacent in name order,
+        and a bounded cache keeps memory flat whatever the order."""
         cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        for i in range(len(self.rows)):
-            s = int(self.rows.class_of[i])
+
+        def expanded(s: int) -> tuple[np.ndarray, np.ndarray]:
             if s not in cache:
                 cache[s] = self._expand(s)
                 if len(cache) > 8:
                     cache.popitem(last=False)
-            dst, pat = cache[s]
+            return cache[s]
+
+        return expanded
+
+    def _workload_blocks(self) -> Iterator[Block]:
+        by_source: dict[int, dict[int, tuple[int, Partly | None]]] = {}
+        for (i, j), value in self._overrides.items():
+            by_source.setdefault(i, {})[j] = value
+        expanded = self._expander()
+        for i in range(len(self.rows)):
+            dst, pat = expanded(int(self.rows.class_of[i]))
             if len(self.rows.members[i]) < 2 or self.rows.kinds[i] == "external":
                 keep = dst != i  # one pod (or a range) and itself: nothing to say
                 dst, pat = dst[keep], pat[keep]
@@ -665,14 +674,9 @@ class Matrix:
             if ep.kind == "pod" and ep.node:
                 local_rows.setdefault(ep.node, []).append(j)
         by_node = {k: np.array(v, dtype=np.int64) for k, v in local_rows.items()}
-        cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        expanded = self._expander()
         for i in range(len(self.rows)):
-            s = int(self.rows.class_of[i])
-            if s not in cache:
-                cache[s] = self._expand(s)
-                if len(cache) > 8:
-                    cache.popitem(last=False)
-            dst, pat = cache[s]
+            dst, pat = expanded(int(self.rows.class_of[i]))
             ep = self.rows.members[i][0]
             if ep.kind == "node" and ep.node in by_node:
                 local = by_node[ep.node]
