@@ -10,9 +10,9 @@ restart serves the same objects. Bounded: a fixed number of examples and request
 from __future__ import annotations
 
 import asyncio
-import os
 import copy
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,11 @@ async def _restart(state: Path) -> dict[Any, Any]:
         await server.close()
 
 
-@settings(max_examples=int(os.environ.get("KNETSIM_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXAMPLES = int(os.environ.get("KNETSIM_HYPOTHESIS_EXAMPLES", "60"))  # CI bound; raise it to hunt locally
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                       HealthCheck.data_too_large])
 @given(st.lists(request(), min_size=1, max_size=8))
 def test_random_requests_never_poison_the_store(requests: list[tuple[str, str, str, bytes, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:

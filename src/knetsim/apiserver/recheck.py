@@ -85,8 +85,9 @@ def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
     for (kind, namespace, name), reason in quarantined:
         log.error("quarantined %s %s/%s: %s (kept in the store's quarantine table, not served)", kind, namespace,
                   name, reason)
-        involved = {"kind": kind, "namespace": namespace, "name": name or "unknown", "uid": f"{kind}/{namespace}/{name}",
-                    "apiVersion": BY_KIND[kind].api_version if kind in BY_KIND else ""}
+        involved = {"kind": kind, "namespace": namespace, "name": name or "unknown",
+                    "uid": f"{kind}/{namespace}/{name}", "apiVersion": BY_KIND[kind].api_version if kind in BY_KIND
+                    else ""}
         events.append(make_event(names, involved, "Quarantined", f"{kind} {namespace + '/' if namespace else ''}"
                                  f"{name} was not served: {reason}"[:1024], "knetsim-apiserver", now,
                                  type_="Warning"))

@@ -28,7 +28,7 @@ from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
-from . import controllers, openapi, patch, resources, tables
+from . import controllers, explorer, openapi, patch, resources, tables
 from .errors import ApiError, internal, invalid, not_found, qualified
 from .registry import Registry, Target, WriteOptions, Written, check_resource_version
 from .resources import BY_PATH, Resource
@@ -224,7 +224,8 @@ class ApiServer:
         try:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
                 auth = request.headers.get("Authorization", "")
-                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()):
+                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
+                        and not explorer.authorized(request, self.token):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
             if not resp.prepared:
@@ -254,6 +255,8 @@ class ApiServer:
                             headers={"Content-Type": content_type})
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if explorer.handles(request.path):
+            return await explorer.handle(request, self.state, self.token)
         path = request.path.rstrip("/") or "/"
         method = request.method
         if path in ("/healthz", "/readyz", "/livez"):

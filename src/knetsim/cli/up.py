@@ -57,6 +57,9 @@ def _running(state: Path) -> dict[str, Any] | None:
 def _print_ready(info: dict[str, Any]) -> None:
     click.echo(f"export KUBECONFIG={info['kubeconfig']}")
     click.echo(f"# API server  https://127.0.0.1:{info['api_port']}")
+    token = Path(info["kubeconfig"]).with_name("token")
+    if token.exists():  # the connectivity explorer, in a browser: the token is exchanged for a cookie
+        click.echo(f"# Explorer    https://127.0.0.1:{info['api_port']}/explorer/?token={token.read_text().strip()}")
     if "dns_port" in info:
         click.echo(f"# DNS         127.0.0.1:{info['dns_port']} (dig @127.0.0.1 -p {info['dns_port']} "
                    "kubernetes.default.svc.cluster.local)")
