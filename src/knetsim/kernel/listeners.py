@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..cluster.state import ClusterState
+from ..dns.records import Answer, ClusterDNS
 from ..dns.server import DNSServer
 from ..model.listeners import image_repository
 from ..network.app import app_reply
@@ -35,6 +36,7 @@ from ..network.trace import Target
 from .netns import socket_in
 
 PROBE = b"KNETSIM-PROBE\n"
+UPSTREAM_KEY = "node-resolver"  # the listener key of the nameserver at the Docker network's gateway
 HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 REASONS = {200: "OK", 308: "Permanent Redirect", 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway",
            503: "Service Unavailable", 504: "Gateway Timeout"}
@@ -67,11 +69,30 @@ class Reactor:
         self.loop.close()
 
 
+class UpstreamDNS(DNSServer):
+    """The node's nameserver (``172.18.0.1``, where a kind node's resolv.conf points): every name is
+    forwarded outside the cluster, to an Internet that knows none of them, as the offline resolver
+    assumes (``Upstream(mode="nxdomain")``: pods with dnsPolicy Default, CoreDNS's ``forward``)."""
+
+    def _build(self, state: ClusterState) -> ClusterDNS:
+        cluster = super()._build(state)
+        return _ForwardOnly(cluster)
+
+
+class _ForwardOnly:
+    def __init__(self, cluster: ClusterDNS) -> None:
+        self._cluster = cluster
+
+    def query(self, name: str, qtype: str) -> Answer:
+        return self._cluster.upstream.answer(name, qtype, self._cluster.external_targets)
+
+
 @dataclass
 class Context:
     state: ClusterState
     dataplane: str
     dns: DNSServer
+    upstream: DNSServer
 
 
 def serves_dns(state: ClusterState, key: str) -> bool:
@@ -139,8 +160,8 @@ def _tcp_handler(ctx_ref: list[Context], key: str, port: int) -> Any:
             first = await asyncio.wait_for(reader.read(65536), IDLE)
             if first.startswith(PROBE):
                 writer.write(probe_answer(key, peer))
-            elif port == 53 and serves_dns(ctx_ref[0].state, key):
-                await _dns_tcp(ctx_ref, first, reader, writer)
+            elif port == 53 and (dns := _dns_for(ctx_ref[0], key)) is not None:
+                await _dns_tcp(dns, first, reader, writer)
             elif first.startswith(HTTP_METHODS):
                 await _http(ctx_ref[0], key, port, peer, first, reader, writer)
             else:
@@ -158,7 +179,13 @@ def _tcp_handler(ctx_ref: list[Context], key: str, port: int) -> Any:
     return handle
 
 
-async def _dns_tcp(ctx_ref: list[Context], buffered: bytes, reader: asyncio.StreamReader,
+def _dns_for(ctx: Context, key: str) -> DNSServer | None:
+    if key == UPSTREAM_KEY:
+        return ctx.upstream
+    return ctx.dns if serves_dns(ctx.state, key) else None
+
+
+async def _dns_tcp(dns: DNSServer, buffered: bytes, reader: asyncio.StreamReader,
                    writer: asyncio.StreamWriter) -> None:
     data = buffered
     while True:
@@ -169,7 +196,7 @@ async def _dns_tcp(ctx_ref: list[Context], buffered: bytes, reader: asyncio.Stre
             data += more
         length = struct.unpack("!H", data[:2])[0]
         wire, data = data[2:2 + length], data[2 + length:]
-        reply = ctx_ref[0].dns.handle(wire, tcp=True)
+        reply = dns.handle(wire, tcp=True)
         if reply is None:
             return
         writer.write(struct.pack("!H", len(reply)) + reply)
@@ -225,8 +252,8 @@ class _Udp(asyncio.DatagramProtocol):
             return
         if data.startswith(PROBE):
             self.transport.sendto(probe_answer(self.key, addr), addr)
-        elif self.port == 53 and serves_dns(self.ctx_ref[0].state, self.key):
-            reply = self.ctx_ref[0].dns.handle(data)
+        elif self.port == 53 and (dns := _dns_for(self.ctx_ref[0], self.key)) is not None:
+            reply = dns.handle(data)
             if reply is not None:
                 self.transport.sendto(reply, addr)
 

@@ -28,9 +28,10 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dataplane import render
+from ..dns.records import Upstream
 from ..dns.server import DNSServer
 from . import netns, netpol
-from .listeners import Context, PodListeners, Reactor, open_listeners
+from .listeners import UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
 from .netns import ETC_NETNS, KernelError, Owner
 from .plan import BRIDGE, GATEWAY_HW, POD_GATEWAY, Plan, PlanError, PodPlan, plan
 
@@ -55,6 +56,16 @@ class Loaded:
 def _iptables_restore() -> str:
     # kube-proxy's iptables mode on a current distribution runs iptables-nft; prefer it by name.
     return "iptables-nft-restore" if shutil.which("iptables-nft-restore") else "iptables-restore"
+
+
+def kindnet_masquerade(state: ClusterState, the_plan: Plan) -> str:
+    """kindnetd's masquerade agent (images/kindnetd/cmd/kindnetd/masq.go): traffic not bound for a local
+    address, the pod network or a node is masqueraded, so pods reach the Docker host (here: ``ext``)."""
+    keep = ", ".join([state.config.pod_cidr, *(n.ip for n in the_plan.nodes)])
+    return (f"table ip kindnet-masq {{\n\tchain postrouting {{\n"
+            f"\t\ttype nat hook postrouting priority srcnat + 10; policy accept;\n"
+            f"\t\tfib daddr type local return\n\t\tip daddr {{ {keep} }} return\n"
+            f'\t\tmasquerade comment "kind-masq-agent: outbound traffic is subject to MASQUERADE"\n\t}}\n}}\n')
 
 
 class Topology:
@@ -107,12 +118,17 @@ class Topology:
         self._wire_pods(p.pods)
         for node in p.nodes:
             netns.write_sysctl(node.netns, {"net.ipv4.ip_forward": "1"})
+            netns.exec_in(node.netns, ["nft", "-f", "-"], kindnet_masquerade(self.state, p),
+                          what=f"nft -f (kindnet masquerade) on node {node.name}")
         self._write_etc(p.pods)
         self._load_rules(self.state)
-        dns = DNSServer(self.state)
-        self._ctx = [Context(self.state, self.dataplane, dns)]
+        # CoreDNS forwards to an Internet that knows no names, as the offline resolver assumes.
+        self._ctx = [Context(self.state, self.dataplane, DNSServer(self.state, upstream=Upstream()),
+                             UpstreamDNS(self.state, upstream=Upstream()))]
         self.reactor = Reactor()
         self._open_listeners(p.pods, {h.pod: h for h in p.host_listeners})
+        self.listeners[UPSTREAM_KEY] = self.reactor.call(open_listeners(
+            self._ctx, UPSTREAM_KEY, p.ext_netns, ((53, "TCP"), (53, "UDP")), p.gateway))
 
     def _wire_ext(self) -> None:
         p = self.plan
@@ -271,10 +287,12 @@ class Topology:
             self._write_etc(new_plan.pods)
             self.state = state
             if self._ctx:
-                self._ctx[0] = Context(state, self.dataplane, self._ctx[0].dns)
-                self._ctx[0].dns.update(state)
+                old_ctx = self._ctx[0]
+                old_ctx.dns.update(state)
+                old_ctx.upstream.update(state)
+                self._ctx[0] = Context(state, self.dataplane, old_ctx.dns, old_ctx.upstream)
             self._load_rules(state)
-            old_hosts = {key for key in self.listeners if self.plan.pod(key) is None}
+            old_hosts = {key for key in self.listeners if self.plan.pod(key) is None and key != UPSTREAM_KEY}
             hosts = {h.pod: h for h in new_plan.host_listeners if h.pod not in old_hosts}
             self._open_listeners(came, hosts)
 
