@@ -174,17 +174,18 @@ class Topology:
                      f"route add {POD_GATEWAY} dev eth0 scope link", f"route add default via {POD_GATEWAY} dev eth0",
                      f"neigh replace {POD_GATEWAY} lladdr {GATEWAY_HW} dev eth0 nud permanent"]
             # One ip process per pod, all at once: a 50-pod topology is wired in one round trip.
-            procs.append((pod, subprocess.Popen(["ip", "-n", pod.netns, "-batch", "-"], stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-            assert procs[-1][1].stdin is not None
-            procs[-1][1].stdin.write("\n".join(lines) + "\n")
-            procs[-1][1].stdin.close()
+            proc = subprocess.Popen(["ip", "-n", pod.netns, "-batch", "-"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            assert proc.stdin is not None
+            proc.stdin.write("\n".join(lines) + "\n")
+            proc.stdin.close()
+            proc.stdin = None  # written and closed: communicate() only collects stderr
+            procs.append((pod, proc))
         errors = []
         for pod, proc in procs:
-            proc.wait(timeout=60)
+            _, err = proc.communicate(timeout=60)
             if proc.returncode != 0:
-                assert proc.stderr is not None
-                errors.append(f"pod {pod.key}: {proc.stderr.read().strip()}")
+                errors.append(f"pod {pod.key}: {err.strip()}")
         if errors:
             raise KernelError("wiring pods: " + "; ".join(errors))
 
