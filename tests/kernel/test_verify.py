@@ -54,9 +54,22 @@ SEED_SCENARIOS = {
 }
 
 
-def _agree(report):
-    assert report.flows > 0
+DOC = EXAMPLES.parent / "docs" / "kernel.md"
+
+
+def doc_figures() -> dict[tuple[str, str], tuple[int, int, int]]:
+    """The agreement table of docs/kernel.md: (input, dataplane) -> (flows, agree, disagree)."""
+    out = {}
+    for line in DOC.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[2].isdigit():
+            out[(cells[0], cells[1])] = (int(cells[2]), int(cells[3]), int(cells[4]))
+    return out
+
+
+def _agree(report, doc_key):
     assert not report.disagree, format_report(report)
+    assert (report.flows, report.agree, len(report.disagree)) == doc_figures()[(doc_key, report.dataplane)]
 
 
 @needs_kernel
@@ -65,14 +78,14 @@ def _agree(report):
 def test_examples_agree_with_the_kernel(example, dataplane, no_leftovers):
     from knetsim import Cluster
 
-    _agree(verify(Cluster.from_paths([str(EXAMPLES / example)]).state, dataplane))
+    _agree(verify(Cluster.from_paths([str(EXAMPLES / example)]).state, dataplane), f"examples/{example}")
 
 
 @needs_kernel
 @pytest.mark.parametrize("dataplane", ["iptables", "nftables"])
 @pytest.mark.parametrize("scenario", list(SEED_SCENARIOS))
 def test_seed_scenarios_agree_with_the_kernel(scenario, dataplane):
-    _agree(verify(cluster_from(SEED_SCENARIOS[scenario]).state, dataplane))
+    _agree(verify(cluster_from(SEED_SCENARIOS[scenario]).state, dataplane), f"seeds: {scenario}")
 
 
 @needs_kernel
@@ -127,3 +140,22 @@ def test_refuses_without_root():
     assert out.returncode == 2
     assert "error: knetsim verify kernel cannot run here:" in out.stderr
     assert "root privileges" in out.stderr
+
+
+@needs_kernel
+def test_docs_example_is_real_output():
+    text = DOC.read_text()
+    block = text.split("```console\n", 1)[1].split("```", 1)[0]
+    command, _, expected = block.partition("\n")
+    args = command.removeprefix("$ knetsim ").split()
+    args[args.index("-f") + 1] = str(EXAMPLES.parent / args[args.index("-f") + 1])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and result.output == expected
+
+
+def test_docs_list_every_packet_flow_row():
+    from tests.dataplane.test_packet_flows import FLOWS
+
+    figures = doc_figures()
+    for plane in ("iptables", "nftables"):
+        assert figures[("kube-proxy packet-flow table (tests/dataplane)", plane)] == (len(FLOWS), len(FLOWS), 0)
