@@ -96,7 +96,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
                 config: ClusterConfig | None = None, dns_port: int | None = 0,
-                ingress_port: int | None = 0) -> Running:
+                ingress_port: int | None = 0, kernel: str | None = None) -> Running:
     """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
     state = Path(state_dir)
     make_private(state)
@@ -133,6 +133,10 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
     running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
+    if kernel is not None:  # `knetsim up --kernel`: pods are network namespaces (kernelmode.py)
+        from .kernelmode import install as install_kernel
+        running.closers.append(install_kernel(server, None if kernel == "config" else kernel).close)
+        running.extra["kernel"] = kernel
     if dns_port is not None:
         await _start_dns(running, host, dns_port)
     if ingress_port is not None:
@@ -183,7 +187,8 @@ async def _main(args: argparse.Namespace) -> None:
     except StateDirInUse as exc:
         log.error("%s", exc)
         raise SystemExit(EXIT_STATE_IN_USE) from None
-    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port)
+    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port,
+                          kernel=args.kernel)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
     tmp = ready.with_suffix(".tmp")
@@ -208,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=6443)
     parser.add_argument("--dns-port", type=int, default=0)
     parser.add_argument("--ingress-port", type=int, default=0)
+    parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_main(args))

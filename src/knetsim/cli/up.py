@@ -65,6 +65,9 @@ def _print_ready(info: dict[str, Any]) -> None:
                    "kubernetes.default.svc.cluster.local)")
     else:
         click.echo(f"# DNS         {info.get('dns', 'not started')}")
+    if "kernel" in info:
+        click.echo("# Kernel      pods are network namespaces (ip netns list | grep knetsim-): kubectl exec runs "
+                   "wget/nslookup/nc for real")
     if "ingress_port" in info:
         click.echo(f"# Ingress     http://127.0.0.1:{info['ingress_port']} (curl -H 'Host: NAME' ...)")
     else:
@@ -78,12 +81,23 @@ def _print_ready(info: dict[str, Any]) -> None:
               help="Ingress/NodePort HTTP entry port (0: any free port).")
 @_state_option
 @click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C stops the cluster.")
-def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool) -> None:
+@click.option("--kernel", "kernel", is_flag=False, flag_value="config", default=None,
+              type=click.Choice(["config", "iptables", "nftables"]),
+              help="Root only: pods are real network namespaces with kube-proxy's rules (docs/kernel.md).")
+def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None) -> None:
     """Start the live cluster on 127.0.0.1: API server for kubectl, DNS for dig, Ingress entry for curl.
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
     state_dir = Path(state).resolve()
+    if kernel is not None:
+        from ..kernel import missing_requirements
+
+        missing = missing_requirements(None if kernel == "config" else kernel)
+        if missing:
+            click.echo("error: knetsim up --kernel cannot run here:\n" + "\n".join(f"  - {m}" for m in missing),
+                       err=True)
+            sys.exit(EXIT_BAD_INPUT)
     make_private(state_dir)
     info = _running(state_dir)
     if info is not None:
@@ -91,7 +105,8 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
         _print_ready(info)
         sys.exit(EXIT_OK)
     cmd = [sys.executable, "-m", "knetsim.apiserver", "--state", str(state_dir), "--port", str(port),
-           "--dns-port", str(dns_port), "--ingress-port", str(ingress_port)]
+           "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
+           *(["--kernel", kernel] if kernel else [])]
     if foreground:
         os.execv(sys.executable, cmd)
     with open(state_dir / "daemon.log", "ab") as logfile:
