@@ -80,12 +80,12 @@ def report_rejected(cluster: Cluster) -> None:
                "(--strict stops instead)", err=True)
 
 
-def fail_input(exc: InputError, summary: str = "nothing was simulated") -> Any:
+def fail_input(exc: InputError, summary: str = "nothing was simulated", *, always_summarize: bool = False) -> Any:
     for line in exc.problems:
         click.echo(f"error: {line}", err=True)
     count = len(exc.problems)
-    if count > 1:
-        click.echo(f"{count} errors; {summary}", err=True)
+    if count > 1 or always_summarize:
+        click.echo(f"{count} error{'s' if count != 1 else ''}; {summary}", err=True)
     sys.exit(EXIT_BAD_INPUT)
 
 

@@ -25,7 +25,7 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
         summary = f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected"
         if cluster.unreadable:
             summary += f", {len(cluster.unreadable)} unreadable"
-        fail_input(InputError([str(e) for e in cluster.errors]), summary=summary)
+        fail_input(InputError([str(e) for e in cluster.errors]), summary=summary, always_summarize=True)
     count = len(cluster.documents)
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 
