@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +18,9 @@ class KindInfo:
     simulated: bool = True
     # `kubectl get all` shows the kinds in the "all" category.
     in_all: bool = False
+    # A custom kind (its CRD vendored under data/crds/), and the other versions it is served at.
+    crd: bool = False
+    other_versions: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -53,12 +58,33 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
 )
 
+# Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
+SIMULATED_CRD_KINDS: frozenset[str] = frozenset()
+
+
+def _crd_kinds() -> tuple[KindInfo, ...]:
+    """The vendored CRDs' kinds, at their storage version, from data/crds/index.json (no YAML parsed)."""
+    path = Path(__file__).resolve().parent.parent / "data" / "crds" / "index.json"
+    out = []
+    for crd in json.loads(path.read_text()) if path.exists() else []:
+        versions = [v["name"] for v in crd["versions"]]
+        storage = next((v["name"] for v in crd["versions"] if v["storage"]), versions[0])
+        out.append(KindInfo(crd["kind"], crd["group"], storage, crd["plural"], crd["scope"] == "Namespaced",
+                            tuple(crd["shortNames"]), simulated=crd["kind"] in SIMULATED_CRD_KINDS,
+                            in_all="all" in crd["categories"], crd=True,
+                            other_versions=tuple(v for v in versions if v != storage)))
+    return tuple(out)
+
+
+KINDS = (*KINDS, *_crd_kinds())
 BY_KIND = {k.kind: k for k in KINDS}
 
 _ALIASES: dict[str, KindInfo] = {}
 for _k in KINDS:
     for _alias in (_k.kind.lower(), _k.plural, _k.singular, _k.qualified_plural, *_k.short_names):
-        _ALIASES[_alias] = _k
+        # First come, first served: built-in kinds, then CRDs; `cnp` stays CiliumNetworkPolicy's, as
+        # kubectl's discovery order (cilium.io before policy.networking.k8s.io) resolves it.
+        _ALIASES.setdefault(_alias, _k)
 
 
 def resolve_kind(name: str) -> KindInfo | None:
