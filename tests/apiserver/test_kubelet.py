@@ -260,3 +260,50 @@ spec:
     code, text = web.request("GET", "/api/v1/namespaces/default/pods/two/log")
     assert code == 400 and "a container name must be specified for pod two, choose one of: [web once]" in \
         text["message"]
+
+
+def test_container_logs_stay_on_the_node_across_a_server_restart(tmp_path: Any) -> None:
+    """A real node keeps its containers' logs when the API server restarts; so does knetsim's state dir."""
+    from .conftest import start_server, stop_server
+
+    state, home = tmp_path / "state", tmp_path / "home"
+    state.mkdir()
+    home.mkdir()
+    proc, info = start_server(state)
+    live = Live(state, home, proc, info)
+    try:
+        live.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--port=80")
+        live.kubectl("expose", "deployment", "web", "--port=80")
+        live.kubectl("run", "once", "--restart=Never", "--image=busybox:1.36", "--", "sh", "-c",
+                     "wget -qO- -T 2 http://web/first | head -1")
+        finished(live, "once")
+        before = live.kubectl("logs", "deploy/web").stdout
+        assert '"GET /first HTTP/1.1" 200' in before and '"Wget"' in before
+        files = list((state / "pods").glob("default_web-*/nginx/0.log"))
+        assert len(files) == 1 and " stdout F " in files[0].read_text()
+    finally:
+        stop_server(proc)
+    proc, info = start_server(state)
+    live = Live(state, home, proc, info)
+    try:
+        assert live.kubectl("logs", "deploy/web").stdout == before
+        assert live.kubectl("logs", "once").stdout == "<!DOCTYPE html>\n"
+        live.kubectl("delete", "pod", "once")
+        assert not list((state / "pods").glob("default_once_*"))
+    finally:
+        stop_server(proc)
+
+
+def test_a_log_keeps_its_newest_bytes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from knetsim.apiserver import containerlog
+
+    monkeypatch.setattr(containerlog, "LOG_LIMIT", 100)
+    path = tmp_path / "0.log"
+    log = Log(path)
+    for i in range(50):
+        log.write(f"line {i:03d}\n")
+    assert log.size <= 100 and log.lines()[-1][1] == "line 049\n"
+    reloaded = Log.load(path)
+    assert [s for _t, s in reloaded.lines()] == [s for _t, s in log.lines()]
+    # The file is cut back to the newest lines whenever it holds twice the limit.
+    assert 0 < len(path.read_text().splitlines()) <= 2 * len(log.lines()) + 1

@@ -44,6 +44,7 @@ class Log:
     chunks: list[tuple[datetime, str]] = field(default_factory=list)
     streams: list[str] = field(default_factory=list)
     size: int = 0
+    on_disk: int = 0  # text bytes in the file: it is rewritten from memory past twice the limit
     followers: list[asyncio.Queue[tuple[datetime, str] | None]] = field(default_factory=list)
     closed: bool = False
 
@@ -62,6 +63,7 @@ class Log:
                 except ValueError:
                     continue
                 log._remember(when, parts[1], text + ("\n" if parts[2] == "F" else ""))
+        log.on_disk = log.size + LOG_LIMIT  # rewrite (trim) at the next write
         return log
 
     def _remember(self, when: datetime, stream: str, text: str) -> None:
@@ -76,10 +78,14 @@ class Log:
         if not text:
             return
         item = (datetime.now(UTC), text)
-        trimmed = self.size + len(text) > LOG_LIMIT
         self._remember(item[0], stream, text)
         if self.path is not None:
-            self._persist(item[0], stream, text, rewrite=trimmed)
+            self.on_disk += len(text)
+            # Appending is cheap; the file is cut back to what memory holds only now and then.
+            rewrite = self.on_disk > 2 * LOG_LIMIT
+            self._persist(item[0], stream, text, rewrite=rewrite)
+            if rewrite:
+                self.on_disk = self.size
         for q in self.followers:
             q.put_nowait(item)
 

@@ -428,6 +428,9 @@ def _complete_pod_status(body: dict[str, Any]) -> None:
     statuses = []
     for cs in status["containerStatuses"]:
         cs = dict(cs)
+        if "waiting" in (cs.get("state") or {}) and not cs.get("lastState"):
+            statuses.append(cs)  # never ran (its image cannot be pulled): no container, no image yet
+            continue
         image = str(cs.get("image") or "")
         if not cs.get("containerID"):
             cs["containerID"] = "containerd://" + hashlib.sha256(f"{uid}/{cs.get('name')}".encode()).hexdigest()

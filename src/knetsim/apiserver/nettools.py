@@ -329,7 +329,7 @@ async def curl(ctx: Ctx, argv: list[str]) -> int:
     try:
         import getopt
 
-        opts, urls = getopt.gnu_getopt(argv[1:], "sSfo:Ow:Iim:H:X:LvkAd:e:46GgA:u:F:x:D:", CURL_LONG)
+        opts, urls = getopt.gnu_getopt(argv[1:], "sSfo:Ow:Iim:H:X:Lvkd:e:46GgA:u:F:x:D:", CURL_LONG)
     except getopt.GetoptError as exc:
         opt = exc.opt
         prefix = "--" if len(opt) > 1 else "-"

@@ -77,7 +77,10 @@ def parse_reference(image: str) -> ImageRef:
     """distribution's ``ParseNormalizedNamed``, with its error texts."""
     if not image or image != image.strip() or any(c.isspace() for c in image):
         raise InvalidReference("invalid reference format")
-    rest, digest = (image.split("@", 1) + [None])[:2] if "@" in image else (image, None)
+    rest: str = image
+    digest: str | None = None
+    if "@" in image:
+        rest, digest = image.split("@", 1)
     tag = None
     last = rest.rsplit("/", 1)[-1]
     if ":" in last:
