@@ -760,17 +760,14 @@ async def _loop_body(ctx: Ctx, body: Node) -> str:
     return ""
 
 
-async def _while(ctx: Ctx, node: Node) -> int:
-    until = any(c.type == "until" for c in node.children if not c.is_named)
-    body = node.child_by_field_name("body")
-    conditions = [c for c in node.children_by_field_name("condition") if c.is_named]
+async def _loop(ctx: Ctx, body: Node | None, next_round: Callable[[], Awaitable[bool]]) -> int:
+    """Run ``body`` while ``next_round()`` says so; the status of the last body run (0 if none)."""
     code = 0
     ctx.loops += 1
     try:
         while True:
             started = time.monotonic()
-            cond = await _run_nodes(ctx, conditions, node)
-            if (cond == 0) == until:
+            if not await next_round():
                 break
             if body is not None and await _loop_body(ctx, body) == "break":
                 code = ctx.last
@@ -780,28 +777,30 @@ async def _while(ctx: Ctx, node: Node) -> int:
     finally:
         ctx.loops -= 1
     return code
+
+
+async def _while(ctx: Ctx, node: Node) -> int:
+    until = any(c.type == "until" for c in node.children if not c.is_named)
+    conditions = [c for c in node.children_by_field_name("condition") if c.is_named]
+
+    async def again() -> bool:
+        return (await _run_nodes(ctx, conditions, node) == 0) != until
+    return await _loop(ctx, node.child_by_field_name("body"), again)
 
 
 async def _for(ctx: Ctx, node: Node) -> int:
-    variable = node.child_by_field_name("variable")
-    body = node.child_by_field_name("body")
+    variable = text_of(node.child_by_field_name("variable"))  # type: ignore[arg-type]
     values = [v for v in node.children_by_field_name("value") if v.is_named]
     has_in = any(c.type == "in" for c in node.children if not c.is_named)
-    items = await expand_words(ctx, values) if has_in else list(ctx.args)
-    code = 0
-    ctx.loops += 1
-    try:
-        for item in items:
-            started = time.monotonic()
-            ctx.env[text_of(variable)] = item
-            if body is not None and await _loop_body(ctx, body) == "break":
-                code = ctx.last
-                break
-            code = ctx.last
-            await _throttle(ctx, started)
-    finally:
-        ctx.loops -= 1
-    return code
+    items = iter(await expand_words(ctx, values) if has_in else list(ctx.args))
+
+    async def again() -> bool:
+        item = next(items, None)
+        if item is None:
+            return False
+        ctx.env[variable] = item
+        return True
+    return await _loop(ctx, node.child_by_field_name("body"), again)
 
 
 async def _case(ctx: Ctx, node: Node) -> int:
