@@ -171,3 +171,18 @@ def test_exec_says_what_it_cannot_do(k: Cluster) -> None:
     assert got.returncode == 2
     assert "sh: process substitution <(...) is not simulated by knetsim" in got.stderr
     assert "command terminated with exit code 2" in got.stderr
+
+
+@pytest.mark.skipif(CURL is None, reason="curl is not installed")
+def test_a_request_through_the_ingress_is_logged_from_the_controller(k: Cluster) -> None:
+    web(k)
+    k.kubectl("create", "ingress", "web", "--class=nginx", "--rule=web.example.com/*=web:80")
+    k.kubectl("wait", "--for=condition=available", "deploy/web", "--timeout=20s")
+    got = k.sh(f"curl -s -A lab-browser -H 'Host: web.example.com' {k.ingress}/shop?x=1")
+    assert "<title>Welcome to nginx!</title>" in got.stdout
+    controller_ip = k.get_json("pods", "-n", "ingress-nginx", "-l",
+                               "app.kubernetes.io/component=controller")["items"][0]["status"]["podIP"]
+    line = k.kubectl("logs", "deploy/web").stdout.splitlines()[-1]
+    # ingress-nginx proxies: the pod sees the controller's address, the client in X-Forwarded-For.
+    assert re.fullmatch(rf'{re.escape(controller_ip)} - - \[[^]]+\] "GET /shop\?x=1 HTTP/1\.1" 200 \d+ "-" '
+                        r'"lab-browser" "203\.0\.113\.10"', line), line
