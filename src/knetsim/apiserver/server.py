@@ -327,10 +327,10 @@ class ApiServer:
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         m = request.method
         q = request.query
-        if t.sub in ("exec", "attach"):
-            handler = self.exec_handlers.get("ws")
+        if t.sub in ("exec", "attach", "portforward"):
+            handler = self.exec_handlers.get("portforward" if t.sub == "portforward" else "ws")
             if handler is None:
-                raise ApiError(400, "BadRequest", "exec is not available")
+                raise ApiError(400, "BadRequest", f"{t.sub} is not available")
             return await handler(self, request, t)  # type: ignore[no-any-return]
         if t.sub == "log":
             return await self._log(request, t)
