@@ -19,7 +19,7 @@ LAB_LABEL = "labs.knetsim.io/lab"
 def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> LabResult:
     """Every criterion of the chosen tasks (all by default), in the lab file's order."""
     chosen = [lab.task(t) for t in tasks] if tasks else list(lab.tasks)
-    ctx = Context(snapshot, lab.namespace)
+    ctx = Context(snapshot, lab.namespace, lab.namespaces)
     results = []
     for task in chosen:
         criteria = [evaluate(ctx, c) for c in task.checks]
