@@ -317,16 +317,17 @@ def describe_drift(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     if flipped:
         parts.append("readiness differs for " + ", ".join(flipped))
     if not parts:
-        # Same addresses, same readiness: a serving/terminating condition or the node moved.
+        # Same addresses, same readiness: a serving/terminating condition, the node or the pod behind it changed.
         def details(body: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
             return {a: (e.get("nodeName"), (e.get("conditions") or {}).get("serving", True) is not False,
-                        bool((e.get("conditions") or {}).get("terminating", False)))
+                        bool((e.get("conditions") or {}).get("terminating", False)),
+                        (e.get("targetRef") or {}).get("name"), (e.get("targetRef") or {}).get("uid"))
                     for e in body.get("endpoints") or [] for a in e.get("addresses") or []}
 
         was, now = details(old), details(new)
         changed = sorted(a for a in set(was) & set(now) if was[a] != now[a])
         if changed:
-            parts.append("serving, terminating or node differs for " + ", ".join(changed))
+            parts.append("serving, terminating, node or target pod differs for " + ", ".join(changed))
     old_ports = sorted((p.get("name") or "", p.get("port")) for p in old.get("ports") or [])
     new_ports = sorted((p.get("name") or "", p.get("port")) for p in new.get("ports") or [])
     if old_ports != new_ports:

@@ -337,15 +337,16 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
     from kubernetes.client import ApiClient, Configuration
     from kubernetes.config.config_exception import ConfigException
 
+    # Named here, not left to the client: it reads $KUBECONFIG once, when it is first imported.
     where = _files(kubeconfig)
     missing = _missing_file(kubeconfig)
     if missing is not None:
         raise KubeconfigError(f"kubeconfig {missing}: No such file or directory")
     configuration = Configuration()
     try:
-        contexts, current = kube_config.list_kube_config_contexts(config_file=kubeconfig)
+        contexts, current = kube_config.list_kube_config_contexts(config_file=where)
         with _client_log() as log:
-            kube_config.load_kube_config(config_file=kubeconfig, context=context,
+            kube_config.load_kube_config(config_file=where, context=context,
                                          client_configuration=configuration, persist_config=False)
     except ConfigException as exc:
         raise KubeconfigError(f"kubeconfig {where}: {exc}") from None
