@@ -8,10 +8,10 @@ views, never on dicts, so field access is checked and cheap.
 from __future__ import annotations
 
 import hashlib
-from types import MappingProxyType
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .labels import Selector
