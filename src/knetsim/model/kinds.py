@@ -16,10 +16,18 @@ class KindInfo:
     simulated: bool = True
     # `kubectl get all` shows the kinds in the "all" category.
     in_all: bool = False
+    # Other versions the API serves and knetsim reads the same way (Gateway API's v1beta1).
+    also_served: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        """Every apiVersion a manifest of this kind may carry."""
+        prefix = f"{self.group}/" if self.group else ""
+        return (self.api_version, *(prefix + v for v in self.also_served))
 
     @property
     def singular(self) -> str:
@@ -46,6 +54,13 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    # Gateway API, standard channel (hand-registered until the CRD-driven decoder derives them).
+    KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),
+             also_served=("v1beta1",)),
+    KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), also_served=("v1beta1",)),
+    KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), also_served=("v1beta1",)),
+    KindInfo("ReferenceGrant", "gateway.networking.k8s.io", "v1", "referencegrants", True, ("refgrant",),
+             also_served=("v1beta1",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
