@@ -36,12 +36,16 @@ def _previous(obj: Object) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def status_of(state: ClusterState, obj: Object, now: str | None = None,
-              translation: Translation | None = None) -> dict[str, Any] | None:
-    """The status knetsim's Gateway controller writes for ``obj``; None when the object is not its business."""
+def status_of(state: ClusterState, obj: Object, now: str | None = None, translation: Translation | None = None,
+              previous: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The status knetsim's Gateway controller writes for ``obj``; None when the object is not its business.
+
+    ``previous`` is the status the object has now (default: its manifest's), whose transition times are kept.
+    """
     t = translation or translate(state)
     when = now or obj.meta.creation_timestamp or EPOCH
-    previous = _previous(obj)
+    if previous is None or not isinstance(previous, Mapping):
+        previous = _previous(obj)
     generation = getattr(obj, "generation", 1)
     if obj.kind == "GatewayClass":
         entry = t.classes.get(obj.name)
