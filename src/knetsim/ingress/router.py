@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.http import RouteAnswer
 from ..model.labels import edit_distance
 from ..model.objects import Ingress, IngressBackend, IngressPath, Service
 from .controllers import ClassResolution, IngressController, default_classes, resolve_class, running_controllers
@@ -174,6 +175,15 @@ class RouteResult:
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)
+
+    def answer(self) -> RouteAnswer:
+        """What the client observes, comparable with a Gateway's answer (``model.http``)."""
+        backend = None
+        if self.backend is not None and self.backend.routable and self.redirect is None:
+            backend = f"{self.backend.service}:{self.backend.port}"
+        # ingress-nginx passes the path on unchanged (annotations such as rewrite-target are not simulated).
+        upstream = self.request.path if backend is not None else None
+        return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary)
 
 
 # --- the controller's merged configuration --------------------------------------------

@@ -87,6 +87,8 @@ class RouteAnswer:
         return (self.status, self.backend, self.location) == (other.status, other.backend, other.location)
 
     def describe(self) -> str:
+        if self.status is None and self.backend is None:
+            return "nothing proxied or answered"
         if self.location is not None:
             return f"{self.status} → {self.location}"
         if self.status is not None:

@@ -32,8 +32,12 @@ _REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavai
             302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
 
 
-def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str) -> str | None:
-    """The Gateway a client reaching ``host`` is assumed to talk to, or None (the Ingress controller)."""
+def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
+                     ingress_first: bool = True) -> str | None:
+    """The Gateway a client reaching ``host`` is assumed to talk to, or None (the Ingress controller).
+
+    ``ingress_first=False`` ignores the Ingresses (a migration check asks where the *new* side sends it).
+    """
     name = hostnames.normalize(host)
     protocol = "HTTPS" if scheme == "https" else "HTTP"
     explicit, catch_all = [], []
@@ -50,7 +54,7 @@ def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str) -> 
             (explicit if named else catch_all).append(key)
     if explicit:
         return sorted(explicit)[0]
-    if catch_all and not _ingress_names(state, name):
+    if catch_all and not (ingress_first and _ingress_names(state, name)):
         return sorted(catch_all)[0]
     return None
 
