@@ -149,3 +149,14 @@ def test_every_scenario_is_attached_where_the_suite_expects() -> None:
                 continue
             gateway_key = _key(row.get("gateway", s["gateway"]))
             assert any(ps.listeners for rc, ps in t.parent_statuses(gateway_key)), s["name"]
+
+
+def test_v1beta1_objects_are_read_as_v1() -> None:
+    """Given the ReferenceGrant scenario written in v1beta1 (still served by the v1.6.1 CRDs), then it routes."""
+    scenario = next(s for s in scenarios() if s["name"] == "HTTPRouteReferenceGrant")
+    text = (DATA / "conformance-base.yaml").read_text(encoding="utf-8") + "\n---\n" + scenario["manifests"].replace(
+        "gateway.networking.k8s.io/v1\n", "gateway.networking.k8s.io/v1beta1\n")
+    c = Cluster.from_yaml(text, namespace=INFRA)
+    assert c.state.reference_grants and c.state.http_routes
+    result = route(c.state, _key("same-namespace"), HTTPRequest("gw.example"))
+    assert result.backend.service == "gateway-conformance-web-backend/web-backend"

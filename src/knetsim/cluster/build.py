@@ -199,11 +199,16 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
     for body in infra_manifests(classes, gateways):
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:
             continue
+        if body["kind"] == "Deployment":
+            wanted = body["spec"]["selector"]["matchLabels"].items()
+            if any(wanted <= ((d.body.get("metadata") or {}).get("labels") or {}).items() for d in pods):
+                continue  # a live snapshot: the proxy's pods are already there, with their own names and IPs
         doc = Document(CONTROLLER, apply_defaults(body))
         merged[key] = doc
         docs = by_kind.setdefault(body["kind"], [])

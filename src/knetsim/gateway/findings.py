@@ -225,7 +225,7 @@ def _backend(state: ClusterState, route: HTTPRoute, rule: int, b: ResolvedBacken
                                   f"knetsim endpoints {b.ref.name} -n {b.namespace}")
         return None
     if b.reason == "RefNotPermitted":
-        grant = ("kubectl apply -f - <<EOF\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
+        grant = ("kubectl apply -f - <<EOF\napiVersion: gateway.networking.k8s.io/v1\nkind: ReferenceGrant\n"
                  f"metadata:\n  name: allow-{route.namespace}-httproutes\n  namespace: {b.namespace}\nspec:\n"
                  f"  from:\n  - group: {GROUP}\n    kind: HTTPRoute\n    namespace: {route.namespace}\n  to:\n"
                  f"  - group: \"\"\n    kind: Service\n    name: {b.ref.name}\nEOF")
