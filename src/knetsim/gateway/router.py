@@ -180,8 +180,12 @@ class GatewayRouteResult:
 # --- the route ----------------------------------------------------------------------------
 
 
-def route(state: ClusterState, gateway: str, request: HTTPRequest) -> GatewayRouteResult:
-    """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway."""
+def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True) -> GatewayRouteResult:
+    """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway.
+
+    ``explain=False`` lists only the candidates whose hostnames accept the request (the rest lose on
+    the host anyway): what bulk callers — the live front door, traces, the migration check — need.
+    """
     ns, _, name = gateway.rpartition("/")
     key = f"{ns or 'default'}/{name}"
     if key not in state.gateways:
@@ -226,10 +230,10 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest) -> GatewayRou
         names = ", ".join(f"{lc.name} ({lc.listener.hostname})" for lc in served)
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
                                   f"{target}: no listener on port {port} accepts host {host} (listeners: {names}): "
-                                  "Envoy answers 404", candidates=tuple(_other_listeners(gctx, None, port)),
-                                  **base)
+                                  "Envoy answers 404",
+                                  candidates=tuple(_other_listeners(gctx, None, port) if explain else ()), **base)
     chosen_listener = max(by_host, key=lambda lc: hostnames.specificity(lc.listener.hostname))
-    return _route_listener(state, t, gctx, chosen_listener, request, host, base)
+    return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
 
 
 def _bad_condition(lc: ListenerContext) -> str:
@@ -268,7 +272,7 @@ def _other_listeners(gctx: GatewayContext, chosen: ListenerContext | None, port:
 
 
 def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerContext, request: HTTPRequest,
-                    host: str, base: dict[str, Any]) -> GatewayRouteResult:
+                    host: str, base: dict[str, Any], explain: bool) -> GatewayRouteResult:
     key = gctx.gateway.key
     target = f"{request.method} {request.url}"
     try:
@@ -281,7 +285,7 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         notes.append(f"Envoy matches the normalized path {path}")
     candidates: list[Candidate] = []
     matching: list[tuple[tuple[Any, ...], RouteEntry, str | None]] = []
-    for e in lc.entries:
+    for e in lc.entries if explain else lc.entries_for(host):
         matched_host: str | None = None
         if e.hostnames:
             hits = [h for h in e.hostnames if hostnames.matches(h, host)]
@@ -308,8 +312,9 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
             candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
                                         _backends_text(e.backends), "lower-precedence",
                                         _why(winner, (prec, e, _h))))
-    candidates.extend(_other_listeners(gctx, lc, request.effective_port))
-    candidates.extend(_not_attached(t, key, lc))
+    if explain:
+        candidates.extend(_other_listeners(gctx, lc, request.effective_port))
+        candidates.extend(_not_attached(t, key, lc))
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1, c.listener or ""))
     base = {**base, "listener": lc.name, "candidates": tuple(candidates)}

@@ -151,6 +151,30 @@ class ListenerContext:
     conditions: Conditions = field(default_factory=Conditions)
     attached_routes: int = 0
     entries: list[RouteEntry] = field(default_factory=list)
+    _index: tuple[dict[str, list[int]], list[tuple[str, int]], list[int]] | None = None
+
+    def entries_for(self, host: str) -> list[RouteEntry]:
+        """The entries whose hostnames may match ``host`` (normalized), in table order.
+
+        Indexed once (exact names, wildcard suffixes, entries for every host), so a Gateway with a
+        thousand routes examines only the few that name the request's host.
+        """
+        if self._index is None:
+            exact: dict[str, list[int]] = {}
+            wild: list[tuple[str, int]] = []
+            anyhost: list[int] = []
+            for i, e in enumerate(self.entries):
+                if not e.hostnames:
+                    anyhost.append(i)
+                for h in dict.fromkeys(e.hostnames):
+                    if hostnames.is_wildcard(h):
+                        wild.append((h, i))
+                    else:
+                        exact.setdefault(h, []).append(i)
+            self._index = (exact, wild, anyhost)
+        exact, wild, anyhost = self._index
+        found = {*exact.get(host, ()), *anyhost, *(i for h, i in wild if hostnames.matches(h, host))}
+        return [self.entries[i] for i in sorted(found)]
 
     @property
     def name(self) -> str:

@@ -644,7 +644,7 @@ def gateway_route_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         desc = f"{request.method} {request.url}{extra} through Gateway {gateway} gets HTTP {p['status']}"
         expected = f"HTTP {p['status']}"
     try:
-        r = route(ctx.snapshot.cluster.state, gateway, request)
+        r = route(ctx.snapshot.cluster.state, gateway, request, explain=False)
     except GatewayRouteError as exc:
         return Verdict(desc, False, expected, str(exc), True)
     if svc is not None:
@@ -672,7 +672,7 @@ def gateway_split_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         for i in range(samples):
             req = base.__class__(base.host, f"{base.path}{'&' if '?' in base.path else '?'}n={i}", base.method,
                                  base.scheme, base.port, base.headers)
-            r = route(ctx.snapshot.cluster.state, gateway, req)
+            r = route(ctx.snapshot.cluster.state, gateway, req, explain=False)
             key = r.backend.service if r.proxied and r.backend else f"HTTP {r.http_status}"
             counts[key] = counts.get(key, 0) + 1
     except GatewayRouteError as exc:

@@ -135,7 +135,7 @@ def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | No
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
     try:
-        return gateway_route(state, name, request).answer(), name
+        return gateway_route(state, name, request, explain=False).answer(), name
     except GatewayRouteError as exc:
         return RouteAnswer(None, None, None, None, str(exc)), name
 

@@ -49,8 +49,7 @@ def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
                 continue
             if not hostnames.matches(lc.listener.hostname, name):
                 continue
-            named = lc.listener.hostname is not None or any(
-                any(hostnames.matches(h, name) for h in e.hostnames) for e in lc.entries)
+            named = lc.listener.hostname is not None or any(e.hostnames for e in lc.entries_for(name))
             (explicit if named else catch_all).append(key)
     if explicit:
         return sorted(explicit)[0]
@@ -79,7 +78,7 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     try:
         request = HTTPRequest(run.headers.get("Host") or run.headers.get("host") or host, path, run.method, scheme,
                               target.port, headers)
-        result = route(state, gateway, request)
+        result = route(state, gateway, request, explain=False)
     except (HTTPRequestError, GatewayRouteError) as exc:
         raise TraceInputError(str(exc)) from None
     gctx = translate(state).gateways[gateway]
