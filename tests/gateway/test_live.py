@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.apiserver.conftest import Live, start_server, stop_server, wait_for
+from tests.apiserver import conftest as apiserver_conftest
+from tests.apiserver.conftest import Live, wait_for
 
 from knetsim.apiserver import controllers
 from knetsim.apiserver.store import Stored
@@ -67,17 +67,8 @@ def test_plan_writes_gateway_status_and_proxy_once() -> None:
     assert not again.writes, [w.key for w in again.writes]
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    base = tmp_path_factory.mktemp("gateway-live")
-    state, home = base / "state", base / "home"
-    state.mkdir()
-    home.mkdir()
-    proc, info = start_server(state)
-    try:
-        yield Live(state, home, proc, info)
-    finally:
-        stop_server(proc)
+# The API server's live-cluster fixture (a `knetsim.apiserver` in a temp state dir), shared, not copied.
+live = apiserver_conftest.live
 
 
 def test_kubectl_and_curl_through_the_gateway(live: Live) -> None:

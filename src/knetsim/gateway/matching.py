@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from ..model.gatewayapi import HeaderModifier, PathModifier, RouteMatch, ValueMatch
-from ..model.http import HTTPRequest
+from ..model.http import HTTPRequest, exact_mismatch_reason, prefix_mismatch_reason
 from . import hostnames
 
 _UNRESERVED = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -82,25 +82,10 @@ def path_matches(match_type: str, value: str, path: str) -> bool:
 
 def path_mismatch_reason(match_type: str, value: str, path: str) -> str:
     if match_type == "Exact":
-        if path.rstrip("/") == value.rstrip("/"):
-            return f"Exact {value} does not match {path}: the trailing slash counts"
-        if path.lower() == value.lower():
-            return f"Exact {value} does not match {path}: matching is case-sensitive"
-        return f"Exact {value} requires the whole path to equal it"
+        return exact_mismatch_reason(value, path)
     if match_type == "RegularExpression":
         return f"RegularExpression {value} does not match the whole path {path}"
-    want, have = _elements(value), _elements(path)
-    for i, element in enumerate(want):
-        if i >= len(have):
-            return f"PathPrefix {value} has more elements than {path}"
-        if have[i] != element:
-            if have[i].startswith(element):
-                return (f"PathPrefix {value} does not match {path}: element {have[i]!r} only starts with "
-                        f"{element!r} (matching is by whole path elements)")
-            if have[i].lower() == element.lower():
-                return f"PathPrefix {value} does not match {path}: matching is case-sensitive"
-            return f"PathPrefix {value} does not match {path}: element {i + 1} is {have[i]!r}, not {element!r}"
-    return f"PathPrefix {value} does not match {path}"
+    return prefix_mismatch_reason("PathPrefix", value, path)
 
 
 def _first_by_name(items: Sequence[ValueMatch], fold: bool) -> list[ValueMatch]:

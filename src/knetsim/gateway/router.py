@@ -24,12 +24,12 @@ Every other candidate rule is listed with why it lost.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.gatewayapi import HeaderModifier
-from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer
+from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
 from . import hostnames
 from .matching import (
     apply_header_modifier,
@@ -56,16 +56,6 @@ NO_CONTROLLER = "no-controller"
 
 class GatewayRouteError(ValueError):
     """The question cannot be asked: no such Gateway, or a malformed request (exit code 2)."""
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,14 +140,14 @@ class GatewayRouteResult:
         out = {
             "outcome": self.outcome,
             "http_status": self.http_status,
-            "backends": _plain(self.backends),
-            "backend": _plain(self.backend),
-            "match": _plain(self.match),
-            "redirect": _plain(self.redirect),
-            "upstream_request": _plain(self.upstream_request),
+            "backends": plain(self.backends),
+            "backend": plain(self.backend),
+            "match": plain(self.match),
+            "redirect": plain(self.redirect),
+            "upstream_request": plain(self.upstream_request),
             "response_headers": dict(self.response_headers),
             "response_headers_removed": list(self.response_headers_removed),
-            "candidates": _plain(self.candidates),
+            "candidates": plain(self.candidates),
             "request": self.request.to_dict(),
             "gateway": self.gateway,
             "address": self.address,
@@ -445,14 +435,8 @@ def _pick(backends: tuple[ResolvedBackend, ...], total: int, request: HTTPReques
 
 
 def _record(headers: dict[str, str], removed: list[str], modifier: HeaderModifier) -> None:
-    for name, value in modifier.set:
-        headers[name.lower()] = value
-    for name, value in modifier.add:
-        key = name.lower()
-        headers[key] = f"{headers[key]},{value}" if key in headers else value
-    for name in modifier.remove:
-        removed.append(name.lower())
-        headers.pop(name.lower(), None)
+    apply_header_modifier(headers, modifier)
+    removed.extend(name.lower() for name in modifier.remove)
 
 
 def _upstream(request: HTTPRequest, path: str, prefix: str | None, entry: RouteEntry,

@@ -7,10 +7,50 @@ request"; they take the same ``HTTPRequest`` and reduce their detailed results t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 SCHEME_PORTS = {"http": 80, "https": 443}
+
+
+def plain(value: Any) -> Any:
+    """A result dataclass as the JSON-able value ``-o json`` prints (fields in declaration order)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def _elements(path: str) -> list[str]:
+    return [e for e in path.split("/") if e]
+
+
+def exact_mismatch_reason(rule_path: str, request_path: str) -> str:
+    """Why an Exact path (Ingress and HTTPRoute alike) does not match, in the docs' words."""
+    if request_path.rstrip("/") == rule_path.rstrip("/"):
+        return f"Exact {rule_path} does not match {request_path}: the trailing slash counts"
+    if request_path.lower() == rule_path.lower():
+        return f"Exact {rule_path} does not match {request_path}: matching is case-sensitive"
+    return f"Exact {rule_path} requires the whole path to equal it"
+
+
+def prefix_mismatch_reason(label: str, rule_path: str, request_path: str) -> str:
+    """Why an element-wise prefix (Ingress Prefix, HTTPRoute PathPrefix: ``label``) does not match."""
+    want, have = _elements(rule_path), _elements(request_path)
+    for i, element in enumerate(want):
+        if i >= len(have):
+            return f"{label} {rule_path} has more elements than {request_path}"
+        if have[i] != element:
+            if have[i].startswith(element):
+                return (f"{label} {rule_path} does not match {request_path}: element {have[i]!r} only starts "
+                        f"with {element!r} (matching is by whole path elements, not string prefix)")
+            if have[i].lower() == element.lower():
+                return f"{label} {rule_path} does not match {request_path}: matching is case-sensitive"
+            return f"{label} {rule_path} does not match {request_path}: element {i + 1} is {have[i]!r}, not {element!r}"
+    return f"{label} {rule_path} does not match {request_path}"
 
 
 class HTTPRequestError(ValueError):
