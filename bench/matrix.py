@@ -1,82 +1,158 @@
-"""Connectivity-matrix benchmark: the issue-7 targets, and a side-by-side with NCA.
+"""Connectivity-matrix benchmark: what a user runs, whole processes, figures next to their targets.
 
-    .venv/bin/python bench/matrix.py                 # targets + NCA at the default sizes
-    .venv/bin/python bench/matrix.py --no-nca        # targets only
-    .venv/bin/python bench/matrix.py --nca-sizes 4,10,20 --no-targets
+    .venv/bin/python bench/matrix.py                     # targets + NCA side by side
+    .venv/bin/python bench/matrix.py --no-nca            # targets only
+    .venv/bin/python bench/matrix.py --no-targets --nca-sizes 3,10
 
-Targets (2-core machine): 10,000 pods in 100 namespaces with 1,000 policies, full matrix for
-one port, under 2 s and 1 GB; 100,000 pods in 1,000 namespaces under 15 s. Each target runs
-in its own process so its peak RSS is its own.
+Every figure is one whole `knetsim matrix ... -f DIR` process, started as a user starts it
+(the console script of this virtualenv), its wall time and its own peak RSS (wait4), with
+Python's bytecode cache in place as after an install (an untimed warm-up run writes it, even
+when PYTHONDONTWRITEBYTECODE is set in the caller's environment). The
+inputs are manifests from bench/policy_gen.py: N namespaces x 9 Deployments, one policy per
+Deployment plus a default-deny per namespace, so 10,000 pods come with 1,000 policies.
 
-NCA (network-config-analyzer, PyPI) is installed into its own virtualenv (default
-bench/.nca-venv, or --nca-venv / $NCA_VENV); it is never a knetsim dependency. The same
-manifests go to both tools; every Deployment pair must agree; both times and the ratio are
-printed. If NCA cannot be installed the comparison is skipped, saying why.
+Targets (2-core machine), from issue 14:
+  * 10,000 pods / 1,000 policies, `-o json`: < 2 s and < 500 MB;
+  * 100,000 pods / 10,000 policies, `-o json` (every port of every protocol): < 15 s and < 4 GB;
+  * `--pods` streams >= 1,000,000 pairs/s, with memory that does not grow with the answer;
+  * time grows with exponent <= 1.2 from 1,000 to 100,000 pods.
+
+NCA (network-config-analyzer, PyPI) runs from its own virtualenv (default bench/.nca-venv, or
+--nca-venv / $NCA_VENV), never a knetsim dependency. At 9, 100, 225 and 400 workloads both
+tools get the same directory, both run cold as whole processes, and every line both print is
+compared: Deployment pairs exactly, Deployment-to-address-range answers as functions over the
+address space outside the pod network (NCA merges adjacent ranges per source; knetsim cuts
+them where any ipBlock does).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import ipaddress
+import math
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import policy_gen  # noqa: E402
-from knetsim import Cluster  # noqa: E402
-from knetsim.cluster.config import ClusterConfig  # noqa: E402
-from knetsim.policy.matrix import matrix, port_matrix  # noqa: E402
 from knetsim.policy.ports import ConnSet  # noqa: E402
 
-TARGETS = {
-    "10k": {"namespaces": 100, "apps": 9, "pods": 100, "limit_s": 2.0, "limit_mb": 1024},
-    "100k": {"namespaces": 1000, "apps": 9, "pods": 100, "limit_s": 15.0, "limit_mb": None},
-}
+KNETSIM = str(Path(sys.executable).with_name("knetsim"))
+# Pods need room: 100,000 pods on kind's two schedulable workers do not fit /24s.
+CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\n"
+POD_NETWORK = ipaddress.ip_network("10.0.0.0/8")
+# As installed: bytecode cached (pip compiles NCA's at install; knetsim's is written by a warm-up run).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run_target(name: str) -> dict[str, object]:
-    spec = TARGETS[name]
-    t0 = time.perf_counter()
-    state = policy_gen.cluster_state(spec["namespaces"], spec["apps"], spec["pods"])  # type: ignore[arg-type]
-    t1 = time.perf_counter()
-    _, _, stats = port_matrix(state, "TCP", 8001)
-    t2 = time.perf_counter()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"target": name, "pods": stats.pods, "namespaces": spec["namespaces"],
-            "policies": len(state.network_policies), "build_state_s": round(t1 - t0, 3),
-            "matrix_s": round(t2 - t1, 3), "peak_rss_mb": round(rss_mb), **stats.to_dict(),
-            "limit_s": spec["limit_s"], "limit_mb": spec["limit_mb"]}
+@dataclass
+class Run:
+    wall: float
+    rss_mb: float
+    out: Path
 
 
-def targets() -> bool:
+def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 1800) -> Run:
+    """One whole process: wall time and its own peak RSS, stdout to ``out``."""
+    with open(out, "w") as stdout:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd, env=ENV)
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                raise SystemExit(f"{' '.join(cmd)}: no answer within {timeout} s")
+            time.sleep(0.005)
+        wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]}")
+    return Run(wall, usage.ru_maxrss / 1024, out)
+
+
+def write_input(directory: Path, namespaces: int, pods_per_namespace: int | None) -> None:
+    # In a child process: Linux carries a parent's peak RSS into the children it forks (wait4 would report
+    # the bench's own 100k-pod manifests as knetsim's), so this process never holds them.
+    directory.mkdir(parents=True, exist_ok=True)
+    code = ("import sys, yaml, policy_gen\n"
+            "d = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)\n"
+            "n, pods = int(sys.argv[2]), (int(sys.argv[3]) or None)\n"
+            "docs = policy_gen.manifests(n, 9 if pods else n, pods)\n"
+            "with open(sys.argv[1], 'w') as f:\n"
+            "    yaml.dump_all(docs, f, Dumper=d, sort_keys=False)\n")
+    subprocess.run([sys.executable, "-c", code, str(directory / "all.yaml"), str(namespaces),
+                    str(pods_per_namespace or 0)], check=True, cwd=HERE)
+
+
+# --- targets ------------------------------------------------------------------------------
+
+
+def knetsim_matrix(directory: Path, out: Path, *extra: str) -> Run:
+    config = directory.parent / "cluster.yaml"
+    config.write_text(CLUSTER_CONFIG)
+    return run([KNETSIM, "matrix", "-f", str(directory), "--cluster-config", str(config), *extra], out)
+
+
+def count_lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def targets(work: Path) -> bool:
     ok = True
-    print("== targets: full pod x pod matrix for TCP/8001 ==")
-    for name in TARGETS:
-        out = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout)
-        passed = r["matrix_s"] <= r["limit_s"] and (r["limit_mb"] is None or r["peak_rss_mb"] <= r["limit_mb"])
+    run([KNETSIM, "matrix", "-f", str(HERE.parent / "examples" / "shop"), "-o", "json"], work / "warm.out")
+    print("== targets: `knetsim matrix -f DIR -o json`, whole processes (wall, peak RSS of that process) ==")
+    times: dict[int, float] = {}
+    for pods, limit_s, limit_mb in ((1_000, None, None), (10_000, 2.0, 500), (100_000, 15.0, 4096)):
+        namespaces = pods // 100
+        directory = work / f"in-{pods}"
+        write_input(directory, namespaces, 100)
+        r = knetsim_matrix(directory, work / f"out-{pods}.json", "-o", "json")
+        pairs = count_lines(r.out) - namespaces * 9 - 8  # the document's other lines
+        times[pods] = r.wall
+        verdict = ""
+        if limit_s is not None:
+            passed = r.wall < limit_s and r.rss_mb < limit_mb
+            ok &= passed
+            verdict = f" (targets < {limit_s:g} s, < {limit_mb:,} MB) [{'ok' if passed else 'MISSED'}]"
+        print(f"{pods:>7,} pods, {namespaces * 10:>6,} policies: {r.wall:6.2f} s, {r.rss_mb:7,.0f} MB, "
+              f"{pairs:,} workload pairs (every port of every protocol){verdict}", flush=True)
+    whole = math.log(times[100_000] / times[1_000]) / math.log(100)
+    upper = math.log(times[100_000] / times[10_000]) / math.log(10)
+    passed = whole <= 1.2
+    ok &= passed
+    print(f"growth exponent 1k -> 100k pods: {whole:.2f} (target <= 1.2) [{'ok' if passed else 'MISSED'}]; "
+          f"10k -> 100k alone: {upper:.2f}")
+
+    print("== pod-level streaming: `knetsim matrix --pods -o list` against `-o json` on the same input ==")
+    for pods in (10_000, 100_000):
+        directory = work / f"in-{pods}"
+        base = knetsim_matrix(directory, work / "base.json", "-o", "json")
+        r = knetsim_matrix(directory, work / "pods.txt", "--pods", "-o", "list")
+        pairs = count_lines(r.out)
+        rate = pairs / max(r.wall - base.wall, 1e-9)
+        passed = rate >= 1e6 and r.rss_mb < base.rss_mb * 1.25 + 50
         ok &= passed
-        mem = f" (limit {r['limit_mb']} MB)" if r["limit_mb"] else ""
-        print(f"{name:>5}: {r['pods']:,} pods, {r['namespaces']} namespaces, {r['policies']:,} policies -> "
-              f"{r['podClasses']:,} equivalence classes; matrix {r['matrix_s']:.2f} s (limit {r['limit_s']} s), "
-              f"peak RSS {r['peak_rss_mb']} MB{mem}; building the state {r['build_state_s']:.2f} s; "
-              f"{r['allowedPodPairs']:,} allowed ordered pod pairs of {r['pods'] * (r['pods'] - 1):,} "
-              f"[{'ok' if passed else 'MISSED'}]")
+        print(f"{pods:>7,} pods: {pairs:,} pod pairs in {r.wall:.2f} s, {r.wall - base.wall:.2f} s beyond the "
+              f"workload answer ({base.wall:.2f} s) = {rate / 1e6:.2f} M pairs/s (target >= 1); peak RSS "
+              f"{r.rss_mb:,.0f} MB vs {base.rss_mb:,.0f} MB for the workload answer (flat: within 25 %) "
+              f"[{'ok' if passed else 'MISSED'}]", flush=True)
+        (work / "pods.txt").unlink()
     return ok
 
 
-# --- NCA ------------------------------------------------------------------------------
+# --- NCA ----------------------------------------------------------------------------------
 
 
 def nca_binary(venv: Path) -> tuple[Path | None, str]:
@@ -93,8 +169,9 @@ def nca_binary(venv: Path) -> tuple[Path | None, str]:
     return (nca, "") if nca.exists() else (None, f"{nca} missing after install")
 
 
-_LINE = re.compile(r"^(\S+)\[Deployment\] => (\S+)\[Deployment\] : (.+)$")
+_LINE = re.compile(r"^(\S+) => (\S+) : (.+)$")
 _CONN = re.compile(r"\{protocols:([A-Z,]+?)(?:,dst_ports:([0-9,\-]+))?\}")
+_WORKLOAD = re.compile(r"^[^/\s]+/[^/\s]+\[[A-Za-z]+\]$")
 
 
 def parse_nca_connection(text: str) -> ConnSet:
@@ -111,88 +188,124 @@ def parse_nca_connection(text: str) -> ConnSet:
     return ConnSet.of(out)
 
 
-def knetsim_pairs(directory: Path) -> tuple[dict[tuple[str, str], ConnSet], float, float]:
-    t0 = time.perf_counter()
-    # /20 per node: the default /24s hold about 500 pods on kind's two schedulable workers.
-    cluster = Cluster.from_paths([str(directory)], config=ClusterConfig(node_cidr_mask=20))
-    t1 = time.perf_counter()
-    pending = [k for k, p in cluster.state.pods.items() if not p.pod_ip]
-    if pending:
-        raise SystemExit(f"{len(pending)} pods got no IP (e.g. {pending[0]}): the comparison needs them all running")
-    m = matrix(cluster.state, external=False)
-    connections = m.connections()
-    elapsed = time.perf_counter() - t0
-    deployment = {}
-    for e in m.endpoints:
-        if e.pod is not None and e.pod.namespace.startswith("ns-"):
-            deployment[e.name] = f"{e.pod.namespace}/{e.pod.labels['app']}"
-    pairs = {}
-    for a, b, s in connections:
-        if a in deployment and b in deployment and deployment[a] != deployment[b]:
-            pairs[(deployment[a], deployment[b])] = s
-    return pairs, elapsed, elapsed - (t1 - t0)
+def parse_knetsim_connection(text: str) -> ConnSet:
+    if text == "All connections":
+        return ConnSet.all()
+    out: dict[str, list[tuple[int, int]]] = {}
+    for part in text.split("; "):
+        proto, _, ports = part.partition(" ")
+        if proto == "other":
+            raise ValueError(f"unexpected: {text}")
+        out[proto] = [(1, 65535)] if ports == "all ports" else [
+            (int(a), int(b or a)) for a, _, b in (p.partition("-") for p in ports.split(","))]
+    return ConnSet.of(out)
 
 
-def nca_pairs(nca: Path, directory: Path) -> tuple[dict[tuple[str, str], ConnSet], float, str]:
-    t0 = time.perf_counter()
-    out = subprocess.run([str(nca), "--connectivity", "-r", str(directory), "-o", "txt_no_fw_rules"],
-                         capture_output=True, text=True, timeout=900, cwd=directory)
-    elapsed = time.perf_counter() - t0
-    pairs = {}
-    reported = ""
-    for line in out.stdout.splitlines():
+def _ip_span(text: str) -> tuple[int, int]:
+    if "/" in text:
+        net = ipaddress.ip_network(text)
+        return int(net.network_address), int(net.network_address) + net.num_addresses
+    lo, _, hi = text.partition("-")
+    return int(ipaddress.ip_address(lo)), int(ipaddress.ip_address(hi)) + 1
+
+
+Answer = tuple[dict[tuple[str, str], ConnSet], dict[tuple[str, str], list[tuple[int, int, ConnSet]]]]
+
+
+def parse_lines(text: str, connection: object) -> Answer:
+    """(workload pairs, (workload, direction) -> [(lo, hi, ConnSet)] over address ranges)."""
+    pairs: dict[tuple[str, str], ConnSet] = {}
+    ranges: dict[tuple[str, str], list[tuple[int, int, ConnSet]]] = {}
+    for line in text.splitlines():
         m = _LINE.match(line.strip())
-        if m:
-            pairs[(m.group(1), m.group(2))] = parse_nca_connection(m.group(3))
-        elif line.startswith("Total run time"):
-            reported = line.split(":", 1)[1].strip()
-    return pairs, elapsed, reported
+        if not m:
+            continue
+        a, b, conn = m.group(1), m.group(2), connection(m.group(3))  # type: ignore[operator]
+        if _WORKLOAD.match(a) and _WORKLOAD.match(b):
+            if a != b:  # NCA never prints a workload's pods to each other
+                pairs[(a, b)] = conn
+        elif _WORKLOAD.match(a):
+            ranges.setdefault((a, "to"), []).append((*_ip_span(b), conn))
+        elif _WORKLOAD.match(b):
+            ranges.setdefault((b, "from"), []).append((*_ip_span(a), conn))
+    return pairs, ranges
 
 
-def compare(nca: Path, sizes: list[int]) -> bool:
-    print("== side by side with NCA (network-config-analyzer) on the same manifests ==")
+def _at(pieces: list[tuple[int, int, ConnSet]], point: int) -> ConnSet:
+    for lo, hi, conn in pieces:
+        if lo <= point < hi:
+            return conn
+    return ConnSet.none()
+
+
+def differences(ours: Answer, theirs: Answer) -> list[str]:
+    out = []
+    for key in sorted(set(ours[0]) | set(theirs[0])):
+        a, b = ours[0].get(key, ConnSet.none()), theirs[0].get(key, ConnSet.none())
+        if a != b:
+            out.append(f"{key[0]} => {key[1]}: knetsim {a} / NCA {b}")
+    pod_lo, pod_hi = int(POD_NETWORK.network_address), int(POD_NETWORK.network_address) + POD_NETWORK.num_addresses
+    for key in sorted(set(ours[1]) | set(theirs[1])):
+        mine, nca = ours[1].get(key, []), theirs[1].get(key, [])
+        cuts = sorted({0, 1 << 32, pod_lo, pod_hi} | {x for lo, hi, _ in mine + nca for x in (lo, hi)})
+        for lo in cuts[:-1]:
+            if pod_lo <= lo < pod_hi:
+                continue  # NCA does not know pod IPs
+            if _at(mine, lo) != _at(nca, lo):
+                out.append(f"{key[0]} {key[1]} {ipaddress.IPv4Address(lo)}: knetsim {_at(mine, lo)} / "
+                           f"NCA {_at(nca, lo)}")
+    return out
+
+
+def compare(nca: Path, sizes: list[int], work: Path) -> bool:
+    print("== side by side with NCA, the same directory, both cold whole processes ==")
+    print("   knetsim: `knetsim matrix -f DIR -o list`; NCA: `nca --connectivity -r DIR -o txt_no_fw_rules`")
     ok = True
+    warm = work / "warm-up"
+    write_input(warm, 2, None)
+    knetsim_matrix(warm, work / "warm.out", "-o", "list")  # untimed: writes knetsim's bytecode cache
+    run([str(nca), "--connectivity", "-r", str(warm), "-o", "txt_no_fw_rules"], work / "warm.out", cwd=warm)
     for n in sizes:
-        with tempfile.TemporaryDirectory(prefix=f"knetsim-nca-{n}-") as tmp:
-            directory = Path(tmp)
-            (directory / "all.yaml").write_text(yaml.safe_dump_all(policy_gen.manifests(n, n), sort_keys=False))
-            ours, ours_s, matrix_s = knetsim_pairs(directory)
-            theirs, theirs_s, reported = nca_pairs(nca, directory)
-        keys = set(ours) | set(theirs)
-        differ = sorted(k for k in keys if ours.get(k, ConnSet.none()) != theirs.get(k, ConnSet.none()))
-        ok &= not differ
-        print(f"{n * n:>4} workloads, {n * n + n} policies: knetsim {ours_s:.2f} s (load + full matrix; "
-              f"matrix alone {matrix_s:.2f} s), "
-              f"NCA {theirs_s:.2f} s (its 'Total run time' {reported}), ratio {theirs_s / ours_s:.0f}x; "
-              f"{len(keys)} connected Deployment pairs, "
-              f"{'all agree' if not differ else f'{len(differ)} DIFFER, e.g. {differ[:3]}'}")
-        for k in differ[:3]:
-            print(f"    {k[0]} => {k[1]}: knetsim {ours.get(k, ConnSet.none())} / NCA {theirs.get(k, ConnSet.none())}")
+        directory = work / f"nca-{n}"
+        write_input(directory, n, None)
+        ours = knetsim_matrix(directory, work / f"nca-{n}.knetsim", "-o", "list")
+        theirs = run([str(nca), "--connectivity", "-r", str(directory), "-o", "txt_no_fw_rules"],
+                     work / f"nca-{n}.nca", cwd=directory)
+        a = parse_lines(ours.out.read_text(), parse_knetsim_connection)
+        b = parse_lines(theirs.out.read_text(), parse_nca_connection)
+        differ = differences(a, b)
+        faster = ours.wall < theirs.wall
+        ok &= not differ and faster and bool(b[0])
+        print(f"{n * n:>4} workloads, {n * n + n:>3} policies: knetsim {ours.wall:6.2f} s {ours.rss_mb:5.0f} MB | "
+              f"NCA {theirs.wall:7.2f} s {theirs.rss_mb:5.0f} MB | NCA/knetsim {theirs.wall / ours.wall:6.1f}x | "
+              f"{len(b[0])} Deployment pairs, {sum(len(v) for v in b[1].values())} NCA range lines: "
+              f"{'every pair agrees' if not differ else f'{len(differ)} DIFFER'}"
+              f"{'' if faster else ' [MISSED: not faster]'}", flush=True)
+        for line in differ[:5]:
+            print(f"    {line}")
     return ok
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--one", choices=sorted(TARGETS), help=argparse.SUPPRESS)
     parser.add_argument("--no-targets", action="store_true")
     parser.add_argument("--no-nca", action="store_true")
-    parser.add_argument("--nca-sizes", default="5,15,25",
-                        help="N for N namespaces x N Deployments (default 5,15,25: 25, 225, 625 workloads; "
-                             "NCA needs about 2 minutes for the largest)")
+    parser.add_argument("--nca-sizes", default="3,10,15,20",
+                        help="N for N namespaces x N Deployments (default 3,10,15,20: 9, 100, 225, 400 workloads; "
+                             "NCA needs about 4 minutes for the largest)")
     parser.add_argument("--nca-venv", default=os.environ.get("NCA_VENV", str(HERE / ".nca-venv")))
     args = parser.parse_args()
-    if args.one:
-        print(json.dumps(run_target(args.one)))
-        return 0
     ok = True
-    if not args.no_targets:
-        ok &= targets()
-    if not args.no_nca:
-        nca, why = nca_binary(Path(args.nca_venv))
-        if nca is None or shutil.which(str(nca)) is None:
-            print(f"NCA comparison skipped: {why or 'nca not runnable'}")
-        else:
-            ok &= compare(nca, [int(s) for s in args.nca_sizes.split(",")])
+    with tempfile.TemporaryDirectory(prefix="knetsim-bench-matrix-") as tmp:
+        work = Path(tmp)
+        if not args.no_targets:
+            ok &= targets(work)
+        if not args.no_nca:
+            nca, why = nca_binary(Path(args.nca_venv))
+            if nca is None or shutil.which(str(nca)) is None:
+                print(f"NCA comparison skipped: {why or 'nca not runnable'}")
+            else:
+                ok &= compare(nca, [int(s) for s in args.nca_sizes.split(",")], work)
     return 0 if ok else 1
 
 

@@ -1,28 +1,31 @@
-"""Synthetic policy workloads for bench/matrix.py: the same shape as manifests and as a ClusterState.
+"""Synthetic policy workloads for bench/matrix.py, as manifests.
 
-Each of N namespaces (label ``tier`` cycling web/api/data) gets a default-deny policy
-(Ingress+Egress) and D Deployments ``app-j`` (labels ``app``, ``role`` frontend/backend,
-one named port ``p-j`` = 8000+j), each with one policy:
+Each of N namespaces (labels ``tier`` cycling web/api/data, ``team`` = one per TEAM_SIZE
+namespaces) gets a default-deny policy (Ingress+Egress) and D Deployments ``app-j`` (labels
+``app``, ``role`` frontend/backend, one named port ``p-j`` = 8000+j), each with one policy:
 
-* ingress from ``app-(j-1)`` of the namespace OR from (namespaces ``tier=api`` AND pods
-  ``role=frontend``), on the named port;
-* egress to every pod of the namespace and of ``tier=api`` namespaces, plus ``ipBlock 192.168.0.0/16 except
-  192.168.<n>.0/24`` on TCP 443.
+* ingress from ``app-(j-1)`` of the namespace OR from (namespaces ``tier=api`` of its team AND
+  pods ``role=frontend``), on the named port;
+* egress to every pod of the namespace and of the team's ``tier=api`` namespaces, plus
+  ``ipBlock 192.168.0.0/16 except 192.168.<n mod 8>.0/24`` on TCP 443.
 
 It is the shape of the NCA comparison in shared/reference/network-config-analyzer.md, with
 the ipBlock kept off the pod network (NCA does not know pod IPs, so it never matches them).
+Two choices keep the *answer* linear in the cluster's size, as a real cluster's is (a
+workload talks to a bounded set of others): cross-namespace peers stay inside a team of
+TEAM_SIZE namespaces, and the ipBlock exceptions cycle over 8 subnets. Without them every
+api namespace would reach every other one, and the answer alone (not the work to find it)
+would grow with the square of the namespace count. Up to TEAM_SIZE namespaces (the NCA sizes
+but the largest) the shape is exactly the reference one, but for the except subnets.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
-from knetsim.cluster.config import ClusterConfig
-from knetsim.cluster.state import ClusterState
-from knetsim.model.objects import Container, ContainerPort, Meta, Namespace, NetworkPolicy, Pod
-
 TIERS = ("web", "api", "data")
+TEAM_SIZE = 10
+EXCEPT_SUBNETS = 8
 
 
 def namespace_name(n: int) -> str:
@@ -32,7 +35,12 @@ def namespace_name(n: int) -> str:
 def namespace_manifest(n: int) -> dict[str, Any]:
     name = namespace_name(n)
     return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"tier": TIERS[n % 3], "kubernetes.io/metadata.name": name}}}
+            "metadata": {"name": name, "labels": {"tier": TIERS[n % 3], "team": team(n),
+                                                  "kubernetes.io/metadata.name": name}}}
+
+
+def team(n: int) -> str:
+    return f"team-{n // TEAM_SIZE}"
 
 
 def app_labels(j: int) -> dict[str, str]:
@@ -59,7 +67,8 @@ def default_deny(n: int) -> dict[str, Any]:
 
 def app_policy(n: int, j: int) -> dict[str, Any]:
     previous = {"podSelector": {"matchLabels": {"app": f"app-{j - 1}"}}} if j > 0 else None
-    peers = [p for p in (previous, {"namespaceSelector": {"matchLabels": {"tier": "api"}},
+    api = {"matchLabels": {"tier": "api", "team": team(n)}}
+    peers = [p for p in (previous, {"namespaceSelector": api,
                                     "podSelector": {"matchLabels": {"role": "frontend"}}}) if p]
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -69,52 +78,26 @@ def app_policy(n: int, j: int) -> dict[str, Any]:
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [{"from": peers, "ports": [{"port": f"p-{j}"}]}],
             "egress": [{"to": [{"podSelector": {}}]},
-                       {"to": [{"namespaceSelector": {"matchLabels": {"tier": "api"}}}]},
-                       {"to": [{"ipBlock": {"cidr": "192.168.0.0/16", "except": [f"192.168.{n % 256}.0/24"]}}],
+                       {"to": [{"namespaceSelector": api}]},
+                       {"to": [{"ipBlock": {"cidr": "192.168.0.0/16",
+                                            "except": [f"192.168.{n % EXCEPT_SUBNETS}.0/24"]}}],
                         "ports": [{"protocol": "TCP", "port": 443}]}],
         },
     }
 
 
-def manifests(namespaces: int, apps: int, replicas: int = 1) -> list[dict[str, Any]]:
+def replicas_of(j: int, apps: int, pods_per_namespace: int) -> int:
+    """The namespace's pods spread over its apps as evenly as possible."""
+    return pods_per_namespace // apps + (1 if j < pods_per_namespace % apps else 0)
+
+
+def manifests(namespaces: int, apps: int, pods_per_namespace: int | None = None) -> list[dict[str, Any]]:
+    """``pods_per_namespace`` None: one replica per Deployment."""
+    pods = apps if pods_per_namespace is None else pods_per_namespace
     out: list[dict[str, Any]] = []
     for n in range(namespaces):
         out.append(namespace_manifest(n))
-        out += [deployment_manifest(n, j, replicas) for j in range(apps)]
+        out += [deployment_manifest(n, j, replicas_of(j, apps, pods)) for j in range(apps)]
         out.append(default_deny(n))
         out += [app_policy(n, j) for j in range(apps)]
     return out
-
-
-def cluster_state(namespaces: int, apps: int, pods_per_namespace: int) -> ClusterState:
-    """The same objects as ``manifests`` but built directly (no controllers): pods get sequential IPs.
-
-    The namespace's pods are spread over its apps as evenly as possible.
-    """
-    config = ClusterConfig(pod_cidr="10.0.0.0/8")
-    state = ClusterState(config=config)
-    base = int(ipaddress.IPv4Address("10.0.0.2"))
-    nodes = [n.name for n in config.nodes]
-    node_ips = {n.name: n.ip for n in config.nodes}
-    i = 0
-    for n in range(namespaces):
-        ns_raw = namespace_manifest(n)
-        ns_obj = Namespace.parse(ns_raw)
-        state.namespaces[ns_obj.name] = ns_obj
-        namespace = ns_obj.name
-        for j in range(apps):
-            labels = app_labels(j)
-            containers = (Container("app", "nginx", (ContainerPort(8000 + j, "TCP", f"p-{j}"),)),)
-            replicas = pods_per_namespace // apps + (1 if j < pods_per_namespace % apps else 0)
-            for r in range(replicas):
-                name = f"app-{j}-{r}"
-                node = nodes[i % len(nodes)]
-                pod = Pod("Pod", Meta(name, namespace, labels, uid=f"{namespace}/{name}"), {}, ns_obj.source,
-                          node_name=node, pod_ip=str(ipaddress.IPv4Address(base + i)), host_ip=node_ips[node],
-                          ready=True, containers=containers)
-                state.pods[f"{namespace}/{name}"] = pod
-                i += 1
-        for raw in [default_deny(n)] + [app_policy(n, j) for j in range(apps)]:
-            np = NetworkPolicy.parse(raw)
-            state.network_policies[np.key] = np
-    return state

@@ -36,6 +36,8 @@ class Cluster:
         self.documents = list(documents)
         # Objects the API server would have rejected (only with strict=False; they are not in the state).
         self.errors = list(errors)
+        # Files or documents that could not be read or parsed at all (a subset of errors).
+        self.unreadable: list[ManifestError] = []
 
     # --- construction ---------------------------------------------------------------
 
@@ -58,17 +60,26 @@ class Cluster:
             except ConfigError as exc:
                 raise InputError([str(exc)]) from None
         loaded: LoadResult = load_paths(paths, stdin=stdin)
-        if loaded.errors:
-            raise InputError([str(e) for e in loaded.errors])
-        return cls.from_documents(loaded.documents, namespace=namespace, config=config, strict=strict)
+        return cls._from_loaded(loaded, namespace=namespace, config=config, strict=strict)
+
+    @classmethod
+    def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,
+                     strict: bool) -> Cluster:
+        """What parsed is admitted; a file that does not parse is one more error, never the end of the run
+        (strict=True still raises InputError with every problem of every file)."""
+        unreadable = [ManifestError(e.source, e.subject, e.message) for e in loaded.errors]
+        result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace)
+        errors = [*unreadable, *result.errors]
+        if errors and strict:
+            raise InputError([str(e) for e in errors])
+        cluster = cls(result.state, loaded.documents, errors)
+        cluster.unreadable = unreadable
+        return cluster
 
     @classmethod
     def from_yaml(cls, text: str, *, namespace: str = "default", config: ClusterConfig | None = None,
                   filename: str = "<string>", strict: bool = True) -> Cluster:
-        loaded = load_text(text, filename)
-        if loaded.errors:
-            raise InputError([str(e) for e in loaded.errors])
-        return cls.from_documents(loaded.documents, namespace=namespace, config=config, strict=strict)
+        return cls._from_loaded(load_text(text, filename), namespace=namespace, config=config, strict=strict)
 
     # --- what the cluster has -------------------------------------------------------
 

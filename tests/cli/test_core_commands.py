@@ -79,7 +79,7 @@ def test_validate_reports_all_errors_and_exits_2(tmp_path) -> None:
         f"error: {bad}, document 1: Service default/web: spec.ports[1].name: Required value",
         f"error: {bad}, document 2: Ingress default/shop: spec.rules[0].http.paths[0].pathType: Required value: "
         "pathType must be specified",
-        "2 errors; nothing was simulated",
+        "2 errors; 0 object(s) valid, 2 rejected",
     ]
 
 

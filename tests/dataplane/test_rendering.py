@@ -1,7 +1,12 @@
 """The rendered artefacts themselves: golden text, rule counts, determinism, real tools.
 
-Goldens: tests/dataplane/golden/<backend>.txt hold the full render of conftest.py's
-upstream-like Services on node ``worker``. After an intended change, regenerate them with
+Goldens have an independent source. tests/dataplane/golden/{iptables,nftables}.txt are
+what the kernel holds after loading the render of conftest.py's upstream-like Services on
+node ``worker`` into a throwaway network namespace, printed by the kernel tools themselves
+(``iptables-save``, ``nft list table``): a render the kernel rejects, or reads differently,
+fails. The eBPF maps have no kernel form here; golden/ebpf.txt pins the render and
+test_ebpf_layout.py checks its layout against Cilium's own printer. After an intended
+change, regenerate them (as root, for the kernel's versions) with
 
     KNETSIM_UPDATE_GOLDENS=1 .venv/bin/pytest tests/dataplane/test_rendering.py
 
@@ -24,20 +29,37 @@ from knetsim.dataplane import BACKENDS, render
 from knetsim.dataplane.iptables import compute_probability, endpoint_chain_name, port_proto_hash
 from knetsim.dataplane.nftables import hash_and_truncate
 from knetsim.dataplane.synthetic import state_of, synthetic_state
+from knetsim.kernel import KERNEL_DATAPLANES, missing_requirements
+from knetsim.kernel.topology import kernel_dump
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("KNETSIM_UPDATE_GOLDENS") == "1"
 
 
+KERNEL_MISSING = missing_requirements()
+
+
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_golden(flow_state, backend):
     text = render(flow_state, backend, "worker").text
+    if backend in KERNEL_DATAPLANES:
+        if KERNEL_MISSING:
+            pytest.skip("the goldens are the kernel's own dump of the render: " + "; ".join(KERNEL_MISSING))
+        text = kernel_dump(backend, text)
     path = GOLDEN / f"{backend}.txt"
     if UPDATE:
         path.write_text(text)
     expected = path.read_text()
     diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "rendered"))
     assert text == expected, f"{backend} render differs from {path} (KNETSIM_UPDATE_GOLDENS=1 to accept):\n{diff}"
+
+
+@pytest.mark.skipif(bool(KERNEL_MISSING), reason="needs the kernel: " + "; ".join(KERNEL_MISSING))
+@pytest.mark.parametrize("backend", KERNEL_DATAPLANES)
+def test_golden_is_the_kernels_own_form(backend):
+    """Loading the golden and dumping it again changes nothing: the file is in the kernel's words."""
+    golden = (GOLDEN / f"{backend}.txt").read_text()
+    assert kernel_dump(backend, golden) == golden
 
 
 # Upstream literals (pkg/proxy/iptables/proxier_test.go, nftables/proxier_test.go).

@@ -88,7 +88,7 @@ def test_conformance_host_rules() -> None:
     c = cluster(
         service("wildcard-foo-com"), service("foo-bar-com"),
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "conformance-tls", "namespace": "default"},
-         "type": "kubernetes.io/tls"},
+         "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}},
         ingress("host-rules",
                 rule("*.foo.com", path("/", "Prefix", "wildcard-foo-com")),
                 rule("foo.bar.com", path("/", "Prefix", "foo-bar-com", "http")),

@@ -407,11 +407,13 @@ def test_all_errors_of_a_run_are_collected_with_file_document_and_object(tmp_pat
             - http:
                 paths:
                 - {path: /, pathType: Prefix, backend: {service: {name: api, port: {number: http}}}}
-        """), ['spec.rules[0].http.paths[0].backend.service.port.number: Invalid value: "http": must be an integer'],
+        """), ['Ingress in version "v1" cannot be handled as a Ingress: json: cannot unmarshal string into Go struct '
+               'field ServiceBackendPort.spec.rules.http.paths.backend.service.port.number of type int32'],
             id="port number given as a name"),
         pytest.param(ing("""
             rules: [shop.example.com]
-        """), ['spec.rules[0]: Invalid value: "shop.example.com": must be an object'], id="rule is a string"),
+        """), ['Ingress in version "v1" cannot be handled as a Ingress: json: cannot unmarshal string into Go struct '
+               'field IngressSpec.spec.rules of type v1.IngressRule'], id="rule is a string"),
         pytest.param(ing("""
             rules:
             - http:

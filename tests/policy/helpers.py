@@ -39,6 +39,19 @@ def pod(ref: str, labels: dict[str, str] | None = None, *, ports: dict[str, int]
     return body
 
 
+def deployment(ref: str, labels: dict[str, str], replicas: int = 2, *, ports: dict[str, int] | None = None,
+               host_network: bool = False) -> dict[str, Any]:
+    namespace, _, name = ref.partition("/")
+    labels = {**labels, "app": name}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox", "ports": [
+        {"containerPort": n, "name": k} for k, n in (ports or {"http": 80}).items()]}]}
+    if host_network:
+        spec["hostNetwork"] = True
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
 def netpol(ref: str, spec: dict[str, Any]) -> dict[str, Any]:
     namespace, _, name = ref.partition("/")
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

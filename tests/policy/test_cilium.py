@@ -34,7 +34,7 @@ def test_l3_l4_part_is_enforced_on_ebpf() -> None:
     assert not denied.allowed
     assert denied.ingress.policies == (("CiliumNetworkPolicy", "prod/api-http"),)
     assert not evaluate(s, "prod/web", "prod/api", 9090).allowed
-    m = matrix(s)
+    m = matrix(s, pods=True)
     assert m.allowed_between("prod/web", "prod/api").describe() == "TCP 8080"
 
 

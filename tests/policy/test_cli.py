@@ -76,49 +76,6 @@ def test_describe_shows_an_and_peer_as_one_line(manifests: str) -> None:
     assert [p["and"] for p in data["ingress"][0]["peers"]] == [True, False]
 
 
-def test_matrix_json_shape(manifests: str) -> None:
-    data = json.loads(run("matrix", "-f", manifests, "-n", "prod", "-o", "json").output)
-    assert set(data) == {"pods", "connections"}
-    assert data["pods"] == ["prod/api", "prod/client", "prod/web"]
-    assert {"from": "prod/web", "to": "prod/api", "allowed": [{"protocol": "TCP", "ports": [[8080, 8080]]}]} \
-        in data["connections"]
-    assert {"from": "prod/api", "to": "prod/web", "allowed": "all"} in data["connections"]
-    assert not any(c["from"] == "prod/client" and c["to"] == "prod/api" for c in data["connections"])
-
-
-def test_matrix_table_csv_dot_html(manifests: str) -> None:
-    table = run("matrix", "-f", manifests, "-n", "prod", "--port", "8080").output
-    assert "1  prod/api     . . ." in table
-    assert "2  prod/client  X . ." in table
-    assert "prod/web => prod/api : TCP 8080" in table
-    csv = run("matrix", "-f", manifests, "-n", "prod", "-o", "csv").output
-    assert csv.splitlines()[0] == "from,to,allowed"
-    assert "prod/web,prod/api,TCP 8080" in csv
-    dot = run("matrix", "-f", manifests, "-n", "prod", "-o", "dot").output
-    assert dot.startswith("digraph connectivity {") and '"prod/web" -> "prod/api" [label="TCP 8080"];' in dot
-    page = run("matrix", "-f", manifests, "-n", "prod", "-o", "html").output
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http" not in page.split("<body>")[0]
-
-
-def test_matrix_output_is_deterministic(manifests: str) -> None:
-    first = run("matrix", "-f", manifests, "-o", "json").output
-    assert first == run("matrix", "-f", manifests, "-o", "json").output
-
-
-def test_external_pieces_appear_when_ipblocks_are_used() -> None:
-    s = state(ns("prod"), pod("prod/web", {"app": "web"}),
-              netpol("prod/out", {"podSelector": {}, "policyTypes": ["Egress"],
-                                  "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0",
-                                                                  "except": ["192.0.2.0/24"]}}]}]}))
-    from knetsim.policy.matrix import matrix
-
-    m = matrix(s, "prod")
-    names = m.names
-    assert "192.0.2.0/24" in names and "0.0.0.0-10.243.255.255" in names
-    assert m.allowed_between("prod/web", "192.0.2.0/24").is_empty
-    assert m.allowed_between("prod/web", "0.0.0.0-10.243.255.255").is_all
-
-
 # --- lint -----------------------------------------------------------------------------
 
 

@@ -17,11 +17,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knetsim.policy import connections, evaluate
+from knetsim.policy import ConnSet, connections, evaluate
 from knetsim.policy.engine import policy_index
 from knetsim.policy.matrix import matrix
 
-from .helpers import DEFAULT_DENY_INGRESS, netpol, ns, pod, state
+from .helpers import DEFAULT_DENY_INGRESS, deployment, netpol, ns, pod, state
 
 NAMESPACES = ("a", "b")
 LABELS = ("x", "y")
@@ -93,14 +93,18 @@ def clusters(draw: Any) -> list[dict[str, Any]]:
         objects.append(pod(f"{namespace}/p{i}", draw(label_maps), ports={"http": draw(st.sampled_from((80, 8080)))},
                            udp={"dns": 53}, node=draw(st.sampled_from(NODES)),
                            host_network=draw(st.booleans()) and i == 0))
+    if draw(st.booleans()):
+        # Replicas merge into one row unless policy tells them apart (here: hostNetwork ones are node traffic).
+        objects.append(deployment(f"{draw(st.sampled_from(NAMESPACES))}/d", draw(label_maps),
+                                  draw(st.integers(1, 3)), host_network=draw(st.booleans())))
     for j in range(draw(st.integers(0, 3))):
         objects.append(draw(policies(name=f"p{j}")))
     return objects
 
 
 def _user_endpoints(m: Any) -> list[int]:
-    return [i for i, e in enumerate(m.endpoints)
-            if e.kind == "external" or (e.pod is not None and e.pod.namespace in NAMESPACES)]
+    return [i for i, members in enumerate(m.rows.members)
+            if members[0].kind == "external" or (members[0].pod is not None and members[0].pod.namespace in NAMESPACES)]
 
 
 def _representative(name: str) -> str:
@@ -114,13 +118,13 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @given(clusters())
 def test_matrix_equals_per_pair_evaluation(objects: list[dict[str, Any]]) -> None:
     s = state(*objects)
-    m = matrix(s)
-    # The one-pass bit-mask computation and the atom-by-atom one must agree exactly.
-    assert matrix(s, per_atom=True).connections() == m.connections()
+    m = matrix(s, pods=True)
+    # One atom word and many (three atoms per word) must agree exactly.
+    assert list(matrix(s, pods=True, group_bits=3).connections()) == list(m.connections())
     idx = _user_endpoints(m)
     for i in idx:
         for j in idx:
-            a, b = m.endpoints[i], m.endpoints[j]
+            a, b = m.rows.members[i][0], m.rows.members[j][0]
             if a.kind == "external" and b.kind == "external":
                 continue
             src = a.pod if a.pod is not None else _representative(a.name)
@@ -131,6 +135,29 @@ def test_matrix_equals_per_pair_evaluation(objects: list[dict[str, Any]]) -> Non
             assert m.allowed(i, j) == expected, (a.name, b.name)
             for protocol, port in (("TCP", 80), ("TCP", 8050), ("UDP", 53), ("SCTP", 80)):
                 assert evaluate(s, src, dst, port, protocol).allowed == expected.contains(protocol, port)
+
+
+@SETTINGS
+@given(clusters())
+def test_a_workload_cell_is_what_every_pod_pair_of_it_gets(objects: list[dict[str, Any]]) -> None:
+    s = state(*objects)
+    w = matrix(s)
+    listed = {(a, b): c for a, b, c in w.connections()}
+    for i, src in enumerate(w.rows.members):
+        for j, dst in enumerate(w.rows.members):
+            pairs = [connections(s, a.pod or _representative(a.name), b.pod or _representative(b.name))
+                     for a in src for b in dst if a is not b]
+            if not pairs or (src[0].kind == "external" and dst[0].kind == "external"):
+                continue
+            every, some = pairs[0], pairs[0]
+            for c in pairs[1:]:
+                every, some = every & c, some | c
+            allowed, partly = w.cell(i, j)
+            assert allowed == every, (w.names[i], w.names[j])
+            assert (partly is not None) == (some != every), (w.names[i], w.names[j])
+            if partly is not None:
+                assert (partly.allowed | allowed) == some
+            assert listed.get((w.names[i], w.names[j]), ConnSet.none()) == every
 
 
 def _all_pairs(s: Any) -> dict[tuple[str, str], Any]:

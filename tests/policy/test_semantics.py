@@ -200,7 +200,7 @@ def test_semantics(name: str, objects: list[dict[str, Any]], src: str, dst: str,
     assert verdict.allowed is expected, verdict.to_dict()
     # The per-pair connection set and the class-based matrix must say the same.
     assert connections(st, src, dst).contains(protocol, port) is expected
-    m = matrix(st)
+    m = matrix(st, pods=True, include_system=True)
     if src in m.names and dst in m.names:
         assert m.allowed_between(src, dst).contains(protocol, port) is expected
 

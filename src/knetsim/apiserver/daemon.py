@@ -2,7 +2,8 @@
 
 ``python -m knetsim.apiserver.daemon --state DIR --port N`` runs in the foreground; ``knetsim
 up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
-dir: ``store.db`` (SQLite WAL), ``token``, ``kubeconfig`` (0600), ``daemon.pid``,
+dir (0700, every file 0600: the store holds Secrets): ``store.db`` (SQLite WAL), ``token``,
+``kubeconfig``, ``lock`` (held by the daemon: one daemon per state dir), ``daemon.pid``,
 ``ready.json`` (ports), ``daemon.log``.
 """
 
@@ -28,6 +29,7 @@ from aiohttp import web
 
 from ..cluster.config import ClusterConfig
 from .server import ApiServer
+from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
 
 log = logging.getLogger("knetsim.apiserver")
@@ -94,13 +96,23 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
                 config: ClusterConfig | None = None, dns_port: int | None = 0,
-                ingress_port: int | None = 0) -> Running:
+                ingress_port: int | None = 0, kernel: str | None = None) -> Running:
     """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
     state = Path(state_dir)
-    state.mkdir(parents=True, exist_ok=True)
+    make_private(state)
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
-    server.reconcile_now()
+    from .recheck import recheck
+    from .registry import now_rfc3339
+
+    recheck(server.registry, now_rfc3339())
+    try:
+        server.reconcile_now()
+    except Exception as exc:
+        # Serve anyway: a broken controller run must not keep the cluster down; readers that need
+        # it get a 500 naming the failure, and the next write tries again.
+        log.exception("reconcile failed at start")
+        server.record_failure(exc)
     try:
         from . import wsexec
         wsexec.install(server)
@@ -121,6 +133,10 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
     running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
+    if kernel is not None:  # `knetsim up --kernel`: pods are network namespaces (kernelmode.py)
+        from .kernelmode import install as install_kernel
+        running.closers.append(install_kernel(server, None if kernel == "config" else kernel).close)
+        running.extra["kernel"] = kernel
     if dns_port is not None:
         await _start_dns(running, host, dns_port)
     if ingress_port is not None:
@@ -162,9 +178,19 @@ def ready_info(running: Running) -> dict[str, Any]:
     return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
 
 
+EXIT_STATE_IN_USE = 3
+
+
 async def _main(args: argparse.Namespace) -> None:
     state = Path(args.state)
-    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port)
+    make_private(state)
+    try:
+        lock_fd = acquire(state)
+    except StateDirInUse as exc:
+        log.error("%s", exc)
+        raise SystemExit(EXIT_STATE_IN_USE) from None
+    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port,
+                          kernel=args.kernel)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
     tmp = ready.with_suffix(".tmp")
@@ -180,6 +206,7 @@ async def _main(args: argparse.Namespace) -> None:
     await running.close()
     with contextlib.suppress(FileNotFoundError):
         (state / "daemon.pid").unlink()
+    os.close(lock_fd)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -188,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=6443)
     parser.add_argument("--dns-port", type=int, default=0)
     parser.add_argument("--ingress-port", type=int, default=0)
+    parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_main(args))

@@ -14,9 +14,7 @@ import json
 import logging
 import secrets
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,126 +22,58 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from ..cluster.build import admit
 from ..cluster.config import ClusterConfig
-from ..cluster.naming import random_suffix
-from ..cluster.services import allocate_services
-from ..model.fielderr import CAUSE_REASON, ErrorType, FieldError
-from ..model.kinds import BY_KIND as CORE_KINDS
+from ..model.admission import FieldValidation
+from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
-from ..model.loader import Document, Source
-from . import controllers, openapi, patch, resources, tables
+from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
+from ..model.schema import GoNumber, json_object_pairs
+from . import controllers, explorer, openapi, patch, resources, tables
+from .errors import ApiError, internal, invalid, not_found, qualified
+from .registry import Registry, Target, WriteOptions, Written, check_resource_version
 from .resources import BY_PATH, Resource
 from .store import Change, Key, Store, Stored, Watcher, Write
 
 log = logging.getLogger("knetsim.apiserver")
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's limit for one object (etcd's 1.5 MiB plus headroom)
+__all__ = ["ApiError", "ApiServer", "Target"]
 DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-# Kinds whose registry strategy sets metadata.generation (Services, Namespaces, ConfigMaps... have none).
-GENERATION_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress",
-                    "IngressClass", "NetworkPolicy", "EndpointSlice"}
 ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
-
-
-class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message, self.details = code, reason, message, details
-
-    def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                               "message": self.message, "reason": self.reason, "code": self.code}
-        if self.details is not None:
-            out["details"] = self.details
-        return out
 
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _qualified(r: Resource) -> str:
-    return f"{r.plural}.{r.group}" if r.group else r.plural
+WARNINGS = web.RequestKey("warnings", list)  # Warning headers of this request (unknown fields, deprecations)
+FRESHNESS_WAIT = 3.0  # seconds, the watch cache's blockTimeout
+DEFAULT_WATCH_SECONDS = 1800  # minRequestTimeout; kube-apiserver picks 1800-3600 s at random
 
 
-def not_found(r: Resource, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{_qualified(r)} "{name}" not found',
-                    {"name": name, "group": r.group, "kind": r.plural})
+def watch_timeout(text: str | None) -> float:
+    """``timeoutSeconds`` as the API server parses it: a base-10 int64 (strconv.ParseInt), 0 = the default.
+
+    A negative value ends the watch at once, as an already expired context does."""
+    if text is None or text == "":
+        return DEFAULT_WATCH_SECONDS
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isascii() or not body.isdigit():
+        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": value out of range')
+    return DEFAULT_WATCH_SECONDS if value == 0 else float(value)
 
 
-def invalid(r: Resource, name: str, errors: list[FieldError]) -> ApiError:
-    kind = f"{r.kind}.{r.group}" if r.group else r.kind
-    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
-    causes = [{"reason": CAUSE_REASON.get(e.type, "FieldValueInvalid"), "message": e.body(), "field": e.path}
-              for e in errors]
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}',
-                    {"name": name, "group": r.group, "kind": r.kind, "causes": causes})
-
-
-def drop_type_dependent_fields(body: dict[str, Any], old: dict[str, Any]) -> None:
-    """The registry's dropTypeDependentFields: changing a Service's type clears the fields the new type
-    may not have, as long as the client left them as they were (an explicit new value is still validated)."""
-    spec, ospec = body.get("spec"), old.get("spec") or {}
-    if not isinstance(spec, dict):
-        return
-    new_type, old_type = spec.get("type", "ClusterIP"), ospec.get("type", "ClusterIP")
-    if new_type == old_type:
-        return
-
-    def unchanged(field: str) -> bool:
-        return field in spec and spec.get(field) == ospec.get(field)
-
-    if new_type == "ExternalName":
-        for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
-            if unchanged(field):
-                spec.pop(field)
-    external = new_type in ("NodePort", "LoadBalancer") or bool(spec.get("externalIPs"))
-    if new_type not in ("NodePort", "LoadBalancer") or (
-            new_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False):
-        old_node_ports = [p.get("nodePort") for p in ospec.get("ports") or []]
-        ports = spec.get("ports") or []
-        if [p.get("nodePort") for p in ports if isinstance(p, dict)][:len(old_node_ports)] == \
-                old_node_ports[:len(ports)]:
-            for p in ports:
-                if isinstance(p, dict):
-                    p.pop("nodePort", None)
-    if not (new_type == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local") and \
-            unchanged("healthCheckNodePort"):
-        spec.pop("healthCheckNodePort")
-    if not external and unchanged("externalTrafficPolicy"):
-        spec.pop("externalTrafficPolicy")
-    if new_type != "LoadBalancer":
-        for field in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
-            if unchanged(field):
-                spec.pop(field)
-
-
-def check_resource_version(r: Resource, name: str, want: Any, current: int) -> None:
-    """An update's optimistic-concurrency precondition: malformed is 400, stale is 409."""
-    if not want:
-        return
-    if not str(want).isdigit():
-        raise ApiError(400, "BadRequest", f"invalid resource version: {want!r}")
-    if int(want) != int(current):
-        raise conflict(r, name)
-
-
-def conflict(r: Resource, name: str) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{name}": the object has '
-                    "been modified; please apply your changes to the latest version and try again",
-                    {"name": name, "group": r.group, "kind": r.plural})
-
-
-@dataclass
-class Target:
-    """A parsed resource URL."""
-
-    resource: Resource
-    namespace: str
-    name: str
-    sub: str
+def add_warnings(resp: web.StreamResponse, warnings: Any) -> None:
+    """One ``Warning: 299 - "..."`` header per warning (RFC 7234 quoted-string), as kubectl prints them."""
+    for text in dict.fromkeys(warnings):
+        escaped = str(text).replace("\\", "\\\\").replace('"', '\\"')
+        # A field name may hold any character; a header may not hold a control character.
+        escaped = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in escaped)
+        resp.headers.add("Warning", f'299 - "{escaped}"')
 
 
 def parse_field_selector(text: str) -> list[tuple[str, str, bool]]:
@@ -195,12 +125,14 @@ class ApiServer:
         self.config = config or ClusterConfig()
         self.token = token
         self.store = Store(self.state_dir / "store.db")
+        self.registry = Registry(self.store, self.config)
         self._writes = 0
         self._reconciled = 0
         self._reconcile_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._wakeup = asyncio.Event()
         self._last_cost = 0.0
+        self._failure: tuple[int, BaseException] | None = None  # (writes it covered, what went wrong)
         self._nodes: list[Any] | None = None
         self.state: Any = None  # the last ClusterState the controllers computed
         self.exec_handlers: dict[str, Callable[..., Any]] = {}
@@ -226,6 +158,11 @@ class ApiServer:
                     log.exception("state listener failed")
         self._reconciled = target
 
+    def record_failure(self, exc: BaseException) -> None:
+        """A controller run failed outside the loop (at start): readers get a 500 until one succeeds."""
+        self._failure = (self._writes, exc)
+        self._writes += 1
+
     def mark_dirty(self) -> None:
         """Ask the controllers for a rebuild (the kubelet reports a pod status change)."""
         self._mark_dirty()
@@ -244,19 +181,32 @@ class ApiServer:
                 await asyncio.wait_for(self._wakeup.wait(), min(0.2, self._last_cost))
             self._wakeup.clear()
             started = time.perf_counter()
+            target = self._writes
             try:
                 self.reconcile_now()
-            except Exception:
+                self._failure = None
+            except Exception as exc:
+                # Never reported as done: readers waiting for these writes get a 500 naming the failure,
+                # and the next reader or write tries again. The traceback is in the daemon log.
                 log.exception("reconcile failed")
-                self._reconciled = self._writes
+                self._failure = (target, exc)
+                self._last_cost = time.perf_counter() - started
+                self._settled.set()
+                self._settled = asyncio.Event()
+                return
             self._last_cost = time.perf_counter() - started
             self._settled.set()
             self._settled = asyncio.Event()
 
     async def settle(self) -> None:
-        """Wait until the controllers have seen every write acknowledged so far."""
+        """Wait until the controllers have seen every write acknowledged so far (500 if they failed)."""
         target = self._writes
+        retried = False
         while self._reconciled < target and not self.closing:
+            if self._failure is not None and self._failure[0] >= target:
+                if retried:
+                    raise internal(self._failure[1])
+                self._failure, retried = None, True  # a reader tries once more: a passing failure heals
             self._wakeup.set()
             if self._reconcile_task is None or self._reconcile_task.done():
                 self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile_loop())
@@ -274,26 +224,30 @@ class ApiServer:
         try:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
                 auth = request.headers.get("Authorization", "")
-                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()):
+                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
+                        and not explorer.authorized(request, self.token):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
-            if request.get("warning") and not resp.prepared:
-                resp.headers["Warning"] = f'299 - "{request["warning"]}"'
+            if not resp.prepared:
+                add_warnings(resp, request.get(WARNINGS, ()))
             return resp
         except ApiError as exc:
-            return self._json(exc.status(), exc.code)
+            resp = self._json(exc.status(), exc.code)
+            add_warnings(resp, request.get(WARNINGS, ()))
+            return resp
         except web.HTTPRequestEntityTooLarge:
             return self._json(ApiError(413, "RequestEntityTooLarge",
                                        f"the request body is too large (limit {MAX_BODY} bytes)").status(), 413)
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except web.HTTPException as exc:
-            return self._json(ApiError(exc.status if exc.status < 500 else 400, exc.reason, exc.text or exc.reason)
-                              .status(), exc.status if exc.status < 500 else 400)
+            return self._json(ApiError(exc.status, exc.reason, exc.text or exc.reason).status(), exc.status)
         except Exception as exc:
-            log.exception("unexpected error on %s %s", request.method, request.path_qs)
-            return self._json(ApiError(400, "BadRequest", f"knetsim could not process the request: "
-                                                          f"{type(exc).__name__}: {exc}").status(), 400)
+            # A bug in knetsim, not the client's fault: 500 as kube-apiserver answers a panic, the
+            # traceback in the daemon log.
+            log.exception("internal error on %s %s", request.method, request.path_qs)
+            error = internal(exc)
+            return self._json(error.status(), error.code)
 
     @staticmethod
     def _json(body: Any, status: int = 200, content_type: str = "application/json") -> web.Response:
@@ -301,6 +255,8 @@ class ApiServer:
                             headers={"Content-Type": content_type})
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if explorer.handles(request.path):
+            return await explorer.handle(request, self.state, self.token)
         path = request.path.rstrip("/") or "/"
         method = request.method
         if path in ("/healthz", "/readyz", "/livez"):
@@ -349,7 +305,7 @@ class ApiServer:
         target = self._target(group, version, rest)
         if target.resource.kind == "Endpoints":
             # kube-apiserver >= 1.33 warns on every v1 Endpoints request; kubectl prints "Warning: ...".
-            request["warning"] = ENDPOINTS_WARNING
+            request.setdefault(WARNINGS, []).append(ENDPOINTS_WARNING)
         return await self._resource(request, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
@@ -443,7 +399,7 @@ class ApiServer:
         name_filter = t.name
         as_table = "as=Table" in request.headers.get("Accept", "")
         include = q.get("includeObject", "Metadata")
-        timeout = float(q.get("timeoutSeconds") or 1800)
+        timeout = watch_timeout(q.get("timeoutSeconds"))
 
         def visible(obj: Mapping[str, Any] | None) -> bool:
             if obj is None:
@@ -469,6 +425,7 @@ class ApiServer:
                     start = int(rv_text)
                 except ValueError as exc:
                     raise ApiError(400, "BadRequest", f"invalid resource version: {rv_text}") from exc
+                await self._wait_for_resource_version(start)
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             resp.enable_chunked_encoding()
             await resp.prepare(request)
@@ -489,6 +446,18 @@ class ApiServer:
                 return resp
         finally:
             self.store.unsubscribe(watcher)
+
+    async def _wait_for_resource_version(self, rv: int) -> None:
+        """The watch cache's waitUntilFreshAndBlock: a resourceVersion the store has not reached yet is
+        waited for (3 s), then refused with 504 "Too large resource version"; clients relist on it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FRESHNESS_WAIT
+        while self.store.rv < rv and loop.time() < deadline and not self.closing:
+            await asyncio.sleep(0.05)
+        if self.store.rv < rv:
+            raise ApiError(504, "Timeout", f"Timeout: Too large resource version: {rv}, current: {self.store.rv}",
+                           {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                            "retryAfterSeconds": 1})
 
     async def _stream(self, initial: list[tuple[str, dict[str, Any]]], send: Callable[..., Any], rv_text: str,
                       t: Target, start: int, visible: Callable[..., bool], watcher: Watcher, timeout: float,
@@ -541,184 +510,38 @@ class ApiServer:
 
     # --- writes ----------------------------------------------------------------------
 
-    def _check_namespace(self, r: Resource, namespace: str) -> None:
-        if r.namespaced and self.store.get(("Namespace", "", namespace)) is None:
-            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
-                           {"name": namespace, "kind": "namespaces"})
+    def _options(self, request: web.Request) -> WriteOptions:
+        q = request.query
+        mode = q.get("fieldValidation", "") or "Warn"
+        try:
+            field_validation = FieldValidation(mode)
+        except ValueError:
+            raise ApiError(400, "BadRequest", f"fieldValidation parameter unsupported: {mode}, must be one of "
+                                              "Ignore, Warn, Strict") from None
+        dry_run = q.getall("dryRun", [])
+        for value in dry_run:
+            if value != "All":
+                raise ApiError(400, "BadRequest", f'Invalid dry run parameter: "{value}": dryRun must be "All"')
+        return WriteOptions(field_validation, bool(dry_run))
 
-    def _admit(self, r: Resource, body: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaulting and validation by the core; Service addresses allocated as the registry does."""
-        name = body["metadata"].get("name", "")
-        if r.kind == "Service" and old is not None:
-            drop_type_dependent_fields(body, old)
-        if r.kind in CORE_KINDS:
-            admitted, errors = admit([Document(Source("<request>", 1), body)], body["metadata"].get("namespace")
-                                     or "default")
-            field_errors = [e.error for e in errors if isinstance(e.error, FieldError)]
-            if field_errors:
-                raise invalid(r, name, field_errors)
-            if errors:
-                raise ApiError(400, "BadRequest", "; ".join(str(e.error) for e in errors))
-            body = admitted[0].body
-        if r.kind == "Service":
-            self._allocate(r, body, old)
-        return body
-
-    def _allocate(self, r: Resource, body: dict[str, Any], old: dict[str, Any] | None) -> None:
-        spec = body.setdefault("spec", {})
-        if old is not None:
-            # Allocated values a client left out are kept (the registry's patchAllocatedValues).
-            ospec = old.get("spec") or {}
-            if not spec.get("clusterIP") and ospec.get("clusterIP") and spec.get("type") != "ExternalName":
-                spec["clusterIP"] = ospec["clusterIP"]
-                spec["clusterIPs"] = ospec.get("clusterIPs") or [ospec["clusterIP"]]
-            elif ospec.get("clusterIP") and spec.get("clusterIP") != ospec.get("clusterIP") and \
-                    spec.get("type") != "ExternalName" and ospec.get("type") != "ExternalName":
-                raise invalid(r, body["metadata"]["name"], [FieldError(
-                    "spec.clusterIPs[0]", ErrorType.INVALID, spec.get("clusterIP"), "may not change once set")])
-            old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
-                         for p in ospec.get("ports") or []}
-            for p in spec.get("ports") or []:
-                if not p.get("nodePort") and old_ports.get((p.get("port"), p.get("protocol", "TCP"))) and \
-                        spec.get("type") in ("NodePort", "LoadBalancer"):
-                    p["nodePort"] = old_ports[(p.get("port"), p.get("protocol", "TCP"))]
-            if not spec.get("healthCheckNodePort") and ospec.get("healthCheckNodePort") and \
-                    spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local":
-                spec["healthCheckNodePort"] = ospec["healthCheckNodePort"]
-            if old.get("status") and spec.get("type") == ospec.get("type"):
-                body["status"] = json.loads(json.dumps(old["status"]))
-        key = (body["metadata"]["namespace"], body["metadata"]["name"])
-        others = [(json.loads(json.dumps(s.body)), Source("<store>", 1)) for s in self.store.list("Service")
-                  if (s.body["metadata"]["namespace"], s.body["metadata"]["name"]) != key]
-        mine = (body, Source("<request>", 1))
-        failures = allocate_services([*others, mine], self.config, live=lambda b: b is not body)
-        mine_errors = [f.error for f in failures if f.subject == f"Service {key[0]}/{key[1]}"]
-        if mine_errors:
-            raise invalid(r, key[1], mine_errors)
-
-    def _prepare_create(self, t: Target, body: dict[str, Any]) -> dict[str, Any]:
-        r = t.resource
-        meta = body.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise ApiError(400, "BadRequest", "metadata must be an object")
-        if body.get("kind", r.kind) != r.kind or body.get("apiVersion", r.api_version) != r.api_version:
-            raise ApiError(400, "BadRequest", f"the API version in the data ({body.get('apiVersion')}) does not match "
-                           f"the expected API version ({r.api_version})" if body.get("apiVersion") != r.api_version
-                           else f"the kind in the data ({body.get('kind')}) does not match the expected kind "
-                                f"({r.kind})")
-        body["kind"], body["apiVersion"] = r.kind, r.api_version
-        if r.namespaced:
-            ns = meta.get("namespace") or t.namespace or "default"
-            if t.namespace and meta.get("namespace") and meta["namespace"] != t.namespace:
-                raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the "
-                                                  "namespace sent on the request")
-            meta["namespace"] = ns
-        else:
-            meta.pop("namespace", None)
-        if not meta.get("name") and meta.get("generateName"):
-            base = str(meta["generateName"])
-            for i in range(100):
-                candidate = base + random_suffix(base, uuid.uuid4().hex, str(i))
-                if self.store.get((r.kind, meta.get("namespace", ""), candidate)) is None:
-                    meta["name"] = candidate
-                    break
-        for f in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink"):
-            meta.pop(f, None)
-        if r.simulated and r.kind not in ("Node", "Namespace"):
-            body.pop("status", None)
-        return body
+    def _respond(self, request: web.Request, written: Written, status: int = 200) -> web.Response:
+        request.setdefault(WARNINGS, []).extend(written.warnings)
+        if written.changed:
+            self._mark_dirty()
+        return self._json(written.obj, status)
 
     async def _create(self, request: web.Request, t: Target, body: dict[str, Any],
                       status_code: int = 201) -> web.Response:
-        r = t.resource
-        body = self._prepare_create(t, body)
-        meta = body["metadata"]
-        ns = meta.get("namespace", "")
-        if r.kind == "Namespace":
-            body.setdefault("status", {"phase": "Active"})
-        admitted = self._admit(r, body, None)
-        name = admitted["metadata"].get("name", "")
-        self._check_namespace(r, ns)
-        key = (r.kind, ns, name)
-        if self.store.get(key) is not None:
-            raise ApiError(409, "AlreadyExists", f'{_qualified(r)} "{name}" already exists',
-                           {"name": name, "group": r.group, "kind": r.plural})
-        meta = admitted["metadata"]
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
-        if r.kind in GENERATION_KINDS:
-            meta["generation"] = 1
-        if r.kind == "Job":
-            _job_selector(admitted)
-        if r.kind == "Pod":
-            # Kubelet-era fields the client cannot set; the controllers fill status.
-            admitted.pop("status", None)
-        if request.query.get("dryRun") == "All":
-            return self._json(admitted, status_code)
-        self.store.commit([Write(key, admitted, "user")])
-        self._mark_dirty()
-        stored = self.store.get(key)
-        return self._json(stored.body if stored else admitted, status_code)
-
-    def _merge_update(self, t: Target, old: Stored, new: dict[str, Any]) -> dict[str, Any]:
-        r = t.resource
-        meta = new.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise ApiError(400, "BadRequest", "metadata must be an object")
-        if meta.get("name") and meta["name"] != t.name:
-            raise ApiError(400, "BadRequest", f'the name of the object ({meta["name"]}) does not match the name on '
-                                              f'the URL ({t.name})')
-        meta["name"] = t.name
-        if r.namespaced:
-            meta["namespace"] = t.namespace
-        new["kind"], new["apiVersion"] = r.kind, r.api_version
-        old_meta = old.body["metadata"]
-        for f in ("uid", "creationTimestamp"):
-            if f in old_meta:
-                meta[f] = old_meta[f]
-        if t.sub == "status":
-            merged = json.loads(json.dumps(old.body))
-            merged["status"] = new.get("status")
-            return merged
-        if r.simulated and "status" in old.body:
-            new["status"] = json.loads(json.dumps(old.body["status"]))
-        elif r.simulated:
-            new.pop("status", None)
-        new = self._admit(r, new, old.body)
-        gen = int(old_meta.get("generation", 1) or 1)
-        if {k: v for k, v in new.items() if k not in ("metadata", "status")} != \
-                {k: v for k, v in old.body.items() if k not in ("metadata", "status")}:
-            gen += 1
-        if r.kind in GENERATION_KINDS:
-            new["metadata"]["generation"] = gen
-        return new
-
-    async def _commit_update(self, request: web.Request, t: Target, old: Stored, new: dict[str, Any]) -> web.Response:
-        key = (t.resource.kind, t.namespace, t.name)
-        comparable = dict(new, metadata={k: v for k, v in new["metadata"].items() if k != "resourceVersion"})
-        old_cmp = dict(old.body, metadata={k: v for k, v in old.body["metadata"].items() if k != "resourceVersion"})
-        if request.query.get("dryRun") == "All" or comparable == old_cmp:
-            new["metadata"]["resourceVersion"] = str(old.rv)
-            return self._json(new if request.query.get("dryRun") == "All" else old.body)
-        self.store.commit([Write(key, new, "user")])
-        self._mark_dirty()
-        stored = self.store.get(key)
-        return self._json(stored.body if stored else new)
+        return self._respond(request, self.registry.create(t, body, self._options(request)), status_code)
 
     async def _update(self, request: web.Request, t: Target, body: dict[str, Any]) -> web.Response:
-        key = (t.resource.kind, t.namespace, t.name)
-        old = self.store.get(key)
+        old = self.store.get((t.resource.kind, t.namespace, t.name))
         if old is None:
             raise not_found(t.resource, t.name)
-        want = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body.get("metadata"), dict) else None
-        check_resource_version(t.resource, t.name, want, old.rv)
         if t.sub == "scale":
-            replicas = (body.get("spec") or {}).get("replicas")
-            return await self._set_replicas(request, t, old, replicas)
-        new = self._merge_update(t, old, body)
-        if t.sub == "scale":
-            return self._json(self._scale(t.resource, new))
-        return await self._commit_update(request, t, old, new)
+            check_resource_version(t.resource, t.name, (body.get("metadata") or {}).get("resourceVersion"), old.rv)
+            return await self._set_replicas(request, t, old, (body.get("spec") or {}).get("replicas"))
+        return self._respond(request, self.registry.update(t, old, body, self._options(request)))
 
     async def _set_replicas(self, request: web.Request, t: Target, old: Stored, replicas: Any) -> web.Response:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
@@ -726,11 +549,12 @@ class ApiServer:
                                                           "must be greater than or equal to 0")])
         new = json.loads(json.dumps(old.body))
         new["spec"]["replicas"] = replicas
-        sub_t = Target(t.resource, t.namespace, t.name, "")
-        new = self._merge_update(sub_t, old, new)
-        await self._commit_update(request, sub_t, old, new)
+        written = self.registry.update(Target(t.resource, t.namespace, t.name, ""), old, new, self._options(request))
+        request.setdefault(WARNINGS, []).extend(written.warnings)
+        if written.changed:
+            self._mark_dirty()
         stored = self.store.get((t.resource.kind, t.namespace, t.name))
-        return self._json(self._scale(t.resource, stored.body if stored else new))
+        return self._json(self._scale(t.resource, stored.body if stored else written.obj))
 
     def _scale(self, r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
@@ -748,13 +572,7 @@ class ApiServer:
         r = t.resource
         key = (r.kind, t.namespace, t.name)
         old = self.store.get(key)
-        try:
-            if ctype == "application/apply-patch+yaml":
-                doc = yaml.safe_load(raw.decode()) if raw.strip() else None
-            else:
-                doc = json.loads(raw) if raw.strip() else None
-        except (ValueError, yaml.YAMLError) as exc:
-            raise ApiError(400, "BadRequest", f"error decoding patch: {exc}") from exc
+        doc = parse_body(raw, ctype) if raw.strip() else None
         if ctype == "application/apply-patch+yaml":
             if not isinstance(doc, dict):
                 raise ApiError(400, "BadRequest", "apply patch must be an object")
@@ -787,9 +605,7 @@ class ApiServer:
             raise ApiError(422, "Invalid", "the patch did not produce an object")
         if t.sub == "scale":
             return await self._set_replicas(request, t, old, (result.get("spec") or {}).get("replicas"))
-        check_resource_version(r, t.name, (result.get("metadata") or {}).get("resourceVersion"), old.rv)
-        new = self._merge_update(t, old, result)
-        return await self._commit_update(request, t, old, new)
+        return self._respond(request, self.registry.update(t, old, result, self._options(request), patched=True))
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         """DeleteOptions: kubectl sends them in the body (dryRun, preconditions, propagationPolicy), not the query."""
@@ -818,11 +634,11 @@ class ApiServer:
         options = await self._delete_options(request)
         pre = options.get("preconditions") or {}
         if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(old.rv):
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{t.name}": '
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
                            f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                            f"ResourceVersion in object meta: {old.rv}", {"name": t.name, "kind": r.plural})
         if pre.get("uid") and pre["uid"] != old.body["metadata"].get("uid"):
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(r)} "{t.name}": '
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
                            f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
                            f"{old.body['metadata'].get('uid', '')}", {"name": t.name, "kind": r.plural})
         if "All" in (options.get("dryRun") or []):
@@ -880,22 +696,6 @@ class ApiServer:
         self.store.close()
 
 
-def _job_selector(job: dict[str, Any]) -> None:
-    """The Job strategy's generateSelector: without ``manualSelector`` the selector is the Job's
-    uid, and the template carries it (what ``kubectl logs job/NAME`` and describe select by)."""
-    spec = job.setdefault("spec", {})
-    if spec.get("manualSelector"):
-        return
-    meta = job["metadata"]
-    uid, name = meta["uid"], meta["name"]
-    template_meta = spec.setdefault("template", {}).setdefault("metadata", {})
-    labels = template_meta.setdefault("labels", {})
-    for key, value in (("batch.kubernetes.io/controller-uid", uid), ("batch.kubernetes.io/job-name", name),
-                       ("controller-uid", uid), ("job-name", name)):
-        labels.setdefault(key, value)
-    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-
-
 def _filtered(c: Change, visible: Callable[[Mapping[str, Any] | None], bool]) -> tuple[str, dict[str, Any]] | None:
     """A change as a filtered watch sees it: entering the selection is ADDED, leaving it DELETED."""
     was, now = visible(c.old), visible(c.new) if c.type != "DELETED" else False
@@ -910,6 +710,22 @@ def _filtered(c: Change, visible: Callable[[Mapping[str, Any] | None], bool]) ->
     return None
 
 
+def parse_body(raw: bytes, ctype: str) -> Any:
+    """A request body as the API server's decoders read it: JSON with duplicate keys marked and
+    fractional literals kept (model.schema), YAML with aliases bounded; hostile input is a 400."""
+    try:
+        if ctype in ("application/yaml", "application/apply-patch+yaml"):
+            docs = load_yaml_documents(raw.decode("utf-8"))
+            return docs[0] if docs else None
+        return loads_json_bounded(raw, object_pairs_hook=json_object_pairs, parse_float=GoNumber)
+    except InputTooHostile as exc:
+        raise ApiError(400, "BadRequest", f"the request body could not be decoded: {exc}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ApiError(400, "BadRequest", f"error decoding YAML: {exc}") from None
+    except ValueError as exc:
+        raise ApiError(400, "BadRequest", f"couldn't get version/kind; json parse error: {exc}") from None
+
+
 def decode_body(raw: bytes, ctype: str, r: Resource | None) -> dict[str, Any]:
     if not raw.strip():
         raise ApiError(400, "BadRequest", "the request body is empty")
@@ -920,17 +736,8 @@ def decode_body(raw: bytes, ctype: str, r: Resource | None) -> dict[str, Any]:
         except proto.ProtoError as exc:
             raise ApiError(415 if exc.unsupported else 400, "UnsupportedMediaType" if exc.unsupported
                            else "BadRequest", str(exc)) from exc
-    elif ctype in ("application/yaml", "application/apply-patch+yaml"):
-        try:
-            body = yaml.safe_load(raw.decode("utf-8"))
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ApiError(400, "BadRequest", f"error decoding YAML: {exc}") from exc
-    elif ctype in ("application/json", "", "*/*"):
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ApiError(400, "BadRequest", f"error decoding JSON: couldn't get version/kind; json parse error: "
-                                              f"{exc}") from exc
+    elif ctype in ("application/yaml", "application/apply-patch+yaml", "application/json", "", "*/*"):
+        body = parse_body(raw, ctype)
     else:
         raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted "
                                                     f"media types include: application/json, application/yaml, "
@@ -938,4 +745,3 @@ def decode_body(raw: bytes, ctype: str, r: Resource | None) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "BadRequest", "the request body must be a JSON object")
     return body
-

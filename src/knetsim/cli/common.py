@@ -23,8 +23,16 @@ EXIT_NEGATIVE = 1
 EXIT_BAD_INPUT = 2
 
 
+def _remember_strict(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["knetsim.strict"] = value
+    return value
+
+
 def cluster_options(fn: F) -> F:
-    """``-f/--filename`` (repeatable), ``-n/--namespace`` and ``--cluster-config``."""
+    """``-f/--filename`` (repeatable), ``-n/--namespace``, ``--cluster-config`` and ``--strict``."""
+    fn = click.option("--strict", is_flag=True, expose_value=False, callback=_remember_strict,
+                      help="Stop with exit code 2 when any object would be rejected by the API server "
+                           "(default: report it on stderr and simulate the rest, as kubectl apply -f would).")(fn)
     fn = click.option("--cluster-config", "cluster_config", type=click.Path(dir_okay=False),
                       help="Cluster shape (nodes, CIDRs, domain, data plane); see docs/cluster-config.md.")(fn)
     fn = click.option("-n", "--namespace", default=None,
@@ -41,22 +49,43 @@ def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     return wrap
 
 
+def strict_requested() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("knetsim.strict"))
+
+
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
-                 strict: bool = True) -> Cluster:
-    """The cluster of ``-f``; exits 2 on bad input (``strict=False`` keeps objects the API server would reject)."""
+                 report: bool = True) -> Cluster:
+    """The cluster ``kubectl apply -f`` would leave: every valid object admitted, every rejected one
+    reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
+    turns any rejection into exit 2 with nothing simulated, for CI gates."""
     try:
-        return Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
-                                  stdin=sys.stdin, strict=strict)
+        cluster = Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
+                                     stdin=sys.stdin, strict=strict_requested())
     except InputError as exc:
         fail_input(exc)
+    if report and cluster.unreadable:
+        # kubectl apply -f stops before creating anything when a file does not parse: so does the analysis.
+        fail_input(InputError([str(e) for e in cluster.errors]))
+    if report and cluster.errors:
+        report_rejected(cluster)
+    return cluster
 
 
-def fail_input(exc: InputError) -> Any:
+def report_rejected(cluster: Cluster) -> None:
+    for error in cluster.errors:
+        click.echo(f"error: {error}", err=True)
+    subjects = {(str(e.source), e.subject) for e in cluster.errors}
+    click.echo(f"{len(subjects)} object(s) left out as the API server would reject them; the rest is simulated "
+               "(--strict stops instead)", err=True)
+
+
+def fail_input(exc: InputError, summary: str = "nothing was simulated", *, always_summarize: bool = False) -> Any:
     for line in exc.problems:
         click.echo(f"error: {line}", err=True)
     count = len(exc.problems)
-    if count > 1:
-        click.echo(f"{count} errors; nothing was simulated", err=True)
+    if count > 1 or always_summarize:
+        click.echo(f"{count} error{'s' if count != 1 else ''}; {summary}", err=True)
     sys.exit(EXIT_BAD_INPUT)
 
 

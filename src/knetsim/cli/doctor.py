@@ -52,8 +52,8 @@ def doctor_command(subject: str | None, everything: bool, scan_paths: tuple[str,
       knetsim doctor web -n shop -f examples/shop
       knetsim doctor --scan scripts/ -f app/
     """
-    # Objects the API server would reject are findings here, not a reason to stop.
-    cluster = load_cluster(filenames, namespace, cluster_config, strict=False)
+    # Objects the API server would reject are findings here (with their fixes), not stderr lines.
+    cluster = load_cluster(filenames, namespace, cluster_config, report=False)
     try:
         report = diagnose(cluster.state, cluster.errors, subject=subject,
                           namespace=None if everything else namespace)

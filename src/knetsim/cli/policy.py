@@ -1,4 +1,4 @@
-"""``knetsim policy check|describe|lint`` and ``knetsim matrix``."""
+"""``knetsim policy check|describe|lint``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from ..cluster.lookup import PodNotFound, is_workload_ref, resolve_pod
 from ..policy.describe import describe as describe_policy
 from ..policy.engine import PolicyInputError, evaluate
 from ..policy.lint import lint as lint_policies
-from ..policy.matrix import matrix as build_matrix
-from ..policy.render import table, to_csv, to_dot, to_html, verdict_text
+from ..policy.render import verdict_text
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, cluster_options, emit, load_cluster, output_option
 
 PROTOCOL = click.Choice(["TCP", "UDP", "SCTP"], case_sensitive=False)
@@ -101,31 +100,4 @@ def lint(filenames: tuple[str, ...], namespace: str | None, cluster_config: str 
     sys.exit(EXIT_NEGATIVE if any(f.severity == "error" for f in findings) else EXIT_OK)
 
 
-@click.command("matrix")
-@cluster_options
-@click.option("--port", type=click.IntRange(1, 65535), default=80, show_default=True,
-              help="Port of the grid (table and html).")
-@click.option("--proto", "protocol", type=PROTOCOL, default="TCP", show_default=True)
-@output_option("table", "json", "yaml", "csv", "dot", "html", default="table")
-def matrix(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, port: int, protocol: str,
-           output: str) -> None:
-    """What policy allows between every ordered pair of pods (and external address ranges).
-
-    -n NS keeps that namespace's pods only; policies of every namespace still count.
-    """
-    cluster = load_cluster(filenames, namespace, cluster_config)
-    m = build_matrix(cluster.state, namespace)
-    protocol = protocol.upper()
-    if output == "table":
-        click.echo(table(m, protocol, port), nl=False)
-    elif output == "csv":
-        click.echo(to_csv(m), nl=False)
-    elif output == "dot":
-        click.echo(to_dot(m), nl=False)
-    elif output == "html":
-        click.echo(to_html(m, protocol, port), nl=False)
-    else:
-        emit(m.to_dict(), output)
-
-
-COMMANDS = [policy, matrix]
+COMMANDS = [policy]

@@ -13,7 +13,10 @@ from typing import Any
 
 import click
 
+from ..apiserver.statedir import StateDirInUse, make_private, owner
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
+
+EXIT_STATE_IN_USE = 3  # the daemon's exit code when another daemon holds the state directory
 
 DEFAULT_STATE = os.environ.get("KNETSIM_STATE") or str(Path.home() / ".knetsim")
 
@@ -40,33 +43,31 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _running(state: Path) -> dict[str, Any] | None:
-    ready = state / "ready.json"
+    """The ready daemon of ``state``: it holds the state directory's lock and has written ready.json."""
+    pid = owner(state)
+    if not pid:
+        return None
     try:
-        info = json.loads(ready.read_text())
+        info = json.loads((state / "ready.json").read_text())
     except (FileNotFoundError, ValueError):
         return None
-    pid = int(info.get("pid", 0))
-    return info if _pid_alive(pid) and _is_our_daemon(pid, state) else None
-
-
-def _is_our_daemon(pid: int, state: Path) -> bool:
-    """After a kill -9 or a reboot ready.json outlives the daemon and its PID may be reused:
-    only a process running knetsim's API server counts, so `down` never signals a stranger."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return True  # no /proc (not Linux): trust the PID as before
-    return "knetsim.apiserver" in cmdline and str(state) in cmdline
+    return info if int(info.get("pid", 0)) == pid and _pid_alive(pid) else None
 
 
 def _print_ready(info: dict[str, Any]) -> None:
     click.echo(f"export KUBECONFIG={info['kubeconfig']}")
     click.echo(f"# API server  https://127.0.0.1:{info['api_port']}")
+    token = Path(info["kubeconfig"]).with_name("token")
+    if token.exists():  # the connectivity explorer, in a browser: the token is exchanged for a cookie
+        click.echo(f"# Explorer    https://127.0.0.1:{info['api_port']}/explorer/?token={token.read_text().strip()}")
     if "dns_port" in info:
         click.echo(f"# DNS         127.0.0.1:{info['dns_port']} (dig @127.0.0.1 -p {info['dns_port']} "
                    "kubernetes.default.svc.cluster.local)")
     else:
         click.echo(f"# DNS         {info.get('dns', 'not started')}")
+    if "kernel" in info:
+        click.echo("# Kernel      pods are network namespaces (ip netns list | grep knetsim-): kubectl exec runs "
+                   "wget/nslookup/nc for real")
     if "ingress_port" in info:
         click.echo(f"# Ingress     http://127.0.0.1:{info['ingress_port']} (curl -H 'Host: NAME' ...)")
         gateway_port = info.get("gateway_port", info["ingress_port"])
@@ -83,22 +84,32 @@ def _print_ready(info: dict[str, Any]) -> None:
               help="Ingress/NodePort HTTP entry port (0: any free port).")
 @_state_option
 @click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C stops the cluster.")
-def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool) -> None:
+@click.option("--kernel", "kernel", is_flag=False, flag_value="config", default=None,
+              type=click.Choice(["config", "iptables", "nftables"]),
+              help="Root only: pods are real network namespaces with kube-proxy's rules (docs/kernel.md).")
+def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None) -> None:
     """Start the live cluster on 127.0.0.1: API server for kubectl, DNS for dig, Ingress entry for curl.
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
     state_dir = Path(state).resolve()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    if kernel is not None:
+        from ..kernel import missing_requirements
+
+        missing = missing_requirements(None if kernel == "config" else kernel)
+        if missing:
+            click.echo("error: knetsim up --kernel cannot run here:\n" + "\n".join(f"  - {m}" for m in missing),
+                       err=True)
+            sys.exit(EXIT_BAD_INPUT)
+    make_private(state_dir)
     info = _running(state_dir)
     if info is not None:
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
         sys.exit(EXIT_OK)
-    ready = state_dir / "ready.json"
-    ready.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "knetsim.apiserver", "--state", str(state_dir), "--port", str(port),
-           "--dns-port", str(dns_port), "--ingress-port", str(ingress_port)]
+           "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
+           *(["--kernel", kernel] if kernel else [])]
     if foreground:
         os.execv(sys.executable, cmd)
     with open(state_dir / "daemon.log", "ab") as logfile:
@@ -106,14 +117,21 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
                                 start_new_session=True, close_fds=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        info = _running(state_dir)
-        if info is not None:
-            _print_ready(info)
-            sys.exit(EXIT_OK)
+        # Our daemon's own fate first: when another `up` won the state directory, ours exits 3 and this
+        # run is a refusal, even if the winner is ready by now.
         if proc.poll() is not None:
+            if proc.returncode == EXIT_STATE_IN_USE:
+                holder = owner(state_dir)
+                click.echo(f"error: {StateDirInUse(state_dir, holder)}; `knetsim status --state {state_dir}` "
+                           "shows it", err=True)
+                sys.exit(EXIT_NEGATIVE)
             tail = (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
             click.echo("error: the cluster did not start:\n" + "\n".join(tail), err=True)
             sys.exit(EXIT_BAD_INPUT)
+        info = _running(state_dir)
+        if info is not None and int(info.get("pid", 0)) == proc.pid:
+            _print_ready(info)
+            sys.exit(EXIT_OK)
         time.sleep(0.01)
     click.echo("error: the cluster did not become ready within 30s", err=True)
     sys.exit(EXIT_NEGATIVE)
@@ -124,16 +142,19 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
 def down(state: str) -> None:
     """Stop the live cluster (its state stays in the state directory)."""
     state_dir = Path(state).resolve()
-    info = _running(state_dir)
-    if info is None:
+    pid = owner(state_dir)
+    if pid == 0:  # locked a moment ago, PID not yet written
+        time.sleep(0.1)
+        pid = owner(state_dir)
+    if not pid:
         click.echo("not running")
         sys.exit(EXIT_OK)
-    pid = int(info["pid"])
     os.kill(pid, signal.SIGTERM)
+    # Stopped means the lock is free: the kernel drops it when the daemon exits, however it exits.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _pid_alive(pid):
+    while time.monotonic() < deadline and owner(state_dir):
         time.sleep(0.02)
-    if _pid_alive(pid):
+    if owner(state_dir):
         os.kill(pid, signal.SIGKILL)
     (state_dir / "ready.json").unlink(missing_ok=True)
     click.echo(f"stopped (pid {pid})")

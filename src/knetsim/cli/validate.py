@@ -17,8 +17,15 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     """
     if not filenames:
         fail_input(InputError(["no manifests given: use -f FILE|DIR|-"]))
-    cluster = load_cluster(filenames, namespace, cluster_config)
+    cluster = load_cluster(filenames, namespace, cluster_config, report=False)
     print_notices(cluster)
+    if cluster.errors:
+        # Every file's errors, even when another file does not parse; then the verdict.
+        rejected = len({str(e.source) for e in cluster.errors if e not in cluster.unreadable})
+        summary = f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected"
+        if cluster.unreadable:
+            summary += f", {len(cluster.unreadable)} unreadable"
+        fail_input(InputError([str(e) for e in cluster.errors]), summary=summary, always_summarize=True)
     count = len(cluster.documents)
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 

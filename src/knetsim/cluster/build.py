@@ -19,9 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import gatewayapi
+from ..model import admission
+from ..model.admission import FieldValidation
+from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND
+from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -33,12 +36,11 @@ from ..model.objects import (
     Node,
     Object,
 )
-from ..model.validation import validate
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .services import allocate_services
-from .state import ClusterState
+from .state import ClusterState, Notice
 from .system import INGRESS_NGINX_CONTROLLER, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 
@@ -53,6 +55,8 @@ class ManifestError:
     source: Source | None
     subject: str
     error: FieldError | str
+    # Fields the API server did not know (strict decoding), each with the nearest real field if any.
+    unknown_fields: tuple[tuple[str, str | None], ...] = ()
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""
@@ -69,36 +73,86 @@ class BuildResult:
 def from_live_cluster(body: dict[str, Any]) -> bool:
     """Was this object read from a real cluster (``kubectl get -o yaml``) rather than written by hand?"""
     meta = body.get("metadata") or {}
-    return bool(meta.get("uid") or meta.get("resourceVersion") or meta.get("creationTimestamp"))
+    return isinstance(meta, dict) and bool(meta.get("uid") or meta.get("resourceVersion")
+                                           or meta.get("creationTimestamp"))
 
 
-def admit(documents: Iterable[Document], namespace: str = "default") -> tuple[list[Document], list[ManifestError]]:
-    """Defaulting and validation of every document, errors collected."""
-    admitted: list[Document] = []
-    errors: list[ManifestError] = []
+@dataclass(slots=True)
+class Admitted:
+    documents: list[Document] = field(default_factory=list)
+    errors: list[ManifestError] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+
+
+def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDVersion]:
+    """The CustomResourceDefinitions in the input: their kinds are admitted by their own schemas."""
+    out: dict[tuple[str, str, str], CRDVersion] = {}
     for doc in documents:
-        kind = doc.kind
-        info = BY_KIND.get(kind)
-        if info is not None and info.simulated and doc.body.get("apiVersion") not in info.api_versions:
-            errors.append(ManifestError(doc.source, doc.describe(),
-                                        f"no matches for kind \"{kind}\" in version \"{doc.body.get('apiVersion')}\" "
-                                        f"(knetsim simulates {info.api_version}, as Kubernetes v1.35 serves it)"))
+        if doc.kind == "CustomResourceDefinition" and str(doc.body.get("apiVersion")) == "apiextensions.k8s.io/v1":
+            try:
+                versions = versions_of(doc.body, str(doc.source))
+            except (AttributeError, TypeError, ValueError):
+                continue  # a malformed CRD is reported by its own admission below
+            out.update(((v.group, v.version, v.kind), v) for v in versions)
+    return out
+
+
+def _describe(doc: Document, namespace: str) -> str:
+    """``Service shop/web``: the namespace the object would get, as errors name it."""
+    info = BY_KIND.get(doc.kind)
+    cluster_scoped = (info is not None and not info.namespaced) or doc.kind in CLUSTER_SCOPED_BUILTINS
+    if doc.namespace or cluster_scoped or not isinstance(doc.body.get("metadata"), dict):
+        return doc.describe()
+    return Document(doc.source, {**doc.body, "metadata": {**doc.body["metadata"], "namespace": namespace}}).describe()
+
+
+def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted:
+    """Decoding, defaulting and validation of every document (model.admission), errors collected.
+
+    Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
+    unknown field refuses the object); objects read from a live cluster with Warn, since a field a
+    newer server knows is no reason to drop what that cluster runs.
+    """
+    docs = list(documents)
+    crds = input_crds(docs)
+    out = Admitted()
+    for doc in docs:
+        live = from_live_cluster(doc.body)
+        mode = FieldValidation.WARN if live else FieldValidation.STRICT
+        try:
+            body, decoded, kind = admission.admit(doc.body, namespace=namespace, field_validation=mode,
+                                                  extra_crds=crds)
+        except admission.NoKindMatch as exc:
+            out.errors.append(ManifestError(doc.source, doc.describe(), f"{exc.message}; ensure CRDs are installed "
+                                                                        "first"))
             continue
-        body = apply_defaults(doc.body, namespace)
-        problems = validate(body) if info is not None else []
-        if problems:
-            subject = Document(doc.source, body).describe()
-            errors.extend(ManifestError(doc.source, subject, p) for p in problems)
+        except admission.AdmissionError as exc:
+            subject = _describe(doc, namespace)
+            hints = tuple((f, admission.did_you_mean(doc.body, f, crds)) for f in exc.unknown_fields)
+            if exc.errors:
+                out.errors.extend(ManifestError(doc.source, subject, e) for e in exc.errors)
+            else:
+                out.errors.append(ManifestError(doc.source, subject, exc.message, hints))
             continue
-        admitted.append(Document(doc.source, body))
-    return admitted, errors
+        admitted = Document(doc.source, body)
+        if kind is None:
+            out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
+                                      "not known to knetsim and its CustomResourceDefinition is not in the input; "
+                                      "kept but not checked or simulated", admitted.describe(), doc.source))
+        for warning in decoded.warnings:
+            out.notices.append(Notice("UnknownField", f"{warning} (dropped, as the API server does with "
+                                      "fieldValidation=Warn)", admitted.describe(), doc.source))
+        out.documents.append(admitted)
+    return out
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
                   namespace: str = "default") -> BuildResult:
     config = config or ClusterConfig()
-    admitted, errors = admit(documents, namespace)
+    result = admit(documents, namespace)
+    admitted, errors = result.documents, result.errors
     state = ClusterState(config=config)
+    state.notices.extend(result.notices)
 
     # Later documents replace earlier ones with the same identity, as repeated `kubectl apply` would.
     user: dict[tuple[str, str, str], Document] = {}
@@ -275,6 +329,12 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
                 seen[node_name] = (status["hostIP"], cidr or (prev[1] if prev else ""))
         if seen:
             node_docs = []
+            # A node seen only through hostNetwork pods shows no pod CIDR: give it the first /24 no other
+            # inferred node uses, so pods scheduled there (CoreDNS, say) still get addresses.
+            used = {cidr for _, cidr in seen.values() if cidr}
+            free = (str(n) for n in ipaddress.ip_network(config.pod_cidr).subnets(new_prefix=config.node_cidr_mask)
+                    if str(n) not in used)
+            seen = {name: (ip, cidr or next(free, "")) for name, (ip, cidr) in sorted(seen.items())}
             for name, (ip, cidr) in sorted(seen.items()):
                 body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
                     "kubernetes.io/hostname": name}}, "spec": {"podCIDR": cidr},

@@ -163,26 +163,40 @@ def _frontend(addr: str, port: int, proto: str, scope: int) -> str:
     return f"{addr}:{port}/{proto}{'/i' if scope == INT else ''}"
 
 
+# cilium-dbg/cmd/bpf_lb_list.go: every listing has two columns; --backends and --revnat reuse the
+# second title of the service listing (an upstream quirk kept so the text reads as Cilium's).
+SERVICE_ADDRESS_TITLE = "SERVICE ADDRESS"
+ID_TITLE = "ID"
+BACKEND_ADDRESS_TITLE = "BACKEND ADDRESS (REVNAT_ID) (SLOT)"
+
+
+def table(first_title: str, second_title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """cilium-dbg's ``TablePrinter``: Go's tabwriter (minwidth 5, padding 3) over ``key\tvalue\t`` lines.
+
+    Both cells end in a tab, so both columns are padded; the trailing blanks that leaves are dropped.
+    """
+    cells = [(first_title, second_title), *rows]
+    w1 = max(5, *(len(a) + 3 for a, _ in cells))
+    return [f"{a.ljust(w1)}{b}".rstrip() for a, b in cells]
+
+
 def render_text(maps: LBMaps, view: ProxyView) -> str:
     rows: list[tuple[str, str]] = []
     for (addr, port, proto, scope, slot), value in maps.services.items():
-        fe = f"{_frontend(addr, port, proto, scope)} ({slot})"
+        fe = f"{_frontend(addr, port, proto, scope)} ({slot})"  # Service4Key.String()
         if slot == 0:
             rows.append((fe, f"0.0.0.0:0 ({value.rev_nat}) (0) [{', '.join(value.flags)}]"))
         else:
             ip, bport, bproto, _ = maps.backends[value]
             master = maps.services[(addr, port, proto, scope, 0)]
             rows.append((fe, f"{ip}:{bport}/{bproto} ({master.rev_nat}) ({slot})"))
-    width = max([len("SERVICE ADDRESS"), *(len(r[0]) for r in rows)]) + 3
     lines = [f"# knetsim: Cilium kube-proxy replacement (BPF maps), node {view.node} ({view.node_ip})",
-             "# cilium bpf lb list",
-             f"{'SERVICE ADDRESS'.ljust(width)}BACKEND ADDRESS (REVNAT_ID) (SLOT)"]
-    lines += [f"{fe.ljust(width)}{be}" for fe, be in rows]
-    lines += ["", "# cilium bpf lb list --backends", "BACKEND ID   BACKEND ADDRESS       STATE"]
-    lines += [f"{bid:<13}{f'{ip}:{port}/{proto}':<22}{state}" for bid, (ip, port, proto, state)
-              in sorted(maps.backends.items())]
-    lines += ["", "# cilium bpf lb list --revnat", "ID   FRONTEND ADDRESS"]
-    lines += [f"{rid:<5}{addr}:{port}" for rid, (addr, port) in sorted(maps.revnat.items())]
+             "# cilium bpf lb list", *table(SERVICE_ADDRESS_TITLE, BACKEND_ADDRESS_TITLE, rows)]
+    # Backend4ValueV3.String() is "<proto>://<address>"; the port and state are in the JSON form.
+    backends = [(str(bid), f"{proto}://{ip}") for bid, (ip, _port, proto, _state) in sorted(maps.backends.items())]
+    lines += ["", "# cilium bpf lb list --backends", *table(ID_TITLE, BACKEND_ADDRESS_TITLE, backends)]
+    revnat = [(str(rid), f"{addr}:{port}") for rid, (addr, port) in sorted(maps.revnat.items())]
+    lines += ["", "# cilium bpf lb list --revnat", *table(ID_TITLE, BACKEND_ADDRESS_TITLE, revnat)]
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ from ..cluster.build import ManifestError
 from ..cluster.endpointslices import find_port
 from ..cluster.explain import explain_endpoints
 from ..cluster.state import ClusterState
-from ..model.fielderr import FieldError
+from ..model.fielderr import ErrorType, FieldError
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.objects import Pod, Service
 
@@ -45,13 +45,63 @@ class Finding:
 # --- the API server said no ----------------------------------------------------------------
 
 
+# What an unknown field costs when the object is stored without it (kubectl apply --validate=false,
+# or fieldValidation=Ignore): the consequence of the field the user meant, by kind and path.
+_LOST_FIELD = (
+    ("Service", r"spec\.selector", "this Service would select no Pods: it gets no endpoints, and every connection "
+                                  "to it is refused"),
+    ("Service", r"spec\.ports\[\d+\]\.targetPort", "traffic would go to the port number itself (targetPort "
+                                                   "defaults to port)"),
+    ("Service", r"spec\.type", "it would be a ClusterIP Service, unreachable from outside the cluster"),
+    ("Service", r"spec\.ports", "a Service without ports is refused by validation"),
+    ("", r"spec\.template\.metadata\.labels", "its Pods would carry no labels: no Service or NetworkPolicy would "
+                                              "select them"),
+    ("", r"spec\.replicas", "it would run 1 replica"),
+    ("", r".*containers\[\d+\]\.ports", "its containers would declare no ports: named targetPorts could not "
+                                         "resolve"),
+    ("NetworkPolicy", r"spec\.(ingress|egress)", "the policy would isolate its Pods and allow nothing in that "
+                                                "direction"),
+    ("NetworkPolicy", r"spec\.policyTypes", "the policy types would be defaulted from the rules present"),
+    ("Ingress", r"spec\.ingressClassName", "the default IngressClass (if any) would serve it"),
+    ("Ingress", r"spec\.rules", "only its default backend (if any) would serve"),
+)
+
+
+def lost_field_consequence(kind: str, path: str) -> str:
+    for k, pattern, text in _LOST_FIELD:
+        if (not k or k == kind) and re.fullmatch(pattern, path):
+            return text
+    return "the setting would simply be lost"
+
+
+def _unknown_field_finding(error: ManifestError) -> Finding:
+    kind = error.subject.split(" ", 1)[0]
+    lines, fixes = [], []
+    for unknown, nearest in error.unknown_fields:
+        if nearest:
+            lines.append(f'unknown field "{unknown}" (did you mean "{nearest}"?): '
+                         f"without it, {lost_field_consequence(kind, nearest)}")
+            fixes.append(f"rename {unknown} to {nearest}")
+        else:
+            lines.append(f'unknown field "{unknown}": {kind} has no such field')
+            fixes.append(f"remove {unknown} (`kubectl explain {kind.lower()}.{unknown.rsplit('.', 1)[0]}` lists "
+                         "the fields)")
+    message = ("kubectl apply refuses this object (strict decoding); with --validate=false the API server would "
+               "store it without the field. " + "; ".join(lines))
+    return Finding("UnknownField", "error", "api", error.subject, message, "; ".join(fixes),
+                   (str(error.source),) if error.source else ())
+
+
 def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
     out = []
     for error in errors:
+        if error.unknown_fields:
+            out.append(_unknown_field_finding(error))
+            continue
         fix = ""
         detail = error.error
         if isinstance(detail, FieldError) and re.fullmatch(r"spec\.ports\[\d+\]\.name", detail.path) and \
-                detail.type.value == "Required value":
+                detail.type == ErrorType.REQUIRED:
             fix = ("a Service with more than one port needs a name on every port (so Ingresses and "
                    "EndpointSlices can refer to them): add `name: http` (or similar) to each entry of spec.ports")
         elif isinstance(detail, FieldError) and detail.path.endswith("pathType"):

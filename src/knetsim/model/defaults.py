@@ -6,6 +6,7 @@ Only fields that change networking behaviour or that kubectl prints are filled i
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,11 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def apply_defaults(body: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
-    out = copy.deepcopy(body)
+    return default_in_place(copy.deepcopy(body), namespace)
+
+
+def default_in_place(out: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    """``apply_defaults`` on a body the caller already owns (a freshly decoded one): no copy."""
     meta = out.setdefault("metadata", {})
     if not isinstance(meta, dict):
         return out
@@ -193,6 +198,18 @@ def _endpoint_slice(obj: dict[str, Any]) -> None:
     _ports_protocol(obj.get("ports"))
 
 
+def _secret(obj: dict[str, Any]) -> None:
+    # Convert_v1_Secret_To_core_Secret: stringData is write-only; its values land in data (base64
+    # on the wire), overriding data's keys, and the stored Secret has no stringData.
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+    obj.setdefault("type", "Opaque")
+
+
 def _namespace(obj: dict[str, Any]) -> None:
     meta = obj["metadata"]
     name = meta.get("name")
@@ -221,4 +238,5 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "NetworkPolicy": _network_policy,
     "EndpointSlice": _endpoint_slice,
     "Namespace": _namespace,
+    "Secret": _secret,
 }

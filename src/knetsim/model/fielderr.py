@@ -15,27 +15,39 @@ from typing import Any
 
 
 class ErrorType(StrEnum):
-    REQUIRED = "Required value"
-    INVALID = "Invalid value"
-    DUPLICATE = "Duplicate value"
-    NOT_SUPPORTED = "Unsupported value"
-    FORBIDDEN = "Forbidden"
-    NOT_FOUND = "Not found"
-    TOO_LONG = "Too long"
-    TOO_MANY = "Too many"
+    """apimachinery's field.ErrorType: the value is the Status cause reason, ``label`` what the message says."""
 
+    REQUIRED = "FieldValueRequired"
+    INVALID = "FieldValueInvalid"
+    TYPE_INVALID = "FieldValueTypeInvalid"  # a schema type mismatch; printed as "Invalid value"
+    DUPLICATE = "FieldValueDuplicate"
+    NOT_SUPPORTED = "FieldValueNotSupported"
+    FORBIDDEN = "FieldValueForbidden"
+    NOT_FOUND = "FieldValueNotFound"
+    TOO_LONG = "FieldValueTooLong"
+    TOO_MANY = "FieldValueTooMany"
+    INTERNAL = "InternalError"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {
+    ErrorType.REQUIRED: "Required value",
+    ErrorType.INVALID: "Invalid value",
+    ErrorType.TYPE_INVALID: "Invalid value",
+    ErrorType.DUPLICATE: "Duplicate value",
+    ErrorType.NOT_SUPPORTED: "Unsupported value",
+    ErrorType.FORBIDDEN: "Forbidden",
+    ErrorType.NOT_FOUND: "Not found",
+    ErrorType.TOO_LONG: "Too long",
+    ErrorType.TOO_MANY: "Too many",
+    ErrorType.INTERNAL: "Internal error",
+}
 
 # Status cause reasons, as apimachinery's CauseType values (used by the API server's 422).
-CAUSE_REASON = {
-    ErrorType.REQUIRED: "FieldValueRequired",
-    ErrorType.INVALID: "FieldValueInvalid",
-    ErrorType.DUPLICATE: "FieldValueDuplicate",
-    ErrorType.NOT_SUPPORTED: "FieldValueNotSupported",
-    ErrorType.FORBIDDEN: "FieldValueForbidden",
-    ErrorType.NOT_FOUND: "FieldValueNotFound",
-    ErrorType.TOO_LONG: "FieldValueTooLong",
-    ErrorType.TOO_MANY: "FieldValueTooMany",
-}
+CAUSE_REASON = {t: t.value for t in ErrorType}
 
 _NO_VALUE = object()
 
@@ -76,12 +88,12 @@ class FieldError:
     detail: str = ""
 
     def body(self) -> str:
-        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG) or (
+        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL) or (
             self.value is _NO_VALUE
         ):
-            text = self.type.value
+            text = self.type.label
         else:
-            text = f"{self.type.value}: {_quote(self.value)}"
+            text = f"{self.type.label}: {_quote(self.value)}"
         if self.detail:
             text += f": {self.detail}"
         return text
@@ -130,7 +142,20 @@ class Path:
         return FieldError(self._text, ErrorType.FORBIDDEN, detail=detail)
 
     def too_long(self, max_length: int) -> FieldError:
-        return FieldError(self._text, ErrorType.TOO_LONG, detail=f"must have at most {max_length} bytes")
+        unit = "byte" if max_length == 1 else "bytes"
+        return FieldError(self._text, ErrorType.TOO_LONG, detail=f"may not be more than {max_length} {unit}")
 
-    def too_many(self, actual: int, limit: int) -> FieldError:
-        return FieldError(self._text, ErrorType.TOO_MANY, actual, f"must have at most {limit} items")
+    def too_many(self, actual: int | None, limit: int) -> FieldError:
+        unit = "item" if limit == 1 else "items"
+        return FieldError(self._text, ErrorType.TOO_MANY, _NO_VALUE if actual is None else actual,
+                          f"must have at most {limit} {unit}")
+
+    def type_invalid(self, value: Any, detail: str) -> FieldError:
+        return FieldError(self._text, ErrorType.TYPE_INVALID, value, detail)
+
+    def internal(self, detail: str) -> FieldError:
+        return FieldError(self._text, ErrorType.INTERNAL, detail=detail)
+
+    def omitted(self, error_type: ErrorType, detail: str = "") -> FieldError:
+        """An error whose value is not printed (field.OmitValueType): CEL failures on objects and lists."""
+        return FieldError(self._text, error_type, _NO_VALUE, detail)

@@ -79,3 +79,14 @@ for _k in KINDS:
 def resolve_kind(name: str) -> KindInfo | None:
     """What ``kubectl get NAME`` would resolve: plural, singular, short name, or ``plural.group``."""
     return _ALIASES.get(name.lower())
+
+# Built-in kinds without a namespace (the OpenAPI schemas do not say; the API server's REST mapping does).
+CLUSTER_SCOPED_BUILTINS = frozenset({
+    "APIService", "CertificateSigningRequest", "ClusterRole", "ClusterRoleBinding", "ComponentStatus",
+    "CSIDriver", "CSINode", "CustomResourceDefinition", "DeviceClass", "FlowSchema", "IngressClass", "IPAddress",
+    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume", "PriorityClass",
+    "PriorityLevelConfiguration", "ResourceSlice", "RuntimeClass", "SelfSubjectAccessReview", "SelfSubjectReview",
+    "SelfSubjectRulesReview", "ServiceCIDR", "StorageClass", "SubjectAccessReview", "TokenReview",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration",
+    "VolumeAttachment", "VolumeAttributesClass",
+})

@@ -32,6 +32,120 @@ _YamlLoader.yaml_implicit_resolvers = {
 }
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# A manifest file larger than this is not a manifest (`-f /dev/zero`, a disk image...): refuse it
+# before reading it all. A `kubectl get -A -o yaml` of a 100k-pod cluster is about 400 MiB.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+class InputTooHostile(ValueError):
+    """YAML or JSON that would cost unbounded time or memory to take in; the message says which."""
+
+
+def _alias_ratio_allowed(decoded: int) -> float:
+    # go-yaml's allowedAliasRatio (yaml.v2 decode.go), which sigs.k8s.io/yaml and so kubectl apply use.
+    low, high = 400_000, 4_000_000
+    if decoded <= low:
+        return 0.99
+    if decoded >= high:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - low) / (high - low)
+
+
+def check_aliases(text: str) -> None:
+    """Refuse a YAML stream whose aliases expand it beyond what go-yaml allows (the "billion laughs").
+
+    PyYAML shares aliased nodes, so the load itself is cheap; the expansion happens later (every
+    copy, every JSON encoding). go-yaml counts each node as often as an alias brings it back and
+    stops with "document contains excessive aliasing"; this counts the same way on the event stream.
+    """
+    if "&" not in text:
+        return  # no anchor, no alias: the common case costs one scan
+    sizes: dict[str, int] = {}
+    stack: list[tuple[str | None, int]] = []  # (anchor, nodes so far) per open collection
+    decoded = aliased = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            sizes.clear()
+            decoded = aliased = 0
+            continue
+        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            stack.append((event.anchor, 1))
+            continue
+        if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            anchor, count = stack.pop()
+            if anchor:
+                sizes[anchor] = count
+            if stack:
+                stack[-1] = (stack[-1][0], stack[-1][1] + count)
+            decoded += 1
+            continue
+        if isinstance(event, yaml.ScalarEvent):
+            count = 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            count = sizes.get(event.anchor or "", 1)
+            aliased += count
+        else:
+            continue
+        decoded += count
+        if stack:
+            stack[-1] = (stack[-1][0], stack[-1][1] + count)
+        if aliased > 100 and decoded > 1000 and aliased / decoded > _alias_ratio_allowed(decoded):
+            raise InputTooHostile("yaml: document contains excessive aliasing")
+
+
+def load_yaml_documents(text: str) -> list[Any]:
+    """Every document of a YAML stream, bounded: aliases by check_aliases, nesting by libyaml (1000 levels)."""
+    check_aliases(text)
+    return list(yaml.load_all(text, Loader=_YamlLoader))
+
+
+def loads_json_bounded(raw: str | bytes, **kwargs: Any) -> Any:
+    """json.loads with the nesting guard Go has (it stops at 10000 levels; Python's stack at about 1000)."""
+    try:
+        return json.loads(raw, **kwargs)
+    except RecursionError:
+        raise InputTooHostile("exceeded max depth") from None
+
+
+def _read_stream(stream: IO[str]) -> str:
+    """stdin, bounded like a file (``cat /dev/zero | knetsim validate -f -`` ends at once)."""
+    parts: list[str] = []
+    total = 0
+    while True:
+        part = stream.read(1 << 20)
+        if not part:
+            return "".join(parts)
+        if "\0" in part:
+            raise InputTooHostile("cannot read standard input: binary data (a NUL byte), not YAML or JSON")
+        total += len(part)
+        if total > MAX_FILE_BYTES:
+            raise InputTooHostile(f"cannot read standard input: larger than {MAX_FILE_BYTES >> 20} MiB")
+        parts.append(part)
+
+
+def read_manifest(path: str) -> str:
+    """A manifest file's text; refuses binary, huge and endless inputs (``-f /dev/zero``) early."""
+    chunks: list[bytes] = []
+    total = 0
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                break
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                raise InputTooHostile(f"cannot read \"{path}\": binary data (a NUL byte at offset {total + nul}), "
+                                      "not YAML or JSON")
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise InputTooHostile(f"cannot read \"{path}\": larger than {MAX_FILE_BYTES >> 20} MiB")
+            chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputTooHostile(f"cannot read \"{path}\": not UTF-8 text (byte {exc.start})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +231,22 @@ def load_paths(paths: Iterable[str], stdin: IO[str] | None = None) -> LoadResult
     result = LoadResult()
     for path in expand_paths(paths):
         if path == "-":
-            text = (stdin or sys.stdin).read()
+            try:
+                text = _read_stream(stdin or sys.stdin)
+            except InputTooHostile as exc:
+                result.errors.append(LoadError(None, str(exc)))
+                continue
         else:
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                text = read_manifest(path)
             except FileNotFoundError:
                 result.errors.append(LoadError(None, f"the path \"{path}\" does not exist"))
                 continue
-            except (OSError, UnicodeDecodeError) as exc:
-                result.errors.append(LoadError(None, f"cannot read \"{path}\": {exc}"))
+            except InputTooHostile as exc:
+                result.errors.append(LoadError(None, str(exc)))
+                continue
+            except OSError as exc:
+                result.errors.append(LoadError(None, f"cannot read \"{path}\": {exc.strerror or exc}"))
                 continue
         load_text(text, path, result)
     return result
@@ -136,17 +257,27 @@ def load_text(text: str, filename: str, result: LoadResult | None = None) -> Loa
     stripped = text.lstrip()
     if filename.endswith(".json") or (stripped.startswith(("{", "[")) and _looks_like_json(stripped)):
         try:
-            data = json.loads(text)
+            data = loads_json_bounded(text)
         except json.JSONDecodeError as exc:
             result.errors.append(
                 LoadError(Source(filename, 1), f"error parsing JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
             )
+            return result
+        except InputTooHostile as exc:
+            result.errors.append(LoadError(Source(filename, 1), f"error parsing JSON: {exc}"))
             return result
         bodies = data if isinstance(data, list) else [data]
         for i, body in enumerate(bodies, start=1):
             _add(body, Source(filename, i), result)
         return result
     document = 1
+    try:
+        check_aliases(text)
+    except InputTooHostile as exc:
+        result.errors.append(LoadError(Source(filename, document), f"error converting YAML to JSON: {exc}"))
+        return result
+    except yaml.YAMLError:
+        pass  # the load below reports where the stream breaks, with its line and column
     try:
         for body in yaml.load_all(text, Loader=_YamlLoader):
             if body is not None:  # an empty document between two `---` is skipped
@@ -163,7 +294,7 @@ def load_text(text: str, filename: str, result: LoadResult | None = None) -> Loa
 def _looks_like_json(text: str) -> bool:
     try:
         json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return True
 

@@ -26,6 +26,7 @@ from .names import (
     is_valid_port_name,
     is_valid_port_num,
     is_wildcard_dns1123_subdomain,
+    regex_error,
 )
 
 PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List order, as Service and container port validation prints them
@@ -38,20 +39,23 @@ MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
 Errors = list[FieldError]
 
 
-def validate(body: Mapping[str, Any]) -> Errors:
+def validate(body: Mapping[str, Any], namespaced: bool | None = None) -> Errors:
+    """Every error of one defaulted object: its metadata, then what its kind requires."""
     kind = str(body.get("kind") or "")
-    errs = _validate_metadata(body, kind)
+    errs = validate_object_meta(body.get("metadata"), kind, namespaced)
     fn = _VALIDATORS.get(kind)
+    if kind == "Event" and body.get("apiVersion") != "v1":
+        fn = None
     if fn is not None:
         spec = body.get("spec")
-        if kind not in ("EndpointSlice", "Namespace", "Node") and spec is not None and not isinstance(spec, Mapping):
+        if kind not in _SPECLESS and spec is not None and not isinstance(spec, Mapping):
             errs.append(Path("spec").invalid(spec, "must be an object"))
             return errs
         try:
             errs.extend(fn(body))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            # A value of the wrong shape that no rule above expected: the API server's decoder
-            # would refuse the document before validation; say so instead of crashing.
+            # Only reachable for bodies that did not go through the typed decoder (model.admission):
+            # say what is wrong instead of crashing.
             version = body.get("apiVersion", "")
             errs.append(FieldError("", ErrorType.INVALID, detail=(
                 f"{kind} in version \"{version}\" cannot be handled as a {kind}: a field has the wrong type ({exc})")))
@@ -65,36 +69,107 @@ _NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "Service": is_dns1035_label,
     "Namespace": is_dns1123_label,
 }
+# rbac's ValidateRBACName and the generic registry's last check: a path segment, anything else goes.
+_PATH_SEGMENT_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+_STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
 
 
-def _validate_metadata(body: Mapping[str, Any], kind: str) -> Errors:
-    meta = body.get("metadata")
+def is_path_segment_name(name: str) -> list[str]:
+    """path.IsValidPathSegmentName: what every name must be, since it becomes part of a URL."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def _name_rule(kind: str, name: str, prefix: bool = False) -> list[str]:
+    # core/v1 Events skip ObjectMeta name validation (ValidateEventCreate, "backwards compatibility").
+    if kind in _PATH_SEGMENT_KINDS or kind == "Event":
+        return is_path_segment_name(name)
+    if prefix:
+        # A generateName prefix may end in '-': the generated suffix completes it.
+        name = name[:-1] + "a" if name.endswith("-") else name
+    return _NAME_RULES.get(kind, is_dns1123_subdomain)(name)
+
+
+def validate_object_meta(meta: Any, kind: str, namespaced: bool | None) -> Errors:
+    """ValidateObjectMeta (apimachinery objectmeta.go) with the kind's name rule, then the generic
+    registry's path-segment check, which the API server runs after the kind's own validation."""
     path = Path("metadata")
     if not isinstance(meta, Mapping):
         return [path.child("name").required("name or generateName is required")]
     errs: Errors = []
+    generate = meta.get("generateName")
+    if isinstance(generate, str) and generate:
+        errs.extend(path.child("generateName").invalid(generate, p) for p in _name_rule(kind, generate, True))
     name = meta.get("name")
     if not name:
-        if not meta.get("generateName"):
-            errs.append(path.child("name").required("name or generateName is required"))
+        errs.append(path.child("name").required("name or generateName is required"))
     elif not isinstance(name, str):
         errs.append(path.child("name").invalid(name, "must be a string"))
     else:
-        rule = _NAME_RULES.get(kind, is_dns1123_subdomain)
-        errs.extend(path.child("name").invalid(name, p) for p in rule(name))
+        errs.extend(path.child("name").invalid(name, p) for p in _name_rule(kind, name))
     namespace = meta.get("namespace")
-    if namespace:
+    if namespaced and not namespace:
+        errs.append(path.child("namespace").required())
+    elif namespace:
         errs.extend(path.child("namespace").invalid(namespace, p) for p in is_dns1123_label(str(namespace)))
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation < 0:
+        errs.append(path.child("generation").invalid(generation, "must be greater than or equal to 0"))
     errs.extend(validate_labels(meta.get("labels"), path.child("labels")))
     annotations = meta.get("annotations")
     if isinstance(annotations, Mapping):
+        size = 0
         for key, value in annotations.items():
             errs.extend(path.child("annotations").invalid(key, p) for p in is_qualified_name(str(key).lower()))
             if not isinstance(value, str):
                 errs.append(path.child("annotations").key(str(key)).invalid(value, "annotation values must be strings"))
+            size += len(str(key)) + len(str(value))
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+            errs.append(path.child("annotations").too_long(TOTAL_ANNOTATION_SIZE_LIMIT))
     elif annotations is not None:
         errs.append(path.child("annotations").invalid(annotations, "must be a map of string keys to string values"))
+    errs.extend(_owner_references(meta.get("ownerReferences"), path.child("ownerReferences")))
+    errs.extend(_finalizers(meta.get("finalizers"), path.child("finalizers")))
     errs.extend(validate_knetsim_annotations(annotations, path.child("annotations")))
+    return errs
+
+
+def _owner_references(refs: Any, path: Path) -> Errors:
+    errs: Errors = []
+    controller = ""
+    for ref in refs or []:
+        if not isinstance(ref, Mapping):
+            continue
+        api_version = str(ref.get("apiVersion") or "")
+        if not api_version.rpartition("/")[2]:
+            errs.append(path.child("apiVersion").invalid(api_version, "version must not be empty"))
+        for name in ("kind", "name", "uid"):
+            if not ref.get(name):
+                errs.append(path.child(name).invalid(str(ref.get(name) or ""), "must not be empty"))
+        if api_version == "v1" and ref.get("kind") == "Event":
+            errs.append(path.invalid(dict(ref), "/v1, Kind=Event is disallowed from being an owner"))
+        if ref.get("controller") is True:
+            current = f"{ref.get('kind', '')}/{ref.get('name', '')}"
+            if controller:
+                errs.append(path.invalid(list(refs), 'Only one reference can have Controller set to true. Found '
+                                                     f'"true" in references for {controller} and {current}'))
+            else:
+                controller = current
+    return errs
+
+
+def _finalizers(finalizers: Any, path: Path) -> Errors:
+    errs: Errors = []
+    for i, finalizer in enumerate(finalizers or []):
+        text = str(finalizer)
+        errs.extend(path.invalid(text, p) for p in is_qualified_name(text))
+        if "/" not in text and text not in _STANDARD_FINALIZERS:
+            errs.append(path.index(i).invalid(text, "name is neither a standard finalizer name nor is it fully "
+                                                    "qualified"))
+    if "orphan" in (finalizers or []) and "foregroundDeletion" in (finalizers or []):
+        errs.append(path.invalid(list(finalizers), "finalizer orphan and foregroundDeletion cannot be both set"))
     return errs
 
 
@@ -766,7 +841,113 @@ def _network_policy(body: Mapping[str, Any]) -> Errors:
     return errs
 
 
+# --- ConfigMap, Secret, ServiceAccount, Event ------------------------------------------------
+
+MAX_CONFIG_SIZE = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+}
+
+
+def is_config_map_key(key: str) -> list[str]:
+    errs = []
+    if len(key) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.match(key):
+        errs.append(regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                                "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME", "key-name"))
+    if key == ".":
+        errs.append("must not be '.'")
+    elif key == "..":
+        errs.append("must not be '..'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def _data_keys(data: Any, path: Path) -> tuple[Errors, int]:
+    errs: Errors = []
+    size = 0
+    for key, value in (data or {}).items():
+        errs.extend(path.key(str(key)).invalid(key, p) for p in is_config_map_key(str(key)))
+        size += len(str(value))
+    return errs, size
+
+
+def _config_map(body: Mapping[str, Any]) -> Errors:
+    errs, size = _data_keys(body.get("data"), Path("data"))
+    binary_errs, binary_size = _data_keys(body.get("binaryData"), Path("binaryData"))
+    errs.extend(binary_errs)
+    for key in body.get("binaryData") or {}:
+        if key in (body.get("data") or {}):
+            errs.append(Path("binaryData").key(key).invalid(key, "duplicate key in both data and binaryData"))
+    if size + binary_size * 3 // 4 > MAX_CONFIG_SIZE:
+        errs.append(Path("").too_long(MAX_CONFIG_SIZE))
+    return errs
+
+
+def _secret(body: Mapping[str, Any]) -> Errors:
+    data = body.get("data") or {}
+    errs, size = _data_keys(data, Path("data"))
+    if size * 3 // 4 > MAX_CONFIG_SIZE:
+        errs.append(Path("data").too_long(MAX_CONFIG_SIZE))
+    secret_type = body.get("type") or "Opaque"
+    for key in _SECRET_REQUIRED_KEYS.get(str(secret_type), ()):
+        if key not in data:
+            errs.append(Path("data").key(key).required())
+    if secret_type == "kubernetes.io/service-account-token" and not (
+            (body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/service-account.name"):
+        errs.append(Path("metadata").child("annotations").key("kubernetes.io/service-account.name").required())
+    if secret_type == "kubernetes.io/basic-auth" and "username" not in data and "password" not in data:
+        errs.append(Path("data[%s]").key("username").required())
+        errs.append(Path("data[%s]").key("password").required())
+    if secret_type == "kubernetes.io/ssh-auth" and not data.get("ssh-privatekey"):
+        errs.append(Path("data[%s]").key("ssh-privatekey").required())
+    return errs
+
+
+_NAMESPACE_MISMATCH = "does not match event.namespace"
+
+
+def _event(body: Mapping[str, Any]) -> Errors:
+    """legacyValidateEvent: what a core/v1 Event must satisfy (the events.k8s.io rules are stricter)."""
+    errs: Errors = []
+    namespace = str((body.get("metadata") or {}).get("namespace") or "")
+    involved = body.get("involvedObject") or {}
+    involved_ns = str(involved.get("namespace") or "")
+    if not body.get("eventTime"):
+        if (not involved_ns and namespace not in ("", "default")) or (involved_ns and namespace != involved_ns):
+            errs.append(Path("involvedObject").child("namespace").invalid(involved_ns, _NAMESPACE_MISMATCH))
+    else:
+        if not involved_ns and namespace not in ("default", "kube-system"):
+            errs.append(Path("involvedObject").child("namespace").invalid(involved_ns, _NAMESPACE_MISMATCH))
+        # core/v1 names the field reportingComponent; the internal type (and the error path) reportingController.
+        for field, key, limit in (("reportingController", "reportingComponent", 0),
+                                  ("reportingInstance", "reportingInstance", 128), ("action", "action", 128),
+                                  ("reason", "reason", 128)):
+            value = str(body.get(key) or "")
+            if not value:
+                errs.append(Path(field).required())
+            elif limit and len(value) > limit:
+                errs.append(Path(field).invalid("", f"can have at most {limit} characters"))
+        controller = str(body.get("reportingComponent") or "")
+        if controller:
+            errs.extend(Path("reportingController").invalid(controller, p) for p in is_qualified_name(controller))
+        if len(str(body.get("message") or "")) > 1024:
+            errs.append(Path("message").invalid("", "can have at most 1024 characters"))
+    errs.extend(Path("namespace").invalid(namespace, p) for p in is_dns1123_subdomain(namespace))
+    return errs
+
+
+_SPECLESS = {"EndpointSlice", "Namespace", "Node", "ConfigMap", "Secret", "ServiceAccount", "Event"}
+
 _VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
+    "ConfigMap": _config_map,
+    "Secret": _secret,
+    "Event": _event,  # core/v1 only: events.k8s.io Events are checked by their schema alone
     "Service": _service,
     "Pod": _pod,
     "Deployment": _workload,

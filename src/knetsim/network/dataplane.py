@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, Ruleset, backend_for, trace_packet
 from ..dataplane.model import endpoints_by_port, usable_endpoints
+from ..model.listeners import pod_listens
 from ..model.objects import Pod, Service, ServicePort
 from .trace import Hop
 
@@ -32,6 +33,19 @@ class Candidate:
         return self.pod.key if self.pod is not None else self.ip
 
 
+def endpoint_pod(state: ClusterState, ip: str, port: int, protocol: str) -> Pod | None:
+    """The pod behind an endpoint address: a pod IP's pod, or on a node address the hostNetwork pod
+    listening there (the API server behind ``default/kubernetes``'s 172.18.0.2:6443)."""
+    pod = state.pod_by_ip(ip)
+    if pod is not None:
+        return pod
+    node = state.node_by_ip(ip)
+    if node is None:
+        return None
+    return next((p for _, p in sorted(state.pods.items()) if p.host_network and p.node_name == node.name
+                 and (port, protocol) in pod_listens(p)), None)
+
+
 def usable_candidates(state: ClusterState, service: Service, port: ServicePort) -> list[Candidate]:
     """The endpoints the data plane would use for ``port``: ready ones, else serving-terminating ones.
 
@@ -41,7 +55,7 @@ def usable_candidates(state: ClusterState, service: Service, port: ServicePort) 
     infos = endpoints_by_port(state, service).get((port.name, port.protocol), [])
     out = []
     for info in usable_endpoints(infos):
-        pod = state.pod_by_ip(info.ip)
+        pod = endpoint_pod(state, info.ip, info.port, port.protocol)
         out.append(Candidate(pod, info.ip, info.port, info.node or (pod.node_name if pod else None)))
     return sorted(out, key=lambda c: (c.ip, c.port))
 
@@ -67,7 +81,7 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
     candidates = []
     for target in result.targets:
         ip, _, number = target.address.rpartition(":")
-        pod = state.pod_by_ip(ip)
+        pod = endpoint_pod(state, ip, int(number), protocol)
         candidates.append(Candidate(pod, ip, int(number), pod.node_name if pod else None,
                                     node_ip if result.masquerade else None))
     verdict = result.verdict if result.verdict in ("DNAT", "REJECT", "DROP") else "NONE"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..cluster.state import ClusterState
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from .gateway import gateway_for_address, gateway_for_host, through_gateway
@@ -59,6 +60,10 @@ EXCLUDE_FROM_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 
 def _announcing_node(run: _Run, svc: Service, ip: str) -> str:
+    return announcing_node(run.state, svc, ip)
+
+
+def announcing_node(state: ClusterState, svc: Service, ip: str) -> str:
     """The node that answers for a LoadBalancer IP (MetalLB L2 / cloud-provider-kind).
 
     Nodes labelled exclude-from-external-load-balancers (kind's control-plane) never do; with
@@ -67,7 +72,6 @@ def _announcing_node(run: _Run, svc: Service, ip: str) -> str:
     """
     from .dataplane import usable_candidates
 
-    state = run.state
     eligible = sorted(n.name for n in state.nodes.values() if EXCLUDE_FROM_LB not in n.labels) or sorted(state.nodes)
     if svc.external_traffic_policy == "Local":
         local = sorted({c.node for sp in svc.ports for c in usable_candidates(state, svc, sp) if c.node} &

@@ -383,11 +383,25 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     return out
 
 
+def direction_connections(state: ClusterState, direction: str, pod: str | Pod | Endpoint, peer: str | Pod | Endpoint,
+                          *, namespace: str = "default") -> ConnSet:
+    """What one side's own policies allow: ``pod``'s egress to ``peer`` (``direction="egress"``) or its
+    ingress from ``peer`` (``"ingress"``), the other side's policies left out.
+
+    An enforcer that sees the two directions at different places (the sender's node before
+    SNAT, the receiver's node after it) needs them apart; ``connections`` is their AND.
+    """
+    if direction not in (EGRESS, INGRESS):
+        raise PolicyInputError(f"direction {direction!r}: supported values: {EGRESS}, {INGRESS}")
+    index = policy_index(state)
+    p, q = endpoint(state, pod, namespace), endpoint(state, peer, namespace)
+    if p.pod is not None and p.pod is q.pod:
+        return ConnSet.all()
+    return _direction_set(index, direction, p, q)
+
+
 def connections(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint,
                 *, namespace: str = "default") -> ConnSet:
     """Every connection policy allows from ``src`` to ``dst``: egress of the source AND ingress of the destination."""
-    index = policy_index(state)
     s, d = endpoint(state, src, namespace), endpoint(state, dst, namespace)
-    if s.pod is not None and s.pod is d.pod:
-        return ConnSet.all()
-    return _direction_set(index, EGRESS, s, d) & _direction_set(index, INGRESS, d, s)
+    return direction_connections(state, EGRESS, s, d) & direction_connections(state, INGRESS, d, s)

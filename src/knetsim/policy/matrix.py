@@ -1,402 +1,52 @@
-"""The connectivity matrix: for every ordered pair of pods (and external address ranges), what policy allows.
+"""The connectivity matrix: what policy allows between workloads (or pods) and external address ranges.
 
-Computed over equivalence classes, not pods. Two pods behave identically under every policy
-when they share a namespace, the values of every label key some selector mentions, the
-numbers of every named port some policy mentions, and the ipBlock piece their IP falls in;
-hostNetwork pods behave as their node; external peers are the pieces of ``0.0.0.0/0`` minus
-the pod network that the ipBlocks distinguish. A Deployment's replicas therefore collapse
-into one class, and a cluster of 100,000 pods is a matrix of a few thousand classes.
+The work is done over equivalence classes (``classes.py``), and its cost follows the answer,
+not the pod count squared:
 
-Per class pair and per *port atom* (a maximal port range no rule tells apart, per
-protocol, plus "other protocols") the matrix is ``egress(src) & ingress(dst)``, built with
-numpy row operations: a policy ORs one vector (what its rules allow, over destination
-classes) into the rows of the classes it selects. ``engine.connections`` is the per-pair
-reference this must equal (tests/policy/test_properties.py).
+1. **Port atoms.** The port space is cut into *atoms*, maximal ranges no rule tells apart
+   (per protocol, plus "other protocols"); a set of connections is a bit mask over them. A
+   named port is resolved once per distinct name, as a vector of atoms over classes.
+2. **Tiers, per direction.** Each tier answers, for every (subject, peer) class pair and
+   atom, *accept*, *deny* or *pass to the next tier* (two masks: ``accept`` and
+   ``decided``); the first tier that decides wins and what no tier decides is allowed.
+   NetworkPolicy is one tier: a pod it isolates gets exactly what the selecting policies'
+   rules allow, other pods pass. ClusterNetworkPolicy's admin and baseline tiers slot in
+   around it (``Tier``), and a cell can then say which tier decided.
+3. **Class pairs.** ``egress(src) & ingress(dst)`` row block by row block; only the pairs
+   with something allowed are kept (sparse, sorted), each with a pattern id.
+4. **Rows.** A row is a workload (``ns/name[Kind]``: Deployment, StatefulSet, DaemonSet,
+   CronJob, Job, ReplicaSet, bare Pod) restricted to one class: replicas that policy treats
+   alike are one row; a workload whose pods policy tells apart is split, and a note says
+   why. With ``pods=True`` a row is a pod, and the pairs are produced one source at a
+   time (``Matrix.blocks``), so memory stays flat however large the answer.
 
-Two things are per pod, not per class, and are applied when expanding to pods: a pod can
-always reach itself, and a pod always accepts traffic from its own node (so from a
-hostNetwork pod on that node).
+Two things hold per pod, not per class, and are applied on rows: a pod can always reach
+itself, and a pod always accepts traffic from its own node (so from a hostNetwork pod on that
+node). At workload level the second makes a cell *partly* allowed when only some of the
+destination's pods share the source's node. ``engine.connections`` is the per-pair
+reference all of this must equal (tests/policy/test_properties.py).
 """
 
 from __future__ import annotations
 
 import bisect
-import ipaddress
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..cluster.state import ClusterState
-from ..model.labels import DOES_NOT_EXIST, EQUALS, EXISTS, GREATER, IN, LESS, NOT_EQUALS, NOT_IN, Selector
-from .engine import PolicyIndex, pod_endpoint, policy_index
-from .ports import FULL, PROTOCOLS, ConnSet
-from .rules import Endpoint, Peer, Policy, Rule
+from ..model.loader import BUILTIN
+from ..model.objects import Pod
+from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, build_classes, prepare
+from .engine import PolicyIndex, notes, policy_index
+from .ports import PROTOCOLS, ConnSet
+from .rules import EGRESS, INGRESS, Endpoint, Rule
 
-POD, NODE, EXTERNAL = 0, 1, 2
 OTHER = "OTHER"  # pseudo-protocol atom: what only a rule without ports allows
-_IPV4_END = 1 << 32
-
-
-# --- equivalence classes --------------------------------------------------------------
-
-
-@dataclass
-class Classes:
-    keys: list[tuple[Any, ...]]
-    kind: np.ndarray  # int8: POD / NODE / EXTERNAL
-    ns_of: np.ndarray  # int32 namespace index, -1 for non-pods
-    atom_of: np.ndarray  # int32 ipBlock atom of the class's address, -1 when none matters
-    namespaces: list[str]
-    ns_slices: dict[str, tuple[int, int]]
-    named: dict[tuple[str, str], np.ndarray]  # (port name, protocol) -> number per class, -1 if none
-    members: list[list[Endpoint]]
-    ip_bounds: list[int]  # sorted IPv4 atom boundaries
-    label_pairs: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
-    label_keys: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        return len(self.keys)
-
-    def counts(self) -> dict[str, int]:
-        kinds = self.kind
-        return {"pods": int(sum(len(m) for m, k in zip(self.members, kinds, strict=True) if k != EXTERNAL)),
-                "classes": self.count, "podClasses": int((kinds == POD).sum()),
-                "nodeClasses": int((kinds == NODE).sum()), "externalPeers": int((kinds == EXTERNAL).sum())}
-
-
-def _selector_keys(selector: Selector | None) -> Iterable[str]:
-    return () if selector is None else (r.key for r in selector.requirements)
-
-
-def _ipv4_ranges(policies: Sequence[Policy]) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
-    out = []
-    for policy in policies:
-        for direction in ("ingress", "egress"):
-            for rule in policy.rules(direction) or ():
-                for peer in rule.peers or ():
-                    r = peer.ip_range
-                    if peer.kind == "ipblock" and r is not None and r.cidr.version == 4:
-                        ex = tuple((int(e.network_address), int(e.broadcast_address) + 1) for e in r.excepts)
-                        out.append((int(r.cidr.network_address), int(r.cidr.broadcast_address) + 1, ex))
-    return out
-
-
-def _atom_name(lo: int, hi: int) -> str:
-    """``192.168.0.0/16`` when the piece is one CIDR, else ``first-last`` (as nca prints ranges)."""
-    nets = list(ipaddress.summarize_address_range(ipaddress.IPv4Address(lo), ipaddress.IPv4Address(hi - 1)))
-    if len(nets) == 1:
-        return str(nets[0])
-    return f"{ipaddress.IPv4Address(lo)}-{ipaddress.IPv4Address(hi - 1)}"
-
-
-def build_classes(state: ClusterState, index: PolicyIndex | None = None, *, external: bool = True) -> Classes:
-    index = index or policy_index(state)
-    policies = index.policies
-    keys: set[str] = set()
-    named: set[tuple[str, str]] = set()
-    for p in policies:
-        keys.update(_selector_keys(p.selector))
-        for direction in ("ingress", "egress"):
-            for rule in p.rules(direction) or ():
-                for peer in rule.peers or ():
-                    keys.update(_selector_keys(peer.pod_selector))
-                for port in rule.ports or ():
-                    if isinstance(port.port, str):
-                        named.update((port.port, proto) for proto in port.protocols())
-    named_list = sorted(named)
-    key_list = sorted(keys)
-
-    ranges = _ipv4_ranges(policies)
-    pod_net = ipaddress.ip_network(state.config.pod_cidr)
-    bounds_set = {0, _IPV4_END}
-    for lo, hi, ex in ranges:
-        bounds_set.update((lo, hi))
-        for elo, ehi in ex:
-            bounds_set.update((elo, ehi))
-    cluster_matters = bool(ranges) and index.ctx.ipblocks_match_cluster
-    if ranges and pod_net.version == 4:
-        bounds_set.update((int(pod_net.network_address), int(pod_net.broadcast_address) + 1))
-    bounds = sorted(bounds_set)
-
-    def atom(ip: str) -> int:
-        if not cluster_matters or not ip:
-            return -1
-        try:
-            address = ipaddress.ip_address(ip)
-        except ValueError:
-            return -1
-        if address.version != 4:
-            return -1
-        return bisect.bisect_right(bounds, int(address)) - 1
-
-    groups: dict[tuple[Any, ...], list[Endpoint]] = {}
-    for key in sorted(state.pods):
-        pod = state.pods[key]
-        if not pod.pod_ip and not pod.host_network:
-            continue  # no address yet: it can neither send nor receive
-        ep = pod_endpoint(state, pod)
-        if ep.kind == "node":
-            class_key: tuple[Any, ...] = (NODE, "", ep.node, atom(ep.ip))
-        else:
-            labels = pod.labels
-            projected = tuple((k, labels[k]) for k in key_list if k in labels)
-            ports = tuple(pod.named_port(n, proto) or -1 for n, proto in named_list)
-            class_key = (POD, pod.namespace, projected, ports, atom(ep.ip))
-        groups.setdefault(class_key, []).append(ep)
-
-    if external and ranges:
-        net_lo, net_hi = int(pod_net.network_address), int(pod_net.broadcast_address) + 1
-        for i in range(len(bounds) - 1):
-            lo, hi = bounds[i], bounds[i + 1]
-            if net_lo <= lo and hi <= net_hi:
-                continue
-            name = _atom_name(lo, hi)
-            groups[(EXTERNAL, "", lo, i)] = [Endpoint("external", name)]
-
-    ordered = sorted(groups, key=lambda k: (k[0], k[1], repr(k[2:])))
-    namespaces = sorted({k[1] for k in ordered if k[0] == POD} | {p.namespace for p in policies})
-    ns_index = {ns: i for i, ns in enumerate(namespaces)}
-    kind = np.array([k[0] for k in ordered], dtype=np.int8)
-    ns_of = np.array([ns_index[k[1]] if k[0] == POD else -1 for k in ordered], dtype=np.int32)
-    atom_of = np.array([k[-1] if k[0] != EXTERNAL else k[3] for k in ordered], dtype=np.int32)
-    if not index.ctx.ipblocks_match_cluster:
-        atom_of[kind != EXTERNAL] = -1
-    ns_slices: dict[str, tuple[int, int]] = {}
-    for i, k in enumerate(ordered):
-        if k[0] == POD:
-            lo, _ = ns_slices.get(k[1], (i, i))
-            ns_slices[k[1]] = (lo, i + 1)
-    named_arrays = {nk: np.array([k[3][j] if k[0] == POD else -1 for k in ordered], dtype=np.int64)
-                    for j, nk in enumerate(named_list)}
-    classes = Classes(list(ordered), kind, ns_of, atom_of, namespaces, ns_slices, named_arrays,
-                      [groups[k] for k in ordered], bounds)
-    pairs: dict[tuple[str, str], list[int]] = {}
-    for i, k in enumerate(ordered):
-        if k[0] == POD:
-            for pair in k[2]:
-                pairs.setdefault(pair, []).append(i)
-    classes.label_pairs = {p: np.array(v, dtype=np.int64) for p, v in pairs.items()}
-    by_key: dict[str, list[int]] = {}
-    for (k, _), idx in pairs.items():
-        by_key.setdefault(k, []).extend(idx)
-    classes.label_keys = {k: np.array(sorted(v), dtype=np.int64) for k, v in by_key.items()}
-    return classes
-
-
-# --- vectors over classes -------------------------------------------------------------
-
-
-class _Vectors:
-    """Cached boolean vectors over classes for selectors and peers."""
-
-    def __init__(self, state: ClusterState, classes: Classes, index: PolicyIndex) -> None:
-        self.state = state
-        self.c = classes
-        self.index = index
-        self.n = classes.count
-        self.pod_mask = classes.kind == POD
-        self._sel: dict[Selector, np.ndarray] = {}
-        self._ns: dict[Selector, np.ndarray] = {}
-        self._peer: dict[tuple[Any, ...], np.ndarray] = {}
-        self._ip: dict[Any, np.ndarray] = {}
-        self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
-
-    def _indices(self, key: str, values: Iterable[str]) -> np.ndarray:
-        v = np.zeros(self.n, dtype=bool)
-        for value in values:
-            idx = self.c.label_pairs.get((key, value))
-            if idx is not None:
-                v[idx] = True
-        return v
-
-    def selector(self, selector: Selector) -> np.ndarray:
-        cached = self._sel.get(selector)
-        if cached is not None:
-            return cached
-        if selector.nothing:
-            v = np.zeros(self.n, dtype=bool)
-        else:
-            v = self.pod_mask.copy()
-            for r in selector.requirements:
-                if r.op in (EQUALS, IN):
-                    v &= self._indices(r.key, r.values)
-                elif r.op in (NOT_EQUALS, NOT_IN):
-                    v &= ~self._indices(r.key, r.values)
-                elif r.op in (EXISTS, DOES_NOT_EXIST):
-                    has = np.zeros(self.n, dtype=bool)
-                    idx = self.c.label_keys.get(r.key)
-                    if idx is not None:
-                        has[idx] = True
-                    v &= has if r.op == EXISTS else ~has
-                elif r.op in (GREATER, LESS):
-                    ok = [value for (k, value) in self.c.label_pairs if k == r.key and r.matches({k: value})]
-                    v &= self._indices(r.key, ok)
-        self._sel[selector] = v
-        return v
-
-    def namespaces(self, selector: Selector) -> np.ndarray:
-        cached = self._ns.get(selector)
-        if cached is None:
-            ns_match = np.array([selector.matches(self.state.namespace_labels(ns)) for ns in self.c.namespaces]
-                                + [False], dtype=bool)
-            cached = ns_match[self.c.ns_of]  # ns_of == -1 picks the trailing False
-            self._ns[selector] = cached
-        return cached
-
-    def ipblock(self, peer: Peer) -> np.ndarray:
-        r = peer.ip_range
-        cached = self._ip.get(r)
-        if cached is not None:
-            return cached
-        v = np.zeros(self.n, dtype=bool)
-        if r is not None and r.cidr.version == 4:
-            bounds = self.c.ip_bounds
-            match = np.array([r.contains(str(ipaddress.IPv4Address(bounds[i]))) for i in range(len(bounds) - 1)]
-                             + [False], dtype=bool)
-            v = match[self.c.atom_of]
-            if not self.index.ctx.ipblocks_match_cluster:
-                v = v & (self.c.kind == EXTERNAL)
-        self._ip[r] = v
-        return v
-
-    def peer(self, peer: Peer) -> np.ndarray:
-        key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
-        cached = self._peer.get(key)
-        if cached is not None:
-            return cached
-        kind = self.c.kind
-        if peer.kind == "ipblock":
-            v = self.ipblock(peer)
-        elif peer.kind == "entity":
-            v = {"all": np.ones(self.n, dtype=bool), "world": kind == EXTERNAL, "cluster": kind != EXTERNAL,
-                 "host": kind == NODE, "remote-node": kind == NODE}.get(peer.entity, np.zeros(self.n, dtype=bool))
-        else:
-            pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
-            if peer.namespace_selector is not None:
-                v = pods & self.namespaces(peer.namespace_selector)
-            else:
-                v = np.zeros(self.n, dtype=bool)
-                lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
-                v[lo:hi] = pods[lo:hi]
-        self._peer[key] = v
-        return v
-
-    def selected(self, policy: Policy) -> np.ndarray:
-        """Indices of the classes ``policy`` selects (pods of its namespace only)."""
-        key = (policy.namespace, policy.selector)
-        cached = self._policy_sel.get(key)
-        if cached is None:
-            lo, hi = self.c.ns_slices.get(policy.namespace, (0, 0))
-            cached = np.nonzero(self.selector(policy.selector)[lo:hi])[0] + lo
-            self._policy_sel[key] = cached
-        return cached
-
-
-def _port_match(rule: Rule, protocol: str, port: int, c: Classes) -> bool | np.ndarray:
-    """Does ``rule`` name ``protocol/port``: a scalar, or per destination class when a named port decides."""
-    if rule.ports is None:
-        return True
-    if protocol == OTHER:
-        return False
-    result: bool | np.ndarray = False
-    for p in rule.ports:
-        if protocol not in p.protocols():
-            continue
-        if p.port is None:
-            return True
-        if isinstance(p.port, int):
-            end = p.end_port if p.end_port is not None else p.port
-            if p.port <= port <= end:
-                return True
-        else:
-            numbers = c.named.get((p.port, protocol))
-            if numbers is not None:
-                result = result | (numbers == port)
-    return result
-
-
-def _rule_vector(vectors: _Vectors, rule: Rule) -> np.ndarray:
-    """The peer classes ``rule`` matches."""
-    if rule.peers is None:
-        v = np.ones(vectors.n, dtype=bool)
-    elif len(rule.peers) == 1:
-        v = vectors.peer(rule.peers[0])  # shared with the cache: callers never write into it
-    else:
-        v = np.zeros(vectors.n, dtype=bool)
-        for peer in rule.peers:
-            v |= vectors.peer(peer)
-    return v
-
-
-@dataclass
-class _Prepared:
-    """Per policy, once: the classes it selects and each rule's peer vector (the port does not change them)."""
-
-    n: int
-    pod_rows: np.ndarray
-    policies: list[tuple[np.ndarray, list[tuple[Rule, np.ndarray]] | None, list[tuple[Rule, np.ndarray]] | None]]
-
-
-def prepare(state: ClusterState, classes: Classes, index: PolicyIndex | None = None) -> _Prepared:
-    index = index or policy_index(state)
-    vectors = _Vectors(state, classes, index)
-    out = []
-    for policy in index.policies:
-        sel = vectors.selected(policy)
-        if not len(sel):
-            continue
-        directions = []
-        for rules in (policy.egress, policy.ingress):
-            if rules is None:
-                directions.append(None)
-                continue
-            directions.append([(rule, _rule_vector(vectors, rule)) for rule in rules])
-        out.append((sel, directions[0], directions[1]))
-    return _Prepared(classes.count, classes.kind == POD, out)
-
-
-def class_matrix(state: ClusterState, classes: Classes, protocol: str, port: int,
-                 index: PolicyIndex | None = None, prepared: _Prepared | None = None) -> np.ndarray:
-    """``allowed[s, d]`` over classes for one ``protocol/port`` (``OTHER``, 0 for the non-port protocols)."""
-    prepared = prepared or prepare(state, classes, index)
-    n = prepared.n
-    egress = np.zeros((n, n), dtype=bool)
-    ingress_t = np.zeros((n, n), dtype=bool)  # [dst, src]
-    iso_e = np.zeros(n, dtype=bool)
-    iso_i = np.zeros(n, dtype=bool)
-    for sel, egress_rules, ingress_rules in prepared.policies:
-        if egress_rules is not None:
-            iso_e[sel] = True
-            acc = None
-            for rule, peers in egress_rules:
-                pm = _port_match(rule, protocol, port, classes)
-                if pm is False:
-                    continue
-                rv = peers & pm if isinstance(pm, np.ndarray) else peers
-                acc = rv.copy() if acc is None else np.logical_or(acc, rv, out=acc)
-            if acc is not None:
-                egress[sel] |= acc
-        if ingress_rules is not None:
-            iso_i[sel] = True
-            acc = None
-            for rule, peers in ingress_rules:
-                pm = _port_match(rule, protocol, port, classes)
-                if pm is False:
-                    continue
-                if isinstance(pm, np.ndarray):
-                    rows = sel[pm[sel]]
-                    if len(rows):
-                        ingress_t[rows] |= peers
-                else:
-                    acc = peers.copy() if acc is None else np.logical_or(acc, peers, out=acc)
-            if acc is not None:
-                ingress_t[sel] |= acc
-    egress[~(iso_e & prepared.pod_rows)] = True
-    ingress_t[~(iso_i & prepared.pod_rows)] = True
-    return egress & ingress_t.T
+WORD_BITS = 64
 
 
 # --- port atoms -----------------------------------------------------------------------
@@ -406,7 +56,7 @@ def port_atoms(index: PolicyIndex, classes: Classes) -> list[tuple[str, int, int
     """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0)."""
     cuts: dict[str, set[int]] = {p: {1, 65536} for p in PROTOCOLS}
     for policy in index.policies:
-        for direction in ("ingress", "egress"):
+        for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
                 for p in rule.ports or ():
                     for proto in p.protocols():
@@ -440,255 +90,655 @@ def atoms_to_connset(atoms: Sequence[tuple[str, int, int]], bits: Sequence[bool]
     return ConnSet.of(by_proto, other)
 
 
-def _atom_masks(atoms: Sequence[tuple[str, int, int]], classes: Classes) -> Any:
-    """For each rule: its allowed atoms as an int64 bit mask, scalar or per destination class."""
-    lookup = {(p, lo): k for k, (p, lo, hi) in enumerate(atoms) if lo == hi}
-    every = (1 << len(atoms)) - 1
-
-    def rule_mask(rule: Rule) -> int | np.ndarray:
-        if rule.ports is None:
-            return every
-        scalar = 0
-        vector: np.ndarray | None = None
-        for p in rule.ports:
-            for proto in p.protocols():
-                if p.port is None or isinstance(p.port, int):
-                    lo = 1 if p.port is None else p.port
-                    hi = 65535 if p.port is None else (p.end_port if p.end_port is not None else p.port)
-                    for k, (ap, alo, ahi) in enumerate(atoms):
-                        if ap == proto and lo <= alo and ahi <= hi:
-                            scalar |= 1 << k
-                else:
-                    numbers = classes.named.get((p.port, proto))
-                    if numbers is None:
-                        continue
-                    bits = np.array([1 << lookup[(proto, int(x))] if x > 0 else 0 for x in numbers.tolist()],
-                                    dtype=np.int64)
-                    vector = bits if vector is None else vector | bits
-        return scalar if vector is None else vector | scalar
-
-    return rule_mask
-
-
-def bits_matrix(classes: Classes, prepared: _Prepared, atoms: Sequence[tuple[str, int, int]]) -> np.ndarray:
-    """``bits[s, d]``: bit k set when port atom k is allowed from class s to class d (at most 63 atoms).
-
-    The same computation as ``class_matrix`` for every atom at once: a rule contributes its
-    atom mask instead of a yes/no, so one pass over the policies does it.
-    """
-    if len(atoms) > 63:
-        raise ValueError("more than 63 port atoms: use class_matrix per atom")
-    n = prepared.n
-    every = np.int64((1 << len(atoms)) - 1)
-    rule_mask = _atom_masks(atoms, classes)
-    egress = np.zeros((n, n), dtype=np.int64)
-    ingress_t = np.zeros((n, n), dtype=np.int64)
-    iso_e = np.zeros(n, dtype=bool)
-    iso_i = np.zeros(n, dtype=bool)
-    for sel, egress_rules, ingress_rules in prepared.policies:
-        if egress_rules is not None:
-            iso_e[sel] = True
-            acc = np.zeros(n, dtype=np.int64)
-            for rule, peers in egress_rules:
-                mask = rule_mask(rule)
-                if isinstance(mask, np.ndarray):
-                    acc |= np.where(peers, mask, 0)
-                elif mask:
-                    acc[peers] |= mask
-            if acc.any():
-                egress[sel] |= acc
-        if ingress_rules is not None:
-            iso_i[sel] = True
-            acc = np.zeros(n, dtype=np.int64)
-            for rule, peers in ingress_rules:
-                mask = rule_mask(rule)
-                if isinstance(mask, np.ndarray):
-                    for value in np.unique(mask[sel]).tolist():
-                        rows = sel[mask[sel] == value]
-                        if value:
-                            ingress_t[rows] |= np.where(peers, np.int64(value), 0)
-                elif mask:
-                    acc[peers] |= mask
-            if acc.any():
-                ingress_t[sel] |= acc
-    egress[~(iso_e & prepared.pod_rows)] = every
-    ingress_t[~(iso_i & prepared.pod_rows)] = every
-    return egress & ingress_t.T
-
-
-# --- the full matrix ------------------------------------------------------------------
-
-
-@dataclass
-class Matrix:
-    """Every ordered pair of ``endpoints`` (pods first, then external pieces) and what policy allows."""
-
-    endpoints: list[Endpoint]
-    classes: Classes
-    class_of: np.ndarray  # endpoint index -> class index
-    atoms: list[tuple[str, int, int]]
-    patterns: np.ndarray  # [class, class] int64 pattern id
-    pattern_sets: list[ConnSet]
-    notes: tuple[str, ...] = ()
-
-    @property
-    def names(self) -> list[str]:
-        return [e.name for e in self.endpoints]
-
-    @property
-    def pods(self) -> list[str]:
-        return [e.name for e in self.endpoints if e.kind != "external"]
-
-    def _override(self, i: int, j: int) -> ConnSet | None:
-        a, b = self.endpoints[i], self.endpoints[j]
-        if i == j:
-            return ConnSet.all()  # a pod cannot block access to itself
-        if (a.kind == "node" and b.kind == "pod" and a.node and a.node == b.node):
-            return ConnSet.all()  # from the destination's own node
-        return None
-
-    def allowed(self, i: int, j: int) -> ConnSet:
-        special = self._override(i, j)
-        if special is not None:
-            return special
-        return self.pattern_sets[int(self.patterns[self.class_of[i], self.class_of[j]])]
-
-    def allowed_between(self, src: str, dst: str) -> ConnSet:
-        names = self.names
-        return self.allowed(names.index(src), names.index(dst))
-
-    def grid(self, protocol: str = "TCP", port: int = 80) -> np.ndarray:
-        """``[i, j]``: may endpoint i open ``protocol/port`` to endpoint j."""
-        on = np.array([s.contains(protocol, port) for s in self.pattern_sets], dtype=bool)
-        g = on[self.patterns[np.ix_(self.class_of, self.class_of)]]
-        for i, j in self._special_pairs():
-            g[i, j] = True
-        return g
-
-    def _special_pairs(self) -> Iterable[tuple[int, int]]:
-        for i in range(len(self.endpoints)):
-            yield i, i
-        by_node: dict[str, list[int]] = {}
-        for j, e in enumerate(self.endpoints):
-            if e.kind == "pod" and e.node:
-                by_node.setdefault(e.node, []).append(j)
-        for i, e in enumerate(self.endpoints):
-            if e.kind == "node" and e.node:
-                for j in by_node.get(e.node, ()):
-                    yield i, j
-
-    def connections(self) -> list[tuple[str, str, ConnSet]]:
-        """Pairs with something allowed, sorted; self pairs and external-to-external pairs left out."""
-        names = self.names
-        external = np.array([e.kind == "external" for e in self.endpoints], dtype=bool)
-        empty = {k for k, s in enumerate(self.pattern_sets) if s.is_empty}
-        special = {(i, j) for i, j in self._special_pairs() if i != j}
-        out = []
-        pat = self.patterns[np.ix_(self.class_of, self.class_of)]
-        nonempty = ~np.isin(pat, list(empty)) if empty else np.ones(pat.shape, dtype=bool)
-        np.fill_diagonal(nonempty, False)
-        nonempty &= ~(external[:, None] & external[None, :])
-        for i, j in special:
-            nonempty[i, j] = True
-        for i, j in zip(*np.nonzero(nonempty), strict=True):
-            out.append((names[i], names[j], self.allowed(int(i), int(j))))
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"pods": [...], "connections": [{"from", "to", "allowed"}]}`` as documented in docs/policy.md."""
-        return {"pods": self.pods,
-                "connections": [{"from": a, "to": b, "allowed": s.to_json()} for a, b, s in self.connections()]}
-
-
-def matrix(state: ClusterState, namespace: str | None = None, *, external: bool = True,
-           per_atom: bool = False) -> Matrix:
-    """The full matrix; ``namespace`` keeps only that namespace's pods (policies everywhere still count).
-
-    ``per_atom`` computes one port atom at a time (the path used beyond 63 atoms).
-    """
-    index = policy_index(state)
-    classes = build_classes(state, index, external=external)
-    prepared = prepare(state, classes, index)
-    atoms = port_atoms(index, classes)
-    n = classes.count
-    words = (len(atoms) + 62) // 63
-    if words == 1 and not per_atom:
-        packed = bits_matrix(classes, prepared, atoms)[None]
-    else:
-        packed = np.zeros((words, n, n), dtype=np.int64)
-        for k, (proto, lo, _hi) in enumerate(atoms):
-            m = class_matrix(state, classes, proto, lo, index, prepared)
-            packed[k // 63] |= m.astype(np.int64) << (k % 63)
-    flat = packed.reshape(words, -1).T
-    if words == 1:
-        uniq1, inverse = np.unique(flat[:, 0], return_inverse=True)
-        uniq = uniq1[:, None]
-    else:
-        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
-    patterns = inverse.reshape(n, n)
-    sets = []
-    for row in uniq:
-        bits = [bool((int(row[k // 63]) >> (k % 63)) & 1) for k in range(len(atoms))]
-        sets.append(atoms_to_connset(atoms, bits))
-    endpoints: list[Endpoint] = []
-    class_of: list[int] = []
-    for ci, members in enumerate(classes.members):
-        for ep in members:
-            if ep.kind != "external" and namespace and ep.pod is not None and ep.pod.namespace != namespace:
-                continue
-            endpoints.append(ep)
-            class_of.append(ci)
-    order = sorted(range(len(endpoints)), key=lambda i: (endpoints[i].kind == "external",
-                                                         _sort_key(endpoints[i])))
-    endpoints = [endpoints[i] for i in order]
-    class_idx = np.array([class_of[i] for i in order], dtype=np.int64)
-    from .engine import notes as index_notes
-
-    return Matrix(endpoints, classes, class_idx, atoms, patterns, sets, index_notes(index, state))
-
-
-def _sort_key(ep: Endpoint) -> tuple[Any, ...]:
-    if ep.kind == "external":
-        first = ep.ip.split("-")[0].split("/")[0]
-        return (int(ipaddress.IPv4Address(first)),)
-    return (ep.name,)
-
-
-# --- one port at scale (bench/matrix.py) ----------------------------------------------
+def _dtype(bits: int) -> Any:
+    return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
 
 
 @dataclass(frozen=True)
-class PortMatrixStats:
-    pods: int
-    classes: int
-    pod_classes: int
-    external_peers: int
-    allowed_class_pairs: int
-    allowed_pod_pairs: int  # ordered pairs of distinct pods
+class Group:
+    """Atoms ``[start, stop)`` as bits of one unsigned integer (at most 64 atoms per group)."""
 
-    def to_dict(self) -> dict[str, int]:
-        return {"pods": self.pods, "classes": self.classes, "podClasses": self.pod_classes,
-                "externalPeers": self.external_peers, "allowedClassPairs": self.allowed_class_pairs,
-                "allowedPodPairs": self.allowed_pod_pairs}
+    start: int
+    stop: int
+
+    @property
+    def dtype(self) -> Any:
+        return _dtype(self.stop - self.start)
+
+    @property
+    def full(self) -> Any:
+        return self.dtype((1 << (self.stop - self.start)) - 1) if self.stop - self.start < 64 \
+            else np.uint64(0xFFFFFFFFFFFFFFFF)
+
+    def span(self, lo: int, hi: int) -> int:
+        """The bits of atoms ``[lo, hi)`` in this group."""
+        lo, hi = max(lo, self.start), min(hi, self.stop)
+        if lo >= hi:
+            return 0
+        return ((1 << (hi - self.start)) - 1) ^ ((1 << (lo - self.start)) - 1)
 
 
-def port_matrix(state: ClusterState, protocol: str = "TCP", port: int = 80,
-                *, external: bool = False) -> tuple[Classes, np.ndarray, PortMatrixStats]:
-    """Class-level matrix for one port plus the pod-pair count, without expanding to pods."""
+class AtomMasks:
+    """What a rule's ports allow, as atom bits: a number, or one per class when a named port decides."""
+
+    def __init__(self, atoms: Sequence[tuple[str, int, int]], classes: Classes) -> None:
+        self.atoms = atoms
+        self.classes = classes
+        self._lows: dict[str, tuple[int, list[int]]] = {}
+        for i, (proto, lo, _hi) in enumerate(atoms):
+            _, lows = self._lows.setdefault(proto, (i, []))
+            lows.append(lo)
+        self._named: dict[tuple[str, str], np.ndarray] = {}
+        self._named_bits: dict[tuple[str, str, Group], np.ndarray] = {}
+        self._rules: dict[tuple[int, Group], int | np.ndarray] = {}
+
+    def range_atoms(self, proto: str, lo: int, hi: int) -> tuple[int, int]:
+        first, lows = self._lows[proto]
+        # Every rule's bounds are cuts, so the atoms inside [lo, hi] are exactly those starting there.
+        return first + bisect.bisect_left(lows, lo), first + bisect.bisect_right(lows, hi)
+
+    def named_atoms(self, name: str, proto: str) -> np.ndarray:
+        """Per class: the atom index of the port ``name`` resolves to there, -1 where it resolves to none."""
+        key = (name, proto)
+        cached = self._named.get(key)
+        if cached is None:
+            numbers = self.classes.named.get(key)
+            if numbers is None:
+                cached = np.full(self.classes.count, -1, dtype=np.int64)
+            else:
+                first, lows = self._lows[proto]
+                found = np.searchsorted(np.array(lows, dtype=np.int64), numbers, side="right") - 1 + first
+                cached = np.where(numbers > 0, found, -1)
+            self._named[key] = cached
+        return cached
+
+    def _named_group(self, name: str, proto: str, group: Group) -> np.ndarray:
+        key = (name, proto, group)
+        cached = self._named_bits.get(key)
+        if cached is None:
+            idx = self.named_atoms(name, proto)
+            inside = (idx >= group.start) & (idx < group.stop)
+            shift = np.where(inside, idx - group.start, 0).astype(group.dtype)
+            cached = np.where(inside, np.left_shift(group.dtype(1), shift), group.dtype(0))
+            cached = cached.astype(group.dtype)
+            self._named_bits[key] = cached
+        return cached
+
+    def rule(self, rule: Rule, group: Group) -> int | np.ndarray:
+        key = (id(rule), group)
+        cached = self._rules.get(key)
+        if cached is not None:
+            return cached
+        if rule.ports is None:
+            out: int | np.ndarray = int(group.full)
+        else:
+            scalar = 0
+            vector: np.ndarray | None = None
+            for p in rule.ports:
+                for proto in p.protocols():
+                    if p.port is None or isinstance(p.port, int):
+                        lo = 1 if p.port is None else p.port
+                        hi = 65535 if p.port is None else (p.end_port if p.end_port is not None else p.port)
+                        scalar |= group.span(*self.range_atoms(proto, lo, hi))
+                    else:
+                        bits = self._named_group(p.port, proto, group)
+                        vector = bits if vector is None else vector | bits
+            out = scalar if vector is None else vector | group.dtype(scalar)
+        self._rules[key] = out
+        return out
+
+
+# --- tiers ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TierMasks:
+    """One tier's answer for one direction: ``[subject, peer]`` atom bits it accepts, and those it decides.
+
+    ``decided`` may be ``[subject, 1]`` (a whole row decided, as NetworkPolicy isolation is);
+    bits in ``decided`` but not in ``accept`` are denied; the rest pass to the next tier.
+    """
+
+    accept: np.ndarray
+    decided: np.ndarray
+
+
+class Tier(Protocol):
+    """A tier of the policy pipeline over classes (NetworkPolicy today; ClusterNetworkPolicy's admin and
+    baseline tiers sit before and after it)."""
+
+    name: str
+
+    def masks(self, direction: str, group: Group) -> TierMasks: ...
+
+
+class NetworkPolicyTier:
+    """networking.k8s.io/v1 (and, on ebpf, CiliumNetworkPolicy): isolated pods get the union of the rules."""
+
+    name = "NetworkPolicy"
+
+    def __init__(self, classes: Classes, policies: Sequence[PreparedPolicy], masks: AtomMasks) -> None:
+        self.classes = classes
+        self.policies = policies
+        self.atom_masks = masks
+
+    def masks(self, direction: str, group: Group) -> TierMasks:
+        n = self.classes.count
+        dt = group.dtype
+        accept = np.zeros((n, n), dtype=dt)
+        isolated = np.zeros(n, dtype=bool)
+        for prepared in self.policies:
+            rules = prepared.rules(direction)
+            if rules is None:
+                continue
+            sel = prepared.selected
+            isolated[sel] = True
+            acc = np.zeros(n, dtype=dt)
+            for rule, peers in rules:
+                mask = self.atom_masks.rule(rule, group)
+                if isinstance(mask, int):
+                    if mask:
+                        acc[peers] |= dt(mask)
+                elif direction == EGRESS:
+                    acc |= np.where(peers, mask, dt(0))  # a named port resolves on the peer (the destination)
+                else:
+                    # ...and for ingress on the subject: one row block per distinct resolution.
+                    row_masks = mask[sel]
+                    for value in np.unique(row_masks).tolist():
+                        if value:
+                            accept[sel[row_masks == value]] |= np.where(peers, dt(value), dt(0))
+            if acc.any():
+                accept[sel] |= acc
+        isolated &= self.classes.kind == POD
+        decided = np.where(isolated, group.full, dt(0)).astype(dt)[:, None]
+        return TierMasks(accept, decided)
+
+
+def direction_allowed(tiers: Sequence[Tier], direction: str, group: Group) -> np.ndarray:
+    """``[subject, peer]`` atom bits allowed in ``direction``: the first tier that decides wins; default allow."""
+    allowed: np.ndarray | None = None
+    undecided: Any = group.full
+    for tier in tiers:
+        m = tier.masks(direction, group)
+        # In place on the tier's own array: at 10,000 classes each n x n temporary is 200 MB and a pass.
+        contribution = np.bitwise_and(m.accept, undecided, out=m.accept)
+        allowed = contribution if allowed is None else np.bitwise_or(allowed, contribution, out=allowed)
+        undecided = undecided & ~m.decided
+    assert allowed is not None
+    return np.bitwise_or(allowed, undecided, out=allowed)
+
+
+# --- class pairs ------------------------------------------------------------------------
+
+
+@dataclass
+class ClassPairs:
+    """The class pairs with something allowed, sorted by (src, dst), each with a pattern id."""
+
+    src: np.ndarray  # int64
+    dst: np.ndarray
+    pattern: np.ndarray
+    patterns: list[ConnSet]
+    n: int
+
+    def __post_init__(self) -> None:
+        self._keys = self.src * self.n + self.dst
+
+    def lookup(self, s: int, d: int) -> int:
+        """Pattern id of (s, d), -1 when nothing is allowed."""
+        key = s * self.n + d
+        i = int(np.searchsorted(self._keys, key))
+        return int(self.pattern[i]) if i < len(self._keys) and self._keys[i] == key else -1
+
+    def of_source(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = np.searchsorted(self.src, [s, s + 1])
+        return self.dst[lo:hi], self.pattern[lo:hi]
+
+
+ROW_BLOCK = 1024  # source classes per block: bounds the dense temporaries to ROW_BLOCK x classes
+
+
+def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[tuple[str, int, int]],
+                group_bits: int = WORD_BITS) -> ClassPairs:
+    n = classes.count
+    first_external = int(np.searchsorted(classes.kind, EXTERNAL))
+    groups = [Group(i, min(i + group_bits, len(atoms))) for i in range(0, len(atoms), group_bits)]
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per group: (keys, values)
+    for group in groups:
+        egress = direction_allowed(tiers, EGRESS, group)  # [src, dst]
+        ingress = direction_allowed(tiers, INGRESS, group)  # [dst, src]
+        keys, values = [], []
+        for lo in range(0, n, ROW_BLOCK):
+            hi = min(lo + ROW_BLOCK, n)
+            block = np.bitwise_and(egress[lo:hi], ingress[:, lo:hi].T, out=egress[lo:hi])
+            if first_external < hi:  # external classes sort last: two external ranges are not the cluster's
+                block[max(first_external - lo, 0):, first_external:] = 0
+            s, d = np.nonzero(block)
+            keys.append((s + lo).astype(np.int64) * n + d)
+            values.append(block[s, d])
+        del egress, ingress
+        found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
+                      np.concatenate(values) if values else np.zeros(0, group.dtype)))
+    if len(found) == 1:
+        keys, values = found[0]
+        uniq, inverse = np.unique(values, return_inverse=True)
+        rows = [(int(v),) for v in uniq.tolist()]
+    else:
+        keys = np.unique(np.concatenate([k for k, _ in found]))
+        table = np.zeros((len(keys), len(found)), dtype=np.uint64)
+        for g, (k, v) in enumerate(found):
+            table[np.searchsorted(keys, k), g] = v
+        uniq2, inverse = np.unique(table, axis=0, return_inverse=True)
+        rows = [tuple(int(x) for x in row) for row in uniq2.tolist()]
+    inverse = np.asarray(inverse).reshape(-1)
+    patterns = []
+    for words in rows:
+        bits = []
+        for group, word in zip(groups, words, strict=True):
+            bits += [bool((word >> (k - group.start)) & 1) for k in range(group.start, group.stop)]
+        patterns.append(atoms_to_connset(atoms, bits))
+    return ClassPairs(keys // n if n else keys, keys % n if n else keys, inverse.astype(np.int64), patterns, n)
+
+
+# --- rows ------------------------------------------------------------------------------
+
+
+def is_system_pod(pod: Pod) -> bool:
+    """A pod knetsim adds itself (CoreDNS, kindnet, kube-proxy, the control plane, ingress-nginx)."""
+    return pod.source.file == BUILTIN.file
+
+
+def workload_of(state: ClusterState, pod: Pod, cache: dict[tuple[str, str, str], tuple[str, str]]) -> tuple[str, str]:
+    """(kind, name) of the object that owns ``pod`` at the top: a Deployment over its ReplicaSet, a CronJob
+    over its Job; a pod nobody owns is its own workload."""
+    owner = pod.meta.owner
+    if owner is None:
+        return ("Pod", pod.name)
+    key = (pod.namespace, owner.kind, owner.name)
+    found = cache.get(key)
+    if found is None:
+        found = (owner.kind, owner.name)
+        parent_kind = {"ReplicaSet": "Deployment", "Job": "CronJob"}.get(owner.kind)
+        if parent_kind:
+            obj = state.workloads.get((owner.kind, f"{pod.namespace}/{owner.name}"))
+            if obj is not None and obj.meta.owner is not None and obj.meta.owner.kind == parent_kind:
+                found = (parent_kind, obj.meta.owner.name)
+        cache[key] = found
+    return found
+
+
+@dataclass
+class Rows:
+    """The rows (= columns) of an answer, sorted by name with external ranges last."""
+
+    names: list[str]
+    class_of: np.ndarray  # int64 row -> class
+    members: list[list[Endpoint]]
+    namespaces: list[str]  # "" for external ranges and nodes
+    kinds: list[str]  # workload kind, "Pod", or "external"
+    split: dict[str, list[str]]  # workload -> its row names, when policy tells its pods apart
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _split_suffixes(classes: Classes, class_ids: list[int]) -> list[str]:
+    """``{role=frontend}``, ``{port:http=8080}``, ``{node=worker}``: what tells a workload's classes apart."""
+    keys = [classes.keys[c] for c in class_ids]
+    parts: list[list[str]] = [[] for _ in keys]
+    labels = [dict(k[2]) if k[0] == POD else {} for k in keys]
+    for label in sorted({k for m in labels for k in m}):
+        values = [m.get(label) for m in labels]
+        if len(set(values)) > 1:
+            for p, v in zip(parts, values, strict=True):
+                p.append(f"{label}={v}" if v is not None else f"!{label}")
+    ports = [dict(k[3]) if k[0] == POD else {} for k in keys]
+    for name, proto in sorted({k for m in ports for k in m}):
+        values = [m.get((name, proto)) for m in ports]
+        if len(set(values)) > 1:
+            for p, v in zip(parts, values, strict=True):
+                p.append(f"port:{name}={v if v is not None else 'none'}")
+    if len({k[0] for k in keys}) > 1 or any(k[0] == NODE for k in keys):
+        for p, k in zip(parts, keys, strict=True):
+            p.append(f"node={k[2]}" if k[0] == NODE else "podNetwork")
+    atoms = [k[-1] for k in keys]
+    if len(set(atoms)) > 1:
+        for p, a in zip(parts, atoms, strict=True):
+            p.append(f"ip={_atom_text(classes, a)}")
+    out = ["{" + ",".join(p) + "}" for p in parts]
+    if len(set(out)) < len(out):  # cannot happen for distinct classes, but names must stay unique
+        out = [f"{o[:-1]},{i}}}" if o != "{}" else f"{{{i}}}" for i, o in enumerate(out)]
+    return out
+
+
+def _atom_text(classes: Classes, atom: int) -> str:
+    if atom < 0:
+        return "any"
+    from .classes import atom_name
+
+    return atom_name(classes.ip_bounds[atom], classes.ip_bounds[atom + 1])
+
+
+def workload_rows(state: ClusterState, classes: Classes) -> tuple[Rows, list[str]]:
+    cache: dict[tuple[str, str, str], tuple[str, str]] = {}
+    by_workload: dict[tuple[str, str, str], dict[int, list[Endpoint]]] = {}
+    externals: list[tuple[str, int]] = []
+    for c, members in enumerate(classes.members):
+        if classes.kind[c] == EXTERNAL:
+            externals.append((members[0].name, c))
+            continue
+        for ep in members:
+            assert ep.pod is not None
+            kind, name = workload_of(state, ep.pod, cache)
+            by_workload.setdefault((ep.pod.namespace, name, kind), {}).setdefault(c, []).append(ep)
+    entries: list[tuple[str, int, list[Endpoint], str, str]] = []
+    split: dict[str, list[str]] = {}
+    row_notes = []
+    for (namespace, name, kind), per_class in by_workload.items():
+        base = f"{namespace}/{name}[{kind}]"
+        class_ids = sorted(per_class)
+        if len(class_ids) == 1:
+            entries.append((base, class_ids[0], per_class[class_ids[0]], namespace, kind))
+            continue
+        names = [base + s for s in _split_suffixes(classes, class_ids)]
+        for row_name, c in zip(names, class_ids, strict=True):
+            entries.append((row_name, c, per_class[c], namespace, kind))
+        split[base] = sorted(names)
+        row_notes.append(f"{base} is {len(names)} rows: policy tells its pods apart "
+                         f"({', '.join(n[len(base):] for n in sorted(names))})")
+    entries.sort(key=lambda e: e[0])
+    externals.sort(key=lambda e: classes.ip_bounds[classes.keys[e[1]][3]])
+    names = [e[0] for e in entries] + [e[0] for e in externals]
+    class_of = np.array([e[1] for e in entries] + [c for _, c in externals], dtype=np.int64)
+    members = [e[2] for e in entries] + [classes.members[c] for _, c in externals]
+    namespaces = [e[3] for e in entries] + ["" for _ in externals]
+    kinds = [e[4] for e in entries] + ["external" for _ in externals]
+    return Rows(names, class_of, members, namespaces, kinds, split), sorted(row_notes)
+
+
+def pod_rows(classes: Classes) -> Rows:
+    entries: list[tuple[str, int, Endpoint]] = []
+    externals: list[tuple[int, int, Endpoint]] = []
+    for c, members in enumerate(classes.members):
+        if classes.kind[c] == EXTERNAL:
+            externals.append((classes.ip_bounds[classes.keys[c][3]], c, members[0]))
+        else:
+            entries += [(ep.name, c, ep) for ep in members]
+    entries.sort(key=lambda e: e[0])
+    externals.sort(key=lambda e: e[0])
+    names = [e[0] for e in entries] + [e[2].name for e in externals]
+    class_of = np.array([e[1] for e in entries] + [e[1] for e in externals], dtype=np.int64)
+    members = [[e[2]] for e in entries] + [[e[2]] for e in externals]
+    namespaces = [e[2].pod.namespace if e[2].pod is not None else "" for e in entries] + ["" for _ in externals]
+    kinds = ["Pod" for _ in entries] + ["external" for _ in externals]
+    return Rows(names, class_of, members, namespaces, kinds, {})
+
+
+# --- the answer -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Partly:
+    """Some pod pairs of a workload cell are allowed more than the rest (the destination's own-node rule)."""
+
+    allowed: ConnSet
+    pairs: int
+    of: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"allowed": self.allowed.to_json(), "pairs": self.pairs, "of": self.of, "reason": self.reason}
+
+
+@dataclass
+class Block:
+    """The allowed pairs of one source row: destination rows (ascending) and their pattern ids."""
+
+    src: int
+    dst: np.ndarray
+    pattern: np.ndarray
+    partly: dict[int, Partly]  # destination row -> Partly (workload level only)
+
+
+class Matrix:
+    """What policy allows between every ordered pair of rows (workloads or pods, then external ranges)."""
+
+    def __init__(self, state: ClusterState, classes: Classes, rows: Rows, pairs: ClassPairs,
+                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...]) -> None:
+        self.state = state
+        self.classes = classes
+        self.rows = rows
+        self.pairs = pairs
+        self.atoms = atoms
+        self.level = level
+        self.notes = notes
+        self._index = {name: i for i, name in enumerate(rows.names)}
+        self.all_pattern = self._pattern_id(ConnSet.all())
+        self._class_rows = self._rows_by_class()
+        self._overrides = self._node_overrides()
+
+    # --- lookups ---------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return self.rows.names
+
+    @property
+    def patterns(self) -> list[ConnSet]:
+        return self.pairs.patterns
+
+    def _pattern_id(self, conn: ConnSet) -> int:
+        try:
+            return self.pairs.patterns.index(conn)
+        except ValueError:
+            self.pairs.patterns.append(conn)
+            return len(self.pairs.patterns) - 1
+
+    def _rows_by_class(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.rows.class_of, kind="stable")
+        starts = np.searchsorted(self.rows.class_of[order], np.arange(self.classes.count + 1))
+        return order, starts
+
+    def rows_of_class(self, c: int) -> np.ndarray:
+        order, starts = self._class_rows
+        return order[starts[c]:starts[c + 1]]
+
+    def index(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"{name} is not a row of this matrix") from None
+
+    def _is_node_row(self, i: int) -> bool:
+        return bool(self.classes.kind[self.rows.class_of[i]] == NODE)
+
+    def cell(self, i: int, j: int) -> tuple[ConnSet, Partly | None]:
+        """What is allowed from row ``i`` to row ``j`` (for every pod pair), and what only some pairs get."""
+        ri, rj = self.rows.members[i], self.rows.members[j]
+        if i == j and len(ri) == 1 and ri[0].kind != "external":
+            return ConnSet.all(), None  # a pod cannot block access to itself
+        if self.level == "pod" and ri[0].kind == "node" and rj[0].kind == "pod" and ri[0].node == rj[0].node:
+            return ConnSet.all(), None  # a pod accepts everything from its own node
+        override = self._overrides.get((i, j))
+        if override is not None:
+            pattern, partly = override
+            return self.pairs.patterns[pattern] if pattern >= 0 else ConnSet.none(), partly
+        p = self.pairs.lookup(int(self.rows.class_of[i]), int(self.rows.class_of[j]))
+        return (self.pairs.patterns[p] if p >= 0 else ConnSet.none()), None
+
+    def allowed(self, i: int, j: int) -> ConnSet:
+        return self.cell(i, j)[0]
+
+    def allowed_between(self, src: str, dst: str) -> ConnSet:
+        return self.allowed(self.index(src), self.index(dst))
+
+    # --- the per-pod rules ------------------------------------------------------
+
+    def _node_overrides(self) -> dict[tuple[int, int], tuple[int, Partly | None]]:
+        """A destination pod accepts everything from its own node: cells from hostNetwork rows to pods there."""
+        out: dict[tuple[int, int], tuple[int, Partly | None]] = {}
+        node_rows = [i for i in range(len(self.rows)) if self._is_node_row(i)]
+        if not node_rows or self.level == "pod":
+            return out
+        on_node: dict[str, dict[int, int]] = {}
+        for j, members in enumerate(self.rows.members):
+            for ep in members:
+                if ep.kind == "pod" and ep.node:
+                    counts = on_node.setdefault(ep.node, {})
+                    counts[j] = counts.get(j, 0) + 1
+        for i in node_rows:
+            node = self.rows.members[i][0].node
+            for j, count in sorted(on_node.get(node, {}).items()):
+                p = self.pairs.lookup(int(self.rows.class_of[i]), int(self.rows.class_of[j]))
+                if p == self.all_pattern:
+                    continue
+                if p < 0:
+                    p = self._pattern_id(ConnSet.none())  # only the pods on that node get anything
+                total = len(self.rows.members[j])
+                sources = len(self.rows.members[i])
+                if count == total:
+                    out[(i, j)] = (self.all_pattern, None)
+                else:
+                    reason = (f"{count} of {total} pods of {self.rows.names[j]} run on node {node}, and a pod always "
+                              "accepts traffic from its own node")
+                    out[(i, j)] = (p, Partly(ConnSet.all(), count * sources, total * sources, reason))
+        return out
+
+    # --- the pairs, one source row at a time -------------------------------------
+
+    def blocks(self) -> Iterator[Block]:
+        """Every row with something allowed, in row order: a pod's pair with itself and pairs of two external
+        ranges left out; memory stays proportional to one row's answer."""
+        if self.level == "pod":
+            yield from self._pod_blocks()
+        else:
+            yield from self._workload_blocks()
+
+    def _expand(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """Destination rows (ascending) and patterns for source class ``s``."""
+        dst_classes, patterns = self.pairs.of_source(s)
+        if not len(dst_classes):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        order, starts = self._class_rows
+        lo, hi = starts[dst_classes], starts[dst_classes + 1]
+        sizes = hi - lo
+        total = int(sizes.sum())
+        # Concatenate order[lo_k:hi_k] for every k without a Python loop.
+        offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+        rows = order[np.arange(total) + offsets]
+        pats = np.repeat(patterns, sizes)
+        sort = np.argsort(rows, kind="stable")
+        return rows[sort], pats[sort]
+
+    def _expander(self) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+        """``_expand`` with the last few source classes kept: rows of a class are mostly adjacent in name order,
+        and a bounded cache keeps memory flat whatever the order."""
+        cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+        def expanded(s: int) -> tuple[np.ndarray, np.ndarray]:
+            if s not in cache:
+                cache[s] = self._expand(s)
+                if len(cache) > 8:
+                    cache.popitem(last=False)
+            return cache[s]
+
+        return expanded
+
+    def _workload_blocks(self) -> Iterator[Block]:
+        by_source: dict[int, dict[int, tuple[int, Partly | None]]] = {}
+        for (i, j), value in self._overrides.items():
+            by_source.setdefault(i, {})[j] = value
+        expanded = self._expander()
+        for i in range(len(self.rows)):
+            dst, pat = expanded(int(self.rows.class_of[i]))
+            if len(self.rows.members[i]) < 2 or self.rows.kinds[i] == "external":
+                keep = dst != i  # one pod (or a range) and itself: nothing to say
+                dst, pat = dst[keep], pat[keep]
+            partly: dict[int, Partly] = {}
+            extra = by_source.get(i)
+            if extra:
+                cells = dict(zip(dst.tolist(), pat.tolist(), strict=True))
+                for j, (p, part) in extra.items():
+                    cells[j] = p
+                    if part is not None:
+                        partly[j] = part
+                dst = np.array(sorted(cells), dtype=np.int64)
+                pat = np.array([cells[j] for j in dst.tolist()], dtype=np.int64)
+            if len(dst) or partly:
+                yield Block(i, dst, pat, partly)
+
+    def _pod_blocks(self) -> Iterator[Block]:
+        local_rows: dict[str, list[int]] = {}
+        for j, members in enumerate(self.rows.members):
+            ep = members[0]
+            if ep.kind == "pod" and ep.node:
+                local_rows.setdefault(ep.node, []).append(j)
+        by_node = {k: np.array(v, dtype=np.int64) for k, v in local_rows.items()}
+        expanded = self._expander()
+        for i in range(len(self.rows)):
+            dst, pat = expanded(int(self.rows.class_of[i]))
+            ep = self.rows.members[i][0]
+            if ep.kind == "node" and ep.node in by_node:
+                local = by_node[ep.node]
+                keep = ~np.isin(dst, local)
+                dst = np.concatenate((dst[keep], local))
+                pat = np.concatenate((pat[keep], np.full(len(local), self.all_pattern, dtype=np.int64)))
+                sort = np.argsort(dst, kind="stable")
+                dst, pat = dst[sort], pat[sort]
+            k = int(np.searchsorted(dst, i))
+            if k < len(dst) and dst[k] == i:
+                dst, pat = np.concatenate((dst[:k], dst[k + 1:])), np.concatenate((pat[:k], pat[k + 1:]))
+            if len(dst):
+                yield Block(i, dst, pat, {})
+
+    def connections(self) -> Iterator[tuple[str, str, ConnSet]]:
+        """Pairs with something allowed, sorted; a pod's pair with itself and external pairs left out."""
+        names, patterns = self.rows.names, self.pairs.patterns
+        for b in self.blocks():
+            a = names[b.src]
+            for j, p in zip(b.dst.tolist(), b.pattern.tolist(), strict=True):
+                yield a, names[j], patterns[p]
+
+    def pair_count(self) -> int:
+        return sum(len(b.dst) for b in self.blocks())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``matrix -o json`` document (docs/policy.md); the CLI streams the same text."""
+        key = "pods" if self.level == "pod" else "workloads"
+        names, patterns = self.rows.names, self.pairs.patterns
+        connections = []
+        for b in self.blocks():
+            for j, p in zip(b.dst.tolist(), b.pattern.tolist(), strict=True):
+                item: dict[str, Any] = {"from": names[b.src], "to": names[j], "allowed": patterns[p].to_json()}
+                if j in b.partly:
+                    item["partly"] = b.partly[j].to_dict()
+                connections.append(item)
+        return {key: [n for n, k in zip(names, self.rows.kinds, strict=True) if k != "external"],
+                "connections": connections, "notes": list(self.notes)}
+
+
+def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = False, include_system: bool = False,
+           external: bool = True, group_bits: int = WORD_BITS) -> Matrix:
+    """The answer per workload (``pods=True``: per pod); ``namespace`` keeps that namespace's rows (policies of
+    every namespace still count); the pods knetsim adds itself are left out unless ``include_system``."""
     index = policy_index(state)
-    classes = build_classes(state, index, external=external)
-    allowed = class_matrix(state, classes, protocol, port, index)
-    sizes = np.array([len(m) if k != EXTERNAL else 0 for m, k in zip(classes.members, classes.kind, strict=True)],
-                     dtype=np.float64)
-    total = 0.0
-    step = 2048
-    for lo in range(0, classes.count, step):
-        total += float(sizes[lo:lo + step] @ (allowed[lo:lo + step].astype(np.float32) @ sizes.astype(np.float32)))
-    diag = float((np.diagonal(allowed) * sizes).sum())
-    stats = PortMatrixStats(int(sizes.sum()), classes.count, int((classes.kind == POD).sum()),
-                            int((classes.kind == EXTERNAL).sum()), int(allowed.sum()), round(total - diag))
-    return classes, allowed, stats
+    members = [p for _, p in sorted(state.pods.items())
+               if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
+               and (include_system or not is_system_pod(p))
+               and (namespace is None or p.namespace == namespace)]
+    classes = build_classes(state, index, members, external=external)
+    vectors = Vectors(state, classes, index)
+    atoms = port_atoms(index, classes)
+    tiers = [NetworkPolicyTier(classes, prepare(vectors), AtomMasks(atoms, classes))]
+    pairs = class_pairs(classes, tiers, atoms, group_bits)
+    if pods:
+        rows, row_notes = pod_rows(classes), []
+    else:
+        rows, row_notes = workload_rows(state, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *row_notes))
 
 
-__all__ = ["FULL", "Classes", "Matrix", "PortMatrixStats", "build_classes", "class_matrix", "matrix", "port_atoms",
-           "port_matrix"]
+__all__ = ["OTHER", "AtomMasks", "Block", "ClassPairs", "Group", "Matrix", "NetworkPolicyTier", "Partly", "Rows",
+           "Tier", "TierMasks", "class_pairs", "direction_allowed", "is_system_pod", "matrix", "port_atoms",
+           "workload_of"]

@@ -1,13 +1,74 @@
-"""Text, CSV, DOT and HTML renderings of a ``Matrix`` and of a ``Verdict`` (pure: strings in, strings out)."""
+"""Text, list, JSON, YAML, CSV and DOT renderings of a ``Matrix``, and the text of a ``Verdict``.
+
+The matrix writers stream: they take the answer one source row at a time (``Matrix.blocks``)
+and write to a text stream, so the output of a million pod pairs never sits in memory. Each
+line is built from strings prepared once per name and once per pattern, which is what keeps
+the pod-level answer above a million pairs a second.
+"""
 
 from __future__ import annotations
 
-import csv
-import html
-import io
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+
+import numpy as np
+import yaml
 
 from .engine import DirectionVerdict, Verdict
-from .matrix import Matrix
+from .matrix import Block, Matrix
+
+FLUSH_CHARS = 1 << 20
+
+
+class _Out:
+    """Collects strings and writes them in large pieces (one write per line would dominate the time)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.parts: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size >= FLUSH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            self.stream.write("".join(self.parts))
+            self.parts, self.size = [], 0
+
+
+def _partly_text(m: Matrix, block: Block, j: int) -> str:
+    part = block.partly[j]
+    return f" (and {part.allowed.describe()} for {part.pairs} of {part.of} pod pairs: {part.reason})"
+
+
+# --- list and table ---------------------------------------------------------------------
+
+
+def write_list(m: Matrix, stream: TextIO) -> int:
+    """``src => dst : TCP 8080`` per allowed pair (as NCA's txt_no_fw_rules); returns the number of pairs."""
+    out = _Out(stream)
+    names = m.names
+    described = [p.describe() for p in m.patterns]
+    tails = [f" => {n} : " for n in names]
+    count = 0
+    for block in m.blocks():
+        src = names[block.src]
+        dst, pat = block.dst.tolist(), block.pattern.tolist()
+        count += len(dst)
+        if block.partly:
+            for j, p in zip(dst, pat, strict=True):
+                extra = _partly_text(m, block, j) if j in block.partly else ""
+                out.write(f"{src}{tails[j]}{described[p]}{extra}\n")
+            continue
+        out.write("".join([src + tails[j] + described[p] + "\n" for j, p in zip(dst, pat, strict=True)]))
+    out.flush()
+    return count
 
 
 def _stacked_header(count: int, indent: int) -> list[str]:
@@ -16,108 +77,178 @@ def _stacked_header(count: int, indent: int) -> list[str]:
     return [" " * indent + " ".join(label[row] for label in labels) for row in range(width)]
 
 
-def grid_text(m: Matrix, protocol: str = "TCP", port: int = 80) -> str:
+def grid_rows(m: Matrix, protocol: str, port: int) -> Iterable[tuple[int, str]]:
+    """Per row: its cells on ``protocol/port``: ``.`` allowed, ``X`` denied, ``~`` for some of the pod pairs
+    only, ``-`` between two external ranges."""
+    n = len(m.names)
+    on = np.array([s.contains(protocol, port) for s in m.patterns], dtype=bool)
+    external = np.array([k == "external" for k in m.rows.kinds], dtype=bool)
+    blocks = iter(m.blocks())  # ascending by source row, rows with nothing allowed skipped
+    pending = next(blocks, None)
+    for i in range(n):
+        cells = np.full(n, "X", dtype="<U1")
+        if external[i]:
+            cells[external] = "-"
+        block = None
+        if pending is not None and pending.src == i:
+            block, pending = pending, next(blocks, None)
+        if block is not None:
+            cells[block.dst] = np.where(on[block.pattern], ".", "X")
+            for j, part in block.partly.items():
+                if cells[j] == "X" and part.allowed.contains(protocol, port):
+                    cells[j] = "~"
+        if external[i]:
+            cells[i] = "-"
+        elif len(m.rows.members[i]) == 1:
+            cells[i] = "."  # a pod can always reach itself
+        yield i, " ".join(cells.tolist())
+
+
+def write_table(m: Matrix, stream: TextIO, protocol: str = "TCP", port: int = 80) -> None:
+    out = _Out(stream)
     names = m.names
-    g = m.grid(protocol, port)
     width = len(str(len(names)))
     name_width = max((len(n) for n in names), default=0)
     indent = width + 2 + name_width + 2
-    external = [e.kind == "external" for e in m.endpoints]
-    lines = [f"Connectivity on {protocol}/{port} ('.' allowed, 'X' denied, '-' between two external ranges; "
-             "rows are sources, columns destinations)", ""]
-    lines += _stacked_header(len(names), indent)
-    for i, name in enumerate(names):
-        cells = " ".join("-" if external[i] and external[j] and i != j else ("." if g[i, j] else "X")
-                         for j in range(len(names)))
-        lines.append(f"{str(i + 1).rjust(width)}  {name.ljust(name_width)}  {cells}")
-    return "\n".join(lines) + "\n"
-
-
-def connections_text(m: Matrix) -> str:
-    lines = [f"{a} => {b} : {s.describe()}" for a, b, s in m.connections()]
-    return "\n".join(lines) + ("\n" if lines else "")
-
-
-def table(m: Matrix, protocol: str = "TCP", port: int = 80) -> str:
-    out = grid_text(m, protocol, port) + "\nAllowed connections (a pod can always reach itself; not listed):\n"
-    out += connections_text(m) or "(none)\n"
+    out.write(f"Connectivity on {protocol}/{port} ('.' allowed, 'X' denied, '~' for some pod pairs only, '-' between "
+              "two external ranges; rows are sources, columns destinations)\n\n")
+    for line in _stacked_header(len(names), indent):
+        out.write(line + "\n")
+    for i, cells in grid_rows(m, protocol, port):
+        out.write(f"{str(i + 1).rjust(width)}  {names[i].ljust(name_width)}  {cells}\n")
+    out.write("\nAllowed connections (a pod can always reach itself; not listed):\n")
+    out.flush()
+    if not write_list(m, stream):
+        stream.write("(none)\n")
     for note in m.notes:
-        out += f"Note: {note}\n"
-    return out
+        stream.write(f"Note: {note}\n")
 
 
-def to_csv(m: Matrix) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["from", "to", "allowed"])
-    for a, b, s in m.connections():
-        writer.writerow([a, b, "all" if s.is_all else s.describe()])
-    return buf.getvalue()
+# --- JSON and YAML ------------------------------------------------------------------------
+
+
+def write_json(m: Matrix, stream: TextIO) -> None:
+    """The document of ``Matrix.to_dict`` (docs/policy.md), one connection per line."""
+    out = _Out(stream)
+    key = "pods" if m.level == "pod" else "workloads"
+    quoted = [json.dumps(n, ensure_ascii=False) for n in m.names]
+    members = [q for q, k in zip(quoted, m.rows.kinds, strict=True) if k != "external"]
+    out.write("{\n" + f'  "{key}": ' + ("[\n    " + ",\n    ".join(members) + "\n  ]" if members else "[]"))
+    out.write(',\n  "connections": [')
+    allowed = [json.dumps(p.to_json()) for p in m.patterns]
+    tails = [f', "to": {q}, "allowed": ' for q in quoted]
+    first = True
+    for block in m.blocks():
+        head = ("\n" if first else ",\n") + '    {"from": ' + quoted[block.src]
+        first = False
+        dst, pat = block.dst.tolist(), block.pattern.tolist()
+        if block.partly:
+            extra = {j: f', "partly": {json.dumps(part.to_dict())}' for j, part in block.partly.items()}
+            items = [tails[j] + allowed[p] + extra.get(j, "") + "}" for j, p in zip(dst, pat, strict=True)]
+        else:
+            items = [tails[j] + allowed[p] + "}" for j, p in zip(dst, pat, strict=True)]
+        out.write(head + (",\n" + '    {"from": ' + quoted[block.src]).join(items))
+    out.write("\n  ]" if not first else "]")
+    notes = ",\n    ".join(json.dumps(n, ensure_ascii=False) for n in m.notes)
+    out.write(',\n  "notes": ' + (f"[\n    {notes}\n  ]" if m.notes else "[]") + "\n}\n")
+    out.flush()
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9./\-_\[\]{}=,!]*$")
+
+
+def _yaml_scalar(text: str) -> str:
+    if _PLAIN.match(text):
+        return text  # a plain scalar in block context: flow indicators inside are fine
+    return yaml.safe_dump(text, default_style='"').rstrip("\n").removesuffix("\n...")
+
+
+def _yaml_flow(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, sort_keys=False)
+    return text.rstrip("\n").removesuffix("\n...")
+
+
+def write_yaml(m: Matrix, stream: TextIO) -> None:
+    out = _Out(stream)
+    key = "pods" if m.level == "pod" else "workloads"
+    scalars = [_yaml_scalar(n) for n in m.names]
+    members = [s for s, k in zip(scalars, m.rows.kinds, strict=True) if k != "external"]
+    out.write(f"{key}:" + ("".join(f"\n- {s}" for s in members) if members else " []") + "\n")
+    allowed = [_yaml_flow(p.to_json()) for p in m.patterns]
+    out.write("connections:")
+    empty = True
+    for block in m.blocks():
+        empty = False
+        head = f"\n- from: {scalars[block.src]}\n  to: "
+        parts = []
+        for j, p in zip(block.dst.tolist(), block.pattern.tolist(), strict=True):
+            item = head + scalars[j] + "\n  allowed: " + allowed[p]
+            if j in block.partly:
+                item += "\n  partly: " + _yaml_flow(block.partly[j].to_dict())
+            parts.append(item)
+        out.write("".join(parts))
+    out.write(" []\n" if empty else "\n")
+    out.write("notes:" + ("".join(f"\n- {_yaml_flow(n)}" for n in m.notes) if m.notes else " []") + "\n")
+    out.flush()
+
+
+# --- CSV and DOT --------------------------------------------------------------------------
+
+
+def _csv_field(text: str) -> str:
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def write_csv(m: Matrix, stream: TextIO) -> None:
+    """Columns ``from,to,allowed`` (``all`` for every connection), as csv.writer would quote them."""
+    out = _Out(stream)
+    out.write("from,to,allowed\n")
+    fields = [_csv_field(n) for n in m.names]
+    allowed = [_csv_field("all" if p.is_all else p.describe()) for p in m.patterns]
+    for block in m.blocks():
+        head = fields[block.src] + ","
+        out.write("".join([head + fields[j] + "," + allowed[p] + "\n"
+                           for j, p in zip(block.dst.tolist(), block.pattern.tolist(), strict=True)]))
+    out.flush()
 
 
 def _dot_id(name: str) -> str:
-    return '"' + name.replace('"', '\\"') + '"'
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(m: Matrix) -> str:
-    lines = ["digraph connectivity {", "  rankdir=LR;", '  node [shape=box, fontname="monospace"];']
+def write_dot(m: Matrix, stream: TextIO) -> None:
+    out = _Out(stream)
+    out.write('digraph connectivity {\n  rankdir=LR;\n  node [shape=box, fontname="monospace"];\n')
     by_ns: dict[str, list[str]] = {}
     externals = []
-    for e in m.endpoints:
-        if e.pod is not None:
-            by_ns.setdefault(e.pod.namespace, []).append(e.name)
+    for name, ns, kind in zip(m.names, m.rows.namespaces, m.rows.kinds, strict=True):
+        if kind == "external" or not ns:
+            externals.append((name, kind))
         else:
-            externals.append(e.name)
+            by_ns.setdefault(ns, []).append(name)
     for i, (ns, names) in enumerate(sorted(by_ns.items())):
-        lines.append(f"  subgraph cluster_{i} {{")
-        lines.append(f"    label={_dot_id(ns)};")
-        lines += [f"    {_dot_id(n)} [label={_dot_id(n.split('/', 1)[1])}];" for n in names]
-        lines.append("  }")
-    lines += [f"  {_dot_id(n)} [shape=ellipse];" for n in externals]
-    for a, b, s in m.connections():
-        lines.append(f"  {_dot_id(a)} -> {_dot_id(b)} [label={_dot_id(s.describe())}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        out.write(f"  subgraph cluster_{i} {{\n    label={_dot_id(ns)};\n")
+        out.write("".join(f"    {_dot_id(n)} [label={_dot_id(n.split('/', 1)[1])}];\n" for n in names))
+        out.write("  }\n")
+    out.write("".join(f"  {_dot_id(n)} [shape={'ellipse' if k == 'external' else 'box'}];\n" for n, k in externals))
+    ids = [_dot_id(n) for n in m.names]
+    labels = [f" [label={_dot_id(p.describe())}];\n" for p in m.patterns]
+    for block in m.blocks():
+        head = f"  {ids[block.src]} -> "
+        out.write("".join([head + ids[j] + labels[p]
+                           for j, p in zip(block.dst.tolist(), block.pattern.tolist(), strict=True)]))
+    out.write("}\n")
+    out.flush()
 
 
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-table.grid { border-collapse: collapse; font-family: monospace; font-size: 12px; }
-table.grid td, table.grid th { border: 1px solid #ccc; padding: 2px 4px; text-align: center; }
-table.grid th.row { text-align: left; white-space: nowrap; }
-table.grid th.col { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; }
-td.ok { background: #c8efc8; } td.no { background: #f4c7c7; } td.self { background: #e6e6e6; }
-ul.conn { font-family: monospace; font-size: 12px; }
-"""
+WRITERS: dict[str, Callable[[Matrix, TextIO], Any]] = {
+    "list": write_list, "json": write_json, "yaml": write_yaml, "csv": write_csv, "dot": write_dot,
+}
 
 
-def to_html(m: Matrix, protocol: str = "TCP", port: int = 80) -> str:
-    names = m.names
-    g = m.grid(protocol, port)
-    esc = html.escape
-    rows = ['<tr><th></th>' + "".join(f'<th class="col">{esc(n)}</th>' for n in names) + "</tr>"]
-    external = [e.kind == "external" for e in m.endpoints]
-    for i, a in enumerate(names):
-        cells = []
-        for j, b in enumerate(names):
-            if external[i] and external[j] and i != j:
-                cells.append('<td class="self">-</td>')
-                continue
-            cls = "self" if i == j else ("ok" if g[i, j] else "no")
-            mark = "." if g[i, j] else "X"
-            title = f"{a} -> {b}: {'allowed' if g[i, j] else 'denied'} on {protocol}/{port}"
-            cells.append(f'<td class="{cls}" title="{esc(title)}">{mark}</td>')
-        rows.append(f'<tr><th class="row">{esc(a)}</th>' + "".join(cells) + "</tr>")
-    items = "".join(f"<li>{esc(a)} =&gt; {esc(b)} : {esc(s.describe())}</li>" for a, b, s in m.connections())
-    notes = "".join(f"<p>Note: {esc(n)}</p>" for n in m.notes)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>knetsim connectivity matrix ({esc(protocol)}/{port})</title><style>{_CSS}</style></head><body>\n"
-        f"<h1>Connectivity on {esc(protocol)}/{port}</h1>\n"
-        "<p>Rows are sources, columns destinations: <b>.</b> allowed, <b>X</b> denied by NetworkPolicy.</p>\n"
-        f"<table class=\"grid\">{''.join(rows)}</table>\n"
-        f"<h2>Allowed connections</h2><ul class=\"conn\">{items}</ul>{notes}\n</body></html>\n"
-    )
+# --- one verdict ------------------------------------------------------------------------
 
 
 def _direction_text(d: DirectionVerdict) -> list[str]:
@@ -143,3 +274,7 @@ def verdict_text(v: Verdict) -> str:
         lines.append("result: the packet is dropped, so a client sees a timeout (not 'connection refused')")
     lines += [f"note: {n}" for n in v.notes]
     return "\n".join(lines) + "\n"
+
+
+__all__ = ["WRITERS", "grid_rows", "verdict_text", "write_csv", "write_dot", "write_json", "write_list",
+           "write_table", "write_yaml"]

@@ -1,0 +1,95 @@
+"""Start-up recheck: every stored object must pass today's admission before the server serves it.
+
+A store written by an older knetsim (or edited by hand) may hold an object today's decoder or
+validators refuse: a ``null`` where an int32 goes, a field the types do not have, a name no
+URL can carry. Served as it is, such an object breaks the controllers or a ``kubectl get`` of its
+kind, and after a restart the cluster would never come up. So each one is *quarantined*: moved
+to the store's quarantine table (nothing is deleted), logged, and announced by a Warning event
+``Quarantined`` in its namespace, which ``kubectl get events`` shows. Fields the types do not know
+are dropped from the stored copy (the API server's pruning), with a log line.
+
+The check runs when the store was last written by another knetsim version, so a normal restart
+pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from .. import __version__
+from ..model.admission import AdmissionError, FieldValidation
+from .controllers import EventNames, make_event
+from .errors import ApiError
+from .registry import Registry, WriteOptions, kind_of
+from .resources import BY_KIND
+from .store import Key, Write
+
+log = logging.getLogger("knetsim.apiserver")
+ADMISSION_MARK = "admission"  # store meta key: the knetsim version whose admission the objects passed
+
+
+def admission_version() -> str:
+    from ..model.schema import KUBERNETES_VERSION
+
+    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}"
+
+
+def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """(why the object cannot be served, None), or (None, the object without the fields today's types do not
+    have when it had some, else None)."""
+    r = BY_KIND.get(key[0])
+    if r is None:
+        return f"kind {key[0]} is not served by this version", None
+    try:
+        decoded = registry.decode(r, body, WriteOptions(FieldValidation.IGNORE), name=key[2])
+        from ..model import admission
+
+        pruned = json.loads(json.dumps(decoded.obj)) if decoded.unknown_fields else None
+        obj = admission.default(decoded.obj, kind_of(r), key[1] or "default")
+        errors = admission.validation_errors(obj, kind_of(r))
+    except (ApiError, AdmissionError) as exc:
+        return exc.message, None
+    if errors:
+        return "; ".join(str(e) for e in errors), None
+    meta, want = obj.get("metadata") or {}, body.get("metadata") or {}
+    if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
+            (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):
+        return "its key does not match its metadata", None
+    return None, pruned
+
+
+def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
+    """Quarantine what today's admission refuses; returns what was quarantined (key, reason)."""
+    store = registry.store
+    quarantined: list[tuple[Key, str]] = list(store.unreadable)
+    for key, reason in store.unreadable:
+        store.quarantine(key, reason)
+    store.unreadable.clear()
+    if store.meta.get(ADMISSION_MARK) == admission_version() and not quarantined:
+        return []
+    rewrites: list[Write] = []
+    for key in sorted(store.objects):
+        stored = store.objects[key]
+        reason, obj = _problem(registry, key, stored.body)
+        if reason is not None:
+            store.quarantine(key, reason)
+            quarantined.append((key, reason))
+            continue
+        if obj is not None:
+            log.warning("stored %s %s/%s rewritten without the fields today's types do not have", *key)
+            rewrites.append(Write(key, obj, stored.managed))
+    names = EventNames(now, store.meta)
+    events: list[Write] = []
+    for (kind, namespace, name), reason in quarantined:
+        log.error("quarantined %s %s/%s: %s (kept in the store's quarantine table, not served)", kind, namespace,
+                  name, reason)
+        involved = {"kind": kind, "namespace": namespace, "name": name or "unknown",
+                    "uid": f"{kind}/{namespace}/{name}", "apiVersion": BY_KIND[kind].api_version if kind in BY_KIND
+                    else ""}
+        events.append(make_event(names, involved, "Quarantined", f"{kind} {namespace + '/' if namespace else ''}"
+                                 f"{name} was not served: {reason}"[:1024], "knetsim-apiserver", now,
+                                 type_="Warning"))
+    store.commit([*rewrites, *events], {ADMISSION_MARK: admission_version(), "eventseq": str(names.count)})
+    return quarantined

@@ -1,0 +1,239 @@
+"""Admission of one object, as kube-apiserver admits it: resolve the kind, decode, default, validate.
+
+The live API server and the offline loader both come through here, so ``kubectl apply`` against
+``knetsim up`` and ``knetsim validate -f`` refuse the same objects with the same words.
+
+    body ─ resolve kind ─ decode (typed; unknown fields by fieldValidation) ─ default ─ validate ─ object
+           │               │ built-in kinds: the v1.35 Go types (model.schema)
+           │               │ custom kinds:   the CRD's structural schema (model.crd): prune, default,
+           │               │                 OpenAPI + CEL validation
+           └ "no matches for kind ..." when the group is one knetsim knows and the kind is not in it
+
+What each failure becomes (live status code / offline):
+
+- the kind does not exist: 404 / ``no matches for kind "Ingres" in version "networking.k8s.io/v1"``;
+- a value does not fit its type, or an unknown field under ``fieldValidation=Strict``: 400
+  BadRequest, ``Service in version "v1" cannot be handled as a Service: strict decoding error:
+  unknown field "spec.selectr"``;
+- validation errors: 422 Invalid with field errors (``spec.ports[1].name: Required value``).
+
+Under ``Warn`` the unknown fields are dropped and come back as warnings; under ``Ignore`` they are
+dropped silently. Either way nothing the types do not describe is ever stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from . import crd as crds
+from . import schema
+from .defaults import default_in_place
+from .fielderr import FieldError
+from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
+from .validation import validate, validate_object_meta
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+class FieldValidation(StrEnum):
+    STRICT = "Strict"
+    WARN = "Warn"
+    IGNORE = "Ignore"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A resolved kind: where its schema comes from and how knetsim treats it."""
+
+    group: str
+    version: str
+    kind: str
+    definition: str | None = None  # a built-in kind's OpenAPI definition
+    crd: crds.CRDVersion | None = None  # a custom kind's CRD version
+    info: KindInfo | None = None  # set when knetsim serves or simulates the kind
+    namespaced: bool | None = None  # None: unknown (a kind knetsim can only keep)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def typed(self) -> bool:
+        """Has a schema (built-in or CRD): unknown fields and wrong types can be told."""
+        return self.definition is not None or self.crd is not None
+
+
+class AdmissionError(Exception):
+    """The object is refused. ``code`` is the HTTP status the API server answers with."""
+
+    def __init__(self, code: int, reason: str, message: str, errors: Iterable[FieldError] = (),
+                 unknown_fields: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+        self.errors = list(errors)
+        self.unknown_fields = list(unknown_fields)  # the dropped paths, for "did you mean" hints
+
+
+class NoKindMatch(AdmissionError):
+    def __init__(self, api_version: str, kind: str) -> None:
+        super().__init__(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
+
+
+@dataclass
+class Decoded:
+    obj: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)  # what fieldValidation=Warn reports
+    unknown_fields: list[str] = field(default_factory=list)
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None,
+            ) -> Kind | None:
+    """The kind ``apiVersion``/``kind`` name; None for a group knetsim knows nothing about (a foreign CRD).
+
+    Raises NoKindMatch when the group is a built-in or vendored one and has no such kind/version, as
+    kubectl's REST mapping does.
+    """
+    group, version = split_api_version(str(api_version))
+    info = BY_KIND.get(kind)
+    if info is not None and (info.group, info.version) != (group, version):
+        info = None
+    definition = schema.builtin_definition(group, version, kind)
+    custom = None
+    if definition is None:
+        custom = (extra_crds or {}).get((group, version, kind))
+        if custom is None and group in crds.vendored_groups():
+            custom = crds.vendored().get((group, version, kind))
+    if definition is not None:
+        namespaced = info.namespaced if info is not None else kind not in CLUSTER_SCOPED_BUILTINS
+        return Kind(group, version, kind, definition=definition, info=info, namespaced=namespaced)
+    if custom is not None:
+        return Kind(group, version, kind, crd=custom, info=info, namespaced=custom.namespaced)
+    if info is not None:
+        return Kind(group, version, kind, info=info, namespaced=info.namespaced)
+    if group in schema.builtin_groups() or group in crds.vendored_groups() or \
+            any(g == group for g, _, _ in (extra_crds or {})):
+        raise NoKindMatch(str(api_version), kind)
+    return None
+
+
+def _handled_as(kind: Kind, detail: str) -> str:
+    return f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {detail}'
+
+
+def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidation = FieldValidation.STRICT,
+           ) -> Decoded:
+    """The body as the typed decoder leaves it; raises AdmissionError (400) for type errors and, under
+    Strict, for unknown or duplicate fields."""
+    if kind.definition is not None:
+        try:
+            decoded = schema.decode(dict(body), kind.definition)
+        except schema.DecodeError as exc:
+            raise AdmissionError(400, "BadRequest", _handled_as(kind, str(exc))) from None
+        obj, strict = decoded.obj, list(decoded.strict)
+    elif kind.crd is not None:
+        try:
+            meta = schema.decode_field(body.get("metadata"), OBJECT_META, "metadata")
+        except schema.DecodeError as exc:
+            raise AdmissionError(400, "BadRequest", _handled_as(kind, str(exc))) from None
+        obj, strict = crds.prune({**body, "metadata": meta.obj}, kind.crd)
+        strict = [*meta.strict, *strict]
+    else:
+        return Decoded(dict(body))
+    unknown = [s.split('"', 2)[1] for s in strict if s.startswith("unknown field")]
+    if strict and field_validation == FieldValidation.STRICT:
+        raise AdmissionError(400, "BadRequest", _handled_as(kind, "strict decoding error: " + ", ".join(strict)),
+                             unknown_fields=unknown)
+    return Decoded(obj, strict if field_validation == FieldValidation.WARN else [], unknown)
+
+
+def default(obj: dict[str, Any], kind: Kind, namespace: str = "default") -> dict[str, Any]:
+    """Defaulting of a decoded object (in place); cluster-scoped kinds lose any namespace, as BeforeCreate does."""
+    meta = obj.setdefault("metadata", {})
+    if kind.namespaced is False and isinstance(meta, dict):
+        meta.pop("namespace", None)
+    elif kind.namespaced and isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = namespace
+    if kind.crd is not None:
+        return crds.default(obj, kind.crd)
+    return default_in_place(obj, namespace)
+
+
+def validation_errors(obj: dict[str, Any], kind: Kind, old: dict[str, Any] | None = None) -> list[FieldError]:
+    """Every validation error of a decoded, defaulted object (the API server's 422 list)."""
+    if kind.crd is not None:
+        return validate_object_meta(obj.get("metadata"), kind.kind, kind.namespaced) + \
+            crds.validate_custom(obj, kind.crd, old)
+    return validate(obj, kind.namespaced)
+
+
+def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:
+    """The 422: ``Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: ...``."""
+    subject = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
+    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
+    return AdmissionError(422, "Invalid", f'{subject} "{name}" is invalid: {text}', errors)
+
+
+def admit(body: Mapping[str, Any], *, namespace: str = "default",
+          field_validation: FieldValidation = FieldValidation.STRICT,
+          extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None) -> tuple[dict[str, Any], Decoded,
+                                                                                            Kind | None]:
+    """The whole pipeline for one offline document; raises AdmissionError. A foreign kind (None) is kept as is."""
+    kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
+    if kind is None:
+        return dict(body), Decoded(dict(body)), None
+    decoded = decode(body, kind, field_validation)
+    obj = default(decoded.obj, kind, namespace)
+    errors = validation_errors(obj, kind)
+    if errors:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise invalid(kind, name, errors)
+    return obj, decoded, kind
+
+
+def _crd_fields(schema_node: dict[str, Any], path: list[str]) -> list[str]:
+    node: dict[str, Any] | None = schema_node
+    for part in path:
+        while node is not None and node.get("type") == "array":
+            node = node.get("items")
+        props = (node or {}).get("properties") or {}
+        node = props.get(part)
+    while node is not None and node.get("type") == "array":
+        node = node.get("items")
+    return sorted((node or {}).get("properties") or {})
+
+
+def did_you_mean(body: Mapping[str, Any], unknown: str,
+                 extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None) -> str | None:
+    """The real field nearest to an unknown one: ``spec.selectr`` → ``spec.selector``."""
+    from .labels import edit_distance
+
+    try:
+        kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
+    except NoKindMatch:
+        return None
+    if kind is None:
+        return None
+    parts = [p for p in unknown.replace("[", ".[").split(".") if p and not p.startswith("[")]
+    parent, name = parts[:-1], parts[-1] if parts else ""
+    if kind.definition is not None:
+        candidates = schema.known_fields(kind.definition, parent)
+    elif kind.crd is not None:
+        candidates = _crd_fields(kind.crd.schema, parent)
+    else:
+        return None
+    best: tuple[int, str] | None = None
+    for candidate in candidates:
+        distance = 0 if candidate.lower() == name.lower() else edit_distance(candidate, name)
+        if distance <= max(2, len(name) // 3) and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    if best is None:
+        return None
+    return unknown[: len(unknown) - len(name)] + best[1]

@@ -1,0 +1,26 @@
+"""Kernel tests: real network namespaces, rules and sockets (Linux, root, iproute2, nftables, iptables).
+
+Address plan: the DESIGN.md defaults (nodes 172.18.0.2-4, pods 10.244.<node>.0/24, services
+10.96.0.0/12), the Docker host/Internet namespace at 172.18.0.1 with the external client
+203.0.113.10. Every topology is torn down by the test that built it; ``no_leftovers``
+checks that nothing with the knetsim prefix survives a test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knetsim.kernel import missing_requirements
+from knetsim.kernel.netns import PREFIX, list_netns
+
+MISSING = missing_requirements()
+needs_kernel = pytest.mark.skipif(bool(MISSING), reason="kernel mode unavailable here: " + "; ".join(MISSING)
+                                  + " (CI runs as root with iproute2, nftables and iptables installed by .ci/run)")
+
+
+@pytest.fixture
+def no_leftovers():
+    before = {n for n in list_netns() if n.startswith(PREFIX)}
+    yield
+    after = {n for n in list_netns() if n.startswith(PREFIX)}
+    assert after <= before, f"namespaces left behind: {sorted(after - before)}"
