@@ -18,8 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import gatewayapi
-from ..model import admission
+from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
