@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -498,9 +499,73 @@ EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*S
                       "*Count#", "*Name")
 
 
+# --- custom kinds: their CRD's additionalPrinterColumns -----------------------------------
+
+_JSONPATH_TOKEN = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\*|\d+)\]"
+                             r"|\[\?\(@\.([A-Za-z0-9_.-]+)\s*==\s*[\"']([^\"']*)[\"']\)\]")
+
+
+def jsonpath(body: Any, path: str) -> list[Any]:
+    """The values a CRD printer column's JSONPath selects (the subset CRDs use: fields, ``[n]``, ``[*]``,
+    ``[?(@.type=="Ready")]``)."""
+    values = [body]
+    pos = 0
+    while pos < len(path):
+        m = _JSONPATH_TOKEN.match(path, pos)
+        if m is None:
+            return []
+        pos = m.end()
+        field, index, filter_path, filter_value = m.groups()
+        out: list[Any] = []
+        for v in values:
+            if field is not None and isinstance(v, Mapping) and field in v:
+                out.append(v[field])
+            elif index == "*" and isinstance(v, list):
+                out.extend(v)
+            elif index is not None and index != "*" and isinstance(v, list) and int(index) < len(v):
+                out.append(v[int(index)])
+            elif filter_path is not None and isinstance(v, list):
+                for item in v:
+                    probe: Any = item
+                    for part in filter_path.split("."):
+                        probe = probe.get(part) if isinstance(probe, Mapping) else None
+                    if probe is not None and str(probe) == filter_value:
+                        out.append(item)
+        values = out
+    return values
+
+
+def _crd_columns(kind: str) -> list[dict[str, Any]] | None:
+    from .model.crd import index
+
+    for crd in index():
+        if crd["kind"] == kind:
+            storage = next((v for v in crd["versions"] if v["storage"]), crd["versions"][0])
+            age_only = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+            return storage["printerColumns"] or age_only
+    return None
+
+
+def _crd_cell(column: Mapping[str, Any], body: Obj, now: datetime | None) -> Any:
+    """As the CRD TableConvertor prints a cell: a date as an age, several values joined by commas."""
+    values = jsonpath(body, str(column.get("jsonPath", "")))
+    if not values or values == [None]:
+        return "" if column.get("type") in ("string", "date") else None
+    if column.get("type") == "date":
+        return since(values[0], now)
+    if column.get("type") in ("integer", "number", "boolean") and len(values) == 1:
+        return values[0]
+    return ",".join(json.dumps(v, separators=(",", ":")) if isinstance(v, list | dict) else str(v) for v in values)
+
+
 def column_defs(kind: str) -> list[ColumnDef]:
     if kind == "Event":
         return list(EVENT_COLUMNS)
+    if kind not in PRINTERS:
+        custom = _crd_columns(kind)
+        if custom is not None:
+            return [_NAME, *(ColumnDef(str(c["name"]), "string" if c.get("type") == "date" else str(c.get("type")),
+                                       int(c.get("priority", 0) or 0)) for c in custom)]
     return [_NAME, *PRINTERS.get(kind, (_defs("Age"), _default))[0]]
 
 
@@ -508,6 +573,10 @@ def cells(kind: str, body: Obj, now: datetime | None) -> list[Any]:
     """The row's cells in ``column_defs(kind)`` order, typed as the API sends them."""
     if kind == "Event":
         return _event(body, now)
+    if kind not in PRINTERS:
+        custom = _crd_columns(kind)
+        if custom is not None:
+            return [(body.get("metadata") or {}).get("name", ""), *(_crd_cell(c, body, now) for c in custom)]
     return PRINTERS.get(kind, ([], _default))[1](body, now)
 
 

@@ -57,3 +57,37 @@ def test_curl_through_the_ingress_and_a_node_port(shop: Live) -> None:
     assert "X-Knetsim-Backend: shop/api-" in out.stdout
     out = run("curl", "-s", "-H", "Host: 172.18.0.3:30080", f"{base}/")
     assert "Welcome to nginx!" in out.stdout
+
+
+def test_a_simulation_crash_at_the_entry_is_a_500_that_says_so() -> None:
+    """The front door answers a tracer failure as knetsim's error (500 with the exception), not a 400."""
+    import asyncio
+    import urllib.error
+    import urllib.request
+
+    from knetsim.apiserver import entry
+
+    class Broken:
+        state = None  # the trace cannot run over this
+
+        async def settle(self) -> None:
+            return None
+
+    async def go() -> tuple[int, str]:
+        runner = await entry.start(Broken(), "127.0.0.1", 0)
+        assert runner is not None
+        port = runner.addresses[0][1]
+        try:
+            def fetch() -> tuple[int, str]:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/x", headers={"Host": "shop.example.com"})
+                try:
+                    with urllib.request.urlopen(req, timeout=10) as resp:
+                        return resp.status, resp.read().decode()
+                except urllib.error.HTTPError as exc:
+                    return exc.code, exc.read().decode()
+            return await asyncio.to_thread(fetch)
+        finally:
+            await runner.cleanup()
+    code, body = asyncio.run(go())
+    assert code == 500
+    assert body.startswith("knetsim: the simulation failed on http://shop.example.com/x: AttributeError")

@@ -27,7 +27,6 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from ..cluster import workloads as core_workloads
@@ -41,6 +40,8 @@ from ..model.kinds import BY_KIND as CORE_KINDS
 from ..model.labels import Selector
 from ..model.loader import BUILTIN, Document, Source
 from ..model.objects import Node, stable_uid
+from .events import EventNames, make_event
+from .events import involved as _involved
 from .store import Key, Stored, Write
 
 API_SOURCE = Source("<api>", 1)
@@ -77,7 +78,7 @@ def _pod_status(body: dict[str, Any]) -> dict[str, Any] | None:
     phase = status.get("phase")
     if phase in ("Succeeded", "Failed"):
         return status  # type: ignore[no-any-return]
-    if phase == "Running" and status.get("podIP") and (body.get("spec") or {}).get("nodeName"):
+    if phase in ("Running", "Pending") and status.get("podIP") and (body.get("spec") or {}).get("nodeName"):
         # Readiness depends on annotations and probes a client may have changed since.
         fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
         if status.get("startTime"):
@@ -347,59 +348,17 @@ OWNER_COMPONENT = {"ReplicaSet": "replicaset-controller", "StatefulSet": "statef
                    "DaemonSet": "daemonset-controller", "Job": "job-controller"}
 
 
-def _involved(body: Mapping[str, Any], field_path: str = "") -> dict[str, Any]:
-    meta = body.get("metadata") or {}
-    ref = {"apiVersion": body.get("apiVersion", "v1"), "kind": body.get("kind", ""),
-           "name": meta.get("name", ""), "namespace": meta.get("namespace", ""), "uid": meta.get("uid", "")}
-    if field_path:
-        ref["fieldPath"] = field_path
-    return ref
-
-
-class EventNames:
-    """Event names as the recorders make them, ``<object>.<hex of the time in ns>``: later events sort
-    after earlier ones, which is the order `kubectl describe` keeps for events of the same second.
-    The nanoseconds are a counter persisted in the store, so the plan stays a pure function."""
-
-    def __init__(self, now: str, seq: Mapping[str, str]) -> None:
-        self.seconds = int(datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
-        self.count = int(seq.get("eventseq", "0"))
-
-    def next(self) -> str:
-        self.count += 1
-        return f"{self.seconds * 10**9 + self.count % 10**9:x}"
-
-
-def make_event(names: EventNames, involved: dict[str, Any], reason: str, message: str, component: str, now: str,
-               *, host: str = "", type_: str = "Normal", action: str = "") -> Write:
-    suffix = names.next()
-    digest = hashlib.sha256(f"{involved['uid']}|{suffix}".encode()).hexdigest()[:32]
-    name = f"{involved['name']}.{suffix}"
-    ns = involved.get("namespace") or "default"
-    body: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": ns, "uid": str(uuid.UUID(digest)), "creationTimestamp": now},
-        "involvedObject": involved, "reason": reason, "message": message, "type": type_,
-    }
-    if action:
-        # events.k8s.io/v1 recorders (the scheduler): eventTime and reporting*, no source/count.
-        body.update({"action": action, "eventTime": now.replace("Z", ".000000Z"), "firstTimestamp": None,
-                     "lastTimestamp": None, "reportingComponent": component,
-                     "reportingInstance": f"{component}-{host}" if host else component, "source": {}})
-    else:
-        body.update({"source": {"component": component, **({"host": host} if host else {})}, "count": 1,
-                     "firstTimestamp": now, "lastTimestamp": now, "reportingComponent": component,
-                     "reportingInstance": host})
-    return Write(("Event", ns, name), body, "controller")
-
-
 def pod_events(names: EventNames, old: Mapping[str, Any] | None, new: Mapping[str, Any], now: str) -> list[Write]:
     """Scheduled, then Pulled/Created/Started per container, when a pod starts running."""
     was = ((old or {}).get("status") or {}).get("phase")
     status = new.get("status") or {}
     node = (new.get("spec") or {}).get("nodeName")
-    if was in ("Running", "Succeeded", "Failed") or status.get("phase") != "Running" or not node:
+    placed = bool(((old or {}).get("status") or {}).get("podIP"))
+    if was in ("Running", "Succeeded", "Failed") or placed or status.get("phase") not in ("Running", "Pending") \
+            or not status.get("podIP") or not node:
         return []
+    # A container whose image cannot be pulled waits; the kubelet records its Pulling/Failed/BackOff.
+    waiting = {cs.get("name") for cs in status.get("containerStatuses") or [] if "waiting" in (cs.get("state") or {})}
     meta = new["metadata"]
     cp = "control-plane"
     out = [make_event(names, _involved(new), "Scheduled",
@@ -407,6 +366,8 @@ def pod_events(names: EventNames, old: Mapping[str, Any] | None, new: Mapping[st
                       now, host=cp, action="Binding")]
     spec = new.get("spec") or {}
     for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if c.get("name") in waiting:
+            continue
         inv = _involved(new, f"spec.containers{{{c.get('name')}}}")
         if c in (spec.get("initContainers") or []):
             inv["fieldPath"] = f"spec.initContainers{{{c.get('name')}}}"
@@ -477,6 +438,9 @@ def _complete_pod_status(body: dict[str, Any]) -> None:
     statuses = []
     for cs in status["containerStatuses"]:
         cs = dict(cs)
+        if "waiting" in (cs.get("state") or {}) and not cs.get("lastState"):
+            statuses.append(cs)  # never ran (its image cannot be pulled): no container, no image yet
+            continue
         image = str(cs.get("image") or "")
         if not cs.get("containerID"):
             cs["containerID"] = "containerd://" + hashlib.sha256(f"{uid}/{cs.get('name')}".encode()).hexdigest()

@@ -114,8 +114,9 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         log.exception("reconcile failed at start")
         server.record_failure(exc)
     try:
-        from . import wsexec
+        from . import portforward, wsexec
         wsexec.install(server)
+        portforward.install(server)
     except ImportError:  # pragma: no cover - exec is part of the package
         pass
     from .kubelet import Kubelet

@@ -24,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..network.trace import EXTERNAL_CLIENT_IP
+from .accesslog import Served
 from .shell import KERNEL_CONNECT_TIMEOUT
 
 log = logging.getLogger("knetsim.apiserver")
@@ -49,9 +51,39 @@ def target_for(host_header: str, path_qs: str, state: Any) -> str:
     return f"http://{host}{f':{port}' if port.isdigit() else ''}{path_qs}"
 
 
+def client_address(t: Any, state: Any) -> str:
+    """The source address the backend pod sees: the ingress controller pod's (it proxies), the
+    node's for a NodePort (kube-proxy masquerades), else the outside client's."""
+    for hop in t.hops:
+        if hop.layer == "ingress":
+            controller = ((hop.data or {}).get("route") or {}).get("controller") or {}
+            if controller.get("pod_ip"):
+                return str(controller["pod_ip"])
+    host = t.target.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    if any(n.internal_ip == host for n in state.nodes.values()):
+        return host
+    return EXTERNAL_CLIENT_IP
+
+
+def _report_served(server: Any, t: Any, request: web.Request) -> None:
+    kubelet = server.exec_handlers.get("kubelet")
+    if kubelet is None or t.backend is None:
+        return
+    via_ingress = any(h.layer == "ingress" for h in t.hops)
+    forwarded = request.headers.get("X-Forwarded-For", "")
+    if via_ingress:
+        # ingress-nginx adds the client's address (the trace's external client) to X-Forwarded-For.
+        forwarded = f"{forwarded}, {EXTERNAL_CLIENT_IP}" if forwarded else EXTERNAL_CLIENT_IP
+    kubelet.served(Served(t.backend.pod, t.backend.port, client_address(t, server.state), request.method,
+                          request.path_qs,
+                          t.reply.status, len(t.reply.body.encode()), request.headers.get("User-Agent", ""),
+                          request.headers.get("Referer", ""), forwarded,
+                          f"HTTP/{request.version.major}.{request.version.minor}"))
+
+
 async def start(server: Any, host: str, port: int) -> web.AppRunner | None:
     try:
-        from ..network import trace
+        from ..network import TraceInputError, trace
     except ImportError:
         return None
 
@@ -63,10 +95,17 @@ async def start(server: Any, host: str, port: int) -> web.AppRunner | None:
         headers = {k: v for k, v in request.headers.items()}
         try:
             t = trace(state, "external", target, method=request.method, headers=headers)
-        except Exception as exc:
-            log.warning("entry trace failed for %s: %s", target, exc)
+        except TraceInputError as exc:
+            # A request the trace cannot start from (a Host that is no valid name): the client's error.
             return web.Response(status=400, text=f"knetsim: cannot route {target}: {exc}\n")
+        except Exception as exc:
+            # A crash of the simulation is knetsim's fault, not the client's: a 500 that says what broke
+            # (and a traceback in the server log), never a quiet 400.
+            log.exception("entry trace failed for %s", target)
+            return web.Response(status=500, text=f"knetsim: the simulation failed on {target}: "
+                                                 f"{type(exc).__name__}: {exc}\n")
         if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
+            _report_served(server, t, request)
             out_headers = {k: v for k, v in t.reply.headers.items() if k.lower() not in ("content-length",)}
             if t.backend is not None:
                 out_headers["X-Knetsim-Backend"] = f"{t.backend.pod} {t.backend.ip}:{t.backend.port}"

@@ -19,6 +19,13 @@ A container with ``stdin: true`` (``kubectl run -i``) waits for its first attach
 ``ATTACH_WAIT``) before it starts, so the attached client sees all of the output, on the
 right stream. Nothing here blocks the event loop: a command is a task, its waits are the
 tools' own (``-T``, ``-w``, ``-m``, the kernel's connect timeout, ``sleep``).
+
+Every container of a running pod has a log (``containerlog``: files under the state dir, in the
+CRI format), servers included: a web server's log gets one access-log line per request it
+serves (``served``, fed by exec tools, the Ingress entry and port-forward; formats in
+``accesslog``). A container whose image cannot be pulled (the registry model of
+``knetsim.cluster.images``) is handed to ``imagepull``, which records the kubelet's events and
+keeps it waiting in ErrImagePull / ImagePullBackOff until the image is fixed.
 """
 
 from __future__ import annotations
@@ -29,23 +36,27 @@ import hashlib
 import json
 import logging
 import re
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from ..cluster.images import pull_error
 from ..model.objects import Pod
 from . import shell
+from .accesslog import Served, container_for, log_line
+from .containerlog import Log, LogStore, Renderer
+from .events import Recorder
+from .imagepull import ImagePuller, started
+from .podfs import PodFS
 from .proc import SHELLS, Proc, is_interactive_shell
 from .store import Change
 
 log = logging.getLogger("knetsim.apiserver")
 
 ATTACH_WAIT = 10.0  # kubectl attaches within about a second of the pod turning Running
-LOG_LIMIT = 1 << 20  # bytes kept per container run (the kubelet rotates at 10 MiB)
 BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
 
 # Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
@@ -55,7 +66,6 @@ SHELL_IMAGES = {"busybox", "alpine", "curl", "netshoot", "network-multitool", "u
 # The image's CMD when the pod sets neither command nor args.
 DEFAULT_CMD = {"busybox": ["sh"], "alpine": ["/bin/sh"], "netshoot": ["zsh"], "ubuntu": ["bash"],
                "debian": ["bash"], "fedora": ["bash"], "centos": ["bash"], "curl": ["curl"]}
-_UNSUPPORTED = re.compile(r"(?<!\|)\|(?!\|)|(?<!&)&(?!&)|[<>`]|\$\(")
 
 
 def image_name(image: str) -> str:
@@ -83,24 +93,20 @@ def container_argv(container: Mapping[str, Any]) -> list[str] | None:
 
 
 def script_supported(script: str) -> bool:
-    """Whether every command of a ``sh -c`` script is one the simulated shell knows, with no
-    syntax it lacks (pipes, redirections, background jobs, command substitution, loops)."""
-    bare = re.sub(r"'[^']*'", "''", script)
-    bare = re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: '""' if "$(" not in m.group(0) and "`" not in m.group(0)
-                  else "$(", bare)
-    if _UNSUPPORTED.search(bare):
+    """Whether every command a ``sh -c`` script runs is one the simulated shell has (pipes,
+    redirections, loops and substitutions are the shell's own; a command name that is itself
+    an expansion cannot be checked before it runs)."""
+    names = shell.static_commands(script)
+    if names is None:
         return False
-    commands = shell.split_commands(script)
-    if not commands:
-        return True
-    for _op, command in commands:
-        try:
-            words = shlex.split(command, posix=True)
-        except ValueError:
-            return False
-        if not argv_supported(words):
-            return False
-    return True
+    return all(_known(name) for name in names)
+
+
+def _known(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    # A name busybox lacks is `not found` in a real container too; an applet knetsim does not
+    # imitate (ping, ps...) would print what it cannot tell, so such a script is left running.
+    return base in shell.TOOLS or base not in shell.BUSYBOX_APPLETS
 
 
 def argv_supported(argv: list[str]) -> bool:
@@ -143,49 +149,6 @@ def now_text() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _stamp(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
-
-
-@dataclass
-class Log:
-    """One run's output: (time, text) chunks in order, stdout and stderr interleaved as written."""
-
-    chunks: list[tuple[datetime, str]] = field(default_factory=list)
-    size: int = 0
-    followers: list[asyncio.Queue[tuple[datetime, str] | None]] = field(default_factory=list)
-    closed: bool = False
-
-    def write(self, text: str) -> None:
-        if not text:
-            return
-        item = (datetime.now(UTC), text)
-        self.chunks.append(item)
-        self.size += len(text)
-        while self.size > LOG_LIMIT and len(self.chunks) > 1:
-            self.size -= len(self.chunks.pop(0)[1])
-        for q in self.followers:
-            q.put_nowait(item)
-
-    def close(self) -> None:
-        self.closed = True
-        for q in self.followers:
-            q.put_nowait(None)
-
-    def lines(self) -> list[tuple[datetime, str]]:
-        """Whole lines (the last one may lack its newline), each with the time it started."""
-        out: list[tuple[datetime, str]] = []
-        open_line = False
-        for t, text in self.chunks:
-            for piece in text.splitlines(keepends=True):
-                if open_line:
-                    out[-1] = (out[-1][0], out[-1][1] + piece)
-                else:
-                    out.append((t, piece))
-                open_line = not piece.endswith("\n")
-        return out
-
-
 class Container:
     def __init__(self, kubelet: Kubelet, namespace: str, pod: str, uid: str, spec: Mapping[str, Any],
                  argv: list[str], restart_policy: str, restarts: int) -> None:
@@ -196,7 +159,7 @@ class Container:
             bool(spec.get("stdinOnce"))
         self.restart_policy = restart_policy
         self.restarts = restarts
-        self.log, self.previous = Log(), None  # type: Log, Log | None
+        self.log: Log = Log()
         self.sinks: list[Any] = []  # attached wsexec.Channels
         self.attached = asyncio.Event()
         self.run_done = asyncio.Event()
@@ -208,7 +171,7 @@ class Container:
         self.task: asyncio.Task[None] | None = None
 
     async def _emit(self, channel: int, text: str) -> None:
-        self.log.write(text)
+        self.log.write(text, "stdout" if channel == 1 else "stderr")
         for sink in list(self.sinks):
             await sink.send(channel, text)
 
@@ -219,25 +182,25 @@ class Container:
         await self._emit(2, text)
 
     def _new_proc(self) -> Proc:
-        state = self.kubelet.server.state
-        pod = state.pods.get(f"{self.namespace}/{self.pod}") if state is not None else None
-        if pod is None:
-            stored = self.kubelet.server.store.get(("Pod", self.namespace, self.pod))
-            pod = Pod.parse(stored.body if stored else {"metadata": {"name": self.pod, "namespace": self.namespace}})
-        self.ctx = shell.Ctx(state, pod, self.name, self.out, self.err, shell.pod_env(state, pod, self.name))
+        self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
+                                          fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
 
     async def run(self) -> None:
         exits = 0
         try:
             while True:
+                # Each run starts a new log file (a restart of the server runs an unfinished command
+                # again: its earlier output is not kept twice).
+                self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
+                                                 fresh=True)
                 self.proc = self._new_proc()
                 self.run_done = asyncio.Event()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
-                started = now_text()
-                self.state = {"running": {"startedAt": started}}
+                started_at = now_text()
+                self.state = {"running": {"startedAt": started_at}}
                 self.kubelet.report(self)
                 try:
                     code = await self.proc.run(self.argv)
@@ -246,7 +209,7 @@ class Container:
                     await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
                     code = 1
                 terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                              "startedAt": started, "finishedAt": now_text(),
+                              "startedAt": started_at, "finishedAt": now_text(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
                 self.run_done.set()
@@ -267,7 +230,6 @@ class Container:
                 self.kubelet.report(self)
                 await asyncio.sleep(delay)
                 self.restarts += 1
-                self.previous, self.log = self.log, Log()
         except asyncio.CancelledError:
             self.log.close()
             self.run_done.set()
@@ -286,6 +248,11 @@ class Kubelet:
         self.server = server
         self.containers: dict[tuple[str, str], dict[str, Container]] = {}  # (ns, name) → containers
         self.uids: dict[tuple[str, str], str] = {}
+        self.logs = LogStore(Path(server.state_dir) / "pods" if getattr(server, "state_dir", None) else None)
+        self.recorder = Recorder(server.store, "kubelet")
+        self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
+        self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
+        self.filesystems: dict[tuple[str, str], PodFS] = {}
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -293,19 +260,23 @@ class Kubelet:
         self.server.store.listeners.append(self._on_changes)
         self.server.state_listeners.append(self._on_state)
         self.server.exec_handlers["kubelet"] = self
-        self.server.exec_handlers["log"] = self.logs
+        self.server.exec_handlers["log"] = self.logs_handler
         for (kind, _ns, _name), stored in list(self.server.store.objects.items()):
             if kind == "Pod":
                 self._consider(stored.body)
 
     async def close(self) -> None:
+        for p in self.pullers.values():
+            p.cancel()
         tasks = [c.task for cs in self.containers.values() for c in cs.values() if c.task is not None]
+        tasks += [p.task for p in self.pullers.values() if p.task is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
         self.containers.clear()
+        self.pullers.clear()
 
     def _on_changes(self, changes: list[Change]) -> None:
         for c in changes:
@@ -314,6 +285,7 @@ class Kubelet:
             if c.type == "DELETED" and c.old is not None:
                 meta = c.old.get("metadata") or {}
                 self._stop((meta.get("namespace", ""), meta.get("name", "")), meta.get("uid", ""))
+                self.logs.remove_pod(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
             elif c.new is not None:
                 self._consider(c.new)
 
@@ -327,6 +299,13 @@ class Kubelet:
                         c.ctx.pod = pod
 
     def _stop(self, key: tuple[str, str], uid: str) -> None:
+        for pk in [k for k in self.pullers if k[0] == uid]:
+            self.pullers.pop(pk).cancel()
+        for fk in [k for k in self.filesystems if k[0] == uid]:
+            self.filesystems.pop(fk)
+        for ik in [k for k in self.images if k[0] == uid]:
+            self.images.pop(ik)
+        self.recorder.forget(uid)
         if self.uids.get(key) != uid:
             return
         self.uids.pop(key, None)
@@ -338,63 +317,167 @@ class Kubelet:
         meta = body.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         uid = str(meta.get("uid", ""))
-        if self.uids.get(key) == uid:
-            return
         status = body.get("status") or {}
         spec = body.get("spec") or {}
-        if status.get("phase") != "Running" or not status.get("podIP") or not spec.get("nodeName"):
+        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        if self.uids.get(key) == uid:
+            self._check_images(key, uid, body)
+            return
         if key in self.uids:
             self._stop(key, self.uids[key])
         self.uids[key] = uid
         known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
-        started: dict[str, Container] = {}
+        containers: dict[str, Container] = {}
         for spec_c in spec.get("containers") or []:
-            cs = known.get(spec_c.get("name")) or {}
+            name = str(spec_c.get("name"))
+            cs = known.get(name) or {}
+            self.images[(uid, name)] = str(spec_c.get("image") or "")
+            if self._pull_fails(body, spec_c):
+                continue
             if "terminated" in (cs.get("state") or {}) and spec.get("restartPolicy", "Always") != "Always":
                 continue  # finished before a restart of the server
-            argv = runnable(spec_c)
-            if argv is None:
+            c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
+            if c is not None:
+                c.task = loop.create_task(c.run())
+                containers[c.name] = c
+        self.containers[key] = containers
+
+    def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
+        argv = runnable(spec_c)
+        if argv is None:
+            return None
+        stored = self.server.store.get(("Pod", key[0], key[1]))
+        policy = str(((stored.body if stored else {}).get("spec") or {}).get("restartPolicy") or "Always")
+        return Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
+
+    # --- images -----------------------------------------------------------------------------
+
+    def _pull_fails(self, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> bool:
+        """Start the image manager's loop for a container whose image cannot be pulled."""
+        meta = body.get("metadata") or {}
+        uid, name = str(meta.get("uid", "")), str(spec_c.get("name"))
+        image = str(spec_c.get("image") or "")
+        error = pull_error(image, self.server.config, str(spec_c.get("imagePullPolicy") or "IfNotPresent"))
+        if error is None:
+            return False
+        namespace, pod = str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+        def report(state: dict[str, Any]) -> None:
+            self.report_state(namespace, pod, uid, name, state)
+        puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
+        self.pullers[(uid, name)] = puller
+        puller.start()
+        return True
+
+    def _check_images(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """A container's image changed (``kubectl set image pod/...``): pull the new one."""
+        for spec_c in (body.get("spec") or {}).get("containers") or []:
+            name = str(spec_c.get("name"))
+            image = str(spec_c.get("image") or "")
+            if self.images.get((uid, name)) == image:
                 continue
-            c = Container(self, key[0], key[1], uid, spec_c, argv, str(spec.get("restartPolicy") or "Always"),
-                          int(cs.get("restartCount") or 0))
-            c.task = loop.create_task(c.run())
-            started[c.name] = c
-        self.containers[key] = started
+            self.images[(uid, name)] = image
+            puller = self.pullers.pop((uid, name), None)
+            if puller is not None:
+                puller.cancel()
+            if self._pull_fails(body, spec_c):
+                continue
+            if puller is None:
+                continue  # a running container whose image changed: not simulated (it keeps running)
+            started(self.recorder, json.loads(json.dumps(body)), name, image)
+            self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+            c = self._container(key, uid, spec_c, 0)
+            if c is not None:
+                c.task = asyncio.get_running_loop().create_task(c.run())
+                self.containers.setdefault(key, {})[name] = c
 
     def container_id(self, c: Container) -> str:
         return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
 
+    # --- what exec sessions and servers share with the container --------------------------
+
+    def filesystem(self, uid: str, container: str, fresh: bool = False) -> PodFS:
+        key = (uid, container)
+        if fresh or key not in self.filesystems:
+            self.filesystems[key] = PodFS()
+        return self.filesystems[key]
+
+    def shell_ctx(self, namespace: str, pod_name: str, uid: str, container: str, out: Any, err: Any,
+                  pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
+        """The shell context of a command in this container: the cluster, env, files, access log."""
+        state = self.server.state
+        if pod is None:
+            pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
+        if pod is None:
+            stored = self.server.store.get(("Pod", namespace, pod_name))
+            pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
+        ctx = shell.Ctx(state, pod, container, out, err, shell.pod_env(state, pod, container),
+                        served=self.served)
+        fs = self.filesystem(uid, container, fresh=fresh_fs)
+        fs.static = lambda: shell.pod_files(ctx)
+        ctx.fs = fs
+        return ctx
+
+    def served(self, request: Served) -> None:
+        """A pod answered an HTTP request: its web server logs it, in its image's format."""
+        namespace, _, name = request.pod.partition("/")
+        stored = self.server.store.get(("Pod", namespace, name))
+        if stored is None:
+            return
+        body = stored.body
+        container = container_for(list((body.get("spec") or {}).get("containers") or []), request.port)
+        if container is None:
+            return
+        line = log_line(str(container.get("image") or ""), request)
+        if line is None:
+            return
+        cname = str(container.get("name"))
+        cs = next((x for x in (body.get("status") or {}).get("containerStatuses") or [] if x.get("name") == cname),
+                  {})
+        if "running" not in (cs.get("state") or {}):
+            return
+        uid = str(body["metadata"].get("uid", ""))
+        self.logs.get(namespace, name, uid, cname, int(cs.get("restartCount") or 0)).write(line)
+
     # --- status ---------------------------------------------------------------------------
 
     def report(self, c: Container) -> None:
-        """Write the container's state into the pod status; the controllers take it from there."""
-        key = ("Pod", c.namespace, c.pod)
+        self.report_state(c.namespace, c.pod, c.uid, c.name, c.state, c.last_state, c.restarts,
+                          self.container_id(c))
+
+    def report_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
+                     last_state: dict[str, Any] | None = None, restarts: int | None = None,
+                     container_id: str = "") -> None:
+        """Write a container's state into the pod status; the controllers take it from there."""
+        key = ("Pod", namespace, pod)
         stored = self.server.store.get(key)
-        if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
             return
         status = json.loads(json.dumps(stored.body.get("status") or {}))
         for cs in status.get("containerStatuses") or []:
-            if cs.get("name") != c.name:
+            if cs.get("name") != container:
                 continue
-            cs["state"] = json.loads(json.dumps(c.state))
-            if c.last_state:
-                cs["lastState"] = json.loads(json.dumps(c.last_state))
-            cs["restartCount"] = c.restarts
-            running = "running" in c.state
+            cs["state"] = json.loads(json.dumps(state))
+            if last_state:
+                cs["lastState"] = json.loads(json.dumps(last_state))
+            if restarts is not None:
+                cs["restartCount"] = restarts
+            running = "running" in state
             cs["started"] = running
             if not running:
                 cs["ready"] = False
-            if "running" in c.state or "terminated" in c.state:
-                cs["containerID"] = self.container_id(c)
+            if container_id and ("running" in state or "terminated" in state):
+                cs["containerID"] = container_id
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
-        self.server.set_pod_status(c.namespace, c.pod, status)
-        self.server.mark_dirty()
+        if status != stored.body.get("status"):
+            self.server.set_pod_status(namespace, pod, status)
+            self.server.mark_dirty()
 
     # --- attach ---------------------------------------------------------------------------
 
@@ -431,7 +514,7 @@ class Kubelet:
 
     # --- logs -----------------------------------------------------------------------------
 
-    async def logs(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+    async def logs_handler(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         from .server import ApiError
 
         stored = self.server.store.get(("Pod", namespace, name))
@@ -452,21 +535,23 @@ class Kubelet:
         cs = statuses.get(container)
         waiting = ((cs or {}).get("state") or {}).get("waiting") if cs else {"reason": "ContainerCreating"}
         if waiting is not None and not (cs or {}).get("lastState"):
+            reason = waiting.get("reason") or "ContainerCreating"
             raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: '
-                                              f'{waiting.get("reason") or "ContainerCreating"}')
+                                              f"{_waiting_text(reason)}")
         for _ in range(3):
             await asyncio.sleep(0)  # let a command that just started print what it prints at once
-        c = self.containers.get((namespace, name), {}).get(container)
+        uid = str(body["metadata"].get("uid", ""))
+        restarts = int((cs or {}).get("restartCount") or 0)
         previous = q.get("previous") in ("true", "1")
         if previous:
-            if c is None or c.previous is None:
+            source = self.logs.find(namespace, name, uid, container, restarts - 1) if restarts else None
+            if source is None:
                 raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" '
                                                   "not found")
-            source: Log | None = c.previous
         else:
-            source = c.log if c is not None else None
+            source = self.logs.get(namespace, name, uid, container, restarts)
         render = Renderer(q)
-        head = render.backlog(source.lines() if source is not None else [])
+        head = render.backlog(source.lines())
         follow = q.get("follow") in ("true", "1") and not previous
         if not follow:
             return web.Response(text=head, content_type="text/plain")
@@ -474,22 +559,22 @@ class Kubelet:
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue()
-        if source is not None and not source.closed:
+        if not source.closed:
             source.followers.append(queue)
         try:
             with contextlib.suppress(ConnectionResetError):
                 if head:
                     await resp.write(head.encode())
-                if source is None or source.closed:
-                    if source is None:
-                        # A container knetsim does not run (a server) prints nothing; follow until it goes away.
-                        await self._hold(request, namespace, name, stored.body["metadata"].get("uid"))
+                if source.closed:
                     return resp
                 while not self.server.closing:
                     try:
                         item = await asyncio.wait_for(queue.get(), 1.0)
                     except TimeoutError:
                         if request.transport is None or request.transport.is_closing():
+                            break
+                        stored_now = self.server.store.get(("Pod", namespace, name))
+                        if stored_now is None or stored_now.body["metadata"].get("uid") != uid:
                             break
                         continue
                     if item is None:
@@ -500,68 +585,15 @@ class Kubelet:
                     if render.exhausted:
                         break
         finally:
-            if source is not None and queue in source.followers:
+            if queue in source.followers:
                 source.followers.remove(queue)
         return resp
 
-    async def _hold(self, request: web.Request, namespace: str, name: str, uid: Any) -> None:
-        while not self.server.closing:
-            stored = self.server.store.get(("Pod", namespace, name))
-            if stored is None or stored.body["metadata"].get("uid") != uid:
-                return
-            if request.transport is None or request.transport.is_closing():
-                return
-            await asyncio.sleep(1.0)
 
-
-class Renderer:
-    """``tailLines``, ``timestamps``, ``sinceSeconds``/``sinceTime`` and ``limitBytes`` of a log request."""
-
-    def __init__(self, q: Mapping[str, str]) -> None:
-        self.timestamps = q.get("timestamps") in ("true", "1")
-        self.tail = int(q["tailLines"]) if q.get("tailLines", "").lstrip("-").isdigit() else None
-        self.limit = int(q["limitBytes"]) if q.get("limitBytes", "").isdigit() else None
-        self.since: datetime | None = None
-        if q.get("sinceSeconds", "").isdigit():
-            self.since = datetime.now(UTC) - timedelta(seconds=int(q["sinceSeconds"]))
-        elif q.get("sinceTime"):
-            with contextlib.suppress(ValueError):
-                self.since = datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00"))
-        self.sent = 0
-        self.at_line_start = True
-
-    @property
-    def exhausted(self) -> bool:
-        return self.limit is not None and self.sent >= self.limit
-
-    def _cap(self, text: str) -> str:
-        if self.limit is None:
-            return text
-        room = self.limit - self.sent
-        data = text.encode()[:max(room, 0)]
-        self.sent += len(data)
-        return data.decode(errors="ignore")
-
-    def backlog(self, lines: list[tuple[datetime, str]]) -> str:
-        if self.since is not None:
-            lines = [(t, s) for t, s in lines if t >= self.since]
-        if self.tail is not None and self.tail >= 0:
-            lines = lines[len(lines) - self.tail:] if self.tail else []
-        out = "".join((f"{_stamp(t)} " if self.timestamps else "") + s for t, s in lines)
-        if lines:
-            self.at_line_start = lines[-1][1].endswith("\n")
-        return self._cap(out)
-
-    def chunk(self, t: datetime, text: str) -> str:
-        if not self.timestamps:
-            return self._cap(text)
-        out = []
-        for piece in text.splitlines(keepends=True):
-            if self.at_line_start:
-                out.append(f"{_stamp(t)} ")
-            out.append(piece)
-            self.at_line_start = piece.endswith("\n")
-        return self._cap("".join(out))
+def _waiting_text(reason: str) -> str:
+    # The kubelet's validateContainerLogStatus: the common pull failures have their own words.
+    return {"ErrImagePull": "image can't be pulled",
+            "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
 
 
 def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -577,8 +609,16 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
         policy == "Never" or (policy == "OnFailure" and all(t["exitCode"] == 0 for t in terminated if t)))
     unready = [n for n, cs in zip(names, [next(s for s in statuses if s.get("name") == n) for n in names],
                                   strict=True) if not cs.get("ready")]
+    # getPhase: a container waiting without ever having run (an image that cannot be pulled)
+    # keeps the pod Pending.
+    never_ran = [n for n in names if "waiting" in states[n] and not next(
+        (s.get("lastState") for s in statuses if s.get("name") == n), None)]
     if final:
         status["phase"] = "Succeeded" if all(t["exitCode"] == 0 for t in terminated if t) else "Failed"
+    elif never_ran:
+        status["phase"] = "Pending"
+    elif status.get("phase") == "Pending":
+        status["phase"] = "Running"
     conditions = []
     for cond in status.get("conditions") or []:
         cond = dict(cond)
@@ -589,6 +629,10 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
             elif unready:
                 cond.update(status="False", reason="ContainersNotReady",
                             message=f"containers with unready status: [{' '.join(unready)}]")
+            elif cond.get("status") == "False" and cond.get("reason") == "ContainersNotReady":
+                cond.update(status="True")  # the last waiting container started
+                cond.pop("reason", None)
+                cond.pop("message", None)
         elif cond.get("type") == "PodReadyToStartContainers" and final:
             cond["status"] = "False"  # the sandbox is torn down once every container is done
         conditions.append(cond)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -28,22 +27,44 @@ SCHEMA_VERSION = "v1.35.0"
 
 @lru_cache(maxsize=1)
 def definitions() -> dict[str, Any]:
-    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs); {} if unavailable."""
+    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs), vendored CRDs' included."""
+    from ..model.schema import definitions as v135
+
     try:
-        import kubernetes_validate  # type: ignore[import-untyped]
-    except ImportError:
+        raw = v135()
+    except (RuntimeError, OSError):
         return {}
-    base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-    candidates = [base / f"{SCHEMA_VERSION}-local" / "_definitions.json"]
-    candidates += sorted(base.glob("v*-local/_definitions.json"), reverse=True)
-    for path in candidates:
-        if path.exists():
-            raw = json.loads(path.read_text())
-            defs = {name: _convert(schema) for name, schema in raw.get("$defs", {}).items()}
-            if "io.k8s.apimachinery.pkg.util.intstr.IntOrString" in defs:
-                defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": "string", "format": "int-or-string"}
-            return defs
-    return {}
+    defs = {name: _convert(schema) for name, schema in raw.items()}
+    if "io.k8s.apimachinery.pkg.util.intstr.IntOrString" in defs:
+        defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": "string", "format": "int-or-string"}
+    defs.update(_crd_definitions())
+    return defs
+
+
+def crd_schema_name(group: str, version: str, kind: str) -> str:
+    """How kube-apiserver names a custom kind's schema: the group reversed
+    (``io.k8s.networking.gateway.v1.HTTPRoute``)."""
+    return ".".join([*reversed(group.split(".")), version, kind])
+
+
+def _crd_definitions() -> dict[str, Any]:
+    """The served custom kinds' schemas, with ObjectMeta for metadata, as the CRD's OpenAPI builder publishes them."""
+    from ..model.crd import vendored
+
+    out: dict[str, Any] = {}
+    for (group, version, kind), crd in vendored().items():
+        if not any(r.crd and (r.group, r.version, r.kind) == (group, version, kind) for r in RESOURCES):
+            continue
+        schema = _convert(crd.schema)
+        props = dict(schema.get("properties") or {})
+        props["metadata"] = {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1."
+                                                 "ObjectMeta"}],
+                             "description": "Standard object's metadata. More info: https://git.k8s.io/community/"
+                                            "contributors/devel/sig-architecture/api-conventions.md#metadata"}
+        schema = {**schema, "properties": props,
+                  "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": kind}]}
+        out[crd_schema_name(group, version, kind)] = schema
+    return out
 
 
 def _convert(node: Any, in_properties: bool = False) -> Any:
@@ -104,7 +125,7 @@ def gv_document(group: str, version: str) -> tuple[bytes, str]:
     for name, schema in defs.items():
         for gvk in schema.get("x-kubernetes-group-version-kind") or []:
             if gvk.get("group") == group and gvk.get("version") == version and any(
-                    r.kind == gvk.get("kind") and r.group == group for r in RESOURCES):
+                    r.kind == gvk.get("kind") and r.group == group and r.version == version for r in RESOURCES):
                 roots.append(name)
     paths: dict[str, Any] = {}
     params = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
@@ -228,16 +249,12 @@ def _v2_schema(node: Any) -> bytes:
 @cache
 def v2_document() -> bytes:
     """The openapi_v2.Document of the served kinds (with every definition they reference)."""
+    from ..model.schema import definitions as v135
+
     try:
-        import kubernetes_validate  # type: ignore[import-untyped]
-    except ImportError:
-        raw: dict[str, Any] = {}
-    else:
-        base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-        path = base / f"{SCHEMA_VERSION}-local" / "_definitions.json"
-        if not path.exists():
-            path = next(iter(sorted(base.glob("v*-local/_definitions.json"), reverse=True)), path)
-        raw = json.loads(path.read_text()).get("$defs", {}) if path.exists() else {}
+        raw: dict[str, Any] = json.loads(json.dumps(v135()))  # a copy: the entries below are rewritten
+    except (RuntimeError, OSError):
+        raw = {}
     for name in ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", "io.k8s.apimachinery.pkg.api.resource.Quantity"):
         if name in raw:
             raw[name] = {"type": "string", "format": "int-or-string" if "IntOrString" in name else "",

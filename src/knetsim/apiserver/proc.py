@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import shell
+from . import applets, builtins, nettools, shell  # noqa: F401  (they register themselves in shell.TOOLS)
 
 SHELLS = ("sh", "ash", "bash", "zsh")
 
@@ -27,7 +27,7 @@ class Proc:
         self.inbox: asyncio.Queue[bytes] = asyncio.Queue()  # b"" = EOF
         self.current: asyncio.Task[int] | None = None
         self._interrupted = False
-        ctx.stdin = self._stdin if stdin else None
+        ctx.stdin = shell.Input(self._stdin) if stdin else None
 
     async def _stdin(self) -> bytes:
         return await self.inbox.get()
@@ -60,9 +60,18 @@ class Proc:
         try:
             if self.stdin_open and is_interactive_shell(argv):
                 return await self._repl()
-            return await self._run_task(shell.run_argv(self.ctx, list(argv)))
+            return await self._run_task(self._run_argv(list(argv)))
         except shell.ExitShell as exc:
             return exc.code
+
+    async def _run_argv(self, argv: list[str]) -> int:
+        try:
+            return await shell.run_argv(self.ctx, argv)
+        except shell.ShellError as exc:
+            await self.ctx.err(f"sh: {exc.message}\n")
+            return exc.status
+        finally:
+            await shell.reap(self.ctx)
 
     async def _readline(self, buf: bytearray) -> str | None:
         while True:
@@ -110,4 +119,8 @@ class Proc:
             line = await self._readline(buf)
             if line is None:
                 return code
-            code = await self._run_task(shell.run_line(self.ctx, line))
+            try:
+                code = await self._run_task(shell.run_line(self.ctx, line))
+            except shell.ExitShell:
+                await shell.reap(self.ctx)
+                raise

@@ -29,7 +29,7 @@ from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
 from ..model.loader import Source
 from .errors import ApiError, conflict, from_admission, invalid, qualified
-from .resources import Resource
+from .resources import BY_KIND, Resource
 from .store import Store, Stored, Write
 
 # Kinds whose registry strategy sets metadata.generation (Services, Namespaces, ConfigMaps... have none).
@@ -73,6 +73,18 @@ def kind_of(r: Resource) -> Kind:
     return kind if kind is not None else Kind(r.group, r.version, r.kind, info=r, namespaced=r.namespaced)
 
 
+def storage_version(r: Resource) -> str:
+    """The apiVersion objects of this kind are stored at (a CRD's storage version; conversion None)."""
+    return BY_KIND[r.kind].api_version if r.kind in BY_KIND else r.api_version
+
+
+def as_served(r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored object as the version the client asked for serves it."""
+    if obj.get("apiVersion") == r.api_version or obj.get("kind") != r.kind:
+        return obj
+    return {**obj, "apiVersion": r.api_version}
+
+
 def has_generation(r: Resource) -> bool:
     """Custom resources always count generations; built-in kinds where their strategy does."""
     return r.kind in GENERATION_KINDS or kind_of(r).crd is not None
@@ -94,16 +106,22 @@ def check_resource_version(r: Resource, name: str, want: Any, current: int) -> N
 class Strategy:
     """The generic store's behaviour; kinds override what their upstream strategy changes."""
 
+    @staticmethod
+    def status_is_a_subresource(r: Resource) -> bool:
+        """Kinds whose status only /status (the controllers) may write: the simulated built-in kinds, and
+        custom kinds whose CRD enables the status subresource."""
+        return (r.simulated and not r.crd and r.kind not in ("Node", "Namespace")) or "status" in r.subresources
+
     def prepare_for_create(self, r: Resource, obj: dict[str, Any]) -> None:
         # Clients cannot set the status of what the controllers manage (PrepareForCreate resets it).
-        if r.simulated and r.kind not in ("Node", "Namespace"):
+        if self.status_is_a_subresource(r):
             obj.pop("status", None)
 
     def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
         # The main resource cannot change status: it is kept from the old object (/status changes it).
-        if r.simulated and "status" in old:
+        if self.status_is_a_subresource(r) and "status" in old:
             new["status"] = copy.deepcopy(old["status"])
-        elif r.simulated:
+        elif self.status_is_a_subresource(r):
             new.pop("status", None)
 
     def after_identity(self, obj: dict[str, Any]) -> None:
@@ -300,6 +318,7 @@ class Registry:
             meta["generation"] = 1
         strategy.after_identity(obj)
         strategy.allocate(self, r, obj, None)
+        obj["apiVersion"] = storage_version(r)
         if opts.dry_run:
             return Written(obj, decoded.warnings, changed=False)
         self.store.commit([Write(key, obj, "user")])
@@ -343,6 +362,7 @@ class Registry:
         self._validate(r, new, old.body)
         if t.sub != "status":
             self.strategy(r).allocate(self, r, new, old.body)
+        new["apiVersion"] = storage_version(r)
         if has_generation(r):
             gen = int(old_meta.get("generation", 1) or 1)
             if _spec_of(new) != _spec_of(old.body):

@@ -44,6 +44,9 @@ class Resource(KindInfo):
 def _from_core() -> list[Resource]:
     out = []
     for k in KINDS:
+        if k.crd:
+            out.extend(_from_crd(k))
+            continue
         subs: tuple[str, ...] = ("status",)
         if k.kind == "Pod":
             subs = ("attach", "binding", "eviction", "exec", "log", "portforward", "status")
@@ -59,6 +62,19 @@ def _from_core() -> list[Resource]:
     return out
 
 
+def _from_crd(k: KindInfo) -> list[Resource]:
+    """A vendored CRD's kind at its storage version, then at every other served version (conversion
+    None: the same object with another apiVersion, as the API server serves such CRDs)."""
+    from ..model.crd import index
+
+    crd = next(c for c in index() if (c["group"], c["kind"]) == (k.group, k.kind))
+    status = {v["name"]: v["status"] for v in crd["versions"]}
+    return [Resource(k.kind, k.group, version, k.plural, k.namespaced, k.short_names, simulated=k.simulated,
+                     in_all=k.in_all, crd=True, categories=tuple(crd["categories"]),
+                     subresources=("status",) if status.get(version) else ())
+            for version in (k.version, *k.other_versions)]
+
+
 # Every kind the core knows, simulated or only kept (ConfigMap, Secret, ServiceAccount), and the
 # Events the controllers write (the API server's own kind: the core never reads them).
 RESOURCES: tuple[Resource, ...] = (
@@ -66,7 +82,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Event", "", "v1", "events", True, ("ev",), subresources=(), simulated=False),
 )
 
-BY_KIND = {r.kind: r for r in RESOURCES}
+BY_KIND: dict[str, Resource] = {}
+for _r in RESOURCES:
+    BY_KIND.setdefault(_r.kind, _r)  # the storage version: what the store holds
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 
@@ -121,6 +139,8 @@ def aggregated_discovery(core: bool) -> dict[str, Any]:
             version = {"version": r.version, "resources": [], "freshness": "Current"}
             group["versions"].append(version)
         version["resources"].append(entry)
+    for group in groups.values():
+        group["versions"].sort(key=lambda v: version_priority(v["version"]))
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
             "items": list(groups.values())}
 
@@ -130,13 +150,26 @@ def api_versions() -> dict[str, Any]:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
 
 
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version order (kube-aware sort): GA before beta before alpha, higher numbers first."""
+    import re
+
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not m:
+        return (3, 0, 0)
+    level = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
+    return (level, -int(m.group(1)), -int(m.group(3) or 0))
+
+
 def api_group_list() -> dict[str, Any]:
-    groups = []
+    versions: dict[str, list[str]] = {}
     for group, version in group_versions():
-        if not group:
-            continue
-        gv = {"groupVersion": f"{group}/{version}", "version": version}
-        groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+        if group:
+            versions.setdefault(group, []).append(version)
+    groups = []
+    for group, names in versions.items():
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in sorted(names, key=version_priority)]
+        groups.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 

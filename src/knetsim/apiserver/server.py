@@ -30,7 +30,7 @@ from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_boun
 from ..model.schema import GoNumber, json_object_pairs
 from . import controllers, explorer, openapi, patch, resources, tables
 from .errors import ApiError, internal, invalid, not_found, qualified
-from .registry import Registry, Target, WriteOptions, Written, check_resource_version
+from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
 from .resources import BY_PATH, Resource
 from .store import Change, Key, Store, Stored, Watcher, Write
 
@@ -327,10 +327,10 @@ class ApiServer:
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         m = request.method
         q = request.query
-        if t.sub in ("exec", "attach"):
-            handler = self.exec_handlers.get("ws")
+        if t.sub in ("exec", "attach", "portforward"):
+            handler = self.exec_handlers.get("portforward" if t.sub == "portforward" else "ws")
             if handler is None:
-                raise ApiError(400, "BadRequest", "exec is not available")
+                raise ApiError(400, "BadRequest", f"{t.sub} is not available")
             return await handler(self, request, t)  # type: ignore[no-any-return]
         if t.sub == "log":
             return await self._log(request, t)
@@ -373,7 +373,7 @@ class ApiServer:
         accept = request.headers.get("Accept", "")
         if "as=Table" in accept:
             return tables.table(r.kind, [obj], str(self.store.rv), request.query.get("includeObject", "Metadata"))
-        return obj
+        return as_served(r, obj)
 
     # --- reads -----------------------------------------------------------------------
 
@@ -386,7 +386,8 @@ class ApiServer:
     def _list(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
         accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
-        items = [s.body for s in self.store.list(t.resource.kind, t.namespace) if accept(s.body)]
+        items = [as_served(t.resource, s.body) for s in self.store.list(t.resource.kind, t.namespace)
+                 if accept(s.body)]
         rv = str(self.store.rv)
         if "as=Table" in request.headers.get("Accept", ""):
             return self._json(tables.table(t.resource.kind, items, rv, q.get("includeObject", "Metadata")))
@@ -437,7 +438,7 @@ class ApiServer:
                                              include, headers=not headers_sent[0])
                     headers_sent[0] = True
                 else:
-                    body = obj
+                    body = as_served(t.resource, obj) if kind != "ERROR" else obj
                 await resp.write(json.dumps({"type": kind, "object": body}, separators=(",", ":")).encode() + b"\n")
 
             try:
@@ -524,15 +525,17 @@ class ApiServer:
                 raise ApiError(400, "BadRequest", f'Invalid dry run parameter: "{value}": dryRun must be "All"')
         return WriteOptions(field_validation, bool(dry_run))
 
-    def _respond(self, request: web.Request, written: Written, status: int = 200) -> web.Response:
+    def _respond(self, request: web.Request, written: Written, status: int = 200,
+                 r: Resource | None = None) -> web.Response:
         request.setdefault(WARNINGS, []).extend(written.warnings)
         if written.changed:
             self._mark_dirty()
-        return self._json(written.obj, status)
+        return self._json(as_served(r, written.obj) if r is not None else written.obj, status)
 
     async def _create(self, request: web.Request, t: Target, body: dict[str, Any],
                       status_code: int = 201) -> web.Response:
-        return self._respond(request, self.registry.create(t, body, self._options(request)), status_code)
+        return self._respond(request, self.registry.create(t, body, self._options(request)), status_code,
+                             t.resource)
 
     async def _update(self, request: web.Request, t: Target, body: dict[str, Any]) -> web.Response:
         old = self.store.get((t.resource.kind, t.namespace, t.name))
@@ -541,7 +544,7 @@ class ApiServer:
         if t.sub == "scale":
             check_resource_version(t.resource, t.name, (body.get("metadata") or {}).get("resourceVersion"), old.rv)
             return await self._set_replicas(request, t, old, (body.get("spec") or {}).get("replicas"))
-        return self._respond(request, self.registry.update(t, old, body, self._options(request)))
+        return self._respond(request, self.registry.update(t, old, body, self._options(request)), r=t.resource)
 
     async def _set_replicas(self, request: web.Request, t: Target, old: Stored, replicas: Any) -> web.Response:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
@@ -589,6 +592,11 @@ class ApiServer:
                 result = patch.json_patch(base, doc)
             elif ctype == "application/merge-patch+json":
                 result = patch.merge_patch(base, doc)
+            elif ctype == "application/strategic-merge-patch+json" and r.crd:
+                # Custom resources have no patch strategies: kube-apiserver refuses the media type.
+                raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                                   "accepted media types include: application/json-patch+json, "
+                                   "application/merge-patch+json, application/apply-patch+yaml")
             elif ctype in ("application/strategic-merge-patch+json", "application/apply-patch+yaml"):
                 if not isinstance(doc, dict):
                     raise patch.PatchError("strategic merge patch must be an object")
@@ -605,7 +613,8 @@ class ApiServer:
             raise ApiError(422, "Invalid", "the patch did not produce an object")
         if t.sub == "scale":
             return await self._set_replicas(request, t, old, (result.get("spec") or {}).get("replicas"))
-        return self._respond(request, self.registry.update(t, old, result, self._options(request), patched=True))
+        return self._respond(request, self.registry.update(t, old, result, self._options(request), patched=True),
+                             r=t.resource)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         """DeleteOptions: kubectl sends them in the body (dryRun, preconditions, propagationPolicy), not the query."""

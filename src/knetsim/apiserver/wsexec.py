@@ -69,7 +69,8 @@ async def handle(server: ApiServer, request: web.Request, t: Target) -> web.Stre
     ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=0)
     await ws.prepare(request)
     argv = list(q.getall("command", []))
-    session = Session(ws, state, pod, container, tty, want_stdin)
+    kubelet = server.exec_handlers.get("kubelet")
+    session = Session(ws, state, pod, container, tty, want_stdin, kubelet, str(body["metadata"].get("uid", "")))
     code = await session.run(argv)
     await session.channels.finish(code, argv)
     return ws
@@ -131,10 +132,15 @@ class Session:
     """One exec: a command of its own in the pod (not the container's main process)."""
 
     def __init__(self, ws: web.WebSocketResponse, state: Any, pod: Pod, container: str, tty: bool,
-                 stdin: bool) -> None:
+                 stdin: bool, kubelet: Any = None, uid: str = "") -> None:
         self.channels = Channels(ws, tty)
-        ctx = shell.Ctx(state, pod, container, self.channels.out, self.channels.err,
-                        shell.pod_env(state, pod, container))
+        if kubelet is not None:
+            # The container's files and the access log of the pods it talks to.
+            ctx = kubelet.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out, self.channels.err,
+                                    pod=pod)
+        else:
+            ctx = shell.Ctx(state, pod, container, self.channels.out, self.channels.err,
+                            shell.pod_env(state, pod, container))
         self.proc = Proc(ctx, tty, stdin)
 
     async def run(self, argv: list[str]) -> int:

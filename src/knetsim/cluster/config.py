@@ -58,6 +58,10 @@ class ClusterConfig:
     # and `pods insecure`; the plugin's own defaults would be 5 and disabled.
     dns_ttl: int = 30
     dns_pods: str = "insecure"
+    # The registry model (cluster/images.py): images already on every node (`kind load docker-image`)
+    # and registries the nodes cannot reach.
+    preloaded_images: tuple[str, ...] = ()
+    unreachable_registries: tuple[str, ...] = ()
 
     @property
     def api_server_ip(self) -> str:
@@ -103,7 +107,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
     known = {
         "name", "nodes", "podCIDR", "nodeCIDRMask", "serviceCIDR", "clusterDomain", "nodePortRange",
         "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
-        "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "kind", "apiVersion",
+        "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -152,6 +156,8 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
                 raise ConfigError(f"{origin}: dnsPods: Unsupported value: {data['dnsPods']!r}: "
                                   "supported values: disabled, insecure, verified")
             kwargs["dns_pods"] = str(data["dnsPods"])
+        if "images" in data:
+            kwargs.update(_images(data["images"], origin))
     except (ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -192,6 +198,22 @@ def _nodes(raw: Any, origin: str) -> tuple[NodeConfig, ...]:
             )
         )
     return tuple(nodes)
+
+
+def _images(raw: Any, origin: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: images: expected a mapping with preloaded and/or unreachableRegistries")
+    unknown = sorted(set(raw) - {"preloaded", "unreachableRegistries"})
+    if unknown:
+        raise ConfigError(f"{origin}: images: unknown field(s) {', '.join(unknown)}; known: preloaded, "
+                          "unreachableRegistries")
+    out = {}
+    for key, attr in (("preloaded", "preloaded_images"), ("unreachableRegistries", "unreachable_registries")):
+        value = raw.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(f"{origin}: images.{key}: expected a list of strings")
+        out[attr] = tuple(value)
+    return out
 
 
 def config_fields() -> list[str]:

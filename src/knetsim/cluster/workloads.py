@@ -28,6 +28,7 @@ from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
 from .config import ClusterConfig
+from .images import pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
 
@@ -388,7 +389,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
                 body["status"] = {"phase": "Pending"}
                 continue
             used.add(ip)
-        body["status"] = pod_status(body, ip, node.internal_ip)
+        body["status"] = pod_status(body, ip, node.internal_ip, config)
     return notices
 
 
@@ -424,18 +425,36 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     return True, "", ""
 
 
-def pod_status(body: Mapping[str, Any], ip: str, host_ip: str) -> dict[str, Any]:
-    """The status of a running pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers."""
+def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None) -> dict[str, Any]:
+    """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
+
+    With ``config``, each container's image is checked against the registry model
+    (``cluster.images``): a container whose image cannot be pulled waits (ErrImagePull,
+    InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
+    its first pull attempt."""
+    containers = (body.get("spec") or {}).get("containers") or []
+    pulls = {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
+                                                                              "IfNotPresent"))
+             for c in containers if config is not None and isinstance(c, Mapping)}
+    failed = sorted(str(name) for name, err in pulls.items() if err is not None)
     ready, reason, message = _readiness(body)
+    if failed:
+        ready, reason, message = False, "ContainersNotReady", f"containers with unready status: [{' '.join(failed)}]"
     flag = "True" if ready else "False"
     ready_condition: dict[str, Any] = {"type": "Ready", "status": flag}
     containers_ready: dict[str, Any] = {"type": "ContainersReady", "status": flag}
     if not ready:
         ready_condition.update(reason=reason, message=message)
         containers_ready.update(reason=reason, message=message)
-    containers = (body.get("spec") or {}).get("containers") or []
+
+    def container_status(c: Mapping[str, Any]) -> dict[str, Any]:
+        err = pulls.get(c.get("name"))
+        state: dict[str, Any] = {"running": {}} if err is None else {
+            "waiting": {"reason": err.reason, "message": err.message}}
+        return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": ready and err is None,
+                "started": err is None, "restartCount": 0, "state": state}
     return {
-        "phase": "Running",
+        "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
         "podIP": ip,
@@ -448,16 +467,5 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str) -> dict[str, Any]
             containers_ready,
             {"type": "PodScheduled", "status": "True"},
         ],
-        "containerStatuses": [
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "imageID": "",
-                "ready": ready,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {}},
-            }
-            for c in containers
-        ],
+        "containerStatuses": [container_status(c) for c in containers],
     }

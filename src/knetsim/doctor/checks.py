@@ -160,6 +160,48 @@ def service_findings(state: ClusterState, svc: Service) -> list[Finding]:
     return out
 
 
+def image_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+    """A container that waits for an image the nodes cannot pull (the registry model of
+    ``knetsim.cluster.images``): the pod never runs, so it never becomes an endpoint."""
+    from ..cluster.images import pull_error
+
+    out = []
+    statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
+    for c in (pod.raw.get("spec") or {}).get("containers") or []:
+        waiting = ((statuses.get(c.get("name")) or {}).get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason not in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"):
+            continue
+        image = str(c.get("image") or "")
+        err = pull_error(image, state.config, str(c.get("imagePullPolicy") or "IfNotPresent"))
+        cause = err.cause if err is not None else f"the kubelet reports {reason}"
+        suggestion = re.search(r"did you mean '([^']+)'", cause)
+        target = _owner_ref(state, pod)
+        if suggestion:
+            fixed = (image.rsplit(":", 1)[0] + ":" + suggestion.group(1) if "has no tag" in cause
+                     else image.replace(image.split(":", 1)[0].rsplit("/", 1)[-1], suggestion.group(1), 1))
+            fix = f"kubectl set image {target} {c.get('name')}={fixed}"
+        else:
+            fix = (f"use an image the nodes can pull (kubectl set image {target} {c.get('name')}=IMAGE:TAG); a "
+                   "private image needs imagePullSecrets, a local one `kind load docker-image` (images.preloaded "
+                   "in the cluster config)")
+        out.append(Finding("ImagePullError", "error", "kubelet", f"Pod {pod.key}",
+                           f"container {c.get('name')!r} cannot start: {reason}: {cause}", fix,
+                           (str(waiting.get("message") or ""),)))
+    return out
+
+
+def _owner_ref(state: ClusterState, pod: Pod) -> str:
+    owner = pod.meta.owner
+    if owner is not None and owner.kind == "ReplicaSet":
+        rs = state.workloads.get(("ReplicaSet", f"{pod.namespace}/{owner.name}"))
+        if rs is not None and rs.meta.owner is not None:
+            return f"deployment/{rs.meta.owner.name} -n {pod.namespace}"
+    if owner is not None:
+        return f"{owner.kind.lower()}/{owner.name} -n {pod.namespace}"
+    return f"pod/{pod.name} -n {pod.namespace}"
+
+
 def _port_findings(svc: Service, pods: list[Pod]) -> list[Finding]:
     out = []
     subject = f"Service {svc.key}"

@@ -18,6 +18,7 @@ from .checks import (
     admission_findings,
     dataplane_findings,
     dns_findings,
+    image_findings,
     referenced_hosts,
     service_findings,
 )
@@ -158,6 +159,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
         findings.extend(dns_findings(state, pod))
+        findings.extend(image_findings(state, pod))
     findings.extend(f for f in _policy_findings(state)
                     if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/") for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))

@@ -129,10 +129,47 @@ def vendored() -> dict[tuple[str, str, str], CRDVersion]:
     return out
 
 
+INDEX = _CRD_DIR / "index.json"
+
+
+def build_index() -> list[dict[str, Any]]:
+    """What ``data/crds/index.json`` holds: each vendored CRD's names, scope and served versions with their
+    printer columns, so that the kinds are known at start-up without parsing the (large) YAML."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out = []
+    for path in sorted(_CRD_DIR.glob("*/*.yaml")):
+        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            spec, names = doc["spec"], doc["spec"]["names"]
+            out.append({
+                "group": spec["group"], "kind": names["kind"], "plural": names["plural"],
+                "singular": names.get("singular") or names["kind"].lower(), "scope": spec.get("scope", "Namespaced"),
+                "shortNames": names.get("shortNames") or [], "categories": names.get("categories") or [],
+                "file": str(path.relative_to(_CRD_DIR)),
+                "versions": [{"name": v["name"], "storage": bool(v.get("storage")),
+                              "status": "status" in (v.get("subresources") or {}),
+                              "printerColumns": v.get("additionalPrinterColumns") or []}
+                             for v in spec.get("versions") or [] if v.get("served", True)],
+            })
+    return sorted(out, key=lambda c: (c["group"], c["kind"]))
+
+
+def write_index() -> None:
+    INDEX.write_text(json.dumps(build_index(), indent=1, sort_keys=True) + "\n")
+
+
+@cache
+def index() -> list[dict[str, Any]]:
+    return json.loads(INDEX.read_text()) if INDEX.exists() else []  # type: ignore[no-any-return]
+
+
 @cache
 def vendored_groups() -> frozenset[str]:
-    """The API groups of the vendored CRDs, without parsing them (folder names → the CRD file names)."""
-    return frozenset(p.name.split("_", 1)[0] for p in _CRD_DIR.glob("*/*.yaml") if "_" in p.name)
+    """The API groups of the vendored CRDs (from the index: no YAML parsed)."""
+    return frozenset(c["group"] for c in index())
 
 
 # --- admission of one custom object (prune → default → validate) ---------------------------

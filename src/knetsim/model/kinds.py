@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,18 +18,13 @@ class KindInfo:
     simulated: bool = True
     # `kubectl get all` shows the kinds in the "all" category.
     in_all: bool = False
-    # Other versions the API serves and knetsim reads the same way (Gateway API's v1beta1).
-    also_served: tuple[str, ...] = ()
+    # A custom kind (its CRD vendored under data/crds/), and the other versions it is served at.
+    crd: bool = False
+    other_versions: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def api_versions(self) -> tuple[str, ...]:
-        """Every apiVersion a manifest of this kind may carry."""
-        prefix = f"{self.group}/" if self.group else ""
-        return (self.api_version, *(prefix + v for v in self.also_served))
 
     @property
     def singular(self) -> str:
@@ -54,13 +51,14 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
-    # Gateway API, standard channel (hand-registered until the CRD-driven decoder derives them).
+    # Gateway API, standard channel: hand-registered while its CRDs are not vendored under data/crds/
+    # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the four).
     KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),
-             also_served=("v1beta1",)),
-    KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), also_served=("v1beta1",)),
-    KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), also_served=("v1beta1",)),
+             other_versions=("v1beta1",)),
+    KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), other_versions=("v1beta1",)),
+    KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), other_versions=("v1beta1",)),
     KindInfo("ReferenceGrant", "gateway.networking.k8s.io", "v1", "referencegrants", True, ("refgrant",),
-             also_served=("v1beta1",)),
+             other_versions=("v1beta1",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
@@ -68,12 +66,33 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
 )
 
+# Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
+SIMULATED_CRD_KINDS: frozenset[str] = frozenset()
+
+
+def _crd_kinds() -> tuple[KindInfo, ...]:
+    """The vendored CRDs' kinds, at their storage version, from data/crds/index.json (no YAML parsed)."""
+    path = Path(__file__).resolve().parent.parent / "data" / "crds" / "index.json"
+    out = []
+    for crd in json.loads(path.read_text()) if path.exists() else []:
+        versions = [v["name"] for v in crd["versions"]]
+        storage = next((v["name"] for v in crd["versions"] if v["storage"]), versions[0])
+        out.append(KindInfo(crd["kind"], crd["group"], storage, crd["plural"], crd["scope"] == "Namespaced",
+                            tuple(crd["shortNames"]), simulated=crd["kind"] in SIMULATED_CRD_KINDS,
+                            in_all="all" in crd["categories"], crd=True,
+                            other_versions=tuple(v for v in versions if v != storage)))
+    return tuple(out)
+
+
+KINDS = (*KINDS, *_crd_kinds())
 BY_KIND = {k.kind: k for k in KINDS}
 
 _ALIASES: dict[str, KindInfo] = {}
 for _k in KINDS:
     for _alias in (_k.kind.lower(), _k.plural, _k.singular, _k.qualified_plural, *_k.short_names):
-        _ALIASES[_alias] = _k
+        # First come, first served: built-in kinds, then CRDs; `cnp` stays CiliumNetworkPolicy's, as
+        # kubectl's discovery order (cilium.io before policy.networking.k8s.io) resolves it.
+        _ALIASES.setdefault(_alias, _k)
 
 
 def resolve_kind(name: str) -> KindInfo | None:
