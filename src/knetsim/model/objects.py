@@ -7,6 +7,7 @@ views, never on dicts, so field access is checked and cheap.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,11 +17,19 @@ from .labels import Selector
 from .loader import BUILTIN, Source
 
 _UID_NAMESPACE = uuid.UUID("6f1d1c7e-9a43-4d7e-9d55-6b6e6e657473")
+_UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 
 
 def stable_uid(kind: str, namespace: str, name: str) -> str:
-    """A uid derived from identity, so the same manifests give the same uids on every run."""
-    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
+    """A uid derived from identity, so the same manifests give the same uids on every run.
+
+    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per
+    call, a measurable share of loading 10,000 pods."""
+    digest = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass(frozen=True, slots=True)
