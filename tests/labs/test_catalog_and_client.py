@@ -23,8 +23,8 @@ from knetsim.sources import connect
 LABS = all_labs()
 
 
-def test_the_catalog_has_the_four_labs_in_order() -> None:
-    assert [lab.name for lab in LABS] == ["services", "netpol", "debug-service", "ingress-classes"]
+def test_the_catalog_has_the_five_labs_in_order() -> None:
+    assert [lab.name for lab in LABS] == ["services", "netpol", "debug-service", "gateway", "ingress-classes"]
     assert [t.id for t in load_lab("netpol").tasks] == ["default-deny", "from-pods", "from-namespace", "and", "or",
                                                          "ports", "egress-dns"]
 
@@ -37,7 +37,8 @@ def test_every_task_is_complete(lab: Any) -> None:
         assert {c.type for c in task.checks} <= set(CHECKS), task.id
     for obj in lab.setup:
         ns = obj["metadata"].get("namespace", lab.namespace)
-        assert obj["kind"] in ("Namespace", "IngressClass") or ns in lab.namespaces, obj["metadata"]["name"]
+        assert obj["kind"] in ("Namespace", "IngressClass", "GatewayClass") or ns in lab.namespaces, \
+            obj["metadata"]["name"]
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.name)
@@ -56,7 +57,7 @@ def test_graded_on_the_starting_objects_every_failure_says_what_and_why(lab: Any
 
 
 def _with_ns(obj: dict[str, Any], ns: str) -> dict[str, Any]:
-    if obj["kind"] not in ("Namespace", "IngressClass"):
+    if obj["kind"] not in ("Namespace", "IngressClass", "GatewayClass"):
         obj = dict(obj, metadata=dict(obj["metadata"], namespace=obj["metadata"].get("namespace", ns)))
     return obj
 
@@ -64,7 +65,9 @@ def _with_ns(obj: dict[str, Any], ns: str) -> dict[str, Any]:
 def _objects(state: Any) -> list[dict[str, Any]]:
     out = [ns.raw for ns in state.namespaces.values()] + [n.raw for n in state.nodes.values()]
     out += [ic.raw for ic in state.ingress_classes.values()]
-    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
+    out += [gc.raw for gc in state.gateway_classes.values()]
+    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies,
+                 state.gateways, state.http_routes, state.reference_grants):
         out += [o.raw for o in coll.values()]
     return out
 

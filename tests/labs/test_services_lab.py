@@ -85,7 +85,8 @@ def test_an_ingress_in_another_namespace_earns_nothing(live: LiveLab) -> None:
     live.solve(LAB, "clusterip", "multiport")
     live.kubectl("create", "namespace", "shop-demo")
     try:
-        for args in (["create", "deployment", "api", "--image=nginx:1.27"], ["expose", "deployment", "api", "--port=80"],
+        for args in (["create", "deployment", "api", "--image=nginx:1.27"],
+                     ["expose", "deployment", "api", "--port=80"],
                      ["create", "ingress", "shop", "--class=nginx", "--rule=shop.lab.example/*=api:80"]):
             live.kubectl("-n", "shop-demo", *args)
         report = live.check("services", "ingress")
@@ -131,7 +132,8 @@ def test_lab_list_names_every_lab(live: LiveLab) -> None:
     assert out.exit_code == 0
     lines = out.output.splitlines()
     assert lines[0].split() == ["NAME", "NAMESPACE", "TASKS", "POINTS", "TITLE"]
-    assert [line.split()[0] for line in lines[1:]] == ["services", "netpol", "debug-service", "ingress-classes"]
+    assert [line.split()[0] for line in lines[1:]] == ["services", "netpol", "debug-service", "gateway",
+                                                       "ingress-classes"]
 
 
 def test_start_prints_the_tasks_and_check_exits_1_until_done(live: LiveLab) -> None:
@@ -182,7 +184,7 @@ def test_hint_prints_hints_and_commands(live: LiveLab) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["check", "--lab", "services", "nope"], "error: lab services has no task 'nope' (tasks: clusterip, nodeport"),
-    (["start", "nope"], "error: no lab named 'nope' (labs: debug-service, ingress-classes, netpol, services)"),
+    (["start", "nope"], "error: no lab named 'nope' (labs: debug-service, gateway, ingress-classes, netpol, services)"),
     (["check", "--lab", "services", "--kubeconfig", "/nonexistent"], "error: kubeconfig /nonexistent: No such file"),
 ])
 def test_bad_input_exits_2(live: LiveLab, args: list[str], message: str) -> None:

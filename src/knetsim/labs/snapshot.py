@@ -24,7 +24,8 @@ from ..sources.live import read_cluster
 
 # Workloads are read for spec criteria but not simulated again: their pods are already in
 # the snapshot, with the cluster's own names, IPs and readiness.
-SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy")
+SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy",
+                   "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
 READ_KINDS = (*SIMULATED_KINDS, "Deployment")
 
 
