@@ -5,6 +5,7 @@ discovery (``/api``, ``/apis``), and lists of the objects it is given, paged wit
 ``continue``, metadata-only when asked (``as=PartialObjectMetadataList``). It checks a bearer
 token (401 with a Status otherwise) and refuses the plurals it is told to (403, worded as
 the RBAC authorizer words it). Every request is recorded, so tests can see what the client asked.
+It answers the real kubectl too (group-version resource lists for its discovery).
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ def fake_api(objects: Iterable[dict[str, Any]], *, token: str = "secret", groups
                     {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs]}
                     for g, vs in sorted(served.items())]})
             parts = url.path.strip("/").split("/")
+            if parts in (["api", "v1"], ["apis", *parts[1:3]]) and len(parts) == (2 if parts[0] == "api" else 3):
+                # A group version's resources, which kubectl asks before it lists anything.
+                group, version = ("", "v1") if parts[0] == "api" else (parts[1], parts[2])
+                if group and version not in served.get(group, []):
+                    return self.answer(404, _status(404, "NotFound", "the server could not find the requested "
+                                                    "resource"))
+                return self.answer(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                         "groupVersion": f"{group}/{version}" if group else version,
+                                         "resources": [{"name": k.plural, "singularName": k.singular,
+                                                        "namespaced": k.namespaced, "kind": k.kind,
+                                                        "verbs": ["get", "list"], "shortNames": list(k.short_names)}
+                                                       for k in KINDS if k.group == group]})
             info = by_plural.get(parts[-1])
             group = "" if parts[0] == "api" else parts[1]
             if info is None or info.group != group or (group and parts[2] not in served.get(group, [])):
