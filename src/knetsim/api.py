@@ -11,6 +11,7 @@ Methods return dataclasses whose ``to_dict()`` is exactly what ``-o json`` print
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import IO, Any
 
 from .cluster.build import BuildResult, ManifestError, build_cluster
@@ -42,6 +43,7 @@ class Cluster:
         # The live cluster the objects were read from (from_sources), and what of it could not be read.
         self.target: Target | None = None
         self.source_notes: list[str] = []
+        self.read_at: datetime | None = None
 
     # --- construction ---------------------------------------------------------------
 
@@ -74,7 +76,7 @@ class Cluster:
                 raise InputError([str(exc)]) from None
         got = read(sources, progress)
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict)
-        cluster.target, cluster.source_notes = got.target, got.notes
+        cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
         return cluster
 
     @classmethod

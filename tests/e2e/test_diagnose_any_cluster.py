@@ -93,11 +93,16 @@ def app(cluster: Cluster) -> Cluster:
 
 
 def test_get_and_overview_show_what_kubectl_shows(app: Cluster) -> None:
-    pods = json.loads(app.kubectl("get", "pods", "-o", "json").stdout)["items"]
-    out = knetsim(app, "get", "pods")
+    out = knetsim(app, "get", "pods", "-A")
     assert out.returncode == 0, out.stderr
-    assert sorted(line.split()[0] for line in out.stdout.splitlines()[1:]) == sorted(
-        p["metadata"]["name"] for p in pods)
+    theirs = app.kubectl("get", "pods", "-A").stdout
+    # Every cell kubectl prints, AGE included (measured from the moment of reading, as kubectl's); a
+    # second may tick between the two reads.
+    assert [line.split()[:-1] for line in out.stdout.splitlines()] == [line.split()[:-1]
+                                                                      for line in theirs.splitlines()]
+    ages = [(a.split()[-1], b.split()[-1]) for a, b in zip(out.stdout.splitlines()[1:], theirs.splitlines()[1:],
+                                                             strict=True)]
+    assert all(a == b or a.endswith("s") for a, b in ages), ages
     cluster_ip = app.get_json("service", "web")["spec"]["clusterIP"]
     out = knetsim(app, "overview")
     assert out.returncode == 0 and "default/web" in out.stdout and cluster_ip in out.stdout

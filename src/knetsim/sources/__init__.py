@@ -7,8 +7,8 @@ and what could not be read), so every command that analyses a cluster works on a
     Live(kubeconfig, context) a cluster's API server through a kubeconfig: kind, minikube, a cloud
                               cluster, or the running ``knetsim up`` (its state dir's kubeconfig)
 
-``combine`` puts manifests over a live cluster: what the cluster would hold after
-``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
+``read`` of a live cluster then manifests puts the manifests over it: what the cluster would
+hold after ``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
 ``cluster/`` (which builds the state from documents and never asks where they came from).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO
 
 from ..model.loader import LoadResult, load_paths
@@ -49,10 +50,11 @@ class Live:
     def read(self, progress: Progress | None = None) -> Read:
         from .live import read_cluster
 
+        at = datetime.now(UTC)
         with connect(self.kubeconfig, self.context, timeout=self.timeout) as api:
             label = self.label or f"cluster {api.context}"
             got = read_cluster(api, label, progress=progress)
-            return Read(got.loaded, got.notes, api.target)
+            return Read(got.loaded, got.notes, api.target, at)
 
 
 @dataclass(slots=True)
@@ -60,6 +62,7 @@ class Read:
     loaded: LoadResult
     notes: list[str] = field(default_factory=list)
     target: Target | None = None  # the cluster read, if one was
+    at: datetime | None = None  # when it was read: the "now" of its objects' ages
 
 
 Source = Manifests | Live
@@ -75,6 +78,7 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
         out.loaded.errors.extend(got.loaded.errors)
         out.notes.extend(got.notes)
         out.target = out.target or got.target
+        out.at = out.at or got.at
     return out
 
 
