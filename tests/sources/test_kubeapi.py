@@ -25,7 +25,7 @@ from tests.fakeapi import FakeAPI, fake_api, kubeconfig_for
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
-from knetsim.sources import KubeconfigError, connect
+from knetsim.sources import KubeconfigError, KubeError, connect
 
 
 def knetsim(*args: str, **env: str) -> Result:
@@ -240,3 +240,18 @@ def test_context_alone_reads_the_default_kubeconfig(tmp_path: Path, kind: tuple[
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[1].split()[:2] == ["web", "ClusterIP"]
     assert os.environ.get("KUBECONFIG") != path
+
+
+def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
+    """A server that accepts the connection and then says nothing (a hung apiserver, a proxy) is bounded."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        api = connect(write(tmp_path, kubeconfig_for(url, {})), timeout=0.5)
+        with pytest.raises(KubeError) as caught:
+            api.version()
+    assert str(caught.value) == (f"the API server {url} (context kind-kind, kubeconfig {tmp_path / 'config'}) did "
+                                 "not answer within 0.5s")

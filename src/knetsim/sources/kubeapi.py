@@ -154,9 +154,8 @@ class KubeAPI:
                                          _request_timeout=(CONNECT_TIMEOUT, self.timeout))
         except ApiException as exc:
             if not exc.status:  # the client's wrapping of a TLS failure: no answer from the server
-                where = f"the API server {self.server} (context {self.context}, kubeconfig {self.target.kubeconfig})"
                 reason = str(exc.reason or "").splitlines()
-                raise KubeError(f"cannot reach {where}: TLS failed: {reason[-1] if reason else exc}") from None
+                raise KubeError(f"cannot reach {self._server_text}: TLS failed: {reason[-1] if reason else exc}") from None
             raise self._api_error(exc) from None
         except urllib3.exceptions.MaxRetryError as exc:
             raise self._unreachable(exc.reason or exc) from None
@@ -170,10 +169,14 @@ class KubeAPI:
         except ValueError:
             raise KubeError(f"{self.server}{path}: the answer is not JSON: {raw[:120]!r}") from None
 
+    @property
+    def _server_text(self) -> str:
+        return f"the API server {self.server} (context {self.context}, kubeconfig {self.target.kubeconfig})"
+
     def _unreachable(self, exc: BaseException) -> KubeError:
         import urllib3.exceptions
 
-        where = f"the API server {self.server} (context {self.context}, kubeconfig {self.target.kubeconfig})"
+        where = self._server_text
         if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
             return KubeError(f"{where} did not answer within {self.timeout:g}s")
         # NewConnectionError is a ConnectTimeoutError too (urllib3 keeps it so): ask it first.
