@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from importlib import resources
+from pathlib import Path
 
 from .config import ClusterConfig
 
@@ -115,17 +115,11 @@ class _Library(Mapping[str, frozenset[str]]):
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._spans: dict[str, tuple[int, int]] = {}
         self._parsed: dict[str, frozenset[str]] = {}
-        repo, start, pos = "", 0, 0
-        for line in text.splitlines(keepends=True):
-            if line.strip() and not line.startswith("#") and " " not in line.strip():
-                if repo:
-                    self._spans[repo] = (start, pos)
-                repo, start = line.strip(), pos + len(line)
-            pos += len(line)
-        if repo:
-            self._spans[repo] = (start, pos)
+        # A repository is a line without a space; its tags follow, up to the next repository.
+        heads = [(m.group(1), m.start(), m.end()) for m in _REPO_LINE.finditer(text)]
+        self._spans = {name: (end, heads[i + 1][1] if i + 1 < len(heads) else len(text))
+                       for i, (name, _, end) in enumerate(heads)}
 
     def __getitem__(self, repo: str) -> frozenset[str]:
         tags = self._parsed.get(repo)
@@ -150,11 +144,14 @@ class _Library(Mapping[str, frozenset[str]]):
         return len(self._spans)
 
 
+_REPO_LINE = re.compile(r"^([^\s#][^ \n]*)\n", re.M)
+_DATA = Path(__file__).resolve().parent.parent / "data" / "registry" / "docker-library-tags.txt.xz"
+
+
 @cache
 def official_images() -> Mapping[str, frozenset[str]]:
     """Repository → tags of Docker Hub's official images (see knetsim/data/registry/README.md)."""
-    raw = resources.files("knetsim").joinpath("data/registry/docker-library-tags.txt.xz").read_bytes()
-    return _Library(lzma.decompress(raw).decode())
+    return _Library(lzma.decompress(_DATA.read_bytes()).decode())
 
 
 def _registry_host(registry: str) -> str:
