@@ -154,8 +154,8 @@ class KubeAPI:
                                          _request_timeout=(CONNECT_TIMEOUT, self.timeout))
         except ApiException as exc:
             if not exc.status:  # the client's wrapping of a TLS failure: no answer from the server
-                reason = str(exc.reason or "").splitlines()
-                raise KubeError(f"cannot reach {self._server_text}: TLS failed: {reason[-1] if reason else exc}") from None
+                reason = (str(exc.reason or "").splitlines() or [str(exc)])[-1]
+                raise KubeError(f"cannot reach {self._server_text}: TLS failed: {reason}") from None
             raise self._api_error(exc) from None
         except urllib3.exceptions.MaxRetryError as exc:
             raise self._unreachable(exc.reason or exc) from None
