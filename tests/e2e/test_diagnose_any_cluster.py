@@ -206,7 +206,7 @@ def test_an_exec_credential_plugin_logs_in_with_the_clusters_token(second: Clust
     assert out.stdout.splitlines()[1].split()[:3] == ["kube-dns", "ClusterIP", "10.96.0.10"]
 
 
-def test_a_bad_token_or_an_unreachable_server_is_exit_2(second: Cluster, tmp_path: Path) -> None:
+def test_a_bad_token_an_unknown_certificate_or_an_unreachable_server_is_exit_2(second: Cluster, tmp_path: Path) -> None:
     config = yaml.safe_load(Path(second.kubeconfig).read_text())
     server = config["clusters"][0]["cluster"]["server"]
     config["users"][0]["user"] = {"token": "not-the-token"}
@@ -218,6 +218,15 @@ def test_a_bad_token_or_an_unreachable_server_is_exit_2(second: Cluster, tmp_pat
                           "knetsim): Unauthorized (401 Unauthorized)\n")
 
     config = yaml.safe_load(Path(second.kubeconfig).read_text())
+    del config["clusters"][0]["cluster"]["certificate-authority-data"]  # the server's certificate is then unknown
+    untrusted = tmp_path / "untrusted"
+    untrusted.write_text(yaml.safe_dump(config))
+    out = knetsim(None, "get", "pods", "--kubeconfig", str(untrusted))
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"error: cannot reach the API server {server} (context knetsim, kubeconfig "
+                                 f"{untrusted}): TLS failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify "
+                                 "failed"), out.stderr
+
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     gone = tmp_path / "unreachable"
     gone.write_text(yaml.safe_dump(config))
