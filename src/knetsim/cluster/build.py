@@ -23,7 +23,7 @@ from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
+from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -229,10 +229,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         np = PARSERS["NetworkPolicy"](doc.body, doc.source)
         state.network_policies[np.key] = np  # type: ignore[assignment]
 
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", "CiliumNetworkPolicy"}
+    # Policies the policy layer reads from state.others (it parses them itself).
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints"} | kept_for_policy
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
-            if kind == "CiliumNetworkPolicy":
+            if kind in kept_for_policy:
                 for d in kind_docs:
                     _keep_other(state, d)
             continue

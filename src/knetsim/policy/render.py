@@ -253,13 +253,27 @@ WRITERS: dict[str, Callable[[Matrix, TextIO], Any]] = {
 
 def _direction_text(d: DirectionVerdict) -> list[str]:
     lines = [f"{d.direction} of {d.endpoint}: {d.reason}"]
+    tiered = bool(d.cluster_policies)
+    for m in d.passed_by:
+        lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: Pass")
+    if d.decided_by is not None and d.decided_by.tier == "Admin":
+        m = d.decided_by
+        lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: {m.action}")
     if not d.enforced or not d.isolated:
+        if d.decided_by is not None and d.decided_by.tier == "Baseline":
+            m = d.decided_by
+            lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: {m.action}")
         return lines
+    indent = "  "
+    if tiered:
+        reached = d.tier == "NetworkPolicy"
+        lines.append(f"  NetworkPolicy tier{'' if reached else ' (not reached: the Admin tier decided)'}:")
+        indent = "    "
     if d.allowed_by:
-        lines += [f"  allowed by {m.location}" for m in d.allowed_by]
+        lines += [f"{indent}allowed by {m.location}" for m in d.allowed_by]
     elif d.checked:
-        lines.append(f"  no {d.direction} rule allows it:")
-        lines += [f"    {m.rule_location}: {m.reason}" for m in d.checked]
+        lines.append(f"{indent}no {d.direction} rule allows it:")
+        lines += [f"{indent}  {m.rule_location}: {m.reason}" for m in d.checked]
     return lines
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.labels import Selector
 from ..model.loader import BUILTIN, Source
@@ -144,7 +144,7 @@ class Peer:
     """One ``from``/``to`` item. Pod peers: ``namespace`` fixed (podSelector alone) or ``namespace_selector``."""
 
     index: int
-    kind: str  # pods | ipblock | entity
+    kind: str  # pods | ipblock | entity | network (ClusterNetworkPolicy: matches every address, pod IPs too)
     namespace: str | None = None
     namespace_selector: Selector | None = None
     pod_selector: Selector | None = None  # None: every pod of the selected namespaces
@@ -152,7 +152,7 @@ class Peer:
     entity: str = ""  # Cilium: all | world | cluster | host | remote-node
 
     def describe(self) -> str:
-        if self.kind == "ipblock" and self.ip_range is not None:
+        if self.kind in ("ipblock", "network") and self.ip_range is not None:
             return f"IP addresses in {self.ip_range.describe()}"
         if self.kind == "entity":
             return f"Cilium entity {self.entity!r}"
@@ -183,6 +183,16 @@ class Rule:
     index: int
     peers: tuple[Peer, ...] | None
     ports: tuple[Port, ...] | None
+
+
+class RuleShape(Protocol):
+    """What matching reads of a rule: NetworkPolicy's ``Rule`` and ClusterNetworkPolicy's ``ClusterRule``."""
+
+    @property
+    def peers(self) -> tuple[Peer, ...] | None: ...
+
+    @property
+    def ports(self) -> tuple[Port, ...] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +266,10 @@ class MatchContext:
     local_node: str = ""  # node of the policy's pod, for Cilium's host / remote-node entities
 
 
-def peer_matches(policy: Policy, peer: Peer, ep: Endpoint, ctx: MatchContext) -> bool:
+def peer_matches(policy: Policy | None, peer: Peer, ep: Endpoint, ctx: MatchContext) -> bool:
+    if peer.kind == "network":
+        # "cluster-internal traffic will be checked against the rule as well" (ClusterNetworkPolicyEgressPeer)
+        return peer.ip_range is not None and bool(ep.ip) and peer.ip_range.contains(ep.ip)
     if peer.kind == "ipblock":
         if peer.ip_range is None or not ep.ip:
             return False
@@ -291,20 +304,20 @@ def _entity_matches(entity: str, ep: Endpoint, ctx: MatchContext) -> bool:
     return False
 
 
-def first_peer(policy: Policy, rule: Rule, ep: Endpoint, ctx: MatchContext) -> int | None:
+def first_peer(policy: Policy | None, rule: RuleShape, ep: Endpoint, ctx: MatchContext) -> int | None:
     """Index of the first peer of ``rule`` that matches ``ep``; -1 when the rule has no peers (all)."""
     if rule.peers is None:
         return -1
     return next((p.index for p in rule.peers if peer_matches(policy, p, ep, ctx)), None)
 
 
-def first_port(rule: Rule, protocol: str, number: int, dst: Endpoint) -> int | None:
+def first_port(rule: RuleShape, protocol: str, number: int, dst: Endpoint) -> int | None:
     if rule.ports is None:
         return -1
     return next((p.index for p in rule.ports if p.matches(protocol, number, dst)), None)
 
 
-def rule_connections(rule: Rule, dst: Endpoint) -> ConnSet:
+def rule_connections(rule: RuleShape, dst: Endpoint) -> ConnSet:
     if rule.ports is None:
         return ConnSet.all()
     out = ConnSet.none()
