@@ -23,8 +23,9 @@ import numpy as np
 from ..cluster.state import ClusterState
 from ..model.labels import DOES_NOT_EXIST, EQUALS, EXISTS, GREATER, IN, LESS, NOT_EQUALS, NOT_IN, Selector
 from ..model.objects import Pod
+from .cluster import ClusterPolicy
 from .engine import PolicyIndex, pod_endpoint
-from .rules import Endpoint, Peer, Policy, Rule
+from .rules import Endpoint, Peer, Policy, Rule, RuleShape
 
 POD, NODE, EXTERNAL = 0, 1, 2
 _IPV4_END = 1 << 32
@@ -53,14 +54,15 @@ def _selector_keys(selector: Selector | None) -> Iterable[str]:
     return () if selector is None else (r.key for r in selector.requirements)
 
 
-def _ipv4_ranges(policies: Sequence[Policy]) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+def _ipv4_ranges(policies: Sequence[Policy | ClusterPolicy],
+                 kind: str = "ipblock") -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
     out = []
     for policy in policies:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction) or ():
                 for peer in rule.peers or ():
                     r = peer.ip_range
-                    if peer.kind == "ipblock" and r is not None and r.cidr.version == 4:
+                    if peer.kind == kind and r is not None and r.cidr.version == 4:
                         ex = tuple(_span(e) for e in r.excepts)
                         out.append((*_span(r.cidr), ex))
     return out
@@ -80,12 +82,12 @@ def atom_name(lo: int, hi: int) -> str:
     return f"{ipaddress.IPv4Address(lo)}-{ipaddress.IPv4Address(hi - 1)}"
 
 
-def _vocabulary(policies: Sequence[Policy]) -> tuple[list[str], list[tuple[str, str]]]:
+def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], list[tuple[str, str]]]:
     """The label keys selectors mention and the (name, protocol) of every named port, sorted."""
     keys: set[str] = set()
     named: set[tuple[str, str]] = set()
     for p in policies:
-        keys.update(_selector_keys(p.selector))
+        keys.update(_selector_keys(p.selector if isinstance(p, Policy) else p.pod_selector))
         for direction in ("ingress", "egress"):
             for rule in p.rules(direction) or ():
                 for peer in rule.peers or ():
@@ -99,17 +101,19 @@ def _vocabulary(policies: Sequence[Policy]) -> tuple[list[str], list[tuple[str, 
 def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True) -> Classes:
     """The classes of ``pods`` (in name order), plus the external pieces when ``external``."""
     policies = index.policies
-    key_list, named_list = _vocabulary(policies)
+    key_list, named_list = _vocabulary((*policies, *index.cluster))
     named_set = set(named_list)
 
-    ranges = _ipv4_ranges(policies)
+    # ClusterNetworkPolicy `networks` match every address, pod and node IPs too, whatever the data plane.
+    networks = _ipv4_ranges(index.cluster, "network")
+    ranges = _ipv4_ranges(policies) + networks
     pod_net = ipaddress.ip_network(state.config.pod_cidr)
     bounds_set = {0, _IPV4_END}
     for lo, hi, ex in ranges:
         bounds_set.update((lo, hi))
         for elo, ehi in ex:
             bounds_set.update((elo, ehi))
-    cluster_matters = bool(ranges) and index.ctx.ipblocks_match_cluster
+    cluster_matters = bool(ranges) and (index.ctx.ipblocks_match_cluster or bool(networks))
     if ranges and pod_net.version == 4:
         bounds_set.update((int(pod_net.network_address), int(pod_net.broadcast_address) + 1))
     bounds = sorted(bounds_set)
@@ -156,7 +160,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     kind = np.array([k[0] for k in ordered], dtype=np.int8)
     ns_of = np.array([ns_index[k[1]] if k[0] == POD else -1 for k in ordered], dtype=np.int32)
     atom_of = np.array([k[-1] if k[0] != EXTERNAL else k[3] for k in ordered], dtype=np.int32)
-    if not index.ctx.ipblocks_match_cluster:
+    if not cluster_matters:
         atom_of[kind != EXTERNAL] = -1
     ns_slices: dict[str, tuple[int, int]] = {}
     for i, k in enumerate(ordered):
@@ -196,6 +200,7 @@ class Vectors:
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
+        self._subjects: dict[tuple[Selector, Selector | None], np.ndarray] = {}
 
     def _indices(self, key: str, values: Iterable[str]) -> np.ndarray:
         v = np.zeros(self.n, dtype=bool)
@@ -241,7 +246,8 @@ class Vectors:
 
     def ipblock(self, peer: Peer) -> np.ndarray:
         r = peer.ip_range
-        cached = self._ip.get(r)
+        key = (peer.kind, r)
+        cached = self._ip.get(key)
         if cached is not None:
             return cached
         v = np.zeros(self.n, dtype=bool)
@@ -250,9 +256,9 @@ class Vectors:
             match = np.array([r.contains(str(ipaddress.IPv4Address(bounds[i]))) for i in range(len(bounds) - 1)]
                              + [False], dtype=bool)
             v = match[self.c.atom_of]
-            if not self.index.ctx.ipblocks_match_cluster:
+            if peer.kind == "ipblock" and not self.index.ctx.ipblocks_match_cluster:
                 v = v & (self.c.kind == EXTERNAL)
-        self._ip[r] = v
+        self._ip[key] = v
         return v
 
     def peer(self, peer: Peer) -> np.ndarray:
@@ -261,7 +267,7 @@ class Vectors:
         if cached is not None:
             return cached
         kind = self.c.kind
-        if peer.kind == "ipblock":
+        if peer.kind in ("ipblock", "network"):
             v = self.ipblock(peer)
         elif peer.kind == "entity":
             v = {"all": np.ones(self.n, dtype=bool), "world": kind == EXTERNAL, "cluster": kind != EXTERNAL,
@@ -287,7 +293,17 @@ class Vectors:
             self._policy_sel[key] = cached
         return cached
 
-    def rule(self, rule: Rule) -> np.ndarray:
+    def subject(self, policy: ClusterPolicy) -> np.ndarray:
+        """The classes a ClusterNetworkPolicy's subject selects (pods on the pod network only)."""
+        key = (policy.namespace_selector, policy.pod_selector)
+        cached = self._subjects.get(key)
+        if cached is None:
+            pods = self.pod_mask if policy.pod_selector is None else self.selector(policy.pod_selector)
+            cached = pods & self.namespaces(policy.namespace_selector)
+            self._subjects[key] = cached
+        return cached
+
+    def rule(self, rule: RuleShape) -> np.ndarray:
         """The peer classes ``rule`` matches (shared with the cache: callers never write into it)."""
         if rule.peers is None:
             return np.ones(self.n, dtype=bool)

@@ -86,9 +86,7 @@ class ClusterPolicy:
     @property
     def where(self) -> str:
         """``Admin tier, priority 10`` (how a verdict places the policy)."""
-        if self.priority is None:
-            return f"{self.tier} tier, no priority"
-        return f"{self.tier} tier, priority {self.priority}"
+        return f"{self.tier} tier" + ("" if self.priority is None else f", priority {self.priority}")
 
     def rules(self, direction: str) -> tuple[ClusterRule, ...]:
         return self.ingress if direction == INGRESS else self.egress
