@@ -205,6 +205,8 @@ def test_a_workload_cell_is_what_every_pod_pair_of_it_gets(objects: list[dict[st
                      for a in src for b in dst if a is not b]
             if not pairs or (src[0].kind == "external" and dst[0].kind == "external"):
                 continue
+            if any(e.kind == "external" and s.node_by_ip(_representative(e.name)) for e in (src[0], dst[0])):
+                continue  # a piece that is exactly a node IP: the matrix does not model node-local traffic there
             every, some = pairs[0], pairs[0]
             for c in pairs[1:]:
                 every, some = every & c, some | c

@@ -26,7 +26,7 @@ from ..model.labels import Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import Pod
 from .ports import PROTOCOLS
-from .rules import INGRESS, Peer, Port, ip_range
+from .rules import INGRESS, Peer, Port, ip_range, namespaces_text
 
 CLUSTER_NETWORK_POLICY = "ClusterNetworkPolicy"
 ADMIN_NETWORK_POLICY = "AdminNetworkPolicy"
@@ -98,8 +98,7 @@ class ClusterPolicy:
         return self.pod_selector is None or self.pod_selector.matches(pod.labels)
 
     def subject_text(self) -> str:
-        ns = "every namespace" if self.namespace_selector.empty else (
-            f"namespaces with {self.namespace_selector.formatted()}")
+        ns = namespaces_text(self.namespace_selector)
         if self.pod_selector is None:
             return f"every pod of {ns}"
         pods = "every pod" if self.pod_selector.empty else f"pods with {self.pod_selector.formatted()}"

@@ -383,12 +383,11 @@ def _would_have(np: DirectionVerdict, allowed: bool) -> str:
     """What NetworkPolicy alone would have said, when a ClusterNetworkPolicy tier overrode it."""
     if not np.isolated:
         return f"no NetworkPolicy selects {np.endpoint} for {np.direction}"
-    if np.allowed and not allowed:
-        return f"the NetworkPolicy `{np.allowed_by[0].policy.split('/', 1)[1]}` would have allowed it"
-    if not np.allowed and allowed:
-        names = ", ".join(f"`{n.split('/', 1)[1]}`" for _, n in np.policies)
-        return f"the NetworkPolicies isolating it ({names}) would have denied it"
-    return f"NetworkPolicy would have {'allowed' if allowed else 'denied'} it too"
+    if np.allowed:
+        return f"the NetworkPolicy `{np.allowed_by[0].policy.split('/', 1)[1]}` would have allowed it" + (
+            " too" if allowed else "")
+    names = ", ".join(f"`{n.split('/', 1)[1]}`" for _, n in np.policies)
+    return f"the NetworkPolicies isolating it ({names}) would have denied it" + ("" if allowed else " too")
 
 
 def _cluster_decision(decision: TierDecision, np: DirectionVerdict, passed: tuple[TierRuleMatch, ...],
@@ -493,31 +492,41 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
 # --- every allowed connection between two endpoints (the reference for the matrix) ---
 
 
-def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
-    if pod_ep.kind != "pod" or pod_ep.pod is None:
-        return ConnSet.all()
-    pod = pod_ep.pod
-    selecting = index.selecting(pod, direction)
-    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
-    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
-    if not selecting and not admin and not baseline:
-        return ConnSet.all()
-    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
-        return ConnSet.all()
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+def network_policy_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet | None:
+    """What the NetworkPolicy tier allows ``pod_ep`` (a pod on the pod network) in ``direction`` with
+    ``peer_ep``: the union of the selecting policies' rules; None when none isolates it (it passes on)."""
+    assert pod_ep.pod is not None
+    selecting = index.selecting(pod_ep.pod, direction)
+    if not selecting:
+        return None
+    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod_ep.pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     out = ConnSet.none()
     for policy in selecting:
         for rule in policy.rules(direction) or ():
             if rule.peers is None or any(peer_matches(policy, p, peer_ep, ctx) for p in rule.peers):
                 out = out | rule_connections(rule, dst)
+    return out
+
+
+def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
+    if pod_ep.kind != "pod" or pod_ep.pod is None:
+        return ConnSet.all()
+    pod = pod_ep.pod
+    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
+    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return ConnSet.all()
+    allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     if not admin and not baseline:
-        return out
+        return ConnSet.all() if allowed is None else allowed
+    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    dst = pod_ep if direction == INGRESS else peer_ep
     # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
-    network_policy = (out, ConnSet.all()) if selecting else (ConnSet.none(), ConnSet.none())
     none = (ConnSet.none(), ConnSet.none())
-    return combine([tier_sets(admin, direction, peer_ep, dst, ctx) if admin else none, network_policy,
-                    tier_sets(baseline, direction, peer_ep, dst, ctx) if baseline else none])
+    network_policy = none if allowed is None else (allowed, ConnSet.all())
+    return combine([tier_sets(admin, direction, peer_ep, dst, ctx)[:2] if admin else none, network_policy,
+                    tier_sets(baseline, direction, peer_ep, dst, ctx)[:2] if baseline else none])
 
 
 def direction_connections(state: ClusterState, direction: str, pod: str | Pod | Endpoint, peer: str | Pod | Endpoint,

@@ -161,14 +161,18 @@ class Peer:
         if self.namespace is not None and self.namespace_selector is None:
             return f"{pods} in namespace {self.namespace}"
         assert self.namespace_selector is not None
-        if self.namespace_selector.empty:
-            where = "in every namespace"
-        else:
-            name = _namespace_name(self.namespace_selector)
-            where = f"in namespace {name}" if name else f"in namespaces with {self.namespace_selector.formatted()}"
+        where = "in " + namespaces_text(self.namespace_selector)
         if self.pod_selector is not None and not self.pod_selector.empty:
             return f"{pods} {where} (one peer: namespace AND pod selector must both match)"
         return f"{pods} {where}"
+
+
+def namespaces_text(selector: Selector) -> str:
+    """``every namespace``, ``namespace shop`` (selected by its name label) or ``namespaces with tenant=yes``."""
+    if selector.empty:
+        return "every namespace"
+    name = _namespace_name(selector)
+    return f"namespace {name}" if name else f"namespaces with {selector.formatted()}"
 
 
 def _namespace_name(selector: Selector) -> str | None:

@@ -128,9 +128,9 @@ def decide(policies: Sequence[ClusterPolicy], direction: str, peer_ep: Endpoint,
 
 
 def tier_sets(policies: Sequence[ClusterPolicy], direction: str, peer_ep: Endpoint, dst: Endpoint,
-              ctx: MatchContext) -> tuple[ConnSet, ConnSet]:
-    """(accepted, decided) over every protocol and port: what Accept rules take, and what Accept and Deny
-    rules take; what a Pass rule takes first is in neither (the next tier decides it)."""
+              ctx: MatchContext) -> tuple[ConnSet, ConnSet, ConnSet]:
+    """(accepted, decided, taken) over every protocol and port: what Accept rules take, what Accept and Deny
+    rules take, and what any rule takes (a Pass rule's share is in ``taken`` only: the next tier decides it)."""
     taken = accepted = decided = ConnSet.none()
     for policy in policies:
         for rule in policy.rules(direction):
@@ -145,8 +145,8 @@ def tier_sets(policies: Sequence[ClusterPolicy], direction: str, peer_ep: Endpoi
                 decided = decided | hit
             taken = taken | hit
             if taken.is_all:
-                return accepted, decided
-    return accepted, decided
+                return accepted, decided, taken
+    return accepted, decided, taken
 
 
 def combine(tiers: Sequence[tuple[ConnSet, ConnSet]]) -> ConnSet:
