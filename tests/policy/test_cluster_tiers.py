@@ -316,3 +316,35 @@ def test_cilium_does_not_enforce_them_and_every_verdict_says_so() -> None:
     assert v.allowed
     assert v.notes == ("ClusterNetworkPolicy block-db is not enforced: Cilium (the ebpf data plane) does not "
                        "implement the network-policy-api kinds (cilium/cilium#23380)",)
+
+
+# --- the matrix says which tier decided ------------------------------------------------------------
+
+
+def test_matrix_cells_name_the_tier_that_denied_them() -> None:
+    from pathlib import Path
+
+    from knetsim import Cluster
+    from knetsim.policy.render import grid_rows
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-policy"
+    s = Cluster.from_paths([str(example)]).state
+    m = matrix(s)
+    marks = {"Admin": "A", "Baseline": "B", "NetworkPolicy": "X"}
+    seen = set()
+    for port in (80, 5432, 8080, 9090):
+        codes = m.deciding_tiers("TCP", port)
+        for i, line in grid_rows(m, "TCP", port):
+            for j, mark in enumerate(line.split(" ")):
+                a, b = m.rows.members[i][0], m.rows.members[j][0]
+                if a.kind == "external" or b.kind == "external" or a is b:
+                    continue
+                v = evaluate(s, a.pod, b.pod, port)
+                assert m.tier_of(codes, i, j) == (v.egress.tier, v.ingress.tier), (m.names[i], m.names[j], port)
+                if v.allowed:
+                    assert mark == ".", (m.names[i], m.names[j], port)
+                    continue
+                side = v.egress if not v.egress.allowed else v.ingress
+                assert mark == marks[side.tier], (m.names[i], m.names[j], port)
+                seen.add(mark)
+    assert seen == {"A", "B", "X"}

@@ -617,7 +617,8 @@ class Matrix:
     """What policy allows between every ordered pair of rows (workloads or pods, then external ranges)."""
 
     def __init__(self, state: ClusterState, classes: Classes, rows: Rows, pairs: ClassPairs,
-                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...]) -> None:
+                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...],
+                 tiers: Sequence[Tier] = ()) -> None:
         self.state = state
         self.classes = classes
         self.rows = rows
@@ -625,6 +626,7 @@ class Matrix:
         self.atoms = atoms
         self.level = level
         self.notes = notes
+        self.tiers = tuple(tiers)
         self._index = {name: i for i, name in enumerate(rows.names)}
         self.all_pattern = self._pattern_id(ConnSet.all())
         self._class_rows = self._rows_by_class()
@@ -681,6 +683,39 @@ class Matrix:
 
     def allowed(self, i: int, j: int) -> ConnSet:
         return self.cell(i, j)[0]
+
+    # --- which tier decided --------------------------------------------------------
+
+    def deciding_tiers(self, protocol: str, port: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per direction (egress, ingress), ``[subject class, peer class]``: the tier that decides ``protocol/port``,
+        as ``k`` (accepted by ``self.tiers[k - 1]``), ``-k`` (denied by it) or 0 (no tier: allowed by default)."""
+        atom = next((k for k, (proto, lo, hi) in enumerate(self.atoms) if proto == protocol and lo <= port <= hi),
+                    None)
+        n = self.classes.count
+        if atom is None:
+            raise ValueError(f"protocol {protocol!r}: supported values: {', '.join(PROTOCOLS)}")
+        group = Group(atom, atom + 1)
+        out = []
+        for direction in (EGRESS, INGRESS):
+            codes = np.zeros((n, n), dtype=np.int8)
+            undecided = np.ones((n, n), dtype=bool)
+            for k, tier in enumerate(self.tiers, 1):
+                m = tier.masks(direction, group)
+                accept, decided = (m.accept, m.decided) if m.rows is None else (m.accept[m.rows], m.decided[m.rows])
+                newly = undecided & (np.broadcast_to(decided, (n, n)) != 0)
+                accepted = np.broadcast_to(accept, (n, n)) != 0
+                codes[newly & accepted] = k
+                codes[newly & ~accepted] = -k
+                undecided &= ~newly
+            out.append(codes)
+        return out[0], out[1]
+
+    def tier_of(self, codes: tuple[np.ndarray, np.ndarray], i: int, j: int) -> tuple[str, str]:
+        """(egress, ingress) tier names for rows ``i`` -> ``j`` from ``deciding_tiers``: ``Admin``,
+        ``NetworkPolicy``, ``Baseline`` or ``default``."""
+        a, b = int(self.rows.class_of[i]), int(self.rows.class_of[j])
+        names = ["default", *(t.name for t in self.tiers)]
+        return names[abs(int(codes[0][a, b]))], names[abs(int(codes[1][b, a]))]
 
     def allowed_between(self, src: str, dst: str) -> ConnSet:
         return self.allowed(self.index(src), self.index(dst))
@@ -855,7 +890,7 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes))
+                  (*notes(index, state), *row_notes), tiers)
 
 
 __all__ = ["OTHER", "AtomMasks", "Block", "ClassPairs", "ClusterPolicyTier", "Group", "Matrix", "NetworkPolicyTier",
