@@ -18,15 +18,17 @@ the API server drops them as unknown fields, as a cluster with the standard CRDs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..model.labels import Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import Pod
 from .ports import PROTOCOLS
-from .rules import INGRESS, Peer, Port, ip_range, namespaces_text
+from .rules import INGRESS, IPRange, Peer, Port, ip_range, namespaces_text
 
 CLUSTER_NETWORK_POLICY = "ClusterNetworkPolicy"
 ADMIN_NETWORK_POLICY = "AdminNetworkPolicy"
@@ -109,8 +111,24 @@ class ClusterPolicyError(ValueError):
     """An object of these kinds the engine cannot read (only when it bypassed admission)."""
 
 
+_SELECTORS: dict[str, Selector] = {}
+
+
 def _selector(raw: Any) -> Selector:
-    return Selector.from_label_selector(raw or {})
+    # One object per distinct selector: a thousand policies repeat a handful, and the matrix's caches
+    # (keyed by selector) then find them by identity instead of comparing requirement tuples.
+    key = json.dumps(raw or {}, sort_keys=True)
+    found = _SELECTORS.get(key)
+    if found is None:
+        found = Selector.from_label_selector(raw or {})
+        if len(_SELECTORS) < 1 << 14:
+            _SELECTORS[key] = found
+    return found
+
+
+@lru_cache(maxsize=1 << 12)
+def _network(cidr: str) -> IPRange:
+    return ip_range(cidr)
 
 
 def _pods_peer(index: int, raw: Mapping[str, Any]) -> Peer:
@@ -126,7 +144,7 @@ def _peers(items: list[Mapping[str, Any]], where: str) -> tuple[Peer, ...]:
         elif "pods" in item:
             out.append(_pods_peer(i, item["pods"]))
         elif "networks" in item:
-            out += [Peer(i, "network", ip_range=ip_range(str(cidr))) for cidr in item["networks"]]
+            out += [Peer(i, "network", ip_range=_network(str(cidr))) for cidr in item["networks"]]
         else:
             # "If an implementation sees no fields are set ... it should fail closed" (the peer's doc).
             raise ClusterPolicyError(f"{where}[{i}]: no peer field this version knows ({', '.join(sorted(item))})")

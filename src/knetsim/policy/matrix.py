@@ -293,47 +293,51 @@ class ClusterPolicyTier:
         n = self.classes.count
         dt = group.dtype
         chosen = [(subject, rules[direction]) for _, subject, rules in self.policies if rules[direction]]
-        if not chosen:
-            zero = np.zeros((1, n), dtype=dt)
-            return TierMasks(zero, zero, np.zeros(n, dtype=np.int64))
-        columns = [subject.astype(np.int64) for subject, _ in chosen]
-        named: list[tuple[int, int, np.ndarray]] = []  # (policy, rule) whose ports resolve on the subject
-        if direction == INGRESS:
-            for k, (subject, rules) in enumerate(chosen):
-                for r, (rule, _) in enumerate(rules):
-                    mask = self.atom_masks.rule(rule, group)
-                    if not isinstance(mask, int):
-                        # One bit (or none) per class; the bit pattern as int64, -1 where the policy does not apply.
-                        named.append((k, r, mask))
-                        columns.append(np.where(subject, mask.astype(np.uint64).view(np.int64), -1))
-        keys = np.stack(columns, axis=1)
-        selected = keys[:, : len(chosen)].any(axis=1)
-        uniq, inverse = np.unique(keys[selected], axis=0, return_inverse=True)
-        rows = np.full(n, len(uniq), dtype=np.int64)  # the last row: classes no policy of the tier selects
-        rows[selected] = np.asarray(inverse).reshape(-1)
-        accept = np.zeros((len(uniq) + 1, n), dtype=dt)
-        decided = np.zeros((len(uniq) + 1, n), dtype=dt)
-        resolved = {(k, r): column for column, (k, r, _) in enumerate(named, start=len(chosen))}
-        cache: dict[int, np.ndarray] = {}
-        for g, key in enumerate(uniq.tolist()):
+        # A subject class's row depends on which policies select it and, for ingress, on the numbers the
+        # named ports of their rules resolve to on it: classes with the same signature share one row.
+        signatures: list[list[Any]] = [[] for _ in range(n)]
+        for k, (subject, rules) in enumerate(chosen):
+            idx = np.nonzero(subject)[0].tolist()
+            for c in idx:
+                signatures[c].append(k)
+            if direction != INGRESS:
+                continue
+            for r, (rule, _) in enumerate(rules):
+                mask = self.atom_masks.rule(rule, group)
+                if not isinstance(mask, int):
+                    for c in idx:
+                        signatures[c].append((k, r, int(mask[c])))
+        rows = np.zeros(n, dtype=np.int64)
+        groups: dict[tuple[Any, ...], int] = {(): 0}  # row 0: classes no policy of the tier selects
+        for c, signature in enumerate(signatures):
+            if signature:
+                rows[c] = groups.setdefault(tuple(signature), len(groups))
+        accept = np.zeros((len(groups), n), dtype=dt)
+        decided = np.zeros((len(groups), n), dtype=dt)
+        # Rules repeat their peers and ports across policies (a thousand policies, a handful of shapes):
+        # one vector per distinct (peers, ports), not per rule, or they alone would take gigabytes.
+        cache: dict[tuple[int, Any], np.ndarray] = {}
+        for signature, g in groups.items():
+            if not signature:
+                continue
+            resolved = {(item[0], item[1]): item[2] for item in signature if isinstance(item, tuple)}
             taken = np.zeros(n, dtype=dt)
             acc, dec = accept[g], decided[g]
-            for k, (_, rules) in enumerate(chosen):
-                if not key[k]:
-                    continue
-                for r, (rule, peers) in enumerate(rules):
+            for k in (item for item in signature if isinstance(item, int)):
+                for r, (rule, peers) in enumerate(chosen[k][1]):
                     if (k, r) in resolved:
-                        value = key[resolved[(k, r)]] & 0xFFFFFFFFFFFFFFFF
+                        value = resolved[(k, r)]  # ingress: the named port resolves on the subject
                         if not value:
                             continue
                         hit = np.where(peers, dt(value), dt(0))
                     else:
-                        hit = cache.get(id(rule))
+                        mask = self.atom_masks.rule(rule, group)
+                        key = (id(peers), mask if isinstance(mask, int) else id(mask))
+                        hit = cache.get(key)
                         if hit is None:
-                            mask = self.atom_masks.rule(rule, group)
                             # egress: a named port resolves on the peer, the destination
                             hit = np.where(peers, dt(mask) if isinstance(mask, int) else mask, dt(0)).astype(dt)
-                            cache[id(rule)] = hit
+                            cache[key] = hit
                     hit = hit & ~taken
                     if rule.action == ACCEPT:
                         acc |= hit
