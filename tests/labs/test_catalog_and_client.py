@@ -34,8 +34,8 @@ from knetsim.labs.model import LabError, parse_lab
 LABS = all_labs()
 
 
-def test_the_catalog_has_the_four_labs_in_order() -> None:
-    assert [lab.name for lab in LABS] == ["services", "netpol", "debug-service", "ingress-classes"]
+def test_the_catalog_has_the_five_labs_in_order() -> None:
+    assert [lab.name for lab in LABS] == ["services", "netpol", "cluster-policy", "debug-service", "ingress-classes"]
     assert [t.id for t in load_lab("netpol").tasks] == ["default-deny", "from-pods", "from-namespace", "and", "or",
                                                          "ports", "egress-dns"]
 
@@ -145,13 +145,19 @@ def fake_kind(tmp_path: Path) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append(self.headers.get("Authorization", ""))
+            code = 200
+            resource = self.path.rstrip("/").rsplit("/", 1)[-1]
             if self.path == "/version":
                 body: Any = {"major": "1", "minor": "35", "gitCommit": "a1b2c3"}
-            else:
-                kind = plural[self.path.rstrip("/").rsplit("/", 1)[-1]]
+            elif resource in plural:
+                kind = plural[resource]
                 body = {"kind": f"{kind}List", "items": [o for o in objects if o["kind"] == kind]}
+            else:  # e.g. clusternetworkpolicies: kind has no network-policy-api CRDs installed
+                code = 404
+                body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
+                        "message": "the server could not find the requested resource"}
             data = json.dumps(body).encode()
-            self.send_response(200)
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -178,7 +184,7 @@ def test_a_real_cluster_is_graded_and_the_report_says_traffic_was_simulated(fake
     assert report.knetsim is False
     assert "traffic criteria run on knetsim's simulation of this cluster's objects, not on real packets" in \
            report.notes[0]
-    assert set(seen) == {"Bearer secret"}
+    assert set(seen) == {"Bearer secret"}  # and the kinds it does not serve (no CRDs) count as none
     trace = next(c for c in report.tasks[1].criteria if c.check == "trace")
     assert trace.simulated and not trace.passed
     assert trace.found.startswith("refused at endpoints")

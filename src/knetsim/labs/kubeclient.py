@@ -78,7 +78,13 @@ KINDS: dict[str, Kind] = {k.kind: k for k in (
     Kind("Ingress", "networking.k8s.io/v1", "ingresses"),
     Kind("IngressClass", "networking.k8s.io/v1", "ingressclasses", namespaced=False),
     Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies"),
+    Kind("ClusterNetworkPolicy", "policy.networking.k8s.io/v1alpha2", "clusternetworkpolicies", namespaced=False),
+    Kind("AdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1", "adminnetworkpolicies", namespaced=False),
+    Kind("BaselineAdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1", "baselineadminnetworkpolicies",
+         namespaced=False),
 )}
+# Kinds a cluster may not serve at all (their CRDs are not installed): listing them there is a 404, not an error.
+OPTIONAL_KINDS = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy"})
 
 
 @dataclass(frozen=True, slots=True)

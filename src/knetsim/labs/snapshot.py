@@ -18,11 +18,12 @@ from typing import Any
 from ..api import Cluster
 from ..cluster.build import build_cluster
 from ..model.loader import Document, Source
-from .kubeclient import KubeClient
+from .kubeclient import OPTIONAL_KINDS, ApiError, KubeClient
 
 # Workloads are read for spec criteria but not simulated again: their pods are already in
 # the snapshot, with the cluster's own names, IPs and readiness.
-SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy")
+SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy",
+                   "ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
 READ_KINDS = (*SIMULATED_KINDS, "Deployment")
 
 
@@ -84,7 +85,13 @@ def fetch(client: KubeClient, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
         version = {}
     snap = Snapshot(client.config.server, client.config.context, version.get("gitCommit") == "knetsim")
     for kind in kinds:
-        items = [_clean(json.loads(json.dumps(o))) for o in client.list(kind)]
+        try:
+            listed = client.list(kind)
+        except ApiError as exc:
+            if exc.code != 404 or kind not in OPTIONAL_KINDS:
+                raise
+            listed = []  # the cluster does not serve this kind (no CRD): it has none of them
+        items = [_clean(json.loads(json.dumps(o))) for o in listed]
         items.sort(key=lambda o: ((o["metadata"].get("namespace") or ""), o["metadata"].get("name") or ""))
         snap.objects[kind] = items
     return snap
