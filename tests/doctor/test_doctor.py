@@ -217,4 +217,5 @@ def test_empty_selector_is_stored_as_none_and_reported() -> None:
 def test_doctor_subject_that_does_not_exist_is_bad_input() -> None:
     result = CliRunner().invoke(cli, ["doctor", "web", "-f", str(EXAMPLES / "shop")])
     assert result.exit_code == 2
-    assert 'no Service or Ingress "web" in namespace "default"; it exists in namespace shop (use -n)' in result.output
+    assert ('no Service, Ingress, Gateway or HTTPRoute "web" in namespace "default"; it exists in namespace shop '
+            '(use -n)') in result.output

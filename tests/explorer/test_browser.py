@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -235,8 +236,8 @@ def test_the_10k_pod_answer_stays_a_virtual_grid(browser: Any, tmp_path: Path) -
     assert page.locator("#count").inner_text() == "912 of 912 rows"  # 900 Deployments and 12 address ranges
     assert page.locator(".cell").count() < 3000  # only what is in view exists
     page.locator("#grid").evaluate("g => { g.scrollTop = g.scrollHeight; g.scrollLeft = g.scrollWidth; }")
-    page.wait_for_function("document.querySelector('.rowhead') && "
-                           "[...document.querySelectorAll('.rowhead')].some(e => e.textContent.startsWith('ns-99/'))")
+    # A locator wait, not wait_for_function: the page's CSP forbids the eval that one needs.
+    page.locator(".rowhead", has_text=re.compile(r"^ns-99/")).first.wait_for()
     page.fill("#label", "app=app-1")
     page.select_option("#ns", "ns-42")
     cell(page, "ns-42/app-1[Deployment] → ns-42/app-1[Deployment]: denied on TCP 8001").click()

@@ -35,7 +35,8 @@ LABS = all_labs()
 
 
 def test_the_catalog_has_the_five_labs_in_order() -> None:
-    assert [lab.name for lab in LABS] == ["services", "netpol", "cluster-policy", "debug-service", "ingress-classes"]
+    assert [lab.name for lab in LABS] == ["services", "netpol", "cluster-policy", "debug-service", "gateway",
+                                          "ingress-classes"]
     assert [t.id for t in load_lab("netpol").tasks] == ["default-deny", "from-pods", "from-namespace", "and", "or",
                                                          "ports", "egress-dns"]
 
@@ -48,7 +49,8 @@ def test_every_task_is_complete(lab: Any) -> None:
         assert {c.type for c in task.checks} <= set(CHECKS), task.id
     for obj in lab.setup:
         ns = obj["metadata"].get("namespace", lab.namespace)
-        assert obj["kind"] in ("Namespace", "IngressClass") or ns in lab.namespaces, obj["metadata"]["name"]
+        assert obj["kind"] in ("Namespace", "IngressClass", "GatewayClass") or ns in lab.namespaces, \
+            obj["metadata"]["name"]
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.name)
@@ -67,7 +69,7 @@ def test_graded_on_the_starting_objects_every_failure_says_what_and_why(lab: Any
 
 
 def _with_ns(obj: dict[str, Any], ns: str) -> dict[str, Any]:
-    if obj["kind"] not in ("Namespace", "IngressClass"):
+    if obj["kind"] not in ("Namespace", "IngressClass", "GatewayClass"):
         obj = dict(obj, metadata=dict(obj["metadata"], namespace=obj["metadata"].get("namespace", ns)))
     return obj
 
@@ -75,7 +77,9 @@ def _with_ns(obj: dict[str, Any], ns: str) -> dict[str, Any]:
 def _objects(state: Any) -> list[dict[str, Any]]:
     out = [ns.raw for ns in state.namespaces.values()] + [n.raw for n in state.nodes.values()]
     out += [ic.raw for ic in state.ingress_classes.values()]
-    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
+    out += [gc.raw for gc in state.gateway_classes.values()]
+    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies,
+                 state.gateways, state.http_routes, state.reference_grants):
         out += [o.raw for o in coll.values()]
     return out
 
@@ -145,19 +149,16 @@ def fake_kind(tmp_path: Path) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append(self.headers.get("Authorization", ""))
-            code = 200
-            resource = self.path.rstrip("/").rsplit("/", 1)[-1]
+            kind = "version"
             if self.path == "/version":
                 body: Any = {"major": "1", "minor": "35", "gitCommit": "a1b2c3"}
-            elif resource in plural:
-                kind = plural[resource]
+            else:
+                kind = plural.get(self.path.rstrip("/").rsplit("/", 1)[-1], "")
                 body = {"kind": f"{kind}List", "items": [o for o in objects if o["kind"] == kind]}
-            else:  # e.g. clusternetworkpolicies: kind has no network-policy-api CRDs installed
-                code = 404
-                body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
-                        "message": "the server could not find the requested resource"}
+            if not kind:  # a kind cluster without the Gateway API CRDs: 404 for their resources
+                body = {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
             data = json.dumps(body).encode()
-            self.send_response(code)
+            self.send_response(200 if kind else 404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -184,7 +185,7 @@ def test_a_real_cluster_is_graded_and_the_report_says_traffic_was_simulated(fake
     assert report.knetsim is False
     assert "traffic criteria run on knetsim's simulation of this cluster's objects, not on real packets" in \
            report.notes[0]
-    assert set(seen) == {"Bearer secret"}  # and the kinds it does not serve (no CRDs) count as none
+    assert set(seen) == {"Bearer secret"}
     trace = next(c for c in report.tasks[1].criteria if c.check == "trace")
     assert trace.simulated and not trace.passed
     assert trace.found.startswith("refused at endpoints")

@@ -34,6 +34,7 @@ from ..cluster.build import WORKLOAD_KINDS, build_cluster
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
 from ..cluster.state import ClusterState
+from ..gateway import status_of
 from ..model.defaults import apply_defaults
 from ..model.kinds import BY_KIND as CORE_KINDS
 from ..model.labels import Selector
@@ -46,7 +47,8 @@ from .store import Key, Stored, Write
 API_SOURCE = Source("<api>", 1)
 # Kinds the write order follows, so that a watcher sees owners before what they own.
 KIND_ORDER = ["Namespace", "Node", "IngressClass", "Service", "Deployment", "StatefulSet", "DaemonSet", "Job",
-              "ReplicaSet", "Pod", "EndpointSlice", "Endpoints", "Ingress", "NetworkPolicy"]
+              "ReplicaSet", "Pod", "EndpointSlice", "Endpoints", "Ingress", "NetworkPolicy", "GatewayClass", "Gateway",
+              "HTTPRoute", "ReferenceGrant"]
 # Kinds whose spec the controllers complete (scheduling, allocation, class defaulting).
 SPEC_WRITERS = {"Service", "Pod", "Ingress"}
 NAME_ORDINAL_KINDS = {"StatefulSet", "DaemonSet"}
@@ -234,6 +236,14 @@ def plan(objects: Mapping[Key, Stored], config: ClusterConfig, now: str, seq: Ma
         desired_out[(kind, obj.namespace, obj.name)] = (obj.raw, obj.source)
     for key, (raw, source) in endpoints_objects(state).items():
         desired_out.setdefault(key, (raw, source))
+    # Gateway API objects with the built-in Gateway controller's status (knetsim.gateway), transition
+    # times kept from the stored status so an unchanged condition is not rewritten on every rebuild.
+    for coll in (state.gateway_classes, state.gateways, state.http_routes, state.reference_grants):
+        for gobj in coll.values():
+            gkey = (gobj.kind, gobj.namespace, gobj.name)
+            stored_g = objects.get(gkey)
+            gstatus = status_of(state, gobj, now, previous=(stored_g.body.get("status") or {}) if stored_g else None)
+            desired_out[gkey] = ({**gobj.raw, "status": gstatus} if gstatus is not None else gobj.raw, gobj.source)
 
     job_pods: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in state.pods.values():

@@ -170,6 +170,8 @@ async def _start_ingress(running: Running, host: str, port: int) -> None:
         running.extra["ingress"] = "unavailable: knetsim.network is not installed"
         return
     running.extra["ingress_port"] = runner.addresses[0][1]
+    # Gateway listeners share the front door: the Host header (and its port) selects Gateway and listener.
+    running.extra["gateway_port"] = runner.addresses[0][1]
     running.closers.append(runner.cleanup)
 
 

@@ -70,6 +70,9 @@ def _print_ready(info: dict[str, Any]) -> None:
                    "wget/nslookup/nc for real")
     if "ingress_port" in info:
         click.echo(f"# Ingress     http://127.0.0.1:{info['ingress_port']} (curl -H 'Host: NAME' ...)")
+        gateway_port = info.get("gateway_port", info["ingress_port"])
+        click.echo(f"# Gateway     http://127.0.0.1:{gateway_port} (curl -H 'Host: NAME[:LISTENER_PORT]' ...: a host "
+                   "a Gateway names enters through its listener)")
     else:
         click.echo(f"# Ingress     {info.get('ingress', 'not started')}")
 

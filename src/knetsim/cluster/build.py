@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import admission
+from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
@@ -37,6 +37,7 @@ from ..model.objects import (
 )
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
+from .gatewayinfra import infra_manifests
 from .services import allocate_services
 from .state import ClusterState, Notice
 from .system import INGRESS_NGINX_CONTROLLER, system_manifests
@@ -173,6 +174,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
+    _gateway_infra(by_kind, merged)
 
     _namespaces(state, by_kind, docs)
     _nodes(state, by_kind, config)
@@ -229,9 +231,11 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         np = PARSERS["NetworkPolicy"](doc.body, doc.source)
         state.network_policies[np.key] = np  # type: ignore[assignment]
 
+    _gateway_api(state, by_kind)
+
     # Policies the policy layer reads from state.others (it parses them itself).
     kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints"} | kept_for_policy
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
             if kind in kept_for_policy:
@@ -242,6 +246,41 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
     return BuildResult(state, errors)
+
+
+def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, str, str], Document]) -> None:
+    """Envoy Gateway's control plane and one proxy Deployment + LoadBalancer Service per Gateway of an
+    accepted class (cluster/gatewayinfra.py), added before the controllers run so they get pods and IPs.
+    What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
+    classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
+    gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
+    for body in infra_manifests(classes, gateways):
+        meta = body["metadata"]
+        key = (body["kind"], meta.get("namespace", ""), meta["name"])
+        if key in merged:
+            continue
+        if body["kind"] == "Deployment":
+            wanted = body["spec"]["selector"]["matchLabels"].items()
+            if any(wanted <= ((d.body.get("metadata") or {}).get("labels") or {}).items() for d in pods):
+                continue  # a live snapshot: the proxy's pods are already there, with their own names and IPs
+        doc = Document(CONTROLLER, apply_defaults(body))
+        merged[key] = doc
+        docs = by_kind.setdefault(body["kind"], [])
+        docs.append(doc)
+        docs.sort(key=lambda d: (d.namespace, d.name))
+
+
+def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
+    """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
+    for doc in by_kind.get("GatewayClass", []):
+        state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
+    collections: dict[str, dict[str, Any]] = {"Gateway": state.gateways, "HTTPRoute": state.http_routes,
+                                              "ReferenceGrant": state.reference_grants}
+    for kind, collection in collections.items():
+        for doc in by_kind.get(kind, []):
+            obj = gatewayapi.PARSERS[kind](doc.body, doc.source)
+            collection[obj.key] = obj
 
 
 def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:

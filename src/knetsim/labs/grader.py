@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .criteria import Context, evaluate
-from .kubeclient import KINDS, KubeClient
+from .kubeclient import KubeClient
 from .model import CriterionResult, Lab, LabResult, TaskResult
 from .snapshot import Snapshot, fetch
 
@@ -90,6 +90,11 @@ def _labelled(obj: dict[str, Any], lab: Lab) -> dict[str, Any]:
     return body
 
 
+# Cluster-scoped kinds a lab's starting objects may hold (no namespace; reset deletes them by name).
+CLUSTER_SCOPED = ("IngressClass", "GatewayClass", "ClusterNetworkPolicy", "AdminNetworkPolicy",
+                  "BaselineAdminNetworkPolicy")
+
+
 def _namespace_body(name: str, lab: Lab) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {LAB_LABEL: lab.name}}}
 
@@ -105,7 +110,7 @@ def start(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     for obj in lab.setup:
         body = _labelled(obj, lab)
         meta = body["metadata"]
-        if KINDS[str(body.get("kind"))].namespaced:
+        if body.get("kind") != "Namespace" and body.get("kind") not in CLUSTER_SCOPED:
             meta.setdefault("namespace", lab.namespace)
         out.append(Applied(str(body["kind"]), str(meta.get("namespace") or ""), str(meta["name"]),
                            client.apply(body)))
@@ -117,7 +122,7 @@ def reset(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     cluster-scoped objects, then wait until the namespaces are gone (a real cluster finalizes them)."""
     out: list[Applied] = []
     cluster_scoped = [(str(o["kind"]), str(o["metadata"]["name"])) for o in lab.setup
-                      if o.get("kind") != "Namespace" and not KINDS[str(o.get("kind"))].namespaced]
+                      if o.get("kind") in CLUSTER_SCOPED]
     for kind, name in sorted(set(cluster_scoped) | set(lab.cluster_objects)):
         out.append(Applied(kind, "", name, "deleted" if client.delete(kind, None, name) else "absent"))
     for ns in lab.namespaces:

@@ -72,6 +72,10 @@ KINDS: dict[str, Kind] = {k.kind: k for k in (
     Kind("Secret", "v1", "secrets"),
     Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices"),
     Kind("Deployment", "apps/v1", "deployments"),
+    Kind("GatewayClass", "gateway.networking.k8s.io/v1", "gatewayclasses", namespaced=False),
+    Kind("Gateway", "gateway.networking.k8s.io/v1", "gateways"),
+    Kind("HTTPRoute", "gateway.networking.k8s.io/v1", "httproutes"),
+    Kind("ReferenceGrant", "gateway.networking.k8s.io/v1", "referencegrants"),
     Kind("ReplicaSet", "apps/v1", "replicasets"),
     Kind("StatefulSet", "apps/v1", "statefulsets"),
     Kind("DaemonSet", "apps/v1", "daemonsets"),
@@ -83,8 +87,6 @@ KINDS: dict[str, Kind] = {k.kind: k for k in (
     Kind("BaselineAdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1", "baselineadminnetworkpolicies",
          namespaced=False),
 )}
-# Kinds a cluster may not serve at all (their CRDs are not installed): listing them there is a 404, not an error.
-OPTIONAL_KINDS = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,15 @@ from typing import Any
 from ..api import Cluster
 from ..cluster.build import build_cluster
 from ..model.loader import Document, Source
-from .kubeclient import OPTIONAL_KINDS, ApiError, KubeClient
+from .kubeclient import ApiError, KubeClient
+
+GATEWAY_KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+CLUSTER_POLICY_KINDS = ("ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
 
 # Workloads are read for spec criteria but not simulated again: their pods are already in
 # the snapshot, with the cluster's own names, IPs and readiness.
 SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy",
-                   "ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
+                   *GATEWAY_KINDS, *CLUSTER_POLICY_KINDS)
 READ_KINDS = (*SIMULATED_KINDS, "Deployment")
 
 
@@ -88,9 +91,9 @@ def fetch(client: KubeClient, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
         try:
             listed = client.list(kind)
         except ApiError as exc:
-            if exc.code != 404 or kind not in OPTIONAL_KINDS:
+            if exc.code != 404 or kind not in (*GATEWAY_KINDS, *CLUSTER_POLICY_KINDS):
                 raise
-            listed = []  # the cluster does not serve this kind (no CRD): it has none of them
+            listed = []  # a cluster without these kinds' CRDs simply has none of these objects
         items = [_clean(json.loads(json.dumps(o))) for o in listed]
         items.sort(key=lambda o: ((o["metadata"].get("namespace") or ""), o["metadata"].get("name") or ""))
         snap.objects[kind] = items

@@ -13,8 +13,8 @@ custom object then runs, as ``customresource/strategy.go`` and ``schema/*`` do u
    kube-openapi and apiextensions word them: ``spec.port: Invalid value: 70000: spec.port in body
    should be less than or equal to 65535``.
 
-The CRDs knetsim serves are vendored under ``data/crds/`` (each folder's README names its
-source); CRDs in the user's input are read the same way.
+CRDs in the user's input are read this way, and so are CRD files placed under ``data/crds/``
+(its README says why the upstream ones are not shipped).
 """
 
 from __future__ import annotations

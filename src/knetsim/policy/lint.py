@@ -29,7 +29,7 @@ from .ports import ConnSet
 from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, Peer, Policy, Rule, peer_matches
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
-                               "local-path-storage"})
+                               "local-path-storage", "envoy-gateway-system"})
 SEVERITIES = ("error", "warning", "info")
 
 
