@@ -16,6 +16,7 @@ import pytest
 
 from knetsim.policy import connections, direction_connections, evaluate
 from knetsim.policy.engine import policy_index
+from knetsim.policy.lint import lint
 from knetsim.policy.matrix import matrix
 
 from .helpers import (
@@ -348,3 +349,68 @@ def test_matrix_cells_name_the_tier_that_denied_them() -> None:
                 assert mark == marks[side.tier], (m.names[i], m.names[j], port)
                 seen.add(mark)
     assert seen == {"A", "B", "X"}
+
+
+# --- experimental-channel peers, and objects no CRD checked -----------------------------------------
+
+
+def test_a_nodes_peer_matches_the_addresses_of_the_nodes_it_selects() -> None:
+    to_worker = clusterpolicy("nodes", "Admin", 1, {"namespaces": namespace_is("tenant-a")}, egress=[
+        {"name": "no-worker", "action": "Deny",
+         "to": [{"nodes": {"matchLabels": {"kubernetes.io/hostname": "worker"}}}]}])
+    hostnet = pod("shop/agent", {}, host_network=True, node="worker", ports={"metrics": 9100})
+    objects = [*BASE, to_worker, hostnet]
+    assert not check(objects, "tenant-a/t", "172.18.0.3", 10250).allowed  # worker's address
+    assert not check(objects, "tenant-a/t", "shop/agent", 9100).allowed  # a hostNetwork pod there is the node
+    assert check(objects, "tenant-a/t", "172.18.0.4", 10250).allowed  # worker2 is not selected
+    assert check(objects, "tenant-a/t", "shop/db").allowed  # pods are not nodes
+
+
+def test_domain_names_match_nothing_here_and_the_rule_says_why() -> None:
+    domains = clusterpolicy("egress", "Admin", 1, {"namespaces": namespace_is("tenant-a")}, egress=[
+        {"name": "apis", "action": "Accept", "to": [{"domainNames": ["*.example.com"]}]},
+        {"name": "rest", "action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}])
+    v = check([*BASE, domains], "tenant-a/t", "192.0.2.10", 443)
+    assert not v.allowed and v.egress.decided_by is not None and v.egress.decided_by.name == "rest"
+    from knetsim.policy.describe import describe
+
+    (d,) = describe(state(*BASE, domains), "egress")
+    assert d.egress[0].peers[0].text == ("domain names *.example.com (not simulated: knetsim resolves no name outside "
+                                         "the cluster, so this peer matches nothing)")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
+      "ingress": [{"action": "Allow", "from": [{"namespaces": {}}]}]},
+     'spec.ingress[0].action: Unsupported value: "Allow": supported values: "Accept", "Deny", "Pass"'),
+    ({"tier": "Admin", "subject": {"namespaces": {}}}, "spec.priority: Required value"),
+    ({"tier": "Top", "priority": 1, "subject": {"namespaces": {}}},
+     'spec.tier: Unsupported value: "Top": supported values: "Admin", "Baseline"'),
+    ({"tier": "Admin", "priority": 2000, "subject": {"namespaces": {}}},
+     "spec.priority: Invalid value: 2000: spec.priority in body should be less than or equal to 1000"),
+    ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
+      "egress": [{"action": "Deny", "to": [{"networks": ["10.0.0.0/33"]}]}]},
+     'spec.egress[0].to[0].networks[0]: Invalid value: "10.0.0.0/33": Invalid CIDR format provided'),
+    ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
+      "ingress": [{"action": "Deny", "from": [{"namespaces": {}, "pods": {"podSelector": {}}}],
+                   "protocols": [{"tcp": {"destinationPort": {"range": {"start": 9, "end": 3}}}}]}]},
+     "spec.ingress[0].protocols[0].tcp.destinationPort.range: Invalid value"),
+    ({"tier": "Admin", "priority": 1, "subject": "everyone", "ingress": "all"},
+     'spec.subject: Invalid value: "everyone": must be of type object'),
+])
+def test_a_cluster_policy_no_crd_checked_is_ignored_with_the_field_named(spec: dict[str, Any], message: str) -> None:
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    bad = {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+           "metadata": {"name": "bad"}, "spec": spec}
+    v = check([*BASE, bad], "tenant-a/t", "shop/db")
+    assert v.allowed and len(v.notes) == 1
+    assert v.notes[0].startswith("ignored: <string>, document 9: ClusterNetworkPolicy bad: ") and message in v.notes[0]
+    found = [f for f in lint(state(*BASE, bad)) if f.code == "ClusterPolicyInvalid"]
+    assert len(found) == 1 and found[0].severity == "error" and message in found[0].message
+    import yaml
+
+    result = CliRunner().invoke(cli, ["policy", "lint", "-f", "-"], input=yaml.safe_dump_all([*BASE, bad]))
+    assert result.exit_code == 1 and "ClusterPolicyInvalid" in result.output

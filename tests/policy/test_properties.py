@@ -104,6 +104,7 @@ cnp_peers = st.one_of(
     st.tuples(ns_selectors, selectors).map(lambda t: {"pods": {"namespaceSelector": t[0], "podSelector": t[1]}}),
     st.sampled_from([["10.244.1.0/24"], ["0.0.0.0/0"], ["192.0.2.0/25", "10.244.2.0/24"], ["172.18.0.3/32"]])
     .map(lambda n: {"networks": n}),
+    st.sampled_from([{}, {"matchLabels": {"kubernetes.io/hostname": "worker"}}]).map(lambda s: {"nodes": s}),
 )
 cnp_subjects = st.one_of(
     ns_selectors.map(lambda s: {"namespaces": s}),
@@ -118,7 +119,7 @@ def cluster_policies(draw: Any, name: str) -> dict[str, Any]:
         items = []
         for _ in range(draw(st.integers(0, 3))):
             peers_ = draw(st.lists(cnp_peers if direction == "egress" else cnp_peers.filter(
-                lambda p: "networks" not in p), min_size=1, max_size=2))
+                lambda p: "networks" not in p and "nodes" not in p), min_size=1, max_size=2))
             item: dict[str, Any] = {"action": draw(st.sampled_from(["Accept", "Deny", "Pass"])), side: peers_}
             if draw(st.booleans()):
                 item["protocols"] = draw(st.lists(cnp_ports, min_size=1, max_size=2))

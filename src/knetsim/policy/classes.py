@@ -74,6 +74,11 @@ def _span(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple[int, int]
     return start, start + (1 << (32 - net.prefixlen))
 
 
+def _has_nodes_peer(policies: Sequence[ClusterPolicy]) -> bool:
+    return any(peer.kind == "nodes" for p in policies for d in ("ingress", "egress") for r in p.rules(d)
+               for peer in r.peers)
+
+
 def atom_name(lo: int, hi: int) -> str:
     """``192.168.0.0/16`` when the piece is one CIDR, else ``first-last`` (as nca prints ranges)."""
     nets = list(ipaddress.summarize_address_range(ipaddress.IPv4Address(lo), ipaddress.IPv4Address(hi - 1)))
@@ -91,7 +96,8 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
         for direction in ("ingress", "egress"):
             for rule in p.rules(direction) or ():
                 for peer in rule.peers or ():
-                    keys.update(_selector_keys(peer.pod_selector))
+                    if peer.kind != "nodes":  # a nodes peer's selector is over node labels
+                        keys.update(_selector_keys(peer.pod_selector))
                 for port in rule.ports or ():
                     if isinstance(port.port, str):
                         named.update((port.port, proto) for proto in port.protocols())
@@ -116,6 +122,12 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     cluster_matters = bool(ranges) and (index.ctx.ipblocks_match_cluster or bool(networks))
     if ranges and pod_net.version == 4:
         bounds_set.update((int(pod_net.network_address), int(pod_net.broadcast_address) + 1))
+    if ranges and _has_nodes_peer(index.cluster):
+        # A `nodes` peer matches node addresses only: each one is an address range of its own.
+        for node in state.nodes.values():
+            if node.internal_ip and ipaddress.ip_address(node.internal_ip).version == 4:
+                start = int(ipaddress.IPv4Address(node.internal_ip))
+                bounds_set.update((start, start + 1))
     bounds = sorted(bounds_set)
 
     def atom(ip: str) -> int:
@@ -272,6 +284,10 @@ class Vectors:
         elif peer.kind == "entity":
             v = {"all": np.ones(self.n, dtype=bool), "world": kind == EXTERNAL, "cluster": kind != EXTERNAL,
                  "host": kind == NODE, "remote-node": kind == NODE}.get(peer.entity, np.zeros(self.n, dtype=bool))
+        elif peer.kind == "nodes":
+            v = self.nodes(peer.pod_selector)
+        elif peer.kind == "domains":
+            v = np.zeros(self.n, dtype=bool)  # knetsim resolves no name outside the cluster
         else:
             pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
             if peer.namespace_selector is not None:
@@ -281,6 +297,23 @@ class Vectors:
                 lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
                 v[lo:hi] = pods[lo:hi]
         self._peer[key] = v
+        return v
+
+    def nodes(self, selector: Selector | None) -> np.ndarray:
+        """Classes that are the addresses of the nodes ``selector`` selects: hostNetwork pods on them, and the
+        address ranges that are exactly one such node's IP (build_classes cuts them out)."""
+        picked = {name: node.internal_ip for name, node in self.state.nodes.items()
+                  if selector is None or selector.matches(node.labels)}
+        addresses = {int(ipaddress.IPv4Address(ip)) for ip in picked.values()
+                     if ip and ipaddress.ip_address(ip).version == 4}
+        bounds = self.c.ip_bounds
+        v = np.zeros(self.n, dtype=bool)
+        for c, key in enumerate(self.c.keys):
+            if key[0] == NODE:
+                v[c] = key[2] in picked
+            elif key[0] == EXTERNAL:
+                lo, hi = bounds[key[3]], bounds[key[3] + 1]
+                v[c] = hi - lo == 1 and lo in addresses
         return v
 
     def selected(self, policy: Policy) -> np.ndarray:

@@ -7,6 +7,8 @@
   pods and no NetworkPolicy selects the pod to override it;
 * ``PassChangesNothing`` (warning): a Pass rule whose removal would change no answer (no later
   rule of its tier decides what it passes, or earlier rules take all of it first);
+* ``ClusterPolicyInvalid`` (error): an object of these kinds the engine cannot read (knetsim does
+  not ship their CRDs, so nothing else refused it); it is ignored, and every verdict says so;
 * ``EqualPriorityOverlap`` (warning): two policies of one tier share a priority and would
   treat one connection differently; the API leaves the order to the implementation
   (knetsim, kube-network-policies and Calico take them by name; others may not).
@@ -23,7 +25,7 @@ import ipaddress
 from collections.abc import Iterator, Sequence
 
 from ..cluster.state import ClusterState
-from .cluster import ACCEPT, ADMIN, BASELINE, DENY, PASS, ClusterPolicy, ClusterRule
+from .cluster import ACCEPT, ADMIN, BASELINE, DENY, KINDS, PASS, ClusterPolicy, ClusterPolicyError, ClusterRule, parse
 from .engine import PolicyIndex, evaluate, network_policy_set, pod_endpoint
 from .findings import Finding
 from .ports import ConnSet
@@ -219,7 +221,7 @@ def _useless_passes(index: PolicyIndex, pods: list[Endpoint], outside: list[Endp
                             break
                         mine = index.cluster_selecting(subject.pod, tier, direction)
                         dst = subject if direction == INGRESS else peer
-                        local = MatchContext(ctx.namespace_labels, ctx.ipblocks_match_cluster, subject.pod.node_name)
+                        local = dataclasses.replace(ctx, local_node=subject.pod.node_name)
                         if tier_sets(mine, direction, peer, dst, local)[:2] != \
                                 tier_sets(_without(mine, policy, direction, rule), direction, peer, dst, local)[:2]:
                             matters = True
@@ -304,12 +306,32 @@ def _equal_priorities(index: PolicyIndex, pods: list[Endpoint], outside: list[En
     return out
 
 
+def _unreadable(state: ClusterState) -> list[Finding]:
+    out = []
+    for kind in KINDS:
+        for obj in state.objects_of(kind):
+            try:
+                parse(kind, obj.raw, obj.source)
+            except ClusterPolicyError as exc:
+                out.append(Finding(
+                    "ClusterPolicyInvalid", "error", f"{kind} {obj.name}",
+                    f"{obj.source}: {exc}. The policy is ignored: no verdict applies it (a cluster with the "
+                    "network-policy-api CRDs installed would refuse it)",
+                    "fix the fields named; `knetsim validate` with the CRDs in the input (or under "
+                    "src/knetsim/data/crds/) checks them as the API server does"))
+    return out
+
+
 def cluster_lint(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    found = _unreadable(state)
     if not index.cluster:
-        return []
+        return found
     pods = _representatives(state)
     outside = _network_addresses(index.cluster)
-    return (_overridden(state, index, pods, outside) + _baseline_denies(state, index, pods, outside)
+    if any(peer.kind == "nodes" for p in index.cluster for r in p.egress for peer in r.peers):
+        outside += [Endpoint("node", n.internal_ip, None, n.name) for _, n in sorted(state.nodes.items())
+                    if n.internal_ip]
+    return found + (_overridden(state, index, pods, outside) + _baseline_denies(state, index, pods, outside)
             + _useless_passes(index, pods, outside) + _equal_priorities(index, pods, outside))
 
 

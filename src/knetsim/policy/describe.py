@@ -249,14 +249,32 @@ def describe_cluster_policy(state: ClusterState, policy: cnp.ClusterPolicy, ctx:
 
 def _describe_cluster(state: ClusterState, kinds: tuple[str, ...], name: str) -> list[ClusterPolicyDescription]:
     index = build_index(state)
-    ordered = index.cluster or tuple(cnp.parse(o.kind, o.raw, o.source) for kind in cnp.KINDS
-                                     for o in state.objects_of(kind))
+    ordered = index.cluster
+    if not ordered:  # not enforced (ebpf): still say what they would do, in their order
+        readable = []
+        for kind in cnp.KINDS:
+            for o in state.objects_of(kind):
+                try:
+                    readable.append(cnp.parse(kind, o.raw, o.source))
+                except cnp.ClusterPolicyError:
+                    continue
+        ordered = tuple(sorted(readable, key=lambda p: (cnp.TIERS.index(p.tier), p.order)))
     notes: tuple[str, ...] = ()
     if index.cluster_unenforced:
         notes = (f"not enforced: the data plane is {state.config.dataplane}, and Cilium does not implement the "
                  "network-policy-api kinds",)
-    return [describe_cluster_policy(state, p, index.ctx, ordered, notes) for p in ordered
-            if p.name == name and p.kind in kinds]
+    out = []
+    for kind in kinds:
+        obj = state.others.get((kind, name))
+        if obj is None:
+            continue
+        try:
+            policy = cnp.parse(kind, obj.raw, obj.source)
+        except cnp.ClusterPolicyError as exc:
+            raise PolicyInputError(f"{obj.source}: {kind} {name}: {exc} (the policy is ignored)") from None
+        placed = next((p for p in ordered if (p.kind, p.name) == (kind, name)), policy)
+        out.append(describe_cluster_policy(state, placed, index.ctx, ordered, notes))
+    return out
 
 
 # --- entry point -------------------------------------------------------------------------------

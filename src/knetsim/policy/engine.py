@@ -116,7 +116,13 @@ def build_index(state: ClusterState) -> PolicyIndex:
     by_ns: dict[str, list[Policy]] = {}
     for p in policies:
         by_ns.setdefault(p.namespace, []).append(p)
-    ctx = MatchContext(state.namespace_labels, ipblocks_match_cluster=not ebpf)
+    nodes = state.nodes
+
+    def node_labels(name: str, nodes: Mapping[str, Any] = nodes) -> Mapping[str, str]:
+        node = nodes.get(name)
+        return node.labels if node is not None else {}
+
+    ctx = MatchContext(state.namespace_labels, ipblocks_match_cluster=not ebpf, node_labels=node_labels)
     cluster, cluster_unenforced = [], []
     for kind in cnp.KINDS:
         for obj in state.objects_of(kind):
@@ -361,7 +367,7 @@ def _network_policy_tier(index: PolicyIndex, direction: str, pod_ep: Endpoint, p
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
                                 f"no policy selects {pod.key} for {direction}: it is not isolated, "
                                 f"all {direction} traffic is allowed", DEFAULT_TIER)
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     checked = []
     for policy in selecting:
@@ -428,7 +434,7 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     if not admin and not baseline:
         return np
     cluster = tuple((p.kind, p.name, p.tier) for p in (*admin, *baseline))
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     passed: tuple[TierRuleMatch, ...] = ()
     if admin:
@@ -499,7 +505,7 @@ def network_policy_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, pee
     selecting = index.selecting(pod_ep.pod, direction)
     if not selecting:
         return None
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod_ep.pod.node_name)
+    ctx = dataclasses.replace(index.ctx, local_node=pod_ep.pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     out = ConnSet.none()
     for policy in selecting:
@@ -520,7 +526,7 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     if not admin and not baseline:
         return ConnSet.all() if allowed is None else allowed
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
     none = (ConnSet.none(), ConnSet.none())

@@ -144,18 +144,27 @@ class Peer:
     """One ``from``/``to`` item. Pod peers: ``namespace`` fixed (podSelector alone) or ``namespace_selector``."""
 
     index: int
-    kind: str  # pods | ipblock | entity | network (ClusterNetworkPolicy: matches every address, pod IPs too)
+    # pods | ipblock | entity; ClusterNetworkPolicy's network (every address in it, pod IPs too), nodes
+    # (the addresses of the nodes ``pod_selector`` selects by their labels) and domains (never matches here)
+    kind: str
     namespace: str | None = None
     namespace_selector: Selector | None = None
-    pod_selector: Selector | None = None  # None: every pod of the selected namespaces
+    pod_selector: Selector | None = None  # None: every pod of the selected namespaces; nodes: the node selector
     ip_range: IPRange | None = None
-    entity: str = ""  # Cilium: all | world | cluster | host | remote-node
+    entity: str = ""  # Cilium: all | world | cluster | host | remote-node; domains: the names, comma-separated
 
     def describe(self) -> str:
         if self.kind in ("ipblock", "network") and self.ip_range is not None:
             return f"IP addresses in {self.ip_range.describe()}"
         if self.kind == "entity":
             return f"Cilium entity {self.entity!r}"
+        if self.kind == "nodes":
+            sel = self.pod_selector
+            return "every node's address" if sel is None or sel.empty else (
+                f"the addresses of nodes with {sel.formatted()}")
+        if self.kind == "domains":
+            return (f"domain names {self.entity.replace(',', ', ')} (not simulated: knetsim resolves no name outside "
+                    "the cluster, so this peer matches nothing)")
         pods = "every pod" if self.pod_selector is None or self.pod_selector.empty else (
             f"pods with {self.pod_selector.formatted()}")
         if self.namespace is not None and self.namespace_selector is None:
@@ -268,12 +277,20 @@ class MatchContext:
     # cluster endpoints or nodes (cilium/cilium#9209), so on ebpf they never match.
     ipblocks_match_cluster: bool = True
     local_node: str = ""  # node of the policy's pod, for Cilium's host / remote-node entities
+    node_labels: Callable[[str], Mapping[str, str]] | None = None  # for ClusterNetworkPolicy's nodes peers
 
 
 def peer_matches(policy: Policy | None, peer: Peer, ep: Endpoint, ctx: MatchContext) -> bool:
     if peer.kind == "network":
         # "cluster-internal traffic will be checked against the rule as well" (ClusterNetworkPolicyEgressPeer)
         return peer.ip_range is not None and bool(ep.ip) and peer.ip_range.contains(ep.ip)
+    if peer.kind == "nodes":
+        # The node's addresses (a hostNetwork pod's traffic is its node's), as kube-network-policies matches them.
+        if ep.kind != "node" or not ep.node or ctx.node_labels is None:
+            return False
+        return peer.pod_selector is None or peer.pod_selector.matches(ctx.node_labels(ep.node))
+    if peer.kind == "domains":
+        return False
     if peer.kind == "ipblock":
         if peer.ip_range is None or not ep.ip:
             return False
