@@ -24,7 +24,8 @@ LABS = all_labs()
 
 
 def test_the_catalog_has_the_five_labs_in_order() -> None:
-    assert [lab.name for lab in LABS] == ["services", "netpol", "debug-service", "gateway", "ingress-classes"]
+    assert [lab.name for lab in LABS] == ["services", "netpol", "cluster-policy", "debug-service", "gateway",
+                                          "ingress-classes"]
     assert [t.id for t in load_lab("netpol").tasks] == ["default-deny", "from-pods", "from-namespace", "and", "or",
                                                          "ports", "egress-dns"]
 

@@ -132,8 +132,8 @@ def test_lab_list_names_every_lab(live: LiveLab) -> None:
     assert out.exit_code == 0
     lines = out.output.splitlines()
     assert lines[0].split() == ["NAME", "NAMESPACE", "TASKS", "POINTS", "TITLE"]
-    assert [line.split()[0] for line in lines[1:]] == ["services", "netpol", "debug-service", "gateway",
-                                                       "ingress-classes"]
+    assert [line.split()[0] for line in lines[1:]] == ["services", "netpol", "cluster-policy", "debug-service",
+                                                       "gateway", "ingress-classes"]
 
 
 def test_start_prints_the_tasks_and_check_exits_1_until_done(live: LiveLab) -> None:
@@ -184,7 +184,8 @@ def test_hint_prints_hints_and_commands(live: LiveLab) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["check", "--lab", "services", "nope"], "error: lab services has no task 'nope' (tasks: clusterip, nodeport"),
-    (["start", "nope"], "error: no lab named 'nope' (labs: debug-service, gateway, ingress-classes, netpol, services)"),
+    (["start", "nope"], "error: no lab named 'nope' (labs: cluster-policy, debug-service, gateway, ingress-classes, "
+                          "netpol, services)"),
     (["check", "--lab", "services", "--kubeconfig", "/nonexistent"], "error: kubeconfig /nonexistent: No such file"),
 ])
 def test_bad_input_exits_2(live: LiveLab, args: list[str], message: str) -> None:

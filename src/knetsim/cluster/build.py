@@ -23,7 +23,7 @@ from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
+from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -233,10 +233,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     _gateway_api(state, by_kind)
 
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", "CiliumNetworkPolicy", *gatewayapi.KINDS}
+    # Policies the policy layer reads from state.others (it parses them itself).
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
-            if kind == "CiliumNetworkPolicy":
+            if kind in kept_for_policy:
                 for d in kind_docs:
                     _keep_other(state, d)
             continue

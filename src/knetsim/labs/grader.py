@@ -31,16 +31,30 @@ def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> L
 
 
 def _withhold_open_door_credit(checks: Sequence[Any], criteria: list[CriterionResult]) -> tuple[CriterionResult, ...]:
-    """"A may connect" proves nothing while everything may connect.
+    """"A may connect" proves nothing while everything may connect, and "must be blocked" nothing while
+    everything the task opens is still blocked.
 
     In a task that also requires some traffic to stay blocked, the connections that must work
     earn their points only once at least one blocked connection is really blocked; otherwise a
-    cluster with no policy at all would collect them.
+    cluster with no policy at all would collect them. Conversely the blocked connections marked
+    ``closed_at_start`` (already blocked when the lab starts) earn theirs only once one connection
+    the task must open works.
     """
     def expects_block(check: Any) -> bool:
         return check.type == "trace" and check.params.get("outcome", "connected") != "connected"
 
     negatives = [r for c, r in zip(checks, criteria, strict=True) if expects_block(c)]
+    positives = [r for c, r in zip(checks, criteria, strict=True) if c.type == "trace" and not expects_block(c)]
+    if negatives and positives and not any(r.passed for r in positives):
+        # The mirror image, for checks marked `closed_at_start`: "must stay blocked" proves nothing while
+        # every connection the task opens is still closed (the lab's starting state already blocks it).
+        out = []
+        for c, r in zip(checks, criteria, strict=True):
+            if expects_block(c) and r.passed and c.params.get("closed_at_start"):
+                r = replace(r, passed=False, found=f"{r.found} — but so is every connection this task must open: "
+                            "nothing is let through yet, so this earns nothing")
+            out.append(r)
+        return tuple(out)
     # Something is blocked (even the wrong way, e.g. DNS): the open connections then mean something.
     if not negatives or not all(r.found.startswith("connected") for r in negatives):
         return tuple(criteria)
@@ -77,7 +91,8 @@ def _labelled(obj: dict[str, Any], lab: Lab) -> dict[str, Any]:
 
 
 # Cluster-scoped kinds a lab's starting objects may hold (no namespace; reset deletes them by name).
-CLUSTER_SCOPED = ("IngressClass", "GatewayClass")
+CLUSTER_SCOPED = ("IngressClass", "GatewayClass", "ClusterNetworkPolicy", "AdminNetworkPolicy",
+                  "BaselineAdminNetworkPolicy")
 
 
 def _namespace_body(name: str, lab: Lab) -> dict[str, Any]:

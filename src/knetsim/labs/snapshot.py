@@ -22,10 +22,13 @@ from ..model.loader import Document, Source
 from ..sources import KubeAPI
 from ..sources.live import read_cluster
 
+GATEWAY_KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+CLUSTER_POLICY_KINDS = ("ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
+
 # Workloads are read for spec criteria but not simulated again: their pods are already in
 # the snapshot, with the cluster's own names, IPs and readiness.
 SIMULATED_KINDS = ("Namespace", "Node", "Pod", "Service", "EndpointSlice", "IngressClass", "Ingress", "NetworkPolicy",
-                   "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+                   *GATEWAY_KINDS, *CLUSTER_POLICY_KINDS)
 READ_KINDS = (*SIMULATED_KINDS, "Deployment")
 
 

@@ -67,7 +67,8 @@ KINDS: tuple[KindInfo, ...] = (
 )
 
 # Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
-SIMULATED_CRD_KINDS: frozenset[str] = frozenset()
+SIMULATED_CRD_KINDS: frozenset[str] = frozenset(
+    {"ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy"})  # knetsim.policy's tiers
 
 
 def _crd_kinds() -> tuple[KindInfo, ...]:

@@ -336,10 +336,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
     backend = Backend(target.name, target.ip, port)
     if not allowed:
-        names = ", ".join(n for _, n in side.policies) if side is not None else ""  # type: ignore[attr-defined]
-        direction = side.direction if side is not None else "egress"  # type: ignore[attr-defined]
-        fix = (f"add an {direction} rule to one of {names} that allows this traffic ({run.protocol}/{port}); "
-               "knetsim policy check shows which rule is missing") if names else ""
+        fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]
         run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
         run.findings.append(Finding("PolicyDrop", "policy", detail, fix))
         return Trace(run.source, str(run.target), run.protocol, "timeout", backend, tuple(run.hops),
