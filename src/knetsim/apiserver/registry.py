@@ -13,7 +13,6 @@ runs, so nothing the types or the validators refuse is ever stored.
 from __future__ import annotations
 
 import copy
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
 from ..model.loader import Source
+from ..model.schema import json_type_name
 from .errors import ApiError, conflict, from_admission, invalid, qualified
 from .resources import BY_KIND, Resource
 from .store import Store, Stored, Write
@@ -278,10 +278,7 @@ class Registry:
 
     def create(self, t: Target, body: dict[str, Any], opts: WriteOptions) -> Written:
         r = t.resource
-        if not isinstance(body.get("metadata", {}), dict):
-            raise ApiError(400, "BadRequest", self._handled_as(r, "json: cannot unmarshal "
-                                                              f"{_json_type(body['metadata'])} into Go struct field "
-                                                              f"{r.kind}.metadata of type v1.ObjectMeta"))
+        _require_object_metadata(r, body)
         if body.get("kind", r.kind) != r.kind or body.get("apiVersion", r.api_version) != r.api_version:
             raise ApiError(400, "BadRequest", f"the API version in the data ({body.get('apiVersion')}) does not match "
                            f"the expected API version ({r.api_version})" if body.get("apiVersion") != r.api_version
@@ -329,10 +326,7 @@ class Registry:
                patched: bool = False) -> Written:
         """PUT, or the result of a PATCH: the whole new object, decoded and admitted like a create."""
         r = t.resource
-        if not isinstance(body.get("metadata", {}), dict):
-            raise ApiError(400, "BadRequest", self._handled_as(r, "json: cannot unmarshal "
-                                                              f"{_json_type(body['metadata'])} into Go struct field "
-                                                              f"{r.kind}.metadata of type v1.ObjectMeta"))
+        _require_object_metadata(r, body)
         meta_in = body.get("metadata") or {}
         if meta_in.get("name") and meta_in["name"] != t.name:
             raise ApiError(400, "BadRequest", f'the name of the object ({meta_in["name"]}) does not match the name '
@@ -385,18 +379,16 @@ class Registry:
                 return candidate
         raise ApiError(409, "AlreadyExists", f"no free name for generateName {base!r}")
 
-    @staticmethod
-    def _handled_as(r: Resource, detail: str) -> str:
-        return f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: {detail}'
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
-def _json_type(value: Any) -> str:
-    return {str: "string", bool: "bool", int: "number", float: "number", list: "array"}.get(type(value), "object")
-
-
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+def _require_object_metadata(r: Resource, body: Mapping[str, Any]) -> None:
+    """``metadata`` must be an object before its name can be read: the decoder's words when it is not."""
+    meta = body.get("metadata", {})
+    if not isinstance(meta, dict):
+        found = json_type_name(meta) if meta is not None else "object"
+        raise ApiError(400, "BadRequest", admission.handled_as(
+            kind_of(r), f"json: cannot unmarshal {found} into Go struct field {r.kind}.metadata of type v1.ObjectMeta"))

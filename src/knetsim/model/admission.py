@@ -124,7 +124,8 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
     return None
 
 
-def _handled_as(kind: Kind, detail: str) -> str:
+def handled_as(kind: Kind, detail: str) -> str:
+    """How kube-apiserver frames a body it cannot decode."""
     return f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {detail}'
 
 
@@ -136,20 +137,20 @@ def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidatio
         try:
             decoded = schema.decode(dict(body), kind.definition)
         except schema.DecodeError as exc:
-            raise AdmissionError(400, "BadRequest", _handled_as(kind, str(exc))) from None
+            raise AdmissionError(400, "BadRequest", handled_as(kind, str(exc))) from None
         obj, strict = decoded.obj, list(decoded.strict)
     elif kind.crd is not None:
         try:
             meta = schema.decode_field(body.get("metadata"), OBJECT_META, "metadata")
         except schema.DecodeError as exc:
-            raise AdmissionError(400, "BadRequest", _handled_as(kind, str(exc))) from None
+            raise AdmissionError(400, "BadRequest", handled_as(kind, str(exc))) from None
         obj, strict = crds.prune({**body, "metadata": meta.obj}, kind.crd)
         strict = [*meta.strict, *strict]
     else:
         return Decoded(dict(body))
     unknown = [s.split('"', 2)[1] for s in strict if s.startswith("unknown field")]
     if strict and field_validation == FieldValidation.STRICT:
-        raise AdmissionError(400, "BadRequest", _handled_as(kind, "strict decoding error: " + ", ".join(strict)),
+        raise AdmissionError(400, "BadRequest", handled_as(kind, "strict decoding error: " + ", ".join(strict)),
                              unknown_fields=unknown)
     return Decoded(obj, strict if field_validation == FieldValidation.WARN else [], unknown)
 

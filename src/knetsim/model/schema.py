@@ -46,6 +46,13 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
 
+def json_type_name(value: Any) -> str:
+    """What Go's decoder calls a JSON value's type in its errors (``string``, ``number``, ``object``...)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "number"
+    return _JSON_TYPE.get(type(value), "object" if isinstance(value, dict) else "value")
+
+
 class GoNumber(float):
     """A JSON number with a fraction or exponent, remembering how it was written.
 
