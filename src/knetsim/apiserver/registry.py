@@ -23,11 +23,10 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
-from ..cluster.services import allocate_services
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
-from ..model.loader import Source
+from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .errors import ApiError, conflict, from_admission, invalid, qualified
 from .resources import BY_KIND, Resource
 from .store import Store, Stored, Write
@@ -127,8 +126,10 @@ class Strategy:
     def after_identity(self, obj: dict[str, Any]) -> None:
         """Runs once uid and creationTimestamp are set (a Job's selector is its uid)."""
 
-    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError."""
+    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
+        """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
+        The transaction is committed with the write or reverted when the write does not happen."""
+        return None
 
 
 class NamespaceStrategy(Strategy):
@@ -163,19 +164,14 @@ class ServiceStrategy(Strategy):
         drop_type_dependent_fields(new, old)
         super().prepare_for_update(r, new, old)
 
-    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
         if old is not None:
             _keep_allocated(r, obj, spec, old)
-        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        others = [(copy.deepcopy(s.body), Source("<store>", 1)) for s in registry.store.list("Service")
-                  if (s.body["metadata"]["namespace"], s.body["metadata"]["name"]) != key]
-        failures = allocate_services([*others, (obj, Source("<request>", 1))], registry.config,
-                                     live=lambda b: b is not obj)
-        mine = [f.error for f in failures if f.subject == f"Service {key[0]}/{key[1]}"]
-        if mine:
-            raise invalid(r, key[1], [e if isinstance(e, FieldError) else FieldError("", ErrorType.INVALID,
-                                                                                     detail=str(e)) for e in mine])
+        try:
+            return registry.services.begin(obj, old)
+        except AllocationFailed as exc:
+            raise invalid(r, obj["metadata"]["name"], exc.errors) from None
 
 
 def _keep_allocated(r: Resource, obj: dict[str, Any], spec: dict[str, Any], old: dict[str, Any]) -> None:
@@ -250,6 +246,7 @@ class Registry:
     def __init__(self, store: Store, config: ClusterConfig) -> None:
         self.store = store
         self.config = config
+        self.services = ServiceAllocations(store, config)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
@@ -317,11 +314,12 @@ class Registry:
         if has_generation(r):
             meta["generation"] = 1
         strategy.after_identity(obj)
-        strategy.allocate(self, r, obj, None)
+        txn = strategy.allocate(self, r, obj, None)
         obj["apiVersion"] = storage_version(r)
         if opts.dry_run:
+            _finish(txn, committed=False)
             return Written(obj, decoded.warnings, changed=False)
-        self.store.commit([Write(key, obj, "user")])
+        self._commit(Write(key, obj, "user"), txn)
         stored = self.store.get(key)
         return Written(stored.body if stored else obj, decoded.warnings)
 
@@ -360,8 +358,7 @@ class Registry:
             self.strategy(r).prepare_for_update(r, new, old.body)
         admission.default(new, kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body)
-        if t.sub != "status":
-            self.strategy(r).allocate(self, r, new, old.body)
+        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub != "status" else None
         new["apiVersion"] = storage_version(r)
         if has_generation(r):
             gen = int(old_meta.get("generation", 1) or 1)
@@ -372,11 +369,20 @@ class Registry:
         comparable = dict(new, metadata={k: v for k, v in new["metadata"].items() if k != "resourceVersion"})
         old_cmp = dict(old.body, metadata={k: v for k, v in old_meta.items() if k != "resourceVersion"})
         if opts.dry_run or comparable == old_cmp:
+            _finish(txn, committed=False)
             new["metadata"]["resourceVersion"] = str(old.rv)
             return Written(new if opts.dry_run else old.body, decoded.warnings, changed=False)
-        self.store.commit([Write(key, new, "user")])  # a client write makes any object the client's
+        self._commit(Write(key, new, "user"), txn)  # a client write makes any object the client's
         stored = self.store.get(key)
         return Written(stored.body if stored else new, decoded.warnings)
+
+    def _commit(self, write: Write, txn: Txn | None) -> None:
+        try:
+            self.store.commit([write])
+        except BaseException:
+            _finish(txn, committed=False)
+            raise
+        _finish(txn, committed=True)
 
     def _generate_name(self, r: Resource, base: str, namespace: str) -> str:
         for i in range(100):
@@ -388,6 +394,14 @@ class Registry:
     @staticmethod
     def _handled_as(r: Resource, detail: str) -> str:
         return f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: {detail}'
+
+
+def _finish(txn: Txn | None, *, committed: bool) -> None:
+    if txn is not None:
+        if committed:
+            txn.commit()
+        else:
+            txn.revert()
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
