@@ -37,6 +37,19 @@ HISTORY = 20_000  # watch events kept for resuming watches (etcd keeps ~5 minute
 FLUSH_DELAY = 0.05  # seconds a controller write may wait for SQLite (batched with what follows it)
 
 
+def shared(new: Any, old: Any) -> Any:
+    """``new``, with every part equal to a part of ``old`` at the same place replaced by ``old``'s."""
+    if new is old:
+        return new
+    if type(new) is dict and type(old) is dict:
+        out = {k: shared(v, old[k]) if k in old else v for k, v in new.items()}
+        return old if len(out) == len(old) and all(out[k] is old.get(k, out) for k in out) else out
+    if type(new) is list and type(old) is list:
+        items = [shared(a, b) for a, b in zip(new, old, strict=False)] + new[len(old):]
+        return old if len(new) == len(old) and all(a is b for a, b in zip(items, old, strict=True)) else items
+    return old if type(new) is type(old) and new == old else new
+
+
 @dataclass(slots=True)
 class Stored:
     body: dict[str, Any]
@@ -163,14 +176,17 @@ class Store:
                 if old is None:
                     continue
                 rv += 1
-                gone = json.loads(json.dumps(old.body))
-                gone["metadata"]["resourceVersion"] = str(rv)
+                gone = {**old.body, "metadata": {**old.body["metadata"], "resourceVersion": str(rv)}}
                 staged.append((w.key, old, None))
                 changes.append(Change("DELETED", w.key[0], rv, old.body, gone))
                 continue
             rv += 1
             body = w.body
-            body["metadata"]["resourceVersion"] = str(rv)
+            if old is not None:
+                # What did not change is the previous version's (the same objects): the versions the watch
+                # history keeps cost only what changed. Stored bodies are never changed in place.
+                body = {k: shared(v, old.body[k]) if k in old.body else v for k, v in body.items()}
+            body["metadata"] = dict(body["metadata"], resourceVersion=str(rv))
             new = Stored(body, rv, w.managed)
             staged.append((w.key, old, new))
             changes.append(Change("MODIFIED" if old else "ADDED", w.key[0], rv, old.body if old else None, body))

@@ -25,8 +25,10 @@ container's ``state.waiting.message`` and its ``Failed`` events.
 
 from __future__ import annotations
 
+import io
 import lzma
 import re
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -108,25 +110,48 @@ def parse_reference(image: str) -> ImageRef:
     return ImageRef(registry, path, tag if tag is not None or digest is not None else "latest", digest)
 
 
+class Tags(Collection[str]):
+    """One repository's tags as one newline-separated text: the library has about 185,000 tags, which as
+    sets of strings would cost a long-running server some 20 MB; as text they take 3. Membership is a
+    substring search, done once per container start."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, tags: Iterable[str]) -> None:
+        self._text = "\n" + "\n".join(tags) + "\n"
+
+    def __contains__(self, tag: object) -> bool:
+        return isinstance(tag, str) and bool(tag) and "\n" not in tag and f"\n{tag}\n" in self._text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._text[1:-1].split("\n") if len(self._text) > 2 else ())
+
+    def __len__(self) -> int:
+        return self._text.count("\n") - 1
+
+
 @cache
-def official_images() -> dict[str, frozenset[str]]:
+def official_images() -> dict[str, Tags]:
     """Repository → tags of Docker Hub's official images (see knetsim/data/registry/README.md)."""
     raw = resources.files("knetsim").joinpath("data/registry/docker-library-tags.txt.xz").read_bytes()
-    out: dict[str, frozenset[str]] = {}
+    out: dict[str, Tags] = {}
     repo, tags, prev = "", [], ""
-    for line in lzma.decompress(raw).decode().splitlines():
+    # Line by line: a list of all ~185,000 lines at once would be a passing 15 MB that a long-running
+    # server's allocator keeps.
+    for line in io.StringIO(lzma.decompress(raw).decode()):
+        line = line.rstrip("\n")
         if not line or line.startswith("#"):
             continue
         if " " not in line:
             if repo:
-                out[repo] = frozenset(tags)
+                out[repo] = Tags(tags)
             repo, tags, prev = line, [], ""
             continue
         n, _, suffix = line.partition(" ")
         prev = prev[:int(n)] + suffix
         tags.append(prev)
     if repo:
-        out[repo] = frozenset(tags)
+        out[repo] = Tags(tags)
     return out
 
 
@@ -175,7 +200,7 @@ def pull_error(image: str, config: ClusterConfig, pull_policy: str = "IfNotPrese
                          f"docker.io has no official image {name!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
     if ref.digest is None and ref.tag not in known[name]:
         detail = f"{ref.name}: not found"
-        hint = _close(ref.tag or "", {t: frozenset() for t in known[name]})
+        hint = _close(ref.tag or "", known[name])
         return PullError("ErrImagePull", "rpc error: code = NotFound desc = " + _unpack_error(ref, detail),
                          f"{name} has no tag {ref.tag!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
     return None
@@ -190,7 +215,7 @@ def _same_image(ref: ImageRef, listed: str) -> bool:
                                                                            ref.digest)
 
 
-def _close(word: str, choices: dict[str, frozenset[str]]) -> str | None:
+def _close(word: str, choices: Iterable[str]) -> str | None:
     import difflib
 
     hits = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.8)
