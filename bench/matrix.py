@@ -16,6 +16,9 @@ Targets (2-core machine), from issue 14:
   * 100,000 pods / 10,000 policies, `-o json` (every port of every protocol): < 15 s and < 4 GB;
   * `--pods` streams >= 1,000,000 pairs/s, with memory that does not grow with the answer;
   * time grows with exponent <= 1.2 from 1,000 to 100,000 pods.
+From issue 12: with 1,000 ClusterNetworkPolicies added (policy_gen.cluster_policies, both tiers,
+all three actions) the 10,000- and 100,000-pod answers take at most 1.5x the time without them,
+both measured in the same run (the better of two runs each, interleaved, on a shared machine).
 
 NCA (network-config-analyzer, PyPI) runs from its own virtualenv (default bench/.nca-venv, or
 --nca-venv / $NCA_VENV), never a knetsim dependency. At 9, 100, 225 and 400 workloads both
@@ -81,6 +84,15 @@ def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 180
     return Run(wall, usage.ru_maxrss / 1024, out)
 
 
+def write_cluster_policies(path: Path, namespaces: int, count: int = 1000) -> None:
+    code = ("import sys, yaml, policy_gen\n"
+            "d = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)\n"
+            "with open(sys.argv[1], 'w') as f:\n"
+            "    yaml.dump_all(policy_gen.cluster_policies(int(sys.argv[2]), int(sys.argv[3])), f, Dumper=d, "
+            "sort_keys=False)\n")
+    subprocess.run([sys.executable, "-c", code, str(path), str(namespaces), str(count)], check=True, cwd=HERE)
+
+
 def write_input(directory: Path, namespaces: int, pods_per_namespace: int | None) -> None:
     # In a child process: Linux carries a parent's peak RSS into the children it forks (wait4 would report
     # the bench's own 100k-pod manifests as knetsim's), so this process never holds them.
@@ -134,6 +146,23 @@ def targets(work: Path) -> bool:
     ok &= passed
     print(f"growth exponent 1k -> 100k pods: {whole:.2f} (target <= 1.2) [{'ok' if passed else 'MISSED'}]; "
           f"10k -> 100k alone: {upper:.2f}")
+
+    print("== with 1,000 ClusterNetworkPolicies (issue 12): the same `-o json` runs, plus the policies ==")
+    for pods in (10_000, 100_000):
+        directory = work / f"in-{pods}"
+        extra = work / f"cnp-{pods}.yaml"
+        write_cluster_policies(extra, pods // 100)
+        without, with_ = [], []
+        for _ in range(2):
+            without.append(knetsim_matrix(directory, work / "plain.json", "-o", "json"))
+            with_.append(knetsim_matrix(directory, work / "tiers.json", "-o", "json", "-f", str(extra)))
+        a, b = min(without, key=lambda r: r.wall), min(with_, key=lambda r: r.wall)
+        ratio = b.wall / a.wall
+        passed = ratio <= 1.5
+        ok &= passed
+        print(f"{pods:>7,} pods: {a.wall:6.2f} s, {a.rss_mb:7,.0f} MB without; {b.wall:6.2f} s, {b.rss_mb:7,.0f} MB "
+              f"with 1,000 ClusterNetworkPolicies = {ratio:.2f}x (target <= 1.5) [{'ok' if passed else 'MISSED'}]",
+              flush=True)
 
     print("== pod-level streaming: `knetsim matrix --pods -o list` against `-o json` on the same input ==")
     for pods in (10_000, 100_000):

@@ -9,6 +9,14 @@ namespaces) gets a default-deny policy (Ingress+Egress) and D Deployments ``app-
 * egress to every pod of the namespace and of the team's ``tier=api`` namespaces, plus
   ``ipBlock 192.168.0.0/16 except 192.168.<n mod 8>.0/24`` on TCP 443.
 
+``cluster_policies(N, count)`` adds ClusterNetworkPolicies (issue 12's 1,000): policy k selects
+the Deployment ``app-(k // N mod 9)`` of namespace ``ns-(k mod N)``, in the Admin tier (four
+in five) or the Baseline tier, priority 10 + k mod 200 (equal priorities included), with
+ordered rules of all three actions: ingress Accept from the team's frontends on TCP 9100,
+Deny from the ``tier=data`` namespaces on TCP 8000-8100, Pass from the team; egress Deny to
+the metadata address, Pass to the pod network. The accepts stay inside a team, so the
+answer stays linear in the cluster's size as the NetworkPolicies' does.
+
 It is the shape of the NCA comparison in shared/reference/network-config-analyzer.md, with
 the ipBlock kept off the pod network (NCA does not know pod IPs, so it never matches them).
 Two choices keep the *answer* linear in the cluster's size, as a real cluster's is (a
@@ -84,6 +92,39 @@ def app_policy(n: int, j: int) -> dict[str, Any]:
                         "ports": [{"protocol": "TCP", "port": 443}]}],
         },
     }
+
+
+def cluster_policy(k: int, namespaces: int, apps: int = 9) -> dict[str, Any]:
+    n, j = k % namespaces, (k // namespaces) % apps
+    by_name = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name(n)}}
+    tcp = {"tcp": {"destinationPort": {"number": 9100}}}
+    app_range = {"tcp": {"destinationPort": {"range": {"start": 8000, "end": 8100}}}}
+    return {
+        "apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+        "metadata": {"name": f"cnp-{k}"},
+        "spec": {
+            "tier": "Baseline" if k % 5 == 4 else "Admin",
+            "priority": 10 + k % 200,
+            "subject": {"pods": {"namespaceSelector": by_name, "podSelector": {"matchLabels": {"app": f"app-{j}"}}}},
+            "ingress": [
+                {"name": "team-monitoring", "action": "Accept", "protocols": [tcp],
+                 "from": [{"pods": {"namespaceSelector": {"matchLabels": {"team": team(n)}},
+                                    "podSelector": {"matchLabels": {"role": "frontend"}}}}]},
+                {"name": "no-data-tier", "action": "Deny", "protocols": [app_range],
+                 "from": [{"namespaces": {"matchLabels": {"tier": "data"}}}]},
+                {"name": "team-decides", "action": "Pass",
+                 "from": [{"namespaces": {"matchLabels": {"team": team(n)}}}]},
+            ],
+            "egress": [
+                {"name": "no-metadata", "action": "Deny", "to": [{"networks": ["169.254.169.254/32"]}]},
+                {"name": "pod-network", "action": "Pass", "to": [{"networks": ["10.0.0.0/8"]}]},
+            ],
+        },
+    }
+
+
+def cluster_policies(namespaces: int, count: int = 1000) -> list[dict[str, Any]]:
+    return [cluster_policy(k, namespaces) for k in range(count)]
 
 
 def replicas_of(j: int, apps: int, pods_per_namespace: int) -> int:

@@ -432,6 +432,29 @@ def _event(o: Obj, now: datetime | None) -> list[Any]:
             str(o.get("message", "")).strip(), first, count, meta.get("name", "")]
 
 
+# --- Gateway API: the CRDs' additionalPrinterColumns (standard channel v1.6.1) ----------------
+# The API server's CRD table convertor takes the first JSONPath result only, prints a list
+# as JSON, and leaves a missing value empty.
+
+
+def _gateway_class(o: Obj, now: datetime | None) -> list[Any]:
+    spec = o.get("spec") or {}
+    return [(o.get("metadata") or {}).get("name", ""), spec.get("controllerName", ""), _condition(o, "Accepted"),
+            age(o, now), spec.get("description", "")]
+
+
+def _gateway(o: Obj, now: datetime | None) -> list[Any]:
+    addresses = [a for a in (o.get("status") or {}).get("addresses") or [] if isinstance(a, Mapping)]
+    return [(o.get("metadata") or {}).get("name", ""), (o.get("spec") or {}).get("gatewayClassName", ""),
+            str(addresses[0].get("value", "")) if addresses else "", _condition(o, "Programmed"), age(o, now)]
+
+
+def _http_route(o: Obj, now: datetime | None) -> list[Any]:
+    hosts = (o.get("spec") or {}).get("hostnames")
+    text = json.dumps(hosts, separators=(",", ":")) if hosts else ""
+    return [(o.get("metadata") or {}).get("name", ""), text, age(o, now)]
+
+
 def _default(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), age(o, now)]
 
@@ -467,6 +490,9 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "ConfigMap": (_defs("Data#", "Age"), _configmap),
     "Secret": (_defs("Type", "Data#", "Age"), _secret),
     "ServiceAccount": (_defs("Secrets#", "Age"), _serviceaccount),
+    "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
+    "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
+    "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",

@@ -63,10 +63,17 @@ metadata:
         - podSelector:""", """        - namespaceSelector:
             matchLabels: {user: alice}
           podSelector:""")], None),
+    ("pass-after-deny", "PassChangesNothing", [("priority: 20", "priority: 5")],
+     ("tenant-a/client", "http://api.shop:8080/", "http://api.shop:8080/")),
+    ("pass-after-deny", "NetworkPolicyAllowOverridden", [("priority: 20", "priority: 5")], None),
+    # knetsim takes equal priorities by name, so the broken twin connects too: no probe.
+    ("equal-priorities", "EqualPriorityOverlap", [("name: allow-monitoring\nspec:\n  tier: Admin\n  priority: 10",
+                                                   "name: allow-monitoring\nspec:\n  tier: Admin\n  priority: 5")],
+     None),
 ]
 
 
-@pytest.mark.parametrize(("example", "code", "fixes", "probe"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("example", "code", "fixes", "probe"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_broken_example_has_the_finding_and_its_fix_removes_it(example, code, fixes, probe) -> None:
     broken = text_of(example)
     assert code in codes(broken)
@@ -210,4 +217,5 @@ def test_empty_selector_is_stored_as_none_and_reported() -> None:
 def test_doctor_subject_that_does_not_exist_is_bad_input() -> None:
     result = CliRunner().invoke(cli, ["doctor", "web", "-f", str(EXAMPLES / "shop")])
     assert result.exit_code == 2
-    assert 'no Service or Ingress "web" in namespace "default"; it exists in namespace shop (use -n)' in result.output
+    assert ('no Service, Ingress, Gateway or HTTPRoute "web" in namespace "default"; it exists in namespace shop '
+            '(use -n)') in result.output

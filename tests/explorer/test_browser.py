@@ -137,6 +137,62 @@ def test_the_explanation_agrees_with_the_policy_engine(shop_page: Any, shop: Any
                 "ALLOWED" if verdict.allowed else "DENIED"), (src, dst)
 
 
+# --- ClusterNetworkPolicy tiers (examples/cluster-policy, the worked example of docs/policy.md) ----------
+
+
+@pytest.fixture(scope="module")
+def tiers_page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("explorer") / "tiers.html"
+    path.write_text(knetsim("matrix", "-f", "examples/cluster-policy", "-o", "html"))
+    page = open_page(browser, path.as_uri())
+    yield page
+    assert page.errors == []
+
+
+def test_a_cell_names_the_tier_that_denied_it(tiers_page: Any) -> None:
+    page = tiers_page
+    page.fill("#port", "5432")
+    cell(page, "tenant-a/app[StatefulSet] → shop/db[StatefulSet]: denied on TCP 5432 (Admin tier)").click()
+    text = page.locator("#explain").inner_text()
+    assert ("ingress of shop/db[StatefulSet]: denied by ClusterNetworkPolicy `block-db` rule `deny-from-tenants` "
+            "(Admin tier, priority 10)") in text
+    assert "only the cluster administrator can let it through" in text
+    assert cell(page, "shop/api[StatefulSet] → shop/db[StatefulSet]: allowed on TCP 5432").is_visible()
+    page.fill("#port", "80")
+    cell(page, "tenant-a/app[StatefulSet] → tenant-b/app[StatefulSet]: denied on TCP 80 (Baseline tier)").click()
+    assert ("denied by ClusterNetworkPolicy `tenant-b-isolation` rule `other-tenants` (Baseline tier, priority 10)"
+            in page.locator("#explain").inner_text())
+    page.fill("#port", "8080")
+    cell(page, "tenant-a/app[StatefulSet] → shop/api[StatefulSet]: allowed on TCP 8080").click()
+    assert ("passed by ClusterNetworkPolicy `shop-api-delegate` rule `tenants-to-api` (Admin tier, priority 20) "
+            "to the NetworkPolicy tier") in page.locator("#explain").inner_text()
+    assert cell(page, "tenant-b/app[StatefulSet] → shop/api[StatefulSet]: denied on TCP 8080 (NetworkPolicy tier)"
+                ).is_visible()
+
+
+def test_the_tier_explanation_agrees_with_the_policy_engine(tiers_page: Any) -> None:
+    from knetsim import Cluster
+    from knetsim.policy import evaluate
+
+    state = Cluster.from_paths([str(ROOT / "examples" / "cluster-policy")]).state
+    page = tiers_page
+    rows = page.evaluate("knetsimExplorer.data().rows.map(r => [r.name, r.pods[0], r.kind])")
+    for port in ("5432", "8080", "9090", "80"):
+        page.fill("#port", port)
+        for i, (src, src_pod, src_kind) in enumerate(rows):
+            for j, (dst, dst_pod, dst_kind) in enumerate(rows):
+                if "external" in (src_kind, dst_kind) or i == j:
+                    continue
+                cell(page, f"{src} → {dst}: " + page.evaluate(f"knetsimExplorer.state({i}, {j}).text")).click()
+                sides = {s["side"]: s for s in json.loads(page.locator("#explain").get_attribute("data-tiers"))}
+                verdict = evaluate(state, src_pod, dst_pod, int(port))
+                for direction in (verdict.egress, verdict.ingress):
+                    side = sides[direction.direction]
+                    assert (side["tier"], side["allowed"]) == (direction.tier, direction.allowed), (src, dst, port)
+                    by = direction.decided_by
+                    assert side["decided"] == (by and {"policy": by.policy, "rule": by.rule, "action": by.action})
+
+
 def test_filters_by_namespace_and_label(browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "all.html"
     path.write_text(knetsim("matrix", "-f", "examples/shop", "--include-system", "-o", "html"))

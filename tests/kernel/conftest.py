@@ -8,6 +8,8 @@ checks that nothing with the knetsim prefix survives a test.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from knetsim.kernel import missing_requirements
@@ -20,7 +22,9 @@ needs_kernel = pytest.mark.skipif(bool(MISSING), reason="kernel mode unavailable
 
 @pytest.fixture
 def no_leftovers():
-    before = {n for n in list_netns() if n.startswith(PREFIX)}
+    # Names carry the building process's pid: only this process's count (another run may be building its own).
+    mine = f"{PREFIX}{os.getpid()}."
+    before = {n for n in list_netns() if n.startswith(mine)}
     yield
-    after = {n for n in list_netns() if n.startswith(PREFIX)}
+    after = {n for n in list_netns() if n.startswith(mine)}
     assert after <= before, f"namespaces left behind: {sorted(after - before)}"

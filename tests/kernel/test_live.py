@@ -9,6 +9,7 @@ the way again, and ``knetsim down`` leaves no namespace behind.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,6 +41,8 @@ def live(tmp_path):
     up = subprocess.run([*knetsim, "up", "--kernel", "--port", "0", "--state", str(state)], capture_output=True,
                         text=True, timeout=60)
     assert up.returncode == 0, up.stderr
+    # Namespaces carry the owning process's pid: only this daemon's count (other runs may be building theirs).
+    mine = f"{PREFIX}{json.loads((state / 'ready.json').read_text())['pid']}."
     env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
 
     def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -48,7 +51,7 @@ def live(tmp_path):
         yield kubectl
     finally:
         subprocess.run([*knetsim, "down", "--state", str(state)], capture_output=True, timeout=60)
-    assert not [n for n in list_netns() if n.startswith(PREFIX)]
+    assert not [n for n in list_netns() if n.startswith(mine)]
 
 
 def _until(check, seconds: float = 5.0):

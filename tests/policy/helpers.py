@@ -64,6 +64,40 @@ def cnp(ref: str, spec: dict[str, Any]) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
+def clusterpolicy(name: str, tier: str, priority: int, subject: dict[str, Any], *,
+                  ingress: list[dict[str, Any]] | None = None, egress: list[dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
+    """A policy.networking.k8s.io/v1alpha2 ClusterNetworkPolicy."""
+    spec: dict[str, Any] = {"tier": tier, "priority": priority, "subject": subject}
+    if ingress is not None:
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["egress"] = egress
+    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def adminpolicy(name: str, priority: int | None, subject: dict[str, Any], *,
+                ingress: list[dict[str, Any]] | None = None, egress: list[dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+    """A v1alpha1 AdminNetworkPolicy (``priority`` None: the BaselineAdminNetworkPolicy, named default)."""
+    spec: dict[str, Any] = {"subject": subject}
+    if priority is not None:
+        spec["priority"] = priority
+    if ingress is not None:
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["egress"] = egress
+    kind = "AdminNetworkPolicy" if priority is not None else "BaselineAdminNetworkPolicy"
+    return {"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": kind,
+            "metadata": {"name": name if priority is not None else "default"}, "spec": spec}
+
+
+def namespace_is(name: str) -> dict[str, Any]:
+    """A label selector for one namespace, by its immutable name label."""
+    return {"matchLabels": {"kubernetes.io/metadata.name": name}}
+
+
 def service(ref: str, selector: dict[str, str], port: int, target: int | str) -> dict[str, Any]:
     namespace, _, name = ref.partition("/")
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},

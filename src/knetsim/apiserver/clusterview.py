@@ -28,9 +28,11 @@ from .store import Change, Key
 log = logging.getLogger("knetsim.apiserver")
 QUIET, MAX_DELAY = 0.02, 0.2  # seconds
 # ClusterState collections keyed by name, by namespace/name, or by (kind, namespace/name).
-BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_classes"}
+BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_classes",
+           "GatewayClass": "gateway_classes"}
 BY_KEY = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint_slices", "Ingress": "ingresses",
-          "NetworkPolicy": "network_policies"}
+          "NetworkPolicy": "network_policies", "Gateway": "gateways", "HTTPRoute": "http_routes",
+          "ReferenceGrant": "reference_grants"}
 WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Endpoints")
 NOT_IN_STATE = ("Event",)  # the simulation never reads them; thousands of them would only cost
 

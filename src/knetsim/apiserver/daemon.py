@@ -100,7 +100,8 @@ def wire(server: ApiServer) -> ControllerManager:
     the returned manager queues every object for its controllers."""
     informer = Informer(server.store)
     view = ClusterView(informer, server.config, server.state_listeners)
-    manager = ControllerManager(Context(server.store, informer, server.config), CONTROLLERS)
+    manager = ControllerManager(Context(server.store, informer, server.config, server.registry, view.state),
+                                CONTROLLERS)
     manager.idle_hooks.append(view.publish_soon)
     manager.close_hooks.append(view.close)
     server.state_source = view.state
@@ -199,6 +200,8 @@ async def _start_ingress(running: Running, host: str, port: int) -> None:
         running.extra["ingress"] = "unavailable: knetsim.network is not installed"
         return
     running.extra["ingress_port"] = runner.addresses[0][1]
+    # Gateway listeners share the front door: the Host header (and its port) selects Gateway and listener.
+    running.extra["gateway_port"] = runner.addresses[0][1]
     running.closers.append(runner.cleanup)
 
 

@@ -3,7 +3,9 @@
 An HTTP request to this listener is traced from outside the cluster (``knetsim.network``'s
 ``trace(state, "external", ...)``) and answered as the trace says:
 
-* ``Host: shop.example.com`` → routed by the Ingress rules (ingress-nginx) to a backend pod;
+* ``Host: shop.example.com`` → routed by the Ingress rules (ingress-nginx) to a backend pod — or,
+  when a Gateway names that host, by its HTTPRoutes (``Host: www.example.com:8080`` reaches the
+  Gateway's listener on port 8080; a Gateway's address in the Host header reaches that Gateway);
 * ``Host: 172.18.0.3:30080`` (a node IP and NodePort) or a LoadBalancer IP → that Service;
 * ``Host: 127.0.0.1:PORT`` / ``localhost`` → the control-plane node's port 80, where the
   ingress controller listens (no host rule matches: its default backend answers 404).
@@ -45,7 +47,8 @@ def target_for(host_header: str, path_qs: str, state: Any) -> str:
         return f"http://{node_ip}:80{path_qs}"
     if _is_ip(host):
         return f"http://{host}:{port or 80}{path_qs}"
-    return f"http://{host}{path_qs}"
+    # The Host header's port picks a Gateway listener (Gateway API routes by port); Ingress ignores it.
+    return f"http://{host}{f':{port}' if port.isdigit() else ''}{path_qs}"
 
 
 def client_address(t: Any, state: Any) -> str:

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..model import gatewayapi
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import PARSERS, Meta, Object
@@ -165,7 +166,7 @@ class Informer:
         if stored is None:
             return None
         source = BUILTIN if stored.managed == "system" else API_SOURCE
-        parser = PARSERS.get(key[0])
+        parser = PARSERS.get(key[0]) or gatewayapi.PARSERS.get(key[0])
         obj = parser(stored.body, source) if parser is not None else \
             Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
         self._typed[key] = obj

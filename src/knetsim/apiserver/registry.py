@@ -56,6 +56,9 @@ class WriteOptions:
     # An empty fieldValidation means Warn (kube-apiserver's default since v1.27); kubectl sends Strict.
     field_validation: FieldValidation = FieldValidation.WARN
     dry_run: bool = False
+    # Who writes: a client ("user"), or a controller writing through the API as one would (Envoy Gateway
+    # creating its proxy's Deployment and Service).
+    managed: str = "user"
 
 
 @dataclass
@@ -319,7 +322,7 @@ class Registry:
         if opts.dry_run:
             _finish(txn, committed=False)
             return Written(obj, decoded.warnings, changed=False)
-        self._commit(Write(key, obj, "user"), txn)
+        self._commit(Write(key, obj, opts.managed), txn)
         stored = self.store.get(key)
         return Written(stored.body if stored else obj, decoded.warnings)
 
@@ -372,7 +375,7 @@ class Registry:
             _finish(txn, committed=False)
             new["metadata"]["resourceVersion"] = str(old.rv)
             return Written(new if opts.dry_run else old.body, decoded.warnings, changed=False)
-        self._commit(Write(key, new, "user"), txn)  # a client write makes any object the client's
+        self._commit(Write(key, new, opts.managed), txn)  # a client write makes any object the client's
         stored = self.store.get(key)
         return Written(stored.body if stored else new, decoded.warnings)
 

@@ -3,7 +3,8 @@
 Offline there is no clock that means anything: AGE is measured from the newest
 ``creationTimestamp`` in the input (the moment a snapshot was taken), or from
 ``KNETSIM_NOW`` (RFC 3339) when set; objects without a timestamp show ``<unknown>``,
-as kubectl does. This keeps the output byte-identical from run to run.
+as kubectl does. This keeps the output byte-identical from run to run. A cluster read
+live (``--kubeconfig``, the running knetsim) is measured from the moment it was read.
 """
 
 from __future__ import annotations
@@ -16,16 +17,20 @@ import click
 
 from .. import printers
 from ..api import Cluster
+from ..gateway import with_status
+from ..model import gatewayapi
 from ..model.kinds import KINDS, KindInfo, resolve_kind
 from ..model.labels import Selector, SelectorSyntaxError
 from ..model.objects import Object
 from .common import EXIT_BAD_INPUT, cluster_options, dump_json, dump_yaml, load_cluster, print_notices, tabulate
 
 
-def _now(objects: list[Object]) -> datetime | None:
+def _now(objects: list[Object], read_at: datetime | None = None) -> datetime | None:
     env = os.environ.get("KNETSIM_NOW")
     if env:
         return datetime.fromisoformat(env.replace("Z", "+00:00"))
+    if read_at is not None:
+        return read_at.replace(microsecond=0)
     stamps = [o.meta.creation_timestamp for o in objects if o.meta.creation_timestamp]
     return datetime.fromisoformat(max(stamps).replace("Z", "+00:00")) if stamps else None
 
@@ -43,8 +48,16 @@ def _kinds(spec: str) -> list[KindInfo]:
     return out
 
 
-def _output_object(obj: Object) -> dict[str, Any]:
-    body = dict(obj.raw)
+def _body(cluster: Cluster, obj: Object, now: datetime | None) -> dict[str, Any]:
+    """The object as the API returns it: Gateway API objects carry the built-in Gateway controller's status."""
+    if obj.kind in gatewayapi.KINDS:
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ") if now is not None else None
+        return with_status(cluster.state, obj, stamp)
+    return obj.raw
+
+
+def _output_object(obj: Object, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = dict(obj.raw if body is None else body)
     from ..model.kinds import BY_KIND
 
     info = BY_KIND.get(obj.kind)
@@ -110,8 +123,9 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         else:
             groups.append((info, select(cluster, info, None, ns_filter, selector)))
     everything = [o for _, objs in groups for o in objs]
+    now = _now(cluster.state.objects_of("Pod") + everything, cluster.read_at)
     if output in ("yaml", "json"):
-        bodies = [_output_object(o) for o in everything]
+        bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
         data: Any = bodies[0] if names and len(bodies) == 1 and len(kinds) == 1 else {
             "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
         click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
@@ -125,7 +139,6 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         where = f" in {ns_filter} namespace" if ns_filter else ""
         click.echo(f"No resources found{where}.", err=True)
         return
-    now = _now(cluster.state.objects_of("Pod") + everything)
     prefix = len(groups) > 1
     blocks = []
     for info, objs in groups:
@@ -135,7 +148,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         keep = [i for i, (_, priority) in enumerate(printers.columns(info.kind)) if priority == 0 or output == "wide"]
         rows = []
         for o in objs:
-            cells = printers.row(info.kind, o.raw, now)
+            cells = printers.row(info.kind, _body(cluster, o, now), now)
             cells = [cells[i] for i in keep]
             if prefix:
                 cells[0] = f"{_prefix(info)}/{cells[0]}"

@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import admission
+from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
+from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -37,6 +37,7 @@ from ..model.objects import (
 )
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
+from .gatewayinfra import infra_manifests
 from .services import allocate_services
 from .state import ClusterState, Notice
 from .system import INGRESS_NGINX_CONTROLLER, system_manifests
@@ -173,6 +174,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
+    _gateway_infra(by_kind, merged)
 
     _namespaces(state, by_kind, docs)
     _nodes(state, by_kind, config)
@@ -229,10 +231,14 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         np = PARSERS["NetworkPolicy"](doc.body, doc.source)
         state.network_policies[np.key] = np  # type: ignore[assignment]
 
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", "CiliumNetworkPolicy"}
+    _gateway_api(state, by_kind)
+
+    # Policies the policy layer reads from state.others (it parses them itself).
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
-            if kind == "CiliumNetworkPolicy":
+            if kind in kept_for_policy:
                 for d in kind_docs:
                     _keep_other(state, d)
             continue
@@ -240,6 +246,41 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
     return BuildResult(state, errors)
+
+
+def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, str, str], Document]) -> None:
+    """Envoy Gateway's control plane and one proxy Deployment + LoadBalancer Service per Gateway of an
+    accepted class (cluster/gatewayinfra.py), added before the controllers run so they get pods and IPs.
+    What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
+    classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
+    gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
+    for body in infra_manifests(classes, gateways):
+        meta = body["metadata"]
+        key = (body["kind"], meta.get("namespace", ""), meta["name"])
+        if key in merged:
+            continue
+        if body["kind"] == "Deployment":
+            wanted = body["spec"]["selector"]["matchLabels"].items()
+            if any(wanted <= ((d.body.get("metadata") or {}).get("labels") or {}).items() for d in pods):
+                continue  # a live snapshot: the proxy's pods are already there, with their own names and IPs
+        doc = Document(CONTROLLER, apply_defaults(body))
+        merged[key] = doc
+        docs = by_kind.setdefault(body["kind"], [])
+        docs.append(doc)
+        docs.sort(key=lambda d: (d.namespace, d.name))
+
+
+def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
+    """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
+    for doc in by_kind.get("GatewayClass", []):
+        state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
+    collections: dict[str, dict[str, Any]] = {"Gateway": state.gateways, "HTTPRoute": state.http_routes,
+                                              "ReferenceGrant": state.reference_grants}
+    for kind, collection in collections.items():
+        for doc in by_kind.get(kind, []):
+            obj = gatewayapi.PARSERS[kind](doc.body, doc.source)
+            collection[obj.key] = obj
 
 
 def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
@@ -262,9 +303,15 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
         if doc.namespace and doc.namespace not in state.namespaces and (info is None or info.namespaced):
             missing.setdefault(doc.namespace, doc)
     for name, doc in sorted(missing.items()):
-        # kubectl apply would fail here; offline we assume the namespace exists and say so.
-        state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist "
-                   f"(kubectl apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
+        if from_live_cluster(doc.body):
+            # It exists on the cluster the object was read from; what the snapshot lacks is its labels.
+            state.warn("NamespaceCreated", f"namespace {name!r} is not in the snapshot; assumed to have only the "
+                       "label kubernetes.io/metadata.name (namespaceSelector verdicts need the namespaces in the "
+                       "snapshot)", doc.describe(), doc.source)
+        else:
+            # kubectl apply would fail here; offline we assume the namespace exists and say so.
+            state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist (kubectl "
+                       f"apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
         body = apply_defaults({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         state.namespaces[name] = PARSERS["Namespace"](body, CONTROLLER)  # type: ignore[assignment]
 

@@ -138,7 +138,8 @@ class Overview:
 
 def overview(state: ClusterState, include_system: bool = False) -> Overview:
     def shown(ns: str) -> bool:
-        return include_system or ns not in ("kube-system", "kube-public", "kube-node-lease", "ingress-nginx")
+        return include_system or ns not in ("kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
+                                            "envoy-gateway-system")
 
     services = []
     for svc in state.services.values():

@@ -25,13 +25,12 @@ container's ``state.waiting.message`` and its ``Failed`` events.
 
 from __future__ import annotations
 
-import io
 import lzma
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
+from functools import cache, lru_cache
+from pathlib import Path
 
 from .config import ClusterConfig
 
@@ -110,49 +109,49 @@ def parse_reference(image: str) -> ImageRef:
     return ImageRef(registry, path, tag if tag is not None or digest is not None else "latest", digest)
 
 
-class Tags(Collection[str]):
-    """One repository's tags as one newline-separated text: the library has about 185,000 tags, which as
-    sets of strings would cost a long-running server some 20 MB; as text they take 3. Membership is a
-    substring search, done once per container start."""
+class _Library(Mapping[str, frozenset[str]]):
+    """Repository → tags, decompressed once and parsed per repository on first use: a pod's image check
+    touches a handful of repositories, not the ~170 the file lists (parsing all cost 0.3 s per run)."""
 
-    __slots__ = ("_text",)
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._parsed: dict[str, frozenset[str]] = {}
+        # A repository is a line without a space; its tags follow, up to the next repository.
+        heads = [(m.group(1), m.start(), m.end()) for m in _REPO_LINE.finditer(text)]
+        self._spans = {name: (end, heads[i + 1][1] if i + 1 < len(heads) else len(text))
+                       for i, (name, _, end) in enumerate(heads)}
 
-    def __init__(self, tags: Iterable[str]) -> None:
-        self._text = "\n" + "\n".join(tags) + "\n"
+    def __getitem__(self, repo: str) -> frozenset[str]:
+        tags = self._parsed.get(repo)
+        if tags is None:
+            start, end = self._spans[repo]
+            out, prev = [], ""
+            for line in self._text[start:end].splitlines():
+                if line and not line.startswith("#"):
+                    n, _, suffix = line.partition(" ")
+                    prev = prev[:int(n)] + suffix
+                    out.append(prev)
+            tags = self._parsed[repo] = frozenset(out)
+        return tags
 
-    def __contains__(self, tag: object) -> bool:
-        return isinstance(tag, str) and bool(tag) and "\n" not in tag and f"\n{tag}\n" in self._text
+    def __contains__(self, repo: object) -> bool:
+        return repo in self._spans
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._text[1:-1].split("\n") if len(self._text) > 2 else ())
+        return iter(self._spans)
 
     def __len__(self) -> int:
-        return self._text.count("\n") - 1
+        return len(self._spans)
+
+
+_REPO_LINE = re.compile(r"^([^\s#][^ \n]*)\n", re.M)
+_DATA = Path(__file__).resolve().parent.parent / "data" / "registry" / "docker-library-tags.txt.xz"
 
 
 @cache
-def official_images() -> dict[str, Tags]:
+def official_images() -> Mapping[str, frozenset[str]]:
     """Repository → tags of Docker Hub's official images (see knetsim/data/registry/README.md)."""
-    raw = resources.files("knetsim").joinpath("data/registry/docker-library-tags.txt.xz").read_bytes()
-    out: dict[str, Tags] = {}
-    repo, tags, prev = "", [], ""
-    # Line by line: a list of all ~185,000 lines at once would be a passing 15 MB that a long-running
-    # server's allocator keeps.
-    for line in io.StringIO(lzma.decompress(raw).decode()):
-        line = line.rstrip("\n")
-        if not line or line.startswith("#"):
-            continue
-        if " " not in line:
-            if repo:
-                out[repo] = Tags(tags)
-            repo, tags, prev = line, [], ""
-            continue
-        n, _, suffix = line.partition(" ")
-        prev = prev[:int(n)] + suffix
-        tags.append(prev)
-    if repo:
-        out[repo] = Tags(tags)
-    return out
+    return _Library(lzma.decompress(_DATA.read_bytes()).decode())
 
 
 def _registry_host(registry: str) -> str:
@@ -165,6 +164,15 @@ def _unpack_error(ref: ImageRef, detail: str) -> str:
 
 def pull_error(image: str, config: ClusterConfig, pull_policy: str = "IfNotPresent") -> PullError | None:
     """Why ``image`` cannot be pulled on this cluster's nodes, or None when it can."""
+    # Memoised: 10,000 pods share a few dozen images.
+    return _pull_error(image, pull_policy, tuple(config.preloaded_images), tuple(config.unreachable_registries),
+                       tuple(config.upstream_nameservers))
+
+
+@lru_cache(maxsize=4096)
+def _pull_error(image: str, pull_policy: str, preloaded_images: tuple[str, ...],
+                unreachable_registries: tuple[str, ...], upstream_nameservers: tuple[str, ...]) -> PullError | None:
+    config = _RegistryView(preloaded_images, unreachable_registries, upstream_nameservers)
     try:
         ref = parse_reference(image)
     except InvalidReference as exc:
@@ -200,10 +208,19 @@ def pull_error(image: str, config: ClusterConfig, pull_policy: str = "IfNotPrese
                          f"docker.io has no official image {name!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
     if ref.digest is None and ref.tag not in known[name]:
         detail = f"{ref.name}: not found"
-        hint = _close(ref.tag or "", known[name])
+        hint = _close(ref.tag or "", {t: frozenset() for t in known[name]})
         return PullError("ErrImagePull", "rpc error: code = NotFound desc = " + _unpack_error(ref, detail),
                          f"{name} has no tag {ref.tag!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
     return None
+
+
+@dataclass(frozen=True)
+class _RegistryView:
+    """The part of the cluster config the registry model reads (hashable, so results can be memoised)."""
+
+    preloaded_images: tuple[str, ...]
+    unreachable_registries: tuple[str, ...]
+    upstream_nameservers: tuple[str, ...]
 
 
 def _same_image(ref: ImageRef, listed: str) -> bool:
@@ -215,7 +232,7 @@ def _same_image(ref: ImageRef, listed: str) -> bool:
                                                                            ref.digest)
 
 
-def _close(word: str, choices: Iterable[str]) -> str | None:
+def _close(word: str, choices: dict[str, frozenset[str]]) -> str | None:
     import difflib
 
     hits = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.8)

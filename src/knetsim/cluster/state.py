@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..model.gatewayapi import Gateway, GatewayClass, HTTPRoute, ReferenceGrant
 from ..model.labels import Selector
 from ..model.loader import Source
 from ..model.objects import (
@@ -54,6 +55,11 @@ class ClusterState:
     ingresses: dict[str, Ingress] = field(default_factory=dict)
     ingress_classes: dict[str, IngressClass] = field(default_factory=dict)
     network_policies: dict[str, NetworkPolicy] = field(default_factory=dict)
+    # Gateway API (gateway.networking.k8s.io): routing and status are computed by knetsim.gateway.
+    gateway_classes: dict[str, GatewayClass] = field(default_factory=dict)
+    gateways: dict[str, Gateway] = field(default_factory=dict)
+    http_routes: dict[str, HTTPRoute] = field(default_factory=dict)
+    reference_grants: dict[str, ReferenceGrant] = field(default_factory=dict)
     # Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, Endpoints: kept for `get`.
     workloads: dict[tuple[str, str], Object] = field(default_factory=dict)
     # Kinds knetsim reads but does not simulate (ConfigMap, Secret, CRDs...), and CiliumNetworkPolicies.
@@ -110,6 +116,10 @@ class ClusterState:
             "Ingress": self.ingresses,
             "IngressClass": self.ingress_classes,
             "NetworkPolicy": self.network_policies,
+            "GatewayClass": self.gateway_classes,
+            "Gateway": self.gateways,
+            "HTTPRoute": self.http_routes,
+            "ReferenceGrant": self.reference_grants,
         }
         if kind in by_kind:
             collection = by_kind[kind].values()

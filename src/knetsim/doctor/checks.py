@@ -23,7 +23,8 @@ from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.objects import Pod, Service
 
 SEVERITIES = ("error", "warning", "info")
-SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx"})
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
+                               "envoy-gateway-system"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,13 @@ def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Findin
             for f in ingress_findings(state, namespace)]
 
 
+def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
+    from ..gateway.findings import gateway_findings
+
+    return [Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ())
+            for f in gateway_findings(state, namespace)]
+
+
 def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding]:
     """Trace every routable Ingress path from outside; report the layer that stops it."""
     out = []
@@ -156,19 +163,23 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(f for f in _policy_findings(state)
                     if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/") for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
+    findings.extend(_gateway_findings(state, namespace))
     findings.extend(_ingress_traffic(state, namespace))
     findings.extend(_client_traffic(state, namespaces))
     findings.extend(dataplane_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
+    checked.extend(f"{o.kind} {o.key}" for o in [*state.gateways.values(), *state.http_routes.values()]
+                   if not namespaces or o.namespace in namespaces)
     if subject:
         ns = namespace or "default"
         key = f"{ns}/{subject}"
-        if key not in state.services and key not in state.ingresses:
-            elsewhere = sorted({o.namespace for o in [*state.services.values(), *state.ingresses.values()]
-                                if o.name == subject})
+        subjects = [*state.services.values(), *state.ingresses.values(), *state.gateways.values(),
+                    *state.http_routes.values()]
+        if not any(o.key == key for o in subjects):
+            elsewhere = sorted({o.namespace for o in subjects if o.name == subject})
             hint = f"; it exists in namespace {', '.join(elsewhere)} (use -n)" if elsewhere else ""
-            raise SubjectNotFound(f'no Service or Ingress "{subject}" in namespace "{ns}"{hint}')
-        wanted = {f"Service {key}", f"Ingress {key}"}
+            raise SubjectNotFound(f'no Service, Ingress, Gateway or HTTPRoute "{subject}" in namespace "{ns}"{hint}')
+        wanted = {f"Service {key}", f"Ingress {key}", f"Gateway {key}", f"HTTPRoute {key}"}
         related_pods = set()
         svc = state.services.get(key)
         if svc is not None and svc.selector:

@@ -6,8 +6,9 @@ of the destination) it walks the tiers in order, and within a tier the policies 
 the subject, and reports which rule (and which peer and port of it) allowed the traffic, or
 why none did, and the smallest edit that would allow it. The sets it tests are computed
 here, by the same class vectors the matrix uses, so the page and ``knetsim matrix`` cannot
-disagree. Each explanation entry is generic: side, tier, kind, policy, rule (a tier that
-ClusterNetworkPolicy adds later brings its own kind and actions).
+disagree. Each explanation entry is generic: side, tier, kind, policy, rule; the
+ClusterNetworkPolicy tiers (Admin before the NetworkPolicies, Baseline after) bring their
+actions, and a class lists, per side and tier, the cluster policies that select it, in order.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import numpy as np
 
 from ..cluster.state import ClusterState
 from ..policy.classes import EXTERNAL, NODE, Vectors, prepare
+from ..policy.cluster import ADMIN, BASELINE, TIERS
 from ..policy.engine import policy_index
 from ..policy.matrix import Matrix
-from ..policy.rules import NAMESPACE_NAME_LABEL, Port
+from ..policy.rules import NAMESPACE_NAME_LABEL, Peer, Port, namespaces_text
 
 # Labels that name an application; one of them alone is the smallest selector for a workload.
 APP_KEYS = ("app.kubernetes.io/name", "app", "k8s-app", "name", "component")
@@ -44,6 +46,27 @@ def _port(port: Port) -> dict[str, Any]:
         out["name"] = port.port
     elif port.port is not None:
         out["from"], out["to"] = port.port, port.end_port if port.end_port is not None else port.port
+    return out
+
+
+def _peer_text(peers: tuple[Peer, ...], index: int) -> str:
+    """One from/to item of a ClusterNetworkPolicy rule (a `networks` item is several CIDRs)."""
+    group = [p for p in peers if p.index == index]
+    if group[0].kind == "network":
+        return "IP addresses in " + ", ".join(p.ip_range.describe() for p in group if p.ip_range is not None)
+    peer = group[0]
+    if peer.pod_selector is None and peer.namespace_selector is not None:
+        return f"every pod in {namespaces_text(peer.namespace_selector)}"
+    return peer.describe()
+
+
+def _peer_vector(vectors: Vectors, peers: tuple[Peer, ...], index: int) -> np.ndarray:
+    group = [vectors.peer(p) for p in peers if p.index == index]
+    if len(group) == 1:
+        return group[0]  # the cached vector itself: set ids are by identity
+    out = group[0].copy()
+    for v in group[1:]:
+        out |= v
     return out
 
 
@@ -137,18 +160,42 @@ def explorer_data(state: ClusterState, m: Matrix, protocol: str = "TCP", port: i
     prepared = prepare(vectors)
     sets: dict[int, int] = {}
     set_list: list[list[list[int]]] = []
+    kept: list[np.ndarray] = []  # an id is only unique while its object lives
 
     def set_id(vector: np.ndarray) -> int:
         key = id(vector)  # peer vectors are cached by Vectors: one object per distinct peer
         if key not in sets:
             sets[key] = len(set_list)
             set_list.append(_ranges(np.nonzero(vector)[0]))
+            kept.append(vector)
         return sets[key]
 
-    policies = []
+    policies: list[dict[str, Any]] = []
     isolation: dict[str, list[list[int]]] = {d: [[] for _ in range(classes.count)] for d in ("egress", "ingress")}
-    for pid, p in enumerate(prepared):
+    tiered: dict[str, dict[str, list[list[int]]]] = {
+        tier: {d: [[] for _ in range(classes.count)] for d in ("egress", "ingress")} for tier in TIERS}
+    for policy in index.cluster:  # in order: tier, then priority, then name
+        subject = np.nonzero(vectors.subject(policy))[0]
+        if not len(subject):
+            continue
+        pid = len(policies)
+        entry = {"tier": policy.tier, "kind": policy.kind, "name": policy.name, "priority": policy.priority,
+                 "selector": policy.subject_text()}
+        for direction in ("egress", "ingress"):
+            rules = policy.rules(direction)
+            if rules:
+                for c in subject.tolist():
+                    tiered[policy.tier][direction][c].append(pid)
+            entry[direction] = [
+                {"index": rule.index, "name": rule.name, "action": rule.action,
+                 "peers": [{"index": i, "text": _peer_text(rule.peers, i),
+                            "set": set_id(_peer_vector(vectors, rule.peers, i))}
+                           for i in sorted({p.index for p in rule.peers})],
+                 "ports": None if rule.ports is None else [_port(x) for x in rule.ports]} for rule in rules]
+        policies.append(entry)
+    for p in prepared:
         policy = p.policy
+        pid = len(policies)
         entry: dict[str, Any] = {"tier": "NetworkPolicy", "kind": policy.kind, "name": policy.key,
                                  "namespace": policy.namespace, "selector": policy.selector.formatted()}
         for direction in ("egress", "ingress"):
@@ -172,9 +219,11 @@ def explorer_data(state: ClusterState, m: Matrix, protocol: str = "TCP", port: i
         kind = int(classes.kind[c])
         named = {f"{name}/{proto}": int(v[c]) for (name, proto), v in classes.named.items() if v[c] > 0}
         ep = classes.members[c][0]
-        class_data.append({"kind": "external" if kind == EXTERNAL else "node" if kind == NODE else "pod",
-                           "ports": named, "node": ep.node,
-                           "egress": isolation["egress"][c], "ingress": isolation["ingress"][c]})
+        item = {"kind": "external" if kind == EXTERNAL else "node" if kind == NODE else "pod",
+                "ports": named, "node": ep.node, "egress": isolation["egress"][c], "ingress": isolation["ingress"][c]}
+        if index.cluster:
+            item["tiers"] = {d: {tier: tiered[tier][d][c] for tier in TIERS} for d in ("egress", "ingress")}
+        class_data.append(item)
     pod_rows: dict[str, int] = {}
     rows = []
     for i, name in enumerate(m.names):
@@ -201,7 +250,7 @@ def explorer_data(state: ClusterState, m: Matrix, protocol: str = "TCP", port: i
         "version": 1,
         "level": m.level,
         "view": {"protocol": protocol, "port": port},
-        "tiers": ["NetworkPolicy"],
+        "tiers": [t for t in (ADMIN, "NetworkPolicy", BASELINE) if t == "NetworkPolicy" or index.tier(t)],
         "rows": rows,
         "cells": cells,
         "partly": partly,

@@ -21,6 +21,8 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import unquote
 
+from ..model.http import exact_mismatch_reason, prefix_mismatch_reason
+
 EXACT = "Exact"
 PREFIX = "Prefix"
 IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
@@ -69,23 +71,8 @@ def path_mismatch_reason(path_type: str, rule_path: str, request_path: str) -> s
     """Why the path does not match, in the docs' words."""
     rule_path = effective_path(rule_path)
     if effective_path_type(path_type) == EXACT:
-        if request_path.rstrip("/") == rule_path.rstrip("/"):
-            return f"Exact {rule_path} does not match {request_path}: the trailing slash counts"
-        if request_path.lower() == rule_path.lower():
-            return f"Exact {rule_path} does not match {request_path}: matching is case-sensitive"
-        return f"Exact {rule_path} requires the whole path to equal it"
-    want, have = _elements(rule_path), _elements(request_path)
-    for i, element in enumerate(want):
-        if i >= len(have):
-            return f"Prefix {rule_path} has more elements than {request_path}"
-        if have[i] != element:
-            if have[i].startswith(element):
-                return (f"Prefix {rule_path} does not match {request_path}: element {have[i]!r} only starts "
-                        f"with {element!r} (matching is by whole path elements, not string prefix)")
-            if have[i].lower() == element.lower():
-                return f"Prefix {rule_path} does not match {request_path}: matching is case-sensitive"
-            return f"Prefix {rule_path} does not match {request_path}: element {i + 1} is {have[i]!r}, not {element!r}"
-    return ""  # pragma: no cover - only called on a mismatch
+        return exact_mismatch_reason(rule_path, request_path)
+    return prefix_mismatch_reason("Prefix", rule_path, request_path)
 
 
 def string_prefix_only(path_type: str, rule_path: str, request_path: str) -> bool:

@@ -24,10 +24,11 @@ does (``controller.go`` ``createServers`` / ``getBackendServers``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.http import RouteAnswer, plain
 from ..model.labels import edit_distance
 from ..model.objects import Ingress, IngressBackend, IngressPath, Service
 from .controllers import ClassResolution, IngressController, default_classes, resolve_class, running_controllers
@@ -59,14 +60,6 @@ NO_CONTROLLER = "no-controller"
 
 class RouteError(ValueError):
     """The request itself is malformed (path not absolute, unknown scheme)."""
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +166,16 @@ class RouteResult:
         return self.outcome == ROUTED
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return plain(self)
+
+    def answer(self) -> RouteAnswer:
+        """What the client observes, comparable with a Gateway's answer (``model.http``)."""
+        backend = None
+        if self.backend is not None and self.backend.routable and self.redirect is None:
+            backend = f"{self.backend.service}:{self.backend.port}"
+        # ingress-nginx passes the path on unchanged (annotations such as rewrite-target are not simulated).
+        upstream = self.request.path if backend is not None else None
+        return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary)
 
 
 # --- the controller's merged configuration --------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -197,9 +198,14 @@ class Topology:
                 continue
             d = ETC_NETNS / pod.netns
             d.mkdir(parents=True, exist_ok=True)
-            (d / "resolv.conf").write_text(pod.resolv_conf)
-            (d / "hosts").write_text(f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n"
-                                     f"{pod.ip}\t{pod.hostname}\n")
+            os.chmod(d, 0o755)
+            # World-readable whatever the process umask (the daemon's is 077, for its secrets): the pod's
+            # tools run as nobody and read these as their /etc.
+            for name, text in (("resolv.conf", pod.resolv_conf),
+                               ("hosts", f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n"
+                                         f"{pod.ip}\t{pod.hostname}\n")):
+                (d / name).write_text(text)
+                os.chmod(d / name, 0o644)
 
     def _load_rules(self, state: ClusterState) -> None:
         for node in self.plan.nodes:

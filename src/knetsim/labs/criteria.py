@@ -8,6 +8,9 @@ another order, one policy or three) gets the same marks.
 Spec checks read the objects the API server returned (``Snapshot``). Traffic checks
 (``trace``, ``route``, ``dns``) ask knetsim's simulation of those objects and are marked
 ``simulated``. Checks default to the lab's namespace; ``namespace:`` overrides it.
+
+A lab grades only what happens in its own namespaces: a connection that works because of an
+object elsewhere (an Ingress of another namespace claiming the lab's host) earns nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 class Context:
     snapshot: Snapshot
     namespace: str
+    # Every namespace the lab creates: what it grades.
+    namespaces: tuple[str, ...] = ()
+
+    def owns(self, namespace: str) -> bool:
+        return namespace in (self.namespaces or (self.namespace,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +357,21 @@ def _worker_ip(ctx: Context) -> str:
     return str(nodes[0].internal_ip) if nodes else "127.0.0.1"
 
 
+def _outside_the_lab(ctx: Context, t: Any) -> str:
+    """Why a connection proves nothing for the lab: it reached a pod of another namespace (through that
+    namespace's Ingress, say), so the lab's own objects did not carry it. Empty when they did."""
+    if t.backend is None:
+        return ""
+    namespace = t.backend.pod.partition("/")[0]
+    if ctx.owns(namespace):
+        return ""
+    route = next((h.to_dict().get("route") or {} for h in t.hops if h.layer == "ingress"), {})
+    ingress = (route.get("match") or {}).get("ingress")
+    via = f"through Ingress {ingress}" if ingress else f"to a pod of namespace {namespace}"
+    mine = ", ".join(ctx.namespaces or (ctx.namespace,))
+    return f"{via}, outside the lab's namespaces ({mine}): labs grade only their own objects"
+
+
 @check("trace")
 def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
     """A connection from a pod (``from``: ns/pod) to a target connects, or must not (``outcome``)."""
@@ -366,6 +389,9 @@ def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         return Verdict(desc, False, want, f"cannot trace: {exc}", True)
     found = _outcome_text(t)
     ok = t.outcome == want
+    elsewhere = _outside_the_lab(ctx, t)
+    if ok and want == "connected" and elsewhere:
+        return Verdict(desc, False, want, f"{found} — but {elsewhere}", True)
     status = t.reply.status if t.reply is not None else None
     if ok and want == "connected" and status is not None and status >= 400:
         # The TCP connection worked but nothing served the request: the Ingress controller's
@@ -557,3 +583,128 @@ def ingressclass_served_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
     if not ready:
         return Verdict(desc, False, expected, f"controller {ic.controller} has no ready pod", True)
     return Verdict(desc, True, expected, f"served by {', '.join(ready)}", True)
+
+
+# --- Gateway API ---------------------------------------------------------------------------------
+# Status criteria read what the Gateway controller wrote (the API's objects); traffic criteria send
+# requests through knetsim's simulation of the Gateway, as `knetsim route --gateway` does.
+
+
+def _condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+
+
+@check("gateway")
+def gateway_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
+    """A Gateway of class ``class`` with a ``protocol`` listener on ``port``, Programmed by its controller."""
+    ns, name = _ns(ctx, p), str(p["name"])
+    port, protocol = int(p.get("port", 80)), str(p.get("protocol", "HTTP"))
+    desc = f"Gateway {ns}/{name} (class {p['class']}) listens on {port}/{protocol} and is Programmed"
+    expected = f"class {p['class']}, listener {port}/{protocol}, Programmed True"
+    gw = ctx.snapshot.get("Gateway", ns, name)
+    if gw is None:
+        return Verdict(desc, False, expected, f"no Gateway {name} in {ns} (Gateways: "
+                       f"{_names(ctx.snapshot.items('Gateway', ns))})")
+    spec = gw.get("spec") or {}
+    if spec.get("gatewayClassName") != p["class"]:
+        return Verdict(desc, False, expected, f"gatewayClassName {spec.get('gatewayClassName')!r}")
+    listeners = spec.get("listeners") or []
+    if not any(li.get("port") == port and li.get("protocol") == protocol for li in listeners):
+        have = ", ".join(f"{li.get('name')} {li.get('port')}/{li.get('protocol')}" for li in listeners) or "none"
+        return Verdict(desc, False, expected, f"listeners: {have}")
+    programmed = _condition_of(gw, "Programmed")
+    if programmed is None or programmed.get("status") != "True":
+        why = f"{programmed.get('reason')}: {programmed.get('message')}" if programmed else "no status yet"
+        return Verdict(desc, False, expected, f"Programmed is not True ({why})")
+    addresses = ", ".join(str(a.get("value")) for a in (gw.get("status") or {}).get("addresses") or [])
+    return Verdict(desc, True, expected, f"Programmed True, address {addresses or 'none'}")
+
+
+@check("httproute")
+def httproute_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
+    """An HTTPRoute the Gateway ``gateway`` accepted, with every reference resolved (as its status says)."""
+    ns, name = _ns(ctx, p), str(p["name"])
+    gateway = str(p["gateway"])
+    desc = f"HTTPRoute {ns}/{name} is Accepted by Gateway {gateway} with all references resolved"
+    expected = "Accepted True, ResolvedRefs True"
+    rt = ctx.snapshot.get("HTTPRoute", ns, name)
+    if rt is None:
+        return Verdict(desc, False, expected, f"no HTTPRoute {name} in {ns} (HTTPRoutes: "
+                       f"{_names(ctx.snapshot.items('HTTPRoute', ns))})")
+    parents = [q for q in (rt.get("status") or {}).get("parents") or []
+               if (q.get("parentRef") or {}).get("name") == gateway]
+    if not parents:
+        refs = [(q.get("name")) for q in (rt.get("spec") or {}).get("parentRefs") or []]
+        return Verdict(desc, False, expected, f"no status from Gateway {gateway} (parentRefs: {refs or 'none'})")
+    conds = {c.get("type"): c for c in parents[0].get("conditions") or []}
+    bad = [f"{t} {c.get('status')} ({c.get('reason')}: {c.get('message')})" for t, c in conds.items()
+           if t in ("Accepted", "ResolvedRefs") and c.get("status") != "True"]
+    if bad or set(conds) < {"Accepted", "ResolvedRefs"}:
+        return Verdict(desc, False, expected, "; ".join(bad) or f"conditions: {', '.join(conds) or 'none'}")
+    return Verdict(desc, True, expected, "Accepted True, ResolvedRefs True")
+
+
+def _gateway_request(ctx: Context, p: Mapping[str, Any]) -> tuple[str, Any]:
+    from ..gateway import request_from
+
+    headers = tuple((str(k), str(v)) for k, v in (p.get("headers") or {}).items())
+    gw = str(p["gateway"])
+    return (gw if "/" in gw else f"{ctx.namespace}/{gw}",
+            request_from(str(p["host"]), str(p.get("path", "/")), method=str(p.get("method", "GET")), headers=headers))
+
+
+@check("gateway-route")
+def gateway_route_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
+    """A request through a Gateway reaches Service ``service`` port ``port`` (or gets ``status``)."""
+    from ..gateway import GatewayRouteError, route
+
+    gateway, request = _gateway_request(ctx, p)
+    extra = " with " + ", ".join(f"{n}: {v}" for n, v in request.headers) if request.headers else ""
+    ns = _ns(ctx, p)
+    if p.get("service"):
+        svc = p["service"] if "/" in str(p["service"]) else f"{ns}/{p['service']}"
+        desc = f"{request.method} {request.url}{extra} through Gateway {gateway} reaches Service {svc} port {p['port']}"
+        expected = f"Service {svc} port {p['port']}"
+    else:
+        svc = None
+        desc = f"{request.method} {request.url}{extra} through Gateway {gateway} gets HTTP {p['status']}"
+        expected = f"HTTP {p['status']}"
+    try:
+        r = route(ctx.snapshot.cluster.state, gateway, request, explain=False)
+    except GatewayRouteError as exc:
+        return Verdict(desc, False, expected, str(exc), True)
+    if svc is not None:
+        ok = r.proxied and r.backend is not None and r.backend.service == svc and r.backend.port == p["port"]
+        found = f"Service {r.backend.service} port {r.backend.port} ({r.summary})" if r.proxied and r.backend \
+            else r.summary
+        return Verdict(desc, ok, expected, found, True)
+    return Verdict(desc, r.http_status == p["status"], expected, r.summary, True)
+
+
+@check("gateway-split")
+def gateway_split_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
+    """Traffic to a host through a Gateway splits between Services by weight (``shares``: service → fraction)."""
+    from ..gateway import GatewayRouteError, route
+
+    gateway, base = _gateway_request(ctx, p)
+    ns = _ns(ctx, p)
+    shares = {(s if "/" in s else f"{ns}/{s}"): float(v) for s, v in (p["shares"] or {}).items()}
+    samples = int(p.get("samples", 1000))
+    desc = (f"requests to {base.url} through Gateway {gateway} split "
+            + ", ".join(f"{s} {v:.0%}" for s, v in shares.items()))
+    expected = ", ".join(f"{s} {v:.0%}" for s, v in shares.items())
+    counts: dict[str, int] = {}
+    try:
+        for i in range(samples):
+            req = base.__class__(base.host, f"{base.path}{'&' if '?' in base.path else '?'}n={i}", base.method,
+                                 base.scheme, base.port, base.headers)
+            r = route(ctx.snapshot.cluster.state, gateway, req, explain=False)
+            key = r.backend.service if r.proxied and r.backend else f"HTTP {r.http_status}"
+            counts[key] = counts.get(key, 0) + 1
+    except GatewayRouteError as exc:
+        return Verdict(desc, False, expected, str(exc), True)
+    found = ", ".join(f"{k} {v / samples:.0%}" for k, v in sorted(counts.items()))
+    tolerance = float(p.get("tolerance", 0.05))
+    ok = set(counts) <= set(shares) and all(abs(counts.get(s, 0) / samples - v) <= tolerance
+                                            for s, v in shares.items())
+    return Verdict(desc, ok, expected, f"{found} of {samples} requests", True)

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..sources import KubeAPI
 from .criteria import Context, evaluate
-from .kubeclient import KubeClient
 from .model import CriterionResult, Lab, LabResult, TaskResult
 from .snapshot import Snapshot, fetch
 
@@ -19,7 +19,7 @@ LAB_LABEL = "labs.knetsim.io/lab"
 def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> LabResult:
     """Every criterion of the chosen tasks (all by default), in the lab file's order."""
     chosen = [lab.task(t) for t in tasks] if tasks else list(lab.tasks)
-    ctx = Context(snapshot, lab.namespace)
+    ctx = Context(snapshot, lab.namespace, lab.namespaces)
     results = []
     for task in chosen:
         criteria = [evaluate(ctx, c) for c in task.checks]
@@ -31,16 +31,30 @@ def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> L
 
 
 def _withhold_open_door_credit(checks: Sequence[Any], criteria: list[CriterionResult]) -> tuple[CriterionResult, ...]:
-    """"A may connect" proves nothing while everything may connect.
+    """"A may connect" proves nothing while everything may connect, and "must be blocked" nothing while
+    everything the task opens is still blocked.
 
     In a task that also requires some traffic to stay blocked, the connections that must work
     earn their points only once at least one blocked connection is really blocked; otherwise a
-    cluster with no policy at all would collect them.
+    cluster with no policy at all would collect them. Conversely the blocked connections marked
+    ``closed_at_start`` (already blocked when the lab starts) earn theirs only once one connection
+    the task must open works.
     """
     def expects_block(check: Any) -> bool:
         return check.type == "trace" and check.params.get("outcome", "connected") != "connected"
 
     negatives = [r for c, r in zip(checks, criteria, strict=True) if expects_block(c)]
+    positives = [r for c, r in zip(checks, criteria, strict=True) if c.type == "trace" and not expects_block(c)]
+    if negatives and positives and not any(r.passed for r in positives):
+        # The mirror image, for checks marked `closed_at_start`: "must stay blocked" proves nothing while
+        # every connection the task opens is still closed (the lab's starting state already blocks it).
+        out = []
+        for c, r in zip(checks, criteria, strict=True):
+            if expects_block(c) and r.passed and c.params.get("closed_at_start"):
+                r = replace(r, passed=False, found=f"{r.found} — but so is every connection this task must open: "
+                            "nothing is let through yet, so this earns nothing")
+            out.append(r)
+        return tuple(out)
     # Something is blocked (even the wrong way, e.g. DNS): the open connections then mean something.
     if not negatives or not all(r.found.startswith("connected") for r in negatives):
         return tuple(criteria)
@@ -53,7 +67,7 @@ def _withhold_open_door_credit(checks: Sequence[Any], criteria: list[CriterionRe
     return tuple(out)
 
 
-def check(lab: Lab, client: KubeClient, tasks: Sequence[str] | None = None) -> LabResult:
+def check(lab: Lab, client: KubeAPI, tasks: Sequence[str] | None = None) -> LabResult:
     return grade(lab, fetch(client), tasks)
 
 
@@ -76,11 +90,16 @@ def _labelled(obj: dict[str, Any], lab: Lab) -> dict[str, Any]:
     return body
 
 
+# Cluster-scoped kinds a lab's starting objects may hold (no namespace; reset deletes them by name).
+CLUSTER_SCOPED = ("IngressClass", "GatewayClass", "ClusterNetworkPolicy", "AdminNetworkPolicy",
+                  "BaselineAdminNetworkPolicy")
+
+
 def _namespace_body(name: str, lab: Lab) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {LAB_LABEL: lab.name}}}
 
 
-def start(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
+def start(lab: Lab, client: KubeAPI, wait: float = 60) -> list[Applied]:
     """Create the lab's namespaces and starting objects (replace those present)."""
     out: list[Applied] = []
     _wait_gone(client, lab, wait)
@@ -91,19 +110,19 @@ def start(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     for obj in lab.setup:
         body = _labelled(obj, lab)
         meta = body["metadata"]
-        if body.get("kind") != "Namespace" and body.get("kind") not in ("IngressClass",):
+        if body.get("kind") != "Namespace" and body.get("kind") not in CLUSTER_SCOPED:
             meta.setdefault("namespace", lab.namespace)
         out.append(Applied(str(body["kind"]), str(meta.get("namespace") or ""), str(meta["name"]),
                            client.apply(body)))
     return out
 
 
-def reset(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
+def reset(lab: Lab, client: KubeAPI, wait: float = 60) -> list[Applied]:
     """Delete the lab's namespaces (with everything in them, the learner's objects too) and its
     cluster-scoped objects, then wait until the namespaces are gone (a real cluster finalizes them)."""
     out: list[Applied] = []
     cluster_scoped = [(str(o["kind"]), str(o["metadata"]["name"])) for o in lab.setup
-                      if o.get("kind") in ("IngressClass",)]
+                      if o.get("kind") in CLUSTER_SCOPED]
     for kind, name in sorted(set(cluster_scoped) | set(lab.cluster_objects)):
         out.append(Applied(kind, "", name, "deleted" if client.delete(kind, None, name) else "absent"))
     for ns in lab.namespaces:
@@ -112,7 +131,7 @@ def reset(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     return out
 
 
-def _wait_gone(client: KubeClient, lab: Lab, wait: float) -> None:
+def _wait_gone(client: KubeAPI, lab: Lab, wait: float) -> None:
     deadline = time.monotonic() + wait
     while True:
         terminating = [ns for ns in lab.namespaces

@@ -123,7 +123,8 @@ def load_lab(name: str) -> Lab:
 
 
 def all_labs() -> list[Lab]:
-    order = {"services": 0, "netpol": 1}  # the seeds' two labs first, then the rest by name
+    # The seeds' two labs first, ClusterNetworkPolicy after NetworkPolicy, then the rest by name.
+    order = {"services": 0, "netpol": 1, "cluster-policy": 2}
     return sorted((load_lab(n) for n in lab_names()), key=lambda lab: (order.get(lab.name, 9), lab.name))
 
 

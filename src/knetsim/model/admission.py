@@ -103,7 +103,7 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
     """
     group, version = split_api_version(str(api_version))
     info = BY_KIND.get(kind)
-    if info is not None and (info.group, info.version) != (group, version):
+    if info is not None and (info.group != group or version not in (info.version, *info.other_versions)):
         info = None
     definition = schema.builtin_definition(group, version, kind)
     custom = None

@@ -13,8 +13,8 @@ custom object then runs, as ``customresource/strategy.go`` and ``schema/*`` do u
    kube-openapi and apiextensions word them: ``spec.port: Invalid value: 70000: spec.port in body
    should be less than or equal to 65535``.
 
-The CRDs knetsim serves are vendored under ``data/crds/`` (each folder's README names its
-source); CRDs in the user's input are read the same way.
+CRDs in the user's input are read this way, and so are CRD files placed under ``data/crds/``
+(its README says why the upstream ones are not shipped).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def prune(body: dict[str, Any], crd: CRDVersion) -> tuple[dict[str, Any], list[s
             continue
         if value is None and sub is not None and not sub.get("nullable"):
             continue
-        obj[key] = _prune(copy.deepcopy(value), sub or {"x-kubernetes-preserve-unknown-fields": True}, key, strict)
+        obj[key] = _prune(value, sub or {"x-kubernetes-preserve-unknown-fields": True}, key, strict)
     return obj, strict
 
 
@@ -216,9 +216,11 @@ def _join(path: str, key: str) -> str:
 
 
 def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str]) -> Any:
+    """A pruned copy: dicts and lists the schema describes are rebuilt, what it keeps whole is deep-copied
+    (never the caller's objects: defaulting writes into the result)."""
     if schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties") and \
             not schema.get("additionalProperties") and not schema.get("items"):
-        return value
+        return copy.deepcopy(value)
     if isinstance(value, dict):
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
@@ -229,7 +231,7 @@ def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str]) -> 
                 sub = extra
             if sub is None:
                 if schema.get("x-kubernetes-preserve-unknown-fields") or extra is True:
-                    out[key] = v
+                    out[key] = copy.deepcopy(v)
                 else:
                     strict.append(f'unknown field "{_join(path, key)}"')
                 continue
@@ -239,7 +241,7 @@ def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str]) -> 
         return out
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [_prune(v, schema["items"], f"{path}[{i}]", strict) for i, v in enumerate(value)]
-    return value
+    return copy.deepcopy(value) if isinstance(value, dict | list) else value
 
 
 def _default(value: Any, schema: dict[str, Any]) -> None:

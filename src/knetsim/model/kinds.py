@@ -51,6 +51,14 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    # Gateway API, standard channel: hand-registered while its CRDs are not vendored under data/crds/
+    # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the four).
+    KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),
+             other_versions=("v1beta1",)),
+    KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), other_versions=("v1beta1",)),
+    KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), other_versions=("v1beta1",)),
+    KindInfo("ReferenceGrant", "gateway.networking.k8s.io", "v1", "referencegrants", True, ("refgrant",),
+             other_versions=("v1beta1",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
@@ -59,7 +67,8 @@ KINDS: tuple[KindInfo, ...] = (
 )
 
 # Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
-SIMULATED_CRD_KINDS: frozenset[str] = frozenset()
+SIMULATED_CRD_KINDS: frozenset[str] = frozenset(
+    {"ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy"})  # knetsim.policy's tiers
 
 
 def _crd_kinds() -> tuple[KindInfo, ...]:

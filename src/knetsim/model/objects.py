@@ -7,20 +7,30 @@ views, never on dicts, so field access is checked and cheap.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .labels import Selector
 from .loader import BUILTIN, Source
 
 _UID_NAMESPACE = uuid.UUID("6f1d1c7e-9a43-4d7e-9d55-6b6e6e657473")
+_UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 
 
 def stable_uid(kind: str, namespace: str, name: str) -> str:
-    """A uid derived from identity, so the same manifests give the same uids on every run."""
-    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
+    """A uid derived from identity, so the same manifests give the same uids on every run.
+
+    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per
+    call, a measurable share of loading 10,000 pods."""
+    digest = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +68,8 @@ class Meta:
         return cls(
             name=name,
             namespace=namespace,
-            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
-            annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+            labels=_strings(meta.get("labels")),
+            annotations=_strings(meta.get("annotations")),
             uid=str(meta.get("uid") or stable_uid(kind, namespace, name)),
             creation_timestamp=meta.get("creationTimestamp"),
             owner=owner,
@@ -89,6 +99,18 @@ class Object:
     @property
     def labels(self) -> Mapping[str, str]:
         return self.meta.labels
+
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _strings(values: Any) -> Mapping[str, str]:
+    """A string map as admission leaves it, taken as it is (no copy: views are read-only)."""
+    if not values:
+        return _EMPTY
+    if type(values) is dict:
+        return values  # decoded by admission (or made by a controller): already strings
+    return {str(k): str(v) for k, v in values.items()}
 
 
 def _meta(kind: str, raw: Mapping[str, Any]) -> Meta:
@@ -173,7 +195,23 @@ def _probe(spec: Any) -> Probe | None:
     return None
 
 
+_CONTAINERS: dict[int, tuple[Mapping[str, Any], Container]] = {}
+
+
 def parse_container(raw: Mapping[str, Any]) -> Container:
+    """The typed view of a container; the replicas of one template share their container dicts, so the
+    view is built once per dict (keyed by identity, the dict kept alive beside its view)."""
+    hit = _CONTAINERS.get(id(raw))
+    if hit is not None and hit[0] is raw:
+        return hit[1]
+    if len(_CONTAINERS) > 65536:
+        _CONTAINERS.clear()
+    container = _parse_container(raw)
+    _CONTAINERS[id(raw)] = (raw, container)
+    return container
+
+
+def _parse_container(raw: Mapping[str, Any]) -> Container:
     ports = tuple(
         ContainerPort(
             int(p.get("containerPort", 0)),

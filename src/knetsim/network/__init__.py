@@ -1,7 +1,8 @@
 """One connection end to end: DNS → Service → EndpointSlices → data plane → policy → listener → app."""
 
-from .connect import dns_reachable, trace
+from .connect import dns_reachable
 from .trace import LAYERS, OUTCOMES, Backend, Finding, Hop, Reply, Target, Trace, TraceInputError, parse_target
+from .tracer import trace
 
 __all__ = [
     "LAYERS",

@@ -61,33 +61,6 @@ class _Run:
         return self.finish(outcome)
 
 
-def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
-          headers: Mapping[str, str] | None = None, dataplane: str | None = None) -> Trace:
-    """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``."""
-    protocol = protocol.upper()
-    if protocol not in ("TCP", "UDP", "SCTP"):
-        raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
-    parsed = parse_target(target, protocol)
-    plane = dataplane or state.config.dataplane
-    run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [])
-    if source == "external":
-        from .external import trace_external
-
-        return trace_external(run)
-    pod = resolve_pod(state, source)
-    run.source = pod.key
-    if not pod.pod_ip:
-        return run.fail("dns", "no-route", f"{pod.key} has no IP (phase {pod.phase}): it cannot send anything")
-    ips = _dns_stage(run, pod)
-    if isinstance(ips, Trace):
-        return ips
-    pick = choose(ips, f"{pod.pod_ip}->{parsed.host}")
-    if len(ips) > 1:
-        run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {ips[pick]} (the first its "
-                            "resolver returns; knetsim picks one deterministically)"))
-    return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
-
-
 def resolve_pod(state: ClusterState, ref: str, default_namespace: str = "default") -> Pod:
     """``ns/pod``, ``pod`` or ``[ns/]deploy/NAME`` (see cluster.lookup), as a trace input error when unknown."""
     try:
@@ -363,10 +336,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
     backend = Backend(target.name, target.ip, port)
     if not allowed:
-        names = ", ".join(n for _, n in side.policies) if side is not None else ""  # type: ignore[attr-defined]
-        direction = side.direction if side is not None else "egress"  # type: ignore[attr-defined]
-        fix = (f"add an {direction} rule to one of {names} that allows this traffic ({run.protocol}/{port}); "
-               "knetsim policy check shows which rule is missing") if names else ""
+        fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]
         run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
         run.findings.append(Finding("PolicyDrop", "policy", detail, fix))
         return Trace(run.source, str(run.target), run.protocol, "timeout", backend, tuple(run.hops),
@@ -394,4 +364,4 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                  tuple(run.findings), reply, run.dataplane)
 
 
-__all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target", "trace"]
+__all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target"]

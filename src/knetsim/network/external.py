@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..cluster.state import ClusterState
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
+from .gateway import gateway_for_address, gateway_for_host, through_gateway
 from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, choose
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ def trace_external(run: _Run) -> Trace:
     run.source = f"external ({EXTERNAL_CLIENT_IP})"
     if _is_ip(host):
         svc = state.service_by_ip(host)
+        gateway = gateway_for_address(state, host) if svc is not None else None
+        if gateway is not None:
+            return through_gateway(run, gateway, host)
         if svc is not None and host in (*svc.load_balancer_ips, *svc.external_ips):
             node = _announcing_node(run, svc, host)
             run.hops.append(Hop("dns", "skip", f"{host} is an address; node {node} answers for it (L2 announcement)"))
@@ -45,6 +49,10 @@ def trace_external(run: _Run) -> Trace:
             return run.fail("service", "no-route", f"{host} is a pod IP: the pod network is not routed from "
                             "outside the cluster")
         return run.fail("service", "no-route", f"{host} is no address of this cluster")
+    # A host a Gateway names enters through that Gateway (network/gateway.py), else the Ingress controller.
+    gateway = gateway_for_host(state, host, run.target.port, run.target.scheme)
+    if gateway is not None:
+        return through_gateway(run, gateway, host)
     return through_ingress(run, host)
 
 

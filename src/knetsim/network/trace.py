@@ -94,6 +94,7 @@ class Target:
     host: str
     port: int
     path: str
+    query: str = ""  # the URL's query string, without '?' (Gateway API query matches read it)
 
     def __str__(self) -> str:
         if self.scheme in ("http", "https"):
@@ -156,7 +157,7 @@ def parse_target(text: str, protocol: str = "TCP") -> Target:
             raise TraceInputError(f"target {text!r}: invalid port") from None
         if port is None:
             raise TraceInputError(f"target {text!r}: a {scheme} target needs a port")
-        return Target(scheme, parts.hostname, port, parts.path or "/")
+        return Target(scheme, parts.hostname, port, parts.path or "/", parts.query)
     host, sep, port_text = text.rpartition(":")
     if not sep:
         host, port_text = text, "80"

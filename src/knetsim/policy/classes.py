@@ -23,8 +23,9 @@ import numpy as np
 from ..cluster.state import ClusterState
 from ..model.labels import DOES_NOT_EXIST, EQUALS, EXISTS, GREATER, IN, LESS, NOT_EQUALS, NOT_IN, Selector
 from ..model.objects import Pod
+from .cluster import ClusterPolicy
 from .engine import PolicyIndex, pod_endpoint
-from .rules import Endpoint, Peer, Policy, Rule
+from .rules import Endpoint, Peer, Policy, Rule, RuleShape
 
 POD, NODE, EXTERNAL = 0, 1, 2
 _IPV4_END = 1 << 32
@@ -53,14 +54,15 @@ def _selector_keys(selector: Selector | None) -> Iterable[str]:
     return () if selector is None else (r.key for r in selector.requirements)
 
 
-def _ipv4_ranges(policies: Sequence[Policy]) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+def _ipv4_ranges(policies: Sequence[Policy | ClusterPolicy],
+                 kind: str = "ipblock") -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
     out = []
     for policy in policies:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction) or ():
                 for peer in rule.peers or ():
                     r = peer.ip_range
-                    if peer.kind == "ipblock" and r is not None and r.cidr.version == 4:
+                    if peer.kind == kind and r is not None and r.cidr.version == 4:
                         ex = tuple(_span(e) for e in r.excepts)
                         out.append((*_span(r.cidr), ex))
     return out
@@ -72,6 +74,11 @@ def _span(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple[int, int]
     return start, start + (1 << (32 - net.prefixlen))
 
 
+def _has_nodes_peer(policies: Sequence[ClusterPolicy]) -> bool:
+    return any(peer.kind == "nodes" for p in policies for d in ("ingress", "egress") for r in p.rules(d)
+               for peer in r.peers)
+
+
 def atom_name(lo: int, hi: int) -> str:
     """``192.168.0.0/16`` when the piece is one CIDR, else ``first-last`` (as nca prints ranges)."""
     nets = list(ipaddress.summarize_address_range(ipaddress.IPv4Address(lo), ipaddress.IPv4Address(hi - 1)))
@@ -80,16 +87,17 @@ def atom_name(lo: int, hi: int) -> str:
     return f"{ipaddress.IPv4Address(lo)}-{ipaddress.IPv4Address(hi - 1)}"
 
 
-def _vocabulary(policies: Sequence[Policy]) -> tuple[list[str], list[tuple[str, str]]]:
+def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], list[tuple[str, str]]]:
     """The label keys selectors mention and the (name, protocol) of every named port, sorted."""
     keys: set[str] = set()
     named: set[tuple[str, str]] = set()
     for p in policies:
-        keys.update(_selector_keys(p.selector))
+        keys.update(_selector_keys(p.selector if isinstance(p, Policy) else p.pod_selector))
         for direction in ("ingress", "egress"):
             for rule in p.rules(direction) or ():
                 for peer in rule.peers or ():
-                    keys.update(_selector_keys(peer.pod_selector))
+                    if peer.kind != "nodes":  # a nodes peer's selector is over node labels
+                        keys.update(_selector_keys(peer.pod_selector))
                 for port in rule.ports or ():
                     if isinstance(port.port, str):
                         named.update((port.port, proto) for proto in port.protocols())
@@ -99,19 +107,27 @@ def _vocabulary(policies: Sequence[Policy]) -> tuple[list[str], list[tuple[str, 
 def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True) -> Classes:
     """The classes of ``pods`` (in name order), plus the external pieces when ``external``."""
     policies = index.policies
-    key_list, named_list = _vocabulary(policies)
+    key_list, named_list = _vocabulary((*policies, *index.cluster))
     named_set = set(named_list)
 
-    ranges = _ipv4_ranges(policies)
+    # ClusterNetworkPolicy `networks` match every address, pod and node IPs too, whatever the data plane.
+    networks = _ipv4_ranges(index.cluster, "network")
+    ranges = _ipv4_ranges(policies) + networks
     pod_net = ipaddress.ip_network(state.config.pod_cidr)
     bounds_set = {0, _IPV4_END}
     for lo, hi, ex in ranges:
         bounds_set.update((lo, hi))
         for elo, ehi in ex:
             bounds_set.update((elo, ehi))
-    cluster_matters = bool(ranges) and index.ctx.ipblocks_match_cluster
+    cluster_matters = bool(ranges) and (index.ctx.ipblocks_match_cluster or bool(networks))
     if ranges and pod_net.version == 4:
         bounds_set.update((int(pod_net.network_address), int(pod_net.broadcast_address) + 1))
+    if ranges and _has_nodes_peer(index.cluster):
+        # A `nodes` peer matches node addresses only: each one is an address range of its own.
+        for node in state.nodes.values():
+            if node.internal_ip and ipaddress.ip_address(node.internal_ip).version == 4:
+                start = int(ipaddress.IPv4Address(node.internal_ip))
+                bounds_set.update((start, start + 1))
     bounds = sorted(bounds_set)
 
     def atom(ip: str) -> int:
@@ -156,7 +172,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     kind = np.array([k[0] for k in ordered], dtype=np.int8)
     ns_of = np.array([ns_index[k[1]] if k[0] == POD else -1 for k in ordered], dtype=np.int32)
     atom_of = np.array([k[-1] if k[0] != EXTERNAL else k[3] for k in ordered], dtype=np.int32)
-    if not index.ctx.ipblocks_match_cluster:
+    if not cluster_matters:
         atom_of[kind != EXTERNAL] = -1
     ns_slices: dict[str, tuple[int, int]] = {}
     for i, k in enumerate(ordered):
@@ -196,6 +212,7 @@ class Vectors:
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
+        self._subjects: dict[tuple[Selector, Selector | None], np.ndarray] = {}
 
     def _indices(self, key: str, values: Iterable[str]) -> np.ndarray:
         v = np.zeros(self.n, dtype=bool)
@@ -241,7 +258,8 @@ class Vectors:
 
     def ipblock(self, peer: Peer) -> np.ndarray:
         r = peer.ip_range
-        cached = self._ip.get(r)
+        key = (peer.kind, r)
+        cached = self._ip.get(key)
         if cached is not None:
             return cached
         v = np.zeros(self.n, dtype=bool)
@@ -250,9 +268,9 @@ class Vectors:
             match = np.array([r.contains(str(ipaddress.IPv4Address(bounds[i]))) for i in range(len(bounds) - 1)]
                              + [False], dtype=bool)
             v = match[self.c.atom_of]
-            if not self.index.ctx.ipblocks_match_cluster:
+            if peer.kind == "ipblock" and not self.index.ctx.ipblocks_match_cluster:
                 v = v & (self.c.kind == EXTERNAL)
-        self._ip[r] = v
+        self._ip[key] = v
         return v
 
     def peer(self, peer: Peer) -> np.ndarray:
@@ -261,11 +279,15 @@ class Vectors:
         if cached is not None:
             return cached
         kind = self.c.kind
-        if peer.kind == "ipblock":
+        if peer.kind in ("ipblock", "network"):
             v = self.ipblock(peer)
         elif peer.kind == "entity":
             v = {"all": np.ones(self.n, dtype=bool), "world": kind == EXTERNAL, "cluster": kind != EXTERNAL,
                  "host": kind == NODE, "remote-node": kind == NODE}.get(peer.entity, np.zeros(self.n, dtype=bool))
+        elif peer.kind == "nodes":
+            v = self.nodes(peer.pod_selector)
+        elif peer.kind == "domains":
+            v = np.zeros(self.n, dtype=bool)  # knetsim resolves no name outside the cluster
         else:
             pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
             if peer.namespace_selector is not None:
@@ -275,6 +297,23 @@ class Vectors:
                 lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
                 v[lo:hi] = pods[lo:hi]
         self._peer[key] = v
+        return v
+
+    def nodes(self, selector: Selector | None) -> np.ndarray:
+        """Classes that are the addresses of the nodes ``selector`` selects: hostNetwork pods on them, and the
+        address ranges that are exactly one such node's IP (build_classes cuts them out)."""
+        picked = {name: node.internal_ip for name, node in self.state.nodes.items()
+                  if selector is None or selector.matches(node.labels)}
+        addresses = {int(ipaddress.IPv4Address(ip)) for ip in picked.values()
+                     if ip and ipaddress.ip_address(ip).version == 4}
+        bounds = self.c.ip_bounds
+        v = np.zeros(self.n, dtype=bool)
+        for c, key in enumerate(self.c.keys):
+            if key[0] == NODE:
+                v[c] = key[2] in picked
+            elif key[0] == EXTERNAL:
+                lo, hi = bounds[key[3]], bounds[key[3] + 1]
+                v[c] = hi - lo == 1 and lo in addresses
         return v
 
     def selected(self, policy: Policy) -> np.ndarray:
@@ -287,7 +326,17 @@ class Vectors:
             self._policy_sel[key] = cached
         return cached
 
-    def rule(self, rule: Rule) -> np.ndarray:
+    def subject(self, policy: ClusterPolicy) -> np.ndarray:
+        """The classes a ClusterNetworkPolicy's subject selects (pods on the pod network only)."""
+        key = (policy.namespace_selector, policy.pod_selector)
+        cached = self._subjects.get(key)
+        if cached is None:
+            pods = self.pod_mask if policy.pod_selector is None else self.selector(policy.pod_selector)
+            cached = pods & self.namespaces(policy.namespace_selector)
+            self._subjects[key] = cached
+        return cached
+
+    def rule(self, rule: RuleShape) -> np.ndarray:
         """The peer classes ``rule`` matches (shared with the cache: callers never write into it)."""
         if rule.peers is None:
             return np.ones(self.n, dtype=bool)

@@ -12,8 +12,9 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from . import cilium
+from . import cluster as cnp
 from .engine import PolicyInputError, build_index, pod_endpoint
-from .rules import INGRESS, MatchContext, Peer, Policy, Rule, from_network_policy, peer_matches
+from .rules import INGRESS, MatchContext, Peer, Policy, Port, Rule, from_network_policy, namespaces_text, peer_matches
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class PolicyDescription:
         return "\n".join(lines) + "\n"
 
 
-def _peer_pods(state: ClusterState, policy: Policy, peer: Peer, ctx: MatchContext) -> tuple[str, ...]:
+def _peer_pods(state: ClusterState, policy: Policy | None, peer: Peer, ctx: MatchContext) -> tuple[str, ...]:
     if peer.kind != "pods":
         return ()
     return tuple(k for k, pod in sorted(state.pods.items())
@@ -123,8 +124,171 @@ def _rules(state: ClusterState, policy: Policy, rules: tuple[Rule, ...] | None,
     return tuple(out)
 
 
-def describe(state: ClusterState, name: str, namespace: str = "default") -> list[PolicyDescription]:
-    """The NetworkPolicy (or CiliumNetworkPolicy) ``namespace/name`` in words."""
+# --- ClusterNetworkPolicy (and the v1alpha1 kinds) -----------------------------------------------
+
+# kubectl's names for the kinds (resource, singular, short name), as `describe KIND/NAME` takes them.
+CLUSTER_KIND_NAMES = {
+    "clusternetworkpolicy": cnp.CLUSTER_NETWORK_POLICY, "clusternetworkpolicies": cnp.CLUSTER_NETWORK_POLICY,
+    "cnp": cnp.CLUSTER_NETWORK_POLICY,
+    "adminnetworkpolicy": cnp.ADMIN_NETWORK_POLICY, "adminnetworkpolicies": cnp.ADMIN_NETWORK_POLICY,
+    "anp": cnp.ADMIN_NETWORK_POLICY,
+    "baselineadminnetworkpolicy": cnp.BASELINE_ADMIN_NETWORK_POLICY,
+    "baselineadminnetworkpolicies": cnp.BASELINE_ADMIN_NETWORK_POLICY, "banp": cnp.BASELINE_ADMIN_NETWORK_POLICY,
+}
+_TIER_TEXT = {
+    cnp.ADMIN: "decides before any NetworkPolicy: Accept and Deny are final, Pass hands the connection to the "
+               "NetworkPolicy tier",
+    cnp.BASELINE: "decides only for pods no NetworkPolicy selects (in that direction), after them: Accept and "
+                  "Deny are final, Pass leaves the default (allow)",
+}
+
+
+def _cluster_port(port: Port) -> str:
+    if isinstance(port.port, str):
+        return f"port named {port.port!r} (looked up on the destination pod, with the protocol it declares)"
+    return port.describe()
+
+
+@dataclass(frozen=True)
+class ClusterRuleText:
+    index: int
+    name: str
+    action: str
+    peers: tuple[PeerText, ...]
+    ports: tuple[str, ...] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.index, "name": self.name, "action": self.action,
+                "peers": [p.to_dict() for p in self.peers],
+                "ports": "any" if self.ports is None else list(self.ports)}
+
+
+@dataclass(frozen=True)
+class ClusterPolicyDescription:
+    kind: str
+    name: str
+    tier: str
+    priority: int | None
+    subject: str
+    selected: tuple[str, ...]
+    ingress: tuple[ClusterRuleText, ...]
+    egress: tuple[ClusterRuleText, ...]
+    before: tuple[str, ...]  # the policies of the same tier that come first (lower priority, or equal by name)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "tier": self.tier, "priority": self.priority,
+                "subject": self.subject, "selectedPods": list(self.selected),
+                "ingress": [r.to_dict() for r in self.ingress], "egress": [r.to_dict() for r in self.egress],
+                "before": list(self.before), "notes": list(self.notes)}
+
+    def text(self) -> str:
+        priority = "none (after every Baseline ClusterNetworkPolicy)" if self.priority is None else (
+            f"{self.priority} (lower numbers decide first)")
+        lines = [f"Name:         {self.name}", f"Kind:         {self.kind} (cluster-scoped)",
+                 f"Tier:         {self.tier} ({_TIER_TEXT[self.tier]})", f"Priority:     {priority}"]
+        if self.before:
+            lines.append(f"Comes after:  {', '.join(self.before)}")
+        pods = ", ".join(self.selected[:10]) + (" ..." if len(self.selected) > 10 else "") or "none right now"
+        lines.append(f"Applies to:   {self.subject}, never hostNetwork pods ({len(self.selected)}: {pods})")
+        for direction, rules in (("Ingress", self.ingress), ("Egress", self.egress)):
+            lines.append("")
+            if not rules:
+                lines.append(f"{direction}: no rules; {direction.lower()} connections go on to the next tier")
+                continue
+            lines.append(f"{direction}: the first rule (in this order) that matches a connection decides it")
+            side = "from" if direction == "Ingress" else "to"
+            for r in rules:
+                name = f" `{r.name}`" if r.name else ""
+                lines.append(f"  Rule {r.index + 1}{name} (spec.{direction.lower()}[{r.index}]): {r.action}")
+                lines.append(f"    {side} any one of {len(r.peers)} peer(s):")
+                for p in r.peers:
+                    count = "" if p.text.startswith("IP") else f" [{len(p.pods)} pod(s)]"
+                    lines.append(f"      {p.index + 1}. {p.text}{count}")
+                if r.ports is None:
+                    lines.append("    on: every port and protocol (the rule has no `protocols`)")
+                else:
+                    lines.append("    on any one of: " + "; ".join(r.ports))
+            lines.append(f"  no rule matches: the connection goes on to the "
+                         f"{'NetworkPolicy tier' if self.tier == cnp.ADMIN else 'default (allow)'}")
+        for note in self.notes:
+            lines.append(f"Note: {note}")
+        return "\n".join(lines) + "\n"
+
+
+def _cluster_peers(state: ClusterState, peers: tuple[Peer, ...], ctx: MatchContext) -> tuple[PeerText, ...]:
+    out = []
+    for index in sorted({p.index for p in peers}):
+        group = [p for p in peers if p.index == index]
+        if group[0].kind == "network":
+            text = "IP addresses in " + ", ".join(p.ip_range.describe() for p in group if p.ip_range is not None)
+            out.append(PeerText(index, text + " (pod and node IPs too)", (), False))
+            continue
+        peer = group[0]
+        if peer.pod_selector is None and peer.namespace_selector is not None:
+            text = f"every pod in {namespaces_text(peer.namespace_selector)}"
+        else:
+            text = peer.describe()
+        out.append(PeerText(index, text, _peer_pods(state, None, peer, ctx), False))
+    return tuple(out)
+
+
+def describe_cluster_policy(state: ClusterState, policy: cnp.ClusterPolicy, ctx: MatchContext,
+                            ordered: tuple[cnp.ClusterPolicy, ...], notes: tuple[str, ...] = ()
+                            ) -> ClusterPolicyDescription:
+    selected = tuple(k for k, pod in sorted(state.pods.items()) if policy.selects(pod, ctx.namespace_labels))
+    rules = {d: tuple(ClusterRuleText(r.index, r.name, r.action, _cluster_peers(state, r.peers, ctx),
+                                      None if r.ports is None else tuple(_cluster_port(p) for p in r.ports))
+                      for r in policy.rules(d)) for d in ("ingress", "egress")}
+    same_tier = [p for p in ordered if p.tier == policy.tier]
+    before = tuple(f"{p.kind} {p.name} ({p.where})" for p in same_tier[:same_tier.index(policy)]) \
+        if policy in same_tier else ()
+    return ClusterPolicyDescription(policy.kind, policy.name, policy.tier, policy.priority, policy.subject_text(),
+                                    selected, rules["ingress"], rules["egress"], before, notes)
+
+
+def _describe_cluster(state: ClusterState, kinds: tuple[str, ...], name: str) -> list[ClusterPolicyDescription]:
+    index = build_index(state)
+    ordered = index.cluster
+    if not ordered:  # not enforced (ebpf): still say what they would do, in their order
+        readable = []
+        for kind in cnp.KINDS:
+            for o in state.objects_of(kind):
+                try:
+                    readable.append(cnp.parse(kind, o.raw, o.source))
+                except cnp.ClusterPolicyError:
+                    continue
+        ordered = tuple(sorted(readable, key=lambda p: (cnp.TIERS.index(p.tier), p.order)))
+    notes: tuple[str, ...] = ()
+    if index.cluster_unenforced:
+        notes = (f"not enforced: the data plane is {state.config.dataplane}, and Cilium does not implement the "
+                 "network-policy-api kinds",)
+    out = []
+    for kind in kinds:
+        obj = state.others.get((kind, name))
+        if obj is None:
+            continue
+        try:
+            policy = cnp.parse(kind, obj.raw, obj.source)
+        except cnp.ClusterPolicyError as exc:
+            raise PolicyInputError(f"{obj.source}: {kind} {name}: {exc} (the policy is ignored)") from None
+        placed = next((p for p in ordered if (p.kind, p.name) == (kind, name)), policy)
+        out.append(describe_cluster_policy(state, placed, index.ctx, ordered, notes))
+    return out
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def describe(state: ClusterState, name: str, namespace: str = "default"
+             ) -> list[PolicyDescription | ClusterPolicyDescription]:
+    """The NetworkPolicy (or CiliumNetworkPolicy) ``namespace/name`` in words; ``KIND/name`` or a name no
+    NetworkPolicy of ``namespace`` has: the ClusterNetworkPolicy (AdminNetworkPolicy, ...) of that name."""
+    if namespace.lower() in CLUSTER_KIND_NAMES:
+        found = _describe_cluster(state, (CLUSTER_KIND_NAMES[namespace.lower()],), name)
+        if not found:
+            raise PolicyInputError(f"{CLUSTER_KIND_NAMES[namespace.lower()].lower()} {name} not found")
+        return list(found)
     key = f"{namespace}/{name}"
     policies: list[Policy] = []
     notes: list[str] = []
@@ -134,7 +298,11 @@ def describe(state: ClusterState, name: str, namespace: str = "default") -> list
     else:
         obj = state.others.get((cilium.KIND, key))
         if obj is None:
+            cluster = _describe_cluster(state, cnp.KINDS, name)
+            if cluster:
+                return list(cluster)
             known = sorted(state.network_policies) + sorted(k for kind, k in state.others if kind == cilium.KIND)
+            known += sorted(f"{kind.lower()}/{k}" for kind, k in state.others if kind in cnp.KINDS)
             raise PolicyInputError(f"networkpolicy {key} not found; policies: {', '.join(known) or 'none'}")
         try:
             policies.extend(cilium.parse(obj))
@@ -153,4 +321,4 @@ def describe(state: ClusterState, name: str, namespace: str = "default") -> list
     return out
 
 
-__all__ = ["INGRESS", "PolicyDescription", "describe"]
+__all__ = ["INGRESS", "ClusterPolicyDescription", "PolicyDescription", "describe", "describe_cluster_policy"]

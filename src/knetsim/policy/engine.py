@@ -13,13 +13,17 @@ Semantics (networking.k8s.io/v1 API reference and the "Network Policies" concept
   namespace selectors: their traffic is node traffic ("the most common implementation",
   as the concept page puts it), matched only by ipBlocks;
 * on the ``ebpf`` data plane (Cilium) CiliumNetworkPolicies are enforced together with
-  NetworkPolicies (same union), and ipBlocks do not match pod or node IPs.
+  NetworkPolicies (same union), and ipBlocks do not match pod or node IPs;
+* ClusterNetworkPolicies (and the v1alpha1 AdminNetworkPolicy / BaselineAdminNetworkPolicy)
+  wrap that union in tiers on each side: Admin tier, NetworkPolicy, Baseline tier, default
+  allow (``tiers.py``). Cilium does not implement them: on ``ebpf`` they are not enforced.
 
 Everything here is a pure function of a ``ClusterState``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import weakref
 from collections.abc import Mapping
@@ -30,6 +34,7 @@ from ..cluster.state import ClusterState
 from ..model.labels import edit_distance
 from ..model.objects import Pod
 from . import cilium
+from . import cluster as cnp
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -44,6 +49,7 @@ from .rules import (
     peer_matches,
     rule_connections,
 )
+from .tiers import DEFAULT_TIER, NETWORK_POLICY_TIER, TierDecision, TierRuleMatch, combine, decide, tier_sets
 
 
 class PolicyInputError(ValueError):
@@ -60,11 +66,21 @@ class PolicyIndex:
     ctx: MatchContext
     cilium_enforced: bool
     unenforced: tuple[str, ...] = ()  # CiliumNetworkPolicies present but not enforced (no Cilium)
-    problems: tuple[str, ...] = ()  # CiliumNetworkPolicies that could not be read
+    problems: tuple[str, ...] = ()  # CiliumNetworkPolicies (or cluster policies) that could not be read
+    cluster: tuple[cnp.ClusterPolicy, ...] = ()  # enforced ClusterNetworkPolicies/ANPs/BANPs, tier by tier, in order
+    cluster_unenforced: tuple[str, ...] = ()  # present but not enforced (Cilium implements none of them)
 
     def selecting(self, pod: Pod, direction: str) -> list[Policy]:
         return [p for p in self.by_namespace.get(pod.namespace, ())
                 if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+
+    def tier(self, name: str) -> tuple[cnp.ClusterPolicy, ...]:
+        return tuple(p for p in self.cluster if p.tier == name)
+
+    def cluster_selecting(self, pod: Pod, tier: str, direction: str) -> list[cnp.ClusterPolicy]:
+        """The policies of ``tier`` whose subject is ``pod`` and that have ``direction`` rules, in order."""
+        return [p for p in self.cluster if p.tier == tier and p.rules(direction)
+                and p.selects(pod, self.ctx.namespace_labels)]
 
 
 _INDEXES: dict[int, tuple[weakref.ref[ClusterState], PolicyIndex]] = {}
@@ -100,9 +116,26 @@ def build_index(state: ClusterState) -> PolicyIndex:
     by_ns: dict[str, list[Policy]] = {}
     for p in policies:
         by_ns.setdefault(p.namespace, []).append(p)
-    ctx = MatchContext(state.namespace_labels, ipblocks_match_cluster=not ebpf)
+    nodes = state.nodes
+
+    def node_labels(name: str, nodes: Mapping[str, Any] = nodes) -> Mapping[str, str]:
+        node = nodes.get(name)
+        return node.labels if node is not None else {}
+
+    ctx = MatchContext(state.namespace_labels, ipblocks_match_cluster=not ebpf, node_labels=node_labels)
+    cluster, cluster_unenforced = [], []
+    for kind in cnp.KINDS:
+        for obj in state.objects_of(kind):
+            if ebpf:
+                cluster_unenforced.append(f"{kind} {obj.name}")
+                continue
+            try:
+                cluster.append(cnp.parse(kind, obj.raw, obj.source))
+            except (cnp.ClusterPolicyError, ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{obj.source}: {kind} {obj.name}: {exc}")
+    cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
     return PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
-                       tuple(unenforced), tuple(problems))
+                       tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -212,15 +245,38 @@ class DirectionVerdict:
     direction: str
     endpoint: str
     enforced: bool  # False: this end is not a pod on the pod network, so no policy of it applies
-    isolated: bool
+    isolated: bool  # by NetworkPolicy (the NetworkPolicy tier decides for isolated pods)
     policies: tuple[tuple[str, str], ...]  # (kind, ns/name) of the policies isolating it
     allowed: bool
     allowed_by: tuple[RuleMatch, ...]
     checked: tuple[RuleMatch, ...]
     reason: str
+    # The tier that decided: Admin | NetworkPolicy | Baseline | default ("" when not enforced).
+    tier: str = ""
+    decided_by: TierRuleMatch | None = None  # the ClusterNetworkPolicy rule that decided (Admin, Baseline)
+    passed_by: tuple[TierRuleMatch, ...] = ()  # Pass rules on the way (each skips the rest of its tier)
+    contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
+    cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
+
+    def fix(self, traffic: str = "") -> str:
+        """What to change so this side allows ``traffic`` (``TCP/5432``), for a dropped packet."""
+        if self.decided_by is not None and self.tier == cnp.ADMIN:
+            return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
+                    "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
+                    "traffic in an Admin policy that comes first)")
+        if self.decided_by is not None and self.tier == cnp.BASELINE:
+            return (f"{self.decided_by.text()} denies it because no NetworkPolicy selects {self.endpoint} for "
+                    f"{self.direction}: a NetworkPolicy of its namespace that selects it and allows this traffic "
+                    "overrides the Baseline tier")
+        names = ", ".join(n for _, n in self.policies)
+        if names:
+            what = f" ({traffic})" if traffic else ""
+            return (f"add an {self.direction} rule to one of {names} that allows this traffic{what}; "
+                    "knetsim policy check shows which rule is missing")
+        return ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "direction": self.direction,
             "pod": self.endpoint,
             "enforced": self.enforced,
@@ -230,7 +286,14 @@ class DirectionVerdict:
             "allowedBy": [m.to_dict() for m in self.allowed_by],
             "rules": [m.to_dict() for m in self.checked],
             "reason": self.reason,
+            "tier": self.tier or None,
         }
+        if self.cluster_policies or self.decided_by or self.passed_by:
+            out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
+            out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
+            out["passedBy"] = [m.to_dict() for m in self.passed_by]
+            out["contested"] = [m.to_dict() for m in self.contested]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,22 +357,17 @@ def _not_enforced(direction: str, ep: Endpoint) -> DirectionVerdict:
     return DirectionVerdict(direction, ep.name, False, False, (), True, (), (), reason)
 
 
-def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
-               protocol: str, port: int) -> DirectionVerdict:
-    if pod_ep.kind != "pod" or pod_ep.pod is None:
-        return _not_enforced(direction, pod_ep)
+def _network_policy_tier(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
+                         protocol: str, port: int, selecting: list[Policy]) -> DirectionVerdict:
+    """What the NetworkPolicy tier says about an enforced pod (isolated or not), as a verdict of its own."""
+    assert pod_ep.pod is not None
     pod = pod_ep.pod
-    selecting = index.selecting(pod, direction)
     refs = tuple((p.kind, p.key) for p in selecting)
     if not selecting:
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
                                 f"no policy selects {pod.key} for {direction}: it is not isolated, "
-                                f"all {direction} traffic is allowed")
-    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
-        return DirectionVerdict(direction, pod.key, True, True, refs, True, (), (),
-                                f"the source is {pod.key}'s own node ({peer_ep.ip}): traffic from the node "
-                                "a pod runs on is always allowed")
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+                                f"all {direction} traffic is allowed", DEFAULT_TIER)
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     checked = []
     for policy in selecting:
@@ -324,7 +382,81 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     else:
         reason = f"isolated by {names}; no {direction} rule matches"
     return DirectionVerdict(direction, pod.key, True, True, refs, bool(allowed_by), allowed_by, tuple(checked),
-                            reason)
+                            reason, NETWORK_POLICY_TIER)
+
+
+def _would_have(np: DirectionVerdict, allowed: bool) -> str:
+    """What NetworkPolicy alone would have said, when a ClusterNetworkPolicy tier overrode it."""
+    if not np.isolated:
+        return f"no NetworkPolicy selects {np.endpoint} for {np.direction}"
+    if np.allowed:
+        return f"the NetworkPolicy `{np.allowed_by[0].policy.split('/', 1)[1]}` would have allowed it" + (
+            " too" if allowed else "")
+    names = ", ".join(f"`{n.split('/', 1)[1]}`" for _, n in np.policies)
+    return f"the NetworkPolicies isolating it ({names}) would have denied it" + ("" if allowed else " too")
+
+
+def _cluster_decision(decision: TierDecision, np: DirectionVerdict, passed: tuple[TierRuleMatch, ...],
+                      cluster: tuple[tuple[str, str, str], ...]) -> DirectionVerdict:
+    match = decision.match
+    assert match is not None
+    allowed = match.action == cnp.ACCEPT
+    reason = f"{'allowed' if allowed else 'denied'} by {match.text()}; {_would_have(np, allowed)}"
+    if passed:
+        reason = f"{_passed_text(passed)}; {reason}"
+    if decision.contested:
+        others = ", ".join(f"{m.kind} `{m.policy}` ({m.action})" for m in decision.contested)
+        reason += (f" (equal priority {match.priority} with {others}: the API leaves the order to the implementation; "
+                   "knetsim takes them by name, as kube-network-policies and Calico do)")
+    return DirectionVerdict(np.direction, np.endpoint, True, np.isolated, np.policies, allowed, np.allowed_by,
+                            np.checked, reason, match.tier, match, passed, decision.contested, cluster)
+
+
+def _passed_text(passed: tuple[TierRuleMatch, ...]) -> str:
+    return "; ".join(f"passed by {m.text()}" for m in passed)
+
+
+def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
+               protocol: str, port: int) -> DirectionVerdict:
+    if pod_ep.kind != "pod" or pod_ep.pod is None:
+        return _not_enforced(direction, pod_ep)
+    pod = pod_ep.pod
+    selecting = index.selecting(pod, direction)
+    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
+    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name \
+            and (selecting or admin or baseline):
+        # Before every tier: kube-network-policies accepts the node's own traffic (kubelet probes) in the kernel.
+        return DirectionVerdict(direction, pod.key, True, bool(selecting), tuple((p.kind, p.key) for p in selecting),
+                                True, (), (), f"the source is {pod.key}'s own node ({peer_ep.ip}): traffic from the "
+                                "node a pod runs on is always allowed")
+    np = _network_policy_tier(index, direction, pod_ep, peer_ep, protocol, port, selecting)
+    if not admin and not baseline:
+        return np
+    cluster = tuple((p.kind, p.name, p.tier) for p in (*admin, *baseline))
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    passed: tuple[TierRuleMatch, ...] = ()
+    if admin:
+        decision = decide(admin, direction, peer_ep, dst, protocol, port, ctx)
+        if decision.verdict != "Next":
+            return _cluster_decision(decision, np, passed, cluster)
+        if decision.match is not None:
+            passed = (decision.match,)
+    if np.isolated:
+        reason = f"{_passed_text(passed)} to the NetworkPolicy tier; {np.reason}" if passed else np.reason
+        return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
+    if baseline:
+        decision = decide(baseline, direction, peer_ep, dst, protocol, port, ctx)
+        if decision.verdict != "Next":
+            return _cluster_decision(decision, np, passed, cluster)
+        if decision.match is not None:
+            passed = (*passed, decision.match)
+    names = ", ".join(f"{k} {n}" for k, n, _ in cluster)
+    head = f"{_passed_text(passed)}; " if passed else ""
+    reason = (f"{head}no NetworkPolicy selects {pod.key} for {direction} and no rule of {names} decides it: "
+              f"allowed by default")
+    return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -335,6 +467,8 @@ def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
 def notes(index: PolicyIndex, state: ClusterState) -> tuple[str, ...]:
     out = [f"{ref} is not enforced: the data plane is {state.config.dataplane}, which has no Cilium "
            "(set dataplane: ebpf to simulate Cilium)" for ref in index.unenforced]
+    out += [f"{ref} is not enforced: Cilium (the ebpf data plane) does not implement the network-policy-api "
+            "kinds (cilium/cilium#23380)" for ref in index.cluster_unenforced]
     out += [f"ignored: {p}" for p in index.problems]
     return tuple(out)
 
@@ -364,16 +498,14 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
 # --- every allowed connection between two endpoints (the reference for the matrix) ---
 
 
-def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
-    if pod_ep.kind != "pod" or pod_ep.pod is None:
-        return ConnSet.all()
-    pod = pod_ep.pod
-    selecting = index.selecting(pod, direction)
+def network_policy_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet | None:
+    """What the NetworkPolicy tier allows ``pod_ep`` (a pod on the pod network) in ``direction`` with
+    ``peer_ep``: the union of the selecting policies' rules; None when none isolates it (it passes on)."""
+    assert pod_ep.pod is not None
+    selecting = index.selecting(pod_ep.pod, direction)
     if not selecting:
-        return ConnSet.all()
-    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
-        return ConnSet.all()
-    ctx = MatchContext(index.ctx.namespace_labels, index.ctx.ipblocks_match_cluster, pod.node_name)
+        return None
+    ctx = dataclasses.replace(index.ctx, local_node=pod_ep.pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     out = ConnSet.none()
     for policy in selecting:
@@ -381,6 +513,26 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
             if rule.peers is None or any(peer_matches(policy, p, peer_ep, ctx) for p in rule.peers):
                 out = out | rule_connections(rule, dst)
     return out
+
+
+def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
+    if pod_ep.kind != "pod" or pod_ep.pod is None:
+        return ConnSet.all()
+    pod = pod_ep.pod
+    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
+    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return ConnSet.all()
+    allowed = network_policy_set(index, direction, pod_ep, peer_ep)
+    if not admin and not baseline:
+        return ConnSet.all() if allowed is None else allowed
+    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
+    none = (ConnSet.none(), ConnSet.none())
+    network_policy = none if allowed is None else (allowed, ConnSet.all())
+    return combine([tier_sets(admin, direction, peer_ep, dst, ctx)[:2] if admin else none, network_policy,
+                    tier_sets(baseline, direction, peer_ep, dst, ctx)[:2] if baseline else none])
 
 
 def direction_connections(state: ClusterState, direction: str, pod: str | Pod | Endpoint, peer: str | Pod | Endpoint,

@@ -17,33 +17,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.labels import Selector, closest_labels
 from ..model.objects import Pod
+from .cluster_lint import cluster_lint
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
+from .findings import Finding
 from .ports import ConnSet
 from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, Peer, Policy, Rule, peer_matches
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
-                               "local-path-storage"})
+                               "local-path-storage", "envoy-gateway-system"})
 SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    code: str
-    severity: str  # error | warning | info
-    subject: str
-    message: str
-    fix: str = ""
-    details: tuple[tuple[str, str], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "subject": self.subject, "message": self.message,
-                "fix": self.fix, "details": dict(self.details)}
 
 
 def allow_dns_egress_yaml(namespace: str) -> str:
@@ -128,7 +115,8 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     out = []
     for ns in sorted({p.namespace for p in state.pods.values()} - SYSTEM_NAMESPACES):
         loose = [p for p in state.pods_in(ns) if not p.host_network
-                 and not index.selecting(p, INGRESS) and not index.selecting(p, EGRESS)]
+                 and not index.selecting(p, INGRESS) and not index.selecting(p, EGRESS)
+                 and not any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)]
         if loose:
             names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
             out.append(Finding(
@@ -344,7 +332,7 @@ def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
     findings = (_selects_nothing(state, index) + _not_isolated(state, index) + _dns(state, index)
-                + _service_ports(state, index) + _and_or(state, index))
+                + _service_ports(state, index) + _and_or(state, index) + cluster_lint(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

@@ -41,9 +41,10 @@ from ..cluster.state import ClusterState
 from ..model.loader import BUILTIN
 from ..model.objects import Pod
 from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, build_classes, prepare
+from .cluster import ACCEPT, ADMIN, BASELINE, DENY, ClusterPolicy, ClusterRule
 from .engine import PolicyIndex, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
-from .rules import EGRESS, INGRESS, Endpoint, Rule
+from .rules import EGRESS, INGRESS, Endpoint, RuleShape
 
 OTHER = "OTHER"  # pseudo-protocol atom: what only a rule without ports allows
 WORD_BITS = 64
@@ -55,7 +56,7 @@ WORD_BITS = 64
 def port_atoms(index: PolicyIndex, classes: Classes) -> list[tuple[str, int, int]]:
     """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0)."""
     cuts: dict[str, set[int]] = {p: {1, 65536} for p in PROTOCOLS}
-    for policy in index.policies:
+    for policy in (*index.policies, *index.cluster):
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
                 for p in rule.ports or ():
@@ -164,7 +165,7 @@ class AtomMasks:
             self._named_bits[key] = cached
         return cached
 
-    def rule(self, rule: Rule, group: Group) -> int | np.ndarray:
+    def rule(self, rule: RuleShape, group: Group) -> int | np.ndarray:
         key = (id(rule), group)
         cached = self._rules.get(key)
         if cached is not None:
@@ -197,10 +198,21 @@ class TierMasks:
 
     ``decided`` may be ``[subject, 1]`` (a whole row decided, as NetworkPolicy isolation is);
     bits in ``decided`` but not in ``accept`` are denied; the rest pass to the next tier.
+    With ``rows`` the arrays hold one row per *group* of subjects and ``rows[subject]`` names its
+    row: a ClusterNetworkPolicy tier answers alike for every class its policies select alike,
+    and n x n copies of a few hundred distinct rows would cost gigabytes at 10,000 classes.
     """
 
     accept: np.ndarray
     decided: np.ndarray
+    rows: np.ndarray | None = None
+
+    def block(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of subjects ``[lo, hi)``."""
+        if self.rows is None:
+            return self.accept[lo:hi], self.decided[lo:hi]
+        idx = self.rows[lo:hi]
+        return self.accept[idx], self.decided[idx]
 
 
 class Tier(Protocol):
@@ -254,18 +266,123 @@ class NetworkPolicyTier:
         return TierMasks(accept, decided)
 
 
+class ClusterPolicyTier:
+    """A ClusterNetworkPolicy tier (Admin or Baseline; v1alpha1 ANP/BANP alike) over classes.
+
+    Per subject class: the rules of the policies that select it, policy by policy in order
+    (priority, then name), rule by rule as written; the first rule matching a (peer, atom)
+    decides it (Accept, Deny), or hands it to the next tier (Pass); what no rule matches passes
+    too. Classes selected by the same policies (and, for ingress, with the same numbers for the
+    named ports those rules use) get one row, computed once as vectors over the peers.
+    """
+
+    def __init__(self, name: str, classes: Classes, vectors: Vectors, policies: Sequence[ClusterPolicy],
+                 masks: AtomMasks) -> None:
+        self.name = name
+        self.classes = classes
+        self.atom_masks = masks
+        self.policies: list[tuple[ClusterPolicy, np.ndarray, dict[str, list[tuple[ClusterRule, np.ndarray]]]]] = []
+        for policy in policies:
+            subject = vectors.subject(policy)
+            if not subject.any():
+                continue
+            rules = {d: [(r, vectors.rule(r)) for r in policy.rules(d)] for d in (EGRESS, INGRESS)}
+            self.policies.append((policy, subject, rules))
+
+    def masks(self, direction: str, group: Group) -> TierMasks:
+        n = self.classes.count
+        dt = group.dtype
+        chosen = [(subject, rules[direction]) for _, subject, rules in self.policies if rules[direction]]
+        # A subject class's row depends on which policies select it and, for ingress, on the numbers the
+        # named ports of their rules resolve to on it: classes with the same signature share one row.
+        signatures: list[list[Any]] = [[] for _ in range(n)]
+        for k, (subject, rules) in enumerate(chosen):
+            idx = np.nonzero(subject)[0].tolist()
+            for c in idx:
+                signatures[c].append(k)
+            if direction != INGRESS:
+                continue
+            for r, (rule, _) in enumerate(rules):
+                mask = self.atom_masks.rule(rule, group)
+                if not isinstance(mask, int):
+                    for c in idx:
+                        signatures[c].append((k, r, int(mask[c])))
+        rows = np.zeros(n, dtype=np.int64)
+        groups: dict[tuple[Any, ...], int] = {(): 0}  # row 0: classes no policy of the tier selects
+        for c, signature in enumerate(signatures):
+            if signature:
+                rows[c] = groups.setdefault(tuple(signature), len(groups))
+        accept = np.zeros((len(groups), n), dtype=dt)
+        decided = np.zeros((len(groups), n), dtype=dt)
+        # Rules repeat their peers and ports across policies (a thousand policies, a handful of shapes):
+        # one vector per distinct (peers, ports), not per rule, or they alone would take gigabytes.
+        cache: dict[tuple[int, Any], np.ndarray] = {}
+        for signature, g in groups.items():
+            if not signature:
+                continue
+            resolved = {(item[0], item[1]): item[2] for item in signature if isinstance(item, tuple)}
+            taken = np.zeros(n, dtype=dt)
+            acc, dec = accept[g], decided[g]
+            for k in (item for item in signature if isinstance(item, int)):
+                for r, (rule, peers) in enumerate(chosen[k][1]):
+                    if (k, r) in resolved:
+                        value = resolved[(k, r)]  # ingress: the named port resolves on the subject
+                        if not value:
+                            continue
+                        hit = np.where(peers, dt(value), dt(0))
+                    else:
+                        mask = self.atom_masks.rule(rule, group)
+                        key = (id(peers), mask if isinstance(mask, int) else id(mask))
+                        hit = cache.get(key)
+                        if hit is None:
+                            # egress: a named port resolves on the peer, the destination
+                            hit = np.where(peers, dt(mask) if isinstance(mask, int) else mask, dt(0)).astype(dt)
+                            cache[key] = hit
+                    hit = hit & ~taken
+                    if rule.action == ACCEPT:
+                        acc |= hit
+                    if rule.action in (ACCEPT, DENY):
+                        dec |= hit
+                    taken |= hit
+        return TierMasks(accept, decided, rows)
+
+
 def direction_allowed(tiers: Sequence[Tier], direction: str, group: Group) -> np.ndarray:
     """``[subject, peer]`` atom bits allowed in ``direction``: the first tier that decides wins; default allow."""
+    masks = [tier.masks(direction, group) for tier in tiers]
+    if any(m.rows is not None for m in masks):
+        return _grouped_allowed(masks, group)
     allowed: np.ndarray | None = None
     undecided: Any = group.full
-    for tier in tiers:
-        m = tier.masks(direction, group)
+    for m in masks:
         # In place on the tier's own array: at 10,000 classes each n x n temporary is 200 MB and a pass.
         contribution = np.bitwise_and(m.accept, undecided, out=m.accept)
         allowed = contribution if allowed is None else np.bitwise_or(allowed, contribution, out=allowed)
         undecided = undecided & ~m.decided
     assert allowed is not None
     return np.bitwise_or(allowed, undecided, out=allowed)
+
+
+TIER_BLOCK = 256  # subject rows combined at a time when a tier is grouped (bounds the temporaries)
+
+
+def _grouped_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
+    """``direction_allowed`` row block by row block, written over the first dense tier's own array (the
+    NetworkPolicy tier's accept), so memory stays one n x n array as without ClusterNetworkPolicy."""
+    n = next(len(m.rows) for m in masks if m.rows is not None)
+    dense = next((m.accept for m in masks if m.rows is None and m.accept.shape == (n, n)), None)
+    out = dense if dense is not None else np.zeros((n, n), dtype=group.dtype)
+    full = group.full
+    for lo in range(0, n, TIER_BLOCK):
+        hi = min(lo + TIER_BLOCK, n)
+        allowed: Any = 0
+        undecided: Any = full
+        for m in masks:
+            acc, dec = m.block(lo, hi)
+            allowed = allowed | (acc & undecided)
+            undecided = undecided & ~dec
+        out[lo:hi] = allowed | undecided
+    return out
 
 
 # --- class pairs ------------------------------------------------------------------------
@@ -504,7 +621,8 @@ class Matrix:
     """What policy allows between every ordered pair of rows (workloads or pods, then external ranges)."""
 
     def __init__(self, state: ClusterState, classes: Classes, rows: Rows, pairs: ClassPairs,
-                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...]) -> None:
+                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...],
+                 tiers: Sequence[Tier] = ()) -> None:
         self.state = state
         self.classes = classes
         self.rows = rows
@@ -512,6 +630,7 @@ class Matrix:
         self.atoms = atoms
         self.level = level
         self.notes = notes
+        self.tiers = tuple(tiers)
         self._index = {name: i for i, name in enumerate(rows.names)}
         self.all_pattern = self._pattern_id(ConnSet.all())
         self._class_rows = self._rows_by_class()
@@ -568,6 +687,39 @@ class Matrix:
 
     def allowed(self, i: int, j: int) -> ConnSet:
         return self.cell(i, j)[0]
+
+    # --- which tier decided --------------------------------------------------------
+
+    def deciding_tiers(self, protocol: str, port: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per direction (egress, ingress), ``[subject class, peer class]``: the tier that decides ``protocol/port``,
+        as ``k`` (accepted by ``self.tiers[k - 1]``), ``-k`` (denied by it) or 0 (no tier: allowed by default)."""
+        atom = next((k for k, (proto, lo, hi) in enumerate(self.atoms) if proto == protocol and lo <= port <= hi),
+                    None)
+        n = self.classes.count
+        if atom is None:
+            raise ValueError(f"protocol {protocol!r}: supported values: {', '.join(PROTOCOLS)}")
+        group = Group(atom, atom + 1)
+        out = []
+        for direction in (EGRESS, INGRESS):
+            codes = np.zeros((n, n), dtype=np.int8)
+            undecided = np.ones((n, n), dtype=bool)
+            for k, tier in enumerate(self.tiers, 1):
+                m = tier.masks(direction, group)
+                accept, decided = (m.accept, m.decided) if m.rows is None else (m.accept[m.rows], m.decided[m.rows])
+                newly = undecided & (np.broadcast_to(decided, (n, n)) != 0)
+                accepted = np.broadcast_to(accept, (n, n)) != 0
+                codes[newly & accepted] = k
+                codes[newly & ~accepted] = -k
+                undecided &= ~newly
+            out.append(codes)
+        return out[0], out[1]
+
+    def tier_of(self, codes: tuple[np.ndarray, np.ndarray], i: int, j: int) -> tuple[str, str]:
+        """(egress, ingress) tier names for rows ``i`` -> ``j`` from ``deciding_tiers``: ``Admin``,
+        ``NetworkPolicy``, ``Baseline`` or ``default``."""
+        a, b = int(self.rows.class_of[i]), int(self.rows.class_of[j])
+        names = ["default", *(t.name for t in self.tiers)]
+        return names[abs(int(codes[0][a, b]))], names[abs(int(codes[1][b, a]))]
 
     def allowed_between(self, src: str, dst: str) -> ConnSet:
         return self.allowed(self.index(src), self.index(dst))
@@ -729,16 +881,23 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     classes = build_classes(state, index, members, external=external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
-    tiers = [NetworkPolicyTier(classes, prepare(vectors), AtomMasks(atoms, classes))]
+    atom_masks = AtomMasks(atoms, classes)
+    tiers: list[Tier] = []
+    if index.tier(ADMIN):
+        tiers.append(ClusterPolicyTier(ADMIN, classes, vectors, index.tier(ADMIN), atom_masks))
+    tiers.append(NetworkPolicyTier(classes, prepare(vectors), atom_masks))
+    if index.tier(BASELINE):
+        tiers.append(ClusterPolicyTier(BASELINE, classes, vectors, index.tier(BASELINE), atom_masks))
     pairs = class_pairs(classes, tiers, atoms, group_bits)
     if pods:
         rows, row_notes = pod_rows(classes), []
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes))
+                  (*notes(index, state), *row_notes), tiers)
 
 
-__all__ = ["OTHER", "AtomMasks", "Block", "ClassPairs", "Group", "Matrix", "NetworkPolicyTier", "Partly", "Rows",
+__all__ = ["OTHER", "AtomMasks", "Block", "ClassPairs", "ClusterPolicyTier", "Group", "Matrix", "NetworkPolicyTier",
+           "Partly", "Rows",
            "Tier", "TierMasks", "class_pairs", "direction_allowed", "is_system_pod", "matrix", "port_atoms",
            "workload_of"]

@@ -44,6 +44,17 @@ def _intersect(a: Ranges, b: Ranges) -> Ranges:
     return tuple(out)
 
 
+def _complement(ranges: Ranges) -> Ranges:
+    out, start = [], MIN_PORT
+    for lo, hi in ranges:
+        if lo > start:
+            out.append((start, lo - 1))
+        start = hi + 1
+    if start <= MAX_PORT:
+        out.append((start, MAX_PORT))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class ConnSet:
     """``ranges``: per protocol (sorted by protocol), inclusive port intervals; ``other``: non-port protocols."""
@@ -93,6 +104,14 @@ class ConnSet:
     def __and__(self, other: ConnSet) -> ConnSet:
         a, b = self.as_dict(), other.as_dict()
         return ConnSet.of({p: _intersect(a[p], b[p]) for p in set(a) & set(b)}, self.other and other.other)
+
+    def __invert__(self) -> ConnSet:
+        """Every connection not in this set (ClusterNetworkPolicy rules take away what earlier rules decided)."""
+        have = self.as_dict()
+        return ConnSet.of({p: _complement(have.get(p, ())) for p in PROTOCOLS}, not self.other)
+
+    def __sub__(self, other: ConnSet) -> ConnSet:
+        return self & ~other
 
     def contains(self, protocol: str, port: int) -> bool:
         return any(lo <= port <= hi for lo, hi in self.as_dict().get(protocol, ()))

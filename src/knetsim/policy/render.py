@@ -77,12 +77,22 @@ def _stacked_header(count: int, indent: int) -> list[str]:
     return [" " * indent + " ".join(label[row] for label in labels) for row in range(width)]
 
 
+TIER_MARKS = {"Admin": "A", "Baseline": "B"}  # what a denied cell shows when a ClusterNetworkPolicy tier denied it
+
+
+def _tiered(m: Matrix) -> bool:
+    return any(t.name in TIER_MARKS for t in m.tiers)
+
+
 def grid_rows(m: Matrix, protocol: str, port: int) -> Iterable[tuple[int, str]]:
     """Per row: its cells on ``protocol/port``: ``.`` allowed, ``X`` denied, ``~`` for some of the pod pairs
-    only, ``-`` between two external ranges."""
+    only, ``-`` between two external ranges; with ClusterNetworkPolicies, ``A``/``B`` for a denial by the
+    Admin/Baseline tier (the source's egress is looked at first)."""
     n = len(m.names)
     on = np.array([s.contains(protocol, port) for s in m.patterns], dtype=bool)
     external = np.array([k == "external" for k in m.rows.kinds], dtype=bool)
+    codes = m.deciding_tiers(protocol, port) if _tiered(m) else None
+    marks = ["X", *(TIER_MARKS.get(t.name, "X") for t in m.tiers)]
     blocks = iter(m.blocks())  # ascending by source row, rows with nothing allowed skipped
     pending = next(blocks, None)
     for i in range(n):
@@ -97,6 +107,13 @@ def grid_rows(m: Matrix, protocol: str, port: int) -> Iterable[tuple[int, str]]:
             for j, part in block.partly.items():
                 if cells[j] == "X" and part.allowed.contains(protocol, port):
                     cells[j] = "~"
+        if codes is not None:
+            a = int(m.rows.class_of[i])
+            for j in np.nonzero(cells == "X")[0].tolist():
+                b = int(m.rows.class_of[j])
+                first = codes[0][a, b] if codes[0][a, b] < 0 else codes[1][b, a]
+                if first < 0:
+                    cells[j] = marks[-first]
         if external[i]:
             cells[i] = "-"
         elif len(m.rows.members[i]) == 1:
@@ -110,7 +127,9 @@ def write_table(m: Matrix, stream: TextIO, protocol: str = "TCP", port: int = 80
     width = len(str(len(names)))
     name_width = max((len(n) for n in names), default=0)
     indent = width + 2 + name_width + 2
-    out.write(f"Connectivity on {protocol}/{port} ('.' allowed, 'X' denied, '~' for some pod pairs only, '-' between "
+    denied = "'X' denied" if not _tiered(m) else (
+        "'X' denied by NetworkPolicy, 'A' by the Admin tier, 'B' by the Baseline tier")
+    out.write(f"Connectivity on {protocol}/{port} ('.' allowed, {denied}, '~' for some pod pairs only, '-' between "
               "two external ranges; rows are sources, columns destinations)\n\n")
     for line in _stacked_header(len(names), indent):
         out.write(line + "\n")
@@ -253,13 +272,27 @@ WRITERS: dict[str, Callable[[Matrix, TextIO], Any]] = {
 
 def _direction_text(d: DirectionVerdict) -> list[str]:
     lines = [f"{d.direction} of {d.endpoint}: {d.reason}"]
+    tiered = bool(d.cluster_policies)
+    for m in d.passed_by:
+        lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: Pass")
+    if d.decided_by is not None and d.decided_by.tier == "Admin":
+        m = d.decided_by
+        lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: {m.action}")
     if not d.enforced or not d.isolated:
+        if d.decided_by is not None and d.decided_by.tier == "Baseline":
+            m = d.decided_by
+            lines.append(f"  {m.tier} tier: {m.kind} {m.policy} {m.location}: {m.action}")
         return lines
+    indent = "  "
+    if tiered:
+        reached = d.tier == "NetworkPolicy"
+        lines.append(f"  NetworkPolicy tier{'' if reached else ' (not reached: the Admin tier decided)'}:")
+        indent = "    "
     if d.allowed_by:
-        lines += [f"  allowed by {m.location}" for m in d.allowed_by]
+        lines += [f"{indent}allowed by {m.location}" for m in d.allowed_by]
     elif d.checked:
-        lines.append(f"  no {d.direction} rule allows it:")
-        lines += [f"    {m.rule_location}: {m.reason}" for m in d.checked]
+        lines.append(f"{indent}no {d.direction} rule allows it:")
+        lines += [f"{indent}  {m.rule_location}: {m.reason}" for m in d.checked]
     return lines
 
 

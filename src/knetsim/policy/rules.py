@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.labels import Selector
 from ..model.loader import BUILTIN, Source
@@ -144,31 +144,44 @@ class Peer:
     """One ``from``/``to`` item. Pod peers: ``namespace`` fixed (podSelector alone) or ``namespace_selector``."""
 
     index: int
-    kind: str  # pods | ipblock | entity
+    # pods | ipblock | entity; ClusterNetworkPolicy's network (every address in it, pod IPs too), nodes
+    # (the addresses of the nodes ``pod_selector`` selects by their labels) and domains (never matches here)
+    kind: str
     namespace: str | None = None
     namespace_selector: Selector | None = None
-    pod_selector: Selector | None = None  # None: every pod of the selected namespaces
+    pod_selector: Selector | None = None  # None: every pod of the selected namespaces; nodes: the node selector
     ip_range: IPRange | None = None
-    entity: str = ""  # Cilium: all | world | cluster | host | remote-node
+    entity: str = ""  # Cilium: all | world | cluster | host | remote-node; domains: the names, comma-separated
 
     def describe(self) -> str:
-        if self.kind == "ipblock" and self.ip_range is not None:
+        if self.kind in ("ipblock", "network") and self.ip_range is not None:
             return f"IP addresses in {self.ip_range.describe()}"
         if self.kind == "entity":
             return f"Cilium entity {self.entity!r}"
+        if self.kind == "nodes":
+            sel = self.pod_selector
+            return "every node's address" if sel is None or sel.empty else (
+                f"the addresses of nodes with {sel.formatted()}")
+        if self.kind == "domains":
+            return (f"domain names {self.entity.replace(',', ', ')} (not simulated: knetsim resolves no name outside "
+                    "the cluster, so this peer matches nothing)")
         pods = "every pod" if self.pod_selector is None or self.pod_selector.empty else (
             f"pods with {self.pod_selector.formatted()}")
         if self.namespace is not None and self.namespace_selector is None:
             return f"{pods} in namespace {self.namespace}"
         assert self.namespace_selector is not None
-        if self.namespace_selector.empty:
-            where = "in every namespace"
-        else:
-            name = _namespace_name(self.namespace_selector)
-            where = f"in namespace {name}" if name else f"in namespaces with {self.namespace_selector.formatted()}"
+        where = "in " + namespaces_text(self.namespace_selector)
         if self.pod_selector is not None and not self.pod_selector.empty:
             return f"{pods} {where} (one peer: namespace AND pod selector must both match)"
         return f"{pods} {where}"
+
+
+def namespaces_text(selector: Selector) -> str:
+    """``every namespace``, ``namespace shop`` (selected by its name label) or ``namespaces with tenant=yes``."""
+    if selector.empty:
+        return "every namespace"
+    name = _namespace_name(selector)
+    return f"namespace {name}" if name else f"namespaces with {selector.formatted()}"
 
 
 def _namespace_name(selector: Selector) -> str | None:
@@ -183,6 +196,16 @@ class Rule:
     index: int
     peers: tuple[Peer, ...] | None
     ports: tuple[Port, ...] | None
+
+
+class RuleShape(Protocol):
+    """What matching reads of a rule: NetworkPolicy's ``Rule`` and ClusterNetworkPolicy's ``ClusterRule``."""
+
+    @property
+    def peers(self) -> tuple[Peer, ...] | None: ...
+
+    @property
+    def ports(self) -> tuple[Port, ...] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +277,20 @@ class MatchContext:
     # cluster endpoints or nodes (cilium/cilium#9209), so on ebpf they never match.
     ipblocks_match_cluster: bool = True
     local_node: str = ""  # node of the policy's pod, for Cilium's host / remote-node entities
+    node_labels: Callable[[str], Mapping[str, str]] | None = None  # for ClusterNetworkPolicy's nodes peers
 
 
-def peer_matches(policy: Policy, peer: Peer, ep: Endpoint, ctx: MatchContext) -> bool:
+def peer_matches(policy: Policy | None, peer: Peer, ep: Endpoint, ctx: MatchContext) -> bool:
+    if peer.kind == "network":
+        # "cluster-internal traffic will be checked against the rule as well" (ClusterNetworkPolicyEgressPeer)
+        return peer.ip_range is not None and bool(ep.ip) and peer.ip_range.contains(ep.ip)
+    if peer.kind == "nodes":
+        # The node's addresses (a hostNetwork pod's traffic is its node's), as kube-network-policies matches them.
+        if ep.kind != "node" or not ep.node or ctx.node_labels is None:
+            return False
+        return peer.pod_selector is None or peer.pod_selector.matches(ctx.node_labels(ep.node))
+    if peer.kind == "domains":
+        return False
     if peer.kind == "ipblock":
         if peer.ip_range is None or not ep.ip:
             return False
@@ -291,20 +325,20 @@ def _entity_matches(entity: str, ep: Endpoint, ctx: MatchContext) -> bool:
     return False
 
 
-def first_peer(policy: Policy, rule: Rule, ep: Endpoint, ctx: MatchContext) -> int | None:
+def first_peer(policy: Policy | None, rule: RuleShape, ep: Endpoint, ctx: MatchContext) -> int | None:
     """Index of the first peer of ``rule`` that matches ``ep``; -1 when the rule has no peers (all)."""
     if rule.peers is None:
         return -1
     return next((p.index for p in rule.peers if peer_matches(policy, p, ep, ctx)), None)
 
 
-def first_port(rule: Rule, protocol: str, number: int, dst: Endpoint) -> int | None:
+def first_port(rule: RuleShape, protocol: str, number: int, dst: Endpoint) -> int | None:
     if rule.ports is None:
         return -1
     return next((p.index for p in rule.ports if p.matches(protocol, number, dst)), None)
 
 
-def rule_connections(rule: Rule, dst: Endpoint) -> ConnSet:
+def rule_connections(rule: RuleShape, dst: Endpoint) -> ConnSet:
     if rule.ports is None:
         return ConnSet.all()
     out = ConnSet.none()

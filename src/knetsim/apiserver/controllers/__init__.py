@@ -16,6 +16,7 @@ from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .endpoints import EndpointsController
 from .endpointslice import EndpointSliceController
+from .gateway import GatewayController
 from .gc import GarbageCollector
 from .ingress import IngressStatus
 from .job import JobController
@@ -28,7 +29,8 @@ from .statefulset import StatefulSetController
 # In the order their work usually flows (a changed key is queued for each in this order).
 CONTROLLERS: tuple[Callable[[Context], Controller], ...] = (
     DeploymentController, ReplicaSetController, StatefulSetController, DaemonSetController, JobController,
-    Scheduler, PodStart, EndpointSliceController, EndpointsController, IngressStatus, GarbageCollector,
+    Scheduler, PodStart, EndpointSliceController, EndpointsController, IngressStatus, GatewayController,
+    GarbageCollector,
 )
 
 __all__ = ["CONTROLLERS", "Context", "Controller", "ControllerManager"]

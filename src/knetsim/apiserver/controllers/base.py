@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...cluster.config import ClusterConfig
+from ...cluster.state import ClusterState
 from ..events import EventNames, involved, make_event
 from ..informer import Informer
+from ..registry import Registry
 from ..store import Change, Key, Store, Write
 
 
@@ -51,6 +53,10 @@ class Context:
     store: Store
     informer: Informer
     config: ClusterConfig
+    # The API's write path, for a controller that writes as a client of the API (admission, allocation).
+    registry: Registry | None = None
+    # The cluster as a ClusterState now, for a controller whose decisions read all of it (Gateway API).
+    state: Callable[[], ClusterState] | None = None
     clock: Callable[[], str] = now_rfc3339
     # Set by the manager: look at a key again after some seconds (deadlines, minReadySeconds).
     enqueue_after: Callable[[Controller, Key, float], None] = lambda ctl, key, delay: None

@@ -54,7 +54,7 @@
       if (ok) return {s: "ok", text: `allowed on ${f.proto} ${f.port}`, pattern, part};
       if (part) return {s: "partly", text: `allowed on ${f.proto} ${f.port} for ${part.pairs} of ${part.of} pod pairs`,
                         pattern, part};
-      return {s: "no", text: `denied on ${f.proto} ${f.port}`, pattern, part};
+      return {s: "no", text: `denied on ${f.proto} ${f.port}` + deniedBy(i, j, f), pattern, part};
     }
     if (pattern && pattern.all) return {s: "ok", text: "all connections allowed", pattern, part};
     if (pattern || part) return {s: "partly", text: `partly allowed: ${pattern ? pattern.text : "only some pod pairs"}`,
@@ -139,25 +139,135 @@
       lo === hi ? `${pr} ${lo}` : `${pr} ${lo}-${hi}`)).join(", ") : "no port on this destination";
   }
 
+  // --- ClusterNetworkPolicy tiers ----------------------------------------------------------
+  // A tier's policies (in order: priority, then name) for one side: the first rule whose peer matches and
+  // whose ports hold the port decides; null when none does (the connection goes on to the next tier).
+  function clusterMatch(pids, side, pc, dstClass, f) {
+    for (const pid of pids) {
+      const pol = D.policies[pid];
+      for (const rule of pol[side]) {
+        const hit = rule.peers.find((p) => inSet(p.set, pc));
+        if (!hit) continue;
+        const ports = rulePorts(rule, dstClass);
+        let port = -1;
+        if (ports !== null) {
+          const m = ports.find(([pr, lo, hi]) => pr === f.proto && lo <= f.port && f.port <= hi);
+          if (!m) continue;
+          port = m[3];
+        }
+        return {pid, pol, rule, peer: hit.index, port};
+      }
+    }
+    return null;
+  }
+
+  function ruleText(m) {
+    const p = m.pol, r = m.rule;
+    const name = r.name ? `\`${r.name}\`` : `#${r.index + 1} (spec.${m.side}[${r.index}])`;
+    const where = p.priority === null ? `${p.tier} tier` : `${p.tier} tier, priority ${p.priority}`;
+    return `${p.kind} \`${p.name}\` rule ${name} (${where})`;
+  }
+
+  function clusterTiers(sc, side) {
+    const t = D.classes[sc].tiers;
+    return t ? t[side] : {Admin: [], Baseline: []};
+  }
+
+  // " (Admin tier)": the tier that denied a cell on one port (the egress side is looked at first).
+  function deniedBy(i, j, f) {
+    if (D.tiers.length < 2) return "";
+    for (const [side, sub, peer] of [["egress", i, j], ["ingress", j, i]]) {
+      const r = explainSide(side, sub, peer, f);
+      if (!r.allowed) return r.tier ? ` (${r.tier} tier)` : "";
+    }
+    return "";
+  }
+
+  function clusterEntry(side, m) {
+    return {side, tier: m.pol.tier, kind: m.pol.kind, policy: m.pol.name, rule: m.rule.index, peer: m.peer,
+            port: m.port, allowed: m.rule.action === "Accept", action: m.rule.action, pid: m.pid};
+  }
+
+  // Without a port: every rule of a tier that matches the peer, with its action and ports.
+  function clusterRules(pids, side, pc, dstClass, out) {
+    for (const pid of pids) {
+      const pol = D.policies[pid];
+      for (const rule of pol[side]) {
+        const hit = rule.peers.find((p) => inSet(p.set, pc));
+        if (!hit) continue;
+        const ports = rulePorts(rule, dstClass);
+        const m = {pid, pol, rule, peer: hit.index, port: -1, side};
+        out.lines.push(`  ${pol.tier} tier: ${ruleText(m)}: ${rule.action}` +
+                       (ports === null ? " (every port)" : ` on ${portsText(ports)}`));
+        out.entries.push(clusterEntry(side, m));
+      }
+    }
+  }
+
   // One side: egress of the source (peer = destination) or ingress of the destination (peer = source).
+  // Tiers in order: Admin, NetworkPolicy, Baseline, then the default (allow).
   function explainSide(side, subjectRow, peerRow, f) {
     const sub = D.rows[subjectRow], peer = D.rows[peerRow];
     const sc = sub.class, pc = peer.class, dstClass = side === "egress" ? pc : sc;
     const cls = D.classes[sc];
-    const out = {side, subject: sub.name, allowed: false, entries: [], candidates: [], lines: []};
+    const out = {side, subject: sub.name, allowed: false, entries: [], candidates: [], lines: [], tier: ""};
     if (cls.kind !== "pod") {
       out.allowed = true;
       out.lines.push(`${side} of ${sub.name}: not enforced (${cls.kind === "node" ?
         "hostNetwork pods are node traffic; pod policies do not apply" : "outside the cluster"})`);
       return out;
     }
+    const tiers = clusterTiers(sc, side);
+    const passed = [];
+    if (tiers.Admin.length) {
+      if (f) {
+        const m = clusterMatch(tiers.Admin, side, pc, dstClass, f);
+        if (m) {
+          m.side = side;
+          out.entries.push(clusterEntry(side, m));
+          if (m.rule.action !== "Pass") {
+            out.allowed = m.rule.action === "Accept";
+            out.tier = "Admin";
+            out.decided = m;
+            out.lines.push(`${side} of ${sub.name}: ${out.allowed ? "allowed" : "denied"} by ${ruleText(m)}`);
+            return out;
+          }
+          passed.push(m);
+          out.lines.push(`${side} of ${sub.name}: passed by ${ruleText(m)} to the NetworkPolicy tier`);
+        }
+      } else {
+        out.lines.push(`${side} of ${sub.name}: the Admin tier decides first (per port):`);
+        clusterRules(tiers.Admin, side, pc, dstClass, out);
+      }
+    }
     const isolating = cls[side];
     if (!isolating.length) {
+      if (tiers.Baseline.length) {
+        if (f) {
+          const m = clusterMatch(tiers.Baseline, side, pc, dstClass, f);
+          if (m && m.rule.action !== "Pass") {
+            m.side = side;
+            out.entries.push(clusterEntry(side, m));
+            out.allowed = m.rule.action === "Accept";
+            out.tier = "Baseline";
+            out.decided = m;
+            out.lines.push(`${side} of ${sub.name}: ${out.allowed ? "allowed" : "denied"} by ${ruleText(m)}; ` +
+                           `no NetworkPolicy selects it for ${side}`);
+            return out;
+          }
+        } else {
+          out.lines.push(`${side} of ${sub.name}: no NetworkPolicy selects it for ${side}; the Baseline tier ` +
+                         "decides (per port):");
+          clusterRules(tiers.Baseline, side, pc, dstClass, out);
+        }
+      }
       out.allowed = true;
+      out.tier = "default";
       out.lines.push(`${side} of ${sub.name}: no policy selects it for ${side}, so it is not isolated: ` +
                      `all ${side} traffic is allowed`);
       return out;
     }
+    out.tier = "NetworkPolicy";
     const names = isolating.map((pid) => `${D.policies[pid].kind} ${D.policies[pid].name}`);
     out.lines.push(`${side} of ${sub.name}: isolated by ${names.join(", ")} (tier ${D.policies[isolating[0]].tier})`);
     const word = side === "egress" ? "to" : "from";
@@ -198,8 +308,10 @@
         }
       });
     }
-    out.allowed = out.entries.some((e) => e.allowed);
-    if (!out.allowed && !out.entries.length) out.lines.push(`  these policies allow no ${side} traffic at all`);
+    out.allowed = out.entries.some((e) => e.allowed && e.tier === "NetworkPolicy");
+    if (!out.allowed && !out.entries.some((e) => e.tier === "NetworkPolicy")) {
+      out.lines.push(`  these policies allow no ${side} traffic at all`);
+    }
     return out;
   }
 
@@ -215,6 +327,14 @@
   // where the port already matches, else a new rule in the first policy that isolates the subject.
   function fix(side, res, peerRow, f) {
     const word = side === "egress" ? "to" : "from";
+    if (res.tier === "Admin" && res.decided) {
+      return `${ruleText(res.decided)} denies it before any NetworkPolicy: only the cluster administrator can ` +
+             "let it through (change that rule, or an Accept or Pass rule for it in an Admin policy that comes first)";
+    }
+    if (res.tier === "Baseline" && res.decided) {
+      return `a NetworkPolicy in the namespace of ${res.subject} that selects it for ${side} and allows this ` +
+             `overrides ${ruleText(res.decided)}`;
+    }
     const port = f ? `{protocol: ${f.proto}, port: ${f.port}}` : "{protocol: TCP, port: PORT}";
     const byPort = res.candidates.find((c) => c.type === "port");
     if (byPort) return `add ${port} to ${byPort.pol.kind} ${byPort.pol.name} spec.${side}[${byPort.rule.index}].ports`;
@@ -257,7 +377,10 @@
     $("explain").textContent = lines.join("\n");
     $("explain").dataset.entries = JSON.stringify((sides || []).flatMap((s) => s.entries.map((e) => ({
       side: e.side, tier: e.tier, kind: e.kind, policy: e.policy, rule: e.rule, peer: e.peer, port: e.port,
-      allowed: e.allowed}))));
+      allowed: e.allowed, action: e.action || (e.allowed ? "Accept" : "")}))));
+    $("explain").dataset.tiers = JSON.stringify((sides || []).map((s) => ({side: s.side, tier: s.tier,
+      allowed: s.allowed, decided: s.decided ? {policy: s.decided.pol.name, rule: s.decided.rule.index,
+      action: s.decided.rule.action} : null})));
   }
 
   // --- the service map -----------------------------------------------------------------

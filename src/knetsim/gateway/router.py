@@ -1,0 +1,465 @@
+"""``route(state, gateway, request)``: which HTTPRoute rule and backend a Gateway gives one HTTP request.
+
+The request reaches the Gateway's address on a port. From there, as Envoy Gateway programs Envoy:
+
+1. the listeners on that port whose protocol is the request's (HTTP, or HTTPS for https), of
+   those that are programmed; none → nothing accepts the connection (``no-listener``);
+2. the listener whose hostname matches the Host most specifically (exact, longest wildcard,
+   none) — listener isolation: only the routes attached to that listener are consulted; no
+   listener hostname matches → 404;
+3. every match of every rule attached there, filtered by the route's effective hostnames,
+   path, method, headers and query parameters, and ordered by the spec's precedence
+   (``matching.py``); nothing matches → 404 (``not-found``);
+4. the winning rule: a RequestRedirect answers itself (``redirect``, 30x with ``Location``);
+   no backendRefs, a backend whose reference is invalid, or only zero weights → 500
+   (``invalid-backend``); otherwise one backend is picked by weight, deterministically from
+   the request (a real proxy picks at random: the *share* is what matters), its Service must
+   have ready endpoints (else Envoy's ``no healthy upstream``, 503: ``no-endpoints``), and the
+   request is ``proxied`` after the rule's and the backendRef's filters (header modifiers, URL
+   rewrite), with the response header modifiers recorded.
+
+Every other candidate rule is listed with why it lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.state import ClusterState
+from ..model.gatewayapi import HeaderModifier
+from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
+from . import hostnames
+from .matching import (
+    apply_header_modifier,
+    hostname_rank,
+    match_rank,
+    match_request,
+    modify_path,
+    normalize_path,
+    query_values,
+    redirect_location,
+    why_lower,
+)
+from .translate import GatewayContext, ListenerContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
+
+PROXIED = "proxied"
+REDIRECT = "redirect"
+NOT_FOUND = "not-found"
+INVALID_BACKEND = "invalid-backend"
+NO_ENDPOINTS = "no-endpoints"
+NO_LISTENER = "no-listener"
+NOT_PROGRAMMED = "not-programmed"
+NO_CONTROLLER = "no-controller"
+
+
+class GatewayRouteError(ValueError):
+    """The question cannot be asked: no such Gateway, or a malformed request (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendChoice:
+    service: str  # namespace/name
+    port: int | None
+    weight: int
+    valid: bool
+    problem: str | None = None
+    target_port: str | None = None
+    ready_endpoints: int | None = None
+
+    @classmethod
+    def of(cls, b: ResolvedBackend) -> BackendChoice:
+        return cls(b.service, b.port, b.weight, b.valid, b.problem, b.target_port,
+                   b.ready_endpoints if b.valid else None)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRef:
+    route: str  # namespace/name
+    rule: int
+    rule_name: str | None
+    match: int
+    hostname: str | None  # the route hostname that matched the Host (None: the route names none)
+    path_type: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    status: int
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    method: str
+    host: str
+    path: str
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    route: str
+    rule: int | None
+    match: int | None
+    listener: str | None
+    path: str | None  # "PathPrefix /api", for the table
+    backends: str
+    verdict: str  # chosen | host-mismatch | path-mismatch | method-mismatch | header-mismatch | query-mismatch
+    #              | lower-precedence | other-listener | not-accepted | dropped-rule | not-attached
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayRouteResult:
+    request: HTTPRequest
+    gateway: str
+    outcome: str
+    http_status: int | None
+    summary: str
+    address: str | None = None
+    listener: str | None = None
+    proxy_pod: str | None = None
+    backends: tuple[BackendChoice, ...] = ()
+    backend: BackendChoice | None = None
+    match: MatchRef | None = None
+    redirect: Redirect | None = None
+    upstream_request: UpstreamRequest | None = None
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_headers_removed: tuple[str, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def proxied(self) -> bool:
+        return self.outcome == PROXIED
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "outcome": self.outcome,
+            "http_status": self.http_status,
+            "backends": plain(self.backends),
+            "backend": plain(self.backend),
+            "match": plain(self.match),
+            "redirect": plain(self.redirect),
+            "upstream_request": plain(self.upstream_request),
+            "response_headers": dict(self.response_headers),
+            "response_headers_removed": list(self.response_headers_removed),
+            "candidates": plain(self.candidates),
+            "request": self.request.to_dict(),
+            "gateway": self.gateway,
+            "address": self.address,
+            "listener": self.listener,
+            "proxy_pod": self.proxy_pod,
+            "summary": self.summary,
+            "notes": list(self.notes),
+        }
+        return out
+
+    def answer(self) -> RouteAnswer:
+        backend = None
+        if self.backend is not None and self.outcome in (PROXIED, NO_ENDPOINTS):
+            backend = f"{self.backend.service}:{self.backend.port}"
+        upstream = self.upstream_request.path if self.upstream_request else None
+        return RouteAnswer(self.http_status, backend, self.redirect.location if self.redirect else None, upstream,
+                           self.summary)
+
+
+# --- the route ----------------------------------------------------------------------------
+
+
+def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True) -> GatewayRouteResult:
+    """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway.
+
+    ``explain=False`` lists only the candidates whose hostnames accept the request (the rest lose on
+    the host anyway): what bulk callers — the live front door, traces, the migration check — need.
+    """
+    ns, _, name = gateway.rpartition("/")
+    key = f"{ns or 'default'}/{name}"
+    if key not in state.gateways:
+        known = ", ".join(sorted(state.gateways)) or "none"
+        raise GatewayRouteError(f"Gateway {key} not found (Gateways: {known})")
+    t = translate(state)
+    gctx = t.gateways.get(key)
+    if gctx is None:
+        return GatewayRouteResult(request, key, NO_CONTROLLER, None,
+                                  f"no controller programs Gateway {key}: {unclaimed_reason(state, key)}")
+    address = gctx.addresses[0] if gctx.addresses else None
+    proxy = gctx.proxy_pods[0] if gctx.proxy_pods else None
+    base = {"address": address, "proxy_pod": proxy}
+    programmed = gctx.conditions.get("Programmed")
+    if programmed is None or not programmed.ok:
+        why = programmed.message if programmed else "not programmed"
+        return GatewayRouteResult(request, key, NOT_PROGRAMMED, None,
+                                  f"Gateway {key} is not programmed ({why}): nothing answers on its address", **base)
+    port = request.effective_port
+    protocol = "HTTPS" if request.scheme == "https" else "HTTP"
+    on_port = [lc for lc in gctx.listeners if lc.listener.port == port]
+    target = f"{request.method} {request.url}"
+    if not on_port:
+        ports = ", ".join(sorted({f"{lc.listener.port}/{lc.listener.protocol}" for lc in gctx.listeners})) or "none"
+        return GatewayRouteResult(request, key, NO_LISTENER, None,
+                                  f"{target}: Gateway {key} has no listener on port {port} (listeners: {ports}): "
+                                  "the connection is refused", **base)
+    same = [lc for lc in on_port if lc.listener.protocol == protocol]
+    if not same:
+        other = on_port[0].listener.protocol
+        return GatewayRouteResult(request, key, NO_LISTENER, None,
+                                  f"{target}: port {port} of Gateway {key} is a {other} listener, not {protocol}: "
+                                  "the request fails before HTTP routing", **base)
+    served = [lc for lc in same if lc.programmed]
+    if not served:
+        why = "; ".join(f"{lc.name}: {_bad_condition(lc)}" for lc in same)
+        return GatewayRouteResult(request, key, NO_LISTENER, None,
+                                  f"{target}: no programmed {protocol} listener on port {port} ({why})", **base)
+    host = hostnames.normalize(request.host)
+    by_host = [lc for lc in served if hostnames.matches(lc.listener.hostname, host)]
+    if not by_host:
+        names = ", ".join(f"{lc.name} ({lc.listener.hostname})" for lc in served)
+        return GatewayRouteResult(request, key, NOT_FOUND, 404,
+                                  f"{target}: no listener on port {port} accepts host {host} (listeners: {names}): "
+                                  "Envoy answers 404",
+                                  candidates=tuple(_other_listeners(gctx, None, port) if explain else ()), **base)
+    chosen_listener = max(by_host, key=lambda lc: hostnames.specificity(lc.listener.hostname))
+    return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+
+
+def _bad_condition(lc: ListenerContext) -> str:
+    bad = [c for c in lc.conditions.values() if c.status == "False" or c.type == "Conflicted"]
+    return "; ".join(f"{c.type} {c.status} ({c.reason}: {c.message})" for c in bad) or "not programmed"
+
+
+def _entry_text(entry: RouteEntry) -> str:
+    return f"{entry.match.path.type} {entry.match.path.value}"
+
+
+def _backends_text(backends: tuple[ResolvedBackend, ...]) -> str:
+    if not backends:
+        return "-"
+    return ",".join(f"{b.service}:{b.port}" + (f"@{b.weight}" if len(backends) > 1 else "") for b in backends)
+
+
+def _other_listeners(gctx: GatewayContext, chosen: ListenerContext | None, port: int) -> list[Candidate]:
+    out = []
+    for lc in gctx.listeners:
+        if lc is chosen:
+            continue
+        for e in lc.entries:
+            if chosen is None:
+                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}, port "
+                       f"{lc.listener.port}), which does not accept this request")
+            elif lc.listener.port != port:
+                why = f"attached to listener {lc.name} on port {lc.listener.port}; the request arrives on {port}"
+            else:
+                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}); listener "
+                       f"{chosen.name} (hostname {chosen.listener.hostname or '*'}) matches the host more "
+                       "specifically and only its routes are consulted")
+            out.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                                 _backends_text(e.backends), "other-listener", why))
+    return out
+
+
+def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerContext, request: HTTPRequest,
+                    host: str, base: dict[str, Any], explain: bool) -> GatewayRouteResult:
+    key = gctx.gateway.key
+    target = f"{request.method} {request.url}"
+    try:
+        path = normalize_path(request.path_only)
+    except ValueError as exc:  # pragma: no cover - HTTPRequest already checks the leading slash
+        raise GatewayRouteError(str(exc)) from None
+    query = query_values(request)
+    notes: list[str] = []
+    if path != request.path_only:
+        notes.append(f"Envoy matches the normalized path {path}")
+    candidates: list[Candidate] = []
+    matching: list[tuple[tuple[Any, ...], RouteEntry, str | None]] = []
+    for e in lc.entries if explain else lc.entries_for(host):
+        matched_host: str | None = None
+        if e.hostnames:
+            hits = [h for h in e.hostnames if hostnames.matches(h, host)]
+            if not hits:
+                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                                            _backends_text(e.backends), "host-mismatch",
+                                            "; ".join(hostnames.mismatch_reason(h, host) for h in e.hostnames)))
+                continue
+            matched_host = max(hits, key=hostname_rank)
+        result = match_request(e.match, request, path, query)
+        if not result.matched:
+            verdict = f"{result.part}-mismatch"
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                                        _backends_text(e.backends), verdict, result.reason))
+            continue
+        matching.append((_precedence(e, matched_host), e, matched_host))
+    matching.sort(key=lambda m: m[0])
+    winner = matching[0] if matching else None
+    for prec, e, _h in matching:
+        if winner is not None and e is winner[1]:
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                                        _backends_text(e.backends), "chosen", "highest precedence of the matches"))
+        elif winner is not None:
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                                        _backends_text(e.backends), "lower-precedence",
+                                        _why(winner, (prec, e, _h))))
+    if explain:
+        candidates.extend(_other_listeners(gctx, lc, request.effective_port))
+        candidates.extend(_not_attached(t, key, lc))
+    candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
+                                   c.match if c.match is not None else -1, c.listener or ""))
+    base = {**base, "listener": lc.name, "candidates": tuple(candidates)}
+    if winner is None:
+        return GatewayRouteResult(request, key, NOT_FOUND, 404,
+                                  f"{target}: no rule attached to listener {lc.name} of Gateway {key} matches: "
+                                  "Envoy answers 404", notes=tuple(notes), **base)
+    _prec, entry, matched_host = winner
+    match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,
+                         entry.match.path.type, entry.match.path.value)
+    where = (f"HTTPRoute {entry.route.key} rule {entry.rule.index}"
+             f"{f' ({entry.rule.name})' if entry.rule.name else ''} match {entry.match_index} "
+             f"({entry.match.path.type} {entry.match.path.value})")
+    prefix = entry.match.path.value if entry.match.path.type == "PathPrefix" else None
+    backends = tuple(BackendChoice.of(b) for b in entry.backends)
+    base = {**base, "match": match_ref, "backends": backends}
+    resp_headers: dict[str, str] = {}
+    removed: list[str] = []
+    for f in entry.rule.filters:
+        if f.response_header_modifier is not None:
+            _record(resp_headers, removed, f.response_header_modifier)
+    redirect = next((f.request_redirect for f in entry.rule.filters if f.request_redirect is not None), None)
+    if redirect is not None:
+        new_path = modify_path(redirect.path, path, prefix) if redirect.path else path
+        location = redirect_location(request, lc.listener.port or request.effective_port, lc.listener.protocol,
+                                     scheme=redirect.scheme, hostname=redirect.hostname, port=redirect.port,
+                                     path=new_path)
+        return GatewayRouteResult(request, key, REDIRECT, redirect.status_code,
+                                  f"{target} → {where} → RequestRedirect {redirect.status_code} to {location}",
+                                  redirect=Redirect(redirect.status_code, location), response_headers=resp_headers,
+                                  response_headers_removed=tuple(removed), notes=tuple(notes), **base)
+    if not entry.backends:
+        return GatewayRouteResult(request, key, INVALID_BACKEND, 500,
+                                  f"{target} → {where}, which has no backendRefs and no redirect: Envoy answers 500",
+                                  notes=tuple(notes), **base)
+    total = sum(b.weight for b in entry.backends)
+    if total == 0:
+        return GatewayRouteResult(request, key, INVALID_BACKEND, 500,
+                                  f"{target} → {where}: every backendRef has weight 0, so no backend receives "
+                                  "traffic: Envoy answers 500", notes=tuple(notes), **base)
+    chosen = _pick(entry.backends, total, request)
+    choice = BackendChoice.of(chosen)
+    share = f" (weight {chosen.weight} of {total})" if len(entry.backends) > 1 else ""
+    invalid = [b for b in entry.backends if not b.valid]
+    if invalid and chosen.valid and len(entry.backends) > 1:
+        notes.append(f"{sum(b.weight for b in invalid)} of {total} weight goes to invalid backends "
+                     f"({', '.join(b.describe() for b in invalid)}): that share of requests gets 500")
+    if not chosen.valid:
+        return GatewayRouteResult(request, key, INVALID_BACKEND, 500,
+                                  f"{target} → {where} → backend {chosen.describe()}{share} is invalid "
+                                  f"({chosen.reason}: {chosen.problem}): Envoy answers 500",
+                                  backend=choice, notes=tuple(notes), **base)
+    upstream = _upstream(request, path, prefix, entry, chosen)
+    for f in chosen.ref.filters:
+        if f.response_header_modifier is not None:
+            _record(resp_headers, removed, f.response_header_modifier)
+    common = {"backend": choice, "upstream_request": upstream, "response_headers": resp_headers,
+              "response_headers_removed": tuple(removed), "notes": tuple(notes), **base}
+    if chosen.ready_endpoints == 0:
+        return GatewayRouteResult(request, key, NO_ENDPOINTS, 503,
+                                  f"{target} → {where} → Service {chosen.describe()}{share} has no ready endpoints: "
+                                  "Envoy answers 503 (no healthy upstream)", **common)
+    if any(f.type == "RequestMirror" for f in entry.rule.filters):
+        notes.append("the rule mirrors requests (RequestMirror): knetsim does not simulate the mirrored copy")
+        common["notes"] = tuple(notes)
+    return GatewayRouteResult(request, key, PROXIED, None,
+                              f"{target} → {where} → Service {chosen.describe()}{share}", **common)
+
+
+def _precedence(e: RouteEntry, matched_host: str | None) -> tuple[Any, ...]:
+    """Sort key: smaller wins (the spec's order, each criterion negated where bigger wins)."""
+    h = hostname_rank(matched_host)
+    m = match_rank(e.match)
+    created = e.route.meta.creation_timestamp
+    return (-h[0], -h[1], *(-x for x in m), created is None, created or "", e.route.key, e.rule.index,
+            e.match_index)
+
+
+_Ranked = tuple[tuple[Any, ...], RouteEntry, str | None]
+
+
+def _why(winner: _Ranked, loser: _Ranked) -> str:
+    (_, we, wh), (_, le, lh) = winner, loser
+    w_host, l_host = hostname_rank(wh), hostname_rank(lh)
+    if w_host != l_host:
+        return (f"route hostname {wh} is more specific than {lh or '<none>'} (precedence goes to the longest "
+                "matching hostname)")
+    reason = why_lower(we.match, le.match)
+    if reason:
+        return reason
+    if we.route.key != le.route.key:
+        wc, lcr = we.route.meta.creation_timestamp, le.route.meta.creation_timestamp
+        if wc != lcr:
+            return (f"equally specific; HTTPRoute {we.route.key} is older ({wc or 'no timestamp'} vs "
+                    f"{lcr or 'no timestamp: counted as now'})")
+        return f"equally specific and as old; {we.route.key} comes first in namespace/name order"
+    if we.rule.index != le.rule.index:
+        return f"equally specific; rule {we.rule.index} comes first in the route"
+    return f"equally specific; match {we.match_index} comes first in the rule"
+
+
+def _not_attached(t: Any, gateway: str, lc: ListenerContext) -> list[Candidate]:
+    out = []
+    for rc, ps in t.parent_statuses(gateway):
+        accepted = ps.conditions.get("Accepted")
+        if accepted is not None and accepted.ok:
+            for index, (reason, message) in sorted(rc.dropped.items()):
+                out.append(Candidate(rc.route.key, index, None, None, None, "-", "dropped-rule",
+                                     f"{reason}: {message}"))
+            continue
+        reason = f"{accepted.reason}: {accepted.message}" if accepted else "not accepted"
+        for rule in rc.route.rules:
+            out.append(Candidate(rc.route.key, rule.index, None, None, None,
+                                 _backends_text(rc.backends.get(rule.index, ())), "not-accepted",
+                                 f"parentRef {ps.ref.name} is not accepted ({reason})"))
+    return out
+
+
+def _pick(backends: tuple[ResolvedBackend, ...], total: int, request: HTTPRequest) -> ResolvedBackend:
+    """A weighted pick, fixed per request (hash of method, URL and headers) instead of Envoy's random one."""
+    ident = f"{request.method} {request.url} " + "|".join(f"{n.lower()}={v}" for n, v in sorted(request.headers))
+    point = int.from_bytes(hashlib.sha256(ident.encode()).digest()[:8], "big") % total
+    for b in backends:
+        if point < b.weight:
+            return b
+        point -= b.weight
+    return backends[-1]  # pragma: no cover - the weights add up to total
+
+
+def _record(headers: dict[str, str], removed: list[str], modifier: HeaderModifier) -> None:
+    apply_header_modifier(headers, modifier)
+    removed.extend(name.lower() for name in modifier.remove)
+
+
+def _upstream(request: HTTPRequest, path: str, prefix: str | None, entry: RouteEntry,
+              chosen: ResolvedBackend) -> UpstreamRequest:
+    headers = {n.lower(): v for n, v in request.headers if n.lower() != "host"}
+    host = request.host
+    new_path = path
+    for f in (*entry.rule.filters, *chosen.ref.filters):
+        if f.request_header_modifier is not None:
+            apply_header_modifier(headers, f.request_header_modifier)
+        if f.url_rewrite is not None:
+            if f.url_rewrite.hostname:
+                host = f.url_rewrite.hostname
+            if f.url_rewrite.path is not None:
+                new_path = modify_path(f.url_rewrite.path, new_path, prefix)
+    query = f"?{request.query}" if request.query else ""
+    return UpstreamRequest(request.method, host, new_path + query, dict(sorted(headers.items())))
+
+
+def request_from(host: str, path: str = "/", *, method: str = "GET", scheme: str = "http", port: int | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> HTTPRequest:
+    """An HTTPRequest, with construction errors as GatewayRouteError."""
+    try:
+        return HTTPRequest(host, path, method.upper(), scheme, port, headers)
+    except HTTPRequestError as exc:
+        raise GatewayRouteError(str(exc)) from None

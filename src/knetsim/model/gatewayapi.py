@@ -1,0 +1,497 @@
+"""Typed, read-only views of the Gateway API kinds knetsim simulates (gateway.networking.k8s.io).
+
+GatewayClass, Gateway, HTTPRoute and ReferenceGrant, standard channel (v1; v1beta1 is read the
+same way: the fields knetsim uses did not change between the two). The schema-driven decoder
+validates and defaults the objects before they get here; these parsers still never trust a
+shape: a field of the wrong type is read as absent and reported in ``problems`` (the object's
+field path and what was wrong), so odd input degrades instead of crashing.
+
+Defaults the CRDs declare are applied here too (idempotent with the decoder's), because the
+routing code must see them even for an object that skipped admission (a snapshot):
+``matches`` → one PathPrefix ``/``; path type PathPrefix, value ``/``; header and query match
+type Exact; backendRef group ``""``, kind Service, weight 1; parentRef group
+gateway.networking.k8s.io, kind Gateway; ``allowedRoutes`` → namespaces from Same;
+redirect statusCode 302.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .loader import BUILTIN, Source
+from .objects import Meta, Object
+
+GROUP = "gateway.networking.k8s.io"
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+SERVED_VERSIONS = ("v1", "v1beta1")
+
+
+class _Reader:
+    """Reads a manifest defensively, collecting what had the wrong shape."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def as_map(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            return value
+        self.problems.append(f"{path}: expected an object, got {type(value).__name__}")
+        return {}
+
+    def as_list(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if isinstance(value, list):
+            return value
+        self.problems.append(f"{path}: expected a list, got {type(value).__name__}")
+        return []
+
+    def as_str(self, value: Any, path: str, default: str | None = None) -> str | None:
+        if value is None:
+            return default
+        if isinstance(value, str):
+            return value
+        self.problems.append(f"{path}: expected a string, got {type(value).__name__}")
+        return default
+
+    def as_int(self, value: Any, path: str, default: int | None = None) -> int | None:
+        if value is None:
+            return default
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        self.problems.append(f"{path}: expected an integer, got {type(value).__name__}")
+        return default
+
+
+def _meta(kind: str, raw: Mapping[str, Any]) -> Meta:
+    meta = raw.get("metadata")
+    return Meta.parse(kind, meta if isinstance(meta, Mapping) else {})
+
+
+def _generation(raw: Mapping[str, Any]) -> int:
+    meta = raw.get("metadata")
+    value = meta.get("generation") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+# --- GatewayClass ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayClass(Object):
+    controller_name: str = ""
+    description: str = ""
+    parameters_ref: Mapping[str, Any] | None = None
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> GatewayClass:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        params = spec.get("parametersRef")
+        return cls("GatewayClass", _meta("GatewayClass", raw), raw, source,
+                   controller_name=r.as_str(spec.get("controllerName"), "spec.controllerName", "") or "",
+                   description=r.as_str(spec.get("description"), "spec.description", "") or "",
+                   parameters_ref=params if isinstance(params, Mapping) else None,
+                   generation=_generation(raw), problems=tuple(r.problems))
+
+
+# --- Gateway --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RouteGroupKind:
+    group: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class SecretObjectRef:
+    group: str
+    kind: str
+    name: str
+    namespace: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    index: int
+    name: str
+    port: int | None
+    protocol: str
+    hostname: str | None
+    tls_mode: str | None  # Terminate | Passthrough; None without a tls block
+    certificate_refs: tuple[SecretObjectRef, ...]
+    namespaces_from: str  # All | Same | Selector (or whatever was written: an invalid value)
+    namespace_selector: Mapping[str, Any] | None
+    kinds: tuple[RouteGroupKind, ...] | None  # None: the protocol's default kinds
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayAddress:
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway(Object):
+    class_name: str = ""
+    listeners: tuple[Listener, ...] = ()
+    addresses: tuple[GatewayAddress, ...] = ()
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    def listener(self, name: str) -> Listener | None:
+        return next((li for li in self.listeners if li.name == name), None)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Gateway:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        listeners = []
+        for i, item in enumerate(r.as_list(spec.get("listeners"), "spec.listeners")):
+            listener = _listener(r, item, i)
+            if listener is not None:
+                listeners.append(listener)
+        addresses = []
+        for i, item in enumerate(r.as_list(spec.get("addresses"), "spec.addresses")):
+            a = r.as_map(item, f"spec.addresses[{i}]")
+            value = r.as_str(a.get("value"), f"spec.addresses[{i}].value")
+            if value:
+                addresses.append(GatewayAddress(r.as_str(a.get("type"), f"spec.addresses[{i}].type", "IPAddress")
+                                                or "IPAddress", value))
+        return cls("Gateway", _meta("Gateway", raw), raw, source,
+                   class_name=r.as_str(spec.get("gatewayClassName"), "spec.gatewayClassName", "") or "",
+                   listeners=tuple(listeners), addresses=tuple(addresses), generation=_generation(raw),
+                   problems=tuple(r.problems))
+
+
+def _listener(r: _Reader, item: Any, i: int) -> Listener | None:
+    path = f"spec.listeners[{i}]"
+    raw = r.as_map(item, path)
+    if not raw:
+        return None
+    tls = r.as_map(raw.get("tls"), f"{path}.tls")
+    refs = []
+    for j, ref in enumerate(r.as_list(tls.get("certificateRefs"), f"{path}.tls.certificateRefs")):
+        ref_map = r.as_map(ref, f"{path}.tls.certificateRefs[{j}]")
+        name = r.as_str(ref_map.get("name"), f"{path}.tls.certificateRefs[{j}].name")
+        if name:
+            refs.append(SecretObjectRef(r.as_str(ref_map.get("group"), "group", "") or "",
+                                        r.as_str(ref_map.get("kind"), "kind", "Secret") or "Secret", name,
+                                        r.as_str(ref_map.get("namespace"), "namespace")))
+    allowed = r.as_map(raw.get("allowedRoutes"), f"{path}.allowedRoutes")
+    namespaces = r.as_map(allowed.get("namespaces"), f"{path}.allowedRoutes.namespaces")
+    selector = namespaces.get("selector")
+    kinds: list[RouteGroupKind] | None = None
+    if allowed.get("kinds") is not None:
+        kinds = []
+        for j, k in enumerate(r.as_list(allowed.get("kinds"), f"{path}.allowedRoutes.kinds")):
+            km = r.as_map(k, f"{path}.allowedRoutes.kinds[{j}]")
+            kind = r.as_str(km.get("kind"), f"{path}.allowedRoutes.kinds[{j}].kind")
+            if kind:
+                kinds.append(RouteGroupKind(r.as_str(km.get("group"), "group", GROUP) or "", kind))
+    hostname = r.as_str(raw.get("hostname"), f"{path}.hostname")
+    return Listener(
+        index=i,
+        name=r.as_str(raw.get("name"), f"{path}.name", "") or "",
+        port=r.as_int(raw.get("port"), f"{path}.port"),
+        protocol=r.as_str(raw.get("protocol"), f"{path}.protocol", "") or "",
+        hostname=hostname or None,
+        tls_mode=(r.as_str(tls.get("mode"), f"{path}.tls.mode", "Terminate") or "Terminate") if tls else None,
+        certificate_refs=tuple(refs),
+        namespaces_from=r.as_str(namespaces.get("from"), f"{path}.allowedRoutes.namespaces.from", "Same") or "Same",
+        namespace_selector=selector if isinstance(selector, Mapping) else None,
+        kinds=tuple(kinds) if kinds is not None else None,
+    )
+
+
+# --- HTTPRoute ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParentRef:
+    index: int
+    group: str
+    kind: str
+    namespace: str | None
+    name: str
+    section_name: str | None
+    port: int | None
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PathMatch:
+    type: str  # Exact | PathPrefix | RegularExpression
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class ValueMatch:
+    """A header or query parameter match."""
+
+    type: str  # Exact | RegularExpression
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class RouteMatch:
+    path: PathMatch
+    headers: tuple[ValueMatch, ...] = ()
+    query_params: tuple[ValueMatch, ...] = ()
+    method: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderModifier:
+    set: tuple[tuple[str, str], ...] = ()
+    add: tuple[tuple[str, str], ...] = ()
+    remove: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PathModifier:
+    type: str  # ReplaceFullPath | ReplacePrefixMatch
+    replace_full_path: str | None = None
+    replace_prefix_match: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRedirect:
+    scheme: str | None = None
+    hostname: str | None = None
+    path: PathModifier | None = None
+    port: int | None = None
+    status_code: int = 302
+
+
+@dataclass(frozen=True, slots=True)
+class URLRewrite:
+    hostname: str | None = None
+    path: PathModifier | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    type: str
+    request_header_modifier: HeaderModifier | None = None
+    response_header_modifier: HeaderModifier | None = None
+    request_redirect: RequestRedirect | None = None
+    url_rewrite: URLRewrite | None = None
+    raw: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackendRef:
+    index: int
+    group: str
+    kind: str
+    name: str
+    namespace: str | None
+    port: int | None
+    weight: int
+    filters: tuple[Filter, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRule:
+    index: int
+    name: str | None
+    matches: tuple[RouteMatch, ...]
+    filters: tuple[Filter, ...]
+    backend_refs: tuple[BackendRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPRoute(Object):
+    parent_refs: tuple[ParentRef, ...] = ()
+    hostnames: tuple[str, ...] = ()
+    rules: tuple[RouteRule, ...] = ()
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> HTTPRoute:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        parents = tuple(p for i, item in enumerate(r.as_list(spec.get("parentRefs"), "spec.parentRefs"))
+                        if (p := _parent_ref(r, item, i, "spec.parentRefs")) is not None)
+        hostnames = tuple(h for i, h in enumerate(r.as_list(spec.get("hostnames"), "spec.hostnames"))
+                          if r.as_str(h, f"spec.hostnames[{i}]"))
+        rules_raw = r.as_list(spec.get("rules"), "spec.rules") if "rules" in spec else [{}]
+        rules = tuple(_rule(r, item, i) for i, item in enumerate(rules_raw))
+        return cls("HTTPRoute", _meta("HTTPRoute", raw), raw, source, parent_refs=parents, hostnames=hostnames,
+                   rules=rules, generation=_generation(raw), problems=tuple(r.problems))
+
+
+def _parent_ref(r: _Reader, item: Any, i: int, where: str) -> ParentRef | None:
+    path = f"{where}[{i}]"
+    raw = r.as_map(item, path)
+    name = r.as_str(raw.get("name"), f"{path}.name")
+    if not name:
+        return None
+    return ParentRef(i, r.as_str(raw.get("group"), f"{path}.group", GROUP) or "",
+                     r.as_str(raw.get("kind"), f"{path}.kind", "Gateway") or "Gateway",
+                     r.as_str(raw.get("namespace"), f"{path}.namespace") or None, name,
+                     r.as_str(raw.get("sectionName"), f"{path}.sectionName") or None,
+                     r.as_int(raw.get("port"), f"{path}.port"), raw)
+
+
+def _rule(r: _Reader, item: Any, i: int) -> RouteRule:
+    path = f"spec.rules[{i}]"
+    raw = r.as_map(item, path)
+    matches_raw = r.as_list(raw.get("matches"), f"{path}.matches") if raw.get("matches") is not None else [{}]
+    matches = tuple(_match(r, m, f"{path}.matches[{j}]") for j, m in enumerate(matches_raw))
+    filters = tuple(f for j, item in enumerate(r.as_list(raw.get("filters"), f"{path}.filters"))
+                    if (f := _filter(r, item, f"{path}.filters[{j}]")) is not None)
+    backends = []
+    for j, b in enumerate(r.as_list(raw.get("backendRefs"), f"{path}.backendRefs")):
+        bpath = f"{path}.backendRefs[{j}]"
+        bm = r.as_map(b, bpath)
+        name = r.as_str(bm.get("name"), f"{bpath}.name")
+        if not name:
+            r.problems.append(f"{bpath}.name: Required value")
+            continue
+        weight = r.as_int(bm.get("weight"), f"{bpath}.weight", 1)
+        bfilters = tuple(f for k, item in enumerate(r.as_list(bm.get("filters"), f"{bpath}.filters"))
+                         if (f := _filter(r, item, f"{bpath}.filters[{k}]")) is not None)
+        backends.append(BackendRef(j, r.as_str(bm.get("group"), f"{bpath}.group", "") or "",
+                                   r.as_str(bm.get("kind"), f"{bpath}.kind", "Service") or "Service", name,
+                                   r.as_str(bm.get("namespace"), f"{bpath}.namespace") or None,
+                                   r.as_int(bm.get("port"), f"{bpath}.port"),
+                                   weight if weight is not None and weight >= 0 else 1, bfilters))
+    return RouteRule(i, r.as_str(raw.get("name"), f"{path}.name") or None, matches, filters, tuple(backends))
+
+
+def _match(r: _Reader, item: Any, path: str) -> RouteMatch:
+    raw = r.as_map(item, path)
+    p = r.as_map(raw.get("path"), f"{path}.path")
+    path_match = PathMatch(r.as_str(p.get("type"), f"{path}.path.type", "PathPrefix") or "PathPrefix",
+                           r.as_str(p.get("value"), f"{path}.path.value", "/") or "/")
+
+    def values(field: str) -> tuple[ValueMatch, ...]:
+        out = []
+        for j, v in enumerate(r.as_list(raw.get(field), f"{path}.{field}")):
+            vm = r.as_map(v, f"{path}.{field}[{j}]")
+            name = r.as_str(vm.get("name"), f"{path}.{field}[{j}].name")
+            value = r.as_str(vm.get("value"), f"{path}.{field}[{j}].value")
+            if name and value is not None:
+                out.append(ValueMatch(r.as_str(vm.get("type"), f"{path}.{field}[{j}].type", "Exact") or "Exact",
+                                      name, value))
+        return tuple(out)
+
+    return RouteMatch(path_match, values("headers"), values("queryParams"),
+                      r.as_str(raw.get("method"), f"{path}.method") or None)
+
+
+def _header_modifier(r: _Reader, raw: Any, path: str) -> HeaderModifier | None:
+    m = r.as_map(raw, path)
+    if not m:
+        return None
+
+    def pairs(field: str) -> tuple[tuple[str, str], ...]:
+        out = []
+        for j, item in enumerate(r.as_list(m.get(field), f"{path}.{field}")):
+            im = r.as_map(item, f"{path}.{field}[{j}]")
+            name = r.as_str(im.get("name"), f"{path}.{field}[{j}].name")
+            value = r.as_str(im.get("value"), f"{path}.{field}[{j}].value", "")
+            if name:
+                out.append((name, value or ""))
+        return tuple(out)
+
+    remove = tuple(n for j, n in enumerate(r.as_list(m.get("remove"), f"{path}.remove"))
+                   if r.as_str(n, f"{path}.remove[{j}]"))
+    return HeaderModifier(pairs("set"), pairs("add"), remove)
+
+
+def _path_modifier(r: _Reader, raw: Any, path: str) -> PathModifier | None:
+    m = r.as_map(raw, path)
+    if not m:
+        return None
+    return PathModifier(r.as_str(m.get("type"), f"{path}.type", "") or "",
+                        r.as_str(m.get("replaceFullPath"), f"{path}.replaceFullPath"),
+                        r.as_str(m.get("replacePrefixMatch"), f"{path}.replacePrefixMatch"))
+
+
+def _filter(r: _Reader, item: Any, path: str) -> Filter | None:
+    raw = r.as_map(item, path)
+    ftype = r.as_str(raw.get("type"), f"{path}.type")
+    if not ftype:
+        return None
+    redirect = None
+    if isinstance(raw.get("requestRedirect"), Mapping):
+        rr = raw["requestRedirect"]
+        status = r.as_int(rr.get("statusCode"), f"{path}.requestRedirect.statusCode", 302)
+        redirect = RequestRedirect(r.as_str(rr.get("scheme"), f"{path}.requestRedirect.scheme"),
+                                   r.as_str(rr.get("hostname"), f"{path}.requestRedirect.hostname") or None,
+                                   _path_modifier(r, rr.get("path"), f"{path}.requestRedirect.path"),
+                                   r.as_int(rr.get("port"), f"{path}.requestRedirect.port"),
+                                   status if status is not None else 302)
+    rewrite = None
+    if isinstance(raw.get("urlRewrite"), Mapping):
+        uw = raw["urlRewrite"]
+        rewrite = URLRewrite(r.as_str(uw.get("hostname"), f"{path}.urlRewrite.hostname") or None,
+                             _path_modifier(r, uw.get("path"), f"{path}.urlRewrite.path"))
+    return Filter(ftype,
+                  _header_modifier(r, raw.get("requestHeaderModifier"), f"{path}.requestHeaderModifier"),
+                  _header_modifier(r, raw.get("responseHeaderModifier"), f"{path}.responseHeaderModifier"),
+                  redirect, rewrite, raw)
+
+
+# --- ReferenceGrant -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GrantFrom:
+    group: str
+    kind: str
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class GrantTo:
+    group: str
+    kind: str
+    name: str | None  # None: every object of the kind in the grant's namespace
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceGrant(Object):
+    from_: tuple[GrantFrom, ...] = ()
+    to: tuple[GrantTo, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> ReferenceGrant:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        froms, tos = [], []
+        for i, item in enumerate(r.as_list(spec.get("from"), "spec.from")):
+            m = r.as_map(item, f"spec.from[{i}]")
+            kind = r.as_str(m.get("kind"), f"spec.from[{i}].kind")
+            ns = r.as_str(m.get("namespace"), f"spec.from[{i}].namespace")
+            if kind and ns:
+                froms.append(GrantFrom(r.as_str(m.get("group"), f"spec.from[{i}].group", "") or "", kind, ns))
+        for i, item in enumerate(r.as_list(spec.get("to"), "spec.to")):
+            m = r.as_map(item, f"spec.to[{i}]")
+            kind = r.as_str(m.get("kind"), f"spec.to[{i}].kind")
+            if kind:
+                tos.append(GrantTo(r.as_str(m.get("group"), f"spec.to[{i}].group", "") or "", kind,
+                                   r.as_str(m.get("name"), f"spec.to[{i}].name") or None))
+        return cls("ReferenceGrant", _meta("ReferenceGrant", raw), raw, source, from_=tuple(froms), to=tuple(tos),
+                   problems=tuple(r.problems))
+
+
+PARSERS = {
+    "GatewayClass": GatewayClass.parse,
+    "Gateway": Gateway.parse,
+    "HTTPRoute": HTTPRoute.parse,
+    "ReferenceGrant": ReferenceGrant.parse,
+}

@@ -1,0 +1,140 @@
+"""One HTTP request and what a client sees of the answer: shared by Ingress and Gateway API routing.
+
+Both ``knetsim.ingress`` and ``knetsim.gateway`` answer "which backend serves this HTTP
+request"; they take the same ``HTTPRequest`` and reduce their detailed results to the same
+``RouteAnswer``, so a migration check can send one request set through both and compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+SCHEME_PORTS = {"http": 80, "https": 443}
+
+
+def plain(value: Any) -> Any:
+    """A result dataclass as the JSON-able value ``-o json`` prints (fields in declaration order)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def _elements(path: str) -> list[str]:
+    return [e for e in path.split("/") if e]
+
+
+def exact_mismatch_reason(rule_path: str, request_path: str) -> str:
+    """Why an Exact path (Ingress and HTTPRoute alike) does not match, in the docs' words."""
+    if request_path.rstrip("/") == rule_path.rstrip("/"):
+        return f"Exact {rule_path} does not match {request_path}: the trailing slash counts"
+    if request_path.lower() == rule_path.lower():
+        return f"Exact {rule_path} does not match {request_path}: matching is case-sensitive"
+    return f"Exact {rule_path} requires the whole path to equal it"
+
+
+def prefix_mismatch_reason(label: str, rule_path: str, request_path: str) -> str:
+    """Why an element-wise prefix (Ingress Prefix, HTTPRoute PathPrefix: ``label``) does not match."""
+    want, have = _elements(rule_path), _elements(request_path)
+    for i, element in enumerate(want):
+        if i >= len(have):
+            return f"{label} {rule_path} has more elements than {request_path}"
+        if have[i] != element:
+            if have[i].startswith(element):
+                return (f"{label} {rule_path} does not match {request_path}: element {have[i]!r} only starts "
+                        f"with {element!r} (matching is by whole path elements, not string prefix)")
+            if have[i].lower() == element.lower():
+                return f"{label} {rule_path} does not match {request_path}: matching is case-sensitive"
+            return f"{label} {rule_path} does not match {request_path}: element {i + 1} is {have[i]!r}, not {element!r}"
+    return f"{label} {rule_path} does not match {request_path}"
+
+
+class HTTPRequestError(ValueError):
+    """A request that cannot be sent as written (bad path, scheme, header, port)."""
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``'Name: value'`` → ``("Name", "value")``, as curl's ``-H`` reads it."""
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if not sep or not name or any(c.isspace() for c in name):
+        raise HTTPRequestError(f"header {text!r} is not of the form 'Name: value'")
+    return name, value.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPRequest:
+    host: str
+    path: str = "/"  # as sent: path, then ?query
+    method: str = "GET"
+    scheme: str = "http"
+    port: int | None = None  # None: the scheme's port (80 / 443)
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEME_PORTS:
+            raise HTTPRequestError(f"scheme {self.scheme!r} is not http or https")
+        if not self.path.startswith("/"):
+            raise HTTPRequestError(f"request path {self.path!r} must start with '/'")
+        if self.port is not None and not 1 <= self.port <= 65535:
+            raise HTTPRequestError(f"port {self.port} must be between 1 and 65535, inclusive")
+        if not self.method or not self.method.isalpha():
+            raise HTTPRequestError(f"method {self.method!r} is not an HTTP method")
+
+    @property
+    def effective_port(self) -> int:
+        return self.port if self.port is not None else SCHEME_PORTS[self.scheme]
+
+    @property
+    def path_only(self) -> str:
+        return self.path.split("#", 1)[0].split("?", 1)[0]
+
+    @property
+    def query(self) -> str:
+        rest = self.path.split("#", 1)[0]
+        return rest.split("?", 1)[1] if "?" in rest else ""
+
+    def header(self, name: str) -> str | None:
+        """The first value of a header (names compare case-insensitively)."""
+        lower = name.lower()
+        return next((v for n, v in self.headers if n.lower() == lower), None)
+
+    @property
+    def url(self) -> str:
+        default = self.port is None or self.port == SCHEME_PORTS[self.scheme]
+        return f"{self.scheme}://{self.host}{'' if default else f':{self.port}'}{self.path}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "scheme": self.scheme, "host": self.host, "port": self.effective_port,
+                "path": self.path, "headers": {n.lower(): v for n, v in self.headers}}
+
+
+@dataclass(frozen=True, slots=True)
+class RouteAnswer:
+    """What a client observes of one routing decision: who answered, with which status, redirected where."""
+
+    status: int | None  # None: a backend answers (proxied); else the proxy's own status (404, 500, 503, 30x)
+    backend: str | None  # "namespace/service:port" the request is proxied to
+    location: str | None  # the Location of a redirect
+    upstream_path: str | None  # the path the backend receives (after rewrites)
+    explanation: str
+
+    def same_as(self, other: RouteAnswer) -> bool:
+        return (self.status, self.backend, self.location) == (other.status, other.backend, other.location)
+
+    def describe(self) -> str:
+        if self.status is None and self.backend is None:
+            return "nothing proxied or answered"
+        if self.location is not None:
+            return f"{self.status} → {self.location}"
+        if self.status is not None:
+            return f"{self.status}" + (f" (backend {self.backend})" if self.backend else "")
+        return f"→ {self.backend}" + (f" {self.upstream_path}" if self.upstream_path else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "backend": self.backend, "location": self.location,
+                "upstream_path": self.upstream_path, "explanation": self.explanation}

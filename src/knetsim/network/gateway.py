@@ -1,0 +1,151 @@
+"""Traffic from outside that enters through a Gateway (Gateway API, Envoy Gateway's data plane).
+
+client → the Gateway's address (its proxy's LoadBalancer Service, externalTrafficPolicy Local,
+so the proxy pod sees the client's address) → Envoy proxy pod → backend pod. Envoy Gateway
+routes to the EndpointSlice endpoints itself (no ClusterIP, no kube-proxy on that hop), so
+NetworkPolicy sees the proxy pod in ``envoy-gateway-system`` as the source of the second leg,
+exactly as it sees ingress-nginx's controller pod for an Ingress.
+
+Which Gateway serves a host name: DNS lies outside the cluster, so knetsim assumes the name
+points at the Gateway that *names* it (a listener or an attached route hostname matching it),
+else — when no Ingress rule names it either — at a Gateway whose listener and routes accept
+every host; otherwise traffic goes to the Ingress controller as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..cluster.gatewayinfra import container_port
+from ..cluster.state import ClusterState
+from ..gateway import GatewayRouteError, hostnames, route, translate
+from ..ingress import host_matches
+from ..model.http import HTTPRequest, HTTPRequestError
+from ..policy.engine import evaluate
+from .dataplane import usable_candidates
+from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, TraceInputError, choose
+
+if TYPE_CHECKING:
+    from .connect import _Run
+
+_REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable", 301: "Moved Permanently",
+            302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
+
+
+def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
+                     ingress_first: bool = True) -> str | None:
+    """The Gateway a client reaching ``host`` is assumed to talk to, or None (the Ingress controller).
+
+    ``ingress_first=False`` ignores the Ingresses (a migration check asks where the *new* side sends it).
+    """
+    name = hostnames.normalize(host)
+    protocol = "HTTPS" if scheme == "https" else "HTTP"
+    explicit, catch_all = [], []
+    for key, gctx in translate(state).gateways.items():
+        if not gctx.addresses or not gctx.proxy_pods:
+            continue
+        for lc in gctx.listeners:
+            if lc.listener.port != port or lc.listener.protocol != protocol or not lc.programmed:
+                continue
+            if not hostnames.matches(lc.listener.hostname, name):
+                continue
+            named = lc.listener.hostname is not None or any(e.hostnames for e in lc.entries_for(name))
+            (explicit if named else catch_all).append(key)
+    if explicit:
+        return sorted(explicit)[0]
+    if catch_all and not (ingress_first and _ingress_names(state, name)):
+        return sorted(catch_all)[0]
+    return None
+
+
+def gateway_for_address(state: ClusterState, ip: str) -> str | None:
+    """The Gateway whose address (its proxy Service's LoadBalancer IP) is ``ip``."""
+    return next((key for key, gctx in translate(state).gateways.items() if ip in gctx.addresses), None)
+
+
+def _ingress_names(state: ClusterState, host: str) -> bool:
+    return any(r.host and host_matches(r.host, host) for ing in state.ingresses.values() for r in ing.rules)
+
+
+def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
+    from .connect import deliver
+
+    state = run.state
+    target = run.target
+    scheme = target.scheme if target.scheme in ("http", "https") else "http"
+    headers = tuple((k, v) for k, v in run.headers.items() if k.lower() != "host")
+    path = target.path + (f"?{target.query}" if target.query else "")
+    try:
+        request = HTTPRequest(run.headers.get("Host") or run.headers.get("host") or host, path, run.method, scheme,
+                              target.port, headers)
+        result = route(state, gateway, request, explain=False)
+    except (HTTPRequestError, GatewayRouteError) as exc:
+        raise TraceInputError(str(exc)) from None
+    gctx = translate(state).gateways[gateway]
+    address = gctx.addresses[0] if gctx.addresses else "?"
+    run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with public "
+                        f"DNS, assumed to point at Gateway {gateway} ({address})"))
+    proxy_key = result.proxy_pod
+    proxy = state.pods.get(proxy_key) if proxy_key else None
+    if proxy is None:
+        run.hops.append(Hop("gateway", "fail", result.summary, {"route": result.to_dict()}))
+        run.findings.append(Finding("GatewayNotProgrammed", "gateway", result.summary,
+                                    "kubectl get gateway -o wide: the Gateway needs an accepted GatewayClass, an "
+                                    "address and a ready proxy pod"))
+        return run.finish("no-route")
+    # The first leg: client → LoadBalancer → proxy pod, client address preserved (Local policy).
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "TCP")
+    if not leg.ingress.allowed:
+        run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
+                            "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
+        run.findings.append(Finding("PolicyDrop", "policy", f"a NetworkPolicy isolates the Gateway's proxy pod "
+                                    f"{proxy.key} and allows no traffic from {EXTERNAL_CLIENT_IP}",
+                                    f"allow ingress to the proxy pods on port {container_port(target.port)} from "
+                                    "0.0.0.0/0 (an ipBlock) in namespace envoy-gateway-system"))
+        return run.finish("timeout")
+    run.hops.append(Hop("gateway", "ok" if result.proxied else "fail", result.summary, {"route": result.to_dict()}))
+    if result.outcome in ("no-listener", "not-programmed", "no-controller"):
+        return run.finish("refused")
+    if not result.proxied or result.backend is None:
+        status = result.http_status or 500
+        reply_headers = dict(result.response_headers)
+        if result.redirect is not None:
+            reply_headers["location"] = result.redirect.location
+            run.hops.append(Hop("app", "info", f"{proxy.key} answers {status} {_REASONS.get(status, '')} → "
+                                f"{result.redirect.location}"))
+        else:
+            run.hops.append(Hop("app", "fail", f"{proxy.key} answers {status} itself"))
+            run.findings.append(Finding("GatewayNoMatch" if status == 404 else "GatewayBackendProblem", "gateway",
+                                        result.summary, "knetsim route --gateway shows every candidate rule and "
+                                        "why it lost; knetsim doctor explains route status"))
+        body = "no healthy upstream" if status == 503 else "" if result.redirect else _REASONS.get(status, "")
+        reply = Reply(status, body, reply_headers)
+        return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
+                     tuple(run.findings), reply, run.dataplane)
+    backend = result.backend
+    svc = state.services[backend.service]
+    sp = next(p for p in svc.ports if p.port == backend.port and p.protocol == "TCP")
+    run.hops.append(Hop("service", "ok", f"backend Service {svc.key} port {sp.name or sp.port} → targetPort "
+                        f"{sp.target_port}; Envoy proxies to its endpoints directly"))
+    candidates = usable_candidates(state, svc, sp)
+    run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: Envoy connects to the pod IP"))
+    chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{gateway}{request.url}")]
+    trace = deliver(run, proxy, proxy.pod_ip, chosen, via=svc.key)
+    if trace.outcome == "timeout":
+        reply = Reply(504, "upstream request timeout")
+        return Trace(trace.source, trace.target, trace.protocol, "timeout",
+                     Backend(chosen.name, chosen.ip, chosen.port), trace.hops, trace.findings, reply, trace.dataplane)
+    if trace.outcome == "refused":
+        reply = Reply(503, "upstream connect error or disconnect/reset before headers. reset reason: "
+                      "connection failure")
+        return Trace(trace.source, trace.target, trace.protocol, "refused", trace.backend, trace.hops,
+                     trace.findings, reply, trace.dataplane)
+    if trace.reply is not None and (result.response_headers or result.response_headers_removed):
+        headers_out = {k: v for k, v in trace.reply.headers.items()
+                       if k.lower() not in result.response_headers_removed}
+        for name, value in result.response_headers.items():
+            headers_out[name] = value
+        trace = Trace(trace.source, trace.target, trace.protocol, trace.outcome, trace.backend, trace.hops,
+                      trace.findings, Reply(trace.reply.status, trace.reply.body, headers_out), trace.dataplane)
+    return trace

@@ -1,0 +1,43 @@
+"""``trace()``: one connection from a pod, or from outside, to a target, through every layer.
+
+The entry point only: where the connection starts decides the path. From a pod it is
+``connect.py``'s stages (DNS, Service, endpoints, data plane, policy, listener, app); from
+outside it enters through ``external.py`` (a Gateway, an Ingress, a NodePort or a LoadBalancer
+address) and joins the same stages. Both are imported from here, so neither imports the other's
+caller: the module graph stays one-directional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..cluster.state import ClusterState
+from .connect import _dns_stage, _Run, connect_ip, resolve_pod
+from .external import trace_external
+from .trace import Hop, Trace, TraceInputError, choose, parse_target
+
+
+def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
+          headers: Mapping[str, str] | None = None, dataplane: str | None = None) -> Trace:
+    """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``."""
+    protocol = protocol.upper()
+    if protocol not in ("TCP", "UDP", "SCTP"):
+        raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
+    parsed = parse_target(target, protocol)
+    plane = dataplane or state.config.dataplane
+    run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [])
+    if source == "external":
+        return trace_external(run)
+    pod = resolve_pod(state, source)
+    run.source = pod.key
+    if not pod.pod_ip:
+        return run.fail("dns", "no-route", f"{pod.key} has no IP (phase {pod.phase}): it cannot send anything")
+    ips = _dns_stage(run, pod)
+    if isinstance(ips, Trace):
+        return ips
+    pick = choose(ips, f"{pod.pod_ip}->{parsed.host}")
+    if len(ips) > 1:
+        run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {ips[pick]} (the first its "
+                            "resolver returns; knetsim picks one deterministically)"))
+    return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
+
