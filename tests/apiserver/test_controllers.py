@@ -180,3 +180,27 @@ def test_a_write_wakes_only_the_objects_it_concerns(tmp_path: Path, monkeypatch:
                                                       n.startswith("extra-"))))}
         assert len(synced) <= 6
     run(tmp_path, scenario)
+
+
+def test_ingresses_get_the_default_class_at_creation_and_nginx_publishes_localhost(tmp_path: Path) -> None:
+    """Given a default IngressClass, then an Ingress created without a class gets it (the admission plugin, at
+    creation only), and an Ingress of class nginx gets the address ingress-nginx publishes."""
+    def ingress(name: str, **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name},
+                "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}, **spec}}
+
+    async def scenario(c: Cluster) -> None:
+        c.create(ingress("before"))
+        c.create({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                  "metadata": {"name": "internal", "annotations": {
+                      "ingressclass.kubernetes.io/is-default-class": "true"}},
+                  "spec": {"controller": "example.com/internal"}})
+        c.create(ingress("after"))
+        c.create(ingress("public", ingressClassName="nginx"))
+        await c.server.settle()
+        ingresses = c.objects("Ingress")
+        assert "ingressClassName" not in ingresses["before"]["spec"]
+        assert ingresses["after"]["spec"]["ingressClassName"] == "internal"
+        assert ingresses["public"]["status"] == {"loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
+        assert not (ingresses["after"].get("status") or {}).get("loadBalancer", {}).get("ingress")
+    run(tmp_path, scenario)

@@ -26,6 +26,7 @@ from ..cluster.naming import random_suffix
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
+from ..model.objects import DEFAULT_CLASS_ANNOTATION
 from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .errors import ApiError, conflict, from_admission, invalid, qualified
 from .resources import BY_KIND, Resource
@@ -129,6 +130,9 @@ class Strategy:
     def after_identity(self, obj: dict[str, Any]) -> None:
         """Runs once uid and creationTimestamp are set (a Job's selector is its uid)."""
 
+    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """Mutating admission of a create, after defaulting and before validation (admission plugins)."""
+
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
         The transaction is committed with the write or reverted when the write does not happen."""
@@ -160,6 +164,23 @@ class JobStrategy(Strategy):
                            ("controller-uid", uid), ("job-name", name)):
             labels.setdefault(key, value)
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+
+
+class IngressStrategy(Strategy):
+    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """The DefaultIngressClass admission plugin: an Ingress created without a class gets the default
+        IngressClass; with several defaults, the newest (v1.35; older docs say the create fails). Only at
+        creation: existing Ingresses keep what they have."""
+        spec = obj.setdefault("spec", {})
+        if spec.get("ingressClassName") or (obj["metadata"].get("annotations") or {}).get(
+                "kubernetes.io/ingress.class"):
+            return
+        defaults = [s.body["metadata"] for s in registry.store.list("IngressClass")
+                    if (s.body["metadata"].get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
+        defaults.sort(key=lambda m: m["name"])
+        defaults.sort(key=lambda m: m.get("creationTimestamp") or "", reverse=True)
+        if defaults:
+            spec["ingressClassName"] = defaults[0]["name"]
 
 
 class ServiceStrategy(Strategy):
@@ -238,7 +259,7 @@ def drop_type_dependent_fields(body: dict[str, Any], old: dict[str, Any]) -> Non
 
 
 STRATEGIES: dict[str, Strategy] = {"Service": ServiceStrategy(), "Job": JobStrategy(), "Pod": PodStrategy(),
-                                   "Namespace": NamespaceStrategy()}
+                                   "Namespace": NamespaceStrategy(), "Ingress": IngressStrategy()}
 GENERIC = Strategy()
 
 
@@ -306,6 +327,7 @@ class Registry:
         strategy.prepare_for_create(r, obj)
         admission.default(obj, kind_of(r), meta.get("namespace") or "default")
         self._check_namespace(r, meta.get("namespace", ""))
+        strategy.admit_create(self, r, obj)
         self._validate(r, obj)
         name = meta.get("name", "")
         key = (r.kind, meta.get("namespace", ""), name)
