@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ...model.objects import SERVICE_NAME_LABEL, EndpointSlice, Service, stable_uid
+from ...model.objects import EndpointSlice, Service, stable_uid
 from ..informer import key_of
 from ..store import Change, Key
 from .base import Controller
-from .endpointslice import slices_of
+from .endpointslice import service_of_slice, slices_of
 
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 
@@ -71,9 +71,7 @@ class EndpointsController(Controller):
         if change.kind in ("Service", "Endpoints"):
             return [("Service", *key_of(change.kind, change.obj)[1:])]
         if change.kind == "EndpointSlice":
-            meta = change.obj.get("metadata") or {}
-            service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-            return [("Service", str(meta.get("namespace") or ""), str(service))] if service else []
+            return service_of_slice(change.obj)
         return []
 
     def resync(self) -> Iterable[Key]:

@@ -26,6 +26,13 @@ def slices_of(informer: Informer, namespace: str, service: str) -> list[Endpoint
     return [s for n in names if isinstance(s := informer.typed(("EndpointSlice", namespace, n)), EndpointSlice)]
 
 
+def service_of_slice(body: Mapping[str, Any]) -> list[Key]:
+    """The Service a slice is labelled for (``kubernetes.io/service-name``), if any."""
+    meta = body.get("metadata") or {}
+    service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+    return [("Service", str(meta.get("namespace") or ""), str(service))] if service else []
+
+
 def services_selecting(informer: Informer, pod: Mapping[str, Any] | None) -> list[Key]:
     if pod is None:
         return []
@@ -44,9 +51,7 @@ class EndpointSliceController(Controller):
             return [*services_selecting(self.informer, change.old),
                     *services_selecting(self.informer, change.new if change.type != "DELETED" else None)]
         if change.kind == "EndpointSlice":
-            meta = change.obj.get("metadata") or {}
-            service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-            return [("Service", str(meta.get("namespace") or ""), str(service))] if service else []
+            return service_of_slice(change.obj)
         return []
 
     def resync(self) -> Iterable[Key]:
