@@ -104,7 +104,7 @@ def default_go_type(schema: dict, defs_prefix: str = "#/$defs/") -> str | None:
         parts = name.split(".")
         return f"{parts[-2]}.{parts[-1]}"
     t = schema.get("type")
-    t = [x for x in t if x != "null"][0] if isinstance(t, list) else t
+    t = next(x for x in t if x != "null") if isinstance(t, list) else t
     fmt = schema.get("format")
     if t == "string":
         return "[]uint8" if fmt == "byte" else "string"

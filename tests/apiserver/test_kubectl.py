@@ -33,10 +33,19 @@ def pods(live: Live, *args: str) -> list[dict]:
     return json.loads(live.kubectl("get", "pods", "-o", "json", *args).stdout)["items"]
 
 
-def test_server_version_pins_the_dispatcher_to_kubectl_132(live: Live) -> None:
+def test_server_reports_v135_and_kubectl_version_shows_it(live: Live) -> None:
+    """Given the cluster simulates v1.35, then /version says so, and `kubectl version` prints it.
+
+    The gcloud SDK's kubectl dispatcher has no kubectl.1.35, so it runs its built-in 1.32, which warns
+    about the skew exactly as it would against a real v1.35 cluster (docs/apiserver.md)."""
     out = json.loads(live.kubectl("version", "-o", "json").stdout)
-    assert out["serverVersion"]["minor"] == "32"
-    assert out["clientVersion"]["minor"].startswith("32")
+    assert (out["serverVersion"]["major"], out["serverVersion"]["minor"]) == ("1", "35")
+    assert out["serverVersion"]["gitVersion"] == "v1.35.0"
+    text = live.kubectl("version")
+    assert "Server Version: v1.35.0\n" in text.stdout
+    client_minor = int(out["clientVersion"]["minor"].rstrip("+"))
+    if abs(client_minor - 35) > 1:
+        assert f"version difference between client (1.{client_minor}) and server (1.35)" in text.stderr
 
 
 def test_kubeconfig_is_private_and_the_token_is_required(live: Live) -> None:

@@ -22,6 +22,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from knetsim.apiserver.daemon import bring_up
 from knetsim.apiserver.recheck import _problem
 from knetsim.apiserver.server import ApiServer
 
@@ -113,7 +114,7 @@ def request(draw: st.DrawFn) -> tuple[str, str, str, bytes, str]:
 
 async def _run(state: Path, requests: list[tuple[str, str, str, bytes, str]]) -> dict[Any, Any]:
     server = ApiServer(state)
-    server.reconcile_now()
+    manager = bring_up(server)
     client = TestClient(TestServer(server.app()))
     await client.start_server()
     try:
@@ -134,6 +135,7 @@ async def _run(state: Path, requests: list[tuple[str, str, str, bytes, str]]) ->
         return {k: s.body for k, s in server.store.objects.items()}
     finally:
         await client.close()
+        await manager.close()
         await server.close()
 
 
@@ -143,10 +145,12 @@ async def _restart(state: Path) -> dict[Any, Any]:
     from knetsim.apiserver.registry import now_rfc3339
 
     assert recheck(server.registry, now_rfc3339()) == []  # nothing to quarantine: all was admitted
-    server.reconcile_now()
+    manager = bring_up(server)
     try:
+        await server.settle()
         return {k: s.body for k, s in server.store.objects.items()}
     finally:
+        await manager.close()
         await server.close()
 
 
@@ -166,40 +170,42 @@ def test_random_requests_never_poison_the_store(requests: list[tuple[str, str, s
         assert {k: after.get(k) for k in user} == {k: before[k] for k in user}
 
 
-async def _internal_error(state: Path) -> tuple[int, dict[str, Any], int, dict[str, Any]]:
+async def _internal_error(state: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict[str, Any], int,
+                                                                                 dict[str, Any]]:
     server = ApiServer(state)
-    server.reconcile_now()
+    manager = bring_up(server)
     client = TestClient(TestServer(server.app()))
     await client.start_server()
     try:
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("controller bug")
 
-        import knetsim.apiserver.server as module
+        from knetsim.apiserver.controllers.replicaset import ReplicaSetController
 
-        original = module.controllers.plan
-        module.controllers.plan = broken
-        try:
-            created = await client.post("/api/v1/namespaces/default/configmaps", data=json.dumps(
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+        with monkeypatch.context() as patched:
+            patched.setattr(ReplicaSetController, "sync", broken)
+            created = await client.post("/apis/apps/v1/namespaces/default/deployments", data=json.dumps(
+                {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                 "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+                     "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
                 headers={"Content-Type": "application/json"})
             assert created.status == 201  # the write itself is committed
             pods = await client.get("/api/v1/pods")
             status = await pods.json()
-        finally:
-            module.controllers.plan = original
-        again = await client.get("/api/v1/pods")  # the next read retries, and the controllers work again
+        again = await client.get("/api/v1/namespaces/default/pods")  # the next read retries: the pod is made
         return pods.status, status, again.status, await again.json()
     finally:
         await client.close()
+        await manager.close()
         await server.close()
 
 
-def test_a_failed_reconcile_is_a_500_never_stale_success(tmp_path: Path) -> None:
-    code, status, retry, listed = asyncio.run(_internal_error(tmp_path))
+def test_a_failed_reconcile_is_a_500_never_stale_success(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, status, retry, listed = asyncio.run(_internal_error(tmp_path, monkeypatch))
     assert (code, status["reason"], status["message"]) == (500, "InternalError",
                                                            "Internal error occurred: RuntimeError: controller bug")
     assert retry == 200 and listed["kind"] == "PodList"
+    assert [p["metadata"]["name"].startswith("web-") for p in listed["items"]] == [True]
 
 
 @pytest.mark.parametrize("ctype", ["application/json", "application/yaml"])

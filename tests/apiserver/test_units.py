@@ -1,4 +1,4 @@
-"""Pure pieces of the API server: patches, Table cells, protobuf decoding, the controller plan.
+"""Pure pieces of the API server: patches, Table cells, protobuf decoding.
 
 Given small hand-built inputs, then the outputs kube-apiserver would give.
 """
@@ -8,9 +8,7 @@ from __future__ import annotations
 import pytest
 
 from knetsim import printers
-from knetsim.apiserver import controllers, patch, proto
-from knetsim.apiserver.store import Stored
-from knetsim.cluster.config import ClusterConfig
+from knetsim.apiserver import patch, proto
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (119, "119s"), (125, "2m5s"), (600, "10m"),
@@ -68,46 +66,6 @@ def test_protobuf_namespace_body_as_kubectl_132_sends_it() -> None:
                                                    "metadata": {"name": "team-a"}}
     with pytest.raises(proto.ProtoError):
         proto.decode(b"k8s\x00" + _field(1, _field(2, b"Role")) + _field(2, b""))
-
-
-def _stored(objects: dict, body: dict, managed: str = "user", rv: int = 1) -> None:
-    meta = body["metadata"]
-    objects[(body["kind"], meta.get("namespace", ""), meta["name"])] = Stored(body, rv, managed)
-
-
-def _apply(objects: dict, p: controllers.Plan) -> None:
-    for w in p.writes:
-        if w.body is None:
-            objects.pop(w.key, None)
-        else:
-            objects[w.key] = Stored(w.body, 2, w.managed)
-
-
-def _deploy(name: str, replicas: int) -> dict:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default",
-                                                                       "uid": f"uid-{name}"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
-
-
-def test_plan_is_a_fixed_point_and_keeps_pod_addresses() -> None:
-    """Given a Deployment, when a Deployment sorting before it is added, then existing pods keep name and IP."""
-    config = ClusterConfig()
-    objects: dict = {}
-    _stored(objects, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
-    _stored(objects, _deploy("web", 2))
-    first = controllers.plan(objects, config, "2026-01-01T00:00:00Z", {})
-    _apply(objects, first)
-    assert not controllers.plan(objects, config, "2026-01-01T00:00:01Z", first.meta).writes
-    before = {k[2]: s.body["status"]["podIP"] for k, s in objects.items() if k[0] == "Pod" and k[1] == "default"}
-    assert len(before) == 2
-    _stored(objects, _deploy("aaa", 3))
-    _apply(objects, controllers.plan(objects, config, "2026-01-01T00:00:02Z", first.meta))
-    after = {k[2]: s.body["status"]["podIP"] for k, s in objects.items() if k[0] == "Pod" and k[1] == "default"}
-    assert len(after) == 5
-    assert {n: after[n] for n in before} == before
-    assert len(set(after.values())) == 5
 
 
 def test_every_resource_is_served_once() -> None:

@@ -1,7 +1,7 @@
-"""The Gateway controller in the live cluster: status written by the controllers' plan, the real kubectl
+"""The Gateway controller in the live cluster: status written by the controllers, the real kubectl
 and curl against ``knetsim up``.
 
-Given Envoy Gateway's quickstart (examples/gateway/quickstart), then the plan writes the Gateway API
+Given Envoy Gateway's quickstart (examples/gateway/quickstart), then the controllers write the Gateway API
 statuses and the proxy's Deployment/Service/Pods once (a fixed point), kubectl prints the CRDs'
 printer columns, and curl with ``Host: www.example.com`` reaches the backend through the Gateway
 on the shared front door.
@@ -16,55 +16,41 @@ from pathlib import Path
 import pytest
 from tests.apiserver import conftest as apiserver_conftest
 from tests.apiserver.conftest import Live, wait_for
+from tests.apiserver.inprocess import Cluster, run
 
-from knetsim.apiserver import controllers
-from knetsim.apiserver.store import Stored
-from knetsim.cluster.config import ClusterConfig
+from knetsim.apiserver.store import Write
 from knetsim.model.loader import load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "gateway" / "quickstart"
 
 
-def _objects() -> dict:
-    objects: dict = {}
-    for doc in load_paths([str(QUICKSTART)]).documents:
-        body = doc.body
-        meta = body["metadata"]
-        ns = meta.setdefault("namespace", "default") if body["kind"] != "GatewayClass" else ""
-        meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
-        objects[(body["kind"], ns, meta["name"])] = Stored(body, 1, "user")
-    objects[("Namespace", "", "default")] = Stored({"apiVersion": "v1", "kind": "Namespace",
-                                                    "metadata": {"name": "default"}}, 1, "user")
-    return objects
-
-
-def _apply(objects: dict, plan: controllers.Plan) -> None:
-    for w in plan.writes:
-        if w.body is None:
-            objects.pop(w.key, None)
-        else:
-            objects[w.key] = Stored(w.body, 2, w.managed)
-
-
-def test_plan_writes_gateway_status_and_proxy_once() -> None:
-    """Given the quickstart stored, then one plan writes the statuses and the proxy; the next writes nothing."""
-    objects = _objects()
-    first = controllers.plan(objects, ClusterConfig(), "2026-01-01T00:00:05Z", {})
-    _apply(objects, first)
-    gateway = objects[("Gateway", "default", "eg")].body["status"]
-    assert gateway["addresses"] == [{"type": "IPAddress", "value": "172.18.255.200"}]
-    assert {c["type"]: c["status"] for c in gateway["conditions"]} == {"Accepted": "True", "Programmed": "True"}
-    assert gateway["listeners"][0]["attachedRoutes"] == 1
-    route = objects[("HTTPRoute", "default", "backend")].body["status"]["parents"][0]
-    assert route["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
-    assert all(c["lastTransitionTime"] == "2026-01-01T00:00:05Z" for c in route["conditions"])
-    assert objects[("GatewayClass", "", "eg")].body["status"]["conditions"][0]["reason"] == "Accepted"
-    proxy = "envoy-default-eg-e41e7b31"
-    assert objects[("Service", "envoy-gateway-system", proxy)].managed == "controller"
-    assert any(k[0] == "Pod" and k[2].startswith(proxy) for k in objects)
-    again = controllers.plan(objects, ClusterConfig(), "2026-01-01T00:00:09Z", first.meta)
-    assert not again.writes, [w.key for w in again.writes]
+def test_the_controllers_write_gateway_status_and_proxy_once(tmp_path: Path) -> None:
+    """Given the quickstart written through the API, then the controllers write the statuses and the proxy; queuing
+    everything again afterwards writes nothing (a fixed point)."""
+    async def scenario(c: Cluster) -> None:
+        for doc in load_paths([str(QUICKSTART)]).documents:
+            c.create(doc.body)
+        await c.server.settle()
+        store = c.server.store.objects
+        gateway = store[("Gateway", "default", "eg")].body["status"]
+        assert gateway["addresses"] == [{"type": "IPAddress", "value": "172.18.255.200"}]
+        assert {c["type"]: c["status"] for c in gateway["conditions"]} == {"Accepted": "True", "Programmed": "True"}
+        assert gateway["listeners"][0]["attachedRoutes"] == 1
+        route = store[("HTTPRoute", "default", "backend")].body["status"]["parents"][0]
+        assert route["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
+        assert store[("GatewayClass", "", "eg")].body["status"]["conditions"][0]["reason"] == "Accepted"
+        proxy = "envoy-default-eg-e41e7b31"
+        assert store[("Service", "envoy-gateway-system", proxy)].managed == "controller"
+        assert any(k[0] == "Pod" and k[2].startswith(proxy) for k in store)
+        before = c.server.store.rv
+        c.manager.start()
+        await c.server.settle()
+        assert c.server.store.rv == before
+        c.server.store.commit([Write(("Gateway", "default", "eg"), None)])
+        await c.server.settle()
+        assert not [k for k in store if k[1] == "envoy-gateway-system" and k[2].startswith(proxy) and k[0] != "Event"]
+    run(tmp_path, scenario)
 
 
 # The API server's live-cluster fixture (a `knetsim.apiserver` in a temp state dir), shared, not copied.

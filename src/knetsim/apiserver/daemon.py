@@ -28,6 +28,12 @@ from typing import Any
 from aiohttp import web
 
 from ..cluster.config import ClusterConfig
+from .bootstrap import bootstrap
+from .clusterview import ClusterView
+from .controllers import CONTROLLERS, Context, ControllerManager
+from .informer import Informer
+from .recheck import recheck
+from .registry import now_rfc3339
 from .server import ApiServer
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
@@ -85,6 +91,36 @@ class Running:
         await self.runner.cleanup()
 
 
+def wire(server: ApiServer) -> ControllerManager:
+    """Connect the consumers of the store to the server: the controllers (whose ``settle`` the server
+    awaits before reads that need them) and the ClusterState view (``server.state``, published to
+    ``server.state_listeners`` whenever the controllers are idle). The server imports none of them.
+
+    Call it once the store holds what should be served (after the start-up recheck); ``start`` of
+    the returned manager queues every object for its controllers."""
+    informer = Informer(server.store)
+    view = ClusterView(informer, server.config, server.state_listeners)
+    manager = ControllerManager(Context(server.store, informer, server.config, server.registry, view.state),
+                                CONTROLLERS)
+    manager.idle_hooks.append(view.publish_soon)
+    manager.close_hooks.append(view.close)
+    server.state_source = view.state
+    server.consistency.append(manager.settle)
+    return manager
+
+
+def bring_up(server: ApiServer) -> ControllerManager:
+    """The store made servable and its consumers started: the start-up recheck (quarantine what today's
+    admission refuses), the system objects a fresh cluster has, the controllers wired and every stored
+    object queued for them once (whatever changed while the server was down). A controller failure
+    there is a 500 naming it for the readers that need it, never a cluster that stays down."""
+    recheck(server.registry, now_rfc3339())
+    bootstrap(server.store, server.config, now_rfc3339())
+    manager = wire(server)
+    manager.start()
+    return manager
+
+
 def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -102,17 +138,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     make_private(state)
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
-    from .recheck import recheck
-    from .registry import now_rfc3339
-
-    recheck(server.registry, now_rfc3339())
-    try:
-        server.reconcile_now()
-    except Exception as exc:
-        # Serve anyway: a broken controller run must not keep the cluster down; readers that need
-        # it get a 500 naming the failure, and the next write tries again.
-        log.exception("reconcile failed at start")
-        server.record_failure(exc)
+    manager = bring_up(server)
     try:
         from . import portforward, wsexec
         wsexec.install(server)
@@ -132,6 +158,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     await site.start()
     actual = sock.getsockname()[1]
     running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
+    running.closers.append(manager.close)
     running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
     if kernel is not None:  # `knetsim up --kernel`: pods are network namespaces (kernelmode.py)
@@ -158,7 +185,10 @@ async def _start_dns(running: Running, host: str, port: int) -> None:
     except Exception as exc:  # a DNS problem must not keep the API server down
         running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
         return
-    server.state_listeners.append(dns_server.update)
+    if server.state_source is not None:
+        dns_server.follow(server.state_source)
+    else:
+        server.state_listeners.append(dns_server.update)
     running.extra["dns_port"] = bound
     running.closers.append(dns_server.close)
 

@@ -15,10 +15,6 @@ from typing import Any
 
 from aiohttp import web
 
-from ..explorer.data import explorer_data
-from ..explorer.page import shell
-from ..policy.matrix import matrix
-
 PREFIX = "/explorer"
 COOKIE = "knetsim-explorer"
 
@@ -36,6 +32,11 @@ def authorized(request: web.Request, token: str | None) -> bool:
 
 
 async def handle(request: web.Request, state: Any, token: str | None) -> web.StreamResponse:
+    # Imported on the first visit: the matrix (numpy) would otherwise cost every server ~15 MB.
+    from ..explorer.data import explorer_data
+    from ..explorer.page import shell
+    from ..policy.matrix import matrix
+
     path = request.path
     if "token" in request.query:
         # Returned, not raised: the server's middleware turns raised HTTP errors into Status bodies.

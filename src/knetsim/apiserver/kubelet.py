@@ -48,11 +48,13 @@ from ..model.objects import Pod
 from . import shell
 from .accesslog import Served, container_for, log_line
 from .containerlog import Log, LogStore, Renderer
+from .errors import ApiError
 from .events import Recorder
 from .imagepull import ImagePuller, started
 from .podfs import PodFS
+from .podstatus import apply_phase, stamp_conditions
 from .proc import SHELLS, Proc, is_interactive_shell
-from .store import Change
+from .store import Change, Write
 
 log = logging.getLogger("knetsim.apiserver")
 
@@ -475,9 +477,11 @@ class Kubelet:
                 cs["containerID"] = container_id
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
+        stamp_conditions(status, stored.body.get("status") or {}, now_text())
         if status != stored.body.get("status"):
-            self.server.set_pod_status(namespace, pod, status)
-            self.server.mark_dirty()
+            new = json.loads(json.dumps(stored.body))
+            new["status"] = status
+            self.server.store.commit([Write(key, new, stored.managed)])
 
     # --- attach ---------------------------------------------------------------------------
 
@@ -515,8 +519,6 @@ class Kubelet:
     # --- logs -----------------------------------------------------------------------------
 
     async def logs_handler(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        from .server import ApiError
-
         stored = self.server.store.get(("Pod", namespace, name))
         if stored is None:
             raise ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
@@ -594,46 +596,3 @@ def _waiting_text(reason: str) -> str:
     # The kubelet's validateContainerLogStatus: the common pull failures have their own words.
     return {"ErrImagePull": "image can't be pulled",
             "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
-
-
-def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
-    """Pod phase and readiness conditions from the container states, as the kubelet computes them."""
-    statuses = status.get("containerStatuses") or []
-    names = [c.get("name") for c in spec.get("containers") or []]
-    states = {cs.get("name"): cs.get("state") or {} for cs in statuses}
-    if not names or any(n not in states for n in names):
-        return
-    policy = spec.get("restartPolicy") or "Always"
-    terminated = [states[n].get("terminated") for n in names]
-    final = all(t is not None for t in terminated) and (
-        policy == "Never" or (policy == "OnFailure" and all(t["exitCode"] == 0 for t in terminated if t)))
-    unready = [n for n, cs in zip(names, [next(s for s in statuses if s.get("name") == n) for n in names],
-                                  strict=True) if not cs.get("ready")]
-    # getPhase: a container waiting without ever having run (an image that cannot be pulled)
-    # keeps the pod Pending.
-    never_ran = [n for n in names if "waiting" in states[n] and not next(
-        (s.get("lastState") for s in statuses if s.get("name") == n), None)]
-    if final:
-        status["phase"] = "Succeeded" if all(t["exitCode"] == 0 for t in terminated if t) else "Failed"
-    elif never_ran:
-        status["phase"] = "Pending"
-    elif status.get("phase") == "Pending":
-        status["phase"] = "Running"
-    conditions = []
-    for cond in status.get("conditions") or []:
-        cond = dict(cond)
-        if cond.get("type") in ("Ready", "ContainersReady"):
-            if final:
-                cond.update(status="False", reason="PodCompleted")
-                cond.pop("message", None)
-            elif unready:
-                cond.update(status="False", reason="ContainersNotReady",
-                            message=f"containers with unready status: [{' '.join(unready)}]")
-            elif cond.get("status") == "False" and cond.get("reason") == "ContainersNotReady":
-                cond.update(status="True")  # the last waiting container started
-                cond.pop("reason", None)
-                cond.pop("message", None)
-        elif cond.get("type") == "PodReadyToStartContainers" and final:
-            cond["status"] = "False"  # the sandbox is torn down once every container is done
-        conditions.append(cond)
-    status["conditions"] = conditions

@@ -20,8 +20,8 @@ from typing import Any
 
 from .. import __version__
 from ..model.admission import AdmissionError, FieldValidation
-from .controllers import EventNames, make_event
 from .errors import ApiError
+from .events import EventNames, make_event
 from .registry import Registry, WriteOptions, kind_of
 from .resources import BY_KIND
 from .store import Key, Write

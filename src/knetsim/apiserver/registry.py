@@ -22,12 +22,12 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
-from ..cluster.services import allocate_services
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
-from ..model.loader import Source
+from ..model.objects import DEFAULT_CLASS_ANNOTATION
 from ..model.schema import json_type_name
+from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .errors import ApiError, conflict, from_admission, invalid, qualified
 from .resources import BY_KIND, Resource
 from .store import Store, Stored, Write
@@ -57,6 +57,9 @@ class WriteOptions:
     # An empty fieldValidation means Warn (kube-apiserver's default since v1.27); kubectl sends Strict.
     field_validation: FieldValidation = FieldValidation.WARN
     dry_run: bool = False
+    # Who writes: a client ("user"), or a controller writing through the API as one would (Envoy Gateway
+    # creating its proxy's Deployment and Service).
+    managed: str = "user"
 
 
 @dataclass
@@ -127,8 +130,13 @@ class Strategy:
     def after_identity(self, obj: dict[str, Any]) -> None:
         """Runs once uid and creationTimestamp are set (a Job's selector is its uid)."""
 
-    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError."""
+    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """Mutating admission of a create, after defaulting and before validation (admission plugins)."""
+
+    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
+        """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
+        The transaction is committed with the write or reverted when the write does not happen."""
+        return None
 
 
 class NamespaceStrategy(Strategy):
@@ -158,24 +166,36 @@ class JobStrategy(Strategy):
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
 
 
+class IngressStrategy(Strategy):
+    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """The DefaultIngressClass admission plugin: an Ingress created without a class gets the default
+        IngressClass; with several defaults, the newest (v1.35; older docs say the create fails). Only at
+        creation: existing Ingresses keep what they have."""
+        spec = obj.setdefault("spec", {})
+        if spec.get("ingressClassName") or (obj["metadata"].get("annotations") or {}).get(
+                "kubernetes.io/ingress.class"):
+            return
+        defaults = [s.body["metadata"] for s in registry.store.list("IngressClass")
+                    if (s.body["metadata"].get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
+        defaults.sort(key=lambda m: m["name"])
+        defaults.sort(key=lambda m: m.get("creationTimestamp") or "", reverse=True)
+        if defaults:
+            spec["ingressClassName"] = defaults[0]["name"]
+
+
 class ServiceStrategy(Strategy):
     def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
         drop_type_dependent_fields(new, old)
         super().prepare_for_update(r, new, old)
 
-    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
         if old is not None:
             _keep_allocated(r, obj, spec, old)
-        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        others = [(copy.deepcopy(s.body), Source("<store>", 1)) for s in registry.store.list("Service")
-                  if (s.body["metadata"]["namespace"], s.body["metadata"]["name"]) != key]
-        failures = allocate_services([*others, (obj, Source("<request>", 1))], registry.config,
-                                     live=lambda b: b is not obj)
-        mine = [f.error for f in failures if f.subject == f"Service {key[0]}/{key[1]}"]
-        if mine:
-            raise invalid(r, key[1], [e if isinstance(e, FieldError) else FieldError("", ErrorType.INVALID,
-                                                                                     detail=str(e)) for e in mine])
+        try:
+            return registry.services.begin(obj, old)
+        except AllocationFailed as exc:
+            raise invalid(r, obj["metadata"]["name"], exc.errors) from None
 
 
 def _keep_allocated(r: Resource, obj: dict[str, Any], spec: dict[str, Any], old: dict[str, Any]) -> None:
@@ -239,7 +259,7 @@ def drop_type_dependent_fields(body: dict[str, Any], old: dict[str, Any]) -> Non
 
 
 STRATEGIES: dict[str, Strategy] = {"Service": ServiceStrategy(), "Job": JobStrategy(), "Pod": PodStrategy(),
-                                   "Namespace": NamespaceStrategy()}
+                                   "Namespace": NamespaceStrategy(), "Ingress": IngressStrategy()}
 GENERIC = Strategy()
 
 
@@ -250,6 +270,7 @@ class Registry:
     def __init__(self, store: Store, config: ClusterConfig) -> None:
         self.store = store
         self.config = config
+        self.services = ServiceAllocations(store, config)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
@@ -303,6 +324,7 @@ class Registry:
         strategy.prepare_for_create(r, obj)
         admission.default(obj, kind_of(r), meta.get("namespace") or "default")
         self._check_namespace(r, meta.get("namespace", ""))
+        strategy.admit_create(self, r, obj)
         self._validate(r, obj)
         name = meta.get("name", "")
         key = (r.kind, meta.get("namespace", ""), name)
@@ -314,11 +336,12 @@ class Registry:
         if has_generation(r):
             meta["generation"] = 1
         strategy.after_identity(obj)
-        strategy.allocate(self, r, obj, None)
+        txn = strategy.allocate(self, r, obj, None)
         obj["apiVersion"] = storage_version(r)
         if opts.dry_run:
+            _finish(txn, committed=False)
             return Written(obj, decoded.warnings, changed=False)
-        self.store.commit([Write(key, obj, "user")])
+        self._commit(Write(key, obj, opts.managed), txn)
         stored = self.store.get(key)
         return Written(stored.body if stored else obj, decoded.warnings)
 
@@ -354,8 +377,7 @@ class Registry:
             self.strategy(r).prepare_for_update(r, new, old.body)
         admission.default(new, kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body)
-        if t.sub != "status":
-            self.strategy(r).allocate(self, r, new, old.body)
+        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub != "status" else None
         new["apiVersion"] = storage_version(r)
         if has_generation(r):
             gen = int(old_meta.get("generation", 1) or 1)
@@ -366,11 +388,20 @@ class Registry:
         comparable = dict(new, metadata={k: v for k, v in new["metadata"].items() if k != "resourceVersion"})
         old_cmp = dict(old.body, metadata={k: v for k, v in old_meta.items() if k != "resourceVersion"})
         if opts.dry_run or comparable == old_cmp:
+            _finish(txn, committed=False)
             new["metadata"]["resourceVersion"] = str(old.rv)
             return Written(new if opts.dry_run else old.body, decoded.warnings, changed=False)
-        self.store.commit([Write(key, new, "user")])  # a client write makes any object the client's
+        self._commit(Write(key, new, opts.managed), txn)  # a client write makes any object the client's
         stored = self.store.get(key)
         return Written(stored.body if stored else new, decoded.warnings)
+
+    def _commit(self, write: Write, txn: Txn | None) -> None:
+        try:
+            self.store.commit([write])
+        except BaseException:
+            _finish(txn, committed=False)
+            raise
+        _finish(txn, committed=True)
 
     def _generate_name(self, r: Resource, base: str, namespace: str) -> str:
         for i in range(100):
@@ -379,6 +410,13 @@ class Registry:
                 return candidate
         raise ApiError(409, "AlreadyExists", f"no free name for generateName {base!r}")
 
+
+def _finish(txn: Txn | None, *, committed: bool) -> None:
+    if txn is not None:
+        if committed:
+            txn.commit()
+        else:
+            txn.revert()
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,12 @@ from ..model.kinds import KINDS, KindInfo
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
-    # The gcloud kubectl dispatcher runs kubectl.1.<minor>: 1.32 is the client this server was
-    # checked against, so the server reports that minor even though it simulates v1.35.
-    "major": "1", "minor": "32", "gitVersion": "v1.32.0", "gitCommit": "knetsim", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc", "platform": "linux/amd64",
+    # What a v1.35 kube-apiserver reports. The gcloud SDK's kubectl dispatcher (on this project's test
+    # machines) runs kubectl.1.<minor> for minors it has and its built-in 1.32 otherwise: see
+    # docs/apiserver.md "Which kubectl answers".
+    "major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35", "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "34", "gitVersion": "v1.35.0", "gitCommit": "knetsim", "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.5", "compiler": "gc", "platform": "linux/amd64",
 }
 
 

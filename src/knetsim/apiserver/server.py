@@ -9,12 +9,10 @@ bytes. Every failure leaves as a ``metav1.Status`` with the API server's code an
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,11 @@ from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
-from . import controllers, explorer, openapi, patch, resources, tables
+from . import explorer, openapi, patch, resources, tables
 from .errors import ApiError, internal, invalid, not_found, qualified
 from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
 from .resources import BY_PATH, Resource
-from .store import Change, Key, Store, Stored, Watcher, Write
+from .store import Change, Store, Stored, Watcher, Write
 
 log = logging.getLogger("knetsim.apiserver")
 
@@ -126,91 +124,29 @@ class ApiServer:
         self.token = token
         self.store = Store(self.state_dir / "store.db")
         self.registry = Registry(self.store, self.config)
-        self._writes = 0
-        self._reconciled = 0
-        self._reconcile_task: asyncio.Task[None] | None = None
-        self._settled = asyncio.Event()
-        self._wakeup = asyncio.Event()
-        self._last_cost = 0.0
-        self._failure: tuple[int, BaseException] | None = None  # (writes it covered, what went wrong)
-        self._nodes: list[Any] | None = None
-        self.state: Any = None  # the last ClusterState the controllers computed
+        # Awaited before reads that must see what the controllers make of every write acknowledged so
+        # far (lists, pods, slices, logs, exec); daemon.wire adds the controller manager's settle.
+        self.consistency: list[Callable[[], Awaitable[None]]] = []
+        # The cluster as a ClusterState (daemon.wire: the ClusterView), for the explorer and the tools.
+        self.state_source: Callable[[], Any] | None = None
         self.exec_handlers: dict[str, Callable[..., Any]] = {}
-        # Called with each new ClusterState (DNS server, ingress entry).
+        # Called with each new ClusterState (DNS server, kubelet, kernel mode).
         self.state_listeners: list[Callable[[Any], None]] = []
         self.closing = False
 
-    # --- controllers ---------------------------------------------------------------
-
-    def reconcile_now(self) -> None:
-        """Run the controllers once over the stored objects and commit their plan."""
-        target = self._writes
-        p = controllers.plan(self.store.objects, self.config, now_rfc3339(), self.store.meta, self._nodes)
-        if p.writes or p.meta:
-            self.store.commit(p.writes, p.meta)
-        if p.state is not None:
-            self._nodes = list(p.state.nodes.values())
-            self.state = p.state
-            for fn in self.state_listeners:
-                try:
-                    fn(p.state)
-                except Exception:
-                    log.exception("state listener failed")
-        self._reconciled = target
-
-    def record_failure(self, exc: BaseException) -> None:
-        """A controller run failed outside the loop (at start): readers get a 500 until one succeeds."""
-        self._failure = (self._writes, exc)
-        self._writes += 1
-
-    def mark_dirty(self) -> None:
-        """Ask the controllers for a rebuild (the kubelet reports a pod status change)."""
-        self._mark_dirty()
-
-    def _mark_dirty(self) -> None:
-        self._writes += 1
-        if self._reconcile_task is None or self._reconcile_task.done():
-            self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile_loop())
-
-    async def _reconcile_loop(self) -> None:
-        while self._reconciled < self._writes and not self.closing:
-            # Coalesce a burst of writes into one rebuild: wait as long as the last rebuild took
-            # (at most 0.2 s), so rebuilding never takes more than about half of the server's time.
-            # A reader that needs the result (settle) cuts the wait short.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), min(0.2, self._last_cost))
-            self._wakeup.clear()
-            started = time.perf_counter()
-            target = self._writes
-            try:
-                self.reconcile_now()
-                self._failure = None
-            except Exception as exc:
-                # Never reported as done: readers waiting for these writes get a 500 naming the failure,
-                # and the next reader or write tries again. The traceback is in the daemon log.
-                log.exception("reconcile failed")
-                self._failure = (target, exc)
-                self._last_cost = time.perf_counter() - started
-                self._settled.set()
-                self._settled = asyncio.Event()
-                return
-            self._last_cost = time.perf_counter() - started
-            self._settled.set()
-            self._settled = asyncio.Event()
+    @property
+    def state(self) -> Any:
+        return self.state_source() if self.state_source is not None else None
 
     async def settle(self) -> None:
         """Wait until the controllers have seen every write acknowledged so far (500 if they failed)."""
-        target = self._writes
-        retried = False
-        while self._reconciled < target and not self.closing:
-            if self._failure is not None and self._failure[0] >= target:
-                if retried:
-                    raise internal(self._failure[1])
-                self._failure, retried = None, True  # a reader tries once more: a passing failure heals
-            self._wakeup.set()
-            if self._reconcile_task is None or self._reconcile_task.done():
-                self._reconcile_task = asyncio.get_running_loop().create_task(self._reconcile_loop())
-            await self._settled.wait()
+        for hook in self.consistency:
+            try:
+                await hook()
+            except ApiError:
+                raise
+            except Exception as exc:
+                raise internal(exc) from exc
 
     # --- aiohttp plumbing ----------------------------------------------------------
 
@@ -528,8 +464,6 @@ class ApiServer:
     def _respond(self, request: web.Request, written: Written, status: int = 200,
                  r: Resource | None = None) -> web.Response:
         request.setdefault(WARNINGS, []).extend(written.warnings)
-        if written.changed:
-            self._mark_dirty()
         return self._json(as_served(r, written.obj) if r is not None else written.obj, status)
 
     async def _create(self, request: web.Request, t: Target, body: dict[str, Any],
@@ -554,8 +488,6 @@ class ApiServer:
         new["spec"]["replicas"] = replicas
         written = self.registry.update(Target(t.resource, t.namespace, t.name, ""), old, new, self._options(request))
         request.setdefault(WARNINGS, []).extend(written.warnings)
-        if written.changed:
-            self._mark_dirty()
         stored = self.store.get((t.resource.kind, t.namespace, t.name))
         return self._json(self._scale(t.resource, stored.body if stored else written.obj))
 
@@ -668,7 +600,6 @@ class ApiServer:
         if r.kind == "Namespace":
             writes += [Write(k, None) for k in sorted(self.store.objects) if k[1] == t.name and k[0] != "Namespace"]
         self.store.commit(writes)
-        self._mark_dirty()
         return self._json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": {"name": t.name, "group": r.group, "kind": r.plural,
                                        "uid": old.body["metadata"].get("uid", "")}})
@@ -681,27 +612,11 @@ class ApiServer:
         options = await self._delete_options(request)
         if "All" not in (options.get("dryRun") or []):
             self.store.commit([Write(k, None) for k in keys])
-            self._mark_dirty()
         return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
                            "metadata": {"resourceVersion": str(self.store.rv)}, "items": [s.body for s in items]})
 
-    # --- used by exec -----------------------------------------------------------------
-
-    def set_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        key: Key = ("Pod", namespace, name)
-        old = self.store.get(key)
-        if old is None:
-            return
-        new = json.loads(json.dumps(old.body))
-        new["status"] = status
-        self.store.commit([Write(key, new, old.managed)])
-
     async def close(self) -> None:
         self.closing = True
-        if self._reconcile_task is not None:
-            self._reconcile_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reconcile_task
         self.store.close()
 
 

@@ -1,8 +1,15 @@
 """Durable object store: SQLite in WAL mode, one global resourceVersion, watch fan-out.
 
-Every write is one transaction committed (``synchronous=FULL``) before the caller gets the
-new object back, so an acknowledged write survives ``kill -9`` and power loss alike. All
+Every client write is one transaction committed (``synchronous=FULL``) before the caller gets
+the new object back, so an acknowledged write survives ``kill -9`` and power loss alike. All
 objects are also held in memory: reads never touch SQLite.
+
+Controller writes are ``durable=False``: applied in memory and announced at once, written to
+SQLite with the next durable write or ``FLUSH_DELAY`` later, whichever comes first (one fsync
+for a burst instead of one per derived object; nobody waits for an acknowledgement of them).
+A crash can lose the last of them; the controllers derive them again at start. Since a watcher
+may have seen their resourceVersions, a start after a crash continues ``HISTORY`` past the last
+stored one, so no resourceVersion is ever handed out twice.
 
 Rows are keyed (kind, namespace, name). ``managed`` is ``user`` for objects a client wrote
 (the controllers' input) and ``controller`` for objects the controllers derived (ReplicaSets,
@@ -13,7 +20,9 @@ makes it ``user``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -22,8 +31,23 @@ from pathlib import Path
 from typing import Any
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
+log = logging.getLogger("knetsim.apiserver")
 
 HISTORY = 20_000  # watch events kept for resuming watches (etcd keeps ~5 minutes; this is by count)
+FLUSH_DELAY = 0.05  # seconds a controller write may wait for SQLite (batched with what follows it)
+
+
+def shared(new: Any, old: Any) -> Any:
+    """``new``, with every part equal to a part of ``old`` at the same place replaced by ``old``'s."""
+    if new is old:
+        return new
+    if type(new) is dict and type(old) is dict:
+        out = {k: shared(v, old[k]) if k in old else v for k, v in new.items()}
+        return old if len(out) == len(old) and all(out[k] is old.get(k, out) for k in out) else out
+    if type(new) is list and type(old) is list:
+        items = [shared(a, b) for a, b in zip(new, old, strict=False)] + new[len(old):]
+        return old if len(new) == len(old) and all(a is b for a, b in zip(items, old, strict=True)) else items
+    return old if type(new) is type(old) and new == old else new
 
 
 @dataclass(slots=True)
@@ -94,6 +118,12 @@ class Store:
             self.objects[(kind, ns, name)] = Stored(obj, rv, managed)
         self.meta: dict[str, str] = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         self.rv = int(self.meta.get("rv", "0"))
+        if self.meta.get("open") == "1":
+            self.rv += HISTORY  # not closed cleanly: unflushed resourceVersions may have been seen
+        self._pending: dict[Key, tuple[int, str, dict[str, Any]] | None] = {}  # written in memory, not yet to disk
+        self._pending_meta: dict[str, str] = {}
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._write_meta({"open": "1", "rv": str(self.rv)})
         # A watch may resume from any rv >= this one; older ones get 410 Gone.
         self.oldest_rv = self.rv
         self.history: deque[Change] = deque(maxlen=HISTORY)
@@ -103,7 +133,22 @@ class Store:
     def close(self) -> None:
         for w in list(self.watchers):
             w.queue.put_nowait(None)
+        self.flush()
+        self._write_meta({"open": "0"})
         self._db.close()
+
+    def _write_meta(self, meta: dict[str, str]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for k, v in meta.items():
+                db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                           "value=excluded.value", (k, v))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.meta.update(meta)
 
     # --- reads -----------------------------------------------------------------------
 
@@ -117,9 +162,11 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------
 
-    def commit(self, writes: Iterable[Write], meta: dict[str, str] | None = None) -> list[Change]:
+    def commit(self, writes: Iterable[Write], meta: dict[str, str] | None = None, *,
+               durable: bool = True) -> list[Change]:
         """Apply writes (and bookkeeping ``meta``) in one transaction; each write gets its own
-        resourceVersion. Returns the changes."""
+        resourceVersion. Returns the changes. ``durable=False`` leaves the disk write for the next
+        flush (see the module docstring)."""
         changes: list[Change] = []
         staged: list[tuple[Key, Stored | None, Stored | None]] = []
         rv = self.rv
@@ -129,37 +176,29 @@ class Store:
                 if old is None:
                     continue
                 rv += 1
-                gone = json.loads(json.dumps(old.body))
-                gone["metadata"]["resourceVersion"] = str(rv)
+                gone = {**old.body, "metadata": {**old.body["metadata"], "resourceVersion": str(rv)}}
                 staged.append((w.key, old, None))
                 changes.append(Change("DELETED", w.key[0], rv, old.body, gone))
                 continue
             rv += 1
             body = w.body
-            body["metadata"]["resourceVersion"] = str(rv)
+            if old is not None:
+                # What did not change is the previous version's (the same objects): the versions the watch
+                # history keeps cost only what changed. Stored bodies are never changed in place.
+                body = {k: shared(v, old.body[k]) if k in old.body else v for k, v in body.items()}
+            body["metadata"] = dict(body["metadata"], resourceVersion=str(rv))
             new = Stored(body, rv, w.managed)
             staged.append((w.key, old, new))
             changes.append(Change("MODIFIED" if old else "ADDED", w.key[0], rv, old.body if old else None, body))
         if not staged and not meta:
             return []
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for (kind, ns, name), _old, new in staged:
-                if new is None:
-                    db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name))
-                else:
-                    db.execute("INSERT INTO objects(kind, namespace, name, rv, managed, body) VALUES(?,?,?,?,?,?) "
-                               "ON CONFLICT(kind, namespace, name) DO UPDATE SET rv=excluded.rv, "
-                               "managed=excluded.managed, body=excluded.body",
-                               (kind, ns, name, new.rv, new.managed, json.dumps(new.body, separators=(",", ":"))))
-            for k, v in {**(meta or {}), "rv": str(rv)}.items():
-                db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
-                           "value=excluded.value", (k, v))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        rows = {key: (new.rv, new.managed, new.body) if new is not None else None for key, _old, new in staged}
+        if durable:
+            self._flush(rows, {**(meta or {}), "rv": str(rv)})
+        else:
+            self._pending.update(rows)
+            self._pending_meta.update(meta or {})
+            self._schedule_flush()
         self.rv = rv
         self.meta.update(meta or {})
         self.meta["rv"] = str(rv)
@@ -179,6 +218,59 @@ class Store:
             fn(changes)
         return changes
 
+    def flush(self) -> None:
+        """Write what non-durable commits left in memory (one transaction)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._pending or self._pending_meta:
+            self._flush({}, {"rv": str(self.rv)})
+
+    def _schedule_flush(self) -> None:
+        if self._flush_handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()  # no loop to come back on (a script, a test): write now
+            return
+        self._flush_handle = loop.call_later(FLUSH_DELAY, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._flush_handle = None
+        try:
+            self.flush()
+        except Exception:
+            # The disk refused (full, gone): keep the rows and try again with the next write.
+            log.exception("writing controller changes to the store failed")
+
+    def _flush(self, rows: dict[Key, tuple[int, str, dict[str, Any]] | None], meta: dict[str, str]) -> None:
+        """One SQLite transaction: the pending rows, then ``rows`` and ``meta``; nothing changes on failure."""
+        all_rows = {**self._pending, **rows}
+        all_meta = {**self._pending_meta, **meta}
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for (kind, ns, name), row in all_rows.items():
+                if row is None:
+                    db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name))
+                else:
+                    rv, managed, body = row
+                    db.execute("INSERT INTO objects(kind, namespace, name, rv, managed, body) VALUES(?,?,?,?,?,?) "
+                               "ON CONFLICT(kind, namespace, name) DO UPDATE SET rv=excluded.rv, "
+                               "managed=excluded.managed, body=excluded.body",
+                               (kind, ns, name, rv, managed, json.dumps(body, separators=(",", ":"))))
+            for k, v in all_meta.items():
+                db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                           "value=excluded.value", (k, v))
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        self._pending.clear()
+        self._pending_meta.clear()
+
     def quarantine(self, key: Key, reason: str, body: dict[str, Any] | str | None = None) -> None:
         """Move an object out of service (into the quarantine table) in one transaction; nothing is lost."""
         old = self.objects.get(key)
@@ -196,6 +288,7 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self._pending.pop(key, None)
         self.objects.pop(key, None)
 
     def quarantined(self) -> list[tuple[Key, str]]:

@@ -11,6 +11,7 @@ import datetime
 import ipaddress
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -18,9 +19,11 @@ def ensure_cert(state_dir: Path) -> tuple[Path, Path]:
     cert, key = state_dir / "serving.crt", state_dir / "serving.key"
     if cert.exists() and key.exists():
         return cert, key
-    try:
-        _with_cryptography(cert, key)
-    except ImportError:
+    # In a child process: the crypto library is needed once per state dir, and a long-running server
+    # would otherwise keep its 7 MB mapped for nothing.
+    made = subprocess.run([sys.executable, "-m", "knetsim.apiserver.tlscert", str(cert), str(key)],
+                          capture_output=True, check=False)
+    if made.returncode != 0:
         # openssl(1) as a fallback when the cryptography wheel is not installed.
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "3650",
@@ -57,3 +60,10 @@ def _with_cryptography(cert_path: Path, key_path: Path) -> None:
         fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption()))
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+if __name__ == "__main__":
+    try:
+        _with_cryptography(Path(sys.argv[1]), Path(sys.argv[2]))
+    except ImportError:
+        raise SystemExit(3) from None

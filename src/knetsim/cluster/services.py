@@ -33,13 +33,40 @@ class AllocationError:
     error: FieldError
 
 
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What one Service holds in the allocators: ClusterIPs, NodePorts (healthCheckNodePort included)
+    and LoadBalancer addresses."""
+
+    ips: frozenset[str] = frozenset()
+    node_ports: frozenset[int] = frozenset()
+    lb: frozenset[str] = frozenset()
+
+
+def held_by(body: dict[str, Any]) -> Held:
+    spec = body.get("spec") or {}
+    if spec.get("type") == "ExternalName":
+        return Held()
+    ips = {str(ip) for ip in [spec.get("clusterIP"), *(spec.get("clusterIPs") or [])] if ip and ip != "None"}
+    ports = {int(p["nodePort"]) for p in spec.get("ports") or [] if isinstance(p, dict) and p.get("nodePort")}
+    if spec.get("healthCheckNodePort"):
+        ports.add(int(spec["healthCheckNodePort"]))
+    lb = {str(i["ip"]) for i in ((body.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+          if isinstance(i, dict) and i.get("ip")}
+    return Held(frozenset(ips), frozenset(ports), frozenset(lb))
+
+
 @dataclass
 class Allocator:
+    """The allocators' bitmaps. ``allocate_services`` makes a fresh one per call unless given one that
+    already holds what other Services hold (the live API server keeps one across requests)."""
+
     config: ClusterConfig
-    errors: list[AllocationError] = field(default_factory=list)
     _ips: set[int] = field(default_factory=set)
     _node_ports: set[int] = field(default_factory=set)
     _lb: set[str] = field(default_factory=set)
+    # While recording: what this allocator newly took, so a failed write can give it back.
+    _journal: list[tuple[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         net = ipaddress.ip_network(self.config.service_cidr)
@@ -55,6 +82,45 @@ class Allocator:
         port_band = min(max(16, (high - low + 1) // 32), 128)
         self._port_dynamic_start = min(low + port_band, high)
 
+    def hold(self, held: Held) -> None:
+        """Mark what a stored Service holds as used (no range checks: it was allocated before)."""
+        for ip in held.ips:
+            offset = self._offset(ip)
+            if offset is not None:
+                self._ips.add(offset)
+        self._node_ports.update(held.node_ports)
+        self._lb.update(held.lb)
+
+    def release(self, held: Held) -> None:
+        for ip in held.ips:
+            offset = self._offset(ip)
+            if offset is not None:
+                self._ips.discard(offset)
+        self._node_ports.difference_update(held.node_ports)
+        self._lb.difference_update(held.lb)
+
+    def record(self) -> None:
+        """Start noting what is newly taken (``recorded`` returns it)."""
+        self._journal = []
+
+    def recorded(self) -> Held:
+        journal, self._journal = self._journal or [], None
+        return Held(frozenset(str(self._net.network_address + v) for k, v in journal if k == "ip"),
+                    frozenset(v for k, v in journal if k == "port"), frozenset(v for k, v in journal if k == "lb"))
+
+    def _take(self, used: set[Any], kind: str, value: Any) -> None:
+        if value not in used:
+            used.add(value)
+            if self._journal is not None:
+                self._journal.append((kind, value))
+
+    def _offset(self, ip: str) -> int | None:
+        try:
+            addr = ipaddress.ip_address(ip)
+        except ValueError:
+            return None
+        return int(addr) - int(self._net.network_address) if addr in self._net else None
+
     # --- ClusterIP ---------------------------------------------------------------
 
     def claim_ip(self, ip: str) -> str | None:
@@ -69,7 +135,7 @@ class Allocator:
         offset = int(addr) - int(self._net.network_address)
         if offset in self._ips:
             return f"failed to allocate IP {ip}: provided IP is already allocated"
-        self._ips.add(offset)
+        self._take(self._ips, "ip", offset)
         return None
 
     def allocate_ip(self, key: str) -> str | None:
@@ -78,12 +144,12 @@ class Allocator:
         for i in range(span):
             offset = self._dynamic_start + (start + i) % span
             if offset not in self._ips:
-                self._ips.add(offset)
+                self._take(self._ips, "ip", offset)
                 return str(self._net.network_address + offset)
         # The upper band is full: fall back to the lower band, as upstream does.
         for offset in range(self._first, self._dynamic_start):
             if offset not in self._ips:
-                self._ips.add(offset)
+                self._take(self._ips, "ip", offset)
                 return str(self._net.network_address + offset)
         return None
 
@@ -97,7 +163,7 @@ class Allocator:
         # different Services collide.
         if port in self._node_ports:
             return "provided port is already allocated"
-        self._node_ports.add(port)
+        self._take(self._node_ports, "port", port)
         return None
 
     def allocate_node_port(self, key: str) -> int | None:
@@ -106,11 +172,11 @@ class Allocator:
         for i in range(span):
             port = self._port_dynamic_start + (start + i) % span
             if port not in self._node_ports:
-                self._node_ports.add(port)
+                self._take(self._node_ports, "port", port)
                 return port
         for port in range(self._port_low, self._port_dynamic_start):
             if port not in self._node_ports:
-                self._node_ports.add(port)
+                self._take(self._node_ports, "port", port)
                 return port
         return None
 
@@ -122,23 +188,27 @@ class Allocator:
         addr = first
         while addr <= last:
             if str(addr) not in self._lb:
-                self._lb.add(str(addr))
+                self._take(self._lb, "lb", str(addr))
                 return str(addr)
             addr += 1
         return None
 
     def claim_lb(self, ip: str) -> None:
-        self._lb.add(ip)
+        self._take(self._lb, "lb", ip)
 
 
 def allocate_services(services: list[tuple[dict[str, Any], Source]], config: ClusterConfig,
-                      live: Callable[[dict[str, Any]], bool] = lambda body: False) -> list[AllocationError]:
+                      live: Callable[[dict[str, Any]], bool] = lambda body: False,
+                      alloc: Allocator | None = None) -> list[AllocationError]:
     """Fill clusterIP(s), nodePorts, healthCheckNodePort and LB status in place.
 
     ``live(body)`` marks objects read from a real cluster: what they hold was allocated by
-    that cluster, so it is reserved without range checks and never reported.
+    that cluster, so it is reserved without range checks and never reported. ``alloc``, when
+    given, already holds what other Services hold; what these ones claim is added to it (also
+    for a Service that is then rejected: the caller releases it).
     """
-    alloc = Allocator(config)
+    alloc = alloc if alloc is not None else Allocator(config)
+    errors: list[AllocationError] = []
     # The cluster's own Services exist before anything is applied: they claim first, so a user
     # Service that asks for 10.96.0.10 is the one rejected. Live objects hold what the cluster
     # already gave them, so they claim before a new request whatever its name. Then
@@ -157,14 +227,14 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
         is_live = live(body)
         family_error = None if is_live else _family_error(spec, alloc)
         if family_error is not None:
-            alloc.errors.append(AllocationError(source, subject(body), family_error))
+            errors.append(AllocationError(source, subject(body), family_error))
             rejected.add(id(body))
             continue
         if ip and ip != "None" and spec.get("type") != "ExternalName":
             detail = alloc.claim_ip(ip)
             if detail and not is_live:
                 requested = [str(v) for v in spec.get("clusterIPs") or [ip]]
-                alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs")
+                errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs")
                                                     .invalid(go_slice(requested), detail)))
                 rejected.add(id(body))
         claimed: set[int] = set()
@@ -175,7 +245,7 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
                 detail = alloc.claim_node_port(int(number))
                 claimed.add(number)
                 if detail and not is_live:
-                    alloc.errors.append(AllocationError(source, subject(body), Path("spec").child("ports").index(i)
+                    errors.append(AllocationError(source, subject(body), Path("spec").child("ports").index(i)
                                                         .child("nodePort").invalid(number, detail)))
                     rejected.add(id(body))
         if spec.get("healthCheckNodePort"):
@@ -219,7 +289,7 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
                     lb["ingress"] = [{"ip": ip, "ipMode": "VIP"}]
         else:
             body.setdefault("status", {}).setdefault("loadBalancer", {})
-    return alloc.errors
+    return errors
 
 
 def _family_error(spec: dict[str, Any], alloc: Allocator) -> FieldError | None:

@@ -231,7 +231,7 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         elif w.kind == "DaemonSet":
             taken = {b.get("spec", {}).get("nodeName") for b in existing}
             for node in nodes:
-                if node.name in taken or not _feasible(template.get("spec") or {}, node):
+                if node.name in taken or not feasible(template.get("spec") or {}, node):
                     continue
                 name = f"{w.name}-{random_suffix(w.namespace, w.name, node.name)}"
                 body = _pod_from_template(template, name, w.namespace, owner, {
@@ -271,7 +271,8 @@ def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) -
     return False
 
 
-def _feasible(spec: Mapping[str, Any], node: Node) -> bool:
+def feasible(spec: Mapping[str, Any], node: Node) -> bool:
+    """May a pod with this spec run on ``node``: taints tolerated, nodeSelector and required node affinity met."""
     tolerations = spec.get("tolerations") or []
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
@@ -317,7 +318,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     heaps: dict[str, list[tuple[int, int, str]]] = {}
     for body, source in pending:
         spec = body.setdefault("spec", {})
-        if source is BUILTIN and control_plane is not None and _feasible(spec, control_plane):
+        if source is BUILTIN and control_plane is not None and feasible(spec, control_plane):
             shape = "\x00bootstrap"
             if shape not in heaps:
                 heaps[shape] = [(load[control_plane.name], order[control_plane.name], control_plane.name)]
@@ -325,7 +326,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity")],
                                sort_keys=True)
             if shape not in heaps:
-                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if _feasible(spec, n)]
+                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)]
                 heapq.heapify(heaps[shape])
         heap = heaps[shape]
         if not heap:

@@ -2,7 +2,7 @@
 
     server = DNSServer(state)
     host, port = await server.start("127.0.0.1", 0)   # 0: any free port, the same for UDP and TCP
-    server.update(new_state)                            # the API server rebuilt the state
+    server.update(new_state)                            # the cluster changed (cheap: indexed on the next query)
     await server.close()
 
 Answers come from ``records.ClusterDNS`` and carry what CoreDNS sets: ``aa`` on everything
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import dns.exception
 import dns.flags
@@ -43,6 +43,9 @@ class DNSServer:
                  pods: str | None = None) -> None:
         self._options = {"upstream": upstream or Upstream(mode="servfail"), "ttl": ttl, "pods": pods}
         self._dns = self._build(state)
+        self._pending: ClusterState | None = None
+        self._source: Callable[[], ClusterState] | None = None
+        self._followed: ClusterState | None = None
         self._udp: asyncio.DatagramTransport | None = None
         self._tcp: asyncio.Server | None = None
         self._tcp_clients: set[asyncio.Task[None]] = set()
@@ -55,11 +58,24 @@ class DNSServer:
 
     @property
     def cluster_dns(self) -> ClusterDNS:
+        """The records answered now: the last state given to ``update`` (or the followed source's current
+        one), indexed on first use (a burst of changes between two queries costs one index, not one each)."""
+        if self._source is not None:
+            state = self._source()
+            if state is not self._followed:
+                self._followed, self._pending = state, state
+        if self._pending is not None:
+            self._dns, self._pending = self._build(self._pending), None
         return self._dns
 
+    def follow(self, source: Callable[[], ClusterState]) -> None:
+        """Answer each query from ``source()``'s state (a live cluster: the answer is never behind a write)."""
+        self._source = source
+
     def update(self, state: ClusterState) -> None:
-        """Serve ``state`` from now on. The swap is one assignment: a query sees old or new, never a mix."""
-        self._dns = self._build(state)
+        """Serve ``state`` from the next query on. The swap is one assignment: a query sees old or new,
+        never a mix."""
+        self._pending = state
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
         """Listen on ``host:port`` over UDP and TCP; port 0 picks a port free for both."""
@@ -124,7 +140,7 @@ class DNSServer:
             if question.rdclass != dns.rdataclass.IN or qtype in ("AXFR", "IXFR"):
                 response.set_rcode(dns.rcode.REFUSED)
             else:
-                fill(response, self._dns.query(question.name.to_text(), qtype))
+                fill(response, self.cluster_dns.query(question.name.to_text(), qtype))
         max_size = 65535 if tcp else max(UDP_DEFAULT_SIZE, query.payload if query.edns >= 0 else 0)
         # dnspython shuffles RRsets by default; sorted answers keep runs comparable.
         return response.to_wire(max_size=max_size, prefer_truncation=True, want_shuffle=False)

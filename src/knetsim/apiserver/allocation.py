@@ -1,0 +1,93 @@
+"""Service allocation at write time, as a transaction around the write.
+
+kube-apiserver's Service storage allocates ClusterIPs and NodePorts before the object is written
+and gives them back when the write fails (``beginCreate``/``beginUpdate`` returning a finish func
+in pkg/registry/core/service/storage/storage.go). Here the allocators' bitmaps
+(``cluster.services.Allocator``) are filled once from the stored Services and then changed only
+by committed writes, which the store announces: a request never re-reads the other Services.
+
+    txn = allocations.begin(obj, old)   # claims what obj needs (raises ApiError 422 when it cannot)
+    store.commit(...)                   # the store's notification makes the claim the stored state
+    txn.commit()                        # ... or txn.revert() when anything after begin failed
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cluster.config import ClusterConfig
+from ..cluster.services import Allocator, Held, allocate_services, held_by
+from ..model.fielderr import ErrorType, FieldError
+from ..model.loader import Source
+from .store import Change, Store
+
+REQUEST = Source("<request>", 1)
+
+
+class AllocationFailed(Exception):
+    """The new object cannot get what it asks for; ``errors`` are its field errors."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+class Txn:
+    """What one write claimed; ``revert`` gives it back and returns the old object's values."""
+
+    def __init__(self, alloc: Allocator, claimed: Held, before: Held) -> None:
+        self._alloc, self._claimed, self._before = alloc, claimed, before
+        self._open = True
+
+    def commit(self) -> None:
+        self._open = False
+
+    def revert(self) -> None:
+        if self._open:
+            self._alloc.release(self._claimed)
+            self._alloc.hold(self._before)
+            self._open = False
+
+
+class ServiceAllocations:
+    def __init__(self, store: Store, config: ClusterConfig) -> None:
+        self.store, self.config = store, config
+        self._alloc: Allocator | None = None
+        store.listeners.append(self._on_changes)
+
+    @property
+    def alloc(self) -> Allocator:
+        """Filled from the stored Services on first use (after the start-up recheck has run)."""
+        if self._alloc is None:
+            self._alloc = Allocator(self.config)
+            for (kind, _ns, _name), stored in self.store.objects.items():
+                if kind == "Service":
+                    self._alloc.hold(held_by(stored.body))
+        return self._alloc
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        if self._alloc is None:
+            return
+        for c in changes:
+            if c.kind != "Service":
+                continue
+            if c.old is not None:
+                self.alloc.release(held_by(c.old))
+            if c.type != "DELETED" and c.new is not None:
+                self.alloc.hold(held_by(c.new))
+
+    def begin(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn:
+        """Allocate ``obj`` in place (the old object's values are its own to keep)."""
+        before = held_by(old) if old is not None else Held()
+        self.alloc.release(before)
+        self.alloc.record()
+        try:
+            failures = allocate_services([(obj, REQUEST)], self.config, alloc=self.alloc)
+        finally:
+            claimed = self.alloc.recorded()
+        txn = Txn(self.alloc, claimed, before)
+        if failures:
+            txn.revert()
+            raise AllocationFailed([f.error if isinstance(f.error, FieldError) else
+                                    FieldError("", ErrorType.INVALID, detail=str(f.error)) for f in failures])
+        return txn

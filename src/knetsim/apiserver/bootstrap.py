@@ -1,0 +1,45 @@
+"""The objects a fresh cluster has before anyone applies anything, put in the store at start.
+
+The core builds them (``cluster.build.build_cluster`` of no documents: namespaces, nodes,
+``default/kubernetes``, kube-dns and its CoreDNS pods, kindnet, kube-proxy, the control-plane's
+static pods, ingress-nginx and its IngressClass), so the live cluster starts as ``knetsim get``
+shows one offline. What the store already has is left alone: its controllers keep it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..cluster.build import build_cluster
+from ..cluster.config import ClusterConfig
+from ..model.objects import stable_uid
+from .store import Key, Store, Write
+
+# Owners before what they own, so that a watcher never sees a pod before its ReplicaSet.
+ORDER = ("Namespace", "Node", "IngressClass", "Service", "Deployment", "StatefulSet", "DaemonSet", "Job",
+         "ReplicaSet", "Pod", "EndpointSlice")
+
+
+def system_objects(config: ClusterConfig, now: str) -> dict[Key, dict[str, Any]]:
+    state = build_cluster([], config).state
+    objects = [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
+               *state.services.values(), *state.pods.values(), *state.endpoint_slices.values(),
+               *state.workloads.values(), *state.others.values()]
+    out = {}
+    for obj in objects:
+        key = (obj.kind, obj.namespace, obj.name)
+        body = json.loads(json.dumps(obj.raw))
+        meta = body.setdefault("metadata", {})
+        meta.setdefault("uid", stable_uid(*key))
+        meta.setdefault("creationTimestamp", now)
+        out[key] = body
+    return out
+
+
+def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
+    """Write the system objects the store does not have (all of them into an empty store)."""
+    rank = {kind: i for i, kind in enumerate(ORDER)}
+    missing = {k: v for k, v in system_objects(config, now).items() if k not in store.objects}
+    if missing:
+        store.commit([Write(k, missing[k], "system") for k in sorted(missing, key=lambda k: (rank.get(k[0], 99), k))])

@@ -1,0 +1,47 @@
+"""ingress-nginx's status writer: an Ingress of a class it serves gets the address it publishes.
+
+kind's ingress guide runs the controller with ``--publish-status-address=localhost``, so every
+Ingress of class ``nginx`` shows ``ADDRESS localhost`` once the controller has seen it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ...cluster.system import INGRESS_NGINX_CONTROLLER
+from ..informer import key_of
+from ..store import Change, Key
+from .base import Controller
+
+CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+PUBLISHED = {"loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
+
+
+class IngressStatus(Controller):
+    name = "ingress-nginx-controller"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "Ingress":
+            return [key_of("Ingress", change.obj)]
+        if change.kind == "IngressClass":
+            return self.informer.keys("Ingress")
+        return []
+
+    def resync(self) -> Iterable[Key]:
+        return self.informer.keys("Ingress")
+
+    def sync(self, key: Key) -> None:
+        ingress = self.informer.get(key)
+        if ingress is None or not self.config.ingress_controller:
+            return
+        if ((ingress.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+            return
+        meta = ingress.get("metadata") or {}
+        class_name = (ingress.get("spec") or {}).get("ingressClassName") or \
+            (meta.get("annotations") or {}).get(CLASS_ANNOTATION)
+        klass = self.informer.get(("IngressClass", "", str(class_name))) if class_name else None
+        if klass is None or (klass.get("spec") or {}).get("controller") != INGRESS_NGINX_CONTROLLER:
+            return
+        batch = self.batch()
+        batch.put(key, {**ingress, "metadata": dict(meta), "status": PUBLISHED})
+        batch.commit()

@@ -1,0 +1,152 @@
+"""A pod's status as the kubelet reports it, shared by the two writers of pod status.
+
+The simulated kubelet (``kubelet.py``) changes container states (a command exited, a restart
+waits in CrashLoopBackOff, an image cannot be pulled); the pod-start controller
+(``controllers/podstart.py``) gives a bound pod its address and first status and re-evaluates
+readiness when a client changes what it depends on (annotations, probes). Both derive the phase
+and the Ready conditions from the container states the same way, here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..cluster import workloads as core_workloads
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """Pod phase and readiness conditions from the container states, as the kubelet computes them."""
+    statuses = status.get("containerStatuses") or []
+    names = [c.get("name") for c in spec.get("containers") or []]
+    states = {cs.get("name"): cs.get("state") or {} for cs in statuses}
+    if not names or any(n not in states for n in names):
+        return
+    policy = spec.get("restartPolicy") or "Always"
+    terminated = [states[n].get("terminated") for n in names]
+    final = all(t is not None for t in terminated) and (
+        policy == "Never" or (policy == "OnFailure" and all(t["exitCode"] == 0 for t in terminated if t)))
+    unready = [n for n, cs in zip(names, [next(s for s in statuses if s.get("name") == n) for n in names],
+                                  strict=True) if not cs.get("ready")]
+    # getPhase: a container waiting without ever having run (an image that cannot be pulled)
+    # keeps the pod Pending.
+    never_ran = [n for n in names if "waiting" in states[n] and not next(
+        (s.get("lastState") for s in statuses if s.get("name") == n), None)]
+    if final:
+        status["phase"] = "Succeeded" if all(t["exitCode"] == 0 for t in terminated if t) else "Failed"
+    elif never_ran:
+        status["phase"] = "Pending"
+    elif status.get("phase") == "Pending":
+        status["phase"] = "Running"
+    conditions = []
+    for cond in status.get("conditions") or []:
+        cond = dict(cond)
+        if cond.get("type") in ("Ready", "ContainersReady"):
+            if final:
+                cond.update(status="False", reason="PodCompleted")
+                cond.pop("message", None)
+            elif unready:
+                cond.update(status="False", reason="ContainersNotReady",
+                            message=f"containers with unready status: [{' '.join(unready)}]")
+            elif cond.get("status") == "False" and cond.get("reason") == "ContainersNotReady":
+                cond.update(status="True")  # the last waiting container started
+                cond.pop("reason", None)
+                cond.pop("message", None)
+        elif cond.get("type") == "PodReadyToStartContainers" and final:
+            cond["status"] = "False"  # the sandbox is torn down once every container is done
+        conditions.append(cond)
+    status["conditions"] = conditions
+
+
+def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """What the simulated kubelet reported (a container that exited, restarted or waits in
+    CrashLoopBackOff) survives a re-evaluation of readiness; such a container is not ready."""
+    before = {cs.get("name"): cs for cs in old.get("containerStatuses") or []}
+    touched = False
+    for cs in fresh.get("containerStatuses") or []:
+        prev = before.get(cs.get("name"))
+        if not prev:
+            continue
+        for f in ("state", "lastState", "restartCount", "containerID", "imageID"):
+            if f in prev:
+                cs[f] = _copy(prev[f])
+        if "running" not in (cs.get("state") or {}):
+            cs["ready"] = cs["started"] = False
+            touched = True
+        elif prev.get("restartCount") or prev.get("lastState"):
+            touched = True
+    if touched:
+        apply_phase(fresh, spec)
+
+
+def refreshed(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status of a started pod with readiness computed again (annotations and probes a client may
+    have changed), the kubelet's container states kept; None for a pod that has not started."""
+    status = body.get("status") or {}
+    phase = status.get("phase")
+    if phase in ("Succeeded", "Failed"):
+        return _copy(status)  # type: ignore[no-any-return]
+    if phase not in ("Running", "Pending") or not status.get("podIP") or not (body.get("spec") or {}).get("nodeName"):
+        return None
+    # No registry check here: whether an image can be pulled is the kubelet's to report (kept below).
+    fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
+    if status.get("startTime"):
+        fresh["startTime"] = status["startTime"]
+    keep_kubelet_state(fresh, status, body.get("spec") or {})
+    complete(body, fresh)
+    return fresh
+
+
+def complete(body: Mapping[str, Any], status: dict[str, Any]) -> None:
+    """What the kubelet reports and the core leaves out: container and image IDs, start times."""
+    started = status.get("startTime")
+    uid = (body.get("metadata") or {}).get("uid", "")
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        cs = dict(cs)
+        if "waiting" in (cs.get("state") or {}) and not cs.get("lastState"):
+            statuses.append(cs)  # never ran (its image cannot be pulled): no container, no image yet
+            continue
+        image = str(cs.get("image") or "")
+        if not cs.get("containerID"):
+            cs["containerID"] = "containerd://" + hashlib.sha256(f"{uid}/{cs.get('name')}".encode()).hexdigest()
+        if image and not cs.get("imageID"):
+            cs["imageID"] = image_id(image)
+        state = cs.get("state")
+        if isinstance(state, dict) and isinstance(state.get("running"), dict) and started:
+            cs["state"] = dict(state, running=dict(state["running"]))
+            cs["state"]["running"].setdefault("startedAt", started)
+        statuses.append(cs)
+    if statuses:
+        status["containerStatuses"] = statuses
+
+
+def image_id(image: str) -> str:
+    """``docker.io/library/nginx@sha256:...``: the repository digest the runtime reports (a stable hash here)."""
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    if "/" not in repo:
+        repo = f"docker.io/library/{repo}"
+    elif "." not in repo.split("/", 1)[0]:
+        repo = f"docker.io/{repo}"
+    return f"{repo}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def stamp_conditions(status: dict[str, Any], old: Mapping[str, Any], now: str) -> None:
+    """Condition times as the kubelet keeps them: ``lastTransitionTime`` moves only when the status
+    flips (what minReadySeconds counts from), ``lastProbeTime`` is null."""
+    before = {c.get("type"): c for c in old.get("conditions") or []}
+    stamped = []
+    for cond in status.get("conditions") or []:
+        cond = dict(cond)
+        prev = before.get(cond.get("type")) or {}
+        cond["lastProbeTime"] = None
+        cond["lastTransitionTime"] = prev.get("lastTransitionTime") if prev.get("status") == cond.get("status") \
+            and prev.get("lastTransitionTime") else now
+        stamped.append(cond)
+    status["conditions"] = stamped
