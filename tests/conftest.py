@@ -9,7 +9,9 @@ Address plan (DESIGN.md defaults, a fresh kind cluster):
 
 from __future__ import annotations
 
+import os
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,19 @@ def cluster_from(yaml_text: str, **kwargs) -> Cluster:
 @pytest.fixture(scope="session")
 def shop() -> Cluster:
     return Cluster.from_paths([str(EXAMPLES / "shop")])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_running_knetsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Commands given no -f read the running `knetsim up` of $KNETSIM_STATE: in tests, a state dir where
+    none runs unless a test starts one there, never the developer's own ~/.knetsim."""
+    state = tmp_path_factory.mktemp("no-knetsim")
+    before = os.environ.get("KNETSIM_STATE")
+    os.environ["KNETSIM_STATE"] = str(state)
+    try:
+        yield state
+    finally:
+        if before is None:
+            os.environ.pop("KNETSIM_STATE", None)
+        else:
+            os.environ["KNETSIM_STATE"] = before

@@ -11,12 +11,14 @@ Methods return dataclasses whose ``to_dict()`` is exactly what ``-o json`` print
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import IO, Any
 
 from .cluster.build import BuildResult, ManifestError, build_cluster
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
-from .model.loader import Document, LoadResult, load_paths, load_text
+from .model.loader import Document, LoadResult, load_text
+from .sources import Live, Manifests, Progress, Source, Target, read
 
 
 class InputError(ValueError):
@@ -38,6 +40,10 @@ class Cluster:
         self.errors = list(errors)
         # Files or documents that could not be read or parsed at all (a subset of errors).
         self.unreadable: list[ManifestError] = []
+        # The live cluster the objects were read from (from_sources), and what of it could not be read.
+        self.target: Target | None = None
+        self.source_notes: list[str] = []
+        self.read_at: datetime | None = None
 
     # --- construction ---------------------------------------------------------------
 
@@ -54,13 +60,31 @@ class Cluster:
     @classmethod
     def from_paths(cls, paths: Iterable[str], *, namespace: str = "default", cluster_config: str | None = None,
                    config: ClusterConfig | None = None, stdin: IO[str] | None = None, strict: bool = True) -> Cluster:
+        return cls.from_sources([Manifests(tuple(paths), stdin)], namespace=namespace, cluster_config=cluster_config,
+                                config=config, strict=strict)
+
+    @classmethod
+    def from_sources(cls, sources: Sequence[Source], *, namespace: str = "default", cluster_config: str | None = None,
+                     config: ClusterConfig | None = None, strict: bool = True,
+                     progress: Progress | None = None) -> Cluster:
+        """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
+        ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read."""
         if config is None:
             try:
                 config = load_config(cluster_config)
             except ConfigError as exc:
                 raise InputError([str(exc)]) from None
-        loaded: LoadResult = load_paths(paths, stdin=stdin)
-        return cls._from_loaded(loaded, namespace=namespace, config=config, strict=strict)
+        got = read(sources, progress)
+        cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict)
+        cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
+        return cluster
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None, *,
+                        namespace: str = "default", config: ClusterConfig | None = None) -> Cluster:
+        """What a running cluster holds (``$KUBECONFIG`` or ``~/.kube/config`` by default), analysed as a
+        snapshot: objects the v1.35 API server would reject are kept in ``errors``, not raised."""
+        return cls.from_sources([Live(kubeconfig, context)], namespace=namespace, config=config, strict=False)
 
     @classmethod
     def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,

@@ -125,7 +125,7 @@ def test_down_never_signals_a_process_that_is_not_the_daemon(tmp_path) -> None:
     import json
     import os
 
-    from knetsim.cli.up import _running
+    from knetsim.apiserver.statedir import running
 
     (tmp_path / "ready.json").write_text(json.dumps({"pid": os.getppid()}))  # pytest's parent: alive, not ours
-    assert _running(tmp_path) is None
+    assert running(tmp_path) is None

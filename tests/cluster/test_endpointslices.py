@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
+import yaml
 from tests.conftest import cluster_from
 
+from knetsim import Cluster
 from knetsim.cluster.endpointslices import reconcile
+from knetsim.model.loader import Source
+from knetsim.model.objects import EndpointSlice
 
 
 def pod(name: str, labels: str, ports: str = "[{containerPort: 80}]", extra: str = "", image: str = "nginx") -> str:
@@ -164,3 +170,72 @@ def test_named_target_port_of_a_sidecar_resolves() -> None:
     """)
     (es,) = slices(cluster)
     assert [(p.name, p.port) for p in es.ports] == [("http", 15001)]
+
+
+# --- slices a real controller made (a snapshot, a live cluster) ----------------------------------
+
+
+def _spread_as_a_real_controller_might(cluster, sizes: list[int], names: list[str]) -> list[EndpointSlice]:
+    """The Service's endpoints over slices of the given sizes and names, in an order knetsim would not pick."""
+    ours = slices(cluster)
+    endpoints = list(reversed([e for s in ours for e in s.raw["endpoints"]]))
+    out, start = [], 0
+    for size, name in zip(sizes, names, strict=True):
+        raw = copy.deepcopy(ours[0].raw)
+        raw["metadata"].update(name=name, uid=f"uid-{name}", resourceVersion="7")
+        raw["endpoints"] = endpoints[start:start + size]
+        start += size
+        out.append(EndpointSlice.parse(raw, Source("snapshot.yaml", 1)))
+    assert start == len(endpoints)
+    return out
+
+
+def test_a_real_controllers_spread_of_endpoints_is_reused_unchanged() -> None:
+    """Given 80 endpoints a real controller keeps in two half-full slices (after churn), the planner keeps
+    both as they are: no update, no delete, nothing created, however knetsim itself would have packed them."""
+    cluster = cluster_from("".join(pod(f"p{i:03d}", "{app: web}", "[{name: http, containerPort: 80}]")
+                                   for i in range(80)) + SVC)
+    state = cluster.state
+    existing = _spread_as_a_real_controller_might(cluster, [30, 50], ["web-zq9x2", "web-b4k7m"])
+    plan = reconcile(state.services["default/web"], state.pods_in("default"), existing, state.nodes)
+    assert (plan.create, plan.update, plan.delete) == ((), (), ())
+    assert plan.unchanged == ("web-b4k7m", "web-zq9x2")
+    assert [b["metadata"]["uid"] for b in plan.unchanged_bodies] == ["uid-web-b4k7m", "uid-web-zq9x2"]
+
+
+def test_only_the_slice_that_is_wrong_is_updated() -> None:
+    """Given one stale address in one slice and a pod missing from every slice, the stale slice is updated
+    (the stale address out, the missing pod in, as upstream fills slices it updates) and the other is kept."""
+    cluster = cluster_from("".join(pod(f"p{i:03d}", "{app: web}", "[{name: http, containerPort: 80}]")
+                                   for i in range(80)) + SVC)
+    state = cluster.state
+    full, half = _spread_as_a_real_controller_might(cluster, [30, 50], ["web-zq9x2", "web-b4k7m"])
+    missing = half.raw["endpoints"].pop()
+    full.raw["endpoints"].append({**full.raw["endpoints"][0], "addresses": ["10.244.9.9"],
+                                  "targetRef": {"kind": "Pod", "namespace": "default", "name": "gone"}})
+    existing = [EndpointSlice.parse(s.raw, s.source) for s in (full, half)]
+    plan = reconcile(state.services["default/web"], state.pods_in("default"), existing, state.nodes)
+    assert (plan.create, plan.delete, plan.unchanged) == ((), (), ("web-b4k7m",))
+    (updated,) = plan.update
+    addresses = [a for e in updated["endpoints"] for a in e["addresses"]]
+    assert updated["metadata"]["name"] == "web-zq9x2"
+    assert "10.244.9.9" not in addresses and missing["addresses"][0] in addresses and len(addresses) == 31
+
+
+def test_a_snapshot_reports_exactly_the_real_drift() -> None:
+    """Given a snapshot whose two slices a real controller spread its own way, no drift is reported;
+    with one address gone from one slice, that slice and that address are the whole report."""
+    cluster = cluster_from("".join(pod(f"p{i:03d}", "{app: web}", "[{name: http, containerPort: 80}]")
+                                   for i in range(120)) + SVC)
+    existing = _spread_as_a_real_controller_might(cluster, [100, 20], ["web-zq9x2", "web-b4k7m"])
+    objects = [o.raw for o in cluster.state.pods.values() if o.namespace == "default"]
+    objects += [cluster.state.services["default/web"].raw]
+
+    def notices(slices_: list[EndpointSlice]) -> list[str]:
+        text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects + [s.raw for s in slices_]})
+        return [str(n) for n in Cluster.from_yaml(text, filename="snap.yaml").notices if n.code == "EndpointSliceDrift"]
+
+    assert notices(existing) == []
+    gone = existing[1].raw["endpoints"].pop(3)["addresses"][0]
+    assert notices(existing) == [f"snap.yaml, document 1, items[122]: EndpointSlice default/web-b4k7m: differs from "
+                                 f"what the EndpointSlice controller computes: missing {gone}"]

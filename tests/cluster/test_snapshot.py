@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cluster_from
 
 from knetsim import Cluster
 
@@ -34,3 +34,24 @@ def test_snapshot_drift_is_reported() -> None:
     drift = [str(n) for n in cluster.notices if n.code == "EndpointSliceDrift"]
     assert drift == [f"{SNAPSHOT}, document 1, items[5]: EndpointSlice default/web-abcde: differs from what the "
                      "EndpointSlice controller computes: missing 10.244.2.9"]
+
+
+def test_a_namespace_missing_from_a_snapshot_exists_there_only_its_labels_are_unknown() -> None:
+    """`kubectl get all -n team -o yaml` holds no Namespace: the cluster has it (no 'kubectl apply would
+    fail'), but a namespaceSelector cannot see its labels, and the warning says that instead."""
+    snapshot = """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p, namespace: team, uid: 1f0c, resourceVersion: "7", creationTimestamp: "2026-11-30T10:00:00Z"}
+        spec: {containers: [{name: c, image: "nginx:1.27"}], nodeName: worker}
+        status: {phase: Running, podIP: 10.244.1.9, hostIP: 172.18.0.3}
+    """
+    (notice,) = [str(n) for n in cluster_from(snapshot, filename="snap.yaml").notices if n.code == "NamespaceCreated"]
+    assert notice == ("snap.yaml, document 1: Pod team/p: namespace 'team' is not in the snapshot; assumed to have "
+                      "only the label kubernetes.io/metadata.name (namespaceSelector verdicts need the namespaces in "
+                      "the snapshot)")
+    handwritten = cluster_from(snapshot.replace('uid: 1f0c, resourceVersion: "7", creationTimestamp: '
+                                                '"2026-11-30T10:00:00Z"', ""), filename="app.yaml")
+    (notice,) = [str(n) for n in handwritten.notices if n.code == "NamespaceCreated"]
+    assert notice.endswith("is not in the input; assumed to exist (kubectl apply would fail with: namespaces "
+                           '"team" not found)')

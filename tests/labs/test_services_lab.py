@@ -78,6 +78,30 @@ def test_a_rule_path_without_star_is_exact(live: LiveLab) -> None:
                             "without * in kubectl create ingress is Exact: write /api* for Prefix")
 
 
+def test_an_ingress_in_another_namespace_earns_nothing(live: LiveLab) -> None:
+    """Given shop.lab.example served from a namespace the lab never made (someone else's app, or the
+    learner's Ingress created without -n), no criterion of the ingress task passes, and each says why."""
+    live.restart("services")
+    live.solve(LAB, "clusterip", "multiport")
+    live.kubectl("create", "namespace", "shop-demo")
+    try:
+        for args in (["create", "deployment", "api", "--image=nginx:1.27"],
+                     ["expose", "deployment", "api", "--port=80"],
+                     ["create", "ingress", "shop", "--class=nginx", "--rule=shop.lab.example/*=api:80"]):
+            live.kubectl("-n", "shop-demo", *args)
+        report = live.check("services", "ingress")
+    finally:
+        live.kubectl("delete", "namespace", "shop-demo", "--wait=false")
+    t = task_result(report, "ingress")
+    assert t["score"] == 0, failed(report, "ingress")
+    by_check = {c["check"]: c for c in failed(report, "ingress")}
+    assert by_check["ingress-class"]["found"].startswith("no Ingress shop in namespace lab-services")
+    trace = by_check["trace"]
+    assert trace["found"].startswith("connected to shop-demo/api-")
+    assert trace["found"].endswith("— but through Ingress shop-demo/shop, outside the lab's namespaces (lab-services): "
+                                   "labs grade only their own objects")
+
+
 def test_a_clusterip_service_is_not_headless(live: LiveLab) -> None:
     live.restart("services")
     live.kubectl(*NS, "expose", "deployment", "web", "--name=web-headless", "--port=80")

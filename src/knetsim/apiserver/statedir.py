@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 LOCK_NAME = "lock"
 
@@ -68,3 +70,33 @@ def owner(state: Path) -> int | None:
         return None
     finally:
         os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A daemon that has exited stays a zombie until its reaper (often PID 1, which may poll
+    # only every second or so) collects it; kill(pid, 0) still succeeds on a zombie.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def running(state: Path) -> dict[str, Any] | None:
+    """The ready daemon of ``state`` (its ready.json): it holds the state directory's lock and has said so."""
+    pid = owner(state)
+    if not pid:
+        return None
+    try:
+        info = json.loads((state / "ready.json").read_text())
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    return info if int(info.get("pid", 0)) == pid and _pid_alive(pid) else None

@@ -1,4 +1,9 @@
-"""What every command shares: loading a cluster from ``-f``, output formats, exit codes.
+"""What every command shares: where the cluster comes from, output formats, exit codes.
+
+The cluster an analysis command looks at (``load_cluster``, the one place commands get it):
+the manifests or snapshot of ``-f``; a live cluster through ``--kubeconfig FILE`` and/or
+``--context NAME`` (both: the cluster with the manifests applied over it); with neither, the
+running ``knetsim up`` of ``$KNETSIM_STATE`` (default ``~/.knetsim``).
 
 Exit codes (DESIGN.md): 0 success, 1 a negative answer to a yes/no question, 2 bad input
 or usage. ``InputError`` carries the complete list of problems and maps to 2 in one place.
@@ -7,14 +12,19 @@ or usage. ``InputError`` carries the complete list of problems and maps to 2 in 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml
 
 from ..api import Cluster, InputError
+
+if TYPE_CHECKING:
+    from ..sources import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,14 +33,24 @@ EXIT_NEGATIVE = 1
 EXIT_BAD_INPUT = 2
 
 
-def _remember_strict(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    ctx.meta["knetsim.strict"] = value
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    # Kept for load_cluster, so that no command has to pass them along.
+    ctx.meta[f"knetsim.{param.name}"] = value
     return value
 
 
 def cluster_options(fn: F) -> F:
-    """``-f/--filename`` (repeatable), ``-n/--namespace``, ``--cluster-config`` and ``--strict``."""
-    fn = click.option("--strict", is_flag=True, expose_value=False, callback=_remember_strict,
+    """``-f/--filename`` (repeatable), ``-n/--namespace``, ``--kubeconfig``, ``--context``, ``--cluster-config``
+    and ``--strict``."""
+    fn = click.option("--context", "context", default=None, expose_value=False, callback=_remember,
+                      help="Read the cluster of this kubeconfig context (of --kubeconfig, else $KUBECONFIG or "
+                           "~/.kube/config).")(fn)
+    fn = click.option("--kubeconfig", "kubeconfig", default=None, expose_value=False, callback=_remember,
+                      type=click.Path(dir_okay=False),
+                      help="Read the objects of the cluster this kubeconfig names (kind, minikube, a cloud cluster); "
+                           "with -f, the manifests are applied over them. Without -f or --kubeconfig: the running "
+                           "`knetsim up`.")(fn)
+    fn = click.option("--strict", "strict", is_flag=True, expose_value=False, callback=_remember,
                       help="Stop with exit code 2 when any object would be rejected by the API server "
                            "(default: report it on stderr and simulate the rest, as kubectl apply -f would).")(fn)
     fn = click.option("--cluster-config", "cluster_config", type=click.Path(dir_okay=False),
@@ -54,16 +74,72 @@ def strict_requested() -> bool:
     return bool(ctx is not None and ctx.meta.get("knetsim.strict"))
 
 
+def live_requested() -> bool:
+    """Did the command line name a live cluster (``--kubeconfig`` or ``--context``)?"""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and (ctx.meta.get("knetsim.kubeconfig") or ctx.meta.get("knetsim.context")))
+
+
+def state_dir() -> Path:
+    """The state directory of `knetsim up`, read when asked (tests and users set $KNETSIM_STATE per run)."""
+    return Path(os.environ.get("KNETSIM_STATE") or Path.home() / ".knetsim").expanduser()
+
+
+def _running_knetsim() -> str | None:
+    """The kubeconfig of the running `knetsim up`, if one runs."""
+    from ..apiserver.statedir import running
+
+    state = state_dir()
+    info = running(state)
+    if info is None:
+        return None
+    return str(info.get("kubeconfig") or state / "kubeconfig")
+
+
+def cluster_sources(filenames: Sequence[str]) -> list[Source]:
+    """Where the command's objects come from (see the module docstring); exit 2 when nothing says."""
+    from ..sources import Live, Manifests
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    sources: list[Source] = []
+    if live_requested():
+        sources.append(Live(meta.get("knetsim.kubeconfig"), meta.get("knetsim.context")))
+    if filenames:
+        sources.append(Manifests(tuple(filenames), sys.stdin))
+    if not sources:
+        kubeconfig = _running_knetsim()
+        if kubeconfig is None:
+            hint = (f" (KUBECONFIG is set: --kubeconfig {os.environ['KUBECONFIG']} reads that cluster)"
+                    if os.environ.get("KUBECONFIG") else "")
+            fail_input(InputError([f"nothing to analyse: no -f FILE|DIR|- given, no --kubeconfig, and no knetsim "
+                                   f"runs with state dir {state_dir()} (knetsim up starts one){hint}"]))
+        sources.append(Live(kubeconfig))
+    return sources
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
                  report: bool = True) -> Cluster:
     """The cluster ``kubectl apply -f`` would leave: every valid object admitted, every rejected one
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
-    turns any rejection into exit 2 with nothing simulated, for CI gates."""
+    turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
+    are read as a snapshot; a cluster that cannot be read is exit 2 with the server's words."""
+    from ..sources import KubeError
+
+    sources = cluster_sources(filenames)
     try:
-        cluster = Cluster.from_paths(filenames, namespace=namespace or "default", cluster_config=cluster_config,
-                                     stdin=sys.stdin, strict=strict_requested())
+        cluster = Cluster.from_sources(sources, namespace=namespace or "default", cluster_config=cluster_config,
+                                       strict=strict_requested(), progress=_progress)
     except InputError as exc:
         fail_input(exc)
+    except KubeError as exc:
+        fail_input(InputError([str(exc)]))
+    for note in cluster.source_notes:
+        click.echo(f"Warning: {note}", err=True)
     if report and cluster.unreadable:
         # kubectl apply -f stops before creating anything when a file does not parse: so does the analysis.
         fail_input(InputError([str(e) for e in cluster.errors]))

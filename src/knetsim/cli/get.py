@@ -3,7 +3,8 @@
 Offline there is no clock that means anything: AGE is measured from the newest
 ``creationTimestamp`` in the input (the moment a snapshot was taken), or from
 ``KNETSIM_NOW`` (RFC 3339) when set; objects without a timestamp show ``<unknown>``,
-as kubectl does. This keeps the output byte-identical from run to run.
+as kubectl does. This keeps the output byte-identical from run to run. A cluster read
+live (``--kubeconfig``, the running knetsim) is measured from the moment it was read.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from ..model.objects import Object
 from .common import EXIT_BAD_INPUT, cluster_options, dump_json, dump_yaml, load_cluster, print_notices, tabulate
 
 
-def _now(objects: list[Object]) -> datetime | None:
+def _now(objects: list[Object], read_at: datetime | None = None) -> datetime | None:
     env = os.environ.get("KNETSIM_NOW")
     if env:
         return datetime.fromisoformat(env.replace("Z", "+00:00"))
+    if read_at is not None:
+        return read_at.replace(microsecond=0)
     stamps = [o.meta.creation_timestamp for o in objects if o.meta.creation_timestamp]
     return datetime.fromisoformat(max(stamps).replace("Z", "+00:00")) if stamps else None
 
@@ -120,7 +123,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         else:
             groups.append((info, select(cluster, info, None, ns_filter, selector)))
     everything = [o for _, objs in groups for o in objs]
-    now = _now(cluster.state.objects_of("Pod") + everything)
+    now = _now(cluster.state.objects_of("Pod") + everything, cluster.read_at)
     if output in ("yaml", "json"):
         bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
         data: Any = bodies[0] if names and len(bodies) == 1 and len(kinds) == 1 else {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,24 +11,22 @@ from typing import Any, TypeVar
 
 import click
 
+from ..apiserver.statedir import running
 from ..labs import (
-    KubeClient,
-    KubeError,
     Lab,
     LabError,
     LabResult,
     ProgressStore,
     all_labs,
-    default_kubeconfig,
     fetch,
     grade,
-    load_kubeconfig,
     load_lab,
     reset,
     start,
     tasks_text,
 )
 from ..labs.progress import real_cluster_dir
+from ..sources import KubeAPI, KubeError, connect
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, dump_json, tabulate
 from .up import DEFAULT_STATE
 
@@ -49,9 +48,17 @@ def _fail(message: str) -> Any:
 
 
 def _kubeconfig_path(kubeconfig: str | None, state: str) -> str:
+    """The kubeconfig a lab command uses: --kubeconfig, $KUBECONFIG (its first file), the running knetsim's,
+    ~/.kube/config."""
     if kubeconfig:
         return kubeconfig
-    return default_kubeconfig(state)[0]
+    env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
+    if env:
+        return env
+    info = running(Path(state).resolve())
+    if info is not None:
+        return str(info.get("kubeconfig") or Path(state) / "kubeconfig")
+    return str(Path.home() / ".kube" / "config")
 
 
 def _progress_dir(kubeconfig_path: str) -> Path:
@@ -62,10 +69,10 @@ def _progress_dir(kubeconfig_path: str) -> Path:
     return real_cluster_dir()
 
 
-def _client(kubeconfig: str | None, context: str | None, state: str) -> tuple[KubeClient, ProgressStore]:
+def _client(kubeconfig: str | None, context: str | None, state: str) -> tuple[KubeAPI, ProgressStore]:
     path = _kubeconfig_path(kubeconfig, state)
     try:
-        client = KubeClient(load_kubeconfig(path, context))
+        client = connect(path, context)
     except KubeError as exc:
         _fail(str(exc))
     return client, ProgressStore(_progress_dir(path))
@@ -120,7 +127,7 @@ def start_cmd(name: str, kubeconfig: str | None, context: str | None, state: str
         _fail(str(exc))
     for a in applied:
         click.echo(str(a))
-    progress.started(the_lab, client.config.server)
+    progress.started(the_lab, client.server)
     click.echo("")
     click.echo(tasks_text(the_lab), nl=False)
     click.echo("\nknetsim lab check [TASK] grades your work; knetsim lab hint TASK helps.")

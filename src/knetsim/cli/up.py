@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..apiserver.statedir import StateDirInUse, make_private, owner
+from ..apiserver.statedir import StateDirInUse, make_private, owner, running
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
 
 EXIT_STATE_IN_USE = 3  # the daemon's exit code when another daemon holds the state directory
@@ -24,34 +24,6 @@ DEFAULT_STATE = os.environ.get("KNETSIM_STATE") or str(Path.home() / ".knetsim")
 def _state_option(fn: Any) -> Any:
     return click.option("--state", "state", default=DEFAULT_STATE, show_default=True,
                         type=click.Path(file_okay=False), help="State directory (SQLite store, kubeconfig).")(fn)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A daemon that has exited stays a zombie until its reaper (often PID 1, which may poll
-    # only every second or so) collects it; kill(pid, 0) still succeeds on a zombie.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
-def _running(state: Path) -> dict[str, Any] | None:
-    """The ready daemon of ``state``: it holds the state directory's lock and has written ready.json."""
-    pid = owner(state)
-    if not pid:
-        return None
-    try:
-        info = json.loads((state / "ready.json").read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    return info if int(info.get("pid", 0)) == pid and _pid_alive(pid) else None
 
 
 def _print_ready(info: dict[str, Any]) -> None:
@@ -102,7 +74,7 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
                        err=True)
             sys.exit(EXIT_BAD_INPUT)
     make_private(state_dir)
-    info = _running(state_dir)
+    info = running(state_dir)
     if info is not None:
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
@@ -128,7 +100,7 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
             tail = (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
             click.echo("error: the cluster did not start:\n" + "\n".join(tail), err=True)
             sys.exit(EXIT_BAD_INPUT)
-        info = _running(state_dir)
+        info = running(state_dir)
         if info is not None and int(info.get("pid", 0)) == proc.pid:
             _print_ready(info)
             sys.exit(EXIT_OK)
@@ -165,7 +137,7 @@ def down(state: str) -> None:
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def status(state: str, output: str) -> None:
     """Is the live cluster running, and on which ports? Exit 1 when it is not."""
-    info = _running(Path(state).resolve())
+    info = running(Path(state).resolve())
     if output == "json":
         click.echo(json.dumps({"running": info is not None, **(info or {})}, indent=2, sort_keys=True))
     elif info is None:

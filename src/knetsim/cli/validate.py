@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..api import InputError
-from .common import cluster_options, fail_input, load_cluster, print_notices
+from .common import cluster_options, fail_input, live_requested, load_cluster, print_notices
 
 
 @click.command("validate")
@@ -14,9 +14,11 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     """Check manifests as the API server would; every error names file, document, object and field.
 
     Exit code 0 when everything is valid, 2 otherwise (all errors are listed, not only the first).
+    With --kubeconfig, what a cluster holds is checked against v1.35 admission (before an upgrade).
     """
-    if not filenames:
-        fail_input(InputError(["no manifests given: use -f FILE|DIR|-"]))
+    if not filenames and not live_requested():
+        fail_input(InputError(["no manifests given: use -f FILE|DIR|- (or --kubeconfig FILE for a cluster's "
+                               "objects)"]))
     cluster = load_cluster(filenames, namespace, cluster_config, report=False)
     print_notices(cluster)
     if cluster.errors:

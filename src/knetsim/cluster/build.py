@@ -303,9 +303,15 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
         if doc.namespace and doc.namespace not in state.namespaces and (info is None or info.namespaced):
             missing.setdefault(doc.namespace, doc)
     for name, doc in sorted(missing.items()):
-        # kubectl apply would fail here; offline we assume the namespace exists and say so.
-        state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist "
-                   f"(kubectl apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
+        if from_live_cluster(doc.body):
+            # It exists on the cluster the object was read from; what the snapshot lacks is its labels.
+            state.warn("NamespaceCreated", f"namespace {name!r} is not in the snapshot; assumed to have only the "
+                       "label kubernetes.io/metadata.name (namespaceSelector verdicts need the namespaces in the "
+                       "snapshot)", doc.describe(), doc.source)
+        else:
+            # kubectl apply would fail here; offline we assume the namespace exists and say so.
+            state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist (kubectl "
+                       f"apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
         body = apply_defaults({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         state.namespaces[name] = PARSERS["Namespace"](body, CONTROLLER)  # type: ignore[assignment]
 

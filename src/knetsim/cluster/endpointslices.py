@@ -15,8 +15,12 @@ caller applies it. It follows ``k8s.io/endpointslice`` (reconciler.go, utils.go)
   ``kubectl get endpointslices`` shows as ``<unset>`` for a selector typo);
 * a Service without a selector, or of type ExternalName, gets no managed slices.
 
-Existing managed slices are reused by name in order, as the upstream reconciler updates
-slices in place rather than replacing them.
+Existing managed slices (from a snapshot or a live cluster) are matched to the desired
+endpoints by content, as the upstream reconciler does: a slice keeps the endpoints still
+desired, leftovers fill slices being updated and then the unchanged slice they fit best, and
+only then are slices created; a slice about to be deleted is reused for one about to be
+created. However a real controller spread the endpoints over its slices, slices that are right
+stay unchanged, so a snapshot shows no drift that is not there.
 """
 
 from __future__ import annotations
@@ -131,74 +135,168 @@ def _slice(service: Service, name: str, endpoints: list[dict[str, Any]] | None,
     }
 
 
-def _port_key(ports: list[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
-    return tuple(sorted((p["name"], p["port"], p["protocol"]) for p in ports))
+PortKey = tuple[tuple[Any, ...], ...]
+EndpointKey = tuple[Any, ...]
+
+
+def _port_key(ports: list[dict[str, Any]] | None) -> PortKey:
+    """``NewPortMapKey``: slices are grouped by their whole port list, appProtocol included."""
+    return tuple(sorted((p.get("name") or "", p.get("port"), p.get("protocol") or "TCP", p.get("appProtocol") or "")
+                        for p in ports or []))
+
+
+def _endpoint_key(endpoint: Mapping[str, Any]) -> EndpointKey:
+    """``hashEndpoint``: the same endpoint is the same addresses, hostname and target pod."""
+    ref = endpoint.get("targetRef") or {}
+    return (tuple(sorted(endpoint.get("addresses") or ())), endpoint.get("hostname") or "",
+            ref.get("namespace") or "", ref.get("name") or "")
+
+
+def _same_endpoint(desired: Mapping[str, Any], existing: Mapping[str, Any]) -> bool:
+    """``EndpointsEqualBeyondHash``: conditions, node and zone. A zone knetsim cannot know (a snapshot
+    without Node objects) is no difference, and neither is a missing uid on either side."""
+    def conditions(e: Mapping[str, Any]) -> tuple[bool, bool, bool]:
+        cond = e.get("conditions") or {}
+        ready = cond.get("ready", True) is not False  # nil ready means unknown, read as ready
+        return ready, cond.get("serving", ready) is not False, bool(cond.get("terminating", False))
+
+    if conditions(desired) != conditions(existing) or desired.get("nodeName") != existing.get("nodeName"):
+        return False
+    if desired.get("zone") and desired.get("zone") != existing.get("zone"):
+        return False
+    uids = ((desired.get("targetRef") or {}).get("uid"), (existing.get("targetRef") or {}).get("uid"))
+    return not all(uids) or uids[0] == uids[1]
+
+
+@dataclass(slots=True)
+class _Group:
+    """One port mapping's share of the plan (``reconcileByPortMapping``)."""
+
+    create: list[list[dict[str, Any]]] = field(default_factory=list)  # endpoint lists of new slices
+    update: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # slice name -> its endpoints
+    delete: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def _fill(endpoints: list[dict[str, Any]], desired: dict[EndpointKey, dict[str, Any]]) -> None:
+    """Move desired endpoints into a slice until it is full; upstream pops "any", knetsim the first."""
+    while desired and len(endpoints) < MAX_ENDPOINTS_PER_SLICE:
+        key = next(iter(desired))
+        endpoints.append(desired.pop(key))
+
+
+def _by_port_mapping(existing: list[EndpointSlice], desired: dict[EndpointKey, dict[str, Any]]) -> _Group:
+    """Existing slices keep the endpoints still desired (updated where they changed); leftovers fill the
+    slices being updated, fullest first, then the one unchanged slice they fit best, then new slices."""
+    out = _Group()
+    for es in existing:
+        kept, changed = [], False
+        for endpoint in es.raw.get("endpoints") or []:
+            want = desired.pop(_endpoint_key(endpoint), None)
+            if want is not None:
+                kept.append(want)
+                changed = changed or not _same_endpoint(want, endpoint)
+        if changed or len(kept) != len(es.raw.get("endpoints") or []):
+            if kept:
+                out.update[es.name] = kept
+            else:
+                out.delete.append(es.name)
+        else:
+            out.unchanged.append(es.name)
+    if desired and out.update:
+        for name in sorted(out.update, key=lambda n: (-len(out.update[n]), n)):
+            _fill(out.update[name], desired)
+    sizes = {es.name: len(es.raw.get("endpoints") or []) for es in existing}
+    while desired:
+        target: str | None = None
+        if len(desired) < MAX_ENDPOINTS_PER_SLICE and out.unchanged:
+            # getSliceToFill: the unchanged slice closest to full once the rest is added.
+            fits = [(MAX_ENDPOINTS_PER_SLICE - len(desired) - sizes[n], n) for n in out.unchanged]
+            target = min((f for f in fits if f[0] >= 0), default=(0, None))[1]
+        if target is None:
+            endpoints: list[dict[str, Any]] = []
+            _fill(endpoints, desired)
+            out.create.append(endpoints)
+            continue
+        slice_ = next(es for es in existing if es.name == target)
+        endpoints = [*(slice_.raw.get("endpoints") or [])]
+        _fill(endpoints, desired)
+        out.unchanged.remove(target)
+        out.update[target] = endpoints
+    return out
 
 
 def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
               nodes: Mapping[str, Node]) -> Plan:
-    """What the controller would create, update and delete for ``service``. Pure."""
-    managed = sorted((s for s in existing if s.managed_by == ENDPOINTSLICE_CONTROLLER), key=lambda s: s.name)
+    """What the controller would create, update and delete for ``service``. Pure.
+
+    ``k8s.io/endpointslice`` reconciler.go: slices are matched to the desired endpoints by content,
+    not by name or position, so the slices a real controller made (however it spread the endpoints
+    over them) are kept as they are while they hold the right endpoints, and a plan names only real
+    changes. Slices of another address type (a dual-stack cluster's IPv6 slices) are left alone.
+    """
+    managed = sorted((s for s in existing if s.managed_by == ENDPOINTSLICE_CONTROLLER and s.address_type == "IPv4"),
+                     key=lambda s: s.name)
     if service.selector is None or service.type == "ExternalName":
         return Plan(delete=tuple(s.name for s in managed))
-    groups: dict[tuple[tuple[Any, ...], ...], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    groups: dict[PortKey, tuple[list[dict[str, Any]], dict[EndpointKey, dict[str, Any]]]] = {}
     unresolved: list[tuple[str, str]] = []
     for pod in sorted(pods, key=lambda p: p.name):
         if not should_be_endpoint(pod):
             continue
         ports, missing = endpoint_ports(service, pod)
         unresolved.extend((pod.name, m) for m in missing)
-        key = _port_key(ports)
-        group = groups.setdefault(key, (ports, []))
-        group[1].append(pod_to_endpoint(service, pod, nodes.get(pod.node_name)))
+        endpoint = pod_to_endpoint(service, pod, nodes.get(pod.node_name))
+        groups.setdefault(_port_key(ports), (ports, {}))[1][_endpoint_key(endpoint)] = endpoint
 
-    desired: list[tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = []
+    existing_by_ports: dict[PortKey, list[EndpointSlice]] = {}
+    for es in managed:
+        existing_by_ports.setdefault(_port_key(es.raw.get("ports")), []).append(es)
+    creates: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
+    updates: dict[str, tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = {}
+    deletes: list[str] = []
+    unchanged: list[str] = []
     for key in sorted(groups):
-        ports, endpoints = groups[key]
-        for start in range(0, len(endpoints), MAX_ENDPOINTS_PER_SLICE):
-            desired.append((endpoints[start:start + MAX_ENDPOINTS_PER_SLICE], ports or None))
-    if not desired:
-        desired.append((None, None))  # the placeholder slice
-
-    names = [s.name for s in managed]
-    create, update, unchanged, kept = [], [], [], []
+        ports, desired = groups[key]
+        got = _by_port_mapping(existing_by_ports.get(key, []), desired)
+        creates += [(endpoints, ports or None) for endpoints in got.create]
+        updates.update((name, (endpoints, ports or None)) for name, endpoints in got.update.items())
+        deletes += got.delete
+        unchanged += got.unchanged
+    for key in sorted(set(existing_by_ports) - set(groups)):
+        deletes += [es.name for es in existing_by_ports[key]]
     by_name = {s.name: s for s in managed}
-    for i, (endpoints, ports) in enumerate(desired):
-        if i < len(names):
-            body = _slice(service, names[i], endpoints, ports)
-            old = by_name[names[i]]
-            if _same(old.raw, body):
-                unchanged.append(names[i])
-                kept.append(body)
-            else:
-                update.append(body)
+    if len(deletes) == len(managed) and not creates:
+        # A selector with no endpoints keeps one placeholder slice (no endpoints, no ports).
+        if len(deletes) == 1 and not by_name[deletes[0]].raw.get("endpoints") and not by_name[deletes[0]].raw.get(
+                "ports"):
+            unchanged, deletes = deletes, []
         else:
-            name = f"{service.name}-{random_suffix(service.namespace, service.name, 'slice', str(i))}"
-            create.append(_slice(service, name, endpoints, ports))
+            creates.append(([], None))
+    # finalize(): a slice about to be deleted is updated into one about to be created instead.
+    deletes.sort()
+    while deletes and creates:
+        updates[deletes.pop(0)] = creates.pop()
+    taken = {s.name for s in existing}
+    create_bodies, index = [], 0
+    for endpoints, ports in creates:
+        while True:
+            name = f"{service.name}-{random_suffix(service.namespace, service.name, 'slice', str(index))}"
+            index += 1
+            if name not in taken:
+                break
+        taken.add(name)
+        create_bodies.append(_slice(service, name, endpoints or None, ports))
     return Plan(
-        create=tuple(create),
-        update=tuple(update),
-        delete=tuple(names[len(desired):]),
-        unchanged=tuple(unchanged),
+        create=tuple(create_bodies),
+        update=tuple(_slice(service, name, endpoints or None, ports) for name, (endpoints, ports) in sorted(
+            updates.items())),
+        delete=tuple(sorted(deletes)),
+        unchanged=tuple(sorted(unchanged)),
         unresolved=tuple(unresolved),
-        unchanged_bodies=tuple(kept),
+        # Reused as the cluster has them: the controller leaves a slice alone while it is right.
+        unchanged_bodies=tuple(by_name[n].raw for n in sorted(unchanged)),
     )
-
-
-def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    def norm_endpoints(body: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        out = []
-        for e in body.get("endpoints") or []:
-            cond = e.get("conditions") or {}
-            out.append((tuple(e.get("addresses") or ()), cond.get("ready", True) is not False,
-                        cond.get("serving", True) is not False, bool(cond.get("terminating", False)),
-                        e.get("nodeName"), e.get("hostname")))
-        return sorted(out)
-
-    def norm_ports(body: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        return sorted((p.get("name") or "", p.get("port"), p.get("protocol", "TCP")) for p in body.get("ports") or [])
-
-    return norm_endpoints(old) == norm_endpoints(new) and norm_ports(old) == norm_ports(new)
 
 
 def describe_drift(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
@@ -218,6 +316,18 @@ def describe_drift(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
         parts.append("stale " + ", ".join(removed))
     if flipped:
         parts.append("readiness differs for " + ", ".join(flipped))
+    if not parts:
+        # Same addresses, same readiness: a serving/terminating condition, the node or the pod behind it changed.
+        def details(body: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+            return {a: (e.get("nodeName"), (e.get("conditions") or {}).get("serving", True) is not False,
+                        bool((e.get("conditions") or {}).get("terminating", False)),
+                        (e.get("targetRef") or {}).get("name"), (e.get("targetRef") or {}).get("uid"))
+                    for e in body.get("endpoints") or [] for a in e.get("addresses") or []}
+
+        was, now = details(old), details(new)
+        changed = sorted(a for a in set(was) & set(now) if was[a] != now[a])
+        if changed:
+            parts.append("serving, terminating, node or target pod differs for " + ", ".join(changed))
     old_ports = sorted((p.get("name") or "", p.get("port")) for p in old.get("ports") or [])
     new_ports = sorted((p.get("name") or "", p.get("port")) for p in new.get("ports") or [])
     if old_ports != new_ports:

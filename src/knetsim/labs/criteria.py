@@ -8,6 +8,9 @@ another order, one policy or three) gets the same marks.
 Spec checks read the objects the API server returned (``Snapshot``). Traffic checks
 (``trace``, ``route``, ``dns``) ask knetsim's simulation of those objects and are marked
 ``simulated``. Checks default to the lab's namespace; ``namespace:`` overrides it.
+
+A lab grades only what happens in its own namespaces: a connection that works because of an
+object elsewhere (an Ingress of another namespace claiming the lab's host) earns nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 class Context:
     snapshot: Snapshot
     namespace: str
+    # Every namespace the lab creates: what it grades.
+    namespaces: tuple[str, ...] = ()
+
+    def owns(self, namespace: str) -> bool:
+        return namespace in (self.namespaces or (self.namespace,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +357,21 @@ def _worker_ip(ctx: Context) -> str:
     return str(nodes[0].internal_ip) if nodes else "127.0.0.1"
 
 
+def _outside_the_lab(ctx: Context, t: Any) -> str:
+    """Why a connection proves nothing for the lab: it reached a pod of another namespace (through that
+    namespace's Ingress, say), so the lab's own objects did not carry it. Empty when they did."""
+    if t.backend is None:
+        return ""
+    namespace = t.backend.pod.partition("/")[0]
+    if ctx.owns(namespace):
+        return ""
+    route = next((h.to_dict().get("route") or {} for h in t.hops if h.layer == "ingress"), {})
+    ingress = (route.get("match") or {}).get("ingress")
+    via = f"through Ingress {ingress}" if ingress else f"to a pod of namespace {namespace}"
+    mine = ", ".join(ctx.namespaces or (ctx.namespace,))
+    return f"{via}, outside the lab's namespaces ({mine}): labs grade only their own objects"
+
+
 @check("trace")
 def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
     """A connection from a pod (``from``: ns/pod) to a target connects, or must not (``outcome``)."""
@@ -366,6 +389,9 @@ def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         return Verdict(desc, False, want, f"cannot trace: {exc}", True)
     found = _outcome_text(t)
     ok = t.outcome == want
+    elsewhere = _outside_the_lab(ctx, t)
+    if ok and want == "connected" and elsewhere:
+        return Verdict(desc, False, want, f"{found} — but {elsewhere}", True)
     status = t.reply.status if t.reply is not None else None
     if ok and want == "connected" and status is not None and status >= 400:
         # The TCP connection worked but nothing served the request: the Ingress controller's

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..sources import KubeAPI
 from .criteria import Context, evaluate
-from .kubeclient import KubeClient
 from .model import CriterionResult, Lab, LabResult, TaskResult
 from .snapshot import Snapshot, fetch
 
@@ -19,7 +19,7 @@ LAB_LABEL = "labs.knetsim.io/lab"
 def grade(lab: Lab, snapshot: Snapshot, tasks: Sequence[str] | None = None) -> LabResult:
     """Every criterion of the chosen tasks (all by default), in the lab file's order."""
     chosen = [lab.task(t) for t in tasks] if tasks else list(lab.tasks)
-    ctx = Context(snapshot, lab.namespace)
+    ctx = Context(snapshot, lab.namespace, lab.namespaces)
     results = []
     for task in chosen:
         criteria = [evaluate(ctx, c) for c in task.checks]
@@ -67,7 +67,7 @@ def _withhold_open_door_credit(checks: Sequence[Any], criteria: list[CriterionRe
     return tuple(out)
 
 
-def check(lab: Lab, client: KubeClient, tasks: Sequence[str] | None = None) -> LabResult:
+def check(lab: Lab, client: KubeAPI, tasks: Sequence[str] | None = None) -> LabResult:
     return grade(lab, fetch(client), tasks)
 
 
@@ -99,7 +99,7 @@ def _namespace_body(name: str, lab: Lab) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {LAB_LABEL: lab.name}}}
 
 
-def start(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
+def start(lab: Lab, client: KubeAPI, wait: float = 60) -> list[Applied]:
     """Create the lab's namespaces and starting objects (replace those present)."""
     out: list[Applied] = []
     _wait_gone(client, lab, wait)
@@ -117,7 +117,7 @@ def start(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     return out
 
 
-def reset(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
+def reset(lab: Lab, client: KubeAPI, wait: float = 60) -> list[Applied]:
     """Delete the lab's namespaces (with everything in them, the learner's objects too) and its
     cluster-scoped objects, then wait until the namespaces are gone (a real cluster finalizes them)."""
     out: list[Applied] = []
@@ -131,7 +131,7 @@ def reset(lab: Lab, client: KubeClient, wait: float = 60) -> list[Applied]:
     return out
 
 
-def _wait_gone(client: KubeClient, lab: Lab, wait: float) -> None:
+def _wait_gone(client: KubeAPI, lab: Lab, wait: float) -> None:
     deadline = time.monotonic() + wait
     while True:
         terminating = [ns for ns in lab.namespaces

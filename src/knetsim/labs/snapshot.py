@@ -17,8 +17,10 @@ from typing import Any
 
 from ..api import Cluster
 from ..cluster.build import build_cluster
+from ..model.kinds import BY_KIND
 from ..model.loader import Document, Source
-from .kubeclient import ApiError, KubeClient
+from ..sources import KubeAPI
+from ..sources.live import read_cluster
 
 GATEWAY_KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
 CLUSTER_POLICY_KINDS = ("ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
@@ -80,23 +82,19 @@ def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def fetch(client: KubeClient, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
-    """Read every object of ``kinds`` in all namespaces, sorted by (namespace, name)."""
+def fetch(api: KubeAPI, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
+    """Read every object of ``kinds`` in all namespaces (as the analysis commands read a cluster), sorted by
+    (namespace, name)."""
     try:
-        version = client.version()
+        version = api.version()
     except Exception:  # a server without /version is still graded
         version = {}
-    snap = Snapshot(client.config.server, client.config.context, version.get("gitCommit") == "knetsim")
+    snap = Snapshot(api.server, api.context, version.get("gitCommit") == "knetsim")
+    got = read_cluster(api, f"cluster {api.context}", kinds=[BY_KIND[k] for k in kinds])
     for kind in kinds:
-        try:
-            listed = client.list(kind)
-        except ApiError as exc:
-            if exc.code != 404 or kind not in (*GATEWAY_KINDS, *CLUSTER_POLICY_KINDS):
-                raise
-            listed = []  # a cluster without these kinds' CRDs simply has none of these objects
-        items = [_clean(json.loads(json.dumps(o))) for o in listed]
-        items.sort(key=lambda o: ((o["metadata"].get("namespace") or ""), o["metadata"].get("name") or ""))
-        snap.objects[kind] = items
+        snap.objects[kind] = []
+    for doc in got.loaded.documents:
+        snap.objects[doc.kind].append(doc.body)
     return snap
 
 

@@ -1,0 +1,97 @@
+"""Where the objects come from: manifests, a snapshot, the running knetsim, or any cluster.
+
+Every source yields the same thing, a ``LoadResult`` (documents, each with where it came from,
+and what could not be read), so every command that analyses a cluster works on all four:
+
+    Manifests(paths)          files, directories, ``-``; a ``kubectl get -A -o yaml`` snapshot is one too
+    Live(kubeconfig, context) a cluster's API server through a kubeconfig: kind, minikube, a cloud
+                              cluster, or the running ``knetsim up`` (its state dir's kubeconfig)
+
+``read`` of a live cluster then manifests puts the manifests over it: what the cluster would
+hold after ``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
+``cluster/`` (which builds the state from documents and never asks where they came from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO
+
+from ..model.loader import LoadResult, load_paths
+from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Manifests:
+    paths: tuple[str, ...]
+    stdin: IO[str] | None = None
+
+    def describe(self) -> str:
+        return ", ".join(self.paths)
+
+    def read(self, progress: Progress | None = None) -> Read:
+        return Read(load_paths(self.paths, stdin=self.stdin))
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A cluster through a kubeconfig (None: ``$KUBECONFIG``, then ``~/.kube/config``) and context."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    # How reports name it: "the running knetsim (~/.knetsim)"; by default the context's name.
+    label: str | None = None
+    timeout: float = 30.0
+
+    def read(self, progress: Progress | None = None) -> Read:
+        from .live import read_cluster
+
+        at = datetime.now(UTC)
+        with connect(self.kubeconfig, self.context, timeout=self.timeout) as api:
+            label = self.label or f"cluster {api.context}"
+            got = read_cluster(api, label, progress=progress)
+            return Read(got.loaded, got.notes, api.target, at)
+
+
+@dataclass(slots=True)
+class Read:
+    loaded: LoadResult
+    notes: list[str] = field(default_factory=list)
+    target: Target | None = None  # the cluster read, if one was
+    at: datetime | None = None  # when it was read: the "now" of its objects' ages
+
+
+Source = Manifests | Live
+
+
+def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
+    """The documents of every source, in order: a later source's object replaces an earlier one's, as a
+    later ``kubectl apply`` would (so manifests after a live cluster are changes applied to it)."""
+    out = Read(LoadResult())
+    for source in sources:
+        got = source.read(progress)
+        out.loaded.documents.extend(got.loaded.documents)
+        out.loaded.errors.extend(got.loaded.errors)
+        out.notes.extend(got.notes)
+        out.target = out.target or got.target
+        out.at = out.at or got.at
+    return out
+
+
+__all__ = [
+    "ApiError",
+    "KubeAPI",
+    "KubeError",
+    "KubeconfigError",
+    "Live",
+    "Manifests",
+    "Read",
+    "Source",
+    "Target",
+    "connect",
+    "read",
+]

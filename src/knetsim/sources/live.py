@@ -1,0 +1,108 @@
+"""A running cluster's objects, as the documents a snapshot file would hold.
+
+Only the kinds knetsim analyses are listed (``READ``): namespaces, nodes, workloads and pods,
+Services, EndpointSlices, Ingresses and their classes, NetworkPolicies and the custom kinds
+knetsim knows (``model/kinds.py``), each at a version the server serves; a kind the server does
+not serve (a CRD that is not installed) is skipped. Secrets are read as metadata only
+(``PartialObjectMetadataList``): knetsim needs their names (an Ingress's TLS Secret), never
+their data. v1 Endpoints are not read: the EndpointSlices say the same, and every Service of a
+real cluster has a mirror that would only repeat the deprecation warning.
+
+Objects keep everything the server sent but ``managedFields``; they carry uid and
+resourceVersion, so admission reads them as a snapshot (fieldValidation=Warn).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.kinds import KINDS, KindInfo
+from ..model.loader import Document, LoadResult, Source
+from .kubeapi import ApiError, KubeAPI
+
+# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above).
+NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount"})
+READ: tuple[KindInfo, ...] = tuple(k for k in KINDS if k.kind not in NOT_READ)
+# What a role without cluster-wide read of these may be refused; the analysis does without them.
+OPTIONAL = {
+    "Secret": "Ingress TLS Secrets cannot be checked",
+    "Node": "nodes are inferred from the pods' nodeName and hostIP",
+}
+METADATA_ONLY = {"Secret"}
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterObject(Source):
+    """Where a live object came from: the cluster (``cluster kind-kind``), not a file and document."""
+
+    def __str__(self) -> str:
+        return self.file
+
+
+@dataclass(slots=True)
+class ClusterRead:
+    """The objects of a cluster, and what could not be read."""
+
+    loaded: LoadResult
+    notes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def _version(info: KindInfo, served: dict[str, tuple[str, ...]]) -> str | None:
+    versions = served.get(info.group)
+    if versions is None:
+        return None
+    return next((v for v in (info.version, *info.other_versions) if v in versions), None)
+
+
+def _clean(obj: dict[str, Any], info: KindInfo) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    if info.kind in METADATA_ONLY:
+        # Whatever the server sent (one without PartialObjectMetadata sends the whole Secret), keep no data.
+        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta or {}}
+    return obj
+
+
+def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
+                 progress: Progress | None = None) -> ClusterRead:
+    """Every object of ``kinds`` in every namespace, in (kind, namespace, name) order."""
+    started = time.monotonic()
+    out = ClusterRead(LoadResult())
+    served = api.served_versions()
+    for info in kinds:
+        version = _version(info, served)
+        if version is None:
+            continue  # not served here (a CRD not installed): nothing of that kind exists
+
+        def paged(plural: str, count: int) -> None:
+            if progress is not None:
+                progress(f"{label}: {count} {plural} so far…")
+
+        try:
+            items = api.list(info, version=version, accept=PARTIAL_METADATA if info.kind in METADATA_ONLY else None,
+                             progress=paged)
+        except ApiError as exc:
+            if exc.code == 404:
+                continue  # the group is served, this resource of it is not
+            if exc.code == 403 and info.kind in OPTIONAL:
+                out.notes.append(f"{label}: cannot list {info.plural} ({exc.message}); {OPTIONAL[info.kind]}")
+                continue
+            raise
+        items.sort(key=lambda o: (str((o.get("metadata") or {}).get("namespace") or ""),
+                                  str((o.get("metadata") or {}).get("name") or "")))
+        out.counts[info.kind] = len(items)
+        source = ClusterObject(label, 1)
+        out.loaded.documents.extend(Document(source, _clean(item, info)) for item in items)
+        if progress is not None and len(items) >= 1000:
+            progress(f"{label}: {len(items)} {info.plural}")
+    out.seconds = time.monotonic() - started
+    return out

@@ -1,0 +1,257 @@
+"""Reading a cluster that is not knetsim: kubeconfigs as kind, minikube and clouds write them, and the
+answers a real API server gives (pages, 401, 403, resources it does not serve).
+
+The server is tests/fakeapi.py on loopback (kube-apiserver's wire format for reads); the client is
+the official ``kubernetes`` package, driven through ``knetsim ... --kubeconfig``.
+
+Address plan: DESIGN defaults (pods 10.244.0.0/16, services 10.96.0.0/12, nodes 172.18.0.x).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from tests.conftest import EXAMPLES
+from tests.fakeapi import FakeAPI, fake_api, kubeconfig_for
+
+from knetsim import Cluster
+from knetsim.cli.main import cli
+from knetsim.sources import KubeconfigError, KubeError, connect
+
+
+def knetsim(*args: str, **env: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env or None, catch_exceptions=False)
+
+
+def write(tmp_path: Path, doc: dict[str, Any], name: str = "config") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def snapshot_of(paths: list[str]) -> list[dict[str, Any]]:
+    """What a real API server holds for these manifests: knetsim's objects, with uids."""
+    state = Cluster.from_paths(paths).state
+    objects: list[Any] = [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
+                          *state.workloads.values(), *state.others.values()]
+    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
+        objects += coll.values()
+    out = json.loads(json.dumps([o.raw for o in objects]))
+    for o, body in zip(objects, out, strict=True):
+        body["metadata"].setdefault("uid", o.meta.uid or f"uid-{o.kind}-{o.name}")  # the uid the slices refer to
+    return out  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def typo_objects() -> list[dict[str, Any]]:
+    return snapshot_of([str(EXAMPLES / "broken" / "selector-typo")])
+
+
+@pytest.fixture
+def kind(tmp_path: Path, typo_objects: list[dict[str, Any]]) -> Iterator[tuple[FakeAPI, str]]:
+    with fake_api(typo_objects, token="s3cret") as api:
+        yield api, write(tmp_path, kubeconfig_for(api.url, {"token": "s3cret"}))
+
+
+# --- kubeconfigs --------------------------------------------------------------------------------
+
+
+def test_a_kubeconfig_as_kind_writes_it(tmp_path: Path) -> None:
+    cert, key, ca = b"-----CERT-----\n", b"-----KEY-----\n", b"-----CA-----\n"
+    path = write(tmp_path, kubeconfig_for("https://127.0.0.1:6443", {
+        "client-certificate-data": base64.b64encode(cert).decode(),
+        "client-key-data": base64.b64encode(key).decode()}, namespace="team",
+        cluster={"certificate-authority-data": base64.b64encode(ca).decode()}))
+    api = connect(path)
+    assert (api.server, api.context, api.namespace, api.target.user) == ("https://127.0.0.1:6443", "kind-kind",
+                                                                          "team", "kind-kind")
+    configuration = api._client.configuration
+    assert [Path(f).read_bytes() for f in (configuration.cert_file, configuration.key_file,
+                                           configuration.ssl_ca_cert)] == [cert, key, ca]
+
+
+def test_files_named_in_a_kubeconfig_are_relative_to_it(tmp_path: Path) -> None:
+    """minikube writes paths; a relative one is read from the kubeconfig's directory, as kubectl does."""
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "ca.crt").write_bytes(b"CA")
+    path = write(tmp_path, kubeconfig_for("https://192.168.49.2:8443", {"token": "t0k"},
+                                          cluster={"certificate-authority": "certs/ca.crt"}))
+    configuration = connect(path)._client.configuration
+    assert Path(configuration.ssl_ca_cert).read_bytes() == b"CA"
+    assert configuration.api_key == {"BearerToken": "Bearer t0k"}
+
+
+def test_the_context_is_chosen_by_name(tmp_path: Path) -> None:
+    doc = kubeconfig_for("https://a:6443", {"token": "a"}, context="a")
+    other = kubeconfig_for("https://b:6443", {"token": "b"}, context="b", namespace="team-b")
+    for key in ("clusters", "contexts", "users"):
+        doc[key] += other[key]
+    path = write(tmp_path, doc)
+    assert connect(path).server == "https://a:6443"
+    assert (connect(path, "b").server, connect(path, "b").namespace) == ("https://b:6443", "team-b")
+    with pytest.raises(KubeconfigError, match=r"Expected object with name c in .*contexts list"):
+        connect(path, "c")
+
+
+@pytest.mark.parametrize(("user", "message"), [
+    ({"client-certificate": "missing.crt", "client-key": "k"}, r"File does not exist: .*missing\.crt"),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "sh",
+               "args": ["-c", "echo 'token expired: run aws sso login' >&2; exit 1"]}},
+     r"credentials of user 'kind-kind' could not be obtained: exec: process returned 1\. token expired: run aws sso "
+     r"login"),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/nonexistent/gke-gcloud-auth-plugin"}},
+     r"could not be obtained: .*No such file or directory"),
+])
+def test_kubeconfig_problems_are_named(tmp_path: Path, user: dict[str, Any], message: str) -> None:
+    with pytest.raises(KubeconfigError, match=message):
+        connect(write(tmp_path, kubeconfig_for("https://127.0.0.1:6443", user)))
+
+
+def test_a_missing_or_broken_kubeconfig_is_exit_2(tmp_path: Path) -> None:
+    out = knetsim("doctor", "--kubeconfig", str(tmp_path / "nope"))
+    assert (out.exit_code, out.output) == (2, f"error: kubeconfig {tmp_path / 'nope'}: No such file or directory\n")
+    (tmp_path / "broken").write_text("clusters: [\n")
+    out = knetsim("doctor", "--kubeconfig", str(tmp_path / "broken"))
+    assert out.exit_code == 2 and out.output.startswith(f"error: kubeconfig {tmp_path / 'broken'}: not valid YAML")
+
+
+# --- a cluster that is not knetsim ----------------------------------------------------------------
+
+
+def test_doctor_reads_a_real_cluster_and_finds_the_typo(kind: tuple[FakeAPI, str]) -> None:
+    api, path = kind
+    out = knetsim("doctor", "--kubeconfig", path)
+    assert out.exit_code == 1, out.output
+    assert "Service default/web: SelectorMatchesNothing" in out.output
+    assert "closest existing label app=web (value differs by 1 character(s))" in out.output
+    assert {r.authorization for r in api.requests} == {"Bearer s3cret"}
+
+
+def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: tuple[FakeAPI, str]) -> None:
+    """Cilium, the network-policy-api CRDs and Gateway API are not installed here: not one request for them.
+    No v1 Endpoints or ConfigMaps either; Secrets only as metadata (knetsim needs their names, never the data)."""
+    api, path = kind
+    assert knetsim("get", "pods", "-A", "--kubeconfig", path).exit_code == 0
+    listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
+    assert listed == {"/api/v1/namespaces", "/api/v1/nodes", "/api/v1/pods", "/api/v1/services", "/api/v1/secrets",
+                      "/apis/apps/v1/deployments", "/apis/apps/v1/replicasets", "/apis/apps/v1/statefulsets",
+                      "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/discovery.k8s.io/v1/endpointslices",
+                      "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
+                      "/apis/networking.k8s.io/v1/networkpolicies"}
+    (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]
+    assert secrets.accept.startswith("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+
+
+def test_secrets_arrive_without_their_data(tmp_path: Path) -> None:
+    """A server that ignores the metadata-only request sends whole Secrets: the data is dropped on arrival."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+              "metadata": {"name": "shop-tls", "namespace": "default", "uid": "u1", "resourceVersion": "3"},
+              "data": {"tls.crt": base64.b64encode(b"CERT").decode(), "tls.key": base64.b64encode(b"KEY").decode()}}
+    with fake_api([secret], token="") as api:
+        path = write(tmp_path, kubeconfig_for(api.url, {}))
+        cluster = Cluster.from_kubeconfig(path)
+    (kept,) = [o.raw for (kind, _), o in cluster.state.others.items() if kind == "Secret"]
+    assert "data" not in kept and kept["metadata"]["name"] == "shop-tls"
+
+
+def test_a_big_cluster_is_read_page_by_page_with_progress_on_stderr(tmp_path: Path) -> None:
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": f"team-{i:04d}", "uid": f"u{i}", "resourceVersion": "1"}} for i in range(1203)]
+    with fake_api(namespaces, token="") as api:
+        path = write(tmp_path, kubeconfig_for(api.url, {}))
+        out = CliRunner().invoke(cli, ["get", "namespaces", "--kubeconfig", path], catch_exceptions=False)
+    assert out.exit_code == 0
+    assert [r.query.get("continue") for r in api.requests if r.path == "/api/v1/namespaces"] == [None, "500", "1000"]
+    assert all(r.query.get("limit") == "500" for r in api.requests if r.path == "/api/v1/namespaces")
+    names = [line.split()[0] for line in out.stdout.splitlines()[1:]]
+    assert sum(n.startswith("team-") for n in names) == 1203
+    assert "cluster kind-kind: 500 namespaces so far…\ncluster kind-kind: 1000 namespaces so far…\n" in out.stderr
+
+
+def test_a_refused_token_is_exit_2_in_the_servers_words(kind: tuple[FakeAPI, str], tmp_path: Path) -> None:
+    api, _ = kind
+    path = write(tmp_path, kubeconfig_for(api.url, {"token": "wrong"}), "wrong")
+    out = knetsim("doctor", "--kubeconfig", path)
+    assert out.exit_code == 2
+    assert out.output == (f"error: {api.url}: the server did not accept the credentials of user kind-kind (context "
+                          "kind-kind): Unauthorized (401 Unauthorized)\n")
+
+
+def test_forbidden_pods_is_exit_2_forbidden_secrets_a_warning(tmp_path: Path,
+                                                              typo_objects: list[dict[str, Any]]) -> None:
+    with fake_api(typo_objects, token="", forbidden=["secrets"]) as api:
+        path = write(tmp_path, kubeconfig_for(api.url, {}))
+        out = CliRunner().invoke(cli, ["endpoints", "web", "--kubeconfig", path], catch_exceptions=False)
+    assert out.exit_code == 1, out.output  # the answer (no endpoint: the typo), not a failure to read
+    assert "Verdict:   no pod in namespace 'default' matches the selector app=wbe" in out.stdout
+    assert out.stderr.startswith('Warning: cluster kind-kind: cannot list secrets (secrets is forbidden: User "alice" '
+                                 'cannot list resource "secrets" in API group "" at the cluster scope); Ingress TLS '
+                                 "Secrets cannot be checked\n")
+    with fake_api(typo_objects, token="", forbidden=["pods"]) as api:
+        path = write(tmp_path, kubeconfig_for(api.url, {}))
+        out = CliRunner().invoke(cli, ["endpoints", "web", "--kubeconfig", path], catch_exceptions=False)
+    assert out.exit_code == 2
+    assert out.stderr == (f'error: {api.url}: pods is forbidden: User "alice" cannot list resource "pods" in API '
+                          'group "" at the cluster scope (403 Forbidden)\n')
+
+
+def test_an_unreachable_server_is_exit_2_at_once(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = write(tmp_path, kubeconfig_for(f"https://127.0.0.1:{port}", {"token": "t"}))
+    out = knetsim("trace", "--kubeconfig", path, "--from", "default/client", "http://web")
+    assert out.exit_code == 2
+    assert out.output == (f"error: cannot reach the API server https://127.0.0.1:{port} (context kind-kind, "
+                          f"kubeconfig {path}): Connection refused\n")
+
+
+def test_an_exec_credential_plugin_logs_in(tmp_path: Path, typo_objects: list[dict[str, Any]]) -> None:
+    """As `gke-gcloud-auth-plugin` or `aws eks get-token` do: a program prints an ExecCredential with a token."""
+    plugin = tmp_path / "plugin"
+    plugin.write_text("#!/bin/sh\n[ -n \"$KUBERNETES_EXEC_INFO\" ] || exit 3\n"
+                      "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1\", \"kind\": \"ExecCredential\", "
+                      "\"status\": {\"token\": \"from-the-plugin\"}}'\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    with fake_api(typo_objects, token="from-the-plugin") as api:
+        path = write(tmp_path, kubeconfig_for(api.url, {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}}))
+        out = knetsim("get", "svc", "web", "--kubeconfig", path)
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[1].split()[:2] == ["web", "ClusterIP"]
+    assert {r.authorization for r in api.requests} == {"Bearer from-the-plugin"}
+
+
+def test_context_alone_reads_the_default_kubeconfig(tmp_path: Path, kind: tuple[FakeAPI, str]) -> None:
+    """--context without --kubeconfig: $KUBECONFIG's cluster of that context, as kubectl --context does."""
+    _, path = kind
+    out = knetsim("get", "svc", "web", "--context", "kind-kind", KUBECONFIG=path, HOME=str(tmp_path))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[1].split()[:2] == ["web", "ClusterIP"]
+    assert os.environ.get("KUBECONFIG") != path
+
+
+def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
+    """A server that accepts the connection and then says nothing (a hung apiserver, a proxy) is bounded."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        api = connect(write(tmp_path, kubeconfig_for(url, {})), timeout=0.5)
+        with pytest.raises(KubeError) as caught:
+            api.version()
+    assert str(caught.value) == (f"the API server {url} (context kind-kind, kubeconfig {tmp_path / 'config'}) did "
+                                 "not answer within 0.5s")
