@@ -24,10 +24,9 @@ from knetsim.kernel import Topology
 from knetsim.kernel.netns import exec_in
 from knetsim.kernel.verify import format_report, verify
 
-# The examples docs/kernel.md's agreement table measures (unknown-field is refused before any packet
-# moves; the ClusterNetworkPolicy examples came after that table was made).
-EXAMPLE_DIRS = ["shop", *(f"broken/{p.name}" for p in sorted((EXAMPLES / "broken").iterdir())
-                          if p.is_dir() and p.name not in ("unknown-field", "equal-priorities", "pass-after-deny"))]
+# The examples docs/kernel.md's agreement table measures (unknown-field is refused before any packet moves).
+EXAMPLE_DIRS = ["shop", "cluster-policy", *(f"broken/{p.name}" for p in sorted((EXAMPLES / "broken").iterdir())
+                                            if p.is_dir() and p.name != "unknown-field")]
 
 CLIENT = """
 ---

@@ -414,3 +414,30 @@ def test_a_cluster_policy_no_crd_checked_is_ignored_with_the_field_named(spec: d
 
     result = CliRunner().invoke(cli, ["policy", "lint", "-f", "-"], input=yaml.safe_dump_all([*BASE, bad]))
     assert result.exit_code == 1 and "ClusterPolicyInvalid" in result.output
+
+
+def test_the_policy_check_json_in_the_docs_is_the_real_output() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    root = Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "policy.md").read_text().split("## `policy check -o json`", 1)[1].split("\n## ", 1)[0]
+    shop_doc, tiers_doc = (json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.S))
+
+    def run(*args: str) -> dict[str, Any]:
+        return json.loads(CliRunner().invoke(cli, ["policy", "check", *args, "-o", "json"]).output)
+
+    shop = run("-f", str(root / "examples" / "shop"), "--from", "shop/web-7c8c4869fb-knbt7", "--to", "shop/db-0",
+               "--port", "5432")
+    for side in ("egress", "ingress"):  # the example abridges rule lists, never a field
+        assert set(shop_doc[side]) == set(shop[side])
+        assert {k: shop[side][k] for k in ("reason", "tier", "allowed", "isolated")} == \
+            {k: shop_doc[side][k] for k in ("reason", "tier", "allowed", "isolated")}
+    tiers = run("-f", str(root / "examples" / "cluster-policy"), "--from", "tenant-a/app-0", "--to", "shop/db-0",
+                "--port", "5432")
+    assert {k: tiers["ingress"][k] for k in tiers_doc} == tiers_doc

@@ -205,14 +205,7 @@ class TierMasks:
 
     accept: np.ndarray
     decided: np.ndarray
-    rows: np.ndarray | None = None
-
-    def block(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of subjects ``[lo, hi)``."""
-        if self.rows is None:
-            return self.accept[lo:hi], self.decided[lo:hi]
-        idx = self.rows[lo:hi]
-        return self.accept[idx], self.decided[idx]
+    rows: np.ndarray | None = None  # row 0 is all zero: the classes no policy of the tier selects
 
 
 class Tier(Protocol):
@@ -352,6 +345,10 @@ def direction_allowed(tiers: Sequence[Tier], direction: str, group: Group) -> np
     masks = [tier.masks(direction, group) for tier in tiers]
     if any(m.rows is not None for m in masks):
         return _grouped_allowed(masks, group)
+    return _dense_allowed(masks, group)
+
+
+def _dense_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
     allowed: np.ndarray | None = None
     undecided: Any = group.full
     for m in masks:
@@ -367,21 +364,39 @@ TIER_BLOCK = 256  # subject rows combined at a time when a tier is grouped (boun
 
 
 def _grouped_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
-    """``direction_allowed`` row block by row block, written over the first dense tier's own array (the
-    NetworkPolicy tier's accept), so memory stays one n x n array as without ClusterNetworkPolicy."""
+    """``direction_allowed`` with ClusterNetworkPolicy tiers: rows no cluster policy selects (their group row
+    is 0, all zero) are the dense tiers' answer, computed in place as without them; only the rows of the
+    classes some cluster policy selects are combined tier by tier, from a copy of the dense tiers' rows,
+    so memory stays one n x n array plus those rows."""
     n = next(len(m.rows) for m in masks if m.rows is not None)
-    dense = next((m.accept for m in masks if m.rows is None and m.accept.shape == (n, n)), None)
-    out = dense if dense is not None else np.zeros((n, n), dtype=group.dtype)
+    touched = np.zeros(n, dtype=bool)
+    for m in masks:
+        if m.rows is not None:
+            touched |= m.rows != 0
+    idx = np.nonzero(touched)[0]
+    dense = [m for m in masks if m.rows is None]
+    saved = {id(m): (m.accept[idx].copy() if m.accept.shape[0] == n else m.accept,
+                     m.decided[idx].copy() if m.decided.shape[0] == n else m.decided) for m in dense}
+    if dense and any(m.accept.shape == (n, n) for m in dense):
+        out = _dense_allowed(dense, group)
+    else:
+        out = np.full((n, n), group.full, dtype=group.dtype)
     full = group.full
-    for lo in range(0, n, TIER_BLOCK):
-        hi = min(lo + TIER_BLOCK, n)
+    for lo in range(0, len(idx), TIER_BLOCK):
+        hi = min(lo + TIER_BLOCK, len(idx))
+        rows = idx[lo:hi]
         allowed: Any = 0
         undecided: Any = full
         for m in masks:
-            acc, dec = m.block(lo, hi)
+            if m.rows is None:
+                acc, dec = saved[id(m)]
+                acc = acc[lo:hi] if acc.shape[0] == len(idx) else acc
+                dec = dec[lo:hi] if dec.shape[0] == len(idx) else dec
+            else:
+                acc, dec = m.accept[m.rows[rows]], m.decided[m.rows[rows]]
             allowed = allowed | (acc & undecided)
             undecided = undecided & ~dec
-        out[lo:hi] = allowed | undecided
+        out[rows] = allowed | undecided
     return out
 
 
