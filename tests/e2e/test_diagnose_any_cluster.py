@@ -166,6 +166,26 @@ def test_no_input_and_no_running_knetsim_is_exit_2(tmp_path: Path) -> None:
                                  "runs with state dir ")
 
 
+def test_the_exported_kubeconfig_of_a_running_knetsim_is_read_and_no_other(second: Cluster, tmp_path: Path) -> None:
+    """`knetsim up --state DIR` prints `export KUBECONFIG=DIR/kubeconfig`: after it, `knetsim doctor` with no
+    -f reads that cluster. The same file copied elsewhere (any kubeconfig of a cluster that is not a running
+    knetsim) is only named in the hint: pointing the analysis at a real cluster takes --kubeconfig."""
+    second.kubectl("create", "service", "clusterip", "exported", "--tcp=80:80")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env.update(KNETSIM_STATE=str(tmp_path / "none"), KUBECONFIG=str(second.kubeconfig))
+    out = subprocess.run(knetsim_argv("get", "services"), capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "exported" in out.stdout
+
+    copy = tmp_path / "elsewhere" / "config"
+    copy.parent.mkdir()
+    copy.write_text(Path(second.kubeconfig).read_text())
+    env["KUBECONFIG"] = str(copy)
+    out = subprocess.run(knetsim_argv("get", "services"), capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2
+    assert f"(KUBECONFIG is set: --kubeconfig {copy} reads that cluster)" in out.stderr
+
+
 # --- another cluster, through its kubeconfig ---------------------------------------------------------
 
 

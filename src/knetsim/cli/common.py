@@ -3,7 +3,7 @@
 The cluster an analysis command looks at (``load_cluster``, the one place commands get it):
 the manifests or snapshot of ``-f``; a live cluster through ``--kubeconfig FILE`` and/or
 ``--context NAME`` (both: the cluster with the manifests applied over it); with neither, the
-running ``knetsim up`` of ``$KNETSIM_STATE`` (default ``~/.knetsim``).
+running ``knetsim up`` of ``$KNETSIM_STATE`` (default ``~/.knetsim``) or of the exported ``$KUBECONFIG``.
 
 Exit codes (DESIGN.md): 0 success, 1 a negative answer to a yes/no question, 2 bad input
 or usage. ``InputError`` carries the complete list of problems and maps to 2 in one place.
@@ -86,14 +86,31 @@ def state_dir() -> Path:
 
 
 def _running_knetsim() -> str | None:
-    """The kubeconfig of the running `knetsim up`, if one runs."""
+    """The kubeconfig of the running `knetsim up`, if one runs: the one of the state directory, or the one
+    ``$KUBECONFIG`` names when that file belongs to a running knetsim (``up --state DIR`` then the
+    ``export KUBECONFIG=DIR/kubeconfig`` it printed). A KUBECONFIG naming any other cluster is never
+    read without ``--kubeconfig``: pointing an analysis at a real cluster is the user's explicit choice."""
     from ..apiserver.statedir import running
 
-    state = state_dir()
-    info = running(state)
-    if info is None:
-        return None
-    return str(info.get("kubeconfig") or state / "kubeconfig")
+    candidates = [state_dir()]
+    exported = os.environ.get("KUBECONFIG", "")
+    if exported and os.pathsep not in exported:
+        candidates.append(Path(exported).expanduser().parent)
+    for state in candidates:
+        info = running(state)
+        if info is None:
+            continue
+        kubeconfig = Path(str(info.get("kubeconfig") or state / "kubeconfig"))
+        if state == candidates[0] or _same_file(kubeconfig, Path(exported).expanduser()):
+            return str(kubeconfig)
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def cluster_sources(filenames: Sequence[str]) -> list[Source]:
