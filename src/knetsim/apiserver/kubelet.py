@@ -47,12 +47,14 @@ from ..cluster.images import pull_error
 from ..model.objects import Pod
 from . import shell
 from .accesslog import Served, container_for, log_line
+from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
 from .errors import ApiError
 from .events import Recorder
 from .imagepull import ImagePuller, started
+from .podconfig import ConfigError, container_env, mounted_files, waiting_states
 from .podfs import PodFS
-from .podstatus import apply_phase, stamp_conditions
+from .podstatus import apply_phase, refreshed, stamp_conditions
 from .proc import SHELLS, Proc, is_interactive_shell
 from .store import Change, Write
 
@@ -255,6 +257,8 @@ class Kubelet:
         self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
         self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
         self.filesystems: dict[tuple[str, str], PodFS] = {}
+        self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
+        self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -270,8 +274,11 @@ class Kubelet:
     async def close(self) -> None:
         for p in self.pullers.values():
             p.cancel()
+        for w in self.waits.values():
+            w.cancel()
         tasks = [c.task for cs in self.containers.values() for c in cs.values() if c.task is not None]
         tasks += [p.task for p in self.pullers.values() if p.task is not None]
+        tasks += [w.task for w in self.waits.values() if w.task is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -279,9 +286,16 @@ class Kubelet:
                 await t
         self.containers.clear()
         self.pullers.clear()
+        self.waits.clear()
 
     def _on_changes(self, changes: list[Change]) -> None:
         for c in changes:
+            if c.kind in ("ConfigMap", "Secret"):
+                namespace = str(((c.new or c.old or {}).get("metadata") or {}).get("namespace") or "")
+                for w in self.waits.values():
+                    if w.namespace == namespace:
+                        w.wake.set()
+                continue
             if c.kind != "Pod":
                 continue
             if c.type == "DELETED" and c.old is not None:
@@ -307,6 +321,11 @@ class Kubelet:
             self.filesystems.pop(fk)
         for ik in [k for k in self.images if k[0] == uid]:
             self.images.pop(ik)
+        for ek in [k for k in self.envs if k[0] == uid]:
+            self.envs.pop(ek)
+        wait = self.waits.pop(uid, None)
+        if wait is not None:
+            wait.cancel()
         self.recorder.forget(uid)
         if self.uids.get(key) != uid:
             return
@@ -334,20 +353,70 @@ class Kubelet:
             self._stop(key, self.uids[key])
         self.uids[key] = uid
         known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
-        containers: dict[str, Container] = {}
+        self.containers[key] = {}
+        # Volumes first (every container waits for them), then each container: its image, its environment.
+        blocked = waiting_states(body, self.lookup)
+        mounts_missing = any(w.get("reason") == "ContainerCreating" for w in blocked.values())
+        pending: list[str] = []
         for spec_c in spec.get("containers") or []:
             name = str(spec_c.get("name"))
             cs = known.get(name) or {}
             self.images[(uid, name)] = str(spec_c.get("image") or "")
-            if self._pull_fails(body, spec_c):
-                continue
             if "terminated" in (cs.get("state") or {}) and spec.get("restartPolicy", "Always") != "Always":
                 continue  # finished before a restart of the server
+            if mounts_missing:
+                pending.append(name)
+                continue
+            if self._pull_fails(body, spec_c):
+                continue
+            if name in blocked:
+                pending.append(name)
+                continue
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in ("ContainerCreating", "CreateContainerConfigError"):
+                self._launch(key, uid, body, spec_c)  # what it waited for came while the server was down
+                continue
+            self._remember_env(uid, body, spec_c)
             c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
             if c is not None:
                 c.task = loop.create_task(c.run())
-                containers[c.name] = c
-        self.containers[key] = containers
+                self.containers[key][c.name] = c
+        if pending:
+            self._wait_for_config(key, uid, pending)
+
+    def lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        stored = self.server.store.get((kind, namespace, name))
+        return stored.body if stored is not None else None
+
+    def _wait_for_config(self, key: tuple[str, str], uid: str, pending: list[str]) -> None:
+        def pod() -> Mapping[str, Any] | None:
+            stored = self.server.store.get(("Pod", key[0], key[1]))
+            return stored.body if stored is not None and stored.body["metadata"].get("uid") == uid else None
+
+        def report(container: str, state: dict[str, Any]) -> None:
+            self.report_state(key[0], key[1], uid, container, state)
+
+        def start(body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+            self._launch(key, uid, body, spec_c)
+        wait = ConfigWait(self.recorder, self.lookup, pod, pending, report, self._pull_fails, start)
+        self.waits[uid] = wait
+        wait.begin()
+
+    def _remember_env(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """The container's variables as they are when it starts (a later ConfigMap change does not reach it)."""
+        with contextlib.suppress(ConfigError):
+            self.envs[(uid, str(spec_c.get("name")))] = container_env(body, spec_c, self.lookup)
+
+    def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """Start a container the pod-start controller could not: its image is there now, or its config."""
+        name = str(spec_c.get("name"))
+        started(self.recorder, json.loads(json.dumps(body)), name, str(spec_c.get("image") or ""))
+        self._remember_env(uid, body, spec_c)
+        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+        c = self._container(key, uid, spec_c, 0)
+        if c is not None:
+            c.task = asyncio.get_running_loop().create_task(c.run())
+            self.containers.setdefault(key, {})[name] = c
 
     def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
         argv = runnable(spec_c)
@@ -391,12 +460,7 @@ class Kubelet:
                 continue
             if puller is None:
                 continue  # a running container whose image changed: not simulated (it keeps running)
-            started(self.recorder, json.loads(json.dumps(body)), name, image)
-            self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
-            c = self._container(key, uid, spec_c, 0)
-            if c is not None:
-                c.task = asyncio.get_running_loop().create_task(c.run())
-                self.containers.setdefault(key, {})[name] = c
+            self._launch(key, uid, body, spec_c)
 
     def container_id(self, c: Container) -> str:
         return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
@@ -418,10 +482,27 @@ class Kubelet:
         if pod is None:
             stored = self.server.store.get(("Pod", namespace, pod_name))
             pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
-        ctx = shell.Ctx(state, pod, container, out, err, shell.pod_env(state, pod, container),
-                        served=self.served)
+        stored = self.server.store.get(("Pod", namespace, pod_name))
+        body = stored.body if stored is not None else pod.raw
+        spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
+        if fresh_fs or (uid, container) not in self.envs:
+            self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
+        env = shell.pod_env(state, pod, container)
+        env.update(self.envs.get((uid, container), {}))
+        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served)
+        fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
-        fs.static = lambda: shell.pod_files(ctx)
+        if fresh:
+            for mount in spec_c.get("volumeMounts") or []:
+                if mount.get("mountPath") and not mount.get("subPath"):
+                    with contextlib.suppress(OSError):
+                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
+
+        def files() -> dict[str, str]:
+            # Volumes follow their ConfigMap/Secret (the kubelet syncs them; a subPath mount would not).
+            now = self.server.store.get(("Pod", namespace, pod_name))
+            return {**shell.pod_files(ctx), **mounted_files(now.body if now else body, spec_c, self.lookup)}
+        fs.static = files
         ctx.fs = fs
         return ctx
 
@@ -473,6 +554,8 @@ class Kubelet:
             cs["started"] = running
             if not running:
                 cs["ready"] = False
+            elif not cs.get("ready"):
+                cs["ready"] = self._core_ready(stored.body, status, container)
             if container_id and ("running" in state or "terminated" in state):
                 cs["containerID"] = container_id
         spec = stored.body.get("spec") or {}
@@ -482,6 +565,12 @@ class Kubelet:
             new = json.loads(json.dumps(stored.body))
             new["status"] = status
             self.server.store.commit([Write(key, new, stored.managed)])
+
+    @staticmethod
+    def _core_ready(body: Mapping[str, Any], status: dict[str, Any], container: str) -> bool:
+        """Whether a container that runs (again) is ready by knetsim's readiness rules."""
+        fresh = refreshed({**body, "status": status}) or {}
+        return any(cs.get("name") == container and cs.get("ready") for cs in fresh.get("containerStatuses") or [])
 
     # --- attach ---------------------------------------------------------------------------
 

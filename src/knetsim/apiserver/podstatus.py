@@ -64,6 +64,20 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
     status["conditions"] = conditions
 
 
+def hold(status: dict[str, Any], waiting: Mapping[str, Mapping[str, Any]], spec: Mapping[str, Any]) -> None:
+    """Containers the kubelet cannot create yet (a volume or an env reference it cannot resolve) wait
+    with the given state; the pod stays Pending and not ready. An image that cannot be pulled fails
+    before the environment is made, so its ErrImagePull stays; volumes come before both."""
+    if not waiting:
+        return
+    for cs in status.get("containerStatuses") or []:
+        state = waiting.get(cs.get("name"))
+        if state is not None and ("waiting" not in (cs.get("state") or {}) or state.get("reason") ==
+                                  "ContainerCreating"):
+            cs.update(state={"waiting": _copy(state)}, ready=False, started=False)
+    apply_phase(status, spec)
+
+
 def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
     """What the simulated kubelet reported (a container that exited, restarted or waits in
     CrashLoopBackOff) survives a re-evaluation of readiness; such a container is not ready."""

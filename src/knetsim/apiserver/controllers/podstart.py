@@ -20,7 +20,8 @@ from typing import Any
 from ...cluster.workloads import pod_status
 from ...model.objects import Node
 from ..informer import key_of
-from ..podstatus import complete, refreshed, stamp_conditions
+from ..podconfig import waiting_states
+from ..podstatus import complete, hold, refreshed, stamp_conditions
 from ..store import Change, Key
 from .base import Batch, Context, Controller
 
@@ -87,6 +88,8 @@ class PodStart(Controller):
             return  # the node's pod CIDR is full: the sandbox cannot start
         status = pod_status(pod, ip, node.internal_ip, self.config)
         status["startTime"] = batch.now
+        # A ConfigMap/Secret it needs is missing: the kubelet keeps the containers waiting (and records why).
+        hold(status, waiting_states(pod, lambda kind, ns, name: self.informer.get((kind, ns, name))), pod["spec"])
         complete(pod, status)
         stamp_conditions(status, {}, batch.now)
         started = {**pod, "metadata": dict(pod["metadata"]), "status": status}
@@ -99,7 +102,7 @@ class PodStart(Controller):
             for c in containers:
                 name = c.get("name")
                 if name in waiting:
-                    continue  # the image cannot be pulled: the kubelet's image manager records that
+                    continue  # the image cannot be pulled or its config is missing: the kubelet records that
                 path = f"spec.{section}{{{name}}}"
                 batch.event(started, "Pulled", f'Container image "{c.get("image")}" already present on machine',
                             self.name, host=node_name, field_path=path)
