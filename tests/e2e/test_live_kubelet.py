@@ -123,3 +123,134 @@ def test_a_missing_configmap_volume_names_the_volume_and_recovers(k: Cluster) ->
     k.kubectl("create", "configmap", "site", "--from-literal=index.html=hi")
     assert wait_for(lambda: row(k, "web")[1:3] == ["1/1", "Running"], 5), row(k, "web")
     assert k.kubectl("exec", "web", "--", "cat", "/usr/share/nginx/html/index.html").stdout == "hi"
+
+
+def probed_pod(k: Cluster, probes: str, image: str = "nginx:1.27", command: str = "") -> None:
+    k.write("probed.yaml", f"""\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: probed
+  labels:
+    app: probed
+spec:
+  containers:
+  - name: main
+    image: {image}
+{command}    ports:
+    - containerPort: 80
+{probes}""")
+    k.kubectl("apply", "-f", "probed.yaml")
+
+
+def status_of(k: Cluster, pod: str) -> dict[str, object]:
+    return k.get_json("pod", pod)["status"]["containerStatuses"][0]  # type: ignore[no-any-return]
+
+
+def test_a_readiness_probe_on_a_wrong_port_keeps_the_pod_unready_with_unhealthy_events(k: Cluster) -> None:
+    probed_pod(k, """\
+    readinessProbe:
+      httpGet:
+        path: /healthz
+        port: 8080
+      periodSeconds: 1
+""")
+    k.kubectl("expose", "pod", "probed", "--port=80")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["0/1", "Running"], 10), row(k, "probed")
+    ip = k.get_json("pod", "probed")["status"]["podIP"]
+    unhealthy = ("Warning", "Unhealthy", f'Readiness probe failed: Get "http://{ip}:8080/healthz": dial tcp '
+                                         f"{ip}:8080: connect: connection refused")
+    assert wait_for(lambda: unhealthy in events(k, "probed"), 5), events(k, "probed")
+    # The probe keeps failing each period: one event, counted.
+    assert wait_for(lambda: re.search(r"\(x[2-9] over \d+s\)\s+kubelet\s+Readiness probe failed",
+                                      k.sh("kubectl describe pod probed").stdout), 6)
+    slices = k.get_json("endpointslices", "-l", "kubernetes.io/service-name=probed")["items"]
+    assert [(e["addresses"], e["conditions"]["ready"]) for s in slices for e in s.get("endpoints") or []] == [
+        ([ip], False)]
+    assert status_of(k, "probed")["ready"] is False and status_of(k, "probed")["started"] is True
+    # Fixed (the probe on the port nginx listens on): ready at the next probe.
+    k.kubectl("delete", "pod", "probed")
+    probed_pod(k, """\
+    readinessProbe:
+      tcpSocket:
+        port: 80
+      periodSeconds: 1
+""")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["1/1", "Running"], 10), row(k, "probed")
+    assert not [e for e in events(k, "probed") if e[1] == "Unhealthy"]
+
+
+def test_a_failing_liveness_probe_restarts_the_container_then_backs_off(k: Cluster) -> None:
+    probed_pod(k, """\
+    livenessProbe:
+      tcpSocket:
+        port: 8080
+      periodSeconds: 1
+      failureThreshold: 2
+""")
+    killing = ("Normal", "Killing", "Container main failed liveness probe, will be restarted")
+    assert wait_for(lambda: killing in events(k, "probed"), 10), events(k, "probed")
+    ip = k.get_json("pod", "probed")["status"]["podIP"]
+    assert ("Warning", "Unhealthy", f"Liveness probe failed: dial tcp {ip}:8080: connect: connection refused") in \
+        events(k, "probed")
+    assert wait_for(lambda: int(row(k, "probed")[3]) >= 1, 5), row(k, "probed")
+    last = status_of(k, "probed")["lastState"]["terminated"]  # type: ignore[index]
+    assert (last["exitCode"], last["reason"]) == (0, "Completed")  # nginx stops cleanly on SIGTERM
+    # The second kill is followed by the kubelet's restart backoff.
+    assert wait_for(lambda: row(k, "probed")[2] == "CrashLoopBackOff", 10), row(k, "probed")
+    assert ("Warning", "BackOff", "Back-off restarting failed container main in pod probed_default("
+            f"{k.get_json('pod', 'probed')['metadata']['uid']})") in events(k, "probed")
+
+
+def test_an_exec_liveness_probe_sees_the_containers_files(k: Cluster) -> None:
+    probed_pod(k, """\
+    livenessProbe:
+      exec:
+        command: ["cat", "/tmp/healthy"]
+      periodSeconds: 1
+      failureThreshold: 1
+""", image="busybox:1.36", command="""\
+    command: ["sh", "-c", "touch /tmp/healthy; sleep 2; rm -f /tmp/healthy; sleep 600"]
+""")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["1/1", "Running"], 5), row(k, "probed")
+    assert ("Normal", "Killing", "Container main failed liveness probe, will be restarted") not in events(k, "probed")
+    unhealthy = ("Warning", "Unhealthy", "Liveness probe failed: cat: can't open '/tmp/healthy': No such file or "
+                                         "directory")
+    assert wait_for(lambda: unhealthy in events(k, "probed"), 8), events(k, "probed")
+    assert wait_for(lambda: int(row(k, "probed")[3]) >= 1, 5), row(k, "probed")
+    last = status_of(k, "probed")["lastState"]["terminated"]  # type: ignore[index]
+    assert (last["exitCode"], last["reason"]) == (137, "Error")
+
+
+def test_a_startup_probe_holds_liveness_and_readiness_until_it_fails(k: Cluster) -> None:
+    probed_pod(k, """\
+    startupProbe:
+      httpGet:
+        port: 8080
+      periodSeconds: 1
+      failureThreshold: 3
+    livenessProbe:
+      httpGet:
+        port: 8080
+      periodSeconds: 1
+""")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["0/1", "Running"], 5), row(k, "probed")
+    assert status_of(k, "probed")["started"] is False
+    killing = ("Normal", "Killing", "Container main failed startup probe, will be restarted")
+    assert wait_for(lambda: killing in events(k, "probed"), 8), events(k, "probed")
+    assert not [e for e in events(k, "probed") if e[2].startswith("Liveness")]
+    assert [e[2].split(":")[0] for e in events(k, "probed") if e[1] == "Unhealthy"] == ["Startup probe failed"]
+
+
+def test_a_passing_startup_probe_starts_the_container(k: Cluster) -> None:
+    probed_pod(k, """\
+    startupProbe:
+      httpGet:
+        port: 80
+      initialDelaySeconds: 1
+      periodSeconds: 1
+""")
+    assert wait_for(lambda: status_of(k, "probed").get("started") is False, 5)
+    assert row(k, "probed")[1] == "0/1"
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["1/1", "Running"], 5), row(k, "probed")
+    assert status_of(k, "probed")["started"] is True

@@ -50,11 +50,12 @@ from .accesslog import Served, container_for, log_line
 from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
 from .errors import ApiError
-from .events import Recorder
+from .events import Recorder, involved
 from .imagepull import ImagePuller, started
 from .podconfig import ConfigError, container_env, mounted_files, waiting_states
 from .podfs import PodFS
 from .podstatus import apply_phase, refreshed, stamp_conditions
+from .prober import ContainerProbes, network_result, schedules
 from .proc import SHELLS, Proc, is_interactive_shell
 from .store import Change, Write
 
@@ -62,6 +63,8 @@ log = logging.getLogger("knetsim.apiserver")
 
 ATTACH_WAIT = 10.0  # kubectl attaches within about a second of the pod turning Running
 BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
+# Images whose server exits 0 on SIGTERM (a graceful shutdown), as a killed container reports it.
+GRACEFUL_SERVERS = {"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"}
 
 # Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
 # commands are the ones the simulated shell imitates. Keyed by the last path component.
@@ -155,10 +158,11 @@ def now_text() -> str:
 
 class Container:
     def __init__(self, kubelet: Kubelet, namespace: str, pod: str, uid: str, spec: Mapping[str, Any],
-                 argv: list[str], restart_policy: str, restarts: int) -> None:
+                 argv: list[str] | None, restart_policy: str, restarts: int) -> None:
         self.kubelet, self.namespace, self.pod, self.uid = kubelet, namespace, pod, uid
         self.name = str(spec.get("name"))
-        self.argv = argv
+        self.image = str(spec.get("image") or "")
+        self.argv = argv  # None: a server, which runs until it is killed (a failing liveness probe)
         self.tty, self.stdin, self.stdin_once = bool(spec.get("tty")), bool(spec.get("stdin")), \
             bool(spec.get("stdinOnce"))
         self.restart_policy = restart_policy
@@ -173,6 +177,14 @@ class Container:
         self.state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
         self.last_state: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
+        self.killed = asyncio.Event()
+        self.kill_code = 137
+
+    def kill(self) -> None:
+        """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
+        on SIGTERM exit 0, anything else is killed (137; the grace period is not waited for)."""
+        self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
+        self.killed.set()
 
     async def _emit(self, channel: int, text: str) -> None:
         self.log.write(text, "stdout" if channel == 1 else "stderr")
@@ -190,34 +202,62 @@ class Container:
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
 
+    async def _command(self) -> int:
+        assert self.proc is not None and self.argv is not None
+        try:
+            return await self.proc.run(self.argv)
+        except Exception as exc:  # a tool bug must not leave the pod Running forever
+            log.exception("container %s/%s/%s failed", self.namespace, self.pod, self.name)
+            await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
+            return 1
+
+    async def _main(self) -> int:
+        """The run's exit code: its command's, or the kill's."""
+        kill = asyncio.ensure_future(self.killed.wait())
+        work = asyncio.ensure_future(self._command()) if self.argv is not None else None
+        try:
+            await asyncio.wait([t for t in (kill, work) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (kill, work):
+                if t is not None and not t.done():
+                    t.cancel()
+                    with contextlib.suppress(BaseException):
+                        await t
+        if self.killed.is_set() or work is None:
+            return self.kill_code
+        return work.result()
+
     async def run(self) -> None:
         exits = 0
         try:
             while True:
-                # Each run starts a new log file (a restart of the server runs an unfinished command
-                # again: its earlier output is not kept twice).
+                # Each run of a command starts a new log file (a restart of the server runs an unfinished
+                # command again: its earlier output is not kept twice); a server's log goes on.
                 self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
-                                                 fresh=True)
+                                                 fresh=self.argv is not None or exits > 0)
                 self.proc = self._new_proc()
                 self.run_done = asyncio.Event()
+                self.killed.clear()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
                 started_at = now_text()
                 self.state = {"running": {"startedAt": started_at}}
+                probes = self.kubelet.probes(self)
                 self.kubelet.report(self)
+                probes.begin()
                 try:
-                    code = await self.proc.run(self.argv)
-                except Exception as exc:  # a tool bug must not leave the pod Running forever
-                    log.exception("container %s/%s/%s failed", self.namespace, self.pod, self.name)
-                    await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
-                    code = 1
+                    code = await self._main()
+                finally:
+                    probes.cancel()
+                killed = self.killed.is_set()
                 terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                               "startedAt": started_at, "finishedAt": now_text(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
                 self.run_done.set()
-                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0):
+                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0 and
+                                                      not killed):
                     self.state, self.final = {"terminated": terminated}, True
                     self.kubelet.report(self)
                     return
@@ -229,11 +269,16 @@ class Container:
                     self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
                         f"back-off {go_duration(delay)} restarting failed container={self.name} "
                         f"pod={self.pod}_{self.namespace}({self.uid})")}}
+                    self.kubelet.event(self, "BackOff", f"Back-off restarting failed container {self.name} in pod "
+                                                        f"{self.pod}_{self.namespace}({self.uid})", "Warning")
                 else:
                     self.state = {"terminated": terminated}
                 self.kubelet.report(self)
                 await asyncio.sleep(delay)
                 self.restarts += 1
+                self.kubelet.event(self, "Pulled", f'Container image "{self.image}" already present on machine')
+                self.kubelet.event(self, "Created", f"Created container: {self.name}")
+                self.kubelet.event(self, "Started", f"Started container {self.name}")
         except asyncio.CancelledError:
             self.log.close()
             self.run_done.set()
@@ -259,6 +304,9 @@ class Kubelet:
         self.filesystems: dict[tuple[str, str], PodFS] = {}
         self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
         self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
+        # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
+        self.starting: set[tuple[str, str]] = set()
+        self.unready: set[tuple[str, str]] = set()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -323,6 +371,8 @@ class Kubelet:
             self.images.pop(ik)
         for ek in [k for k in self.envs if k[0] == uid]:
             self.envs.pop(ek)
+        self.starting = {k for k in self.starting if k[0] != uid}
+        self.unready = {k for k in self.unready if k[0] != uid}
         wait = self.waits.pop(uid, None)
         if wait is not None:
             wait.cancel()
@@ -348,6 +398,7 @@ class Kubelet:
             return
         if self.uids.get(key) == uid:
             self._check_images(key, uid, body)
+            self._reassert_probes(key, uid, body)
             return
         if key in self.uids:
             self._stop(key, self.uids[key])
@@ -420,8 +471,8 @@ class Kubelet:
 
     def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
         argv = runnable(spec_c)
-        if argv is None:
-            return None
+        if argv is None and not schedules(spec_c):
+            return None  # a server without probes: nothing here ever changes its state
         stored = self.server.store.get(("Pod", key[0], key[1]))
         policy = str(((stored.body if stored else {}).get("spec") or {}).get("restartPolicy") or "Always")
         return Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
@@ -527,6 +578,74 @@ class Kubelet:
         uid = str(body["metadata"].get("uid", ""))
         self.logs.get(namespace, name, uid, cname, int(cs.get("restartCount") or 0)).write(line)
 
+    # --- probes ---------------------------------------------------------------------------
+
+    def event(self, c: Container, reason: str, message: str, type_: str = "Normal") -> None:
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        if stored is None or stored.body["metadata"].get("uid") != c.uid:
+            return
+        pod = stored.body
+        self.recorder.record(involved(pod, f"spec.containers{{{c.name}}}"), reason, message,
+                             host=str((pod.get("spec") or {}).get("nodeName") or ""), type_=type_)
+
+    def probes(self, c: Container) -> ContainerProbes:
+        """The probes of the container's new run (not begun yet): until its startup probe succeeds it is
+        not started, and each run is ready until its readiness probe says otherwise."""
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        spec_c = next((x for x in ((stored.body if stored else {}).get("spec") or {}).get("containers") or []
+                       if x.get("name") == c.name), {})
+        key = (c.uid, c.name)
+
+        def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
+            now = self.server.store.get(("Pod", c.namespace, c.pod))
+            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+
+        def ready(flag: bool) -> None:
+            if flag != (key not in self.unready):
+                (self.unready.discard if flag else self.unready.add)(key)
+                self.report(c)
+
+        def started() -> None:
+            self.starting.discard(key)
+            self.report(c)
+
+        def kill(kind: str) -> None:
+            again = ", will be restarted" if c.restart_policy != "Never" else ""
+            self.event(c, "Killing", f"Container {c.name} failed {kind} probe{again}")
+            c.kill()
+
+        probes = ContainerProbes(spec_c, network, lambda argv, timeout: self._exec_probe(c, argv, timeout),
+                                 lambda message: self.event(c, "Unhealthy", message, "Warning"), ready, started, kill)
+        self.unready.discard(key)
+        if not probes.start_done:
+            self.starting.add(key)
+        return probes
+
+    async def _exec_probe(self, c: Container, argv: list[str], timeout: float) -> tuple[bool, str]:
+        """An exec probe in the container's files and environment: (exit code 0, combined output)."""
+        if not argv or not argv_supported(argv):
+            return True, ""
+        output: list[str] = []
+
+        async def collect(text: str) -> None:
+            output.append(text)
+        ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
+        try:
+            code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
+        except TimeoutError:
+            return False, f'command "{" ".join(argv)}" timed out'
+        return code == 0, "".join(output)
+
+    def _reassert_probes(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """Readiness computed again by the pod-start controller (a label or annotation changed) knows
+        nothing of the probes: what they found still holds."""
+        statuses = {cs.get("name"): cs for cs in (body.get("status") or {}).get("containerStatuses") or []}
+        for c in self.containers.get(key, {}).values():
+            cs = statuses.get(c.name) or {}
+            if ((uid, c.name) in self.starting and cs.get("started")) or \
+                    ((uid, c.name) in self.unready and cs.get("ready")):
+                self.report(c)
+
     # --- status ---------------------------------------------------------------------------
 
     def report(self, c: Container) -> None:
@@ -551,11 +670,9 @@ class Kubelet:
             if restarts is not None:
                 cs["restartCount"] = restarts
             running = "running" in state
-            cs["started"] = running
-            if not running:
-                cs["ready"] = False
-            elif not cs.get("ready"):
-                cs["ready"] = self._core_ready(stored.body, status, container)
+            cs["started"] = running and (uid, container) not in self.starting
+            cs["ready"] = cs["started"] and (uid, container) not in self.unready and \
+                self._core_ready(stored.body, status, container)
             if container_id and ("running" in state or "terminated" in state):
                 cs["containerID"] = container_id
         spec = stored.body.get("spec") or {}
@@ -576,7 +693,7 @@ class Kubelet:
 
     async def attach(self, channels: Any, namespace: str, pod: str, container: str, want_stdin: bool) -> None:
         c = self.containers.get((namespace, pod), {}).get(container)
-        if c is None:
+        if c is None or c.argv is None:
             # Not run here (a server): its output is not simulated; stay attached until the client leaves.
             await channels.read(lambda _b: None, lambda: None)
             return

@@ -21,7 +21,7 @@ from ...cluster.workloads import pod_status
 from ...model.objects import Node
 from ..informer import key_of
 from ..podconfig import waiting_states
-from ..podstatus import complete, hold, refreshed, stamp_conditions
+from ..podstatus import await_startup, complete, hold, refreshed, stamp_conditions
 from ..store import Change, Key
 from .base import Batch, Context, Controller
 
@@ -90,6 +90,7 @@ class PodStart(Controller):
         status["startTime"] = batch.now
         # A ConfigMap/Secret it needs is missing: the kubelet keeps the containers waiting (and records why).
         hold(status, waiting_states(pod, lambda kind, ns, name: self.informer.get((kind, ns, name))), pod["spec"])
+        await_startup(status, pod["spec"])
         complete(pod, status)
         stamp_conditions(status, {}, batch.now)
         started = {**pod, "metadata": dict(pod["metadata"]), "status": status}
