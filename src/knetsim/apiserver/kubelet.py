@@ -623,8 +623,8 @@ class Kubelet:
 
     async def _exec_probe(self, c: Container, argv: list[str], timeout: float) -> tuple[bool, str]:
         """An exec probe in the container's files and environment: (exit code 0, combined output)."""
-        if not argv or not argv_supported(argv):
-            return True, ""
+        if not argv or not argv_supported(argv) or image_name(c.image) not in SHELL_IMAGES:
+            return True, ""  # the image's own files and tools are not simulated: nothing to go on
         output: list[str] = []
 
         async def collect(text: str) -> None:

@@ -13,8 +13,9 @@ Unhealthy  <Type> probe failed: <output>`` with the prober's output:
 - tcpSocket: ``dial tcp 10.244.2.4:8080: connect: connection refused``;
 - grpc: ``timeout: failed to connect service "10.244.2.4:9090" within 1s: context deadline exceeded``;
 - exec: the command's combined output, run by the simulated shell in the container's files
-  (``command "X" timed out`` past ``timeoutSeconds``). A command the shell cannot run to the end
-  counts as a success: knetsim cannot tell what it would say.
+  (``command "X" timed out`` past ``timeoutSeconds``). Only on the shell-ish images whose commands
+  the kubelet runs (busybox, alpine...): elsewhere, or for a command the shell cannot run to the
+  end, the probe passes, as knetsim cannot tell what the image's files and tools would say.
 
 Readiness follows the results (``failureThreshold`` failures make the container unready,
 ``successThreshold`` successes ready again; before its first success it is not ready). Liveness
@@ -80,16 +81,21 @@ def schedules(container: Mapping[str, Any]) -> list[Schedule]:
     return [Schedule.of(kind, container[field]) for field, kind in KINDS if isinstance(container.get(field), Mapping)]
 
 
-def _port(container: Mapping[str, Any], port: Any) -> int | None:
+class ProbeError(Exception):
+    """The prober could not run the probe (``<Type> probe errored: ...``); the result is thrown away."""
+
+
+def _port(container: Mapping[str, Any], port: Any) -> int:
+    """The probe's port: a number, or the name of one of the container's ports (prober.go extractPort)."""
     if isinstance(port, int):
         return port
     text = str(port or "")
-    if text.isdigit():
-        return int(text)
     for p in container.get("ports") or []:
         if p.get("name") == text and isinstance(p.get("containerPort"), int):
             return int(p["containerPort"])
-    return None
+    if not text.isdigit():
+        raise ProbeError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    return int(text)
 
 
 def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, str]:
@@ -101,9 +107,6 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
     handler = spec[action]
     port = _port(container, handler.get("port"))
     host = str(handler.get("host") or pod.pod_ip or "")
-    if port is None:
-        # The kubelet's findPortByName error for a name no container port has.
-        return False, f"couldn't find port: {handler.get('port')} in {container.get('name')}"
     addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     refused = f"dial tcp {addr}: connect: connection refused"
     up = listening(pod, port, "TCP")
@@ -164,17 +167,24 @@ class ContainerProbes:
                 due = min(s.due for s in active)
                 await asyncio.sleep(max(0.0, due - (time.monotonic() - began)))
                 for s in [s for s in active if s.due <= due]:
-                    s.due += s.period
+                    # A probe that waited for the startup probe runs now, then on its period (no catching up).
+                    s.due = max(s.due, time.monotonic() - began) + s.period
                     if await self._probe(s):
                         return  # killed: the next run of the container starts its own probes
 
     async def _probe(self, s: Schedule) -> bool:
         """Run one probe and act on the result; True when the container is being killed."""
-        if isinstance(s.spec.get("exec"), Mapping):
-            command = [str(a) for a in s.spec["exec"].get("command") or []]
-            ok, output = await self.run_exec(command, s.timeout)
-        else:
-            ok, output = self.network(s.spec)
+        try:
+            if isinstance(s.spec.get("exec"), Mapping):
+                command = [str(a) for a in s.spec["exec"].get("command") or []]
+                ok, output = await self.run_exec(command, s.timeout)
+            else:
+                ok, output = self.network(s.spec)
+        except ProbeError as exc:
+            self.unhealthy(f"{s.kind} probe errored: {exc}")
+            if s.kind == "Readiness" and not s.succeeded:
+                self.ready(False)
+            return False
         s.record(ok)
         if not ok:
             self.unhealthy(f"{s.kind} probe failed: {output}")
