@@ -254,3 +254,25 @@ def test_a_passing_startup_probe_starts_the_container(k: Cluster) -> None:
     assert row(k, "probed")[1] == "0/1"
     assert wait_for(lambda: row(k, "probed")[1:3] == ["1/1", "Running"], 5), row(k, "probed")
     assert status_of(k, "probed")["started"] is True
+
+
+def test_an_exec_readiness_probe_follows_the_file_it_checks(k: Cluster) -> None:
+    probed_pod(k, """\
+    readinessProbe:
+      exec:
+        command: ["cat", "/tmp/ready"]
+      periodSeconds: 1
+""", image="busybox:1.36", command="""\
+    command: ["sleep", "3600"]
+""")
+    unhealthy = ("Warning", "Unhealthy", "Readiness probe failed: cat: can't open '/tmp/ready': No such file or "
+                                         "directory")
+    assert wait_for(lambda: unhealthy in events(k, "probed"), 8), events(k, "probed")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["0/1", "Running"], 5), row(k, "probed")
+    # A label change has the control plane compute readiness again; the probe's verdict still holds.
+    k.kubectl("label", "pod", "probed", "tier=web")
+    assert not wait_for(lambda: row(k, "probed")[1] == "1/1", 1.5)
+    k.kubectl("exec", "probed", "--", "touch", "/tmp/ready")
+    assert wait_for(lambda: row(k, "probed")[1:3] == ["1/1", "Running"], 5), row(k, "probed")
+    k.kubectl("exec", "probed", "--", "rm", "/tmp/ready")
+    assert wait_for(lambda: row(k, "probed")[1] == "0/1", 6), row(k, "probed")  # 3 failures at 1 s
