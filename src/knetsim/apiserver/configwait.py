@@ -23,12 +23,13 @@ from typing import Any
 
 from .events import Recorder, involved
 from .podconfig import Lookup, config_error, mount_error, mount_message
+from .worker import Worker
 
 MOUNT_BASE, MOUNT_MAX = 0.5, 122.0
 SYNC_RETRY = 10.0  # the pod worker's backOffPeriod after a failed sync
 
 
-class ConfigWait:
+class ConfigWait(Worker):
     """The containers of one pod that have not started for want of a ConfigMap or Secret."""
 
     def __init__(self, recorder: Recorder, lookup: Lookup, pod: Callable[[], Mapping[str, Any] | None],
@@ -42,44 +43,35 @@ class ConfigWait:
         # then the runtime's once the environment resolves.
         self.pull_fails, self.start = pull_fails, start
         self.wake = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
 
     @property
     def namespace(self) -> str:
         pod = self.pod() or {}
         return str((pod.get("metadata") or {}).get("namespace") or "")
 
-    def begin(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
     async def _run(self) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            mount_failures = 0
-            while self.pending:
-                pod = self.pod()
-                if pod is None:
-                    return
-                node = str((pod.get("spec") or {}).get("nodeName") or "")
-                failed = mount_error(pod, self.lookup)
-                if failed is not None:
-                    self.recorder.record(involved(pod), "FailedMount", mount_message(*failed), host=node,
-                                         type_="Warning")
-                    for name in self.pending:
-                        self.report(name, {"waiting": {"reason": "ContainerCreating"}})
-                    delay = min(MOUNT_BASE * 2 ** mount_failures, MOUNT_MAX)
-                    mount_failures += 1
-                else:
-                    self._create(pod, node)
-                    delay = SYNC_RETRY
-                if not self.pending:
-                    return
-                self.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), delay)
+        mount_failures = 0
+        while self.pending:
+            pod = self.pod()
+            if pod is None:
+                return
+            node = str((pod.get("spec") or {}).get("nodeName") or "")
+            failed = mount_error(pod, self.lookup)
+            if failed is not None:
+                self.recorder.record(involved(pod), "FailedMount", mount_message(*failed), host=node,
+                                     type_="Warning")
+                for name in self.pending:
+                    self.report(name, {"waiting": {"reason": "ContainerCreating"}})
+                delay = min(MOUNT_BASE * 2 ** mount_failures, MOUNT_MAX)
+                mount_failures += 1
+            else:
+                self._create(pod, node)
+                delay = SYNC_RETRY
+            if not self.pending:
+                return
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), delay)
 
     def _create(self, pod: Mapping[str, Any], node: str) -> None:
         specs = {str(c.get("name")): c for c in (pod.get("spec") or {}).get("containers") or []}

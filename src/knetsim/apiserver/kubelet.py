@@ -493,7 +493,7 @@ class Kubelet:
             self.report_state(namespace, pod, uid, name, state)
         puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
         self.pullers[(uid, name)] = puller
-        puller.start()
+        puller.begin()
         return True
 
     def _check_images(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
@@ -528,12 +528,11 @@ class Kubelet:
                   pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
         """The shell context of a command in this container: the cluster, env, files, access log."""
         state = self.server.state
+        stored = self.server.store.get(("Pod", namespace, pod_name))
         if pod is None:
             pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
         if pod is None:
-            stored = self.server.store.get(("Pod", namespace, pod_name))
             pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
-        stored = self.server.store.get(("Pod", namespace, pod_name))
         body = stored.body if stored is not None else pod.raw
         spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
         if fresh_fs or (uid, container) not in self.envs:

@@ -27,13 +27,13 @@ backoff and the probes start over with the new container.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..model.objects import Pod
+from .worker import Worker
 
 KINDS = (("startupProbe", "Startup"), ("livenessProbe", "Liveness"), ("readinessProbe", "Readiness"))
 
@@ -135,7 +135,7 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
 Exec = Callable[[list[str], float], Awaitable[tuple[bool, str]]]
 
 
-class ContainerProbes:
+class ContainerProbes(Worker):
     """The probes of one container run, until it exits or is killed (then the next run has its own)."""
 
     def __init__(self, container: Mapping[str, Any], network: Callable[[Mapping[str, Any]], tuple[bool, str]],
@@ -145,32 +145,20 @@ class ContainerProbes:
         self.network, self.run_exec = network, run_exec
         self.unhealthy, self.ready, self.started, self.kill = unhealthy, ready, started, kill
         self.start_done = not any(s.kind == "Startup" for s in self.schedules)
-        self.task: asyncio.Task[None] | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.schedules)
-
-    def begin(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
 
     async def _run(self) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            began = time.monotonic()
-            while True:
-                active = [s for s in self.schedules if (s.kind == "Startup") != self.start_done]
-                if not active:
-                    return
-                due = min(s.due for s in active)
-                await asyncio.sleep(max(0.0, due - (time.monotonic() - began)))
-                for s in [s for s in active if s.due <= due]:
-                    # A probe that waited for the startup probe runs now, then on its period (no catching up).
-                    s.due = max(s.due, time.monotonic() - began) + s.period
-                    if await self._probe(s):
-                        return  # killed: the next run of the container starts its own probes
+        began = time.monotonic()
+        while True:
+            active = [s for s in self.schedules if (s.kind == "Startup") != self.start_done]
+            if not active:
+                return
+            due = min(s.due for s in active)
+            await asyncio.sleep(max(0.0, due - (time.monotonic() - began)))
+            for s in [s for s in active if s.due <= due]:
+                # A probe that waited for the startup probe runs now, then on its period (no catching up).
+                s.due = max(s.due, time.monotonic() - began) + s.period
+                if await self._probe(s):
+                    return  # killed: the next run of the container starts its own probes
 
     async def _probe(self, s: Schedule) -> bool:
         """Run one probe and act on the result; True when the container is being killed."""

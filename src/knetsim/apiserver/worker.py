@@ -1,0 +1,26 @@
+"""One of the simulated kubelet's background loops: an image pull's retries, a pod waiting for its
+ConfigMaps, a container's probes. Each is a task on the server's event loop (it only ever sleeps
+between steps), ended by ``cancel()`` when its pod goes or what it waited for is resolved."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class Worker:
+    task: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._guarded())
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    async def _guarded(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._run()
+
+    async def _run(self) -> None:
+        raise NotImplementedError
