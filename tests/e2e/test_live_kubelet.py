@@ -108,8 +108,25 @@ def test_a_missing_secret_volume_keeps_the_pod_creating_until_it_exists(k: Clust
     mount = 'MountVolume.SetUp failed for volume "site" : secret "site" not found'
     assert wait_for(lambda: ("Warning", "FailedMount", mount) in events(k, "web"), 5), events(k, "web")
     assert not [e for e in events(k, "web") if e[1] in ("Pulled", "Started")]
+    # No sandbox before the volumes: no address, so no endpoint for a Service either.
+    k.kubectl("expose", "pod", "web", "--port=80", "--selector=app=web")
+    k.kubectl("label", "pod", "web", "app=web")
+    assert k.kubectl("get", "pod", "web", "-o", "wide", "--no-headers").stdout.split()[5] == "<none>"
+    status = k.get_json("pod", "web")["status"]
+    assert status["phase"] == "Pending" and "podIP" not in status
+    assert {c["type"]: c["status"] for c in status["conditions"]}["PodReadyToStartContainers"] == "False"
+    slices = k.get_json("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
+    assert [e for s in slices for e in s.get("endpoints") or []] == []
+    # The volume manager retries with its backoff (0.5 s, 1 s, 2 s ...): the event is counted.
+    assert wait_for(lambda: re.search(r"\(x[3-9] over \d+s\)\s+kubelet\s+MountVolume.SetUp failed",
+                                      k.sh("kubectl describe pod web").stdout), 6)
     k.kubectl("create", "secret", "generic", "site", "--from-literal=index.html=<h1>hello</h1>")
     assert wait_for(lambda: row(k, "web")[1:3] == ["1/1", "Running"], 5), row(k, "web")
+    ip = k.get_json("pod", "web")["status"]["podIP"]
+    assert wait_for(lambda: [e["addresses"] for s in k.get_json("endpointslices", "-l",
+                                                                   "kubernetes.io/service-name=web")["items"]
+                             for e in s.get("endpoints") or []] == [[ip]], 5)
+    assert [e[1] for e in events(k, "web")].count("Started") == 1
     assert k.kubectl("exec", "web", "--", "cat", "/usr/share/nginx/html/index.html").stdout == "<h1>hello</h1>"
     assert k.kubectl("exec", "web", "--", "ls", "/usr/share/nginx/html").stdout == "index.html\n"
 

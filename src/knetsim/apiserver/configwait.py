@@ -9,7 +9,9 @@ records ``Normal Pulled  Container image "X" already present on machine`` and ``
 Error: <why>`` and waits in ``CreateContainerConfigError``; the pod worker syncs it again after
 its backoff (``SYNC_RETRY``). Repeated events aggregate (``x3 over 20s``).
 
-A write to a ConfigMap or Secret of the pod's namespace wakes the loop at once, so the container
+Until its volumes are set up the pod has no sandbox, so no address (``controllers/podstart.py``
+gives it one once they can be). A write to a ConfigMap or Secret of the pod's namespace wakes the
+loop at once, so the container
 starts as soon as what it needs exists (a real kubelet notices at its next retry, up to
 ``SYNC_RETRY`` or the mount backoff later).
 """
@@ -51,7 +53,7 @@ class ConfigWait(Worker):
 
     async def _run(self) -> None:
         mount_failures = 0
-        while self.pending:
+        while self.pending and not self.cancelled:
             pod = self.pod()
             if pod is None:
                 return
@@ -64,6 +66,8 @@ class ConfigWait(Worker):
                     self.report(name, {"waiting": {"reason": "ContainerCreating"}})
                 delay = min(MOUNT_BASE * 2 ** mount_failures, MOUNT_MAX)
                 mount_failures += 1
+            elif not (pod.get("status") or {}).get("podIP"):
+                return  # volumes ready: the sandbox (the pod-start controller) comes next, then the containers
             else:
                 self._create(pod, node)
                 delay = SYNC_RETRY

@@ -390,11 +390,14 @@ class Kubelet:
         uid = str(meta.get("uid", ""))
         status = body.get("status") or {}
         spec = body.get("spec") or {}
-        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            return
+        if status.get("phase") == "Pending" and not status.get("podIP") and spec.get("nodeName"):
+            self._mounting(key, uid, status)
+            return
+        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
             return
         if self.uids.get(key) == uid:
             self._check_images(key, uid, body)
@@ -403,6 +406,9 @@ class Kubelet:
         if key in self.uids:
             self._stop(key, self.uids[key])
         self.uids[key] = uid
+        mounting = self.waits.pop(uid, None)
+        if mounting is not None:
+            mounting.cancel()  # its volumes are set up (the pod has an address now): the containers' turn
         known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
         self.containers[key] = {}
         # Volumes first (every container waits for them), then each container: its image, its environment.
@@ -434,6 +440,15 @@ class Kubelet:
                 self.containers[key][c.name] = c
         if pending:
             self._wait_for_config(key, uid, pending)
+
+    def _mounting(self, key: tuple[str, str], uid: str, status: Mapping[str, Any]) -> None:
+        """A pod whose volumes the pod-start controller found missing (it has no address yet): record the
+        volume manager's FailedMount retries until they can be set up."""
+        creating = [str(cs.get("name")) for cs in status.get("containerStatuses") or []
+                    if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"]
+        wait = self.waits.get(uid)
+        if creating and (wait is None or wait.task is None or wait.task.done()):
+            self._wait_for_config(key, uid, creating)
 
     def lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         stored = self.server.store.get((kind, namespace, name))

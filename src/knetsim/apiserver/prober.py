@@ -148,7 +148,7 @@ class ContainerProbes(Worker):
 
     async def _run(self) -> None:
         began = time.monotonic()
-        while True:
+        while not self.cancelled:
             active = [s for s in self.schedules if (s.kind == "Startup") != self.start_done]
             if not active:
                 return
@@ -166,6 +166,8 @@ class ContainerProbes(Worker):
             if isinstance(s.spec.get("exec"), Mapping):
                 command = [str(a) for a in s.spec["exec"].get("command") or []]
                 ok, output = await self.run_exec(command, s.timeout)
+                if self.cancelled:
+                    return True
             else:
                 ok, output = self.network(s.spec)
         except ProbeError as exc:

@@ -10,11 +10,15 @@ import contextlib
 
 class Worker:
     task: asyncio.Task[None] | None = None
+    # Checked after each wait: a cancel() that comes as the wait ends can be swallowed by
+    # asyncio.wait_for (python/cpython#86296), and the loop must not take one more step.
+    cancelled = False
 
     def begin(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._guarded())
 
     def cancel(self) -> None:
+        self.cancelled = True
         if self.task is not None:
             self.task.cancel()
 
