@@ -7,6 +7,10 @@ the node's address), and the pod the status the kubelet reports once its contain
 pulled waiting in ErrImagePull), with the kubelet's Pulled/Created/Started events. The simulated
 kubelet (``kubelet.py``) takes over from there: it runs commands and reports container states.
 
+A pod whose ConfigMap/Secret volume cannot be set up gets no address yet (the kubelet mounts volumes
+before it creates the sandbox): its containers wait in ContainerCreating, and the pod starts when
+the ConfigMap or Secret it waits for is written.
+
 When a client changes what readiness depends on (the ``knetsim.io/ready`` annotation, the listen
 annotation, probes), readiness is evaluated again, keeping what the kubelet reported.
 """
