@@ -287,8 +287,9 @@ class Registry:
                                exc.message.split(": strict decoding error: ", 1)[1]) from None
             raise from_admission(r, name, exc) from None
 
-    def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        errors = admission.validation_errors(obj, kind_of(r), old)
+    def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
+                  subresource: str = "") -> None:
+        errors = admission.validation_errors(obj, kind_of(r), old, subresource)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -373,11 +374,16 @@ class Registry:
             else:
                 merged.pop("status", None)
             new = merged
+        elif t.sub == "ephemeralcontainers":
+            # Only the debugging containers come from the request; everything else stays as stored.
+            merged = copy.deepcopy(old.body)
+            merged["spec"]["ephemeralContainers"] = (new.get("spec") or {}).get("ephemeralContainers") or []
+            new = merged
         else:
             self.strategy(r).prepare_for_update(r, new, old.body)
         admission.default(new, kind_of(r), t.namespace or "default")
-        self._validate(r, new, old.body)
-        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub != "status" else None
+        self._validate(r, new, old.body, t.sub)
+        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub == "" else None
         new["apiVersion"] = storage_version(r)
         if has_generation(r):
             gen = int(old_meta.get("generation", 1) or 1)
