@@ -59,7 +59,7 @@ def test_https_on_host_without_tls_names_fake_certificate() -> None:
 def test_json_shape() -> None:
     data = json.loads(run("-f", SHOP, "--host", "shop.example.com", "--path", "/api/orders", "-o", "json").output)
     assert list(data) == ["request", "outcome", "http_status", "via", "summary", "controller", "server", "match",
-                          "backend", "tls", "redirect", "candidates", "notes"]
+                          "backend", "tls", "redirect", "candidates", "notes", "upstream"]
     assert data["match"] == {"ingress": "shop/shop", "rule": 0, "host": "shop.example.com", "path_index": 0,
                              "path": "/api", "path_type": "Prefix", "matched_as": "Prefix"}
     assert [c["verdict"] for c in data["candidates"]] == ["chosen", "shorter"]
