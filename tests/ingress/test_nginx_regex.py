@@ -103,3 +103,31 @@ def test_a_path_that_is_no_regex_never_matches_and_is_named() -> None:
     result = route(c.state, "h.example", "/broken(")
     assert result.backend.service == "default/b"
     assert any("'/broken(' is not a valid regular expression" in n for n in result.notes)
+
+
+def test_regex_characters_in_a_prefix_path_are_refused_by_the_controllers_webhook() -> None:
+    from knetsim.ingress import ingress_findings
+
+    c = Cluster.from_yaml(KIND_GUIDE.replace("ImplementationSpecific", "Prefix"))
+    [finding] = [f for f in ingress_findings(c.state) if f.code == "IngressPathRejected"]
+    assert finding.field == "spec.rules[0].http.paths[0].pathType"
+    assert finding.message.startswith('admission webhook "validate.nginx.ingress.kubernetes.io" denied the request: '
+                                      "ingress contains invalid paths: path /foo(/|$)(.*) cannot be used with "
+                                      "pathType Prefix: registry.k8s.io/ingress-nginx/controller:v1.13.0 refuses")
+    result = route(c.state, "localhost", "/foo/hostname")
+    assert not result.routed and [x.verdict for x in result.candidates] == ["rejected"]
+
+
+def test_controllers_before_v1_12_accept_regex_characters_in_prefix_paths() -> None:
+    from knetsim.ingress import ingress_findings
+    from knetsim.ingress.controllers import IngressController
+    from knetsim.ingress.webhook import strict_path_validation
+
+    def controller(image: str) -> IngressController:
+        return IngressController("k8s.io/ingress-nginx", "nginx", True, (), image)
+
+    assert not strict_path_validation(controller("registry.k8s.io/ingress-nginx/controller:v1.11.3"))
+    assert strict_path_validation(controller("registry.k8s.io/ingress-nginx/controller:v1.12.0@sha256:ab"))
+    assert not strict_path_validation(controller("traefik:v3.1"))
+    clean = Cluster.from_yaml(KIND_GUIDE)
+    assert [f.code for f in ingress_findings(clean.state) if f.code == "IngressPathRejected"] == []

@@ -47,6 +47,7 @@ from .matching import (
     string_prefix_only,
 )
 from .nginxregex import REWRITE_TARGET, USE_REGEX, enforces_regex, location_matches, needs_rewrite, regex_error, rewrite
+from .webhook import invalid_paths, path_message, strict_path_validation
 
 CATCH_ALL = "_"
 FAKE_CERTIFICATE = "Kubernetes Ingress Controller Fake Certificate"
@@ -142,7 +143,7 @@ class Candidate:
     path_type: str | None
     backend: str
     verdict: str  # chosen | host-mismatch | host-shadowed | path-mismatch | shorter | exact-preferred | order
-    #              | duplicate | not-used | class-mismatch | no-controller
+    #              | duplicate | not-used | class-mismatch | no-controller | rejected
     reason: str
 
 
@@ -482,6 +483,12 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
     in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
                if r.claimed and r.controller == ctl.controller]
     candidates = _outside_view(state, resolutions, ctl)
+    if strict_path_validation(ctl):
+        for ing in [i for i in in_view if invalid_paths(i.raw)]:
+            in_view.remove(ing)
+            candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
+                                     + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                     + "): kubectl apply fails and it does not exist")
     notes.extend(_unserved_matches(state, resolutions, ctl, request))
     config = _merge(in_view)
     server = _pick_server(config, request.server_name)

@@ -100,7 +100,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
     state = run.state
     scheme = run.target.scheme if run.target.scheme in ("http", "https") else "http"
     try:
-        result = route(state, host, run.target.path, scheme=scheme)
+        query = f"?{run.target.query}" if run.target.query else ""
+        result = route(state, host, run.target.path + query, scheme=scheme)
     except RouteError as exc:
         from .trace import TraceInputError
 
