@@ -202,11 +202,8 @@ class _Server:
     creator: Ingress | None
     default: tuple[Ingress, IngressBackend] | None
     locations: list[_Location] = field(default_factory=list)
-
-    @property
-    def regex_by(self) -> _Location | None:
-        """The first location whose Ingress turns this server's locations into regexes (use-regex, rewrite-target)."""
-        return next((loc for loc in self.locations if enforces_regex(loc.path, loc.ingress.meta.annotations)), None)
+    # The first location whose Ingress turns this server's locations into regexes (use-regex, rewrite-target).
+    regex_by: _Location | None = None
 
 
 @dataclass(slots=True)
@@ -250,6 +247,8 @@ def _merge(ingresses: list[Ingress]) -> _Config:
                     duplicates.append((loc, kept))
                 else:
                     server.locations.append(loc)
+                    if server.regex_by is None and enforces_regex(loc.path, ing.meta.annotations):
+                        server.regex_by = loc
     return _Config(ordered, servers, duplicates)
 
 
