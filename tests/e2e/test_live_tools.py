@@ -200,3 +200,16 @@ def test_kubectl_cp_copies_files_both_ways_byte_for_byte(k: Cluster) -> None:
     k.sh("kubectl cp box:/tmp/made.txt made.txt && kubectl cp box:/tmp/blob.bin back.bin")
     assert (k.workdir / "made.txt").read_text() == "made in the pod\n"
     assert (k.workdir / "back.bin").read_bytes() == bytes(range(256)) * 4
+
+
+def test_kubectl_debug_copy_to_creates_the_copy_with_the_debugger(k: Cluster) -> None:
+    """`kubectl debug --copy-to` posts the whole Pod, defaults and all, as protobuf."""
+    k.kubectl("run", "web", "--image=nginx:1.27", "--port=80", "--env=MODE=a", "--labels=app=web")
+    k.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s")
+    out = k.kubectl("debug", "web", "--image=busybox:1.36", "--copy-to=web-debug", "--container=debugger",
+                    "--profile=general", "--", "sleep", "3600")
+    assert out.returncode == 0, out.stderr
+    copy = k.get_json("pod", "web-debug")
+    assert [(c["name"], c["image"]) for c in copy["spec"]["containers"]] == [("web", "nginx:1.27"),
+                                                                           ("debugger", "busybox:1.36")]
+    assert copy["spec"]["containers"][0]["env"] == [{"name": "MODE", "value": "a"}]
