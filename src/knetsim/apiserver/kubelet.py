@@ -675,33 +675,32 @@ class Kubelet:
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
             return
         status = json.loads(json.dumps(stored.body.get("status") or {}))
+        changed: dict[str, Any] = {}
         for cs in status.get("containerStatuses") or []:
             if cs.get("name") != container:
                 continue
+            changed = cs
             cs["state"] = json.loads(json.dumps(state))
             if last_state:
                 cs["lastState"] = json.loads(json.dumps(last_state))
             if restarts is not None:
                 cs["restartCount"] = restarts
-            running = "running" in state
-            cs["started"] = running and (uid, container) not in self.starting
-            cs["ready"] = cs["started"] and (uid, container) not in self.unready and \
-                self._core_ready(stored.body, status, container)
+            cs["started"] = "running" in state and (uid, container) not in self.starting
             if container_id and ("running" in state or "terminated" in state):
                 cs["containerID"] = container_id
+        # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
+        core = refreshed({**stored.body, "status": status}) or {}
+        if changed:
+            changed["ready"] = bool(changed["started"]) and (uid, container) not in self.unready and any(
+                cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
+        _keep_explanation(status, core)
         stamp_conditions(status, stored.body.get("status") or {}, now_text())
         if status != stored.body.get("status"):
             new = json.loads(json.dumps(stored.body))
             new["status"] = status
             self.server.store.commit([Write(key, new, stored.managed)])
-
-    @staticmethod
-    def _core_ready(body: Mapping[str, Any], status: dict[str, Any], container: str) -> bool:
-        """Whether a container that runs (again) is ready by knetsim's readiness rules."""
-        fresh = refreshed({**body, "status": status}) or {}
-        return any(cs.get("name") == container and cs.get("ready") for cs in fresh.get("containerStatuses") or [])
 
     # --- attach ---------------------------------------------------------------------------
 
@@ -810,6 +809,18 @@ class Kubelet:
             if queue in source.followers:
                 source.followers.remove(queue)
         return resp
+
+
+def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
+    """Where knetsim's readiness rules say not ready too, their reason (the probe's port where nothing
+    listens, the annotation) stays in the Ready conditions: it names the cause, not just the container."""
+    explained = {c.get("type"): c for c in core.get("conditions") or [] if c.get("status") == "False"}
+    for cond in status.get("conditions") or []:
+        theirs = explained.get(cond.get("type"))
+        if cond.get("type") in ("Ready", "ContainersReady") and cond.get("status") == "False" and theirs:
+            for field in ("reason", "message"):
+                if theirs.get(field):
+                    cond[field] = theirs[field]
 
 
 def _waiting_text(reason: str) -> str:
