@@ -1,5 +1,5 @@
 """Decoding the Kubernetes protobuf request bodies that kubectl ≥ 1.32 sends for
-``kubectl create deployment|service|namespace|ingress|configmap|secret|serviceaccount|job``.
+``kubectl create deployment|service|namespace|ingress|configmap|secret|serviceaccount|job|cronjob``.
 
 client-go 1.32 typed clients prefer protobuf (kubernetes PR #125314) and never fall back to
 JSON after a 415, so the server has to read them. The wire format: the magic ``k8s\\0``,
@@ -115,12 +115,19 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
                 4: ("selector", "m:LabelSelector"), 5: ("manualSelector", "bool"), 6: ("template", "m:PodTemplateSpec"),
                 7: ("backoffLimit", "int"), 8: ("ttlSecondsAfterFinished", "int"), 9: ("completionMode", S),
                 10: ("suspend", "bool")},
+    "CronJob": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:CronJobSpec"), 3: ("status", "m:Skip")},
+    "CronJobSpec": {1: ("schedule", S), 2: ("startingDeadlineSeconds", "int"), 3: ("concurrencyPolicy", S),
+                    4: ("suspend", "bool"), 5: ("jobTemplate", "m:JobTemplateSpec"),
+                    6: ("successfulJobsHistoryLimit", "int"), 7: ("failedJobsHistoryLimit", "int"), 8: ("timeZone", S)},
+    "JobTemplateSpec": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:JobSpec")},
 }
 
 # Pointer fields in Go: a zero value here was set on purpose.
 KEEP_ZERO = {("DeploymentSpec", "replicas"), ("ServicePort", "port"), ("ContainerPort", "containerPort"),
              ("ServiceBackendPort", "number"), ("JobSpec", "parallelism"), ("JobSpec", "completions"),
-             ("JobSpec", "backoffLimit")}
+             ("JobSpec", "backoffLimit"), ("CronJobSpec", "startingDeadlineSeconds"), ("CronJobSpec", "suspend"),
+             ("CronJobSpec", "successfulJobsHistoryLimit"), ("CronJobSpec", "failedJobsHistoryLimit"),
+             ("CronJobSpec", "timeZone")}
 # Messages whose content is not decoded (status, managedFields, ...): accepted and ignored.
 OPAQUE = {"Skip", "Any"}
 
@@ -229,7 +236,7 @@ def decode_message(name: str, data: bytes) -> dict[str, Any]:
     return out
 
 
-API_GROUPS = {"Deployment": "apps/v1", "Ingress": "networking.k8s.io/v1", "Job": "batch/v1"}
+API_GROUPS = {"Deployment": "apps/v1", "Ingress": "networking.k8s.io/v1", "Job": "batch/v1", "CronJob": "batch/v1"}
 
 
 def decode(body: bytes) -> dict[str, Any]:
