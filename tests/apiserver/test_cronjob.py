@@ -279,3 +279,20 @@ def test_a_cronjob_is_defaulted_as_the_api_server_does(tmp_path: Path) -> None:
         assert err.value.message.endswith(f'metadata.name: Invalid value: "{"a" * 53}": must be no more than 52 '
                                           "characters")
     run(tmp_path, scenario)
+
+
+def test_an_active_job_deleted_by_hand_is_reported_missing(tmp_path: Path) -> None:
+    async def scenario(c: Cluster) -> None:
+        c.create(cronjob())
+        clock = Clock(c)
+        t1 = next_minute(clock.created())
+        await clock.tick(t1 + timedelta(seconds=1))
+        name = job_name("tick", t1)
+        c.delete("Job", name)
+        await c.server.settle()
+        assert messages(c, "MissingJob") == [f"Active job went missing: {name}"]
+        assert "active" not in c.objects("CronJob")["tick"]["status"]
+        # The run is not made again: lastScheduleTime says it was.
+        await clock.tick(t1 + timedelta(seconds=3))
+        assert c.objects("Job") == {}
+    run(tmp_path, scenario)
