@@ -68,6 +68,53 @@ def test_protobuf_namespace_body_as_kubectl_132_sends_it() -> None:
         proto.decode(b"k8s\x00" + _field(1, _field(2, b"Role")) + _field(2, b""))
 
 
+def _envelope(api_version: bytes, kind: bytes, raw: bytes) -> bytes:
+    return b"k8s\x00" + _field(1, _field(1, api_version) + _field(2, kind)) + _field(2, raw)
+
+
+def test_protobuf_pod_with_every_kind_of_field_as_kubectl_debug_copy_to_sends_it() -> None:
+    """A whole Pod: embedded (inline) structs, pointers whose zero is meant, maps, quantities, nested
+    messages, and a field number newer than v1.35, skipped as the API server's unmarshaller skips it."""
+    security = _field(1, _field(2, b"ALL")) + _field(5, 1) + _field(4, 0)  # drop ALL, runAsNonRoot, runAsUser 0
+    probe = _field(1, _field(2, _field(1, b"/healthz") + _field(2, _field(1, 0) + _field(2, 8080)))) + \
+        _field(4, 5)  # handler (inline ProbeHandler) → httpGet path/port; periodSeconds
+    resources = _field(1, _field(1, b"memory") + _field(2, _field(1, b"64Mi")))
+    container = (_field(1, b"app") + _field(2, b"busybox:1.36") + _field(15, security) + _field(11, probe)
+                 + _field(8, resources) + _field(16, 0) + _field(99, b"from the future"))
+    volume = _field(1, b"cfg") + _field(2, _field(19, _field(1, _field(1, b"settings"))))  # inline VolumeSource
+    spec = _field(1, volume) + _field(2, container) + _field(11, 0) + _field(21, 0)  # hostNetwork false; automount
+    meta = _field(1, b"web-copy") + _field(11, _field(1, b"app") + _field(2, b"web"))
+    body = proto.decode(_envelope(b"v1", b"Pod", _field(1, meta) + _field(2, spec)))
+    assert body == {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-copy", "labels": {"app": "web"}},
+        "spec": {"volumes": [{"name": "cfg", "configMap": {"name": "settings"}}],
+                 "containers": [{"name": "app", "image": "busybox:1.36",
+                                 "securityContext": {"capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+                                                     "runAsUser": 0},
+                                 "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080},
+                                                    "periodSeconds": 5},
+                                 "resources": {"limits": {"memory": "64Mi"}}}],
+                 "automountServiceAccountToken": False}}
+
+
+def test_protobuf_zero_replicas_and_cronjob_bodies() -> None:
+    deployment = _field(1, _field(1, b"d")) + _field(2, _field(1, 0) + _field(5, 0))  # replicas 0, minReady 0
+    assert proto.decode(_envelope(b"apps/v1", b"Deployment", deployment))["spec"] == {"replicas": 0}
+    cron = _field(1, _field(1, b"tick")) + _field(2, _field(1, b"*/1 * * * *") + _field(4, 0))
+    assert proto.decode(_envelope(b"batch/v1", b"CronJob", cron))["spec"] == {"schedule": "*/1 * * * *",
+                                                                              "suspend": False}
+
+
+@pytest.mark.parametrize("raw", [
+    _field(1, 7),  # metadata sent as a number
+    _field(1, b"\xff\xfe"),  # not a message
+    b"\x08",  # truncated varint
+])
+def test_protobuf_that_does_not_parse_is_a_protoerror(raw: bytes) -> None:
+    with pytest.raises(proto.ProtoError):
+        proto.decode(_envelope(b"v1", b"ConfigMap", raw))
+
+
 def test_every_resource_is_served_once() -> None:
     """ConfigMap/Secret/ServiceAccount come from the core's kinds; listing them again duplicated discovery."""
     from collections import Counter

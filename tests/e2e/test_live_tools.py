@@ -186,3 +186,30 @@ def test_a_request_through_the_ingress_is_logged_from_the_controller(k: Cluster)
     # ingress-nginx proxies: the pod sees the controller's address, the client in X-Forwarded-For.
     assert re.fullmatch(rf'{re.escape(controller_ip)} - - \[[^]]+\] "GET /shop\?x=1 HTTP/1\.1" 200 \d+ "-" '
                         r'"lab-browser" "203\.0\.113\.10"', line), line
+
+
+def test_kubectl_cp_copies_files_both_ways_byte_for_byte(k: Cluster) -> None:
+    """kubectl cp runs tar in the container: a text file and a binary one go in, come back the same."""
+    k.kubectl("run", "box", "--image=busybox:1.36", "--", "sleep", "3600")
+    k.kubectl("wait", "--for=condition=Ready", "pod/box", "--timeout=30s")
+    (k.workdir / "notes.txt").write_text("hello from the laptop\n")
+    (k.workdir / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    k.sh("kubectl cp notes.txt box:/tmp/notes.txt && kubectl cp blob.bin box:/tmp/blob.bin")
+    assert k.kubectl("exec", "box", "--", "cat", "/tmp/notes.txt").stdout == "hello from the laptop\n"
+    k.sh("kubectl exec box -- sh -c 'echo made in the pod > /tmp/made.txt'")
+    k.sh("kubectl cp box:/tmp/made.txt made.txt && kubectl cp box:/tmp/blob.bin back.bin")
+    assert (k.workdir / "made.txt").read_text() == "made in the pod\n"
+    assert (k.workdir / "back.bin").read_bytes() == bytes(range(256)) * 4
+
+
+def test_kubectl_debug_copy_to_creates_the_copy_with_the_debugger(k: Cluster) -> None:
+    """`kubectl debug --copy-to` posts the whole Pod, defaults and all, as protobuf."""
+    k.kubectl("run", "web", "--image=nginx:1.27", "--port=80", "--env=MODE=a", "--labels=app=web")
+    k.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s")
+    out = k.kubectl("debug", "web", "--image=busybox:1.36", "--copy-to=web-debug", "--container=debugger",
+                    "--profile=general", "--", "sleep", "3600")
+    assert out.returncode == 0, out.stderr
+    copy = k.get_json("pod", "web-debug")
+    assert [(c["name"], c["image"]) for c in copy["spec"]["containers"]] == [("web", "nginx:1.27"),
+                                                                           ("debugger", "busybox:1.36")]
+    assert copy["spec"]["containers"][0]["env"] == [{"name": "MODE", "value": "a"}]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
-from tests.ingress.builders import flatten, ingress, path, rule, service
+from tests.ingress.builders import controller, flatten, ingress, path, rule, service
 
 from knetsim.cli.main import cli
 
@@ -58,7 +59,7 @@ def test_https_on_host_without_tls_names_fake_certificate() -> None:
 def test_json_shape() -> None:
     data = json.loads(run("-f", SHOP, "--host", "shop.example.com", "--path", "/api/orders", "-o", "json").output)
     assert list(data) == ["request", "outcome", "http_status", "via", "summary", "controller", "server", "match",
-                          "backend", "tls", "redirect", "candidates", "notes"]
+                          "backend", "tls", "redirect", "candidates", "notes", "upstream"]
     assert data["match"] == {"ingress": "shop/shop", "rule": 0, "host": "shop.example.com", "path_index": 0,
                              "path": "/api", "path_type": "Prefix", "matched_as": "Prefix"}
     assert [c["verdict"] for c in data["candidates"]] == ["chosen", "shorter"]
@@ -70,10 +71,13 @@ def test_yaml_output_is_loadable() -> None:
     assert yaml.safe_load(result.output)["backend"]["service"] == "shop/api"
 
 
-def test_classless_ingress_from_stdin_exits_1() -> None:
-    text = yaml.safe_dump_all(flatten(service("a"), ingress("i", rule("h.example", path("/", "Prefix", "a")),
-                                                                   cls=None)))
-    result = run("-f", "-", "--host", "h.example", input=text)
+def test_classless_ingress_from_stdin_exits_1(tmp_path: Path) -> None:
+    # Without kind's controller (which watches classless Ingresses), ingress-nginx's default ignores it.
+    text = yaml.safe_dump_all(flatten(controller("c1", "k8s.io/ingress-nginx", "nginx"), service("a"),
+                                      ingress("i", rule("h.example", path("/", "Prefix", "a")), cls=None)))
+    config = tmp_path / "cluster.yaml"
+    config.write_text("ingressController: false\n")
+    result = run("-f", "-", "--host", "h.example", "--cluster-config", str(config), input=text)
     assert result.exit_code == 1
     assert "this Ingress has no effect: no controller claims it" in result.output
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.ingress.builders import backend, cluster, controller, ingress, ingress_class, path, rule, service
 
+from knetsim.cluster.config import ClusterConfig
 from knetsim.ingress import ingress_findings, route
 
 HOST = "h.example"
@@ -41,8 +42,10 @@ def _codes(c) -> list[str]:
 
 BROKEN: dict[str, tuple[list, dict[str, Any], str, str]] = {
     # code: (other docs, the broken Ingress, field, message fragment)
-    "IngressNoClass": (
-        [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None),
+    "IngressNoClass": (  # with ingress-nginx's default flags: kind's own controller watches classless Ingresses
+        [service("web"), controller("c1", "k8s.io/ingress-nginx", "nginx"),
+         ingress_class("nginx", "k8s.io/ingress-nginx")],
+        ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None),
         "spec.ingressClassName", "this Ingress has no effect: no controller claims it"),
     "IngressClassNotFound": (
         [service("web")], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls="ngnix"),
@@ -58,18 +61,21 @@ BROKEN: dict[str, tuple[list, dict[str, Any], str, str]] = {
         "spec.rules[0].http.paths[0].backend.service.port", "Service default/web has no port 8080"),
 }
 
+CONFIG = {"IngressNoClass": ClusterConfig(ingress_controller=False)}
+
 
 @pytest.mark.parametrize("code", sorted(BROKEN))
 def test_finding_and_its_fix(code: str) -> None:
     docs, broken, field, fragment = BROKEN[code]
-    c = cluster(*docs, broken)
+    config = CONFIG.get(code)
+    c = cluster(*docs, broken, config=config)
     [finding] = ingress_findings(c.state)
     assert (finding.code, finding.severity, finding.subject, finding.field) == (code, "error", "Ingress default/i",
                                                                               field)
     assert fragment in finding.message
     assert finding.to_dict()["layer"] == "ingress"
     assert not route(c.state, HOST, "/").routed
-    fixed = cluster(*docs, _apply_patch(broken, finding.fix))
+    fixed = cluster(*docs, _apply_patch(broken, finding.fix), config=config)
     assert ingress_findings(fixed.state) == []
     assert route(fixed.state, HOST, "/").routed
 
@@ -114,6 +120,9 @@ def test_shadowed_duplicate_path_is_a_warning() -> None:
 def test_shop_is_clean_and_namespace_filter(shop) -> None:
     assert ingress_findings(shop.state) == []
     c = cluster(service("web"), ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None))
+    assert _codes(c) == []  # kind's controller serves Ingresses without class
+    c = cluster(*BROKEN["IngressNoClass"][0], ingress("i", rule(HOST, path("/", "Prefix", "web")), cls=None),
+                config=CONFIG["IngressNoClass"])
     assert _codes(c) == ["IngressNoClass"]
     assert ingress_findings(c.state, namespace="other") == []
 

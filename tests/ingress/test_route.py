@@ -256,8 +256,21 @@ def test_implementation_specific_is_prefix_with_a_note() -> None:
 # --- which controller ---------------------------------------------------------------------------
 
 
-def test_ingress_without_class_has_no_effect() -> None:
+def test_kinds_controller_serves_an_ingress_without_class() -> None:
+    # kind's ingress-nginx runs with --watch-ingress-without-class=true (its provider manifest).
     c = cluster(service("a"), ingress("i", rule("h.example", path("/", "Prefix", "a")), cls=None))
+    result = route(c.state, "h.example", "/")
+    assert result.routed and result.backend is not None and result.backend.service == "default/a"
+    assert result.controller.controller == "k8s.io/ingress-nginx"
+
+
+NO_KIND_CONTROLLER = ClusterConfig(ingress_controller=False)
+
+
+def test_ingress_without_class_has_no_effect() -> None:
+    # A controller started without --watch-ingress-without-class (ingress-nginx's default) ignores it.
+    c = cluster(controller("c1", "k8s.io/ingress-nginx", "nginx"), service("a"),
+                ingress("i", rule("h.example", path("/", "Prefix", "a")), cls=None), config=NO_KIND_CONTROLLER)
     result = route(c.state, "h.example", "/")
     assert result.outcome == "not-found"
     [cand] = result.candidates

@@ -36,6 +36,7 @@ USAGE = {
             "[-Y on/off]\n\t[--no-check-certificate] [-P DIR] [-U AGENT] [-T SEC] URL...",
     "nc": "[OPTIONS] HOST PORT  - connect\nnc [OPTIONS] -l -p PORT [HOST] [PORT]  - listen",
     "nslookup": "[-type=QUERY_TYPE] [-debug] HOST [DNS_SERVER]",
+    "tar": "c|x|t [-zJjahmvokO] [-f TARFILE] [-C DIR] [-T FILE] [-X FILE] [--exclude PATTERN]... [FILE]...",
 }
 
 

@@ -38,8 +38,21 @@ def system_objects(config: ClusterConfig, now: str) -> dict[Key, dict[str, Any]]
 
 
 def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
-    """Write the system objects the store does not have (all of them into an empty store)."""
+    """Write the system objects the store does not have (all of them into an empty store). An object whose
+    owner the store already has is the owner's controller's to make: a state directory written by an older
+    knetsim keeps its Deployments, and their controllers decide their ReplicaSets and pods (no second set)."""
     rank = {kind: i for i, kind in enumerate(ORDER)}
-    missing = {k: v for k, v in system_objects(config, now).items() if k not in store.objects}
+    missing: dict[Key, dict[str, Any]] = {}
+    left_to_owner: set[tuple[str, str, str]] = set()
+    for key, body in sorted(system_objects(config, now).items(), key=lambda kv: (rank.get(kv[0][0], 99), kv[0])):
+        if key in store.objects:
+            left_to_owner.add(key)
+            continue
+        owners = {(str(ref.get("kind")), key[1], str(ref.get("name")))
+                  for ref in body["metadata"].get("ownerReferences") or []}
+        if owners & left_to_owner:
+            left_to_owner.add(key)
+            continue
+        missing[key] = body
     if missing:
-        store.commit([Write(k, missing[k], "system") for k in sorted(missing, key=lambda k: (rank.get(k[0], 99), k))])
+        store.commit([Write(k, v, "system") for k, v in missing.items()])

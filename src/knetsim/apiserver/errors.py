@@ -38,6 +38,13 @@ def qualified(r: Resource) -> str:
     return f"{r.plural}.{r.group}" if r.group else r.plural
 
 
+def no_such_path() -> ApiError:
+    """A path the server does not serve (an unknown group, resource or subresource). The Status carries an
+    empty ``details`` as kube-apiserver's does (apierrors.NewNotFound with no name): kubectl tells a missing
+    subresource from a missing object by ``details.name == ""`` and dereferences ``details`` to ask."""
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
 def not_found(r: Resource, name: str) -> ApiError:
     return ApiError(404, "NotFound", f'{qualified(r)} "{name}" not found',
                     {"name": name, "group": r.group, "kind": r.plural})

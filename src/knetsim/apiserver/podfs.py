@@ -29,6 +29,16 @@ ERRNO_TEXT = {"ENOENT": "No such file or directory", "EISDIR": "Is a directory",
               "EACCES": "Permission denied"}
 
 
+def as_bytes(text: str) -> bytes:
+    """The bytes a command's text stands for. Files and streams are str; bytes that are no UTF-8 (a tar
+    archive from `kubectl cp`) travel as lone surrogates (``surrogateescape``) and come back unchanged."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def as_text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
 class FsError(OSError):
     def __init__(self, errno_name: str, path: str, detail: str = "") -> None:
         super().__init__(f"{path}: {ERRNO_TEXT.get(errno_name, errno_name)}")
@@ -83,8 +93,8 @@ class PodFS:
             raise FsError("ENOTDIR" if self.exists(parent) else "ENOENT", path)
         old = self.files.get(path, self._static().get(path, "")) if append else ""
         new = old + text
-        size = len(new.encode())
-        used = sum(len(t.encode()) for p, t in self.files.items() if p != path)
+        size = len(as_bytes(new))
+        used = sum(len(as_bytes(t)) for p, t in self.files.items() if p != path)
         if size > MAX_FILE or used + size > MAX_TOTAL:
             raise FsError("ENOSPC", path, f"knetsim keeps at most {MAX_FILE >> 20} MiB per file and "
                                           f"{MAX_TOTAL >> 20} MiB per container")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import applets, builtins, nettools, shell  # noqa: F401  (they register themselves in shell.TOOLS)
+from . import applets, archive, builtins, nettools, shell  # noqa: F401  (they register themselves in shell.TOOLS)
 
 SHELLS = ("sh", "ash", "bash", "zsh")
 

@@ -22,10 +22,12 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
+from ..ingress import webhook
+from ..ingress.controllers import controllers_among
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
-from ..model.objects import DEFAULT_CLASS_ANNOTATION
+from ..model.objects import DEFAULT_CLASS_ANNOTATION, Pod
 from ..model.schema import json_type_name
 from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .errors import ApiError, conflict, from_admission, invalid, qualified
@@ -133,6 +135,9 @@ class Strategy:
     def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
         """Mutating admission of a create, after defaulting and before validation (admission plugins)."""
 
+    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """Validating admission (webhooks) of a create or update, after validation; raises ApiError."""
+
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
         The transaction is committed with the write or reverted when the write does not happen."""
@@ -183,10 +188,27 @@ class IngressStrategy(Strategy):
             spec["ingressClassName"] = defaults[0]["name"]
 
 
+    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
+        controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
+        bad = webhook.invalid_paths(obj)
+        if not bad:
+            return
+        controllers = controllers_among(Pod.parse(s.body) for s in registry.store.list("Pod"))
+        classes = {str(s.body["metadata"].get("name")): str((s.body.get("spec") or {}).get("controller") or "")
+                   for s in registry.store.list("IngressClass")}
+        ctl = webhook.claiming_controller(obj, classes, controllers)
+        if ctl is not None and webhook.strict_path_validation(ctl):
+            raise ApiError(400, "BadRequest", webhook.denial(bad))
+
+
 class ServiceStrategy(Strategy):
     def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
         drop_type_dependent_fields(new, old)
         super().prepare_for_update(r, new, old)
+
+    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """Validating admission (webhooks) of a create or update, after validation; raises ApiError."""
 
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
@@ -287,8 +309,9 @@ class Registry:
                                exc.message.split(": strict decoding error: ", 1)[1]) from None
             raise from_admission(r, name, exc) from None
 
-    def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        errors = admission.validation_errors(obj, kind_of(r), old)
+    def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
+                  subresource: str = "") -> None:
+        errors = admission.validation_errors(obj, kind_of(r), old, subresource)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -326,6 +349,7 @@ class Registry:
         self._check_namespace(r, meta.get("namespace", ""))
         strategy.admit_create(self, r, obj)
         self._validate(r, obj)
+        strategy.validate_admission(self, r, obj)
         name = meta.get("name", "")
         key = (r.kind, meta.get("namespace", ""), name)
         if self.store.get(key) is not None:
@@ -373,11 +397,18 @@ class Registry:
             else:
                 merged.pop("status", None)
             new = merged
+        elif t.sub == "ephemeralcontainers":
+            # Only the debugging containers come from the request; everything else stays as stored.
+            merged = copy.deepcopy(old.body)
+            merged["spec"]["ephemeralContainers"] = (new.get("spec") or {}).get("ephemeralContainers") or []
+            new = merged
         else:
             self.strategy(r).prepare_for_update(r, new, old.body)
         admission.default(new, kind_of(r), t.namespace or "default")
-        self._validate(r, new, old.body)
-        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub != "status" else None
+        self._validate(r, new, old.body, t.sub)
+        if t.sub == "":
+            self.strategy(r).validate_admission(self, r, new)
+        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub == "" else None
         new["apiVersion"] = storage_version(r)
         if has_generation(r):
             gen = int(old_meta.get("generation", 1) or 1)

@@ -27,7 +27,7 @@ from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
 from . import explorer, openapi, patch, resources, tables
-from .errors import ApiError, internal, invalid, not_found, qualified
+from .errors import ApiError, internal, invalid, no_such_path, not_found, qualified
 from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
 from .resources import BY_PATH, Resource
 from .store import Change, Store, Stored, Watcher, Write
@@ -217,7 +217,7 @@ class ApiServer:
             group, version = ("", gv[1]) if gv[0] == "api" and len(gv) == 2 else (
                 (gv[1], gv[2]) if gv[0] == "apis" and len(gv) == 3 else ("?", "?"))
             if (group, version) not in resources.group_versions():
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise no_such_path()
             data, _ = openapi.gv_document(group, version)
             return web.Response(body=data, headers={"Content-Type": "application/json",
                                                     "Cache-Control": "public, immutable"})
@@ -228,15 +228,15 @@ class ApiServer:
             if len(parts) == 2:
                 g = resources.api_group(parts[1])
                 if g is None:
-                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                    raise no_such_path()
                 return self._json(g)
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise no_such_path()
         if not rest:
             rl = resources.resource_list(group, version)
             if rl is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise no_such_path()
             return self._json(rl)
         target = self._target(group, version, rest)
         if target.resource.kind == "Endpoints":
@@ -251,13 +251,13 @@ class ApiServer:
         plural = rest[0]
         r = BY_PATH.get((group, version, plural))
         if r is None or len(rest) > 3:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise no_such_path()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in r.subresources:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise no_such_path()
         if namespace and not r.namespaced:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise no_such_path()
         return Target(r, namespace if r.namespaced else "", name, sub)
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:

@@ -40,7 +40,7 @@ from typing import Any
 import tree_sitter
 import tree_sitter_bash
 
-from .podfs import FsError, PodFS
+from .podfs import FsError, PodFS, as_bytes
 
 KERNEL_CONNECT_TIMEOUT = 127.0  # tcp_syn_retries=6: 1+2+4+8+16+32+64 s
 RESOLVER_TIMEOUT = 10.0  # musl/busybox: timeout 5 s, attempts 2
@@ -211,7 +211,7 @@ class Pipe:
         if self.reader_gone:
             raise BrokenPipe()
         if text:
-            await self._queue.put(text.encode())
+            await self._queue.put(as_bytes(text))
 
     def close_writer(self) -> None:
         try:

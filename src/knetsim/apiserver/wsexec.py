@@ -23,6 +23,7 @@ from aiohttp import WSMsgType, web
 
 from ..model.objects import Pod
 from . import shell
+from .podfs import as_bytes
 from .proc import Proc
 from .server import ApiError, ApiServer, Target
 
@@ -93,7 +94,7 @@ class Channels:
             text = text.replace("\r\n", "\n").replace("\n", "\r\n")
             channel = STDOUT
         with contextlib.suppress(ConnectionResetError, RuntimeError):
-            await self.ws.send_bytes(bytes([channel]) + text.encode())
+            await self.ws.send_bytes(bytes([channel]) + as_bytes(text))
 
     async def out(self, text: str) -> None:
         await self.send(STDOUT, text)

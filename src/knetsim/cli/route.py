@@ -39,6 +39,8 @@ def _text(result: RouteResult) -> str:
         lines.append(f"Backend:     {b.describe()}{extra}{ready}")
         if b.problem:
             lines.append(f"Problem:     {b.problem}")
+    if result.upstream is not None and result.upstream != result.request.path:
+        lines.append(f"Upstream:    GET {result.upstream}  (rewrite-target)")
     lines.append(f"TLS:         {result.tls.detail}")
     status = f" (HTTP {result.http_status})" if result.http_status else ""
     lines.append(f"Outcome:     {result.outcome}{status}")

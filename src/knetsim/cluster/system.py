@@ -235,8 +235,11 @@ def _ingress_nginx() -> list[dict[str, Any]]:
                             {
                                 "name": "controller",
                                 "image": "registry.k8s.io/ingress-nginx/controller:v1.13.0",
-                                "args": ["/nginx-ingress-controller", "--ingress-class=nginx",
-                                         "--controller-class=k8s.io/ingress-nginx"],
+                                # kind's provider manifest (deploy/static/provider/kind): it also serves
+                                # Ingresses without a class, and publishes localhost as their address.
+                                "args": ["/nginx-ingress-controller", "--controller-class=k8s.io/ingress-nginx",
+                                         "--ingress-class=nginx", "--watch-ingress-without-class=true",
+                                         "--publish-status-address=localhost"],
                                 "ports": [
                                     {"name": "http", "containerPort": 80, "hostPort": 80, "protocol": "TCP"},
                                     {"name": "https", "containerPort": 443, "hostPort": 443, "protocol": "TCP"},

@@ -21,6 +21,7 @@ Otherwise "this Ingress has no effect: no controller claims it".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
@@ -48,6 +49,7 @@ class IngressController:
     ingress_class: str  # --ingress-class: the annotation value it accepts
     watch_without_class: bool
     pods: tuple[ControllerPod, ...]
+    image: str = ""  # the controller container's image (its version decides the admission webhook's checks)
 
     @property
     def ready_pods(self) -> tuple[ControllerPod, ...]:
@@ -105,9 +107,14 @@ def _is_controller(container: Container, flags: dict[str, str]) -> bool:
 
 def running_controllers(state: ClusterState) -> list[IngressController]:
     """Ingress controllers found among the pods, sorted by (controller, ingress class)."""
+    return controllers_among(state.pods[key] for key in sorted(state.pods))
+
+
+def controllers_among(pods: Iterable[Pod]) -> list[IngressController]:
+    """The Ingress controllers these pods run, grouped by their class flags."""
     groups: dict[tuple[str, str, bool], list[ControllerPod]] = {}
-    for key in sorted(state.pods):
-        pod: Pod = state.pods[key]
+    images: dict[tuple[str, str, bool], str] = {}
+    for pod in pods:
         if pod.terminating or pod.phase in ("Succeeded", "Failed"):
             continue
         for container in pod.containers:
@@ -122,8 +129,10 @@ def running_controllers(state: ClusterState) -> list[IngressController]:
             groups.setdefault(ident, []).append(
                 ControllerPod(pod.key, pod.pod_ip, pod.node_name, pod.ready and pod.phase == "Running",
                               "" if pod.ready else pod.not_ready_reason or pod.phase))
+            images.setdefault(ident, container.image)
             break
-    return [IngressController(c, ic, w, tuple(pods)) for (c, ic, w), pods in sorted(groups.items())]
+    return [IngressController(c, ic, w, tuple(members), images[(c, ic, w)])
+            for (c, ic, w), members in sorted(groups.items())]
 
 
 def default_classes(state: ClusterState) -> list[IngressClass]:

@@ -14,6 +14,7 @@ from ..cluster.state import ClusterState
 from ..model.objects import Ingress, IngressBackend
 from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
 from .router import closest_name, nginx_order, resolve_backend
+from .webhook import denial, invalid_paths, strict_path_validation
 
 KIND_INGRESS_NGINX = "kubectl apply -f https://kind.sigs.k8s.io/examples/ingress/deploy-ingress-nginx.yaml"
 
@@ -128,6 +129,7 @@ def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[
     ingresses = [i for i in state.ingresses.values() if namespace is None or i.namespace == namespace]
     for ing in sorted(ingresses, key=lambda i: i.key):
         out.extend(_class_findings(state, ing, controllers))
+        out.extend(_webhook_findings(state, ing, controllers))
         if ing.default_backend is not None:
             out.extend(_backend_findings(state, ing, ing.default_backend, "spec.defaultBackend",
                                          "/spec/defaultBackend"))
@@ -137,6 +139,24 @@ def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[
                                              f"/spec/rules/{r}/http/paths/{i}/backend"))
     out.extend(_shadowed_paths(state, controllers, namespace))
     out.sort(key=lambda f: (f.subject, f.field, f.code))
+    return out
+
+
+def _webhook_findings(state: ClusterState, ing: Ingress, controllers: list[IngressController]) -> list[IngressFinding]:
+    """Paths ingress-nginx's admission webhook refuses (strict-validate-path-type): the Ingress never exists."""
+    res = resolve_class(state, ing, controllers)
+    ctl = next((c for c in controllers if res.claimed and c.controller == res.controller), None)
+    if ctl is None or not strict_path_validation(ctl):
+        return []
+    out = []
+    for r, i, path, path_type in invalid_paths(ing.raw):
+        out.append(IngressFinding(
+            "IngressPathRejected", "error", f"Ingress {ing.key}", f"spec.rules[{r}].http.paths[{i}].pathType",
+            f"{denial([(r, i, path, path_type)])}: {ctl.image or ctl.controller} refuses regex characters in "
+            f"{'an' if path_type == 'Exact' else 'a'} {path_type} path (strict-validate-path-type, on by default "
+            "since v1.12), so kubectl apply fails and this Ingress does not exist",
+            f"in the manifest set spec.rules[{r}].http.paths[{i}].pathType: ImplementationSpecific (a regex path "
+            "needs it), then kubectl apply it again"))
     return out
 
 

@@ -24,7 +24,7 @@ does (``controller.go`` ``createServers`` / ``getBackendServers``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -46,6 +46,8 @@ from .matching import (
     path_mismatch_reason,
     string_prefix_only,
 )
+from .nginxregex import REWRITE_TARGET, USE_REGEX, enforces_regex, location_matches, needs_rewrite, regex_error, rewrite
+from .webhook import invalid_paths, path_message, strict_path_validation
 
 CATCH_ALL = "_"
 FAKE_CERTIFICATE = "Kubernetes Ingress Controller Fake Certificate"
@@ -141,7 +143,7 @@ class Candidate:
     path_type: str | None
     backend: str
     verdict: str  # chosen | host-mismatch | host-shadowed | path-mismatch | shorter | exact-preferred | order
-    #              | duplicate | not-used | class-mismatch | no-controller
+    #              | duplicate | not-used | class-mismatch | no-controller | rejected
     reason: str
 
 
@@ -160,6 +162,7 @@ class RouteResult:
     redirect: str | None
     candidates: tuple[Candidate, ...] = ()
     notes: tuple[str, ...] = ()
+    upstream: str | None = None  # the URI the backend receives (a rewrite-target applied), when routed
 
     @property
     def routed(self) -> bool:
@@ -173,8 +176,7 @@ class RouteResult:
         backend = None
         if self.backend is not None and self.backend.routable and self.redirect is None:
             backend = f"{self.backend.service}:{self.backend.port}"
-        # ingress-nginx passes the path on unchanged (annotations such as rewrite-target are not simulated).
-        upstream = self.request.path if backend is not None else None
+        upstream = self.upstream if backend is not None else None
         return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary)
 
 
@@ -200,6 +202,8 @@ class _Server:
     creator: Ingress | None
     default: tuple[Ingress, IngressBackend] | None
     locations: list[_Location] = field(default_factory=list)
+    # The first location whose Ingress turns this server's locations into regexes (use-regex, rewrite-target).
+    regex_by: _Location | None = None
 
 
 @dataclass(slots=True)
@@ -243,6 +247,8 @@ def _merge(ingresses: list[Ingress]) -> _Config:
                     duplicates.append((loc, kept))
                 else:
                     server.locations.append(loc)
+                    if server.regex_by is None and enforces_regex(loc.path, ing.meta.annotations):
+                        server.regex_by = loc
     return _Config(ordered, servers, duplicates)
 
 
@@ -476,11 +482,23 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
     in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
                if r.claimed and r.controller == ctl.controller]
     candidates = _outside_view(state, resolutions, ctl)
+    if strict_path_validation(ctl):
+        for ing in [i for i in in_view if invalid_paths(i.raw)]:
+            in_view.remove(ing)
+            candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
+                                     + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                     + "): kubectl apply fails and it does not exist")
     notes.extend(_unserved_matches(state, resolutions, ctl, request))
     config = _merge(in_view)
     server = _pick_server(config, request.server_name)
-    matching = [loc for loc in server.locations if path_matches(loc.spec.path_type, loc.spec.path, normalized)]
-    best = max(matching, key=_rank) if matching else None  # max keeps the first of equals: merge order
+    regex_by = server.regex_by
+    if regex_by is not None:
+        # nginx takes the first regex location that matches; ingress-nginx writes them longest first.
+        best = next((loc for loc in _regex_order(server) if location_matches(loc.path, normalized)), None)
+        notes.append(_regex_note(server, regex_by))
+    else:
+        matching = [loc for loc in server.locations if path_matches(loc.spec.path_type, loc.spec.path, normalized)]
+        best = max(matching, key=_rank) if matching else None  # max keeps the first of equals: merge order
     candidates += _path_candidates(config, server, best, request)
     candidates += _default_candidates(state, config, server, best)
     tls, redirect = _tls(state, config, server, request)
@@ -506,7 +524,36 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
                    "the controller's default backend answers 404")
         return RouteResult(request, NOT_FOUND, 404, "controller-default-backend", summary, controller_ref,
                            server.name, None, None, tls, redirect, tuple(candidates), tuple(notes))
-    return _finish(request, controller_ref, server, match, backend, where, via, tls, redirect, candidates, notes)
+    upstream = _upstream(request, best)
+    if upstream != request.path and best is not None:
+        notes.append(f"rewrite-target {best.ingress.meta.annotations.get(REWRITE_TARGET)!r} of Ingress "
+                     f"{best.ingress.key}: the backend receives {upstream}")
+    result = _finish(request, controller_ref, server, match, backend, where, via, tls, redirect, candidates, notes)
+    return replace(result, upstream=upstream if result.routed else None)
+
+
+def _regex_order(server: _Server) -> list[_Location]:
+    return sorted(server.locations, key=lambda loc: -len(loc.path))  # stable: merge order among equals
+
+
+def _regex_note(server: _Server, by: _Location) -> str:
+    why = "use-regex" if by.ingress.meta.annotations.get(USE_REGEX) == "true" else "rewrite-target"
+    text = (f"server {server.name}: Ingress {by.ingress.key} sets {why}, so ingress-nginx writes every location of "
+            "this host as a case-insensitive regex anchored at the start (`location ~* \"^<path>\"`), tried "
+            "longest path first, Exact and Prefix paths included")
+    broken = [f"{loc.ingress.key} {regex_error(loc.path)}" for loc in server.locations if regex_error(loc.path)]
+    if broken:
+        text += "; " + "; ".join(broken) + " (nginx would refuse the configuration)"
+    return text
+
+
+def _upstream(request: Request, best: _Location | None) -> str:
+    """The request line's URI as the backend receives it: unchanged, or rewritten by the location's rewrite-target."""
+    query = request.path.partition("?")[2]
+    if best is None or not needs_rewrite(best.path, best.ingress.meta.annotations):
+        return request.path
+    return rewrite(best.path, best.ingress.meta.annotations[REWRITE_TARGET], request.normalized_path,
+                   query.split("#", 1)[0])
 
 
 def _finish(request: Request, controller: ControllerRef, server: _Server, match: Match, backend: BackendTarget,
@@ -608,7 +655,9 @@ def _path_candidates(config: _Config, server: _Server, best: _Location | None,
                 else:
                     out.append(cand(loc, "host-mismatch", host_mismatch_reason(other.name, name)))
                 continue
-            if loc is best:
+            if server.regex_by is not None:
+                out.append(_regex_candidate(cand, loc, best, path))
+            elif loc is best:
                 how = "" if effective_path_type(loc.spec.path_type) == loc.spec.path_type else ", matched as Prefix"
                 out.append(cand(loc, "chosen", f"longest matching path{how}"))
             elif not path_matches(loc.spec.path_type, loc.spec.path, path):
@@ -627,6 +676,22 @@ def _path_candidates(config: _Config, server: _Server, best: _Location | None,
                         f"configured by {kept.ingress.key}; ingress-nginx keeps the first "
                         f"({_order_reason(kept.ingress, dropped.ingress)})"))
     return out
+
+
+def _regex_candidate(cand: Any, loc: _Location, best: _Location | None, path: str) -> Candidate:
+    if loc is best:
+        return cand(loc, "chosen", f'first regex location that matches (~* "^{loc.path}"; longest paths are tried '
+                                   "first)")
+    problem = regex_error(loc.path)
+    if problem is not None:
+        return cand(loc, "path-mismatch", problem)
+    if not location_matches(loc.path, path):
+        return cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" does not match {path}')
+    assert best is not None  # something matched, and the first match is chosen
+    if len(loc.path) < len(best.path):
+        return cand(loc, "shorter", f"{loc.path} also matches as a regex, but {best.path} is longer and is tried first")
+    return cand(loc, "order", f"{best.path} matches first among regexes of equal length; "
+                              f"{_order_reason(best.ingress, loc.ingress)}")
 
 
 def _default_candidates(state: ClusterState, config: _Config, server: _Server,
@@ -671,10 +736,10 @@ def _path_notes(server: _Server, best: _Location | None, path: str) -> list[str]
                 and path == rule_path.rstrip("/")):
             notes.append(f"ingress-nginx renders Prefix {rule_path} as `location {rule_path}`: nginx first answers "
                          f"{path} with a 301 redirect to {rule_path}, which then matches")
-        if best.spec.path_type == IMPLEMENTATION_SPECIFIC:
+        if best.spec.path_type == IMPLEMENTATION_SPECIFIC and server.regex_by is None:
             notes.append(f"{rule_path} is ImplementationSpecific: knetsim matches it as Prefix (ingress-nginx renders "
                          "it as a plain nginx prefix location, or a regex with use-regex)")
-    for loc in server.locations:
+    for loc in server.locations if server.regex_by is None else ():
         if loc is not best and string_prefix_only(loc.spec.path_type, loc.spec.path, path):
             notes.append(f"ImplementationSpecific {loc.path} of {loc.ingress.key} does not match as Prefix, but "
                          "ingress-nginx's plain nginx prefix location would match it as a string prefix")

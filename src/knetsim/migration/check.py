@@ -160,16 +160,13 @@ def caveats(state: ClusterState) -> list[Caveat]:
         ing = state.ingresses[key]
         subject = f"Ingress {key}"
         annotations = ing.meta.annotations
-        if annotations.get(f"{NGINX}use-regex") == "true":
-            out.append(Caveat(subject, "use-regex: ingress-nginx matches the paths as case-insensitive regex "
-                              "prefixes; knetsim's Ingress side reads them as plain paths, so regex-only matches are "
-                              "not in this comparison; HTTPRoute RegularExpression is implementation-specific "
-                              "(Envoy: whole path, case-sensitive)"))
-        if f"{NGINX}rewrite-target" in annotations:
-            out.append(Caveat(subject, f"rewrite-target {annotations[f'{NGINX}rewrite-target']!r}: ingress-nginx "
-                              "sends the backend a rewritten path; knetsim's Ingress side does not apply it, so "
-                              "upstream paths are not compared (URLRewrite can replace a prefix or a whole path, "
-                              "never regex capture groups)"))
+        regex_paths = sorted({p.path for r in ing.rules for p in r.paths
+                              if any(c in (p.path or "") for c in "()[]|$^*+?\\{}")})
+        if regex_paths:
+            out.append(Caveat(subject, f"regex paths {', '.join(regex_paths)}: the Ingress side matches them as "
+                              "ingress-nginx does (case-insensitive, anchored at the start), but no request is "
+                              "generated from a regex, so only the literal paths of other rules probe them; HTTPRoute "
+                              "RegularExpression is implementation-specific (Envoy: whole path, case-sensitive)"))
         for r, rule in enumerate(ing.rules):
             for i, p in enumerate(rule.paths):
                 if p.path_type != "ImplementationSpecific":

@@ -189,18 +189,21 @@ def _routes(state: ClusterState, ing: Ingress, gateway: str, tls_hosts: dict[str
                                       "matches it as a plain string prefix (/foo also matches /foobar); PathPrefix "
                                       "matches whole path elements only"))
             rule: dict[str, Any] = {"matches": [{"path": {"type": match_type, "value": path}}]}
-            if rewrite is not None:
+            if rewrite is not None and rewrite != path:
                 if re.search(r"\$\d", rewrite) or regex:
                     out.notes.append(Note(ing.key, where, "inexpressible", f"rewrite-target {rewrite!r} uses regex "
                                           "capture groups; URLRewrite replaces a whole path or a path prefix only"))
-                elif match_type == "PathPrefix":
-                    rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {"path": {
-                        "type": "ReplacePrefixMatch", "replacePrefixMatch": rewrite}}}]
-                    out.notes.append(Note(ing.key, where, "explicit", f"rewrite-target {rewrite!r} on a prefix: "
-                                          "URLRewrite ReplacePrefixMatch"))
                 else:
+                    # nginx's `rewrite "(?i)<path>" <target> break;` replaces the whole URI, not the prefix.
                     rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {"path": {
                         "type": "ReplaceFullPath", "replaceFullPath": rewrite}}}]
+                    out.notes.append(Note(ing.key, where, "explicit", f"rewrite-target {rewrite!r}: nginx replaces "
+                                          "the whole path (rewrite ... break), so URLRewrite ReplaceFullPath"))
+                if not regex:
+                    out.notes.append(Note(ing.key, where, "inexpressible", f"rewrite-target makes ingress-nginx match "
+                                          f"{path!r} as a case-insensitive regex prefix (location ~*): "
+                                          f"{path.rstrip('/')}x and {path.upper()} reach this backend there, not "
+                                          "through the HTTPRoute"))
             ref = _backend_ref(state, ing, p.backend, f"{where}.backend", out)
             if ref is None:
                 continue  # a resource backend: no HTTPRoute rule can send there (noted)

@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from . import crd as crds
-from . import schema
+from . import schema, updates
 from .defaults import default_in_place
 from .fielderr import FieldError
 from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
@@ -167,12 +167,21 @@ def default(obj: dict[str, Any], kind: Kind, namespace: str = "default") -> dict
     return default_in_place(obj, namespace)
 
 
-def validation_errors(obj: dict[str, Any], kind: Kind, old: dict[str, Any] | None = None) -> list[FieldError]:
-    """Every validation error of a decoded, defaulted object (the API server's 422 list)."""
+def validation_errors(obj: dict[str, Any], kind: Kind, old: dict[str, Any] | None = None,
+                      subresource: str = "") -> list[FieldError]:
+    """Every validation error of a decoded, defaulted object (the API server's 422 list): a create's rules
+    without ``old``, an update's with it (what may change), a Pod's ``ephemeralcontainers`` write its own."""
     if kind.crd is not None:
         return validate_object_meta(obj.get("metadata"), kind.kind, kind.namespaced) + \
             crds.validate_custom(obj, kind.crd, old)
-    return validate(obj, kind.namespaced)
+    errors = validate(obj, kind.namespaced)
+    if old is None:
+        return errors + (updates.pod_create_errors(obj) if kind.kind == "Pod" else [])
+    if subresource == "ephemeralcontainers":
+        return errors + updates.ephemeral_container_errors(obj, old)
+    if subresource == "status":
+        return errors
+    return errors + updates.update_errors(obj, old, kind.kind)
 
 
 def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:

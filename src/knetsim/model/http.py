@@ -124,7 +124,10 @@ class RouteAnswer:
     explanation: str
 
     def same_as(self, other: RouteAnswer) -> bool:
-        return (self.status, self.backend, self.location) == (other.status, other.backend, other.location)
+        """Same status, backend and redirect; and, when both proxy, the same path reaches the backend."""
+        if (self.status, self.backend, self.location) != (other.status, other.backend, other.location):
+            return False
+        return self.upstream_path is None or other.upstream_path is None or self.upstream_path == other.upstream_path
 
     def describe(self) -> str:
         if self.status is None and self.backend is None:

@@ -5,7 +5,9 @@ connection is refused depends on it. knetsim decides, in this order:
 
 1. the pod annotation ``knetsim.io/listen`` (``"8080,9090/UDP"``; ``""`` listens on nothing),
 2. every declared ``containerPort`` of the container, together with
-3. the default ports of a well-known image (``nginx`` → 80/TCP, ``redis`` → 6379/TCP, ...).
+3. the ports the command line binds for well-known server programs (``agnhost netexec
+   --http-port 8080``, ``http-echo -listen=:8080``; ``model/programs.py``), else the default
+   ports of a well-known image (``nginx`` → 80/TCP, ``redis`` → 6379/TCP, ...).
 
 A container that matches none of these (``busybox`` running ``sleep``) listens on nothing.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .objects import Container, Pod
+from .programs import program_of
 
 LISTEN_ANNOTATION = "knetsim.io/listen"
 
@@ -60,10 +63,13 @@ def parse_listen_annotation(value: str) -> tuple[tuple[int, str], ...]:
 
 
 def container_listens(container: Container) -> tuple[tuple[int, str], ...]:
-    # Declared ports and the image's own defaults together: CoreDNS serves /ready on 8181
-    # without declaring it, and a probe there must succeed.
+    # Declared ports and what the program binds together: CoreDNS serves /ready on 8181 without
+    # declaring it, and a probe there must succeed. The command line's own flags
+    # (`agnhost netexec --http-port 8080`) replace the image's default ports.
     declared = {(p.container_port, p.protocol) for p in container.ports}
-    declared.update(WELL_KNOWN_IMAGES.get(image_repository(container.image), ()))
+    program = program_of(container)
+    declared.update(program.ports if program is not None else
+                    WELL_KNOWN_IMAGES.get(image_repository(container.image), ()))
     return tuple(sorted(declared))
 
 
@@ -87,6 +93,10 @@ def listen_source(pod: Pod, port: int, protocol: str) -> str:
         for p in container.ports:
             if p.container_port == port and p.protocol == protocol:
                 return f"container {container.name!r} declares containerPort {port}/{protocol}"
-        if (port, protocol) in WELL_KNOWN_IMAGES.get(image_repository(container.image), ()):
+        program = program_of(container)
+        if program is not None:
+            if (port, protocol) in program.ports:
+                return f"container {container.name!r} runs {program.describe()}, which listens on {port}/{protocol}"
+        elif (port, protocol) in WELL_KNOWN_IMAGES.get(image_repository(container.image), ()):
             return f"image {container.image!r} listens on {port}/{protocol} by default"
     return "no container declares it, no annotation and no well-known image default"

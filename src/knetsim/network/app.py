@@ -1,8 +1,10 @@
 """The app layer: what the destination answers, once a connection is established.
 
 HTTP servers answer 200 with a body naming the pod (as echo servers do in labs), nginx with
-its welcome page. On the ``ebpf`` data plane, CiliumNetworkPolicy HTTP rules are enforced by
-the proxy in front of the pod: a request no rule allows gets ``403 Access denied``.
+its welcome page, the lab programs of ``model/programs.py`` as they do (http-echo its ``-text``,
+agnhost netexec ``/hostname`` and ``/echo?msg=``). On the ``ebpf`` data plane,
+CiliumNetworkPolicy HTTP rules are enforced by the proxy in front of the pod: a request no rule
+allows gets ``403 Access denied``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from ..cluster.state import ClusterState
 from ..model.listeners import image_repository
 from ..model.objects import Pod
+from ..model.programs import http_answer, program_of
 from .trace import Hop, Reply, Target
 
 HTTP_PORTS = (80, 443, 8000, 8080, 8443, 3000, 5000, 5678, 8888, 9898)
@@ -29,7 +32,13 @@ def _is_http(pod: Pod, port: int, target: Target) -> bool:
     return port in HTTP_PORTS
 
 
-def _body(pod: Pod) -> str:
+def _body(pod: Pod, port: int, path: str) -> str:
+    for container in pod.containers:
+        program = program_of(container)
+        if program is not None and (port, "TCP") in program.ports:
+            answer = http_answer(program, pod.meta.name, pod.pod_ip, path)
+            if answer is not None:
+                return answer
     images = {image_repository(c.image) for c in pod.containers}
     if "nginx" in images:
         return (f"<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n"
@@ -54,7 +63,8 @@ def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: i
     if not allowed:
         reply = Reply(403, "Access denied\n", {"content-type": "text/plain"})
         return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}"), reply
-    reply = Reply(200, _body(dst), {"content-type": "text/html" if "<html>" in _body(dst) else "text/plain"})
+    body = _body(dst, port, target.path + (f"?{target.query}" if target.query else ""))
+    reply = Reply(200, body, {"content-type": "text/html" if "<html>" in body else "text/plain"})
     # Only worth saying when an HTTP policy exists: enforced (and passed) or present but not enforced.
     note = f" ({reason})" if "not enforced" in reason or "HTTP rule" in reason else ""
     return Hop("app", "ok", f"{method} {target.path} → HTTP 200 from {dst.key}{note}"), reply

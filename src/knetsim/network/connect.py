@@ -329,8 +329,9 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
 
 
 def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via: str = "",
-            egress_to: tuple[str, int] | None = None) -> Trace:
-    """policy → listener → app, on the post-DNAT address and port of ``target``."""
+            egress_to: tuple[str, int] | None = None, request: Target | None = None) -> Trace:
+    """policy → listener → app, on the post-DNAT address and port of ``target``. ``request`` is the HTTP
+    request as a proxy in between forwards it (a rewritten path), the app's input when given."""
     state = run.state
     port = target.port
     allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
@@ -358,7 +359,8 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
         return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
     src_ref: Pod | str = src_pod if src_pod is not None else src_ip
-    reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, run.target, run.method, run.headers)
+    reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, request or run.target, run.method,
+                                 run.headers)
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)

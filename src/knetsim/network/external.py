@@ -7,6 +7,7 @@ client → ingress controller pod → backend pod: ingress-nginx proxies to the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cluster.state import ClusterState
@@ -99,7 +100,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
     state = run.state
     scheme = run.target.scheme if run.target.scheme in ("http", "https") else "http"
     try:
-        result = route(state, host, run.target.path, scheme=scheme)
+        query = f"?{run.target.query}" if run.target.query else ""
+        result = route(state, host, run.target.path + query, scheme=scheme)
     except RouteError as exc:
         from .trace import TraceInputError
 
@@ -151,7 +153,11 @@ def through_ingress(run: _Run, host: str) -> Trace:
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
     chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]
-    trace = deliver(run, controller, controller.pod_ip, chosen, via=svc.key)
+    forwarded = None
+    if result.upstream is not None and result.upstream != result.request.path:
+        path, _, query = result.upstream.partition("?")
+        forwarded = replace(run.target, path=path, query=query)
+    trace = deliver(run, controller, controller.pod_ip, chosen, via=svc.key, request=forwarded)
     if trace.outcome == "timeout":
         # nginx gives up on the upstream and answers the client itself.
         reply = Reply(504, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")

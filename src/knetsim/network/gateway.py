@@ -14,6 +14,7 @@ every host; otherwise traffic goes to the Ingress controller as before.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cluster.gatewayinfra import container_port
@@ -131,7 +132,11 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: Envoy connects to the pod IP"))
     chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{gateway}{request.url}")]
-    trace = deliver(run, proxy, proxy.pod_ip, chosen, via=svc.key)
+    forwarded = None
+    if result.upstream_request is not None:
+        path, _, query = result.upstream_request.path.partition("?")
+        forwarded = replace(run.target, path=path, query=query)  # after the rule's URLRewrite
+    trace = deliver(run, proxy, proxy.pod_ip, chosen, via=svc.key, request=forwarded)
     if trace.outcome == "timeout":
         reply = Reply(504, "upstream request timeout")
         return Trace(trace.source, trace.target, trace.protocol, "timeout",

@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
 # Big lists come in pages, as kubectl's `--chunk-size` default (500) pages them.
 PAGE_SIZE = 500
+# Kinds whose spec the API server will not update in place (a lab's reset deletes and re-creates them).
+RECREATED = frozenset({"Pod", "Job"})
 
 
 class KubeError(Exception):
@@ -274,6 +277,10 @@ class KubeAPI:
         if current is None:
             self.create(obj)
             return "created"
+        if info.kind in RECREATED:
+            # A Pod's spec and a Job's template cannot be updated: `kubectl replace --force`, as a user would.
+            self._recreate(info, ns, name, obj)
+            return "replaced"
         body = json.loads(json.dumps(obj))
         body.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
         if info.kind == "Service":
@@ -284,6 +291,17 @@ class KubeAPI:
                     spec[f] = current["spec"][f]
         self.request("PUT", self.path(info, ns, name), body)
         return "replaced"
+
+    def _recreate(self, info: KindInfo, ns: str | None, name: str, obj: Mapping[str, Any],
+                  timeout: float = 60.0) -> None:
+        self.request("DELETE", self.path(info, ns, name),
+                     query={"propagationPolicy": "Background", "gracePeriodSeconds": "0"})
+        deadline = time.monotonic() + timeout
+        while self.get(info.kind, ns, name) is not None:
+            if time.monotonic() > deadline:
+                raise KubeError(f"{info.kind} {ns}/{name} was still being deleted after {timeout:.0f} s")
+            time.sleep(0.2)
+        self.create(obj)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> bool:
         try:

@@ -1,7 +1,8 @@
 """ingress-nginx's status writer: an Ingress of a class it serves gets the address it publishes.
 
-kind's ingress guide runs the controller with ``--publish-status-address=localhost``, so every
-Ingress of class ``nginx`` shows ``ADDRESS localhost`` once the controller has seen it.
+kind's ingress guide runs the controller with ``--publish-status-address=localhost`` and
+``--watch-ingress-without-class=true``, so every Ingress of class ``nginx``, or of no class, shows
+``ADDRESS localhost`` once the controller has seen it.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ class IngressStatus(Controller):
         meta = ingress.get("metadata") or {}
         class_name = (ingress.get("spec") or {}).get("ingressClassName") or \
             (meta.get("annotations") or {}).get(CLASS_ANNOTATION)
-        klass = self.informer.get(("IngressClass", "", str(class_name))) if class_name else None
-        if klass is None or (klass.get("spec") or {}).get("controller") != INGRESS_NGINX_CONTROLLER:
-            return
+        if class_name:
+            klass = self.informer.get(("IngressClass", "", str(class_name)))
+            if klass is None or (klass.get("spec") or {}).get("controller") != INGRESS_NGINX_CONTROLLER:
+                return
+        # Without a class: kind's controller runs with --watch-ingress-without-class=true and serves it too.
         batch = self.batch()
         batch.put(key, {**ingress, "metadata": dict(meta), "status": PUBLISHED})
         batch.commit()

@@ -1,0 +1,77 @@
+"""ingress-nginx's validating admission webhook, for the checks that decide whether an Ingress exists.
+
+kind's ingress-nginx manifest installs ``validate.nginx.ingress.kubernetes.io`` for CREATE and
+UPDATE of Ingresses. Since controller v1.12 its ``strict-validate-path-type`` is on by default:
+an Exact or Prefix path may hold only letters, digits, ``/``, ``_`` and ``-`` (regex paths need
+``pathType: ImplementationSpecific``), and anything else is refused, so ``kubectl apply`` fails
+and the Ingress is never stored. kind's own guide met it (kubernetes-sigs/kind#3764). Only the
+Ingresses the controller would serve are checked (``CheckIngress`` skips the others).
+
+Messages are the webhook's: ``admission webhook "validate.nginx.ingress.kubernetes.io" denied the
+request: ingress contains invalid paths: path /foo(/|$)(.*) cannot be used with pathType Prefix``
+(several paths joined by newlines, as Go's errors.Join prints them), plus one Warning per path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .controllers import IngressController
+
+WEBHOOK = "validate.nginx.ingress.kubernetes.io"
+# inspector.validPathType: "^/[[:alnum:]\\_\\-\\/]*$", case-insensitive; [[:alnum:]] is ASCII in RE2.
+_VALID_PATH = re.compile(r"^/[A-Za-z0-9_\-/]*$")
+_VERSION = re.compile(r":v?(\d+)\.(\d+)")
+
+
+def strict_path_validation(controller: IngressController) -> bool:
+    """Whether this controller's webhook refuses regex characters in Exact/Prefix paths: ingress-nginx
+    v1.12 or newer (an image without a readable version counts as current)."""
+    image = controller.image
+    if "ingress-nginx/controller" not in image and not image.rsplit("/", 1)[-1].startswith("controller"):
+        return False
+    found = _VERSION.search(image.split("@", 1)[0])
+    return found is None or (int(found.group(1)), int(found.group(2))) >= (1, 12)
+
+
+def invalid_paths(ingress: Mapping[str, Any]) -> list[tuple[int, int, str, str]]:
+    """(rule, path index, path, pathType) of every Exact/Prefix path the webhook refuses."""
+    out = []
+    rules = ((ingress.get("spec") or {}).get("rules")) or []
+    for r, rule in enumerate(rules if isinstance(rules, list) else []):
+        paths = ((rule or {}).get("http") or {}).get("paths") or [] if isinstance(rule, dict) else []
+        for i, p in enumerate(paths if isinstance(paths, list) else []):
+            if not isinstance(p, dict):
+                continue
+            path, path_type = str(p.get("path") or ""), str(p.get("pathType") or "")
+            if path_type in ("Exact", "Prefix") and not _VALID_PATH.match(path):
+                out.append((r, i, path, path_type))
+    return out
+
+
+def path_message(path: str, path_type: str) -> str:
+    return f"path {path} cannot be used with pathType {path_type}"
+
+
+def denial(paths: list[tuple[int, int, str, str]]) -> str:
+    joined = "\n".join(path_message(p, t) for _r, _i, p, t in paths)
+    return f'admission webhook "{WEBHOOK}" denied the request: ingress contains invalid paths: {joined}'
+
+
+def claiming_controller(ingress: Mapping[str, Any], class_controllers: Mapping[str, str],
+                        controllers: list[IngressController]) -> IngressController | None:
+    """The controller that would serve ``ingress`` (whose webhook therefore checks it), by the rules of
+    ``controllers.resolve_class``: its IngressClass's controller, else the annotation's --ingress-class,
+    else a controller watching Ingresses without class."""
+    spec = ingress.get("spec") or {}
+    annotations = (ingress.get("metadata") or {}).get("annotations") or {}
+    class_name = spec.get("ingressClassName") if isinstance(spec, dict) else None
+    if class_name:
+        wanted = class_controllers.get(str(class_name))
+        return next((c for c in controllers if wanted is not None and c.controller == wanted), None)
+    annotation = annotations.get("kubernetes.io/ingress.class") if isinstance(annotations, dict) else None
+    if annotation:
+        return next((c for c in controllers if c.ingress_class == annotation), None)
+    return next((c for c in controllers if c.watch_without_class), None)
