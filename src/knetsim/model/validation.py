@@ -524,7 +524,24 @@ def _workload(body: Mapping[str, Any], *, selector_required: bool = True, path: 
 
 
 def _job(body: Mapping[str, Any]) -> Errors:
-    return _workload(body, selector_required=False)
+    return _workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
+
+
+def _job_restart_policy(spec: Any, path: Path) -> Errors:
+    """validateJobSpec: a Job's pods end, so they cannot restart Always (the Pod default)."""
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod_spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(pod_spec, Mapping):
+        return []
+    policy = pod_spec.get("restartPolicy") or ""
+    where = path.child("template", "spec", "restartPolicy")
+    if policy in ("Always", ""):
+        return [where.required('valid values: "OnFailure", "Never"')]
+    if policy not in ("OnFailure", "Never"):
+        return [where.not_supported(policy, ["OnFailure", "Never"])]
+    if spec.get("podFailurePolicy") is not None and policy != "Never":
+        return [where.invalid(policy, 'only "Never" is supported when podFailurePolicy is specified')]
+    return []
 
 
 CONCURRENCY_POLICIES = ["Allow", "Forbid", "Replace"]
@@ -579,6 +596,7 @@ def _cronjob(body: Mapping[str, Any]) -> Errors:
     errs.extend(_workload(template if isinstance(template, Mapping) else {}, selector_required=False,
                           path=template_path))
     job_spec = (template or {}).get("spec") if isinstance(template, Mapping) else None
+    errs.extend(_job_restart_policy(job_spec, template_path))
     if isinstance(job_spec, Mapping):
         if job_spec.get("selector") is not None:
             errs.append(template_path.child("selector").invalid(job_spec["selector"],
