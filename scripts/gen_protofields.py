@@ -24,6 +24,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 GROUPS = ("core/v1", "apps/v1", "batch/v1", "networking/v1", "discovery/v1", "autoscaling/v1", "policy/v1",
@@ -52,21 +53,27 @@ def git_show(git_dir: str, tag: str, path: str) -> str:
                           check=True).stdout
 
 
+def _block_lines(text: str, header: re.Pattern[str]) -> Iterator[tuple[str, str]]:
+    """(block name, line) for every line of a top-level ``message X {`` / ``type X struct {`` block, its
+    header line included (so that an empty block is still seen)."""
+    current: str | None = None
+    for line in text.splitlines():
+        m = header.match(line)
+        if m:
+            current = m.group(1)
+            yield current, line
+        elif line.startswith("}"):
+            current = None
+        elif current is not None:
+            yield current, line
+
+
 def proto_messages(text: str) -> tuple[str, dict[str, dict[int, tuple[str, str, bool]]]]:
     """package, {message: {number: (name, type, repeated)}} (top-level messages; nested ones are not used)."""
     package = re.search(r"^package ([\w.]+);", text, re.M).group(1)  # type: ignore[union-attr]
     out: dict[str, dict[int, tuple[str, str, bool]]] = {}
-    current: dict[int, tuple[str, str, bool]] | None = None
-    for line in text.splitlines():
-        m = MESSAGE.match(line)
-        if m:
-            current = out.setdefault(m.group(1), {})
-            continue
-        if line.startswith("}"):
-            current = None
-            continue
-        if current is None:
-            continue
+    for name, line in _block_lines(text, MESSAGE):
+        current = out.setdefault(name, {})
         f = FIELD.match(line)
         if f:
             current[int(f.group(4))] = (f.group(3), f.group(2), f.group(1) == "repeated")
@@ -80,17 +87,8 @@ def proto_messages(text: str) -> tuple[str, dict[str, dict[int, tuple[str, str, 
 def go_fields(text: str) -> dict[str, dict[int, tuple[bool, bool]]]:
     """{struct: {protobuf number: (inline, keep zero)}} from the struct tags."""
     out: dict[str, dict[int, tuple[bool, bool]]] = {}
-    current: dict[int, tuple[bool, bool]] | None = None
-    for line in text.splitlines():
-        m = GO_STRUCT.match(line)
-        if m:
-            current = out.setdefault(m.group(1), {})
-            continue
-        if line.startswith("}"):
-            current = None
-            continue
-        if current is None:
-            continue
+    for name, line in _block_lines(text, GO_STRUCT):
+        current = out.setdefault(name, {})
         t = GO_TAG.match(line)
         if not t:
             continue

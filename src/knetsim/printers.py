@@ -374,6 +374,19 @@ def _job(o: Obj, now: datetime | None) -> list[Any]:
     return [meta.get("name", ""), state, done, took, age(o, now), names, images, _label_selector(spec.get("selector"))]
 
 
+def _cronjob(o: Obj, now: datetime | None) -> list[Any]:
+    """printCronJob: the schedule, its zone, printBoolPtr(suspend), how many Jobs run, the last run."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    suspend = spec.get("suspend")
+    last = since(status["lastScheduleTime"], now) if status.get("lastScheduleTime") else "<none>"
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images = _template_containers({"spec": job_spec})
+    return [meta.get("name", ""), spec.get("schedule", ""),
+            spec["timeZone"] if spec.get("timeZone") is not None else "<none>",
+            "<unset>" if suspend is None else ("True" if suspend else "False"), len(status.get("active") or []),
+            last, age(o, now), names, images, _label_selector(job_spec.get("selector"))]
+
+
 def _namespace(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), (o.get("status") or {}).get("phase") or "Active", age(o, now)]
 
@@ -484,6 +497,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "DaemonSet": (_defs("Desired#", "Current#", "Ready#", "Up-to-date#", "Available#", "Node Selector", "Age",
                         "*Containers", "*Images", "*Selector"), _daemonset),
     "Job": (_defs("Status", "Completions", "Duration", "Age", "*Containers", "*Images", "*Selector"), _job),
+    "CronJob": ([ColumnDef("Schedule"), ColumnDef("Timezone"), ColumnDef("Suspend", "boolean"),
+                 *_defs("Active#", "Last Schedule", "Age", "*Containers", "*Images", "*Selector")], _cronjob),
     "Namespace": (_defs("Status", "Age"), _namespace),
     "Node": (_defs("Status", "Roles", "Age", "Version", "*Internal-IP", "*External-IP", "*OS-Image",
                    "*Kernel-Version", "*Container-Runtime"), _node),

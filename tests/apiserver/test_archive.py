@@ -7,15 +7,14 @@ what is not simulated is refused by name.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import tarfile
 from typing import Any
 
 import pytest
+from tests.apiserver.test_shell import run as run_shell
 
 from knetsim import Cluster
-from knetsim.apiserver import proc, shell
 from knetsim.apiserver.podfs import PodFS, as_bytes
 
 
@@ -25,26 +24,8 @@ def shop() -> Any:
 
 
 def run(state: Any, argv: list[str], fs: PodFS, stdin: bytes | None = None) -> tuple[int, bytes, str]:
-    pod = next(p for p in state.pods.values() if p.namespace == "shop" and p.name.startswith("web"))
-    out: list[str] = []
-    err: list[str] = []
-
-    async def o(text: str) -> None:
-        out.append(text)
-
-    async def e(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        name = pod.containers[0].name
-        ctx = shell.Ctx(state, pod, name, o, e, shell.pod_env(state, pod, name), fs=fs)
-        p = proc.Proc(ctx, False, stdin is not None)
-        if stdin is not None:
-            p.feed(stdin)
-            p.eof()
-        return await asyncio.wait_for(p.run(argv), 30)
-    code = asyncio.run(go())
-    return code, as_bytes("".join(out)), "".join(err)
+    code, out, err = run_shell(state, argv, stdin, fs=fs)
+    return code, as_bytes(out), err
 
 
 def archive(files: dict[str, bytes]) -> bytes:

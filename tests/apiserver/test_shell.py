@@ -24,7 +24,7 @@ def shop() -> Any:
     return Cluster.from_paths(["examples/shop"]).state
 
 
-def run(state: Any, script: str | list[str], stdin: str | None = None, served: list[Served] | None = None,
+def run(state: Any, script: str | list[str], stdin: str | bytes | None = None, served: list[Served] | None = None,
         fs: Any = None) -> tuple[int, str, str]:
     pod = next(p for p in state.pods.values() if p.namespace == "shop" and p.name.startswith("web"))
     out: list[str] = []
@@ -42,7 +42,7 @@ def run(state: Any, script: str | list[str], stdin: str | None = None, served: l
                         served=served.append if served is not None else None, fs=fs)
         p = proc.Proc(ctx, False, stdin is not None)
         if stdin is not None:
-            p.feed(stdin.encode())
+            p.feed(stdin.encode() if isinstance(stdin, str) else stdin)
             p.eof()
         argv = ["sh", "-c", script] if isinstance(script, str) else script
         return await asyncio.wait_for(p.run(argv), 30)

@@ -34,8 +34,8 @@ CURL = shutil.which("curl")
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
                      "local-path-storage"}
 # The namespaced kinds a test may leave behind in `default` (Services: all but `kubernetes`).
-CLEAN_KINDS = "deployments,replicasets,statefulsets,daemonsets,jobs,pods,ingresses,networkpolicies,endpointslices," \
-              "configmaps,events"
+CLEAN_KINDS = "cronjobs,deployments,replicasets,statefulsets,daemonsets,jobs,pods,ingresses,networkpolicies," \
+              "endpointslices,configmaps,events"
 
 
 def knetsim_argv(*args: str) -> list[str]:

@@ -462,3 +462,23 @@ def test_knetsim_annotations_must_be_readable() -> None:
         'spec.template.metadata.annotations[knetsim.io/ready]: Unsupported value: "no": supported values: '
         '"false", "true"',
     ]
+
+
+def test_a_jobs_pods_must_not_restart_always() -> None:
+    """The classic first Job: no restartPolicy, so the Pod default Always, which a Job refuses."""
+    from knetsim.model import admission
+
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi", "namespace": "default"},
+           "spec": {"template": {"spec": {"containers": [{"name": "pi", "image": "perl:5.34"}]}}}}
+    with pytest.raises(admission.AdmissionError) as caught:
+        admission.admit(job)
+    assert str(caught.value) == ('Job.batch "pi" is invalid: spec.template.spec.restartPolicy: Required value: '
+                                 'valid values: "OnFailure", "Never"')
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    admission.admit(job)
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick", "namespace": "default"},
+            "spec": {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}}}}}
+    with pytest.raises(admission.AdmissionError, match=r"spec.jobTemplate.spec.template.spec.restartPolicy: "
+                                                       r'Required value: valid values: "OnFailure", "Never"'):
+        admission.admit(cron)

@@ -144,7 +144,8 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
     listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
     assert listed == {"/api/v1/namespaces", "/api/v1/nodes", "/api/v1/pods", "/api/v1/services", "/api/v1/secrets",
                       "/apis/apps/v1/deployments", "/apis/apps/v1/replicasets", "/apis/apps/v1/statefulsets",
-                      "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/discovery.k8s.io/v1/endpointslices",
+                      "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/batch/v1/cronjobs",
+                      "/apis/discovery.k8s.io/v1/endpointslices",
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
                       "/apis/networking.k8s.io/v1/networkpolicies"}
     (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]

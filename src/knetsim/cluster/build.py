@@ -235,10 +235,13 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     # Policies the policy layer reads from state.others (it parses them itself).
     kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy
+    # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
+    # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
+    kept_as_is = {"CronJob"}
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
-            if kind in kept_for_policy:
+            if kind in kept_for_policy or kind in kept_as_is:
                 for d in kind_docs:
                     _keep_other(state, d)
             continue

@@ -151,6 +151,21 @@ def _job(obj: dict[str, Any]) -> None:
     spec.setdefault("completionMode", "NonIndexed")
 
 
+def _cronjob(obj: dict[str, Any]) -> None:
+    # SetDefaults_CronJob; the job template's own JobSpec is not defaulted (only its pod template is,
+    # as part of PodTemplateSpec), so a Job made from it gets the Job defaults when it is created.
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    template = spec.get("jobTemplate")
+    if isinstance(template, dict):
+        _template(template)
+
+
 def _service(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -234,6 +249,7 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "StatefulSet": _statefulset,
     "DaemonSet": _daemonset,
     "Job": _job,
+    "CronJob": _cronjob,
     "Service": _service,
     "NetworkPolicy": _network_policy,
     "EndpointSlice": _endpoint_slice,

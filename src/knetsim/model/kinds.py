@@ -47,6 +47,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), in_all=True),
     KindInfo("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), in_all=True),
     KindInfo("Job", "batch", "v1", "jobs", True, (), in_all=True),
+    KindInfo("CronJob", "batch", "v1", "cronjobs", True, ("cj",), in_all=True),
     KindInfo("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True, ()),
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),

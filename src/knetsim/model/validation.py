@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .cron import ScheduleError, load_zone, schedule_error
 from .fielderr import ErrorType, FieldError, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
@@ -487,9 +488,9 @@ def _pod(body: Mapping[str, Any]) -> Errors:
     return validate_pod_spec(body.get("spec"), Path("spec"))
 
 
-def _workload(body: Mapping[str, Any], *, selector_required: bool = True) -> Errors:
+def _workload(body: Mapping[str, Any], *, selector_required: bool = True, path: Path | None = None) -> Errors:
     spec = body.get("spec")
-    path = Path("spec")
+    path = path or Path("spec")
     if not isinstance(spec, Mapping):
         return [path.required()]
     errs: Errors = []
@@ -523,7 +524,93 @@ def _workload(body: Mapping[str, Any], *, selector_required: bool = True) -> Err
 
 
 def _job(body: Mapping[str, Any]) -> Errors:
-    return _workload(body, selector_required=False)
+    return _workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
+
+
+def _job_restart_policy(spec: Any, path: Path) -> Errors:
+    """validateJobSpec: a Job's pods end, so they cannot restart Always (the Pod default)."""
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod_spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(pod_spec, Mapping):
+        return []
+    policy = pod_spec.get("restartPolicy") or ""
+    where = path.child("template", "spec", "restartPolicy")
+    if policy in ("Always", ""):
+        return [where.required('valid values: "OnFailure", "Never"')]
+    if policy not in ("OnFailure", "Never"):
+        return [where.not_supported(policy, ["OnFailure", "Never"])]
+    if spec.get("podFailurePolicy") is not None and policy != "Never":
+        return [where.invalid(policy, 'only "Never" is supported when podFailurePolicy is specified')]
+    return []
+
+
+CONCURRENCY_POLICIES = ["Allow", "Forbid", "Replace"]
+# https://data.iana.org/time-zones/theory.html#naming, with digits and '+' for the legacy names.
+_TIME_ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
+# The cronjob controller names a Job "<cronjob>-<minutes since the epoch>" (11 characters more), and a
+# Job's name is at most 63 characters.
+MAX_CRONJOB_NAME = 63 - 11
+
+
+def _cronjob(body: Mapping[str, Any]) -> Errors:
+    """validateCronJobSpec and ValidateCronJobCreate's name limit (pkg/apis/batch/validation)."""
+    spec = body.get("spec") or {}
+    path = Path("spec")
+    errs: Errors = []
+    schedule = spec.get("schedule")
+    if not schedule:
+        errs.append(path.child("schedule").required())
+    else:
+        message = schedule_error(str(schedule))
+        if message is not None:
+            errs.append(path.child("schedule").invalid(schedule, message))
+        if "TZ" in str(schedule):
+            errs.append(path.child("schedule").invalid(
+                schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    deadline = spec.get("startingDeadlineSeconds")
+    if deadline is not None and _int_or_none(deadline) is not None and deadline < 0:
+        errs.append(path.child("startingDeadlineSeconds").invalid(deadline, "must be greater than or equal to 0"))
+    zone = spec.get("timeZone")
+    if zone is not None:
+        zone_path = path.child("timeZone")
+        if zone == "":
+            errs.append(zone_path.invalid(zone, "timeZone must be nil or non-empty string"))
+        elif any(part in (".", "..") or part.startswith("-") or not _TIME_ZONE_PART.fullmatch(part)
+                 for part in str(zone).split("/")):
+            errs.append(zone_path.invalid(zone, f"unknown time zone {zone}"))
+        else:
+            if str(zone).lower() == "local":
+                errs.append(zone_path.invalid(
+                    zone, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+            try:
+                load_zone(str(zone))
+            except ScheduleError as exc:
+                errs.append(zone_path.invalid(zone, str(exc)))
+    policy = spec.get("concurrencyPolicy")
+    if not policy:
+        errs.append(path.child("concurrencyPolicy").required())
+    elif policy not in CONCURRENCY_POLICIES:
+        errs.append(path.child("concurrencyPolicy").not_supported(policy, CONCURRENCY_POLICIES))
+    template = spec.get("jobTemplate")
+    template_path = path.child("jobTemplate", "spec")
+    errs.extend(_workload(template if isinstance(template, Mapping) else {}, selector_required=False,
+                          path=template_path))
+    job_spec = (template or {}).get("spec") if isinstance(template, Mapping) else None
+    errs.extend(_job_restart_policy(job_spec, template_path))
+    if isinstance(job_spec, Mapping):
+        if job_spec.get("selector") is not None:
+            errs.append(template_path.child("selector").invalid(job_spec["selector"],
+                                                                "`selector` will be auto-generated"))
+        if job_spec.get("manualSelector"):
+            errs.append(template_path.child("manualSelector").not_supported(True, ["nil", "false"]))
+    for limit in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        value = spec.get(limit)
+        if value is not None and _int_or_none(value) is not None and value < 0:
+            errs.append(path.child(limit).invalid(value, "must be greater than or equal to 0"))
+    name = str((body.get("metadata") or {}).get("name") or "")
+    if len(name) > MAX_CRONJOB_NAME:
+        errs.append(Path("metadata").child("name").invalid(name, f"must be no more than {MAX_CRONJOB_NAME} characters"))
+    return errs
 
 
 def _statefulset(body: Mapping[str, Any]) -> Errors:
@@ -955,6 +1042,7 @@ _VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
     "DaemonSet": _workload,
     "StatefulSet": _statefulset,
     "Job": _job,
+    "CronJob": _cronjob,
     "EndpointSlice": _endpoint_slice,
     "Ingress": _ingress,
     "IngressClass": _ingress_class,

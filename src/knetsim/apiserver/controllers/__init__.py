@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .base import Context, Controller
+from .cronjob import CronJobController
 from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .endpoints import EndpointsController
@@ -28,8 +29,8 @@ from .statefulset import StatefulSetController
 
 # In the order their work usually flows (a changed key is queued for each in this order).
 CONTROLLERS: tuple[Callable[[Context], Controller], ...] = (
-    DeploymentController, ReplicaSetController, StatefulSetController, DaemonSetController, JobController,
-    Scheduler, PodStart, EndpointSliceController, EndpointsController, IngressStatus, GatewayController,
+    CronJobController, DeploymentController, ReplicaSetController, StatefulSetController, DaemonSetController,
+    JobController, Scheduler, PodStart, EndpointSliceController, EndpointsController, IngressStatus, GatewayController,
     GarbageCollector,
 )
 
