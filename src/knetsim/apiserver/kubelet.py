@@ -564,7 +564,8 @@ class Kubelet:
                         fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
 
         def files() -> dict[str, str]:
-            # Volumes follow their ConfigMap/Secret (the kubelet syncs them; a subPath mount would not).
+            # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
+            # real subPath mount keeps what it had at start, here it follows too).
             now = self.server.store.get(("Pod", namespace, pod_name))
             return {**shell.pod_files(ctx), **mounted_files(now.body if now else body, spec_c, self.lookup)}
         fs.static = files
