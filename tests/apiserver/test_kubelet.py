@@ -294,6 +294,55 @@ def test_container_logs_stay_on_the_node_across_a_server_restart(tmp_path: Any) 
         stop_server(proc)
 
 
+def test_containers_waiting_for_config_wait_across_a_server_restart(tmp_path: Any) -> None:
+    """The kubelet picks up what it was waiting for after a restart: a ConfigMap that comes later
+    still starts the container whose env needs it and the pod whose volume needs it."""
+    from .conftest import start_server, stop_server
+
+    state, home = tmp_path / "state", tmp_path / "home"
+    state.mkdir()
+    home.mkdir()
+    manifest = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: env}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36, command: [sleep, "3600"],
+     env: [{name: MODE, valueFrom: {configMapKeyRef: {name: cfg, key: mode}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vol}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: c, mountPath: /etc/c}]}
+  volumes: [{name: c, configMap: {name: cfg}}]
+"""
+
+    def reasons(live: Live) -> list[str]:
+        return [str(pod(live, name)["status"]["containerStatuses"][0]["state"].get("waiting", {}).get("reason"))
+                for name in ("env", "vol")]
+    proc, info = start_server(state)
+    live = Live(state, home, proc, info)
+    try:
+        live.kubectl("apply", "-f", "-", input=manifest)
+        assert wait_for(lambda: reasons(live) == ["CreateContainerConfigError", "ContainerCreating"], 5)
+    finally:
+        stop_server(proc)
+    proc, info = start_server(state)
+    live = Live(state, home, proc, info)
+    try:
+        assert reasons(live) == ["CreateContainerConfigError", "ContainerCreating"]
+        live.kubectl("create", "configmap", "cfg", "--from-literal=mode=fast")
+        assert wait_for(lambda: [phase(live, "env"), phase(live, "vol")] == ["Running", "Running"], 5), \
+            reasons(live)
+        assert live.kubectl("exec", "env", "--", "printenv", "MODE").stdout == "fast\n"
+        assert live.kubectl("exec", "vol", "--", "cat", "/etc/c/mode").stdout == "fast"
+    finally:
+        stop_server(proc)
+
+
 def test_a_log_keeps_its_newest_bytes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from knetsim.apiserver import containerlog
 

@@ -25,12 +25,12 @@ image is in knetsim), the container is created and started, and the pod runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from ..cluster.images import PullError
 from .events import Recorder, involved
+from .worker import Worker
 
 PULL_TIME = 1.0  # a registry that answers "not found" takes about a second (resolve, auth, manifest)
 SYNC_DELAY = 1.0  # the pod worker syncs again right after a failed start
@@ -38,21 +38,13 @@ BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
 NEVER_PULLED_RESYNC = 10.0  # the kubelet's resync of a pod whose container cannot start at all
 
 
-class ImagePuller:
+class ImagePuller(Worker):
     """One container's failing pulls, until the task is cancelled (pod gone or image fixed)."""
 
     def __init__(self, recorder: Recorder, pod: dict[str, Any], container: str, image: str, error: PullError,
                  report: Callable[[dict[str, Any]], None]) -> None:
         self.recorder, self.pod, self.container, self.image, self.error = recorder, pod, container, image, error
         self.report = report  # sets the container's state in the pod status
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
 
     def _event(self, reason: str, message: str, type_: str = "Normal") -> None:
         ref = involved(self.pod, f"spec.containers{{{self.container}}}")
@@ -60,11 +52,10 @@ class ImagePuller:
         self.recorder.record(ref, reason, message, host=node, type_=type_)
 
     async def _run(self) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            if self.error.reason != "ErrImagePull":
-                await self._never_pulled()
-            else:
-                await self._pull_loop()
+        if self.error.reason != "ErrImagePull":
+            await self._never_pulled()
+        else:
+            await self._pull_loop()
 
     async def _never_pulled(self) -> None:
         event = "InspectFailed" if self.error.reason == "InvalidImageName" else self.error.reason

@@ -47,12 +47,15 @@ from ..cluster.images import pull_error
 from ..model.objects import Pod
 from . import shell
 from .accesslog import Served, container_for, log_line
+from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
 from .errors import ApiError
-from .events import Recorder
+from .events import Recorder, involved
 from .imagepull import ImagePuller, started
+from .podconfig import ConfigError, container_env, mounted_files, waiting_states
 from .podfs import PodFS
-from .podstatus import apply_phase, stamp_conditions
+from .podstatus import apply_phase, refreshed, stamp_conditions
+from .prober import ContainerProbes, network_result, schedules
 from .proc import SHELLS, Proc, is_interactive_shell
 from .store import Change, Write
 
@@ -60,6 +63,8 @@ log = logging.getLogger("knetsim.apiserver")
 
 ATTACH_WAIT = 10.0  # kubectl attaches within about a second of the pod turning Running
 BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
+# Images whose server exits 0 on SIGTERM (a graceful shutdown), as a killed container reports it.
+GRACEFUL_SERVERS = {"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"}
 
 # Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
 # commands are the ones the simulated shell imitates. Keyed by the last path component.
@@ -153,10 +158,11 @@ def now_text() -> str:
 
 class Container:
     def __init__(self, kubelet: Kubelet, namespace: str, pod: str, uid: str, spec: Mapping[str, Any],
-                 argv: list[str], restart_policy: str, restarts: int) -> None:
+                 argv: list[str] | None, restart_policy: str, restarts: int) -> None:
         self.kubelet, self.namespace, self.pod, self.uid = kubelet, namespace, pod, uid
         self.name = str(spec.get("name"))
-        self.argv = argv
+        self.image = str(spec.get("image") or "")
+        self.argv = argv  # None: a server, which runs until it is killed (a failing liveness probe)
         self.tty, self.stdin, self.stdin_once = bool(spec.get("tty")), bool(spec.get("stdin")), \
             bool(spec.get("stdinOnce"))
         self.restart_policy = restart_policy
@@ -171,6 +177,14 @@ class Container:
         self.state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
         self.last_state: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
+        self.killed = asyncio.Event()
+        self.kill_code = 137
+
+    def kill(self) -> None:
+        """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
+        on SIGTERM exit 0, anything else is killed (137; the grace period is not waited for)."""
+        self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
+        self.killed.set()
 
     async def _emit(self, channel: int, text: str) -> None:
         self.log.write(text, "stdout" if channel == 1 else "stderr")
@@ -188,34 +202,62 @@ class Container:
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
 
+    async def _command(self) -> int:
+        assert self.proc is not None and self.argv is not None
+        try:
+            return await self.proc.run(self.argv)
+        except Exception as exc:  # a tool bug must not leave the pod Running forever
+            log.exception("container %s/%s/%s failed", self.namespace, self.pod, self.name)
+            await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
+            return 1
+
+    async def _main(self) -> int:
+        """The run's exit code: its command's, or the kill's."""
+        kill = asyncio.ensure_future(self.killed.wait())
+        work = asyncio.ensure_future(self._command()) if self.argv is not None else None
+        try:
+            await asyncio.wait([t for t in (kill, work) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (kill, work):
+                if t is not None and not t.done():
+                    t.cancel()
+                    with contextlib.suppress(BaseException):
+                        await t
+        if self.killed.is_set() or work is None:
+            return self.kill_code
+        return work.result()
+
     async def run(self) -> None:
         exits = 0
         try:
             while True:
-                # Each run starts a new log file (a restart of the server runs an unfinished command
-                # again: its earlier output is not kept twice).
+                # Each run of a command starts a new log file (a restart of the server runs an unfinished
+                # command again: its earlier output is not kept twice); a server's log goes on.
                 self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
-                                                 fresh=True)
+                                                 fresh=self.argv is not None or exits > 0)
                 self.proc = self._new_proc()
                 self.run_done = asyncio.Event()
+                self.killed.clear()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
                 started_at = now_text()
                 self.state = {"running": {"startedAt": started_at}}
+                probes = self.kubelet.probes(self)
                 self.kubelet.report(self)
+                probes.begin()
                 try:
-                    code = await self.proc.run(self.argv)
-                except Exception as exc:  # a tool bug must not leave the pod Running forever
-                    log.exception("container %s/%s/%s failed", self.namespace, self.pod, self.name)
-                    await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
-                    code = 1
+                    code = await self._main()
+                finally:
+                    probes.cancel()
+                killed = self.killed.is_set()
                 terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                               "startedAt": started_at, "finishedAt": now_text(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
                 self.run_done.set()
-                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0):
+                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0 and
+                                                      not killed):
                     self.state, self.final = {"terminated": terminated}, True
                     self.kubelet.report(self)
                     return
@@ -227,11 +269,16 @@ class Container:
                     self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
                         f"back-off {go_duration(delay)} restarting failed container={self.name} "
                         f"pod={self.pod}_{self.namespace}({self.uid})")}}
+                    self.kubelet.event(self, "BackOff", f"Back-off restarting failed container {self.name} in pod "
+                                                        f"{self.pod}_{self.namespace}({self.uid})", "Warning")
                 else:
                     self.state = {"terminated": terminated}
                 self.kubelet.report(self)
                 await asyncio.sleep(delay)
                 self.restarts += 1
+                self.kubelet.event(self, "Pulled", f'Container image "{self.image}" already present on machine')
+                self.kubelet.event(self, "Created", f"Created container: {self.name}")
+                self.kubelet.event(self, "Started", f"Started container {self.name}")
         except asyncio.CancelledError:
             self.log.close()
             self.run_done.set()
@@ -255,6 +302,11 @@ class Kubelet:
         self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
         self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
         self.filesystems: dict[tuple[str, str], PodFS] = {}
+        self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
+        self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
+        # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
+        self.starting: set[tuple[str, str]] = set()
+        self.unready: set[tuple[str, str]] = set()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -270,8 +322,11 @@ class Kubelet:
     async def close(self) -> None:
         for p in self.pullers.values():
             p.cancel()
+        for w in self.waits.values():
+            w.cancel()
         tasks = [c.task for cs in self.containers.values() for c in cs.values() if c.task is not None]
         tasks += [p.task for p in self.pullers.values() if p.task is not None]
+        tasks += [w.task for w in self.waits.values() if w.task is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -279,9 +334,16 @@ class Kubelet:
                 await t
         self.containers.clear()
         self.pullers.clear()
+        self.waits.clear()
 
     def _on_changes(self, changes: list[Change]) -> None:
         for c in changes:
+            if c.kind in ("ConfigMap", "Secret"):
+                namespace = str(((c.new or c.old or {}).get("metadata") or {}).get("namespace") or "")
+                for w in self.waits.values():
+                    if w.namespace == namespace:
+                        w.wake.set()
+                continue
             if c.kind != "Pod":
                 continue
             if c.type == "DELETED" and c.old is not None:
@@ -307,6 +369,13 @@ class Kubelet:
             self.filesystems.pop(fk)
         for ik in [k for k in self.images if k[0] == uid]:
             self.images.pop(ik)
+        for ek in [k for k in self.envs if k[0] == uid]:
+            self.envs.pop(ek)
+        self.starting = {k for k in self.starting if k[0] != uid}
+        self.unready = {k for k in self.unready if k[0] != uid}
+        wait = self.waits.pop(uid, None)
+        if wait is not None:
+            wait.cancel()
         self.recorder.forget(uid)
         if self.uids.get(key) != uid:
             return
@@ -321,38 +390,104 @@ class Kubelet:
         uid = str(meta.get("uid", ""))
         status = body.get("status") or {}
         spec = body.get("spec") or {}
-        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        if status.get("phase") == "Pending" and not status.get("podIP") and spec.get("nodeName"):
+            self._mounting(key, uid, status)
+            return
+        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
+            return
         if self.uids.get(key) == uid:
             self._check_images(key, uid, body)
+            self._reassert_probes(key, uid, body)
             return
         if key in self.uids:
             self._stop(key, self.uids[key])
         self.uids[key] = uid
+        mounting = self.waits.pop(uid, None)
+        if mounting is not None:
+            mounting.cancel()  # its volumes are set up (the pod has an address now): the containers' turn
         known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
-        containers: dict[str, Container] = {}
+        self.containers[key] = {}
+        # Volumes first (every container waits for them), then each container: its image, its environment.
+        blocked = waiting_states(body, self.lookup)
+        mounts_missing = any(w.get("reason") == "ContainerCreating" for w in blocked.values())
+        pending: list[str] = []
         for spec_c in spec.get("containers") or []:
             name = str(spec_c.get("name"))
             cs = known.get(name) or {}
             self.images[(uid, name)] = str(spec_c.get("image") or "")
-            if self._pull_fails(body, spec_c):
-                continue
             if "terminated" in (cs.get("state") or {}) and spec.get("restartPolicy", "Always") != "Always":
                 continue  # finished before a restart of the server
+            if mounts_missing:
+                pending.append(name)
+                continue
+            if self._pull_fails(body, spec_c):
+                continue
+            if name in blocked:
+                pending.append(name)
+                continue
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in ("ContainerCreating", "CreateContainerConfigError"):
+                self._launch(key, uid, body, spec_c)  # what it waited for came while the server was down
+                continue
+            self._remember_env(uid, body, spec_c)
             c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
             if c is not None:
                 c.task = loop.create_task(c.run())
-                containers[c.name] = c
-        self.containers[key] = containers
+                self.containers[key][c.name] = c
+        if pending:
+            self._wait_for_config(key, uid, pending)
+
+    def _mounting(self, key: tuple[str, str], uid: str, status: Mapping[str, Any]) -> None:
+        """A pod whose volumes the pod-start controller found missing (it has no address yet): record the
+        volume manager's FailedMount retries until they can be set up."""
+        creating = [str(cs.get("name")) for cs in status.get("containerStatuses") or []
+                    if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"]
+        wait = self.waits.get(uid)
+        if creating and (wait is None or wait.task is None or wait.task.done()):
+            self._wait_for_config(key, uid, creating)
+
+    def lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        stored = self.server.store.get((kind, namespace, name))
+        return stored.body if stored is not None else None
+
+    def _wait_for_config(self, key: tuple[str, str], uid: str, pending: list[str]) -> None:
+        def pod() -> Mapping[str, Any] | None:
+            stored = self.server.store.get(("Pod", key[0], key[1]))
+            return stored.body if stored is not None and stored.body["metadata"].get("uid") == uid else None
+
+        def report(container: str, state: dict[str, Any]) -> None:
+            self.report_state(key[0], key[1], uid, container, state)
+
+        def start(body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+            self._launch(key, uid, body, spec_c)
+        wait = ConfigWait(self.recorder, self.lookup, pod, pending, report, self._pull_fails, start)
+        self.waits[uid] = wait
+        wait.begin()
+
+    def _remember_env(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """The container's variables as they are when it starts (a later ConfigMap change does not reach it)."""
+        with contextlib.suppress(ConfigError):
+            self.envs[(uid, str(spec_c.get("name")))] = container_env(body, spec_c, self.lookup)
+
+    def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """Start a container the pod-start controller could not: its image is there now, or its config."""
+        name = str(spec_c.get("name"))
+        started(self.recorder, json.loads(json.dumps(body)), name, str(spec_c.get("image") or ""))
+        self._remember_env(uid, body, spec_c)
+        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+        c = self._container(key, uid, spec_c, 0)
+        if c is not None:
+            c.task = asyncio.get_running_loop().create_task(c.run())
+            self.containers.setdefault(key, {})[name] = c
 
     def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
         argv = runnable(spec_c)
-        if argv is None:
-            return None
+        if argv is None and not schedules(spec_c):
+            return None  # a server without probes: nothing here ever changes its state
         stored = self.server.store.get(("Pod", key[0], key[1]))
         policy = str(((stored.body if stored else {}).get("spec") or {}).get("restartPolicy") or "Always")
         return Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
@@ -373,7 +508,7 @@ class Kubelet:
             self.report_state(namespace, pod, uid, name, state)
         puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
         self.pullers[(uid, name)] = puller
-        puller.start()
+        puller.begin()
         return True
 
     def _check_images(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
@@ -391,12 +526,7 @@ class Kubelet:
                 continue
             if puller is None:
                 continue  # a running container whose image changed: not simulated (it keeps running)
-            started(self.recorder, json.loads(json.dumps(body)), name, image)
-            self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
-            c = self._container(key, uid, spec_c, 0)
-            if c is not None:
-                c.task = asyncio.get_running_loop().create_task(c.run())
-                self.containers.setdefault(key, {})[name] = c
+            self._launch(key, uid, body, spec_c)
 
     def container_id(self, c: Container) -> str:
         return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
@@ -413,15 +543,32 @@ class Kubelet:
                   pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
         """The shell context of a command in this container: the cluster, env, files, access log."""
         state = self.server.state
+        stored = self.server.store.get(("Pod", namespace, pod_name))
         if pod is None:
             pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
         if pod is None:
-            stored = self.server.store.get(("Pod", namespace, pod_name))
             pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
-        ctx = shell.Ctx(state, pod, container, out, err, shell.pod_env(state, pod, container),
-                        served=self.served)
+        body = stored.body if stored is not None else pod.raw
+        spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
+        if fresh_fs or (uid, container) not in self.envs:
+            self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
+        env = shell.pod_env(state, pod, container)
+        env.update(self.envs.get((uid, container), {}))
+        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served)
+        fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
-        fs.static = lambda: shell.pod_files(ctx)
+        if fresh:
+            for mount in spec_c.get("volumeMounts") or []:
+                if mount.get("mountPath") and not mount.get("subPath"):
+                    with contextlib.suppress(OSError):
+                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
+
+        def files() -> dict[str, str]:
+            # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
+            # real subPath mount keeps what it had at start, here it follows too).
+            now = self.server.store.get(("Pod", namespace, pod_name))
+            return {**shell.pod_files(ctx), **mounted_files(now.body if now else body, spec_c, self.lookup)}
+        fs.static = files
         ctx.fs = fs
         return ctx
 
@@ -446,6 +593,74 @@ class Kubelet:
         uid = str(body["metadata"].get("uid", ""))
         self.logs.get(namespace, name, uid, cname, int(cs.get("restartCount") or 0)).write(line)
 
+    # --- probes ---------------------------------------------------------------------------
+
+    def event(self, c: Container, reason: str, message: str, type_: str = "Normal") -> None:
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        if stored is None or stored.body["metadata"].get("uid") != c.uid:
+            return
+        pod = stored.body
+        self.recorder.record(involved(pod, f"spec.containers{{{c.name}}}"), reason, message,
+                             host=str((pod.get("spec") or {}).get("nodeName") or ""), type_=type_)
+
+    def probes(self, c: Container) -> ContainerProbes:
+        """The probes of the container's new run (not begun yet): until its startup probe succeeds it is
+        not started, and each run is ready until its readiness probe says otherwise."""
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        spec_c = next((x for x in ((stored.body if stored else {}).get("spec") or {}).get("containers") or []
+                       if x.get("name") == c.name), {})
+        key = (c.uid, c.name)
+
+        def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
+            now = self.server.store.get(("Pod", c.namespace, c.pod))
+            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+
+        def ready(flag: bool) -> None:
+            if flag != (key not in self.unready):
+                (self.unready.discard if flag else self.unready.add)(key)
+                self.report(c)
+
+        def started() -> None:
+            self.starting.discard(key)
+            self.report(c)
+
+        def kill(kind: str) -> None:
+            again = ", will be restarted" if c.restart_policy != "Never" else ""
+            self.event(c, "Killing", f"Container {c.name} failed {kind} probe{again}")
+            c.kill()
+
+        probes = ContainerProbes(spec_c, network, lambda argv, timeout: self._exec_probe(c, argv, timeout),
+                                 lambda message: self.event(c, "Unhealthy", message, "Warning"), ready, started, kill)
+        self.unready.discard(key)
+        if not probes.start_done:
+            self.starting.add(key)
+        return probes
+
+    async def _exec_probe(self, c: Container, argv: list[str], timeout: float) -> tuple[bool, str]:
+        """An exec probe in the container's files and environment: (exit code 0, combined output)."""
+        if not argv or not argv_supported(argv) or image_name(c.image) not in SHELL_IMAGES:
+            return True, ""  # the image's own files and tools are not simulated: nothing to go on
+        output: list[str] = []
+
+        async def collect(text: str) -> None:
+            output.append(text)
+        ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
+        try:
+            code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
+        except TimeoutError:
+            return False, f'command "{" ".join(argv)}" timed out'
+        return code == 0, "".join(output)
+
+    def _reassert_probes(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """Readiness computed again by the pod-start controller (a label or annotation changed) knows
+        nothing of the probes: what they found still holds."""
+        statuses = {cs.get("name"): cs for cs in (body.get("status") or {}).get("containerStatuses") or []}
+        for c in self.containers.get(key, {}).values():
+            cs = statuses.get(c.name) or {}
+            if ((uid, c.name) in self.starting and cs.get("started")) or \
+                    ((uid, c.name) in self.unready and cs.get("ready")):
+                self.report(c)
+
     # --- status ---------------------------------------------------------------------------
 
     def report(self, c: Container) -> None:
@@ -461,22 +676,27 @@ class Kubelet:
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
             return
         status = json.loads(json.dumps(stored.body.get("status") or {}))
+        changed: dict[str, Any] = {}
         for cs in status.get("containerStatuses") or []:
             if cs.get("name") != container:
                 continue
+            changed = cs
             cs["state"] = json.loads(json.dumps(state))
             if last_state:
                 cs["lastState"] = json.loads(json.dumps(last_state))
             if restarts is not None:
                 cs["restartCount"] = restarts
-            running = "running" in state
-            cs["started"] = running
-            if not running:
-                cs["ready"] = False
+            cs["started"] = "running" in state and (uid, container) not in self.starting
             if container_id and ("running" in state or "terminated" in state):
                 cs["containerID"] = container_id
+        # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
+        core = refreshed({**stored.body, "status": status}) or {}
+        if changed:
+            changed["ready"] = bool(changed["started"]) and (uid, container) not in self.unready and any(
+                cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
+        _keep_explanation(status, core)
         stamp_conditions(status, stored.body.get("status") or {}, now_text())
         if status != stored.body.get("status"):
             new = json.loads(json.dumps(stored.body))
@@ -487,7 +707,7 @@ class Kubelet:
 
     async def attach(self, channels: Any, namespace: str, pod: str, container: str, want_stdin: bool) -> None:
         c = self.containers.get((namespace, pod), {}).get(container)
-        if c is None:
+        if c is None or c.argv is None:
             # Not run here (a server): its output is not simulated; stay attached until the client leaves.
             await channels.read(lambda _b: None, lambda: None)
             return
@@ -590,6 +810,18 @@ class Kubelet:
             if queue in source.followers:
                 source.followers.remove(queue)
         return resp
+
+
+def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
+    """Where knetsim's readiness rules say not ready too, their reason (the probe's port where nothing
+    listens, the annotation) stays in the Ready conditions: it names the cause, not just the container."""
+    explained = {c.get("type"): c for c in core.get("conditions") or [] if c.get("status") == "False"}
+    for cond in status.get("conditions") or []:
+        theirs = explained.get(cond.get("type"))
+        if cond.get("type") in ("Ready", "ContainersReady") and cond.get("status") == "False" and theirs:
+            for field in ("reason", "message"):
+                if theirs.get(field):
+                    cond[field] = theirs[field]
 
 
 def _waiting_text(reason: str) -> str:

@@ -64,10 +64,40 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
     status["conditions"] = conditions
 
 
+def hold(status: dict[str, Any], waiting: Mapping[str, Mapping[str, Any]], spec: Mapping[str, Any]) -> None:
+    """Containers the kubelet cannot create yet (a volume or an env reference it cannot resolve) wait
+    with the given state; the pod stays Pending and not ready. An image that cannot be pulled fails
+    before the environment is made, so its ErrImagePull stays; volumes come before both."""
+    if not waiting:
+        return
+    for cs in status.get("containerStatuses") or []:
+        state = waiting.get(cs.get("name"))
+        if state is not None and ("waiting" not in (cs.get("state") or {}) or state.get("reason") ==
+                                  "ContainerCreating"):
+            cs.update(state={"waiting": _copy(state)}, ready=False, started=False)
+    apply_phase(status, spec)
+
+
+def _startup_probed(spec: Mapping[str, Any]) -> set[str]:
+    return {str(c.get("name")) for c in spec.get("containers") or [] if isinstance(c.get("startupProbe"), Mapping)}
+
+
+def await_startup(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """A container with a startup probe starts neither started nor ready: the kubelet's prober says when."""
+    probed = _startup_probed(spec)
+    if not probed:
+        return
+    for cs in status.get("containerStatuses") or []:
+        if cs.get("name") in probed and "running" in (cs.get("state") or {}):
+            cs.update(started=False, ready=False)
+    apply_phase(status, spec)
+
+
 def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
     """What the simulated kubelet reported (a container that exited, restarted or waits in
     CrashLoopBackOff) survives a re-evaluation of readiness; such a container is not ready."""
     before = {cs.get("name"): cs for cs in old.get("containerStatuses") or []}
+    probed = _startup_probed(spec)
     touched = False
     for cs in fresh.get("containerStatuses") or []:
         prev = before.get(cs.get("name"))
@@ -76,8 +106,8 @@ def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapp
         for f in ("state", "lastState", "restartCount", "containerID", "imageID"):
             if f in prev:
                 cs[f] = _copy(prev[f])
-        if "running" not in (cs.get("state") or {}):
-            cs["ready"] = cs["started"] = False
+        if "running" not in (cs.get("state") or {}) or (cs.get("name") in probed and prev.get("started") is False):
+            cs["ready"] = cs["started"] = False  # not running, or its startup probe has not passed yet
             touched = True
         elif prev.get("restartCount") or prev.get("lastState"):
             touched = True

@@ -7,6 +7,10 @@ the node's address), and the pod the status the kubelet reports once its contain
 pulled waiting in ErrImagePull), with the kubelet's Pulled/Created/Started events. The simulated
 kubelet (``kubelet.py``) takes over from there: it runs commands and reports container states.
 
+A pod whose ConfigMap/Secret volume cannot be set up gets no address yet (the kubelet mounts volumes
+before it creates the sandbox): its containers wait in ContainerCreating, and the pod starts when
+the ConfigMap or Secret it waits for is written.
+
 When a client changes what readiness depends on (the ``knetsim.io/ready`` annotation, the listen
 annotation, probes), readiness is evaluated again, keeping what the kubelet reported.
 """
@@ -20,7 +24,8 @@ from typing import Any
 from ...cluster.workloads import pod_status
 from ...model.objects import Node
 from ..informer import key_of
-from ..podstatus import complete, refreshed, stamp_conditions
+from ..podconfig import mount_error, references, waiting_states
+from ..podstatus import await_startup, complete, hold, refreshed, stamp_conditions
 from ..store import Change, Key
 from .base import Batch, Context, Controller
 
@@ -47,11 +52,17 @@ class PodStart(Controller):
         # Per node, the lowest offset of its pod CIDR that may be free (below it, all are taken): address
         # assignment stays proportional to the pods started, not to the pods already on the node.
         self._floor: dict[str, int] = {}
+        # Pods whose volumes wait for a ConfigMap/Secret → the (kind, name)s they refer to.
+        self._mounting: dict[Key, set[tuple[str, str]]] = {}
 
     def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind in ("ConfigMap", "Secret"):
+            _, ns, name = key_of(change.kind, change.obj)
+            return sorted(k for k, refs in self._mounting.items() if k[1] == ns and (change.kind, name) in refs)
         if change.kind != "Pod":
             return []
         if change.type == "DELETED" or change.new is None:
+            self._mounting.pop(key_of("Pod", change.old or {}), None)
             self._freed(change.old)
             return []
         if _waits_for_address(change.new) or _inputs(change.old) != _inputs(change.new):
@@ -82,11 +93,19 @@ class PodStart(Controller):
         node = self.informer.typed(("Node", "", node_name))
         if not isinstance(node, Node):
             return  # a node this cluster does not have: the pod stays Pending, as with a kubelet that never comes
+        lookup = self._lookup
+        if mount_error(pod, lookup) is not None:
+            self._wait_for_volumes(key, pod, node.internal_ip, batch)
+            return
+        self._mounting.pop(key, None)
         ip = node.internal_ip if pod["spec"].get("hostNetwork") else self.free_address(node)
         if ip is None:
             return  # the node's pod CIDR is full: the sandbox cannot start
         status = pod_status(pod, ip, node.internal_ip, self.config)
         status["startTime"] = batch.now
+        # A ConfigMap/Secret its environment needs is missing: the kubelet keeps the container waiting.
+        hold(status, waiting_states(pod, lookup), pod["spec"])
+        await_startup(status, pod["spec"])
         complete(pod, status)
         stamp_conditions(status, {}, batch.now)
         started = {**pod, "metadata": dict(pod["metadata"]), "status": status}
@@ -99,7 +118,7 @@ class PodStart(Controller):
             for c in containers:
                 name = c.get("name")
                 if name in waiting:
-                    continue  # the image cannot be pulled: the kubelet's image manager records that
+                    continue  # the image cannot be pulled or its config is missing: the kubelet records that
                 path = f"spec.{section}{{{name}}}"
                 batch.event(started, "Pulled", f'Container image "{c.get("image")}" already present on machine',
                             self.name, host=node_name, field_path=path)
@@ -107,6 +126,27 @@ class PodStart(Controller):
                             field_path=path)
                 batch.event(started, "Started", f"Started container {name}", self.name, host=node_name,
                             field_path=path)
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.informer.get((kind, namespace, name))
+
+    def _wait_for_volumes(self, key: Key, pod: dict[str, Any], host_ip: str, batch: Batch) -> None:
+        """The kubelet sets up volumes before the sandbox: until a ConfigMap/Secret volume can be set up
+        the pod has no address, its containers wait in ContainerCreating (the kubelet records FailedMount)."""
+        self._mounting[key] = references(pod)
+        old = pod.get("status") or {}
+        status = pod_status(pod, "", host_ip)
+        for field in ("podIP", "podIPs"):
+            status.pop(field, None)
+        status["startTime"] = old.get("startTime") or batch.now
+        for cond in status["conditions"]:
+            if cond["type"] == "PodReadyToStartContainers":
+                cond["status"] = "False"
+        hold(status, {str(c.get("name")): {"reason": "ContainerCreating"} for c in pod["spec"].get("containers") or []},
+             pod["spec"])
+        stamp_conditions(status, old, batch.now)
+        if status != old:
+            batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})
 
     def free_address(self, node: Node) -> str | None:
         network = ipaddress.ip_network(node.pod_cidr)
