@@ -213,3 +213,27 @@ def test_kubectl_debug_copy_to_creates_the_copy_with_the_debugger(k: Cluster) ->
     assert [(c["name"], c["image"]) for c in copy["spec"]["containers"]] == [("web", "nginx:1.27"),
                                                                            ("debugger", "busybox:1.36")]
     assert copy["spec"]["containers"][0]["env"] == [{"name": "MODE", "value": "a"}]
+
+
+def test_kubectl_debug_runs_an_ephemeral_container_in_the_pods_network(k: Cluster) -> None:
+    """`kubectl debug -i POD --image=busybox --target=C`: the ephemeral container starts, kubectl attaches
+    to it, and it shares the pod's network (localhost is the app); then it ends, never restarted."""
+    k.kubectl("run", "web", "--image=nginx:1.27")
+    k.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s")
+    out = k.kubectl("debug", "-i", "web", "--image=busybox:1.36", "--target=web", "--container=dbg",
+                    "--profile=general", "--", "sh",
+                    input="hostname\nwget -qO- localhost | grep -o '<title>.*</title>'\nexit\n", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "web\n<title>Welcome to nginx!</title>\n" in out.stdout
+    pod = k.get_json("pod", "web")
+    assert [c["name"] for c in pod["spec"]["ephemeralContainers"]] == ["dbg"]
+    status = wait_for(lambda: next((s for s in k.get_json("pod", "web")["status"].get("ephemeralContainerStatuses")
+                                    or [] if "terminated" in s["state"]), None))
+    assert status["state"]["terminated"]["exitCode"] == 0 and status["restartCount"] == 0
+    assert k.get_json("pod", "web")["status"]["containerStatuses"][0]["ready"] is True
+    # Changing an ephemeral container once added is refused, as upstream refuses it.
+    patch = '{"spec":{"ephemeralContainers":[{"name":"dbg","image":"busybox:1.37"}]}}'
+    refused = k.kubectl("patch", "pod", "web", "--subresource=ephemeralcontainers", "-p", patch, check=False)
+    assert refused.returncode == 1
+    assert 'spec.ephemeralContainers: Forbidden: existing ephemeral containers "dbg" may not be changed' \
+        in refused.stderr

@@ -308,3 +308,18 @@ def test_selectorless_service_to_an_outside_endpoint_leaves_the_cluster() -> Non
     by_layer = {h.layer: h.verdict for h in t.hops}
     assert by_layer["endpoints"] == "ok" and by_layer["dataplane"] == "ok"
     assert "192.168.50.7:5432" in t.failing_hop.detail
+
+
+def test_localhost_is_the_pod_itself_over_loopback(shop: Cluster) -> None:
+    """Containers of a pod share its network namespace: localhost reaches the pod's own listeners, from
+    /etc/hosts (no DNS query), with no Service, kube-proxy or NetworkPolicy on the way (shop is default-deny)."""
+    t = shop.trace("shop/deploy/web", "http://localhost/")
+    assert t.outcome == "connected" and t.reply is not None and t.reply.status == 200
+    assert layers(t) == ["dns", "service", "dataplane", "policy", "listener", "app"]
+    assert t.hops[0].detail.startswith("localhost → 127.0.0.1 from the pod's /etc/hosts")
+    refused = shop.trace("shop/deploy/web", "127.0.0.1:9999")
+    assert refused.outcome == "refused" and refused.hops[-1].layer == "listener"
+    own_name = shop.state.pods[t.source].name
+    by_name = shop.trace("shop/deploy/web", f"http://{own_name}/")
+    assert by_name.hops[0].detail.startswith(f"{own_name} → {shop.state.pods[t.source].pod_ip} from the pod's "
+                                             "/etc/hosts")

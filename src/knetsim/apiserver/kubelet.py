@@ -54,7 +54,7 @@ from .events import Recorder, involved
 from .imagepull import ImagePuller, started
 from .podconfig import ConfigError, container_env, mounted_files, waiting_states
 from .podfs import PodFS
-from .podstatus import apply_phase, refreshed, stamp_conditions
+from .podstatus import apply_phase, image_id, refreshed, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
 from .proc import SHELLS, Proc, is_interactive_shell
 from .store import Change, Write
@@ -179,6 +179,7 @@ class Container:
         self.task: asyncio.Task[None] | None = None
         self.killed = asyncio.Event()
         self.kill_code = 137
+        self.ephemeral = False  # a `kubectl debug` container: reported in ephemeralContainerStatuses
 
     def kill(self) -> None:
         """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
@@ -402,6 +403,7 @@ class Kubelet:
         if self.uids.get(key) == uid:
             self._check_images(key, uid, body)
             self._reassert_probes(key, uid, body)
+            self._start_ephemeral(key, uid, body)
             return
         if key in self.uids:
             self._stop(key, self.uids[key])
@@ -440,6 +442,26 @@ class Kubelet:
                 self.containers[key][c.name] = c
         if pending:
             self._wait_for_config(key, uid, pending)
+        self._start_ephemeral(key, uid, body)
+
+    def _start_ephemeral(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """`kubectl debug`'s containers, started once each when they appear in the spec and never restarted
+        (the kubelet treats them as restartPolicy Never); one that already ended stays ended."""
+        spec, status = body.get("spec") or {}, body.get("status") or {}
+        ended = {cs.get("name") for cs in status.get("ephemeralContainerStatuses") or []
+                 if "terminated" in (cs.get("state") or {})}
+        running = self.containers.setdefault(key, {})
+        for spec_c in spec.get("ephemeralContainers") or []:
+            name = str(spec_c.get("name"))
+            if name in running or name in ended:
+                continue
+            c = Container(self, key[0], key[1], uid, spec_c, runnable(spec_c), "Never", 0)
+            c.ephemeral = True
+            running[name] = c
+            self.event(c, "Pulled", f'Container image "{c.image}" already present on machine')
+            self.event(c, "Created", f"Created container: {name}")
+            self.event(c, "Started", f"Started container {name}")
+            c.task = asyncio.get_running_loop().create_task(c.run())
 
     def _mounting(self, key: tuple[str, str], uid: str, status: Mapping[str, Any]) -> None:
         """A pod whose volumes the pod-start controller found missing (it has no address yet): record the
@@ -600,7 +622,8 @@ class Kubelet:
         if stored is None or stored.body["metadata"].get("uid") != c.uid:
             return
         pod = stored.body
-        self.recorder.record(involved(pod, f"spec.containers{{{c.name}}}"), reason, message,
+        field = "spec.ephemeralContainers" if c.ephemeral else "spec.containers"
+        self.recorder.record(involved(pod, f"{field}{{{c.name}}}"), reason, message,
                              host=str((pod.get("spec") or {}).get("nodeName") or ""), type_=type_)
 
     def probes(self, c: Container) -> ContainerProbes:
@@ -664,8 +687,30 @@ class Kubelet:
     # --- status ---------------------------------------------------------------------------
 
     def report(self, c: Container) -> None:
+        if c.ephemeral:
+            self._report_ephemeral(c)
+            return
         self.report_state(c.namespace, c.pod, c.uid, c.name, c.state, c.last_state, c.restarts,
                           self.container_id(c))
+
+    def _report_ephemeral(self, c: Container) -> None:
+        """An ephemeral container's status: never ready, no part in the pod's phase or conditions."""
+        key = ("Pod", c.namespace, c.pod)
+        stored = self.server.store.get(key)
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
+            return
+        new = json.loads(json.dumps(stored.body))
+        statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
+        entry = next((cs for cs in statuses if cs.get("name") == c.name), None)
+        if entry is None:
+            entry = {"name": c.name, "image": c.image, "imageID": image_id(c.image), "ready": False,
+                     "restartCount": 0}
+            statuses.append(entry)
+        entry["state"] = json.loads(json.dumps(c.state))
+        if "running" in c.state or "terminated" in c.state:
+            entry["containerID"] = self.container_id(c)
+        if new != stored.body:
+            self.server.store.commit([Write(key, new, stored.managed)])
 
     def report_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
                      last_state: dict[str, Any] | None = None, restarts: int | None = None,
@@ -751,9 +796,12 @@ class Kubelet:
                 raise ApiError(400, "BadRequest", f"a container name must be specified for pod {name}, choose one "
                                                   f"of: [{' '.join(names)}]")
             container = names[0]
-        elif container not in names:
+        elif container not in names + [str(c.get("name")) for f in ("initContainers", "ephemeralContainers")
+                                       for c in (body.get("spec") or {}).get(f) or []]:
             raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
-        statuses = {cs.get("name"): cs for cs in (body.get("status") or {}).get("containerStatuses") or []}
+        status = body.get("status") or {}
+        statuses = {cs.get("name"): cs for f in ("containerStatuses", "initContainerStatuses",
+                                                 "ephemeralContainerStatuses") for cs in status.get(f) or []}
         cs = statuses.get(container)
         waiting = ((cs or {}).get("state") or {}).get("waiting") if cs else {"reason": "ContainerCreating"}
         if waiting is not None and not (cs or {}).get("lastState"):

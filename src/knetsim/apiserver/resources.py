@@ -51,7 +51,7 @@ def _from_core() -> list[Resource]:
             continue
         subs: tuple[str, ...] = ("status",)
         if k.kind == "Pod":
-            subs = ("attach", "binding", "eviction", "exec", "log", "portforward", "status")
+            subs = ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status")
         elif k.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             subs = ("scale", "status")
         elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy"):

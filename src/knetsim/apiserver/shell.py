@@ -335,19 +335,14 @@ def pod_env(state: Any, pod: Any, container: str) -> dict[str, str]:
 
 def pod_files(ctx: Ctx) -> dict[str, str]:
     """The files the kubelet writes into every container."""
+    from ..dns.hostsfile import hosts_file
     from ..dns.resolver import resolv_conf
 
     pod = ctx.pod
     hostname = pod.raw.get("spec", {}).get("hostname") or pod.name
-    hosts = "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" \
-            "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n"
-    if pod.pod_ip:
-        sub = pod.raw.get("spec", {}).get("subdomain")
-        fq = f"{hostname}.{sub}.{pod.namespace}.svc.{ctx.state.config.cluster_domain}\t{hostname}" if sub \
-            else hostname
-        hosts += f"{pod.pod_ip}\t{fq}\n"
-    files = {"/etc/hostname": hostname + "\n", "/etc/hosts": hosts}
+    files = {"/etc/hostname": hostname + "\n"}
     if ctx.state is not None:
+        files["/etc/hosts"] = hosts_file(ctx.state, pod)
         files["/etc/resolv.conf"] = resolv_conf(ctx.state, pod).text()
     return files
 

@@ -44,10 +44,13 @@ async def handle(server: ApiServer, request: web.Request, t: Target) -> web.Stre
     if stored is None:
         raise ApiError(404, "NotFound", f'pods "{t.name}" not found', {"name": t.name, "kind": "pods"})
     body = stored.body
-    containers = [c.get("name") for c in (body.get("spec") or {}).get("containers") or []]
+    spec = body.get("spec") or {}
+    containers = [c.get("name") for c in spec.get("containers") or []]
     q = request.query
     container = q.get("container") or (containers[0] if containers else "")
-    if container not in containers:
+    # `kubectl debug` attaches to its ephemeral container by name, as one may to an init container.
+    if container not in containers + [c.get("name") for f in ("initContainers", "ephemeralContainers")
+                                      for c in spec.get(f) or []]:
         raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {t.name}")
     phase = (body.get("status") or {}).get("phase")
     if phase != "Running":

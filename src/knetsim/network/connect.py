@@ -6,6 +6,7 @@ See ``trace.py`` for the stage contract. Each ``_stage`` function returns either
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -13,6 +14,7 @@ from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
 from ..dns import resolve
+from ..dns.hostsfile import hosts_lookup
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
@@ -107,6 +109,10 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
     if _is_ip(host):
         run.hops.append(Hop("dns", "skip", f"{host} is an address: no DNS query"))
         return [host]
+    listed = hosts_lookup(run.state, pod, host)
+    if listed is not None:
+        run.hops.append(Hop("dns", "ok", f"{host} → {listed} from the pod's /etc/hosts (read before DNS: no query)"))
+        return [listed]
     why: dict[str, str] = {}
 
     def reachable(ns: str, port: int, protocol: str) -> bool:
@@ -164,6 +170,8 @@ def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: s
     """Everything after DNS: ``dst_ip:port`` from ``src_ip`` (a pod, or an external client via ``node``)."""
     state = run.state
     port = run.target.port
+    if ipaddress.ip_address(dst_ip).is_loopback:
+        return _loopback(run, src_pod, dst_ip)
     svc = state.service_by_ip(dst_ip)
     if svc is not None:
         return _via_service(run, src_pod, src_ip, svc, dst_ip, node)
@@ -183,6 +191,28 @@ def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: s
             return run.fail("policy", "timeout", verdict.egress.reason, data={"policy": verdict.to_dict()})
         run.hops.append(Hop("policy", "ok", verdict.egress.reason))
     return run.fail("dataplane", "no-route", f"{dst_ip} lies outside the simulated cluster (nothing answers there)")
+
+
+def _loopback(run: _Run, src_pod: Pod | None, dst_ip: str) -> Trace:
+    """``localhost`` inside a pod: every container shares the pod's network namespace, so this is the pod
+    itself, over ``lo`` — no Service, no kube-proxy, no NetworkPolicy (it never leaves the namespace)."""
+    if src_pod is None:
+        return run.fail("dataplane", "no-route", f"{dst_ip} is the client's own machine, outside the simulated "
+                        "cluster")
+    port = run.target.port
+    run.hops.append(Hop("service", "skip", f"{dst_ip} is the loopback address of {src_pod.key}'s network namespace, "
+                        "which all its containers share"))
+    run.hops.append(Hop("dataplane", "skip", "over lo: no kube-proxy rules, no CNI"))
+    run.hops.append(Hop("policy", "skip", "loopback traffic never leaves the pod: NetworkPolicy does not apply"))
+    hop = listener_hop(src_pod, port, run.protocol)
+    run.hops.append(hop)
+    backend = Backend(src_pod.key, dst_ip, port)
+    if hop.verdict == "fail":
+        return run.finish("refused", backend)
+    reply_hop, reply = app_reply(run.state, run.dataplane, src_pod, src_pod, port, run.target, run.method,
+                                 run.headers)
+    run.hops.append(reply_hop)
+    return run.finish("connected", backend, reply)
 
 
 def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_ip: str, node: str) -> Trace:
