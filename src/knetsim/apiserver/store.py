@@ -5,8 +5,8 @@ the new object back, so an acknowledged write survives ``kill -9`` and power los
 objects are also held in memory: reads never touch SQLite.
 
 Controller writes are ``durable=False``: applied in memory and announced at once, written to
-SQLite with the next durable write or ``FLUSH_DELAY`` later, whichever comes first (one fsync
-for a burst instead of one per derived object; nobody waits for an acknowledgement of them).
+SQLite ``FLUSH_DELAY`` later in one transaction (one fsync for a burst instead of one per derived
+object; nobody waits for an acknowledgement of them, and a client's write does not wait for them).
 A crash can lose the last of them; the controllers derive them again at start. Since a watcher
 may have seen their resourceVersions, a start after a crash continues ``HISTORY`` past the last
 stored one, so no resourceVersion is ever handed out twice.
@@ -224,7 +224,7 @@ class Store:
             self._flush_handle.cancel()
             self._flush_handle = None
         if self._pending or self._pending_meta:
-            self._flush({}, {"rv": str(self.rv)})
+            self._flush({}, {"rv": str(self.rv)}, pending=True)
 
     def _schedule_flush(self) -> None:
         if self._flush_handle is not None:
@@ -244,32 +244,39 @@ class Store:
             # The disk refused (full, gone): keep the rows and try again with the next write.
             log.exception("writing controller changes to the store failed")
 
-    def _flush(self, rows: dict[Key, tuple[int, str, dict[str, Any]] | None], meta: dict[str, str]) -> None:
-        """One SQLite transaction: the pending rows, then ``rows`` and ``meta``; nothing changes on failure."""
-        all_rows = {**self._pending, **rows}
-        all_meta = {**self._pending_meta, **meta}
+    def _flush(self, rows: dict[Key, tuple[int, str, dict[str, Any]] | None], meta: dict[str, str], *,
+               pending: bool = False) -> None:
+        """One SQLite transaction: ``rows`` and ``meta`` (and the pending controller rows, with ``pending``);
+        nothing changes on failure. A client's write does not carry the controllers' rows: it would make
+        the client wait for the fsync of everything derived since its last write; they follow within
+        ``FLUSH_DELAY``, and what a crash loses of them the controllers derive again."""
+        all_rows = {**self._pending, **rows} if pending else rows
+        all_meta = {**self._pending_meta, **meta} if pending else meta
         db = self._db
+        deletes = [key for key, row in all_rows.items() if row is None]
+        upserts = [(*key, row[0], row[1], json.dumps(row[2], separators=(",", ":")))
+                   for key, row in all_rows.items() if row is not None]
         db.execute("BEGIN IMMEDIATE")
         try:
-            for (kind, ns, name), row in all_rows.items():
-                if row is None:
-                    db.execute("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name))
-                else:
-                    rv, managed, body = row
-                    db.execute("INSERT INTO objects(kind, namespace, name, rv, managed, body) VALUES(?,?,?,?,?,?) "
-                               "ON CONFLICT(kind, namespace, name) DO UPDATE SET rv=excluded.rv, "
-                               "managed=excluded.managed, body=excluded.body",
-                               (kind, ns, name, rv, managed, json.dumps(body, separators=(",", ":"))))
-            for k, v in all_meta.items():
-                db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
-                           "value=excluded.value", (k, v))
+            # One statement per kind of change (executemany): a client write flushes every row the
+            # controllers changed since the last one, often dozens.
+            db.executemany("DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", deletes)
+            db.executemany("INSERT INTO objects(kind, namespace, name, rv, managed, body) VALUES(?,?,?,?,?,?) "
+                           "ON CONFLICT(kind, namespace, name) DO UPDATE SET rv=excluded.rv, "
+                           "managed=excluded.managed, body=excluded.body", upserts)
+            db.executemany("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                           "value=excluded.value", list(all_meta.items()))
             db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
             raise
-        self._pending.clear()
-        self._pending_meta.clear()
+        if pending:
+            self._pending.clear()
+            self._pending_meta.clear()
+        else:
+            for key in rows:
+                self._pending.pop(key, None)  # superseded by the newer version just written
 
     def quarantine(self, key: Key, reason: str, body: dict[str, Any] | str | None = None) -> None:
         """Move an object out of service (into the quarantine table) in one transaction; nothing is lost."""
