@@ -75,7 +75,8 @@ class Cluster:
             except ConfigError as exc:
                 raise InputError([str(exc)]) from None
         got = read(sources, progress)
-        cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict)
+        cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,
+                                   authoritative=got.complete)
         cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
         return cluster
 
@@ -88,11 +89,12 @@ class Cluster:
 
     @classmethod
     def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,
-                     strict: bool) -> Cluster:
+                     strict: bool, authoritative: frozenset[str] = frozenset()) -> Cluster:
         """What parsed is admitted; a file that does not parse is one more error, never the end of the run
         (strict=True still raises InputError with every problem of every file)."""
         unreadable = [ManifestError(e.source, e.subject, e.message) for e in loaded.errors]
-        result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace)
+        result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
+                                            authoritative=authoritative)
         errors = [*unreadable, *result.errors]
         if errors and strict:
             raise InputError([str(e) for e in errors])

@@ -164,6 +164,37 @@ def test_secrets_arrive_without_their_data(tmp_path: Path) -> None:
     assert "data" not in kept and kept["metadata"]["name"] == "shop-tls"
 
 
+def test_a_cloud_cluster_read_live_has_only_its_own_system_objects(tmp_path: Path) -> None:
+    """A cluster without kind's ingress-nginx (a cloud one) read live: what it lacks of the kinds listed,
+    it lacks. No IngressClass nginx, ingress-nginx namespace or Service, or kind node appears, so an
+    Ingress without class is served by nobody."""
+    def meta(name: str, namespace: str = "") -> dict[str, Any]:
+        out = {"name": name, "uid": f"u-{namespace}-{name}", "resourceVersion": "1"}
+        return {**out, "namespace": namespace} if namespace else out
+
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta("default")},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta("kube-system")},
+        {"apiVersion": "v1", "kind": "Node", "metadata": meta("gke-pool-1-abcd"),
+         "spec": {"podCIDR": "10.8.0.0/24"},
+         "status": {"addresses": [{"type": "InternalIP", "address": "10.128.0.5"}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": meta("kube-dns-5f8b9-x1", "kube-system"),
+         "spec": {"nodeName": "gke-pool-1-abcd", "containers": [{"name": "kubedns", "image": "gke.gcr.io/kube-dns"}]},
+         "status": {"phase": "Running", "podIP": "10.8.0.3", "hostIP": "10.128.0.5"}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta("web", "default"),
+         "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+             "service": {"name": "web", "port": {"number": 80}}}}]}}]}},
+    ]
+    with fake_api(objects, token="") as api:
+        cluster = Cluster.from_kubeconfig(write(tmp_path, kubeconfig_for(api.url, {})))
+    state = cluster.state
+    assert list(state.nodes) == ["gke-pool-1-abcd"]
+    assert state.ingress_classes == {}
+    assert sorted(state.namespaces) == ["default", "kube-system"]
+    assert not [k for k in state.services if k.startswith("ingress-nginx/")]
+    assert [f.code for f in cluster.doctor().findings if f.code == "IngressNoClass"] == ["IngressNoClass"]
+
+
 def test_a_big_cluster_is_read_page_by_page_with_progress_on_stderr(tmp_path: Path) -> None:
     namespaces = [{"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": f"team-{i:04d}", "uid": f"u{i}", "resourceVersion": "1"}} for i in range(1203)]

@@ -146,7 +146,9 @@ def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
-                  namespace: str = "default") -> BuildResult:
+                  namespace: str = "default", *, authoritative: frozenset[str] = frozenset()) -> BuildResult:
+    """``authoritative``: kinds the input lists completely (a live cluster's read): the built-in system
+    objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's."""
     config = config or ClusterConfig()
     result = admit(documents, namespace)
     admitted, errors = result.documents, result.errors
@@ -164,7 +166,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     docs = [user[k] for k in sorted(user)]
 
     snapshot_has_system = any(d.kind == "Pod" and d.namespace == "kube-system" for d in docs)
-    system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)]
+    system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)
+              if body.get("kind") not in authoritative]
     if snapshot_has_system:
         # A snapshot shows its own kube-system; ours would only add phantom pods.
         system = [d for d in system if d.kind not in ("Pod", *WORKLOAD_KINDS)]

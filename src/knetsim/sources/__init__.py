@@ -48,13 +48,13 @@ class Live:
     timeout: float = 30.0
 
     def read(self, progress: Progress | None = None) -> Read:
-        from .live import read_cluster
+        from .live import READ, read_cluster
 
         at = datetime.now(UTC)
         with connect(self.kubeconfig, self.context, timeout=self.timeout) as api:
             label = self.label or f"cluster {api.context}"
             got = read_cluster(api, label, progress=progress)
-            return Read(got.loaded, got.notes, api.target, at)
+            return Read(got.loaded, got.notes, api.target, at, frozenset(k.kind for k in READ))
 
 
 @dataclass(slots=True)
@@ -63,6 +63,8 @@ class Read:
     notes: list[str] = field(default_factory=list)
     target: Target | None = None  # the cluster read, if one was
     at: datetime | None = None  # when it was read: the "now" of its objects' ages
+    # Kinds listed in full from a cluster: what it lacks of them, it lacks (no built-in system objects added).
+    complete: frozenset[str] = frozenset()
 
 
 Source = Manifests | Live
@@ -79,6 +81,7 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
         out.notes.extend(got.notes)
         out.target = out.target or got.target
         out.at = out.at or got.at
+        out.complete |= got.complete
     return out
 
 
