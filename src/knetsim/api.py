@@ -44,6 +44,8 @@ class Cluster:
         self.target: Target | None = None
         self.source_notes: list[str] = []
         self.read_at: datetime | None = None
+        # The namespace a name without one is in: -n, else the kubeconfig context's (as kubectl), else default.
+        self.namespace = "default"
 
     # --- construction ---------------------------------------------------------------
 
@@ -64,7 +66,8 @@ class Cluster:
                                 config=config, strict=strict)
 
     @classmethod
-    def from_sources(cls, sources: Sequence[Source], *, namespace: str = "default", cluster_config: str | None = None,
+    def from_sources(cls, sources: Sequence[Source], *, namespace: str | None = "default",
+                     cluster_config: str | None = None,
                      config: ClusterConfig | None = None, strict: bool = True,
                      progress: Progress | None = None) -> Cluster:
         """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
@@ -75,9 +78,12 @@ class Cluster:
             except ConfigError as exc:
                 raise InputError([str(exc)]) from None
         got = read(sources, progress)
+        # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
+        namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,
                                    authoritative=got.complete)
         cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
+        cluster.namespace = namespace
         return cluster
 
     @classmethod

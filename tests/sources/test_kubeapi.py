@@ -195,6 +195,24 @@ def test_a_cloud_cluster_read_live_has_only_its_own_system_objects(tmp_path: Pat
     assert [f.code for f in cluster.doctor().findings if f.code == "IngressNoClass"] == ["IngressNoClass"]
 
 
+def test_the_contexts_namespace_is_the_default_one_as_for_kubectl(tmp_path: Path) -> None:
+    """Without -n, names are in the kubeconfig context's namespace (`endpoints web` is team/web), and a
+    manifest without namespace applied over the cluster lands there; -n still wins."""
+    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": f"u-{ns}"}}
+               for ns in ("default", "team")]
+    objects += [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns, "uid": f"s-{ns}"},
+                 "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], "clusterIP": ip, "clusterIPs": [ip]}}
+                for ns, ip in (("default", "10.96.0.50"), ("team", "10.96.0.60"))]
+    with fake_api(objects, token="") as api:
+        config = write(tmp_path, kubeconfig_for(api.url, {}, namespace="team"))
+        assert "Service:   team/web" in knetsim("endpoints", "web", "--kubeconfig", config).output
+        assert "Service:   default/web" in knetsim("endpoints", "web", "-n", "default", "--kubeconfig", config).output
+        extra = tmp_path / "extra.yaml"
+        extra.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {ports: [{port: 80}]}\n")
+        listed = knetsim("get", "services", "--kubeconfig", config, "-f", str(extra)).output
+    assert [line.split()[0] for line in listed.splitlines()[1:]] == ["extra", "web"]
+
+
 def test_a_big_cluster_is_read_page_by_page_with_progress_on_stderr(tmp_path: Path) -> None:
     namespaces = [{"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": f"team-{i:04d}", "uid": f"u{i}", "resourceVersion": "1"}} for i in range(1203)]

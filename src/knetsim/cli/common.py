@@ -149,7 +149,7 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
 
     sources = cluster_sources(filenames)
     try:
-        cluster = Cluster.from_sources(sources, namespace=namespace or "default", cluster_config=cluster_config,
+        cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
                                        strict=strict_requested(), progress=_progress)
     except InputError as exc:
         fail_input(exc)

@@ -52,7 +52,7 @@ def dns_command(name: str | None, from_ref: str | None, qtype: str | None, mode:
         usage_error("give exactly one of NAME (with --from), --resolv-conf NS/POD or --records")
     cluster = load_cluster(filenames, namespace, cluster_config)
     state = cluster.state
-    default_ns = namespace or "default"
+    default_ns = namespace or cluster.namespace
     if list_records:
         from ..dns.records import zone_records
 

@@ -31,7 +31,7 @@ def endpoints_command(service: str, filenames: tuple[str, ...], namespace: str |
     """
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
-    ns = namespace or "default"
+    ns = namespace or cluster.namespace
     if "/" in service:
         ns, _, service = service.partition("/")
     try:

@@ -108,7 +108,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
             raise SystemExit(EXIT_BAD_INPUT) from None
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
-    ns_filter = None if all_namespaces else (namespace or "default")
+    ns_filter = None if all_namespaces else (namespace or cluster.namespace)
     groups = []
     for info in kinds:
         if names:

@@ -42,10 +42,10 @@ def check(filenames: tuple[str, ...], namespace: str | None, cluster_config: str
     cluster = load_cluster(filenames, namespace, cluster_config)
     try:
         # `ns/deploy/NAME` names a workload's first pod, as kubectl exec does; the engine takes pods and IPs.
-        src, dst = (resolve_pod(cluster.state, ref, namespace or "default").key if is_workload_ref(ref) else ref
+        src, dst = (resolve_pod(cluster.state, ref, namespace or cluster.namespace).key if is_workload_ref(ref) else ref
                     for ref in (src, dst))
         verdict = evaluate(cluster.state, src, dst, int(port) if port.isdigit() else port, protocol.upper(),
-                           namespace=namespace or "default")
+                           namespace=namespace or cluster.namespace)
     except PodNotFound as exc:
         _input_error(PolicyInputError(str(exc)))
         return
@@ -69,7 +69,7 @@ def describe(filenames: tuple[str, ...], namespace: str | None, cluster_config: 
     cluster = load_cluster(filenames, namespace, cluster_config)
     ns, _, short = name.rpartition("/")
     try:
-        found = describe_policy(cluster.state, short, ns or namespace or "default")
+        found = describe_policy(cluster.state, short, ns or namespace or cluster.namespace)
     except PolicyInputError as exc:
         _input_error(exc)
         return

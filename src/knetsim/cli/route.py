@@ -150,7 +150,7 @@ def route_command(host: str, path: str, class_name: str | None, gateway: str | N
     if gateway is not None:
         try:
             request = HTTPRequest(host, path, method.upper(), scheme, port, tuple(parse_header(h) for h in headers))
-            ref = gateway if "/" in gateway else f"{namespace or 'default'}/{gateway}"
+            ref = gateway if "/" in gateway else f"{namespace or cluster.namespace}/{gateway}"
             gresult = gateway_route(cluster.state, ref, request)
         except (HTTPRequestError, GatewayRouteError) as exc:
             raise click.BadParameter(str(exc), param_hint="'--gateway'" if isinstance(exc, GatewayRouteError)

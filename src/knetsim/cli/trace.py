@@ -68,7 +68,7 @@ def trace_command(target: str, source: str, protocol: str, method: str, headers:
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
     if source != "external" and source.count("/") == 0:
-        source = f"{namespace or 'default'}/{source}"
+        source = f"{namespace or cluster.namespace}/{source}"
     elif source != "external" and source.count("/") == 1 and namespace and source.split("/")[0] in (
             "deploy", "deployment", "sts", "statefulset", "ds", "daemonset", "rs", "replicaset", "job"):
         source = f"{namespace}/{source}"
