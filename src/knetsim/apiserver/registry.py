@@ -187,7 +187,6 @@ class IngressStrategy(Strategy):
         if defaults:
             spec["ingressClassName"] = defaults[0]["name"]
 
-
     def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
@@ -206,9 +205,6 @@ class ServiceStrategy(Strategy):
     def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
         drop_type_dependent_fields(new, old)
         super().prepare_for_update(r, new, old)
-
-    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
-        """Validating admission (webhooks) of a create or update, after validation; raises ApiError."""
 
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
