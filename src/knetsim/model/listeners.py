@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .objects import Container, Pod
-from .programs import program_of
+from .programs import image_repository, program_of
 
 LISTEN_ANNOTATION = "knetsim.io/listen"
+__all__ = ["LISTEN_ANNOTATION", "WELL_KNOWN_IMAGES", "container_listens", "image_repository", "listen_source",
+           "parse_listen_annotation", "pod_listens"]
 
 # image repository (last path element, no tag) → ports its default command binds
 WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
@@ -45,11 +47,6 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     # registry.k8s.io/ingress-nginx/controller
     "controller": ((80, "TCP"), (443, "TCP"), (8443, "TCP"), (10254, "TCP")),
 }
-
-
-def image_repository(image: str) -> str:
-    name = image.split("@", 1)[0].rsplit("/", 1)[-1]
-    return name.split(":", 1)[0]
 
 
 def parse_listen_annotation(value: str) -> tuple[tuple[int, str], ...]:

@@ -46,7 +46,8 @@ class Program:
 _ENTRYPOINTS = {"agnhost": ("/agnhost",), "http-echo": ("/http-echo",), "whoami": ("/whoami",)}
 
 
-def _repository(image: str) -> str:
+def image_repository(image: str) -> str:
+    """``registry.k8s.io/e2e-test-images/agnhost:2.39`` → ``agnhost``: the name a program is known by."""
     return image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
 
 
@@ -126,14 +127,14 @@ def _python(argv: Sequence[str]) -> Program | None:
 
 def program_of(container: Container) -> Program | None:
     """The server program this container runs, when its command line says so."""
-    if not container.command and _repository(container.image) not in _ENTRYPOINTS:
+    if not container.command and image_repository(container.image) not in _ENTRYPOINTS:
         return None  # the common case (an image's own CMD), answered without parsing
     return _program(container.image, container.command, container.args)
 
 
 @lru_cache(maxsize=4096)
 def _program(image: str, command: tuple[str, ...], args: tuple[str, ...]) -> Program | None:
-    argv = (*command, *args) if command else (*_ENTRYPOINTS.get(_repository(image), ()), *args)
+    argv = (*command, *args) if command else (*_ENTRYPOINTS.get(image_repository(image), ()), *args)
     name = _program_name(argv)
     if name == "agnhost":
         return _agnhost(argv)
