@@ -131,3 +131,19 @@ def test_controllers_before_v1_12_accept_regex_characters_in_prefix_paths() -> N
     assert not strict_path_validation(controller("traefik:v3.1"))
     clean = Cluster.from_yaml(KIND_GUIDE)
     assert [f.code for f in ingress_findings(clean.state) if f.code == "IngressPathRejected"] == []
+
+
+def test_a_runaway_regex_is_given_up_on_not_waited_for() -> None:
+    """`(a|aa)+$` against a long run of a's backtracks exponentially: the match is bounded, counted as no
+    match and named, and the request is answered by the next location."""
+    import time
+
+    ing = ingress("i", rule("h.example", path("/(a|aa)+$", "ImplementationSpecific", "a"), path("/", "Prefix", "b")))
+    ing["metadata"]["annotations"] = {"nginx.ingress.kubernetes.io/use-regex": "true"}
+    c = cluster(service("a"), service("b"), ing)
+    started = time.monotonic()
+    result = route(c.state, "h.example", "/" + "a" * 60 + "!")
+    assert time.monotonic() - started < 5
+    assert result.backend.service == "default/b"
+    assert any("ran past 50 ms" in n for n in result.notes)
+    assert route(c.state, "h.example", "/aaaa").backend.service == "default/a"

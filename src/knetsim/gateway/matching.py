@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
+from ..model import saferegex
 from ..model.gatewayapi import HeaderModifier, PathModifier, RouteMatch, ValueMatch
 from ..model.http import HTTPRequest, exact_mismatch_reason, prefix_mismatch_reason
 from . import hostnames
@@ -61,11 +62,16 @@ def _elements(path: str) -> list[str]:
     return [e for e in path.split("/") if e]
 
 
-def _regex(pattern: str) -> re.Pattern[str] | None:
+def _full(pattern: str, text: str) -> bool:
+    """A full match of a RegularExpression value; one that runs past the time bound is no match (Envoy's
+    RE2 is linear-time and would answer; a backtracking engine here must not stall)."""
+    rx = saferegex.compiled(pattern)
+    if rx is None:
+        return False
     try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+        return saferegex.fullmatch(rx, text) is not None
+    except saferegex.RegexTimeout:
+        return False
 
 
 def path_matches(match_type: str, value: str, path: str) -> bool:
@@ -75,8 +81,7 @@ def path_matches(match_type: str, value: str, path: str) -> bool:
         want = _elements(value)
         return _elements(path)[: len(want)] == want
     if match_type == "RegularExpression":
-        rx = _regex(value)
-        return rx is not None and rx.fullmatch(path) is not None
+        return _full(value, path)
     return False
 
 
@@ -103,8 +108,7 @@ def _value_ok(match: ValueMatch, value: str | None) -> bool:
     if value is None:
         return False
     if match.type == "RegularExpression":
-        rx = _regex(match.value)
-        return rx is not None and rx.fullmatch(value) is not None
+        return _full(match.value, value)
     return value == match.value
 
 

@@ -11,16 +11,20 @@ The matched location's ``rewrite-target`` is applied as ``rewrite "(?i)<path>" <
 when the path, as an unanchored case-insensitive regex, matches the URI, the whole URI becomes the
 target with ``$1``…``$9`` replaced by the captures; nginx keeps the query string.
 
-Python's ``re`` stands in for PCRE: the constructs Ingress paths use (groups, alternation,
-classes, ``.*``, ``$``) mean the same; a path ``re`` cannot compile is reported and never matches
-(nginx would refuse the configuration, and the controller the Ingress).
+The ``regex`` package (re's syntax) stands in for PCRE: the constructs Ingress paths use (groups,
+alternation, classes, ``.*``, ``$``) mean the same; a path it cannot compile is reported and never
+matches (nginx would refuse the configuration, and the controller the Ingress); a match that runs
+past ``saferegex.MATCH_TIMEOUT`` is given up on (``location_matches`` raises RegexTimeout).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
+
+from regex import Pattern
+
+from ..model import saferegex
 
 NGINX = "nginx.ingress.kubernetes.io/"
 USE_REGEX = f"{NGINX}use-regex"
@@ -28,29 +32,19 @@ REWRITE_TARGET = f"{NGINX}rewrite-target"
 _CAPTURE = re.compile(r"\$(\d)")
 
 
-@lru_cache(maxsize=1024)
-def compiled(path: str, anchored: bool = True) -> re.Pattern[str] | None:
-    try:
-        return re.compile(("^" if anchored else "") + path, re.IGNORECASE)
-    except (re.error, RecursionError, OverflowError):
-        return None
+def compiled(path: str) -> Pattern[str] | None:
+    return saferegex.compiled("^" + path, ignore_case=True)
 
 
 def regex_error(path: str) -> str | None:
-    if compiled(path) is not None:
-        return None
-    try:
-        re.compile(path)
-    except re.error as exc:
-        return f"{path!r} is not a valid regular expression ({exc})"
-    except (RecursionError, OverflowError):
-        pass
-    return f"{path!r} is not a valid regular expression"
+    problem = saferegex.compile_error(path)
+    return None if problem is None else f"{path!r} is not a valid regular expression ({problem})"
 
 
 def location_matches(path: str, request_path: str) -> bool:
+    """Does ``location ~* "^<path>"`` match? Raises ``saferegex.RegexTimeout`` for a match that runs away."""
     pattern = compiled(path)
-    return pattern is not None and pattern.match(request_path) is not None
+    return pattern is not None and saferegex.match(pattern, request_path) is not None
 
 
 def needs_rewrite(path: str, annotations: Mapping[str, str]) -> bool:
@@ -64,8 +58,11 @@ def enforces_regex(path: str, annotations: Mapping[str, str]) -> bool:
 
 def rewrite(path: str, target: str, uri_path: str, query: str) -> str:
     """The URI the backend receives: ``rewrite "(?i)<path>" <target> break;`` applied to ``uri_path``."""
-    pattern = compiled(path, anchored=False)
-    found = pattern.search(uri_path) if pattern is not None else None
+    pattern = saferegex.compiled(path, ignore_case=True)
+    try:
+        found = saferegex.search(pattern, uri_path) if pattern is not None else None
+    except saferegex.RegexTimeout:
+        found = None  # nginx's PCRE gives up too (its match limit): the URI is left as it is
     if found is None:
         new = uri_path
     else:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model import saferegex
 from ..model.http import RouteAnswer, plain
 from ..model.labels import edit_distance
 from ..model.objects import Ingress, IngressBackend, IngressPath, Service
@@ -494,8 +495,11 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
     regex_by = server.regex_by
     if regex_by is not None:
         # nginx takes the first regex location that matches; ingress-nginx writes them longest first.
-        best = next((loc for loc in _regex_order(server) if location_matches(loc.path, normalized)), None)
+        best = next((loc for loc in _regex_order(server) if _regex_hit(loc, normalized)), None)
         notes.append(_regex_note(server, regex_by))
+        notes.extend(f"regex {loc.path!r} of {loc.ingress.key} ran past {saferegex.MATCH_TIMEOUT * 1000:.0f} ms on "
+                     f"{normalized}: counted as no match (nginx's PCRE stops at its match limit and answers 500)"
+                     for loc in _regex_order(server) if _regex_hit(loc, normalized) is None)
     else:
         matching = [loc for loc in server.locations if path_matches(loc.spec.path_type, loc.spec.path, normalized)]
         best = max(matching, key=_rank) if matching else None  # max keeps the first of equals: merge order
@@ -530,6 +534,14 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
                      f"{best.ingress.key}: the backend receives {upstream}")
     result = _finish(request, controller_ref, server, match, backend, where, via, tls, redirect, candidates, notes)
     return replace(result, upstream=upstream if result.routed else None)
+
+
+def _regex_hit(loc: _Location, path: str) -> bool | None:
+    """Does the location's regex match? None when the match ran past the time bound."""
+    try:
+        return location_matches(loc.path, path)
+    except saferegex.RegexTimeout:
+        return None
 
 
 def _regex_order(server: _Server) -> list[_Location]:
@@ -685,7 +697,10 @@ def _regex_candidate(cand: Any, loc: _Location, best: _Location | None, path: st
     problem = regex_error(loc.path)
     if problem is not None:
         return cand(loc, "path-mismatch", problem)
-    if not location_matches(loc.path, path):
+    hit = _regex_hit(loc, path)
+    if hit is None:
+        return cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" ran past the time bound on {path}')
+    if not hit:
         return cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" does not match {path}')
     assert best is not None  # something matched, and the first match is chosen
     if len(loc.path) < len(best.path):
