@@ -17,3 +17,13 @@ def test_a_runaway_regular_expression_is_no_match_within_the_bound() -> None:
     assert time.monotonic() - started < 5
     assert path_matches("RegularExpression", "/(a|aa)+", "/aaaa") is True
     assert path_matches("RegularExpression", "/(unclosed", "/(unclosed") is False
+
+
+def test_a_runaway_cilium_http_path_is_no_match_within_the_bound() -> None:
+    from knetsim.policy.cilium import http_rule_matches
+    from knetsim.policy.rules import HTTPRule
+
+    started = time.monotonic()
+    assert not http_rule_matches(HTTPRule("GET", "/(a|aa)+", ""), "GET", "/" + "a" * 60 + "!", {})
+    assert time.monotonic() - started < 5
+    assert http_rule_matches(HTTPRule("GET", "/(a|aa)+", ""), "GET", "/aaaa", {})

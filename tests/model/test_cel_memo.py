@@ -27,3 +27,16 @@ def test_a_remembered_error_is_raised_again() -> None:
 def test_transition_rules_are_never_remembered() -> None:
     assert cel.evaluate("self == oldSelf", 1, 1, has_old=True)
     assert not cel.evaluate("self == oldSelf", 1, 2, has_old=True)
+
+
+def test_a_runaway_regex_in_a_rule_is_an_evaluation_error_not_a_stall() -> None:
+    """CEL's matches()/find() are RE2 (linear) in Kubernetes; a backtracking runaway here is bounded."""
+    import time
+
+    from knetsim.model import cel
+
+    started = time.monotonic()
+    with pytest.raises(cel.CelError, match=r"ran past 50 ms evaluating rule: self.matches"):
+        cel._evaluate("self.matches('^(a|aa)+$')", "a" * 60 + "!", None, False)
+    assert time.monotonic() - started < 5
+    assert cel._evaluate("self.matches('^a+$')", "aaa", None, False) is True

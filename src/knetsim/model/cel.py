@@ -29,6 +29,8 @@ from urllib.parse import urlparse
 import celpy
 from celpy import celtypes
 
+from . import saferegex
+
 # CEL's reserved words: a property with one of these names is written __name__ in a rule.
 _RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
              "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
@@ -180,13 +182,21 @@ def _is_url(text: Any) -> Any:
     return celtypes.BoolType(bool(parsed.scheme and (parsed.netloc or parsed.path)))
 
 
+def _regex(pattern: Any) -> Any:
+    rx = saferegex.compiled(str(pattern))
+    if rx is None:
+        raise ValueError(f"invalid regular expression {str(pattern)!r}")
+    return rx
+
+
 def _find(text: Any, pattern: Any) -> Any:
-    m = re.search(str(pattern), str(text))
+    # Kubernetes' CEL regexes are RE2 (linear-time); here a runaway match is an evaluation error, not a stall.
+    m = saferegex.search(_regex(pattern), str(text))
     return celtypes.StringType(m.group(0) if m else "")
 
 
 def _find_all(text: Any, pattern: Any, limit: Any = None) -> Any:
-    found = [m.group(0) for m in re.finditer(str(pattern), str(text))]
+    found = [m.group(0) for m in _regex(pattern).finditer(str(text), timeout=saferegex.MATCH_TIMEOUT)]
     if limit is not None and int(limit) >= 0:
         found = found[:int(limit)]
     return celtypes.ListType([celtypes.StringType(f) for f in found])
@@ -206,6 +216,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isLoopback": lambda i: celtypes.BoolType(i.address.is_loopback),
     "isUnspecified": lambda i: celtypes.BoolType(i.address.is_unspecified),
     "isURL": _is_url, "find": _find, "findAll": _find_all,
+    # CEL's own matches(), bounded in time as find() is (a partial match, as RE2's in Kubernetes).
+    "matches": lambda s, pattern: celtypes.BoolType(saferegex.search(_regex(pattern), str(s)) is not None),
 }
 
 

@@ -45,7 +45,8 @@ def _run(method: str, pattern: regex.Pattern[str], text: str) -> regex.Match[str
     try:
         return getattr(pattern, method)(text, timeout=MATCH_TIMEOUT)  # type: ignore[no-any-return]
     except TimeoutError:
-        raise RegexTimeout(pattern.pattern) from None
+        raise RegexTimeout(f"regular expression {pattern.pattern!r} ran past {MATCH_TIMEOUT * 1000:.0f} ms") \
+            from None
 
 
 def match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:

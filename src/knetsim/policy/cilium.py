@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..model import saferegex
 from ..model.labels import EQUALS, Requirement, Selector
 from ..model.objects import Object
 from .rules import NAMESPACE_NAME_LABEL, HTTPRule, Peer, Policy, Port, Rule, ip_range
@@ -171,12 +172,21 @@ def parse(obj: Object) -> list[Policy]:
     return out
 
 
+def _full(pattern: str, text: str) -> bool:
+    """Envoy's RE2 full match, time-bounded here (a backtracking runaway is no match, never a stall)."""
+    rx = saferegex.compiled(pattern)
+    try:
+        return rx is not None and saferegex.fullmatch(rx, text) is not None
+    except saferegex.RegexTimeout:
+        return False
+
+
 def http_rule_matches(rule: HTTPRule, method: str, path: str, headers: Mapping[str, str], host: str = "") -> bool:
-    if rule.method and not re.fullmatch(rule.method, method):
+    if rule.method and not _full(rule.method, method):
         return False
-    if rule.path and not re.fullmatch(rule.path, path):
+    if rule.path and not _full(rule.path, path):
         return False
-    if rule.host and not re.fullmatch(rule.host, host):
+    if rule.host and not _full(rule.host, host):
         return False
     lowered = {k.lower(): v for k, v in headers.items()}
     for header in rule.headers:
