@@ -151,3 +151,15 @@ def test_an_immutable_config_map_keeps_its_data_and_a_secret_its_type() -> None:
               "type": "Opaque", "data": {"a": "MQ=="}}
     assert errors_of_update(secret, lambda s: s.update(type="example.com/custom")) == [
         'type: Invalid value: "example.com/custom": field is immutable']
+
+
+def test_a_statefulsets_service_name_is_fixed_and_its_replicas_are_not() -> None:
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
+           "spec": {"serviceName": "db", "replicas": 2, "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}},
+                                 "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}}}
+    assert errors_of_update(sts, lambda s: s["spec"].update(replicas=3)) == []
+    assert errors_of_update(sts, lambda s: s["spec"].update(serviceName="database")) == [
+        "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+        "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' "
+        "are forbidden"]

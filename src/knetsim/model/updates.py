@@ -231,6 +231,21 @@ def _selector_fixed(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     return []
 
 
+_STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
+                        "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
+
+
+def _statefulset(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+    """ValidateStatefulSetUpdate: serviceName, selector, volumeClaimTemplates, podManagementPolicy... are fixed."""
+    spec, before = _spec(new), _spec(old)
+    fixed = {k: v for k, v in spec.items() if k not in _STATEFULSET_MUTABLE}
+    if fixed != {k: v for k, v in before.items() if k not in _STATEFULSET_MUTABLE}:
+        return [_forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+                                   "'template', 'updateStrategy', 'revisionHistoryLimit', "
+                                   "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")]
+    return []
+
+
 def _job(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     spec, before = _spec(new), _spec(old)
     errors: Errors = []
@@ -281,6 +296,7 @@ _RULES = {
     "Deployment": _selector_fixed,
     "ReplicaSet": _selector_fixed,
     "DaemonSet": _selector_fixed,
+    "StatefulSet": _statefulset,
     "Job": _job,
     "ConfigMap": _config_map,
     "Secret": _secret,
