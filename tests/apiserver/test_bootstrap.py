@@ -7,6 +7,7 @@ to its controller: no second ReplicaSet or pod appears beside the stored ones.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from knetsim.apiserver.bootstrap import bootstrap, system_objects
@@ -39,3 +40,25 @@ def test_an_older_deployment_keeps_its_own_replicasets_and_pods(tmp_path: Path) 
     replicasets = sorted(k[2] for k in store.objects if k[:2] == ("ReplicaSet", "ingress-nginx"))
     assert len(ingress_pods) == 1 and ingress_pods[0].startswith("ingress-nginx-controller-old")
     assert len(replicasets) == 1 and replicasets[0].startswith("ingress-nginx-controller-old")
+
+
+def test_a_system_workload_nobody_edited_gets_this_versions_template(tmp_path: Path) -> None:
+    """An older knetsim stored ingress-nginx without kind's --watch-ingress-without-class: at start the
+    Deployment gets the current template (its controller rolls it out); one a client wrote is kept."""
+    objects = system_objects(ClusterConfig(), NOW)
+    key = ("Deployment", "ingress-nginx", "ingress-nginx-controller")
+    current = objects[key]["spec"]["template"]
+    old = {k: v for k, v in objects.items() if k[0] not in ("ReplicaSet", "Pod") or k[1] != "ingress-nginx"}
+    older = json.loads(json.dumps(old[key]))
+    older["spec"]["template"]["spec"]["containers"][0]["args"] = ["/nginx-ingress-controller", "--ingress-class=nginx"]
+    store = Store(tmp_path / "store.db")
+    store.commit([Write(k, older if k == key else v, "system") for k, v in old.items()])
+    bootstrap(store, ClusterConfig(), NOW)
+    renewed = store.objects[key].body
+    assert renewed["spec"]["template"] == current
+    assert renewed["metadata"]["generation"] == int(older["metadata"].get("generation") or 1) + 1
+
+    edited = Store(tmp_path / "edited.db")
+    edited.commit([Write(k, older if k == key else v, "user" if k == key else "system") for k, v in old.items()])
+    bootstrap(edited, ClusterConfig(), NOW)
+    assert edited.objects[key].body["spec"]["template"] == older["spec"]["template"]

@@ -40,13 +40,18 @@ def system_objects(config: ClusterConfig, now: str) -> dict[Key, dict[str, Any]]
 def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
     """Write the system objects the store does not have (all of them into an empty store). An object whose
     owner the store already has is the owner's controller's to make: a state directory written by an older
-    knetsim keeps its Deployments, and their controllers decide their ReplicaSets and pods (no second set)."""
+    knetsim keeps its Deployments, and their controllers decide their ReplicaSets and pods (no second set).
+    A system workload nobody has edited gets this version's pod template (kind's ingress-nginx flags, say);
+    its controller then rolls it out as it would any template change."""
     rank = {kind: i for i, kind in enumerate(ORDER)}
     missing: dict[Key, dict[str, Any]] = {}
     left_to_owner: set[tuple[str, str, str]] = set()
     for key, body in sorted(system_objects(config, now).items(), key=lambda kv: (rank.get(kv[0][0], 99), kv[0])):
         if key in store.objects:
             left_to_owner.add(key)
+            renewed = _renewed_template(store.objects[key], body)
+            if renewed is not None:
+                missing[key] = renewed
             continue
         owners = {(str(ref.get("kind")), key[1], str(ref.get("name")))
                   for ref in body["metadata"].get("ownerReferences") or []}
@@ -56,3 +61,20 @@ def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
         missing[key] = body
     if missing:
         store.commit([Write(k, v, "system") for k, v in missing.items()])
+
+
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
+
+
+def _renewed_template(stored: Any, current: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored system workload with the current pod template, when it is still the system's own
+    (no client wrote it) and its template differs; None otherwise."""
+    if stored.managed != "system" or current.get("kind") not in WORKLOADS:
+        return None
+    template = (current.get("spec") or {}).get("template")
+    old_spec = stored.body.get("spec") or {}
+    if template is None or old_spec.get("template") == template:
+        return None
+    meta = dict(stored.body["metadata"])
+    meta["generation"] = int(meta.get("generation") or 1) + 1
+    return {**stored.body, "metadata": meta, "spec": {**old_spec, "template": template}}
