@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from knetsim import Cluster
-from knetsim.apiserver import proc, shell
-from knetsim.apiserver.accesslog import Served
+from knetsim.container import proc, shell
+from knetsim.container.accesslog import Served
+from knetsim.container.podfs import PodFS
+from knetsim.kubelet.podconfig import pod_env, pod_files
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,10 @@ def run(state: Any, script: str | list[str], stdin: str | bytes | None = None, s
 
     async def go() -> int:
         name = pod.containers[0].name
-        ctx = shell.Ctx(state, pod, name, o, e, shell.pod_env(state, pod, name),
-                        served=served.append if served is not None else None, fs=fs)
+        # As the kubelet makes it: the pod's env and the files it writes into every container.
+        ctx = shell.Ctx(state, pod, name, o, e, pod_env(state, pod, name),
+                        served=served.append if served is not None else None,
+                        fs=fs if fs is not None else PodFS(lambda: pod_files(state, pod)))
         p = proc.Proc(ctx, False, stdin is not None)
         if stdin is not None:
             p.feed(stdin.encode() if isinstance(stdin, str) else stdin)
@@ -128,7 +132,7 @@ def test_requests_a_pod_answers_reach_the_access_log(shop: Any) -> None:
 
 
 def test_files_outlive_one_command_in_the_same_container(shop: Any) -> None:
-    from knetsim.apiserver.podfs import PodFS
+    from knetsim.container.podfs import PodFS
 
     fs = PodFS()
     run(shop, "echo kept > /tmp/note", fs=fs)
