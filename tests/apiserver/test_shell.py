@@ -10,6 +10,8 @@ Address plan: DESIGN defaults (pods 10.244.0.0/16, services 10.96.0.0/12).
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -84,6 +86,36 @@ def test_busybox_sh_runs_the_script(shop: Any, script: str, stdout: str, code: i
     got_code, out, err = run(shop, script)
     assert (got_code, err) == (code, "")
     assert out.startswith(stdout) if stdout.endswith("-") else out == stdout
+
+
+# ${VAR/pattern/replacement}: the leftmost, longest glob match, the pattern and the replacement
+# expanded as words are. Each expectation is what busybox 1.35/1.36 prints (checked against the
+# machine's busybox below where it is installed).
+SUBSTITUTIONS = [
+    ('X=banana; p=a; r=Q; echo "${X/$p/Z}" "${X//a/$r}"', "bZnana bQnQnQ\n"),
+    ('Y="ba)c"; echo ${Y/a\\)/Z}', "bZc\n"),
+    ("X=banana; echo ${X/*/Q} ${X/an*/Q} ${X//a?/Q}", "Q bQ bQQa\n"),
+    ('X=banana; echo "${X//}" "${X/a}" "${X//a}" "${X/"a"/"r x"}"', "banana bnana bnn br xnana\n"),
+    ('X=abc; p="*"; echo ${X/"$p"/Q} ${X/$p/Q}', "abc Q\n"),
+    ('X="a*c"; echo ${X/\\*/Q} ${X/[*]/Q}', "aQc aQc\n"),
+    ("X=banana; echo ${X/[an]*/Q} ${X/[!b]/Q} ${X/n/\\/}", "bQ bQnana ba/ana\n"),
+    ('X="a b"; echo ${X/ /_} ${X//b/}', "a_b a\n"),
+    ('X=; echo "[${X/*/Q}]" "[${U/a/b}]"', "[Q] []\n"),
+    # ash has no anchored forms: `#` and `%` are characters of the pattern.
+    ("X=banana; echo ${X/#b/Q} ${X/%a/Q}", "banana banana\n"),
+]
+
+
+@pytest.mark.parametrize(("script", "stdout"), SUBSTITUTIONS)
+def test_pattern_substitution_as_busybox_does_it(shop: Any, script: str, stdout: str) -> None:
+    assert run(shop, script) == (0, stdout, "")
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="busybox is not installed")
+@pytest.mark.parametrize(("script", "stdout"), SUBSTITUTIONS)
+def test_pattern_substitution_expectations_are_busyboxs(script: str, stdout: str) -> None:
+    real = subprocess.run(["busybox", "sh", "-c", script], capture_output=True, text=True, timeout=10)
+    assert (real.returncode, real.stdout, real.stderr) == (0, stdout, "")
 
 
 @pytest.mark.parametrize(("script", "stderr", "code"), [

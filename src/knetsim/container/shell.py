@@ -38,9 +38,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+import regex
 import tree_sitter
 import tree_sitter_bash
 
+from ..model import saferegex
 from .podfs import FsError, PodFS, as_bytes
 
 LOOP_RATE = 100.0  # iterations per second at most, for loops whose body does not wait
@@ -52,8 +54,9 @@ Sink = Callable[[str], Awaitable[None]]
 Tool = Callable[["Ctx", list[str]], Awaitable[int]]
 _REGISTERED: dict[str, Tool] = {}
 # The commands the simulated container has (builtins, applets, net tools: each module registers its
-# own when imported; ``knetsim.container`` imports them all). Read-only: a creator that wants other
-# tools (kernel mode runs the real ones in the pod's namespace) hands its Ctx a table of its own.
+# own when imported; proc.py, through which every command runs, imports them all). Read-only: a
+# creator that wants other tools (kernel mode runs the real ones in the pod's namespace) hands its
+# Ctx a table of its own.
 BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(_REGISTERED)
 
 # busybox 1.36's applets (`busybox --list` of the docker-library busybox image). A command in
@@ -1246,19 +1249,107 @@ async def _expansion(ctx: Ctx, node: Node, quoted: bool) -> list[Part]:
         start = offset if offset >= 0 else max(0, len(text) + offset)
         end = len(text) if count is None else (start + count if count >= 0 else len(text) + count)
         return [(text[start:end], quoted)]
-    if op in ("/", "//"):
-        raw = text_of(node)[2:-1]
-        m = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*//?([^/]*)(?:/(.*))?", raw, re.S)
-        if m is None:
-            raise ShellError(f"{text_of(node)}: bad substitution", 2)
-        pat, repl = m.group(1), m.group(2) or ""
-        regex = fnmatch.translate(pat).removesuffix(r"\Z").removeprefix("(?s:").rstrip(")") if pat else ""
-        if not regex:
-            return [(value or "", quoted)]
-        regex = f"(?s:{regex})"
-        count = 0 if op == "//" else 1
-        return [(re.sub(regex, lambda _m: repl, value or "", count=count), quoted)]
+    if op in ("/", "//", "/#", "/%"):
+        return [(await _replace(ctx, value or "", op, operands), quoted)]
     raise Unsupported(f"the parameter expansion `{text_of(node)}`")
+
+
+async def _replace(ctx: Ctx, value: str, op: str, operands: list[Node]) -> str:
+    """``${VAR/pattern/replacement}`` (``//``: every match), as ash does it: the leftmost, longest
+    match of the pattern (a glob; quoted characters literal) replaced by the expanded replacement."""
+    separator = next((i for i, n in enumerate(operands) if not n.is_named and text_of(n) == "/"), len(operands))
+    pattern: list[Part] = []
+    for n in operands[:separator]:
+        pattern.extend(await _pattern_parts(ctx, n) if n.type == "regex" else await _operand_parts(ctx, [n]))
+    if op in ("/#", "/%"):
+        # busybox's ash has no anchored forms: the `#` or `%` is the first character of the pattern.
+        pattern.insert(0, (op[1], True))
+    replacement = "".join(t for t, _ in await _operand_parts(ctx, operands[separator + 1:]))
+    if not "".join(t for t, _ in pattern):
+        return value
+    matcher = regex.compile(_glob_regex(pattern), regex.POSIX | regex.DOTALL)
+    out: list[str] = []
+    pos = 0
+    while pos <= len(value):
+        try:
+            found = matcher.search(value, pos, timeout=saferegex.MATCH_TIMEOUT)
+        except TimeoutError:
+            raise ShellError(f"knetsim: the pattern of ${{...}} ran past {saferegex.MATCH_TIMEOUT * 1000:.0f} ms",
+                             2) from None
+        if found is None or (found.start() == found.end() and value):
+            break  # an empty match replaces nothing (but the whole of an empty value)
+        out.append(value[pos:found.start()] + replacement)
+        pos = found.end()
+        if op != "//" or pos == len(value):
+            break
+    return "".join(out) + value[pos:] if out else value
+
+
+async def _pattern_parts(ctx: Ctx, node: Node) -> list[Part]:
+    r"""The pattern of ``${VAR/pattern/...}``, which the grammar keeps as raw text: parsed as the words
+    of a command line, each expanded as any word is (``$p`` expands and globs, ``\)`` and quotes are
+    literal); what lies between the words (blanks, an operator character) is literal too."""
+    text = text_of(node)
+    prefix = ": "
+    source = (prefix + text).encode()
+    command = _PARSER.parse(source).root_node.children[0] if text.strip() else None
+    parts: list[Part] = []
+    offset = len(prefix.encode())
+    for word in (command.named_children[1:] if command is not None and command.type == "command" else []):
+        if word.start_byte < offset or word.end_byte > len(source):
+            continue
+        if word.start_byte > offset:
+            parts.append((source[offset:word.start_byte].decode(errors="replace"), True))
+        parts.extend(await _parts(ctx, word))
+        offset = word.end_byte
+    if offset < len(source):
+        parts.append((source[offset:].decode(errors="replace"), True))
+    return parts
+
+
+def _glob_regex(parts: list[Part]) -> str:
+    """A shell pattern as a regular expression: ``*``, ``?`` and ``[...]`` where unquoted, every other
+    character (and every quoted one) literal."""
+    merged: list[Part] = []
+    for text, quoted in parts:  # a bracket expression may span words the grammar split (`[`, `an`, `]`)
+        if merged and merged[-1][1] == quoted:
+            merged[-1] = (merged[-1][0] + text, quoted)
+        else:
+            merged.append((text, quoted))
+    out: list[str] = []
+    for text, quoted in merged:
+        if quoted:
+            out.append(regex.escape(text))
+            continue
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            end = _bracket_end(text, i) if ch == "[" else None
+            if ch == "*":
+                out.append(".*")
+            elif ch == "?":
+                out.append(".")
+            elif end is not None:
+                body = text[i + 1:end]
+                negate = body[:1] in ("!", "^")
+                members = body[1:] if negate else body
+                out.append("[" + ("^" if negate else "") + members.replace("\\", "\\\\").replace("[", "\\[") + "]")
+                i = end
+            else:
+                out.append(regex.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+def _bracket_end(text: str, start: int) -> int | None:
+    """The index of the ``]`` closing the bracket expression at ``start`` (None: a literal ``[``)."""
+    i = start + 1
+    if i < len(text) and text[i] in "!^":
+        i += 1
+    if i < len(text) and text[i] == "]":
+        i += 1  # a ] first in the class is a member
+    end = text.find("]", i)
+    return end if end != -1 else None
 
 
 async def _operand_parts(ctx: Ctx, nodes: list[Node]) -> list[Part]:
