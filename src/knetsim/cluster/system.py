@@ -6,8 +6,11 @@ input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice contro
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any
 
+from ..model.objects import INGRESS_CLASS_ANNOTATION
 from .config import ClusterConfig
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
@@ -266,3 +269,22 @@ def _ingress_nginx() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+# ingress-nginx as kind's ingress guide runs it: --publish-status-address=localhost and
+# --watch-ingress-without-class=true.
+INGRESS_NGINX_PUBLISHED = {"loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
+
+
+def ingress_nginx_status(ingress: Mapping[str, Any], class_controllers: Mapping[str, str],
+                         config: ClusterConfig) -> dict[str, Any] | None:
+    """The status the built-in ingress-nginx writes on an Ingress it serves (one of an IngressClass of its
+    controller, or of no class at all), or None: not installed, another controller's, or written already."""
+    if not config.ingress_controller or ((ingress.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+        return None
+    meta = ingress.get("metadata") or {}
+    class_name = (ingress.get("spec") or {}).get("ingressClassName") or \
+        (meta.get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
+    if class_name and class_controllers.get(str(class_name)) != INGRESS_NGINX_CONTROLLER:
+        return None
+    return copy.deepcopy(INGRESS_NGINX_PUBLISHED)
