@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.apiserver.conftest import Live
+from tests.apiserver.inprocess import Cluster, run
 
 from knetsim.apiserver.errors import ApiError
 from knetsim.apiserver.registry import DeleteOptions, Target, WriteOptions
 from knetsim.apiserver.resources import BY_KIND, RESOURCES
 from knetsim.model.kinds import KINDS
 from knetsim.model.strategy import GENERIC, STRATEGIES, Propagation, StatusPolicy, drop_type_dependent_fields
-from tests.apiserver.conftest import Live
-from tests.apiserver.inprocess import Cluster, run
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
               "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},

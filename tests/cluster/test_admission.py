@@ -86,5 +86,9 @@ def test_ingress_nginx_publishes_localhost_for_what_it_serves() -> None:
     served = cluster_from(INGRESS.replace("spec:\n", "spec:\n  ingressClassName: nginx\n", 1))
     assert served.state.ingresses["default/shop"].raw["status"] == {
         "loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
-    unclaimed = cluster_from(INGRESS)
+    # kind runs it with --watch-ingress-without-class=true: an Ingress of no class is its too (as live).
+    classless = cluster_from(INGRESS)
+    assert classless.state.ingresses["default/shop"].raw["status"] == served.state.ingresses["default/shop"].raw[
+        "status"]
+    unclaimed = cluster_from(INGRESS.replace("spec:\n", "spec:\n  ingressClassName: other\n", 1))
     assert "status" not in unclaimed.state.ingresses["default/shop"].raw

@@ -183,6 +183,22 @@ class DeleteOptions:
 
 
 @dataclass
+class Prepared:
+    """A create admitted and allocated, not yet committed."""
+
+    write: Write
+    txn: Txn | None
+    warnings: list[str]
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        return self.write.body or {}
+
+    def finish(self, *, committed: bool) -> None:
+        _finish(self.txn, committed=committed)
+
+
+@dataclass
 class Deleted:
     """What a delete did: ``obj`` is gone (``pending`` False), or marked with a deletionTimestamp and
     waiting for its finalizers (``pending`` True: the API server answers with the object itself)."""
@@ -242,6 +258,17 @@ class Registry:
                 {"reason": "NamespaceTerminating", "message": message, "field": "metadata.namespace"}]})
 
     def create(self, t: Target, body: dict[str, Any], opts: WriteOptions) -> Written:
+        prepared = self.prepare_create(t, body, opts)
+        if opts.dry_run:
+            prepared.finish(committed=False)
+            return Written(prepared.obj, prepared.warnings, changed=False)
+        self._commit(prepared.write, prepared.txn)
+        stored = self.store.get(prepared.write.key)
+        return Written(stored.body if stored else prepared.obj, prepared.warnings)
+
+    def prepare_create(self, t: Target, body: dict[str, Any], opts: WriteOptions) -> Prepared:
+        """Everything a create does but the commit: the caller commits ``write`` and finishes the
+        allocation with it (bootstrap writes many in one transaction)."""
         r = t.resource
         _require_object_metadata(r, body)
         if body.get("kind", r.kind) != r.kind or body.get("apiVersion", r.api_version) != r.api_version:
@@ -286,12 +313,7 @@ class Registry:
         strategy.after_identity(obj)
         txn = storage.allocate(self, r, obj, None)
         obj["apiVersion"] = storage_version(r)
-        if opts.dry_run:
-            _finish(txn, committed=False)
-            return Written(obj, decoded.warnings, changed=False)
-        self._commit(Write(key, obj, opts.managed), txn)
-        stored = self.store.get(key)
-        return Written(stored.body if stored else obj, decoded.warnings)
+        return Prepared(Write(key, obj, opts.managed), txn, decoded.warnings)
 
     def update(self, t: Target, old: Stored, body: dict[str, Any], opts: WriteOptions, *,
                patched: bool = False) -> Written:

@@ -288,3 +288,17 @@ def ingress_nginx_status(ingress: Mapping[str, Any], class_controllers: Mapping[
     if class_name and class_controllers.get(str(class_name)) != INGRESS_NGINX_CONTROLLER:
         return None
     return copy.deepcopy(INGRESS_NGINX_PUBLISHED)
+
+
+def install_phase(body: Mapping[str, Any]) -> int:
+    """When a fresh kind cluster gets an object: 0 as ``kind create cluster`` brings up the control plane
+    with its add-ons, 1 as the workers join, 2 as kind's ingress guide applies ingress-nginx. The live
+    cluster writes them in this order, letting its controllers act in between, so the add-ons land on
+    the control plane and the addresses follow as on kind (the offline build places them the same way)."""
+    meta = body.get("metadata") or {}
+    if body.get("kind") == "Node" and "node-role.kubernetes.io/control-plane" not in (meta.get("labels") or {}):
+        return 1
+    if body.get("kind") == "IngressClass" or meta.get("namespace") == "ingress-nginx" or \
+            (body.get("kind") == "Namespace" and meta.get("name") == "ingress-nginx"):
+        return 2
+    return 0

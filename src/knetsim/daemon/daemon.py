@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..apiserver.bootstrap import bootstrap
+from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.registry import now_rfc3339
 from ..apiserver.server import ApiServer, Mount
@@ -101,8 +101,8 @@ def wire(server: ApiServer) -> ControllerManager:
     awaits before reads that need them) and the ClusterState view (``server.state``, published to
     ``server.state_listeners`` whenever the controllers are idle). The server imports none of them.
 
-    Call it once the store holds what should be served (after the start-up recheck); ``start`` of
-    the returned manager queues every object for its controllers."""
+    Call it once the store holds what can be served (after the start-up recheck); ``start`` of the
+    returned manager queues every object for its controllers."""
     informer = Informer(server.store)
     view = ClusterView(informer, server.config, server.state_listeners)
     controllers = (*UNTIL_SCHEDULED, PodStart, *AFTER_POD_START)
@@ -118,13 +118,19 @@ def wire(server: ApiServer) -> ControllerManager:
 
 def bring_up(server: ApiServer) -> ControllerManager:
     """The store made servable and its consumers started: the start-up recheck (quarantine what today's
-    admission refuses), the system objects a fresh cluster has, the controllers wired and every stored
-    object queued for them once (whatever changed while the server was down). A controller failure
-    there is a 500 naming it for the readers that need it, never a cluster that stays down."""
+    admission refuses), the controllers wired, every stored object queued for them once (whatever changed
+    while the server was down), and the system objects a fresh cluster has, written through the registry
+    phase by phase. A controller failure there is a 500 naming it for the readers that need it, never a
+    cluster that stays down."""
     recheck(server.registry, now_rfc3339())
-    bootstrap(server.store, server.config, now_rfc3339())
     manager = wire(server)
-    manager.start()
+    # A new cluster comes up as kind's does (bootstrap.PHASES): the control plane with its add-ons, then
+    # the workers, then ingress-nginx, the controllers acting in between.
+    for phase in PHASES:
+        bootstrap(server.registry, phase)
+        if phase == PHASES[0]:
+            manager.start()
+        manager.drain_now()
     return manager
 
 

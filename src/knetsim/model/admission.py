@@ -236,13 +236,21 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
     kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
     if kind is None:
         return dict(body), Decoded(dict(body)), None
+    obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation)
+    return obj, decoded, kind
+
+
+def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
+             field_validation: FieldValidation = FieldValidation.STRICT) -> tuple[dict[str, Any], Decoded]:
+    """decode → default → validate an object of a resolved kind, as a create admits it (what a stored
+    object must still pass at start-up too); raises AdmissionError. The live registry runs the same
+    steps with its own between them (prepare, namespace lifecycle, plugins, webhooks, allocation)."""
     decoded = decode(body, kind, field_validation)
     obj = default(decoded.obj, kind, namespace)
     errors = validation_errors(obj, kind)
     if errors:
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        raise invalid(kind, name, errors)
-    return obj, decoded, kind
+        raise invalid(kind, str((obj.get("metadata") or {}).get("name") or ""), errors)
+    return obj, decoded
 
 
 def _crd_fields(schema_node: dict[str, Any], path: list[str]) -> list[str]:
