@@ -310,7 +310,8 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     # The Gateway API kinds while no CRD of theirs is loaded: custom resources' behaviour (a CRD's
     # own version, where one is in force, takes over through custom_strategy).
     *(Strategy(kind, generation=True, status=StatusPolicy.SUBRESOURCE)
-      for kind in ("GatewayClass", "Gateway", "HTTPRoute")),
+      for kind in ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
+                   "ListenerSet", "BackendTLSPolicy")),
     Strategy("ReferenceGrant", generation=True),
     # cilium.io/v2, a custom resource on a real cluster (knetsim serves it without its CRD).
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
