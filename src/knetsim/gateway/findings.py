@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..cluster.gatewayinfra import EG_CONTROLLER
+from ..cluster.gatewayinfra import EG_CONTROLLER, OWNING_NAME
 from ..cluster.state import ClusterState
 from ..model.gatewayapi import GROUP, HTTPRoute
 from ..model.labels import edit_distance
@@ -118,7 +118,7 @@ def _gateway(gctx: GatewayContext) -> list[GatewayFinding]:
     if programmed is not None and not programmed.ok:
         fix = ("the LoadBalancer pool is exhausted or the proxy Service is missing: free an address "
                "(kubectl get svc -A | grep LoadBalancer)" if programmed.reason == "AddressNotAssigned" else
-               f"kubectl -n envoy-gateway-system describe pods -l gateway.envoyproxy.io/owning-gateway-name={gw.name}")
+               f"kubectl -n envoy-gateway-system describe pods -l {OWNING_NAME}={gw.name}")
         out.append(GatewayFinding("GatewayNotProgrammed", "error", subject, "status.conditions[Programmed]",
                                   f"{programmed.reason}: {programmed.message}: nothing answers on the Gateway", fix))
     return out

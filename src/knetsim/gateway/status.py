@@ -14,7 +14,8 @@ from typing import Any
 from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
 from ..model.objects import Object
-from .translate import Conditions, Translation, translate
+from .conditions import Conditions, Type
+from .translate import Translation, translate
 
 EPOCH = "1970-01-01T00:00:00Z"
 
@@ -52,7 +53,7 @@ def status_of(state: ClusterState, obj: Object, now: str | None = None, translat
         if entry is None or not entry[1].ours:
             return None
         conds = Conditions()
-        conds.set("Accepted", entry[1].accepted, entry[1].reason, entry[1].message)
+        conds.set(Type.ACCEPTED, entry[1].accepted, entry[1].reason, entry[1].message)
         return {**previous, "conditions": _conditions(conds, generation, when, previous.get("conditions"))}
     if obj.kind == "Gateway":
         gctx = t.gateways.get(obj.key)

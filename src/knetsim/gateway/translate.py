@@ -20,19 +20,21 @@ Envoy Gateway's translator (``internal/gatewayapi/translator.go``) is the model,
    is programmed — its rules join that listener's routing table. A rule is never routed while
    its route is reported as not accepted there: both come from the same code.
 
-Messages are Envoy Gateway's where it has one. ``reference_permitted`` is the pure ReferenceGrant
-check (a grant in the *target* namespace lists the source and the target kind).
+Messages are Envoy Gateway's where it has one; condition types and reasons are ``conditions``'
+constants, and ``grants.reference_permitted`` is the pure ReferenceGrant check.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..cluster.gatewayinfra import (
     EG_CONTROLLER,
     EG_NAMESPACE,
+    OWNING_NAME,
+    OWNING_NAMESPACE,
     PROTOCOL_KINDS,
     ClassVerdict,
     class_verdicts,
@@ -47,7 +49,6 @@ from ..model.gatewayapi import (
     HTTPRoute,
     Listener,
     ParentRef,
-    ReferenceGrant,
     RouteGroupKind,
     RouteMatch,
     RouteRule,
@@ -55,58 +56,13 @@ from ..model.gatewayapi import (
 from ..model.labels import Selector
 from ..model.objects import Service
 from . import hostnames
+from .conditions import Conditions, Reason, Type
+from .grants import ReferenceFrom, ReferenceTo, reference_permitted
 
 ROUTE_KIND = "HTTPRoute"
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite",
                      "RequestMirror", "CORS")
 REDIRECT_CODES = (301, 302, 303, 307, 308)
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "True"
-
-
-class Conditions(dict[str, Condition]):
-    """Conditions by type, in the order first set (as MergeConditions keeps them)."""
-
-    def set(self, type_: str, ok: bool, reason: str, message: str) -> None:
-        self[type_] = Condition(type_, "True" if ok else "False", reason, message)
-
-    def is_false(self, type_: str) -> bool:
-        c = self.get(type_)
-        return c is not None and c.status == "False"
-
-
-# --- ReferenceGrant -------------------------------------------------------------------------
-
-
-def reference_permitted(from_group: str, from_kind: str, from_namespace: str, to_group: str, to_kind: str,
-                        to_namespace: str, to_name: str, grants: Iterable[ReferenceGrant]) -> bool:
-    """May an object of (group, kind) in ``from_namespace`` refer to ``to_namespace/to_name``?
-
-    The same namespace always may. Otherwise a ReferenceGrant in the *target* namespace must
-    list the source (group, kind, namespace) in ``from`` and the target (group, kind, and a
-    name equal to ``to_name`` or none) in ``to``.
-    """
-    if from_namespace == to_namespace:
-        return True
-    for grant in grants:
-        if grant.namespace != to_namespace:
-            continue
-        if not any(f.group == from_group and f.kind == from_kind and f.namespace == from_namespace
-                   for f in grant.from_):
-            continue
-        if any(t.group == to_group and t.kind == to_kind and (t.name is None or t.name == to_name) for t in grant.to):
-            return True
-    return False
 
 
 # --- what the pass produces ------------------------------------------------------------------
@@ -182,7 +138,7 @@ class ListenerContext:
 
     @property
     def programmed(self) -> bool:
-        c = self.conditions.get("Programmed")
+        c = self.conditions.get(Type.PROGRAMMED)
         return c is not None and c.ok
 
     def allows_kind(self, kind: str) -> bool:
@@ -268,29 +224,32 @@ def _gateway(state: ClusterState, gw: Gateway) -> GatewayContext:
     _conflicts(ctx)
     for lc in ctx.listeners:
         _finish_listener(lc)
-    accepted = [lc for lc in ctx.listeners if not lc.conditions.is_false("Accepted")]
-    rejected = sorted(lc.name for lc in ctx.listeners if lc.conditions.is_false("Accepted"))
+    accepted = [lc for lc in ctx.listeners if not lc.conditions.is_false(Type.ACCEPTED)]
+    rejected = sorted(lc.name for lc in ctx.listeners if lc.conditions.is_false(Type.ACCEPTED))
     if not rejected:
-        ctx.conditions.set("Accepted", True, "Accepted", "The Gateway has been scheduled by Envoy Gateway")
+        ctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "The Gateway has been scheduled by Envoy Gateway")
     elif accepted:
-        ctx.conditions.set("Accepted", True, "ListenersNotValid", f"Listeners not valid: {', '.join(rejected)}")
+        ctx.conditions.set(Type.ACCEPTED, True, Reason.LISTENERS_NOT_VALID,
+                           f"Listeners not valid: {', '.join(rejected)}")
     else:
-        ctx.conditions.set("Accepted", False, "ListenersNotValid", f"No listeners are valid: {', '.join(rejected)}")
+        ctx.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID,
+                           f"No listeners are valid: {', '.join(rejected)}")
     name = proxy_name(gw.namespace, gw.name)
     svc = state.services.get(f"{EG_NAMESPACE}/{name}")
     if svc is not None:
         ctx.proxy_service = svc.key
         ctx.addresses = list(svc.load_balancer_ips)
-    pods = [p for p in state.pods_in(EG_NAMESPACE) if p.labels.get("gateway.envoyproxy.io/owning-gateway-name")
-            == gw.name and p.labels.get("gateway.envoyproxy.io/owning-gateway-namespace") == gw.namespace]
+    pods = [p for p in state.pods_in(EG_NAMESPACE)
+            if p.labels.get(OWNING_NAME) == gw.name and p.labels.get(OWNING_NAMESPACE) == gw.namespace]
     ctx.proxy_pods_total = len(pods)
     ctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
     if not ctx.addresses:
-        ctx.conditions.set("Programmed", False, "AddressNotAssigned", "No addresses have been assigned to the Gateway")
+        ctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
+                           "No addresses have been assigned to the Gateway")
     elif not ctx.proxy_pods:
-        ctx.conditions.set("Programmed", False, "NoResources", "Envoy replicas unavailable")
+        ctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, "Envoy replicas unavailable")
     else:
-        ctx.conditions.set("Programmed", True, "Programmed", f"Address assigned to the Gateway, "
+        ctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, f"Address assigned to the Gateway, "
                            f"{len(ctx.proxy_pods)}/{ctx.proxy_pods_total} envoy replicas available")
     return ctx
 
@@ -300,7 +259,7 @@ def _listener(state: ClusterState, gw: Gateway, listener: Listener) -> ListenerC
     cond = lc.conditions
     kinds = PROTOCOL_KINDS.get(listener.protocol)
     if kinds is None:
-        cond.set("Accepted", False, "UnsupportedProtocol",
+        cond.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_PROTOCOL,
                  f"Protocol {listener.protocol} is unsupported, must be HTTP, HTTPS, TCP or UDP.")
         return lc
     if listener.kinds is None or not listener.kinds:
@@ -309,24 +268,26 @@ def _listener(state: ClusterState, gw: Gateway, listener: Listener) -> ListenerC
         supported = []
         for k in listener.kinds:
             if k.group != GROUP:
-                cond.set("ResolvedRefs", False, "InvalidRouteKinds", f"Group is not supported, group must be {GROUP}")
+                cond.set(Type.RESOLVED_REFS, False, Reason.INVALID_ROUTE_KINDS,
+                         f"Group is not supported, group must be {GROUP}")
             elif k.kind in kinds:
                 supported.append(k)
         for k in listener.kinds:
             if k.group == GROUP and k.kind not in kinds:
                 shown = [s.kind for s in supported] or list(kinds)
-                cond.set("ResolvedRefs", False, "InvalidRouteKinds",
+                cond.set(Type.RESOLVED_REFS, False, Reason.INVALID_ROUTE_KINDS,
                          f"{k.kind} is not supported, kind must be one of [{' '.join(shown)}]")
         lc.supported_kinds = supported
     if listener.namespaces_from == "Selector":
         if listener.namespace_selector is None:
-            cond.set("Programmed", False, "Invalid", "The allowedRoutes.namespaces.selector field must be specified "
+            cond.set(Type.PROGRAMMED, False, Reason.INVALID,
+                     "The allowedRoutes.namespaces.selector field must be specified "
                      "when allowedRoutes.namespaces.from is set to \"Selector\".")
         else:
             try:
                 Selector.from_label_selector(listener.namespace_selector)
             except Exception as exc:  # a malformed selector: the listener is invalid, say why
-                cond.set("Programmed", False, "Invalid",
+                cond.set(Type.PROGRAMMED, False, Reason.INVALID,
                          f"The allowedRoutes.namespaces.selector could not be parsed: {exc}.")
     if listener.protocol == "HTTPS" or (listener.protocol == "TLS" and listener.tls_mode != "Passthrough"):
         _certificates(state, gw, listener, cond)
@@ -335,21 +296,22 @@ def _listener(state: ClusterState, gw: Gateway, listener: Listener) -> ListenerC
 
 def _certificates(state: ClusterState, gw: Gateway, listener: Listener, cond: Conditions) -> None:
     if not listener.certificate_refs:
-        cond.set("Programmed", False, "Invalid", "Listener must have at least 1 TLS certificate ref")
+        cond.set(Type.PROGRAMMED, False, Reason.INVALID, "Listener must have at least 1 TLS certificate ref")
         return
     for ref in listener.certificate_refs:
         ns = ref.namespace or gw.namespace
         if ref.group not in ("", "core") or ref.kind != "Secret":
-            cond.set("ResolvedRefs", False, "InvalidCertificateRef",
+            cond.set(Type.RESOLVED_REFS, False, Reason.INVALID_CERTIFICATE_REF,
                      f"Certificate ref {ref.kind} {ns}/{ref.name} is not a Secret (group \"\", kind Secret).")
             return
-        if not reference_permitted(GROUP, "Gateway", gw.namespace, "", "Secret", ns, ref.name,
-                                   state.reference_grants.values()):
-            cond.set("ResolvedRefs", False, "RefNotPermitted",
+        if not reference_permitted(ReferenceFrom.gateway_api("Gateway", gw.namespace),
+                                   ReferenceTo.core("Secret", ns, ref.name), state.reference_grants.values()):
+            cond.set(Type.RESOLVED_REFS, False, Reason.REF_NOT_PERMITTED,
                      f"Certificate ref to secret {ns}/{ref.name} not permitted by any ReferenceGrant.")
             return
         if not _secret_exists(state, ns, ref.name):
-            cond.set("ResolvedRefs", False, "InvalidCertificateRef", f"Secret {ns}/{ref.name} does not exist.")
+            cond.set(Type.RESOLVED_REFS, False, Reason.INVALID_CERTIFICATE_REF,
+                     f"Secret {ns}/{ref.name} does not exist.")
             return
 
 
@@ -374,14 +336,14 @@ def _conflicts(ctx: GatewayContext) -> None:
             names = sorted(f"{ctx.gateway.key}/{lc.name}" for lc in listeners if lc.listener.protocol != "UDP")
             for lc in listeners:
                 if lc.listener.protocol != "UDP":
-                    lc.conditions.set("Conflicted", True, "ProtocolConflict",
+                    lc.conditions.set(Type.CONFLICTED, True, Reason.PROTOCOL_CONFLICT,
                                       "All listeners for a given port must use a compatible protocol, conflicting "
                                       f"listeners: {', '.join(names)}")
     seen: set[tuple[str, str, int | None]] = set()
     for lc in valid:
         ident = (lc.listener.protocol, (lc.listener.hostname or "").lower(), lc.listener.port)
         if ident in seen and not lc.conditions:
-            lc.conditions.set("Conflicted", True, "HostnameConflict",
+            lc.conditions.set(Type.CONFLICTED, True, Reason.HOSTNAME_CONFLICT,
                               "Port, protocol and hostname tuple must be unique for every listener")
         seen.add(ident)
 
@@ -390,20 +352,21 @@ def _finish_listener(lc: ListenerContext) -> None:
     """validateListenerConditions: a clean listener is programmed; any problem makes it not programmed."""
     cond = lc.conditions
     if not cond:
-        cond.set("Programmed", True, "Programmed", "Sending translated listener configuration to the data plane")
-        cond.set("Accepted", True, "Accepted", "Listener has been successfully translated")
-        cond.set("ResolvedRefs", True, "ResolvedRefs", "Listener references have been resolved")
+        cond.set(Type.PROGRAMMED, True, Reason.PROGRAMMED,
+                 "Sending translated listener configuration to the data plane")
+        cond.set(Type.ACCEPTED, True, Reason.ACCEPTED, "Listener has been successfully translated")
+        cond.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS, "Listener references have been resolved")
         return
     only = list(cond.values())
     if len(only) == 1 and only[0].type == "ResolvedRefs" and only[0].reason in ("InvalidCertificateRef",
                                                                                   "RefNotPermitted"):
-        cond.set("Accepted", True, "Accepted", "Listener has been successfully translated")
-        cond.set("Programmed", False, "Invalid", "Listener is invalid, see other Conditions for details.")
+        cond.set(Type.ACCEPTED, True, Reason.ACCEPTED, "Listener has been successfully translated")
+        cond.set(Type.PROGRAMMED, False, Reason.INVALID, "Listener is invalid, see other Conditions for details.")
         return
     if "Programmed" not in cond:
-        cond.set("Programmed", False, "Invalid", "Listener is invalid, see other Conditions for details.")
+        cond.set(Type.PROGRAMMED, False, Reason.INVALID, "Listener is invalid, see other Conditions for details.")
     if "ResolvedRefs" not in cond:
-        cond.set("ResolvedRefs", True, "ResolvedRefs", "Listener references have been resolved")
+        cond.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS, "Listener references have been resolved")
 
 
 # --- routes -----------------------------------------------------------------------------------
@@ -469,28 +432,29 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
     allowed = [lc for lc in selected if lc.allows_kind(ROUTE_KIND)
                and _namespace_allowed(state, gctx.gateway, lc.listener, route.namespace)]
     if not selected:
-        ps.conditions.set("Accepted", False, "NoMatchingParent", "No listeners match this parent ref")
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NO_MATCHING_PARENT, "No listeners match this parent ref")
     elif not allowed:
-        ps.conditions.set("Accepted", False, "NotAllowedByListeners",
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NOT_ALLOWED_BY_LISTENERS,
                           "No listeners included by this parent ref allowed this attachment.")
     else:
-        ps.conditions.set("Accepted", True, "Accepted", "Route is accepted")
+        ps.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "Route is accepted")
     live_rules = [r for r in route.rules if r.index not in rc.dropped]
-    if rc.dropped and not ps.conditions.is_false("Accepted"):
+    if rc.dropped and not ps.conditions.is_false(Type.ACCEPTED):
         reason, message = next(iter(rc.dropped.values()))
         if not live_rules:
-            ps.conditions.set("Accepted", False, reason, message)
+            ps.conditions.set(Type.ACCEPTED, False, reason, message)
         else:
-            ps.conditions.set("PartiallyInvalid", True, reason,
+            ps.conditions.set(Type.PARTIALLY_INVALID, True, reason,
                               f"Dropped Rule(s) [{' '.join(str(i) for i in sorted(rc.dropped))}]: {message}")
     failure = next(((rule, b) for rule in live_rules for b in rc.backends.get(rule.index, ()) if not b.valid), None)
     if failure is not None:
         rule, b = failure
-        ps.conditions.set("ResolvedRefs", False, b.reason or "",
+        ps.conditions.set(Type.RESOLVED_REFS, False, b.reason or "",
                           f"Failed to process route rule {rule.index} backendRef {b.ref.index}: {b.problem}")
     else:
-        ps.conditions.set("ResolvedRefs", True, "ResolvedRefs", "Resolved all the Object references for the Route")
-    if ps.conditions.is_false("Accepted"):
+        ps.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
+                          "Resolved all the Object references for the Route")
+    if ps.conditions.is_false(Type.ACCEPTED):
         return ps
     attached: list[tuple[ListenerContext, tuple[str, ...]]] = []
     for lc in allowed:
@@ -498,7 +462,7 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
         if hosts is not None:
             attached.append((lc, hosts))
     if not attached:
-        ps.conditions.set("Accepted", False, "NoMatchingListenerHostname",
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NO_MATCHING_LISTENER_HOSTNAME,
                           "There were no hostname intersections between the HTTPRoute and this parent ref's "
                           "Listener(s).")
         return ps
@@ -538,24 +502,24 @@ def _rule_problem(rule: RouteRule) -> tuple[str, str] | None:
     filters = [*rule.filters, *(f for b in rule.backend_refs for f in b.filters)]
     for f in filters:
         if f.type not in SUPPORTED_FILTERS:
-            return "UnsupportedValue", f"Unsupported filter type: {f.type}"
+            return Reason.UNSUPPORTED_VALUE, f"Unsupported filter type: {f.type}"
     types = [f.type for f in rule.filters]
     if "RequestRedirect" in types and "URLRewrite" in types:
-        return "IncompatibleFilters", ("May specify either httpRouteFilterRequestRedirect or "
+        return Reason.INCOMPATIBLE_FILTERS, ("May specify either httpRouteFilterRequestRedirect or "
                                        "httpRouteFilterRequestRewrite, but not both")
     for f in rule.filters:
         modifier = (f.request_redirect.path if f.request_redirect else None) or (
             f.url_rewrite.path if f.url_rewrite else None)
         if f.request_redirect is not None and f.request_redirect.status_code not in REDIRECT_CODES:
-            return "UnsupportedValue", (f"Status code {f.request_redirect.status_code} is not supported, must be one "
-                                        "of 301, 302, 303, 307 or 308")
+            return Reason.UNSUPPORTED_VALUE, (f"Status code {f.request_redirect.status_code} is not supported, "
+                                              "must be one of 301, 302, 303, 307 or 308")
         if modifier is None:
             continue
         if modifier.type not in ("ReplaceFullPath", "ReplacePrefixMatch"):
-            return "UnsupportedValue", f"Unsupported path modifier type: {modifier.type}"
+            return Reason.UNSUPPORTED_VALUE, f"Unsupported path modifier type: {modifier.type}"
         if modifier.type == "ReplacePrefixMatch" and (len(rule.matches) != 1
                                                       or rule.matches[0].path.type != "PathPrefix"):
-            return "UnsupportedValue", ("When using ReplacePrefixMatch, exactly one PathPrefix match must be "
+            return Reason.UNSUPPORTED_VALUE, ("When using ReplacePrefixMatch, exactly one PathPrefix match must be "
                                         "specified")
     return None
 
@@ -568,26 +532,30 @@ def _backend(state: ClusterState, route: HTTPRoute, ref: BackendRef) -> Resolved
         return ResolvedBackend(ref, ns, key, ref.port, ref.weight, reason, problem)
 
     if ref.group not in ("", "core"):
-        return bad("InvalidKind", "Group is invalid, only the core API group (specified by omitting the group field "
+        return bad(Reason.INVALID_KIND,
+                   "Group is invalid, only the core API group (specified by omitting the group field "
                    "or setting it to an empty string), multicluster.x-k8s.io and gateway.envoyproxy.io are supported")
     if ref.kind != "Service":
-        return bad("InvalidKind", "Kind is invalid, only Service, MCS ServiceImport and Envoy Gateway Backend are "
+        return bad(Reason.INVALID_KIND,
+                   "Kind is invalid, only Service, MCS ServiceImport and Envoy Gateway Backend are "
                    "supported" + (" (knetsim simulates Service backends only)" if ref.kind in ("ServiceImport",
                                                                                                "Backend") else ""))
-    if not reference_permitted(GROUP, ROUTE_KIND, route.namespace, ref.group, ref.kind, ns, ref.name,
-                               state.reference_grants.values()):
-        return bad("RefNotPermitted", f"Backend ref to Service {key} not permitted by any ReferenceGrant.")
+    if not reference_permitted(ReferenceFrom.gateway_api(ROUTE_KIND, route.namespace),
+                               ReferenceTo(ref.group, ref.kind, ns, ref.name), state.reference_grants.values()):
+        return bad(Reason.REF_NOT_PERMITTED, f"Backend ref to Service {key} not permitted by any ReferenceGrant.")
     if ref.port is None:
-        return bad("PortNotSpecified", "A valid port number corresponding to a port on the Service must be specified")
+        return bad(Reason.PORT_NOT_SPECIFIED,
+                   "A valid port number corresponding to a port on the Service must be specified")
     svc = state.services.get(key)
     if svc is None:
-        return bad("BackendNotFound", f"service {key} not found")
+        return bad(Reason.BACKEND_NOT_FOUND, f"service {key} not found")
     if svc.type == "ExternalName":
-        return bad("UnsupportedValue", f"Service {key} is of type ExternalName, which is not supported as a backend; "
+        return bad(Reason.UNSUPPORTED_VALUE,
+                   f"Service {key} is of type ExternalName, which is not supported as a backend; "
                    "use an Envoy Gateway Backend resource with an FQDN endpoint instead")
     sp = next((p for p in svc.ports if p.port == ref.port and p.protocol == "TCP"), None)
     if sp is None:
-        return bad("PortNotFound", f"TCP Port {ref.port} not found on Service {key}")
+        return bad(Reason.PORT_NOT_FOUND, f"TCP Port {ref.port} not found on Service {key}")
     return ResolvedBackend(ref, ns, key, ref.port, ref.weight, None, None, str(sp.target_port),
                            _ready_endpoints(state, svc, sp.name))
 
