@@ -281,8 +281,11 @@ def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> Non
     """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
     for doc in by_kind.get("GatewayClass", []):
         state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
-    collections: dict[str, dict[str, Any]] = {"Gateway": state.gateways, "HTTPRoute": state.http_routes,
-                                              "ReferenceGrant": state.reference_grants}
+    collections: dict[str, dict[str, Any]] = {
+        "Gateway": state.gateways, "HTTPRoute": state.http_routes, "ReferenceGrant": state.reference_grants,
+        "GRPCRoute": state.grpc_routes, "TLSRoute": state.tls_routes, "TCPRoute": state.tcp_routes,
+        "UDPRoute": state.udp_routes, "ListenerSet": state.listener_sets,
+        "BackendTLSPolicy": state.backend_tls_policies}
     for kind, collection in collections.items():
         for doc in by_kind.get(kind, []):
             obj = gatewayapi.PARSERS[kind](doc.body, doc.source)
