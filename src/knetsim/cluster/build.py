@@ -260,8 +260,11 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
+    labels = {d.name: {**((d.body.get("metadata") or {}).get("labels") or {}), "kubernetes.io/metadata.name": d.name}
+              for d in by_kind.get("Namespace", [])}
     pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
-    for body in infra_manifests(classes, gateways):
+    for body in infra_manifests(classes, gateways, listener_sets, labels):
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:

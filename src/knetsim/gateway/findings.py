@@ -56,7 +56,7 @@ def gateway_findings(state: ClusterState, namespace: str | None = None) -> list[
             out.append(_unclaimed_gateway(state, key))
         else:
             out.extend(_gateway(gctx))
-    for _key, rc in sorted(t.routes.items()):
+    for rc in t.routes_of("HTTPRoute"):
         if namespace is not None and rc.route.namespace != namespace:
             continue
         out.extend(_route(state, t.gateways, rc))

@@ -31,6 +31,7 @@ from ..cluster.state import ClusterState
 from ..model.gatewayapi import HeaderModifier
 from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
 from . import hostnames
+from .listeners import ListenerContext
 from .matching import (
     apply_header_modifier,
     hostname_rank,
@@ -42,7 +43,7 @@ from .matching import (
     redirect_location,
     why_lower,
 )
-from .translate import GatewayContext, ListenerContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
+from .translate import GatewayContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
 
 PROXIED = "proxied"
 REDIRECT = "redirect"
