@@ -265,6 +265,11 @@ def _translate(state: ClusterState, now: datetime) -> Translation:
         objs: Mapping[str, Any] = getattr(state, collection)
         for route in sorted(objs.values(), key=_age):
             routes[(kind, route.key)] = _route(state, route, gateways, sets, policies)
+    # A conflicted policy reports the ancestors of the policy it yields to (ProcessBackendTLSPolicyStatus).
+    for pctx in policies.contexts.values():
+        if pctx.conflict is not None and pctx.conflict in policies.contexts:
+            for ancestor in policies.contexts[pctx.conflict].ancestors:
+                pctx.add_ancestor(ancestor.ref)
     return Translation(classes, gateways, dict(sorted(routes.items())), sets, policies.contexts, now)
 
 
@@ -707,7 +712,7 @@ def _policy_ancestors(rc: RouteContext, policies: Policies) -> None:
     covered: list[PolicyContext] = []
     for rule in rc.route.rules:
         for b in rc.backends.get(rule.index, ()):
-            if not b.port_name or b.weight == 0:
+            if b.reason not in (None, INVALID_BACKEND_TLS) or b.weight == 0:
                 continue  # no Service port was resolved: no policy can apply
             policy = policies.for_backend(b.namespace, b.ref.name, b.port_name)
             if policy is not None and policy not in covered:
