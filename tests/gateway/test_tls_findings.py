@@ -38,8 +38,8 @@ def edge() -> Cluster:
 
 
 def test_the_example_certificates_are_reproducible() -> None:
-    assert (TLS / "certificates.yaml").read_text() == tls_example.render(tls_example.documents())
-    assert (BROKEN / "certificates.yaml").read_text() == tls_example.render(tls_example.broken_documents(),
+    assert (TLS / "secrets.yaml").read_text() == tls_example.render(tls_example.documents())
+    assert (BROKEN / "secrets.yaml").read_text() == tls_example.render(tls_example.broken_documents(),
                                                                             " broken")
     client = tls_example.partner_client()
     assert (TLS / "partner-client.pem").read_text() == client.cert_pem + client.key_pem

@@ -4,8 +4,8 @@ The examples' Secrets, CA ConfigMaps and client certificate are knetsim's own, g
 tests/gateway/certgen.py (keys derived from names, deterministic signatures, fixed validity windows): a
 test requires the committed files to equal what this module prints, so nobody has to trust a PEM blob.
 
-    python -m tests.gateway.tls_example            # examples/gateway/tls/certificates.yaml
-    python -m tests.gateway.tls_example broken     # examples/gateway/tls-broken/certificates.yaml
+    python -m tests.gateway.tls_example            # examples/gateway/tls/secrets.yaml
+    python -m tests.gateway.tls_example broken     # examples/gateway/tls-broken/secrets.yaml
     python -m tests.gateway.tls_example client     # examples/gateway/tls/partner-client.pem
 """
 

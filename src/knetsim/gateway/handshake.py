@@ -107,8 +107,12 @@ def serving_certificate(lc: ListenerContext, sni: str | None) -> certs.ServingCe
 
 
 def handshake(listeners: Sequence[ListenerContext], port: int, sni: str | None,
-              client_chain: Sequence[Any] | None, now: datetime) -> tuple[TLSHandshake, Chain | None]:
-    """The handshake a client sending ``sni`` (and optionally ``client_chain``) has at ``port``."""
+              client_chain: Sequence[Any] | None, now: datetime, *,
+              check_client: bool = True) -> tuple[TLSHandshake, Chain | None]:
+    """The handshake a client sending ``sni`` (and optionally ``client_chain``) has at ``port``.
+
+    ``check_client=False`` stops after the certificate choice: a server that reads the ClientHello before
+    the client's certificate is sent (the live listeners) checks that certificate in its own TLS stack."""
     sni = hostnames.normalize(sni) if sni else None
     port_chains = chains(listeners, port)
     chain = select(port_chains, sni)
@@ -129,7 +133,7 @@ def handshake(listeners: Sequence[ListenerContext], port: int, sni: str | None,
     base = {"sni": sni, "listener": lc.name, "mode": TERMINATE, "route": route, "certificate": info,
             "certificate_from": f"Secret {serving.source}", "covers_sni": info.covers(sni) if sni else None}
     frontend = lc.frontend
-    if frontend is None or frontend.error is not None:
+    if frontend is None or frontend.error is not None or not check_client:
         return TLSHandshake(**base), chain
     fallback = frontend.mode == "AllowInsecureFallback"
     if not client_chain:
