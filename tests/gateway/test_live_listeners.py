@@ -204,3 +204,23 @@ def test_a_listener_removed_from_the_gateway_stops_listening(live: Live, edge: d
     assert wait_for(gone, timeout=20)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_observed_generation_follows_a_spec_change(live: Live, edge: dict[str, Any]) -> None:
+    """Given an HTTPRoute whose spec changes, then metadata.generation counts up and every condition of its
+    status reports that generation as observedGeneration (what the conformance helpers compare)."""
+    before = json.loads(live.kubectl("get", "httproute", "-n", "edge", "shop", "-o", "json").stdout)
+    live.kubectl("patch", "httproute", "-n", "edge", "shop", "--type", "json", "-p",
+                 json.dumps([{"op": "add", "path": "/spec/hostnames/-", "value": "store.shop.example"}]))
+
+    def observed() -> dict[str, Any] | None:
+        route = json.loads(live.kubectl("get", "httproute", "-n", "edge", "shop", "-o", "json").stdout)
+        gen = route["metadata"]["generation"]
+        conds = [c for p in route["status"]["parents"] for c in p["conditions"]]
+        return route if gen > before["metadata"]["generation"] and all(c["observedGeneration"] == gen
+                                                                       for c in conds) else None
+
+    route = wait_for(observed, timeout=20)
+    assert route is not None
+    assert route["status"]["parents"][0]["parentRef"] == {"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                                                          "name": "edge", "sectionName": "https"}

@@ -91,8 +91,10 @@ def as_served(r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def has_generation(r: Resource) -> bool:
-    """Custom resources always count generations; built-in kinds where their strategy does."""
-    return r.kind in GENERATION_KINDS or kind_of(r).crd is not None
+    """Custom resources always count generations; built-in kinds where their strategy does. The Gateway API kinds
+    are custom resources even where knetsim registers them without a CRD (their controller reports
+    observedGeneration, which clients compare with metadata.generation)."""
+    return r.kind in GENERATION_KINDS or kind_of(r).crd is not None or r.group == "gateway.networking.k8s.io"
 
 
 def check_resource_version(r: Resource, name: str, want: Any, current: int) -> None:
