@@ -16,6 +16,7 @@ import json
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ def edge(live: Live, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
                 for r in info.get("gateway_listeners") or []}
         return rows if len(rows) == 7 else None
 
-    rows = wait_for(listed, timeout=30)
+    rows = wait_for(listed, timeout=90)  # a busy machine: the Deployments settle first
     assert rows is not None, (live.state / "ready.json").read_text()
     return {"ports": {k: int(v.rsplit(":", 1)[1]) for k, v in rows.items()},
             "ca": _ca(tmp_path_factory.mktemp("ca"))}
@@ -204,6 +205,13 @@ def test_a_listener_removed_from_the_gateway_stops_listening(live: Live, edge: d
     assert wait_for(gone, timeout=20)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    # Put back, the listener gets its old local port again: what a client read from ready.json still works.
+    live.kubectl("patch", "gateway", "-n", "edge", "edge", "--type", "json", "-p",
+                 json.dumps([{"op": "add", "path": f"/spec/listeners/{index}",
+                              "value": gateway["spec"]["listeners"][index]}]))
+    assert wait_for(lambda: not gone(), timeout=20)
+    out = _run("nc", "-q", "1", "127.0.0.1", str(port), input="back again\n")
+    assert out.stdout == "back again\n", out.stderr
 
 
 def test_observed_generation_follows_a_spec_change(live: Live, edge: dict[str, Any]) -> None:
@@ -224,3 +232,24 @@ def test_observed_generation_follows_a_spec_change(live: Live, edge: dict[str, A
     assert route is not None
     assert route["status"]["parents"][0]["parentRef"] == {"group": "gateway.networking.k8s.io", "kind": "Gateway",
                                                           "name": "edge", "sectionName": "https"}
+
+
+def test_a_listener_set_listener_is_listed_once_its_secret_exists(live: Live, edge: dict[str, Any]) -> None:
+    """Given the ListenerSet's listener on port 443 (a port the Gateway's own listener already holds), when its
+    Secret is deleted the listener is no longer programmed and leaves ready.json; when the Secret returns, the
+    listener is listed again and curl gets the team's certificate, though no port was bound or unbound."""
+    secret = live.kubectl("get", "secret", "-n", "team-a", "team-a-cert", "-o", "json").stdout
+    live.kubectl("delete", "secret", "-n", "team-a", "team-a-cert")
+
+    def listed(present: bool) -> Callable[[], bool]:
+        def check() -> bool:
+            info = json.loads((live.state / "ready.json").read_text())
+            return any(r["listener_set"] == "team-a/team-a" for r in info["gateway_listeners"]) is present
+        return check
+
+    assert wait_for(listed(False), timeout=30)
+    live.kubectl("apply", "-f", "-", input=secret)
+    assert wait_for(listed(True), timeout=30)
+    got = _curl(edge, "a.team.example", "https", "-v")
+    assert got.returncode == 0, got.stderr
+    assert "subject: CN=a.team.example" in got.stderr and "x-knetsim-backend: team-a/app-" in got.stdout

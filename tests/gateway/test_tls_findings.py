@@ -68,7 +68,7 @@ def test_every_protocol_reaches_its_backend(edge: Cluster) -> None:
     assert route_stream(state, "edge/edge", "tcp", 5432).backend.service == "edge/postgres"
     assert route_stream(state, "edge/edge", "udp", 53).backend.service == "edge/dns"
     team = route(state, "edge/edge", HTTPRequest("a.team.example", "/", scheme="https"))
-    assert team.proxied and team.backend.service == "team-a/app" and team.listener == "https"
+    assert team.proxied and team.backend.service == "team-a/app" and team.listener == "team-a/team-a/https"
     assert team.tls.certificate.subject == "CN=a.team.example"
 
 
@@ -124,3 +124,28 @@ def test_applying_the_fixes_clears_the_findings() -> None:
              .replace("hostname: api.edge.svc", "hostname: www.shop.example"))
     c = Cluster.from_yaml(fixed)
     assert [f.code for f in gateway_findings(c.state)] == []
+
+
+def test_trace_from_outside_enters_every_listener_kind(edge: Cluster) -> None:
+    """Given the edge example, then trace --from external reaches the TCP and UDP backends through their
+    listeners (the address and port pick the listener), a TLS passthrough backend by the host as SNI, and the
+    TLS-speaking api through the HTTPS listener; a handshake the partner port refuses (no client certificate)
+    is refused."""
+    tcp = edge.trace("external", "tcp://172.18.255.200:5432")
+    assert tcp.connected and tcp.protocol == "TCP" and tcp.backend.pod.startswith("edge/postgres-")
+    udp = edge.trace("external", "udp://172.18.255.200:53")
+    assert udp.connected and udp.protocol == "UDP" and udp.backend.pod.startswith("edge/dns-")
+    assert any(h.layer == "gateway" and "UDPRoute edge/dns" in h.detail for h in udp.hops)
+    ledger = edge.trace("external", "tcp://ledger.shop.example:9443")
+    assert ledger.connected and ledger.backend.pod.startswith("edge/ledger-")
+    api = edge.trace("external", "https://www.shop.example/api/orders")
+    assert api.reply.status == 200 and api.backend.pod.startswith("edge/api-")
+    partners = edge.trace("external", "https://partners.shop.example:8443/")
+    assert partners.outcome == "refused" and "client certificate" in partners.hops[-1].detail
+
+
+def test_trace_from_outside_meets_envoys_503_when_backend_tls_fails() -> None:
+    broken = _cluster(BROKEN).trace("external", "https://www.other.example/")
+    assert broken.reply.status == 503 and broken.backend is None
+    assert "CERTIFICATE_VERIFY_FAILED" in broken.reply.body or any("CERTIFICATE_VERIFY_FAILED" in h.detail
+                                                                    for h in broken.hops)

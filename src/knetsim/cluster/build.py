@@ -236,8 +236,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     _gateway_api(state, by_kind)
 
-    # Policies the policy layer reads from state.others (it parses them itself).
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     kept_as_is = {"CronJob"}

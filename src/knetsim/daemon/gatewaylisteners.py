@@ -104,6 +104,8 @@ class GatewayListeners:
         self.server, self.host, self.served, self.on_change = server, host, served, on_change
         self.bound: dict[Key, Any] = {}  # asyncio.Server, or a DatagramTransport
         self._latest: Any = None
+        self._listed: list[dict[str, Any]] = []
+        self._ports: dict[Key, int] = {}  # the local port each listener had last
         self._syncing: asyncio.Task[None] | None = None
         self._certs = tempfile.TemporaryDirectory(prefix="knetsim-gateway-")
         os.chmod(self._certs.name, 0o700)
@@ -142,22 +144,39 @@ class GatewayListeners:
                     changed = True
                 except OSError as exc:
                     log.warning("gateway listener %s:%d/%s cannot be bound: %s", *key, exc)
-            if changed and self.on_change is not None:
+            # A listener can become programmed on a port already bound (a ListenerSet's, once its Secret
+            # arrives): the listing changes though no port did.
+            rows = self.describe()
+            if (changed or rows != self._listed) and self.on_change is not None:
                 self.on_change()
+            self._listed = rows
             if self._latest is state:
                 return
 
     async def _bind(self, key: Key) -> None:
+        # A listener that comes back (its Gateway programmed again, a proxy rollout) gets its old local port
+        # back when it is free, so a client that read ready.json before keeps working.
+        previous = self._ports.get(key)
+        for port in ((previous, 0) if previous else (0,)):
+            try:
+                await self._bind_port(key, port)
+                break
+            except OSError:
+                if port == 0:
+                    raise
+        self._ports[key] = self.local_port(key)
+
+    async def _bind_port(self, key: Key, port: int) -> None:
         loop = asyncio.get_running_loop()
         if key[2] == "UDP":
-            transport, _ = await loop.create_datagram_endpoint(lambda: _UDP(self, key), local_addr=(self.host, 0))
+            transport, _ = await loop.create_datagram_endpoint(lambda: _UDP(self, key), local_addr=(self.host, port))
             self.bound[key] = transport
             return
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await self._tcp(key, PlainStream(reader, writer))
 
-        self.bound[key] = await asyncio.start_server(handle, self.host, 0)
+        self.bound[key] = await asyncio.start_server(handle, self.host, port)
 
     async def _unbind(self, key: Key) -> None:
         bound = self.bound.pop(key)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 READ_SIZE = 65536
 HANDSHAKE_TIMEOUT = 10.0
+LINGER = 2.0  # how long a refused handshake waits for the client to close
 
 
 class PlainStream:
@@ -48,6 +49,21 @@ class PlainStream:
             self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
+
+    async def linger(self, seconds: float = LINGER) -> None:
+        """Half-close and read what the client still sends until it closes: closing a socket with unread bytes
+        resets the connection, and the reset can reach the client before the alert it must read (a TLS 1.3
+        client sends its request right after its Finished, before the server has judged its certificate)."""
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError, AttributeError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+
+            async def drain() -> None:
+                while await self.reader.read(READ_SIZE):
+                    pass
+
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(drain(), seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +161,7 @@ class TLSStream:
                     self._in.write(data)
                 except ssl.SSLError:
                     await self._flush()  # the alert
+                    await self.inner.linger()
                     raise
 
         await asyncio.wait_for(run(), HANDSHAKE_TIMEOUT)

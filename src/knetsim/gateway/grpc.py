@@ -235,7 +235,7 @@ def route_grpc(state: ClusterState, gateway: str, call: GRPCCall, *, sni: str | 
     on_port = [lc for lc in gctx.listeners if lc.port == port]
     served = [lc for lc in on_port if lc.protocol in ((protocol, "TLS") if call.tls else (protocol,)) and lc.programmed]
     if not served:
-        what = ", ".join(f"{lc.name} ({lc.protocol}{'' if lc.programmed else ', not programmed'})" for lc in on_port)
+        what = ", ".join(f"{lc.label} ({lc.protocol}{'' if lc.programmed else ', not programmed'})" for lc in on_port)
         return GRPCRouteResult(call, key, NO_LISTENER, GRPC_STATUS[None], None,
                                f"{target}: no programmed {protocol} listener on port {port} of Gateway {key} "
                                f"({what or 'no listener at all'}): the connection fails (UNAVAILABLE)", **base)
@@ -250,8 +250,8 @@ def route_grpc(state: ClusterState, gateway: str, call: GRPCCall, *, sni: str | 
                                    f"{target}: TLS handshake fails: {hs.error} (UNAVAILABLE)", **base)
         if chain.listener.protocol == "TLS":
             return GRPCRouteResult(call, key, PASSED_THROUGH, None, None,
-                                   f"{target}: SNI {sent} selects TLS listener {chain.listener.name}: the call goes "
-                                   f"to TLSRoute {hs.route}'s backend unread", listener=chain.listener.name, **base)
+                                   f"{target}: SNI {sent} selects TLS listener {chain.listener.label}: the call goes "
+                                   f"to TLSRoute {hs.route}'s backend unread", listener=chain.listener.label, **base)
         sni_listener = chain.listener
         served = [lc for lc in served if lc.protocol == "HTTPS"]
     by_host = [lc for lc in served if hostnames.matches(lc.hostname, host)]
@@ -262,8 +262,8 @@ def route_grpc(state: ClusterState, gateway: str, call: GRPCCall, *, sni: str | 
     lc = max(by_host, key=lambda x: hostnames.specificity(x.hostname))
     if sni_listener is not None and lc is not sni_listener:
         return GRPCRouteResult(call, key, MISDIRECTED, GRPC_STATUS[421], 421,
-                               f"{target}: the connection's SNI selected listener {sni_listener.name}, the authority "
-                               f"{host} listener {lc.name}: Envoy answers 421 Misdirected Request", listener=lc.name,
+                               f"{target}: the connection's SNI selected listener {sni_listener.label}, the authority "
+                               f"{host} listener {lc.label}: Envoy answers 421 Misdirected Request", listener=lc.label,
                                **base)
     return _route_listener(state, t.now, key, lc, call, host, base)
 
@@ -278,7 +278,7 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
         if e.hostnames:
             hits = [h for h in e.hostnames if hostnames.matches(h, host)]
             if not hits:
-                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, method_text(e.match),
+                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, method_text(e.match),
                                             _backends_text(e.backends), "host-mismatch",
                                             "; ".join(hostnames.mismatch_reason(h, host) for h in e.hostnames)))
                 continue
@@ -286,19 +286,19 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
         why = match_call(e.match, call)
         if why is not None:
             verdict = "header-mismatch" if why.startswith("metadata") else "method-mismatch"
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, method_text(e.match),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, method_text(e.match),
                                         _backends_text(e.backends), verdict, why))
             continue
         matching.append((_precedence(e, matched_host), e, matched_host))
     matching.sort(key=lambda m: m[0])
     for i, (_prec, e, _h) in enumerate(matching):
-        candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, method_text(e.match),
+        candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, method_text(e.match),
                                     _backends_text(e.backends), "chosen" if i == 0 else "lower-precedence",
                                     "highest precedence of the matches" if i == 0 else
                                     "GEP-1016 precedence (hostname, service, method, headers, age) ranks it lower"))
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1))
-    base = {**base, "listener": lc.name, "candidates": tuple(candidates)}
+    base = {**base, "listener": lc.label, "candidates": tuple(candidates)}
     if not matching:
         http = route(state, key, call.http_request(), explain=False,
                      sni=(base.get("tls").sni if base.get("tls") else None))
@@ -311,7 +311,7 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
                 upstream_metadata=dict(http.upstream_request.headers) if http.upstream_request else {},
                 notes=("Envoy Gateway puts HTTPRoute and GRPCRoute rules in one route table",), **base)
         return GRPCRouteResult(call, key, NOT_FOUND, GRPC_STATUS[404], 404,
-                               f"{target}: no GRPCRoute rule attached to listener {lc.name} matches: Envoy answers "
+                               f"{target}: no GRPCRoute rule attached to listener {lc.label} matches: Envoy answers "
                                "404 (UNIMPLEMENTED)", **base)
     _prec, entry, matched_host = matching[0]
     match_ref = GRPCMatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,

@@ -125,12 +125,12 @@ def handshake(listeners: Sequence[ListenerContext], port: int, sni: str | None,
     lc = chain.listener
     route = chain.entry.route.key if chain.entry is not None else None
     if lc.protocol == "TLS" and lc.listener.tls_mode == "Passthrough":
-        return TLSHandshake(sni, lc.name, PASSTHROUGH, route), chain
+        return TLSHandshake(sni, lc.label, PASSTHROUGH, route), chain
     serving = serving_certificate(lc, sni)
     if serving is None:  # pragma: no cover - a programmed terminating listener has a certificate
-        return TLSHandshake(sni, lc.name, TERMINATE, route, error="the listener has no certificate"), None
+        return TLSHandshake(sni, lc.label, TERMINATE, route, error="the listener has no certificate"), None
     info = serving.info
-    base = {"sni": sni, "listener": lc.name, "mode": TERMINATE, "route": route, "certificate": info,
+    base = {"sni": sni, "listener": lc.label, "mode": TERMINATE, "route": route, "certificate": info,
             "certificate_from": f"Secret {serving.source}", "covers_sni": info.covers(sni) if sni else None}
     frontend = lc.frontend
     if frontend is None or frontend.error is not None or not check_client:
@@ -141,7 +141,7 @@ def handshake(listeners: Sequence[ListenerContext], port: int, sni: str | None,
             return TLSHandshake(**base, client_certificate="none sent (AllowInsecureFallback lets the connection "
                                                            "through)"), chain
         return TLSHandshake(**base, client_certificate="none sent", alert="certificate required",
-                            error=f"listener {lc.name} requires a client certificate ({frontend.source}: "
+                            error=f"listener {lc.label} requires a client certificate ({frontend.source}: "
                                   "AllowValidOnly) and the client sent none"), None
     verdict = certs.verify(list(client_chain), list(frontend.cas), now)
     if verdict.ok:

@@ -117,6 +117,12 @@ class ListenerContext:
         return f"{self.owner.namespace}/{self.owner.name}/{self.name}"
 
     @property
+    def label(self) -> str:
+        """How results name the listener: its name on the Gateway, ``ns/set/listener`` from a ListenerSet (whose
+        listener names may repeat the Gateway's)."""
+        return self.display if self.listener_set is not None else self.name
+
+    @property
     def programmed(self) -> bool:
         return self.conditions.is_true(Type.PROGRAMMED)
 

@@ -217,7 +217,7 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
                                   "the request fails before HTTP routing", **base)
     served = [lc for lc in same if lc.programmed]
     if not served:
-        why = "; ".join(f"{lc.name}: {_bad_condition(lc)}" for lc in same)
+        why = "; ".join(f"{lc.label}: {_bad_condition(lc)}" for lc in same)
         return GatewayRouteResult(request, key, NO_LISTENER, None,
                                   f"{target}: no programmed {protocol} listener on port {port} ({why})", **base)
     host = hostnames.normalize(request.host)
@@ -233,15 +233,15 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
             how = "forwards the encrypted bytes" if hs.mode == "passthrough" else \
                 "terminates TLS and forwards the bytes"
             return GatewayRouteResult(request, key, PASSED_THROUGH, None,
-                                      f"{target}: SNI {sent} selects TLS listener {chain.listener.name} (TLSRoute "
+                                      f"{target}: SNI {sent} selects TLS listener {chain.listener.label} (TLSRoute "
                                       f"{hs.route}): Envoy {how} to the route's backend without reading HTTP "
-                                      "(knetsim route --protocol tls shows where)", listener=chain.listener.name,
+                                      "(knetsim route --protocol tls shows where)", listener=chain.listener.label,
                                       **base)
         sni_listener = chain.listener
         served = [lc for lc in served if lc.listener.protocol == "HTTPS"]
     by_host = [lc for lc in served if hostnames.matches(lc.listener.hostname, host)]
     if not by_host:
-        names = ", ".join(f"{lc.name} ({lc.listener.hostname})" for lc in served)
+        names = ", ".join(f"{lc.label} ({lc.listener.hostname})" for lc in served)
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
                                   f"{target}: no listener on port {port} accepts host {host} (listeners: {names}): "
                                   "Envoy answers 404",
@@ -250,10 +250,10 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
     if sni_listener is not None and chosen_listener is not sni_listener:
         hs = base["tls"]
         return GatewayRouteResult(request, key, MISDIRECTED, 421,
-                                  f"{target}: the connection's SNI {hs.sni} selected listener {sni_listener.name}, but "
-                                  f"Host {host} belongs to listener {chosen_listener.name}: Envoy answers 421 "
+                                  f"{target}: the connection's SNI {hs.sni} selected listener {sni_listener.label}, "
+                                  f"but Host {host} belongs to listener {chosen_listener.label}: Envoy answers 421 "
                                   "Misdirected Request (the client must open a connection for that host)",
-                                  listener=sni_listener.name, **base)
+                                  listener=sni_listener.label, **base)
     return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
 
 
@@ -310,15 +310,15 @@ def _other_listeners(gctx: GatewayContext, chosen: ListenerContext | None, port:
             continue
         for e in lc.entries:
             if chosen is None:
-                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}, port "
+                why = (f"attached to listener {lc.label} (hostname {lc.listener.hostname or '*'}, port "
                        f"{lc.listener.port}), which does not accept this request")
             elif lc.listener.port != port:
-                why = f"attached to listener {lc.name} on port {lc.listener.port}; the request arrives on {port}"
+                why = f"attached to listener {lc.label} on port {lc.listener.port}; the request arrives on {port}"
             else:
-                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}); listener "
-                       f"{chosen.name} (hostname {chosen.listener.hostname or '*'}) matches the host more "
+                why = (f"attached to listener {lc.label} (hostname {lc.listener.hostname or '*'}); listener "
+                       f"{chosen.label} (hostname {chosen.listener.hostname or '*'}) matches the host more "
                        "specifically and only its routes are consulted")
-            out.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            out.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                  _backends_text(e.backends), "other-listener", why))
     return out
 
@@ -342,7 +342,7 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         if e.hostnames:
             hits = [h for h in e.hostnames if hostnames.matches(h, host)]
             if not hits:
-                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                             _backends_text(e.backends), "host-mismatch",
                                             "; ".join(hostnames.mismatch_reason(h, host) for h in e.hostnames)))
                 continue
@@ -350,7 +350,7 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         result = match_request(e.match, request, path, query)
         if not result.matched:
             verdict = f"{result.part}-mismatch"
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), verdict, result.reason))
             continue
         matching.append((_precedence(e, matched_host), e, matched_host))
@@ -358,10 +358,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
     winner = matching[0] if matching else None
     for prec, e, _h in matching:
         if winner is not None and e is winner[1]:
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), "chosen", "highest precedence of the matches"))
         elif winner is not None:
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), "lower-precedence",
                                         _why(winner, (prec, e, _h))))
     if explain:
@@ -369,10 +369,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         candidates.extend(_not_attached(t, key, lc))
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1, c.listener or ""))
-    base = {**base, "listener": lc.name, "candidates": tuple(candidates)}
+    base = {**base, "listener": lc.label, "candidates": tuple(candidates)}
     if winner is None:
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
-                                  f"{target}: no rule attached to listener {lc.name} of Gateway {key} matches: "
+                                  f"{target}: no rule attached to listener {lc.label} of Gateway {key} matches: "
                                   "Envoy answers 404", notes=tuple(notes), **base)
     _prec, entry, matched_host = winner
     match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,

@@ -94,7 +94,7 @@ def route_stream(state: ClusterState, gateway: str, protocol: str, port: int, *,
     wanted = {"tls": ("TLS", "HTTPS"), "tcp": ("TCP",), "udp": ("UDP",)}[protocol]
     served = [lc for lc in on_port if lc.protocol in wanted and lc.programmed]
     if not served:
-        what = ", ".join(f"{lc.name} ({lc.protocol}{'' if lc.programmed else ', not programmed'})" for lc in on_port)
+        what = ", ".join(f"{lc.label} ({lc.protocol}{'' if lc.programmed else ', not programmed'})" for lc in on_port)
         fate = "the datagram is dropped (ICMP port unreachable)" if protocol == "udp" else "the connection is refused"
         return StreamRouteResult(protocol, key, port, NO_LISTENER,
                                  f"{target}: Gateway {key} has no programmed {'/'.join(wanted)} listener on port "
@@ -107,16 +107,16 @@ def route_stream(state: ClusterState, gateway: str, protocol: str, port: int, *,
         lc = chain.listener
         if lc.protocol == "HTTPS":
             return StreamRouteResult(protocol, key, port, PROXIED,
-                                     f"{target}: SNI {hs.sni} selects HTTPS listener {lc.name}: the proxy terminates "
+                                     f"{target}: SNI {hs.sni} selects HTTPS listener {lc.label}: the proxy terminates "
                                      "TLS and speaks HTTP (knetsim route --protocol https routes the request)",
-                                     listener=lc.name, tls=hs, **base)
+                                     listener=lc.label, tls=hs, **base)
         entry = chain.entry
         return _forward(state, t.now, key, protocol, port, lc, entry, hs, base, client or (hs.sni or ""))
     lc = served[0]
     if not lc.streams:
         return StreamRouteResult(protocol, key, port, NO_ENDPOINTS,
-                                 f"{target}: listener {lc.name} has no {protocol.upper()}Route attached: Envoy "
-                                 "closes the connection", listener=lc.name, **base)
+                                 f"{target}: listener {lc.label} has no {protocol.upper()}Route attached: Envoy "
+                                 "closes the connection", listener=lc.label, **base)
     return _forward(state, t.now, key, protocol, port, lc, lc.streams[0], None, base, client)
 
 
@@ -124,11 +124,11 @@ def _forward(state: ClusterState, now: Any, key: str, protocol: str, port: int, 
              entry: StreamEntry, hs: TLSHandshake | None, base: dict[str, Any], ident: str) -> StreamRouteResult:
     route = f"{entry.route.kind} {entry.route.key}"
     target = f"{protocol.upper()} {base['address'] or key}:{port}"
-    fields: dict[str, Any] = {"listener": lc.name, "route": route,
+    fields: dict[str, Any] = {"listener": lc.label, "route": route,
                               "backends": tuple(BackendChoice.of(b) for b in entry.backends), **base}
     notes = []
     if len(lc.streams) > 1 and protocol != "tls":
-        notes.append(f"{len(lc.streams) - 1} other route(s) attach to listener {lc.name}; Envoy forwards to the "
+        notes.append(f"{len(lc.streams) - 1} other route(s) attach to listener {lc.label}; Envoy forwards to the "
                      "oldest only")
     chosen = weighted_pick(entry.backends, f"{key}:{port} {ident}") if entry.backends else None
     if chosen is None:

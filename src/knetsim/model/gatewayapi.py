@@ -28,6 +28,9 @@ from .objects import Meta, Object
 GROUP = "gateway.networking.k8s.io"
 ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
 KINDS = ("GatewayClass", "Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy", "ReferenceGrant")
+# Core kinds the Gateway simulation reads as they are kept: listener certificates (kubernetes.io/tls Secrets,
+# also the ones a backend pod mounts for its TLS server) and CA bundles (ConfigMaps, Secrets).
+READ_AS_KEPT = ("ConfigMap", "Secret")
 SERVED_VERSIONS = ("v1", "v1beta1")
 
 

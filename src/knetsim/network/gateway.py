@@ -198,14 +198,17 @@ def _stream_through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     if proxy is None or not result.proxied or result.endpoint is None or result.backend is None:
         run.hops.append(Hop("gateway", "fail", result.summary, data))
         return run.finish("timeout" if protocol == "udp" else "refused")
-    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), run.protocol)
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "UDP" if protocol == "udp" else "TCP")
     if not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
         return run.finish("timeout")
     run.hops.append(Hop("gateway", "ok", result.summary, data))
     svc = state.services[result.backend.service]
-    sp = next(p for p in svc.ports if p.port == result.backend.port and p.protocol == run.protocol)
+    transport = "UDP" if protocol == "udp" else "TCP"
+    sp = next((p for p in svc.ports if p.port == result.backend.port and p.protocol == transport), None)
+    if sp is None:
+        return run.fail("service", "refused", f"Service {svc.key} has no {transport} port {result.backend.port}")
     candidates = usable_candidates(state, svc, sp)
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: Envoy connects to the pod IP"))
