@@ -13,9 +13,12 @@ answer naming the pod; and a listener removed from the Gateway stops listening.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,60 @@ def test_status_lists_every_listener(live: Live, edge: dict[str, Any]) -> None:
     row = next(r for r in info["gateway_listeners"] if r["listener"] == "dns")
     assert row == {"gateway": "edge/edge", "listener": "dns", "listener_set": None, "protocol": "UDP", "port": 53,
                    "hostname": None, "address": f"127.0.0.1:{edge['ports']['dns']}"}
+
+
+DOCS = ROOT / "docs" / "gateway.md"
+DOC_LISTENER = re.compile(r"^# Listener +\S+ (?:\(ListenerSet (\S+)\) )?(\S+): .* on 127\.0\.0\.1:(\d+)$")
+
+
+def _doc_transcript() -> list[tuple[str, list[str]]]:
+    """The ``console live`` block of docs/gateway.md as (command, expected lines)."""
+    block = re.search(r"^```console live\n(.*?)^```", DOCS.read_text(), re.S | re.M)
+    assert block is not None, "docs/gateway.md has no live transcript"
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def _shows(expected: list[str], actual: list[str]) -> bool:
+    """Whether ``actual`` reads as ``expected``, where a ``...`` line stands for any number of lines."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(_shows(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and _shows(expected[1:], actual[1:])
+
+
+def test_the_docs_live_transcript(live: Live, edge: dict[str, Any], tmp_path: Path) -> None:
+    """Given the edge example applied to knetsim up, then every command of docs/gateway.md's live transcript
+    (knetsim status, kubectl, curl, openssl, nc, dig) prints what the docs show, the docs' ports read as this
+    run's ports of the same listeners."""
+    steps = _doc_transcript()
+    doc_ports: dict[str, str] = {}
+    for line in steps[0][1]:
+        m = DOC_LISTENER.match(line)
+        if m:
+            doc_ports[m.group(3)] = str(edge["ports"][m.group(2) + (f"@{m.group(1)}" if m.group(1) else "")])
+    assert len(doc_ports) == 6, doc_ports  # the ListenerSet's listener shares the https port
+
+    def here(text: str) -> str:
+        return re.sub(r"\b\d{4,5}\b", lambda m: doc_ports.get(m.group(0), m.group(0)), text)
+
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env = live.env(KNETSIM_STATE=str(live.state), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    for command, expected in steps:
+        for tool in ("kubectl", "curl", "openssl", "nc", "dig"):
+            if re.search(rf"\b{tool} ", command) and shutil.which(tool) is None:
+                pytest.skip(f"{tool} is not installed")
+        out = subprocess.run(["bash", "-c", here(command)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=30)
+        actual = [line.rstrip() for line in out.stdout.splitlines()]
+        assert _shows([here(line).rstrip() for line in expected], actual), \
+            f"$ {command}\n--- docs:\n" + "\n".join(expected) + "\n--- got:\n" + out.stdout + out.stderr
 
 
 def test_curl_gets_the_secrets_certificate_and_the_backend(edge: dict[str, Any]) -> None:

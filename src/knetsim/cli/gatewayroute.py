@@ -50,8 +50,8 @@ def _backend_tls_lines(backend_tls: Any) -> list[str]:
         return []
     c = backend_tls.certificate
     verdict = "verified" if backend_tls.verdict.ok else f"NOT verified: {backend_tls.verdict.describe()}"
-    return [f"Backend TLS: pod {backend_tls.pod} presents {c.subject} (issuer {c.issuer}, SANs "
-            f"{', '.join(c.dns_names + c.uris) or 'none'}): {verdict}"]
+    return [f"Backend TLS: BackendTLSPolicy {backend_tls.policy} (SNI {backend_tls.sni}): pod {backend_tls.pod} "
+            f"presents {c.subject} (issuer {c.issuer}, SANs {', '.join(c.dns_names + c.uris) or 'none'}): {verdict}"]
 
 
 def http_text(result: GatewayRouteResult) -> str:

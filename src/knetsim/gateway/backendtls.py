@@ -186,10 +186,12 @@ class BackendHandshake:
     pod: str
     certificate: certs.CertificateInfo
     verdict: certs.Verdict
+    policy: str = ""  # the BackendTLSPolicy, namespace/name
+    sni: str = ""  # the server name the proxy sends and checks
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pod": self.pod, "certificate": self.certificate.to_dict(), "verified": self.verdict.ok,
-                "error": self.verdict.error, "detail": self.verdict.detail}
+        return {"policy": self.policy, "sni": self.sni, "pod": self.pod, "certificate": self.certificate.to_dict(),
+                "verified": self.verdict.ok, "error": self.verdict.error, "detail": self.verdict.detail}
 
 
 def verify_backend(state: ClusterState, tls: BackendTLS, pod: Pod, now: datetime) -> BackendHandshake:
@@ -202,5 +204,5 @@ def verify_backend(state: ClusterState, tls: BackendTLS, pod: Pod, now: datetime
             False, "self-signed certificate", "the system trust store does not hold it")
     else:
         verdict = certs.verify(serving.chain, tls.cas, now, hostname=tls.sni, subject_alt_names=tls.subject_alt_names)
-    return BackendHandshake(pod.key, serving.info, verdict)
+    return BackendHandshake(pod.key, serving.info, verdict, tls.policy, tls.sni)
 
