@@ -149,3 +149,17 @@ def test_trace_from_outside_meets_envoys_503_when_backend_tls_fails() -> None:
     assert broken.reply.status == 503 and broken.backend is None
     assert "CERTIFICATE_VERIFY_FAILED" in broken.reply.body or any("CERTIFICATE_VERIFY_FAILED" in h.detail
                                                                     for h in broken.hops)
+
+
+def test_doctor_takes_a_listener_set_or_a_policy_as_its_subject() -> None:
+    """Given tls-broken, then `knetsim doctor NAME -n NS` of a ListenerSet or a BackendTLSPolicy reports that
+    object's finding alone."""
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    team = CliRunner().invoke(cli, ["doctor", "team-b", "-n", "team-b", "-f", str(BROKEN)])
+    assert team.exit_code == 1 and "ListenerSetNotAllowed" in team.output
+    assert "1 error(s), 0 warning(s), 0 note(s)" in team.output
+    policy = CliRunner().invoke(cli, ["doctor", "api-tls", "-n", "edge", "-f", str(BROKEN)])
+    assert "BackendTLSPolicyVerifyFailed" in policy.output and "GatewayCertificateExpired" not in policy.output
