@@ -47,6 +47,11 @@ def _print_ready(info: dict[str, Any]) -> None:
                    "a Gateway names enters through its listener)")
     else:
         click.echo(f"# Ingress     {info.get('ingress', 'not started')}")
+    for row in info.get("gateway_listeners") or []:
+        owner = f"{row['gateway']}" + (f" (ListenerSet {row['listener_set']})" if row.get("listener_set") else "")
+        host = f" {row['hostname']}" if row.get("hostname") else ""
+        click.echo(f"# Listener    {owner} {row['listener']}: {row['protocol']} {row['port']}{host} on "
+                   f"{row['address']}")
 
 
 @click.command("up")

@@ -236,8 +236,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     _gateway_api(state, by_kind)
 
-    # Policies the policy layer reads from state.others (it parses them itself).
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     kept_as_is = {"CronJob"}
@@ -260,8 +260,11 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
+    labels = {d.name: {**((d.body.get("metadata") or {}).get("labels") or {}), "kubernetes.io/metadata.name": d.name}
+              for d in by_kind.get("Namespace", [])}
     pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
-    for body in infra_manifests(classes, gateways):
+    for body in infra_manifests(classes, gateways, listener_sets, labels):
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:
@@ -281,8 +284,11 @@ def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> Non
     """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
     for doc in by_kind.get("GatewayClass", []):
         state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
-    collections: dict[str, dict[str, Any]] = {"Gateway": state.gateways, "HTTPRoute": state.http_routes,
-                                              "ReferenceGrant": state.reference_grants}
+    collections: dict[str, dict[str, Any]] = {
+        "Gateway": state.gateways, "HTTPRoute": state.http_routes, "ReferenceGrant": state.reference_grants,
+        "GRPCRoute": state.grpc_routes, "TLSRoute": state.tls_routes, "TCPRoute": state.tcp_routes,
+        "UDPRoute": state.udp_routes, "ListenerSet": state.listener_sets,
+        "BackendTLSPolicy": state.backend_tls_policies}
     for kind, collection in collections.items():
         for doc in by_kind.get(kind, []):
             obj = gatewayapi.PARSERS[kind](doc.body, doc.source)

@@ -40,6 +40,7 @@ from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from . import explorer
+from .gatewaylisteners import GatewayListeners
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
 
@@ -85,6 +86,16 @@ class Running:
     kubeconfig: Path
     extra: dict[str, Any] = field(default_factory=dict)
     closers: list[Callable[[], Any]] = field(default_factory=list)
+    ready_path: Path | None = None  # where ready.json is kept, once the daemon has written it
+    gateway_listeners: GatewayListeners | None = None
+
+    def write_ready(self) -> None:
+        """(Re)write ready.json atomically: its Gateway listeners change while the cluster runs."""
+        if self.ready_path is None:
+            return
+        tmp = self.ready_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ready_info(self), indent=2))
+        os.replace(tmp, self.ready_path)
 
     async def close(self) -> None:
         for fn in reversed(self.closers):
@@ -181,7 +192,16 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         await _start_dns(running, host, dns_port)
     if ingress_port is not None:
         await _start_ingress(running, host, ingress_port, kubelet)
+    _start_gateway_listeners(running, host, kubelet)
     return running
+
+
+def _start_gateway_listeners(running: Running, host: str, kubelet: Kubelet) -> None:
+    """Every Gateway listener on its own loopback port (gatewaylisteners.py), listed in ready.json."""
+    listeners = GatewayListeners(running.server, host, kubelet.served, on_change=running.write_ready)
+    listeners.follow()
+    running.gateway_listeners = listeners
+    running.closers.append(listeners.close)
 
 
 async def _start_dns(running: Running, host: str, port: int) -> None:
@@ -218,7 +238,9 @@ async def _start_ingress(running: Running, host: str, port: int, kubelet: Kubele
 
 
 def ready_info(running: Running) -> dict[str, Any]:
-    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
+    gateways = running.gateway_listeners.describe() if running.gateway_listeners is not None else []
+    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra,
+            "gateway_listeners": gateways}
 
 
 EXIT_STATE_IN_USE = 3
@@ -236,9 +258,8 @@ async def _main(args: argparse.Namespace) -> None:
                           kernel=args.kernel)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
-    tmp = ready.with_suffix(".tmp")
-    tmp.write_text(json.dumps(ready_info(running), indent=2))
-    os.replace(tmp, ready)
+    running.ready_path = ready
+    running.write_ready()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
