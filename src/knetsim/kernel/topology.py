@@ -29,6 +29,7 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dataplane import render
+from ..dataplane.masquerade import kindnet_table
 from ..dns.records import Upstream
 from ..dns.server import DNSServer
 from . import netns, netpol
@@ -62,11 +63,7 @@ def _iptables_restore() -> str:
 def kindnet_masquerade(state: ClusterState, the_plan: Plan) -> str:
     """kindnetd's masquerade agent (images/kindnetd/cmd/kindnetd/masq.go): traffic not bound for a local
     address, the pod network or a node is masqueraded, so pods reach the Docker host (here: ``ext``)."""
-    keep = ", ".join([state.config.pod_cidr, *(n.ip for n in the_plan.nodes)])
-    return (f"table ip kindnet-masq {{\n\tchain postrouting {{\n"
-            f"\t\ttype nat hook postrouting priority srcnat + 10; policy accept;\n"
-            f"\t\tfib daddr type local return\n\t\tip daddr {{ {keep} }} return\n"
-            f'\t\tmasquerade comment "kind-masq-agent: outbound traffic is subject to MASQUERADE"\n\t}}\n}}\n')
+    return kindnet_table(state.config.pod_cidr, [n.ip for n in the_plan.nodes])
 
 
 class Topology:
