@@ -71,3 +71,13 @@ def test_nft_lists_kindnets_masquerade_on_every_kube_proxy_cluster(plane: tuple[
     assert "ip daddr { 10.244.0.0/16, 172.18.0.2, 172.18.0.3, 172.18.0.4 } return" in ruleset
     missing = on_node(cluster, "worker", "chroot /host nft list table ip nosuch")
     assert "Error: No such file or directory\nlist table ip nosuch\n" in missing.stderr
+
+
+def test_chroot_without_a_command_moves_the_session_to_the_nodes_root(plane: tuple[str, Cluster]) -> None:
+    """As typed after `kubectl debug node/worker -it --image=busybox`: `chroot /host`, then the node's tools."""
+    mode, cluster = plane
+    typed = "iptables-save | wc -l\nchroot /host\ncat /etc/hostname\nnft list tables | wc -l\nexit\n"
+    proc = cluster.kubectl("debug", "node/worker", "-i", "--image=busybox", input=typed, check=False)
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("Creating debugging pod")]
+    assert lines == ["0", "worker", "1" if mode == "iptables" else "2"]
+    assert "sh: iptables-save: not found" in proc.stderr  # before the chroot: busybox's root
