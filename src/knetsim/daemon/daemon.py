@@ -185,13 +185,16 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
 
 async def _start_dns(running: Running, host: str, port: int) -> None:
     try:
+        from ..dns.records import Upstream
         from ..dns.server import DNSServer
     except ImportError:
         running.extra["dns"] = "unavailable: knetsim.dns.server is not installed"
         return
     server = running.server
+    # CoreDNS's `forward . /etc/resolv.conf` reaches the cluster config's outside (cluster/outside.py).
+    outside = server.config.outside
     try:
-        dns_server = DNSServer(server.state)
+        dns_server = DNSServer(server.state, upstream=Upstream(hosts=outside.dns_hosts(), reverse=outside.reverse()))
         _, bound = await dns_server.start(host, port)
     except Exception as exc:  # a DNS problem must not keep the API server down
         running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
