@@ -112,10 +112,24 @@ async def chroot(ctx: Ctx, argv: list[str]) -> int:
 # --- the node's tools -------------------------------------------------------------------------
 
 
-def _render_text(ctx: Ctx, mode: str) -> str:
-    """The rules kube-proxy in ``mode`` programs on this node, as the node's tools print them."""
+def _render_sections(ctx: Ctx, mode: str) -> list[tuple[int, str]]:
+    """(IP family, text) of the rules kube-proxy in ``mode`` programs on this node, as the node's tools print
+    them: the render's sections, each opened by a ``# knetsim:`` line naming the node's address of its family."""
     text = render(ctx.state, mode, ctx.pod.node_name).text
-    return "".join(line + "\n" for line in text.splitlines() if not line.startswith("# knetsim:"))
+    sections: list[tuple[int, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("# knetsim:"):
+            sections.append((6 if "ip6tables" in line or line.rstrip(")").rsplit("(", 1)[-1].count(":") > 1 else 4,
+                             []))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            sections.append((4, [line]))
+    return [(family, "".join(line + "\n" for line in lines)) for family, lines in sections]
+
+
+def _render_text(ctx: Ctx, mode: str, family: int | None = None) -> str:
+    return "".join(text for f, text in _render_sections(ctx, mode) if family is None or f == family)
 
 
 async def iptables_save(ctx: Ctx, argv: list[str]) -> int:
@@ -134,10 +148,10 @@ async def iptables_save(ctx: Ctx, argv: list[str]) -> int:
             await ctx.err(f"{argv[0]}: option {args[i]} is not simulated by knetsim\n")
             return 1
         i += 1
-    if argv[0].startswith("ip6") or ctx.state.config.dataplane != "iptables":
+    if ctx.state.config.dataplane != "iptables":
         # kube-proxy in nftables mode and Cilium write no xtables rules: there is no table to save.
         return 0
-    text = _render_text(ctx, "iptables")
+    text = _render_text(ctx, "iptables", 6 if argv[0].startswith("ip6") else 4)
     if table is not None:
         if table not in ("filter", "nat"):
             await ctx.err(f"{argv[0]}: Cannot initialize: Table does not exist (do you need to insmod?)\n")
@@ -158,9 +172,11 @@ async def iptables_save(ctx: Ctx, argv: list[str]) -> int:
 def _nft_tables(ctx: Ctx) -> list[tuple[str, str, str]]:
     """(family, name, text) of every nftables table on this node."""
     tables: list[tuple[str, str, str]] = []
-    plane = ctx.state.config.dataplane
-    if plane == "nftables":
-        tables.append(("ip", "kube-proxy", _render_text(ctx, "nftables")))
+    if ctx.state.config.dataplane == "nftables":
+        for _, text in _render_sections(ctx, "nftables"):
+            header = next((line for line in text.splitlines() if line.startswith("table ")), "table ip kube-proxy {")
+            family, name = header.split()[1:3]
+            tables.append((family, name, text))
     masq = egress_masquerade(ctx.state, ctx.pod.node_name)
     if masq.nft_table:
         tables.append(("ip", masq.nft_table_name, masq.nft_table))
