@@ -115,7 +115,7 @@ def _run(ctx: Ctx, words: list[str], flags: list[str], output: str) -> str:
                           "getServiceIdNotFound")
         return _service_table(found)
     if words == ["status"] and flags == ["--brief"]:
-        _agent(ctx)
+        _agent(ctx, "status", "healthz")
         return "OK\n"
     raise _Failed(f"cilium-dbg: `{command}{' ' + ' '.join(flags) if flags else ''}` is not simulated by knetsim "
                   "(bpf lb list [--backends|--revnat], service list, service get ID and status --brief are)")
@@ -126,10 +126,10 @@ def _no_flags(flags: list[str], output: str) -> None:
         raise _Failed(f"cilium-dbg: option {(flags or ['-o ' + output])[0]} is not simulated by knetsim")
 
 
-def _agent(ctx: Ctx) -> Any:
-    """The render of the agent's node; the error a cilium-dbg prints where no agent runs (not an ebpf cluster)."""
+def _agent(ctx: Ctx, what: str = "services list", path: str = "service") -> Any:
+    """The render of the agent's node; the error cilium-dbg prints where no agent runs (not an ebpf cluster)."""
     if ctx.state.config.dataplane != "ebpf":
-        raise _Failed("Error: Cannot get status: Get \"http://localhost/v1/healthz\": dial unix "
+        raise _Failed(f"Error: Cannot get {what}: Get \"http://localhost/v1/{path}\": dial unix "
                       "/var/run/cilium/cilium.sock: connect: no such file or directory\nIs the agent running?")
     return render(ctx.state, "ebpf", ctx.pod.node_name)
 
