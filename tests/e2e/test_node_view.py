@@ -14,18 +14,25 @@ from collections.abc import Iterator
 import pytest
 
 from knetsim import Cluster as Model
-from knetsim.cluster.config import config_from_dict
+from knetsim.cluster.config import load_config
 from knetsim.dataplane import render
 from knetsim.sources import Live
 
 from .conftest import KUBECTL, Cluster, start, stop
+
+# kind's three nodes, in two zones: the live cluster's Nodes carry what the cluster config says.
+ZONED_NODES = """nodes:
+  - {name: control-plane, ip: 172.18.0.2, controlPlane: true, zone: zone-a}
+  - {name: worker, ip: 172.18.0.3, zone: zone-a}
+  - {name: worker2, ip: 172.18.0.4, zone: zone-b}
+"""
 
 
 @pytest.fixture(scope="module", params=["iptables", "nftables"])
 def plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Cluster]]:
     if KUBECTL is None:
         pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp(request.param), f"dataplane: {request.param}\n")
+    c = start(tmp_path_factory.mktemp(request.param), f"dataplane: {request.param}\n{ZONED_NODES}")
     try:
         yield request.param, c
     finally:
@@ -40,7 +47,8 @@ def on_node(cluster: Cluster, node: str, script: str) -> subprocess.CompletedPro
 
 
 def rendered(cluster: Cluster, mode: str, node: str) -> str:
-    model = Model.from_sources([Live(cluster.kubeconfig)], config=config_from_dict({"dataplane": mode}),
+    # The config the live cluster runs with: its state directory's copy.
+    model = Model.from_sources([Live(cluster.kubeconfig)], config=load_config(str(cluster.state / "cluster-config.yaml")),
                                strict=False)
     text = render(model.state, mode, node).text
     return "".join(line + "\n" for line in text.splitlines() if not line.startswith("# knetsim:"))
@@ -81,3 +89,12 @@ def test_chroot_without_a_command_moves_the_session_to_the_nodes_root(plane: tup
     lines = [line for line in proc.stdout.splitlines() if not line.startswith("Creating debugging pod")]
     assert lines == ["0", "worker", "1" if mode == "iptables" else "2"]
     assert "sh: iptables-save: not found" in proc.stderr  # before the chroot: busybox's root
+
+
+def test_the_nodes_are_the_cluster_configs(plane: tuple[str, Cluster]) -> None:
+    _, cluster = plane
+    table = cluster.kubectl("get", "nodes", "-L", "topology.kubernetes.io/zone", "-o",
+                            "custom-columns=NAME:.metadata.name,IP:.status.addresses[0].address,"
+                            "ZONE:.metadata.labels.topology\\.kubernetes\\.io/zone").stdout
+    assert table.split() == ["NAME", "IP", "ZONE", "control-plane", "172.18.0.2", "zone-a", "worker", "172.18.0.3",
+                             "zone-a", "worker2", "172.18.0.4", "zone-b"]
