@@ -48,8 +48,8 @@ def on_node(cluster: Cluster, node: str, script: str) -> subprocess.CompletedPro
 
 def rendered(cluster: Cluster, mode: str, node: str) -> str:
     # The config the live cluster runs with: its state directory's copy.
-    model = Model.from_sources([Live(cluster.kubeconfig)], config=load_config(str(cluster.state / "cluster-config.yaml")),
-                               strict=False)
+    config = load_config(str(cluster.state / "cluster-config.yaml"))
+    model = Model.from_sources([Live(cluster.kubeconfig)], config=config, strict=False)
     text = render(model.state, mode, node).text
     return "".join(line + "\n" for line in text.splitlines() if not line.startswith("# knetsim:"))
 
