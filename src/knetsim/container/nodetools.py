@@ -137,7 +137,10 @@ async def iptables_save(ctx: Ctx, argv: list[str]) -> int:
     args = argv[1:]
     i = 0
     while i < len(args):
-        if args[i] in ("-t", "--table") and i + 1 < len(args):
+        if args[i] in ("-t", "--table"):
+            if i + 1 >= len(args):
+                await ctx.err(f"{argv[0]}: option requires an argument -- 't'\n")
+                return 1
             table, i = args[i + 1], i + 2
             continue
         if args[i].startswith("--table="):
