@@ -71,7 +71,9 @@ async def cilium_dbg(ctx: Ctx, argv: list[str]) -> int:
         arg = args[i]
         if arg in ("-o", "--output"):
             if i + 1 >= len(args):
-                await ctx.err(f"Error: flag needs an argument: {arg!r} in -o\n")
+                # pflag's words for a shorthand and for a long flag.
+                await ctx.err("Error: flag needs an argument: 'o' in -o\n" if arg == "-o"
+                              else "Error: flag needs an argument: --output\n")
                 return 1
             output, i = args[i + 1], i + 2
             continue
