@@ -4,7 +4,8 @@
 up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
 dir (0700, every file 0600: the store holds Secrets): ``store.db`` (SQLite WAL), ``token``,
 ``kubeconfig``, ``lock`` (held by the daemon: one daemon per state dir), ``daemon.pid``,
-``ready.json`` (ports), ``daemon.log``.
+``ready.json`` (ports, the cluster config in force), ``daemon.log``, ``cluster-config.yaml`` (the config the
+cluster was created with, see clusterconfig.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.registry import now_rfc3339
 from ..apiserver.server import ApiServer, Mount
-from ..cluster.config import ClusterConfig
+from ..cluster.config import ClusterConfig, ConfigError
 from ..container import shell
 from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager
 from ..controllers.clusterview import ClusterView
@@ -40,6 +41,7 @@ from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from . import explorer
+from .clusterconfig import InForce, adopt
 from .gatewaylisteners import GatewayListeners
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
@@ -156,8 +158,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
                 config: ClusterConfig | None = None, dns_port: int | None = 0,
-                ingress_port: int | None = 0, kernel: str | None = None) -> Running:
-    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
+                ingress_port: int | None = 0, kernel: str | None = None,
+                config_path: Path | None = None) -> Running:
+    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound.
+    ``config_path`` is where ``config`` was read from (None: the built-in defaults), for ready.json."""
     state = Path(state_dir)
     make_private(state)
     token = read_or_create_token(state)
@@ -185,6 +189,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     running.closers.append(manager.close)
     running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
+    running.extra["cluster"] = InForce(server.config, config_path).summary()
     if kernel_mode is not None:
         running.closers.append(kernel_mode.close)
         running.extra["kernel"] = kernel
@@ -206,13 +211,16 @@ def _start_gateway_listeners(running: Running, host: str, kubelet: Kubelet) -> N
 
 async def _start_dns(running: Running, host: str, port: int) -> None:
     try:
+        from ..dns.records import Upstream
         from ..dns.server import DNSServer
     except ImportError:
         running.extra["dns"] = "unavailable: knetsim.dns.server is not installed"
         return
     server = running.server
+    # CoreDNS's `forward . /etc/resolv.conf` reaches the cluster config's outside (cluster/outside.py).
+    outside = server.config.outside
     try:
-        dns_server = DNSServer(server.state)
+        dns_server = DNSServer(server.state, upstream=Upstream(hosts=outside.dns_hosts(), reverse=outside.reverse()))
         _, bound = await dns_server.start(host, port)
     except Exception as exc:  # a DNS problem must not keep the API server down
         running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
@@ -244,6 +252,7 @@ def ready_info(running: Running) -> dict[str, Any]:
 
 
 EXIT_STATE_IN_USE = 3
+EXIT_BAD_CONFIG = 2
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -254,8 +263,13 @@ async def _main(args: argparse.Namespace) -> None:
     except StateDirInUse as exc:
         log.error("%s", exc)
         raise SystemExit(EXIT_STATE_IN_USE) from None
-    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port,
-                          kernel=args.kernel)
+    try:
+        in_force = adopt(state, args.cluster_config)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        raise SystemExit(EXIT_BAD_CONFIG) from None
+    running = await start(state, args.port, config=in_force.config, dns_port=args.dns_port,
+                          ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
     running.ready_path = ready
@@ -280,6 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dns-port", type=int, default=0)
     parser.add_argument("--ingress-port", type=int, default=0)
     parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
+    parser.add_argument("--cluster-config", default=None,
+                        help="the cluster's shape, kept in the state directory the first time")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_main(args))
