@@ -141,3 +141,23 @@ def test_controller_without_ready_pod() -> None:
     assert finding.fix.endswith("kubectl -n other-ingress describe pod c1")
     result = route(c.state, HOST, "/", class_name="x")
     assert result.outcome == "no-controller" and "has no ready pod" in result.summary
+
+
+def test_annotation_findings_name_the_annotation_and_its_effect() -> None:
+    c = cluster(service("web"),
+                ingress("bad-range", rule("a.example", path("/", "Prefix", "web")),
+                        annotations={"whitelist-source-range": "10.0.0.0/8,nope", "rewrite-targets": "/x"}),
+                ingress("snip", rule("b.example", path("/", "Prefix", "web")),
+                        annotations={"configuration-snippet": "return 418;"}),
+                ingress("lost-canary", rule("c.example", path("/", "Prefix", "web")),
+                        annotations={"canary": "true", "canary-weight": "10"}))
+    found = {(f.subject, f.code): f for f in ingress_findings(c.state)}
+    denied = found[("Ingress default/bad-range", "IngressAnnotationDenied")]
+    assert denied.field == "metadata.annotations[nginx.ingress.kubernetes.io/whitelist-source-range]"
+    assert "503" in denied.message
+    unknown = found[("Ingress default/bad-range", "IngressAnnotationUnknown")]
+    assert "did you mean nginx.ingress.kubernetes.io/rewrite-target?" in unknown.message
+    refused = found[("Ingress default/snip", "IngressSnippetRefused")]
+    assert "Snippet directives are disabled by the Ingress administrator" in refused.message
+    assert "allow-snippet-annotations" in refused.fix
+    assert ("Ingress default/lost-canary", "IngressCanaryUnmatched") in found

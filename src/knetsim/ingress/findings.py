@@ -12,8 +12,9 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.objects import Ingress, IngressBackend
+from .backends import closest_name, resolve_backend
 from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
-from .router import closest_name, nginx_order, resolve_backend
+from .router import nginx_order
 from .webhook import denial, invalid_paths, strict_path_validation
 
 KIND_INGRESS_NGINX = "kubectl apply -f https://kind.sigs.k8s.io/examples/ingress/deploy-ingress-nginx.yaml"
@@ -130,6 +131,7 @@ def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[
     for ing in sorted(ingresses, key=lambda i: i.key):
         out.extend(_class_findings(state, ing, controllers))
         out.extend(_webhook_findings(state, ing, controllers))
+        out.extend(_annotation_findings(state, ing, controllers))
         if ing.default_backend is not None:
             out.extend(_backend_findings(state, ing, ing.default_backend, "spec.defaultBackend",
                                          "/spec/defaultBackend"))
@@ -158,6 +160,79 @@ def _webhook_findings(state: ClusterState, ing: Ingress, controllers: list[Ingre
             f"in the manifest set spec.rules[{r}].http.paths[{i}].pathType: ImplementationSpecific (a regex path "
             "needs it), then kubectl apply it again"))
     return out
+
+
+_EFFECT_FINDINGS = {
+    "rejected": ("IngressAnnotationRejected", "error",
+                 "the controller refuses this Ingress: its admission webhook denies kubectl apply, and an Ingress "
+                 "that exists anyway is skipped"),
+    "denied": ("IngressAnnotationDenied", "error", "every location of this Ingress answers 503"),
+    "ignored": ("IngressAnnotationIgnored", "warning", "the annotation's family is dropped: as if absent"),
+    "default": ("IngressAnnotationDefaulted", "warning", "the value is ignored and the default applies"),
+}
+
+
+def _annotation_findings(state: ClusterState, ing: Ingress,
+                         controllers: list[IngressController]) -> list[IngressFinding]:
+    """ingress-nginx's annotations as the claiming controller reads them: values it refuses, snippets, canaries
+    that match nothing, annotations it does not know."""
+    from .annotations import parse
+    from .annotations.values import PREFIX
+    from .config import controller_config
+
+    res = resolve_class(state, ing, controllers)
+    ctl = next((c for c in controllers if res.claimed and c.controller == res.controller), None)
+    if ctl is None or not any(a.startswith(PREFIX) for a in ing.meta.annotations):
+        return []
+    config = controller_config(state, ctl)
+    parsed = parse(ing, config, state)
+    subject = f"Ingress {ing.key}"
+    out = []
+    for problem in parsed.problems:
+        code, severity, effect = _EFFECT_FINDINGS[problem.effect]
+        fix = (f"kubectl -n {ing.namespace} annotate ingress {ing.name} {problem.annotation}- (or give it a value "
+               "ingress-nginx accepts)")
+        if "Snippet directives are disabled" in problem.message or "risky annotation" in problem.message:
+            code = "IngressSnippetRefused" if "snippet" in problem.message.lower() else code
+            fix = ("snippets are arbitrary nginx configuration (CVE-2021-25742): express it with annotations, or, if "
+                   "the cluster's administrator accepts the risk, set allow-snippet-annotations: \"true\" and "
+                   "annotations-risk-level: Critical in the controller's ConfigMap")
+        message = problem.message if "503" in problem.message and problem.effect == "denied" \
+            else f"{problem.message} — {effect}"
+        out.append(IngressFinding(code, severity, subject, f"metadata.annotations[{problem.annotation}]", message,
+                                  fix))
+    for name, text in parsed.snippets.present():
+        out.append(IngressFinding(
+            "IngressSnippet", "warning", subject, f"metadata.annotations[{PREFIX}{name}]",
+            f"{name} pastes arbitrary nginx configuration into the controller ({' '.join(text.split())[:80]!r}): "
+            "knetsim does not run it, and no Gateway API object can carry it",
+            "replace it with the annotation or Gateway API filter that does the same, where one exists"))
+    for name in parsed.unknown:
+        near = closest_name(name[len(PREFIX):], sorted(_catalog()))
+        hint = f"; did you mean {PREFIX}{near}?" if near else ""
+        out.append(IngressFinding("IngressAnnotationUnknown", "warning", subject, f"metadata.annotations[{name}]",
+                                  f"{name} is not an annotation ingress-nginx reads: it has no effect{hint}",
+                                  f"kubectl -n {ing.namespace} annotate ingress {ing.name} {name}-"
+                                  + (f" {PREFIX}{near}={ing.meta.annotations[name]!r}" if near else "")))
+    if parsed.canary.enabled and not parsed.rejected:
+        from .servers import build
+
+        claimed = [i for i in state.ingresses.values()
+                   if resolve_class(state, i, controllers).controller == ctl.controller]
+        model = build(state, claimed, config)
+        for dropped_ing, why in model.canaries_dropped:
+            if dropped_ing is ing:
+                out.append(IngressFinding("IngressCanaryUnmatched", "warning", subject, "spec.rules",
+                                          f"canary Ingress: {why}: no traffic reaches its backend",
+                                          "give the canary the same host, path and pathType as the Ingress it "
+                                          "shadows, with another backend Service"))
+    return out
+
+
+def _catalog() -> list[str]:
+    from .annotations.catalog import CATALOG
+
+    return list(CATALOG)
 
 
 def _shadowed_paths(state: ClusterState, controllers: list[IngressController],
