@@ -17,6 +17,10 @@ REASONS = {
 }
 
 
+# The titles of nginx's pages where they differ from the status line's reason phrase.
+_TITLES = {401: "Authorization Required", 408: "Request Time-out", 416: "Requested Range Not Satisfiable"}
+
+
 def reason(status: int) -> str:
     return REASONS.get(status, "Unknown")
 
@@ -25,6 +29,6 @@ def page(status: int) -> str:
     """nginx's own page for ``status`` ("" for the codes that have none)."""
     if status in (204, 304) or status < 300:
         return ""
-    line = f"{status} {reason(status)}"
+    line = f"{status} {_TITLES.get(status, reason(status))}"
     return (f"<html>\r\n<head><title>{line}</title></head>\r\n<body>\r\n<center><h1>{line}</h1></center>\r\n"
             "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")

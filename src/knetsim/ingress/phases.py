@@ -223,9 +223,10 @@ def _error_page(run: _Run, status: int, whose: str) -> Served:
                      f"{whose} {status} is replaced by default-backend {errors.default_backend}'s answer for / "
                      f"(X-Code: {status})")
             ns, name = errors.default_backend.split("/", 1)
+            # The @custom_ location sets its own headers (no X-Real-IP, no X-Forwarded-Host...).
             upstream = Upstream(f"custom-default-backend-{ns}-{name}", errors.default_backend, port, "GET",
-                                run.ex.host, "/", {"x-code": str(status), "x-original-uri": run.ex.request_uri},
-                                "HTTP")
+                                run.ex.host, "/", {"x-code": str(status), "x-forwarded-for": run.ex.client,
+                                                   "x-original-uri": run.ex.request_uri}, "HTTP")
             return Served(PROXIED, None, upstream, dict(run.common_headers()), tuple(run.steps))
     run.step("content", f"custom-http-errors ({errors.codes_from})",
              f"{whose} {status} is replaced by the controller's default backend's answer: 404")
@@ -320,9 +321,13 @@ def serve(model: Model, server: Server, found: Found, ex: Exchange, state: Clust
         return redirected
     # The balancer (Lua): the backend, its endpoints, a canary.
     if loc.upstream == DEFAULT_UPSTREAM:
-        run.step("balancer", "default backend", "no Ingress backend for this location: the controller's default "
-                                                "backend answers 404")
-        return run.answer(404, NOT_FOUND)
+        # The location proxies to the controller's default backend: the access checks still run first.
+        denied_here = _access(run, loc)
+        if denied_here is not None:
+            return denied_here
+        run.step("content", "default backend", "no Ingress backend for this location: the controller's default "
+                                               "backend answers 404")
+        return run.answer(404, NOT_FOUND, intercept=False)
     return _proxy(run, uri, request_uri, prefix_header, burst)
 
 
@@ -415,8 +420,11 @@ def _proxy(run: _Run, uri: str, request_uri: str, prefix_header: tuple[tuple[str
             run.step("balancer", "default-backend", f"{service} has no ready endpoint: the request goes to "
                                                     f"default-backend {custom} (X-Code: 503)")
             ns, name = custom.split("/", 1)
+            headers = {**_upstream_headers(run, anns, prefix_header), "x-code": "503",
+                       "x-namespace": loc.ingress.namespace, "x-ingress-name": loc.ingress.name,
+                       "x-service-name": loc.backend.service_name, "x-service-port": str(port or "")}
             up = Upstream(f"custom-default-backend-{ns}-{name}", custom, custom_port, ex.method, ex.host, request_uri,
-                          {"x-code": "503"}, "HTTP")
+                          dict(sorted(headers.items())), "HTTP")
             return Served(PROXIED, None, up, dict(run.common_headers()), tuple(run.steps))
         run.step("balancer", "endpoints", f"{service} has no ready endpoint for port {port}: the balancer answers "
                                           "503")

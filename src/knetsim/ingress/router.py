@@ -21,6 +21,7 @@ Every other candidate path is explained.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,10 +304,9 @@ def route_request(state: ClusterState, http: HTTPRequest, class_name: str | None
     notes: list[str] = []
     if normalized != http.path_only:
         notes.append(f"nginx matches the normalized path {normalized}")
-    controllers = running_controllers(state)
-    selection = _select(state, controllers, class_name)
+    view = controller_view(state, class_name)
+    selection, resolutions = view.selection, view.resolutions
     notes.extend(selection.notes)
-    resolutions = {key: resolve_class(state, ing, controllers) for key, ing in state.ingresses.items()}
     ctl = selection.controller
     if ctl is None or not ctl.serving:
         reason = selection.how if ctl is None else (
@@ -316,26 +316,13 @@ def route_request(state: ClusterState, http: HTTPRequest, class_name: str | None
         tls = TLSInfo(request.port, False, None, None, None, "no controller answers")
         return RouteResult(request, NO_CONTROLLER, None, None, f"no controller serves this request: {reason}",
                            None, None, None, None, tls, None, tuple(candidates), tuple(notes))
-    pod = ctl.pod
-    controller_ref = ControllerRef(selection.class_name, ctl.controller, pod.pod if pod else None,
-                                   pod.ip if pod else None, tuple(p.pod for p in ctl.pods), selection.how)
-    config = controller_config(state, ctl)
+    assert view.controller is not None and view.model is not None
+    controller_ref = view.controller
+    config = view.model.config
+    model = view.model
     notes.extend(f"ConfigMap {config.source}: {p}" for p in config.problems)
-    in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
-               if r.claimed and r.controller == ctl.controller]
-    candidates = _outside_view(state, resolutions, ctl)
-    if strict_path_validation(ctl):
-        for ing in [i for i in in_view if invalid_paths(i.raw)]:
-            in_view.remove(ing)
-            candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
-                                     + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
-                                     + "): kubectl apply fails and it does not exist")
+    candidates = list(view.candidates)
     notes.extend(_unserved_matches(state, resolutions, ctl, request))
-    model = build(state, in_view, config)
-    for key, reasons in sorted(model.refused.items()):
-        candidates += _all_paths(state.ingresses[key], "rejected", "the controller refuses this Ingress ("
-                                 + "; ".join(reasons) + "): its admission webhook denies kubectl apply, and it "
-                                 "does not exist")
     exchange = _exchange(request, config)
     target = f"{request.scheme}://{request.host}{request.path}"
     if request.server_name in model.redirect_servers and request.server_name not in model.servers:
@@ -356,6 +343,55 @@ def route_request(state: ClusterState, http: HTTPRequest, class_name: str | None
     notes.extend(_path_notes(server, found))
     served = phases.serve(model, server, found, exchange, state, burst=burst)
     return _result(state, model, request, controller_ref, server, found, served, tls, candidates, notes, target)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerView:
+    """What one controller serves: the selection, every Ingress's claim, and the configuration it writes."""
+
+    selection: _Selection
+    resolutions: dict[str, ClassResolution]
+    controller: ControllerRef | None = None
+    model: Model | None = None
+    candidates: tuple[Candidate, ...] = ()  # Ingresses outside its view, or refused by it
+
+
+_VIEWS: weakref.WeakKeyDictionary[ClusterState, dict[str | None, ControllerView]] = weakref.WeakKeyDictionary()
+
+
+def controller_view(state: ClusterState, class_name: str | None = None) -> ControllerView:
+    """The controller a request reaches (``--class``, else the default class's, else the only one) and the
+    configuration it writes; computed once per state and class (the state is read-only once built)."""
+    cached = _VIEWS.setdefault(state, {})
+    if class_name in cached:
+        return cached[class_name]
+    controllers = running_controllers(state)
+    selection = _select(state, controllers, class_name)
+    resolutions = {key: resolve_class(state, ing, controllers) for key, ing in state.ingresses.items()}
+    ctl = selection.controller
+    if ctl is None or not ctl.serving:
+        view = ControllerView(selection, resolutions)
+    else:
+        pod = ctl.pod
+        ref = ControllerRef(selection.class_name, ctl.controller, pod.pod if pod else None, pod.ip if pod else None,
+                            tuple(p.pod for p in ctl.pods), selection.how)
+        in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
+                   if r.claimed and r.controller == ctl.controller]
+        candidates = _outside_view(state, resolutions, ctl)
+        if strict_path_validation(ctl):
+            for ing in [i for i in in_view if invalid_paths(i.raw)]:
+                in_view.remove(ing)
+                candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
+                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                         + "): kubectl apply fails and it does not exist")
+        model = build(state, in_view, controller_config(state, ctl))
+        for key, reasons in sorted(model.refused.items()):
+            candidates += _all_paths(state.ingresses[key], "rejected", "the controller refuses this Ingress ("
+                                     + "; ".join(reasons) + "): its admission webhook denies kubectl apply, and it "
+                                     "does not exist")
+        view = ControllerView(selection, resolutions, ref, model, tuple(candidates))
+    cached[class_name] = view
+    return view
 
 
 def _exchange(request: Request, config: ControllerConfig) -> phases.Exchange:
