@@ -126,7 +126,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
         run.hops.append(Hop("app", "info" if response.status < 400 else "fail",
                             f"{controller.key} answers {response.status} itself: "
                             f"{result.steps[-1].effect if result.steps else result.summary}"))
-        headers = {k.lower(): v for k, v in response.headers.items() if k.lower() != "content-length"}
+        # As nginx writes them (names keep their case on the wire; the front door sends them as they are).
+        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
         reply = Reply(response.status, response.body, headers)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
@@ -168,7 +169,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
     trace = deliver(run, controller, controller.pod_ip, chosen, via=svc.key, request=forwarded)
     if trace.reply is not None and result.response_headers:
         # Headers the controller adds to the backend's answer (CORS, HSTS, an affinity cookie).
-        merged = {**dict(trace.reply.headers), **{k.lower(): v for k, v in result.response_headers.items()}}
+        merged = {**dict(trace.reply.headers), **result.response_headers}
         trace = replace(trace, reply=replace(trace.reply, headers=merged))
     if trace.outcome == "timeout":
         # nginx gives up on the upstream and answers the client itself.
