@@ -596,24 +596,35 @@ def ask_auth_service(state: ClusterState, config: extauth.ExtAuthConfig,
             return 200, {}, f"{where}: knetsim cannot ask it, and assumes it allows the request"
         return 502, {}, f"{where}: the subrequest fails (502), which auth_request turns into 500"
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    svc = state.services[service]
-    if not any(p.port == port for p in svc.ports):
-        return 502, {}, f"Service {service} has no port {port}: the connection is refused (502 → 500)"
-    endpoints = ready_endpoints(state, service, port)
-    if not endpoints:
-        return 502, {}, f"Service {service} has no ready endpoint: the connection is refused (502 → 500)"
-    endpoint = endpoints[int.from_bytes(hashlib.sha256(ex.identity.encode()).digest()[:4], "big") % len(endpoints)]
-    pod = state.pods.get(endpoint.pod) if endpoint.pod else None
     path = parsed.path or "/"
     if parsed.query:
         path += "?" + parsed.query
-    forwarded = {n: v for n, v in ex.headers}
+    status, headers, why = service_answer(state, service, port, config.method or "GET", path, dict(ex.headers),
+                                          ex.identity)
+    if status is None:
+        return 502, {}, f"{why} (502 → 500)"
+    return status, headers, why
+
+
+def service_answer(state: ClusterState, service: str, port: int, method: str, path: str, headers: dict[str, str],
+                   identity: str) -> tuple[int | None, dict[str, str], str]:
+    """What a Service answers to one request, as its program does; None when nothing accepts the connection."""
+    svc = state.services.get(service)
+    if svc is None:
+        return None, {}, f"Service {service} does not exist"
+    if not any(p.port == port for p in svc.ports):
+        return None, {}, f"Service {service} has no port {port}: the connection is refused"
+    endpoints = ready_endpoints(state, service, port)
+    if not endpoints:
+        return None, {}, f"Service {service} has no ready endpoint: the connection is refused"
+    endpoint = endpoints[int.from_bytes(hashlib.sha256(identity.encode()).digest()[:4], "big") % len(endpoints)]
+    pod = state.pods.get(endpoint.pod) if endpoint.pod else None
     if pod is not None:
         for container in pod.containers:
             program = program_of(container)
             if program is not None and (endpoint.port, "TCP") in program.ports:
-                status, headers = http_status(program, config.method or "GET", path, forwarded)
-                return status, headers, f"{program.name} on {pod.key} answers {status} for {path}"
+                status, out = http_status(program, method, path, headers)
+                return status, out, f"{program.name} on {pod.key} answers {status} for {path}"
     return 200, {}, f"{pod.key if pod else endpoint.address} serves {path} (any web server: 200)"
 
 

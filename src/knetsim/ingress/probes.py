@@ -33,6 +33,10 @@ _REGEX_CHARS = "()[]|$^*+?\\{}"
 MAX_BODY_PROBE = 16 * 1024 * 1024  # a body over this is not sent (the limit is reported, not exercised)
 
 
+def is_regex(path: str) -> bool:
+    return any(c in path for c in _REGEX_CHARS)
+
+
 def literal_prefix(path: str) -> str:
     """The part of a regex path before its first metacharacter."""
     for i, ch in enumerate(path):

@@ -186,8 +186,9 @@ class RouteResult:
                 if name == "x-forwarded-prefix":
                     upstream_headers[name] = value
         shares = dict(self.shares) if backend is not None else {}
+        burst = (self.burst.requests, self.burst.allowed, self.burst.status) if self.burst is not None else None
         return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary, headers,
-                           upstream_headers, shares)
+                           upstream_headers, shares, burst)
 
 
 # --- controller selection -----------------------------------------------------------------

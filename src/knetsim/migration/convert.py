@@ -31,13 +31,17 @@ from typing import Any
 
 from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
-from ..ingress import nginx_order, resolve_backend, resolve_class, running_controllers
+from ..ingress import resolve_backend, resolve_class, running_controllers
+from ..ingress.annotations import IngressAnnotations
+from ..ingress.annotations.redirect import www_counterpart
+from ..ingress.config import ControllerConfig, controller_config
+from ..ingress.controllers import NGINX_CONTROLLER_CLASS as NGINX_CONTROLLER
+from ..ingress.servers import Model, build
 from ..model.objects import Ingress, IngressBackend
+from . import features
 
 API = "gateway.networking.k8s.io/v1"
 NGINX = "nginx.ingress.kubernetes.io/"
-# Annotations the conversion makes explicit (or reports as inexpressible on their own).
-_HANDLED = {f"{NGINX}rewrite-target", f"{NGINX}use-regex", f"{NGINX}ssl-redirect", "kubernetes.io/ingress.class"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,29 +102,50 @@ def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
     for key in sorted(state.ingresses):
         ing = state.ingresses[key]
         res = resolve_class(state, ing, controllers)
-        if res.claimed and res.controller == "k8s.io/ingress-nginx":
+        if res.claimed and res.controller == NGINX_CONTROLLER:
             claimed.append(ing)
         else:
             out.notes.append(Note(key, "spec.ingressClassName", "skipped",
                                   f"not served by ingress-nginx ({res.reason}): not converted"))
     if not claimed:
         return out
+    controller = next(c for c in controllers if c.controller == NGINX_CONTROLLER)
+    config = controller_config(state, controller)
+    model = build(state, claimed, config)
+    for key, reasons in sorted(model.refused.items()):
+        out.notes.append(Note(key, "metadata.annotations", "skipped", "the controller refuses this Ingress ("
+                              + "; ".join(reasons) + "): it does not exist, and is not converted"))
+    if not model.ordered:
+        return out
     if gateway_class not in state.gateway_classes:
         out.objects.append({"apiVersion": API, "kind": "GatewayClass", "metadata": {"name": gateway_class},
                             "spec": {"controllerName": EG_CONTROLLER}})
     seen: set[tuple[str, str, str, str]] = set()  # (namespace, host, path, type): ingress-nginx keeps the first
     by_namespace: dict[str, list[Ingress]] = {}
-    for ing in nginx_order(claimed):
+    for ing in model.ordered:
         by_namespace.setdefault(ing.namespace, []).append(ing)
+    passthrough = controller.flag("enable-ssl-passthrough") in ("true", "")
     for ns in sorted(by_namespace):
         ingresses = by_namespace[ns]
         gateway = f"{gateway_class}-gateway"
         tls_hosts = _tls_hosts(ingresses)
-        out.objects.append(_gateway(ns, gateway, gateway_class, tls_hosts))
-        routes = []
+        passthrough_hosts = _passthrough_hosts(model, ingresses, passthrough and bool(controller.flag(
+            "enable-ssl-passthrough")), out)
+        out.objects.append(_gateway(ns, gateway, gateway_class, tls_hosts, passthrough_hosts))
+        out.objects.extend(_gateway_policies(ns, gateway, config))
+        routes: list[dict[str, Any]] = []
+        policies: list[dict[str, Any]] = []
         for ing in ingresses:
-            routes.extend(_routes(state, ing, gateway, tls_hosts, seen, out))
-        out.objects.extend(sorted(routes, key=lambda r: r["metadata"]["name"]))
+            if model.annotations[ing.key].canary.enabled:
+                out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}canary]", "explicit",
+                                      "canary Ingress: no route of its own; its header, cookie and weight rules are "
+                                      "written into the routes of the backend it shadows"))
+                continue
+            made, made_policies = _routes(state, model, ing, gateway, tls_hosts, passthrough_hosts, seen, out)
+            routes.extend(made)
+            policies.extend(made_policies)
+        out.objects.extend(sorted(routes, key=lambda r: (r["kind"], r["metadata"]["name"])))
+        out.objects.extend(sorted(policies, key=lambda r: (r["kind"], r["metadata"]["name"])))
     return out
 
 
@@ -136,28 +161,112 @@ def _tls_hosts(ingresses: list[Ingress]) -> dict[str, str]:
     return out
 
 
-def _gateway(ns: str, name: str, gateway_class: str, tls_hosts: dict[str, str]) -> dict[str, Any]:
+def _passthrough_hosts(model: Model, ingresses: list[Ingress], enabled: bool, out: Conversion) -> dict[str, Ingress]:
+    hosts: dict[str, Ingress] = {}
+    for ing in ingresses:
+        if not model.annotations[ing.key].backend.ssl_passthrough:
+            continue
+        if not enabled:
+            out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}ssl-passthrough]", "explicit",
+                                  "ssl-passthrough has no effect: the controller runs without --enable-ssl-passthrough "
+                                  "(kind's does), so TLS terminates at it as for any host"))
+            continue
+        for rule in ing.rules:
+            if rule.host:
+                hosts.setdefault(rule.host.lower(), ing)
+    return hosts
+
+
+def _gateway(ns: str, name: str, gateway_class: str, tls_hosts: dict[str, str],
+             passthrough: dict[str, Ingress]) -> dict[str, Any]:
     listeners: list[dict[str, Any]] = [{"name": "http", "protocol": "HTTP", "port": 80}]
     for host in sorted(tls_hosts):
+        if host in passthrough:
+            continue
         tls = {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": tls_hosts[host]}]}
         listeners.append({"name": f"https-{_slug(host)}", "protocol": "HTTPS", "port": 443, "hostname": host,
                           "tls": tls})
+    for host in sorted(passthrough):
+        listeners.append({"name": f"tls-{_slug(host)}", "protocol": "TLS", "port": 443, "hostname": host,
+                          "tls": {"mode": "Passthrough"}})
     return {"apiVersion": API, "kind": "Gateway", "metadata": {"name": name, "namespace": ns},
             "spec": {"gatewayClassName": gateway_class, "listeners": listeners}}
 
 
-def _routes(state: ClusterState, ing: Ingress, gateway: str, tls_hosts: dict[str, str],
-            seen: set[tuple[str, str, str, str]], out: Conversion) -> list[dict[str, Any]]:
-    annotations = ing.meta.annotations
-    regex = annotations.get(f"{NGINX}use-regex") == "true"
-    rewrite = annotations.get(f"{NGINX}rewrite-target")
-    for name in sorted(a for a in annotations if a.startswith(NGINX) and a not in _HANDLED):
-        out.notes.append(Note(ing.key, f"metadata.annotations[{name}]", "inexpressible",
-                              f"{name}={annotations[name]!r} has no HTTPRoute equivalent here: not converted"))
+def _gateway_policies(ns: str, gateway: str, config: ControllerConfig) -> list[dict[str, Any]]:
+    """What ingress-nginx does for every host that Envoy does not by default: the 1m body limit, and reading
+    the client address from X-Forwarded-For where the ConfigMap says so."""
+    target = [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway}]
+    out: list[dict[str, Any]] = []
+    limit = features.gateway_size(config.proxy_body_size)
+    if limit is not None:
+        out.append({"apiVersion": features.EG_API, "kind": "BackendTrafficPolicy",
+                    "metadata": {"name": f"{gateway}-proxy-body-size", "namespace": ns,
+                                 "annotations": {"knetsim.io/converted-from": "the ingress-nginx controller's "
+                                                 f"proxy-body-size ({config.proxy_body_size})"}},
+                    "spec": {"targetRefs": target, "requestBuffer": {"limit": limit}}})
+    if config.use_forwarded_headers:
+        out.append({"apiVersion": features.EG_API, "kind": "ClientTrafficPolicy",
+                    "metadata": {"name": f"{gateway}-client-ip", "namespace": ns,
+                                 "annotations": {"knetsim.io/converted-from": "the ingress-nginx controller's "
+                                                 "use-forwarded-headers"}},
+                    "spec": {"targetRefs": target, "clientIPDetection": {"xForwardedFor": {
+                        "trustedCIDRs": list(config.proxy_real_ip_cidr)}}}})
+    return out
+
+
+def _rule_for(state: ClusterState, model: Model, ing: Ingress, anns: IngressAnnotations, r: int | None, i: int | None,
+              path: str, path_type: str, backend: IngressBackend, host: str, where: str,
+              out: Conversion) -> list[dict[str, Any]]:
+    server = model.servers.get(host or "_") or model.servers["_"]
+    regex_by = server.regex_by
+    who = (f"Ingress {regex_by.ingress.key} sets "
+           f"{'use-regex' if regex_by.annotations.rewrite.use_regex else 'rewrite-target'}"
+           if regex_by is not None and regex_by.ingress is not None else "")
+    pieces = features.rule_pieces(path, path_type, anns, server.regex, who)
+    for severity, message in pieces.notes:
+        out.notes.append(Note(ing.key, where, severity, message))
+    rules = list(pieces.before)
+    if pieces.redirect_only:
+        return [*rules, {"matches": [pieces.match], "filters": pieces.filters}]
+    ref = _backend_ref(state, ing, backend, f"{where}.backend", out)
+    if ref is None:
+        return rules
+    if anns.denied is not None:
+        out.notes.append(Note(ing.key, where, "inexpressible", f"ingress-nginx denies this location ({anns.denied}); "
+                              "a rule without backendRefs makes Envoy answer 500"))
+        return [*rules, {"matches": [pieces.match]}]
+    backends = [ref]
+    upstream = f"{ing.namespace}-{backend.service_name}-" + (str(backend.port_number) if backend.port_number is not None
+                                                             else backend.port_name)
+    canary = model.canaries.get(upstream)
+    if canary is not None:
+        canary_ref = _backend_ref(state, canary.ingress, canary.backend, f"canary {canary.ingress.key}", out)
+        if canary_ref is not None:
+            if canary_ref.get("namespace") is None and canary.ingress.namespace != ing.namespace:
+                canary_ref["namespace"] = canary.ingress.namespace
+            rules.extend(features.canary_rules(pieces.match, ref, canary_ref, canary.annotations))
+            backends = features.canary_backends(ref, canary_ref, canary.annotations)
+            weight = f"{canary.annotations.canary.weight}/{canary.annotations.canary.total}"
+            out.notes.append(Note(ing.key, where, "explicit", f"canary Ingress {canary.ingress.key} shadows "
+                                  f"{backend.describe()}: its header/cookie rules come first, its weight {weight} is "
+                                  "a backendRef weight"))
+    rule: dict[str, Any] = {"matches": [pieces.match]}
+    if pieces.filters:
+        rule["filters"] = pieces.filters
+    rule["backendRefs"] = backends
+    return [*rules, rule]
+
+
+def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_hosts: dict[str, str],
+            passthrough: dict[str, Ingress], seen: set[tuple[str, str, str, str]],
+            out: Conversion) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    anns = model.annotations[ing.key]
     hosts: dict[str, list[tuple[int, int]]] = {}
     for r, rule in enumerate(ing.rules):
         hosts.setdefault(rule.host.lower(), []).extend((r, i) for i in range(len(rule.paths)))
     routes = []
+    names: list[str] = []
     if not ing.rules and ing.default_backend is not None:
         ref = _backend_ref(state, ing, ing.default_backend, "spec.defaultBackend", out)
         if ref is not None:
@@ -165,8 +274,18 @@ def _routes(state: ClusterState, ing: Ingress, gateway: str, tls_hosts: dict[str
                                   "host no rule names: a route without hostnames, PathPrefix /"))
             routes.append(_route(ing, ing.name, gateway, "http", None,
                                  [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "backendRefs": [ref]}]))
+            names.append(ing.name)
     for host, refs in hosts.items():
+        name = ing.name if len(hosts) == 1 else f"{ing.name}-{_slug(host)}"
+        if host in passthrough:
+            routes.extend(_tls_route(state, ing, name, gateway, host, refs, out))
+            continue
         rules: list[dict[str, Any]] = []
+        root = features.app_root_rule(anns)
+        if root is not None:
+            rules.append(root)
+            out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}app-root]", "explicit",
+                                  f"app-root {anns.redirect.app_root}: an Exact / rule redirecting with 302"))
         for r, i in refs:
             p = ing.rules[r].paths[i]
             path = p.path or "/"
@@ -178,37 +297,7 @@ def _routes(state: ClusterState, ing: Ingress, gateway: str, tls_hosts: dict[str
                                       "ingress-nginx drops it"))
                 continue
             seen.add(key)
-            match_type = {"Exact": "Exact", "Prefix": "PathPrefix"}.get(p.path_type, "PathPrefix")
-            if regex:
-                match_type = "RegularExpression"
-                out.notes.append(Note(ing.key, where, "inexpressible", f"use-regex: ingress-nginx matches {path!r} "
-                                      "as a case-insensitive regex prefix (location ~*); HTTPRoute RegularExpression "
-                                      "is implementation-specific and Envoy matches the whole path, case-sensitive"))
-            elif p.path_type == "ImplementationSpecific":
-                out.notes.append(Note(ing.key, where, "inexpressible", f"ImplementationSpecific {path}: ingress-nginx "
-                                      "matches it as a plain string prefix (/foo also matches /foobar); PathPrefix "
-                                      "matches whole path elements only"))
-            rule: dict[str, Any] = {"matches": [{"path": {"type": match_type, "value": path}}]}
-            if rewrite is not None and rewrite != path:
-                if re.search(r"\$\d", rewrite) or regex:
-                    out.notes.append(Note(ing.key, where, "inexpressible", f"rewrite-target {rewrite!r} uses regex "
-                                          "capture groups; URLRewrite replaces a whole path or a path prefix only"))
-                else:
-                    # nginx's `rewrite "(?i)<path>" <target> break;` replaces the whole URI, not the prefix.
-                    rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {"path": {
-                        "type": "ReplaceFullPath", "replaceFullPath": rewrite}}}]
-                    out.notes.append(Note(ing.key, where, "explicit", f"rewrite-target {rewrite!r}: nginx replaces "
-                                          "the whole path (rewrite ... break), so URLRewrite ReplaceFullPath"))
-                if not regex:
-                    out.notes.append(Note(ing.key, where, "inexpressible", f"rewrite-target makes ingress-nginx match "
-                                          f"{path!r} as a case-insensitive regex prefix (location ~*): "
-                                          f"{path.rstrip('/')}x and {path.upper()} reach this backend there, not "
-                                          "through the HTTPRoute"))
-            ref = _backend_ref(state, ing, p.backend, f"{where}.backend", out)
-            if ref is None:
-                continue  # a resource backend: no HTTPRoute rule can send there (noted)
-            rule["backendRefs"] = [ref]
-            rules.append(rule)
+            rules.extend(_rule_for(state, model, ing, anns, r, i, path, p.path_type, p.backend, host, where, out))
         if host and ing.default_backend is not None:
             ref = _backend_ref(state, ing, ing.default_backend, "spec.defaultBackend", out)
             if ref is not None:
@@ -224,17 +313,72 @@ def _routes(state: ClusterState, ing: Ingress, gateway: str, tls_hosts: dict[str
         elif host.startswith("*."):
             out.notes.append(Note(ing.key, "spec.rules", "inexpressible", f"wildcard {host}: an Ingress wildcard "
                                   "covers exactly one DNS label, a Gateway API wildcard any number"))
-        name = ing.name if len(hosts) == 1 else f"{ing.name}-{_slug(host)}"
-        if host in tls_hosts:
-            routes.append(_route(ing, name, gateway, f"https-{_slug(host)}", host, rules))
-            routes.append(_route(ing, f"{name}-redirect", gateway, "http", host,
+        redirect = anns.redirect
+        tls = host in tls_hosts
+        if (tls and redirect.ssl_redirect) or redirect.force_ssl_redirect:
+            if tls:
+                routes.append(_route(ing, name, gateway, f"https-{_slug(host)}", host, rules))
+            routes.append(_route(ing, f"{name}-redirect", gateway, "http", host or None,
                                  [{"filters": [{"type": "RequestRedirect", "requestRedirect": {
-                                     "scheme": "https", "statusCode": 308}}]}]))
-            out.notes.append(Note(ing.key, "spec.tls", "explicit", f"host {host} has TLS: ingress-nginx redirects "
-                                  "http to https with 308 (ssl-redirect): an HTTP route with RequestRedirect"))
+                                     "scheme": "https", "statusCode": model.config.http_redirect_code}}]}]))
+            why = "force-ssl-redirect" if redirect.force_ssl_redirect and not tls else "ssl-redirect"
+            out.notes.append(Note(ing.key, "spec.tls" if tls else f"metadata.annotations[{NGINX}force-ssl-redirect]",
+                                  "explicit", f"host {host or '*'}: ingress-nginx redirects http to https with "
+                                  f"{model.config.http_redirect_code} ({why}): an HTTP route with RequestRedirect; "
+                                  "ingress-nginx also drops the path's trailing slash there (no equivalent)"))
+            if not tls:
+                out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}force-ssl-redirect]", "inexpressible",
+                                      f"host {host or '*'} has no certificate: the https side terminates TLS in front "
+                                      "of ingress-nginx; no HTTPS listener is written"))
+        elif tls:
+            out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}ssl-redirect]", "explicit",
+                                  f"ssl-redirect \"false\": host {host} is served on http and https alike"))
+            routes.append(_route(ing, name, gateway, f"https-{_slug(host)}", host, rules))
+            routes.append(_route(ing, f"{name}-http", gateway, "http", host, rules))
         else:
             routes.append(_route(ing, name, gateway, "http", host or None, rules))
-    return routes
+        names.append(name)
+        if redirect.from_to_www and host and host in model.servers and \
+                www_counterpart(host) in model.redirect_servers:
+            other = www_counterpart(host)
+            routes.append(_route(ing, f"{name}-from-to-www", gateway, "http", other, [{"filters": [{
+                "type": "RequestRedirect", "requestRedirect": {"hostname": host,
+                                                               "statusCode": model.config.http_redirect_code}}]}]))
+            out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}from-to-www-redirect]", "explicit",
+                                  f"from-to-www-redirect: a route for {other} redirecting to {host} "
+                                  f"({model.config.http_redirect_code}); ingress-nginx also drops the trailing "
+                                  "slash (no equivalent)"))
+    policies = []
+    for name in names:
+        security, notes = features.security_policy(ing.namespace, name, anns, {})
+        traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size)
+        policies.extend(p for p in (security, traffic) if p is not None)
+        if name == names[0]:
+            for severity, message in [*notes, *more, *features.not_converted(anns)]:
+                out.notes.append(Note(ing.key, "metadata.annotations", severity, message))
+    return routes, policies
+
+
+def _tls_route(state: ClusterState, ing: Ingress, name: str, gateway: str, host: str, refs: list[tuple[int, int]],
+               out: Conversion) -> list[dict[str, Any]]:
+    """ssl-passthrough: ingress-nginx forwards TLS for the host, by SNI, to the backend of its path ``/``."""
+    backend = next((ing.rules[r].paths[i].backend for r, i in refs if (ing.rules[r].paths[i].path or "/") == "/"),
+                   None)
+    out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}ssl-passthrough]", "explicit",
+                          f"ssl-passthrough: TLS for {host} is forwarded by SNI to the backend of path / (every other "
+                          "annotation and path of the Ingress is ignored): a TLSRoute on a Passthrough listener"))
+    if backend is None:
+        out.notes.append(Note(ing.key, "spec.rules", "inexpressible", "ssl-passthrough needs a path / backend: "
+                              "ingress-nginx ignores the annotation here"))
+        return []
+    ref = _backend_ref(state, ing, backend, "spec.rules", out)
+    if ref is None:
+        return []
+    return [{"apiVersion": "gateway.networking.k8s.io/v1alpha2", "kind": "TLSRoute",
+             "metadata": {"name": name, "namespace": ing.namespace,
+                          "annotations": {"knetsim.io/converted-from": f"Ingress {ing.key}"}},
+             "spec": {"parentRefs": [{"name": gateway, "sectionName": f"tls-{_slug(host)}"}], "hostnames": [host],
+                      "rules": [{"backendRefs": [ref]}]}}]
 
 
 def _route(ing: Ingress, name: str, gateway: str, section: str, host: str | None,

@@ -167,6 +167,8 @@ class RouteAnswer:
     # A weighted split (canary weights, backendRef weights): backend → share of requests. When both sides report
     # one, the shares are compared instead of the backend this one request drew.
     shares: dict[str, float] = field(default_factory=dict)
+    # For a burst of requests from one client: (requests, how many get through, what the others get).
+    burst: tuple[int, int, int] | None = None
 
     def differences(self, other: RouteAnswer) -> list[str]:
         """What differs, in words; empty when a client sees the same."""
@@ -187,6 +189,8 @@ class RouteAnswer:
         for name in sorted(set(self.headers) | set(other.headers)):
             if self.headers.get(name) != other.headers.get(name):
                 out.append(f"header {name}")
+        if self.burst is not None and other.burst is not None and self.burst != other.burst:
+            out.append("burst")
         if self.upstream_headers and other.upstream_headers:  # both sides say what the backend receives
             for name in sorted(set(self.upstream_headers) | set(other.upstream_headers)):
                 if self.upstream_headers.get(name) != other.upstream_headers.get(name):
@@ -205,6 +209,9 @@ class RouteAnswer:
             return f"{self.status} → {self.location}"
         if self.status is not None:
             return f"{self.status}" + (f" (backend {self.backend})" if self.backend else "")
+        if self.burst is not None:
+            n, through, status = self.burst
+            return f"{through} of {n} at once" + (f", then {status}" if through < n else "")
         if self.shares:
             split = ", ".join(f"{b} {share:.0%}" for b, share in sorted(self.shares.items()) if share)
             return f"→ {split}" + (f" {self.upstream_path}" if self.upstream_path else "")
@@ -219,6 +226,8 @@ class RouteAnswer:
             out["upstream_headers"] = dict(sorted(self.upstream_headers.items()))
         if self.shares:
             out["shares"] = dict(sorted(self.shares.items()))
+        if self.burst is not None:
+            out["burst"] = {"requests": self.burst[0], "through": self.burst[1], "others_get": self.burst[2]}
         return out
 
 
