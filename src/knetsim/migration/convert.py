@@ -298,6 +298,18 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
                 continue
             seen.add(key)
             rules.extend(_rule_for(state, model, ing, anns, r, i, path, p.path_type, p.backend, host, where, out))
+        server = model.servers.get(host or "_")
+        creates = server is not None and server.creator is ing
+        has_root = any((ing.rules[r].paths[i].path or "/") == "/" and ing.rules[r].paths[i].path_type == "Prefix"
+                       for r, i in refs)
+        if creates and not has_root and ing.default_backend is None and anns.redirect.url:
+            # The server's root location (for paths no rule names) carries this Ingress's annotations.
+            rules.append({"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "filters": [{
+                "type": "RequestRedirect", "requestRedirect": features.request_redirect(anns.redirect.url,
+                                                                                        anns.redirect.code)}]})
+            out.notes.append(Note(ing.key, "metadata.annotations", "explicit", f"host {host}: ingress-nginx gives "
+                                  "the paths no rule names this Ingress's redirect too (the server's root location "
+                                  "carries the annotations of the Ingress that created it): a last rule PathPrefix /"))
         if host and ing.default_backend is not None:
             ref = _backend_ref(state, ing, ing.default_backend, "spec.defaultBackend", out)
             if ref is not None:

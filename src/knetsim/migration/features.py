@@ -129,6 +129,9 @@ def rule_pieces(path: str, path_type: str, anns: IngressAnnotations, regex_host:
         pieces.notes.append(("explicit", f"{'temporal' if redirect.code in (302, 303, 307) else 'permanent'}-redirect "
                                          f"{redirect.url} ({redirect.code}): RequestRedirect; Envoy keeps the "
                                          "request's query string, nginx's return does not"))
+        if redirect.relative:
+            pieces.notes.append(("inexpressible", "relative-redirects: RequestRedirect always writes an absolute "
+                                                  "Location"))
         if redirect.code not in (301, 302, 303, 307, 308):
             pieces.notes.append(("inexpressible", f"redirect code {redirect.code}: RequestRedirect allows 301, 302, "
                                                   "303, 307 and 308"))
@@ -289,12 +292,11 @@ def traffic_policy(namespace: str, route: str, anns: IngressAnnotations, default
     if limits.connections:
         notes.append(("inexpressible", f"limit-connections {limits.connections}: Envoy limits connections per listener "
                                        "or backend (circuit breakers), not per client address"))
+    body_limit = gateway_size(limits.body_size)
     if limits.body_size != default_body:
-        limit = gateway_size(limits.body_size)
-        if limit is not None:
-            spec["requestBuffer"] = {"limit": limit}
+        if body_limit is not None:
             notes.append(("explicit", f"proxy-body-size {limits.body_size}: BackendTrafficPolicy requestBuffer "
-                                      f"limit {limit} (413 above it)"))
+                                      f"limit {body_limit} (413 above it)"))
         else:
             notes.append(("explicit", f"proxy-body-size {limits.body_size}: no limit, so no requestBuffer"))
     affinity = anns.affinity
@@ -316,8 +318,11 @@ def traffic_policy(namespace: str, route: str, anns: IngressAnnotations, default
         else:
             notes.append(("inexpressible", f"upstream-hash-by {backend.hash_by}: Envoy Gateway hashes on a header, a "
                                            "cookie, a query parameter or the client address, not on this expression"))
-    if len(spec) == 1:
+    if len(spec) == 1 and limits.body_size == default_body:
         return None, notes
+    if body_limit is not None:
+        # A policy on the route replaces the Gateway's: it carries the body limit too (and, without one, lifts it).
+        spec["requestBuffer"] = {"limit": body_limit}
     return {"apiVersion": EG_API, "kind": "BackendTrafficPolicy",
             "metadata": {"name": f"{route}-traffic", "namespace": namespace,
                          "annotations": {"knetsim.io/converted-from": f"Ingress {anns.ingress}"}},

@@ -175,9 +175,9 @@ class RouteAnswer:
         out = []
         if self.status != other.status:
             out.append("status")
-        if self.shares and other.shares:
-            if {k: round(v, 4) for k, v in self.shares.items() if v} != \
-                    {k: round(v, 4) for k, v in other.shares.items() if v}:
+        if (self.shares or other.shares) and self.backend is not None and other.backend is not None:
+            # A weighted split on either side: the shares are compared, a single backend being all of them.
+            if self._split() != other._split():
                 out.append("weights")
         elif self.backend != other.backend:
             out.append("backend")
@@ -197,21 +197,25 @@ class RouteAnswer:
                     out.append(f"upstream header {name}")
         return out
 
+    def _split(self) -> dict[str, float]:
+        shares = self.shares or ({self.backend: 1.0} if self.backend else {})
+        return {k: round(v, 4) for k, v in shares.items() if v}
+
     def same_as(self, other: RouteAnswer) -> bool:
         """Same status, backend (or weights) and redirect; when both proxy, the same path and the same proxy-set
         request headers reach the backend; the same CORS and authentication response headers."""
         return not self.differences(other)
 
     def describe(self) -> str:
+        if self.burst is not None:
+            n, through, status = self.burst
+            return f"{through} of {n} at once" + (f", then {status}" if through < n else "")
         if self.status is None and self.backend is None:
             return "nothing proxied or answered"
         if self.location is not None:
             return f"{self.status} → {self.location}"
         if self.status is not None:
             return f"{self.status}" + (f" (backend {self.backend})" if self.backend else "")
-        if self.burst is not None:
-            n, through, status = self.burst
-            return f"{through} of {n} at once" + (f", then {status}" if through < n else "")
         if self.shares:
             split = ", ".join(f"{b} {share:.0%}" for b, share in sorted(self.shares.items()) if share)
             return f"→ {split}" + (f" {self.upstream_path}" if self.upstream_path else "")
@@ -242,7 +246,11 @@ def _normal_url(url: str | None) -> str | None:
     if url is None:
         return None
     scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    default = {"http": ":80", "https": ":443"}.get(scheme.lower())
+    if sep and default and authority.endswith(default):
+        rest = authority[: -len(default)] + slash + tail  # http://host:80/p is http://host/p
     if sep and "/" not in rest.split("?", 1)[0]:
         host, q, query = rest.partition("?")
         return f"{scheme}://{host}/" + (f"?{query}" if q else "")
-    return url
+    return f"{scheme}://{rest}" if sep else url
