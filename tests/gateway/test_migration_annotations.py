@@ -133,3 +133,71 @@ def test_ssl_passthrough_without_the_controller_flag_has_no_effect() -> None:
     assert not [o for o in new if o["kind"] == "TLSRoute"]
     assert any("ssl-passthrough has no effect: the controller runs without --enable-ssl-passthrough" in n
                for n in notes)
+
+
+# --- the TLS half: spec.tls, ssl-passthrough, gRPC --------------------------------------------------
+
+
+def _one(annotations: dict[str, str], *, host: str = "g.example.com", path: str = "/", port: str = "grpc",
+         tls: bool = False) -> list[dict[str, Any]]:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "greeter", "namespace": "default"},
+           "spec": {"selector": {"app": "greeter"}, "ports": [{"name": port, "port": 50051}]}}
+    ing: dict[str, Any] = {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "greeter", "namespace": "default",
+                     "annotations": {f"nginx.ingress.kubernetes.io/{k}": v for k, v in annotations.items()}},
+        "spec": {"ingressClassName": "nginx", "rules": [{"host": host, "http": {"paths": [
+            {"path": path, "pathType": "Prefix", "backend": {"service": {"name": "greeter",
+                                                                          "port": {"number": 50051}}}}]}}]}}
+    if tls:
+        ing["spec"]["tls"] = [{"hosts": [host], "secretName": "greeter-tls"}]
+    return [svc, ing]
+
+
+def test_backend_protocol_grpc_becomes_a_grpcroute_on_the_https_listener() -> None:
+    result = convert(Cluster.from_yaml(yaml.safe_dump_all(_one({"backend-protocol": "GRPC"}, tls=True))).state)
+    [route] = [o for o in result.objects if o["kind"] == "GRPCRoute"]
+    assert route["spec"] == {"parentRefs": [{"name": "eg-gateway", "sectionName": "https-g-example-com"}],
+                             "hostnames": ["g.example.com"],
+                             "rules": [{"backendRefs": [{"name": "greeter", "port": 50051}]}]}
+    gateway = next(o for o in result.objects if o["kind"] == "Gateway")
+    https = gateway["spec"]["listeners"][1]
+    assert https["tls"] == {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "greeter-tls"}]}
+    assert not [o for o in result.objects if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == "greeter"]
+
+
+def test_a_grpc_service_path_becomes_a_method_match_and_grpcs_a_backend_tls_policy() -> None:
+    docs = _one({"backend-protocol": "GRPCS"}, path="/helloworld.Greeter")
+    result = convert(Cluster.from_yaml(yaml.safe_dump_all(docs)).state)
+    [route] = [o for o in result.objects if o["kind"] == "GRPCRoute"]
+    assert route["spec"]["rules"] == [{"backendRefs": [{"name": "greeter", "port": 50051}],
+                                       "matches": [{"method": {"service": "helloworld.Greeter"}}]}]
+    [policy] = [o for o in result.objects if o["kind"] == "BackendTLSPolicy"]
+    target = {"group": "", "kind": "Service", "name": "greeter", "sectionName": "grpc"}
+    assert policy["spec"] == {"targetRefs": [target], "validation": {"wellKnownCACertificates": "System",
+                                                                     "hostname": "greeter.default.svc"}}
+
+
+def test_backend_protocol_https_becomes_a_backend_tls_policy() -> None:
+    result = convert(Cluster.from_yaml(yaml.safe_dump_all(_one({"backend-protocol": "HTTPS"}, port="https"))).state)
+    assert [o["metadata"]["name"] for o in result.objects if o["kind"] == "BackendTLSPolicy"] == ["greeter-tls"]
+    assert any(o["kind"] == "HTTPRoute" for o in result.objects)
+
+
+def test_ssl_passthrough_with_the_controller_flag_becomes_a_tlsroute() -> None:
+    from tests.ingress.builders import controller, flatten, ingress_class
+
+    from knetsim.cluster.config import ClusterConfig
+
+    docs = flatten(controller("ingress-nginx", "k8s.io/ingress-nginx", "nginx",
+                              extra_args=("--enable-ssl-passthrough",)),
+                   ingress_class("nginx", "k8s.io/ingress-nginx"), _one({"ssl-passthrough": "true"}, port="https"))
+    state = Cluster.from_yaml(yaml.safe_dump_all(docs), config=ClusterConfig(ingress_controller=False)).state
+    result = convert(state)
+    [route] = [o for o in result.objects if o["kind"] == "TLSRoute"]
+    assert route["spec"] == {"parentRefs": [{"name": "eg-gateway", "sectionName": "tls-g-example-com"}],
+                             "hostnames": ["g.example.com"], "rules": [{"backendRefs": [{"name": "greeter",
+                                                                                          "port": 50051}]}]}
+    gateway = next(o for o in result.objects if o["kind"] == "Gateway")
+    assert gateway["spec"]["listeners"][1] == {"name": "tls-g-example-com", "protocol": "TLS", "port": 443,
+                                               "hostname": "g.example.com", "tls": {"mode": "Passthrough"}}

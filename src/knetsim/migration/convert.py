@@ -145,7 +145,8 @@ def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
             routes.extend(made)
             policies.extend(made_policies)
         out.objects.extend(sorted(routes, key=lambda r: (r["kind"], r["metadata"]["name"])))
-        out.objects.extend(sorted(policies, key=lambda r: (r["kind"], r["metadata"]["name"])))
+        unique = {(p["kind"], p["metadata"]["name"]): p for p in reversed(policies)}  # the first of a name wins
+        out.objects.extend(unique[k] for k in sorted(unique))
     return out
 
 
@@ -217,7 +218,7 @@ def _gateway_policies(ns: str, gateway: str, config: ControllerConfig) -> list[d
 
 def _rule_for(state: ClusterState, model: Model, ing: Ingress, anns: IngressAnnotations, r: int | None, i: int | None,
               path: str, path_type: str, backend: IngressBackend, host: str, where: str,
-              out: Conversion) -> list[dict[str, Any]]:
+              out: Conversion, tls_policies: list[dict[str, Any]]) -> list[dict[str, Any]]:
     server = model.servers.get(host or "_") or model.servers["_"]
     regex_by = server.regex_by
     who = (f"Ingress {regex_by.ingress.key} sets "
@@ -251,6 +252,13 @@ def _rule_for(state: ClusterState, model: Model, ing: Ingress, anns: IngressAnno
             out.notes.append(Note(ing.key, where, "explicit", f"canary Ingress {canary.ingress.key} shadows "
                                   f"{backend.describe()}: its header/cookie rules come first, its weight {weight} is "
                                   "a backendRef weight"))
+    if anns.backend.protocol in ("HTTPS", "AUTO_HTTP", "FCGI") and "port" in ref:
+        if anns.backend.protocol == "HTTPS":
+            tls_policies.append(backend_tls_policy(state, ing, backend.service_name, ref["port"]))
+            out.notes.append(Note(ing.key, where, "explicit", _BACKEND_TLS))
+        else:
+            out.notes.append(Note(ing.key, where, "inexpressible", f"backend-protocol {anns.backend.protocol}: no "
+                                  "Gateway API equivalent"))
     rule: dict[str, Any] = {"matches": [pieces.match]}
     if pieces.filters:
         rule["filters"] = pieces.filters
@@ -267,6 +275,7 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
         hosts.setdefault(rule.host.lower(), []).extend((r, i) for i in range(len(rule.paths)))
     routes = []
     names: list[str] = []
+    policies_extra: list[dict[str, Any]] = []
     if not ing.rules and ing.default_backend is not None:
         ref = _backend_ref(state, ing, ing.default_backend, "spec.defaultBackend", out)
         if ref is not None:
@@ -279,6 +288,11 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
         name = ing.name if len(hosts) == 1 else f"{ing.name}-{_slug(host)}"
         if host in passthrough:
             routes.extend(_tls_route(state, ing, name, gateway, host, refs, out))
+            continue
+        if anns.backend.protocol in ("GRPC", "GRPCS"):
+            grpc, grpc_policies = _grpc_route(state, ing, anns, name, gateway, host, tls_hosts, refs, out)
+            routes.extend(grpc)
+            policies_extra.extend(grpc_policies)
             continue
         rules: list[dict[str, Any]] = []
         root = features.app_root_rule(anns)
@@ -297,7 +311,8 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
                                       "ingress-nginx drops it"))
                 continue
             seen.add(key)
-            rules.extend(_rule_for(state, model, ing, anns, r, i, path, p.path_type, p.backend, host, where, out))
+            rules.extend(_rule_for(state, model, ing, anns, r, i, path, p.path_type, p.backend, host, where, out,
+                                   policies_extra))
         server = model.servers.get(host or "_")
         creates = server is not None and server.creator is ing
         has_root = any((ing.rules[r].paths[i].path or "/") == "/" and ing.rules[r].paths[i].path_type == "Prefix"
@@ -360,7 +375,7 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
                                   f"from-to-www-redirect: a route for {other} redirecting to {host} "
                                   f"({model.config.http_redirect_code}); ingress-nginx also drops the trailing "
                                   "slash (no equivalent)"))
-    policies = []
+    policies = list(policies_extra)
     for name in names:
         security, notes = features.security_policy(ing.namespace, name, anns, {})
         traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size)
@@ -369,6 +384,74 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
             for severity, message in [*notes, *more, *features.not_converted(anns)]:
                 out.notes.append(Note(ing.key, "metadata.annotations", severity, message))
     return routes, policies
+
+
+_GRPC_PATH = re.compile(r"^/([A-Za-z_][\w.]*)(?:/([A-Za-z_]\w*))?/?$")
+
+
+def _grpc_route(state: ClusterState, ing: Ingress, anns: IngressAnnotations, name: str, gateway: str, host: str,
+                tls_hosts: dict[str, str], refs: list[tuple[int, int]],
+                out: Conversion) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """backend-protocol GRPC/GRPCS: ingress-nginx grpc_passes the paths; a GRPCRoute matches gRPC services and
+    methods (a path /pkg.Service[/Method] becomes a method match, / every call), on the host's HTTPS listener."""
+    rules: list[dict[str, Any]] = []
+    services: set[tuple[str, int]] = set()
+    for r, i in refs:
+        p = ing.rules[r].paths[i]
+        path = p.path or "/"
+        where = f"spec.rules[{r}].http.paths[{i}]"
+        ref = _backend_ref(state, ing, p.backend, f"{where}.backend", out)
+        if ref is None:
+            continue
+        if "port" in ref:
+            services.add((ref["name"], ref["port"]))
+        rule: dict[str, Any] = {"backendRefs": [ref]}
+        found = _GRPC_PATH.match(path)
+        if path != "/" and found is not None:
+            method = {"service": found.group(1)}
+            if found.group(2):
+                method["method"] = found.group(2)
+            rule["matches"] = [{"method": method}]
+        elif path != "/":
+            out.notes.append(Note(ing.key, where, "inexpressible", f"gRPC path {path}: a GRPCRoute matches "
+                                  "package.Service and Method, not an arbitrary path prefix"))
+            continue
+        rules.append(rule)
+    section = f"https-{_slug(host)}" if host in tls_hosts else "http"
+    out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}backend-protocol]", "explicit",
+                          f"backend-protocol {anns.backend.protocol}: ingress-nginx grpc_passes this host's paths: a "
+                          f"GRPCRoute on listener {section}"
+                          + ("" if host in tls_hosts else " (gRPC without TLS needs h2c from the clients)")))
+    route = {"apiVersion": API, "kind": "GRPCRoute",
+             "metadata": {"name": name, "namespace": ing.namespace,
+                          "annotations": {"knetsim.io/converted-from": f"Ingress {ing.key}"}},
+             "spec": {"parentRefs": [{"name": gateway, "sectionName": section}], "hostnames": [host] if host else [],
+                      "rules": rules}}
+    if not host:
+        del route["spec"]["hostnames"]
+    policies = []
+    if anns.backend.protocol == "GRPCS":
+        policies = [backend_tls_policy(state, ing, service, port) for service, port in sorted(services)]
+        out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}backend-protocol]", "explicit", _BACKEND_TLS))
+    return [route], policies
+
+
+_BACKEND_TLS = ("TLS to the backend: a BackendTLSPolicy per Service; ingress-nginx does not verify the backend's "
+                "certificate (proxy-ssl-verify off), Envoy does: give it the CA (caCertificateRefs)")
+
+
+def backend_tls_policy(state: ClusterState, ing: Ingress, service: str, port: int) -> dict[str, Any]:
+    """backend-protocol HTTPS/GRPCS: Envoy speaks TLS to a Service when a BackendTLSPolicy targets it."""
+    svc = state.services.get(f"{ing.namespace}/{service}")
+    sp = next((p for p in svc.ports if p.port == port), None) if svc is not None else None
+    target: dict[str, Any] = {"group": "", "kind": "Service", "name": service}
+    if sp is not None and sp.name:
+        target["sectionName"] = sp.name
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "BackendTLSPolicy",
+            "metadata": {"name": f"{service}-tls", "namespace": ing.namespace,
+                         "annotations": {"knetsim.io/converted-from": f"Ingress {ing.key}"}},
+            "spec": {"targetRefs": [target], "validation": {"wellKnownCACertificates": "System",
+                                                            "hostname": f"{service}.{ing.namespace}.svc"}}}
 
 
 def _tls_route(state: ClusterState, ing: Ingress, name: str, gateway: str, host: str, refs: list[tuple[int, int]],
