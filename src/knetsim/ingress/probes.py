@@ -7,9 +7,10 @@ a difference:
 
 * hosts: each rule host (a wildcard as one label, two labels and its bare domain), its
   ``from-to-www-redirect`` counterpart and aliases, plus a host no rule names;
-* paths, per path ``P``: ``P``, with and without a trailing slash, a child ``P/x``, the element edge
-  ``Px``, ``P`` in upper case, its parent, ``/`` and a path nothing names; for a regex path its
-  literal start (``/foo`` of ``/foo(/|$)(.*)``) and children of it;
+* paths, per host, for each path ``P`` of its own server and of the catch-all (a host no rule names
+  gets them all): ``P``, with and without a trailing slash, a child ``P/x``, the element edge ``Px``,
+  ``P`` in upper case, its parent, ``/`` and a path nothing names; for a regex path its literal start
+  (``/foo`` of ``/foo(/|$)(.*)``) and children of it;
 * schemes: http everywhere, https for TLS hosts;
 * per annotation, on the Ingress's first path: a client inside and outside each source range (and
   through ``X-Forwarded-For`` where the ConfigMap trusts it), requests without and with wrong (and,
@@ -156,8 +157,16 @@ def requests(state: ClusterState, model: Model) -> list[HTTPRequest]:
             seen.add(key)
             out.append(request)
 
-    path_set = path_probes(paths)
+    # Per host: its server's paths and the catch-all's (a host never falls back to other hosts' paths); a host no
+    # rule names gets every path.
+    own: dict[str, set[str]] = {}
+    for server in model.servers.values():
+        own[server.name] = {loc.ingress_path for loc in server.locations if loc.rule is not None}
+    catch_all = own.get(CATCH_ALL, set())
     for host in host_probes(names):
+        server = model.server_for(host.lower())
+        wanted = paths if server.name == CATCH_ALL else own.get(server.name, set()) | catch_all
+        path_set = path_probes(wanted)
         for scheme in ("http", "https") if host in tls else ("http",):
             for p in path_set:
                 keep(HTTPRequest(host, p, "GET", scheme))
