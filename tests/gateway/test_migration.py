@@ -94,7 +94,7 @@ def test_behaviours_httproute_cannot_express_are_named() -> None:
     _objects, both = old_and_new(docs)
     notes = convert(Cluster.from_yaml(NGINX_ONLY.read_text()).state).notes
     by = {(n.ingress, n.severity, n.message.split(":")[0].split(" ")[0]) for n in notes}
-    # Written out: the regex host's paths, the /p(/|$)(.*) → /$2 idiom, ImplementationSpecific's string prefix.
+    # Written out: the regex host's paths, the /p(/|$)(.*) → /$2 idiom, ImplementationSpecific as Prefix.
     assert ("default/api-v-regex", "explicit", "/v1(/|$)(.*)") in by
     assert ("default/api-v-regex", "explicit", "rewrite-target") in by
     assert ("default/static", "explicit", "ImplementationSpecific") in by

@@ -1,7 +1,7 @@
 """Migrating annotated Ingresses: `migrate ingress` writes each family's Gateway API equivalent, and `migrate
 check` reports exactly the differences that remain — and catches a hand migration that drops one.
 
-Given one input per annotation family (tests/nginxproof/data, the same inputs `verify nginx` proves),
+Given one input per annotation family (tests/nginxproof/data and examples/, the inputs `verify nginx` proves),
 when converted and checked, then every remaining difference is one the conversion notes as a real
 departure of Envoy Gateway from ingress-nginx; when the converted source range or canary is removed,
 then the check reports it.
@@ -20,12 +20,14 @@ import yaml
 from knetsim import Cluster
 from knetsim.migration import check, convert
 
-DATA = Path(__file__).resolve().parents[1] / "nginxproof" / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "nginxproof" / "data"
+EXAMPLES = {"blog": [ROOT / "examples" / "ingress-blog" / "ingress.yaml"]}
 
 
 def _docs(family: str) -> list[dict[str, Any]]:
-    return [d for name in ("backends.yaml", f"{family}.yaml")
-            for d in yaml.safe_load_all((DATA / name).read_text()) if d]
+    files = EXAMPLES.get(family) or [DATA / "backends.yaml", DATA / f"{family}.yaml"]
+    return [d for name in files for d in yaml.safe_load_all(name.read_text()) if d]
 
 
 def _both(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Cluster:
@@ -201,3 +203,62 @@ def test_ssl_passthrough_with_the_controller_flag_becomes_a_tlsroute() -> None:
     gateway = next(o for o in result.objects if o["kind"] == "Gateway")
     assert gateway["spec"]["listeners"][1] == {"name": "tls-g-example-com", "protocol": "TLS", "port": 443,
                                                "hostname": "g.example.com", "tls": {"mode": "Passthrough"}}
+
+
+def _ingress(name: str, host: str, paths: list[tuple[str, str, str]], **annotations: str) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "default",
+                         "annotations": {f"nginx.ingress.kubernetes.io/{k.replace('_', '-')}": v
+                                         for k, v in annotations.items()}},
+            "spec": {"ingressClassName": "nginx", "rules": [{"host": host, "http": {"paths": [
+                {"path": p, "pathType": t, "backend": {"service": {"name": svc, "port": {"number": 80}}}}
+                for p, t, svc in paths]}}]}}
+
+
+def _backends() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((DATA / "backends.yaml").read_text()) if d]
+
+
+def test_a_server_alias_is_a_hostname_of_the_hosts_routes() -> None:
+    old = [*_backends(), _ingress("shop", "shop.example.com", [("/", "Prefix", "web")],
+                                  server_alias="shop.example.net")]
+    conversion = convert(Cluster.from_yaml(yaml.safe_dump_all(old)).state)
+    route = next(o for o in conversion.objects if o["kind"] == "HTTPRoute")
+    assert route["spec"]["hostnames"] == ["shop.example.com", "shop.example.net"]
+    assert _differences(old, conversion.objects) == {}
+
+
+def test_a_regex_host_keeps_its_root_a_prefix_and_names_what_envoy_gateway_ranks_differently() -> None:
+    # Given a regex host (use-regex) with /, /app and the /app/admin(/|$)(.*) → /$2 idiom: Envoy Gateway ranks any
+    # RegularExpression above any PathPrefix, where nginx tries the longest regex location first.
+    old = [*_backends(),
+           _ingress("site", "site.example.com", [("/", "Prefix", "web"), ("/app", "Prefix", "web"),
+                                                 ("/app/admin(/|$)(.*)", "ImplementationSpecific", "web-v2")],
+                    use_regex="true", rewrite_target="/$2")]
+    conversion = convert(Cluster.from_yaml(yaml.safe_dump_all(old)).state)
+    route = next(o for o in conversion.objects if o["kind"] == "HTTPRoute")
+    paths = [m["path"] for r in route["spec"]["rules"] for m in r["matches"]]
+    assert {"type": "PathPrefix", "value": "/"} in paths  # ~* "^/" takes every path, as PathPrefix / does
+    assert {"type": "PathPrefix", "value": "/app/admin"} in paths  # the idiom, for ReplacePrefixMatch
+    [ranked] = [n.message for n in conversion.notes if "Envoy Gateway ranks" in n.message]
+    assert ranked.startswith("PathPrefix /app/admin on host site.example.com: Envoy Gateway ranks RegularExpression "
+                             "(?i)/app.* (a shorter nginx path) above any PathPrefix")
+    differences = _differences(old, conversion.objects)
+    assert differences["GET http://site.example.com/app/admin/x"] == ["backend", "path"]
+
+
+def test_the_annotated_store_example_is_its_conversion_plus_the_htpasswd_secret() -> None:
+    state = Cluster.from_paths([str(ROOT / "examples" / "ingress-nginx")]).state
+    generated = convert(state).objects
+    written = [d for d in yaml.safe_load_all((ROOT / "examples" / "ingress-nginx-gateway" / "gateway.yaml").read_text())
+               if d]
+    assert written == generated
+    result = check(Cluster.from_paths([str(ROOT / "examples" / "ingress-nginx"),
+                                       str(ROOT / "examples" / "ingress-nginx-gateway")]).state)
+    found = set().union(*(c.differences for c in result.differences))
+    # Envoy authenticates before it authorizes and before the body limit, has no auth-signin, matches the rewrite
+    # prefix case-sensitively, keeps the trailing slash of a from-to-www redirect, and answers CORS its own way.
+    assert found == {"status", "header www-authenticate", "location", "weights", "path",
+                     "upstream header x-forwarded-prefix", "header access-control-allow-headers",
+                     "header access-control-allow-methods", "header access-control-max-age"}
+

@@ -113,3 +113,25 @@ def test_a_redirect_annotation_applies_to_the_hosts_default_location_too() -> No
     state = cluster(service("a"), ingress("i", rule("r.example", path("/api", "Prefix", "a")),
                                           annotations={"permanent-redirect": "https://new.example/"})).state
     assert route(state, "r.example", "/elsewhere").redirect == "https://new.example/"
+
+
+def test_server_aliases_are_chosen_as_nginx_chooses_server_names() -> None:
+    # Given a wildcard Ingress host (ingress-nginx writes it as a one-label regex) and another host whose aliases
+    # are an exact name, a leading wildcard (any depth), a .name and a trailing wildcard.
+    c = cluster(service("web"), service("web-v2"), service("other"),
+                ingress("wild", rule("*.example.org", path("/", "Prefix", "web"))),
+                ingress("aliased", rule("shop.example.com", path("/", "Prefix", "web-v2")),
+                        annotations={"server-alias": "shop.example.net, *.deep.example.org, .example.biz, "
+                                                     "www.example.*, *.example.org"}),
+                ingress("other", rule("other.example.com", path("/", "Prefix", "other"))))
+
+    def served(host: str) -> str | None:
+        result = route(c.state, host, "/")
+        return result.backend.service if result.backend is not None else None
+
+    assert served("shop.example.net") == "default/web-v2"
+    assert served("a.b.deep.example.org") == "default/web-v2"  # *.name covers any depth, before the host regex
+    assert served("x.example.org") == "default/web"  # the alias *.example.org is the wildcard host's name: dropped
+    assert served("example.biz") == served("x.y.example.biz") == "default/web-v2"
+    assert served("www.example.co.uk") == "default/web-v2"
+    assert served("a.b.example.org") is None  # the Ingress wildcard covers one label

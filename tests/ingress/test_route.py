@@ -246,15 +246,19 @@ def test_external_name_backend() -> None:
     assert result.routed and result.backend.external_name == "api.example.net" and result.backend.port == 443
 
 
-def test_implementation_specific_is_a_plain_nginx_prefix() -> None:
-    # ingress-nginx writes ImplementationSpecific /foo as `location /foo`: a string prefix, /foobar included.
-    c = cluster(service("a"), ingress("i", rule("h.example", path("/foo", "ImplementationSpecific", "a"))))
+def test_implementation_specific_is_prefix_as_ingress_nginx_stores_it() -> None:
+    # ingress-nginx's store turns ImplementationSpecific into Prefix (SetDefaultNGINXPathType): /foo is written as
+    # `location /foo/` and `location = /foo`, so /foobar is not under it.
+    c = cluster(service("a"), service("b"), ingress("i", rule("h.example", path("/foo", "ImplementationSpecific", "a")),
+                                           created="2020-01-01T00:00:00Z"),
+                ingress("j", rule("h.example", path("/foo", "Prefix", "b")), created="2030-01-01T00:00:00Z"))
     hit = route(c.state, "h.example", "/foo/bar")
-    assert hit.routed and hit.match.matched_as == "/foo"
-    string_prefix = route(c.state, "h.example", "/foobar")
-    assert string_prefix.routed and string_prefix.backend.service == "default/a"
-    assert any("string prefix" in n for n in string_prefix.notes)
-    assert route(c.state, "h.example", "/fo").outcome == "not-found"
+    assert hit.routed and hit.match.matched_as == "/foo/" and hit.backend.service == "default/a"
+    assert any("stores such a path as Prefix" in n for n in hit.notes)
+    assert route(c.state, "h.example", "/foo").match.matched_as == "= /foo"
+    assert route(c.state, "h.example", "/foobar").outcome == "not-found"
+    # The same path as Prefix in a later Ingress is the same location: ingress-nginx keeps the first.
+    assert [c.verdict for c in hit.candidates if c.ingress == "default/j"] == ["duplicate"]
 
 
 # --- which controller ---------------------------------------------------------------------------

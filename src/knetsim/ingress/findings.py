@@ -12,9 +12,12 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.objects import Ingress, IngressBackend
+from .annotations import parse as parse_annotations
 from .backends import closest_name, resolve_backend
+from .config import controller_config
 from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
 from .router import nginx_order
+from .servers import CATCH_ALL, Model, nginx_path_type
 from .webhook import denial, invalid_paths, strict_path_validation
 
 KIND_INGRESS_NGINX = "kubectl apply -f https://kind.sigs.k8s.io/examples/ingress/deploy-ingress-nginx.yaml"
@@ -226,7 +229,36 @@ def _annotation_findings(state: ClusterState, ing: Ingress,
                                           f"canary Ingress: {why}: no traffic reaches its backend",
                                           "give the canary the same host, path and pathType as the Ingress it "
                                           "shadows, with another backend Service"))
+        out.extend(_canary_elsewhere(ing, model, subject))
     return out
+
+
+def _canary_elsewhere(ing: Ingress, model: Model, subject: str) -> list[IngressFinding]:
+    """ingress-nginx hangs a canary on the primary's upstream (``mergeAlternativeBackends``) and its balancer picks
+    by upstream, so every location proxying to that Service port — other hosts and paths included — gets it."""
+    own = {(_server_key(rule.host), spec.path or "/") for rule in ing.rules for spec in rule.paths}
+    out = []
+    for primary, canary in sorted(model.canaries.items()):
+        if canary.ingress is not ing:
+            continue
+        elsewhere = sorted({f"{loc.host or '*'}{loc.ingress_path} (Ingress {loc.ingress.key})"
+                            for server in model.servers.values() for loc in server.locations
+                            if loc.upstream == primary and loc.ingress is not None
+                            and (server.name, loc.ingress_path) not in own})
+        if not elsewhere:
+            continue
+        shown = ", ".join(elsewhere[:4]) + (f" and {len(elsewhere) - 4} more" if len(elsewhere) > 4 else "")
+        out.append(IngressFinding(
+            "IngressCanaryShared", "warning", subject, "metadata.annotations[nginx.ingress.kubernetes.io/canary]",
+            f"the canary is attached to upstream {primary}, not to a host: ingress-nginx's balancer also sends "
+            f"{shown} to {canary.backend.describe()} by the same header, cookie and weight",
+            "route those paths to a Service of their own (another Service selecting the same pods, or another port), "
+            "so that only the path the canary repeats uses this upstream"))
+    return out
+
+
+def _server_key(host: str) -> str:
+    return host.lower() if host else CATCH_ALL
 
 
 def _catalog() -> list[str]:
@@ -246,10 +278,14 @@ def _shadowed_paths(state: ClusterState, controllers: list[IngressController],
     out = []
     for controller in sorted(claimed):
         seen: dict[tuple[str, str, str], Ingress] = {}
+        ctl = next(c for c in controllers if c.controller == controller)
+        config = controller_config(state, ctl)
         for ing in nginx_order(claimed[controller]):
+            if parse_annotations(ing, config, state).canary.enabled:
+                continue  # a canary adds no location: it is the alternative backend of the path it repeats
             for r, rule in enumerate(ing.rules):
                 for i, p in enumerate(rule.paths):
-                    key = (rule.host.lower(), p.path or "/", p.path_type)
+                    key = (rule.host.lower(), p.path or "/", nginx_path_type(p.path_type))
                     first = seen.setdefault(key, ing)
                     if first is ing or (namespace is not None and ing.namespace != namespace):
                         continue

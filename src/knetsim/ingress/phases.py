@@ -471,9 +471,9 @@ def _proxy(run: _Run, uri: str, request_uri: str, prefix_header: tuple[tuple[str
         exempt = any(access_rules._contains(c, ex.client) for c in anns.limits.allowlist)
         burst_result = limits.burst(anns.limits, burst, run.model.config.limit_req_status_code,
                                     run.model.config.limit_conn_status_code, exempt)
-        run.step("preaccess", "limits", f"a burst of {burst} from {ex.client}: {burst_result.allowed} through, "
-                                        f"{burst_result.rejected} get {burst_result.status or '-'} "
-                                        f"({burst_result.why})")
+        refused = f", {burst_result.rejected} get {burst_result.status}" if burst_result.rejected else ""
+        run.step("preaccess", "limits", f"a burst of {burst} from {ex.client}: {burst_result.allowed} through"
+                                        f"{refused} ({burst_result.why})")
     # 5. access phase.
     denied = _access(run, loc)
     if denied is not None:
@@ -529,39 +529,58 @@ def _first_port(state: ClusterState, service: str) -> int | None:
 
 def _access(run: _Run, loc: Location) -> Served | None:
     anns = loc.annotations
-    ex = run.ex
     config = run.model.config
-    results: list[tuple[bool, int, Served | None]] = []  # (passed, status, the answer when it fails)
+    # nginx's access handlers in their order; with satisfy all the first that refuses answers and the rest never
+    # run, with satisfy any every one runs until one allows.
+    checks = []
     if anns.access.allow or anns.access.deny:
-        ok, why = access_rules.verdict(anns.access, ex.client)
-        run.step("access", "source range", why + ("" if ok else ": 403"))
-        results.append((ok, 403, None))
+        checks.append(lambda: _source_range(run, anns))
     no_auth = any(loc.path.startswith(p) for p in config.no_auth_locations)
     if anns.basic_auth is not None and not no_auth:
-        if anns.basic_auth.type != "basic":
-            run.step("access", "auth-type", f"{anns.basic_auth.type} authentication is not simulated: allowed")
-        else:
-            ok, why = basicauth.check(anns.basic_auth, ex.header("Authorization"))
-            run.step("access", "auth-type basic", why + ("" if ok else ": 401"))
-            results.append((ok, 401, None if ok else run.answer(
-                401, UNAUTHORIZED, extra=(("WWW-Authenticate", basicauth.challenge(anns.basic_auth)),))))
+        checks.append(lambda: _basic_auth(run, anns))
     if anns.ext_auth is not None and not no_auth:
-        results.append(_external_auth(run, anns.ext_auth))
+        checks.append(lambda: _external_auth(run, anns.ext_auth))
+    results: list[tuple[bool, int, Served | None]] = []  # (passed, status, the answer when it fails)
+    for check in checks:
+        result = check()
+        if result is None:
+            continue
+        results.append(result)
+        if anns.satisfy == "any" and result[0]:
+            run.step("access", "satisfy any", "one check passed: allowed")
+            return None
+        if anns.satisfy != "any" and not result[0]:
+            break
     if not results:
         return None
     if anns.satisfy == "any":
-        if any(ok for ok, _s, _a in results):
-            run.step("access", "satisfy any", "one check passed: allowed")
-            return None
         failed = next((r for r in results if r[1] == 401), results[0])
     else:
         failed = next((r for r in results if not r[0]), None)
         if failed is None:
             return None
-    ok, status, served = failed
+    _passed, status, served = failed
     if served is not None:
         return served
     return run.answer(status, DENIED if status == 403 else UNAUTHORIZED if status == 401 else AUTH_ERROR)
+
+
+def _source_range(run: _Run, anns: IngressAnnotations) -> tuple[bool, int, Served | None]:
+    ok, why = access_rules.verdict(anns.access, run.ex.client)
+    run.step("access", "source range", why + ("" if ok else ": 403"))
+    return ok, 403, None
+
+
+def _basic_auth(run: _Run, anns: IngressAnnotations) -> tuple[bool, int, Served | None] | None:
+    auth = anns.basic_auth
+    assert auth is not None
+    if auth.type != "basic":
+        run.step("access", "auth-type", f"{auth.type} authentication is not simulated: allowed")
+        return None
+    ok, why = basicauth.check(auth, run.ex.header("Authorization"))
+    run.step("access", "auth-type basic", why + ("" if ok else ": 401"))
+    return ok, 401, None if ok else run.answer(401, UNAUTHORIZED,
+                                               extra=(("WWW-Authenticate", basicauth.challenge(auth)),))
 
 
 def _external_auth(run: _Run, config: extauth.ExtAuthConfig) -> tuple[bool, int, Served | None]:

@@ -6,7 +6,8 @@ real nginx get it), so a lost canary, a dropped source range or a forgotten CORS
 a difference:
 
 * hosts: each rule host (a wildcard as one label, two labels and its bare domain), its
-  ``from-to-www-redirect`` counterpart and aliases, plus a host no rule names;
+  ``from-to-www-redirect`` counterpart and ``server-alias`` names (their wildcards likewise), plus a
+  host no rule names;
 * paths, per host, for each path ``P`` of its own server and of the catch-all (a host no rule names
   gets them all): ``P``, with and without a trailing slash, a child ``P/x``, the element edge ``Px``,
   ``P`` in upper case, its parent, ``/`` and a path nothing names; for a regex path its literal start
@@ -66,10 +67,12 @@ def path_probes(paths: set[str]) -> list[str]:
 def host_probes(names: set[str]) -> list[str]:
     out: set[str] = {UNNAMED_HOST}
     for h in names:
-        if h.startswith("*."):
-            base = h[2:]
+        if h.startswith(("*.", ".")):  # a wildcard host (one label), a wildcard alias (any), .name (and itself)
+            base = h.removeprefix("*")[1:]
             out.update({f"x.{base}", f"x.y.{base}", base})
-        elif h:
+        elif h.endswith(".*"):  # an alias wildcard at the end
+            out.update({f"{h[:-1]}com", f"{h[:-1]}co.uk"})
+        elif h and not h.startswith("~"):  # a regex alias names no host to try
             out.add(h)
     return sorted(out)
 

@@ -648,8 +648,7 @@ def _chosen_reason(found: Found) -> str:
         return f"location {loc.path}: nginx redirects the path without its trailing slash to it (301)"
     if found.how == "exact":
         return f"exact location = {loc.path}" + (" (ingress-nginx adds it for the Prefix path)" if loc.twin else "")
-    kind = "plain nginx prefix: a string prefix" if loc.path_type == IMPLEMENTATION_SPECIFIC else "longest prefix"
-    return f"location {loc.path}: {kind} that matches"
+    return f"location {loc.path}: longest prefix that matches"
 
 
 def _static_candidate(group: list[Location], chosen: Location | None, path: str) -> Candidate:
@@ -663,12 +662,7 @@ def _static_candidate(group: list[Location], chosen: Location | None, path: str)
             return _cand(loc, "exact-preferred", f"Exact {chosen.path} takes {path}: ingress-nginx writes this Prefix "
                                                  f"path as location {loc.path} only (the = {chosen.path} twin is the "
                                                  "Exact path's)")
-        if declared == IMPLEMENTATION_SPECIFIC:
-            reason = (f"ImplementationSpecific {loc.ingress_path} is a plain nginx prefix location: {path} does not "
-                      "start with it")
-        else:
-            reason = path_mismatch_reason(declared, loc.ingress_path, path)
-        return _cand(loc, "path-mismatch", reason)
+        return _cand(loc, "path-mismatch", path_mismatch_reason(declared, loc.ingress_path, path))
     assert chosen is not None
     if chosen.path_type == EXACT and all(g.path_type != EXACT for g in matching):
         return _cand(loc, "exact-preferred", f"exact location = {chosen.path} is taken before any prefix")
@@ -764,8 +758,8 @@ def _path_notes(server: Server, found: Found) -> list[str]:
     loc = found.location
     if loc is not None and loc.ingress is not None and loc.rule is not None and not server.regex and \
             (loc.declared_type or loc.path_type) == IMPLEMENTATION_SPECIFIC:
-        return [f"{loc.ingress_path} is ImplementationSpecific: ingress-nginx writes it as a plain nginx prefix "
-                "location, a string prefix (/foo also matches /foobar)"]
+        return [f"{loc.ingress_path} is ImplementationSpecific: ingress-nginx stores such a path as Prefix "
+                "(SetDefaultNGINXPathType) and matches it by whole path elements"]
     return []
 
 

@@ -27,9 +27,11 @@ renders it) read the same configuration:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..cluster.state import ClusterState
+from ..model import saferegex
 from ..model.objects import Ingress, IngressBackend
 from .annotations import IngressAnnotations
 from .annotations import parse as parse_annotations
@@ -45,7 +47,7 @@ DEFAULT_UPSTREAM = "upstream-default-backend"
 @dataclass(slots=True)
 class Location:
     path: str  # the nginx location path (a split Prefix ends in "/")
-    path_type: str  # Exact | Prefix | ImplementationSpecific; the exact twin of a Prefix is Exact
+    path_type: str  # Exact | Prefix (ImplementationSpecific is Prefix to ingress-nginx); a Prefix's twin is Exact
     ingress: Ingress | None  # None: the controller's own default location
     rule: int | None  # None: a server's root default location
     index: int | None
@@ -140,17 +142,55 @@ class Model:
     redirect_servers: dict[str, str] = field(default_factory=dict)  # from-to-www: from → to
 
     def server_for(self, server_name: str) -> Server:
-        """nginx's choice of server: exact name (or alias), then a wildcard (one label, in name order), else
-        the catch-all default server."""
+        """nginx's choice of server (``ngx_http_find_virtual_server``) among the names the template writes —
+        ``server_name <host> <aliases>``, a wildcard host as ``~^(?<subdomain>[\\w-]+)\\.<domain>$``
+        (``buildServerName``: one label): the exact name, then the longest ``*.`` (or ``.``) alias, then the
+        longest ``.*`` alias, then the first regex in the order written (servers by name, a server's own name
+        before its aliases), else the catch-all default server."""
         if server_name in self.servers and not server_name.startswith("*."):
             return self.servers[server_name]
-        for server in self.servers.values():
+        ordered = sorted(self.servers.values(), key=lambda s: s.name)
+        for server in ordered:
             if server_name in server.aliases:
                 return server
-        from .matching import host_matches
+        leading: list[tuple[int, Server]] = []
+        trailing: list[tuple[int, Server]] = []
+        for server in ordered:
+            for alias in server.aliases:
+                if (alias.startswith(".") and server_name == alias[1:]) or \
+                        (alias.startswith(("*.", ".")) and server_name.endswith(alias.removeprefix("*"))):
+                    leading.append((len(alias), server))
+                elif alias.endswith(".*") and server_name.startswith(alias[:-1]):
+                    trailing.append((len(alias), server))
+        for found in (leading, trailing):
+            if found:
+                return max(found, key=lambda f: f[0])[1]  # the longest; the first written among equals
+        for server in ordered:
+            for name in (server.name, *server.aliases):
+                if name.startswith("*.") and name == server.name and _one_label(name, server_name):
+                    return server
+                if name.startswith("~") and _server_regex(name[1:], server_name):
+                    return server
+        return self.servers[CATCH_ALL]
 
-        wild = sorted(n for n in self.servers if n.startswith("*.") and host_matches(n, server_name))
-        return self.servers[wild[0]] if wild else self.servers[CATCH_ALL]
+
+def _one_label(wildcard: str, server_name: str) -> bool:
+    suffix = wildcard[1:]
+    return server_name.endswith(suffix) and re.fullmatch(r"[\w-]+", server_name[: -len(suffix)]) is not None
+
+
+def _server_regex(pattern: str, server_name: str) -> bool:
+    compiled = saferegex.compiled(pattern)
+    try:
+        return compiled is not None and saferegex.search(compiled, server_name) is not None
+    except saferegex.RegexTimeout:
+        return False
+
+
+def nginx_path_type(path_type: str) -> str:
+    """ingress-nginx's ``SetDefaultNGINXPathType`` (internal/k8s/main.go), run on every Ingress it stores: a path
+    without type, or ImplementationSpecific, is Prefix from there on (split in two, merged as one with Prefix)."""
+    return PREFIX if path_type in ("", IMPLEMENTATION_SPECIFIC) else path_type
 
 
 def nginx_order(ingresses: list[Ingress]) -> list[Ingress]:
@@ -212,6 +252,11 @@ def build(state: ClusterState, ingresses: list[Ingress], config: ControllerConfi
                               None)
                 if secret is not None:
                     server.certificate = (ing, secret)
+    for server in servers.values():
+        # getBackendServers: an alias that is the server's own name or another server's is dropped, the rest sorted
+        # (nginx compares names without case; a regex keeps its own).
+        names = {a if a.startswith("~") else a.lower() for a in server.aliases}
+        server.aliases = tuple(sorted(a for a in names if a != server.name and a not in servers))
     for ing in ordered:
         anns = parsed[ing.key]
         if anns.canary.enabled:
@@ -222,10 +267,11 @@ def build(state: ClusterState, ingresses: list[Ingress], config: ControllerConfi
                 if not _service_backend(spec.backend):
                     continue
                 path = spec.path or "/"
-                new = Location(path, spec.path_type, ing, r, i, rule.host, spec.backend, anns, path,
+                kind = nginx_path_type(spec.path_type)
+                new = Location(path, kind, ing, r, i, rule.host, spec.backend, anns, path,
                                declared_type=spec.path_type)
-                same_type = next((loc for loc in server.locations
-                                  if loc.path == path and loc.path_type == spec.path_type), None)
+                same_type = next((loc for loc in server.locations if loc.path == path and loc.path_type == kind),
+                                 None)
                 if same_type is not None and same_type.is_default:
                     same_type.ingress, same_type.rule, same_type.index = ing, r, i
                     same_type.host, same_type.backend, same_type.annotations = rule.host, spec.backend, anns
@@ -293,7 +339,8 @@ def _merge_canaries(model: Model, canaries: list[Ingress]) -> None:
                     continue
                 path = spec.path or "/"
                 targets.append((spec.backend, [loc for loc in server.locations
-                                               if loc.path == path and loc.path_type == spec.path_type]))
+                                               if loc.path == path and loc.path_type == nginx_path_type(
+                                                   spec.path_type)]))
         for backend, locations in targets:
             alt = _upstream(ing, backend)
             merged = False

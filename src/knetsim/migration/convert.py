@@ -7,7 +7,7 @@ For every Ingress the built-in ingress-nginx controller serves (the same claim r
   default): an HTTP listener on 80 for every host, and an HTTPS listener on 443 per TLS host with
   the Ingress's Secret (``https-<host>``);
 * one HTTPRoute per Ingress and host (``<ingress>[-<host>]``): each path a rule (Exact → Exact,
-  Prefix → PathPrefix, ImplementationSpecific → PathPrefix, see below), the backend's named port
+  Prefix → PathPrefix, ImplementationSpecific → PathPrefix as ingress-nginx stores it), the backend's named port
   resolved to its number (a backendRef needs one), the Ingress's ``defaultBackend`` as a last
   ``PathPrefix /`` rule of the hosts the Ingress names (ingress-nginx makes it that server's
   default), and an Ingress without rules as a route without hostnames;
@@ -16,11 +16,11 @@ For every Ingress the built-in ingress-nginx controller serves (the same claim r
 * a path another Ingress already defines for the host is dropped, as ingress-nginx keeps the
   first (merge order: oldest, then namespace/name descending).
 
-What HTTPRoute cannot express is reported, not guessed: ImplementationSpecific paths (ingress-nginx
-reads them as nginx string prefixes, or regexes with ``use-regex``), ``rewrite-target`` with capture
-groups, regex paths, wildcard hosts (an Ingress wildcard covers one DNS label, a Gateway API one any
-number), rules without host (ingress-nginx serves them only for hosts no rule names; a route
-without hostnames also catches the unmatched paths of named hosts), and every other annotation.
+What HTTPRoute cannot express is reported, not guessed: ``rewrite-target`` with capture groups beyond
+the ``/p(/|$)(.*)`` idiom, regex paths (RE2 for PCRE, Envoy Gateway's ranking), wildcard hosts (an
+Ingress wildcard covers one DNS label, a Gateway API one any number), rules without host (ingress-nginx
+serves them only for hosts no rule names; a route without hostnames also catches the unmatched paths of
+named hosts), and the annotations without an equivalent (``features.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ..ingress.annotations import IngressAnnotations
 from ..ingress.annotations.redirect import www_counterpart
 from ..ingress.config import ControllerConfig, controller_config
 from ..ingress.controllers import NGINX_CONTROLLER_CLASS as NGINX_CONTROLLER
-from ..ingress.servers import Model, build
+from ..ingress.servers import Model, build, nginx_path_type
 from ..model.objects import Ingress, IngressBackend
 from . import features
 
@@ -144,6 +144,7 @@ def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
             made, made_policies = _routes(state, model, ing, gateway, tls_hosts, passthrough_hosts, seen, out)
             routes.extend(made)
             policies.extend(made_policies)
+        _ranking_notes(routes, out)
         out.objects.extend(sorted(routes, key=lambda r: (r["kind"], r["metadata"]["name"])))
         unique = {(p["kind"], p["metadata"]["name"]): p for p in reversed(policies)}  # the first of a name wins
         out.objects.extend(unique[k] for k in sorted(unique))
@@ -304,7 +305,7 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
             p = ing.rules[r].paths[i]
             path = p.path or "/"
             where = f"spec.rules[{r}].http.paths[{i}]"
-            key = (ing.namespace, host, path, p.path_type)
+            key = (ing.namespace, host, path, nginx_path_type(p.path_type))
             if key in seen:
                 out.notes.append(Note(ing.key, where, "explicit", f"{path} ({p.path_type}) on host {host or '*'} is "
                                       "already defined by an Ingress ingress-nginx merges first: dropped, as "
@@ -375,6 +376,7 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
                                   f"from-to-www-redirect: a route for {other} redirecting to {host} "
                                   f"({model.config.http_redirect_code}); ingress-nginx also drops the trailing "
                                   "slash (no equivalent)"))
+    _add_aliases(model, ing, routes, out)
     policies = list(policies_extra)
     for name in names:
         security, notes = features.security_policy(ing.namespace, name, anns, {})
@@ -384,6 +386,37 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
             for severity, message in [*notes, *more, *features.not_converted(anns)]:
                 out.notes.append(Note(ing.key, "metadata.annotations", severity, message))
     return routes, policies
+
+
+def _add_aliases(model: Model, ing: Ingress, routes: list[dict[str, Any]], out: Conversion) -> None:
+    """server-alias: nginx answers the aliases with the host's server, so its plain-http routes name them too."""
+    added: set[str] = set()
+    lost: set[str] = set()
+    for route in routes:
+        spec = route["spec"]
+        hosts = spec.get("hostnames") or []
+        if route["kind"] != "HTTPRoute" or len(hosts) != 1 or spec["parentRefs"][0].get("sectionName") != "http":
+            continue
+        server = model.servers.get(hosts[0])
+        names: list[str] = []
+        for alias in server.aliases if server is not None else ():
+            if alias.startswith("~") or alias.endswith(".*"):
+                lost.add(alias)
+            elif alias.startswith("."):  # nginx's .name: the name and every name below it
+                names.extend((alias[1:], f"*{alias}"))
+            else:  # a *.name alias covers any depth, as a Gateway API wildcard does
+                names.append(alias)
+        if names:
+            spec["hostnames"] = [hosts[0], *dict.fromkeys(names)]
+            added.update(names)
+    where = f"metadata.annotations[{NGINX}server-alias]"
+    if added:
+        out.notes.append(Note(ing.key, where, "explicit", f"server-alias: {', '.join(sorted(added))} as more "
+                              "hostnames of the host's http routes (an https alias needs a listener of its own with "
+                              "a certificate for it)"))
+    if lost:
+        out.notes.append(Note(ing.key, where, "inexpressible", f"server-alias {', '.join(sorted(lost))}: a Gateway "
+                              "API hostname has no regex and no wildcard at its end"))
 
 
 _GRPC_PATH = re.compile(r"^/([A-Za-z_][\w.]*)(?:/([A-Za-z_]\w*))?/?$")
@@ -486,3 +519,51 @@ def _route(ing: Ingress, name: str, gateway: str, section: str, host: str | None
             "metadata": {"name": name, "namespace": ing.namespace,
                          "annotations": {"knetsim.io/converted-from": f"Ingress {ing.key}"}},
             "spec": spec}
+
+
+def _ranking_notes(routes: list[dict[str, Any]], out: Conversion) -> None:
+    """nginx gives a path to the longest regex location first; Envoy Gateway ranks every RegularExpression above
+    every PathPrefix. The one PathPrefix a regex host gets — the ``/p(/|$)(.*)`` → ``/$2`` idiom, which needs it for
+    ReplacePrefixMatch — loses the paths a shorter regex path of the host also matches: named."""
+    groups: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]] = {}
+    for route in routes:
+        if route.get("kind") != "HTTPRoute":
+            continue
+        spec = route["spec"]
+        section = spec["parentRefs"][0].get("sectionName", "")
+        for host in spec.get("hostnames") or [""]:
+            for rule in spec["rules"]:
+                for match in rule.get("matches", []):
+                    if "path" in match:
+                        groups.setdefault((section, host), []).append((route, rule, match))
+    noted: set[tuple[str, str]] = set()
+    for (_section, host), entries in sorted(groups.items()):
+        regexes = []
+        for _route, rule, match in entries:
+            if match["path"]["type"] == "RegularExpression":
+                source = features.regex_source(match["path"]["value"])
+                if source is not None:
+                    regexes.append((rule, match["path"]["value"], len(source)))
+        for route, rule, match in entries:
+            path = match["path"]
+            if path["type"] != "PathPrefix" or path["value"] == "/":
+                continue
+            prefix = path["value"].rstrip("/")
+            over = [value for other, value, length in regexes if other is not rule and length < len(prefix)
+                    and _full_match(value, f"{prefix}/x")]
+            who = route["metadata"]["annotations"]["knetsim.io/converted-from"].removeprefix("Ingress ")
+            if not over or (who, path["value"]) in noted:
+                continue
+            noted.add((who, path["value"]))
+            out.notes.append(Note(who, "spec.rules", "inexpressible", f"PathPrefix {path['value']} on host "
+                                  f"{host or '*'}: Envoy Gateway ranks RegularExpression {over[0]} (a shorter nginx "
+                                  "path) above any PathPrefix, so it takes the paths below, which nginx gives to the "
+                                  "longer location"))
+
+
+def _full_match(pattern: str, path: str) -> bool:
+    try:
+        return re.fullmatch(pattern, path) is not None
+    except re.error:
+        return False
+

@@ -11,8 +11,8 @@ redirects                 RequestRedirect (permanent/temporal with their code, a
                           Exact rule); the query string and ingress-nginx's trailing-slash removal on the
                           https redirect are noted
 regex and rewrites        every path of a regex host as RegularExpression ``(?i)<path>.*`` (nginx's
-                          ``~* "^<path>"``), ImplementationSpecific as RegularExpression ``<path>.*`` (a
-                          string prefix), rewrite-target as URLRewrite (ReplaceFullPath; the
+                          ``~* "^<path>"``; its ``/`` as PathPrefix ``/``), ImplementationSpecific as
+                          PathPrefix (ingress-nginx's Prefix), rewrite-target as URLRewrite (ReplaceFullPath; the
                           ``/p(/|$)(.*)`` → ``/$2`` idiom as PathPrefix + ReplacePrefixMatch), x-forwarded-
                           prefix as RequestHeaderModifier, upstream-vhost as URLRewrite hostname
 canary                    header and cookie rules before the primary rule, weights on its backendRefs
@@ -63,16 +63,28 @@ def nginx_regex(path: str) -> str:
     return f"(?i){path}.*"
 
 
+def regex_source(value: str) -> str | None:
+    """The nginx path a RegularExpression of ``nginx_regex`` or ``path_match`` came from (None: another regex)."""
+    for pattern in (r"\(\?i\)\.\*\?\(\?:\^(.*)\)\.\*", r"\(\?i\)(.*)\.\*", r"(.*)\.\*"):
+        found = re.fullmatch(pattern, value)
+        if found:
+            return found.group(1)
+    return None
+
+
 def path_match(path: str, path_type: str, regex_host: bool) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    if path == "/" and regex_host:
+        # ~* "^/" takes every path, as PathPrefix / does; a RegularExpression would outrank the host's PathPrefix
+        # rules in Envoy Gateway, where nginx tries / last.
+        return {"path": {"type": "PathPrefix", "value": "/"}}, []
     if regex_host:
         return {"path": {"type": "RegularExpression", "value": nginx_regex(path)}}, []
     if path_type == "Exact":
         return {"path": {"type": "Exact", "value": path}}, []
     if path_type == "ImplementationSpecific":
-        escaped = re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", path)
-        return {"path": {"type": "RegularExpression", "value": f"{escaped}.*"}}, [(
-            "explicit", f"ImplementationSpecific {path}: ingress-nginx writes it as a plain nginx prefix (a string "
-                        f"prefix: {path.rstrip('/')}x matches too), so RegularExpression {escaped}.*")]
+        return {"path": {"type": "PathPrefix", "value": path}}, [(
+            "explicit", f"ImplementationSpecific {path}: ingress-nginx stores it as Prefix (SetDefaultNGINXPathType), "
+                        "so PathPrefix")]
     return {"path": {"type": "PathPrefix", "value": path}}, []
 
 
@@ -80,9 +92,9 @@ def rule_pieces(path: str, path_type: str, anns: IngressAnnotations, regex_host:
     match, notes = path_match(path, path_type, regex_host)
     pieces = Pieces(match, notes=list(notes))
     if regex_host:
+        written = "PathPrefix /" if path == "/" else f"RegularExpression {nginx_regex(path)}"
         pieces.notes.append(("explicit", f"{path}: {regex_by}, so ingress-nginx matches every path of this host as "
-                                         f"a case-insensitive regex prefix (location ~* \"^{path}\"): "
-                                         f"RegularExpression {nginx_regex(path)}"))
+                                         f"a case-insensitive regex prefix (location ~* \"^{path}\"): {written}"))
     elif path != "/" and path.endswith("/"):
         # nginx's auto_redirect: /p answers 301 to /p/ (Exact and Prefix alike).
         pieces.before.append({"matches": [{"path": {"type": "Exact", "value": path.rstrip("/")}}],
@@ -262,6 +274,17 @@ def security_policy(namespace: str, route: str, anns: IngressAnnotations, state_
     if anns.satisfy == "any":
         notes.append(("inexpressible", "satisfy: any — Envoy applies every authentication and authorization "
                                        "filter; none passes for another"))
+    elif "authorization" in spec and ("basicAuth" in spec or "extAuth" in spec):
+        # Envoy Gateway's filter order (httpfilters.go): ext_authz, basic_auth ... rbac; nginx's access phase checks
+        # allow/deny first.
+        notes.append(("explicit", "source ranges with authentication: nginx refuses a client outside the range "
+                                  "with 403 before it asks for credentials, Envoy authenticates first (401) and "
+                                  "authorizes after; an EnvoyProxy filterOrder putting envoy.filters.http.rbac before "
+                                  "envoy.filters.http.basic_auth (and ext_authz) restores nginx's order"))
+    if len(spec) > 1 and gateway_size(anns.limits.body_size) is not None:
+        notes.append(("explicit", "a body over the size limit: nginx answers 413 before its access checks (the limit "
+                                  "is checked when the location is chosen), Envoy's buffer filter runs after "
+                                  "authentication and authorization, so such a request is refused by them first"))
     if len(spec) == 1:
         return None, notes
     return {"apiVersion": EG_API, "kind": "SecurityPolicy",

@@ -92,6 +92,10 @@ def _controller_on(state, node: str) -> Pod | None:  # type: ignore[no-untyped-d
     return None
 
 
+# Router outcomes where the controller answers as its annotations say (the auth-error outcome is not one).
+ANNOTATED_ANSWERS = frozenset({"redirect", "denied", "unauthorized", "payload-too-large", "preflight"})
+
+
 def through_ingress(run: _Run, host: str) -> Trace:
     from ..ingress import RouteError, route
     from .connect import deliver
@@ -112,7 +116,11 @@ def through_ingress(run: _Run, host: str) -> Trace:
     if not _is_ip(host):
         run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with "
                             "public DNS, assumed to point at the ingress controller"))
-    run.hops.append(Hop("ingress", "ok" if result.routed else "fail", result.summary, {"route": result.to_dict()}))
+    # What the annotations ask the controller to answer itself (a redirect, 401/403 to a client without
+    # access, 413, a preflight) is the configuration working, not a broken path; an auth service that errs is not.
+    answered = result.outcome in ANNOTATED_ANSWERS
+    run.hops.append(Hop("ingress", "ok" if result.routed or answered else "fail", result.summary,
+                        {"route": result.to_dict()}))
     controller_key = result.controller.pod if result.controller is not None else None
     if controller_key is None or controller_key not in state.pods:
         run.findings.append(Finding("IngressNoController", "ingress", result.summary,
@@ -123,7 +131,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
     if result.response is not None and result.outcome not in ("routed", "not-found", "backend-missing"):
         # The controller answers itself: a redirect, a CORS preflight, 403/401/413, an auth error (annotations).
         response = result.response
-        run.hops.append(Hop("app", "info" if response.status < 400 else "fail",
+        run.hops.append(Hop("app", "info" if answered or response.status < 400 else "fail",
                             f"{controller.key} answers {response.status} itself: "
                             f"{result.steps[-1].effect if result.steps else result.summary}"))
         # As nginx writes them (names keep their case on the wire; the front door sends them as they are).
