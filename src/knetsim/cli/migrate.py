@@ -37,11 +37,14 @@ def migrate_group() -> None:
 @output_option("yaml", "json", default="yaml")
 def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None,
                     output: str) -> None:
-    """Write the Gateway API equivalent (Gateway + HTTPRoutes) of the Ingresses ingress-nginx serves.
+    """Write the Gateway API equivalent of the Ingresses ingress-nginx serves, annotations included.
 
-    ingress-nginx semantics are written out (the http→https redirect of TLS hosts, defaultBackends,
-    named ports, duplicate paths); what HTTPRoute cannot express is listed as comments (YAML) or
-    notes (JSON), never guessed.
+    A Gateway per namespace, HTTPRoutes (GRPCRoutes for backend-protocol GRPC, TLSRoutes for
+    ssl-passthrough), and Envoy Gateway's SecurityPolicy, BackendTrafficPolicy and
+    ClientTrafficPolicy where the standard API has no equivalent. ingress-nginx semantics are
+    written out (the http→https redirect of TLS hosts, regex hosts, defaultBackends, named ports,
+    duplicate paths, canaries); what cannot be expressed is listed as comments (YAML) or notes
+    (JSON), never guessed.
     """
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
@@ -69,9 +72,11 @@ def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: s
 @output_option("text", "json", "yaml")
 def migrate_check(gateway: str | None, class_name: str | None, filenames: tuple[str, ...], namespace: str | None,
                   cluster_config: str | None, output: str) -> None:
-    """Send one generated request set (every host, every path boundary, default backends, TLS hosts) through
-    the Ingresses and through the Gateway API objects of the same input, and list every request whose
-    status, backend or redirect differs, with both explanations.
+    """Send one generated request set (every host, every path boundary, default backends, TLS hosts, and
+    the cases each annotation decides on: client addresses, credentials, origins and preflights, canary
+    headers and cookies, bodies over the limit, bursts) through the Ingresses and through the Gateway API
+    objects of the same input, and list every request whose status, backend, path, Location or headers
+    differ, with both explanations.
 
     Exit code 0 when every request is answered alike, 1 when some differ.
     """
