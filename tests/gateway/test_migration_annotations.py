@@ -262,3 +262,29 @@ def test_the_annotated_store_example_is_its_conversion_plus_the_htpasswd_secret(
                      "upstream header x-forwarded-prefix", "header access-control-allow-headers",
                      "header access-control-allow-methods", "header access-control-max-age"}
 
+
+
+def test_an_https_host_serves_the_same_certificate_and_redirects_http_alike() -> None:
+    # Given a TLS host: ingress-nginx terminates with the Ingress's Secret and redirects http with 308.
+    tls = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+           "metadata": {"name": "shop-tls", "namespace": "default"},
+           "data": {"tls.crt": base64.b64encode(b"cert").decode(), "tls.key": base64.b64encode(b"key").decode()}}
+    shop = _ingress("shop", "shop.example.com", [("/", "Prefix", "web")])
+    shop["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
+    old = [*_backends(), tls, shop]
+    conversion = convert(Cluster.from_yaml(yaml.safe_dump_all(old)).state)
+    result = check(_both(old, conversion.objects).state)
+    https = [c for c in result.comparisons if c.request.scheme == "https"]
+    assert https and all(c.ingress.certificate == c.gateway.certificate == "default/shop-tls" for c in https)
+    http = next(c for c in result.comparisons if c.request.url == "http://shop.example.com/")
+    # lua_ingress.lua drops the trailing slash of the URI; a browser reads both Locations alike.
+    assert (http.ingress.status, http.ingress.location) == (308, "https://shop.example.com") and http.same
+    assert result.differences == []
+    # When the converted listener names another certificate, every https request reports it.
+    for obj in conversion.objects:
+        if obj["kind"] == "Gateway":
+            obj["spec"]["listeners"][1]["tls"]["certificateRefs"][0]["name"] = "other-tls"
+    other = {**tls, "metadata": {"name": "other-tls", "namespace": "default"}}
+    moved = check(_both(old, [*conversion.objects, other]).state)
+    assert {c.request.scheme for c in moved.differences} == {"https"}
+    assert all(c.differences == ["certificate"] for c in moved.differences)

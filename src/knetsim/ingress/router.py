@@ -187,8 +187,11 @@ class RouteResult:
                     upstream_headers[name] = value
         shares = dict(self.shares) if backend is not None else {}
         burst = (self.burst.requests, self.burst.allowed, self.burst.status) if self.burst is not None else None
+        certificate = None
+        if self.tls is not None and self.tls.terminated and self.tls.certificate is not None:
+            certificate = "fake" if self.tls.certificate == "fake" else self.tls.secret
         return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary, headers,
-                           upstream_headers, shares, burst)
+                           upstream_headers, shares, burst, certificate)
 
 
 # --- controller selection -----------------------------------------------------------------

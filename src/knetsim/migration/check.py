@@ -3,8 +3,9 @@
 Both sides live in one cluster (the old manifests and the new ones applied together, as during a
 real migration): the Ingress side is ingress-nginx (``knetsim.ingress``), the Gateway side the
 Gateway that serves each request's host (``network.gateway.gateway_for_host``: the Gateway naming
-the host, else one accepting every host) or the one given. Every request whose status, backend or
-redirect differs is listed with both explanations.
+the host, else one accepting every host) or the one given. Every request whose status, backend (or
+weights), path or Host received, Location, CORS and authentication headers, or certificate on https
+differs is listed with both explanations.
 
 The request set covers every host and every path boundary either side defines:
 
@@ -21,12 +22,14 @@ The request set covers every host and every path boundary either side defines:
 
 The Ingress side is ingress-nginx as ``knetsim.ingress`` runs it (annotations included); the Gateway
 side is the Gateway's answer with Envoy Gateway's policies applied (``envoygateway.py``). A weighted
-split is compared by its shares, not by the backend one request drew.
+split is compared by its shares, not by the backend one request drew. On https the certificate is the
+Secret each side names: ingress-nginx's for the host (or its fake one), the matching HTTPS listener's
+``certificateRefs`` (exact hostname, then the longest wildcard, then a listener without hostname).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -177,7 +180,37 @@ def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | No
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url} ×{n}: Envoy's local rate limit "
                            f"lets {through} through" + (f", the rest get {status}" if through < n else ""),
                            burst=(n, through, status)), name
-    return envoygateway.answer(state, name, result, request), name
+    answer = envoygateway.answer(state, name, result, request)
+    if request.scheme == "https":
+        answer = replace(answer, certificate=listener_certificate(state, name, request))
+    return answer, name
+
+
+def listener_certificate(state: ClusterState, gateway: str, request: HTTPRequest) -> str | None:
+    """The Secret an HTTPS listener serves for the request's SNI (the host): the listener whose hostname matches
+    exactly, else the longest wildcard that matches, else one without hostname."""
+    gw = state.gateways.get(gateway)
+    if gw is None:
+        return None
+    host = request.host.lower()
+    best: tuple[int, str | None] | None = None
+    for listener in gw.listeners:
+        if listener.protocol != "HTTPS" or listener.port != request.effective_port:
+            continue
+        name = (listener.hostname or "").lower()
+        if not name:
+            rank = 0
+        elif name == host:
+            rank = 1000
+        elif name.startswith("*.") and host.endswith(name[1:]):
+            rank = len(name)
+        else:
+            continue
+        ref = listener.certificate_refs[0] if listener.certificate_refs else None
+        secret = f"{ref.namespace or gw.namespace}/{ref.name}" if ref is not None else None
+        if best is None or rank > best[0]:
+            best = (rank, secret)
+    return best[1] if best is not None else None
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:

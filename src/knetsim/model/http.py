@@ -169,6 +169,9 @@ class RouteAnswer:
     shares: dict[str, float] = field(default_factory=dict)
     # For a burst of requests from one client: (requests, how many get through, what the others get).
     burst: tuple[int, int, int] | None = None
+    # On https, the certificate the client is served: "namespace/secret" as the configuration names it, or "fake"
+    # (ingress-nginx's own, for a host no Ingress lists under tls). Compared when both sides report one.
+    certificate: str | None = None
 
     def differences(self, other: RouteAnswer) -> list[str]:
         """What differs, in words; empty when a client sees the same."""
@@ -191,6 +194,8 @@ class RouteAnswer:
                 out.append(f"header {name}")
         if self.burst is not None and other.burst is not None and self.burst != other.burst:
             out.append("burst")
+        if self.certificate is not None and other.certificate is not None and self.certificate != other.certificate:
+            out.append("certificate")
         if self.upstream_headers and other.upstream_headers:  # both sides say what the backend receives
             for name in sorted(set(self.upstream_headers) | set(other.upstream_headers)):
                 if self.upstream_headers.get(name) != other.upstream_headers.get(name):
