@@ -124,14 +124,27 @@ class IngressStorage(Storage):
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
         bad = webhook.invalid_paths(obj)
-        if not bad:
+        annotated = any(str(k).startswith("nginx.ingress.kubernetes.io/") or str(k).endswith("-snippet")
+                        for k in ((obj.get("metadata") or {}).get("annotations") or {}))
+        if not bad and not annotated:
             return
         controllers = controllers_among(Pod.parse(s.body) for s in registry.store.list("Pod"))
         classes = {str(s.body["metadata"].get("name")): str((s.body.get("spec") or {}).get("controller") or "")
                    for s in registry.store.list("IngressClass")}
         ctl = webhook.claiming_controller(obj, classes, controllers)
-        if ctl is not None and webhook.strict_path_validation(ctl):
+        if ctl is not None and bad and webhook.strict_path_validation(ctl):
             raise ApiError(400, "BadRequest", webhook.denial(bad))
+        if ctl is not None and annotated:
+            # ingress-nginx's annotation checks, with the controller's ConfigMap (allow-snippet-annotations, risk).
+            from ..ingress.config import configmap_name
+
+            key = configmap_name(ctl)
+            namespace, _, name = (key or "").partition("/")
+            stored = registry.store.get(("ConfigMap", namespace, name)) if key else None
+            data = (stored.body.get("data") or {}) if stored is not None else None
+            errors = webhook.annotation_errors(obj, {str(k): str(v) for k, v in data.items()} if data else None)
+            if errors:
+                raise ApiError(400, "BadRequest", webhook.annotation_denial(errors))
 
 
 class ServiceStorage(Storage):

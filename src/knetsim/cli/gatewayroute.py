@@ -188,7 +188,7 @@ def _client_chain(path: str | None) -> list[Any] | None:
 
 def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, method: str, port: int | None,
         scheme: str, headers: tuple[str, ...], sni: str | None, grpc_method: str | None, client_cert: str | None,
-        output: str) -> None:
+        output: str, client_ip: str | None = None, body_size: int | None = None) -> None:
     """The gateway branch of ``knetsim route``: prints the answer, exits 1 unless it reaches a backend."""
     chain = _client_chain(client_cert)
     result: GatewayRouteResult | GRPCRouteResult | StreamRouteResult
@@ -197,7 +197,7 @@ def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, met
             raise click.UsageError(f"--host is required for --protocol {protocol}")
         pairs = tuple(parse_header(h) for h in headers)
         if protocol in ("http", "https"):
-            request = HTTPRequest(host or "", path, method.upper(), protocol, port, pairs)
+            request = HTTPRequest(host or "", path, method.upper(), protocol, port, pairs, client_ip, body_size)
             result = gateway_route(state, ref, request, sni=sni, client_chain=chain)
         elif protocol == "grpc":
             if not grpc_method:

@@ -240,7 +240,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
-    kept_as_is = {"CronJob"}
+    # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
+    kept_as_is = {"CronJob", "Secret"}
     simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
