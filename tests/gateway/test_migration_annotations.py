@@ -20,6 +20,8 @@ import yaml
 from knetsim import Cluster
 from knetsim.migration import check, convert
 
+from . import certgen
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "nginxproof" / "data"
 EXAMPLES = {"blog": [ROOT / "examples" / "ingress-blog" / "ingress.yaml"]}
@@ -266,9 +268,7 @@ def test_the_annotated_store_example_is_its_conversion_plus_the_htpasswd_secret(
 
 def test_an_https_host_serves_the_same_certificate_and_redirects_http_alike() -> None:
     # Given a TLS host: ingress-nginx terminates with the Ingress's Secret and redirects http with 308.
-    tls = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-           "metadata": {"name": "shop-tls", "namespace": "default"},
-           "data": {"tls.crt": base64.b64encode(b"cert").decode(), "tls.key": base64.b64encode(b"key").decode()}}
+    tls = certgen.tls_secret("default", "shop-tls", certgen.leaf("shop", ["shop.example.com"]))
     shop = _ingress("shop", "shop.example.com", [("/", "Prefix", "web")])
     shop["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
     old = [*_backends(), tls, shop]
@@ -284,7 +284,7 @@ def test_an_https_host_serves_the_same_certificate_and_redirects_http_alike() ->
     for obj in conversion.objects:
         if obj["kind"] == "Gateway":
             obj["spec"]["listeners"][1]["tls"]["certificateRefs"][0]["name"] = "other-tls"
-    other = {**tls, "metadata": {"name": "other-tls", "namespace": "default"}}
+    other = certgen.tls_secret("default", "other-tls", certgen.leaf("other", ["shop.example.com"]))
     moved = check(_both(old, [*conversion.objects, other]).state)
     assert {c.request.scheme for c in moved.differences} == {"https"}
     assert all(c.differences == ["certificate"] for c in moved.differences)

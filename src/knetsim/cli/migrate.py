@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from ..gateway.envoypolicies import POLICY_KINDS as ENVOY_POLICY_KINDS
 from ..migration import check, convert
-from ..migration.envoygateway import POLICY_KINDS as ENVOY_POLICY_KINDS
 from .common import (
     EXIT_NEGATIVE,
     cluster_options,

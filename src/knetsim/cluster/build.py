@@ -22,7 +22,7 @@ from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
+from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, ENVOY_GATEWAY_POLICY_KINDS, SIMULATED_CRD_KINDS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -237,7 +237,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT,
+                       *ENVOY_GATEWAY_POLICY_KINDS}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).

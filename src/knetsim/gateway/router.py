@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.gatewayapi import HeaderModifier
-from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
-from . import hostnames
+from ..model.http import COMPARED_RESPONSE_HEADERS, HTTPRequest, HTTPRequestError, RouteAnswer, plain
+from . import envoypolicies, hostnames
 from .backendtls import BackendHandshake
 from .conditions import Type
 from .handshake import TLSHandshake, handshake
@@ -143,6 +143,7 @@ class GatewayRouteResult:
     notes: tuple[str, ...] = ()
     tls: TLSHandshake | None = None
     backend_tls: BackendHandshake | None = None
+    policy: envoypolicies.Decision | None = None  # Envoy Gateway's policies and CORS filter, where any applies
 
     @property
     def proxied(self) -> bool:
@@ -169,29 +170,49 @@ class GatewayRouteResult:
             "notes": list(self.notes),
             "tls": self.tls.to_dict() if self.tls is not None else None,
             "backend_tls": self.backend_tls.to_dict() if self.backend_tls is not None else None,
+            "policies": self.policy.to_dict() if self.policy is not None else None,
         }
         return out
 
     def answer(self) -> RouteAnswer:
+        """What a client observes: status, backend (and the weights of a split), Location, what the backend
+        receives (path, Host, X-Forwarded-Prefix), the CORS and authentication headers, the certificate served."""
         backend = None
         if self.backend is not None and self.outcome in (PROXIED, NO_ENDPOINTS):
             backend = f"{self.backend.service}:{self.backend.port}"
-        upstream = self.upstream_request.path if self.upstream_request else None
+        upstream = self.upstream_request.path if self.upstream_request and backend is not None else None
+        upstream_headers: dict[str, str] = {}
+        if self.upstream_request is not None and backend is not None:
+            upstream_headers["host"] = self.upstream_request.host.split(":", 1)[0]
+            if "x-forwarded-prefix" in self.upstream_request.headers:
+                upstream_headers["x-forwarded-prefix"] = self.upstream_request.headers["x-forwarded-prefix"]
+        valid = [b for b in self.backends if b.valid and b.weight]
+        shares: dict[str, float] = {}
+        if len(valid) > 1 and backend is not None:
+            total = sum(b.weight for b in valid)
+            shares = {f"{b.service}:{b.port}": b.weight / total for b in valid}
+        headers = {k: v for k, v in self.response_headers.items() if k in COMPARED_RESPONSE_HEADERS}
+        certificate = None
+        if self.tls is not None and self.tls.certificate_from and self.tls.mode == "terminate":
+            certificate = self.tls.certificate_from.removeprefix("Secret ")
+        burst = self.policy.burst if self.policy is not None else None
         return RouteAnswer(self.http_status, backend, self.redirect.location if self.redirect else None, upstream,
-                           self.summary)
+                           self.summary, headers, upstream_headers, shares, burst, certificate)
 
 
 # --- the route ----------------------------------------------------------------------------
 
 
 def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True, sni: str | None = None,
-          client_chain: Sequence[Any] | None = None) -> GatewayRouteResult:
+          client_chain: Sequence[Any] | None = None, burst: int | None = None) -> GatewayRouteResult:
     """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway.
 
     ``explain=False`` lists only the candidates whose hostnames accept the request (the rest lose on
     the host anyway): what bulk callers — the live front door, traces, the migration check — need.
     An https request first has a TLS handshake (``handshake.py``) with ``sni`` (default: the Host,
-    unless it is an address) and ``client_chain`` (parsed certificates, leaf first).
+    unless it is an address) and ``client_chain`` (parsed certificates, leaf first). Once a rule matches,
+    Envoy Gateway's policies run (``envoypolicies.py``); ``burst`` asks what that many requests at once
+    from the same client get from its local rate limit.
     """
     key, t, gctx, failed = _gateway(state, gateway)
     if failed is not None:
@@ -254,7 +275,28 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
                                   f"but Host {host} belongs to listener {chosen_listener.label}: Envoy answers 421 "
                                   "Misdirected Request (the client must open a connection for that host)",
                                   listener=sni_listener.label, **base)
-    return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+    result = _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+    return with_policies(state, result, chosen_listener.name, "HTTPRoute", burst)
+
+
+def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str | None, route_kind: str,
+                  burst: int | None = None) -> GatewayRouteResult:
+    """The result once Envoy Gateway's filters have run: their own answer (a preflight, 401, 403, 413, 500)
+    instead of the router's, or their headers (CORS) added to it."""
+    if result.match is None:
+        return result
+    decision = envoypolicies.decide(state, result.gateway, listener, route_kind, result.match.route,
+                                    result.match.rule, result.match.rule_name, result.request, burst=burst)
+    if decision is None:
+        return result
+    headers = {**result.response_headers, **decision.headers}
+    if not decision.answered:
+        return replace(result, policy=decision, response_headers=headers)
+    assert decision.outcome is not None and decision.status is not None
+    return replace(result, outcome=decision.outcome, http_status=decision.status, redirect=None,
+                   summary=f"{result.request.method} {result.request.url} → {route_kind} {result.match.route} rule "
+                           f"{result.match.rule} → {decision.why}",
+                   response_headers=headers, policy=decision)
 
 
 def _is_address(host: str) -> bool:

@@ -21,7 +21,7 @@ The request set covers every host and every path boundary either side defines:
   over the size limit — and, for a rate-limited path, a burst of 100 requests from one client.
 
 The Ingress side is ingress-nginx as ``knetsim.ingress`` runs it (annotations included); the Gateway
-side is the Gateway's answer with Envoy Gateway's policies applied (``envoygateway.py``). A weighted
+side is the Gateway's answer with Envoy Gateway's policies applied (``gateway.envoypolicies``). A weighted
 split is compared by its shares, not by the backend one request drew. On https the certificate is the
 Secret each side names: ingress-nginx's for the host (or its fake one), the matching HTTPS listener's
 ``certificateRefs`` (exact hostname, then the longest wildcard, then a listener without hostname).
@@ -29,7 +29,7 @@ Secret each side names: ingress-nginx's for the host (or its fake one), the matc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -39,7 +39,6 @@ from ..ingress import RouteError, probes, route_request
 from ..ingress.router import controller_view
 from ..model.http import HTTPRequest, RouteAnswer
 from ..network.gateway import gateway_for_host
-from . import envoygateway
 
 UNNAMED_HOST = probes.UNNAMED_HOST
 NGINX = "nginx.ingress.kubernetes.io/"
@@ -172,45 +171,16 @@ def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | No
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
     try:
-        result = gateway_route(state, name, request, explain=False)
+        result = gateway_route(state, name, request, explain=False, burst=burst)
     except GatewayRouteError as exc:
         return RouteAnswer(None, None, None, None, str(exc)), name
     if burst is not None:
-        n, through, status = envoygateway.burst(state, name, result, burst)
+        n, through, status = result.policy.burst if result.policy is not None and result.policy.burst else \
+            (burst, burst, 0)
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url} ×{n}: Envoy's local rate limit "
                            f"lets {through} through" + (f", the rest get {status}" if through < n else ""),
                            burst=(n, through, status)), name
-    answer = envoygateway.answer(state, name, result, request)
-    if request.scheme == "https":
-        answer = replace(answer, certificate=listener_certificate(state, name, request))
-    return answer, name
-
-
-def listener_certificate(state: ClusterState, gateway: str, request: HTTPRequest) -> str | None:
-    """The Secret an HTTPS listener serves for the request's SNI (the host): the listener whose hostname matches
-    exactly, else the longest wildcard that matches, else one without hostname."""
-    gw = state.gateways.get(gateway)
-    if gw is None:
-        return None
-    host = request.host.lower()
-    best: tuple[int, str | None] | None = None
-    for listener in gw.listeners:
-        if listener.protocol != "HTTPS" or listener.port != request.effective_port:
-            continue
-        name = (listener.hostname or "").lower()
-        if not name:
-            rank = 0
-        elif name == host:
-            rank = 1000
-        elif name.startswith("*.") and host.endswith(name[1:]):
-            rank = len(name)
-        else:
-            continue
-        ref = listener.certificate_refs[0] if listener.certificate_refs else None
-        secret = f"{ref.namespace or gw.namespace}/{ref.name}" if ref is not None else None
-        if best is None or rank > best[0]:
-            best = (rank, secret)
-    return best[1] if best is not None else None
+    return result.answer(), name
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:

@@ -71,7 +71,15 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
     KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
+    # Envoy Gateway's policies (its CRDs come with it): the built-in Gateway controller is Envoy Gateway's,
+    # and knetsim.gateway applies them to the requests its Gateways route.
+    KindInfo("SecurityPolicy", "gateway.envoyproxy.io", "v1alpha1", "securitypolicies", True, ("sp",)),
+    KindInfo("BackendTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", True, ("btp",)),
+    KindInfo("ClientTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "clienttrafficpolicies", True, ("ctp",)),
 )
+
+# Envoy Gateway's policies, read by knetsim.gateway from ClusterState.others.
+ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")
 
 # Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
 SIMULATED_CRD_KINDS: frozenset[str] = frozenset(

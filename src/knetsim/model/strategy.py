@@ -313,6 +313,9 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
       for kind in ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
                    "ListenerSet", "BackendTLSPolicy")),
     Strategy("ReferenceGrant", generation=True),
+    # Envoy Gateway's policies, custom resources with a status subresource on a cluster running it.
+    *(Strategy(kind, generation=True, status=StatusPolicy.SUBRESOURCE)
+      for kind in ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")),
     # cilium.io/v2, a custom resource on a real cluster (knetsim serves it without its CRD).
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
     # core/v1 Events skip ObjectMeta's name rule (ValidateEventCreate, "backwards compatibility").
