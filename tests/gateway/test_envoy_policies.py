@@ -193,3 +193,27 @@ def test_token_buckets_refill_each_interval() -> None:
     assert buckets.take([bucket]) == (bucket, 1)
     now[0] += 0.5
     assert buckets.take([bucket]) is None
+
+
+def test_a_security_policy_on_a_grpcroute_answers_in_grpc_terms() -> None:
+    tls = ROOT / "examples" / "gateway" / "tls"
+    docs = [d for f in sorted(tls.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    only_office = {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "SecurityPolicy",
+                   "metadata": {"name": "echo-office", "namespace": "edge"},
+                   "spec": {"targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "name": "echo"}],
+                            "authorization": {"defaultAction": "Deny", "rules": [
+                                {"action": "Allow", "principal": {"clientCIDRs": ["10.0.0.0/8"]}}]}}}
+    files = ["-f", "-"]
+    method = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/Echo"
+    result = CliRunner().invoke(cli, ["route", *files, "--gateway", "edge/edge", "--protocol", "grpc", "--scheme",
+                                      "https", "--host", "grpc.shop.example", "--grpc-method", method, "-o", "json"],
+                                input=yaml.safe_dump_all([*docs, only_office]))
+    out = json.loads(result.stdout)
+    assert (result.exit_code, out["outcome"], out["grpc_status"], out["grpc_status_name"]) == \
+        (1, "denied", 7, "PERMISSION_DENIED")
+    assert out["policies"]["policies"] == ["SecurityPolicy edge/echo-office"]
+    text = CliRunner().invoke(cli, ["route", *files, "--gateway", "edge/edge", "--protocol", "grpc", "--scheme",
+                                    "https", "--host", "grpc.shop.example", "--grpc-method", method],
+                              input=yaml.safe_dump_all([*docs, only_office])).output
+    assert "Filter:      SecurityPolicy edge/echo-office authorization: no rule holds client 203.0.113.10: " \
+           "defaultAction Deny" in text

@@ -145,6 +145,7 @@ def grpc_text(result: GRPCRouteResult) -> str:
         lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
                      "endpoint(s)")
     lines += _backend_tls_lines(result.backend_tls)
+    lines += _policy_lines(result.policy)
     if result.upstream_metadata:
         lines.append("Metadata:    " + " ".join(f"{k}={v}" for k, v in result.upstream_metadata.items()))
     if result.response_metadata:

@@ -508,6 +508,13 @@ class GatewayListeners:
             result = route_grpc(state, gw, call, sni=sni, client_chain=chain)
         except (HTTPRequestError, ValueError) as exc:
             return self._grpc_status(grpcecho.UNIMPLEMENTED, str(exc))
+        decision = result.policy
+        if decision is not None and decision.answered and result.grpc_status is not None:
+            # Envoy answers a gRPC request's local reply in gRPC: the status its HTTP status maps to.
+            return self._grpc_status(result.grpc_status, decision.body or decision.why)
+        if decision is not None and decision.buckets and result.outcome == "proxied" and \
+                self._rate_limits.take(decision.buckets) is not None:
+            return self._grpc_status(14, envoypolicies.RATE_LIMITED_BODY)
         if result.outcome != "proxied" or result.backend is None:
             status = result.http_status or 503
             return [(":status", str(status)), ("content-type", "text/plain")], b"", []
