@@ -171,7 +171,8 @@ def route_command(host: str | None, path: str, class_name: str | None, gateway: 
         click.echo(_text(result), nl=False)
     else:
         emit(result.to_dict(), output)
-    if not result.routed:
+    if not result.routed and not (result.outcome == "passed-through" and result.backend is not None and
+                                  result.backend.routable):
         sys.exit(EXIT_NEGATIVE)
 
 

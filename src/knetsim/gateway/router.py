@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model import saferegex
 from ..model.gatewayapi import HeaderModifier
 from ..model.http import COMPARED_RESPONSE_HEADERS, HTTPRequest, HTTPRequestError, RouteAnswer, plain
 from . import envoypolicies, hostnames
@@ -276,7 +277,8 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
                                   "Misdirected Request (the client must open a connection for that host)",
                                   listener=sni_listener.label, **base)
     result = _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
-    return with_policies(state, result, chosen_listener.name, "HTTPRoute", burst)
+    kind = "GRPCRoute" if result.match is not None and result.match.path_type == "GRPCRoute" else "HTTPRoute"
+    return with_policies(state, result, chosen_listener.name, kind, burst)
 
 
 def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str | None, route_kind: str,
@@ -412,6 +414,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1, c.listener or ""))
     base = {**base, "listener": lc.label, "candidates": tuple(candidates)}
+    if winner is None and lc.grpc_entries:
+        shared = _grpc_table(state, t, gctx, lc, request, path, host, base, notes)
+        if shared is not None:
+            return shared
     if winner is None:
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
                                   f"{target}: no rule attached to listener {lc.label} of Gateway {key} matches: "
@@ -487,6 +493,104 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         common["notes"] = tuple(notes)
     return GatewayRouteResult(request, key, PROXIED, None,
                               f"{target} → {where} → Service {chosen.describe()}{share}", **common)
+
+
+# --- the route table HTTPRoutes share with GRPCRoutes -------------------------------------------------
+
+
+# What Envoy Gateway's regular expressions put where a method match leaves the service or method out
+# (validServiceName, validMethodName; its (?i) spelled out as both cases).
+_GRPC_SERVICE_NAME = r"\.?[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*"
+_GRPC_METHOD_NAME = r"[A-Za-z_][A-Za-z_0-9]*"
+
+
+def grpc_path_matches(method: Any, path: str) -> tuple[int, int] | None:
+    """Whether a GRPCRoute method match takes an HTTP request for ``path`` as Envoy Gateway translates it
+    (``processGRPCRouteMethodExact/RegularExpression``): service and method → exact ``/svc/method``;
+    service → a path-separated prefix ``/svc``; method → a ``:path`` suffix ``/method``; regular expressions → a
+    full-path regex; no method match → any path. The rank (bigger wins): exact 3, regex 2, else 1, then length."""
+    if method is None:
+        return (1, 0)
+    service, name = method.service, method.method
+    if method.type == "RegularExpression":
+        pattern = f"/{service or _GRPC_SERVICE_NAME}/{name or _GRPC_METHOD_NAME}"
+        rx = saferegex.compiled(pattern)
+        try:
+            return (2, len(pattern)) if rx is not None and saferegex.fullmatch(rx, path) is not None else None
+        except saferegex.RegexTimeout:
+            return None
+    if service and name:
+        return (3, len(path)) if path == f"/{service}/{name}" else None
+    if name:
+        return (1, len(name) + 1) if path.endswith(f"/{name}") else None
+    # A path-separated prefix: /svc and /svc/..., never /svcx.
+    return (1, len(service) + 1) if service and (path == f"/{service}" or path.startswith(f"/{service}/")) else None
+
+
+def _grpc_table(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerContext, request: HTTPRequest,
+                path: str, host: str, base: dict[str, Any], notes: list[str]) -> GatewayRouteResult | None:
+    """No HTTPRoute rule takes the request: Envoy Gateway puts HTTPRoute and GRPCRoute rules in one route table,
+    and it matches a GRPCRoute rule by its path (what a gRPC call's ``/pkg.Service/Method`` is) and headers."""
+    found: list[tuple[tuple[Any, ...], Any, str | None]] = []
+    for e in lc.grpc_entries:
+        matched_host = None
+        if e.hostnames:
+            hits = [h for h in e.hostnames if hostnames.matches(h, host)]
+            if not hits:
+                continue
+            matched_host = max(hits, key=hostname_rank)
+        rank = grpc_path_matches(e.match.method, path)
+        if rank is None or not all(_header_value_matches(h, request.header(h.name)) for h in e.match.headers):
+            continue
+        h = hostname_rank(matched_host)
+        created = e.route.meta.creation_timestamp
+        found.append(((-h[0], -h[1], -rank[0], -rank[1], -len(e.match.headers), created is None, created or "",
+                       e.route.key, e.rule.index, e.match_index), e, matched_host))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0])
+    _rank, entry, matched_host = found[0]
+    key, target = gctx.gateway.key, f"{request.method} {request.url}"
+    m = entry.match.method
+    text = "any method" if m is None else f"{m.type} {m.service or '*'}/{m.method or '*'}"
+    match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,
+                         "GRPCRoute", text)
+    where = f"GRPCRoute {entry.route.key} rule {entry.rule.index} match {entry.match_index} ({text})"
+    notes = [*notes, "no HTTPRoute rule matches; Envoy Gateway puts GRPCRoute rules in the same route table and "
+                     "matches them by path"]
+    backends = tuple(BackendChoice.of(b) for b in entry.backends)
+    common: dict[str, Any] = {**base, "match": match_ref, "backends": backends, "notes": tuple(notes)}
+    chosen = weighted_pick(entry.backends, _ident(request)) if entry.backends else None
+    if chosen is None or not chosen.valid:
+        why = "has no backend with a weight" if chosen is None else f"backend {chosen.describe()} is invalid"
+        return GatewayRouteResult(request, key, INVALID_BACKEND, 500, f"{target} → {where}, which {why}: Envoy "
+                                  "answers 500", backend=BackendChoice.of(chosen) if chosen else None, **common)
+    headers = {n.lower(): v for n, v in request.headers if n.lower() != "host"}
+    for f in (*entry.rule.filters, *chosen.ref.filters):
+        if f.request_header_modifier is not None:
+            apply_header_modifier(headers, f.request_header_modifier)
+    query = f"?{request.query}" if request.query else ""
+    common.update(backend=BackendChoice.of(chosen),
+                  upstream_request=UpstreamRequest(request.method, request.host, path + query, dict(sorted(
+                      headers.items()))))
+    if chosen.ready_endpoints == 0:
+        return GatewayRouteResult(request, key, NO_ENDPOINTS, 503, f"{target} → {where} → Service "
+                                  f"{chosen.describe()} has no ready endpoints: Envoy answers 503 (no healthy "
+                                  "upstream)", **common)
+    return GatewayRouteResult(request, key, PROXIED, None, f"{target} → {where} → Service {chosen.describe()}",
+                              **common)
+
+
+def _header_value_matches(match: Any, value: str | None) -> bool:
+    if value is None:
+        return False
+    if match.type == "RegularExpression":
+        rx = saferegex.compiled(match.value)
+        try:
+            return rx is not None and saferegex.fullmatch(rx, value) is not None
+        except saferegex.RegexTimeout:
+            return False
+    return bool(value == match.value)
 
 
 def _precedence(e: RouteEntry, matched_host: str | None) -> tuple[Any, ...]:

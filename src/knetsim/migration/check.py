@@ -39,6 +39,7 @@ from ..ingress import RouteError, probes, route_request
 from ..ingress.router import controller_view
 from ..model.http import HTTPRequest, RouteAnswer
 from ..network.gateway import gateway_for_host
+from . import tlsprobes
 
 UNNAMED_HOST = probes.UNNAMED_HOST
 NGINX = "nginx.ingress.kubernetes.io/"
@@ -47,7 +48,7 @@ BURST = 100
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    request: HTTPRequest
+    request: HTTPRequest | tlsprobes.Probe
     ingress: RouteAnswer
     gateway: RouteAnswer
     gateway_name: str | None
@@ -119,6 +120,9 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     tls = {h.lower() for ing in state.ingresses.values() for t in ing.tls for h in t.hosts}
     tls |= {(li.hostname or "").lower() for gw in state.gateways.values() for li in gw.listeners
             if li.protocol == "HTTPS" and li.hostname}
+    # TLS handshakes and gRPC calls ask these hosts' https side (tlsprobes.py).
+    probed = tlsprobes.passthrough_hosts(state) | tlsprobes.grpc_hosts(state)
+    tls -= probed
     out = []
     paths = probes.path_probes(_paths(state))
     for host in probes.host_probes(_hosts(state)):
@@ -129,6 +133,8 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     if model is not None:
         seen = {_key(r) for r in out}
         for request in probes.requests(state, model):
+            if request.scheme == "https" and request.host.lower() in probed:
+                continue
             if _key(request) not in seen:
                 seen.add(_key(request))
                 out.append(request)
@@ -200,6 +206,9 @@ def check(state: ClusterState, gateway: str | None = None, class_name: str | Non
             ing = RouteAnswer(None, None, None, None, str(exc))
         gw, name = _gateway_answer(state, req, gateway, burst=BURST)
         result.comparisons.append(Comparison(req, ing, gw, name, BURST))
+    for probe in tlsprobes.probes(state):
+        gw, name = tlsprobes.gateway_answer(state, probe, gateway)
+        result.comparisons.append(Comparison(probe, tlsprobes.ingress_answer(state, probe, class_name), gw, name))
     result.caveats.extend(caveats(state))
     return result
 
@@ -207,6 +216,10 @@ def check(state: ClusterState, gateway: str | None = None, class_name: str | Non
 def caveats(state: ClusterState) -> list[Caveat]:
     """What the comparison cannot measure."""
     out = []
+    if tlsprobes.tls_hosts(state):
+        out.append(Caveat("TLS", "an SNI no host names: ingress-nginx completes the handshake with its self-signed "
+                          "fake certificate (then 404), Envoy Gateway closes the connection (no filter chain): a "
+                          "client that verifies certificates fails on both; not sent"))
     view = controller_view(state)
     model = view.model
     for key in sorted(state.ingresses):
