@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .model.labels import Selector
+from .model.timestamps import parse_rfc3339
 
 Obj = Mapping[str, Any]
 Column = tuple[str, int]  # (HEADER, priority), as `knetsim get` prints it
@@ -73,7 +74,7 @@ def parse_time(text: Any) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_rfc3339(str(text))
     except ValueError:
         return None
 

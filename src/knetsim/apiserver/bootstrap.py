@@ -16,11 +16,11 @@ then rolls it out as it would any template change.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..cluster.system import install_phase, system_manifests
 from ..model.admission import FieldValidation
+from ..model.jsonvalue import json_copy
 from ..model.strategy import apply_defaults
 from .registry import Registry, Target, WriteOptions, storage_version
 from .resources import BY_KIND
@@ -58,7 +58,7 @@ def bootstrap(registry: Registry, phase: int) -> None:
             continue
         # Each in turn, so a later one sees the earlier (a namespace exists, a ClusterIP is held); one
         # transaction on disk for all of them (the controllers' batching).
-        prepared = registry.prepare_create(Target(r, namespace, "", ""), copy.deepcopy(body), SYSTEM)
+        prepared = registry.prepare_create(Target(r, namespace, "", ""), json_copy(body), SYSTEM)
         store.commit([prepared.write], durable=False)
         prepared.finish(committed=True)
     if writes:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from ..model.jsonvalue import json_copy
 from .resources import RESOURCES, group_versions
 
 SCHEMA_VERSION = "v1.35.0"
@@ -252,7 +253,7 @@ def v2_document() -> bytes:
     from ..model.schema import definitions as v135
 
     try:
-        raw: dict[str, Any] = json.loads(json.dumps(v135()))  # a copy: the entries below are rewritten
+        raw: dict[str, Any] = json_copy(v135())  # a copy: the entries below are rewritten
     except (RuntimeError, OSError):
         raw = {}
     for name in ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", "io.k8s.apimachinery.pkg.api.resource.Quantity"):

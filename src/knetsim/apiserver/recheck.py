@@ -14,13 +14,13 @@ pays nothing for it.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
 from .. import __version__
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation
+from ..model.jsonvalue import json_copy
 from .events import EventNames, make_event
 from .registry import Registry, kind_of
 from .resources import BY_KIND
@@ -48,7 +48,7 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     except AdmissionError as exc:
         return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
     # Stored objects were defaulted when written, so the defaulted copy differs only by what was pruned.
-    pruned = copy.deepcopy(obj) if decoded.unknown_fields else None
+    pruned = json_copy(obj) if decoded.unknown_fields else None
     meta, want = obj.get("metadata") or {}, body.get("metadata") or {}
     if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
             (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):

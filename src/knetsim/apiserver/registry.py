@@ -17,11 +17,9 @@ emptying a namespace the namespace controller's.
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -32,20 +30,18 @@ from ..ingress.controllers import controllers_among
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
+from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.objects import Pod
 from ..model.schema import json_type_name
 from ..model.strategy import Propagation, Strategy
+from ..model.timestamps import now_rfc3339
 from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
 from .resources import BY_KIND, Resource
 from .store import Key, Store, Stored, Write
 
 SYSTEM_METADATA = ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink")
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -221,7 +217,7 @@ class Deleted:
 
 
 class Registry:
-    def __init__(self, store: Store, config: ClusterConfig, clock: Callable[[], str] = lambda: now_rfc3339()) -> None:
+    def __init__(self, store: Store, config: ClusterConfig, clock: Callable[[], str] = now_rfc3339) -> None:
         self.store = store
         self.config = config
         self.clock = clock
@@ -406,7 +402,7 @@ class Registry:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise invalid(t.resource, t.name, [FieldError("spec.replicas", ErrorType.INVALID, replicas,
                                                           "must be greater than or equal to 0")])
-        new = copy.deepcopy(old.body)
+        new = json_copy(old.body)
         new.setdefault("spec", {})["replicas"] = replicas
         self.update(Target(t.resource, t.namespace, t.name, ""), old, new, opts)
         stored = self.store.get((t.resource.kind, t.namespace, t.name))
@@ -482,7 +478,7 @@ def marked_for_deletion(body: Mapping[str, Any], propagation: Propagation, clock
     namespace = body.get("kind") == "Namespace"
     if not finalizers and not (namespace and (body.get("spec") or {}).get("finalizers")):
         return None
-    marked = copy.deepcopy(dict(body))
+    marked = json_copy(dict(body))
     if not meta.get("deletionTimestamp"):
         marked["metadata"]["deletionTimestamp"] = clock()
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -496,7 +492,7 @@ def marked_for_deletion(body: Mapping[str, Any], propagation: Propagation, clock
 def finalizer_done(key: Key, stored: Stored, finalizer: str) -> Write | None:
     """The write that removes a finalizer whose work is done (the garbage collector's, a namespace's
     ``kubernetes`` through /finalize): an object being deleted with none left goes. None: not there."""
-    body = copy.deepcopy(stored.body)
+    body = json_copy(stored.body)
     holder = body.setdefault("spec", {}) if finalizer == NAMESPACE_FINALIZER and key[0] == "Namespace" \
         else body["metadata"]
     present = list(holder.get("finalizers") or [])

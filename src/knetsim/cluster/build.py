@@ -34,17 +34,14 @@ from ..model.objects import (
     Node,
     Object,
 )
-from ..model.strategy import apply_defaults
+from ..model.strategy import apply_defaults, strategy_for
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .services import allocate_services
-from .state import ClusterState, Notice
+from .state import WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
-
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
-ENDPOINTS_DEPRECATION = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +219,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     for doc in by_kind.get("Endpoints", []):
         if doc.source is not BUILTIN:
-            state.warn("EndpointsDeprecated", ENDPOINTS_DEPRECATION, doc.describe(), doc.source)
+            state.warn("EndpointsDeprecated", strategy_for("Endpoints").deprecation, doc.describe(), doc.source)
         _keep(state, doc.body, doc.source)
 
     for doc in by_kind.get("IngressClass", []):

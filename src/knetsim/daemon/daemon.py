@@ -30,7 +30,6 @@ from aiohttp import web
 
 from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
-from ..apiserver.registry import now_rfc3339
 from ..apiserver.server import ApiServer, Mount
 from ..cluster.config import ClusterConfig, ConfigError
 from ..container import shell
@@ -40,6 +39,7 @@ from ..controllers.informer import Informer
 from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
+from ..model.timestamps import now_rfc3339
 from . import explorer
 from .clusterconfig import InForce, adopt
 from .gatewaylisteners import GatewayListeners

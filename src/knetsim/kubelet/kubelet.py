@@ -33,11 +33,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,9 @@ from ..container.accesslog import Served, container_for, log_line
 from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
 from ..container.podfs import PodFS
 from ..container.proc import SHELLS, Proc, is_interactive_shell
+from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
+from ..model.timestamps import now_rfc3339
 from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
 from .imagepull import ImagePuller, started
@@ -154,10 +155,6 @@ def go_duration(seconds: float) -> str:
     return f"{m}m{sec}s" if m else f"{sec}s"
 
 
-def now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Container:
     def __init__(self, kubelet: Kubelet, namespace: str, pod: str, uid: str, spec: Mapping[str, Any],
                  argv: list[str] | None, restart_policy: str, restarts: int) -> None:
@@ -244,7 +241,7 @@ class Container:
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
-                started_at = now_text()
+                started_at = now_rfc3339()
                 self.state = {"running": {"startedAt": started_at}}
                 probes = self.kubelet.probes(self)
                 self.kubelet.report(self)
@@ -255,7 +252,7 @@ class Container:
                     probes.cancel()
                 killed = self.killed.is_set()
                 terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                              "startedAt": started_at, "finishedAt": now_text(),
+                              "startedAt": started_at, "finishedAt": now_rfc3339(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
                 self.run_done.set()
@@ -500,9 +497,9 @@ class Kubelet:
     def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
         """Start a container the pod-start controller could not: its image is there now, or its config."""
         name = str(spec_c.get("name"))
-        started(self.recorder, json.loads(json.dumps(body)), name, str(spec_c.get("image") or ""))
+        started(self.recorder, json_copy(body), name, str(spec_c.get("image") or ""))
         self._remember_env(uid, body, spec_c)
-        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_rfc3339()}})
         c = self._container(key, uid, spec_c, 0)
         if c is not None:
             c.task = asyncio.get_running_loop().create_task(c.run())
@@ -530,7 +527,7 @@ class Kubelet:
 
         def report(state: dict[str, Any]) -> None:
             self.report_state(namespace, pod, uid, name, state)
-        puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
+        puller = ImagePuller(self.recorder, json_copy(body), name, image, error, report)
         self.pullers[(uid, name)] = puller
         puller.begin()
         return True
@@ -709,14 +706,14 @@ class Kubelet:
         stored = self.server.store.get(key)
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
             return
-        new = json.loads(json.dumps(stored.body))
+        new = json_copy(stored.body)
         statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
         entry = next((cs for cs in statuses if cs.get("name") == c.name), None)
         if entry is None:
             entry = {"name": c.name, "image": c.image, "imageID": image_id(c.image), "ready": False,
                      "restartCount": 0}
             statuses.append(entry)
-        entry["state"] = json.loads(json.dumps(c.state))
+        entry["state"] = json_copy(c.state)
         if "running" in c.state or "terminated" in c.state:
             entry["containerID"] = self.container_id(c)
         if new != stored.body:
@@ -730,15 +727,15 @@ class Kubelet:
         stored = self.server.store.get(key)
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
             return
-        status = json.loads(json.dumps(stored.body.get("status") or {}))
+        status = json_copy(stored.body.get("status") or {})
         changed: dict[str, Any] = {}
         for cs in status.get("containerStatuses") or []:
             if cs.get("name") != container:
                 continue
             changed = cs
-            cs["state"] = json.loads(json.dumps(state))
+            cs["state"] = json_copy(state)
             if last_state:
-                cs["lastState"] = json.loads(json.dumps(last_state))
+                cs["lastState"] = json_copy(last_state)
             if restarts is not None:
                 cs["restartCount"] = restarts
             cs["started"] = "running" in state and (uid, container) not in self.starting
@@ -752,9 +749,9 @@ class Kubelet:
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
         _keep_explanation(status, core)
-        stamp_conditions(status, stored.body.get("status") or {}, now_text())
+        stamp_conditions(status, stored.body.get("status") or {}, now_rfc3339())
         if status != stored.body.get("status"):
-            new = json.loads(json.dumps(stored.body))
+            new = json_copy(stored.body)
             new["status"] = status
             self.server.store.commit([Write(key, new, stored.managed)])
 
