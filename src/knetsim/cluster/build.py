@@ -35,6 +35,7 @@ from ..model.objects import (
     Object,
 )
 from ..model.strategy import apply_defaults, strategy_for
+from . import rollout
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
@@ -42,6 +43,7 @@ from .services import allocate_services
 from .state import WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
+from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,37 +367,36 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
 
 
 def _workload_status(state: ClusterState) -> None:
-    """READY/AVAILABLE columns for `get deploy,rs,sts,ds`, from the pods the controllers made."""
-    owned: dict[tuple[str, str, str], list[Any]] = {}
-    for pod in state.pods.values():
+    """The status each workload's controller would write for the pods it made (cluster.workloadstatus,
+    the live controllers' own computation; no conditions or times: the offline build has no clock)."""
+    owned: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for pod in sorted(state.pods.values(), key=lambda p: p.key):
         if pod.meta.owner:
-            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod)
+            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod.raw)
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
     for (kind, _), obj in sorted(state.workloads.items()):
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
             rs_by_deploy.setdefault((obj.namespace, obj.meta.owner.name), []).append(obj)
-    for (kind, _), obj in sorted(state.workloads.items()):
+    # ReplicaSets first: a Deployment's status adds theirs up.
+    for (kind, _), obj in sorted(state.workloads.items(), key=lambda kv: (kv[0][0] == "Deployment", kv[0])):
         if obj.raw.get("status") and from_live_cluster(obj.raw):
             continue
-        if kind == "Deployment":
-            pods = [p for rs in rs_by_deploy.get((obj.namespace, obj.name), [])
-                    for p in owned.get((obj.namespace, "ReplicaSet", rs.name), [])]
-        else:
-            pods = owned.get((obj.namespace, kind, obj.name), [])
-        ready = sum(1 for p in pods if p.ready)
-        status: dict[str, Any] = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready,
-                                  "observedGeneration": 1}
-        if kind == "Deployment":
-            status["updatedReplicas"] = len(pods)
-        if kind == "DaemonSet":
-            status = {"currentNumberScheduled": len(pods), "desiredNumberScheduled": len(pods),
-                      "numberAvailable": ready, "numberReady": ready, "updatedNumberScheduled": len(pods),
-                      "numberMisscheduled": 0, "observedGeneration": 1}
-        if kind == "StatefulSet":
-            status.update(currentReplicas=len(pods), updatedReplicas=len(pods))
-        if kind == "Job":
-            status = {"active": len(pods), "ready": ready}
-        obj.raw["status"] = status
+        pods = [p for p in owned.get((obj.namespace, kind, obj.name), []) if is_active(p)]
+        if kind == "ReplicaSet":
+            obj.raw["status"] = replica_set_status(obj.raw, pods)[0]
+        elif kind == "DaemonSet":
+            obj.raw["status"] = daemon_set_status(obj.raw, pods, len(pods))
+        elif kind == "StatefulSet":
+            obj.raw["status"] = stateful_set_status(obj.raw, pods)
+        elif kind == "Job":
+            ready = sum(1 for p in pods if is_ready(p))
+            obj.raw["status"] = {"active": len(pods), "ready": ready} if pods else {"ready": ready}
+        elif kind == "Deployment":
+            rss = [rs.raw for rs in rs_by_deploy.get((obj.namespace, obj.name), [])]
+            new_rs = rollout.find_new_replica_set(obj.raw, rss)
+            obj.raw["status"] = rollout.deployment_counts(rss, new_rs, obj.raw)
+            if new_rs is not None and not rollout.annotations(obj.raw).get(rollout.REVISION):
+                rollout.annotations(obj.raw)[rollout.REVISION] = rollout.annotations(new_rs).get(rollout.REVISION, "1")
 
 
 def _endpoint_slices(state: ClusterState) -> None:

@@ -28,6 +28,7 @@ from ..model.labels import Selector
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
+from . import rollout
 from .config import ClusterConfig
 from .images import pull_error
 from .naming import pod_template_hash, random_suffix
@@ -170,13 +171,14 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
                 "name": rs_name,
                 "namespace": w.namespace,
                 "labels": labels,
-                "annotations": {"deployment.kubernetes.io/desired-replicas": str(spec.get("replicas", 1)),
-                                "deployment.kubernetes.io/max-replicas": str(spec.get("replicas", 1)),
-                                "deployment.kubernetes.io/revision": "1"},
+                "annotations": {rollout.REVISION: "1"},
                 "ownerReferences": [_owner("Deployment", "apps/v1", w.body)],
             },
             "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template},
         }
+        # As the Deployment controller annotates its ReplicaSets: desired replicas, and what a surge may reach.
+        rollout.set_replicas_annotations(rs_body, rollout.spec_replicas(w.body),
+                                         rollout.spec_replicas(w.body) + rollout.max_surge(w.body))
         replica_sets.append(WorkloadInput(rs_body, w.source if w.source is BUILTIN else CONTROLLER))
 
     all_workloads = [w for w in ordered if w.kind != "ReplicaSet"] + sorted(

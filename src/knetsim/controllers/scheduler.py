@@ -13,11 +13,11 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster.workloads import feasible
+from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.jsonvalue import json_copy
 from ..model.objects import Node
 from .base import Controller
 from .informer import key_of
-from .podowner import TERMINAL, phase
 
 CONTROL_PLANE_HOST = "control-plane"  # where kind runs the scheduler (the events' reportingInstance)
 

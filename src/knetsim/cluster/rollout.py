@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..cluster.naming import pod_template_hash
 from ..model.jsonvalue import json_copy
+from .naming import pod_template_hash
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -310,18 +310,25 @@ def deployment_timed_out(d: Mapping[str, Any], status: Mapping[str, Any], now: s
     return _seconds(condition["lastUpdateTime"]) + deadline < _seconds(now)
 
 
-def calculate_status(all_rss: list[dict[str, Any]], new_rs: dict[str, Any] | None, d: Mapping[str, Any],
-                     now: str) -> dict[str, Any]:
-    """The DeploymentStatus the ReplicaSets add up to (zero counts omitted, as Go's omitempty does)."""
+def deployment_counts(all_rss: list[dict[str, Any]], new_rs: Mapping[str, Any] | None,
+                      d: Mapping[str, Any]) -> dict[str, Any]:
+    """The counts of a DeploymentStatus (zero counts omitted, as Go's omitempty does): what the READY,
+    UP-TO-DATE and AVAILABLE columns print, live and offline alike."""
     available = actual_count(all_rss, "availableReplicas")
-    total = replica_count(all_rss)
     counts = {"observedGeneration": int((d.get("metadata") or {}).get("generation") or 1),
               "replicas": actual_count(all_rss),
-              "updatedReplicas": actual_count([new_rs] if new_rs is not None else []),
+              "updatedReplicas": actual_count([dict(new_rs)] if new_rs is not None else []),
               "readyReplicas": actual_count(all_rss, "readyReplicas"),
               "availableReplicas": available,
-              "unavailableReplicas": max(0, total - available)}
-    status: dict[str, Any] = {k: v for k, v in counts.items() if v}
+              "unavailableReplicas": max(0, replica_count(all_rss) - available)}
+    return {k: v for k, v in counts.items() if v}
+
+
+def calculate_status(all_rss: list[dict[str, Any]], new_rs: dict[str, Any] | None, d: Mapping[str, Any],
+                     now: str) -> dict[str, Any]:
+    """The DeploymentStatus the ReplicaSets add up to, with its Available condition at ``now``."""
+    status = deployment_counts(all_rss, new_rs, d)
+    available = status.get("availableReplicas", 0)
     old = d.get("status") or {}
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]
