@@ -25,8 +25,6 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
-from ..ingress import webhook
-from ..ingress.controllers import controllers_among
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
@@ -119,6 +117,10 @@ class IngressStorage(Storage):
     def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
+        # Imported at the first Ingress write: a server that never sees one does not load ingress-nginx's model.
+        from ..ingress import webhook
+        from ..ingress.controllers import controllers_among
+
         bad = webhook.invalid_paths(obj)
         annotated = any(str(k).startswith("nginx.ingress.kubernetes.io/") or str(k).endswith("-snippet")
                         for k in ((obj.get("metadata") or {}).get("annotations") or {}))

@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -46,11 +46,8 @@ from ..apiserver.errors import ApiError
 from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
-from ..container import shell
 from ..container.accesslog import Served, container_for, log_line
-from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
 from ..container.podfs import PodFS
-from ..container.proc import SHELLS, Proc, is_interactive_shell
 from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
@@ -61,6 +58,10 @@ from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
 from .podstatus import apply_phase, image_id, refreshed, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
+
+if TYPE_CHECKING:
+    from ..container import shell
+    from ..container.proc import Proc
 
 log = logging.getLogger("knetsim.kubelet")
 
@@ -84,6 +85,14 @@ def image_name(image: str) -> str:
     return last.split(":", 1)[0]
 
 
+def _tools() -> Mapping[str, shell.Tool]:
+    # The container's userland is loaded with the first container that runs a command: a cluster of
+    # servers (every system pod) never needs it, and it is most of what the daemon would import.
+    from ..container.proc import builtin_tools
+
+    return builtin_tools()
+
+
 def container_argv(container: Mapping[str, Any]) -> list[str] | None:
     """What the runtime executes: command + args, or the image's entrypoint/CMD they replace."""
     command = [str(a) for a in container.get("command") or []]
@@ -96,7 +105,7 @@ def container_argv(container: Mapping[str, Any]) -> list[str] | None:
         if not args:
             return ["curl"]
         first = args[0].rsplit("/", 1)[-1]
-        return args if first in shell.BUILTIN_TOOLS and not args[0].startswith("-") else ["curl", *args]
+        return args if first in _tools() and not args[0].startswith("-") else ["curl", *args]
     if args:
         return args
     return list(DEFAULT_CMD[image]) if image in DEFAULT_CMD else None
@@ -106,7 +115,9 @@ def script_supported(script: str) -> bool:
     """Whether every command a ``sh -c`` script runs is one the simulated shell has (pipes,
     redirections, loops and substitutions are the shell's own; a command name that is itself
     an expansion cannot be checked before it runs)."""
-    names = shell.static_commands(script)
+    from ..container.shell import static_commands
+
+    names = static_commands(script)
     if names is None:
         return False
     return all(_known(name) for name in names)
@@ -116,7 +127,9 @@ def _known(name: str) -> bool:
     base = name.rsplit("/", 1)[-1]
     # A name busybox lacks is `not found` in a real container too; an applet knetsim does not
     # imitate (ping, ps...) would print what it cannot tell, so such a script is left running.
-    return base in shell.BUILTIN_TOOLS or base not in shell.BUSYBOX_APPLETS
+    from ..container.shell import BUSYBOX_APPLETS
+
+    return base in _tools() or base not in BUSYBOX_APPLETS
 
 
 def argv_supported(argv: list[str]) -> bool:
@@ -128,11 +141,13 @@ def argv_supported(argv: list[str]) -> bool:
     name = words[0].rsplit("/", 1)[-1]
     if name in ("exec", "env") and len(words) > 1:
         return argv_supported(words[1:])
+    from ..container.proc import SHELLS
+
     if name in SHELLS:
         if len(words) >= 3 and words[1] == "-c":
             return script_supported(words[2])
         return False
-    return name in shell.BUILTIN_TOOLS
+    return name in _tools()
 
 
 def runnable(container: Mapping[str, Any]) -> list[str] | None:
@@ -144,6 +159,8 @@ def runnable(container: Mapping[str, Any]) -> list[str] | None:
         return argv or ["sh"]
     if argv is None or image_name(str(container.get("image") or "")) not in SHELL_IMAGES:
         return None
+    from ..container.proc import is_interactive_shell
+
     if is_interactive_shell(argv):
         return None  # a shell reading an empty stdin exits at once; kept running (see README)
     return argv if argv_supported(argv) else None
@@ -198,6 +215,8 @@ class Container:
         await self._emit(2, text)
 
     def _new_proc(self) -> Proc:
+        from ..container.proc import Proc
+
         self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
@@ -293,10 +312,11 @@ class Container:
 
 
 class Kubelet:
-    def __init__(self, server: NodeView, tools: Mapping[str, shell.Tool] = shell.BUILTIN_TOOLS) -> None:
+    def __init__(self, server: NodeView, tools: Mapping[str, shell.Tool] | None = None) -> None:
         self.server = server
-        # The commands its containers' shells have (kernel mode hands real network tools).
-        self.tools = tools
+        # The commands its containers' shells have (kernel mode hands real network tools; None: the
+        # simulated container's own, loaded with the first shell).
+        self._tools = tools
         self.containers: dict[tuple[str, str], dict[str, Container]] = {}  # (ns, name) → containers
         self.uids: dict[tuple[str, str], str] = {}
         self.logs = LogStore(Path(server.state_dir) / "pods" if server.state_dir else None)
@@ -309,6 +329,10 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+
+    @property
+    def tools(self) -> Mapping[str, shell.Tool]:
+        return self._tools if self._tools is not None else _tools()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -575,7 +599,10 @@ class Kubelet:
             self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
         env = pod_env(state, pod, container)
         env.update(self.envs.get((uid, container), {}))
-        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools)
+        from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
+        from ..container.shell import Ctx
+
+        ctx = Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
@@ -674,6 +701,8 @@ class Kubelet:
 
         async def collect(text: str) -> None:
             output.append(text)
+        from ..container.proc import Proc
+
         ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
         try:
             code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
