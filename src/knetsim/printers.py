@@ -551,13 +551,13 @@ def jsonpath(body: Any, path: str) -> list[Any]:
 
 
 def _crd_columns(kind: str) -> list[dict[str, Any]] | None:
-    from .model.crd import index
+    """The additionalPrinterColumns of a custom kind knetsim defines, at its storage version."""
+    from .model.apis.catalog import DEFINITIONS
 
-    for crd in index():
-        if crd["kind"] == kind:
-            storage = next((v for v in crd["versions"] if v["storage"]), crd["versions"][0])
+    for d in DEFINITIONS:
+        if d.kind == kind:
             age_only = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-            return storage["printerColumns"] or age_only
+            return [c.to_dict() for c in d.storage.columns or ()] or age_only
     return None
 
 

@@ -27,7 +27,7 @@ SCHEMA_VERSION = "v1.35.0"
 
 @lru_cache(maxsize=1)
 def definitions() -> dict[str, Any]:
-    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs), vendored CRDs' included."""
+    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs), the custom kinds' included."""
     from ..model.schema import definitions as v135
 
     try:
@@ -49,10 +49,10 @@ def crd_schema_name(group: str, version: str, kind: str) -> str:
 
 def _crd_definitions() -> dict[str, Any]:
     """The served custom kinds' schemas, with ObjectMeta for metadata, as the CRD's OpenAPI builder publishes them."""
-    from ..model.crd import vendored
+    from ..model.crd import all_versions
 
     out: dict[str, Any] = {}
-    for (group, version, kind), crd in vendored().items():
+    for (group, version, kind), crd in all_versions().items():
         if not any(r.crd and (r.group, r.version, r.kind) == (group, version, kind) for r in RESOURCES):
             continue
         schema = _convert(crd.schema)
