@@ -14,18 +14,19 @@ which version is stored, which are still served, the columns ``kubectl get`` pri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 POLICY_GROUP = "policy.networking.k8s.io"
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: this module is imported at start-up by every command (model.kinds), and
+# generating dataclass methods for a handful of records costs more than the rest of the module.
+
+
 class Column:
-    name: str
-    type: str
-    json_path: str
-    priority: int = 0
+    __slots__ = ("json_path", "name", "priority", "type")
+
+    def __init__(self, name: str, type: str, json_path: str, priority: int = 0) -> None:
+        self.name, self.type, self.json_path, self.priority = name, type, json_path, priority
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"jsonPath": self.json_path, "name": self.name, "type": self.type}
@@ -34,24 +35,28 @@ class Column:
         return out
 
 
-@dataclass(frozen=True)
 class Version:
-    name: str
-    served: bool = True
-    storage: bool = False
-    status: bool = True  # the status subresource
-    columns: tuple[Column, ...] | None = None
-    deprecation: str = ""  # the warning a client gets for a deprecated version
+    """One version of a kind: whether it is served and stored, its status subresource, its printer columns."""
+
+    __slots__ = ("columns", "deprecation", "name", "served", "status", "storage")
+
+    def __init__(self, name: str, *, served: bool = True, storage: bool = False, status: bool = True,
+                 columns: tuple[Column, ...] | None = None, deprecation: str = "") -> None:
+        self.name, self.served, self.storage, self.status = name, served, storage, status
+        self.columns = columns
+        self.deprecation = deprecation  # the warning a client gets for a deprecated version
 
 
-@dataclass(frozen=True)
 class Bundle:
     """A release of an API group's definitions: the annotations its CRDs carry, the modules they live in."""
 
-    group: str
-    module: str  # the version modules are model/apis/<module>_<version>.py
-    version: str  # the bundle version the CRDs are annotated with
-    approval: str = ""  # api-approved.kubernetes.io: *.k8s.io groups need an approved API review
+    __slots__ = ("approval", "group", "module", "version")
+
+    def __init__(self, group: str, module: str, version: str, *, approval: str = "") -> None:
+        self.group = group
+        self.module = module  # the version modules are model/apis/<module>_<version>.py
+        self.version = version  # the bundle version the CRDs are annotated with
+        self.approval = approval  # api-approved.kubernetes.io: *.k8s.io groups need an approved API review
 
     def annotations(self, channel: str = "standard") -> dict[str, str]:
         prefix = self.group
@@ -61,18 +66,16 @@ class Bundle:
         return out
 
 
-@dataclass(frozen=True)
 class Definition:
     """One CustomResourceDefinition: names, scope and versions (alphabetical, as the CRD lists them)."""
 
-    bundle: Bundle
-    kind: str
-    plural: str
-    versions: tuple[Version, ...]
-    namespaced: bool = True
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    labels: tuple[tuple[str, str], ...] = ()
+    __slots__ = ("bundle", "categories", "kind", "labels", "namespaced", "plural", "short_names", "versions")
+
+    def __init__(self, bundle: Bundle, kind: str, plural: str, versions: tuple[Version, ...], *,
+                 namespaced: bool = True, short_names: tuple[str, ...] = (), categories: tuple[str, ...] = (),
+                 labels: tuple[tuple[str, str], ...] = ()) -> None:
+        self.bundle, self.kind, self.plural, self.versions = bundle, kind, plural, versions
+        self.namespaced, self.short_names, self.categories, self.labels = namespaced, short_names, categories, labels
 
     @property
     def group(self) -> str:
