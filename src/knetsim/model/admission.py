@@ -212,6 +212,22 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
     return obj, decoded, kind
 
 
+def definitions_in_force(bodies: Iterable[Mapping[str, Any]],
+                         extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None,
+                         ) -> dict[str, list[str]]:
+    """Which CRD each custom kind of these objects is admitted by: its source (knetsim's built-in definition,
+    or a CRD of the input, with the bundle version it carries) → the kinds, sorted."""
+    out: dict[str, set[str]] = {}
+    for body in bodies:
+        try:
+            kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
+        except NoKindMatch:
+            continue
+        if kind is not None and kind.crd is not None:
+            out.setdefault(kind.crd.source, set()).add(kind.kind)
+    return {source: sorted(kinds) for source, kinds in sorted(out.items())}
+
+
 def _crd_fields(schema_node: dict[str, Any], path: list[str]) -> list[str]:
     node: dict[str, Any] | None = schema_node
     for part in path:

@@ -115,7 +115,7 @@ def versions_of(crd: dict[str, Any], source: str = "") -> list[CRDVersion]:
 
 
 def source_of(crd: dict[str, Any], where: str) -> str:
-    """How a CRD names itself in messages: where it came from, and the bundle version it carries.
+    """How a CRD names itself in messages: which object, where it came from, and the bundle version it carries.
 
     Gateway API and network-policy-api CRDs carry ``<group>/bundle-version`` and ``<group>/channel``
     annotations; ``knetsim validate`` and the live server say which one is in force.
@@ -128,6 +128,8 @@ def source_of(crd: dict[str, Any], where: str) -> str:
     channel = str((annotations or {}).get(f"{group}/channel") or "")
     detail = ", ".join(x for x in (f"bundle-version {bundle}" if bundle else "", f"channel {channel}" if channel
                                    else "") if x)
+    if where != BUILTIN_SOURCE:
+        where = f"CustomResourceDefinition {(meta or {}).get('name') or '?'} from {where}"
     return f"{where} ({detail})" if detail else where
 
 
