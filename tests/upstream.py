@@ -6,7 +6,9 @@ Tests that need it skip, saying why, where it is absent (KNETSIM_UPSTREAM names 
 
 from __future__ import annotations
 
+import copy
 import os
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +45,19 @@ def require_upstream() -> Path:
 
 
 def upstream_crds(*folders: str) -> dict[str, dict[str, Any]]:
-    """The CustomResourceDefinitions of these folders of the reference data, by name."""
+    """The CustomResourceDefinitions of these folders of the reference data, by name (a copy: callers may change
+    them)."""
     base = require_upstream()
+    return copy.deepcopy(_parsed(base, folders))
+
+
+@cache
+def _parsed(base: Path, folders: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the files are megabytes: libyaml's parser if present
     out: dict[str, dict[str, Any]] = {}
     for folder in folders:
         for path in sorted((base / folder).glob("*.yaml")):
-            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     out[doc["metadata"]["name"]] = doc
     return out

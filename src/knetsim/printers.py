@@ -508,6 +508,9 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
     "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
+    # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
+    "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
+        (o.get("metadata") or {}).get("name", ""), str((o.get("metadata") or {}).get("creationTimestamp") or "")]),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",

@@ -428,6 +428,26 @@ def test_a_cluster_policy_the_crd_refuses_is_left_out_in_the_api_servers_words(s
     assert "-, document 9: ClusterNetworkPolicy bad: " in result.output
 
 
+def test_a_cluster_policy_its_crd_admits_but_no_implementation_can_enforce_is_ignored_and_linted() -> None:
+    """Given a ClusterNetworkPolicy whose selector operator is misspelt (the CRD takes any string there), then it
+    is stored, ignored by every verdict (which says so), and lint reports it with the field named."""
+    import yaml
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    odd = clusterpolicy("odd", "Admin", 1, {"namespaces": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "Inn", "values": ["tenant-a"]}]}},
+        ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
+    message = ('spec.subject.namespaces.matchExpressions[0].operator: Unsupported value: "Inn": supported values: '
+               '"In", "NotIn", "Exists", "DoesNotExist"')
+    assert CliRunner().invoke(cli, ["validate", "-f", "-"], input=yaml.safe_dump_all([*BASE, odd])).exit_code == 0
+    v = check([*BASE, odd], "tenant-a/t", "shop/db")
+    assert v.allowed and len(v.notes) == 1 and message in v.notes[0] and v.notes[0].startswith("ignored: ")
+    (found,) = [f for f in lint(state(*BASE, odd)) if f.code == "ClusterPolicyInvalid"]
+    assert found.severity == "error" and message in found.message
+
+
 def test_the_policy_check_json_in_the_docs_is_the_real_output() -> None:
     import json
     import re

@@ -14,6 +14,7 @@ from typing import Any
 from ..cluster.build import build_cluster
 from ..cluster.config import ClusterConfig
 from ..model.objects import stable_uid
+from .customresources import builtin_objects
 from .store import Key, Store, Write
 
 # Owners before what they own, so that a watcher never sees a pod before its ReplicaSet.
@@ -34,6 +35,8 @@ def system_objects(config: ClusterConfig, now: str) -> dict[Key, dict[str, Any]]
         meta.setdefault("uid", stable_uid(*key))
         meta.setdefault("creationTimestamp", now)
         out[key] = body
+    # The CRDs of the custom kinds knetsim defines, as a cluster with them installed lists them.
+    out.update(builtin_objects(now))
     return out
 
 
@@ -49,7 +52,7 @@ def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
     for key, body in sorted(system_objects(config, now).items(), key=lambda kv: (rank.get(kv[0][0], 99), kv[0])):
         if key in store.objects:
             left_to_owner.add(key)
-            renewed = _renewed_template(store.objects[key], body)
+            renewed = _renewed_template(store.objects[key], body) or _renewed_definition(store.objects[key], body)
             if renewed is not None:
                 missing[key] = renewed
             continue
@@ -78,3 +81,20 @@ def _renewed_template(stored: Any, current: dict[str, Any]) -> dict[str, Any] | 
     meta = dict(stored.body["metadata"])
     meta["generation"] = int(meta.get("generation") or 1) + 1
     return {**stored.body, "metadata": meta, "spec": {**old_spec, "template": template}}
+
+
+def _renewed_definition(stored: Any, current: dict[str, Any]) -> dict[str, Any] | None:
+    """The built-in CRD of this version when the stored one is an older version's built-in CRD; a client's CRD
+    (it took over its kind) is left alone."""
+    if stored.managed != "system" or current.get("kind") != "CustomResourceDefinition":
+        return None
+    if _without_metadata(stored.body) == _without_metadata(current):
+        return None
+    meta = {**stored.body["metadata"], **{k: v for k, v in current["metadata"].items() if k in ("annotations",
+                                                                                                  "labels")}}
+    meta["generation"] = int(meta.get("generation") or 1) + 1
+    return {**current, "metadata": meta}
+
+
+def _without_metadata(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k != "metadata"}

@@ -22,7 +22,7 @@ from .. import __version__
 from ..model.admission import AdmissionError, FieldValidation
 from .errors import ApiError
 from .events import EventNames, make_event
-from .registry import Registry, WriteOptions, kind_of
+from .registry import Registry, WriteOptions
 from .resources import BY_KIND
 from .store import Key, Write
 
@@ -31,9 +31,12 @@ ADMISSION_MARK = "admission"  # store meta key: the knetsim version whose admiss
 
 
 def admission_version() -> str:
+    from ..model.apis.catalog import DEFINITIONS
     from ..model.schema import KUBERNETES_VERSION
 
-    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}"
+    # The custom kinds' definitions count too: a store from before they were typed is checked again.
+    bundles = sorted({f"{d.group} {d.bundle.version}" for d in DEFINITIONS})
+    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}"
 
 
 def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
@@ -47,8 +50,8 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
         from ..model import admission
 
         pruned = json.loads(json.dumps(decoded.obj)) if decoded.unknown_fields else None
-        obj = admission.default(decoded.obj, kind_of(r), key[1] or "default")
-        errors = admission.validation_errors(obj, kind_of(r))
+        obj = admission.default(decoded.obj, registry.kind_of(r), key[1] or "default")
+        errors = admission.validation_errors(obj, registry.kind_of(r))
     except (ApiError, AdmissionError) as exc:
         return exc.message, None
     if errors:

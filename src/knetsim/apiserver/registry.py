@@ -30,6 +30,7 @@ from ..model.fielderr import ErrorType, FieldError
 from ..model.objects import DEFAULT_CLASS_ANNOTATION, Pod
 from ..model.schema import json_type_name
 from .allocation import AllocationFailed, ServiceAllocations, Txn
+from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, qualified
 from .resources import BY_KIND, Resource
 from .store import Store, Stored, Write
@@ -289,6 +290,11 @@ class Registry:
         self.store = store
         self.config = config
         self.services = ServiceAllocations(store, config)
+        # Which definition admits each custom kind: knetsim's own, or a CRD a client applied (customresources.py).
+        self.custom = CustomDefinitions(store)
+
+    def kind_of(self, r: Resource) -> Kind:
+        return self.custom.kind_of(r)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
@@ -297,7 +303,7 @@ class Registry:
     def decode(self, r: Resource, body: Mapping[str, Any], opts: WriteOptions, *, patched: bool = False,
                name: str = "") -> admission.Decoded:
         try:
-            return admission.decode(body, kind_of(r), opts.field_validation)
+            return admission.decode(body, self.kind_of(r), opts.field_validation)
         except AdmissionError as exc:
             if patched and exc.message.count(": strict decoding error: ") == 1:
                 # A patch's unknown fields are reported without the "cannot be handled as" frame.
@@ -307,7 +313,7 @@ class Registry:
 
     def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
                   subresource: str = "") -> None:
-        errors = admission.validation_errors(obj, kind_of(r), old, subresource)
+        errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -341,7 +347,7 @@ class Registry:
             meta["name"] = self._generate_name(r, str(meta["generateName"]), meta.get("namespace", ""))
         strategy = self.strategy(r)
         strategy.prepare_for_create(r, obj)
-        admission.default(obj, kind_of(r), meta.get("namespace") or "default")
+        admission.default(obj, self.kind_of(r), meta.get("namespace") or "default")
         self._check_namespace(r, meta.get("namespace", ""))
         strategy.admit_create(self, r, obj)
         self._validate(r, obj)
@@ -400,7 +406,7 @@ class Registry:
             new = merged
         else:
             self.strategy(r).prepare_for_update(r, new, old.body)
-        admission.default(new, kind_of(r), t.namespace or "default")
+        admission.default(new, self.kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
         if t.sub == "":
             self.strategy(r).validate_admission(self, r, new)

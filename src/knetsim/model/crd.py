@@ -175,6 +175,28 @@ def builtin(group: str, version: str, kind: str) -> CRDVersion | None:
     return builtin_versions(group, kind).get(version)
 
 
+def in_force(installed: Iterable[dict[str, Any]], where: str = "the cluster") -> dict[str, list[str]]:
+    """Which definition admits each custom kind knetsim defines, given the CRDs a cluster has: knetsim's built-in
+    one when the cluster's CRD is it (or absent), else that CRD (with its bundle version) → the kinds, sorted."""
+    from .apis import catalog
+
+    by_kind = {}
+    for body in installed:
+        spec = body.get("spec") if isinstance(body, dict) and isinstance(body.get("spec"), dict) else {}
+        names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+        by_kind[(spec.get("group"), names.get("kind"))] = body
+    out: dict[str, set[str]] = {}
+    for d in catalog.DEFINITIONS:
+        body = by_kind.get((d.group, d.kind))
+        builtin = builtin_crd(d.group, d.kind) or {}
+        if body is None or body.get("spec") == builtin.get("spec"):
+            source = source_of(builtin, BUILTIN_SOURCE)
+        else:
+            source = source_of(body, where)
+        out.setdefault(source, set()).add(d.kind)
+    return {source: sorted(kinds) for source, kinds in sorted(out.items())}
+
+
 def builtin_groups() -> frozenset[str]:
     """The API groups knetsim defines custom kinds in (no schema is built to answer)."""
     from .apis import catalog

@@ -51,6 +51,10 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+    # The CRDs of the custom kinds (model.apis): served live, knetsim's own from the start; one in the input
+    # or applied by a client takes over its kind.
+    KindInfo("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False,
+             ("crd", "crds"), simulated=False),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
     KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),

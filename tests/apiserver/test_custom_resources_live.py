@@ -1,0 +1,115 @@
+"""The custom kinds' CRDs on the live cluster, with the real kubectl.
+
+Given `knetsim up`, then `kubectl get crd` lists the CRDs of every custom kind knetsim defines (generated
+from model/apis), `kubectl explain` reads their schemas, and `kubectl apply` (strict field validation)
+refuses what a cluster with the upstream CRDs refuses, in the API server's words: issue 19's four
+reproducers and ClusterNetworkPolicy's unknown field and out-of-range priority. Given the experimental
+channel's HTTPRoute CRD applied (server-side, as upstream's install instructions apply it), then it
+takes over its kind: a route with a retry is stored, `kubectl explain` describes the retry, and
+`knetsim status` and the daemon log say which definition is in force.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from knetsim.model.crd import builtin_crds
+
+from .. import upstream
+from .conftest import Live
+
+ROUTE = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": "backend"},
+         "spec": {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}}
+
+
+def apply(live: Live, tmp_path: Path, doc: dict, *args: str) -> tuple[int, str]:
+    path = tmp_path / "doc.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = live.kubectl("apply", *args, "-f", str(path), check=False)
+    return out.returncode, (out.stdout + out.stderr).replace(str(path), "doc.yaml")
+
+
+def test_a_fresh_cluster_lists_the_crds_of_every_custom_kind(live: Live) -> None:
+    rows = live.kubectl("get", "crd").stdout.splitlines()
+    assert rows[0].split() == ["NAME", "CREATED", "AT"]
+    assert [r.split()[0] for r in rows[1:]] == [c["metadata"]["name"] for c in builtin_crds()]
+    served = json.loads(live.kubectl("get", "crd", "httproutes.gateway.networking.k8s.io", "-o", "json").stdout)
+    (generated,) = [c for c in builtin_crds() if c["metadata"]["name"] == "httproutes.gateway.networking.k8s.io"]
+    assert served["spec"] == generated["spec"]
+    assert served["metadata"]["annotations"]["gateway.networking.k8s.io/bundle-version"] == "v1.6.1"
+
+
+def test_kubectl_explain_reads_the_definitions(live: Live) -> None:
+    out = live.kubectl("explain", "httproute.spec.rules.matches.path").stdout
+    assert "KIND:       HTTPRoute" in out and "VERSION:    v1" in out
+    assert "enum: Exact, PathPrefix, RegularExpression" in out
+    assert "value\t<string>" in out
+    out = live.kubectl("explain", "clusternetworkpolicy.spec.priority").stdout
+    assert "FIELD: priority <integer>" in out
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({**ROUTE, "spec": {**ROUTE["spec"], "rulez": [{"backendRefs": [{"name": "web", "port": 80}]}]}},
+     'Error from server (BadRequest): error when creating "doc.yaml": HTTPRoute in version "v1" cannot be handled '
+     'as a HTTPRoute: strict decoding error: unknown field "spec.rulez"'),
+    ({**ROUTE, "spec": {**ROUTE["spec"], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "nope"}}]}]}},
+     'The HTTPRoute "backend" is invalid: spec.rules[0].matches[0].path: Invalid value: "object": value must be an '
+     "absolute path and start with '/' when type one of ['Exact', 'PathPrefix']"),
+    ({**ROUTE, "spec": {**ROUTE["spec"], "rules": [{"backendRefs": [{"name": "web", "port": "eighty"}]}]}},
+     '* spec.rules[0].backendRefs[0].port: Invalid value: "eighty": spec.rules[0].backendRefs[0].port in body must be '
+     'of type integer: "string"'),
+    ({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "gw"},
+      "spec": {"gatewayClassName": "eg", "listeners": [{"name": "http", "protocol": "HTTP", "port": 80},
+                                                        {"name": "http", "protocol": "HTTP", "port": 8080}]}},
+     'The Gateway "gw" is invalid: \n* spec.listeners[1]: Duplicate value: map[string]interface {}{"name":"http"}\n'
+     '* spec.listeners: Invalid value: "array": Listener name must be unique within the Gateway'),
+    ({"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy", "metadata": {"name": "x"},
+      "spec": {"tier": "Admin", "priority": 1, "subject": {"namespaces": {}}, "egres": []}},
+     'Error from server (BadRequest): error when creating "doc.yaml": ClusterNetworkPolicy in version "v1alpha2" '
+     'cannot be handled as a ClusterNetworkPolicy: strict decoding error: unknown field "spec.egres"'),
+    ({"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy", "metadata": {"name": "x"},
+      "spec": {"tier": "Admin", "priority": 2000, "subject": {"namespaces": {}}}},
+     'The ClusterNetworkPolicy "x" is invalid: spec.priority: Invalid value: 2000: spec.priority in body should be '
+     "less than or equal to 1000"),
+], ids=["rulez", "path nope", "port eighty", "two listeners named http", "cnp unknown field", "cnp priority"])
+def test_kubectl_apply_is_refused_in_the_api_servers_words(live: Live, tmp_path: Path, doc: dict,
+                                                          message: str) -> None:
+    code, output = apply(live, tmp_path, doc)
+    assert code == 1
+    assert message in output
+    kind = doc["kind"].lower()
+    assert live.kubectl("get", kind, doc["metadata"]["name"], check=False).returncode == 1  # nothing stored
+
+
+def test_a_crd_applied_by_a_client_takes_over_its_kind(live: Live, tmp_path: Path) -> None:
+    crd = upstream.upstream_crds("gateway-api-v1.6.1/experimental")["httproutes.gateway.networking.k8s.io"]
+    retrying = {**ROUTE, "metadata": {"name": "retrying"},
+                "spec": {**ROUTE["spec"], "rules": [{"backendRefs": [{"name": "web", "port": 80}],
+                                                     "retry": {"codes": [503], "attempts": 2}}]}}
+    code, output = apply(live, tmp_path, retrying)
+    assert code == 1 and 'unknown field "spec.rules[0].retry"' in output
+    # The CRD is larger than the 256 KiB an annotation may hold: a client-side apply is refused, as on a cluster.
+    code, output = apply(live, tmp_path, crd)
+    assert code == 1 and "metadata.annotations: Too long: may not be more than 262144 bytes" in output
+    code, output = apply(live, tmp_path, crd, "--server-side")
+    assert code == 0, output
+    code, output = apply(live, tmp_path, retrying)
+    assert code == 0, output
+    stored = json.loads(live.kubectl("get", "httproute", "retrying", "-o", "json").stdout)
+    assert stored["spec"]["rules"][0]["retry"] == {"attempts": 2, "codes": [503]}
+    assert "FIELD: retry <Object>" in live.kubectl("explain", "httproute.spec.rules.retry").stdout
+    log = (live.state.parent / f"{live.state.name}.log").read_text()
+    assert ("HTTPRoute (gateway.networking.k8s.io) is now admitted by CustomResourceDefinition httproutes.gateway."
+            "networking.k8s.io from the cluster (bundle-version v1.6.1, channel experimental)") in log
+    from knetsim.cli.main import cli
+
+    status = CliRunner().invoke(cli, ["status", "--state", str(live.state)])
+    assert ("# HTTPRoute: CustomResourceDefinition httproutes.gateway.networking.k8s.io from the cluster "
+            "(bundle-version v1.6.1, channel experimental)") in status.output
+    assert "Gateway, GatewayClass, " in status.output and "knetsim's built-in definition (bundle-version v1.6.1" \
+        in status.output
