@@ -86,6 +86,24 @@ def test_kubectl_apply_is_refused_in_the_api_servers_words(live: Live, tmp_path:
     assert live.kubectl("get", kind, doc["metadata"]["name"], check=False).returncode == 1  # nothing stored
 
 
+@pytest.mark.parametrize(("spec", "message"), [
+    ("a string", 'spec: Invalid value: "a string": spec in body must be of type object: "string"'),
+    ({"gatewayClassName": "eg", "listeners": "x"},
+     'spec.listeners: Invalid value: "x": spec.listeners in body must be of type array: "string"'),
+    ([1], 'spec: Invalid value: []interface {}{1}: spec in body must be of type object: "array"'),
+])
+def test_a_gateway_whose_spec_breaks_every_reader_is_never_stored(live: Live, spec: object, message: str) -> None:
+    """Given bodies that stored would break every reader of Gateways (issue 20), then the API answers 422 with the
+    field, and `kubectl get gateways -A` still works."""
+    body = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "broken"},
+            "spec": spec}
+    code, status = live.request("POST", "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways", body)
+    assert code == 422, status
+    assert message in status["message"]
+    assert live.request("GET", "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/broken")[0] == 404
+    assert live.kubectl("get", "gateways", "-A", check=False).returncode == 0
+
+
 def test_a_crd_applied_by_a_client_takes_over_its_kind(live: Live, tmp_path: Path) -> None:
     crd = upstream.upstream_crds("gateway-api-v1.6.1/experimental")["httproutes.gateway.networking.k8s.io"]
     retrying = {**ROUTE, "metadata": {"name": "retrying"},

@@ -357,6 +357,11 @@ def _go(value: Any) -> GoValue:
     return GoValue(render(value))
 
 
+def _shown(value: Any) -> Any:
+    """A bad value as the API server prints it: scalars as themselves, objects and lists in Go's %#v."""
+    return _go(value) if isinstance(value, dict | list) else value
+
+
 class _Validator:
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -374,11 +379,12 @@ class _Validator:
         wanted = schema.get("type")
         if schema.get("x-kubernetes-int-or-string"):
             if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
-                self.add(p.type_invalid(value, f"{_in_body(path)} must be of type integer or string: "
+                self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type integer or string: "
                                                 f"\"{_type_name(value)}\""))
                 return
         elif wanted and not _type_ok(value, wanted):
-            self.add(p.type_invalid(value, f"{_in_body(path)} must be of type {wanted}: \"{_type_name(value)}\""))
+            self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type {wanted}: "
+                                                   f"\"{_type_name(value)}\""))
             return
         if "enum" in schema and value not in schema["enum"]:
             self.add(p.not_supported(value, [v if isinstance(v, str) else json.dumps(v) for v in schema["enum"]]))
