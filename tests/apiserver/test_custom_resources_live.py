@@ -131,3 +131,50 @@ def test_a_crd_applied_by_a_client_takes_over_its_kind(live: Live, tmp_path: Pat
             "(bundle-version v1.6.1, channel experimental)") in status.output
     assert "Gateway, GatewayClass, " in status.output and "knetsim's built-in definition (bundle-version v1.6.1" \
         in status.output
+
+
+def test_an_update_may_not_change_a_gateway_classs_controller(live: Live, tmp_path: Path) -> None:
+    """A transition rule (self == oldSelf) judges updates: the controller name is fixed once set."""
+    gc = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": {"name": "fixed"},
+          "spec": {"controllerName": "example.com/one"}}
+    assert apply(live, tmp_path, gc)[0] == 0
+    code, output = apply(live, tmp_path, {**gc, "spec": {"controllerName": "example.com/two"}})
+    assert code == 1
+    assert 'The GatewayClass "fixed" is invalid: spec.controllerName: Invalid value: "string": Value is immutable' \
+        in output
+
+
+def test_a_store_from_before_typing_is_checked_again_at_start(tmp_path: Path) -> None:
+    """Given a store an older knetsim wrote, holding a Gateway whose spec is a string (it broke every reader), then
+    the server starts, sets it aside (quarantine, a Warning event) and serves the rest."""
+    import sqlite3
+
+    from .conftest import start_server, stop_server
+
+    state = tmp_path / "state"
+    state.mkdir()
+    proc, _ = start_server(state)
+    stop_server(proc)
+    broken = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+              "metadata": {"name": "broken", "namespace": "default", "uid": "u1", "resourceVersion": "5"},
+              "spec": "x"}
+    route = {**ROUTE, "metadata": {"name": "fine", "namespace": "default", "uid": "u2", "resourceVersion": "6"}}
+    db = sqlite3.connect(state / "store.db")
+    for obj in (broken, route):
+        db.execute("INSERT INTO objects VALUES (?,?,?,?,?,?)", (obj["kind"], "default", obj["metadata"]["name"], 5,
+                                                               "user", json.dumps(obj)))
+    db.execute("UPDATE meta SET value='knetsim 0.1.0, Kubernetes v1.35.0' WHERE key='admission'")
+    db.commit()
+    db.close()
+    proc, info = start_server(state)
+    try:
+        live = Live(state, tmp_path, proc, info)
+        assert live.request("GET", "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways/broken")[0] == 404
+        assert live.request("GET", "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/fine")[0] == 200
+        events = live.request("GET", "/api/v1/namespaces/default/events")[1]["items"]
+        assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Quarantined"] == ["broken"]
+        log = (state.parent / f"{state.name}.log").read_text()
+        assert 'quarantined Gateway default/broken: spec: Invalid value: "x": spec in body must be of type object: ' \
+               '"string"' in log
+    finally:
+        stop_server(proc)
