@@ -23,7 +23,7 @@ from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
+from ..model.kinds import BY_KIND, CLUSTER_POLICY_KINDS, CLUSTER_SCOPED_BUILTINS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -237,7 +237,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Policies the policy layer reads from state.others (it parses them itself).
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.

@@ -61,10 +61,13 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
 )
 
+# The custom kinds knetsim.policy's tiers read (from ClusterState.others, where the build keeps them).
+CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy",
+                                                  "BaselineAdminNetworkPolicy"})
 # Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
 SIMULATED_CRD_KINDS: frozenset[str] = frozenset({
     "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant",  # knetsim.gateway
-    "ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy",  # knetsim.policy's tiers
+    *CLUSTER_POLICY_KINDS,
 })
 
 
