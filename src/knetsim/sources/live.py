@@ -106,20 +106,21 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         out.loaded.documents.extend(Document(source, _clean(item, info)) for item in items)
         if progress is not None and len(items) >= 1000:
             progress(f"{label}: {len(items)} {info.plural}")
-    out.loaded.documents.extend(_definitions(api, label, served, out.notes))
+    out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
     out.seconds = time.monotonic() - started
     return out
 
 
-def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str]) -> list[Document]:
-    """The cluster's CRDs of the custom kinds knetsim defines, for the groups it serves: admission then checks
-    the cluster's objects against the cluster's definitions (its bundle version and channel), not knetsim's."""
+def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str],
+                 wanted: set[str]) -> list[Document]:
+    """The cluster's CRDs of the custom kinds read (of those knetsim defines, for the groups it serves): admission
+    then checks the cluster's objects against the cluster's definitions (its bundle version and channel)."""
     from ..model.apis.catalog import DEFINITIONS
 
     crd_kind = next(k for k in KINDS if k.kind == "CustomResourceDefinition")
     out = []
     for definition in sorted(DEFINITIONS, key=lambda d: d.name):
-        if definition.group not in served:
+        if definition.group not in served or definition.kind not in wanted:
             continue
         try:
             body = api.request("GET", api.path(crd_kind, name=definition.name))
