@@ -26,11 +26,31 @@ from ..model.apis import catalog
 from . import openapi
 from .errors import ApiError
 from .resources import Resource
-from .store import Change, Key, Store
+from .store import Change, Key, Store, Write
 
 log = logging.getLogger("knetsim.apiserver")
 
 CRD_KIND = "CustomResourceDefinition"
+
+
+def builtin_writes(store: Store, now: str) -> list[Write]:
+    """The writes that give a cluster knetsim's CRDs: each one the store lacks, and each of the system's own that
+    an older version wrote differently (a client's CRD, which took over its kind, is left alone)."""
+    out = []
+    for key, body in builtin_objects(now).items():
+        stored = store.get(key)
+        if stored is None:
+            out.append(Write(key, body, "system"))
+        elif stored.managed == "system" and _without_metadata(stored.body) != _without_metadata(body):
+            meta = {**stored.body["metadata"], **{k: v for k, v in body["metadata"].items()
+                                                  if k in ("annotations", "labels")}}
+            meta["generation"] = int(meta.get("generation") or 1) + 1
+            out.append(Write(key, {**body, "metadata": meta}, "system"))
+    return out
+
+
+def _without_metadata(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k != "metadata"}
 
 
 def builtin_objects(now: str) -> dict[Key, dict[str, Any]]:

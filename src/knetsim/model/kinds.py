@@ -66,7 +66,8 @@ CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "Admin
                                                   "BaselineAdminNetworkPolicy"})
 # Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
 SIMULATED_CRD_KINDS: frozenset[str] = frozenset({
-    "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant",  # knetsim.gateway
+    "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
+    "ListenerSet", "BackendTLSPolicy",  # knetsim.gateway
     *CLUSTER_POLICY_KINDS,
 })
 
