@@ -180,9 +180,9 @@ def status(state: str, output: str) -> None:
         click.echo("not running")
     else:
         click.echo(f"running (pid {info['pid']})")
-        _print_ready(info)
         for source, kinds in _definitions_in_force(info).items():
             click.echo(f"# {', '.join(kinds)}: {source}")
+        _print_ready(info)
     sys.exit(EXIT_OK if info is not None else EXIT_NEGATIVE)
 
 
