@@ -516,6 +516,9 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
     "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
     "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
+    # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
+    "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
+        (o.get("metadata") or {}).get("name", ""), str((o.get("metadata") or {}).get("creationTimestamp") or "")]),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",
@@ -559,13 +562,13 @@ def jsonpath(body: Any, path: str) -> list[Any]:
 
 
 def _crd_columns(kind: str) -> list[dict[str, Any]] | None:
-    from .model.crd import index
+    """The additionalPrinterColumns of a custom kind knetsim defines, at its storage version."""
+    from .model.apis.catalog import DEFINITIONS
 
-    for crd in index():
-        if crd["kind"] == kind:
-            storage = next((v for v in crd["versions"] if v["storage"]), crd["versions"][0])
+    for d in DEFINITIONS:
+        if d.kind == kind:
             age_only = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-            return storage["printerColumns"] or age_only
+            return [c.to_dict() for c in d.storage.columns or ()] or age_only
     return None
 
 

@@ -35,6 +35,7 @@ from ..model.schema import json_type_name
 from ..model.strategy import Propagation, Strategy
 from ..model.timestamps import now_rfc3339
 from .allocation import AllocationFailed, ServiceAllocations, Txn
+from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
 from .resources import BY_KIND, Resource
 from .store import Key, Store, Stored, Write
@@ -224,6 +225,11 @@ class Registry:
         self.config = config
         self.clock = clock
         self.services = ServiceAllocations(store, config)
+        # Which definition admits each custom kind: knetsim's own, or a CRD a client applied (customresources.py).
+        self.custom = CustomDefinitions(store)
+
+    def kind_of(self, r: Resource) -> Kind:
+        return self.custom.kind_of(r)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
@@ -240,7 +246,7 @@ class Registry:
     def decode(self, r: Resource, body: Mapping[str, Any], opts: WriteOptions, *, patched: bool = False,
                name: str = "") -> admission.Decoded:
         try:
-            return admission.decode(body, kind_of(r), opts.field_validation)
+            return admission.decode(body, self.kind_of(r), opts.field_validation)
         except AdmissionError as exc:
             if patched and exc.message.count(": strict decoding error: ") == 1:
                 # A patch's unknown fields are reported without the "cannot be handled as" frame.
@@ -250,7 +256,7 @@ class Registry:
 
     def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
                   subresource: str = "") -> None:
-        errors = admission.validation_errors(obj, kind_of(r), old, subresource)
+        errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -304,9 +310,9 @@ class Registry:
             meta["name"] = self._generate_name(r, str(meta["generateName"]), meta.get("namespace", ""))
         strategy = self.strategy(r)
         strategy.for_create(obj)
-        admission.default(obj, kind_of(r), meta.get("namespace") or "default")
+        admission.default(obj, self.kind_of(r), meta.get("namespace") or "default")
         self._namespace_lifecycle(r, meta.get("namespace", ""))
-        admission.admit_create(obj, kind_of(r), self.lookup)
+        admission.admit_create(obj, self.kind_of(r), self.lookup)
         self._validate(r, obj)
         storage = self.storage(r)
         storage.admit(self, r, obj)
@@ -358,7 +364,7 @@ class Registry:
                 else:
                     meta.pop(name, None)
             strategy.for_update(new, old.body)
-        admission.default(new, kind_of(r), t.namespace or "default")
+        admission.default(new, self.kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
         storage = self.storage(r)
         if not t.sub:

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
-from ..model.crd import CRDVersion, versions_of
+from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
+from ..model.kinds import BY_KIND, CLUSTER_POLICY_KINDS, CLUSTER_SCOPED_BUILTINS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -88,7 +88,7 @@ def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDV
     for doc in documents:
         if doc.kind == "CustomResourceDefinition" and str(doc.body.get("apiVersion")) == "apiextensions.k8s.io/v1":
             try:
-                versions = versions_of(doc.body, str(doc.source))
+                versions = versions_of(doc.body, source_of(doc.body, str(doc.source)))
             except (AttributeError, TypeError, ValueError):
                 continue  # a malformed CRD is reported by its own admission below
             out.update(((v.group, v.version, v.kind), v) for v in versions)
@@ -236,11 +236,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
+    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
-    kept_as_is = {"CronJob", "Secret"}
+    # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.
+    kept_as_is = {"CronJob", "Secret", "CustomResourceDefinition"}
     simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:

@@ -94,7 +94,8 @@ def fetch(api: KubeAPI, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
     for kind in kinds:
         snap.objects[kind] = []
     for doc in got.loaded.documents:
-        snap.objects[doc.kind].append(doc.body)
+        # setdefault: the read adds the cluster's CRDs of the custom kinds asked for, which admit them.
+        snap.objects.setdefault(doc.kind, []).append(doc.body)
     return snap
 
 
