@@ -82,7 +82,7 @@ class ServiceAllocations:
         self.alloc.release(before)
         self.alloc.record()
         try:
-            failures = allocate_services([(obj, REQUEST)], self.config, alloc=self.alloc)
+            failures = allocate_services([(obj, REQUEST)], self.config, alloc=self.alloc, old=old)
         finally:
             claimed = self.alloc.recorded()
         txn = Txn(self.alloc, claimed, before)

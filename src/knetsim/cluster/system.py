@@ -47,14 +47,17 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                 "metadata": {"name": node.name, "labels": labels},
                 "spec": {
                     "podCIDR": config.node_pod_cidr(i),
-                    "podCIDRs": [config.node_pod_cidr(i)],
+                    "podCIDRs": list(config.node_pod_cidrs(i)),
                     "taints": [CONTROL_PLANE_TAINT] if node.control_plane else [],
                 },
                 "status": {
                     "addresses": [
-                        {"type": "InternalIP", "address": node.ip},
+                        *({"type": "InternalIP", "address": ip} for ip in node.addresses),
                         {"type": "Hostname", "address": node.name},
                     ],
+                    # The EndpointSlice controller weighs zones by allocatable CPU (topology-mode Auto).
+                    "capacity": {"cpu": node.cpu, "pods": "110"},
+                    "allocatable": {"cpu": node.cpu, "pods": "110"},
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                     "nodeInfo": {"kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": KUBERNETES_VERSION,
                                  "containerRuntimeVersion": "containerd://2.1.1", "osImage": "Debian GNU/Linux 12",

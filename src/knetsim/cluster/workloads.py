@@ -375,8 +375,10 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             body["status"] = {"phase": "Pending", "conditions": [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
             continue
+        extra: tuple[str, ...] = ()
         if spec.get("hostNetwork"):
             ip = node.internal_ip
+            extra = node.internal_ips[1:]
         else:
             network = networks.get(node.name)
             if network is None:
@@ -396,7 +398,13 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
                 body["status"] = {"phase": "Pending"}
                 continue
             used.add(ip)
-        body["status"] = pod_status(body, ip, node.internal_ip, config)
+            # A dual-stack pod gets the same host number in the node's other pod CIDR (host-local IPAM
+            # walks both ranges in step), so 10.244.1.3 pairs with fd00:10:244:1::3.
+            offset = int(ipaddress.ip_address(ip)) - int(network.network_address)
+            extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
+            used.update(extra)
+        body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
+                                    node.internal_ips or (node.internal_ip,))
     return notices
 
 
@@ -432,7 +440,8 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     return True, "", ""
 
 
-def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None) -> dict[str, Any]:
+def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
+               ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = ()) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -463,9 +472,9 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     return {
         "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
+        "hostIPs": [{"ip": h} for h in host_ips or (host_ip,)],
         "podIP": ip,
-        "podIPs": [{"ip": ip}],
+        "podIPs": [{"ip": i} for i in ips or (ip,)],
         "qosClass": "BestEffort",
         "conditions": [
             {"type": "PodReadyToStartContainers", "status": "True"},
