@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..dataplane import BACKENDS, DataplaneError, Packet, render, trace_packet
+from ..dataplane.model import join_host_port
 from .common import EXIT_NEGATIVE, cluster_options, emit, load_cluster, output_option, print_notices
 
 _COST_UNIT = {"iptables": "rules evaluated", "nftables": "rules evaluated (incl. map lookups)",
@@ -64,7 +65,7 @@ def packet_command(filenames: tuple[str, ...], namespace: str | None, cluster_co
     if output == "json":
         emit(result.to_dict(), output)
     else:
-        click.echo(f"Packet:      {src} -> {dst}:{dport}/{proto.upper()}")
+        click.echo(f"Packet:      {packet.src} -> {join_host_port(packet.dst, dport)}/{proto.upper()}")
         click.echo(f"Data plane:  {result.backend} on node {result.node}")
         click.echo(f"Service:     {result.service or '<none>'}")
         click.echo(f"Verdict:     {result.verdict}")

@@ -73,13 +73,13 @@ def arrival_node(state, packet: Packet) -> str:  # type: ignore[no-untyped-def]
     if packet.node:
         return packet.node
     for n in state.config.nodes:
-        if n.ip == packet.dst:
+        if packet.dst in n.addresses:
             return n.name
     pod = state.pod_by_ip(packet.src)
     if pod is not None and pod.node_name:
         return pod.node_name
     for n in state.config.nodes:
-        if n.ip == packet.src:
+        if packet.src in n.addresses:
             return n.name
     return default_node(state)
 
@@ -91,4 +91,20 @@ def trace_packet(state, packet: Packet, backend: str | None = None,  # type: ign
     where = node or arrival_node(state, packet)
     if ruleset is None or ruleset.node != where or ruleset.backend != impl.name:
         ruleset = impl.render(state, where)
-    return impl.trace(ruleset, packet)
+    result = impl.trace(ruleset, packet)
+    why = topology_decision(ruleset, result)
+    if why:
+        result.notes.append(f"topology: {why}")
+    return result
+
+
+def topology_decision(ruleset: Ruleset, result: TraceResult) -> str:
+    """Why the Service port the packet hit kept the endpoints it kept on this node (hints), or ""."""
+    view = ruleset.views.get(result.family) if ruleset.views else ruleset.view
+    if view is None or not result.service:
+        return ""
+    proto = result.packet.proto.upper()
+    for entry in view.ports:
+        if entry.info.name_string == result.service and entry.info.protocol == proto:
+            return entry.categorized.why
+    return ""

@@ -29,9 +29,11 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
-    bulk,
     in_cidr,
-    proxy_view,
+    no_family,
+    render_per_family,
+    split_host_port,
+    tracer_for,
 )
 
 MASQ_MARK = "0x4000"  # fmt.Sprintf("%#08x", 1<<14): the default --iptables-masquerade-bit
@@ -117,23 +119,23 @@ class IptablesBackend:
     # --- render ---------------------------------------------------------------------
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        with bulk():
-            view = proxy_view(state, node, self)
-            text, counts = render_view(view)
-        return Ruleset(self.name, view.node, view.node_ip, text, counts, data=None, view=view)
+        """iptables-save for the primary family, then (dual-stack) ip6tables-save for the other one."""
+        return render_per_family(self, state, node, render_view)
 
     # --- trace ----------------------------------------------------------------------
 
     def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        if ruleset.data is None:
+        def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what was restored.
             services = {}
-            for e in ruleset.view.ports if ruleset.view else ():
+            for e in view.ports:
                 for chain in (e.names.svc, e.names.svl, e.names.ext, e.names.fw):
                     services[chain] = e.info.name_string
-            ruleset.data = _Tracer(parse_iptables_save(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
-                                   services)
-        return ruleset.data.run(packet)
+            loopback = "::1" if view.ipv6 else "127.0.0.1"
+            return _Tracer(parse_iptables_save(text), {view.node_ip, loopback}, ruleset.node, services, view)
+
+        tracer = tracer_for(ruleset, packet, build)
+        return tracer.run(packet) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
@@ -147,11 +149,13 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     w.rule("nat", "KUBE-POSTROUTING", f"-m comment --comment {_q('kubernetes service traffic requiring SNAT')} "
                                       "-j MASQUERADE --random-fully")
     w.rule("nat", "KUBE-MARK-MASQ", f"-j MARK --or-mark {MASQ_MARK}")
-    # localhostNodePorts is on by default for IPv4, so kube-proxy writes kubelet's guard too.
-    w.chain("filter", "KUBE-FIREWALL")
-    w.rule("filter", "KUBE-FIREWALL", f"-m comment --comment {_q('block incoming localnet connections')} "
-                                      "-d 127.0.0.0/8 ! -s 127.0.0.0/8 "
-                                      "-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
+    if not view.ipv6:
+        # localhostNodePorts is on by default for IPv4 (IPv6 has no route_localnet), so kube-proxy writes
+        # kubelet's guard too.
+        w.chain("filter", "KUBE-FIREWALL")
+        w.rule("filter", "KUBE-FIREWALL", f"-m comment --comment {_q('block incoming localnet connections')} "
+                                          "-d 127.0.0.0/8 ! -s 127.0.0.0/8 "
+                                          "-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
     # Above 1000 endpoints kube-proxy stops writing per-endpoint comments (largeClusterMode):
     # "can reduce size of iptables ... even by 40%+".
     large = sum(len(e.endpoints) for e in view.ports) > 1000
@@ -172,11 +176,12 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
         "servicePorts": len(view.ports),
         "endpoints": sum(len(e.endpoints) for e in view.ports),
     }
-    lines: list[str] = [f"# knetsim: kube-proxy iptables mode, node {view.node} ({view.node_ip})"]
+    tool = "ip6tables-save" if view.ipv6 else "iptables-save"
+    lines: list[str] = [f"# knetsim: kube-proxy iptables mode ({tool}), node {view.node} ({view.node_ip})"]
     for table in ("filter", "nat"):
         jumps: dict[str, list[str]] = {c: [] for c in BUILTIN[table]}
         for t, src, dst, comment, extra in JUMP_CHAINS:
-            if t != table:
+            if t != table or (dst == "KUBE-FIREWALL" and view.ipv6):
                 continue
             args = " ".join(a for a in (extra, f"-m comment --comment {_q(comment)}" if comment else "") if a)
             # EnsureRule(Prepend): the last one ensured ends up first.
@@ -447,11 +452,12 @@ class _Walk:
 
 class _Tracer:
     def __init__(self, tables: dict[str, dict[str, list[Rule]]], local_ips: set[str], node: str,
-                 services: dict[str, str]) -> None:
+                 services: dict[str, str], view: ProxyView | None = None) -> None:
         self.tables = tables
-        self.local = {int(ipaddress.ip_address(ip)) for ip in local_ips}
+        self.local = {int(ipaddress.ip_address(ip)) for ip in local_ips if ip}
         self.node = node
         self.services = services  # service-port chain -> "ns/name:port", to name what matched
+        self.view = view
 
     def run(self, packet: Packet) -> TraceResult:
         src = int(ipaddress.ip_address(packet.src))
@@ -463,8 +469,7 @@ class _Tracer:
         nat_verdict = w.verdict
         w.verdict = None
         if w.targets:
-            first = w.targets[0].address.rsplit(":", 1)[0].strip("[]")
-            w.dst = int(ipaddress.ip_address(first))
+            w.dst = int(ipaddress.ip_address(split_host_port(w.targets[0].address)[0]))
         hook = "OUTPUT" if from_host else ("INPUT" if w.dst in self.local else "FORWARD")
         if nat_verdict is None:
             self._walk("filter", hook, w, 1.0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import ipaddress
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -70,7 +70,9 @@ class ServicePortInfo:
 
     @property
     def uses_cluster_endpoints(self) -> bool:
-        return not self.internal_policy_local or (self.externally_accessible and not self.external_policy_local)
+        # kube-proxy's UsesClusterEndpoints: even with both policies Local, a port reachable from outside keeps
+        # the Cluster endpoints, because pod and node traffic to its external addresses short-circuits to them.
+        return not self.internal_policy_local or self.externally_accessible
 
     @property
     def uses_local_endpoints(self) -> bool:
@@ -86,11 +88,27 @@ class EndpointInfo:
     serving: bool = True
     terminating: bool = False
     string: str = ""  # "ip:port" (net.JoinHostPort), computed once: it keys every per-endpoint name
+    # The EndpointSlice's hints.forZones / hints.forNodes (topology-aware routing).
+    zone_hints: frozenset[str] = frozenset()
+    node_hints: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.string:
-            text = f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
-            object.__setattr__(self, "string", text)
+            object.__setattr__(self, "string", join_host_port(self.ip, self.port))
+
+
+def join_host_port(ip: str, port: int) -> str:
+    """``net.JoinHostPort``: IPv6 addresses in brackets."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def split_host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+PREFER_SAME_ZONE = "PreferSameZone"
+PREFER_SAME_NODE = "PreferSameNode"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +119,10 @@ class Categorized:
     local: tuple[EndpointInfo, ...]
     reachable: tuple[EndpointInfo, ...]
     has_endpoints: bool
+    # The topology mode the hints gave for this node ("", PreferSameZone, PreferSameNode) and, in words,
+    # why those endpoints were kept (or why the hints were ignored); "" when no endpoint has hints.
+    topology: str = ""
+    why: str = ""
 
 
 def usable_endpoints(candidates: Sequence[EndpointInfo]) -> tuple[EndpointInfo, ...]:
@@ -112,16 +134,74 @@ def usable_endpoints(candidates: Sequence[EndpointInfo]) -> tuple[EndpointInfo, 
     return tuple(e for e in candidates if e.serving and e.terminating)
 
 
-def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str) -> Categorized:
-    usable = usable_endpoints
-    has = any(e.ready or (e.serving and e.terminating) for e in endpoints)
-    cluster = usable(endpoints) if info.uses_cluster_endpoints else ()
-    local = usable([e for e in endpoints if e.node == node]) if info.uses_local_endpoints else ()
+def topology_mode(endpoints: Sequence[EndpointInfo], node: str, zone: str) -> tuple[str, str]:
+    """``topologyModeFromHints`` (pkg/proxy/topology.go), with the reason in words.
+
+    Node hints win when every ready endpoint has one and one is for this node; else zone hints, when
+    every ready endpoint has one and one is for this node's zone; else no topology at all — the
+    fallback that keeps a node without a close endpoint from black-holing the traffic.
+    """
+    ready = [e for e in endpoints if e.ready]
+    if not ready or not any(e.zone_hints or e.node_hints for e in ready):
+        return "", ""
+    all_node_hints = all(e.node_hints for e in ready)
+    all_zone_hints = all(e.zone_hints for e in ready)
+    reasons = []
+    if all_node_hints:
+        if any(node in e.node_hints for e in ready):
+            kept = sum(1 for e in ready if node in e.node_hints)
+            return PREFER_SAME_NODE, (f"PreferSameNode: {kept} of {len(ready)} ready endpoint(s) are hinted for "
+                                      f"node {node}")
+        reasons.append(f"no endpoint is hinted for node {node}")
+    elif any(e.node_hints for e in ready):
+        reasons.append("one or more endpoints is missing a node hint")
+    if all_zone_hints:
+        if zone and any(zone in e.zone_hints for e in ready):
+            kept = sum(1 for e in ready if zone in e.zone_hints)
+            prefix = f"{'; '.join(reasons)}, so " if reasons else ""
+            return PREFER_SAME_ZONE, (f"{prefix}PreferSameZone: {kept} of {len(ready)} ready endpoint(s) are hinted "
+                                      f"for zone {zone} (node {node})")
+        reasons.append(f"node {node} has no topology.kubernetes.io/zone label" if not zone else
+                       f"no endpoint is hinted for zone {zone}")
+    else:
+        reasons.append("one or more endpoints is missing a zone hint")
+    return "", f"hints ignored ({'; '.join(reasons)}): every ready endpoint is used"
+
+
+def _available(e: EndpointInfo, mode: str, node: str, zone: str) -> bool:
+    if mode == PREFER_SAME_NODE:
+        return node in e.node_hints
+    if mode == PREFER_SAME_ZONE:
+        return zone in e.zone_hints
+    return True
+
+
+def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str, zone: str = "") -> Categorized:
+    """``proxy.CategorizeEndpoints``: the Cluster-policy endpoints (hints applied), the Local-policy ones (hints
+    never apply to them), every endpoint reachable from this node, and whether any exists at all."""
+    if not endpoints:
+        return Categorized((), (), (), False)
+    mode, why = "", ""
+    cluster: tuple[EndpointInfo, ...] = ()
+    has = False
+    if info.uses_cluster_endpoints:
+        mode, why = topology_mode(endpoints, node, zone)
+        cluster = tuple(e for e in endpoints if e.ready and _available(e, mode, node, zone))
+        if not cluster:
+            # No ready endpoint anywhere (topology already fell back if the close ones were missing).
+            cluster = tuple(e for e in endpoints if e.serving and e.terminating)
+        has = bool(cluster)
+    local: tuple[EndpointInfo, ...] = ()
+    if info.uses_local_endpoints:
+        has = has or any(e.ready or (e.serving and e.terminating) for e in endpoints)
+        local = usable_endpoints([e for e in endpoints if e.node == node])
+        if info.internal_policy_local and why:
+            why += "; internalTrafficPolicy Local keeps ClusterIP traffic on this node's endpoints, hints aside"
     seen: dict[str, EndpointInfo] = {}
     for e in (*cluster, *local):
         seen.setdefault(e.string, e)
     reachable = tuple(sorted(seen.values(), key=lambda e: e.string))
-    return Categorized(cluster, local, reachable, has)
+    return Categorized(cluster, local, reachable, has, mode, why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +216,22 @@ class PortEntry:
 
 @dataclass(frozen=True, slots=True)
 class ProxyView:
-    """What a proxy on ``node`` knows: the only input a backend's renderer reads."""
+    """What a proxy on ``node`` knows about one IP family: the only input a backend's renderer reads.
+
+    kube-proxy runs one proxier per family (the metaproxier); a dual-stack render is two views."""
 
     node: str
     node_ip: str
-    node_ips: Mapping[str, str]  # every node name -> InternalIP
+    node_ips: Mapping[str, str]  # every node name -> InternalIP of this family
     pod_cidr: str
     service_cidr: str
     ports: tuple[PortEntry, ...]
+    family: str = "IPv4"
+    zone: str = ""  # the node's topology.kubernetes.io/zone
+
+    @property
+    def ipv6(self) -> bool:
+        return self.family == "IPv6"
 
 
 @runtime_checkable
@@ -165,26 +253,51 @@ class Backend(Protocol):
 # --- derivation -----------------------------------------------------------------------
 
 
-def service_ports(service: Service) -> list[ServicePortInfo]:
-    """The ports kube-proxy proxies for ``service`` (none for headless/ExternalName)."""
+def family_of_ip(text: str) -> str | None:
+    try:
+        return "IPv4" if ipaddress.ip_address(text).version == 4 else "IPv6"
+    except ValueError:
+        return None
+
+
+def primary_family(service: Service) -> str:
+    """The Service's first family: what a client gets from the ``A``-or-``AAAA`` it asks first."""
+    families = (service.raw.get("spec") or {}).get("ipFamilies") or ()
+    if families:
+        return str(families[0])
+    return family_of_ip(service.cluster_ip) or "IPv4"
+
+
+def cluster_ip_of(service: Service, family: str) -> str:
+    """The Service's ClusterIP of ``family``, or "" (a single-stack Service of the other family, headless...)."""
+    for ip in service.cluster_ips or (service.cluster_ip,):
+        if ip and ip != "None" and family_of_ip(ip) == family:
+            return ip
+    return ""
+
+
+def service_ports(service: Service, family: str | None = None) -> list[ServicePortInfo]:
+    """The ports the ``family`` proxier proxies for ``service`` (none for headless/ExternalName, or a Service
+    without an address of that family). ``family`` defaults to the Service's primary one."""
     if service.type == "ExternalName" or not service.cluster_ip or service.cluster_ip == "None":
         return []
-    try:
-        if ipaddress.ip_address(service.cluster_ip).version != 4:
-            return []  # knetsim simulates single-stack IPv4 clusters
-    except ValueError:
+    family = family or primary_family(service)
+    cluster_ip = cluster_ip_of(service, family)
+    if not cluster_ip:
         return []
     affinity = service.session_affinity_timeout if service.session_affinity == "ClientIP" else None
-    lb = tuple(ip for ip in service.load_balancer_ips if _is_ipv4(ip)) if service.type == "LoadBalancer" else ()
+    lb = tuple(ip for ip in service.load_balancer_ips if family_of_ip(ip) == family) \
+        if service.type == "LoadBalancer" else ()
     out = []
     for p in service.ports:
         out.append(ServicePortInfo(
             namespace=service.namespace, name=service.name, port_name=p.name, protocol=p.protocol,
-            port=p.port, cluster_ip=service.cluster_ip, service_type=service.type,
+            port=p.port, cluster_ip=cluster_ip, service_type=service.type,
             node_port=int(p.node_port or 0) if service.type in ("NodePort", "LoadBalancer") else 0,
-            external_ips=tuple(ip for ip in service.external_ips if _is_ipv4(ip)),
+            external_ips=tuple(ip for ip in service.external_ips if family_of_ip(ip) == family),
             load_balancer_ips=lb,
-            source_ranges=service.load_balancer_source_ranges if lb else (),
+            source_ranges=tuple(c for c in service.load_balancer_source_ranges if family_of_ip(c.split("/")[0])
+                                == family) if lb else (),
             external_policy=service.external_traffic_policy,
             internal_policy=service.internal_traffic_policy,
             affinity_timeout=affinity,
@@ -193,18 +306,14 @@ def service_ports(service: Service) -> list[ServicePortInfo]:
     return out
 
 
-def _is_ipv4(text: str) -> bool:
-    try:
-        return ipaddress.ip_address(text).version == 4
-    except ValueError:
-        return False
-
-
-def endpoints_by_port(state: ClusterState, service: Service) -> dict[tuple[str, str], list[EndpointInfo]]:
-    """(port name, protocol) -> endpoints, from every IPv4 EndpointSlice of ``service``."""
+def endpoints_by_port(state: ClusterState, service: Service,
+                      family: str | None = None) -> dict[tuple[str, str], list[EndpointInfo]]:
+    """(port name, protocol) -> endpoints, from the Service's EndpointSlices of ``family``'s address type
+    (default: its primary family)."""
+    family = family or primary_family(service)
     out: dict[tuple[str, str], dict[str, EndpointInfo]] = {}
     for es in state.slices_for(service):
-        if es.address_type != "IPv4":
+        if es.address_type != family:
             continue
         for ep_port in es.ports:
             if ep_port.port is None:
@@ -219,7 +328,8 @@ def endpoints_by_port(state: ClusterState, service: Service) -> dict[tuple[str, 
                 string = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
                 if string not in bucket:
                     bucket[string] = EndpointInfo(ip, port, ep.node_name, ep.ready is not False,
-                                                  ep.serving is not False, bool(ep.terminating), string)
+                                                  ep.serving is not False, bool(ep.terminating), string,
+                                                  frozenset(ep.for_zones), frozenset(ep.for_nodes))
     # Upstream sorts each port's endpoints by their "ip:port" string (byEndpoint).
     return {k: sorted(v.values(), key=lambda e: e.string) for k, v in out.items()}
 
@@ -237,25 +347,52 @@ class DataplaneError(ValueError):
     """Bad request to the data plane layer (unknown backend or node); maps to exit code 2."""
 
 
-def proxy_view(state: ClusterState, node: str | None, backend: Backend) -> ProxyView:
+def node_address(state: ClusterState, node: str, family: str) -> str:
+    """The node's InternalIP of ``family`` (the cluster config's, else the Node object's)."""
+    for n in state.config.nodes:
+        if n.name == node:
+            return next((ip for ip in n.addresses if family_of_ip(ip) == family), "")
+    obj = state.nodes.get(node)
+    return next((ip for ip in (obj.internal_ips if obj else ()) if family_of_ip(ip) == family), "")
+
+
+def node_zone(state: ClusterState, node: str) -> str:
+    obj = state.nodes.get(node)
+    if obj is not None:
+        return obj.zone or ""
+    return next((n.zone or "" for n in state.config.nodes if n.name == node), "")
+
+
+def proxy_view(state: ClusterState, node: str | None, backend: Backend, family: str | None = None) -> ProxyView:
+    """What the ``family`` proxier (default: the cluster's primary family) on ``node`` knows."""
     node = node or default_node(state)
-    node_ips = {n.name: n.ip for n in state.config.nodes}
-    if node not in node_ips:
-        raise DataplaneError(f"node {node!r} not found; nodes: {', '.join(node_ips)}")
+    family = family or state.config.ip_families[0]
+    names = [n.name for n in state.config.nodes]
+    if node not in names:
+        raise DataplaneError(f"node {node!r} not found; nodes: {', '.join(names)}")
+    node_ips = {name: node_address(state, name, family) for name in names}
+    zone = node_zone(state, node)
     entries = []
     for key in sorted(state.services):
         svc = state.services[key]
-        ports = service_ports(svc)
+        ports = service_ports(svc, family)
         if not ports:
             continue
-        eps = endpoints_by_port(state, svc)
+        eps = endpoints_by_port(state, svc, family)
         for info in ports:
             endpoints = tuple(eps.get((info.port_name, info.protocol), ()))
-            entries.append(PortEntry(info, endpoints, categorize(info, endpoints, node),
+            entries.append(PortEntry(info, endpoints, categorize(info, endpoints, node, zone),
                                      backend.port_names(info, endpoints)))
     # kube-proxy iterates a Go map; we sort by ServicePortName so output is reproducible.
     entries.sort(key=lambda e: (e.info.namespace, e.info.name, e.info.port_name, e.info.protocol))
-    return ProxyView(node, node_ips[node], node_ips, state.config.pod_cidr, state.config.service_cidr, tuple(entries))
+    return ProxyView(node, node_ips[node], node_ips, state.config.pod_cidr_of(family) or state.config.pod_cidr,
+                     next((c for c in state.config.service_cidrs if family_of_ip(c.split("/")[0]) == family),
+                          state.config.service_cidr), tuple(entries), family, zone)
+
+
+def proxy_views(state: ClusterState, node: str | None, backend: Backend) -> list[ProxyView]:
+    """One view per cluster IP family, primary first."""
+    return [proxy_view(state, node, backend, f) for f in state.config.ip_families]
 
 
 # --- packets and traces ---------------------------------------------------------------
@@ -270,14 +407,18 @@ class Packet:
     node: str | None = None  # the node whose rules see it; None: derived (see dataplane.arrival_node)
 
     def __post_init__(self) -> None:
+        versions = []
         for label, value in (("src", self.src), ("dst", self.dst)):
             try:
-                if ipaddress.ip_address(value).version != 4:
-                    raise DataplaneError(f"--{label}: {value}: only IPv4 is simulated")
-            except ValueError as exc:
-                if isinstance(exc, DataplaneError):
-                    raise
+                addr = ipaddress.ip_address(value)
+            except ValueError:
                 raise DataplaneError(f"--{label}: {value!r} is not an IP address") from None
+            # Canonical text: map keys and rule addresses are written that way.
+            object.__setattr__(self, label, str(addr))
+            versions.append(addr.version)
+        if versions[0] != versions[1]:
+            raise DataplaneError(f"--src {self.src} and --dst {self.dst} are of different IP families; a packet "
+                                 "is IPv4 or IPv6")
         if not 1 <= int(self.dport) <= 65535:
             raise DataplaneError(f"--dport: {self.dport}: must be between 1 and 65535, inclusive")
         if self.proto.upper() not in PROTOCOLS:
@@ -319,6 +460,10 @@ class TraceResult:
     cost: int = 0  # rules evaluated (iptables, nftables) or map lookups (ebpf)
 
     @property
+    def family(self) -> str:
+        return "IPv6" if ":" in self.packet.dst else "IPv4"
+
+    @property
     def ok(self) -> bool:
         """Delivered to a backend (DNAT) or accepted by the node itself."""
         return self.verdict in ("DNAT", "ACCEPT")
@@ -356,8 +501,11 @@ class Ruleset:
     text: str
     counts: dict[str, int]
     data: Any = None  # backend-private parsed form (built from ``text`` or the maps)
-    view: ProxyView | None = None
+    view: ProxyView | None = None  # the primary family's
     structured: Any = None  # JSON-able dict, or a callable producing it on demand (it is big)
+    # Per IP family: the view and the text of that family's proxier (a dual-stack node has two).
+    views: dict[str, ProxyView] = field(default_factory=dict)
+    parts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"backend": self.backend, "node": self.node, "nodeIP": self.node_ip,
@@ -366,6 +514,43 @@ class Ruleset:
             out[self.backend] = self.structured() if callable(self.structured) else self.structured
         out["text"] = self.text
         return out
+
+
+def render_per_family(backend: Backend, state: ClusterState, node: str | None,
+                      render_view: Callable[[ProxyView], tuple[str, dict[str, int]]]) -> Ruleset:
+    """One text per IP family (the primary family's first), counts summed: kube-proxy runs a proxier per
+    family, each programming its own tables (iptables and ip6tables; nft's ``ip`` and ``ip6`` tables)."""
+    with bulk():
+        views = proxy_views(state, node, backend)
+        rendered = [render_view(view) for view in views]
+    parts = {view.family: text for view, (text, _) in zip(views, rendered, strict=True)}
+    counts: dict[str, int] = {}
+    for _, part_counts in rendered:
+        for key, value in part_counts.items():
+            counts[key] = counts.get(key, 0) + value
+    return Ruleset(backend.name, views[0].node, views[0].node_ip, "\n".join(parts.values()), counts,
+                   view=views[0], views={v.family: v for v in views}, parts=parts)
+
+
+def tracer_for(ruleset: Ruleset, packet: Packet, build: Callable[[ProxyView, str], Any]) -> Any | None:
+    """The tracer of the packet's family, built once from that family's text (None: no such family here)."""
+    family = "IPv6" if ":" in packet.dst else "IPv4"
+    tracers = ruleset.data if isinstance(ruleset.data, dict) else {}
+    ruleset.data = tracers
+    if family not in tracers:
+        view = ruleset.views.get(family) if ruleset.views else (ruleset.view if family == "IPv4" else None)
+        if view is None:
+            return None
+        tracers[family] = build(view, ruleset.parts.get(family, ruleset.text))
+    return tracers[family]
+
+
+def no_family(backend: str, node: str, packet: Packet) -> TraceResult:
+    result = TraceResult(backend, node, packet)
+    family = "IPv6" if ":" in packet.dst else "IPv4"
+    result.notes.append(f"the cluster has no {family} Service addresses: no rule of this family translates the "
+                        "packet")
+    return result
 
 
 @contextmanager

@@ -34,8 +34,10 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
-    bulk,
-    proxy_view,
+    no_family,
+    render_per_family,
+    split_host_port,
+    tracer_for,
 )
 
 TABLE = "kube-proxy"
@@ -63,17 +65,17 @@ class NftNames:
 
 # (name, type, comment)
 SETS = (
-    ("cluster-ips", "ipv4_addr", "Active ClusterIPs"),
-    ("nodeport-ips", "ipv4_addr", "IPs that accept NodePort traffic"),
+    ("cluster-ips", "{addr}", "Active ClusterIPs"),
+    ("nodeport-ips", "{addr}", "IPs that accept NodePort traffic"),
 )
 MAPS = (
-    ("firewall-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("firewall-ips", "{addr} . inet_proto . inet_service : verdict",
      "destinations that are subject to LoadBalancerSourceRanges"),
     ("no-endpoint-nodeports", "inet_proto . inet_service : verdict",
      "vmap to drop or reject packets to service nodeports with no endpoints"),
-    ("no-endpoint-services", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("no-endpoint-services", "{addr} . inet_proto . inet_service : verdict",
      "vmap to drop or reject packets to services with no endpoints"),
-    ("service-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("service-ips", "{addr} . inet_proto . inet_service : verdict",
      "ClusterIP, ExternalIP and LoadBalancer IP traffic"),
     ("service-nodeports", "inet_proto . inet_service : verdict", "NodePort traffic"),
 )
@@ -98,29 +100,35 @@ CHAINS = (
 )
 
 
+def _ip(view: ProxyView) -> str:
+    """The address-family keyword of every address match: upstream builds its rules with ``ip`` or ``ip6``."""
+    return "ip6" if view.ipv6 else "ip"
+
+
 def _base_rules(view: ProxyView) -> dict[str, list[str]]:
+    ip = _ip(view)
     return {
         "cluster-ips-check": [
-            'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
-            f'ip daddr {{ {view.service_cidr} }} drop comment "Drop traffic to unallocated ClusterIPs"',
+            f'{ip} daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+            f'{ip} daddr {{ {view.service_cidr} }} drop comment "Drop traffic to unallocated ClusterIPs"',
         ],
         "filter-prerouting-pre-dnat": ["ct state new jump firewall-check"],
         "filter-output-pre-dnat": ["ct state new jump firewall-check"],
         "filter-forward": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
         "filter-input": ["ct state new jump nodeport-endpoints-check", "ct state new jump service-endpoints-check"],
         "filter-output": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
-        "firewall-check": ["ip daddr . meta l4proto . th dport vmap @firewall-ips"],
+        "firewall-check": [f"{ip} daddr . meta l4proto . th dport vmap @firewall-ips"],
         "mark-for-masquerade": [f"mark set mark or {MASQ_MARK}"],
         "masquerading": [f"mark and {MASQ_MARK} == 0 return", f"mark set mark xor {MASQ_MARK}",
                          "masquerade fully-random"],
         "nat-output": ["jump services"],
         "nat-postrouting": ["jump masquerading"],
         "nat-prerouting": ["jump services"],
-        "nodeport-endpoints-check": ["ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports"],
+        "nodeport-endpoints-check": [f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports"],
         "reject-chain": ["reject"],
-        "services": ["ip daddr . meta l4proto . th dport vmap @service-ips",
-                     "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"],
-        "service-endpoints-check": ["ip daddr . meta l4proto . th dport vmap @no-endpoint-services"],
+        "services": [f"{ip} daddr . meta l4proto . th dport vmap @service-ips",
+                     f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"],
+        "service-endpoints-check": [f"{ip} daddr . meta l4proto . th dport vmap @no-endpoint-services"],
     }
 
 
@@ -138,21 +146,21 @@ class NftablesBackend:
                         {k: "endpoint-" + v for k, v in eps.items()}, {k: "affinity-" + v for k, v in eps.items()})
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        with bulk():
-            view = proxy_view(state, node, self)
-            text, counts = render_view(view)
-        return Ruleset(self.name, view.node, view.node_ip, text, counts, view=view)
+        """``table ip kube-proxy``, and on a dual-stack node ``table ip6 kube-proxy`` beside it."""
+        return render_per_family(self, state, node, render_view)
 
     def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        if ruleset.data is None:
+        def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what nft loaded.
             services: dict[str, str] = {}
-            for e in ruleset.view.ports if ruleset.view else ():
+            for e in view.ports:
                 for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
                     services[chain] = e.info.name_string
-            ruleset.data = _Tracer(parse_ruleset(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
-                                   services)
-        return ruleset.data.run(packet)
+            loopback = "::1" if view.ipv6 else "127.0.0.1"
+            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services)
+
+        tracer = tracer_for(ruleset, packet, build)
+        return tracer.run(packet) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 @dataclass
@@ -172,15 +180,16 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     for entry in view.ports:
         _write_service(out, entry, view)
     spec = dict(CHAINS)
+    addr = "ipv6_addr" if view.ipv6 else "ipv4_addr"
     lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})",
-             f"table ip {TABLE} {{", '\tcomment "rules for kube-proxy"']
+             f"table {_ip(view)} {TABLE} {{", '\tcomment "rules for kube-proxy"']
     for name, typ, comment in SETS:
-        lines += _set_block("set", name, typ, comment, out.sets[name])
+        lines += _set_block("set", name, typ.format(addr=addr), comment, out.sets[name])
     for name, timeout in out.affinity.items():
-        lines += [f"\tset {name} {{", "\t\ttype ipv4_addr", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
+        lines += [f"\tset {name} {{", f"\t\ttype {addr}", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
                   "\t}"]
     for name, typ, comment in MAPS:
-        lines += _set_block("map", name, typ, comment, out.maps[name])
+        lines += _set_block("map", name, typ.format(addr=addr), comment, out.maps[name])
     for name, rules in out.chains.items():
         lines.append(f"\tchain {name} {{")
         if spec.get(name):
@@ -269,15 +278,16 @@ def _write_service(out: _Out, entry: PortEntry, view: ProxyView) -> None:
         if not has_external:
             out.maps["no-endpoint-nodeports"].append(f"{proto} . {info.node_port} {note} : {ext_verdict}")
 
+    ip = _ip(view)
     if has_internal:
         chains[internal_chain].append(
-            f"ip daddr {info.cluster_ip} ip saddr != {view.pod_cidr} jump mark-for-masquerade")
+            f"{ip} daddr {info.cluster_ip} {ip} saddr != {view.pod_cidr} jump mark-for-masquerade")
     if uses_ext:
         ext = chains[names.external]
         if not info.external_policy_local:
             ext.append("jump mark-for-masquerade")
         else:
-            ext.append(f'ip saddr {view.pod_cidr} goto {names.service} comment "short-circuit pod traffic"')
+            ext.append(f'{ip} saddr {view.pod_cidr} goto {names.service} comment "short-circuit pod traffic"')
             ext.append('fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"')
             ext.append(f'fib saddr type local goto {names.service} comment "short-circuit local traffic"')
         if has_external:
@@ -286,28 +296,28 @@ def _write_service(out: _Out, entry: PortEntry, view: ProxyView) -> None:
         sources = list(info.source_ranges)
         if any(_contains(c, view.node_ip) for c in info.source_ranges):
             sources += list(info.load_balancer_ips)
-        chains[names.firewall].append(f"ip saddr != {{ {', '.join(sources)} }} drop")
+        chains[names.firewall].append(f"{ip} saddr != {{ {', '.join(sources)} }} drop")
     if info.affinity_timeout is not None:
         for ep in cat.reachable:
             out.affinity[names.affinity[ep.string]] = info.affinity_timeout
     if uses_cluster:
-        _service_to_endpoints(chains[names.service], info, names, cat.cluster)
+        _service_to_endpoints(chains[names.service], info, names, cat.cluster, ip)
     if uses_local:
-        _service_to_endpoints(chains[names.local], info, names, cat.local)
+        _service_to_endpoints(chains[names.local], info, names, cat.local, ip)
     for ep in cat.reachable:
         rules = chains[names.endpoint[ep.string]]
-        rules.append(f"ip saddr {ep.ip} jump mark-for-masquerade")
+        rules.append(f"{ip} saddr {ep.ip} jump mark-for-masquerade")
         if info.affinity_timeout is not None:
-            rules.append(f"update @{names.affinity[ep.string]} {{ ip saddr }}")
+            rules.append(f"update @{names.affinity[ep.string]} {{ {ip} saddr }}")
         rules.append(f"meta l4proto {proto} dnat to {ep.string}")
     out.chains.update(chains)
 
 
 def _service_to_endpoints(rules: list[str], info: ServicePortInfo, names: NftNames,
-                          endpoints: Sequence[EndpointInfo]) -> None:
+                          endpoints: Sequence[EndpointInfo], ip: str = "ip") -> None:
     if info.affinity_timeout is not None:
         for ep in endpoints:
-            rules.append(f"ip saddr @{names.affinity[ep.string]} goto {names.endpoint[ep.string]}")
+            rules.append(f"{ip} saddr @{names.affinity[ep.string]} goto {names.endpoint[ep.string]}")
     elements = " , ".join(f"{i} : goto {names.endpoint[ep.string]}" for i, ep in enumerate(endpoints))
     rules.append(f"numgen random mod {len(endpoints)} vmap {{ {elements} }}")
 
@@ -376,16 +386,16 @@ def parse_ruleset(text: str) -> NftTable:
 
 _OPS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), k) for p, k in (
     (r"ct state new", "ctnew"),
-    (r"ip daddr \. meta l4proto \. th dport vmap @(\S+)", "vmap3"),
+    (r"ip6? daddr \. meta l4proto \. th dport vmap @(\S+)", "vmap3"),
     (r"meta l4proto \. th dport vmap @(\S+)", "vmap2"),
-    (r"ip (daddr|saddr) (!= )?@(\S+)", "inset"),
-    (r"ip (daddr|saddr) (!= )?\{ ([^}]*) \}", "inlist"),
-    (r"ip (daddr|saddr) (!= )?([0-9./]+)", "addr"),
+    (r"ip6? (daddr|saddr) (!= )?@(\S+)", "inset"),
+    (r"ip6? (daddr|saddr) (!= )?\{ ([^}]*) \}", "inlist"),
+    (r"ip6? (daddr|saddr) (!= )?([0-9a-fA-F.:/]+)", "addr"),
     (r"fib (saddr|daddr) type local", "fiblocal"),
     (r"(tcp|udp|sctp) dport (\d+)", "dport"),
     (r"numgen random mod (\d+) vmap \{ (.*) \}", "numgen"),
     (r"meta l4proto (\S+) dnat to (\S+)", "dnat"),
-    (r"update @(\S+) \{ ip saddr \}", "update"),
+    (r"update @(\S+) \{ ip6? saddr \}", "update"),
     (r"mark set mark or (\S+)", "markor"),
     (r"mark and (\S+) == 0", "markzero"),
     (r"mark set mark xor (\S+)", "noop"),
@@ -445,7 +455,7 @@ class _Tracer:
         if w.verdict is None:
             self._chain("nat-output" if from_host else "nat-prerouting", w, 1.0)
             if w.targets:
-                w.dst = w.targets[0].address.rsplit(":", 1)[0]
+                w.dst = split_host_port(w.targets[0].address)[0]
             hook = "filter-output" if from_host else ("filter-input" if w.dst in self.local else "filter-forward")
             self._chain(hook, w, 1.0)
         result.steps, result.cost, result.service, result.notes = w.steps, w.cost, w.service, w.notes

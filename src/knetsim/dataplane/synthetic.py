@@ -36,11 +36,15 @@ def make_service(namespace: str, name: str, tweak: Callable[[dict], None] | None
 
 
 def make_slice(namespace: str, service: str, endpoints: list[tuple[str, str | None]] | list[Endpoint],
-               ports: tuple[EndpointPort, ...] = (EndpointPort("p80", 80),), suffix: str = "abcde") -> EndpointSlice:
+               ports: tuple[EndpointPort, ...] = (EndpointPort("p80", 80),), suffix: str = "abcde",
+               address_type: str | None = None) -> EndpointSlice:
+    """A managed slice; its address type follows the first endpoint's address unless given."""
     eps = tuple(e if isinstance(e, Endpoint) else Endpoint((e[0],), node_name=e[1]) for e in endpoints)
     labels = {SERVICE_NAME_LABEL: service, MANAGED_BY_LABEL: "endpointslice-controller.k8s.io"}
+    if address_type is None:
+        address_type = "IPv6" if eps and eps[0].addresses and ":" in eps[0].addresses[0] else "IPv4"
     return EndpointSlice("EndpointSlice", Meta(f"{service}-{suffix}", namespace, labels), {}, _SOURCE,
-                         endpoints=eps, ports=ports)
+                         address_type=address_type, endpoints=eps, ports=ports)
 
 
 def state_of(services: list[Service], slices: list[EndpointSlice], config: ClusterConfig | None = None) -> ClusterState:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, Ruleset, backend_for, trace_packet
-from ..dataplane.model import endpoints_by_port, usable_endpoints
+from ..dataplane.model import endpoints_by_port, join_host_port, split_host_port, usable_endpoints
 from ..model.listeners import pod_listens
 from ..model.objects import Pod, Service, ServicePort
 from .trace import Hop
@@ -79,23 +79,26 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
                           ruleset=_ruleset(state, plane, node) if node else None)
     node_ip = state.nodes[result.node].internal_ip if result.node in state.nodes else None
     candidates = []
+    if result.family == "IPv6" and result.node in state.nodes:
+        node_ip = next((ip for ip in state.nodes[result.node].internal_ips if ":" in ip), node_ip)
     for target in result.targets:
-        ip, _, number = target.address.rpartition(":")
-        pod = endpoint_pod(state, ip, int(number), protocol)
-        candidates.append(Candidate(pod, ip, int(number), pod.node_name if pod else None,
+        ip, number = split_host_port(target.address)
+        pod = endpoint_pod(state, ip, number, protocol)
+        candidates.append(Candidate(pod, ip, number, pod.node_name if pod else None,
                                     node_ip if result.masquerade else None))
     verdict = result.verdict if result.verdict in ("DNAT", "REJECT", "DROP") else "NONE"
     if result.verdict == "DNAT":
         odds = ", ".join(f"{t.address} ({t.probability:.0%})" for t in result.targets)
-        detail = f"{plane} on {result.node}: DNAT {dst_ip}:{port} → one of {odds}"
+        detail = f"{plane} on {result.node}: DNAT {join_host_port(dst_ip, port)} → one of {odds}"
         if result.masquerade:
             detail += f"; masqueraded (the pod sees {node_ip})"
     elif result.verdict == "REJECT":
-        detail = f"{plane} on {result.node}: REJECT {dst_ip}:{port}/{protocol}: connection refused"
+        detail = f"{plane} on {result.node}: REJECT {join_host_port(dst_ip, port)}/{protocol}: connection refused"
     elif result.verdict == "DROP":
-        detail = f"{plane} on {result.node}: DROP {dst_ip}:{port}/{protocol}: the client times out"
+        detail = f"{plane} on {result.node}: DROP {join_host_port(dst_ip, port)}/{protocol}: the client times out"
     else:
-        detail = (f"{plane} on {result.node}: no rule for {dst_ip}:{port}/{protocol}; the packet leaves the node "
+        detail = (f"{plane} on {result.node}: no rule for {join_host_port(dst_ip, port)}/{protocol}; the packet leaves "
+                  "the node "
                   "untranslated and nothing answers")
     if result.verdict in ("REJECT", "DROP") and result.steps:
         detail += f" — rule: {result.steps[-1].text.strip()}"

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cluster.state import ClusterState
+from ..dataplane.model import join_host_port
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from .gateway import gateway_for_address, gateway_for_host, through_gateway
@@ -150,7 +151,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
         reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
-    run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    run.hops.append(Hop("endpoints", "ok", ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
     chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]
     forwarded = None
