@@ -404,6 +404,10 @@ def _endpoint_slices(state: ClusterState) -> None:
         current = existing.get(key, [])
         pods = state.select_pods(svc.namespace, svc.selector_view) if svc.selector else []
         plan = reconcile(svc, pods, current, state.nodes)
+        for event in plan.events:
+            if event.type == "Warning":
+                # What `kubectl describe svc` would list under Events.
+                state.warn(event.reason, event.message, f"Service {svc.key}", svc.source)
         by_name = {es.name: es for es in current}
         for name in plan.delete:
             old = by_name[name]

@@ -40,6 +40,7 @@ from ..model.objects import (
     ServicePort,
 )
 from .naming import random_suffix
+from .topology import Event, SliceSet, apply_hints
 
 MAX_ENDPOINTS_PER_SLICE = 100
 HEADLESS_LABEL = "service.kubernetes.io/headless"
@@ -55,6 +56,8 @@ class Plan:
     unresolved: tuple[tuple[str, str], ...] = field(default=())
 
     unchanged_bodies: tuple[dict[str, Any], ...] = ()
+    # What the controller records on the Service about topology hints (TopologyAwareHintsDisabled, ...).
+    events: tuple[Event, ...] = ()
 
     @property
     def desired(self) -> tuple[dict[str, Any], ...]:
@@ -263,9 +266,19 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
     for pod in eligible:
         unresolved.extend((pod.name, m) for m in endpoint_ports(service, pod)[1])
     by_name = {s.name: s for s in managed}
+    events: list[Event] = []
     for address_type in supported:
         slices = [s for s in managed if s.address_type == address_type]
         got = _by_address_type(service, eligible, slices, nodes, address_type)
+        # Hints are reconciled per address type, over every slice of it (topologycache, trafficdist).
+        hinted = SliceSet([endpoints for endpoints, _ in got.create],
+                          {name: endpoints for name, (endpoints, _) in got.update.items()},
+                          {name: [dict(e) for e in by_name[name].raw.get("endpoints") or []] for name in got.unchanged})
+        events += apply_hints(service, address_type, hinted, [nodes[n] for n in sorted(nodes)])
+        for name, endpoints in hinted.update.items():
+            ports = got.update[name][1] if name in got.update else by_name[name].raw.get("ports")
+            got.update[name] = (endpoints, ports)
+        got.unchanged = [n for n in got.unchanged if n in hinted.unchanged]
         creates += [(address_type, endpoints, ports) for endpoints, ports in got.create]
         updates.update((name, (address_type, endpoints, ports)) for name, (endpoints, ports) in got.update.items())
         deletes += [(address_type, name) for name in got.delete]
@@ -297,6 +310,7 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
         unresolved=tuple(unresolved),
         # Reused as the cluster has them: the controller leaves a slice alone while it is right.
         unchanged_bodies=tuple(by_name[n].raw for n in sorted(unchanged)),
+        events=tuple(events),
     )
 
 

@@ -41,6 +41,7 @@ from .model import (
     join_host_port,
     proxy_views,
     split_host_port,
+    topology_comments,
 )
 
 EXT, INT = 0, 1
@@ -97,7 +98,7 @@ class EbpfBackend:
             views = proxy_views(state, node, self)
             maps = build_maps(views)
         view = views[0]
-        text = render_text(maps, view)
+        text = render_text(maps, view, views)
         counts = {
             "frontends": len(maps.revnat),
             "serviceEntries": len(maps.services),
@@ -220,7 +221,7 @@ def table(first_title: str, second_title: str, rows: list[tuple[str, str]]) -> l
     return [f"{a.ljust(w1)}{b}".rstrip() for a, b in cells]
 
 
-def render_text(maps: LBMaps, view: ProxyView) -> str:
+def render_text(maps: LBMaps, view: ProxyView, views: Sequence[ProxyView] = ()) -> str:
     rows: list[tuple[str, str]] = []
     for (addr, port, proto, scope, slot), value in maps.services.items():
         fe = f"{_frontend(addr, port, proto, scope)} ({slot})"  # Service4Key.String()
@@ -231,6 +232,7 @@ def render_text(maps: LBMaps, view: ProxyView) -> str:
             master = maps.services[(addr, port, proto, scope, 0)]
             rows.append((fe, f"{join_host_port(ip, bport)}/{bproto} ({master.rev_nat}) ({slot})"))
     lines = [f"# knetsim: Cilium kube-proxy replacement (BPF maps), node {view.node} ({view.node_ip})",
+             *(c for v in views for c in topology_comments(v)),
              "# cilium bpf lb list", *table(SERVICE_ADDRESS_TITLE, BACKEND_ADDRESS_TITLE, rows)]
     # Backend4ValueV3.String() is "<proto>://<address>"; the port and state are in the JSON form.
     backends = [(str(bid), f"{proto}://[{ip}]" if ":" in ip else f"{proto}://{ip}")

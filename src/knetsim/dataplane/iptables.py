@@ -33,6 +33,7 @@ from .model import (
     no_family,
     render_per_family,
     split_host_port,
+    topology_comments,
     tracer_for,
 )
 
@@ -177,7 +178,8 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
         "endpoints": sum(len(e.endpoints) for e in view.ports),
     }
     tool = "ip6tables-save" if view.ipv6 else "iptables-save"
-    lines: list[str] = [f"# knetsim: kube-proxy iptables mode ({tool}), node {view.node} ({view.node_ip})"]
+    lines: list[str] = [f"# knetsim: kube-proxy iptables mode ({tool}), node {view.node} ({view.node_ip})",
+                        *topology_comments(view)]
     for table in ("filter", "nat"):
         jumps: dict[str, list[str]] = {c: [] for c in BUILTIN[table]}
         for t, src, dst, comment, extra in JUMP_CHAINS:

@@ -516,6 +516,18 @@ class Ruleset:
         return out
 
 
+def topology_comments(view: ProxyView) -> list[str]:
+    """``# topology:`` lines for the Service ports whose endpoints hints narrowed (or would have): what this
+    node keeps and why. The kernel tools ignore them; a reader of the render sees the decision."""
+    out = []
+    for entry in view.ports:
+        if entry.categorized.why:
+            kept = ", ".join(e.string for e in entry.categorized.cluster) or "none"
+            out.append(f"# topology: {entry.info.name_string}/{entry.info.protocol}: {entry.categorized.why}; "
+                       f"Cluster endpoints kept on {view.node}: {kept}")
+    return out
+
+
 def render_per_family(backend: Backend, state: ClusterState, node: str | None,
                       render_view: Callable[[ProxyView], tuple[str, dict[str, int]]]) -> Ruleset:
     """One text per IP family (the primary family's first), counts summed: kube-proxy runs a proxier per

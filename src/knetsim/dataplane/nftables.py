@@ -37,6 +37,7 @@ from .model import (
     no_family,
     render_per_family,
     split_host_port,
+    topology_comments,
     tracer_for,
 )
 
@@ -181,7 +182,7 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
         _write_service(out, entry, view)
     spec = dict(CHAINS)
     addr = "ipv6_addr" if view.ipv6 else "ipv4_addr"
-    lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})",
+    lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})", *topology_comments(view),
              f"table {_ip(view)} {TABLE} {{", '\tcomment "rules for kube-proxy"']
     for name, typ, comment in SETS:
         lines += _set_block("set", name, typ.format(addr=addr), comment, out.sets[name])
