@@ -17,7 +17,7 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.services import Allocator, Held, allocate_services, held_by
-from ..model.fielderr import ErrorType, FieldError
+from ..model.fielderr import FieldError
 from ..model.loader import Source
 from .store import Change, Store
 
@@ -25,11 +25,13 @@ REQUEST = Source("<request>", 1)
 
 
 class AllocationFailed(Exception):
-    """The new object cannot get what it asks for; ``errors`` are its field errors."""
+    """The new object cannot get what it asks for; ``errors`` are its field errors, ``internal`` the message of a
+    500 (a full range: no field is at fault)."""
 
-    def __init__(self, errors: list[FieldError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
+    def __init__(self, errors: list[FieldError], internal: str | None = None) -> None:
+        super().__init__(internal or "; ".join(str(e) for e in errors))
         self.errors = errors
+        self.internal = internal
 
 
 class Txn:
@@ -88,6 +90,6 @@ class ServiceAllocations:
         txn = Txn(self.alloc, claimed, before)
         if failures:
             txn.revert()
-            raise AllocationFailed([f.error if isinstance(f.error, FieldError) else
-                                    FieldError("", ErrorType.INVALID, detail=str(f.error)) for f in failures])
+            internal = next((f.error for f in failures if isinstance(f.error, str)), None)
+            raise AllocationFailed([f.error for f in failures if isinstance(f.error, FieldError)], internal)
         return txn

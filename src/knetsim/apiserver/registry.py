@@ -213,6 +213,8 @@ class ServiceStrategy(Strategy):
         try:
             return registry.services.begin(obj, old)
         except AllocationFailed as exc:
+            if exc.internal:
+                raise ApiError(500, "InternalError", exc.internal, {"causes": [{"message": exc.internal}]}) from None
             raise invalid(r, obj["metadata"]["name"], exc.errors) from None
 
 

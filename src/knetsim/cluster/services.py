@@ -46,7 +46,7 @@ _OTHER = {"IPv4": "IPv6", "IPv6": "IPv4"}
 class AllocationError:
     source: Source
     subject: str
-    error: FieldError
+    error: FieldError | str  # a str: the API server's 500 (InternalError), not a field's fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,9 +487,9 @@ def allocate_services(services: list[tuple[dict[str, Any], Source]], config: Clu
                     continue
                 ip = alloc.allocate_ip(key if i == 0 else f"{key}/{family}", family)
                 if ip is None:
-                    # An Internal error upstream (failed to allocate a serviceIP: range is full).
-                    errors.append(AllocationError(source, subject(body), Path("spec").child("clusterIPs").invalid(
-                        go_slice(ips), f"failed to allocate a serviceIP: range is full ({family})")))
+                    # allocIPs answers 500, not 422: no field is wrong, the ranges are full.
+                    errors.append(AllocationError(source, subject(body), "Internal error occurred: failed to "
+                                                  "allocate a serviceIP: range is full"))
                     rejected.add(id(body))
                     break
                 ips[i:i + 1] = [ip]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ClusterConfig
+from .servicecidrs import default_service_cidr
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
@@ -80,6 +81,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
             },
         }
     )
+    # The API server creates the default ServiceCIDR from --service-cluster-ip-range.
+    docs.append(default_service_cidr(config))
     # The API server's own endpoint reconciler writes this slice; no selector-based controller does.
     docs.append(
         {

@@ -52,6 +52,8 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
+    KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     # Gateway API, standard channel: hand-registered while its CRDs are not vendored under data/crds/
     # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the four).
     KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),

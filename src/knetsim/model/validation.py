@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .cron import ScheduleError, load_zone, schedule_error
-from .fielderr import ErrorType, FieldError, Path, go_map, go_slice
+from .fielderr import ErrorType, FieldError, GoValue, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
     is_dns1035_label,
@@ -69,6 +69,7 @@ def validate(body: Mapping[str, Any], namespaced: bool | None = None) -> Errors:
 _NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "Service": is_dns1035_label,
     "Namespace": is_dns1123_label,
+    "IPAddress": is_valid_ip,  # ValidateIPAddressName: the name is the address itself
 }
 # rbac's ValidateRBACName and the generic registry's last check: a path segment, anything else goes.
 _PATH_SEGMENT_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
@@ -1071,6 +1072,53 @@ def _event(body: Mapping[str, Any]) -> Errors:
     return errs
 
 
+def _service_cidr(body: Mapping[str, Any]) -> Errors:
+    """ValidateServiceCIDR (pkg/apis/networking/validation): one or two CIDRs, one per family."""
+    spec = body.get("spec") or {}
+    path = Path("spec").child("cidrs")
+    cidrs = spec.get("cidrs") or []
+    if not cidrs:
+        return [path.required("at least one CIDR required")]
+    spec_text = GoValue(f"networking.ServiceCIDRSpec{{CIDRs:{go_slice([str(c) for c in cidrs])}}}")
+    if len(cidrs) > 2:
+        return [path.invalid(spec_text, "may only hold up to 2 values")]
+    if len(cidrs) == 2:
+        versions = set()
+        for c in cidrs:
+            try:
+                versions.add(ipaddress.ip_network(str(c), strict=False).version)
+            except ValueError:
+                versions.add(0)
+        if versions != {4, 6}:
+            return [path.invalid(spec_text, "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 "
+                                            "and 2001:db8::/64")]
+    errs: Errors = []
+    for i, cidr in enumerate(cidrs):
+        errs.extend(path.index(i).invalid(cidr, e) for e in is_valid_cidr(str(cidr)))
+    return errs
+
+
+def _ip_address(body: Mapping[str, Any]) -> Errors:
+    """ValidateIPAddress: a parentRef with resource and name is required (the name, the address, is checked with
+    the metadata)."""
+    errs: Errors = []
+    ref = (body.get("spec") or {}).get("parentRef")
+    path = Path("spec").child("parentRef")
+    if not isinstance(ref, Mapping):
+        return [*errs, path.required()]
+    if ref.get("group"):
+        errs.extend(path.child("group").invalid(ref["group"], e) for e in is_dns1123_subdomain(str(ref["group"])))
+    for field in ("resource", "name"):
+        if not ref.get(field):
+            errs.append(path.child(field).required())
+        else:
+            errs.extend(path.child(field).invalid(ref[field], e) for e in is_path_segment_name(str(ref[field])))
+    if ref.get("namespace"):
+        errs.extend(path.child("namespace").invalid(ref["namespace"], e)
+                    for e in is_path_segment_name(str(ref["namespace"])))
+    return errs
+
+
 _SPECLESS = {"EndpointSlice", "Namespace", "Node", "ConfigMap", "Secret", "ServiceAccount", "Event"}
 
 _VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
@@ -1089,4 +1137,6 @@ _VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
     "Ingress": _ingress,
     "IngressClass": _ingress_class,
     "NetworkPolicy": _network_policy,
+    "ServiceCIDR": _service_cidr,
+    "IPAddress": _ip_address,
 }
