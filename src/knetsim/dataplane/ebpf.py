@@ -29,6 +29,7 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from .model import (
+    AffinityMemory,
     EndpointInfo,
     Packet,
     ProxyView,
@@ -109,8 +110,16 @@ class EbpfBackend:
                        structured=lambda: structured(maps), views={v.family: v for v in views},
                        parts={view.family: text})
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        return _trace(ruleset.data, ruleset.node, packet)
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        return _trace(ruleset.data, ruleset.node, packet, memory)
+
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """lb4_update_affinity_by_addr: {client, rev-NAT id} -> backend, with the time it was last used."""
+        if not result.affinity_table:
+            return ""
+        memory.remember(result.affinity_table, result.packet.src, target.address)
+        affinity, rev_nat = result.affinity_table.split(":")
+        return f"{affinity} {{client {result.packet.src}, revnat {rev_nat}}}"
 
 
 def _address_key(ip: str) -> tuple[int, bytes]:
@@ -270,7 +279,14 @@ def _in(ip: str, cidr: str) -> bool:
         return False
 
 
-def _trace(maps: LBMaps, node: str, packet: Packet) -> TraceResult:
+AFFINITY_MAP = "cilium_lb4_affinity"
+
+
+def _affinity_table(ipv6: bool, rev_nat: int) -> str:
+    return f"{map_name(AFFINITY_MAP, ipv6)}:{rev_nat}"
+
+
+def _trace(maps: LBMaps, node: str, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
     result = TraceResult("ebpf", node, packet)
     proto = packet.proto.upper()
     ipv6 = ":" in packet.dst
@@ -317,18 +333,40 @@ def _trace(maps: LBMaps, node: str, packet: Packet) -> TraceResult:
         result.verdict = "REJECT" if not master.has_endpoints else "DROP"
         result.notes.append("no backend in this scope" if master.has_endpoints else "service has no backends")
         return result
+    pinned_to = None
     if master.affinity_timeout is not None:
-        result.notes.append(f"sessionAffinity: lb4_affinity has no entry for {packet.src} yet; the backend chosen "
-                            f"now is remembered for {master.affinity_timeout}s")
-    result.notes.append("backend selection: random (slot = prandom() % count + 1); with Maglev a 5-tuple hash picks "
-                        "a slot from the lookup table instead — each backend still gets ~1/count")
+        result.affinity_table = _affinity_table(ipv6, master.rev_nat)
+        affinity = map_name(AFFINITY_MAP, ipv6)
+        seen = memory.lookup(_affinity_table(ipv6, master.rev_nat), packet.src) if memory is not None else None
+        result.cost += 1
+        # lb4_affinity_backend_id: an entry older than the timeout is expired (now - last_used > timeout).
+        if seen is not None and seen[1] <= master.affinity_timeout:
+            pinned_to = seen[0]
+            result.pinned = True
+            result.steps.append(Step(f"map {affinity}", f"{{client {packet.src}, revnat {master.rev_nat}}} -> "
+                                                        f"{seen[0]}, last used {seen[1]:g}s ago"))
+            result.affinity = (f"{affinity} maps {packet.src} to {seen[0]}, last used {seen[1]:g}s ago (timeout "
+                               f"{master.affinity_timeout}s)")
+            result.notes.append(f"sessionAffinity: {result.affinity}: pinned")
+        elif seen is not None:
+            result.affinity = (f"expired: {affinity}'s entry for {packet.src} was last used {seen[1]:g}s ago, past "
+                               f"the timeout of {master.affinity_timeout}s")
+            result.notes.append(f"sessionAffinity: {result.affinity}; a backend is chosen anew")
+        else:
+            result.notes.append(f"sessionAffinity: {affinity} has no entry for {packet.src} yet; the backend chosen "
+                                f"now is remembered for {master.affinity_timeout}s")
+    if pinned_to is None:
+        result.notes.append("backend selection: random (slot = prandom() % count + 1); with Maglev a 5-tuple hash "
+                            "picks a slot from the lookup table instead — each backend still gets ~1/count")
     for slot in range(1, master.count + 1):
         bid = maps.services[(addr, packet.dport, proto, scope, slot)]
         ip, port, bproto, _ = maps.backends[bid]
+        if pinned_to is not None and join_host_port(ip, port) != pinned_to:
+            continue
         result.steps.append(Step(f"map {services_map}", f"{_frontend(addr, packet.dport, proto, scope)} ({slot}) "
                                                         f"-> backend {bid}"))
         result.steps.append(Step(f"map {backends_map}", f"{bid} -> {join_host_port(ip, port)}/{bproto}"))
-        result.targets.append(Target(join_host_port(ip, port), 1.0 / master.count))
+        result.targets.append(Target(join_host_port(ip, port), 1.0 if pinned_to else 1.0 / master.count))
     result.cost += 2  # the datapath reads one slot and one backend
     result.steps.append(Step(f"map {map_name(REVNAT_MAP, ipv6)}",
                              f"{master.rev_nat} -> {join_host_port(*maps.revnat[master.rev_nat])} (restores the VIP "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..cluster.state import ClusterState
 from .model import (
+    AffinityMemory,
     EndpointInfo,
     Packet,
     PortEntry,
@@ -29,6 +30,7 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
+    entry_for,
     in_cidr,
     no_family,
     render_per_family,
@@ -125,7 +127,16 @@ class IptablesBackend:
 
     # --- trace ----------------------------------------------------------------------
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """The endpoint chain's ``-m recent --set`` adds the client to the list named after the chain."""
+        entry = entry_for(ruleset, result)
+        if entry is None or entry.info.affinity_timeout is None or target.address not in entry.names.sep:
+            return ""
+        name = entry.names.sep[target.address]
+        memory.remember(name, result.packet.src, target.address)
+        return f"recent list {name}"
+
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what was restored.
             services = {}
@@ -136,7 +147,7 @@ class IptablesBackend:
             return _Tracer(parse_iptables_save(text), {view.node_ip, loopback}, ruleset.node, services, view)
 
         tracer = tracer_for(ruleset, packet, build)
-        return tracer.run(packet) if tracer is not None else no_family(self.name, ruleset.node, packet)
+        return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
@@ -357,6 +368,8 @@ class Rule:
     ctstate: tuple[str, bool] | None = None
     mark: bool | None = None  # --mark: True wants the masquerade bit set, False wants it clear
     rcheck: bool = False
+    recent_name: str = ""  # -m recent --name
+    recent_seconds: int | None = None  # --seconds
     jump: str | None = None
     probability: float | None = None
     to_destination: str | None = None
@@ -400,6 +413,10 @@ def parse_rule(line: str) -> Rule:
             rule.rcheck = True
             i += 1
             continue
+        elif tok == "--name":
+            rule.recent_name = arg
+        elif tok == "--seconds":
+            rule.recent_seconds = int(arg)
         elif tok == "--probability":
             rule.probability = float(arg)
         elif tok == "--to-destination":
@@ -450,6 +467,9 @@ class _Walk:
     cost: int = 0
     service: str | None = None
     affinity: list[str] = field(default_factory=list)
+    memory: AffinityMemory | None = None
+    pinned: bool = False
+    state: str = ""
 
 
 class _Tracer:
@@ -461,10 +481,10 @@ class _Tracer:
         self.services = services  # service-port chain -> "ns/name:port", to name what matched
         self.view = view
 
-    def run(self, packet: Packet) -> TraceResult:
+    def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         src = int(ipaddress.ip_address(packet.src))
         dst = int(ipaddress.ip_address(packet.dst))
-        w = _Walk(src, dst, packet.proto.lower(), packet.dport, packet.src, packet.dst)
+        w = _Walk(src, dst, packet.proto.lower(), packet.dport, packet.src, packet.dst, memory=memory)
         from_host = src in self.local
         # nat: PREROUTING for packets entering the node, OUTPUT for the node's own.
         self._walk("nat", "OUTPUT" if from_host else "PREROUTING", w, 1.0)
@@ -492,6 +512,7 @@ class _Tracer:
                                 "the packet is routed unchanged")
         for note in w.affinity:
             result.notes.append(note)
+        result.pinned, result.affinity = w.pinned, w.state
         return result
 
     def _matches(self, r: Rule, w: _Walk) -> bool:
@@ -515,9 +536,20 @@ class _Tracer:
         if r.mark is not None and w.masq != r.mark:
             return False
         if r.rcheck:
-            # No connection has been seen yet, so the "recent" list is empty (as upstream's tracer).
-            w.affinity.append(f"{r.chain}: `-m recent --rcheck` would send a returning client to "
-                              f"{r.jump} (sessionAffinity ClientIP)")
+            seen = w.memory.lookup(r.recent_name, w.src_ip) if w.memory is not None else None
+            # xt_recent matches an address seen less than --seconds ago.
+            if seen is not None and (r.recent_seconds is None or seen[1] < r.recent_seconds):
+                w.pinned = True
+                w.state = f"recent list {r.recent_name} saw {w.src_ip} {seen[1]:g}s ago (--seconds {r.recent_seconds})"
+                w.affinity.append(f"{r.chain}: {w.state}: pinned to {r.jump}")
+                return True
+            if seen is not None:
+                w.state = (f"expired: recent list {r.recent_name} last saw {w.src_ip} {seen[1]:g}s ago, not within "
+                           f"--seconds {r.recent_seconds}")
+                w.affinity.append(f"{r.chain}: {w.state} (--reap drops it)")
+            elif w.memory is None or not w.memory.entries:
+                w.affinity.append(f"{r.chain}: `-m recent --rcheck` would send a returning client to "
+                                  f"{r.jump} (sessionAffinity ClientIP)")
             return False
         return True
 

@@ -234,6 +234,28 @@ class ProxyView:
         return self.family == "IPv6"
 
 
+@dataclass
+class AffinityMemory:
+    """What a data plane remembers of a client between its connections (sessionAffinity: ClientIP): iptables'
+    ``recent`` lists, nftables' dynamic ``affinity-`` sets, Cilium's ``lb4_affinity``/``lb6_affinity`` map.
+
+    Keys are (table, client address): the recent list or set name, or the map with the frontend's rev-NAT id.
+    Values are (what it points at, when last refreshed); ``now`` is the clock, in seconds since the first
+    connection. Each data plane refreshes the time on every connection it pins, so a timeout runs from the
+    client's last connection, not its first."""
+
+    now: float = 0.0
+    entries: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
+
+    def lookup(self, table: str, client: str) -> tuple[str, float] | None:
+        """(value, age in seconds) of a remembered client, or None."""
+        got = self.entries.get((table, client))
+        return (got[0], self.now - got[1]) if got is not None else None
+
+    def remember(self, table: str, client: str, value: str = "") -> None:
+        self.entries[(table, client)] = (value, self.now)
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A data plane. Implementations: iptables, nftables, ebpf (see ``dataplane.BACKENDS``)."""
@@ -246,8 +268,13 @@ class Backend(Protocol):
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
         """Program the rules/maps a proxy on ``node`` would hold."""
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        """Walk ``packet`` through ``ruleset`` (the rendered artefact, not the state)."""
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        """Walk ``packet`` through ``ruleset`` (the rendered artefact, not the state); ``memory`` holds what the
+        data plane remembers of earlier connections (none: the first connection)."""
+
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """Record that ``result``'s connection went to ``target``, as the data plane does for sessionAffinity;
+        returns where it was recorded ("" when the Service has no affinity)."""
 
 
 # --- derivation -----------------------------------------------------------------------
@@ -458,6 +485,9 @@ class TraceResult:
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     cost: int = 0  # rules evaluated (iptables, nftables) or map lookups (ebpf)
+    pinned: bool = False  # sessionAffinity: the data plane sent a returning client to its remembered backend
+    affinity_table: str = ""  # where a data plane without per-endpoint names remembers the client (Cilium's map)
+    affinity: str = ""  # the client's affinity state for this connection, in a few words (pinned, expired)
 
     @property
     def family(self) -> str:
@@ -488,6 +518,8 @@ class TraceResult:
             "steps": [s.to_dict() for s in self.steps],
             "notes": list(self.notes),
             "cost": self.cost,
+            "pinned": self.pinned,
+            "affinity": self.affinity,
         }
 
 
@@ -555,6 +587,16 @@ def tracer_for(ruleset: Ruleset, packet: Packet, build: Callable[[ProxyView, str
             return None
         tracers[family] = build(view, ruleset.parts.get(family, ruleset.text))
     return tracers[family]
+
+
+def entry_for(ruleset: Ruleset, result: TraceResult) -> PortEntry | None:
+    """The Service port a traced packet hit, in the view of its family."""
+    view = ruleset.views.get(result.family) if ruleset.views else ruleset.view
+    proto = result.packet.proto.upper()
+    for entry in view.ports if view is not None else ():
+        if entry.info.name_string == result.service and entry.info.protocol == proto:
+            return entry
+    return None
 
 
 def no_family(backend: str, node: str, packet: Packet) -> TraceResult:

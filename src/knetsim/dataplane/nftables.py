@@ -24,6 +24,7 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from .model import (
+    AffinityMemory,
     EndpointInfo,
     Packet,
     PortEntry,
@@ -34,6 +35,7 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
+    entry_for,
     no_family,
     render_per_family,
     split_host_port,
@@ -150,7 +152,16 @@ class NftablesBackend:
         """``table ip kube-proxy``, and on a dual-stack node ``table ip6 kube-proxy`` beside it."""
         return render_per_family(self, state, node, render_view)
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """The endpoint chain's ``update @affinity-… { ip saddr }`` adds the client, restarting its timeout."""
+        entry = entry_for(ruleset, result)
+        if entry is None or entry.info.affinity_timeout is None or target.address not in entry.names.affinity:
+            return ""
+        name = entry.names.affinity[target.address]
+        memory.remember(name, result.packet.src, target.address)
+        return f"set @{name}"
+
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what nft loaded.
             services: dict[str, str] = {}
@@ -161,7 +172,7 @@ class NftablesBackend:
             return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services)
 
         tracer = tracer_for(ruleset, packet, build)
-        return tracer.run(packet) if tracer is not None else no_family(self.name, ruleset.node, packet)
+        return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 @dataclass
@@ -338,6 +349,7 @@ _COMMENT = re.compile(r'\s*comment "[^"]*"')
 @dataclass
 class NftTable:
     sets: dict[str, set[str]] = field(default_factory=dict)
+    timeouts: dict[str, int] = field(default_factory=dict)  # dynamic set -> element timeout in seconds
     maps: dict[str, dict[str, str]] = field(default_factory=dict)  # key "a . b . c" -> verdict
     chains: dict[str, list[tuple[str, list[tuple[Any, ...]]]]] = field(default_factory=dict)
 
@@ -375,6 +387,9 @@ def parse_ruleset(text: str) -> NftTable:
             continue
         if line == "}":
             kind = ""
+            continue
+        if kind == "set" and line.startswith("timeout ") and line.endswith("s"):
+            table.timeouts[name] = int(line[len("timeout "):-1])
             continue
         if kind == "chain":
             if (line.startswith("type ") and " hook " in line) or line.startswith("comment "):
@@ -439,6 +454,9 @@ class _Walk:
     cost: int = 0
     service: str | None = None
     notes: list[str] = field(default_factory=list)
+    memory: AffinityMemory | None = None
+    pinned: bool = False
+    state: str = ""
 
 
 class _Tracer:
@@ -448,8 +466,8 @@ class _Tracer:
         self.node = node
         self.services = services
 
-    def run(self, packet: Packet) -> TraceResult:
-        w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport)
+    def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport, memory=memory)
         from_host = packet.src in self.local
         result = TraceResult("nftables", self.node, packet)
         self._chain("filter-output-pre-dnat" if from_host else "filter-prerouting-pre-dnat", w, 1.0)
@@ -460,6 +478,7 @@ class _Tracer:
             hook = "filter-output" if from_host else ("filter-input" if w.dst in self.local else "filter-forward")
             self._chain(hook, w, 1.0)
         result.steps, result.cost, result.service, result.notes = w.steps, w.cost, w.service, w.notes
+        result.pinned, result.affinity = w.pinned, w.state
         if w.verdict in ("DROP", "REJECT"):
             result.verdict = w.verdict
         elif w.targets:
@@ -489,9 +508,8 @@ class _Tracer:
                 continue
             if kind == "inset":
                 found = self._addr(w, op[1]) in self.t.sets.get(op[3], ())
-                if not found and op[3].startswith("affinity-"):
-                    w.notes.append(f"{chain}: @{op[3]} is empty for {w.src}; once this client connects, "
-                                   "`update @set { ip saddr }` pins it to that endpoint (sessionAffinity ClientIP)")
+                if op[3].startswith("affinity-"):
+                    found = self._affinity(chain, op[3], w)
                 if found == bool(op[2]):
                     return NEXT
             elif kind == "inlist":
@@ -540,6 +558,24 @@ class _Tracer:
                 w.steps.append(Step(f"chain {chain}", text))
                 return self._verdict([op[1]], w, prob)
         return NEXT
+
+    def _affinity(self, chain: str, name: str, w: _Walk) -> bool:
+        """Is the client in the dynamic set? An element lives ``timeout`` seconds from its last update."""
+        seen = w.memory.lookup(name, w.src) if w.memory is not None else None
+        timeout = self.t.timeouts.get(name)
+        if seen is not None and (timeout is None or seen[1] < timeout):
+            w.pinned = True
+            w.state = f"@{name} holds {w.src}, updated {seen[1]:g}s ago (timeout {timeout}s)"
+            w.notes.append(f"{chain}: {w.state}: pinned")
+            return True
+        if seen is not None:
+            w.state = (f"expired: {w.src}'s element of @{name} timed out ({seen[1]:g}s since its last update, "
+                       f"timeout {timeout}s)")
+            w.notes.append(f"{chain}: {w.state}")
+        elif w.memory is None or not w.memory.entries:
+            w.notes.append(f"{chain}: @{name} is empty for {w.src}; once this client connects, "
+                           "`update @set { ip saddr }` pins it to that endpoint (sessionAffinity ClientIP)")
+        return False
 
     def _verdict(self, verdict: list[str], w: _Walk, prob: float) -> str:
         word = verdict[0]
