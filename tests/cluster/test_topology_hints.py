@@ -159,7 +159,7 @@ spec:
     metadata: {{labels: {{app: web}}}}
     spec:
       topologySpreadConstraints: [{{maxSkew: 1, topologyKey: topology.kubernetes.io/zone,
-        whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: web}}}}}}]
+        whenUnsatisfiable: ScheduleAnyway, labelSelector: {{matchLabels: {{app: web}}}}}}]
       containers: [{{name: web, image: nginx:1.27}}]
 ---
 apiVersion: v1

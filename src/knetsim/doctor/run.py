@@ -22,6 +22,7 @@ from .checks import (
     referenced_hosts,
     service_findings,
 )
+from .topology import topology_findings
 
 
 class SubjectNotFound(LookupError):
@@ -155,6 +156,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
             continue
         checked.append(f"Service {svc.key}")
         findings.extend(service_findings(state, svc))
+        findings.extend(topology_findings(state, svc))
     for pod in state.pods.values():
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
