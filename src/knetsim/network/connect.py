@@ -347,8 +347,12 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
     are one evaluation, as ``knetsim policy check`` would make it.
     """
     sender: Pod | str = src_pod if src_pod is not None else src_ip
+    if src_pod is not None and src_ip != src_pod.pod_ip and src_ip in src_pod.pod_ips:
+        sender = src_ip  # the pod's other family: ipBlocks match the address the packet carries
     seen: Pod | str = target.snat or sender
     dst: Pod | str = target.pod if target.pod is not None else target.ip
+    if target.pod is not None and target.ip != target.pod.pod_ip and target.ip in target.pod.pod_ips:
+        dst = target.ip
     if seen is sender and egress_to is None:
         verdict = evaluate(state, sender, dst, target.port, protocol)
         egress, ingress, data = verdict.egress, verdict.ingress, {"policy": verdict.to_dict()}
