@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cluster import servicecidrs
 from ..cluster.config import ClusterConfig
-from ..cluster.services import Allocator, Held, allocate_services, held_by
+from ..cluster.services import Allocator, Held, ServiceCIDRRange, allocate_services, default_ranges, held_by
 from ..model.fielderr import FieldError
 from ..model.loader import Source
 from .store import Change, Store
@@ -32,6 +33,11 @@ class AllocationFailed(Exception):
         super().__init__(internal or "; ".join(str(e) for e in errors))
         self.errors = errors
         self.internal = internal
+
+
+def _written_by_hand(body: dict[str, Any]) -> bool:
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    return labels.get(servicecidrs.LABEL_MANAGED_BY) != servicecidrs.IPALLOCATOR
 
 
 class Txn:
@@ -59,18 +65,34 @@ class ServiceAllocations:
 
     @property
     def alloc(self) -> Allocator:
-        """Filled from the stored Services on first use (after the start-up recheck has run)."""
+        """Filled from the stored Services on first use (after the start-up recheck has run), drawing from the
+        stored ServiceCIDRs (the ``kubernetes`` one from the config when there is none yet)."""
         if self._alloc is None:
-            self._alloc = Allocator(self.config)
+            self._alloc = Allocator(self.config, self._ranges())
             for (kind, _ns, _name), stored in self.store.objects.items():
                 if kind == "Service":
                     self._alloc.hold(held_by(stored.body))
+                elif kind == "IPAddress" and _written_by_hand(stored.body):
+                    self._alloc.keep_ip(stored.body["metadata"]["name"])
         return self._alloc
+
+    def _ranges(self) -> list[ServiceCIDRRange] | None:
+        bodies = [s.body for (kind, _, _), s in sorted(self.store.objects.items()) if kind == "ServiceCIDR"]
+        return servicecidrs.ranges(bodies) if bodies else None
 
     def _on_changes(self, changes: list[Change]) -> None:
         if self._alloc is None:
             return
         for c in changes:
+            if c.kind == "ServiceCIDR":
+                ranges = self._ranges()
+                self.alloc.set_ranges(ranges if ranges is not None else default_ranges(self.config))
+            elif c.kind == "IPAddress":
+                # An address a user reserved by writing its IPAddress; the allocator's own follow the Services.
+                if c.old is not None and _written_by_hand(c.old):
+                    self.alloc.release(Held(frozenset({c.old["metadata"]["name"]})))
+                if c.type != "DELETED" and c.new is not None and _written_by_hand(c.new):
+                    self.alloc.keep_ip(c.new["metadata"]["name"])
             if c.kind != "Service":
                 continue
             if c.old is not None:

@@ -54,7 +54,8 @@ def _from_core() -> list[Resource]:
             subs = ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status")
         elif k.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             subs = ("scale", "status")
-        elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy"):
+        elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy",
+                        "IPAddress"):
             subs = ()
         if not k.simulated:
             subs = ()

@@ -42,6 +42,11 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
+# Finalizers a knetsim controller removes (others would keep an object forever: deletion stays immediate for
+# them, as before this API server honoured any).
+HONOURED_FINALIZERS = frozenset({"networking.k8s.io/service-cidr-finalizer"})
+
+
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -611,6 +616,14 @@ class ApiServer:
                            f"{old.body['metadata'].get('uid', '')}", {"name": t.name, "kind": r.plural})
         if "All" in (options.get("dryRun") or []):
             return self._json(old.body)
+        if set(old.body["metadata"].get("finalizers") or ()) & HONOURED_FINALIZERS:
+            # A finalizer a controller here removes: the object stays, marked for deletion, until it is gone.
+            body = json.loads(json.dumps(old.body))
+            if not body["metadata"].get("deletionTimestamp"):
+                body["metadata"]["deletionTimestamp"] = now_rfc3339()
+                body["metadata"]["deletionGracePeriodSeconds"] = 0
+                self.store.commit([Write(key, body, old.managed)])
+            return self._json(body)
         writes = [Write(key, None)]
         if options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents"):
             # Dependents stay, released from their owner (the garbage collector's orphan finalizer).

@@ -24,6 +24,7 @@ from .job import JobController
 from .manager import ControllerManager
 from .replicaset import ReplicaSetController
 from .scheduler import Scheduler
+from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
 
 # In the order their work usually flows (a changed key is queued for each in this order): workloads
@@ -35,7 +36,8 @@ UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
     JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
-    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, GarbageCollector,
+    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, ServiceCIDRController,
+    GarbageCollector,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]
