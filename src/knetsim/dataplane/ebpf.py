@@ -122,12 +122,6 @@ class EbpfBackend:
         return f"{affinity} {{client {result.packet.src}, revnat {rev_nat}}}"
 
 
-def _address_key(ip: str) -> tuple[int, bytes]:
-    """IPv4 backends first, each family in address order."""
-    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    return int(family == socket.AF_INET6), socket.inet_pton(family, ip)
-
-
 def build_maps(views: Sequence[ProxyView] | ProxyView) -> LBMaps:
     if isinstance(views, ProxyView):
         views = [views]
@@ -136,18 +130,25 @@ def build_maps(views: Sequence[ProxyView] | ProxyView) -> LBMaps:
         ip for v in views for ip in v.node_ips.values() if ip),
         local={v.family: (v.node_ip, v.pod_cidr) for v in views})
     backend_ids: dict[tuple[str, int, str], int] = {}
+    by_address: dict[tuple[str, int], EndpointInfo] = {}  # the last seen wins, for the backend's state
     # Backend ids are allocated once per (address, port, proto); sorted so they are stable.
     for view in views:
         for entry in view.ports:
+            proto = entry.info.protocol
             for ep in entry.endpoints:
-                backend_ids.setdefault((ep.ip, ep.port, entry.info.protocol), 0)
-    for i, key in enumerate(sorted(backend_ids, key=lambda k: (_address_key(k[0]), k[1], k[2])), start=1):
+                ip, port = ep.ip, ep.port
+                backend_ids[(ip, port, proto)] = 0
+                by_address[(ip, port)] = ep
+    pton, v4, v6 = socket.inet_pton, socket.AF_INET, socket.AF_INET6
+    # IPv4 backends first, each family in address order (200,000 keys at 10,000 dual-stack Services).
+    order = sorted(backend_ids, key=lambda k: (True, pton(v6, k[0]), k[1], k[2]) if ":" in k[0] else
+                   (False, pton(v4, k[0]), k[1], k[2]))
+    for i, key in enumerate(order, start=1):
         backend_ids[key] = i
-    by_address = {(ep.ip, ep.port): ep for v in views for e in v.ports for ep in e.endpoints}
-    for (ip, port, proto), bid in backend_ids.items():
+    for ip, port, proto in order:
         ep = by_address[(ip, port)]
         state = "active" if ep.ready else ("terminating" if ep.terminating else "quarantined")
-        maps.backends[bid] = (ip, port, proto, state)
+        maps.backends[backend_ids[(ip, port, proto)]] = (ip, port, proto, state)
 
     rev = 0
     for view in views:
@@ -157,8 +158,10 @@ def build_maps(views: Sequence[ProxyView] | ProxyView) -> LBMaps:
 
 def _frontends(maps: LBMaps, view: ProxyView, backend_ids: dict[tuple[str, int, str], int], rev: int) -> int:
     surrogate = "::" if view.ipv6 else "0.0.0.0"
+    services = maps.services
     for entry in view.ports:
         info, cat = entry.info, entry.categorized
+        proto = info.protocol
         every = cat.cluster or _usable_all(entry.endpoints)
         local = cat.local
         frontends: list[tuple[str, str, list[str]]] = [(info.cluster_ip, "ClusterIP", ["ClusterIP", "non-routable"])]
@@ -196,10 +199,9 @@ def _frontends(maps: LBMaps, view: ProxyView, backend_ids: dict[tuple[str, int, 
                 master = Master(len(backends), rev, tuple(flags), info.name_string, kind, external_local,
                                 len(scopes) == 2, info.affinity_timeout,
                                 info.source_ranges if kind == "LoadBalancer" else (), cat.has_endpoints)
-                maps.services[(addr, port, info.protocol, scope, 0)] = master
+                services[(addr, port, proto, scope, 0)] = master
                 for slot, ep in enumerate(backends, start=1):
-                    maps.services[(addr, port, info.protocol, scope, slot)] = backend_ids[(ep.ip, ep.port,
-                                                                                            info.protocol)]
+                    services[(addr, port, proto, scope, slot)] = backend_ids[(ep.ip, ep.port, proto)]
     return rev
 
 
@@ -220,35 +222,46 @@ ID_TITLE = "ID"
 BACKEND_ADDRESS_TITLE = "BACKEND ADDRESS (REVNAT_ID) (SLOT)"
 
 
-def table(first_title: str, second_title: str, rows: list[tuple[str, str]]) -> list[str]:
+def table(first_title: str, second_title: str, keys: Sequence[str], values: Sequence[str]) -> list[str]:
     """cilium-dbg's ``TablePrinter``: Go's tabwriter (minwidth 5, padding 3) over ``key\tvalue\t`` lines.
 
     Both cells end in a tab, so both columns are padded; the trailing blanks that leaves are dropped.
     """
-    cells = [(first_title, second_title), *rows]
-    w1 = max(5, *(len(a) + 3 for a, _ in cells))
-    return [f"{a.ljust(w1)}{b}".rstrip() for a, b in cells]
+    w1 = max(5, len(first_title) + 3, max(map(len, keys), default=0) + 3)
+    return [f"{first_title.ljust(w1)}{second_title}".rstrip(),
+            *(a.ljust(w1) + b if b else a for a, b in zip(keys, values, strict=True))]
 
 
 def render_text(maps: LBMaps, view: ProxyView, views: Sequence[ProxyView] = ()) -> str:
-    rows: list[tuple[str, str]] = []
+    # Two columns built side by side (a row per map entry: 220,000 at 10,000 dual-stack Services).
+    keys: list[str] = []
+    values: list[str] = []
+    key, value_of = keys.append, values.append
+    backend_text = {bid: f"[{ip}]:{bport}/{bproto}" if ":" in ip else f"{ip}:{bport}/{bproto}"
+                    for bid, (ip, bport, bproto, _) in maps.backends.items()}
+    frontend, rev_nat = "", 0
     for (addr, port, proto, scope, slot), value in maps.services.items():
-        fe = f"{_frontend(addr, port, proto, scope)} ({slot})"  # Service4Key.String()
-        if slot == 0:
-            rows.append((fe, f"0.0.0.0:0 ({value.rev_nat}) (0) [{', '.join(value.flags)}]"))
+        if slot == 0:  # a frontend's slots follow its master entry
+            frontend, rev_nat = _frontend(addr, port, proto, scope), value.rev_nat
+            key(f"{frontend} (0)")
+            value_of(f"0.0.0.0:0 ({rev_nat}) (0) [{', '.join(value.flags)}]")
         else:
-            ip, bport, bproto, _ = maps.backends[value]
-            master = maps.services[(addr, port, proto, scope, 0)]
-            rows.append((fe, f"{join_host_port(ip, bport)}/{bproto} ({master.rev_nat}) ({slot})"))
+            key(f"{frontend} ({slot})")  # Service4Key.String()
+            value_of(f"{backend_text[value]} ({rev_nat}) ({slot})")
     lines = [f"# knetsim: Cilium kube-proxy replacement (BPF maps), node {view.node} ({view.node_ip})",
              *(c for v in views for c in topology_comments(v)),
-             "# cilium bpf lb list", *table(SERVICE_ADDRESS_TITLE, BACKEND_ADDRESS_TITLE, rows)]
+             "# cilium bpf lb list", *table(SERVICE_ADDRESS_TITLE, BACKEND_ADDRESS_TITLE, keys, values)]
     # Backend4ValueV3.String() is "<proto>://<address>"; the port and state are in the JSON form.
-    backends = [(str(bid), f"{proto}://[{ip}]" if ":" in ip else f"{proto}://{ip}")
-                for bid, (ip, _port, proto, _state) in sorted(maps.backends.items())]
-    lines += ["", "# cilium bpf lb list --backends", *table(ID_TITLE, BACKEND_ADDRESS_TITLE, backends)]
-    revnat = [(str(rid), join_host_port(addr, port)) for rid, (addr, port) in sorted(maps.revnat.items())]
-    lines += ["", "# cilium bpf lb list --revnat", *table(ID_TITLE, BACKEND_ADDRESS_TITLE, revnat)]
+    ids = sorted(maps.backends)
+    addresses = []
+    for bid in ids:
+        ip, _port, proto, _state = maps.backends[bid]
+        addresses.append(f"{proto}://[{ip}]" if ":" in ip else f"{proto}://{ip}")
+    lines += ["", "# cilium bpf lb list --backends",
+              *table(ID_TITLE, BACKEND_ADDRESS_TITLE, [str(bid) for bid in ids], addresses)]
+    revnat = sorted(maps.revnat.items())
+    lines += ["", "# cilium bpf lb list --revnat", *table(ID_TITLE, BACKEND_ADDRESS_TITLE, [str(r) for r, _ in revnat],
+                                                           [join_host_port(a, p) for _, (a, p) in revnat])]
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ the number of rules it looked at, which is why lookups grow linearly with Servic
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -80,6 +81,7 @@ def endpoint_chain_name(service_port_name: str, protocol: str, endpoint: str) ->
     return "KUBE-SEP-" + _hash(service_port_name + protocol + endpoint)
 
 
+@functools.cache
 def compute_probability(n: int) -> str:
     """``computeProbability``: Go's ``%0.10f`` of 1/n."""
     return f"{1.0 / n:0.10f}"
@@ -115,8 +117,9 @@ class IptablesBackend:
     name = "iptables"
 
     def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> ChainNames:
-        h = port_proto_hash(info.name_string, info.proto)
-        seps = {e.string: endpoint_chain_name(info.name_string, info.proto, e.string) for e in endpoints}
+        prefix = info.name_string + info.proto
+        h = b32_prefix(prefix, 16)
+        seps = {e.string: "KUBE-SEP-" + b32_prefix(prefix + e.string, 16) for e in endpoints}  # endpoint_chain_name
         return ChainNames("KUBE-SVC-" + h, "KUBE-SVL-" + h, "KUBE-EXT-" + h, "KUBE-FW-" + h, seps)
 
     # --- render ---------------------------------------------------------------------
@@ -288,8 +291,9 @@ def _write_service(w: _Writer, entry: PortEntry, view: ProxyView, large: bool) -
         w.chain("nat", names.ext)
     if uses_fw:
         w.chain("nat", names.fw)
+    nat = w.chains["nat"]
     for ep in cat.reachable:
-        w.chain("nat", names.sep[ep.string])
+        nat.setdefault(names.sep[ep.string], [])
 
     if has_internal:
         # Masquerade off-cluster traffic to a VIP: it may be bridged in by a static route.
@@ -326,12 +330,12 @@ def _write_service(w: _Writer, entry: PortEntry, view: ProxyView, large: bool) -
         _service_to_endpoints(w, info, names, names.svc, cat.cluster, large)
     if uses_local:
         _service_to_endpoints(w, info, names, names.svl, cat.local, large)
-    for ep in cat.reachable:
+    comment = "" if large else f"-m comment --comment {name} "
+    for ep in cat.reachable:  # the endpoint chains, each declared above and written here (w.rule, inlined)
         chain = names.sep[ep.string]
-        comment = "" if large else f"-m comment --comment {name} "
-        w.rule("nat", chain, f"{comment}-s {ep.ip} -j KUBE-MARK-MASQ")
         recent = f"-m recent --name {chain} --set " if info.affinity_timeout is not None else ""
-        w.rule("nat", chain, f"{comment}{recent}{match} -j DNAT --to-destination {ep.string}")
+        nat[chain] += (f"-A {chain} {comment}-s {ep.ip} -j KUBE-MARK-MASQ",
+                       f"-A {chain} {comment}{recent}{match} -j DNAT --to-destination {ep.string}")
 
 
 def _service_to_endpoints(w: _Writer, info: ServicePortInfo, names: ChainNames, chain: str,
@@ -345,9 +349,10 @@ def _service_to_endpoints(w: _Writer, info: ServicePortInfo, names: ChainNames, 
             w.rule("nat", chain, f"{comment(ep)}-m recent --name {sep} --rcheck --seconds {info.affinity_timeout} "
                                  f"--reap -j {sep}")
     n = len(endpoints)
+    rules = w.chains["nat"].setdefault(chain, [])
     for i, ep in enumerate(endpoints):
         stat = f"-m statistic --mode random --probability {compute_probability(n - i)} " if i < n - 1 else ""
-        w.rule("nat", chain, f"{comment(ep)}{stat}-j {names.sep[ep.string]}")
+        rules.append(f"-A {chain} {comment(ep)}{stat}-j {names.sep[ep.string]}")
 
 
 # --- parsing (upstream: pkg/util/iptables/testing/parse.go) ---------------------------

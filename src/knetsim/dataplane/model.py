@@ -18,7 +18,7 @@ import ipaddress
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..cluster.state import ClusterState
 from ..model.objects import Service
@@ -46,11 +46,13 @@ class ServicePortInfo:
     affinity_timeout: int | None = None  # seconds when sessionAffinity is ClientIP
     health_check_node_port: int = 0
 
-    @property
-    def name_string(self) -> str:
-        """``ServicePortName.String()``: the port name is appended only when it is set."""
+    # ``ServicePortName.String()``: the port name is appended only when it is set. Computed once: every chain,
+    # map and comment name of the port starts from it.
+    name_string: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
         base = f"{self.namespace}/{self.name}"
-        return f"{base}:{self.port_name}" if self.port_name else base
+        object.__setattr__(self, "name_string", f"{base}:{self.port_name}" if self.port_name else base)
 
     @property
     def proto(self) -> str:
@@ -79,22 +81,33 @@ class ServicePortInfo:
         return self.internal_policy_local or self.external_policy_local
 
 
-@dataclass(frozen=True, slots=True)
-class EndpointInfo:
+NO_HINTS: frozenset[str] = frozenset()
+
+
+class _EndpointFields(NamedTuple):
     ip: str
     port: int
-    node: str | None = None
-    ready: bool = True
-    serving: bool = True
-    terminating: bool = False
-    string: str = ""  # "ip:port" (net.JoinHostPort), computed once: it keys every per-endpoint name
+    node: str | None
+    ready: bool
+    serving: bool
+    terminating: bool
+    string: str  # "ip:port" (net.JoinHostPort), computed once: it keys every per-endpoint name
     # The EndpointSlice's hints.forZones / hints.forNodes (topology-aware routing).
-    zone_hints: frozenset[str] = frozenset()
-    node_hints: frozenset[str] = frozenset()
+    zone_hints: frozenset[str]
+    node_hints: frozenset[str]
 
-    def __post_init__(self) -> None:
-        if not self.string:
-            object.__setattr__(self, "string", join_host_port(self.ip, self.port))
+
+class EndpointInfo(_EndpointFields):
+    """One endpoint of a service port, as the proxies see it (``BaseEndpointInfo``). A tuple: a render makes
+    one per endpoint and family, 200,000 at 10,000 dual-stack Services, and a tuple is cheap to make."""
+
+    __slots__ = ()
+
+    def __new__(cls, ip: str, port: int, node: str | None = None, ready: bool = True, serving: bool = True,
+                terminating: bool = False, string: str = "", zone_hints: frozenset[str] = NO_HINTS,
+                node_hints: frozenset[str] = NO_HINTS) -> EndpointInfo:
+        return super().__new__(cls, ip, port, node, ready, serving, terminating, string or join_host_port(ip, port),
+                               zone_hints, node_hints)
 
 
 def join_host_port(ip: str, port: int) -> str:
@@ -141,7 +154,10 @@ def topology_mode(endpoints: Sequence[EndpointInfo], node: str, zone: str) -> tu
     every ready endpoint has one and one is for this node's zone; else no topology at all — the
     fallback that keeps a node without a close endpoint from black-holing the traffic.
     """
-    ready = [e for e in endpoints if e.ready]
+    return _topology_mode([e for e in endpoints if e.ready], node, zone)
+
+
+def _topology_mode(ready: Sequence[EndpointInfo], node: str, zone: str) -> tuple[str, str]:
     if not ready or not any(e.zone_hints or e.node_hints for e in ready):
         return "", ""
     all_node_hints = all(e.node_hints for e in ready)
@@ -178,15 +194,17 @@ def _available(e: EndpointInfo, mode: str, node: str, zone: str) -> bool:
 
 def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str, zone: str = "") -> Categorized:
     """``proxy.CategorizeEndpoints``: the Cluster-policy endpoints (hints applied), the Local-policy ones (hints
-    never apply to them), every endpoint reachable from this node, and whether any exists at all."""
+    never apply to them), every endpoint reachable from this node, and whether any exists at all. ``endpoints``
+    come in byEndpoint order (``endpoints_by_port``'s), which the categories keep."""
     if not endpoints:
         return Categorized((), (), (), False)
     mode, why = "", ""
     cluster: tuple[EndpointInfo, ...] = ()
     has = False
     if info.uses_cluster_endpoints:
-        mode, why = topology_mode(endpoints, node, zone)
-        cluster = tuple(e for e in endpoints if e.ready and _available(e, mode, node, zone))
+        ready = [e for e in endpoints if e.ready]
+        mode, why = _topology_mode(ready, node, zone)
+        cluster = tuple(e for e in ready if _available(e, mode, node, zone)) if mode else tuple(ready)
         if not cluster:
             # No ready endpoint anywhere (topology already fell back if the close ones were missing).
             cluster = tuple(e for e in endpoints if e.serving and e.terminating)
@@ -197,10 +215,13 @@ def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: s
         local = usable_endpoints([e for e in endpoints if e.node == node])
         if info.internal_policy_local and why:
             why += "; internalTrafficPolicy Local keeps ClusterIP traffic on this node's endpoints, hints aside"
-    seen: dict[str, EndpointInfo] = {}
-    for e in (*cluster, *local):
-        seen.setdefault(e.string, e)
-    reachable = tuple(sorted(seen.values(), key=lambda e: e.string))
+    if local:
+        seen: dict[str, EndpointInfo] = {}
+        for e in (*cluster, *local):
+            seen.setdefault(e.string, e)
+        reachable = tuple(seen[s] for s in sorted(seen))
+    else:
+        reachable = cluster  # already in the endpoints' byEndpoint order
     return Categorized(cluster, local, reachable, has, mode, why)
 
 
@@ -281,10 +302,12 @@ class Backend(Protocol):
 
 
 def family_of_ip(text: str) -> str | None:
-    try:
-        return "IPv4" if ipaddress.ip_address(text).version == 4 else "IPv6"
-    except ValueError:
-        return None
+    """IPv4 or IPv6 for an address the API server validated (a colon is IPv6), None for anything else."""
+    if ":" in text:
+        return "IPv6"
+    if text and text[0].isdigit():
+        return "IPv4"
+    return None
 
 
 def primary_family(service: Service) -> str:
@@ -333,6 +356,9 @@ def service_ports(service: Service, family: str | None = None) -> list[ServicePo
     return out
 
 
+new_info = tuple.__new__
+
+
 def endpoints_by_port(state: ClusterState, service: Service,
                       family: str | None = None) -> dict[tuple[str, str], list[EndpointInfo]]:
     """(port name, protocol) -> endpoints, from the Service's EndpointSlices of ``family``'s address type
@@ -354,11 +380,14 @@ def endpoints_by_port(state: ClusterState, service: Service,
                 ip = ep.addresses[0]
                 string = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
                 if string not in bucket:
-                    bucket[string] = EndpointInfo(ip, port, ep.node_name, ep.ready is not False,
-                                                  ep.serving is not False, bool(ep.terminating), string,
-                                                  frozenset(ep.for_zones), frozenset(ep.for_nodes))
+                    # EndpointInfo's own fields, in order, without its constructor's defaults: this runs
+                    # once per endpoint, port and family of every Service a render sees.
+                    bucket[string] = new_info(EndpointInfo, (
+                        ip, port, ep.node_name, ep.ready is not False, ep.serving is not False,
+                        bool(ep.terminating), string, frozenset(ep.for_zones) if ep.for_zones else NO_HINTS,
+                        frozenset(ep.for_nodes) if ep.for_nodes else NO_HINTS))
     # Upstream sorts each port's endpoints by their "ip:port" string (byEndpoint).
-    return {k: sorted(v.values(), key=lambda e: e.string) for k, v in out.items()}
+    return {k: [v[s] for s in sorted(v)] for k, v in out.items()}
 
 
 def default_node(state: ClusterState) -> str:
@@ -626,14 +655,28 @@ def bulk() -> Iterator[None]:
 _B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
 
+# Two base32 characters per 10 bits: half the lookups of one character per 5 bits.
+_B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
+
+
 def b32_prefix(text: str, chars: int) -> str:
     """``base32.StdEncoding.EncodeToString(sha256(text))[:chars]``, without encoding the whole digest.
 
     Every name kube-proxy derives is such a prefix; base64.b32encode is pure Python and
-    dominated render time at 10,000 Services.
+    dominated render time at 10,000 Services. ``chars`` is even (kube-proxy takes 16 or 8).
     """
+    digest = hashlib.sha256(text.encode()).digest()
+    pairs = _B32_PAIRS
+    if chars in (8, 16):
+        # 5 bytes are 8 characters exactly; unrolled, this is most of a render's naming work.
+        a = int.from_bytes(digest[:5], "big")
+        head = pairs[a >> 30] + pairs[(a >> 20) & 1023] + pairs[(a >> 10) & 1023] + pairs[a & 1023]
+        if chars == 8:
+            return head
+        b = int.from_bytes(digest[5:10], "big")
+        return head + pairs[b >> 30] + pairs[(b >> 20) & 1023] + pairs[(b >> 10) & 1023] + pairs[b & 1023]
     nbytes = (chars * 5 + 7) // 8
-    n = int.from_bytes(hashlib.sha256(text.encode()).digest()[:nbytes], "big")
+    n = int.from_bytes(digest[:nbytes], "big")
     shift = nbytes * 8
     return "".join(_B32[(n >> (shift - 5 * (i + 1))) & 31] for i in range(chars))
 

@@ -139,14 +139,22 @@ class NftablesBackend:
     name = "nftables"
 
     def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> NftNames:
-        base = hash_and_truncate(f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}")
-        eps = {}
+        prefix = f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}"
+        base = hash_and_truncate(prefix)
+        endpoint: dict[str, str] = {}
+        affinity: dict[str, str] = {}
         for e in endpoints:
             # IPv6 colons would be ambiguous next to the port, so upstream swaps them for dots.
-            eps[e.string] = hash_and_truncate(
-                f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}__{e.ip.replace(':', '.')}/{e.port}")
+            name = f"{prefix}__{e.ip.replace(':', '.') if ':' in e.ip else e.ip}/{e.port}"
+            # hash_and_truncate, inlined: this runs once per endpoint of every Service.
+            name = f"{b32_prefix(name, 8)}-{name}"
+            if len(name) > CHAIN_NAME_BASE_MAX:
+                name = name[:CHAIN_NAME_BASE_MAX - 3] + "..."
+            endpoint[e.string] = "endpoint-" + name
+            if info.affinity_timeout is not None:  # the affinity sets exist only with sessionAffinity
+                affinity[e.string] = "affinity-" + name
         return NftNames("service-" + base, "local-" + base, "external-" + base, "firewall-" + base,
-                        {k: "endpoint-" + v for k, v in eps.items()}, {k: "affinity-" + v for k, v in eps.items()})
+                        endpoint, affinity)
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
         """``table ip kube-proxy``, and on a dual-stack node ``table ip6 kube-proxy`` beside it."""
@@ -203,11 +211,13 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     for name, typ, comment in MAPS:
         lines += _set_block("map", name, typ.format(addr=addr), comment, out.maps[name])
     for name, rules in out.chains.items():
-        lines.append(f"\tchain {name} {{")
-        if spec.get(name):
-            lines.append(f"\t\t{spec[name]}")
-        lines.extend(f"\t\t{r}" for r in rules)
-        lines.append("\t}")
+        # One joined block per chain (the rules indented by the join): 660,000 rules at 10,000 dual-stack
+        # Services.
+        block = [f"\tchain {name} {{", f"\t\t{spec[name]}"] if spec.get(name) else [f"\tchain {name} {{"]
+        if rules:
+            block.append("\t\t" + "\n\t\t".join(rules))
+        block.append("\t}")
+        lines.append("\n".join(block))
     lines.append("}")
     counts = {
         "chains": len(out.chains),
@@ -225,7 +235,7 @@ def _set_block(kind: str, name: str, typ: str, comment: str, elements: list[str]
     lines = [f"\t{kind} {name} {{", f"\t\ttype {typ}", f'\t\tcomment "{comment}"']
     if elements:
         lines.append("\t\telements = {")
-        lines.extend(f"\t\t\t{e}," for e in elements)
+        lines.append("\t\t\t" + ",\n\t\t\t".join(elements) + ",")
         lines.append("\t\t}")
     lines.append("\t}")
     return lines
