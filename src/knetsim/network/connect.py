@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
-from ..dataplane.model import join_host_port
+from ..dataplane.model import family_of_ip, join_host_port
 from ..dns.hostsfile import hosts_lookup
 from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
@@ -83,7 +83,7 @@ def dns_reachable(state: ClusterState, pod: Pod, nameserver: str, port: int = 53
         sp = service_port_for(svc, port, protocol)
         if sp is None:
             return False, f"Service {svc.key} has no {port}/{protocol} port"
-        candidates = usable_candidates(state, svc, sp)
+        candidates = usable_candidates(state, svc, sp, family_of_ip(nameserver))
         if not candidates:
             return False, f"Service {svc.key} has no ready endpoints: the query is rejected"
         reasons = []
@@ -239,7 +239,7 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         return run.finish("refused" if verdict == "REJECT" else "timeout")
     run.hops.append(Hop("service", "ok", f"{join_host_port(dst_ip, port)} is the {kind} of Service {svc.key}, port "
                         f"{sp.name or '<unnamed>'} {sp.port}/{sp.protocol} → targetPort {sp.target_port}"))
-    candidates = usable_candidates(state, svc, sp)
+    candidates = usable_candidates(state, svc, sp, family_of_ip(dst_ip))
     if not candidates:
         from ..cluster.explain import explain_endpoints
 
@@ -311,7 +311,7 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
             continue
         run.hops.append(Hop("service", "ok", f"{join_host_port(node_ip, port)} is NodePort {port} of Service "
                             f"{svc.key} on node {node} (port {sp.port} → targetPort {sp.target_port})"))
-        candidates = usable_candidates(state, svc, sp)
+        candidates = usable_candidates(state, svc, sp, family_of_ip(node_ip))
         if not candidates:
             run.hops.append(Hop("endpoints", "fail", f"Service {svc.key} has no ready endpoints"))
         else:
