@@ -318,7 +318,7 @@ def _per_backend(state: ClusterState, flow: Flow, t: Trace, targets: Sequence[An
 
 def _summary(t: Trace) -> str:
     if t.outcome == "connected" and t.backend is not None:
-        return f"connected to {t.backend.pod} ({t.backend.ip}:{t.backend.port})"
+        return f"connected to {t.backend.pod} ({join_host_port(t.backend.ip, t.backend.port)})"
     hop = t.failing_hop
     return f"{t.outcome}" + (f" at {hop.layer}: {hop.detail}" if hop is not None else "")
 
