@@ -486,6 +486,11 @@ def _ip_address(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), parent]
 
 
+def _listener_set(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), _condition(o, "Accepted"), _condition(o, "Programmed"),
+            age(o, now)]
+
+
 def _default(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), age(o, now)]
 
@@ -528,6 +533,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
     "ServiceCIDR": (_defs("CIDRs", "Age"), _service_cidr),
     "IPAddress": (_defs("ParentRef"), _ip_address),
+    "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
+    "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",

@@ -113,3 +113,17 @@ def test_render_and_packet_on_a_dual_stack_cluster(tmp_path):
     mixed = run("packet", "-f", str(app), "--cluster-config", str(config), "--src", "10.244.1.9",
                 "--dst", "fd00:10:96::50", "--dport", "80")
     assert mixed.exit_code == 2 and "different IP families" in mixed.output
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_render_kube_proxy_rules_of_an_ebpf_cluster_says_there_is_no_kube_proxy(tmp_path, mode):
+    """Given a kube-proxy-free cluster (seed 000: `iptables-save | grep -c KUBE-` is 0 on its nodes), then
+    asking for kube-proxy's rules prints none and says why, instead of rules no node programs."""
+    config = tmp_path / "ebpf.yaml"
+    config.write_text("dataplane: ebpf\nk8sServiceHost: 172.18.0.2\nk8sServicePort: 6443\n")
+    result = CliRunner().invoke(cli, ["render", mode, "-f", SHOP, "--cluster-config", str(config)])
+    assert result.exit_code == 1
+    assert "KUBE-" not in result.stdout and "kube-proxy {" not in result.stdout
+    assert result.stderr.startswith("error: this cluster runs no kube-proxy: its dataplane is ebpf")
+    assert "`knetsim render ebpf`" in result.stderr
+    assert run("render", "ebpf", "-f", SHOP, "--cluster-config", str(config)).exit_code == 0

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from .outside import OutsideError, OutsideWorld, outside_from_dict
+
 DATAPLANES = ("iptables", "nftables", "ebpf")
 IP_FAMILY_MODES = ("ipv4", "ipv6", "dual")
 # kind's defaults per networking.ipFamily (pkg/apis/config/v1alpha4/default.go and the docker network it
@@ -111,6 +113,8 @@ class ClusterConfig:
     # and registries the nodes cannot reach.
     preloaded_images: tuple[str, ...] = ()
     unreachable_registries: tuple[str, ...] = ()
+    # What lies beyond `forward . /etc/resolv.conf` and the nodes' masquerade (cluster/outside.py).
+    outside: OutsideWorld = field(default_factory=OutsideWorld)
 
     @property
     def api_server_ip(self) -> str:
@@ -186,6 +190,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
+        "outside",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -250,6 +255,11 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
             kwargs["dns_pods"] = str(data["dnsPods"])
         if "images" in data:
             kwargs.update(_images(data["images"], origin))
+        if "outside" in data:
+            try:
+                kwargs["outside"] = outside_from_dict(data["outside"], origin)
+            except OutsideError as exc:
+                raise ConfigError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise

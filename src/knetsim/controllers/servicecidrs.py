@@ -3,9 +3,10 @@ bookkeeping the API server's allocator and its repair loop do.
 
 The decisions are the core's (``cluster.servicecidrs``): the finalizer and Ready condition of a ServiceCIDR,
 and, for one being deleted, whether an IPAddress still depends on it alone. Once none does the finalizer
-goes and, it being the last one, the object with it (the API server deletes an object whose last finalizer is
-removed). Each Service's ClusterIPs have their IPAddress, labelled and parented as the allocator writes
-them; an allocator-managed IPAddress whose Service no longer holds it goes (the repair controller's job).
+goes and, it being the last one, the object with it (the generic store deletes an object being deleted whose
+last finalizer is removed). Each Service's ClusterIPs have their IPAddress, labelled and parented as the
+allocator writes them; an allocator-managed IPAddress whose Service no longer holds it goes (the repair
+controller's job).
 """
 
 from __future__ import annotations
@@ -64,12 +65,8 @@ class ServiceCIDRController(Controller):
         verdict = servicecidrs.reconcile(body, self._bodies("ServiceCIDR"), self._bodies("IPAddress"), batch.now)
         meta = body.get("metadata") or {}
         if meta.get("deletionTimestamp") and servicecidrs.FINALIZER not in verdict.finalizers:
-            if not verdict.finalizers:
-                batch.delete(key)  # its last finalizer removed: the API server lets it go
-            else:
-                new = copy(body)
-                new["metadata"]["finalizers"] = list(verdict.finalizers)
-                batch.put(key, new)
+            # Its finalizer removed; the last one gone, the API server lets it go.
+            batch.finalizer_done(key, servicecidrs.FINALIZER)
             batch.commit()
             return
         conditions = (body.get("status") or {}).get("conditions") or []

@@ -54,7 +54,8 @@ def _peers(state: ClusterState, plan: Plan) -> list[tuple[str, Pod | str]]:
         for ip in p.addresses[1:]:
             out.append((ip, ip))
             seen.add(ip)
-    for ip in (*(a for n in plan.nodes for a in n.addresses), *(plan.gateways or (plan.gateway,)), *plan.clients):
+    for ip in (*(a for n in plan.nodes for a in n.addresses), *(plan.gateways or (plan.gateway,)), *plan.clients,
+               *(ip for ip, _ in plan.outside)):
         if ip not in seen:
             out.append((ip, ip))
             seen.add(ip)

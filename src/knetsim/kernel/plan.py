@@ -115,6 +115,8 @@ class Plan:
     ext_netns: str
     skipped: tuple[str, ...] = field(default=())  # pods left out, with the reason
     gateways: tuple[str, ...] = ()  # the Docker network's gateway in each family, ``gateway`` first
+    # (address, host name) of the world outside (cluster/outside.py), served in ``ext``: each family the topology wires
+    outside: tuple[tuple[str, str], ...] = field(default=())
 
     def node(self, name: str) -> NodePlan:
         return next(n for n in self.nodes if n.name == name)
@@ -305,15 +307,28 @@ def plan(state: ClusterState, owner: str, *, clients: Iterable[str] = (), client
                             if family_of_ip(a) == family), "")
                 if via:
                     announced[ip] = via
+    default_clients = tuple(dict.fromkeys(EXTERNAL_CLIENT_IP6 if f == "IPv6" else EXTERNAL_CLIENT_IP
+                                          for f in families or ("IPv4",)))
     return Plan(
         owner=owner, gateway=gateway, nodes=tuple(nodes), pods=tuple(pod_plans),
         host_listeners=tuple(HostListenerPlan(k, n, tuple(v)) for (k, n), v in sorted(host_listeners.items())),
-        clients=tuple(dict.fromkeys([*(EXTERNAL_CLIENT_IP6 if f == "IPv6" else EXTERNAL_CLIENT_IP for f in families),
-                                     *clients])),
+        clients=default_clients + tuple(c for c in dict.fromkeys(clients) if c not in default_clients),
         announced=tuple(sorted(announced.items())), ext_netns=f"{owner}ext", skipped=skipped,
-        gateways=gateways if len(gateways) > 1 else ())
+        gateways=gateways if len(gateways) > 1 else (),
+        outside=_outside(state, {*gateways, gateway, *(ip for n in config.nodes for ip in n.addresses),
+                                 *default_clients, *clients}, families))
 
 
 def _netns_safe(ip: str) -> str:
     """An address as part of a namespace name (a file name under /run/netns: no colons)."""
     return ip.replace(":", "-")
+
+
+def _outside(state: ClusterState, taken: set[str], families: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The outside's addresses of the families the topology wires, each with the first name listing it."""
+    out: dict[str, str] = {}
+    for name, host in state.config.outside.hosts.items():
+        for address in host.addresses:
+            if family_of_ip(address) in families and address not in taken:
+                out.setdefault(address, name)
+    return tuple(sorted(out.items(), key=lambda kv: (":" in kv[0], ipaddress.ip_address(kv[0]))))

@@ -29,11 +29,12 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dataplane import render
+from ..dataplane.masquerade import kindnet_table
 from ..dns.records import Upstream
 from ..dns.server import DNSServer
 from ..network.trace import EXTERNAL_CLIENT_IP, EXTERNAL_CLIENT_IP6
 from . import netns, netpol
-from .listeners import UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
+from .listeners import OUTSIDE_PREFIX, UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
 from .netns import ETC_NETNS, KernelError, Owner
 from .plan import BRIDGE, GATEWAY_HW, POD_GATEWAY, POD_GATEWAY6, Plan, PlanError, PodPlan, plan
 
@@ -68,13 +69,9 @@ def kindnet_masquerade(state: ClusterState, the_plan: Plan) -> str:
     table per family the topology wires (kindnetd keeps an IPv4 and an IPv6 list of ranges not to masquerade)."""
     out = []
     for family in the_plan.families:
-        keep = ", ".join([*(c for c in state.config.pod_cidrs if _family(c.split("/")[0]) == family),
-                          *(ip for n in the_plan.nodes for ip in n.addresses if _family(ip) == family)])
-        table, ip = ("ip6", "ip6") if family == "IPv6" else ("ip", "ip")
-        out.append(f"table {table} kindnet-masq {{\n\tchain postrouting {{\n"
-                   f"\t\ttype nat hook postrouting priority srcnat + 10; policy accept;\n"
-                   f"\t\tfib daddr type local return\n\t\t{ip} daddr {{ {keep} }} return\n"
-                   f'\t\tmasquerade comment "kind-masq-agent: outbound traffic is subject to MASQUERADE"\n\t}}\n}}\n')
+        cidr = state.config.pod_cidr_of(family) or state.config.pod_cidr
+        out.append(kindnet_table(cidr, [ip for n in the_plan.nodes for ip in n.addresses if _family(ip) == family],
+                                 family))
     return "".join(out)
 
 
@@ -161,13 +158,18 @@ class Topology:
                           what=f"nft -f (kindnet masquerade) on node {node.name}")
         self._write_etc(p.pods)
         self._load_rules(self.state)
-        # CoreDNS forwards to an Internet that knows no names, as the offline resolver assumes.
-        self._ctx = [Context(self.state, self.dataplane, DNSServer(self.state, upstream=Upstream()),
-                             UpstreamDNS(self.state, upstream=Upstream()))]
+        # CoreDNS forwards to the world outside the cluster config describes, as the offline resolver does.
+        outside = self.state.config.outside
+        upstream = Upstream(hosts=outside.dns_hosts(), reverse=outside.reverse())
+        self._ctx = [Context(self.state, self.dataplane, DNSServer(self.state, upstream=upstream),
+                             UpstreamDNS(self.state, upstream=upstream))]
         self.reactor = Reactor()
         self._open_listeners(p.pods, {h.pod: h for h in p.host_listeners})
         self.listeners[UPSTREAM_KEY] = self.reactor.call(open_listeners(
             self._ctx, UPSTREAM_KEY, p.ext_netns, ((53, "TCP"), (53, "UDP")), p.gateways or p.gateway))
+        for address, name in p.outside:
+            self.listeners[f"{OUTSIDE_PREFIX}{address}"] = self.reactor.call(open_listeners(
+                self._ctx, f"{OUTSIDE_PREFIX}{name}", p.ext_netns, outside.hosts[name].ports, address))
 
     def _no_dad(self, namespaces: Iterable[str]) -> None:
         """IPv6 without duplicate address detection in every new namespace: the link-local addresses of the
@@ -182,7 +184,7 @@ class Topology:
         p = self.plan
         lines = ["link set lo up", f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up",
                  *(_addr(g, BRIDGE) for g in p.gateways or (p.gateway,))]
-        lines += [_addr(ip, "lo") for ip in p.clients]
+        lines += [_addr(ip, "lo") for ip in (*p.clients, *(ip for ip, _ in p.outside))]
         six = []  # entry rules and defaults of IPv6, in an `ip -6` batch (a fwmark rule names no family)
         for i, node in enumerate(p.nodes):
             lines += [f"link add {node.uplink} type veth peer name eth0 netns {node.netns}",
