@@ -181,3 +181,14 @@ def test_external_name_services_get_no_families() -> None:
     text = "apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {type: ExternalName, externalName: a.example}\n"
     spec = cluster_from(text, config=config_from_dict({"ipFamily": "dual"})).state.services["default/ext"].raw["spec"]
     assert "ipFamilies" not in spec and "ipFamilyPolicy" not in spec and "clusterIPs" not in spec
+
+
+def test_the_kubernetes_endpointslice_is_of_the_api_servers_family():
+    # The API server's endpoint reconciler writes its advertise address with that address's type: IPv6 on an
+    # IPv6-only cluster (an IPv4 slice there would leave the kubernetes Service without endpoints).
+    from knetsim import Cluster
+    from knetsim.cluster.config import config_from_dict
+
+    state = Cluster.from_yaml("", config=config_from_dict({"ipFamily": "ipv6"})).state
+    slice_ = state.endpoint_slices["default/kubernetes"]
+    assert (slice_.address_type, slice_.endpoints[0].addresses[0]) == ("IPv6", "fc00:f853:ccd:e793::2")

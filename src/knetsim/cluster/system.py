@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model.objects import INGRESS_CLASS_ANNOTATION
-from .config import ClusterConfig
+from .config import ClusterConfig, family_of
 from .servicecidrs import default_service_cidr
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
@@ -102,7 +102,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                 "labels": {"kubernetes.io/service-name": "kubernetes",
                            "endpointslice.kubernetes.io/skip-mirror": "true"},
             },
-            "addressType": "IPv4",
+            # The API server's advertise address, of the cluster's primary family (an IPv6-only cluster's is IPv6).
+            "addressType": family_of(config.api_server_ip),
             "endpoints": [{"addresses": [config.api_server_ip], "conditions": {"ready": True}}],
             "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
         }
