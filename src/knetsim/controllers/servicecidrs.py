@@ -16,8 +16,9 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster import servicecidrs
+from ..model.jsonvalue import json_copy
 from ..model.objects import stable_uid
-from .base import Controller, copy
+from .base import Controller
 
 
 class ServiceCIDRController(Controller):
@@ -74,7 +75,7 @@ class ServiceCIDRController(Controller):
         same = old is not None and all(old.get(f) == verdict.condition.get(f) for f in ("status", "reason", "message"))
         if same and list(meta.get("finalizers") or []) == list(verdict.finalizers):
             return
-        new = copy(body)
+        new = json_copy(body)
         new["metadata"]["finalizers"] = list(verdict.finalizers)
         condition = dict(verdict.condition)
         if same and old is not None and old.get("lastTransitionTime"):
