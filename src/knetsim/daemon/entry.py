@@ -83,12 +83,9 @@ def _report_served(server: Any, t: Any, request: web.Request, served: Callable[[
 async def start(server: Any, host: str, port: int,
                 served: Callable[[Served], None] | None = None) -> web.AppRunner | None:
     """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log)."""
-    try:
-        from ..network import TraceInputError, trace
-    except ImportError:
-        return None
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        from ..network import TraceInputError, trace  # the simulation, loaded with the first request
         state = server.state
         await server.settle()
         state = server.state
