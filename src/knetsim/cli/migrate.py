@@ -72,11 +72,11 @@ def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: s
 @output_option("text", "json", "yaml")
 def migrate_check(gateway: str | None, class_name: str | None, filenames: tuple[str, ...], namespace: str | None,
                   cluster_config: str | None, output: str) -> None:
-    """Send one generated request set (every host, every path boundary, default backends, TLS hosts, and
-    the cases each annotation decides on: client addresses, credentials, origins and preflights, canary
-    headers and cookies, bodies over the limit, bursts) through the Ingresses and through the Gateway API
-    objects of the same input, and list every request whose status, backend, path, Location, headers or
-    certificate (https) differ, with both explanations.
+    """Send one generated request set (every host, every path boundary, default backends, TLS hosts, a TLS
+    handshake per SNI, gRPC calls over TLS, and the cases each annotation decides on: client addresses,
+    credentials, origins and preflights, canary headers and cookies, bodies over the limit, bursts) through
+    the Ingresses and through the Gateway API objects of the same input, and list every request whose status,
+    backend, path, Location, headers or certificate (https, TLS, gRPC) differ, with both explanations.
 
     Exit code 0 when every request is answered alike, 1 when some differ.
     """
