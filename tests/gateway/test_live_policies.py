@@ -4,7 +4,8 @@ Given examples/gateway/policies applied with kubectl (SecurityPolicy, BackendTra
 ClientTrafficPolicy are served kinds, as on a cluster running Envoy Gateway), then curl to the
 portal Gateway's loopback listener gets what Envoy's filters answer — the CORS preflight, basic
 auth's 401 and RBAC's 403 by the client address X-Forwarded-For carries, the auth service's denial,
-the body limit's 413 — and the local rate limit's 429 once a client has used its bucket.
+the body limit's 413 — and the local rate limit's 429 once a client has used its bucket; with the
+ClientTrafficPolicy deleted, X-Forwarded-For no longer names the client.
 """
 
 from __future__ import annotations
@@ -110,3 +111,15 @@ def test_the_local_rate_limit_refuses_the_fourth_request_of_a_minute(portal: int
     assert 0 < int(headers["x-ratelimit-reset"]) <= 60
     # Another client has a bucket of its own.
     assert _curl(portal, "api.portal.example", "-H", "X-Forwarded-For: 192.0.2.78")[0] == 200
+
+
+def test_without_the_client_traffic_policy_x_forwarded_for_no_longer_counts(live: Live, portal: int) -> None:
+    # Last in this module: it removes the ClientTrafficPolicy the tests above rely on.
+    live.kubectl("delete", "clienttrafficpolicy", "portal-client-ip", "-n", "portal")
+
+    def refused() -> bool:
+        return _curl(portal, "admin.portal.example", "-u", "alice:wonderland", "-H", "X-Forwarded-For: 10.1.2.3")[0] \
+            == 403
+
+    # The address is the client's own now (not in the allowed 10.0.0.0/8): RBAC refuses it.
+    assert wait_for(refused, timeout=30)
