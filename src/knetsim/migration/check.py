@@ -18,7 +18,10 @@ The request set covers every host and every path boundary either side defines:
 * schemes: http everywhere, https for TLS hosts (and http for them: ingress-nginx redirects);
 * the cases every annotation decides on (``ingress.probes``): client addresses inside and outside
   source ranges, credentials, CORS requests and preflights, canary headers and cookies, bodies at and
-  over the size limit — and, for a rate-limited path, a burst of 100 requests from one client.
+  over the size limit — and, for a rate-limited path, a burst of 100 requests from one client;
+* on port 443, a TLS handshake per SNI and gRPC calls over TLS per method a gRPC host routes
+  (``tlsprobes.py``): the backend a passed-through connection reaches, the certificate served, the
+  status a gRPC client gets.
 
 The Ingress side is ingress-nginx as ``knetsim.ingress`` runs it (annotations included); the Gateway
 side is the Gateway's answer with Envoy Gateway's policies applied (``gateway.envoypolicies``). A weighted
