@@ -184,3 +184,16 @@ def test_route_and_trace_follow_a_passed_through_connection_to_the_ledger_pods()
     assert traced.exit_code == 0, traced.output
     assert "the controller's TCP proxy dials its ClusterIP (ssl-passthrough)" in traced.output
     assert "Outcome: connected (HTTP 200)" in traced.output
+
+
+def test_the_table_shows_the_certificate_where_it_differs() -> None:
+    new = _replace(_docs(NEW, CA), "TLSRoute", "ledger", lambda d: None)
+    out = CliRunner().invoke(cli, ["migrate", "check", "-f", "-"], input=yaml.safe_dump_all([*_docs(OLD), *new]))
+    assert out.exit_code == 1
+    [row] = [line for line in out.output.splitlines() if line.startswith("TLS handshake with SNI ledger")]
+    assert row.split("   ")[-2:] == [f"→ bank/ledger:443, certificate {LEDGER_CERT}",
+                                     f"no handshake, certificate {NO_HANDSHAKE}"]
+    json_out = CliRunner().invoke(cli, ["migrate", "check", "-f", "-", "-o", "json"],
+                                  input=yaml.safe_dump_all([*_docs(OLD), *new]))
+    [difference] = yaml.safe_load(json_out.stdout)["differences"]
+    assert (difference["ingress"]["certificate"], difference["gateway"]["certificate"]) == (LEDGER_CERT, NO_HANDSHAKE)

@@ -8,6 +8,7 @@ import click
 
 from ..gateway.envoypolicies import POLICY_KINDS as ENVOY_POLICY_KINDS
 from ..migration import check, convert
+from ..migration.tlsprobes import NO_HANDSHAKE
 from .common import (
     EXIT_NEGATIVE,
     cluster_options,
@@ -99,7 +100,7 @@ def _text(result) -> str:  # type: ignore[no-untyped-def]
     out = (f"Compared {len(result.comparisons)} requests through the Ingress side (ingress-nginx) and the Gateway "
            f"side: {len(diffs)} differ.\n")
     if diffs:
-        rows = [[c.describe(), ", ".join(c.differences), c.ingress.describe(), c.gateway.describe()] for c in diffs]
+        rows = [[c.describe(), ", ".join(c.differences), _answer(c, c.ingress), _answer(c, c.gateway)] for c in diffs]
         out += "\n" + tabulate(["REQUEST", "DIFFERS IN", "INGRESS", "GATEWAY"], rows)
         out += "\nWhy:\n"
         for c in diffs:
@@ -109,6 +110,18 @@ def _text(result) -> str:  # type: ignore[no-untyped-def]
         out += "\nNot measured (ingress-nginx behaviour HTTPRoute cannot express, or knetsim does not simulate):\n"
         out += "".join(f"  - {c.subject}: {c.message}\n" for c in result.caveats)
     return out
+
+
+def _answer(comparison, answer) -> str:  # type: ignore[no-untyped-def]
+    """One side's answer in a column: a TLS handshake nobody proxies is terminated (or failed), and the
+    certificate is shown where it is what differs."""
+    if comparison.request.scheme == "tls" and answer.status is None and answer.backend is None:
+        text = "no handshake" if answer.certificate in (None, NO_HANDSHAKE) else "terminated"
+    else:
+        text = answer.describe()
+    if "certificate" in comparison.differences:
+        text += f", certificate {answer.certificate}"
+    return text
 
 
 COMMANDS = [migrate_group]
