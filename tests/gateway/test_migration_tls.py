@@ -15,14 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
+from knetsim.gateway import route as gateway_route
 from knetsim.ingress import route as ingress_route
 from knetsim.migration import check
 from knetsim.migration.tlsprobes import NO_HANDSHAKE
+from knetsim.model.http import HTTPRequest
 
 from . import bank_example
 
@@ -197,3 +200,28 @@ def test_the_table_shows_the_certificate_where_it_differs() -> None:
                                   input=yaml.safe_dump_all([*_docs(OLD), *new]))
     [difference] = yaml.safe_load(json_out.stdout)["differences"]
     assert (difference["ingress"]["certificate"], difference["gateway"]["certificate"]) == (LEDGER_CERT, NO_HANDSHAKE)
+
+
+@pytest.mark.parametrize(("method", "taken", "passed_by"), [
+    ({"service": "bank.payments.Payments", "method": "Pay"}, "/bank.payments.Payments/Pay",
+     ["/bank.payments.Payments/Refund", "/bank.payments.Payments"]),
+    ({"service": "bank.payments.Payments"}, "/bank.payments.Payments/Refund", ["/bank.payments.PaymentsV2/Pay"]),
+    ({"method": "Pay"}, "/any.Service/Pay", ["/any.Service/Payout"]),
+    ({"type": "RegularExpression", "service": r"bank\.[a-z]+\.Payments"}, "/bank.payments.Payments/Pay",
+     ["/bank.payments.Payments/Pay/more", "/other.payments.Payments/Pay"]),
+])
+def test_an_http_request_takes_a_grpcroute_rule_by_its_path(method: dict[str, str], taken: str,
+                                                             passed_by: list[str]) -> None:
+    # Envoy Gateway writes GRPCRoute rules into the listener's HTTP route table as path matches.
+    def with_method(route: dict[str, Any]) -> dict[str, Any]:
+        route["spec"]["rules"][0]["matches"] = [{"method": method}]
+        return route
+
+    state = Cluster.from_yaml(yaml.safe_dump_all([*_docs(OLD), *_replace(_docs(NEW, CA), "GRPCRoute", "payments",
+                                                                          with_method)])).state
+    answer = gateway_route(state, "bank/eg-gateway", HTTPRequest("grpc.bank.example", taken, "POST", "https"))
+    assert (answer.outcome, f"{answer.backend.service}:{answer.backend.port}" if answer.backend else None) == \
+        ("proxied", "bank/payments:50051")
+    for path in passed_by:
+        assert gateway_route(state, "bank/eg-gateway", HTTPRequest("grpc.bank.example", path, "POST", "https")) \
+            .http_status == 404, path
