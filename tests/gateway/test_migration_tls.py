@@ -138,8 +138,33 @@ def test_a_grpc_method_match_of_another_service_loses_the_call() -> None:
     new = _replace(_docs(NEW, CA), "GRPCRoute", "payments", other)
     differences = _differences(_check(_docs(OLD), new))
     # The call ingress-nginx routes is UNIMPLEMENTED now, and the new service's call reaches a backend nginx never did.
-    assert differences == {"gRPC bank.payments.Payments/Probe to grpc.bank.example:443 (TLS)": ["status", "backend"],
-                           "gRPC bank.payments.Refunds/Probe to grpc.bank.example:443 (TLS)": ["status", "backend"]}
+    assert {k: v for k, v in differences.items() if k.startswith("gRPC")} == {
+        "gRPC bank.payments.Payments/Probe to grpc.bank.example:443 (TLS)": ["status", "backend"],
+        "gRPC bank.payments.Refunds/Probe to grpc.bank.example:443 (TLS)": ["status", "backend"]}
+    # So do the service's paths asked over plain https.
+    assert differences["GET https://grpc.bank.example/bank.payments.Payments/x"] == ["status", "backend"]
+    assert all(k.startswith(("gRPC", "GET https://grpc.bank.example/bank.payments.Payments",
+                             "POST https://grpc.bank.example/bank.payments.Payments")) for k in differences)
+
+
+def test_an_http_path_beside_the_grpc_service_on_its_host_is_checked_too() -> None:
+    # The payments host also serves a health page over plain HTTP/1.1 (its own Ingress, no backend-protocol).
+    status = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+              "metadata": {"name": "status", "namespace": "bank"},
+              "spec": {"ingressClassName": "nginx",
+                       "tls": [{"hosts": ["grpc.bank.example"], "secretName": "grpc-cert"}],
+                       "rules": [{"host": "grpc.bank.example", "http": {"paths": [
+                           {"path": "/healthz", "pathType": "Exact",
+                            "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}
+    old = [*_docs(OLD), status]
+    conversion = CliRunner().invoke(cli, ["migrate", "ingress", "-f", "-"], input=yaml.safe_dump_all(old))
+    new = [d for d in yaml.safe_load_all(conversion.output) if d]
+    assert _differences(_check(old, [*new, *_docs(CA)])) == {}
+    lost = _replace(new, "HTTPRoute", "status", lambda d: None)
+    differences = _differences(_check(old, [*lost, *_docs(CA)]))
+    assert differences["GET https://grpc.bank.example/healthz"] == ["status", "backend"]
+    assert all(k.startswith(("GET https://grpc.bank.example/healthz", "POST https://grpc.bank.example/healthz"))
+               for k in differences)
 
 
 def test_a_grpc_host_without_a_certificate_is_reached_by_tls_on_ingress_nginx_only() -> None:

@@ -123,8 +123,9 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     tls = {h.lower() for ing in state.ingresses.values() for t in ing.tls for h in t.hosts}
     tls |= {(li.hostname or "").lower() for gw in state.gateways.values() for li in gw.listeners
             if li.protocol == "HTTPS" and li.hostname}
-    # TLS handshakes and gRPC calls ask these hosts' https side (tlsprobes.py).
-    probed = tlsprobes.passthrough_hosts(state) | tlsprobes.grpc_hosts(state)
+    # A passed-through host's https is the backend's own business: TLS handshakes ask it (tlsprobes.py). A gRPC
+    # host's https paths are still sent (a host may mix gRPC and HTTP locations); its calls are added there too.
+    probed = tlsprobes.passthrough_hosts(state)
     tls -= probed
     out = []
     paths = probes.path_probes(_paths(state))

@@ -19,8 +19,10 @@ What an HTTP request cannot show is sent as what clients really send:
   ingress-nginx's port 80 speaks no HTTP/2, so gRPC clients of ingress-nginx use TLS: calls are sent
   over TLS only.
 
-Plain https requests to a passed-through host or a gRPC host are left to these probes (what follows a
-passed-through handshake is the backend's own business; a gRPC backend is asked in gRPC).
+Plain https requests to a passed-through host are left to these probes (what follows a passed-through
+handshake is the backend's own business). A gRPC host's paths are also sent as plain https requests: a
+host may mix gRPC and HTTP locations, and Envoy Gateway matches GRPCRoute rules by path in the same route
+table as HTTPRoute rules (``gateway.router``).
 """
 
 from __future__ import annotations
