@@ -9,6 +9,7 @@ from tests.conftest import cluster_from
 
 from knetsim.cluster.config import config_from_dict
 from knetsim.dns import lookup
+from knetsim.dns.hostsfile import hosts_file
 from knetsim.network import trace
 from knetsim.policy.engine import evaluate
 
@@ -109,3 +110,13 @@ spec:
     # Through a trace: the IPv4 connection (getaddrinfo's first) is dropped, the IPv6 one gets through.
     assert trace(state, "default/client", "http://web").outcome == "timeout"
     assert trace(state, "default/client", "http://[fd00:10:96::80]/").outcome == "connected"
+
+
+def test_the_hosts_file_lists_the_pods_address_of_each_family(dual):
+    # kubelet's managedHostsFileContent writes one line per status.podIPs entry, primary family first,
+    # and separates a subdomain pod's names by tabs.
+    client = next(p for p in dual.pods_in("default") if p.name == "client")
+    assert len(client.pod_ips) == 2
+    lines = hosts_file(dual, client).splitlines()
+    assert lines[-2:] == [f"{client.pod_ips[0]}\tclient", f"{client.pod_ips[1]}\tclient"]
+    assert ":" not in client.pod_ips[0] and ":" in client.pod_ips[1]
