@@ -120,3 +120,26 @@ def test_the_hosts_file_lists_the_pods_address_of_each_family(dual):
     lines = hosts_file(dual, client).splitlines()
     assert lines[-2:] == [f"{client.pod_ips[0]}\tclient", f"{client.pod_ips[1]}\tclient"]
     assert ":" not in client.pod_ips[0] and ":" in client.pod_ips[1]
+
+
+def test_a_single_stack_nodeport_opens_on_the_node_addresses_of_its_family_only():
+    web6 = """
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web6}
+spec:
+  type: NodePort
+  ipFamilyPolicy: SingleStack
+  ipFamilies: [IPv6]
+  selector: {app: web}
+  ports: [{port: 8080, targetPort: 80, nodePort: 31215}]
+"""
+    state = cluster_from(APP + web6, config=config_from_dict({"ipFamily": "dual"})).state
+    worker = next(n for n in state.nodes.values() if n.name == "worker")
+    v4, v6 = worker.internal_ips
+    assert trace(state, "default/client", f"http://[{v6}]:31215/").outcome == "connected"
+    # kube-proxy's IPv4 proxier never saw the Service: the node's own kernel resets the connection.
+    refused = trace(state, "default/client", f"http://{v4}:31215/")
+    assert refused.outcome == "refused", [h.detail for h in refused.hops]
+    assert "no NodePort 31215/TCP" in refused.hops[1].detail
