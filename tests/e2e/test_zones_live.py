@@ -128,3 +128,8 @@ def test_a_dual_stack_service_shows_both_families(zones: Cluster) -> None:
                                        "jsonpath={.status.podIPs}").stdout)
     hosts = zones.kubectl("exec", "-n", "zones", client, "--", "cat", "/etc/hosts").stdout.splitlines()
     assert hosts[-2:] == [f"{p['ip']}\t{client}" for p in pod_ips]
+    # Over IPv6, nginx logs the client's IPv6 address.
+    zones.kubectl("exec", "-n", "zones", client, "--", "wget", "-qO-", f"http://[{ips[1]}]/")
+    logs = "".join(zones.kubectl("logs", "-n", "zones", p["metadata"]["name"]).stdout
+                   for p in zones.get_json("pods", "-n", "zones", "-l", "app=web")["items"])
+    assert f"{pod_ips[1]['ip']} - - [" in logs

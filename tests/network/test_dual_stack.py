@@ -79,6 +79,10 @@ def test_an_ipv6_address_connects_over_ipv6(dual):
     result = trace(dual, "default/client", "http://[fd00:10:96::80]/")
     assert result.outcome == "connected", [h.detail for h in result.hops]
     assert result.backend is not None and result.backend.ip.startswith("fd00:10:244:")
+    # The backend sees (and its access log writes) the client's IPv6 address.
+    client = next(p for p in dual.pods_in("default") if p.name == "client")
+    assert result.backend.client_ip == client.pod_ips[1]
+    assert trace(dual, "default/client", "http://10.96.0.80/").backend.client_ip == client.pod_ips[0]
 
 
 def test_an_ipv6_only_cluster_resolves_aaaa_and_connects():

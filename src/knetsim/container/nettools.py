@@ -74,7 +74,8 @@ def report_served(ctx: Ctx, t: Any, method: str, url: str, headers: Mapping[str,
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lower = {k.lower(): v for k, v in headers.items()}
-    ctx.served(Served(t.backend.pod, t.backend.port, ctx.pod.pod_ip or "", method, target, t.reply.status,
+    ctx.served(Served(t.backend.pod, t.backend.port, t.backend.client_ip or ctx.pod.pod_ip or "", method, target,
+                      t.reply.status,
                       len(t.reply.body.encode()), lower.get("user-agent", ""), lower.get("referer", ""),
                       lower.get("x-forwarded-for", "")))
 

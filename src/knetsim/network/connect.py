@@ -384,7 +384,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     state = run.state
     port = target.port
     allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
-    backend = Backend(target.name, target.ip, port)
+    backend = Backend(target.name, target.ip, port, target.snat or src_ip)
     if not allowed:
         fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]
         run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
