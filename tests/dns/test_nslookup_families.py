@@ -89,3 +89,12 @@ def test_a_name_outside_every_zone_fails_in_both_queries(single) -> None:
     code, out = nslookup(single, "web.nowhere")
     assert code == 1
     assert out.count("** server can't find web.nowhere: NXDOMAIN") == 2
+
+
+def test_an_ipv6_nameserver_is_bracketed_with_its_port() -> None:
+    state = cluster_from(APP.replace("PreferDualStack", "SingleStack").replace("10.96.0.80, ", "")
+                         .replace("clusterIP: 10.96.0.80", 'clusterIP: "fd00:10:96::80"'),
+                         config=config_from_dict({"ipFamily": "ipv6"})).state
+    code, out = nslookup(state, "-type=AAAA", "web.default.svc.cluster.local")
+    assert code == 0
+    assert out.startswith("Server:\t\tfd00:10:96::a\nAddress:\t[fd00:10:96::a]:53\n\n")
