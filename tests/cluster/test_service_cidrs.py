@@ -143,3 +143,21 @@ def test_service_cidr_validation(spec, error):
     with pytest.raises(InputError) as info:
         cluster_from(f"apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {{name: bad}}\nspec: {spec}\n")
     assert info.value.problems[0].endswith(error)
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    # apimachinery's strict IsValidIP, as ValidateIPAddressName applies it to the name.
+    ('"fd00:10:96::00ab"', 'metadata.name: Invalid value: "fd00:10:96::00ab": must be in canonical form '
+     '("fd00:10:96::ab")'),
+    ('"FD00:10:96::AB"', 'metadata.name: Invalid value: "FD00:10:96::AB": must be in canonical form '
+     '("fd00:10:96::ab")'),
+    ("010.96.0.50", 'metadata.name: Invalid value: "010.96.0.50": must not have leading 0s'),
+    ('"::ffff:10.96.0.50"', 'metadata.name: Invalid value: "::ffff:10.96.0.50": must not be an IPv4-mapped IPv6 '
+     "address"),
+    ("web", 'metadata.name: Invalid value: "web": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+])
+def test_an_ip_address_is_named_by_its_canonical_address(name, error):
+    with pytest.raises(InputError) as info:
+        cluster_from(f"apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {{name: {name}}}\n"
+                     "spec: {parentRef: {resource: services, namespace: default, name: x}}\n")
+    assert info.value.problems[0].endswith(error), info.value.problems
