@@ -161,3 +161,18 @@ def test_an_ip_address_is_named_by_its_canonical_address(name, error):
         cluster_from(f"apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {{name: {name}}}\n"
                      "spec: {parentRef: {resource: services, namespace: default, name: x}}\n")
     assert info.value.problems[0].endswith(error), info.value.problems
+
+
+@pytest.mark.parametrize(("cidrs", "error"), [
+    # apimachinery's strict IsValidCIDR, as ValidateServiceCIDR applies it to each CIDR.
+    ("[10.96.0.1/16]", 'spec.cidrs[0]: Invalid value: "10.96.0.1/16": must not have bits set beyond the prefix length'),
+    ("['fd00:10:96:0::/112']", 'spec.cidrs[0]: Invalid value: "fd00:10:96:0::/112": must be in canonical form '
+     '("fd00:10:96::/112")'),
+    ("[10.96.0.0/016]", 'spec.cidrs[0]: Invalid value: "10.96.0.0/016": must not have leading 0s in IP or prefix '
+     "length"),
+])
+def test_a_service_cidr_is_a_canonical_subnet(cidrs, error):
+    with pytest.raises(InputError) as info:
+        cluster_from("apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: bad}\n"
+                     f"spec: {{cidrs: {cidrs}}}\n")
+    assert info.value.problems[0].endswith(error), info.value.problems
