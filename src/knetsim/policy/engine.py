@@ -49,7 +49,22 @@ from .rules import (
     peer_matches,
     rule_connections,
 )
-from .tiers import DEFAULT_TIER, NETWORK_POLICY_TIER, TierDecision, TierRuleMatch, combine, decide, tier_sets
+from .tiers import (
+    ACCEPTED,
+    CLUSTER_TIERS,
+    DEFAULT_TIER,
+    DENIED,
+    NETWORK_POLICY_TIER,
+    NEXT,
+    ORDER,
+    Answer,
+    TierDecision,
+    TierRuleMatch,
+    combine,
+    decide,
+    run,
+    tier_sets,
+)
 
 
 class PolicyInputError(ValueError):
@@ -422,41 +437,42 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
     selecting = index.selecting(pod, direction)
-    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
-    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
+    cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
+               for tier in ORDER if tier in CLUSTER_TIERS}
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name \
-            and (selecting or admin or baseline):
+            and (selecting or any(cluster.values())):
         # Before every tier: kube-network-policies accepts the node's own traffic (kubelet probes) in the kernel.
         return DirectionVerdict(direction, pod.key, True, bool(selecting), tuple((p.kind, p.key) for p in selecting),
                                 True, (), (), f"the source is {pod.key}'s own node ({peer_ep.ip}): traffic from the "
                                 "node a pod runs on is always allowed")
     np = _network_policy_tier(index, direction, pod_ep, peer_ep, protocol, port, selecting)
-    if not admin and not baseline:
+    if not any(cluster.values()):
         return np
-    cluster = tuple((p.kind, p.name, p.tier) for p in (*admin, *baseline))
+    selected = tuple((p.kind, p.name, p.tier) for tier in ORDER for p in cluster.get(tier, ()))
     ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
-    passed: tuple[TierRuleMatch, ...] = ()
-    if admin:
-        decision = decide(admin, direction, peer_ep, dst, protocol, port, ctx)
-        if decision.verdict != "Next":
-            return _cluster_decision(decision, np, passed, cluster)
-        if decision.match is not None:
-            passed = (decision.match,)
-    if np.isolated:
+
+    def evaluate(tier: str) -> Answer[TierDecision | DirectionVerdict] | None:
+        if tier == NETWORK_POLICY_TIER:
+            return Answer(ACCEPTED if np.allowed else DENIED, np) if np.isolated else None
+        if not cluster[tier]:
+            return None
+        decision = decide(cluster[tier], direction, peer_ep, dst, protocol, port, ctx)
+        return Answer(decision.verdict, decision, decision.match if decision.verdict == NEXT else None)
+
+    outcome = run(evaluate)
+    passed = outcome.passed
+    if outcome.tier == NETWORK_POLICY_TIER:
         reason = f"{_passed_text(passed)} to the NetworkPolicy tier; {np.reason}" if passed else np.reason
-        return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
-    if baseline:
-        decision = decide(baseline, direction, peer_ep, dst, protocol, port, ctx)
-        if decision.verdict != "Next":
-            return _cluster_decision(decision, np, passed, cluster)
-        if decision.match is not None:
-            passed = (*passed, decision.match)
-    names = ", ".join(f"{k} {n}" for k, n, _ in cluster)
+        return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
+    if outcome.answer is not None:
+        assert isinstance(outcome.answer.detail, TierDecision)
+        return _cluster_decision(outcome.answer.detail, np, passed, selected)
+    names = ", ".join(f"{k} {n}" for k, n, _ in selected)
     head = f"{_passed_text(passed)}; " if passed else ""
     reason = (f"{head}no NetworkPolicy selects {pod.key} for {direction} and no rule of {names} decides it: "
               f"allowed by default")
-    return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
+    return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -519,20 +535,24 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return ConnSet.all()
     pod = pod_ep.pod
-    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
-    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return ConnSet.all()
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
-    if not admin and not baseline:
+    cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
+               for tier in ORDER if tier in CLUSTER_TIERS}
+    if not any(cluster.values()):
         return ConnSet.all() if allowed is None else allowed
     ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
-    # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
     none = (ConnSet.none(), ConnSet.none())
-    network_policy = none if allowed is None else (allowed, ConnSet.all())
-    return combine([tier_sets(admin, direction, peer_ep, dst, ctx)[:2] if admin else none, network_policy,
-                    tier_sets(baseline, direction, peer_ep, dst, ctx)[:2] if baseline else none])
+
+    def sets(tier: str) -> tuple[ConnSet, ConnSet]:
+        if tier == NETWORK_POLICY_TIER:
+            # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
+            return none if allowed is None else (allowed, ConnSet.all())
+        return tier_sets(cluster[tier], direction, peer_ep, dst, ctx)[:2] if cluster[tier] else none
+
+    return combine([sets(tier) for tier in ORDER])
 
 
 def direction_connections(state: ClusterState, direction: str, pod: str | Pod | Endpoint, peer: str | Pod | Endpoint,
