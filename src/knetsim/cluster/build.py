@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import admission, gatewayapi
-from ..model.admission import FieldValidation
+from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
@@ -44,6 +44,8 @@ from .system import INGRESS_NGINX_CONTROLLER, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
+UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 ENDPOINTS_DEPRECATION = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
@@ -105,22 +107,26 @@ def _describe(doc: Document, namespace: str) -> str:
     return Document(doc.source, {**doc.body, "metadata": {**doc.body["metadata"], "namespace": namespace}}).describe()
 
 
-def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted:
+def admit(documents: Iterable[Document], namespace: str = "default",
+          validation: Validation = Validation.STRICT) -> Admitted:
     """Decoding, defaulting and validation of every document (model.admission), errors collected.
 
     Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
     unknown field refuses the object); objects read from a live cluster with Warn, since a field a
-    newer server knows is no reason to drop what that cluster runs.
+    newer server knows is no reason to drop what that cluster runs. ``validation`` is kubectl's
+    ``--validate``: ``warn`` decodes everything with Warn; ``ignore`` also keeps what validation refuses,
+    each such object noticed (``InvalidKept``) so that every answer can say it was analysed as written.
     """
     docs = list(documents)
     crds = input_crds(docs)
     out = Admitted()
+    keep_invalid = validation == Validation.IGNORE
     for doc in docs:
         live = from_live_cluster(doc.body)
-        mode = FieldValidation.WARN if live else FieldValidation.STRICT
+        mode = FieldValidation.WARN if live or validation != Validation.STRICT else FieldValidation.STRICT
         try:
             body, decoded, kind = admission.admit(doc.body, namespace=namespace, field_validation=mode,
-                                                  extra_crds=crds)
+                                                  extra_crds=crds, keep_invalid=keep_invalid)
         except admission.NoKindMatch as exc:
             out.errors.append(ManifestError(doc.source, doc.describe(), f"{exc.message}; ensure CRDs are installed "
                                                                         "first"))
@@ -139,18 +145,24 @@ def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
                                       "kept but not checked or simulated", admitted.describe(), doc.source))
         for warning in decoded.warnings:
-            out.notices.append(Notice("UnknownField", f"{warning} (dropped, as the API server does with "
+            out.notices.append(Notice(UNKNOWN_FIELD, f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
+        if decoded.refused:
+            out.notices.append(Notice(INVALID_KEPT, "analysed as written (--validate=ignore); the API server would "
+                                      f"refuse it: {'; '.join(str(e) for e in decoded.refused)}",
+                                      admitted.describe(), doc.source))
         out.documents.append(admitted)
     return out
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
-                  namespace: str = "default", *, authoritative: frozenset[str] = frozenset()) -> BuildResult:
+                  namespace: str = "default", *, authoritative: frozenset[str] = frozenset(),
+                  validation: Validation = Validation.STRICT) -> BuildResult:
     """``authoritative``: kinds the input lists completely (a live cluster's read): the built-in system
-    objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's."""
+    objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's.
+    ``validation``: kubectl's ``--validate`` (``admit``)."""
     config = config or ClusterConfig()
-    result = admit(documents, namespace)
+    result = admit(documents, namespace, validation)
     admitted, errors = result.documents, result.errors
     state = ClusterState(config=config)
     state.notices.extend(result.notices)

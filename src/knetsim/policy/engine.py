@@ -118,8 +118,12 @@ def policy_index(state: ClusterState) -> PolicyIndex:
 
 def build_index(state: ClusterState) -> PolicyIndex:
     ebpf = state.config.dataplane == "ebpf"
-    policies = [from_network_policy(np) for _, np in sorted(state.network_policies.items())]
-    unenforced, problems = [], []
+    policies, unenforced, problems = [], [], []
+    for _, np in sorted(state.network_policies.items()):
+        try:
+            policies.append(from_network_policy(np))
+        except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
+            problems.append(f"{np.source}: NetworkPolicy {np.key}: {exc}")
     for obj in state.objects_of(cilium.KIND):
         if not ebpf:
             unenforced.append(f"{cilium.KIND} {obj.key}")

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ..cluster.build import INVALID_KEPT
 from ..cluster.state import ClusterState
 from ..model.loader import BUILTIN
 from ..model.objects import Pod
@@ -919,7 +920,12 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes), tiers)
+                  (*notes(index, state), *row_notes, *invalid_kept(state)), tiers)
+
+
+def invalid_kept(state: ClusterState) -> list[str]:
+    """The objects in the answer that the API server would refuse (``--validate=ignore``), each named."""
+    return [str(n) for n in state.notices if n.code == INVALID_KEPT]
 
 
 __all__ = ["OTHER", "Atom", "AtomMasks", "AtomWord", "Block", "ClassPairs", "ClusterPolicyTier", "Matrix",
