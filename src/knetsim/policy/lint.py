@@ -26,7 +26,7 @@ from .cluster_lint import cluster_lint
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
 from .findings import Finding
 from .ports import ConnSet
-from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, Peer, Policy, Rule, peer_matches
+from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, IPRange, Peer, Policy, Rule, peer_matches
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
                                "local-path-storage", "envoy-gateway-system"})
@@ -62,6 +62,74 @@ def _subject(policy: Policy) -> str:
     return f"{policy.kind} {policy.key}"
 
 
+class _PeerPods:
+    """The pods each distinct peer matches, computed once per lint: a thousand policies repeat a handful of peer
+    shapes, and matching every pod of a 10,000-pod cluster against every peer of every rule is the whole cost."""
+
+    def __init__(self, state: ClusterState, index: PolicyIndex) -> None:
+        self.state = state
+        self.ctx = index.ctx
+        self.endpoints = [pod_endpoint(state, p) for p in state.pods.values()]  # the state's order, as before
+        self.order = {ep.name: i for i, ep in enumerate(self.endpoints)}
+        self.by_namespace: dict[str, list[Endpoint]] = {}
+        for ep in self.endpoints:
+            assert ep.pod is not None
+            self.by_namespace.setdefault(ep.pod.namespace, []).append(ep)
+        self.ranges = _ip_ranges(index)
+        self._cache: dict[Peer, frozenset[str]] = {}
+        self._namespaces: dict[Selector, list[str]] = {}
+        self._alike: dict[str, tuple[Any, ...]] = {}
+
+    def namespaces(self, selector: Selector) -> list[str]:
+        """The namespaces ``selector`` picks, by name."""
+        found = self._namespaces.get(selector)
+        if found is None:
+            found = self._namespaces[selector] = [ns for ns in sorted(self.state.namespaces)
+                                                  if selector.matches(self.state.namespace_labels(ns))]
+        return found
+
+    def alike(self, ep: Endpoint) -> tuple[Any, ...]:
+        """What policy reads of a pod endpoint (namespace, labels, named ports, the address ranges its IP is in):
+        two pods alike here get the same answer from every rule."""
+        found = self._alike.get(ep.name)
+        if found is None:
+            pod = ep.pod
+            assert pod is not None
+            ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
+                                 if p.name))
+            found = self._alike[ep.name] = (pod.namespace, tuple(sorted(pod.labels.items())), ports,
+                                            tuple(i for i, r in enumerate(self.ranges) if r.contains(ep.ip)))
+        return found
+
+    def keys(self, peer: Peer) -> frozenset[str]:
+        """``ns/name`` of every pod ``peer`` matches (its position in the rule does not matter)."""
+        key = dataclasses.replace(peer, index=0)
+        found = self._cache.get(key)
+        if found is None:
+            found = frozenset(ep.name for ep in self._candidates(key) if peer_matches(None, key, ep, self.ctx))
+            self._cache[key] = found
+        return found
+
+    def _candidates(self, peer: Peer) -> list[Endpoint]:
+        """The pods a pod peer can match at all: those of its namespace, or of the namespaces its selector picks."""
+        if peer.kind != "pods":
+            return self.endpoints
+        if peer.namespace_selector is None:
+            return self.by_namespace.get(peer.namespace or "", [])
+        return [ep for ns in sorted(self.by_namespace)
+                if peer.namespace_selector.matches(self.ctx.namespace_labels(ns)) for ep in self.by_namespace[ns]]
+
+    def pods(self, keys: frozenset[str]) -> list[Pod]:
+        """The pods of ``keys``, in the state's order."""
+        return [self.state.pods[k] for k in sorted(keys, key=self.order.__getitem__)]
+
+    def of_any(self, peers: Iterable[Peer]) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for peer in peers:
+            out |= self.keys(peer)
+        return out
+
+
 def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any]) -> str:
     wanted = selector.equality_map() if selector is not None else None
     if not wanted:
@@ -70,7 +138,7 @@ def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any])
     return "".join(f"; {w} is not on any of them, nearest is {n} ({how})" for w, n, how in near[:2])
 
 
-def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
@@ -89,19 +157,15 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                     if peer.kind != "pods":
                         continue
                     where = f"spec.{direction}[{rule.index}].{side}[{peer.index}]"
-                    if peer.namespace_selector is not None:
-                        nss = [ns for ns in sorted(state.namespaces)
-                               if peer.namespace_selector.matches(state.namespace_labels(ns))]
-                        if not nss:
-                            fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
-                            out.append(Finding(
-                                "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
-                                f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
-                                "namespace" + _hint(peer.namespace_selector,
-                                                    [state.namespace_labels(n) for n in state.namespaces]), fix))
-                            continue
-                    ctx = index.ctx
-                    if not any(peer_matches(policy, peer, pod_endpoint(state, p), ctx) for p in state.pods.values()):
+                    if peer.namespace_selector is not None and not matched.namespaces(peer.namespace_selector):
+                        fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
+                        out.append(Finding(
+                            "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
+                            f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
+                            "namespace" + _hint(peer.namespace_selector,
+                                                [state.namespace_labels(n) for n in state.namespaces]), fix))
+                        continue
+                    if not matched.keys(peer):
                         scope = [p.labels for p in (state.pods_in(peer.namespace) if peer.namespace_selector is None
                                                     else state.pods.values())]
                         out.append(Finding(
@@ -176,7 +240,7 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
-def _service_ports(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _service_ports(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
@@ -184,17 +248,20 @@ def _service_ports(state: ClusterState, index: PolicyIndex) -> list[Finding]:
         selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
+                numbered = [port for port in rule.ports or () if isinstance(port.port, int) and port.end_port is None]
+                if not numbered:
+                    continue
                 if direction == INGRESS:
                     targets = selected
                 elif rule.peers is None:
                     continue
                 else:
-                    targets = [p for p in state.pods.values() if any(
-                        peer_matches(policy, peer, pod_endpoint(state, p), index.ctx) for peer in rule.peers)]
+                    targets = matched.pods(matched.of_any(rule.peers))
                 targets = [p for p in targets if not p.host_network]
-                for port in rule.ports or ():
-                    if not isinstance(port.port, int) or port.end_port is not None or not targets:
+                for port in numbered:
+                    if not targets:
                         continue
+                    assert isinstance(port.port, int)
                     finding = _service_port_finding(state, policy, direction, rule, port.index, port.protocol,
                                                     port.port, targets)
                     if finding is not None:
@@ -275,13 +342,18 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
     return out
 
 
-def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     eps = [pod_endpoint(state, p) for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
+    by_namespace: dict[str, list[Endpoint]] = {}
+    for e in eps:
+        assert e.pod is not None
+        by_namespace.setdefault(e.pod.namespace, []).append(e)
+    answers: dict[tuple[Any, ...], ConnSet] = {}  # as written, by pair shape
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
             continue
-        selected = [e for e in eps if e.pod is not None and e.pod.namespace == policy.namespace
+        selected = [e for e in by_namespace.get(policy.namespace, ()) if e.pod is not None
                     and policy.selector.matches(e.pod.labels)]
         if not selected:
             continue
@@ -292,7 +364,7 @@ def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                     continue
                 for label, peers in _readings(policy, rule):
                     alt = _with_rule(index, policy, direction, dataclasses.replace(rule, peers=peers))
-                    pair = _differing_pair(index, alt, policy, rule, peers, selected, eps, direction)
+                    pair = _differing_pair(index, alt, rule, peers, selected, eps, direction, matched, answers)
                     if pair is None:
                         continue
                     src, dst, written, other = pair
@@ -308,31 +380,48 @@ def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
-def _differing_pair(index: PolicyIndex, alt: PolicyIndex, policy: Policy, rule: Rule,
-                    peers: tuple[Peer, ...], selected: list[Endpoint], eps: list[Endpoint],
-                    direction: str) -> tuple[str, str, ConnSet, ConnSet] | None:
-    ctx = index.ctx
+def _ip_ranges(index: PolicyIndex) -> tuple[IPRange, ...]:
+    ranges = {peer.ip_range for policy in (*index.policies, *index.cluster) for d in (INGRESS, EGRESS)
+              for rule in policy.rules(d) or () for peer in rule.peers or () if peer.ip_range is not None}
+    return tuple(sorted(ranges, key=lambda r: r.describe()))
+
+
+def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tuple[Peer, ...],
+                    selected: list[Endpoint], eps: list[Endpoint], direction: str, matched: _PeerPods,
+                    answers: dict[tuple[Any, ...], ConnSet]) -> tuple[str, str, ConnSet, ConnSet] | None:
+    """The first pod pair (in name order) the two readings answer differently; ``answers`` keeps the answers as
+    written by pair shape, across rules and readings."""
     assert rule.peers is not None
+    now_keys, then_keys = matched.of_any(rule.peers), matched.of_any(peers)
+    tried: set[tuple[Any, ...]] = set()
     for ep in eps:
-        now = any(peer_matches(policy, p, ep, ctx) for p in rule.peers)
-        then = any(peer_matches(policy, p, ep, ctx) for p in peers)
-        if now == then:
+        assert ep.pod is not None
+        if (ep.name in now_keys) == (ep.name in then_keys):
             continue
         for own in selected:
             if own is ep:
                 continue
             src, dst = (ep, own) if direction == INGRESS else (own, ep)
-            written, other = _pair_sets(index, src, dst), _pair_sets(alt, src, dst)
-            if written != other:
-                return src.name, dst.name, written, other
+            shape = (matched.alike(src), matched.alike(dst))
+            if shape in tried:
+                continue
+            tried.add(shape)
+            as_written = answers.get(shape)
+            if as_written is None:
+                as_written = answers[shape] = _pair_sets(index, src, dst)
+            other = _pair_sets(alt, src, dst)
+            if as_written != other:
+                return src.name, dst.name, as_written, other
     return None
 
 
 def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
-    findings = (_selects_nothing(state, index) + _not_isolated(state, index) + _dns(state, index)
-                + _service_ports(state, index) + _and_or(state, index) + cluster_lint(state, index))
+    matched = _PeerPods(state, index)
+    findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
+                + _service_ports(state, index, matched) + _and_or(state, index, matched)
+                + cluster_lint(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 
