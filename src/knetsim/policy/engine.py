@@ -27,7 +27,7 @@ import dataclasses
 import ipaddress
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -84,10 +84,17 @@ class PolicyIndex:
     problems: tuple[str, ...] = ()  # CiliumNetworkPolicies (or cluster policies) that could not be read
     cluster: tuple[cnp.ClusterPolicy, ...] = ()  # enforced ClusterNetworkPolicies/ANPs/BANPs, tier by tier, in order
     cluster_unenforced: tuple[str, ...] = ()  # present but not enforced (Cilium implements none of them)
+    # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
+    _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
+                                                            compare=False)
 
     def selecting(self, pod: Pod, direction: str) -> list[Policy]:
-        return [p for p in self.by_namespace.get(pod.namespace, ())
-                if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+        key = (pod.key, direction)
+        found = self._selecting.get(key)
+        if found is None:
+            found = self._selecting[key] = [p for p in self.by_namespace.get(pod.namespace, ())
+                                            if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+        return found
 
     def tier(self, name: str) -> tuple[cnp.ClusterPolicy, ...]:
         return tuple(p for p in self.cluster if p.tier == name)

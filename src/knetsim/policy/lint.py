@@ -16,7 +16,7 @@ it. Codes:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -312,12 +312,10 @@ def _with_rule(index: PolicyIndex, policy: Policy, direction: str, rule: Rule) -
     rules[rule.index] = rule
     changed = dataclasses.replace(policy, **{direction: tuple(rules)})
     policies = tuple(changed if p is policy else p for p in index.policies)
-    by_ns = {ns: tuple(changed if p is policy else p for p in ps) for ns, ps in index.by_namespace.items()}
+    # A policy is in its own namespace's list only: the other namespaces' lists are shared as they are.
+    by_ns = {**index.by_namespace,
+             policy.namespace: tuple(changed if p is policy else p for p in index.by_namespace[policy.namespace])}
     return dataclasses.replace(index, policies=policies, by_namespace=by_ns)
-
-
-def _pair_sets(index: PolicyIndex, src: Endpoint, dst: Endpoint) -> ConnSet:
-    return _direction_set(index, EGRESS, src, dst) & _direction_set(index, INGRESS, dst, src)
 
 
 def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
@@ -344,12 +342,12 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
 
 def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
-    eps = [pod_endpoint(state, p) for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
+    eps = {k: pod_endpoint(state, p) for k, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network}
     by_namespace: dict[str, list[Endpoint]] = {}
-    for e in eps:
+    for e in eps.values():
         assert e.pod is not None
         by_namespace.setdefault(e.pod.namespace, []).append(e)
-    answers: dict[tuple[Any, ...], ConnSet] = {}  # as written, by pair shape
+    answers: dict[tuple[Any, ...], tuple[ConnSet, ConnSet]] = {}  # (egress, ingress) as written, by pair shape
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
             continue
@@ -387,29 +385,45 @@ def _ip_ranges(index: PolicyIndex) -> tuple[IPRange, ...]:
 
 
 def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tuple[Peer, ...],
-                    selected: list[Endpoint], eps: list[Endpoint], direction: str, matched: _PeerPods,
-                    answers: dict[tuple[Any, ...], ConnSet]) -> tuple[str, str, ConnSet, ConnSet] | None:
+                    selected: list[Endpoint], eps: Mapping[str, Endpoint], direction: str, matched: _PeerPods,
+                    answers: dict[tuple[Any, ...], tuple[ConnSet, ConnSet]]
+                    ) -> tuple[str, str, ConnSet, ConnSet] | None:
     """The first pod pair (in name order) the two readings answer differently; ``answers`` keeps the answers as
-    written by pair shape, across rules and readings."""
+    written by pair shape, across rules and readings. Only the pods one reading matches and the other does not
+    can differ, and pods alike (``_PeerPods.alike``) answer alike: each pair of shapes is asked once."""
     assert rule.peers is not None
-    now_keys, then_keys = matched.of_any(rule.peers), matched.of_any(peers)
+    differ = matched.of_any(rule.peers) ^ matched.of_any(peers)
+    owns: dict[tuple[Any, ...], list[Endpoint]] = {}
+    for own in selected:
+        found = owns.setdefault(matched.alike(own), [])
+        if len(found) < 2:  # a second one stands in where the first is the peer itself
+            found.append(own)
     tried: set[tuple[Any, ...]] = set()
-    for ep in eps:
-        assert ep.pod is not None
-        if (ep.name in now_keys) == (ep.name in then_keys):
-            continue
-        for own in selected:
-            if own is ep:
+    for name in sorted(differ):
+        ep = eps.get(name)
+        if ep is None:
+            continue  # no address, or hostNetwork: not a pod peer
+        shape = matched.alike(ep)
+        for own_shape, candidates in owns.items():
+            if (shape, own_shape) in tried:
                 continue
+            own = next((o for o in candidates if o is not ep), None)
+            if own is None:
+                continue
+            tried.add((shape, own_shape))
             src, dst = (ep, own) if direction == INGRESS else (own, ep)
-            shape = (matched.alike(src), matched.alike(dst))
-            if shape in tried:
-                continue
-            tried.add(shape)
-            as_written = answers.get(shape)
-            if as_written is None:
-                as_written = answers[shape] = _pair_sets(index, src, dst)
-            other = _pair_sets(alt, src, dst)
+            key = (shape, own_shape) if direction == INGRESS else (own_shape, shape)
+            # Only the reading's own direction differs between the two indexes: the other is asked once.
+            egress, ingress = answers.get(key) or (None, None)
+            if egress is None or ingress is None:
+                egress = _direction_set(index, EGRESS, src, dst)
+                ingress = _direction_set(index, INGRESS, dst, src)
+                answers[key] = (egress, ingress)
+            as_written = egress & ingress
+            if direction == INGRESS:
+                other = egress & _direction_set(alt, INGRESS, dst, src)
+            else:
+                other = _direction_set(alt, EGRESS, src, dst) & ingress
             if as_written != other:
                 return src.name, dst.name, as_written, other
     return None

@@ -11,6 +11,7 @@ manifest, so a verdict can point at ``spec.ingress[1].from[0]``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -118,15 +119,23 @@ class Port:
         return f"{protocol} port {self.port}"
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address parsed once: the same pod IPs are tested against every ipBlock of every rule."""
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class IPRange:
     cidr: IPNetwork
     excepts: tuple[IPNetwork, ...] = ()
 
     def contains(self, ip: str) -> bool:
-        try:
-            address = ipaddress.ip_address(ip)
-        except ValueError:
+        address = _address(ip)
+        if address is None:
             return False
         if address.version != self.cidr.version or address not in self.cidr:
             return False
