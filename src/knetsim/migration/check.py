@@ -41,6 +41,9 @@ class Comparison:
     ingress: RouteAnswer
     gateway: RouteAnswer
     gateway_name: str | None
+    # The weighted backends (service:port, weight) of the HTTPRoute rule that answered: a request's own
+    # backend is one pick, the split is what a weight change changes.
+    gateway_split: tuple[tuple[str, int], ...] = ()
 
     @property
     def same(self) -> bool:
@@ -126,29 +129,37 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     return out
 
 
-def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None) -> tuple[RouteAnswer, str | None]:
+def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None
+                    ) -> tuple[RouteAnswer, str | None, tuple[tuple[str, int], ...]]:
     name = gateway or gateway_for_host(state, request.host, request.effective_port, request.scheme,
                                        ingress_first=False)
     if name is None:
         programmed = [k for k, g in translate(state).gateways.items() if g.proxy_pods and g.addresses]
         why = ("no Gateway accepts this host on port "
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
-        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
+        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None, ()
     try:
-        return gateway_route(state, name, request, explain=False).answer(), name
+        result = gateway_route(state, name, request, explain=False)
     except GatewayRouteError as exc:
-        return RouteAnswer(None, None, None, None, str(exc)), name
+        return RouteAnswer(None, None, None, None, str(exc)), name, ()
+    split = tuple((f"{b.service}:{b.port}", b.weight) for b in result.backends) if result.redirect is None else ()
+    return result.answer(), name, split
+
+
+def compare(state: ClusterState, request: HTTPRequest, gateway: str | None = None,
+            class_name: str | None = None) -> Comparison:
+    """One request through the Ingress side and the Gateway side (``check`` asks this of every request)."""
+    try:
+        ing = ingress_route(state, request.host, request.path, class_name=class_name, scheme=request.scheme).answer()
+    except RouteError as exc:
+        ing = RouteAnswer(None, None, None, None, str(exc))
+    gw, name, split = _gateway_answer(state, request, gateway)
+    return Comparison(request, ing, gw, name, split)
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:
     result = CheckResult()
-    for req in requests(state):
-        try:
-            ing = ingress_route(state, req.host, req.path, class_name=class_name, scheme=req.scheme).answer()
-        except RouteError as exc:
-            ing = RouteAnswer(None, None, None, None, str(exc))
-        gw, name = _gateway_answer(state, req, gateway)
-        result.comparisons.append(Comparison(req, ing, gw, name))
+    result.comparisons.extend(compare(state, req, gateway, class_name) for req in requests(state))
     result.caveats.extend(caveats(state))
     return result
 

@@ -4,8 +4,10 @@ Every source yields the same thing, a ``LoadResult`` (documents, each with where
 and what could not be read), so every command that analyses a cluster works on all four:
 
     Manifests(paths)          files, directories, ``-``; a ``kubectl get -A -o yaml`` snapshot is one too
+    GitManifests("git:R:P")   the manifests under P at git revision R (``sources/git.py``)
     Live(kubeconfig, context) a cluster's API server through a kubeconfig: kind, minikube, a cloud
                               cluster, or the running ``knetsim up`` (its state dir's kubeconfig)
+    Preloaded(read)           objects one earlier ``read`` returned (one read of a cluster, two analyses)
 
 ``read`` of a live cluster then manifests puts the manifests over it: what the cluster would
 hold after ``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
@@ -20,6 +22,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from ..model.loader import LoadResult, load_paths
+from .git import GitManifests, GitSourceError
 from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
 
 Progress = Callable[[str], None]
@@ -67,7 +70,19 @@ class Read:
     complete: frozenset[str] = frozenset()
 
 
-Source = Manifests | Live
+@dataclass(frozen=True, slots=True)
+class Preloaded:
+    """What an earlier ``read`` returned, read again without asking the cluster twice (``knetsim diff`` compares
+    a cluster with itself plus a change: both sides must see the same objects)."""
+
+    got: Read
+
+    def read(self, progress: Progress | None = None) -> Read:
+        loaded = LoadResult(list(self.got.loaded.documents), list(self.got.loaded.errors))
+        return Read(loaded, list(self.got.notes), self.got.target, self.got.at, self.got.complete)
+
+
+Source = Manifests | Live | GitManifests | Preloaded
 
 
 def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
@@ -87,11 +102,14 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
 
 __all__ = [
     "ApiError",
+    "GitManifests",
+    "GitSourceError",
     "KubeAPI",
     "KubeError",
     "KubeconfigError",
     "Live",
     "Manifests",
+    "Preloaded",
     "Read",
     "Source",
     "Target",
