@@ -65,7 +65,7 @@ def start(kubectl: str, base: Path) -> tuple[Server, float, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env.update(KUBECONFIG=str(state / "kubeconfig"), HOME=str(home))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "knetsim.apiserver", "--state", str(state), "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "knetsim.daemon", "--state", str(state), "--port", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not (state / "ready.json").exists():
         time.sleep(0.005)

@@ -87,7 +87,7 @@ def start_server(state: Path, timeout: float = 20) -> tuple[subprocess.Popen[byt
     ready = state / "ready.json"
     ready.unlink(missing_ok=True)
     with open(state.parent / f"{state.name}.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "knetsim.apiserver", "--state", str(state), "--port", "0"],
+        proc = subprocess.Popen([sys.executable, "-m", "knetsim.daemon", "--state", str(state), "--port", "0"],
                                 stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -13,12 +13,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from knetsim.apiserver.controllers import ControllerManager
-from knetsim.apiserver.daemon import bring_up
 from knetsim.apiserver.registry import Target, WriteOptions
 from knetsim.apiserver.resources import BY_KIND
 from knetsim.apiserver.server import ApiServer
 from knetsim.apiserver.store import Write
+from knetsim.controllers import ControllerManager
+from knetsim.daemon.daemon import bring_up
 
 
 class Cluster:

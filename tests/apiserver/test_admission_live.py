@@ -201,7 +201,7 @@ def test_three_concurrent_ups_give_one_server_and_two_refusals(tmp_path: Path) -
         for err in others:
             assert f"error: the state directory {state.resolve()} is in use by another knetsim daemon (pid " \
                    f"{info['pid']})" in err or f"# already running (pid {info['pid']})" in err
-        daemons = subprocess.run(["pgrep", "-f", f"knetsim.apiserver --state {state.resolve()}"],
+        daemons = subprocess.run(["pgrep", "-f", f"knetsim.daemon --state {state.resolve()}"],
                                  capture_output=True, text=True).stdout.split()
         assert daemons == [str(info["pid"])]
     finally:

@@ -15,7 +15,7 @@ import pytest
 from tests.apiserver.test_shell import run as run_shell
 
 from knetsim import Cluster
-from knetsim.apiserver.podfs import PodFS, as_bytes
+from knetsim.container.podfs import PodFS, as_bytes
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from knetsim.apiserver.controllers.cronjob import (
+from knetsim.apiserver.errors import ApiError
+from knetsim.apiserver.store import Write
+from knetsim.controllers.cronjob import (
     CronJobController,
     job_name,
     most_recent_schedule_time,
     next_schedule_delay,
     rfc3339,
 )
-from knetsim.apiserver.errors import ApiError
-from knetsim.apiserver.store import Write
 from knetsim.model import cron
 
 from .inprocess import Cluster, run

@@ -65,7 +65,7 @@ def test_a_simulation_crash_at_the_entry_is_a_500_that_says_so() -> None:
     import urllib.error
     import urllib.request
 
-    from knetsim.apiserver import entry
+    from knetsim.daemon import entry
 
     class Broken:
         state = None  # the trace cannot run over this

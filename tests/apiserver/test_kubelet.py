@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from knetsim.apiserver.containerlog import Log, Renderer
-from knetsim.apiserver.kubelet import container_argv, go_duration, runnable
+from knetsim.kubelet.containerlog import Log, Renderer
+from knetsim.kubelet.kubelet import container_argv, go_duration, runnable
 
 from .conftest import Live, wait_for
 
@@ -344,7 +344,7 @@ spec:
 
 
 def test_a_log_keeps_its_newest_bytes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from knetsim.apiserver import containerlog
+    from knetsim.kubelet import containerlog
 
     monkeypatch.setattr(containerlog, "LOG_LIMIT", 100)
     path = tmp_path / "0.log"

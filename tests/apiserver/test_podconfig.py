@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from knetsim.apiserver.podconfig import (
+from knetsim.kubelet.podconfig import (
     ConfigError,
     config_error,
     container_env,

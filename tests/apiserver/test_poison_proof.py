@@ -22,9 +22,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knetsim.apiserver.daemon import bring_up
 from knetsim.apiserver.recheck import _problem
 from knetsim.apiserver.server import ApiServer
+from knetsim.daemon.daemon import bring_up
 
 TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
     "Service": ("/api/v1/namespaces/default/services", {
@@ -180,7 +180,7 @@ async def _internal_error(state: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("controller bug")
 
-        from knetsim.apiserver.controllers.replicaset import ReplicaSetController
+        from knetsim.controllers.replicaset import ReplicaSetController
 
         with monkeypatch.context() as patched:
             patched.setattr(ReplicaSetController, "sync", broken)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from knetsim.apiserver.prober import ContainerProbes, ProbeError, Schedule, network_result
+from knetsim.kubelet.prober import ContainerProbes, ProbeError, Schedule, network_result
 from knetsim.model.objects import Pod
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from knetsim.apiserver.controllers import rollout
 from knetsim.cluster.naming import pod_template_hash
+from knetsim.controllers import rollout
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -10,13 +10,17 @@ Address plan: DESIGN defaults (pods 10.244.0.0/16, services 10.96.0.0/12).
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
 
 from knetsim import Cluster
-from knetsim.apiserver import proc, shell
-from knetsim.apiserver.accesslog import Served
+from knetsim.container import proc, shell
+from knetsim.container.accesslog import Served
+from knetsim.container.podfs import PodFS
+from knetsim.kubelet.podconfig import pod_env, pod_files
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +42,10 @@ def run(state: Any, script: str | list[str], stdin: str | bytes | None = None, s
 
     async def go() -> int:
         name = pod.containers[0].name
-        ctx = shell.Ctx(state, pod, name, o, e, shell.pod_env(state, pod, name),
-                        served=served.append if served is not None else None, fs=fs)
+        # As the kubelet makes it: the pod's env and the files it writes into every container.
+        ctx = shell.Ctx(state, pod, name, o, e, pod_env(state, pod, name),
+                        served=served.append if served is not None else None,
+                        fs=fs if fs is not None else PodFS(lambda: pod_files(state, pod)))
         p = proc.Proc(ctx, False, stdin is not None)
         if stdin is not None:
             p.feed(stdin.encode() if isinstance(stdin, str) else stdin)
@@ -80,6 +86,36 @@ def test_busybox_sh_runs_the_script(shop: Any, script: str, stdout: str, code: i
     got_code, out, err = run(shop, script)
     assert (got_code, err) == (code, "")
     assert out.startswith(stdout) if stdout.endswith("-") else out == stdout
+
+
+# ${VAR/pattern/replacement}: the leftmost, longest glob match, the pattern and the replacement
+# expanded as words are. Each expectation is what busybox 1.35/1.36 prints (checked against the
+# machine's busybox below where it is installed).
+SUBSTITUTIONS = [
+    ('X=banana; p=a; r=Q; echo "${X/$p/Z}" "${X//a/$r}"', "bZnana bQnQnQ\n"),
+    ('Y="ba)c"; echo ${Y/a\\)/Z}', "bZc\n"),
+    ("X=banana; echo ${X/*/Q} ${X/an*/Q} ${X//a?/Q}", "Q bQ bQQa\n"),
+    ('X=banana; echo "${X//}" "${X/a}" "${X//a}" "${X/"a"/"r x"}"', "banana bnana bnn br xnana\n"),
+    ('X=abc; p="*"; echo ${X/"$p"/Q} ${X/$p/Q}', "abc Q\n"),
+    ('X="a*c"; echo ${X/\\*/Q} ${X/[*]/Q}', "aQc aQc\n"),
+    ("X=banana; echo ${X/[an]*/Q} ${X/[!b]/Q} ${X/n/\\/}", "bQ bQnana ba/ana\n"),
+    ('X="a b"; echo ${X/ /_} ${X//b/}', "a_b a\n"),
+    ('X=; echo "[${X/*/Q}]" "[${U/a/b}]"', "[Q] []\n"),
+    # ash has no anchored forms: `#` and `%` are characters of the pattern.
+    ("X=banana; echo ${X/#b/Q} ${X/%a/Q}", "banana banana\n"),
+]
+
+
+@pytest.mark.parametrize(("script", "stdout"), SUBSTITUTIONS)
+def test_pattern_substitution_as_busybox_does_it(shop: Any, script: str, stdout: str) -> None:
+    assert run(shop, script) == (0, stdout, "")
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="busybox is not installed")
+@pytest.mark.parametrize(("script", "stdout"), SUBSTITUTIONS)
+def test_pattern_substitution_expectations_are_busyboxs(script: str, stdout: str) -> None:
+    real = subprocess.run(["busybox", "sh", "-c", script], capture_output=True, text=True, timeout=10)
+    assert (real.returncode, real.stdout, real.stderr) == (0, stdout, "")
 
 
 @pytest.mark.parametrize(("script", "stderr", "code"), [
@@ -128,7 +164,7 @@ def test_requests_a_pod_answers_reach_the_access_log(shop: Any) -> None:
 
 
 def test_files_outlive_one_command_in_the_same_container(shop: Any) -> None:
-    from knetsim.apiserver.podfs import PodFS
+    from knetsim.container.podfs import PodFS
 
     fs = PodFS()
     run(shop, "echo kept > /tmp/note", fs=fs)

@@ -11,7 +11,7 @@ import asyncio
 import struct
 import zlib
 
-from knetsim.apiserver.spdy import DICTIONARY, FLAG_FIN, PING, SYN_REPLY, SYN_STREAM, Session, Stream
+from knetsim.kubelet.spdy import DICTIONARY, FLAG_FIN, PING, SYN_REPLY, SYN_STREAM, Session, Stream
 
 
 class Client:

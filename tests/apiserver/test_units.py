@@ -130,7 +130,7 @@ def test_down_never_signals_a_process_that_is_not_the_daemon(tmp_path) -> None:
     import json
     import os
 
-    from knetsim.apiserver.statedir import running
+    from knetsim.daemon.statedir import running
 
     (tmp_path / "ready.json").write_text(json.dumps({"pid": os.getppid()}))  # pytest's parent: alive, not ours
     assert running(tmp_path) is None

@@ -53,7 +53,7 @@ def test_the_controllers_write_gateway_status_and_proxy_once(tmp_path: Path) -> 
     run(tmp_path, scenario)
 
 
-# The API server's live-cluster fixture (a `knetsim.apiserver` in a temp state dir), shared, not copied.
+# The API server's live-cluster fixture (a `knetsim.daemon` in a temp state dir), shared, not copied.
 live = apiserver_conftest.live
 
 

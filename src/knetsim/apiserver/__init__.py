@@ -1,23 +1,5 @@
-"""A Kubernetes-compatible API server over the simulated cluster (``knetsim up``).
+"""kube-apiserver's part of the live cluster: request handling → registry (one strategy per kind) → store.
 
-Names are imported on first use: ``knetsim down`` and ``status`` only need ``statedir`` and
-should not pay for aiohttp.
+The process that runs it with the controllers, the kubelet, DNS and the front door is
+``knetsim.daemon``; nothing here imports those.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-__all__ = ["ApiError", "ApiServer", "Running", "start"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("Running", "start"):
-        from . import daemon
-
-        return getattr(daemon, name)
-    if name in ("ApiError", "ApiServer"):
-        from . import server
-
-        return getattr(server, name)
-    raise AttributeError(name)

@@ -13,9 +13,10 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from aiohttp import web
@@ -26,7 +27,7 @@ from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
-from . import explorer, openapi, patch, resources, tables
+from . import openapi, patch, resources, tables
 from .errors import ApiError, internal, invalid, no_such_path, not_found, qualified
 from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
 from .resources import BY_PATH, Resource
@@ -116,6 +117,29 @@ def make_filter(label_selector: str, field_selector: str) -> Callable[[Mapping[s
     return accept
 
 
+@dataclass(frozen=True)
+class Mount:
+    """A page served beside the API under its own prefix, with its own way to authenticate (a browser
+    cannot send a bearer token): the server asks it before refusing a request without one."""
+
+    handles: Callable[[str], bool]
+    authorized: Callable[[web.Request, str | None], bool]
+    handle: Callable[[web.Request, Any, str | None], Awaitable[web.StreamResponse]]
+
+
+class NodeConnection(Protocol):
+    """How kube-apiserver reaches the kubelet for a pod's streams: exec and attach, port-forward, logs
+    (upstream proxies them to the node's address). The daemon connects the simulated node's; without
+    one these subresources answer 400, and logs are empty."""
+
+    async def exec(self, server: ApiServer, request: web.Request, target: Target) -> web.StreamResponse:
+        """``exec`` and ``attach``."""
+
+    async def port_forward(self, server: ApiServer, request: web.Request, target: Target) -> web.StreamResponse: ...
+
+    async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse: ...
+
+
 class ApiServer:
     def __init__(self, state_dir: str | Path, config: ClusterConfig | None = None, token: str | None = None) -> None:
         self.state_dir = Path(state_dir)
@@ -129,7 +153,9 @@ class ApiServer:
         self.consistency: list[Callable[[], Awaitable[None]]] = []
         # The cluster as a ClusterState (daemon.wire: the ClusterView), for the explorer and the tools.
         self.state_source: Callable[[], Any] | None = None
-        self.exec_handlers: dict[str, Callable[..., Any]] = {}
+        self.node: NodeConnection | None = None
+        # Pages served beside the API with their own authentication (daemon.wire mounts the explorer).
+        self.mounts: list[Mount] = []
         # Called with each new ClusterState (DNS server, kubelet, kernel mode).
         self.state_listeners: list[Callable[[Any], None]] = []
         self.closing = False
@@ -161,7 +187,7 @@ class ApiServer:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
                 auth = request.headers.get("Authorization", "")
                 if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
-                        and not explorer.authorized(request, self.token):
+                        and not any(m.authorized(request, self.token) for m in self.mounts):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
             if not resp.prepared:
@@ -191,8 +217,9 @@ class ApiServer:
                             headers={"Content-Type": content_type})
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        if explorer.handles(request.path):
-            return await explorer.handle(request, self.state, self.token)
+        for mount in self.mounts:
+            if mount.handles(request.path):
+                return await mount.handle(request, self.state, self.token)
         path = request.path.rstrip("/") or "/"
         method = request.method
         if path in ("/healthz", "/readyz", "/livez"):
@@ -264,10 +291,11 @@ class ApiServer:
         m = request.method
         q = request.query
         if t.sub in ("exec", "attach", "portforward"):
-            handler = self.exec_handlers.get("portforward" if t.sub == "portforward" else "ws")
-            if handler is None:
+            if self.node is None:
                 raise ApiError(400, "BadRequest", f"{t.sub} is not available")
-            return await handler(self, request, t)  # type: ignore[no-any-return]
+            if t.sub == "portforward":
+                return await self.node.port_forward(self, request, t)
+            return await self.node.exec(self, request, t)
         if t.sub == "log":
             return await self._log(request, t)
         if m == "GET" and not t.name:
@@ -440,10 +468,9 @@ class ApiServer:
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         await self.settle()
         self._get(t)
-        handler = self.exec_handlers.get("log")
-        if handler is None:
+        if self.node is None:
             return web.Response(text="", content_type="text/plain")
-        return await handler(request, t.namespace, t.name)  # type: ignore[no-any-return]
+        return await self.node.log(request, t.namespace, t.name)
 
     # --- writes ----------------------------------------------------------------------
 

@@ -120,7 +120,7 @@ def _running_knetsim() -> str | None:
     ``$KUBECONFIG`` names when that file belongs to a running knetsim (``up --state DIR`` then the
     ``export KUBECONFIG=DIR/kubeconfig`` it printed). A KUBECONFIG naming any other cluster is never
     read without ``--kubeconfig``: pointing an analysis at a real cluster is the user's explicit choice."""
-    from ..apiserver.statedir import running
+    from ..daemon.statedir import running
 
     candidates = [state_dir()]
     exported = os.environ.get("KUBECONFIG", "")

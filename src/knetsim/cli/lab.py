@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..apiserver.statedir import running
+from ..daemon.statedir import running
 from ..labs import (
     Lab,
     LabError,

@@ -33,7 +33,7 @@ def main() -> None:
     # One command, one short-lived process: what it builds (manifests, typed views, the matrix) is
     # acyclic data freed by reference counting, and the cyclic collector's passes over a heap of
     # 100,000 pods cost a third of the run (21.7 s -> 13.0 s). The live server runs in its own
-    # process (`python -m knetsim.apiserver`), with the collector on.
+    # process (`python -m knetsim.daemon`), with the collector on.
     gc.disable()
     try:
         cli.main(prog_name="knetsim", standalone_mode=True)

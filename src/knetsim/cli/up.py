@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..apiserver.statedir import StateDirInUse, make_private, owner, running
+from ..daemon.statedir import StateDirInUse, make_private, owner, running
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
 
 EXIT_STATE_IN_USE = 3  # the daemon's exit code when another daemon holds the state directory
@@ -79,7 +79,7 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
         sys.exit(EXIT_OK)
-    cmd = [sys.executable, "-m", "knetsim.apiserver", "--state", str(state_dir), "--port", str(port),
+    cmd = [sys.executable, "-m", "knetsim.daemon", "--state", str(state_dir), "--port", str(port),
            "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
            *(["--kernel", kernel] if kernel else [])]
     if foreground:

@@ -38,6 +38,9 @@ from ..model.objects import Pod, Service, ServicePort
 LAYERS = ("dns", "service", "endpoints", "dataplane", "policy", "listener", "app")
 OUTCOMES = ("connected", "refused", "timeout", "dns-timeout", "nxdomain", "no-route")
 EXTERNAL_CLIENT_IP = "203.0.113.10"  # TEST-NET-3: an address on the Internet, outside every cluster range
+# How long a client waits on what the trace calls a timeout, where it sets no limit of its own.
+KERNEL_CONNECT_TIMEOUT = 127.0  # Linux's tcp_syn_retries=6: 1+2+4+8+16+32+64 s
+RESOLVER_TIMEOUT = 10.0  # musl/busybox's resolver: timeout 5 s, attempts 2
 
 
 class TraceInputError(ValueError):

@@ -1,0 +1,126 @@
+"""One command running in the simulated shell: its stdin, a tty's line discipline, Ctrl-C.
+
+Shared by ``kubectl exec`` sessions (``wsexec.Session``) and the containers the simulated
+kubelet runs (``kubelet.Container``): both feed bytes in with ``feed``/``eof`` and get text out
+through the ``Ctx``'s ``out``/``err``. With a tty the line discipline does what a pty does:
+echo, backspace, Ctrl-C (interrupts the running command), Ctrl-D on an empty line (EOF).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from . import applets, archive, builtins, nettools, shell  # noqa: F401  (they register themselves in shell.BUILTIN_TOOLS)
+
+SHELLS = ("sh", "ash", "bash", "zsh")
+
+
+def is_interactive_shell(argv: list[str]) -> bool:
+    """``sh`` (or ``sh -i``/``bash -l``...): a shell that reads its commands from stdin."""
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in SHELLS and all(a in ("-i", "-l", "-") for a in argv[1:])
+
+
+class Proc:
+    def __init__(self, ctx: shell.Ctx, tty: bool, stdin: bool) -> None:
+        self.ctx, self.tty, self.stdin_open = ctx, tty, stdin
+        self.inbox: asyncio.Queue[bytes] = asyncio.Queue()  # b"" = EOF
+        self.current: asyncio.Task[int] | None = None
+        self._interrupted = False
+        ctx.stdin = shell.Input(self._stdin) if stdin else None
+
+    async def _stdin(self) -> bytes:
+        return await self.inbox.get()
+
+    def feed(self, data: bytes) -> None:
+        if self.tty and b"\x03" in data and self.current is not None and not self.current.done():
+            self._interrupted = True
+            self.current.cancel()
+            return
+        self.inbox.put_nowait(data)
+
+    def eof(self) -> None:
+        self.inbox.put_nowait(b"")
+
+    async def _run_task(self, coro: Any) -> int:
+        self.current = asyncio.ensure_future(coro)
+        try:
+            return int(await self.current)
+        except asyncio.CancelledError:
+            if not self._interrupted:
+                raise
+            self._interrupted = False
+            await self.ctx.out("^C\n")
+            return 130
+        finally:
+            self.current = None
+
+    async def run(self, argv: list[str]) -> int:
+        """Run ``argv`` to its exit code; a lone shell with stdin reads and runs lines (a REPL)."""
+        try:
+            if self.stdin_open and is_interactive_shell(argv):
+                return await self._repl()
+            return await self._run_task(self._run_argv(list(argv)))
+        except shell.ExitShell as exc:
+            return exc.code
+
+    async def _run_argv(self, argv: list[str]) -> int:
+        try:
+            return await shell.run_argv(self.ctx, argv)
+        except shell.ShellError as exc:
+            await self.ctx.err(f"sh: {exc.message}\n")
+            return exc.status
+        finally:
+            await shell.reap(self.ctx)
+
+    async def _readline(self, buf: bytearray) -> str | None:
+        while True:
+            nl = buf.find(b"\n") if not self.tty else -1
+            if nl >= 0:
+                line = bytes(buf[:nl])
+                del buf[:nl + 1]
+                return line.decode(errors="replace")
+            chunk = await self.inbox.get()
+            if not chunk:
+                if buf:
+                    line = bytes(buf)
+                    buf.clear()
+                    return line.decode(errors="replace")
+                return None
+            if not self.tty:
+                buf.extend(chunk)
+                continue
+            for b in chunk:
+                if b in (0x0D, 0x0A):
+                    await self.ctx.out("\n")
+                    line = bytes(buf)
+                    buf.clear()
+                    return line.decode(errors="replace")
+                if b in (0x7F, 0x08):
+                    if buf:
+                        del buf[-1]
+                        await self.ctx.out("\b \b")
+                elif b == 0x04:
+                    if not buf:
+                        return None
+                elif b == 0x03:
+                    buf.clear()
+                    await self.ctx.out("^C\n/ # ")
+                elif b >= 0x20 or b == 0x09:
+                    buf.append(b)
+                    await self.ctx.out(chr(b))
+
+    async def _repl(self) -> int:
+        buf = bytearray()
+        code = 0
+        while True:
+            if self.tty:
+                await self.ctx.out("/ # ")
+            line = await self._readline(buf)
+            if line is None:
+                return code
+            try:
+                code = await self._run_task(shell.run_line(self.ctx, line))
+            except shell.ExitShell:
+                await shell.reap(self.ctx)
+                raise

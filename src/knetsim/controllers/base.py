@@ -1,0 +1,124 @@
+"""What every controller shares: the store it writes, the informer it reads, the clock and events.
+
+A controller is a watcher of the store (kube-controller-manager's shape): ``handle`` maps one
+committed change to the keys it must look at again, ``sync`` brings one key in line and commits
+what that takes as one batch. ``resync`` names every key at start, so whatever happened while the
+server was down is reconciled (controllers are level-triggered).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..apiserver.events import EventNames, involved, make_event
+from ..apiserver.registry import Registry
+from ..apiserver.store import Change, Key, Store, Write
+from ..cluster.config import ClusterConfig
+from ..cluster.state import ClusterState
+from .informer import Informer
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
+    """Did this update change only the status (and the ``annotations`` named), as a controller's own
+    status write does? Its controller has nothing more to do for it."""
+    old, new = change.old, change.new
+    if change.type != "MODIFIED" or old is None or new is None:
+        return False
+    if {k: v for k, v in old.items() if k not in ("status", "metadata")} != \
+            {k: v for k, v in new.items() if k not in ("status", "metadata")}:
+        return False
+
+    def meta(body: dict[str, Any]) -> dict[str, Any]:
+        m = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+        if annotations and m.get("annotations"):
+            m["annotations"] = {k: v for k, v in m["annotations"].items() if k not in annotations}
+        return m
+    return meta(old) == meta(new)
+
+
+@dataclass
+class Context:
+    store: Store
+    informer: Informer
+    config: ClusterConfig
+    # The API's write path, for a controller that writes as a client of the API (admission, allocation).
+    registry: Registry | None = None
+    # The cluster as a ClusterState now, for a controller whose decisions read all of it (Gateway API).
+    state: Callable[[], ClusterState] | None = None
+    clock: Callable[[], str] = now_rfc3339
+    # Set by the manager: look at a key again after some seconds (deadlines, minReadySeconds).
+    enqueue_after: Callable[[Controller, Key, float], None] = lambda ctl, key, delay: None
+
+
+class Controller:
+    name = "controller"
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.store, self.informer, self.config = ctx.store, ctx.informer, ctx.config
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        return ()
+
+    def resync(self) -> Iterable[Key]:
+        return ()
+
+    def sync(self, key: Key) -> None:
+        raise NotImplementedError
+
+    def batch(self) -> Batch:
+        return Batch(self.store, self.ctx.clock())
+
+
+@dataclass
+class Batch:
+    """The writes of one sync, committed together (events included, named in the order recorded)."""
+
+    store: Store
+    now: str
+    writes: list[Write] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    _names: EventNames | None = None
+    _start: int = 0
+
+    @property
+    def names(self) -> EventNames:
+        """Event names, continuing the store's sequence (read when the first event of the batch is made)."""
+        if self._names is None:
+            self._names = EventNames(self.now, self.store.meta)
+            self._start = self._names.count
+        return self._names
+
+    def put(self, key: Key, body: dict[str, Any]) -> None:
+        """Create or replace ``key``. ``body`` may share parts with stored objects (the store never changes
+        one in place); what the caller changes must be its own copy."""
+        stored = self.store.objects.get(key)
+        self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
+
+    def delete(self, key: Key) -> None:
+        self.writes.append(Write(key, None))
+
+    def event(self, subject: Mapping[str, Any], reason: str, message: str, component: str, *,
+              type_: str = "Normal", host: str = "", action: str = "", field_path: str = "") -> None:
+        self.writes.append(make_event(self.names, involved(subject, field_path), reason, message, component,
+                                      self.now, host=host, type_=type_, action=action))
+
+    def commit(self) -> None:
+        if self._names is not None and self._names.count != self._start:
+            self.meta["eventseq"] = str(self._names.count)
+        if self.writes or self.meta:
+            self.store.commit(self.writes, self.meta, durable=False)
+        self.writes, self.meta, self._names = [], {}, None

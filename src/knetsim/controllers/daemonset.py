@@ -1,0 +1,32 @@
+"""The DaemonSet controller: one pod on each node whose taints the template tolerates and whose
+labels its nodeSelector and required affinity accept (the core's expansion), bound to that node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..apiserver.store import Key
+from .base import Batch
+from .podowner import PodOwner, is_active, is_ready, observed_generation
+
+
+class DaemonSetController(PodOwner):
+    name = "daemonset-controller"
+    kind = "DaemonSet"
+
+    def manage(self, key: Key, ds: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
+        active = [p for p in pods if is_active(p)]
+        plan = self.expand(ds, active)
+        for pod, _source in plan.pods:
+            self.create_pod(ds, pod, batch)
+        scheduled = len(active) + len(plan.pods)
+        ready = sum(1 for p in active if is_ready(p))
+        status: dict[str, Any] = {"currentNumberScheduled": scheduled, "numberMisscheduled": 0,
+                                  "desiredNumberScheduled": scheduled, "numberReady": ready,
+                                  "observedGeneration": observed_generation(ds)}
+        # omitempty, as the Go struct marshals them.
+        for name, value in (("updatedNumberScheduled", scheduled), ("numberAvailable", ready),
+                            ("numberUnavailable", scheduled - ready)):
+            if value:
+                status[name] = value
+        self.write_status(key, ds, status, batch)

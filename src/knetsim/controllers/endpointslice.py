@@ -1,0 +1,88 @@
+"""The EndpointSlice controller's plumbing: which Services a change concerns, and the writes.
+
+The decisions are the core's planner, ``cluster.endpointslices.reconcile(service, pods, existing,
+nodes)``, run for one Service over the pods its selector picks (the informer's label index) and
+its existing slices. A Service change wakes that Service; a pod change wakes every Service whose
+selector matches the pod's labels before or after it; an edit of a managed slice wakes its Service,
+which puts it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..apiserver.store import Change, Key
+from ..cluster.endpointslices import reconcile
+from ..model.labels import Selector
+from ..model.objects import SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service, stable_uid
+from .base import Controller
+from .informer import Informer, key_of
+
+
+def slices_of(informer: Informer, namespace: str, service: str) -> list[EndpointSlice]:
+    """The slices labelled with the Service's name (``kubernetes.io/service-name``), as consumers find them."""
+    names = informer.select("EndpointSlice", namespace, Selector.from_map({SERVICE_NAME_LABEL: service}))
+    return [s for n in names if isinstance(s := informer.typed(("EndpointSlice", namespace, n)), EndpointSlice)]
+
+
+def service_of_slice(body: Mapping[str, Any]) -> list[Key]:
+    """The Service a slice is labelled for (``kubernetes.io/service-name``), if any."""
+    meta = body.get("metadata") or {}
+    service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+    return [("Service", str(meta.get("namespace") or ""), str(service))] if service else []
+
+
+def services_selecting(informer: Informer, pod: Mapping[str, Any] | None) -> list[Key]:
+    if pod is None:
+        return []
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    return [("Service", namespace, n) for n in informer.selecting("Service", namespace, meta.get("labels") or {})]
+
+
+class EndpointSliceController(Controller):
+    name = "endpointslice-controller"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "Service":
+            return [key_of("Service", change.obj)]
+        if change.kind == "Pod":
+            return [*services_selecting(self.informer, change.old),
+                    *services_selecting(self.informer, change.new if change.type != "DELETED" else None)]
+        if change.kind == "EndpointSlice":
+            return service_of_slice(change.obj)
+        return []
+
+    def resync(self) -> Iterable[Key]:
+        return self.informer.keys("Service")
+
+    def sync(self, key: Key) -> None:
+        service = self.informer.typed(key)
+        if not isinstance(service, Service):
+            return  # gone: the garbage collector removes its slices
+        _kind, namespace, name = key
+        pods: list[Pod] = []
+        if service.selector:
+            pods = [p for n in self.informer.select("Pod", namespace, service.selector_view)
+                    if isinstance(p := self.informer.typed(("Pod", namespace, n)), Pod)]
+        nodes = {n.name: n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)}
+        existing = slices_of(self.informer, namespace, name)
+        plan = reconcile(service, pods, existing, nodes)
+        if not (plan.create or plan.update or plan.delete):
+            return
+        batch = self.batch()
+        for body in plan.create:
+            meta = body["metadata"]
+            meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
+                        generation=1)
+            batch.put(("EndpointSlice", namespace, meta["name"]), body)
+        for body in plan.update:
+            meta = body["metadata"]
+            old = (self.informer.get(("EndpointSlice", namespace, meta["name"])) or {}).get("metadata") or {}
+            meta.update({f: old[f] for f in ("uid", "creationTimestamp") if f in old})
+            meta["generation"] = int(old.get("generation") or 1) + 1
+            batch.put(("EndpointSlice", namespace, meta["name"]), body)
+        for slice_name in plan.delete:
+            batch.delete(("EndpointSlice", namespace, slice_name))
+        batch.commit()

@@ -1,0 +1,178 @@
+"""kube-controller-manager: one work queue, the controllers' handlers feeding it, a loop draining it.
+
+Each committed change goes to every controller's ``handle``; the keys they name are queued (a key
+already waiting is not queued twice, as client-go's workqueue dedups) and the drain starts on the
+next turn of the event loop. So a change is processed right after the request that made it, and
+two writes in two requests are two passes: two quick ``kubectl scale`` commands give two
+ScalingReplicaSet events, as on a real cluster. The drain yields to the server every few
+milliseconds, so a long cascade (a namespace of a thousand objects) never stalls requests.
+
+``settle`` is the server's consistency hook: it returns once the queue is empty (every write
+acknowledged before it has been seen by the controllers); a controller that failed makes it
+raise, once per reader, after one retry (a passing failure heals, a bug is a 500 naming it).
+When the queue empties, ``idle_hooks`` run (the ClusterState view publishes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from ..apiserver.store import Change, Key
+from .base import Context, Controller
+
+log = logging.getLogger("knetsim.controllers")
+
+SLICE = 0.02  # seconds of controller work between two turns of the event loop
+
+
+class ControllerManager:
+    def __init__(self, ctx: Context, controllers: Sequence[Callable[[Context], Controller]]) -> None:
+        self.ctx = ctx
+        ctx.enqueue_after = self.enqueue_after
+        self.controllers = [make(ctx) for make in controllers]
+        self._queue: deque[tuple[Controller, Key]] = deque()
+        self._queued: set[tuple[str, Key]] = set()
+        self._failed: dict[tuple[str, Key], tuple[Controller, BaseException]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._draining = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._timers: dict[tuple[str, Key], asyncio.TimerHandle] = {}
+        self.idle_hooks: list[Callable[[], None]] = []
+        self.close_hooks: list[Callable[[], None]] = []
+        self.closing = False
+        ctx.informer.handlers.append(self._on_changes)
+
+    # --- feeding the queue ------------------------------------------------------------------
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        for change in changes:
+            for ctl in self.controllers:
+                for key in ctl.handle(change):
+                    self._push(ctl, key)
+        self._kick()
+
+    def _push(self, ctl: Controller, key: Key) -> None:
+        marker = (ctl.name, key)
+        if marker not in self._queued:
+            self._queued.add(marker)
+            self._queue.append((ctl, key))
+
+    def enqueue(self, ctl: Controller, key: Key) -> None:
+        self._push(ctl, key)
+        self._kick()
+
+    def enqueue_after(self, ctl: Controller, key: Key, delay: float) -> None:
+        """Look at ``key`` again in ``delay`` seconds (a later call for the same key replaces this one)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop, no later (a unit test's synchronous drain)
+        marker = (ctl.name, key)
+        previous = self._timers.pop(marker, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self._timers.pop(marker, None)
+            if not self.closing:
+                self.enqueue(ctl, key)
+        self._timers[marker] = loop.call_later(max(0.0, delay), fire)
+
+    def start(self) -> None:
+        """Queue every key each controller knows of (the start-up resync)."""
+        for ctl in self.controllers:
+            for key in ctl.resync():
+                self._push(ctl, key)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.closing or self._draining or (self._task is not None and not self._task.done()):
+            return
+        self._idle.clear()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.drain_now()  # no loop (a script or a unit test): process at once
+            return
+        self._task = loop.create_task(self._drain())
+
+    # --- draining ---------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        ctl, key = self._queue.popleft()
+        self._queued.discard((ctl.name, key))
+        try:
+            ctl.sync(key)
+        except Exception as exc:
+            # Kept for the next reader (a 500 naming it) and retried then; the rest goes on.
+            log.exception("%s: sync of %s %s/%s failed", ctl.name, *key)
+            self._failed[(ctl.name, key)] = (ctl, exc)
+        else:
+            self._failed.pop((ctl.name, key), None)
+
+    def drain_now(self) -> None:
+        self._draining = True
+        try:
+            while self._queue:
+                self._step()
+        finally:
+            self._draining = False
+        self._became_idle()
+
+    async def _drain(self) -> None:
+        try:
+            started = time.perf_counter()
+            while self._queue and not self.closing:
+                self._step()
+                if time.perf_counter() - started > SLICE:
+                    await asyncio.sleep(0)
+                    started = time.perf_counter()
+        finally:
+            self._became_idle()
+
+    def _became_idle(self) -> None:
+        if self._queue and not self.closing:
+            return
+        for fn in self.idle_hooks:
+            try:
+                fn()
+            except Exception:
+                log.exception("idle hook failed")
+        self._idle.set()
+
+    async def settle(self) -> None:
+        """Return once the controllers have seen every change so far; raise what made one of them fail."""
+        retried = False
+        while not self.closing:
+            if self._queue or (self._task is not None and not self._task.done()):
+                self._kick()
+                await self._idle.wait()
+                continue
+            if not self._failed:
+                return
+            if retried:
+                _ctl, exc = next(iter(self._failed.values()))
+                raise exc
+            retried = True
+            for (_name, key), (ctl, _exc) in list(self._failed.items()):
+                self._push(ctl, key)
+            self._kick()
+
+    async def close(self) -> None:
+        self.closing = True
+        for fn in self.close_hooks:
+            fn()
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        self._idle.set()

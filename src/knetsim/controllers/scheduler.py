@@ -1,0 +1,68 @@
+"""The scheduler: binds each pod without a node to the least-loaded node it may run on.
+
+Feasibility is the core's (``cluster.workloads.feasible``: taints, nodeSelector, required node
+affinity); the load is the number of pods bound to each node (the informer's index), ties broken
+by node order, as ``cluster.workloads.schedule`` places pods offline. A pod no node accepts stays
+Pending with ``PodScheduled=False`` (Unschedulable) and a FailedScheduling event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..apiserver.store import Change, Key
+from ..cluster.workloads import feasible
+from ..model.objects import Node
+from .base import Controller, copy
+from .informer import key_of
+from .podowner import TERMINAL, phase
+
+CONTROL_PLANE_HOST = "control-plane"  # where kind runs the scheduler (the events' reportingInstance)
+
+
+def _unbound(body: Mapping[str, Any]) -> bool:
+    return not (body.get("spec") or {}).get("nodeName") and phase(body) not in TERMINAL
+
+
+class Scheduler(Controller):
+    name = "default-scheduler"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "Pod" and change.type != "DELETED" and change.new is not None and _unbound(change.new):
+            return [key_of("Pod", change.new)]
+        return []
+
+    def resync(self) -> Iterable[Key]:
+        return [k for k in self.informer.keys("Pod") if _unbound(self.informer.get(k) or {})]
+
+    def sync(self, key: Key) -> None:
+        pod = self.informer.get(key)
+        if pod is None or not _unbound(pod):
+            return
+        nodes = [n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)]
+        spec = pod.get("spec") or {}
+        order = {n.name: i for i, n in enumerate(nodes)}
+        candidates = [n for n in nodes if feasible(spec, n)]
+        batch = self.batch()
+        if not candidates:
+            message = (f"0/{len(nodes)} nodes are available: no node matches the pod's nodeSelector, affinity and "
+                       f"tolerations. preemption: 0/{len(nodes)} nodes are available.")
+            condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+            status = pod.get("status") or {}
+            if any({k: c.get(k) for k in condition} == condition for c in status.get("conditions") or []):
+                return
+            new = copy(pod)
+            new["status"] = {"phase": "Pending", "conditions": [
+                {**condition, "lastProbeTime": None, "lastTransitionTime": batch.now}]}
+            batch.put(key, new)
+            batch.event(new, "FailedScheduling", message, self.name, type_="Warning", host=CONTROL_PLANE_HOST,
+                        action="Scheduling")
+            batch.commit()
+            return
+        node = min(candidates, key=lambda n: (self.informer.node_load(n.name), order[n.name]))
+        new = {**pod, "metadata": dict(pod["metadata"]), "spec": {**spec, "nodeName": node.name}}
+        batch.put(key, new)
+        batch.event(new, "Scheduled", f"Successfully assigned {key[1]}/{key[2]} to {node.name}", self.name,
+                    host=CONTROL_PLANE_HOST, action="Binding")
+        batch.commit()

@@ -1,0 +1,45 @@
+"""The StatefulSet controller, as far as networking needs it: pods ``<name>-<ordinal>`` with their
+hostname and subdomain (the headless Service's DNS names), created all at once as the offline core
+creates them (not one by one as OrderedReady would), scaled down from the highest ordinal. Template
+changes are not rolled out (the pods keep the template they were made from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..apiserver.store import Key
+from ..cluster.naming import pod_template_hash
+from .base import Batch
+from .podowner import PodOwner, is_active, is_ready, observed_generation
+
+
+class StatefulSetController(PodOwner):
+    name = "statefulset-controller"
+    kind = "StatefulSet"
+
+    def manage(self, key: Key, sts: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
+        active = [p for p in pods if is_active(p)]
+        plan = self.expand(sts, active)
+        for pod, _source in plan.pods:
+            self.create_pod(sts, pod, batch)
+        gone = set(plan.surplus)
+        for victim in plan.surplus:
+            namespace, _, name = victim.partition("/")
+            self.delete_pod(sts, namespace, name, batch)
+        kept = [p for p in active if f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" not in gone]
+        ready = sum(1 for p in kept if is_ready(p))
+        revision = f"{key[2]}-{pod_template_hash((sts.get('spec') or {}).get('template') or {})}"
+        status: dict[str, Any] = {"observedGeneration": observed_generation(sts), "replicas": len(kept)}
+        for name, value in (("readyReplicas", ready), ("currentReplicas", len(kept)), ("updatedReplicas", len(kept))):
+            if value:
+                status[name] = value
+        status.update(currentRevision=revision, updateRevision=revision, collisionCount=0, availableReplicas=ready)
+        self.write_status(key, sts, status, batch)
+
+    def created_message(self, owner: Mapping[str, Any], pod: str) -> str:
+        return f"create Pod {pod} in StatefulSet {owner['metadata']['name']} successful"
+
+    def deleted_message(self, owner: Mapping[str, Any], pod: str) -> str:
+        return f"delete Pod {pod} in StatefulSet {owner['metadata']['name']} successful"

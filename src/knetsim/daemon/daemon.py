@@ -1,0 +1,262 @@
+"""Running the live cluster: the API server plus the DNS and ingress entry points, on loopback.
+
+``python -m knetsim.daemon --state DIR --port N`` runs in the foreground; ``knetsim
+up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
+dir (0700, every file 0600: the store holds Secrets): ``store.db`` (SQLite WAL), ``token``,
+``kubeconfig``, ``lock`` (held by the daemon: one daemon per state dir), ``daemon.pid``,
+``ready.json`` (ports), ``daemon.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ..apiserver.bootstrap import bootstrap
+from ..apiserver.recheck import recheck
+from ..apiserver.registry import now_rfc3339
+from ..apiserver.server import ApiServer, Mount
+from ..cluster.config import ClusterConfig
+from ..container import shell
+from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager
+from ..controllers.clusterview import ClusterView
+from ..controllers.informer import Informer
+from ..kubelet.kubelet import Kubelet
+from ..kubelet.podstart import PodStart
+from ..kubelet.streams import NodeStreams
+from . import explorer
+from .statedir import StateDirInUse, acquire, make_private
+from .tlscert import ensure_cert
+
+log = logging.getLogger("knetsim.daemon")
+
+
+def read_or_create_token(state_dir: Path) -> str:
+    path = state_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token)
+    return token
+
+
+def write_kubeconfig(state_dir: Path, port: int, token: str, ca: Path) -> Path:
+    path = state_dir / "kubeconfig"
+    ca_data = base64.b64encode(ca.read_bytes()).decode()
+    text = (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: knetsim\n  cluster:\n    server: https://127.0.0.1:{port}\n"
+        f"    certificate-authority-data: {ca_data}\n"
+        "contexts:\n- name: knetsim\n  context:\n    cluster: knetsim\n    user: knetsim\n    namespace: default\n"
+        "current-context: knetsim\n"
+        f"users:\n- name: knetsim\n  user:\n    token: {token}\n"
+    )
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass
+class Running:
+    server: ApiServer
+    runner: web.AppRunner
+    port: int
+    kubeconfig: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+    closers: list[Callable[[], Any]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for fn in reversed(self.closers):
+            with contextlib.suppress(Exception):
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+        await self.server.close()
+        await self.runner.cleanup()
+
+
+def wire(server: ApiServer) -> ControllerManager:
+    """Connect the consumers of the store to the server: the controllers (whose ``settle`` the server
+    awaits before reads that need them) and the ClusterState view (``server.state``, published to
+    ``server.state_listeners`` whenever the controllers are idle). The server imports none of them.
+
+    Call it once the store holds what should be served (after the start-up recheck); ``start`` of
+    the returned manager queues every object for its controllers."""
+    informer = Informer(server.store)
+    view = ClusterView(informer, server.config, server.state_listeners)
+    controllers = (*UNTIL_SCHEDULED, PodStart, *AFTER_POD_START)
+    manager = ControllerManager(Context(server.store, informer, server.config, server.registry, view.state),
+                                controllers)
+    manager.idle_hooks.append(view.publish_soon)
+    manager.close_hooks.append(view.close)
+    server.state_source = view.state
+    server.mounts.append(Mount(explorer.handles, explorer.authorized, explorer.handle))
+    server.consistency.append(manager.settle)
+    return manager
+
+
+def bring_up(server: ApiServer) -> ControllerManager:
+    """The store made servable and its consumers started: the start-up recheck (quarantine what today's
+    admission refuses), the system objects a fresh cluster has, the controllers wired and every stored
+    object queued for them once (whatever changed while the server was down). A controller failure
+    there is a 500 naming it for the readers that need it, never a cluster that stays down."""
+    recheck(server.registry, now_rfc3339())
+    bootstrap(server.store, server.config, now_rfc3339())
+    manager = wire(server)
+    manager.start()
+    return manager
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
+                config: ClusterConfig | None = None, dns_port: int | None = 0,
+                ingress_port: int | None = 0, kernel: str | None = None) -> Running:
+    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
+    state = Path(state_dir)
+    make_private(state)
+    token = read_or_create_token(state)
+    server = ApiServer(state, config, token)
+    manager = bring_up(server)
+    tools = shell.BUILTIN_TOOLS
+    kernel_mode = None
+    if kernel is not None:  # `knetsim up --kernel`: pods are network namespaces (kernelmode.py)
+        from ..kubelet.kernelmode import install as install_kernel
+        kernel_mode = install_kernel(server, None if kernel == "config" else kernel)
+        tools = kernel_mode.tool_table(tools)
+    kubelet = Kubelet(server, tools)
+    kubelet.install()
+    server.node = NodeStreams(kubelet)
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    cert, key = ensure_cert(state)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    sock = _bind(host, port)
+    site = web.SockSite(runner, sock, ssl_context=ctx)
+    await site.start()
+    actual = sock.getsockname()[1]
+    running = Running(server, runner, actual, write_kubeconfig(state, actual, token, cert))
+    running.closers.append(manager.close)
+    running.closers.append(kubelet.close)
+    running.extra["api_port"] = actual
+    if kernel_mode is not None:
+        running.closers.append(kernel_mode.close)
+        running.extra["kernel"] = kernel
+    if dns_port is not None:
+        await _start_dns(running, host, dns_port)
+    if ingress_port is not None:
+        await _start_ingress(running, host, ingress_port, kubelet)
+    return running
+
+
+async def _start_dns(running: Running, host: str, port: int) -> None:
+    try:
+        from ..dns.server import DNSServer
+    except ImportError:
+        running.extra["dns"] = "unavailable: knetsim.dns.server is not installed"
+        return
+    server = running.server
+    try:
+        dns_server = DNSServer(server.state)
+        _, bound = await dns_server.start(host, port)
+    except Exception as exc:  # a DNS problem must not keep the API server down
+        running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
+        return
+    if server.state_source is not None:
+        dns_server.follow(server.state_source)
+    else:
+        server.state_listeners.append(dns_server.update)
+    running.extra["dns_port"] = bound
+    running.closers.append(dns_server.close)
+
+
+async def _start_ingress(running: Running, host: str, port: int, kubelet: Kubelet) -> None:
+    from . import entry
+    runner = await entry.start(running.server, host, port, kubelet.served)
+    if runner is None:
+        running.extra["ingress"] = "unavailable: knetsim.network is not installed"
+        return
+    running.extra["ingress_port"] = runner.addresses[0][1]
+    # Gateway listeners share the front door: the Host header (and its port) selects Gateway and listener.
+    running.extra["gateway_port"] = runner.addresses[0][1]
+    running.closers.append(runner.cleanup)
+
+
+def ready_info(running: Running) -> dict[str, Any]:
+    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
+
+
+EXIT_STATE_IN_USE = 3
+
+
+async def _main(args: argparse.Namespace) -> None:
+    state = Path(args.state)
+    make_private(state)
+    try:
+        lock_fd = acquire(state)
+    except StateDirInUse as exc:
+        log.error("%s", exc)
+        raise SystemExit(EXIT_STATE_IN_USE) from None
+    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port,
+                          kernel=args.kernel)
+    (state / "daemon.pid").write_text(str(os.getpid()))
+    ready = state / "ready.json"
+    tmp = ready.with_suffix(".tmp")
+    tmp.write_text(json.dumps(ready_info(running), indent=2))
+    os.replace(tmp, ready)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    with contextlib.suppress(FileNotFoundError):
+        ready.unlink()
+    await running.close()
+    with contextlib.suppress(FileNotFoundError):
+        (state / "daemon.pid").unlink()
+    os.close(lock_fd)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="knetsim-daemon")
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--port", type=int, default=6443)
+    parser.add_argument("--dns-port", type=int, default=0)
+    parser.add_argument("--ingress-port", type=int, default=0)
+    parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,879 @@
+"""The simulated kubelet: runs a pod's command, keeps its log, reports how the container ended.
+
+A container is run when its pod is Running and its command is something the simulated shell
+can run to the end with the same result as the real one (``runnable``): a busybox-style
+one-shot (``wget -qO- -T 2 http://web``, ``sh -c 'nslookup web; echo done'``), a sleep, or an
+interactive shell with stdin (``kubectl run -it ... -- sh``), on a shell-ish image. Servers
+(nginx, an app without a command) and scripts the shell does not understand (pipes, loops) are
+left Running, as before: knetsim cannot tell what they would print or when they would exit.
+
+Each run writes its stdout and stderr to the container log (``kubectl logs``, ``-f``,
+``--tail``, ``--timestamps``, ``--previous``, ``--limit-bytes``, ``--since``) and, while
+attached, to the attach streams. When the command exits, the container's state becomes
+``terminated`` (exitCode, reason Completed/Error); with restartPolicy Never (or OnFailure
+and exit 0) that is final and the pod turns Succeeded/Failed; otherwise the container restarts:
+restartCount+1, ``lastState`` keeps the exit, and from the second exit on it waits in
+``CrashLoopBackOff`` for 10 s, 20 s, 40 s ... 300 s first, as the kubelet's backoff does.
+
+A container with ``stdin: true`` (``kubectl run -i``) waits for its first attach (at most
+``ATTACH_WAIT``) before it starts, so the attached client sees all of the output, on the
+right stream. Nothing here blocks the event loop: a command is a task, its waits are the
+tools' own (``-T``, ``-w``, ``-m``, the kernel's connect timeout, ``sleep``).
+
+Every container of a running pod has a log (``containerlog``: files under the state dir, in the
+CRI format), servers included: a web server's log gets one access-log line per request it
+serves (``served``, fed by exec tools, the Ingress entry and port-forward; formats in
+``accesslog``). A container whose image cannot be pulled (the registry model of
+``knetsim.cluster.images``) is handed to ``imagepull``, which records the kubelet's events and
+keeps it waiting in ErrImagePull / ImagePullBackOff until the image is fixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ..apiserver.errors import ApiError
+from ..apiserver.events import Recorder, involved
+from ..apiserver.store import Change, Write
+from ..cluster.images import pull_error
+from ..container import shell
+from ..container.accesslog import Served, container_for, log_line
+from ..container.podfs import PodFS
+from ..container.proc import SHELLS, Proc, is_interactive_shell
+from ..model.objects import Pod
+from .configwait import ConfigWait
+from .containerlog import Log, LogStore, Renderer
+from .imagepull import ImagePuller, started
+from .node import NodeView
+from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
+from .podstatus import apply_phase, image_id, refreshed, stamp_conditions
+from .prober import ContainerProbes, network_result, schedules
+
+log = logging.getLogger("knetsim.kubelet")
+
+ATTACH_WAIT = 10.0  # kubectl attaches within about a second of the pod turning Running
+BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
+# Images whose server exits 0 on SIGTERM (a graceful shutdown), as a killed container reports it.
+GRACEFUL_SERVERS = {"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"}
+
+# Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
+# commands are the ones the simulated shell imitates. Keyed by the last path component.
+SHELL_IMAGES = {"busybox", "alpine", "curl", "netshoot", "network-multitool", "ubuntu", "debian", "dnsutils",
+                "jessie-dnsutils", "dnstools", "fedora", "centos", "toolbox"}
+# The image's CMD when the pod sets neither command nor args.
+DEFAULT_CMD = {"busybox": ["sh"], "alpine": ["/bin/sh"], "netshoot": ["zsh"], "ubuntu": ["bash"],
+               "debian": ["bash"], "fedora": ["bash"], "centos": ["bash"], "curl": ["curl"]}
+
+
+def image_name(image: str) -> str:
+    """``docker.io/curlimages/curl:8.5.0@sha256:...`` → ``curl``."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[0]
+
+
+def container_argv(container: Mapping[str, Any]) -> list[str] | None:
+    """What the runtime executes: command + args, or the image's entrypoint/CMD they replace."""
+    command = [str(a) for a in container.get("command") or []]
+    args = [str(a) for a in container.get("args") or []]
+    image = image_name(str(container.get("image") or ""))
+    if command:
+        return command + args
+    if image == "curl":
+        # curlimages/curl's entrypoint.sh: `set -- curl "$@"` unless $1 is a command.
+        if not args:
+            return ["curl"]
+        first = args[0].rsplit("/", 1)[-1]
+        return args if first in shell.BUILTIN_TOOLS and not args[0].startswith("-") else ["curl", *args]
+    if args:
+        return args
+    return list(DEFAULT_CMD[image]) if image in DEFAULT_CMD else None
+
+
+def script_supported(script: str) -> bool:
+    """Whether every command a ``sh -c`` script runs is one the simulated shell has (pipes,
+    redirections, loops and substitutions are the shell's own; a command name that is itself
+    an expansion cannot be checked before it runs)."""
+    names = shell.static_commands(script)
+    if names is None:
+        return False
+    return all(_known(name) for name in names)
+
+
+def _known(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    # A name busybox lacks is `not found` in a real container too; an applet knetsim does not
+    # imitate (ping, ps...) would print what it cannot tell, so such a script is left running.
+    return base in shell.BUILTIN_TOOLS or base not in shell.BUSYBOX_APPLETS
+
+
+def argv_supported(argv: list[str]) -> bool:
+    words = list(argv)
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        words.pop(0)
+    if not words:
+        return True
+    name = words[0].rsplit("/", 1)[-1]
+    if name in ("exec", "env") and len(words) > 1:
+        return argv_supported(words[1:])
+    if name in SHELLS:
+        if len(words) >= 3 and words[1] == "-c":
+            return script_supported(words[2])
+        return False
+    return name in shell.BUILTIN_TOOLS
+
+
+def runnable(container: Mapping[str, Any]) -> list[str] | None:
+    """The argv the kubelet runs for this container, or None to leave it running untouched."""
+    argv = container_argv(container)
+    if container.get("stdin"):
+        # Someone attaches (kubectl run -i): run whatever it is; an unknown program answers
+        # `sh: X: not found` as busybox would, rather than leaving the client hanging.
+        return argv or ["sh"]
+    if argv is None or image_name(str(container.get("image") or "")) not in SHELL_IMAGES:
+        return None
+    if is_interactive_shell(argv):
+        return None  # a shell reading an empty stdin exits at once; kept running (see README)
+    return argv if argv_supported(argv) else None
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration text for whole seconds: 10s, 1m20s, 5m0s."""
+    m, sec = divmod(int(seconds), 60)
+    return f"{m}m{sec}s" if m else f"{sec}s"
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Container:
+    def __init__(self, kubelet: Kubelet, namespace: str, pod: str, uid: str, spec: Mapping[str, Any],
+                 argv: list[str] | None, restart_policy: str, restarts: int) -> None:
+        self.kubelet, self.namespace, self.pod, self.uid = kubelet, namespace, pod, uid
+        self.name = str(spec.get("name"))
+        self.image = str(spec.get("image") or "")
+        self.argv = argv  # None: a server, which runs until it is killed (a failing liveness probe)
+        self.tty, self.stdin, self.stdin_once = bool(spec.get("tty")), bool(spec.get("stdin")), \
+            bool(spec.get("stdinOnce"))
+        self.restart_policy = restart_policy
+        self.restarts = restarts
+        self.log: Log = Log()
+        self.sinks: list[Any] = []  # attached wsexec.Channels
+        self.attached = asyncio.Event()
+        self.run_done = asyncio.Event()
+        self.proc: Proc | None = None
+        self.ctx: shell.Ctx | None = None
+        self.final = False
+        self.state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
+        self.last_state: dict[str, Any] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.killed = asyncio.Event()
+        self.kill_code = 137
+        self.ephemeral = False  # a `kubectl debug` container: reported in ephemeralContainerStatuses
+
+    def kill(self) -> None:
+        """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
+        on SIGTERM exit 0, anything else is killed (137; the grace period is not waited for)."""
+        self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
+        self.killed.set()
+
+    async def _emit(self, channel: int, text: str) -> None:
+        self.log.write(text, "stdout" if channel == 1 else "stderr")
+        for sink in list(self.sinks):
+            await sink.send(channel, text)
+
+    async def out(self, text: str) -> None:
+        await self._emit(1, text)
+
+    async def err(self, text: str) -> None:
+        await self._emit(2, text)
+
+    def _new_proc(self) -> Proc:
+        self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
+                                          fresh_fs=True)
+        return Proc(self.ctx, self.tty, self.stdin)
+
+    async def _command(self) -> int:
+        assert self.proc is not None and self.argv is not None
+        try:
+            return await self.proc.run(self.argv)
+        except Exception as exc:  # a tool bug must not leave the pod Running forever
+            log.exception("container %s/%s/%s failed", self.namespace, self.pod, self.name)
+            await self.err(f"knetsim: {type(exc).__name__}: {exc}\n")
+            return 1
+
+    async def _main(self) -> int:
+        """The run's exit code: its command's, or the kill's."""
+        kill = asyncio.ensure_future(self.killed.wait())
+        work = asyncio.ensure_future(self._command()) if self.argv is not None else None
+        try:
+            await asyncio.wait([t for t in (kill, work) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (kill, work):
+                if t is not None and not t.done():
+                    t.cancel()
+                    with contextlib.suppress(BaseException):
+                        await t
+        if self.killed.is_set() or work is None:
+            return self.kill_code
+        return work.result()
+
+    async def run(self) -> None:
+        exits = 0
+        try:
+            while True:
+                # Each run of a command starts a new log file (a restart of the server runs an unfinished
+                # command again: its earlier output is not kept twice); a server's log goes on.
+                self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
+                                                 fresh=self.argv is not None or exits > 0)
+                self.proc = self._new_proc()
+                self.run_done = asyncio.Event()
+                self.killed.clear()
+                if self.stdin and not self.attached.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
+                started_at = now_text()
+                self.state = {"running": {"startedAt": started_at}}
+                probes = self.kubelet.probes(self)
+                self.kubelet.report(self)
+                probes.begin()
+                try:
+                    code = await self._main()
+                finally:
+                    probes.cancel()
+                killed = self.killed.is_set()
+                terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                              "startedAt": started_at, "finishedAt": now_text(),
+                              "containerID": self.kubelet.container_id(self)}
+                self.log.close()
+                self.run_done.set()
+                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0 and
+                                                      not killed):
+                    self.state, self.final = {"terminated": terminated}, True
+                    self.kubelet.report(self)
+                    return
+                self.last_state = {"terminated": terminated}
+                # The first restart is immediate; the backoff starts with the second exit.
+                exits += 1
+                delay = 0.0 if exits == 1 else min(BACKOFF_BASE * 2 ** (exits - 2), BACKOFF_MAX)
+                if delay:
+                    self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
+                        f"back-off {go_duration(delay)} restarting failed container={self.name} "
+                        f"pod={self.pod}_{self.namespace}({self.uid})")}}
+                    self.kubelet.event(self, "BackOff", f"Back-off restarting failed container {self.name} in pod "
+                                                        f"{self.pod}_{self.namespace}({self.uid})", "Warning")
+                else:
+                    self.state = {"terminated": terminated}
+                self.kubelet.report(self)
+                await asyncio.sleep(delay)
+                self.restarts += 1
+                self.kubelet.event(self, "Pulled", f'Container image "{self.image}" already present on machine')
+                self.kubelet.event(self, "Created", f"Created container: {self.name}")
+                self.kubelet.event(self, "Started", f"Started container {self.name}")
+        except asyncio.CancelledError:
+            self.log.close()
+            self.run_done.set()
+
+    def feed(self, data: bytes) -> None:
+        if self.proc is not None:
+            self.proc.feed(data)
+
+    def close_stdin(self) -> None:
+        if self.proc is not None:
+            self.proc.eof()
+
+
+class Kubelet:
+    def __init__(self, server: NodeView, tools: Mapping[str, shell.Tool] = shell.BUILTIN_TOOLS) -> None:
+        self.server = server
+        # The commands its containers' shells have (kernel mode hands real network tools).
+        self.tools = tools
+        self.containers: dict[tuple[str, str], dict[str, Container]] = {}  # (ns, name) → containers
+        self.uids: dict[tuple[str, str], str] = {}
+        self.logs = LogStore(Path(server.state_dir) / "pods" if server.state_dir else None)
+        self.recorder = Recorder(server.store, "kubelet")
+        self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
+        self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
+        self.filesystems: dict[tuple[str, str], PodFS] = {}
+        self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
+        self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
+        # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
+        self.starting: set[tuple[str, str]] = set()
+        self.unready: set[tuple[str, str]] = set()
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def install(self) -> None:
+        self.server.store.listeners.append(self._on_changes)
+        self.server.state_listeners.append(self._on_state)
+        for (kind, _ns, _name), stored in list(self.server.store.objects.items()):
+            if kind == "Pod":
+                self._consider(stored.body)
+
+    async def close(self) -> None:
+        for p in self.pullers.values():
+            p.cancel()
+        for w in self.waits.values():
+            w.cancel()
+        tasks = [c.task for cs in self.containers.values() for c in cs.values() if c.task is not None]
+        tasks += [p.task for p in self.pullers.values() if p.task is not None]
+        tasks += [w.task for w in self.waits.values() if w.task is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await t
+        self.containers.clear()
+        self.pullers.clear()
+        self.waits.clear()
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        for c in changes:
+            if c.kind in ("ConfigMap", "Secret"):
+                namespace = str(((c.new or c.old or {}).get("metadata") or {}).get("namespace") or "")
+                for w in self.waits.values():
+                    if w.namespace == namespace:
+                        w.wake.set()
+                continue
+            if c.kind != "Pod":
+                continue
+            if c.type == "DELETED" and c.old is not None:
+                meta = c.old.get("metadata") or {}
+                self._stop((meta.get("namespace", ""), meta.get("name", "")), meta.get("uid", ""))
+                self.logs.remove_pod(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
+            elif c.new is not None:
+                self._consider(c.new)
+
+    def _on_state(self, state: Any) -> None:
+        for (ns, name), cs in self.containers.items():
+            pod = state.pods.get(f"{ns}/{name}")
+            for c in cs.values():
+                if c.ctx is not None:
+                    c.ctx.state = state
+                    if pod is not None:
+                        c.ctx.pod = pod
+
+    def _stop(self, key: tuple[str, str], uid: str) -> None:
+        for pk in [k for k in self.pullers if k[0] == uid]:
+            self.pullers.pop(pk).cancel()
+        for fk in [k for k in self.filesystems if k[0] == uid]:
+            self.filesystems.pop(fk)
+        for ik in [k for k in self.images if k[0] == uid]:
+            self.images.pop(ik)
+        for ek in [k for k in self.envs if k[0] == uid]:
+            self.envs.pop(ek)
+        self.starting = {k for k in self.starting if k[0] != uid}
+        self.unready = {k for k in self.unready if k[0] != uid}
+        wait = self.waits.pop(uid, None)
+        if wait is not None:
+            wait.cancel()
+        self.recorder.forget(uid)
+        if self.uids.get(key) != uid:
+            return
+        self.uids.pop(key, None)
+        for c in self.containers.pop(key, {}).values():
+            if c.task is not None:
+                c.task.cancel()
+
+    def _consider(self, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        uid = str(meta.get("uid", ""))
+        status = body.get("status") or {}
+        spec = body.get("spec") or {}
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if status.get("phase") == "Pending" and not status.get("podIP") and spec.get("nodeName"):
+            self._mounting(key, uid, status)
+            return
+        if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
+            return
+        if self.uids.get(key) == uid:
+            self._check_images(key, uid, body)
+            self._reassert_probes(key, uid, body)
+            self._start_ephemeral(key, uid, body)
+            return
+        if key in self.uids:
+            self._stop(key, self.uids[key])
+        self.uids[key] = uid
+        mounting = self.waits.pop(uid, None)
+        if mounting is not None:
+            mounting.cancel()  # its volumes are set up (the pod has an address now): the containers' turn
+        known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
+        self.containers[key] = {}
+        # Volumes first (every container waits for them), then each container: its image, its environment.
+        blocked = waiting_states(body, self.lookup)
+        mounts_missing = any(w.get("reason") == "ContainerCreating" for w in blocked.values())
+        pending: list[str] = []
+        for spec_c in spec.get("containers") or []:
+            name = str(spec_c.get("name"))
+            cs = known.get(name) or {}
+            self.images[(uid, name)] = str(spec_c.get("image") or "")
+            if "terminated" in (cs.get("state") or {}) and spec.get("restartPolicy", "Always") != "Always":
+                continue  # finished before a restart of the server
+            if mounts_missing:
+                pending.append(name)
+                continue
+            if self._pull_fails(body, spec_c):
+                continue
+            if name in blocked:
+                pending.append(name)
+                continue
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in ("ContainerCreating", "CreateContainerConfigError"):
+                self._launch(key, uid, body, spec_c)  # what it waited for came while the server was down
+                continue
+            self._remember_env(uid, body, spec_c)
+            c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
+            if c is not None:
+                c.task = loop.create_task(c.run())
+                self.containers[key][c.name] = c
+        if pending:
+            self._wait_for_config(key, uid, pending)
+        self._start_ephemeral(key, uid, body)
+
+    def _start_ephemeral(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """`kubectl debug`'s containers, started once each when they appear in the spec and never restarted
+        (the kubelet treats them as restartPolicy Never); one that already ended stays ended."""
+        spec, status = body.get("spec") or {}, body.get("status") or {}
+        ended = {cs.get("name") for cs in status.get("ephemeralContainerStatuses") or []
+                 if "terminated" in (cs.get("state") or {})}
+        running = self.containers.setdefault(key, {})
+        for spec_c in spec.get("ephemeralContainers") or []:
+            name = str(spec_c.get("name"))
+            if name in running or name in ended:
+                continue
+            c = Container(self, key[0], key[1], uid, spec_c, runnable(spec_c), "Never", 0)
+            c.ephemeral = True
+            running[name] = c
+            self.event(c, "Pulled", f'Container image "{c.image}" already present on machine')
+            self.event(c, "Created", f"Created container: {name}")
+            self.event(c, "Started", f"Started container {name}")
+            c.task = asyncio.get_running_loop().create_task(c.run())
+
+    def _mounting(self, key: tuple[str, str], uid: str, status: Mapping[str, Any]) -> None:
+        """A pod whose volumes the pod-start controller found missing (it has no address yet): record the
+        volume manager's FailedMount retries until they can be set up."""
+        creating = [str(cs.get("name")) for cs in status.get("containerStatuses") or []
+                    if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"]
+        wait = self.waits.get(uid)
+        if creating and (wait is None or wait.task is None or wait.task.done()):
+            self._wait_for_config(key, uid, creating)
+
+    def lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        stored = self.server.store.get((kind, namespace, name))
+        return stored.body if stored is not None else None
+
+    def _wait_for_config(self, key: tuple[str, str], uid: str, pending: list[str]) -> None:
+        def pod() -> Mapping[str, Any] | None:
+            stored = self.server.store.get(("Pod", key[0], key[1]))
+            return stored.body if stored is not None and stored.body["metadata"].get("uid") == uid else None
+
+        def report(container: str, state: dict[str, Any]) -> None:
+            self.report_state(key[0], key[1], uid, container, state)
+
+        def start(body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+            self._launch(key, uid, body, spec_c)
+        wait = ConfigWait(self.recorder, self.lookup, pod, pending, report, self._pull_fails, start)
+        self.waits[uid] = wait
+        wait.begin()
+
+    def _remember_env(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """The container's variables as they are when it starts (a later ConfigMap change does not reach it)."""
+        with contextlib.suppress(ConfigError):
+            self.envs[(uid, str(spec_c.get("name")))] = container_env(body, spec_c, self.lookup)
+
+    def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
+        """Start a container the pod-start controller could not: its image is there now, or its config."""
+        name = str(spec_c.get("name"))
+        started(self.recorder, json.loads(json.dumps(body)), name, str(spec_c.get("image") or ""))
+        self._remember_env(uid, body, spec_c)
+        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+        c = self._container(key, uid, spec_c, 0)
+        if c is not None:
+            c.task = asyncio.get_running_loop().create_task(c.run())
+            self.containers.setdefault(key, {})[name] = c
+
+    def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
+        argv = runnable(spec_c)
+        if argv is None and not schedules(spec_c):
+            return None  # a server without probes: nothing here ever changes its state
+        stored = self.server.store.get(("Pod", key[0], key[1]))
+        policy = str(((stored.body if stored else {}).get("spec") or {}).get("restartPolicy") or "Always")
+        return Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
+
+    # --- images -----------------------------------------------------------------------------
+
+    def _pull_fails(self, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> bool:
+        """Start the image manager's loop for a container whose image cannot be pulled."""
+        meta = body.get("metadata") or {}
+        uid, name = str(meta.get("uid", "")), str(spec_c.get("name"))
+        image = str(spec_c.get("image") or "")
+        error = pull_error(image, self.server.config, str(spec_c.get("imagePullPolicy") or "IfNotPresent"))
+        if error is None:
+            return False
+        namespace, pod = str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+        def report(state: dict[str, Any]) -> None:
+            self.report_state(namespace, pod, uid, name, state)
+        puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
+        self.pullers[(uid, name)] = puller
+        puller.begin()
+        return True
+
+    def _check_images(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """A container's image changed (``kubectl set image pod/...``): pull the new one."""
+        for spec_c in (body.get("spec") or {}).get("containers") or []:
+            name = str(spec_c.get("name"))
+            image = str(spec_c.get("image") or "")
+            if self.images.get((uid, name)) == image:
+                continue
+            self.images[(uid, name)] = image
+            puller = self.pullers.pop((uid, name), None)
+            if puller is not None:
+                puller.cancel()
+            if self._pull_fails(body, spec_c):
+                continue
+            if puller is None:
+                continue  # a running container whose image changed: not simulated (it keeps running)
+            self._launch(key, uid, body, spec_c)
+
+    def container_id(self, c: Container) -> str:
+        return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
+
+    # --- what exec sessions and servers share with the container --------------------------
+
+    def filesystem(self, uid: str, container: str, fresh: bool = False) -> PodFS:
+        key = (uid, container)
+        if fresh or key not in self.filesystems:
+            self.filesystems[key] = PodFS()
+        return self.filesystems[key]
+
+    def shell_ctx(self, namespace: str, pod_name: str, uid: str, container: str, out: Any, err: Any,
+                  pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
+        """The shell context of a command in this container: the cluster, env, files, access log."""
+        state = self.server.state
+        stored = self.server.store.get(("Pod", namespace, pod_name))
+        if pod is None:
+            pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
+        if pod is None:
+            pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
+        body = stored.body if stored is not None else pod.raw
+        spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
+        if fresh_fs or (uid, container) not in self.envs:
+            self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
+        env = pod_env(state, pod, container)
+        env.update(self.envs.get((uid, container), {}))
+        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools)
+        fresh = fresh_fs or (uid, container) not in self.filesystems
+        fs = self.filesystem(uid, container, fresh=fresh_fs)
+        if fresh:
+            for mount in spec_c.get("volumeMounts") or []:
+                if mount.get("mountPath") and not mount.get("subPath"):
+                    with contextlib.suppress(OSError):
+                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
+
+        def files() -> dict[str, str]:
+            # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
+            # real subPath mount keeps what it had at start, here it follows too).
+            now = self.server.store.get(("Pod", namespace, pod_name))
+            return {**pod_files(state, pod), **mounted_files(now.body if now else body, spec_c, self.lookup)}
+        fs.static = files
+        ctx.fs = fs
+        return ctx
+
+    def served(self, request: Served) -> None:
+        """A pod answered an HTTP request: its web server logs it, in its image's format."""
+        namespace, _, name = request.pod.partition("/")
+        stored = self.server.store.get(("Pod", namespace, name))
+        if stored is None:
+            return
+        body = stored.body
+        container = container_for(list((body.get("spec") or {}).get("containers") or []), request.port)
+        if container is None:
+            return
+        line = log_line(str(container.get("image") or ""), request)
+        if line is None:
+            return
+        cname = str(container.get("name"))
+        cs = next((x for x in (body.get("status") or {}).get("containerStatuses") or [] if x.get("name") == cname),
+                  {})
+        if "running" not in (cs.get("state") or {}):
+            return
+        uid = str(body["metadata"].get("uid", ""))
+        self.logs.get(namespace, name, uid, cname, int(cs.get("restartCount") or 0)).write(line)
+
+    # --- probes ---------------------------------------------------------------------------
+
+    def event(self, c: Container, reason: str, message: str, type_: str = "Normal") -> None:
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        if stored is None or stored.body["metadata"].get("uid") != c.uid:
+            return
+        pod = stored.body
+        field = "spec.ephemeralContainers" if c.ephemeral else "spec.containers"
+        self.recorder.record(involved(pod, f"{field}{{{c.name}}}"), reason, message,
+                             host=str((pod.get("spec") or {}).get("nodeName") or ""), type_=type_)
+
+    def probes(self, c: Container) -> ContainerProbes:
+        """The probes of the container's new run (not begun yet): until its startup probe succeeds it is
+        not started, and each run is ready until its readiness probe says otherwise."""
+        stored = self.server.store.get(("Pod", c.namespace, c.pod))
+        spec_c = next((x for x in ((stored.body if stored else {}).get("spec") or {}).get("containers") or []
+                       if x.get("name") == c.name), {})
+        key = (c.uid, c.name)
+
+        def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
+            now = self.server.store.get(("Pod", c.namespace, c.pod))
+            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+
+        def ready(flag: bool) -> None:
+            if flag != (key not in self.unready):
+                (self.unready.discard if flag else self.unready.add)(key)
+                self.report(c)
+
+        def started() -> None:
+            self.starting.discard(key)
+            self.report(c)
+
+        def kill(kind: str) -> None:
+            again = ", will be restarted" if c.restart_policy != "Never" else ""
+            self.event(c, "Killing", f"Container {c.name} failed {kind} probe{again}")
+            c.kill()
+
+        probes = ContainerProbes(spec_c, network, lambda argv, timeout: self._exec_probe(c, argv, timeout),
+                                 lambda message: self.event(c, "Unhealthy", message, "Warning"), ready, started, kill)
+        self.unready.discard(key)
+        if not probes.start_done:
+            self.starting.add(key)
+        return probes
+
+    async def _exec_probe(self, c: Container, argv: list[str], timeout: float) -> tuple[bool, str]:
+        """An exec probe in the container's files and environment: (exit code 0, combined output)."""
+        if not argv or not argv_supported(argv) or image_name(c.image) not in SHELL_IMAGES:
+            return True, ""  # the image's own files and tools are not simulated: nothing to go on
+        output: list[str] = []
+
+        async def collect(text: str) -> None:
+            output.append(text)
+        ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
+        try:
+            code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
+        except TimeoutError:
+            return False, f'command "{" ".join(argv)}" timed out'
+        return code == 0, "".join(output)
+
+    def _reassert_probes(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """Readiness computed again by the pod-start controller (a label or annotation changed) knows
+        nothing of the probes: what they found still holds."""
+        statuses = {cs.get("name"): cs for cs in (body.get("status") or {}).get("containerStatuses") or []}
+        for c in self.containers.get(key, {}).values():
+            cs = statuses.get(c.name) or {}
+            if ((uid, c.name) in self.starting and cs.get("started")) or \
+                    ((uid, c.name) in self.unready and cs.get("ready")):
+                self.report(c)
+
+    # --- status ---------------------------------------------------------------------------
+
+    def report(self, c: Container) -> None:
+        if c.ephemeral:
+            self._report_ephemeral(c)
+            return
+        self.report_state(c.namespace, c.pod, c.uid, c.name, c.state, c.last_state, c.restarts,
+                          self.container_id(c))
+
+    def _report_ephemeral(self, c: Container) -> None:
+        """An ephemeral container's status: never ready, no part in the pod's phase or conditions."""
+        key = ("Pod", c.namespace, c.pod)
+        stored = self.server.store.get(key)
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
+            return
+        new = json.loads(json.dumps(stored.body))
+        statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
+        entry = next((cs for cs in statuses if cs.get("name") == c.name), None)
+        if entry is None:
+            entry = {"name": c.name, "image": c.image, "imageID": image_id(c.image), "ready": False,
+                     "restartCount": 0}
+            statuses.append(entry)
+        entry["state"] = json.loads(json.dumps(c.state))
+        if "running" in c.state or "terminated" in c.state:
+            entry["containerID"] = self.container_id(c)
+        if new != stored.body:
+            self.server.store.commit([Write(key, new, stored.managed)])
+
+    def report_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
+                     last_state: dict[str, Any] | None = None, restarts: int | None = None,
+                     container_id: str = "") -> None:
+        """Write a container's state into the pod status; the controllers take it from there."""
+        key = ("Pod", namespace, pod)
+        stored = self.server.store.get(key)
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
+            return
+        status = json.loads(json.dumps(stored.body.get("status") or {}))
+        changed: dict[str, Any] = {}
+        for cs in status.get("containerStatuses") or []:
+            if cs.get("name") != container:
+                continue
+            changed = cs
+            cs["state"] = json.loads(json.dumps(state))
+            if last_state:
+                cs["lastState"] = json.loads(json.dumps(last_state))
+            if restarts is not None:
+                cs["restartCount"] = restarts
+            cs["started"] = "running" in state and (uid, container) not in self.starting
+            if container_id and ("running" in state or "terminated" in state):
+                cs["containerID"] = container_id
+        # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
+        core = refreshed({**stored.body, "status": status}) or {}
+        if changed:
+            changed["ready"] = bool(changed["started"]) and (uid, container) not in self.unready and any(
+                cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
+        spec = stored.body.get("spec") or {}
+        apply_phase(status, spec)
+        _keep_explanation(status, core)
+        stamp_conditions(status, stored.body.get("status") or {}, now_text())
+        if status != stored.body.get("status"):
+            new = json.loads(json.dumps(stored.body))
+            new["status"] = status
+            self.server.store.commit([Write(key, new, stored.managed)])
+
+    # --- attach ---------------------------------------------------------------------------
+
+    async def attach(self, channels: Any, namespace: str, pod: str, container: str, want_stdin: bool) -> None:
+        c = self.containers.get((namespace, pod), {}).get(container)
+        if c is None or c.argv is None:
+            # Not run here (a server): its output is not simulated; stay attached until the client leaves.
+            await channels.read(lambda _b: None, lambda: None)
+            return
+        if c.final or (c.run_done.is_set() and not c.attached.is_set()):
+            await channels.finish(0, c.argv)
+            return
+        use_stdin = want_stdin and c.stdin
+        c.sinks.append(channels)
+        c.attached.set()
+        done = c.run_done
+        reader = asyncio.ensure_future(channels.read(c.feed if use_stdin else (lambda _b: None),
+                                                     c.close_stdin if use_stdin else (lambda: None)))
+        waiter = asyncio.ensure_future(done.wait())
+        try:
+            await asyncio.wait([reader, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (reader, waiter):
+                t.cancel()
+                with contextlib.suppress(BaseException):
+                    await t
+            with contextlib.suppress(ValueError):
+                c.sinks.remove(channels)
+            if use_stdin and c.stdin_once and not done.is_set():
+                c.close_stdin()  # stdinOnce: the first client's detach closes stdin for this run
+        # The kubelet's attach reports Success whatever the exit code; `kubectl run -i` reads it
+        # from the pod status.
+        await channels.finish(0, c.argv)
+
+    # --- logs -----------------------------------------------------------------------------
+
+    async def logs_handler(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        stored = self.server.store.get(("Pod", namespace, name))
+        if stored is None:
+            raise ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        body = stored.body
+        q = request.query
+        names = [str(c.get("name")) for c in (body.get("spec") or {}).get("containers") or []]
+        container = q.get("container", "")
+        if not container:
+            if len(names) != 1:
+                raise ApiError(400, "BadRequest", f"a container name must be specified for pod {name}, choose one "
+                                                  f"of: [{' '.join(names)}]")
+            container = names[0]
+        elif container not in names + [str(c.get("name")) for f in ("initContainers", "ephemeralContainers")
+                                       for c in (body.get("spec") or {}).get(f) or []]:
+            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        status = body.get("status") or {}
+        statuses = {cs.get("name"): cs for f in ("containerStatuses", "initContainerStatuses",
+                                                 "ephemeralContainerStatuses") for cs in status.get(f) or []}
+        cs = statuses.get(container)
+        waiting = ((cs or {}).get("state") or {}).get("waiting") if cs else {"reason": "ContainerCreating"}
+        if waiting is not None and not (cs or {}).get("lastState"):
+            reason = waiting.get("reason") or "ContainerCreating"
+            raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: '
+                                              f"{_waiting_text(reason)}")
+        for _ in range(3):
+            await asyncio.sleep(0)  # let a command that just started print what it prints at once
+        uid = str(body["metadata"].get("uid", ""))
+        restarts = int((cs or {}).get("restartCount") or 0)
+        previous = q.get("previous") in ("true", "1")
+        if previous:
+            source = self.logs.find(namespace, name, uid, container, restarts - 1) if restarts else None
+            if source is None:
+                raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" '
+                                                  "not found")
+        else:
+            source = self.logs.get(namespace, name, uid, container, restarts)
+        render = Renderer(q)
+        head = render.backlog(source.lines())
+        follow = q.get("follow") in ("true", "1") and not previous
+        if not follow:
+            return web.Response(text=head, content_type="text/plain")
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue()
+        if not source.closed:
+            source.followers.append(queue)
+        try:
+            with contextlib.suppress(ConnectionResetError):
+                if head:
+                    await resp.write(head.encode())
+                if source.closed:
+                    return resp
+                while not self.server.closing:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), 1.0)
+                    except TimeoutError:
+                        if request.transport is None or request.transport.is_closing():
+                            break
+                        stored_now = self.server.store.get(("Pod", namespace, name))
+                        if stored_now is None or stored_now.body["metadata"].get("uid") != uid:
+                            break
+                        continue
+                    if item is None:
+                        break
+                    text = render.chunk(*item)
+                    if text:
+                        await resp.write(text.encode())
+                    if render.exhausted:
+                        break
+        finally:
+            if queue in source.followers:
+                source.followers.remove(queue)
+        return resp
+
+
+def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
+    """Where knetsim's readiness rules say not ready too, their reason (the probe's port where nothing
+    listens, the annotation) stays in the Ready conditions: it names the cause, not just the container."""
+    explained = {c.get("type"): c for c in core.get("conditions") or [] if c.get("status") == "False"}
+    for cond in status.get("conditions") or []:
+        theirs = explained.get(cond.get("type"))
+        if cond.get("type") in ("Ready", "ContainersReady") and cond.get("status") == "False" and theirs:
+            for field in ("reason", "message"):
+                if theirs.get(field):
+                    cond[field] = theirs[field]
+
+
+def _waiting_text(reason: str) -> str:
+    # The kubelet's validateContainerLogStatus: the common pull failures have their own words.
+    return {"ErrImagePull": "image can't be pulled",
+            "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)

@@ -1,0 +1,159 @@
+"""``pods/exec`` and ``pods/attach`` over WebSocket, subprotocol ``v5.channel.k8s.io``.
+
+Binary frames, first byte the channel: 0 stdin, 1 stdout, 2 stderr, 3 status (one
+``metav1.Status``, then close), 4 resize, 255 close-stream (v5: the client half-closes
+stdin). kubectl 1.32 offers only v5 and falls back to SPDY only when the upgrade fails, so
+SPDY is not served.
+
+With ``tty`` the simulated pty does what a real one does: echo, line editing (backspace,
+Ctrl-C, Ctrl-D) and ``\\n`` → ``\\r\\n``. An exec runs a command of its own (``proc.Proc``); an
+attach (``kubectl run --rm -it``, ``kubectl attach``) connects to the container's main process,
+which the simulated kubelet runs (``kubelet.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+
+from ..apiserver.errors import ApiError
+from ..apiserver.registry import Target
+from ..container.podfs import as_bytes
+from ..container.proc import Proc
+from ..model.objects import Pod
+from .node import NodeView
+
+if TYPE_CHECKING:
+    from .kubelet import Kubelet
+
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+
+
+async def handle(server: NodeView, kubelet: Kubelet, request: web.Request, t: Target) -> web.StreamResponse:
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        raise ApiError(400, "BadRequest", "knetsim serves exec and attach over WebSocket (v5.channel.k8s.io) only; "
+                                          "upgrade request required")
+    await server.settle()
+    stored = server.store.get(("Pod", t.namespace, t.name))
+    if stored is None:
+        raise ApiError(404, "NotFound", f'pods "{t.name}" not found', {"name": t.name, "kind": "pods"})
+    body = stored.body
+    spec = body.get("spec") or {}
+    containers = [c.get("name") for c in spec.get("containers") or []]
+    q = request.query
+    container = q.get("container") or (containers[0] if containers else "")
+    # `kubectl debug` attaches to its ephemeral container by name, as one may to an init container.
+    if container not in containers + [c.get("name") for f in ("initContainers", "ephemeralContainers")
+                                      for c in spec.get(f) or []]:
+        raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {t.name}")
+    phase = (body.get("status") or {}).get("phase")
+    if phase != "Running":
+        raise ApiError(400, "BadRequest", f"unable to upgrade connection: pod {t.name} is not running (phase "
+                                          f"{phase or 'Pending'})")
+    tty = q.get("tty") in ("true", "1")
+    want_stdin = q.get("stdin") in ("true", "1")
+    if t.sub == "attach":
+        ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=0)
+        await ws.prepare(request)
+        await kubelet.attach(Channels(ws, tty), t.namespace, t.name, container, want_stdin)
+        return ws
+    state = server.state
+    pod = state.pods.get(f"{t.namespace}/{t.name}") if state is not None else None
+    if pod is None:
+        pod = Pod.parse(body)
+    ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=0)
+    await ws.prepare(request)
+    argv = list(q.getall("command", []))
+    session = Session(ws, kubelet, pod, container, tty, want_stdin, str(body["metadata"].get("uid", "")))
+    code = await session.run(argv)
+    await session.channels.finish(code, argv)
+    return ws
+
+
+class Channels:
+    """The output side of a v5 stream: stdout/stderr frames (a tty merges them, with CRLF), the status."""
+
+    def __init__(self, ws: web.WebSocketResponse, tty: bool) -> None:
+        self.ws, self.tty = ws, tty
+
+    @property
+    def closed(self) -> bool:
+        return self.ws.closed
+
+    async def send(self, channel: int, text: str) -> None:
+        if self.ws.closed or not text:
+            return
+        if self.tty:
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+            channel = STDOUT
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
+            await self.ws.send_bytes(bytes([channel]) + as_bytes(text))
+
+    async def out(self, text: str) -> None:
+        await self.send(STDOUT, text)
+
+    async def err(self, text: str) -> None:
+        await self.send(STDERR, text)
+
+    async def read(self, feed: Callable[[bytes], None], eof: Callable[[], None]) -> None:
+        """Pass stdin frames to ``feed`` and the client's close of stdin to ``eof``, until the socket ends."""
+        async for msg in self.ws:
+            if msg.type != WSMsgType.BINARY or not msg.data:
+                continue
+            data: bytes = msg.data
+            channel, payload = data[0], data[1:]
+            if channel == STDIN:
+                feed(payload)
+            elif channel == CLOSE and payload[:1] == bytes([STDIN]):
+                eof()
+
+    async def finish(self, code: int, argv: list[str]) -> None:
+        if self.ws.closed:
+            return
+        if code == 0:
+            status: dict[str, Any] = {"metadata": {}, "status": "Success"}
+        else:
+            status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "message": f"command terminated with non-zero exit code: error executing command "
+                                 f"[{' '.join(argv)}], exit code {code}",
+                      "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
+            await self.ws.send_bytes(bytes([ERROR]) + json.dumps(status).encode())
+            await self.ws.close()
+
+
+class Session:
+    """One exec: a command of its own in the pod (not the container's main process)."""
+
+    def __init__(self, ws: web.WebSocketResponse, kubelet: Kubelet, pod: Pod, container: str, tty: bool,
+                 stdin: bool, uid: str = "") -> None:
+        self.channels = Channels(ws, tty)
+        # The container's environment and files, its tools, and the access log of the pods it talks to.
+        ctx = kubelet.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out, self.channels.err, pod=pod)
+        self.proc = Proc(ctx, tty, stdin)
+
+    async def run(self, argv: list[str]) -> int:
+        task = asyncio.ensure_future(self.proc.run(argv))
+        reader = asyncio.ensure_future(self.channels.read(self.proc.feed, self.proc.eof))
+        try:
+            await asyncio.wait([task, reader], return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                # The client went away: stop the command, as the runtime kills an exec's process.
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+                return 130
+            return task.result()
+        except asyncio.CancelledError:
+            task.cancel()
+            return 130
+        finally:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
