@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from typing import IO
 
 from ..model.loader import LoadResult, load_paths
-from .git import GitManifests, GitSourceError
+from . import git
+from .git import GitSourceError
 from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
 
 Progress = Callable[[str], None]
@@ -38,6 +39,19 @@ class Manifests:
 
     def read(self, progress: Progress | None = None) -> Read:
         return Read(load_paths(self.paths, stdin=self.stdin))
+
+
+@dataclass(frozen=True, slots=True)
+class GitManifests:
+    """``git:REV:PATH``: the manifests under PATH at git revision REV (``sources/git.py``)."""
+
+    spec: str
+
+    def describe(self) -> str:
+        return self.spec
+
+    def read(self, progress: Progress | None = None) -> Read:
+        return Read(git.load(self.spec))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,8 @@ holds the current directory, ``PATH`` relative to it as git takes it.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..model.loader import MANIFEST_SUFFIXES, LoadError, LoadResult, load_text
-
-if TYPE_CHECKING:
-    from . import Read
 
 PREFIX = "git:"
 
@@ -48,52 +43,44 @@ def _git(args: list[str], stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
-@dataclass(frozen=True, slots=True)
-class GitManifests:
-    spec: str  # git:REV:PATH as given
-
-    def describe(self) -> str:
-        return self.spec
-
-    def read(self, progress: object = None) -> Read:
-        from . import Read  # the package imports this module
-
-        rev, path = parse(self.spec)
+def load(spec: str) -> LoadResult:
+    """The manifests ``git:REV:PATH`` names, as ``-f`` would read them from a checkout."""
+    rev, path = parse(spec)
+    try:
+        commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]).decode().strip()
+    except GitSourceError as exc:
+        why = str(exc).split(": ", 1)[1]
+        raise GitSourceError(f"{spec}: unknown revision {rev!r}"
+                             + (f" ({why})" if not why.startswith("exit ") else "")) from None
+    listed = _git(["ls-tree", "-r", "-z", "--full-name", "--name-only", commit, "--", path or "."])
+    names = sorted(n for n in listed.decode(errors="surrogateescape").split("\0") if n)
+    if not names:
+        raise GitSourceError(f"{spec}: no such path at {rev}")
+    files = [n for n in names if n.endswith(MANIFEST_SUFFIXES)]
+    result = LoadResult()
+    if not files:
+        result.errors.append(LoadError(None, f"{spec}: no .yaml, .yml or .json file at {rev}"))
+        return result
+    batch = _git(["cat-file", "--batch"], "".join(f"{commit}:{n}\n" for n in files).encode())
+    offset = 0
+    for name in files:
+        header_end = batch.index(b"\n", offset)
+        _oid, kind, size = batch[offset:header_end].decode().split(" ")
+        body = batch[header_end + 1:header_end + 1 + int(size)]
+        offset = header_end + 1 + int(size) + 1
+        where = f"{PREFIX}{rev}:{name}"
+        if kind != "blob":
+            continue  # a submodule's commit: nothing to read
+        if b"\0" in body:
+            result.errors.append(LoadError(None, f'cannot read "{where}": binary data, not YAML or JSON'))
+            continue
         try:
-            commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]).decode().strip()
-        except GitSourceError as exc:
-            why = str(exc).split(": ", 1)[1]
-            raise GitSourceError(f"{self.spec}: unknown revision {rev!r}"
-                                 + (f" ({why})" if not why.startswith("exit ") else "")) from None
-        listed = _git(["ls-tree", "-r", "-z", "--full-name", "--name-only", commit, "--", path or "."])
-        names = sorted(n for n in listed.decode(errors="surrogateescape").split("\0") if n)
-        if not names:
-            raise GitSourceError(f"{self.spec}: no such path at {rev}")
-        files = [n for n in names if n.endswith(MANIFEST_SUFFIXES)]
-        result = LoadResult()
-        if not files:
-            result.errors.append(LoadError(None, f"{self.spec}: no .yaml, .yml or .json file at {rev}"))
-            return Read(result)
-        batch = _git(["cat-file", "--batch"], "".join(f"{commit}:{n}\n" for n in files).encode())
-        offset = 0
-        for name in files:
-            header_end = batch.index(b"\n", offset)
-            _oid, kind, size = batch[offset:header_end].decode().split(" ")
-            body = batch[header_end + 1:header_end + 1 + int(size)]
-            offset = header_end + 1 + int(size) + 1
-            where = f"{PREFIX}{rev}:{name}"
-            if kind != "blob":
-                continue  # a submodule's commit: nothing to read
-            if b"\0" in body:
-                result.errors.append(LoadError(None, f'cannot read "{where}": binary data, not YAML or JSON'))
-                continue
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                result.errors.append(LoadError(None, f'cannot read "{where}": not UTF-8'))
-                continue
-            load_text(text, where, result)
-        return Read(result)
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            result.errors.append(LoadError(None, f'cannot read "{where}": not UTF-8'))
+            continue
+        load_text(text, where, result)
+    return result
 
 
-__all__ = ["PREFIX", "GitManifests", "GitSourceError", "parse"]
+__all__ = ["PREFIX", "GitSourceError", "load", "parse"]
