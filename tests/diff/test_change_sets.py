@@ -209,3 +209,35 @@ def test_bad_sources_and_options_are_exit_2(tmp_path: Path) -> None:
     assert bad_gate.exit_code == 2 and "'x': supported values: lost, gained, findings, any" in bad_gate.output
     bad_rev = run("diff", "--before", "git:no-such-revision:examples/shop", "--after", str(EXAMPLES / "shop"))
     assert bad_rev.exit_code == 2 and "unknown revision 'no-such-revision'" in bad_rev.stderr
+
+
+# --- BEFORE from git -----------------------------------------------------------------------------
+
+
+def test_before_from_a_git_revision_of_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job compares the pull request's folder with the base branch's, read from git (no second checkout)."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "broken" / "selector-typo", repo / "deploy")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "typo")
+    app = repo / "deploy" / "app.yaml"
+    app.write_text(app.read_text().replace("selector:\n    app: wbe", "selector:\n    app: web"))
+    monkeypatch.chdir(repo)
+    from_git = diff("git:main:deploy", "deploy")
+    from_files = diff(EXAMPLES / "broken" / "selector-typo", typo_fixed_path(tmp_path))
+    assert from_git["before"] == "git:main:deploy"
+    assert from_git["layers"] == from_files["layers"]
+    missing = run("diff", "--before", "git:main:nowhere", "--after", "deploy")
+    assert missing.exit_code == 2 and "git:main:nowhere: no such path at main" in missing.stderr
+
+
+def typo_fixed_path(tmp_path: Path) -> Path:
+    return copy_example(tmp_path / "fixed", "broken/selector-typo",
+                        {"app.yaml": ("selector:\n    app: wbe", "selector:\n    app: web")})

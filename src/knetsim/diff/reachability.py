@@ -37,7 +37,7 @@ class Answer:
 
 
 def answer(side: Side) -> Answer:
-    m = matrix(side.state, include_system=True)
+    m = matrix(side.state, include_system=True, all_external=True)
     rows = m.rows
     node_rows = {i for i in range(len(rows)) if rows.members[i][0].kind == "node"}
     spans: dict[int, tuple[int, int]] = {}

@@ -104,8 +104,11 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
     return sorted(keys), sorted(named)
 
 
-def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True) -> Classes:
-    """The classes of ``pods`` (in name order), plus the external pieces when ``external``."""
+def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True,
+                  all_external: bool = False) -> Classes:
+    """The classes of ``pods`` (in name order), plus the external pieces when ``external``: those the ipBlocks
+    cut, none when no policy has one; with ``all_external``, the address space outside the pod network even
+    then (what a diff or an exposure report compares, whether or not an ipBlock names it)."""
     policies = index.policies
     key_list, named_list = _vocabulary((*policies, *index.cluster))
     named_set = set(named_list)
@@ -120,7 +123,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
         for elo, ehi in ex:
             bounds_set.update((elo, ehi))
     cluster_matters = bool(ranges) and (index.ctx.ipblocks_match_cluster or bool(networks))
-    if ranges and pod_net.version == 4:
+    if (ranges or all_external) and pod_net.version == 4:
         bounds_set.update((int(pod_net.network_address), int(pod_net.broadcast_address) + 1))
     if ranges and _has_nodes_peer(index.cluster):
         # A `nodes` peer matches node addresses only: each one is an address range of its own.
@@ -158,7 +161,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
             class_key = (POD, pod.namespace, projected, tuple(sorted(ports.items())), atom(ep.ip))
         groups.setdefault(class_key, []).append(ep)
 
-    if external and ranges:
+    if external and (ranges or all_external):
         net_lo, net_hi = int(pod_net.network_address), int(pod_net.broadcast_address) + 1
         for i in range(len(bounds) - 1):
             lo, hi = bounds[i], bounds[i + 1]

@@ -895,15 +895,17 @@ class Matrix:
 
 
 def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = False, include_system: bool = False,
-           external: bool = True, word_bits: int = WORD_BITS) -> Matrix:
+           external: bool = True, all_external: bool = False, word_bits: int = WORD_BITS) -> Matrix:
     """The answer per workload (``pods=True``: per pod); ``namespace`` keeps that namespace's rows (policies of
-    every namespace still count); the pods knetsim adds itself are left out unless ``include_system``."""
+    every namespace still count); the pods knetsim adds itself are left out unless ``include_system``; external
+    ranges are the pieces ipBlocks cut, and with ``all_external`` the addresses outside the pod network even
+    where no ipBlock cuts them."""
     index = policy_index(state)
     members = [p for _, p in sorted(state.pods.items())
                if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
                and (include_system or not is_system_pod(p))
                and (namespace is None or p.namespace == namespace)]
-    classes = build_classes(state, index, members, external=external)
+    classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
     atom_masks = AtomMasks(atoms, classes)
