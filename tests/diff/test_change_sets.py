@@ -241,3 +241,13 @@ def test_before_from_a_git_revision_of_the_folder(tmp_path: Path, monkeypatch: p
 def typo_fixed_path(tmp_path: Path) -> Path:
     return copy_example(tmp_path / "fixed", "broken/selector-typo",
                         {"app.yaml": ("selector:\n    app: wbe", "selector:\n    app: web")})
+
+
+def test_the_json_of_the_docs_is_what_the_command_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES.parent)
+    text = Path("docs/diff.md").read_text()
+    shown = json.loads(text.split("## `-o json`", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0])
+    real = diff("examples/broken/selector-typo", "examples/broken/selector-typo",
+                "--after", "examples/changes/selector-fix.yaml")
+    assert {k: real[k] for k in ("before", "after", "summary")} == {k: shown[k] for k in ("before", "after", "summary")}
+    assert {k: real["layers"][k] for k in shown["layers"]} == shown["layers"]

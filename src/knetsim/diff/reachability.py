@@ -24,6 +24,8 @@ from .model import GAINED, LOST, Item, Layer, Side
 
 TITLE = "reachability (what policy allows, per workload pair and external range)"
 Pieces = list[tuple[int, int, ConnSet]]  # [lo, hi) over IPv4, allowed
+# The example connection to an address that declares no ports: what clients there most likely open.
+COMMON_PORTS = (("TCP", 443), ("TCP", 80), ("UDP", 53))
 
 
 @dataclass
@@ -95,12 +97,15 @@ def external_changes(old: Pieces, new: Pieces) -> list[tuple[int, int, ConnSet, 
 
 def _example_port(conns: ConnSet, dst: Endpoint | str | None) -> tuple[str, int] | None:
     """The connection to put to ``policy check``: the first port the destination pod declares that the set has
-    (CoreDNS's is UDP 53), else the set's first port, TCP first."""
+    (CoreDNS's is UDP 53), else a common one (``COMMON_PORTS``), else the set's first port, TCP first."""
     if isinstance(dst, Endpoint) and dst.pod is not None:
         for c in dst.pod.containers:
             for p in c.ports:
                 if conns.contains(p.protocol, p.container_port):
                     return p.protocol, p.container_port
+    for protocol, port in COMMON_PORTS:
+        if conns.contains(protocol, port):
+            return protocol, port
     for protocol in ("TCP", *(p for p in PROTOCOLS if p != "TCP")):
         ranges = conns.as_dict().get(protocol)
         if ranges:
