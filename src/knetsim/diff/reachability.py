@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from ..policy.engine import DirectionVerdict, PolicyInputError, Verdict, evaluate
+from ..policy.engine import PolicyInputError, Verdict, evaluate
 from ..policy.matrix import Matrix, matrix
 from ..policy.ports import PROTOCOLS, ConnSet
 from ..policy.rules import Endpoint
@@ -113,24 +113,11 @@ def _example_port(conns: ConnSet, dst: Endpoint | str | None) -> tuple[str, int]
     return None
 
 
-def _side(d: DirectionVerdict) -> str:
-    """The rule (or the absence of one) that decided one side, in the words ``policy check`` uses."""
-    where = f"{d.direction} of {d.endpoint}"
-    if d.decided_by is not None:
-        return f"{where}: {'allowed' if d.allowed else 'denied'} by {d.decided_by.text()}"
-    if d.allowed and d.allowed_by:
-        return f"{where}: allowed by {d.allowed_by[0].location}"
-    if d.allowed:
-        return ""  # not isolated, not enforced: nothing decided it
-    names = ", ".join(f"{k} {n}" for k, n in d.policies)
-    return f"{where}: denied, isolated by {names} and no {d.direction} rule allows it"
-
-
 def decision(v: Verdict) -> str:
     """``allowed`` / ``denied``, with the deciding rule of each side that has one (only the denying side of a
     denial)."""
     sides = [v.egress, v.ingress] if v.allowed else [d for d in (v.egress, v.ingress) if not d.allowed]
-    texts = [t for t in map(_side, sides) if t]
+    texts = [t for t in (d.deciding() for d in sides) if t]
     head = "allowed" if v.allowed else "denied"
     return f"{head} ({'; '.join(texts)})" if texts else f"{head} (no policy selects either pod)"
 

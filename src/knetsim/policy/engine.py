@@ -284,6 +284,19 @@ class DirectionVerdict:
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
 
+    def deciding(self) -> str:
+        """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
+        is not enforced, or no policy of any tier selects it)."""
+        where = f"{self.direction} of {self.endpoint}"
+        if self.decided_by is not None:
+            return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
+        if self.allowed and self.allowed_by:
+            return f"{where}: allowed by {self.allowed_by[0].location}"
+        if self.allowed:
+            return ""
+        names = ", ".join(f"{k} {n}" for k, n in self.policies)
+        return f"{where}: denied, isolated by {names} and no {self.direction} rule allows it"
+
     def fix(self, traffic: str = "") -> str:
         """What to change so this side allows ``traffic`` (``TCP/5432``), for a dropped packet."""
         if self.decided_by is not None and self.tier == cnp.ADMIN:
