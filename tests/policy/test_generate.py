@@ -214,3 +214,11 @@ def test_a_declared_connection_to_nothing_is_exit_2(tmp_path: Path) -> None:
     unnamed.write_text("connections:\n  - {from: shop/web, to: shop/api, port: grpc}\n")
     result = run("policy", "generate", "-f", SHOP, "--connections", str(unnamed))
     assert result.exit_code == 2 and "do not all name a TCP port 'grpc'" in result.stderr
+
+
+def test_the_proof_the_docs_show_is_what_the_command_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES.parent)
+    text = Path("docs/policy.md").read_text()
+    shown = text.split("the proof reads:\n\n```\n", 1)[1].split("\n```", 1)[0]
+    out = run("policy", "generate", "-f", "examples/shop", "--connections", "examples/intended/shop.yaml").stdout
+    assert shown in out

@@ -197,8 +197,18 @@ def _observed(cluster: Any, flows: tuple[str, ...], declared: str | None, includ
         observed.connections += found.connections
         sources.append(f"the intended connections of {declared}")
     if not flows and not declared:
-        raise GenerateError("nothing observed to generate from: give --flows FILE (hubble observe -o json) or "
-                            "--connections FILE (the intended connections)")
+        from .observe import running_flows
+
+        ctx = click.get_current_context(silent=True)
+        meta = ctx.meta if ctx is not None else {}
+        read, _lost = running_flows(meta.get("knetsim.kubeconfig"), meta.get("knetsim.context"))
+        if not read:
+            raise GenerateError("the running knetsim has observed no flow yet: make the connections (kubectl exec "
+                                "... wget, curl through the Ingress), or give --flows FILE or --connections FILE")
+        found = from_flows(cluster.state, read, include_dropped=include_dropped)
+        observed.connections += found.connections
+        observed.notes += found.notes
+        sources.append(f"{len(read)} flows the running knetsim observed")
     return observed, " and ".join(sources)
 
 

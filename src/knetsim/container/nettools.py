@@ -61,8 +61,11 @@ def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "G
                   headers: Mapping[str, str] | None = None) -> Any:
     from ..network import trace
 
-    return trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
-                 headers=dict(headers or {}))
+    t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
+              headers=dict(headers or {}))
+    if ctx.observed is not None:
+        ctx.observed(t)
+    return t
 
 
 def report_served(ctx: Ctx, t: Any, method: str, url: str, headers: Mapping[str, str]) -> None:
@@ -523,6 +526,8 @@ async def nslookup(ctx: Ctx, argv: list[str]) -> int:
         return bool(dns_reachable(ctx.state, ctx.pod, ip, port, protocol)[0])
 
     res = resolve(ctx.state, ctx.pod, args[0], qtype, mode="busybox-nslookup", reachable=reachable)
+    if ctx.observed is not None:
+        ctx.observed(res)
     if not any(q.answer is not None for q in res.queries):
         await _wait(RESOLVER_TIMEOUT)
     await ctx.out("\n".join(res.messages) + "\n")

@@ -39,7 +39,7 @@ from ..controllers.informer import Informer
 from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
-from . import explorer
+from . import explorer, flows
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
 
@@ -154,6 +154,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         tools = kernel_mode.tool_table(tools)
     kubelet = Kubelet(server, tools)
     kubelet.install()
+    server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
     await runner.setup()
@@ -201,7 +202,7 @@ async def _start_dns(running: Running, host: str, port: int) -> None:
 
 async def _start_ingress(running: Running, host: str, port: int, kubelet: Kubelet) -> None:
     from . import entry
-    runner = await entry.start(running.server, host, port, kubelet.served)
+    runner = await entry.start(running.server, host, port, kubelet.served, kubelet.flows.observe)
     if runner is None:
         running.extra["ingress"] = "unavailable: knetsim.network is not installed"
         return

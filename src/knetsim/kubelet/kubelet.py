@@ -54,6 +54,7 @@ from ..container.proc import SHELLS, Proc, is_interactive_shell
 from ..model.objects import Pod
 from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
+from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
@@ -311,6 +312,8 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+        # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
+        self.flows = FlowRecorder(server)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -577,7 +580,8 @@ class Kubelet:
             self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
         env = pod_env(state, pod, container)
         env.update(self.envs.get((uid, container), {}))
-        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools)
+        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
+                        tools=self.tools)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         if fresh:
@@ -637,7 +641,9 @@ class Kubelet:
 
         def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
             now = self.server.store.get(("Pod", c.namespace, c.pod))
-            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+            pod = Pod.parse(now.body if now else {})
+            self.flows.probed(pod, probe_port(spec_c, spec))
+            return network_result(self.server.state, pod, spec_c, spec)
 
         def ready(flag: bool) -> None:
             if flag != (key not in self.unready):

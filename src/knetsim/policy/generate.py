@@ -189,6 +189,13 @@ def _party_of_end(state: ClusterState, catalog: Catalog, end: FlowEnd) -> Party 
     return _party_of_address(state, catalog, end.ip)
 
 
+def _loopback(ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass
 class Observed:
     """The connections found in the input, and what of it could not be used (said in the report)."""
@@ -216,6 +223,10 @@ def from_flows(state: ClusterState, flows: Iterable[Flow], *, include_dropped: b
         if f.protocol not in ("TCP", "UDP", "SCTP") or not f.dst_port:
             skipped[f"{f.protocol} (NetworkPolicy names TCP, UDP and SCTP ports only)"] = \
                 skipped.get(f"{f.protocol} (NetworkPolicy names TCP, UDP and SCTP ports only)", 0) + 1
+            continue
+        if _loopback(f.src.ip) or _loopback(f.dst.ip):
+            why = "inside a pod, on its loopback (kubectl port-forward): no policy applies"
+            skipped[why] = skipped.get(why, 0) + 1
             continue
         src, dst = _party_of_end(state, catalog, f.src), _party_of_end(state, catalog, f.dst)
         if src is None or dst is None:
