@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .cluster.build import BuildResult, ManifestError, build_cluster
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
 from .model.admission import Validation
 from .model.loader import Document, LoadResult, load_text
-from .sources import Live, Manifests, Progress, Source, Target, read
+from .sources import Live, Manifests, Progress, Source, read
+
+if TYPE_CHECKING:
+    from .sources import Target
 
 
 class InputError(ValueError):

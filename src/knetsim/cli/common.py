@@ -175,15 +175,17 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
     turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
     are read as a snapshot; a cluster that cannot be read is exit 2 with the server's words."""
-    from ..sources import KubeError
-
     sources = cluster_sources(filenames)
     try:
         cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
                                        strict=strict_requested(), progress=_progress, validation=validation_mode())
     except InputError as exc:
         fail_input(exc)
-    except KubeError as exc:
+    except Exception as exc:
+        from ..sources import KubeError  # the API client loads only when a cluster was read
+
+        if not isinstance(exc, KubeError):
+            raise
         fail_input(InputError([str(exc)]))
     for note in cluster.source_notes:
         click.echo(f"Warning: {note}", err=True)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model.gatewayapi import Gateway, GatewayClass
+if TYPE_CHECKING:
+    from ..model.gatewayapi import Gateway, GatewayClass
 
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 EG_NAMESPACE = "envoy-gateway-system"

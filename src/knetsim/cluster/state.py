@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from ..model.gatewayapi import Gateway, GatewayClass, HTTPRoute, ReferenceGrant
 from ..model.labels import Selector
 from ..model.loader import Source
 from ..model.objects import (
@@ -26,6 +26,9 @@ from ..model.objects import (
     Service,
 )
 from .config import ClusterConfig
+
+if TYPE_CHECKING:  # the Gateway API types load when an input has such objects (a cold start's tenth otherwise)
+    from ..model.gatewayapi import Gateway, GatewayClass, HTTPRoute, ReferenceGrant
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from ..model.loader import LoadResult, load_paths
 from . import git
 from .git import GitSourceError
-from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
+
+if TYPE_CHECKING:
+    from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
+
+# The API client's names load on first use: an analysis of files never talks to a cluster.
+_KUBEAPI = frozenset({"ApiError", "KubeAPI", "KubeconfigError", "KubeError", "Target", "connect"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _KUBEAPI:
+        from . import kubeapi
+
+        return getattr(kubeapi, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 Progress = Callable[[str], None]
 
@@ -65,6 +78,7 @@ class Live:
     timeout: float = 30.0
 
     def read(self, progress: Progress | None = None) -> Read:
+        from .kubeapi import connect
         from .live import READ, read_cluster
 
         at = datetime.now(UTC)
