@@ -10,8 +10,6 @@ holds the current directory, ``PATH`` relative to it as git takes it.
 
 from __future__ import annotations
 
-import subprocess
-
 from ..model.loader import MANIFEST_SUFFIXES, LoadError, LoadResult, load_text
 
 PREFIX = "git:"
@@ -31,6 +29,8 @@ def parse(spec: str) -> tuple[str, str]:
 
 
 def _git(args: list[str], stdin: bytes | None = None) -> bytes:
+    import subprocess  # only a git: source runs git; every command imports this module
+
     try:
         done = subprocess.run(["git", *args], input=stdin, capture_output=True, check=False, timeout=120)
     except FileNotFoundError:
