@@ -69,14 +69,19 @@ class _PeerPods:
     def __init__(self, state: ClusterState, index: PolicyIndex) -> None:
         self.state = state
         self.ctx = index.ctx
-        self.endpoints = [pod_endpoint(state, p) for p in state.pods.values()]  # the state's order, as before
-        self.order = {ep.name: i for i, ep in enumerate(self.endpoints)}
-        self.by_namespace: dict[str, list[Endpoint]] = {}
-        for ep in self.endpoints:
-            assert ep.pod is not None
-            self.by_namespace.setdefault(ep.pod.namespace, []).append(ep)
+        # (ns/name, endpoint) in the state's order; the names are the state's keys (an endpoint's name is a pod key
+        # made again on every call)
+        self.named = [(key, pod_endpoint(state, p)) for key, p in state.pods.items()]
+        self.order = {key: i for i, (key, _) in enumerate(self.named)}
         self.ranges = _ip_ranges(index)
+        # A pod peer reads an endpoint's kind, namespace and labels only: the pods of a Deployment are one group.
+        self.groups: dict[str, dict[tuple[Any, ...], list[tuple[str, Endpoint]]]] = {}
+        for key, ep in self.named:
+            assert ep.pod is not None
+            shape = (ep.kind, tuple(sorted(ep.pod.labels.items())))
+            self.groups.setdefault(ep.pod.namespace, {}).setdefault(shape, []).append((key, ep))
         self._cache: dict[Peer, frozenset[str]] = {}
+        self._exact: dict[Peer, frozenset[str]] = {}
         self._namespaces: dict[Selector, list[str]] = {}
         self._alike: dict[str, tuple[Any, ...]] = {}
 
@@ -88,36 +93,43 @@ class _PeerPods:
                                                   if selector.matches(self.state.namespace_labels(ns))]
         return found
 
-    def alike(self, ep: Endpoint) -> tuple[Any, ...]:
+    def alike(self, ep: Endpoint, name: str | None = None) -> tuple[Any, ...]:
         """What policy reads of a pod endpoint (namespace, labels, named ports, the address ranges its IP is in):
-        two pods alike here get the same answer from every rule."""
-        found = self._alike.get(ep.name)
+        two pods alike here get the same answer from every rule. ``name``: the endpoint's, when known."""
+        name = ep.name if name is None else name
+        found = self._alike.get(name)
         if found is None:
             pod = ep.pod
             assert pod is not None
             ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
                                  if p.name))
-            found = self._alike[ep.name] = (pod.namespace, tuple(sorted(pod.labels.items())), ports,
+            found = self._alike[name] = (pod.namespace, tuple(sorted(pod.labels.items())), ports,
                                             tuple(i for i, r in enumerate(self.ranges) if r.contains(ep.ip)))
         return found
 
     def keys(self, peer: Peer) -> frozenset[str]:
         """``ns/name`` of every pod ``peer`` matches (its position in the rule does not matter)."""
+        found = self._exact.get(peer)
+        if found is not None:
+            return found
         key = dataclasses.replace(peer, index=0)
         found = self._cache.get(key)
         if found is None:
-            found = frozenset(ep.name for ep in self._candidates(key) if peer_matches(None, key, ep, self.ctx))
-            self._cache[key] = found
+            found = self._cache[key] = self._match(key)
+        self._exact[peer] = found
         return found
 
-    def _candidates(self, peer: Peer) -> list[Endpoint]:
-        """The pods a pod peer can match at all: those of its namespace, or of the namespaces its selector picks."""
+    def _match(self, peer: Peer) -> frozenset[str]:
         if peer.kind != "pods":
-            return self.endpoints
+            return frozenset(key for key, ep in self.named if peer_matches(None, peer, ep, self.ctx))
+        # Only the pods of its namespace, or of the namespaces its selector picks; one test per group of pods alike.
         if peer.namespace_selector is None:
-            return self.by_namespace.get(peer.namespace or "", [])
-        return [ep for ns in sorted(self.by_namespace)
-                if peer.namespace_selector.matches(self.ctx.namespace_labels(ns)) for ep in self.by_namespace[ns]]
+            namespaces = [peer.namespace or ""]
+        else:
+            namespaces = [ns for ns in sorted(self.groups)
+                          if peer.namespace_selector.matches(self.ctx.namespace_labels(ns))]
+        return frozenset(key for ns in namespaces for group in self.groups.get(ns, {}).values()
+                         if peer_matches(None, peer, group[0][1], self.ctx) for key, _ in group)
 
     def pods(self, keys: frozenset[str]) -> list[Pod]:
         """The pods of ``keys``, in the state's order."""
@@ -178,9 +190,20 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
 def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     out = []
     for ns in sorted({p.namespace for p in state.pods.values()} - SYSTEM_NAMESPACES):
-        loose = [p for p in state.pods_in(ns) if not p.host_network
-                 and not index.selecting(p, INGRESS) and not index.selecting(p, EGRESS)
-                 and not any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)]
+        # Policies select by labels: pods labelled alike are isolated alike, so each label set is asked once.
+        isolated: dict[tuple[tuple[str, str], ...], bool] = {}
+        loose = []
+        for p in state.pods_in(ns):
+            if p.host_network:
+                continue
+            labels = tuple(sorted(p.labels.items()))
+            answer = isolated.get(labels)
+            if answer is None:
+                answer = isolated[labels] = bool(
+                    index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
+                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster))
+            if not answer:
+                loose.append(p)
         if loose:
             names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
             out.append(Finding(
@@ -207,16 +230,23 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     target = pod_endpoint(state, dns[0])
     out = []
     by_ns: dict[str, dict[str, list[str]]] = {}
-    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool]] = {}
+    # Policies read a pod's namespace and labels: pods alike get one answer (None: not isolated for egress).
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
     for pod in sorted(state.pods.values(), key=lambda p: p.key):
-        if pod.host_network or not pod.pod_ip or not index.selecting(pod, EGRESS) or pod in dns:
+        if pod.host_network or not pod.pod_ip or pod in dns:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
-            src = pod_endpoint(state, pod)
-            allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
-            seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
-        udp, tcp = seen[key]
+            if not index.selecting(pod, EGRESS):
+                seen[key] = None
+            else:
+                src = pod_endpoint(state, pod)
+                allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
+                seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
+        answer = seen[key]
+        if answer is None:
+            continue
+        udp, tcp = answer
         bucket = by_ns.setdefault(pod.namespace, {"udp": [], "tcp": []})
         if not udp:
             bucket["udp"].append(pod.name)
@@ -245,13 +275,15 @@ def _service_ports(state: ClusterState, index: PolicyIndex, matched: _PeerPods) 
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
             continue
-        selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
+        selected: list[Pod] | None = None
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
                 numbered = [port for port in rule.ports or () if isinstance(port.port, int) and port.end_port is None]
                 if not numbered:
                     continue
                 if direction == INGRESS:
+                    if selected is None:
+                        selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
                     targets = selected
                 elif rule.peers is None:
                     continue
@@ -307,11 +339,13 @@ def _service_port_finding(state: ClusterState, policy: Policy, direction: str, r
 # --- AND vs OR ------------------------------------------------------------------------
 
 
-def _with_rule(index: PolicyIndex, policy: Policy, direction: str, rule: Rule) -> PolicyIndex:
+def _with_rule(index: PolicyIndex, at: int, direction: str, rule: Rule) -> PolicyIndex:
+    """``index`` with ``rule`` in place of its namesake in the policy at position ``at``."""
+    policy = index.policies[at]
     rules = list(policy.rules(direction) or ())
     rules[rule.index] = rule
     changed = dataclasses.replace(policy, **{direction: tuple(rules)})
-    policies = tuple(changed if p is policy else p for p in index.policies)
+    policies = (*index.policies[:at], changed, *index.policies[at + 1:])
     # A policy is in its own namespace's list only: the other namespaces' lists are shared as they are.
     by_ns = {**index.by_namespace,
              policy.namespace: tuple(changed if p is policy else p for p in index.by_namespace[policy.namespace])}
@@ -343,16 +377,18 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
 def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     eps = {k: pod_endpoint(state, p) for k, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network}
-    by_namespace: dict[str, list[Endpoint]] = {}
-    for e in eps.values():
+    by_namespace: dict[str, list[tuple[str, Endpoint]]] = {}
+    for key, e in eps.items():
         assert e.pod is not None
-        by_namespace.setdefault(e.pod.namespace, []).append(e)
+        by_namespace.setdefault(e.pod.namespace, []).append((key, e))
     answers: dict[tuple[Any, ...], tuple[ConnSet, ConnSet]] = {}  # (egress, ingress) as written, by pair shape
-    for policy in index.policies:
+    for at, policy in enumerate(index.policies):
         if policy.kind != "NetworkPolicy":
             continue
-        selected = [e for e in by_namespace.get(policy.namespace, ()) if e.pod is not None
-                    and policy.selector.matches(e.pod.labels)]
+        chosen = {key for group in matched.groups.get(policy.namespace, {}).values()
+                  if group[0][1].pod is not None and policy.selector.matches(group[0][1].pod.labels)
+                  for key, _ in group}
+        selected = [e for key, e in by_namespace.get(policy.namespace, ()) if key in chosen]
         if not selected:
             continue
         for direction in (INGRESS, EGRESS):
@@ -361,7 +397,7 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
                 if rule.peers is None:
                     continue
                 for label, peers in _readings(policy, rule):
-                    alt = _with_rule(index, policy, direction, dataclasses.replace(rule, peers=peers))
+                    alt = _with_rule(index, at, direction, dataclasses.replace(rule, peers=peers))
                     pair = _differing_pair(index, alt, rule, peers, selected, eps, direction, matched, answers)
                     if pair is None:
                         continue
@@ -403,7 +439,7 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
         ep = eps.get(name)
         if ep is None:
             continue  # no address, or hostNetwork: not a pod peer
-        shape = matched.alike(ep)
+        shape = matched.alike(ep, name)
         for own_shape, candidates in owns.items():
             if (shape, own_shape) in tried:
                 continue
@@ -419,6 +455,8 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
                 egress = _direction_set(index, EGRESS, src, dst)
                 ingress = _direction_set(index, INGRESS, dst, src)
                 answers[key] = (egress, ingress)
+            if not (egress if direction == INGRESS else ingress):
+                continue  # the other side denies everything: both readings answer nothing
             as_written = egress & ingress
             if direction == INGRESS:
                 other = egress & _direction_set(alt, INGRESS, dst, src)

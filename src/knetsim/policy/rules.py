@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..model.labels import Selector
@@ -120,26 +120,39 @@ class Port:
 
 
 @functools.lru_cache(maxsize=1 << 17)
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """An address parsed once: the same pod IPs are tested against every ipBlock of every rule."""
+def _address(text: str) -> tuple[int, int] | None:
+    """(IP version, address as an integer), parsed once: the same pod IPs are tested against every ipBlock of
+    every rule."""
     try:
-        return ipaddress.ip_address(text)
+        address = ipaddress.ip_address(text)
     except ValueError:
         return None
+    return address.version, int(address)
+
+
+def _span(net: IPNetwork) -> tuple[int, int]:
+    return int(net.network_address), int(net.broadcast_address)
 
 
 @dataclass(frozen=True, slots=True)
 class IPRange:
     cidr: IPNetwork
     excepts: tuple[IPNetwork, ...] = ()
+    # The networks as integer spans, made once: every pod IP is tested against every ipBlock.
+    _spans: tuple[int, tuple[int, int], tuple[tuple[int, int], ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_spans", (self.cidr.version, _span(self.cidr), tuple(map(_span, self.excepts))))
 
     def contains(self, ip: str) -> bool:
         address = _address(ip)
         if address is None:
             return False
-        if address.version != self.cidr.version or address not in self.cidr:
+        version, n = address
+        v, (lo, hi), excepts = self._spans
+        if version != v or not lo <= n <= hi:
             return False
-        return not any(address in e for e in self.excepts)
+        return not any(lo <= n <= hi for lo, hi in excepts)
 
     def describe(self) -> str:
         text = str(self.cidr)
