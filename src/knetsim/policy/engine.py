@@ -87,6 +87,14 @@ class PolicyIndex:
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
+    _on_node: dict[str, MatchContext] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def on_node(self, node: str) -> MatchContext:
+        """The match context seen from a pod on ``node`` (Cilium's host / remote-node entities read it)."""
+        found = self._on_node.get(node)
+        if found is None:
+            found = self._on_node[node] = dataclasses.replace(self.ctx, local_node=node)
+        return found
 
     def selecting(self, pod: Pod, direction: str) -> list[Policy]:
         key = (pod.key, direction)
@@ -406,7 +414,7 @@ def _network_policy_tier(index: PolicyIndex, direction: str, pod_ep: Endpoint, p
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
                                 f"no policy selects {pod.key} for {direction}: it is not isolated, "
                                 f"all {direction} traffic is allowed", DEFAULT_TIER)
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     checked = []
     for policy in selecting:
@@ -473,7 +481,7 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     if not any(cluster.values()):
         return np
     selected = tuple((p.kind, p.name, p.tier) for tier in ORDER for p in cluster.get(tier, ()))
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
 
     def evaluate(tier: str) -> Answer[TierDecision | DirectionVerdict] | None:
@@ -545,7 +553,7 @@ def network_policy_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, pee
     selecting = index.selecting(pod_ep.pod, direction)
     if not selecting:
         return None
-    ctx = dataclasses.replace(index.ctx, local_node=pod_ep.pod.node_name)
+    ctx = index.on_node(pod_ep.pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     out = ConnSet.none()
     for policy in selecting:
@@ -566,7 +574,7 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
                for tier in ORDER if tier in CLUSTER_TIERS}
     if not any(cluster.values()):
         return ConnSet.all() if allowed is None else allowed
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     none = (ConnSet.none(), ConnSet.none())
 

@@ -96,6 +96,7 @@ class Catalog:
     state: ClusterState
     pods: dict[str, list[Pod]] = field(default_factory=dict)  # workload -> pods, by name
     of_pod: dict[str, str] = field(default_factory=dict)  # pod key -> workload
+    _by_namespace: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         cache: dict[tuple[str, str, str], tuple[str, str]] = {}
@@ -134,12 +135,21 @@ class Catalog:
             common = {k: v for k, v in common.items() if p.labels.get(k) == v}
         return tuple(sorted((k, v) for k, v in common.items() if k not in CONTROLLER_LABELS)), ()
 
+    def _in_namespace(self) -> dict[str, list[str]]:
+        """Workloads by namespace (made on first use)."""
+        if self._by_namespace is None:
+            self._by_namespace = {}
+            for workload, pods in self.pods.items():
+                self._by_namespace.setdefault(pods[0].namespace, []).append(workload)
+        return self._by_namespace
+
     def selects_others(self, party: Party) -> list[str]:
         """Other workloads of the namespace whose pods the party's selector selects too."""
         wanted = dict(party.selector)
         out = []
-        for workload, pods in self.pods.items():
-            if workload == party.name or pods[0].namespace != party.namespace:
+        for workload in self._in_namespace().get(party.namespace, ()):
+            pods = self.pods[workload]
+            if workload == party.name:
                 continue
             if any(all(p.labels.get(k) == v for k, v in wanted.items()) and _expressions_match(party, p)
                    for p in pods):
@@ -410,10 +420,17 @@ def generate(state: ClusterState, observed: Observed, *, namespaces: Iterable[st
     documents = []
     policies = []
     notes = list(observed.notes)
+    into: dict[str, list[Connection]] = {}
+    out_of: dict[str, list[Connection]] = {}
+    for c in conns:  # in their order, as each workload's lists were made before
+        if c.src.kind != NODE:
+            into.setdefault(c.dst.name, []).append(c)
+        if c.dst.kind != NODE:
+            out_of.setdefault(c.src.name, []).append(c)
     for workload in workloads:
         party = catalog.party(workload)
-        ingress = [c for c in conns if c.dst.name == workload and c.src.kind != NODE]
-        egress = [c for c in conns if c.src.name == workload and c.dst.kind != NODE]
+        ingress = into.get(workload, [])
+        egress = out_of.get(workload, [])
         others = catalog.selects_others(party)
         if others:
             notes.append(f"{workload}: its selector also selects the pods of {', '.join(others)}, whose "
