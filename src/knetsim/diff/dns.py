@@ -19,7 +19,7 @@ ENDPOINT_NAME = re.compile(r"^\d+-\d+-\d+-\d+\.")  # an IPv4 address, dashed (kn
 
 def answers(side: Side) -> dict[tuple[str, str], tuple[str, ...]]:
     out: dict[tuple[str, str], list[str]] = {}
-    for r in zone_records(side.state, reverse=False):
+    for r in zone_records(side.state, reverse=False, addressed=False):
         if ENDPOINT_NAME.match(r.name):
             continue
         out.setdefault((r.name, r.type), []).append(r.data)

@@ -608,9 +608,10 @@ class ClusterDNS:
 
     # --- the whole record set ------------------------------------------------------
 
-    def zone_records(self, *, reverse: bool = True) -> tuple[Record, ...]:
+    def zone_records(self, *, reverse: bool = True, addressed: bool = True) -> tuple[Record, ...]:
         """Every record the cluster DNS serves, sorted: what the spec lists, answered by ``query``
-        (``reverse=False``: but the PTR records)."""
+        (``reverse=False``: but the PTR records; ``addressed=False``: but the names of endpoints that have no
+        hostname of their own, ``10-244-1-2.web.shop.svc...``)."""
         z = self.zone
         questions: list[tuple[str, str]] = [(f"dns-version.{z}", "TXT")]
         for key in sorted(self._svc_index):
@@ -629,7 +630,8 @@ class ClusterDNS:
                     questions.append((reverse_name(ip), "PTR"))
             for subset in self._subsets[key]:
                 for addr in subset.addresses:
-                    questions.append((f"{addr.hostname}.{name}", _host_type(addr.ip)))
+                    if addressed or addr.hostname != _dashed(addr.ip):
+                        questions.append((f"{addr.hostname}.{name}", _host_type(addr.ip)))
                     if reverse:
                         questions.append((reverse_name(addr.ip), "PTR"))
         if self.pods == "verified":
@@ -674,9 +676,9 @@ def _record_sort_key(r: Record) -> tuple[Any, ...]:
 
 
 def zone_records(state: ClusterState, *, ttl: int | None = None, pods: str | None = None,
-                 reverse: bool = True) -> tuple[Record, ...]:
-    """The record set of ``state``'s cluster DNS, sorted by name and type (``reverse=False``: without PTR)."""
-    return ClusterDNS(state, ttl=ttl, pods=pods).zone_records(reverse=reverse)
+                 reverse: bool = True, addressed: bool = True) -> tuple[Record, ...]:
+    """The record set of ``state``'s cluster DNS, sorted by name and type (``ClusterDNS.zone_records``)."""
+    return ClusterDNS(state, ttl=ttl, pods=pods).zone_records(reverse=reverse, addressed=addressed)
 
 
 def lookup(state: ClusterState, qname: str, qtype: str = "A", *, ttl: int | None = None, pods: str | None = None,

@@ -381,7 +381,7 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
     for key, e in eps.items():
         assert e.pod is not None
         by_namespace.setdefault(e.pod.namespace, []).append((key, e))
-    answers: dict[tuple[Any, ...], tuple[ConnSet, ConnSet]] = {}  # (egress, ingress) as written, by pair shape
+    answers: dict[tuple[Any, ...], ConnSet] = {}  # (src shape, dst shape, direction) -> the set as written
     for at, policy in enumerate(index.policies):
         if policy.kind != "NetworkPolicy":
             continue
@@ -422,7 +422,7 @@ def _ip_ranges(index: PolicyIndex) -> tuple[IPRange, ...]:
 
 def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tuple[Peer, ...],
                     selected: list[Endpoint], eps: Mapping[str, Endpoint], direction: str, matched: _PeerPods,
-                    answers: dict[tuple[Any, ...], tuple[ConnSet, ConnSet]]
+                    answers: dict[tuple[Any, ...], ConnSet]
                     ) -> tuple[str, str, ConnSet, ConnSet] | None:
     """The first pod pair (in name order) the two readings answer differently; ``answers`` keeps the answers as
     written by pair shape, across rules and readings. Only the pods one reading matches and the other does not
@@ -435,28 +435,39 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
         if len(found) < 2:  # a second one stands in where the first is the peer itself
             found.append(own)
     tried: set[tuple[Any, ...]] = set()
+    done: set[tuple[Any, ...]] = set()  # peer shapes tried against every own shape
     for name in sorted(differ):
         ep = eps.get(name)
         if ep is None:
             continue  # no address, or hostNetwork: not a pod peer
         shape = matched.alike(ep, name)
+        if shape in done:
+            continue
+        complete = True
         for own_shape, candidates in owns.items():
             if (shape, own_shape) in tried:
                 continue
             own = next((o for o in candidates if o is not ep), None)
             if own is None:
+                complete = False
                 continue
             tried.add((shape, own_shape))
             src, dst = (ep, own) if direction == INGRESS else (own, ep)
             key = (shape, own_shape) if direction == INGRESS else (own_shape, shape)
             # Only the reading's own direction differs between the two indexes: the other is asked once.
-            egress, ingress = answers.get(key) or (None, None)
-            if egress is None or ingress is None:
-                egress = _direction_set(index, EGRESS, src, dst)
-                ingress = _direction_set(index, INGRESS, dst, src)
-                answers[key] = (egress, ingress)
-            if not (egress if direction == INGRESS else ingress):
-                continue  # the other side denies everything: both readings answer nothing
+            # The other side first: when it denies everything, both readings answer nothing.
+            other_side = EGRESS if direction == INGRESS else INGRESS
+            fixed = answers.get((*key, other_side))
+            if fixed is None:
+                fixed = answers[(*key, other_side)] = (_direction_set(index, EGRESS, src, dst) if other_side == EGRESS
+                                                       else _direction_set(index, INGRESS, dst, src))
+            if not fixed:
+                continue
+            written = answers.get((*key, direction))
+            if written is None:
+                written = answers[(*key, direction)] = (_direction_set(index, INGRESS, dst, src) if direction == INGRESS
+                                                        else _direction_set(index, EGRESS, src, dst))
+            egress, ingress = (fixed, written) if direction == INGRESS else (written, fixed)
             as_written = egress & ingress
             if direction == INGRESS:
                 other = egress & _direction_set(alt, INGRESS, dst, src)
@@ -464,6 +475,8 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
                 other = _direction_set(alt, EGRESS, src, dst) & ingress
             if as_written != other:
                 return src.name, dst.name, as_written, other
+        if complete:
+            done.add(shape)
     return None
 
 
