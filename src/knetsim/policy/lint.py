@@ -15,6 +15,7 @@ it. Codes:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -26,7 +27,18 @@ from .cluster_lint import cluster_lint
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
 from .findings import Finding
 from .ports import ConnSet
-from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, IPRange, Peer, Policy, Rule, peer_matches
+from .rules import (
+    EGRESS,
+    INGRESS,
+    NAMESPACE_NAME_LABEL,
+    Endpoint,
+    IPRange,
+    Peer,
+    Policy,
+    Rule,
+    address_key,
+    peer_matches,
+)
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
                                "local-path-storage", "envoy-gateway-system"})
@@ -80,6 +92,12 @@ class _PeerPods:
             assert ep.pod is not None
             shape = (ep.kind, tuple(sorted(ep.pod.labels.items())))
             self.groups.setdefault(ep.pod.namespace, {}).setdefault(shape, []).append((key, ep))
+        # Endpoints by address, for the ipBlocks: the few pods in a range are found by bisection, not by testing
+        # every pod against every range.
+        self._by_address = sorted((address, key) for key, ep in self.named
+                                  if (address := address_key(ep.ip)) is not None)
+        self._endpoint = dict(self.named)
+        self._in_range: list[frozenset[str]] | None = None
         self._cache: dict[Peer, frozenset[str]] = {}
         self._exact: dict[Peer, frozenset[str]] = {}
         self._namespaces: dict[Selector, list[str]] = {}
@@ -104,8 +122,25 @@ class _PeerPods:
             ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
                                  if p.name))
             found = self._alike[name] = (pod.namespace, tuple(sorted(pod.labels.items())), ports,
-                                            tuple(i for i, r in enumerate(self.ranges) if r.contains(ep.ip)))
+                                            tuple(i for i, keys in enumerate(self.in_ranges()) if name in keys))
         return found
+
+    def in_span(self, ip_range: IPRange) -> list[tuple[str, Endpoint]]:
+        """The endpoints whose address is in the CIDR of ``ip_range`` (its excepts not applied)."""
+        version, lo, hi = ip_range.bounds
+        start = bisect.bisect_left(self._by_address, ((version, lo), ""))
+        out = []
+        for (v, n), key in self._by_address[start:]:
+            if v != version or n > hi:
+                break
+            out.append((key, self._endpoint[key]))
+        return out
+
+    def in_ranges(self) -> list[frozenset[str]]:
+        """Per ipBlock range of the policies, the endpoints in it."""
+        if self._in_range is None:
+            self._in_range = [frozenset(key for key, ep in self.in_span(r) if r.contains(ep.ip)) for r in self.ranges]
+        return self._in_range
 
     def keys(self, peer: Peer) -> frozenset[str]:
         """``ns/name`` of every pod ``peer`` matches (its position in the rule does not matter)."""
@@ -120,6 +155,8 @@ class _PeerPods:
         return found
 
     def _match(self, peer: Peer) -> frozenset[str]:
+        if peer.kind in ("ipblock", "network") and peer.ip_range is not None:
+            return frozenset(key for key, ep in self.in_span(peer.ip_range) if peer_matches(None, peer, ep, self.ctx))
         if peer.kind != "pods":
             return frozenset(key for key, ep in self.named if peer_matches(None, peer, ep, self.ctx))
         # Only the pods of its namespace, or of the namespaces its selector picks; one test per group of pods alike.
@@ -156,7 +193,9 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
         if policy.kind != "NetworkPolicy":
             continue
         pods = state.pods_in(policy.namespace)
-        if not any(policy.selector.matches(p.labels) for p in pods):
+        # One pod of each group labelled alike stands for the group.
+        if not any(policy.selector.matches(group[0][1].pod.labels)
+                   for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None):
             out.append(Finding(
                 "PolicySelectsNothing", "warning", _subject(policy),
                 f"spec.podSelector ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
@@ -381,6 +420,7 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
     for key, e in eps.items():
         assert e.pod is not None
         by_namespace.setdefault(e.pod.namespace, []).append((key, e))
+    shapes = {key: matched.alike(e, key) for key, e in eps.items()}
     answers: dict[tuple[Any, ...], ConnSet] = {}  # (src shape, dst shape, direction) -> the set as written
     for at, policy in enumerate(index.policies):
         if policy.kind != "NetworkPolicy":
@@ -398,7 +438,8 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
                     continue
                 for label, peers in _readings(policy, rule):
                     alt = _with_rule(index, at, direction, dataclasses.replace(rule, peers=peers))
-                    pair = _differing_pair(index, alt, rule, peers, selected, eps, direction, matched, answers)
+                    pair = _differing_pair(index, alt, rule, peers, selected, eps, shapes, direction, matched,
+                                           answers)
                     if pair is None:
                         continue
                     src, dst, written, other = pair
@@ -421,8 +462,8 @@ def _ip_ranges(index: PolicyIndex) -> tuple[IPRange, ...]:
 
 
 def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tuple[Peer, ...],
-                    selected: list[Endpoint], eps: Mapping[str, Endpoint], direction: str, matched: _PeerPods,
-                    answers: dict[tuple[Any, ...], ConnSet]
+                    selected: list[Endpoint], eps: Mapping[str, Endpoint], shapes: Mapping[str, tuple[Any, ...]],
+                    direction: str, matched: _PeerPods, answers: dict[tuple[Any, ...], ConnSet]
                     ) -> tuple[str, str, ConnSet, ConnSet] | None:
     """The first pod pair (in name order) the two readings answer differently; ``answers`` keeps the answers as
     written by pair shape, across rules and readings. Only the pods one reading matches and the other does not
@@ -437,12 +478,10 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
     tried: set[tuple[Any, ...]] = set()
     done: set[tuple[Any, ...]] = set()  # peer shapes tried against every own shape
     for name in sorted(differ):
-        ep = eps.get(name)
-        if ep is None:
-            continue  # no address, or hostNetwork: not a pod peer
-        shape = matched.alike(ep, name)
-        if shape in done:
-            continue
+        shape = shapes.get(name)
+        if shape is None or shape in done:
+            continue  # None: no address, or hostNetwork (not a pod peer)
+        ep = eps[name]
         complete = True
         for own_shape, candidates in owns.items():
             if (shape, own_shape) in tried:

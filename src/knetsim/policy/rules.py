@@ -129,7 +129,7 @@ class Port:
 
 
 @functools.lru_cache(maxsize=1 << 17)
-def _address(text: str) -> tuple[int, int] | None:
+def address_key(text: str) -> tuple[int, int] | None:
     """(IP version, address as an integer), parsed once: the same pod IPs are tested against every ipBlock of
     every rule."""
     try:
@@ -153,8 +153,14 @@ class IPRange:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_spans", (self.cidr.version, _span(self.cidr), tuple(map(_span, self.excepts))))
 
+    @property
+    def bounds(self) -> tuple[int, int, int]:
+        """(IP version, first address, last address) of the CIDR, excepts aside: ``address_key`` order."""
+        version, (lo, hi), _ = self._spans
+        return version, lo, hi
+
     def contains(self, ip: str) -> bool:
-        address = _address(ip)
+        address = address_key(ip)
         if address is None:
             return False
         version, n = address
