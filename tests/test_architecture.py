@@ -25,7 +25,7 @@ FLOORS: list[set[str]] = [
     {"cluster"},
     {"dns", "dataplane", "policy", "ingress", "gateway"},
     {"network"},
-    {"kernel"},
+    {"kernel", "nginxproof"},
     {"doctor", "migration", "explorer"},
     {"diff"},  # compares two sides with the answers of the floors below
     {"api"},

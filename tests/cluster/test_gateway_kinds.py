@@ -1,9 +1,0 @@
-"""The build step names the Gateway API kinds without importing model/gatewayapi.py (a cold start that
-reads no Gateway API object does not load it); the two lists must stay one."""
-
-from knetsim.cluster.build import GATEWAY_API_KINDS
-from knetsim.model import gatewayapi
-
-
-def test_build_knows_every_kind_gatewayapi_parses():
-    assert sorted(GATEWAY_API_KINDS) == sorted(gatewayapi.KINDS)
