@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import admission, gatewayapi
+from ..model import admission
 from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, versions_of
 from ..model.fielderr import FieldError
@@ -44,6 +44,10 @@ from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+# What model/gatewayapi.py parses (its KINDS) and reads as kept (its READ_AS_KEPT), named here so that a build
+# without Gateway API objects does not load that module (a tenth of a cold start); a test keeps them equal.
+GATEWAY_API_KINDS = frozenset(k for k, info in BY_KIND.items() if info.group == "gateway.networking.k8s.io")
+GATEWAY_READ_AS_KEPT = frozenset({"ConfigMap", "Secret"})
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 ENDPOINTS_DEPRECATION = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
@@ -249,12 +253,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *GATEWAY_READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
     kept_as_is = {"CronJob", "Secret"}
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
             if kind in kept_for_policy or kind in kept_as_is:
@@ -271,6 +275,10 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     """Envoy Gateway's control plane and one proxy Deployment + LoadBalancer Service per Gateway of an
     accepted class (cluster/gatewayinfra.py), added before the controllers run so they get pods and IPs.
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
+    if not by_kind.get("GatewayClass"):
+        return  # no class, no Gateway controller: nothing to install
+    from ..model import gatewayapi
+
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
     listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
@@ -295,6 +303,10 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
 
 def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
     """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
+    if not any(by_kind.get(kind) for kind in GATEWAY_API_KINDS):
+        return
+    from ..model import gatewayapi
+
     for doc in by_kind.get("GatewayClass", []):
         state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
     collections: dict[str, dict[str, Any]] = {

@@ -25,10 +25,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
 from ..model.labels import Selector
+
+if TYPE_CHECKING:  # the Gateway API types load when an input has such objects (model/gatewayapi.py is a tenth of a
+    from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet  # cold start otherwise)
 
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 EG_NAMESPACE = "envoy-gateway-system"

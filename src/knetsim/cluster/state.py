@@ -10,17 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from ..model.gatewayapi import (
-    BackendTLSPolicy,
-    Gateway,
-    GatewayClass,
-    GRPCRoute,
-    HTTPRoute,
-    ListenerSet,
-    ReferenceGrant,
-    StreamRoute,
-)
 from ..model.labels import Selector
 from ..model.loader import Source
 from ..model.objects import (
@@ -35,6 +26,18 @@ from ..model.objects import (
     Service,
 )
 from .config import ClusterConfig
+
+if TYPE_CHECKING:  # the Gateway API types load when an input has such objects (a tenth of a cold start otherwise)
+    from ..model.gatewayapi import (
+        BackendTLSPolicy,
+        Gateway,
+        GatewayClass,
+        GRPCRoute,
+        HTTPRoute,
+        ListenerSet,
+        ReferenceGrant,
+        StreamRoute,
+    )
 
 
 @dataclass(frozen=True, slots=True)
