@@ -271,8 +271,9 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     by_ns: dict[str, dict[str, list[str]]] = {}
     # Policies read a pod's namespace and labels: pods alike get one answer (None: not isolated for egress).
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
-    for pod in sorted(state.pods.values(), key=lambda p: p.key):
-        if pod.host_network or not pod.pod_ip or pod in dns:
+    dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
+    for pod_key, pod in sorted(state.pods.items()):
+        if pod.host_network or not pod.pod_ip or pod_key in dns_keys:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
