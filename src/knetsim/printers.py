@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .model.labels import Selector
+from .model.timestamps import parse_rfc3339
 
 Obj = Mapping[str, Any]
 Column = tuple[str, int]  # (HEADER, priority), as `knetsim get` prints it
@@ -73,7 +74,7 @@ def parse_time(text: Any) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_rfc3339(str(text))
     except ValueError:
         return None
 
@@ -515,6 +516,9 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
     "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
     "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
+    # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
+    "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
+        (o.get("metadata") or {}).get("name", ""), str((o.get("metadata") or {}).get("creationTimestamp") or "")]),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",
@@ -558,13 +562,13 @@ def jsonpath(body: Any, path: str) -> list[Any]:
 
 
 def _crd_columns(kind: str) -> list[dict[str, Any]] | None:
-    from .model.crd import index
+    """The additionalPrinterColumns of a custom kind knetsim defines, at its storage version."""
+    from .model.apis.catalog import DEFINITIONS
 
-    for crd in index():
-        if crd["kind"] == kind:
-            storage = next((v for v in crd["versions"] if v["storage"]), crd["versions"][0])
+    for d in DEFINITIONS:
+        if d.kind == kind:
             age_only = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-            return storage["printerColumns"] or age_only
+            return [c.to_dict() for c in d.storage.columns or ()] or age_only
     return None
 
 

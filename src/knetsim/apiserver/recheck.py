@@ -14,15 +14,15 @@ pays nothing for it.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
 from .. import __version__
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation
+from ..model.jsonvalue import json_copy
 from .events import EventNames, make_event
-from .registry import Registry, kind_of
+from .registry import Registry
 from .resources import BY_KIND
 from .store import Key, Write
 
@@ -31,9 +31,12 @@ ADMISSION_MARK = "admission"  # store meta key: the knetsim version whose admiss
 
 
 def admission_version() -> str:
+    from ..model.apis.catalog import DEFINITIONS
     from ..model.schema import KUBERNETES_VERSION
 
-    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}"
+    # The custom kinds' definitions count too: a store from before they were typed is checked again.
+    bundles = sorted({f"{d.group} {d.bundle.version}" for d in DEFINITIONS})
+    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}"
 
 
 def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
@@ -43,12 +46,12 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     if r is None:
         return f"kind {key[0]} is not served by this version", None
     try:
-        obj, decoded = admission.admit_as(body, kind_of(r), namespace=key[1] or "default",
+        obj, decoded = admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
                                           field_validation=FieldValidation.IGNORE)
     except AdmissionError as exc:
         return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
     # Stored objects were defaulted when written, so the defaulted copy differs only by what was pruned.
-    pruned = copy.deepcopy(obj) if decoded.unknown_fields else None
+    pruned = json_copy(obj) if decoded.unknown_fields else None
     meta, want = obj.get("metadata") or {}, body.get("metadata") or {}
     if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
             (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):

@@ -6,10 +6,10 @@ input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice contro
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.jsonvalue import json_copy
 from ..model.objects import INGRESS_CLASS_ANNOTATION
 from .config import ClusterConfig
 
@@ -351,7 +351,7 @@ def ingress_nginx_status(ingress: Mapping[str, Any], class_controllers: Mapping[
         (meta.get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
     if class_name and class_controllers.get(str(class_name)) != INGRESS_NGINX_CONTROLLER:
         return None
-    return copy.deepcopy(INGRESS_NGINX_PUBLISHED)
+    return json_copy(INGRESS_NGINX_PUBLISHED)
 
 
 def install_phase(body: Mapping[str, Any]) -> int:

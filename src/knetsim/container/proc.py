@@ -9,12 +9,18 @@ echo, backspace, Ctrl-C (interrupts the running command), Ctrl-D on an empty lin
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 # They register themselves in shell.BUILTIN_TOOLS.
 from . import applets, archive, builtins, ciliumdbg, nettools, nodetools, shell  # noqa: F401
 
 SHELLS = ("sh", "ash", "bash", "zsh")
+
+
+def builtin_tools() -> Mapping[str, shell.Tool]:
+    """Every command the simulated container has (this module imports each tool's module)."""
+    return shell.BUILTIN_TOOLS
 
 
 def is_interactive_shell(argv: list[str]) -> bool:

@@ -3,7 +3,7 @@
 ``manager.ControllerManager`` runs them (one work queue keyed by controller and object); each
 controller file is one upstream controller. The decisions reuse the offline core where it has
 them (``cluster.workloads`` expansion, scheduling feasibility and pod status,
-``cluster.endpointslices.reconcile``), and ``rollout`` is the Deployment controller's planner.
+``cluster.endpointslices.reconcile``), and ``cluster.rollout`` is the Deployment controller's planner.
 The server imports none of this: ``daemon.wire`` connects them to it.
 """
 

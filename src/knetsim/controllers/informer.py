@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key, Store
+from ..cluster.state import WORKLOAD_KINDS
 from ..model import gatewayapi
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
@@ -29,7 +30,6 @@ from ..model.objects import PARSERS, Meta, Object
 
 API_SOURCE = Source("<api>", 1)
 SELECTED = ("Pod", "ReplicaSet", "EndpointSlice")
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 SELECTING = ("Service", *WORKLOAD_KINDS)
 
 

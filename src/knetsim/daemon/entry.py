@@ -84,12 +84,9 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
                 observed: Callable[[Any], None] | None = None) -> web.AppRunner | None:
     """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log),
     ``observed`` of each connection the request makes (the node's flow record)."""
-    try:
-        from ..network import TraceInputError, trace
-    except ImportError:
-        return None
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        from ..network import TraceInputError, trace  # the simulation, loaded with the first request
         state = server.state
         await server.settle()
         state = server.state

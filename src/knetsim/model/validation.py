@@ -29,6 +29,7 @@ from .names import (
     is_wildcard_dns1123_subdomain,
     regex_error,
 )
+from .objects import INGRESS_CLASS_ANNOTATION
 
 PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List order, as Service and container port validation prints them
 # ValidateNetworkPolicyPort and ValidateNetworkPolicySpec list their values in this order.
@@ -775,10 +776,10 @@ def validate_ingress(body: Mapping[str, Any]) -> Errors:
     if class_name:
         errs.extend(path.child("ingressClassName").invalid(class_name, e)
                     for e in is_dns1123_subdomain(str(class_name)))
-    annotation = ((body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/ingress.class")
+    annotation = ((body.get("metadata") or {}).get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
     if annotation and class_name and annotation != class_name:
         # Upstream's path here is `annotations.kubernetes.io/ingress.class` (no "metadata.").
-        errs.append(Path("annotations").child("kubernetes.io/ingress.class").invalid(
+        errs.append(Path("annotations").child(INGRESS_CLASS_ANNOTATION).invalid(
             annotation, "must match `ingressClassName` when both are specified"))
     return errs
 
