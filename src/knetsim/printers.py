@@ -469,6 +469,24 @@ def _http_route(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), text, age(o, now)]
 
 
+def _service_cidr(o: Obj, now: datetime | None) -> list[Any]:
+    cidrs = (o.get("spec") or {}).get("cidrs") or []
+    return [(o.get("metadata") or {}).get("name", ""), ",".join(str(c) for c in cidrs), age(o, now)]
+
+
+def _ip_address(o: Obj, now: datetime | None) -> list[Any]:
+    """printIPAddress: ``group-resource[/namespace]/name`` of the parent, the group-resource lowercased."""
+    ref = (o.get("spec") or {}).get("parentRef") or {}
+    parent = ""
+    if ref:
+        group = ref.get("group") or ""
+        parent = (f"{ref.get('resource', '')}.{group}" if group else str(ref.get("resource", ""))).lower()
+        if ref.get("namespace"):
+            parent += f"/{ref['namespace']}"
+        parent += f"/{ref.get('name', '')}"
+    return [(o.get("metadata") or {}).get("name", ""), parent]
+
+
 def _listener_set(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), _condition(o, "Accepted"), _condition(o, "Programmed"),
             age(o, now)]
@@ -514,6 +532,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
     "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
+    "ServiceCIDR": (_defs("CIDRs", "Age"), _service_cidr),
+    "IPAddress": (_defs("ParentRef"), _ip_address),
     "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
     "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
     # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.

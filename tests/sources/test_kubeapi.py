@@ -147,7 +147,7 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
                       "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/batch/v1/cronjobs",
                       "/apis/discovery.k8s.io/v1/endpointslices",
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
-                      "/apis/networking.k8s.io/v1/networkpolicies"}
+                      "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs"}
     (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]
     assert secrets.accept.startswith("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 

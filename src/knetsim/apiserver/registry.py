@@ -154,6 +154,8 @@ class ServiceStorage(Storage):
         try:
             return registry.services.begin(obj, old)
         except AllocationFailed as exc:
+            if exc.internal:
+                raise ApiError(500, "InternalError", exc.internal, {"causes": [{"message": exc.internal}]}) from None
             raise invalid(r, obj["metadata"]["name"], exc.errors) from None
 
 

@@ -35,11 +35,11 @@ from ..model.objects import (
     Object,
 )
 from ..model.strategy import apply_defaults, strategy_for
-from . import rollout
+from . import rollout, servicecidrs
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
-from .services import allocate_services
+from .services import Allocator, allocate_services
 from .state import WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
@@ -219,9 +219,15 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         _keep(state, body, source)
     _workload_status(state)
 
-    # Services.
+    # Services, their ClusterIPs from the ready ServiceCIDRs; an IPAddress written by hand holds its address.
     service_bodies = [(d.body, d.source) for d in by_kind.get("Service", [])]
-    for failure in allocate_services(service_bodies, config, live=from_live_cluster):
+    cidr_docs = by_kind.get("ServiceCIDR", [])
+    # A cluster read without its ServiceCIDRs (older than v1.33, or no right to list them) still has the
+    # configured range.
+    alloc = Allocator(config, servicecidrs.ranges(d.body for d in cidr_docs) if cidr_docs else None)
+    for doc in by_kind.get("IPAddress", []):
+        alloc.keep_ip(doc.name)
+    for failure in allocate_services(service_bodies, config, live=from_live_cluster, alloc=alloc):
         errors.append(ManifestError(failure.source, failure.subject, failure.error))
     failed = {(str(e.subject)) for e in errors}
     for body, source in service_bodies:
@@ -229,6 +235,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         if f"Service {svc.key}" in failed and source is not BUILTIN:
             continue
         state.services[svc.key] = svc  # type: ignore[assignment]
+
+    _service_cidrs(state, by_kind)
 
     # EndpointSlices: user-written ones are kept; the controller manages the rest.
     for doc in by_kind.get("EndpointSlice", []):
@@ -259,7 +267,9 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
     # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.
     kept_as_is = {"CronJob", "Secret", "CustomResourceDefinition"}
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is
+    # ServiceCIDR and IPAddress were placed by _service_cidrs, computed.
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is \
+        | {"ServiceCIDR", "IPAddress"}
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
             if kind in kept_for_policy or kind in kept_as_is:
@@ -270,6 +280,31 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
     return BuildResult(state, errors)
+
+
+def _service_cidrs(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
+    """The IPAddress of every ClusterIP (the input's own kept as written), and each ServiceCIDR as the
+    servicecidrs controller leaves it: finalizer and Ready, or Terminating while addresses depend on it."""
+    written = {d.name: d for d in by_kind.get("IPAddress", [])}
+    addresses = [d.body for d in written.values()]
+    for body in servicecidrs.service_ip_addresses(s.raw for s in state.services.values()):
+        if body["metadata"]["name"] not in written:
+            addresses.append(body)
+            _keep_other(state, Document(CONTROLLER, body))
+    for doc in written.values():
+        _keep_other(state, doc)
+    cidrs = [d.body for d in by_kind.get("ServiceCIDR", [])]
+    for doc in by_kind.get("ServiceCIDR", []):
+        verdict = servicecidrs.reconcile(doc.body, cidrs, addresses)
+        if servicecidrs.FINALIZER not in verdict.finalizers and doc.body["metadata"].get("deletionTimestamp"):
+            continue  # nothing depends on it any more: the controller lets it go
+        body = dict(doc.body)
+        body["metadata"] = {**doc.body["metadata"], "finalizers": list(verdict.finalizers)}
+        body["status"] = {"conditions": [verdict.condition]}
+        if verdict.blocking:
+            state.warn("ServiceCIDRTerminating", f"{servicecidrs.TERMINATING_MESSAGE} (only this ServiceCIDR "
+                       f"contains {', '.join(verdict.blocking)})", f"ServiceCIDR {doc.name}", doc.source)
+        _keep_other(state, Document(doc.source, body))
 
 
 def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, str, str], Document]) -> None:
@@ -435,6 +470,10 @@ def _endpoint_slices(state: ClusterState) -> None:
         current = existing.get(key, [])
         pods = state.select_pods(svc.namespace, svc.selector_view) if svc.selector else []
         plan = reconcile(svc, pods, current, state.nodes)
+        for event in plan.events:
+            if event.type == "Warning":
+                # What `kubectl describe svc` would list under Events.
+                state.warn(event.reason, event.message, f"Service {svc.key}", svc.source)
         by_name = {es.name: es for es in current}
         for name in plan.delete:
             old = by_name[name]

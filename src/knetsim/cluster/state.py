@@ -137,7 +137,7 @@ class ClusterState:
         return self._pod_by_ip.get(ip)
 
     def node_by_ip(self, ip: str) -> Node | None:
-        return next((n for n in self.nodes.values() if n.internal_ip == ip), None)
+        return next((n for n in self.nodes.values() if n.internal_ip == ip or ip in n.internal_ips), None)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         ns = self.namespaces.get(namespace)
@@ -196,6 +196,7 @@ class ClusterState:
         out = {}
         for key in sorted(self.pods):
             pod = self.pods[key]
-            if pod.pod_ip and not pod.host_network:
-                out.setdefault(pod.pod_ip, pod)
+            if not pod.host_network:
+                for ip in pod.pod_ips or ((pod.pod_ip,) if pod.pod_ip else ()):
+                    out.setdefault(ip, pod)
         return out

@@ -25,6 +25,7 @@ from .manager import ControllerManager
 from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
 from .scheduler import Scheduler
+from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
 
 # In the order their work usually flows (a changed key is queued for each in this order): workloads
@@ -36,8 +37,8 @@ UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
     JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
-    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, GarbageCollector,
-    NamespaceController,
+    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, ServiceCIDRController,
+    GarbageCollector, NamespaceController,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]

@@ -173,7 +173,6 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         kernel_mode = install_kernel(server, None if kernel == "config" else kernel)
         tools = kernel_mode.tool_table(builtin_tools())
     kubelet = Kubelet(server, tools)
-    kubelet.install()
     server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
@@ -198,6 +197,9 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     if ingress_port is not None:
         await _start_ingress(running, host, ingress_port, kubelet)
     _start_gateway_listeners(running, host, kubelet)
+    # The node comes up a moment after the control plane, as on kind: once this returns (and the caller
+    # has announced the cluster), the kubelet takes over the pods: their commands, logs and probes.
+    asyncio.get_running_loop().call_soon(kubelet.install)
     return running
 
 

@@ -255,7 +255,8 @@ class Container:
                 # command again: its earlier output is not kept twice); a server's log goes on.
                 self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
                                                  fresh=self.argv is not None or exits > 0)
-                self.proc = self._new_proc()
+                # A server (no command: only its probes run here) has no process of the shell's.
+                self.proc = self._new_proc() if self.argv is not None else None
                 self.run_done = asyncio.Event()
                 self.killed.clear()
                 if self.stdin and not self.attached.is_set():

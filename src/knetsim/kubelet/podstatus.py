@@ -121,7 +121,9 @@ def refreshed(body: Mapping[str, Any]) -> dict[str, Any] | None:
     if phase not in ("Running", "Pending") or not status.get("podIP") or not (body.get("spec") or {}).get("nodeName"):
         return None
     # No registry check here: whether an image can be pulled is the kubelet's to report (kept below).
-    fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
+    fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "", None,
+                                      tuple(str(i.get("ip")) for i in status.get("podIPs") or () if i.get("ip")),
+                                      tuple(str(i.get("ip")) for i in status.get("hostIPs") or () if i.get("ip")))
     if status.get("startTime"):
         fresh["startTime"] = status["startTime"]
     keep_kubelet_state(fresh, status, body.get("spec") or {})

@@ -50,6 +50,8 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
+    KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
     # The CRDs of the custom kinds (model.apis): served live, knetsim's own from the start; one in the input
     # or applied by a client takes over its kind.

@@ -25,7 +25,7 @@ from . import defaults, updates, validation
 from .fielderr import FieldError
 from .jsonvalue import json_copy
 from .kinds import BY_KIND
-from .names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from .names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_valid_ip
 from .validation import is_path_segment_name
 
 Errors = list[FieldError]
@@ -320,6 +320,10 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
     # core/v1 Events skip ObjectMeta's name rule (ValidateEventCreate, "backwards compatibility").
     Strategy("Event", validate=validation.validate_event, name_rule=is_path_segment_name),
+    # networking.k8s.io/v1: the Service IP ranges (status Ready from the servicecidrs controller), and one object
+    # per allocated ClusterIP, named by the address itself (ValidateIPAddressName).
+    Strategy("ServiceCIDR", validate=validation.validate_service_cidr, status=StatusPolicy.SUBRESOURCE),
+    Strategy("IPAddress", validate=validation.validate_ip_address, name_rule=is_valid_ip),
 )}
 
 # Kinds knetsim serves no strategy of its own for, but admits from manifests (v1.35's other built-in

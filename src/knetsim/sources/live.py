@@ -23,15 +23,17 @@ from ..model.kinds import KINDS, KindInfo
 from ..model.loader import Document, LoadResult, Source
 from .kubeapi import ApiError, KubeAPI
 
-# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above).
+# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above),
+# IPAddresses (one per ClusterIP: the allocator's are derived from the Services).
 # CustomResourceDefinitions are not listed (a cluster with operators holds megabytes of them): only the ones of
 # the custom kinds knetsim defines are read, by name (``_definitions``), so that the cluster's own are in force.
-NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount", "CustomResourceDefinition"})
+NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount", "IPAddress", "CustomResourceDefinition"})
 READ: tuple[KindInfo, ...] = tuple(k for k in KINDS if k.kind not in NOT_READ)
 # What a role without cluster-wide read of these may be refused; the analysis does without them.
 OPTIONAL = {
     "Secret": "Ingress TLS Secrets cannot be checked",
     "Node": "nodes are inferred from the pods' nodeName and hostIP",
+    "ServiceCIDR": "the cluster config's serviceCIDR stands in for the cluster's ServiceCIDRs",
 }
 METADATA_ONLY = {"Secret"}
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
