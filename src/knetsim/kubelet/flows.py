@@ -15,11 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..dns.resolver import Resolution
 from ..model.flows import FlowLog
 from ..model.objects import Pod
-from ..network import Trace
-from ..network.flows import lookup_flows, port_forward_flow, probe_flow, trace_flows
 
 log = logging.getLogger("knetsim.kubelet.flows")
 RING = 4095  # Hubble's default ring buffer (hubble-event-buffer-capacity)
@@ -57,6 +54,11 @@ class FlowRecorder:
         state = self.node.state
         if state is None:
             return
+        # The simulation that builds the flows loads with the first event, not with the daemon (its start-up).
+        from ..dns.resolver import Resolution
+        from ..network import Trace
+        from ..network.flows import lookup_flows, port_forward_flow, probe_flow, trace_flows
+
         try:
             if isinstance(event, Trace):
                 self.log.add(trace_flows(state, event))
