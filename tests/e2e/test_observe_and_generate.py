@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,11 @@ def test_diff_against_the_running_knetsim(demo: Cluster, tmp_path: Path) -> None
     [lost] = doc["layers"]["endpoints"]["items"]
     assert (lost["effect"], lost["text"]) == ("lost", "lost 1 endpoint of demo/web[Deployment] (port 80)")
     assert lost["why"] == "now the selector app=wbe matches none of its pods (labels app=web)"
+
+
+def test_the_flow_record_does_not_load_the_simulation_with_the_daemon() -> None:
+    """The daemon starts without the simulation (it loads with the first request); the flow record keeps it so:
+    the simulation that turns what happened into flows loads with the first thing recorded."""
+    code = "import sys, knetsim.daemon.daemon; print(sorted(m for m in sys.modules if m.startswith('knetsim.network')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
