@@ -169,7 +169,9 @@ def test_diff_against_the_running_knetsim(demo: Cluster, tmp_path: Path) -> None
 
 def test_the_flow_record_does_not_load_the_simulation_with_the_daemon() -> None:
     """The daemon starts without the simulation (it loads with the first request); the flow record keeps it so:
-    the simulation that turns what happened into flows loads with the first thing recorded."""
-    code = "import sys, knetsim.daemon.daemon; print(sorted(m for m in sys.modules if m.startswith('knetsim.network')))"
+    the simulation that turns what happened into flows loads with the first trace recorded, and a probe's flow
+    (network.flowends) needs none of it."""
+    code = ("import sys, knetsim.daemon.daemon; import knetsim.network.flowends; "
+            "print(sorted(m for m in sys.modules if m.startswith(('knetsim.network.', 'knetsim.policy'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "['knetsim.network.flowends']"

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.labels import Selector
 
-if TYPE_CHECKING:  # the Gateway API types load when an input has such objects (model/gatewayapi.py is a tenth of a
-    from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet  # cold start otherwise)
+if TYPE_CHECKING:  # annotations only: the live cluster's start never builds the Gateway model
+    from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
 
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 EG_NAMESPACE = "envoy-gateway-system"

@@ -27,7 +27,9 @@ from ..model.objects import (
 )
 from .config import ClusterConfig
 
-if TYPE_CHECKING:  # the Gateway API types load when an input has such objects (a tenth of a cold start otherwise)
+if TYPE_CHECKING:
+    # Annotations only: the Gateway API model is imported by whoever parses Gateway objects, so a
+    # cluster without them (the live cluster's start, a core-only -f) never pays for its 33 dataclasses.
     from ..model.gatewayapi import (
         BackendTLSPolicy,
         Gateway,

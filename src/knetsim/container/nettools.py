@@ -59,7 +59,7 @@ def response_headers(reply: Any) -> list[tuple[str, str]]:
 
 def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "GET",
                   headers: Mapping[str, str] | None = None) -> Any:
-    from ..network import trace
+    from ..network.tracer import trace
 
     t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
               headers=dict(headers or {}))
@@ -497,7 +497,7 @@ def _write_out(ctx: Ctx, fmt: str, status: int, reply: Any, url: str, ip: str, p
 @register("nslookup")
 async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     from ..dns.resolver import resolve
-    from ..network import dns_reachable
+    from ..network.connect import dns_reachable
 
     args, qtype = [], "A"
     for a in argv[1:]:

@@ -3,7 +3,8 @@
 What happens in the live cluster is told to ``FlowRecorder.observe`` where it happens — a traced
 connection from ``kubectl exec`` (``wget``, ``curl``, ``nc``: the container's ``Ctx.observed``) or
 from the Ingress/Gateway entry, a lookup (``nslookup``), a kubelet probe, a ``kubectl port-forward``
-stream — and ``network.flows`` turns each into the flows Hubble would record. The daemon serves
+stream — and ``network.flows`` (a probe's and a port-forward's: ``network.flowends``, without the
+simulation) turns each into the flows Hubble would record. The daemon serves
 the ring at ``/knetsim/flows`` (``knetsim observe`` prints it as ``hubble observe -o json`` does);
 the oldest flows go first when it is full, and ``lost`` counts them.
 """
@@ -54,22 +55,25 @@ class FlowRecorder:
         state = self.node.state
         if state is None:
             return
-        # The simulation that builds the flows loads with the first event, not with the daemon (its start-up).
-        from ..dns.resolver import Resolution
-        from ..network import Trace
-        from ..network.flows import lookup_flows, port_forward_flow, probe_flow, trace_flows
-
         try:
+            if isinstance(event, Probed | PortForwarded):
+                # The node's own connections: the flow's ends alone (a probe loads none of the simulation).
+                from ..network.flowends import port_forward_flow, probe_flow
+
+                made = probe_flow if isinstance(event, Probed) else port_forward_flow
+                self.log.add([made(state, event.pod, event.port)])
+                return
+            # A trace or a lookup: the simulation already ran it; its flows load with the first one.
+            from ..dns.resolver import Resolution
+            from ..network.flows import lookup_flows, trace_flows
+            from ..network.trace import Trace
+
             if isinstance(event, Trace):
                 self.log.add(trace_flows(state, event))
             elif isinstance(event, Resolution):
                 pod = state.pods.get(event.pod)
                 if pod is not None:
                     self.log.add(lookup_flows(state, pod, event))
-            elif isinstance(event, Probed):
-                self.log.add([probe_flow(state, event.pod, event.port)])
-            elif isinstance(event, PortForwarded):
-                self.log.add([port_forward_flow(state, event.pod, event.port)])
         except Exception:  # pragma: no cover - a defect here must not reach the client
             log.exception("cannot record the flows of %r", type(event).__name__)
 
