@@ -140,6 +140,32 @@ def test_values_without_a_meaning_stay_out_even_as_written(tmp_path: Path) -> No
     assert "shop/api[Deployment] => shop/db[Deployment] : All connections" in result.stdout  # no policy applies
 
 
+def test_a_custom_kind_the_crd_refuses_is_analysed_as_written(inputs: Path) -> None:
+    """An AdminNetworkPolicy whose subject names pods without the namespaceSelector the CRD requires (as
+    netpol-analyzer's own inputs write it): left out by default, with the CRD's errors; analysed with ignore,
+    the notice that the CEL rules were skipped deciding nothing."""
+    (inputs / "anp.yaml").write_text(textwrap.dedent("""\
+        apiVersion: policy.networking.k8s.io/v1alpha1
+        kind: AdminNetworkPolicy
+        metadata: {name: api-egress}
+        spec:
+          priority: 7
+          subject: {pods: {podSelector: {matchLabels: {app: api}}}}
+          egress:
+            - {name: db, action: Allow, to: [{namespaces: {}}], ports: [{portNumber: {protocol: TCP, port: 5432}}]}
+            - {name: rest, action: Deny, to: [{namespaces: {}}]}
+        """))
+    strict = run("matrix", "-f", str(inputs), "-o", "list")
+    assert "AdminNetworkPolicy api-egress: spec.subject.pods.namespaceSelector: Required value" in strict.stderr
+    assert "some validation rules were not checked" in strict.stderr
+    ignore = run("matrix", "-f", str(inputs), "-o", "list", "--validate=ignore")
+    assert ignore.exit_code == 0, ignore.output
+    assert "AdminNetworkPolicy api-egress: analysed as written (--validate=ignore)" in ignore.stderr
+    # The egress rules of the policy decide for api's pods; db's are left as the NetworkPolicy says.
+    assert "shop/api[Deployment] => shop/db[Deployment] : TCP 5432" in ignore.stdout
+    assert "shop/api[Deployment] => shop/db[Deployment] : TCP 5432" not in strict.stdout
+
+
 def test_every_command_that_reads_manifests_takes_validate() -> None:
     index, _ = command_index()
     readers = []

@@ -249,9 +249,15 @@ _SHAPE = re.compile(r"^(?:metadata\.name|spec|spec\.(?:selector|template|jobTemp
                     r"|(?:^|\.)(?:port|cidr|protocol)$")
 
 
+# A custom kind's notice that its CEL rules were skipped (apiextensions' "<nil>: Invalid value: null"): it says
+# only that other errors came first, and those decide.
+_RULES_SKIPPED = "<nil>"
+
+
 def unreadable_as_written(errors: Iterable[FieldError]) -> list[FieldError]:
     """The errors that keep an object out even when it is analysed as written (``--validate=ignore``)."""
-    return [e for e in errors if (e.type in _UNINTERPRETABLE and not _METADATA.match(e.path))
+    return [e for e in errors
+            if (e.type in _UNINTERPRETABLE and not _METADATA.match(e.path) and e.path != _RULES_SKIPPED)
             or (e.type == ErrorType.REQUIRED and _SHAPE.search(e.path))]
 
 
