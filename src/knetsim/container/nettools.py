@@ -62,8 +62,11 @@ def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "G
                   headers: Mapping[str, str] | None = None) -> Any:
     from ..network.tracer import trace
 
-    return trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
-                 headers=dict(headers or {}))
+    t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
+              headers=dict(headers or {}))
+    if ctx.observed is not None:
+        ctx.observed(t)
+    return t
 
 
 def report_served(ctx: Ctx, t: Any, method: str, url: str, headers: Mapping[str, str]) -> None:
@@ -529,6 +532,9 @@ async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     qtypes = [qtype] if qtype else ["PTR"] if is_ip(args[0]) else ["A", "AAAA"]
     results = [resolve(ctx.state, ctx.pod, args[0], t, mode="busybox-nslookup", reachable=reachable)
                for t in qtypes]
+    if ctx.observed is not None:
+        for res in results:
+            ctx.observed(res)
     if not any(q.answer is not None for res in results for q in res.queries):
         await _wait(RESOLVER_TIMEOUT)
         await ctx.out("\n".join(results[0].messages) + "\n")

@@ -53,6 +53,7 @@ from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
 from .configwait import ConfigWait
 from .containerlog import Log, LogStore, Renderer
+from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
@@ -330,6 +331,8 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+        # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
+        self.flows = FlowRecorder(server)
 
     @property
     def tools(self) -> Mapping[str, shell.Tool]:
@@ -603,7 +606,8 @@ class Kubelet:
         from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
         from ..container.shell import Ctx
 
-        ctx = Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools)
+        ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
+                  tools=self.tools)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
@@ -671,7 +675,9 @@ class Kubelet:
 
         def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
             now = self.server.store.get(("Pod", c.namespace, c.pod))
-            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+            pod = Pod.parse(now.body if now else {})
+            self.flows.probed(pod, probe_port(spec_c, spec))
+            return network_result(self.server.state, pod, spec_c, spec)
 
         def ready(flag: bool) -> None:
             if flag != (key not in self.unready):

@@ -56,6 +56,9 @@ class Comparison:
     gateway: RouteAnswer
     gateway_name: str | None
     burst: int | None = None  # the request sent this many times at once, from one client
+    # The weighted backends (service:port, weight) of the HTTPRoute rule that answered: a request's own
+    # backend is one pick, the split is what a weight change changes.
+    gateway_split: tuple[tuple[str, int], ...] = ()
 
     @property
     def same(self) -> bool:
@@ -172,43 +175,51 @@ def burst_requests(state: ClusterState) -> list[HTTPRequest]:
 
 
 def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None,
-                    burst: int | None = None) -> tuple[RouteAnswer, str | None]:
+                    burst: int | None = None) -> tuple[RouteAnswer, str | None, tuple[tuple[str, int], ...]]:
     name = gateway or gateway_for_host(state, request.host, request.effective_port, request.scheme,
                                        ingress_first=False)
     if name is None:
         programmed = [k for k, g in translate(state).gateways.items() if g.proxy_pods and g.addresses]
         why = ("no Gateway accepts this host on port "
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
-        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
+        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None, ()
     try:
         result = gateway_route(state, name, request, explain=False, burst=burst)
     except GatewayRouteError as exc:
-        return RouteAnswer(None, None, None, None, str(exc)), name
+        return RouteAnswer(None, None, None, None, str(exc)), name, ()
     if burst is not None:
         n, through, status = result.policy.burst if result.policy is not None and result.policy.burst else \
             (burst, burst, 0)
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url} ×{n}: Envoy's local rate limit "
                            f"lets {through} through" + (f", the rest get {status}" if through < n else ""),
-                           burst=(n, through, status)), name
-    return result.answer(), name
+                           burst=(n, through, status)), name, ()
+    # The weighted backends of the rule that answered: a request's own backend is one pick, the split is what a
+    # weight change changes.
+    split = tuple((f"{b.service}:{b.port}", b.weight) for b in result.backends) if result.redirect is None else ()
+    return result.answer(), name, split
+
+
+def compare(state: ClusterState, request: HTTPRequest, gateway: str | None = None,
+            class_name: str | None = None) -> Comparison:
+    """One request through the Ingress side and the Gateway side (``check`` asks this of every request)."""
+    try:
+        ing = route_request(state, request, class_name).answer()
+    except RouteError as exc:
+        ing = RouteAnswer(None, None, None, None, str(exc))
+    gw, name, split = _gateway_answer(state, request, gateway)
+    return Comparison(request, ing, gw, name, gateway_split=split)
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:
     result = CheckResult()
-    for req in requests(state):
-        try:
-            ing = route_request(state, req, class_name).answer()
-        except RouteError as exc:
-            ing = RouteAnswer(None, None, None, None, str(exc))
-        gw, name = _gateway_answer(state, req, gateway)
-        result.comparisons.append(Comparison(req, ing, gw, name))
+    result.comparisons.extend(compare(state, req, gateway, class_name) for req in requests(state))
     for req in burst_requests(state):
         try:
             routed = route_request(state, req, class_name, burst=BURST)
             ing = RouteAnswer(None, None, None, None, routed.summary, burst=routed.answer().burst)
         except RouteError as exc:
             ing = RouteAnswer(None, None, None, None, str(exc))
-        gw, name = _gateway_answer(state, req, gateway, burst=BURST)
+        gw, name, _ = _gateway_answer(state, req, gateway, burst=BURST)
         result.comparisons.append(Comparison(req, ing, gw, name, BURST))
     for probe in tlsprobes.probes(state):
         gw, name = tlsprobes.gateway_answer(state, probe, gateway)

@@ -74,12 +74,15 @@ ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = ("SecurityPolicy", "BackendTraffic
 # The custom kinds knetsim.policy's tiers read (from ClusterState.others, where the build keeps them).
 CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy",
                                                   "BaselineAdminNetworkPolicy"})
-# Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
-SIMULATED_CRD_KINDS: frozenset[str] = frozenset({
+# The Gateway API kinds knetsim.gateway simulates (model/gatewayapi.py's KINDS, named here so that a reader
+# without Gateway API objects need not load that module; a test keeps them equal), and the core kinds it reads
+# as they are kept (certificates, CA bundles).
+GATEWAY_API_KINDS: frozenset[str] = frozenset({
     "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
-    "ListenerSet", "BackendTLSPolicy",  # knetsim.gateway
-    *CLUSTER_POLICY_KINDS,
-})
+    "ListenerSet", "BackendTLSPolicy"})
+GATEWAY_READ_AS_KEPT: frozenset[str] = frozenset({"ConfigMap", "Secret"})
+# Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
+SIMULATED_CRD_KINDS: frozenset[str] = GATEWAY_API_KINDS | CLUSTER_POLICY_KINDS
 
 
 def _crd_kinds() -> tuple[KindInfo, ...]:
