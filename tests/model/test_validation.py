@@ -507,3 +507,8 @@ def test_a_missing_spec_is_the_zero_spec_as_the_api_server_decodes_it() -> None:
         metadata: {name: p}
         spec: {containers: [null]}
     """) == ["spec.containers[0].name: Required value", "spec.containers[0].image: Required value"]
+    assert errors_of("""
+        apiVersion: v1
+        kind: Service
+        metadata: {name: s}
+    """) == ["spec.ports: Required value"]

@@ -146,9 +146,8 @@ def default_cronjob(obj: dict[str, Any]) -> None:
 
 
 def default_service(obj: dict[str, Any]) -> None:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
+    # ServiceSpec is a struct, not a pointer: a Service sent without spec is defaulted like an empty one.
+    spec = obj.setdefault("spec", {})
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
     if spec["sessionAffinity"] == "ClientIP":

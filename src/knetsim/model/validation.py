@@ -161,10 +161,6 @@ def validate_knetsim_annotations(annotations: Mapping[str, str] | None, path: Pa
 # --- Service --------------------------------------------------------------------------
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def validate_port_num_or_name(value: int | str, path: Path) -> Errors:
     if isinstance(value, int):
         return [path.invalid(value, p) for p in is_valid_port_num(value)]
@@ -175,10 +171,8 @@ def validate_port_num_or_name(value: int | str, path: Path) -> Errors:
 
 
 def validate_service(body: Mapping[str, Any]) -> Errors:
-    spec = body.get("spec")
+    spec = body.get("spec") or {}
     path = Path("spec")
-    if not isinstance(spec, Mapping):
-        return [path.required()]
     errs: Errors = []
     svc_type = spec.get("type", "ClusterIP")
     if svc_type not in SERVICE_TYPES:
@@ -187,9 +181,6 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
     cluster_ips = spec.get("clusterIPs") or []
     headless = cluster_ip == "None" or (cluster_ips[:1] == ["None"])
     ports = spec.get("ports") or []
-    if not isinstance(ports, list):
-        errs.append(path.child("ports").invalid(ports, "must be a list"))
-        ports = []
 
     if svc_type == "ExternalName":
         for field in ("clusterIPs", "ipFamilies", "ipFamilyPolicy"):
@@ -218,9 +209,6 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
     node_port_protocols: set[tuple[Any, Any]] = set()
     for i, port in enumerate(ports):
         p = path.child("ports").index(i)
-        if not isinstance(port, Mapping):
-            errs.append(p.invalid(port, "must be an object"))
-            continue
         name = port.get("name")
         if len(ports) > 1 and not name:
             errs.append(p.child("name").required())
@@ -231,10 +219,7 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
             names_seen.add(name)
         # A missing port decodes as 0, which IsValidPortNum rejects.
         number = port.get("port", 0)
-        if _int_or_none(number) is None:
-            errs.append(p.child("port").invalid(number, "must be an integer"))
-        else:
-            errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
+        errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
         protocol = port.get("protocol")
         if not protocol:
             errs.append(p.child("protocol").required())
@@ -246,8 +231,6 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
         if node_port not in (None, 0):
             if svc_type == "ClusterIP":
                 errs.append(p.child("nodePort").forbidden("may not be used when `type` is 'ClusterIP'"))
-            elif _int_or_none(node_port) is None:
-                errs.append(p.child("nodePort").invalid(node_port, "must be an integer"))
             else:
                 errs.extend(p.child("nodePort").invalid(node_port, e) for e in is_valid_port_num(node_port))
                 key = (protocol, node_port)
@@ -275,11 +258,9 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
     config = spec.get("sessionAffinityConfig")
     if affinity == "None" and config:
         errs.append(path.child("sessionAffinityConfig").forbidden("must not be set when session affinity is None"))
-    if affinity == "ClientIP" and isinstance(config, Mapping):
+    if affinity == "ClientIP" and config:
         timeout = (config.get("clientIP") or {}).get("timeoutSeconds")
-        if timeout is not None and (
-            _int_or_none(timeout) is None or timeout <= 0 or timeout > MAX_CLIENT_IP_AFFINITY_SECONDS
-        ):
+        if timeout is not None and not 0 < timeout <= MAX_CLIENT_IP_AFFINITY_SECONDS:
             errs.append(
                 path.child("sessionAffinityConfig", "clientIP", "timeoutSeconds").invalid(
                     timeout, f"must be greater than 0 and less than {MAX_CLIENT_IP_AFFINITY_SECONDS}"
