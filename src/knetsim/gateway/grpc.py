@@ -159,16 +159,6 @@ class GRPCRouteResult:
                 "policies": self.policy.to_dict() if self.policy else None}
 
 
-def _full(pattern: str, text: str) -> bool:
-    rx = saferegex.compiled(pattern)
-    if rx is None:
-        return False
-    try:
-        return saferegex.fullmatch(rx, text) is not None
-    except saferegex.RegexTimeout:
-        return False
-
-
 def method_text(match: GRPCRouteMatch) -> str:
     m = match.method
     if m is None:
@@ -181,9 +171,9 @@ def match_call(match: GRPCRouteMatch, call: GRPCCall) -> str | None:
     m = match.method
     if m is not None:
         if m.type == "RegularExpression":
-            if m.service and not _full(m.service, call.service):
+            if m.service and not saferegex.envoy_full_match(m.service, call.service):
                 return f"service {call.service} does not match the regular expression {m.service}"
-            if m.method and not _full(m.method, call.method):
+            if m.method and not saferegex.envoy_full_match(m.method, call.method):
                 return f"method {call.method} does not match the regular expression {m.method}"
         else:
             if m.service and m.service != call.service:
@@ -198,7 +188,8 @@ def match_call(match: GRPCRouteMatch, call: GRPCCall) -> str | None:
             continue
         seen.add(h.name.lower())
         value = call.header(h.name)
-        ok = value is not None and (_full(h.value, value) if h.type == "RegularExpression" else value == h.value)
+        ok = value is not None and (saferegex.envoy_full_match(h.value, value) if h.type == "RegularExpression"
+                                    else value == h.value)
         if not ok:
             have = "absent" if value is None else repr(value)
             return f"metadata {h.name} must be {h.value!r}; it is {have}"

@@ -62,18 +62,6 @@ def _elements(path: str) -> list[str]:
     return [e for e in path.split("/") if e]
 
 
-def _full(pattern: str, text: str) -> bool:
-    """A full match of a RegularExpression value; one that runs past the time bound is no match (Envoy's
-    RE2 is linear-time and would answer; a backtracking engine here must not stall)."""
-    rx = saferegex.compiled(pattern)
-    if rx is None:
-        return False
-    try:
-        return saferegex.fullmatch(rx, text) is not None
-    except saferegex.RegexTimeout:
-        return False
-
-
 def path_matches(match_type: str, value: str, path: str) -> bool:
     if match_type == "Exact":
         return path == value
@@ -81,7 +69,7 @@ def path_matches(match_type: str, value: str, path: str) -> bool:
         want = _elements(value)
         return _elements(path)[: len(want)] == want
     if match_type == "RegularExpression":
-        return _full(value, path)
+        return saferegex.envoy_full_match(value, path)
     return False
 
 
@@ -108,7 +96,7 @@ def _value_ok(match: ValueMatch, value: str | None) -> bool:
     if value is None:
         return False
     if match.type == "RegularExpression":
-        return _full(match.value, value)
+        return saferegex.envoy_full_match(match.value, value)
     return value == match.value
 
 

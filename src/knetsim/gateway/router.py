@@ -628,7 +628,7 @@ def _why(winner: _Ranked, loser: _Ranked) -> str:
 def _not_attached(t: Any, gateway: str, lc: ListenerContext) -> list[Candidate]:
     out = []
     for rc, ps in t.parent_statuses(gateway):
-        accepted = ps.conditions.get("Accepted")
+        accepted = ps.conditions.get(Type.ACCEPTED)
         if accepted is not None and accepted.ok:
             for index, (reason, message) in sorted(rc.dropped.items()):
                 out.append(Candidate(rc.route.key, index, None, None, None, "-", "dropped-rule",

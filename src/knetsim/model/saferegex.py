@@ -59,3 +59,16 @@ def search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
 
 def fullmatch(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
     return _run("fullmatch", pattern, text)
+
+
+def envoy_full_match(pattern: str, text: str) -> bool:
+    """Envoy's RE2 full match (HTTPRoute and GRPCRoute RegularExpression values, Cilium's L7 rules): an
+    invalid pattern matches nothing, and a match that runs past the bound is no match — RE2 is linear-time
+    and would answer, a backtracking engine here must not stall."""
+    rx = compiled(pattern)
+    if rx is None:
+        return False
+    try:
+        return fullmatch(rx, text) is not None
+    except RegexTimeout:
+        return False

@@ -172,14 +172,9 @@ def parse(obj: Object) -> list[Policy]:
 
 
 def _full(pattern: str, text: str) -> bool:
-    """Envoy's RE2 full match, time-bounded here (a backtracking runaway is no match, never a stall)."""
     from ..model import saferegex  # the regex package loads for the first HTTP rule matched
 
-    rx = saferegex.compiled(pattern)
-    try:
-        return rx is not None and saferegex.fullmatch(rx, text) is not None
-    except saferegex.RegexTimeout:
-        return False
+    return saferegex.envoy_full_match(pattern, text)
 
 
 def http_rule_matches(rule: HTTPRule, method: str, path: str, headers: Mapping[str, str], host: str = "") -> bool:
