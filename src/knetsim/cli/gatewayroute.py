@@ -46,6 +46,20 @@ def _tls_lines(hs: TLSHandshake | None) -> list[str]:
     return lines
 
 
+def _backend_lines(result: GatewayRouteResult | GRPCRouteResult) -> list[str]:
+    """The rule's weighted backends, the one chosen, its TLS and the Envoy Gateway policies' verdicts: the same
+    for an HTTP request and a gRPC call."""
+    lines = []
+    if result.backends:
+        lines.append("Backends:    " + ", ".join(f"{b.service}:{b.port} (weight {b.weight})" + (
+            "" if b.valid else f" INVALID: {b.problem}") for b in result.backends))
+    if result.backend is not None and result.backend.valid:
+        b = result.backend
+        lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
+                     "endpoint(s)")
+    return [*lines, *_backend_tls_lines(result.backend_tls), *_policy_lines(result.policy)]
+
+
 def _backend_tls_lines(backend_tls: Any) -> list[str]:
     if backend_tls is None:
         return []
@@ -86,15 +100,7 @@ def http_text(result: GatewayRouteResult) -> str:
         name = f" ({m.rule_name})" if m.rule_name else ""
         host = f", hostname {m.hostname}" if m.hostname else ""
         lines.append(f"Route:       {m.route} rule {m.rule}{name} match {m.match} ({m.path_type} {m.path}){host}")
-    if result.backends:
-        lines.append("Backends:    " + ", ".join(f"{b.service}:{b.port} (weight {b.weight})" + (
-            "" if b.valid else f" INVALID: {b.problem}") for b in result.backends))
-    if result.backend is not None and result.backend.valid:
-        b = result.backend
-        lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
-                     "endpoint(s)")
-    lines += _backend_tls_lines(result.backend_tls)
-    lines += _policy_lines(result.policy)
+    lines += _backend_lines(result)
     if result.redirect is not None:
         lines.append(f"Redirect:    {result.redirect.status} Location: {result.redirect.location}")
     if result.upstream_request is not None and result.outcome in ("proxied", "no-endpoints"):
@@ -137,15 +143,7 @@ def grpc_text(result: GRPCRouteResult) -> str:
         host = f", hostname {m.hostname}" if m.hostname else ""
         lines.append(f"Route:       {result.route_kind} {m.route} rule {m.rule}{name} match {m.match} "
                      f"({m.method}){host}")
-    if result.backends:
-        lines.append("Backends:    " + ", ".join(f"{b.service}:{b.port} (weight {b.weight})" + (
-            "" if b.valid else f" INVALID: {b.problem}") for b in result.backends))
-    if result.backend is not None and result.backend.valid:
-        b = result.backend
-        lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
-                     "endpoint(s)")
-    lines += _backend_tls_lines(result.backend_tls)
-    lines += _policy_lines(result.policy)
+    lines += _backend_lines(result)
     if result.upstream_metadata:
         lines.append("Metadata:    " + " ".join(f"{k}={v}" for k, v in result.upstream_metadata.items()))
     if result.response_metadata:
