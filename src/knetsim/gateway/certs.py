@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509 import verification
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ..model.names import is_ip
 from ..model.timestamps import rfc3339
 
 TLS_CERT_KEY = "tls.crt"
@@ -125,7 +126,7 @@ class CertificateInfo:
         return self.dns_names or ((self.common_name,) if self.common_name else ())
 
     def covers(self, hostname: str) -> bool:
-        if _is_ip(hostname):
+        if is_ip(hostname):
             return hostname in self.ip_addresses
         return any(name_matches(n, hostname) for n in self.dns_names)
 
@@ -134,14 +135,6 @@ class CertificateInfo:
                 "ip_addresses": list(self.ip_addresses), "uris": list(self.uris), "not_before": self.not_before,
                 "not_after": self.not_after, "serial": self.serial, "sha256_fingerprint": self.sha256_fingerprint,
                 "key_type": self.key_type, "self_signed": self.self_signed}
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 # --- reading Secrets and ConfigMaps ------------------------------------------------------------
