@@ -6,6 +6,8 @@ the middle of a burst of creates, and a table of malformed requests.
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 import ssl
 import threading
@@ -135,3 +137,187 @@ def test_garbage_on_the_socket_does_not_kill_the_server(live: Live) -> None:
         tls.recv(100)
     assert live.request("GET", "/version")[0] == 200
 
+
+
+def _log(live: Live) -> str:
+    return (live.state.parent / f"{live.state.name}.log").read_text(errors="replace")
+
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.mark.parametrize(("body", "query", "code", "message"), [
+    (b'{"dryRun":5}', "", 400,
+     "json: cannot unmarshal number into Go struct field DeleteOptions.dryRun of type []string"),
+    (b'{"preconditions":"x"}', "", 400,
+     "json: cannot unmarshal string into Go struct field DeleteOptions.preconditions of type v1.Preconditions"),
+    (b'{"gracePeriodSeconds":"30"}', "", 400,
+     "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+    (b'{"propagationPolicy":5}', "", 400, "json: cannot unmarshal number into Go struct field "
+                                          "DeleteOptions.propagationPolicy of type v1.DeletionPropagation"),
+    (b'{"propagationPolicy":"Sideways"}', "", 422,
+     'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: '
+     '"Foreground", "Background", "Orphan", "nil"'),
+    (b'{"dryRun":["Some"]}', "", 422,
+     'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: supported values: "All"'),
+    (b'{"orphanDependents":true,"propagationPolicy":"Orphan"}', "", 422,
+     'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Orphan": orphanDependents and '
+     "deletionPropagation cannot be both set"),
+    (b'{"kind":"Pod","apiVersion":"v1"}', "", 400, "decoded object cannot be converted to DeleteOptions"),
+    (b"[1]", "", 400, "the request body must be a JSON object"),
+    (b"", "?gracePeriodSeconds=soon", 400, 'strconv.ParseInt: parsing "soon": invalid syntax'),
+    (b"", "?propagationPolicy=Sideways", 422,
+     'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: '
+     '"Foreground", "Background", "Orphan", "nil"'),
+])
+def test_bad_delete_options_are_4xx_in_the_api_servers_words_and_delete_nothing(
+        live: Live, body: bytes, query: str, code: int, message: str) -> None:
+    live.request("POST", CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"}})
+    got, status = live.request("DELETE", f"{CM}/keep{query}", body or None)
+    assert (got, status["message"]) == (code, message), status
+    assert live.request("GET", f"{CM}/keep")[0] == 200
+    assert "Traceback" not in _log(live)
+
+
+def test_delete_options_in_the_body_win_over_the_query(live: Live) -> None:
+    """handlers/delete.go reads the query only when the body is empty."""
+    live.request("POST", CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "twice"}})
+    code, _ = live.request("DELETE", f"{CM}/twice?dryRun=All", {"kind": "DeleteOptions", "apiVersion": "v1"})
+    assert code == 200
+    assert live.request("GET", f"{CM}/twice")[0] == 404
+
+
+def test_server_side_apply_of_a_non_object_metadata_is_a_400(live: Live) -> None:
+    code, status = live.request("PATCH", f"{CM}/ssa?fieldManager=me", b"metadata: []\n",
+                                content_type="application/apply-patch+yaml")
+    assert (code, status["message"]) == (400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: '
+                                              "cannot unmarshal array into Go struct field ConfigMap.metadata of type "
+                                              "v1.ObjectMeta"), status
+    code, status = live.request("PATCH", f"{CM}/ssa", b"data: {a: b}\n", content_type="application/apply-patch+yaml")
+    assert (code, status["message"]) == (422, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+                                              "is required for apply patch")
+    assert live.request("GET", f"{CM}/ssa")[0] == 404
+    assert "Traceback" not in _log(live)
+
+
+@pytest.mark.parametrize(("method", "path", "code", "message"), [
+    ("GET", f"{CM}?limit=ten", 400, 'strconv.ParseInt: parsing "ten": invalid syntax'),
+    ("GET", f"{CM}?limit=99999999999999999999", 400,
+     'strconv.ParseInt: parsing "99999999999999999999": value out of range'),
+    ("GET", f"{CM}?continue=bm90LWpzb24", 400,
+     "invalid continue token: continue key is not valid: Expecting value: line 1 column 1 (char 0)"),
+    ("GET", f"{CM}?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MCwic3RhcnQiOiJhIn0", 400,
+     "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version "
+     "meta.k8s.io/v1)"),
+    ("GET", f"{CM}?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiIuLi94In0", 400,
+     "invalid continue token: continue key is not valid: ../x"),
+    ("GET", f"{CM}?limit=1&resourceVersion=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhIn0",
+     400, "specifying resource version is not allowed when using continue"),
+    ("GET", f"{CM}?resourceVersion=abc", 400, 'invalid resource version: resourceVersion: Invalid value: "abc": '
+                                              'strconv.ParseUint: parsing "abc": invalid syntax'),
+    ("GET", f"{CM}?resourceVersionMatch=Exact", 422, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
+                                                     "Forbidden: resourceVersionMatch is forbidden unless "
+                                                     "resourceVersion is provided"),
+    ("GET", f"{CM}?resourceVersion=1&resourceVersionMatch=Newest", 422,
+     'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Newest": supported values: '
+     '"Exact", "NotOlderThan", ""'),
+    ("GET", f"{CM}?watch=true&timeoutSeconds=later", 400, 'strconv.ParseInt: parsing "later": invalid syntax'),
+    ("GET", f"{CM}?watch=1&resourceVersion=x1", 400, 'invalid resource version: resourceVersion: Invalid value: '
+                                                     '"x1": strconv.ParseUint: parsing "x1": invalid syntax'),
+    ("GET", f"{CM}?labelSelector=a%20in%20(b", 400, None),
+    ("GET", f"{CM}?fieldSelector=metadata.name", 400,
+     "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+    ("POST", f"{CM}?dryRun=Some", 422,
+     'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: supported values: "All"'),
+    ("POST", f"{CM}?fieldValidation=Loose", 422, 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: '
+                                                 'Unsupported value: "Loose": supported values: "", "Ignore", '
+                                                 '"Strict", "Warn"'),
+    ("POST", f"{CM}?fieldManager={'m' * 129}", 422,
+     'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'),
+    ("POST", f"{CM}?fieldManager=a%07b", 422, 'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid '
+                                              'value: "a\\u0007b": invalid character U+0007 (at position 1)'),
+    ("PATCH", f"{CM}/x?force=true", 422,
+     'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch'),
+])
+def test_bad_query_parameters_are_4xx_in_the_api_servers_words(live: Live, method: str, path: str, code: int,
+                                                                message: str | None) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "q"}} if method != "GET" else None
+    got, status = live.request(method, path, body, content_type="application/merge-patch+json" if method == "PATCH"
+                               else "application/json")
+    assert got == code and status["kind"] == "Status", status
+    if message is not None:
+        assert status["message"] == message
+    assert "Traceback" not in _log(live)
+
+
+def _pages(live: Live, path: str, limit: int) -> tuple[list[dict], list[dict]]:
+    items, metas = [], []
+    token = ""
+    while True:
+        code, page = live.request("GET", f"{path}?limit={limit}" + (f"&continue={token}" if token else ""))
+        assert code == 200, page
+        items += page["items"]
+        metas.append(page["metadata"])
+        token = page["metadata"].get("continue", "")
+        if not token:
+            return items, metas
+
+
+def test_limit_and_continue_page_one_consistent_snapshot(live: Live) -> None:
+    live.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": "paged"}})
+    path = "/api/v1/namespaces/paged/configmaps"
+    for i in range(7):
+        live.request("POST", path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}"},
+                                    "data": {"i": str(i)}})
+    code, first = live.request("GET", f"{path}?limit=3")
+    assert [i["metadata"]["name"] for i in first["items"]] == ["cm-0", "cm-1", "cm-2"]
+    assert first["metadata"]["remainingItemCount"] == 4
+    token = first["metadata"]["continue"]
+    decoded = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    assert decoded == {"v": "meta.k8s.io/v1", "rv": int(first["metadata"]["resourceVersion"]), "start": "cm-2\x00"}
+    # Writes between two pages are not seen by the rest of the list.
+    live.request("DELETE", f"{path}/cm-4")
+    live.request("POST", path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-3a"}})
+    cm5 = live.request("GET", f"{path}/cm-5")[1]
+    live.request("PUT", f"{path}/cm-5", dict(cm5, data={"i": "changed"}))
+    code, second = live.request("GET", f"{path}?limit=3&continue={token}")
+    assert code == 200, second
+    assert [i["metadata"]["name"] for i in second["items"]] == ["cm-3", "cm-4", "cm-5"]
+    assert second["items"][2]["data"] == {"i": "5"}
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert second["metadata"]["remainingItemCount"] == 1
+    _, last = live.request("GET", f"{path}?limit=3&continue={second['metadata']['continue']}")
+    assert [i["metadata"]["name"] for i in last["items"]] == ["cm-6"]
+    assert "continue" not in last["metadata"] and "remainingItemCount" not in last["metadata"]
+    # A fresh list sees the writes; with a selector the remaining count is not guessed.
+    items, _ = _pages(live, path, 2)
+    assert [i["metadata"]["name"] for i in items] == ["cm-0", "cm-1", "cm-2", "cm-3", "cm-3a", "cm-5", "cm-6"]
+    _, selected = live.request("GET", f"{path}?limit=1&fieldSelector=metadata.name!%3Dcm-0")
+    assert [i["metadata"]["name"] for i in selected["items"]] == ["cm-1"]
+    assert selected["metadata"]["continue"] and "remainingItemCount" not in selected["metadata"]
+
+
+def test_kubectl_chunk_size_and_the_python_client_page_through_everything(live: Live) -> None:
+    live.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": "chunks"}})
+    for i in range(5):
+        live.request("POST", "/api/v1/namespaces/chunks/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}})
+    got = live.kubectl("get", "configmaps", "-n", "chunks", "--chunk-size=2", "-o", "name", "-v=6")
+    assert [n for n in got.stdout.split() if n.startswith("configmap/c")] == [f"configmap/c{i}" for i in range(5)]
+    assert got.stderr.count("limit=2") >= 3 and "continue=" in got.stderr  # it paged, three requests at least
+    table = live.kubectl("get", "configmaps", "-n", "chunks", "--chunk-size=2").stdout.splitlines()
+    assert table[0].split() == ["NAME", "DATA", "AGE"] and [r.split()[0] for r in table[1:6]] == \
+        [f"c{i}" for i in range(5)]
+    kubernetes = pytest.importorskip("kubernetes")
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(config_file=live.kubeconfig))
+    names, token, pages = [], None, 0
+    while True:
+        page = api.list_namespaced_config_map("chunks", limit=2, _continue=token)
+        names += [i.metadata.name for i in page.items]
+        pages += 1
+        token = page.metadata._continue
+        if not token:
+            break
+    assert names[:5] == [f"c{i}" for i in range(5)] and pages >= 3

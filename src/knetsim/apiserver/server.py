@@ -22,12 +22,11 @@ import yaml
 from aiohttp import web
 
 from ..cluster.config import ClusterConfig
-from ..model.admission import FieldValidation
 from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
-from . import openapi, patch, resources, tables
+from . import deleteoptions, openapi, paging, patch, requestoptions, resources, tables
 from .errors import ApiError, internal, invalid, no_such_path, not_found, qualified
 from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
 from .resources import BY_PATH, Resource
@@ -299,10 +298,11 @@ class ApiServer:
         if t.sub == "log":
             return await self._log(request, t)
         if m == "GET" and not t.name:
-            if q.get("watch") in ("true", "1"):
+            options = requestoptions.list_options(q)
+            if options.watch:
                 return await self._watch(request, t)
             await self.settle()
-            return self._list(request, t)
+            return await self._list(request, t, options)
         if m == "GET":
             # Objects the controllers create or complete; Services are allocated at write time, and
             # `kubectl apply` GETs every object it applies, which must not wait for a rebuild.
@@ -312,6 +312,8 @@ class ApiServer:
             if t.sub == "scale":
                 return self._json(self._scale(t.resource, obj))
             return self._json(self._out(request, t.resource, obj))
+        if m in ("POST", "PUT", "PATCH"):
+            self._options(request)  # the handlers validate the options before they read the body
         if m == "POST" and not t.name:
             body = await self._read_body(request, t.resource)
             return await self._create(request, t, body)
@@ -347,16 +349,50 @@ class ApiServer:
             raise not_found(t.resource, t.name)
         return stored.body
 
-    def _list(self, request: web.Request, t: Target) -> web.Response:
-        q = request.query
-        accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
-        items = [as_served(t.resource, s.body) for s in self.store.list(t.resource.kind, t.namespace)
-                 if accept(s.body)]
-        rv = str(self.store.rv)
+    async def _list(self, request: web.Request, t: Target, options: requestoptions.ListOptions) -> web.Response:
+        """A list, or one page of it (``paging``): at the current resourceVersion, or at the one a continue
+        token or an exact resourceVersion names."""
+        accept = make_filter(options.label_selector, options.field_selector)
+        kind = t.resource.kind
+        start, rv, exact = "", self.store.rv, False
+        if options.continue_token:
+            start, token_rv = paging.decode_continue(options.continue_token)
+            if options.resource_version not in ("", "0"):
+                raise ApiError(400, "BadRequest", "specifying resource version is not allowed when using continue")
+            if token_rv != paging.LATEST:
+                rv, exact = token_rv, True
+        else:
+            wanted = requestoptions.parse_resource_version(options.resource_version)
+            if wanted > self.store.rv:
+                await self._wait_for_resource_version(wanted)
+            # An exact match, or the legacy form of one: a resourceVersion with a limit (the storage's rule).
+            if options.resource_version_match == "Exact" or (
+                    not options.resource_version_match and options.limit > 0 and wanted > 0):
+                rv, exact = wanted, True
+        if exact:
+            objects = paging.objects_at(self.store, kind, t.namespace, rv)
+            if objects is None:
+                if options.continue_token:
+                    raise ApiError(410, "Expired", paging.INCONSISTENT_CONTINUE,
+                                   metadata={"continue": paging.encode_continue(paging.LATEST, start)})
+                raise ApiError(410, "Expired", paging.EXPIRED_LIST)
+        else:
+            objects = [s.body for s in self.store.list(kind, t.namespace)]
+        chunk = paging.page(objects, accept, rv=rv, limit=options.limit, start=start,
+                            across_namespaces=t.resource.namespaced and not t.namespace,
+                            selective=bool(options.label_selector or options.field_selector))
+        items = [as_served(t.resource, o) for o in chunk.items]
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if chunk.continue_token:
+            meta["continue"] = chunk.continue_token
+        if chunk.remaining is not None:
+            meta["remainingItemCount"] = chunk.remaining
         if "as=Table" in request.headers.get("Accept", ""):
-            return self._json(tables.table(t.resource.kind, items, rv, q.get("includeObject", "Metadata")))
-        return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
-                           "metadata": {"resourceVersion": rv}, "items": items})
+            table = tables.table(kind, items, str(rv), options.include_object or "Metadata")
+            table["metadata"] = meta
+            return self._json(table)
+        return self._json({"kind": f"{kind}List", "apiVersion": t.resource.api_version, "metadata": meta,
+                           "items": items})
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
@@ -386,10 +422,7 @@ class ApiServer:
                 start = self.store.rv
                 initial = [("ADDED", s.body) for s in self.store.list(t.resource.kind, t.namespace) if visible(s.body)]
             else:
-                try:
-                    start = int(rv_text)
-                except ValueError as exc:
-                    raise ApiError(400, "BadRequest", f"invalid resource version: {rv_text}") from exc
+                start = requestoptions.parse_resource_version(rv_text)
                 await self._wait_for_resource_version(start)
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             resp.enable_chunked_encoding()
@@ -475,18 +508,10 @@ class ApiServer:
     # --- writes ----------------------------------------------------------------------
 
     def _options(self, request: web.Request) -> WriteOptions:
-        q = request.query
-        mode = q.get("fieldValidation", "") or "Warn"
-        try:
-            field_validation = FieldValidation(mode)
-        except ValueError:
-            raise ApiError(400, "BadRequest", f"fieldValidation parameter unsupported: {mode}, must be one of "
-                                              "Ignore, Warn, Strict") from None
-        dry_run = q.getall("dryRun", [])
-        for value in dry_run:
-            if value != "All":
-                raise ApiError(400, "BadRequest", f'Invalid dry run parameter: "{value}": dryRun must be "All"')
-        return WriteOptions(field_validation, bool(dry_run))
+        """The write's Create/Update/PatchOptions from the query (``requestoptions``), by the request's verb."""
+        kind = {"POST": "CreateOptions", "PUT": "UpdateOptions"}.get(request.method, "PatchOptions")
+        apply = request.headers.get("Content-Type", "").split(";")[0].strip() == "application/apply-patch+yaml"
+        return requestoptions.write_options(request.query, kind, apply=apply and kind == "PatchOptions")
 
     def _respond(self, request: web.Request, written: Written, status: int = 200,
                  r: Resource | None = None) -> web.Response:
@@ -541,7 +566,9 @@ class ApiServer:
             if old is None:
                 if t.sub:
                     raise not_found(r, t.name)
-                doc.setdefault("metadata", {}).setdefault("name", t.name)
+                meta = doc.setdefault("metadata", {})
+                if isinstance(meta, dict):  # anything else is the decoder's 400 (ObjectMeta is an object)
+                    meta.setdefault("name", t.name)
                 return await self._create(request, Target(r, t.namespace, "", ""), doc, 201)
         if old is None:
             raise not_found(r, t.name)
@@ -576,22 +603,10 @@ class ApiServer:
                              r=t.resource)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
-        """DeleteOptions: kubectl sends them in the body (dryRun, preconditions, propagationPolicy), not the query."""
-        options: dict[str, Any] = {}
+        """DeleteOptions, decoded and validated (``deleteoptions``): from the body kubectl sends, else the query."""
         raw = await request.read()
-        if raw.strip():
-            ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
-            try:
-                decoded = decode_body(raw, ctype, None)
-            except ApiError:
-                decoded = {}
-            if isinstance(decoded, dict):
-                options = decoded
-        if request.query.get("dryRun"):
-            options["dryRun"] = request.query.getall("dryRun")
-        if request.query.get("propagationPolicy"):
-            options["propagationPolicy"] = request.query["propagationPolicy"]
-        return options
+        ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        return deleteoptions.decode(decode_body(raw, ctype, None) if raw.strip() else None, request.query)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         r = t.resource
