@@ -6,6 +6,7 @@ the middle of a burst of creates, and a table of malformed requests.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -321,3 +322,126 @@ def test_kubectl_chunk_size_and_the_python_client_page_through_everything(live: 
         if not token:
             break
     assert names[:5] == [f"c{i}" for i in range(5)] and pages >= 3
+
+
+NGINX_400 = ("<html>\r\n<head><title>400 Bad Request</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1>"
+             "</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+
+
+def _raw(port: int, data: bytes, tls: ssl.SSLContext | None = None, timeout: float = 5) -> bytes:
+    """What a listener answers to these exact bytes (b"" when it closes without a word)."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    with tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls is not None else raw as sock:
+        sock.sendall(data)
+        out = b""
+        try:
+            while chunk := sock.recv(65536):
+                out += chunk
+                if b"\r\n\r\n" in out and b"Connection: close" not in out and len(out) > 200:
+                    break
+        except (TimeoutError, ConnectionResetError):
+            pass
+        return out
+
+
+def _status(answer: bytes) -> int | None:
+    line = answer.split(b"\r\n", 1)[0].split()
+    return int(line[1]) if len(line) > 1 and line[1].isdigit() else None
+
+
+HOSTILE_HOSTS = [b"[", b"]", b"[::1]", b"[::1]:80", b"[zz", b"a:b:c", b"127.0.0.1:99999", b"1.2.3.4:abc", b"x" * 300,
+                 b"%00", b"\xff\xfe", b"shop.example.com.", b"UPPER.Example.COM", b"localhost:0", b":80", b"-a",
+                 b"a_b.example", b"\xc3\xa9.example", b"10.96.0.1", b"172.18.0.3:30000", b"172.18.255.200",
+                 b"a.b.c.d.e.f.g.h", b"a\\b", b"localhost:-1", b"[::ffff:1.2.3.4]:8080"]
+BAD_HOSTS = [b"a..b", b"a/b", b".", b"..", b""]
+UNPARSEABLE_HOSTS = [b"a\x01b", b"a\x7fb"]  # refused by the HTTP parser before any handler: aiohttp's 400
+HOSTILE_PATHS = [b"/../x", b"/%2e%2e/x", b"//", b"/a?b=%ff", b"/" + b"a" * 4000, b"/%00", b"/a%2fb", b"/;x",
+                 b"/.well-known/../../etc/passwd", b"*", b"/\xff", b"/?" + b"&" * 2000, b"http://evil.example/"]
+METHODS = [b"POST", b"FOO", b"DELETE", b"OPTIONS", b"PATCH", b"TRACE", b"M-SEARCH", b"HEAD"]
+
+
+def test_the_front_door_answers_hostile_requests_as_nginx_would(live: Live) -> None:
+    port = live.info["ingress_port"]
+    answers: dict[bytes, bytes] = {}
+    for host in HOSTILE_HOSTS + BAD_HOSTS + UNPARSEABLE_HOSTS:
+        answers[b"host " + host] = _raw(port, b"GET / HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+    for path in HOSTILE_PATHS:
+        answers[b"path " + path] = _raw(port, b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\nConnection: "
+                                              b"close\r\n\r\n")
+    for method in METHODS:
+        answers[b"method " + method] = _raw(port, method + b" / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
+                                                           b"Connection: close\r\n\r\n{}")
+    answers[b"no host 1.1"] = _raw(port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+    answers[b"no host 1.0"] = _raw(port, b"GET / HTTP/1.0\r\n\r\n")
+    answers[b"two hosts"] = _raw(port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")
+    for name, answer in answers.items():
+        status = _status(answer)
+        assert status is None or status < 500, (name, answer[:300])
+    for host in BAD_HOSTS:
+        answer = answers[b"host " + host]
+        assert _status(answer) == 400 and answer.endswith(NGINX_400.encode()), (host, answer)
+    assert all(_status(answers[b"host " + host]) == 400 for host in UNPARSEABLE_HOSTS)
+    assert _status(answers[b"no host 1.1"]) == 400 and _status(answers[b"two hosts"]) == 400
+    # A name nginx takes but no server_name matches reaches its default server: the default backend.
+    assert _status(answers[b"host ["]) == 404 and _status(answers[b"no host 1.0"]) == 404
+    assert "Traceback" not in _log(live)
+    assert live.request("GET", "/version")[0] == 200
+
+
+def test_malformed_or_cut_requests_are_one_log_line_each(live: Live) -> None:
+    tls = ssl.create_default_context(cafile=str(live.state / "serving.crt"))
+    api, entry = live.info["api_port"], live.info["ingress_port"]
+    token = live.token.encode()
+    garbage = [b"get / HTTP/1.1\r\nHost: x\r\n\r\n", b"GE\x00T / HTTP/1.1\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+               b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", b"\xff\xfe / HTTP/1.1\r\n\r\n",
+               b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+               b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
+               b"GET " + b"/a" * 5000 + b" HTTP/1.1\r\n\r\n", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+               b"GET /api HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\r\n\r\n"]
+    before = _log(live)
+    for data in garbage:
+        assert (_status(_raw(api, data, tls)) or 400) < 500
+        assert (_status(_raw(entry, data)) or 400) < 500
+    cut = (b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           b"Content-Length: 1000\r\nAuthorization: Bearer " + token + b"\r\n\r\n{\"a\":")
+    for port, ctx in ((api, tls), (entry, None)):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") if ctx is not None else raw as sock:
+            sock.sendall(cut)
+            time.sleep(0.3)
+    time.sleep(0.5)
+    new = _log(live)[len(before):]
+    assert "Traceback" not in new, new
+    lines = [line for line in new.splitlines() if line.strip()]
+    assert all(" knetsim." in line for line in lines), new  # one line each, from knetsim's own loggers
+    assert len(lines) <= 2 * len(garbage) + 2
+    assert live.request("GET", "/version")[0] == 200
+
+
+def test_a_server_bug_is_a_500_with_its_traceback_in_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    import knetsim.apiserver.registry as registry
+    from knetsim.apiserver.server import ApiServer
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(registry.Registry, "create", broken)
+
+    async def run() -> tuple[int, dict]:
+        server = ApiServer(tmp_path)
+        client = TestClient(TestServer(server.app()))
+        await client.start_server()
+        try:
+            resp = await client.post(CM, json={"metadata": {"name": "a"}})
+            return resp.status, await resp.json()
+        finally:
+            await client.close()
+            await server.close()
+
+    code, status = asyncio.run(run())
+    assert (code, status["reason"]) == (500, "InternalError")
+    bugs = [r for r in caplog.records if r.exc_info and r.exc_info[0] is ZeroDivisionError]
+    assert bugs and bugs[0].levelname == "ERROR" and "Traceback" in caplog.text

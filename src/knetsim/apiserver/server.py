@@ -184,8 +184,9 @@ class ApiServer:
     async def _middleware(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
         try:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
-                auth = request.headers.get("Authorization", "")
-                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
+                # A header's bytes that are no UTF-8 arrive as lone surrogates: compared as the bytes they were.
+                auth = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+                if not secrets.compare_digest(auth, f"Bearer {self.token}".encode()) \
                         and not any(m.authorized(request, self.token) for m in self.mounts):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)

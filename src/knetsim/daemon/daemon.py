@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..apiserver import httplog
 from ..apiserver.bootstrap import bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.registry import now_rfc3339
@@ -155,7 +156,8 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     kubelet = Kubelet(server, tools)
     kubelet.install()
     server.node = NodeStreams(kubelet)
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
+                           logger=httplog.logger)
     await runner.setup()
     cert, key = ensure_cert(state)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
