@@ -207,6 +207,13 @@ class ApiServer:
         except Exception as exc:
             # A bug in knetsim, not the client's fault: 500 as kube-apiserver answers a panic, the
             # traceback in the daemon log.
+            if request.writer is not None and request.writer.output_size > 0:
+                # The answer has begun (a watch, a stream): no Status can follow it; the connection ends.
+                log.exception("internal error on %s %s after the response began", request.method,
+                              request.path_qs)
+                if request.transport is not None:
+                    request.transport.close()
+                raise ConnectionResetError("the response had begun") from None
             log.exception("internal error on %s %s", request.method, request.path_qs)
             error = internal(exc)
             return self._json(error.status(), error.code)
