@@ -597,11 +597,12 @@ def cells(kind: str, body: Obj, now: datetime | None) -> list[Any]:
         meta = body.get("metadata") if isinstance(body, Mapping) else None
         name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
         _log_unreadable(kind, meta if isinstance(meta, Mapping) else {}, exc)
-        row: list[Any] = [None] * len(column_defs(kind))
-        if kind == "Event":
-            row[-1] = name
-        else:
-            row[0] = name
+        defs = column_defs(kind)
+        row: list[Any] = [None] * len(defs)
+        row[-1 if kind == "Event" else 0] = name
+        for i, c in enumerate(defs):
+            if c.name == "Age" and isinstance(meta, Mapping):
+                row[i] = since(meta.get("creationTimestamp"), now)
         return row
 
 
