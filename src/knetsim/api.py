@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import IO, Any
 
-from .cluster.build import BuildResult, ManifestError, build_cluster
+from .cluster.build import BuildResult, ManifestError, build_cluster, validate_documents
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
 from .model.loader import Document, LoadResult, load_text
@@ -36,6 +36,8 @@ class Cluster:
                  errors: Sequence[ManifestError] = ()) -> None:
         self.state = state
         self.documents = list(documents)
+        # How many documents were read (``documents`` is empty when only admission ran: not held twice).
+        self.read = len(self.documents)
         # Objects the API server would have rejected (only with strict=False; they are not in the state).
         self.errors = list(errors)
         # Files or documents that could not be read or parsed at all (a subset of errors).
@@ -69,9 +71,10 @@ class Cluster:
     def from_sources(cls, sources: Sequence[Source], *, namespace: str | None = "default",
                      cluster_config: str | None = None,
                      config: ClusterConfig | None = None, strict: bool = True,
-                     progress: Progress | None = None) -> Cluster:
+                     progress: Progress | None = None, simulate: bool = True) -> Cluster:
         """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
-        ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read."""
+        ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read. ``simulate=False`` only
+        admits (what ``knetsim validate`` needs): the state has no pods, Services or slices then."""
         if config is None:
             try:
                 config = load_config(cluster_config)
@@ -81,7 +84,7 @@ class Cluster:
         # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
         namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,
-                                   authoritative=got.complete)
+                                   authoritative=got.complete, simulate=simulate)
         cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
         cluster.namespace = namespace
         return cluster
@@ -95,16 +98,21 @@ class Cluster:
 
     @classmethod
     def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,
-                     strict: bool, authoritative: frozenset[str] = frozenset()) -> Cluster:
+                     strict: bool, authoritative: frozenset[str] = frozenset(), simulate: bool = True) -> Cluster:
         """What parsed is admitted; a file that does not parse is one more error, never the end of the run
         (strict=True still raises InputError with every problem of every file)."""
         unreadable = [ManifestError(e.source, e.subject, e.message) for e in loaded.errors]
-        result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
-                                            authoritative=authoritative)
+        if simulate:
+            result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
+                                                authoritative=authoritative)
+        else:
+            count = len(loaded.documents)
+            result = validate_documents(loaded.documents, config or ClusterConfig(), namespace)
         errors = [*unreadable, *result.errors]
         if errors and strict:
             raise InputError([str(e) for e in errors])
         cluster = cls(result.state, loaded.documents, errors)
+        cluster.read = len(loaded.documents) if simulate else count
         cluster.unreadable = unreadable
         return cluster
 

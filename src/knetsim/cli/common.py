@@ -140,7 +140,7 @@ def _progress(line: str) -> None:
 
 
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
-                 report: bool = True) -> Cluster:
+                 report: bool = True, simulate: bool = True) -> Cluster:
     """The cluster ``kubectl apply -f`` would leave: every valid object admitted, every rejected one
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
     turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
@@ -150,7 +150,7 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     sources = cluster_sources(filenames)
     try:
         cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
-                                       strict=strict_requested(), progress=_progress)
+                                       strict=strict_requested(), progress=_progress, simulate=simulate)
     except InputError as exc:
         fail_input(exc)
     except KubeError as exc:

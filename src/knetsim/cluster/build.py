@@ -14,7 +14,7 @@ left out of the state; the rest still builds, so callers can show every problem 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from ..model.crd import CRDVersion, versions_of
 from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
 from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
-from ..model.loader import BUILTIN, CONTROLLER, Document, Source
+from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
     PARSERS,
@@ -81,6 +81,8 @@ class Admitted:
     documents: list[Document] = field(default_factory=list)
     errors: list[ManifestError] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
+    # (kind, namespace, name, source) of every admitted document, in input order (kept or not)
+    identities: list[tuple[str, str, str, Source]] = field(default_factory=list)
 
 
 def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDVersion]:
@@ -105,17 +107,22 @@ def _describe(doc: Document, namespace: str) -> str:
     return Document(doc.source, {**doc.body, "metadata": {**doc.body["metadata"], "namespace": namespace}}).describe()
 
 
-def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted:
+def admit(documents: Iterable[Document], namespace: str = "default", *,
+          keep: Callable[[Document], bool] | None = None) -> Admitted:
     """Decoding, defaulting and validation of every document (model.admission), errors collected.
 
     Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
     unknown field refuses the object); objects read from a live cluster with Warn, since a field a
-    newer server knows is no reason to drop what that cluster runs.
+    newer server knows is no reason to drop what that cluster runs. ``keep`` picks which admitted
+    documents to return (all by default): a caller that needs a few of them (``validate``) does not
+    hold a second copy of a large input.
     """
     docs = list(documents)
     crds = input_crds(docs)
     out = Admitted()
-    for doc in docs:
+    for i, doc in enumerate(docs):
+        if keep is not None:
+            docs[i] = None  # type: ignore[call-overload]  # this list's hold on the input ends with its turn
         live = from_live_cluster(doc.body)
         mode = FieldValidation.WARN if live else FieldValidation.STRICT
         try:
@@ -134,6 +141,7 @@ def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted
                 out.errors.append(ManifestError(doc.source, subject, exc.message, hints))
             continue
         admitted = Document(doc.source, body)
+        out.identities.append((admitted.kind, admitted.namespace, admitted.name, admitted.source))
         if kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
@@ -141,8 +149,39 @@ def admit(documents: Iterable[Document], namespace: str = "default") -> Admitted
         for warning in decoded.warnings:
             out.notices.append(Notice("UnknownField", f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
-        out.documents.append(admitted)
+        if keep is None or keep(admitted):
+            out.documents.append(admitted)
     return out
+
+
+def validate_documents(documents: list[Document], config: ClusterConfig | None = None,
+                       namespace: str = "default") -> BuildResult:
+    """What ``knetsim validate`` checks, and only that: every document's admission and the allocations the API
+    server makes when it stores one (ClusterIPs, NodePorts, LoadBalancer addresses); nothing is scheduled or
+    simulated. ``documents`` is emptied as it is read, so a large input is not held twice."""
+    config = config or ClusterConfig()
+    taken = list(documents)
+    documents.clear()
+    with many_objects():
+        result = admit(taken, namespace, keep=lambda d: d.kind == "Service")
+    state = ClusterState(config=config)
+    state.notices.extend(result.notices)
+    seen: dict[tuple[str, str, str], Source] = {}
+    for kind, ns, name, source in result.identities:
+        key = (kind, ns, name)
+        if key in seen:
+            state.warn("Duplicate", f"defined again at {source}; the later definition wins",
+                       f"{kind} {ns + '/' if ns else ''}{name}", seen[key])
+        seen[key] = source
+    services: dict[tuple[str, str], Document] = {}
+    for doc in result.documents:
+        services[(doc.namespace, doc.name)] = doc  # the later definition wins, as in a build
+    errors = list(result.errors)
+    for failure in allocate_services([(d.body, d.source) for _, d in sorted(services.items())], config,
+                                     live=from_live_cluster):
+        errors.append(ManifestError(failure.source, failure.subject, failure.error))
+    return BuildResult(state, errors)
+
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
