@@ -1,9 +1,11 @@
 """The HTTP side: a Kubernetes-compatible REST API over the store, for the real kubectl.
 
 Request handling is written as plain methods over parsed requests; aiohttp only carries
-bytes. Every failure leaves as a ``metav1.Status`` with the API server's code and reason
-(400/401/404/405/409/413/415/422); an unexpected exception is logged and answered as a
-400 Status naming it, never as a 500 (kubectl and clients retry 5xx, hiding the problem).
+bytes. Every failure of the client's making leaves as a ``metav1.Status`` with the API server's code
+and reason (400/401/404/405/409/410/413/415/422), its query parameters and DeleteOptions checked as
+the API server checks them (``requestoptions``, ``deleteoptions``); lists page as it pages
+(``paging``). An unexpected exception is a bug: a 500 InternalError and its traceback in the log
+(what a client breaks, a connection or a request no parser takes, is one line: ``httplog``).
 """
 
 from __future__ import annotations
