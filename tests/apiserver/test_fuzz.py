@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
@@ -90,7 +91,8 @@ def request(draw: st.DrawFn) -> tuple[str, str, str, bytes]:
     data = json.dumps(body).encode()
 
     def q(path: str, extra: str = "") -> str:
-        parts = [p for p in (query, extra) if p]
+        # What the request needs comes first: of a parameter given twice, the first counts.
+        parts = [p for p in (extra, query) if p]
         return path + ("?" + "&".join(parts) if parts else "")
 
     if verb == "create":
@@ -144,7 +146,8 @@ async def _run(state: Path, requests: list[tuple[str, str, str, bytes]]) -> list
     try:
         for method, path, ctype, data in requests:
             headers = {"Content-Type": ctype} if method != "GET" else ({"Accept": ctype} if ctype else {})
-            resp = await client.request(method, path, data=data or None, headers=headers)
+            resp = await client.request(method, path, data=data or None, headers=headers,
+                                        timeout=aiohttp.ClientTimeout(total=60))
             text = await resp.text()
             if resp.status >= 500:
                 problems.append(f"{method} {path} {data[:200]!r}: {resp.status} {text[:300]}")
