@@ -54,7 +54,7 @@ from ..container.podfs import PodFS
 from ..container.proc import SHELLS, Proc, is_interactive_shell
 from ..model.objects import Pod
 from .configwait import ConfigWait
-from .containerlog import Log, LogStore, Renderer
+from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
 from .imagepull import ImagePuller, started
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
@@ -892,7 +892,7 @@ class Kubelet:
         resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue(FOLLOW_BACKLOG)
         if not source.closed:
             source.followers.append(queue)
         try:
