@@ -370,8 +370,9 @@ class Node:
         if self.measured + self._grown + transient <= NODE_MEMORY:
             return
         groups = sorted(self.cgroups, key=lambda g: g.name)
-        total = sum(g.usage() for g in groups) + transient
-        self._grown = 0
+        held = sum(g.usage() for g in groups)
+        self.measured, self._grown = held, 0  # a counted sum again (cgroups gone since no longer in it)
+        total = held + transient
         if total <= NODE_MEMORY:
             return
         # The kernel's global OOM killer: the container holding the most (BestEffort pods all score alike).

@@ -1504,7 +1504,8 @@ async def _substitute(ctx: Ctx, node: Node) -> str:
         ctx.last = exc.code
     finally:
         await reap(sub)
-    ctx.building(capture.size)
+    size, capture.size = capture.size, 0  # the output collected becomes the value: held once, not twice
+    ctx.building(size)
     return "".join(captured).rstrip("\n")
 
 
