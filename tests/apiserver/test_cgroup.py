@@ -38,7 +38,9 @@ async def _run(cgroup: Cgroup, script: str, timeout: float = 20) -> tuple[int, s
     ("printf '%2000000s' x | wc -c", (137, "")),  # the value counted before it is made
     ("cat <<EOF\n$(seq 1 300000)\nEOF", (137, "")),  # the here-document's text
     ("seq 1 300000 | while read l; do :; done; echo done", (0, "done\n")),  # a pipe holds what is unread
-    ("x=$(seq 1 300000 | tail -1); echo $x", (137, "")),  # tail holds its whole input
+    ("x=$(seq 1 300000 | tail -1); echo $x", (0, "300000\n")),  # tail keeps only its last lines
+    ("seq 1 300000 | wc -l", (0, "300000\n")),  # wc counts as it streams
+    ("x=$(seq 1 300000 | sort | tail -1); echo $x", (137, "")),  # sort holds its whole input
     ("echo $((2**64)) $((1<<64)) $((9223372036854775807+1))", (0, "0 1 -9223372036854775808\n")),
 ])
 def test_what_a_shell_holds_counts_against_the_limit(script: str, expected: tuple[int, str]) -> None:

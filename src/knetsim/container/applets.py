@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import codecs
 import datetime as dt
 import getopt
 import posixpath
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
 
 from .podfs import FsError
 from .shell import BUSYBOX_BANNER, FIELD_COST, Ctx, Unsupported, register
@@ -96,6 +98,24 @@ async def read_inputs(ctx: Ctx, name: str, files: list[str]) -> tuple[list[tuple
 
 
 TICK_LINES = 1024  # lines an applet handles between two ticks of its process
+
+
+async def stdin_text(ctx: Ctx) -> AsyncIterator[str]:
+    """Standard input as text, chunk by chunk as it comes (a UTF-8 sequence cut between two chunks is
+    decoded whole), for the applets that stream it as busybox's do: nothing more is held than one chunk."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while ctx.stdin is not None and (chunk := await ctx.stdin.chunk()):
+        text = decoder.decode(chunk)
+        if text:
+            yield text
+        await ctx.tick()
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail
+
+
+def _streams(files: list[str]) -> bool:
+    return not files or files == ["-"]
 
 
 def split_lines(text: str) -> list[str]:
@@ -261,6 +281,25 @@ async def tail(ctx: Ctx, argv: list[str]) -> int:
             else:
                 chars = abs(count)
     headers = (len(files) > 1 and not any(o == "-q" for o, _ in opts)) or any(o == "-v" for o, _ in opts)
+    if _streams(files) and chars is None and not from_start and not headers:
+        # The last lines of a stream, kept as it goes: busybox's tail holds no more than them.
+        kept: deque[str] = deque()
+        size, partial = 0, ""
+        async for text in stdin_text(ctx):
+            pieces = (partial + text).split("\n")
+            partial = pieces.pop()
+            for piece in pieces[-(lines or 1):]:
+                kept.append(piece + "\n")
+                size += len(piece) + 1
+                if len(kept) > (lines or 1):
+                    size -= len(kept.popleft())
+            ctx.building(size + len(partial))  # what it holds: the lines kept, the line not ended yet
+        if partial:
+            kept.append(partial)
+            if len(kept) > (lines or 1):
+                kept.popleft()
+        await ctx.out("".join(kept) if lines else "")
+        return 0
     inputs, code = await read_inputs(ctx, "tail", files)
     for i, (name, text) in enumerate(inputs):
         if headers:
@@ -383,12 +422,18 @@ async def wc(ctx: Ctx, argv: list[str]) -> int:
     opts, files = parsed
     kinds = [k for k in "lwmcL" if f"-{k}" in {o for o, _ in opts}] or ["l", "w", "c"]
     order = [k for k in "lwmcL" if k in kinds]
-    inputs, code = await read_inputs(ctx, "wc", files)
+    if _streams(files):
+        inputs, code = [("-", "")], 0
+        counts = await _wc_stream(ctx)
+    else:
+        inputs, code = await read_inputs(ctx, "wc", files)
+        counts = None
     single = len(order) == 1 and len(inputs) <= 1
     totals = dict.fromkeys(order, 0)
     for name, text in inputs:
-        counts = {"l": text.count("\n"), "w": len(text.split()), "m": len(text), "c": len(text.encode()),
-                  "L": max((len(x) for x in text.split("\n")), default=0)}
+        if counts is None or name != "-" or not _streams(files):
+            counts = {"l": text.count("\n"), "w": len(text.split()), "m": len(text), "c": len(text.encode()),
+                      "L": max((len(x) for x in text.split("\n")), default=0)}
         cells = [str(counts[k]) if single else f"{counts[k]:9d}" for k in order]
         line = " ".join(cells) if not single else cells[0]
         await ctx.out(line + ("\n" if name == "-" else f" {name}\n"))
@@ -397,6 +442,28 @@ async def wc(ctx: Ctx, argv: list[str]) -> int:
     if len(inputs) > 1:
         await ctx.out(" ".join(f"{totals[k]:9d}" for k in order) + " total\n")
     return code
+
+
+async def _wc_stream(ctx: Ctx) -> dict[str, int]:
+    """wc's counts over standard input as it streams (``seq 1 100000000 | wc -l`` holds one chunk)."""
+    counts = {"l": 0, "w": 0, "m": 0, "c": 0, "L": 0}
+    in_word, line = False, 0
+    async for text in stdin_text(ctx):
+        counts["l"] += text.count("\n")
+        words = len(text.split())
+        if in_word and words and not text[0].isspace():
+            words -= 1  # a word cut between two chunks is one word
+        counts["w"] += words
+        in_word = not text[-1].isspace()
+        counts["m"] += len(text)
+        counts["c"] += len(text.encode())
+        parts = text.split("\n")
+        line += len(parts[0])
+        for part in parts[1:]:
+            counts["L"] = max(counts["L"], line)
+            line = len(part)
+    counts["L"] = max(counts["L"], line)
+    return counts
 
 
 def _ranges(spec: str) -> list[tuple[int, int]] | None:
