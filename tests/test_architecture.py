@@ -25,7 +25,7 @@ FLOORS: list[set[str]] = [
     {"cluster"},
     {"dns", "dataplane", "policy", "ingress", "gateway"},
     {"network"},
-    {"kernel"},
+    {"kernel", "nginxproof"},
     {"doctor", "migration", "explorer"},
     {"api"},
     # The live cluster: kube-apiserver, what runs in a container, kube-controller-manager, the node,

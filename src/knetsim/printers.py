@@ -471,6 +471,11 @@ def _http_route(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), text, age(o, now)]
 
 
+def _listener_set(o: Obj, now: datetime | None) -> list[Any]:
+    return [(o.get("metadata") or {}).get("name", ""), _condition(o, "Accepted"), _condition(o, "Programmed"),
+            age(o, now)]
+
+
 def _default(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), age(o, now)]
 
@@ -511,6 +516,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
     "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
+    "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
+    "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",

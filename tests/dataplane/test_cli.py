@@ -86,3 +86,17 @@ def test_ebpf_bootstrap_finding():
     assert ebpf_bootstrap_finding(ClusterConfig(dataplane="ebpf", k8s_service_host="172.18.0.2",
                                                 k8s_service_port=6443)) is None
     assert ebpf_bootstrap_finding(ClusterConfig()) is None
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_render_kube_proxy_rules_of_an_ebpf_cluster_says_there_is_no_kube_proxy(tmp_path, mode):
+    """Given a kube-proxy-free cluster (seed 000: `iptables-save | grep -c KUBE-` is 0 on its nodes), then
+    asking for kube-proxy's rules prints none and says why, instead of rules no node programs."""
+    config = tmp_path / "ebpf.yaml"
+    config.write_text("dataplane: ebpf\nk8sServiceHost: 172.18.0.2\nk8sServicePort: 6443\n")
+    result = CliRunner().invoke(cli, ["render", mode, "-f", SHOP, "--cluster-config", str(config)])
+    assert result.exit_code == 1
+    assert "KUBE-" not in result.stdout and "kube-proxy {" not in result.stdout
+    assert result.stderr.startswith("error: this cluster runs no kube-proxy: its dataplane is ebpf")
+    assert "`knetsim render ebpf`" in result.stderr
+    assert run("render", "ebpf", "-f", SHOP, "--cluster-config", str(config)).exit_code == 0

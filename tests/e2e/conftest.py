@@ -118,14 +118,20 @@ class Cluster:
                 f.unlink()
 
 
-def start(base: Path) -> Cluster:
+def start(base: Path, cluster_config: str | None = None) -> Cluster:
+    """`knetsim up` in ``base``; ``cluster_config`` is the text of a cluster config file to start it with."""
     state, home, work = base / "state", base / "home", base / "work"
     for d in (home, work):
         d.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env["HOME"] = str(home)
+    extra: list[str] = []
+    if cluster_config is not None:
+        (base / "cluster-config.yaml").write_text(cluster_config)
+        extra = ["--cluster-config", str(base / "cluster-config.yaml")]
     out = subprocess.run(knetsim_argv("up", "--port", "0", "--dns-port", "0", "--ingress-port", "0",
-                                      "--state", str(state)), capture_output=True, text=True, env=env, timeout=60)
+                                      "--state", str(state), *extra), capture_output=True, text=True, env=env,
+                         timeout=60)
     if out.returncode != 0:
         raise RuntimeError(f"knetsim up failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     assert out.stdout.startswith(f"export KUBECONFIG={state / 'kubeconfig'}\n"), out.stdout

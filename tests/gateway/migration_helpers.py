@@ -10,6 +10,8 @@ import yaml
 from knetsim import Cluster
 from knetsim.migration import convert
 
+from . import certgen
+
 DOCS = Path(__file__).parent / "data" / "k8s-docs-ingress"
 
 
@@ -44,11 +46,18 @@ def backends(ingress_docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def secrets(ingress_docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    names = {(d["metadata"].get("namespace", "default"), t["secretName"]) for d in ingress_docs
-             if d.get("kind") == "Ingress" for t in (d.get("spec") or {}).get("tls") or [] if t.get("secretName")}
-    return [{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-             "metadata": {"name": n, "namespace": ns}, "data": {"tls.crt": "", "tls.key": ""}}
-            for ns, n in sorted(names)]
+    """A TLS Secret per secretName, whose certificate covers the hosts its Ingress TLS entries list (the
+    Gateway's controller reads and checks it)."""
+    hosts: dict[tuple[str, str], list[str]] = {}
+    for d in ingress_docs:
+        if d.get("kind") != "Ingress":
+            continue
+        for t in (d.get("spec") or {}).get("tls") or []:
+            if t.get("secretName"):
+                names = hosts.setdefault((d["metadata"].get("namespace", "default"), t["secretName"]), [])
+                names.extend(h for h in t.get("hosts") or [] if h not in names)
+    return [certgen.tls_secret(ns, n, certgen.leaf(n, names or ["localhost"]))
+            for (ns, n), names in sorted(hosts.items())]
 
 
 def old_and_new(ingress_docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Cluster]:

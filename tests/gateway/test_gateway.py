@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
-from knetsim.gateway import reference_permitted, route, status_of
+from knetsim.gateway import ReferenceFrom, ReferenceTo, reference_permitted, route, status_of
 from knetsim.model.gatewayapi import GrantFrom, GrantTo, ReferenceGrant
 from knetsim.model.http import HTTPRequest
 from knetsim.model.loader import BUILTIN, load_paths
@@ -139,6 +139,6 @@ def test_shuffled_input_gives_byte_identical_answers_and_status() -> None:
 def test_reference_permitted(grant_ns: str, froms: list, tos: list, allowed: bool) -> None:
     grant = ReferenceGrant("ReferenceGrant", Meta("g", grant_ns), {}, BUILTIN,
                            from_=tuple(GrantFrom(*f) for f in froms), to=tuple(GrantTo(*t) for t in tos))
-    assert reference_permitted("gateway.networking.k8s.io", "HTTPRoute", "apps", "", "Service", "backends", "web",
-                               [grant]) is allowed
-    assert reference_permitted("gateway.networking.k8s.io", "HTTPRoute", "apps", "", "Service", "apps", "web", [])
+    route_in_apps = ReferenceFrom("gateway.networking.k8s.io", "HTTPRoute", "apps")
+    assert reference_permitted(route_in_apps, ReferenceTo("", "Service", "backends", "web"), [grant]) is allowed
+    assert reference_permitted(route_in_apps, ReferenceTo("", "Service", "apps", "web"), [])

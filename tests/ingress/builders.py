@@ -34,10 +34,15 @@ def rule(host: str | None, *paths: dict[str, Any]) -> dict[str, Any]:
 
 def ingress(name: str, *rules: dict[str, Any], ns: str = "default", cls: str | None = "nginx",
             default: dict[str, Any] | None = None, tls: list[dict[str, Any]] | None = None,
-            annotation: str | None = None, created: str | None = None) -> dict[str, Any]:
+            annotation: str | None = None, created: str | None = None,
+            annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """``annotations`` are ingress-nginx's, named without their ``nginx.ingress.kubernetes.io/`` prefix."""
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if annotation is not None:
         meta["annotations"] = {"kubernetes.io/ingress.class": annotation}
+    if annotations:
+        prefixed = {f"nginx.ingress.kubernetes.io/{k}": v for k, v in annotations.items()}
+        meta.setdefault("annotations", {}).update(prefixed)
     if created is not None:
         meta["creationTimestamp"] = created
     spec: dict[str, Any] = {}
@@ -105,3 +110,28 @@ def flatten(*docs: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]
 
 def cluster(*docs: dict[str, Any] | list[dict[str, Any]], config: ClusterConfig | None = None) -> Cluster:
     return Cluster.from_yaml(yaml.safe_dump_all(flatten(*docs), sort_keys=False), config=config)
+
+
+def controller_configmap(**data: str) -> dict[str, Any]:
+    """The ingress-nginx controller's ConfigMap (kind's ``ingress-nginx/ingress-nginx-controller``); keys with
+    ``_`` for ``-``."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "ingress-nginx-controller", "namespace": "ingress-nginx"},
+            "data": {k.replace("_", "-"): v for k, v in data.items()}}
+
+
+def httpbin(name: str = "httpbin", ns: str = "default", ready: bool = True) -> list[dict[str, Any]]:
+    """An httpbin Service on port 80 (kennethreitz/httpbin: /status/CODE answers CODE)."""
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+           "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80}]}}
+    if not ready:
+        return [svc]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-pod", "namespace": ns,
+                                                          "labels": {"app": name}},
+           "spec": {"containers": [{"name": "httpbin", "image": "kennethreitz/httpbin"}]}}
+    return [svc, pod]
+
+
+def opaque_secret(name: str, ns: str = "default", **string_data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "type": "Opaque",
+            "stringData": dict(string_data)}

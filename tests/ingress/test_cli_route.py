@@ -59,9 +59,10 @@ def test_https_on_host_without_tls_names_fake_certificate() -> None:
 def test_json_shape() -> None:
     data = json.loads(run("-f", SHOP, "--host", "shop.example.com", "--path", "/api/orders", "-o", "json").output)
     assert list(data) == ["request", "outcome", "http_status", "via", "summary", "controller", "server", "match",
-                          "backend", "tls", "redirect", "candidates", "notes", "upstream"]
+                          "backend", "tls", "redirect", "candidates", "notes", "upstream", "response",
+                          "upstream_request", "response_headers", "steps", "canary", "burst", "shares"]
     assert data["match"] == {"ingress": "shop/shop", "rule": 0, "host": "shop.example.com", "path_index": 0,
-                             "path": "/api", "path_type": "Prefix", "matched_as": "Prefix"}
+                             "path": "/api", "path_type": "Prefix", "matched_as": "/api/"}
     assert [c["verdict"] for c in data["candidates"]] == ["chosen", "shorter"]
 
 

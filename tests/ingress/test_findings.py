@@ -141,3 +141,42 @@ def test_controller_without_ready_pod() -> None:
     assert finding.fix.endswith("kubectl -n other-ingress describe pod c1")
     result = route(c.state, HOST, "/", class_name="x")
     assert result.outcome == "no-controller" and "has no ready pod" in result.summary
+
+
+def test_annotation_findings_name_the_annotation_and_its_effect() -> None:
+    c = cluster(service("web"),
+                ingress("bad-range", rule("a.example", path("/", "Prefix", "web")),
+                        annotations={"whitelist-source-range": "10.0.0.0/8,nope", "rewrite-targets": "/x"}),
+                ingress("snip", rule("b.example", path("/", "Prefix", "web")),
+                        annotations={"configuration-snippet": "return 418;"}),
+                ingress("lost-canary", rule("c.example", path("/", "Prefix", "web")),
+                        annotations={"canary": "true", "canary-weight": "10"}))
+    found = {(f.subject, f.code): f for f in ingress_findings(c.state)}
+    denied = found[("Ingress default/bad-range", "IngressAnnotationDenied")]
+    assert denied.field == "metadata.annotations[nginx.ingress.kubernetes.io/whitelist-source-range]"
+    assert "503" in denied.message
+    unknown = found[("Ingress default/bad-range", "IngressAnnotationUnknown")]
+    assert "did you mean nginx.ingress.kubernetes.io/rewrite-target?" in unknown.message
+    refused = found[("Ingress default/snip", "IngressSnippetRefused")]
+    assert "Snippet directives are disabled by the Ingress administrator" in refused.message
+    assert "allow-snippet-annotations" in refused.fix
+    assert ("Ingress default/lost-canary", "IngressCanaryUnmatched") in found
+
+
+def test_a_canary_is_no_shadowed_path_but_reaches_every_path_of_its_upstream() -> None:
+    # Given a canary for shop.example / and another host whose path proxies to the same Service port.
+    c = cluster(service("web"), service("web-v2"), service("admin"),
+                ingress("shop", rule("shop.example", path("/", "Prefix", "web"))),
+                ingress("shop-canary", rule("shop.example", path("/", "Prefix", "web-v2")),
+                        annotations={"canary": "true", "canary-by-header": "X-Canary"}),
+                ingress("admin", rule("admin.example", path("/", "Prefix", "web"))),
+                ingress("reports", rule("admin.example", path("/reports", "Prefix", "admin"))))
+    found = {(f.subject, f.code): f for f in ingress_findings(c.state)}
+    # Then the canary repeating the path is not reported as a shadowed duplicate...
+    assert not any(code == "IngressPathShadowed" for _, code in found)
+    # ...but the other host's path on the same upstream is named, as ingress-nginx's balancer serves it the canary.
+    shared = found[("Ingress default/shop-canary", "IngressCanaryShared")]
+    assert "upstream default-web-80" in shared.message
+    assert "admin.example/ (Ingress default/admin)" in shared.message and "reports" not in shared.message
+    answer = route(c.state, "admin.example", "/", headers=(("X-Canary", "always"),))
+    assert answer.upstream_request is not None and answer.upstream_request.service == "default/web-v2"

@@ -221,12 +221,14 @@ def test_port_number_that_is_a_target_port_is_named_as_such() -> None:
     assert "8080 is the targetPort of Service port 80" in problem
 
 
-def test_resource_backend_is_not_routable() -> None:
+def test_resource_backend_is_skipped_as_ingress_nginx_skips_it() -> None:
+    # getBackendServers: "does not contain a service backend, using default backend": no location is written.
     res = {"resource": {"apiGroup": "k8s.example.com", "kind": "StorageBucket", "name": "icon-assets"}}
     c = cluster(ingress("i", rule(None, {"path": "/icons", "pathType": "ImplementationSpecific", "backend": res})))
     result = route(c.state, "h.example", "/icons/a.png")
-    assert result.outcome == "unsupported-backend" and result.http_status is None
-    assert result.backend.resource == "k8s.example.com/StorageBucket/icon-assets"
+    assert result.outcome == "not-found" and result.http_status == 404
+    [cand] = [c for c in result.candidates if c.path == "/icons"]
+    assert cand.verdict == "not-used" and "resource backend" in cand.reason
 
 
 def test_service_without_ready_endpoints_routes_but_answers_503() -> None:
@@ -244,13 +246,19 @@ def test_external_name_backend() -> None:
     assert result.routed and result.backend.external_name == "api.example.net" and result.backend.port == 443
 
 
-def test_implementation_specific_is_prefix_with_a_note() -> None:
-    c = cluster(service("a"), ingress("i", rule("h.example", path("/foo", "ImplementationSpecific", "a"))))
+def test_implementation_specific_is_prefix_as_ingress_nginx_stores_it() -> None:
+    # ingress-nginx's store turns ImplementationSpecific into Prefix (SetDefaultNGINXPathType): /foo is written as
+    # `location /foo/` and `location = /foo`, so /foobar is not under it.
+    c = cluster(service("a"), service("b"), ingress("i", rule("h.example", path("/foo", "ImplementationSpecific", "a")),
+                                           created="2020-01-01T00:00:00Z"),
+                ingress("j", rule("h.example", path("/foo", "Prefix", "b")), created="2030-01-01T00:00:00Z"))
     hit = route(c.state, "h.example", "/foo/bar")
-    assert hit.routed and hit.match.matched_as == "Prefix"
-    miss = route(c.state, "h.example", "/foobar")
-    assert miss.outcome == "not-found"
-    assert any("string prefix" in n for n in miss.notes)
+    assert hit.routed and hit.match.matched_as == "/foo/" and hit.backend.service == "default/a"
+    assert any("stores such a path as Prefix" in n for n in hit.notes)
+    assert route(c.state, "h.example", "/foo").match.matched_as == "= /foo"
+    assert route(c.state, "h.example", "/foobar").outcome == "not-found"
+    # The same path as Prefix in a later Ingress is the same location: ingress-nginx keeps the first.
+    assert [c.verdict for c in hit.candidates if c.ingress == "default/j"] == ["duplicate"]
 
 
 # --- which controller ---------------------------------------------------------------------------
@@ -380,9 +388,17 @@ def test_tls_secret_missing_from_input() -> None:
 
 def test_http_to_a_tls_host_is_redirected() -> None:
     result = route(_tls_cluster().state, "secure.example", "/a?b=1", scheme="http")
-    assert result.routed and result.http_status == 308
+    assert result.outcome == "redirect" and result.http_status == 308
     assert result.redirect == "https://secure.example/a?b=1"
+    assert result.response.header("Location") == result.redirect
     assert route(_tls_cluster().state, "plain.example", "/", scheme="http").redirect is None
+
+
+def test_the_redirect_to_https_drops_the_trailing_slash() -> None:
+    # lua_ingress.lua redirect_to_https: without preserve-trailing-slash the request URI loses its last "/".
+    assert route(_tls_cluster().state, "secure.example", "/a/", scheme="http").redirect == "https://secure.example/a"
+    assert route(_tls_cluster().state, "secure.example:8080", "/", scheme="http").redirect == \
+        "https://secure.example"
 
 
 # --- input and determinism ---------------------------------------------------------------------------

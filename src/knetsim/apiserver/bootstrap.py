@@ -1,80 +1,81 @@
-"""The objects a fresh cluster has before anyone applies anything, put in the store at start.
+"""The objects a fresh cluster has before anyone applies anything, written at start through the registry.
 
-The core builds them (``cluster.build.build_cluster`` of no documents: namespaces, nodes,
-``default/kubernetes``, kube-dns and its CoreDNS pods, kindnet, kube-proxy, the control-plane's
-static pods, ingress-nginx and its IngressClass), so the live cluster starts as ``knetsim get``
-shows one offline. What the store already has is left alone: its controllers keep it.
+What a kind cluster's installers declare (``cluster.system.system_manifests``: namespaces, nodes,
+``default/kubernetes`` and its EndpointSlice, kube-dns, the CoreDNS Deployment, the kindnet and
+kube-proxy DaemonSets, the control plane's static pods, ingress-nginx and its IngressClass) is
+created through the same write path as a client's objects (decode, strategy, defaults, validation,
+allocation of the fixed ClusterIPs), as a system writer; the controllers then make the rest — the
+ReplicaSets, the pods, their addresses, the EndpointSlices — as they would for anyone's Deployment.
+The offline core builds the same declarations into the same objects, so the live cluster starts as
+``knetsim get`` shows one offline.
+
+What the store already has is left alone (its controllers keep it), except that a system workload
+nobody has edited gets this version's pod template (kind's ingress-nginx flags, say); its controller
+then rolls it out as it would any template change.
 """
 
 from __future__ import annotations
 
-import json
+import copy
 from typing import Any
 
-from ..cluster.build import build_cluster
-from ..cluster.config import ClusterConfig
-from ..model.objects import stable_uid
-from .store import Key, Store, Write
+from ..cluster.system import install_phase, system_manifests
+from ..model.admission import FieldValidation
+from ..model.strategy import apply_defaults
+from .registry import Registry, Target, WriteOptions, storage_version
+from .resources import BY_KIND
+from .store import Stored, Write
 
-# Owners before what they own, so that a watcher never sees a pod before its ReplicaSet.
-ORDER = ("Namespace", "Node", "IngressClass", "Service", "Deployment", "StatefulSet", "DaemonSet", "Job",
-         "ReplicaSet", "Pod", "EndpointSlice")
-
-
-def system_objects(config: ClusterConfig, now: str) -> dict[Key, dict[str, Any]]:
-    state = build_cluster([], config).state
-    objects = [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
-               *state.services.values(), *state.pods.values(), *state.endpoint_slices.values(),
-               *state.workloads.values(), *state.others.values()]
-    out = {}
-    for obj in objects:
-        key = (obj.kind, obj.namespace, obj.name)
-        body = json.loads(json.dumps(obj.raw))
-        meta = body.setdefault("metadata", {})
-        meta.setdefault("uid", stable_uid(*key))
-        meta.setdefault("creationTimestamp", now)
-        out[key] = body
-    return out
-
-
-def bootstrap(store: Store, config: ClusterConfig, now: str) -> None:
-    """Write the system objects the store does not have (all of them into an empty store). An object whose
-    owner the store already has is the owner's controller's to make: a state directory written by an older
-    knetsim keeps its Deployments, and their controllers decide their ReplicaSets and pods (no second set).
-    A system workload nobody has edited gets this version's pod template (kind's ingress-nginx flags, say);
-    its controller then rolls it out as it would any template change."""
-    rank = {kind: i for i, kind in enumerate(ORDER)}
-    missing: dict[Key, dict[str, Any]] = {}
-    left_to_owner: set[tuple[str, str, str]] = set()
-    for key, body in sorted(system_objects(config, now).items(), key=lambda kv: (rank.get(kv[0][0], 99), kv[0])):
-        if key in store.objects:
-            left_to_owner.add(key)
-            renewed = _renewed_template(store.objects[key], body)
-            if renewed is not None:
-                missing[key] = renewed
-            continue
-        owners = {(str(ref.get("kind")), key[1], str(ref.get("name")))
-                  for ref in body["metadata"].get("ownerReferences") or []}
-        if owners & left_to_owner:
-            left_to_owner.add(key)
-            continue
-        missing[key] = body
-    if missing:
-        store.commit([Write(k, v, "system") for k, v in missing.items()])
-
-
+# Namespaces and nodes before what lives in and on them; Services before what they select.
+ORDER = ("Namespace", "Node", "IngressClass", "Service", "EndpointSlice", "Deployment", "StatefulSet", "DaemonSet",
+         "Job", "Pod")
+SYSTEM = WriteOptions(FieldValidation.STRICT, managed="system")
 WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
 
-def _renewed_template(stored: Any, current: dict[str, Any]) -> dict[str, Any] | None:
+PHASES = (0, 1, 2)  # cluster.system.install_phase: control plane, workers join, ingress-nginx applied
+
+
+def bootstrap(registry: Registry, phase: int) -> None:
+    """Create the declared system objects of one install phase the store does not have, in one
+    transaction on disk. The daemon runs the controllers between phases, as time passes between them
+    on kind (the add-ons that tolerate the control plane land there; addresses follow in that order)."""
+    store, config = registry.store, registry.config
+    rank = {kind: i for i, kind in enumerate(ORDER)}
+    manifests = sorted((body for body in system_manifests(config) if install_phase(body) == phase),
+                       key=lambda body: (rank.get(body["kind"], len(ORDER)), body["metadata"].get("namespace", ""),
+                                         body["metadata"]["name"]))
+    writes: list[Write] = []
+    for body in manifests:
+        r = BY_KIND[body["kind"]]
+        namespace = body["metadata"].get("namespace", "") if r.namespaced else ""
+        key = (r.kind, namespace, body["metadata"]["name"])
+        stored = store.get(key)
+        if stored is not None:
+            renewed = _renewed_template(stored, body)
+            if renewed is not None:
+                writes.append(Write(key, renewed, "system"))
+            continue
+        # Each in turn, so a later one sees the earlier (a namespace exists, a ClusterIP is held); one
+        # transaction on disk for all of them (the controllers' batching).
+        prepared = registry.prepare_create(Target(r, namespace, "", ""), copy.deepcopy(body), SYSTEM)
+        store.commit([prepared.write], durable=False)
+        prepared.finish(committed=True)
+    if writes:
+        store.commit(writes, durable=False)
+    store.flush()
+
+
+def _renewed_template(stored: Stored, current: dict[str, Any]) -> dict[str, Any] | None:
     """The stored system workload with the current pod template, when it is still the system's own
     (no client wrote it) and its template differs; None otherwise."""
     if stored.managed != "system" or current.get("kind") not in WORKLOADS:
         return None
-    template = (current.get("spec") or {}).get("template")
+    template = (apply_defaults(current).get("spec") or {}).get("template")
     old_spec = stored.body.get("spec") or {}
     if template is None or old_spec.get("template") == template:
         return None
     meta = dict(stored.body["metadata"])
     meta["generation"] = int(meta.get("generation") or 1) + 1
-    return {**stored.body, "metadata": meta, "spec": {**old_spec, "template": template}}
+    return {**stored.body, "apiVersion": storage_version(BY_KIND[current["kind"]]), "metadata": meta,
+            "spec": {**old_spec, "template": template}}

@@ -17,18 +17,18 @@ lets them through (a kind admitted untyped): no reader could read them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
-import json
 import logging
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation
-from .errors import ApiError
 from .events import EventNames, make_event
-from .registry import Registry, WriteOptions, kind_of
+from .registry import Registry, kind_of
 from .resources import BY_KIND
 from .shape import shape_error
 from .store import Key, Write
@@ -69,23 +69,20 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     shape = shape_error(key[0], body)
     if shape is not None:
         try:
-            registry.decode(r, body, WriteOptions(FieldValidation.IGNORE), name=key[2])
-        except (ApiError, AdmissionError) as exc:
-            return exc.message, None
+            admission.admit_as(body, kind_of(r), namespace=key[1] or "default",
+                               field_validation=FieldValidation.IGNORE)
+        except AdmissionError as exc:
+            return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
         except Exception:  # admission assumes objects of its kind's shape; this one is not
             pass
         return shape, None
     try:
-        decoded = registry.decode(r, body, WriteOptions(FieldValidation.IGNORE), name=key[2])
-        from ..model import admission
-
-        pruned = json.loads(json.dumps(decoded.obj)) if decoded.unknown_fields else None
-        obj = admission.default(decoded.obj, kind_of(r), key[1] or "default")
-        errors = admission.validation_errors(obj, kind_of(r))
-    except (ApiError, AdmissionError) as exc:
-        return exc.message, None
-    if errors:
-        return "; ".join(str(e) for e in errors), None
+        obj, decoded = admission.admit_as(body, kind_of(r), namespace=key[1] or "default",
+                                          field_validation=FieldValidation.IGNORE)
+    except AdmissionError as exc:
+        return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
+    # Stored objects were defaulted when written, so the defaulted copy differs only by what was pruned.
+    pruned = copy.deepcopy(obj) if decoded.unknown_fields else None
     meta, want = obj.get("metadata") or {}, body.get("metadata") or {}
     if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
             (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):

@@ -1,20 +1,25 @@
 """The write path every kind shares, as kube-apiserver's generic registry store runs it.
 
-    body ─ decode (typed; fieldValidation) ─ prepare (strategy) ─ default ─ namespace exists?
-         ─ validate (the kind's rules, then ObjectMeta) ─ allocate (Services) ─ commit
+    create: body ─ decode (typed; fieldValidation) ─ PrepareForCreate ─ default ─ NamespaceLifecycle
+                 ─ mutating admission (DefaultIngressClass) ─ validate ─ webhooks ─ identity
+                 ─ allocate (Services) ─ commit
+    update: the same, with PrepareForUpdate (or a subresource's: status, ephemeralcontainers,
+            finalize) and ValidateUpdate; an object being deleted whose last finalizer goes is deleted
+    scale:  /scale's replicas become the object's own update
+    delete: preconditions ─ now, or marked (deletionTimestamp) until its finalizers are done
 
-One ``create`` and one ``update`` serve every kind; what differs per kind is a ``Strategy``
-(``registry/*/strategy.go`` upstream): what a client may not set (status, system metadata), what
-an update keeps from the old object, and what must be allocated before the write (ClusterIPs,
-NodePorts). Decoding and validation are ``model.admission``'s, the same code the offline loader
-runs, so nothing the types or the validators refuse is ever stored.
+What differs per kind is its strategy (``model.strategy``, ``registry/*/strategy.go`` upstream), the
+same the offline loader and the start-up recheck run through ``model.admission``; what a kind's REST
+storage adds with the live cluster's pools and webhooks is its ``Storage`` here. Nothing the types or
+the validators refuse is ever stored; orphaning and foreground deletion are the garbage collector's,
+emptying a namespace the namespace controller's.
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -27,16 +32,15 @@ from ..ingress.controllers import controllers_among
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
-from ..model.objects import DEFAULT_CLASS_ANNOTATION, Pod
+from ..model.labels import Selector
+from ..model.objects import Pod
 from ..model.schema import json_type_name
+from ..model.strategy import Propagation, Strategy
 from .allocation import AllocationFailed, ServiceAllocations, Txn
-from .errors import ApiError, conflict, from_admission, invalid, qualified
+from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
 from .resources import BY_KIND, Resource
-from .store import Store, Stored, Write
+from .store import Key, Store, Stored, Write
 
-# Kinds whose registry strategy sets metadata.generation (Services, Namespaces, ConfigMaps... have none).
-GENERATION_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress",
-                    "IngressClass", "NetworkPolicy", "EndpointSlice"}
 SYSTEM_METADATA = ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink")
 
 
@@ -90,11 +94,6 @@ def as_served(r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "apiVersion": r.api_version}
 
 
-def has_generation(r: Resource) -> bool:
-    """Custom resources always count generations; built-in kinds where their strategy does."""
-    return r.kind in GENERATION_KINDS or kind_of(r).crd is not None
-
-
 def check_resource_version(r: Resource, name: str, want: Any, current: int) -> None:
     """An update's optimistic-concurrency precondition: malformed is 400, stale is 409."""
     if not want:
@@ -105,38 +104,14 @@ def check_resource_version(r: Resource, name: str, want: Any, current: int) -> N
         raise conflict(r, name)
 
 
-# --- strategies ---------------------------------------------------------------------------
+# --- storage: what a kind's REST storage adds around the generic store ----------------------
+# (pkg/registry/<group>/<kind>/storage upstream). The kind's own behaviour is its strategy
+# (model.strategy); what needs the live cluster — allocation from shared pools, webhooks — is here.
 
 
-class Strategy:
-    """The generic store's behaviour; kinds override what their upstream strategy changes."""
-
-    @staticmethod
-    def status_is_a_subresource(r: Resource) -> bool:
-        """Kinds whose status only /status (the controllers) may write: the simulated built-in kinds, and
-        custom kinds whose CRD enables the status subresource."""
-        return (r.simulated and not r.crd and r.kind not in ("Node", "Namespace")) or "status" in r.subresources
-
-    def prepare_for_create(self, r: Resource, obj: dict[str, Any]) -> None:
-        # Clients cannot set the status of what the controllers manage (PrepareForCreate resets it).
-        if self.status_is_a_subresource(r):
-            obj.pop("status", None)
-
-    def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
-        # The main resource cannot change status: it is kept from the old object (/status changes it).
-        if self.status_is_a_subresource(r) and "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
-        elif self.status_is_a_subresource(r):
-            new.pop("status", None)
-
-    def after_identity(self, obj: dict[str, Any]) -> None:
-        """Runs once uid and creationTimestamp are set (a Job's selector is its uid)."""
-
-    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
-        """Mutating admission of a create, after defaulting and before validation (admission plugins)."""
-
-    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
-        """Validating admission (webhooks) of a create or update, after validation; raises ApiError."""
+class Storage:
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+        """Validating admission webhooks of a create or update, after validation; raises ApiError."""
 
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
@@ -144,68 +119,35 @@ class Strategy:
         return None
 
 
-class NamespaceStrategy(Strategy):
-    def prepare_for_create(self, r: Resource, obj: dict[str, Any]) -> None:
-        obj["status"] = {"phase": "Active"}
-
-
-class PodStrategy(Strategy):
-    def prepare_for_create(self, r: Resource, obj: dict[str, Any]) -> None:
-        obj.pop("status", None)  # kubelet-era fields: the controllers fill status
-
-
-class JobStrategy(Strategy):
-    def after_identity(self, obj: dict[str, Any]) -> None:
-        """The Job strategy's generateSelector: without ``manualSelector`` the selector is the Job's
-        uid, and the template carries it (what ``kubectl logs job/NAME`` and describe select by)."""
-        spec = obj.setdefault("spec", {})
-        if spec.get("manualSelector"):
-            return
-        meta = obj["metadata"]
-        uid, name = meta["uid"], meta["name"]
-        template_meta = spec.setdefault("template", {}).setdefault("metadata", {})
-        labels = template_meta.setdefault("labels", {})
-        for key, value in (("batch.kubernetes.io/controller-uid", uid), ("batch.kubernetes.io/job-name", name),
-                           ("controller-uid", uid), ("job-name", name)):
-            labels.setdefault(key, value)
-        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-
-
-class IngressStrategy(Strategy):
-    def admit_create(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
-        """The DefaultIngressClass admission plugin: an Ingress created without a class gets the default
-        IngressClass; with several defaults, the newest (v1.35; older docs say the create fails). Only at
-        creation: existing Ingresses keep what they have."""
-        spec = obj.setdefault("spec", {})
-        if spec.get("ingressClassName") or (obj["metadata"].get("annotations") or {}).get(
-                "kubernetes.io/ingress.class"):
-            return
-        defaults = [s.body["metadata"] for s in registry.store.list("IngressClass")
-                    if (s.body["metadata"].get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
-        defaults.sort(key=lambda m: m["name"])
-        defaults.sort(key=lambda m: m.get("creationTimestamp") or "", reverse=True)
-        if defaults:
-            spec["ingressClassName"] = defaults[0]["name"]
-
-    def validate_admission(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+class IngressStorage(Storage):
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
         bad = webhook.invalid_paths(obj)
-        if not bad:
+        annotated = any(str(k).startswith("nginx.ingress.kubernetes.io/") or str(k).endswith("-snippet")
+                        for k in ((obj.get("metadata") or {}).get("annotations") or {}))
+        if not bad and not annotated:
             return
         controllers = controllers_among(Pod.parse(s.body) for s in registry.store.list("Pod"))
         classes = {str(s.body["metadata"].get("name")): str((s.body.get("spec") or {}).get("controller") or "")
                    for s in registry.store.list("IngressClass")}
         ctl = webhook.claiming_controller(obj, classes, controllers)
-        if ctl is not None and webhook.strict_path_validation(ctl):
+        if ctl is not None and bad and webhook.strict_path_validation(ctl):
             raise ApiError(400, "BadRequest", webhook.denial(bad))
+        if ctl is not None and annotated:
+            # ingress-nginx's annotation checks, with the controller's ConfigMap (allow-snippet-annotations, risk).
+            from ..ingress.config import configmap_name
+
+            key = configmap_name(ctl)
+            namespace, _, name = (key or "").partition("/")
+            stored = registry.store.get(("ConfigMap", namespace, name)) if key else None
+            data = (stored.body.get("data") or {}) if stored is not None else None
+            errors = webhook.annotation_errors(obj, {str(k): str(v) for k, v in data.items()} if data else None)
+            if errors:
+                raise ApiError(400, "BadRequest", webhook.annotation_denial(errors))
 
 
-class ServiceStrategy(Strategy):
-    def prepare_for_update(self, r: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
-        drop_type_dependent_fields(new, old)
-        super().prepare_for_update(r, new, old)
-
+class ServiceStorage(Storage):
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
         if old is not None:
@@ -234,65 +176,68 @@ def _keep_allocated(r: Resource, obj: dict[str, Any], spec: dict[str, Any], old:
     if not spec.get("healthCheckNodePort") and ospec.get("healthCheckNodePort") and \
             spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local":
         spec["healthCheckNodePort"] = ospec["healthCheckNodePort"]
-    if old.get("status") and spec.get("type") == ospec.get("type"):
-        obj["status"] = copy.deepcopy(old["status"])
 
 
-def drop_type_dependent_fields(body: dict[str, Any], old: dict[str, Any]) -> None:
-    """The registry's dropTypeDependentFields: changing a Service's type clears the fields the new type
-    may not have, as long as the client left them as they were (an explicit new value is still validated)."""
-    spec, ospec = body.get("spec"), old.get("spec") or {}
-    if not isinstance(spec, dict):
-        return
-    new_type, old_type = spec.get("type", "ClusterIP"), ospec.get("type", "ClusterIP")
-    if new_type == old_type:
-        return
-
-    def unchanged(name: str) -> bool:
-        return name in spec and spec.get(name) == ospec.get(name)
-
-    if new_type == "ExternalName":
-        for name in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
-            if unchanged(name):
-                spec.pop(name)
-    external = new_type in ("NodePort", "LoadBalancer") or bool(spec.get("externalIPs"))
-    if new_type not in ("NodePort", "LoadBalancer") or (
-            new_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False):
-        old_node_ports = [p.get("nodePort") for p in ospec.get("ports") or []]
-        ports = spec.get("ports") or []
-        if [p.get("nodePort") for p in ports if isinstance(p, dict)][:len(old_node_ports)] == \
-                old_node_ports[:len(ports)]:
-            for p in ports:
-                if isinstance(p, dict):
-                    p.pop("nodePort", None)
-    if not (new_type == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local") and \
-            unchanged("healthCheckNodePort"):
-        spec.pop("healthCheckNodePort")
-    if not external and unchanged("externalTrafficPolicy"):
-        spec.pop("externalTrafficPolicy")
-    if new_type != "LoadBalancer":
-        for name in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
-            if unchanged(name):
-                spec.pop(name)
-
-
-STRATEGIES: dict[str, Strategy] = {"Service": ServiceStrategy(), "Job": JobStrategy(), "Pod": PodStrategy(),
-                                   "Namespace": NamespaceStrategy(), "Ingress": IngressStrategy()}
-GENERIC = Strategy()
+STORAGE: dict[str, Storage] = {"Service": ServiceStorage(), "Ingress": IngressStorage()}
+GENERIC_STORAGE = Storage()
 
 
 # --- the store with its strategies ---------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class DeleteOptions:
+    """metav1.DeleteOptions, decoded (the handler turns a body or query the API server refuses into a 400)."""
+
+    dry_run: bool = False
+    propagation: Propagation | None = None  # None: the kind's default
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+
+
+@dataclass
+class Prepared:
+    """A create admitted and allocated, not yet committed."""
+
+    write: Write
+    txn: Txn | None
+    warnings: list[str]
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        return self.write.body or {}
+
+    def finish(self, *, committed: bool) -> None:
+        _finish(self.txn, committed=committed)
+
+
+@dataclass
+class Deleted:
+    """What a delete did: ``obj`` is gone (``pending`` False), or marked with a deletionTimestamp and
+    waiting for its finalizers (``pending`` True: the API server answers with the object itself)."""
+
+    obj: dict[str, Any]
+    pending: bool = False
+
+
 class Registry:
-    def __init__(self, store: Store, config: ClusterConfig) -> None:
+    def __init__(self, store: Store, config: ClusterConfig, clock: Callable[[], str] = lambda: now_rfc3339()) -> None:
         self.store = store
         self.config = config
+        self.clock = clock
         self.services = ServiceAllocations(store, config)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
-        return STRATEGIES.get(r.kind, GENERIC)
+        return admission.strategy(kind_of(r))
+
+    @staticmethod
+    def storage(r: Resource) -> Storage:
+        return STORAGE.get(r.kind, GENERIC_STORAGE)
+
+    def lookup(self, kind: str) -> list[Mapping[str, Any]]:
+        """The stored objects of a kind, for admission plugins that read the cluster."""
+        return [s.body for s in self.store.list(kind)]
 
     def decode(self, r: Resource, body: Mapping[str, Any], opts: WriteOptions, *, patched: bool = False,
                name: str = "") -> admission.Decoded:
@@ -311,12 +256,32 @@ class Registry:
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
-    def _check_namespace(self, r: Resource, namespace: str) -> None:
-        if r.namespaced and self.store.get(("Namespace", "", namespace)) is None:
+    def _namespace_lifecycle(self, r: Resource, namespace: str) -> None:
+        """The NamespaceLifecycle admission plugin: no object in a namespace that does not exist, and no
+        new one in a namespace being deleted."""
+        if not r.namespaced:
+            return
+        stored = self.store.get(("Namespace", "", namespace))
+        if stored is None:
             raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
                            {"name": namespace, "kind": "namespaces"})
+        if stored.body["metadata"].get("deletionTimestamp"):
+            message = f"unable to create new content in namespace {namespace} because it is being terminated"
+            raise ApiError(403, "Forbidden", message, {"name": namespace, "kind": "namespaces", "causes": [
+                {"reason": "NamespaceTerminating", "message": message, "field": "metadata.namespace"}]})
 
     def create(self, t: Target, body: dict[str, Any], opts: WriteOptions) -> Written:
+        prepared = self.prepare_create(t, body, opts)
+        if opts.dry_run:
+            prepared.finish(committed=False)
+            return Written(prepared.obj, prepared.warnings, changed=False)
+        self._commit(prepared.write, prepared.txn)
+        stored = self.store.get(prepared.write.key)
+        return Written(stored.body if stored else prepared.obj, prepared.warnings)
+
+    def prepare_create(self, t: Target, body: dict[str, Any], opts: WriteOptions) -> Prepared:
+        """Everything a create does but the commit: the caller commits ``write`` and finishes the
+        allocation with it (bootstrap writes many in one transaction)."""
         r = t.resource
         _require_object_metadata(r, body)
         if body.get("kind", r.kind) != r.kind or body.get("apiVersion", r.api_version) != r.api_version:
@@ -340,34 +305,33 @@ class Registry:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(r, str(meta["generateName"]), meta.get("namespace", ""))
         strategy = self.strategy(r)
-        strategy.prepare_for_create(r, obj)
+        strategy.for_create(obj)
         admission.default(obj, kind_of(r), meta.get("namespace") or "default")
-        self._check_namespace(r, meta.get("namespace", ""))
-        strategy.admit_create(self, r, obj)
+        self._namespace_lifecycle(r, meta.get("namespace", ""))
+        admission.admit_create(obj, kind_of(r), self.lookup)
         self._validate(r, obj)
-        strategy.validate_admission(self, r, obj)
+        storage = self.storage(r)
+        storage.admit(self, r, obj)
         name = meta.get("name", "")
         key = (r.kind, meta.get("namespace", ""), name)
-        if self.store.get(key) is not None:
-            raise ApiError(409, "AlreadyExists", f'{qualified(r)} "{name}" already exists',
+        existing = self.store.get(key)
+        if existing is not None:
+            being_deleted = BEING_DELETED if existing.body["metadata"].get("deletionTimestamp") else ""
+            raise ApiError(409, "AlreadyExists", f'{being_deleted}{qualified(r)} "{name}" already exists',
                            {"name": name, "group": r.group, "kind": r.plural})
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
-        if has_generation(r):
+        meta["creationTimestamp"] = self.clock()
+        if strategy.generation:
             meta["generation"] = 1
         strategy.after_identity(obj)
-        txn = strategy.allocate(self, r, obj, None)
+        txn = storage.allocate(self, r, obj, None)
         obj["apiVersion"] = storage_version(r)
-        if opts.dry_run:
-            _finish(txn, committed=False)
-            return Written(obj, decoded.warnings, changed=False)
-        self._commit(Write(key, obj, opts.managed), txn)
-        stored = self.store.get(key)
-        return Written(stored.body if stored else obj, decoded.warnings)
+        return Prepared(Write(key, obj, opts.managed), txn, decoded.warnings)
 
     def update(self, t: Target, old: Stored, body: dict[str, Any], opts: WriteOptions, *,
                patched: bool = False) -> Written:
-        """PUT, or the result of a PATCH: the whole new object, decoded and admitted like a create."""
+        """PUT, or the result of a PATCH, of the object or of a subresource (status, ephemeralcontainers,
+        a namespace's finalize): the whole new object, decoded and admitted like a create."""
         r = t.resource
         _require_object_metadata(r, body)
         meta_in = body.get("metadata") or {}
@@ -377,50 +341,110 @@ class Registry:
         check_resource_version(r, t.name, meta_in.get("resourceVersion"), old.rv)
         decoded = self.decode(r, {**body, "kind": r.kind, "apiVersion": r.api_version}, opts, patched=patched,
                               name=t.name)
+        strategy = self.strategy(r)
         new = decoded.obj
-        meta = new.setdefault("metadata", {})
-        meta["name"] = t.name
-        if r.namespaced:
-            meta["namespace"] = t.namespace
-        old_meta = old.body["metadata"]
-        for name in ("uid", "creationTimestamp"):
-            if name in old_meta:
-                meta[name] = old_meta[name]
-        if t.sub == "status":
-            merged = copy.deepcopy(old.body)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            new = merged
-        elif t.sub == "ephemeralcontainers":
-            # Only the debugging containers come from the request; everything else stays as stored.
-            merged = copy.deepcopy(old.body)
-            merged["spec"]["ephemeralContainers"] = (new.get("spec") or {}).get("ephemeralContainers") or []
-            new = merged
+        if t.sub:
+            sub = strategy.subresource_update(t.sub)
+            if sub is None:
+                raise no_such_path()
+            new = sub.take(new, old.body)
         else:
-            self.strategy(r).prepare_for_update(r, new, old.body)
+            meta = new.setdefault("metadata", {})
+            meta["name"] = t.name
+            if r.namespaced:
+                meta["namespace"] = t.namespace
+            # What the API server alone sets stays as it is (BeforeUpdate).
+            for name in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                if name in old.body["metadata"]:
+                    meta[name] = old.body["metadata"][name]
+                else:
+                    meta.pop(name, None)
+            strategy.for_update(new, old.body)
         admission.default(new, kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
-        if t.sub == "":
-            self.strategy(r).validate_admission(self, r, new)
-        txn = self.strategy(r).allocate(self, r, new, old.body) if t.sub == "" else None
+        storage = self.storage(r)
+        if not t.sub:
+            storage.admit(self, r, new)
+        txn = storage.allocate(self, r, new, old.body) if not t.sub else None
         new["apiVersion"] = storage_version(r)
-        if has_generation(r):
-            gen = int(old_meta.get("generation", 1) or 1)
+        if strategy.generation:
+            gen = int(old.body["metadata"].get("generation", 1) or 1)
             if _spec_of(new) != _spec_of(old.body):
                 gen += 1
             new["metadata"]["generation"] = gen
         key = (r.kind, t.namespace, t.name)
-        comparable = dict(new, metadata={k: v for k, v in new["metadata"].items() if k != "resourceVersion"})
-        old_cmp = dict(old.body, metadata={k: v for k, v in old_meta.items() if k != "resourceVersion"})
-        if opts.dry_run or comparable == old_cmp:
+        if opts.dry_run or _same_object(new, old.body):
             _finish(txn, committed=False)
             new["metadata"]["resourceVersion"] = str(old.rv)
             return Written(new if opts.dry_run else old.body, decoded.warnings, changed=False)
+        if _finalized(new):
+            # The last finalizer of an object being deleted is gone: the update is its deletion.
+            self._commit(Write(key, None), txn)
+            return Written(new, decoded.warnings)
         self._commit(Write(key, new, opts.managed), txn)  # a client write makes any object the client's
         stored = self.store.get(key)
         return Written(stored.body if stored else new, decoded.warnings)
+
+    # --- scale ------------------------------------------------------------------------
+
+    @staticmethod
+    def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``autoscaling/v1`` Scale of a workload (its scale subresource)."""
+        meta = obj["metadata"]
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        selector = Selector.from_label_selector(spec.get("selector") or {}).formatted()
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                             if k in meta},
+                "spec": {"replicas": spec.get("replicas", 1)},
+                "status": {"replicas": status.get("replicas", 0), "selector": selector}}
+
+    def update_scale(self, t: Target, old: Stored, scale: Mapping[str, Any], opts: WriteOptions) -> dict[str, Any]:
+        """PUT or PATCH of /scale: the replicas go to the object's spec, through its own update."""
+        check_resource_version(t.resource, t.name, (scale.get("metadata") or {}).get("resourceVersion"), old.rv)
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise invalid(t.resource, t.name, [FieldError("spec.replicas", ErrorType.INVALID, replicas,
+                                                          "must be greater than or equal to 0")])
+        new = copy.deepcopy(old.body)
+        new.setdefault("spec", {})["replicas"] = replicas
+        self.update(Target(t.resource, t.namespace, t.name, ""), old, new, opts)
+        stored = self.store.get((t.resource.kind, t.namespace, t.name))
+        return self.scale_of(stored.body if stored else new)
+
+    # --- delete -----------------------------------------------------------------------
+
+    def delete(self, t: Target, options: DeleteOptions) -> Deleted:
+        """The generic store's Delete: preconditions, then the object goes now, or is marked
+        (deletionTimestamp) until its finalizers are done: its own, ``orphan`` or
+        ``foregroundDeletion`` as the propagation asks (the garbage collector does those), and a
+        namespace's ``kubernetes`` (the namespace controller empties it first)."""
+        r = t.resource
+        key = (r.kind, t.namespace, t.name)
+        old = self.store.get(key)
+        if old is None:
+            raise not_found(r, t.name)
+        meta = old.body["metadata"]
+        if options.precondition_resource_version is not None and \
+                str(options.precondition_resource_version) != str(old.rv):
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
+                           f"Precondition failed: ResourceVersion in precondition: "
+                           f"{options.precondition_resource_version}, ResourceVersion in object meta: {old.rv}",
+                           {"name": t.name, "kind": r.plural})
+        if options.precondition_uid is not None and options.precondition_uid != meta.get("uid"):
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
+                           f"Precondition failed: UID in precondition: {options.precondition_uid}, UID in object "
+                           f"meta: {meta.get('uid', '')}", {"name": t.name, "kind": r.plural})
+        marked = marked_for_deletion(old.body, options.propagation or self.strategy(r).default_propagation, self.clock)
+        if options.dry_run:
+            return Deleted(marked if marked is not None else old.body, pending=marked is not None)
+        if marked is None:
+            self.store.commit([Write(key, None)])
+            return Deleted(old.body)
+        if marked != old.body:
+            self.store.commit([Write(key, marked, old.managed)])
+        stored = self.store.get(key)
+        return Deleted(stored.body if stored is not None else marked, pending=True)
 
     def _commit(self, write: Write, txn: Txn | None) -> None:
         try:
@@ -436,6 +460,75 @@ class Registry:
             if self.store.get((r.kind, namespace, candidate)) is None:
                 return candidate
         raise ApiError(409, "AlreadyExists", f"no free name for generateName {base!r}")
+
+
+# How the generic store words AlreadyExists for a name whose object is still being deleted.
+BEING_DELETED = "object is being deleted: "
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+NAMESPACE_FINALIZER = "kubernetes"
+
+
+def marked_for_deletion(body: Mapping[str, Any], propagation: Propagation, clock: Callable[[], str]
+                        ) -> dict[str, Any] | None:
+    """The object as a deletion that must wait leaves it (deletionTimestamp set, the finalizer the
+    propagation asks for added; a namespace Terminating), or None when it can go at once."""
+    meta = body["metadata"]
+    finalizers = list(meta.get("finalizers") or [])
+    if propagation == Propagation.ORPHAN and ORPHAN_FINALIZER not in finalizers:
+        finalizers.append(ORPHAN_FINALIZER)
+    elif propagation == Propagation.FOREGROUND and FOREGROUND_FINALIZER not in finalizers:
+        finalizers.append(FOREGROUND_FINALIZER)
+    namespace = body.get("kind") == "Namespace"
+    if not finalizers and not (namespace and (body.get("spec") or {}).get("finalizers")):
+        return None
+    marked = copy.deepcopy(dict(body))
+    if not meta.get("deletionTimestamp"):
+        marked["metadata"]["deletionTimestamp"] = clock()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+    if finalizers:
+        marked["metadata"]["finalizers"] = finalizers
+    if namespace:
+        marked.setdefault("status", {})["phase"] = "Terminating"
+    return marked
+
+
+def finalizer_done(key: Key, stored: Stored, finalizer: str) -> Write | None:
+    """The write that removes a finalizer whose work is done (the garbage collector's, a namespace's
+    ``kubernetes`` through /finalize): an object being deleted with none left goes. None: not there."""
+    body = copy.deepcopy(stored.body)
+    holder = body.setdefault("spec", {}) if finalizer == NAMESPACE_FINALIZER and key[0] == "Namespace" \
+        else body["metadata"]
+    present = list(holder.get("finalizers") or [])
+    if finalizer not in present:
+        return None
+    remaining = [f for f in present if f != finalizer]
+    if remaining:
+        holder["finalizers"] = remaining
+    else:
+        holder.pop("finalizers", None)
+    return Write(key, None if _finalized(body) else body, stored.managed)
+
+
+def deletion(key: Key, stored: Stored, propagation: Propagation, clock: Callable[[], str]) -> Write:
+    """The write a deletion of ``stored`` is: gone now, or marked until its finalizers are done (what a
+    controller deleting through the API gets, as its own batch)."""
+    marked = marked_for_deletion(stored.body, propagation, clock)
+    return Write(key, marked, stored.managed) if marked is not None else Write(key, None)
+
+
+def _finalized(obj: Mapping[str, Any]) -> bool:
+    """Being deleted, and nothing left to wait for."""
+    meta = obj.get("metadata") or {}
+    if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return False
+    return not (obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"))
+
+
+def _same_object(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    def comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(obj, metadata={k: v for k, v in obj["metadata"].items() if k != "resourceVersion"})
+    return comparable(new) == comparable(old)
 
 
 def _finish(txn: Txn | None, *, committed: bool) -> None:

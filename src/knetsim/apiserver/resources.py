@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.kinds import KINDS, KindInfo
+from ..model.strategy import strategy_for
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
@@ -49,15 +50,8 @@ def _from_core() -> list[Resource]:
         if k.crd:
             out.extend(_from_crd(k))
             continue
-        subs: tuple[str, ...] = ("status",)
-        if k.kind == "Pod":
-            subs = ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "status")
-        elif k.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
-            subs = ("scale", "status")
-        elif k.kind in ("Endpoints", "EndpointSlice", "IngressClass", "NetworkPolicy", "CiliumNetworkPolicy"):
-            subs = ()
-        if not k.simulated:
-            subs = ()
+        # What the kind's strategy serves; kinds knetsim only keeps are served as plain objects.
+        subs = strategy_for(k.kind, k.api_version).all_subresources if k.simulated else ()
         out.append(Resource(k.kind, k.group, k.version, k.plural, k.namespaced, k.short_names,
                             simulated=k.simulated, in_all=k.in_all,
                             categories=("all",) if k.in_all else (), subresources=subs))

@@ -11,6 +11,7 @@ the API server checks them (``requestoptions``, ``deleteoptions``); lists page a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -24,15 +25,23 @@ import yaml
 from aiohttp import web
 
 from ..cluster.config import ClusterConfig
-from ..model.fielderr import ErrorType, FieldError
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
+from ..model.strategy import Propagation
 from . import deleteoptions, openapi, paging, patch, requestoptions, resources, tables
-from .errors import ApiError, internal, invalid, no_such_path, not_found, qualified
-from .registry import Registry, Target, WriteOptions, Written, as_served, check_resource_version
+from .errors import ApiError, internal, no_such_path, not_found
+from .registry import (
+    BEING_DELETED,
+    DeleteOptions,
+    Registry,
+    Target,
+    WriteOptions,
+    Written,
+    as_served,
+)
 from .resources import BY_PATH, Resource
-from .store import Change, Store, Stored, Watcher, Write
+from .store import Change, Store, Watcher
 
 log = logging.getLogger("knetsim.apiserver")
 
@@ -316,11 +325,11 @@ class ApiServer:
         if m == "GET":
             # Objects the controllers create or complete; Services are allocated at write time, and
             # `kubectl apply` GETs every object it applies, which must not wait for a rebuild.
-            if t.resource.kind in ("Pod", "ReplicaSet", "EndpointSlice", "Endpoints"):
+            if t.resource.kind in ("Pod", "ReplicaSet", "EndpointSlice", "Endpoints", "Namespace"):
                 await self.settle()
             obj = self._get(t)
             if t.sub == "scale":
-                return self._json(self._scale(t.resource, obj))
+                return self._json(self.registry.scale_of(obj))
             return self._json(self._out(request, t.resource, obj))
         if m in ("POST", "PUT", "PATCH"):
             self._options(request)  # the handlers validate the options before they read the body
@@ -530,38 +539,24 @@ class ApiServer:
 
     async def _create(self, request: web.Request, t: Target, body: dict[str, Any],
                       status_code: int = 201) -> web.Response:
-        return self._respond(request, self.registry.create(t, body, self._options(request)), status_code,
-                             t.resource)
+        try:
+            written = self.registry.create(t, body, self._options(request))
+        except ApiError as exc:
+            if exc.reason != "AlreadyExists" or not exc.message.startswith(BEING_DELETED):
+                raise
+            # The object of that name is still being deleted: the controllers (the garbage collector,
+            # the namespace controller) finish that in the same breath, so wait for them once, as reads do.
+            await self.settle()
+            written = self.registry.create(t, body, self._options(request))
+        return self._respond(request, written, status_code, t.resource)
 
     async def _update(self, request: web.Request, t: Target, body: dict[str, Any]) -> web.Response:
         old = self.store.get((t.resource.kind, t.namespace, t.name))
         if old is None:
             raise not_found(t.resource, t.name)
         if t.sub == "scale":
-            check_resource_version(t.resource, t.name, (body.get("metadata") or {}).get("resourceVersion"), old.rv)
-            return await self._set_replicas(request, t, old, (body.get("spec") or {}).get("replicas"))
+            return self._json(self.registry.update_scale(t, old, body, self._options(request)))
         return self._respond(request, self.registry.update(t, old, body, self._options(request)), r=t.resource)
-
-    async def _set_replicas(self, request: web.Request, t: Target, old: Stored, replicas: Any) -> web.Response:
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise invalid(t.resource, t.name, [FieldError("spec.replicas", ErrorType.INVALID, replicas,
-                                                          "must be greater than or equal to 0")])
-        new = json.loads(json.dumps(old.body))
-        new["spec"]["replicas"] = replicas
-        written = self.registry.update(Target(t.resource, t.namespace, t.name, ""), old, new, self._options(request))
-        request.setdefault(WARNINGS, []).extend(written.warnings)
-        stored = self.store.get((t.resource.kind, t.namespace, t.name))
-        return self._json(self._scale(t.resource, stored.body if stored else written.obj))
-
-    def _scale(self, r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-        meta = obj["metadata"]
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        sel = Selector.from_label_selector(spec.get("selector") or {}).formatted()
-        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
-                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                             if k in meta},
-                "spec": {"replicas": spec.get("replicas", 1)},
-                "status": {"replicas": status.get("replicas", 0), "selector": sel}}
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -582,7 +577,7 @@ class ApiServer:
                 return await self._create(request, Target(r, t.namespace, "", ""), doc, 201)
         if old is None:
             raise not_found(r, t.name)
-        base: Any = self._scale(r, old.body) if t.sub == "scale" else old.body
+        base: Any = self.registry.scale_of(old.body) if t.sub == "scale" else old.body
         try:
             if ctype == "application/json-patch+json":
                 result = patch.json_patch(base, doc)
@@ -608,64 +603,47 @@ class ApiServer:
         if not isinstance(result, dict):
             raise ApiError(422, "Invalid", "the patch did not produce an object")
         if t.sub == "scale":
-            return await self._set_replicas(request, t, old, (result.get("spec") or {}).get("replicas"))
+            return self._json(self.registry.update_scale(t, old, result, self._options(request)))
         return self._respond(request, self.registry.update(t, old, result, self._options(request), patched=True),
                              r=t.resource)
 
-    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
-        """DeleteOptions, decoded and validated (``deleteoptions``): from the body kubectl sends, else the query."""
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        """DeleteOptions, decoded and validated as the API server does (``deleteoptions``): from the body kubectl
+        sends, else the query."""
         raw = await request.read()
         ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
-        return deleteoptions.decode(decode_body(raw, ctype, None) if raw.strip() else None, request.query)
+        options = deleteoptions.decode(decode_body(raw, ctype, None) if raw.strip() else None, request.query)
+        pre = options.get("preconditions") or {}
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"  # the deprecated field
+        return DeleteOptions(dry_run=deleteoptions.is_dry_run(options),
+                             propagation=Propagation(policy) if policy else None,
+                             precondition_uid=pre.get("uid"),
+                             precondition_resource_version=pre.get("resourceVersion"))
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
+        deleted = self.registry.delete(t, await self._delete_options(request))
+        if deleted.pending:
+            return self._json(as_served(t.resource, deleted.obj))
         r = t.resource
-        key = (r.kind, t.namespace, t.name)
-        old = self.store.get(key)
-        if old is None:
-            raise not_found(r, t.name)
-        options = await self._delete_options(request)
-        pre = options.get("preconditions") or {}
-        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(old.rv):
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
-                           f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                           f"ResourceVersion in object meta: {old.rv}", {"name": t.name, "kind": r.plural})
-        if pre.get("uid") and pre["uid"] != old.body["metadata"].get("uid"):
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
-                           f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                           f"{old.body['metadata'].get('uid', '')}", {"name": t.name, "kind": r.plural})
-        if "All" in (options.get("dryRun") or []):
-            return self._json(old.body)
-        writes = [Write(key, None)]
-        if options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents"):
-            # Dependents stay, released from their owner (the garbage collector's orphan finalizer).
-            uid = old.body["metadata"].get("uid")
-            for k in sorted(self.store.objects):
-                dep = self.store.objects[k]
-                refs = (dep.body.get("metadata") or {}).get("ownerReferences") or []
-                if uid and any(ref.get("uid") == uid for ref in refs):
-                    body = json.loads(json.dumps(dep.body))
-                    body["metadata"]["ownerReferences"] = [ref for ref in refs if ref.get("uid") != uid]
-                    if not body["metadata"]["ownerReferences"]:
-                        del body["metadata"]["ownerReferences"]
-                    writes.append(Write(k, body, "user" if dep.managed != "system" else dep.managed))
-        if r.kind == "Namespace":
-            writes += [Write(k, None) for k in sorted(self.store.objects) if k[1] == t.name and k[0] != "Namespace"]
-        self.store.commit(writes)
         return self._json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": {"name": t.name, "group": r.group, "kind": r.plural,
-                                       "uid": old.body["metadata"].get("uid", "")}})
+                                       "uid": deleted.obj["metadata"].get("uid", "")}})
 
     async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
         accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
         items = [s for s in self.store.list(t.resource.kind, t.namespace) if accept(s.body)]
-        keys = [(t.resource.kind, s.body["metadata"].get("namespace", ""), s.body["metadata"]["name"]) for s in items]
         options = await self._delete_options(request)
-        if "All" not in (options.get("dryRun") or []):
-            self.store.commit([Write(k, None) for k in keys])
+        deleted = []
+        for stored in items:
+            meta = stored.body["metadata"]
+            one = Target(t.resource, str(meta.get("namespace") or ""), str(meta["name"]), "")
+            with contextlib.suppress(ApiError):  # gone meanwhile: upstream's DeleteCollection skips it too
+                deleted.append(self.registry.delete(one, options).obj)
         return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
-                           "metadata": {"resourceVersion": str(self.store.rv)}, "items": [s.body for s in items]})
+                           "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted})
 
     async def close(self) -> None:
         self.closing = True

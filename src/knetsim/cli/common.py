@@ -102,8 +102,23 @@ def _running_knetsim() -> str | None:
             continue
         kubeconfig = Path(str(info.get("kubeconfig") or state / "kubeconfig"))
         if state == candidates[0] or _same_file(kubeconfig, Path(exported).expanduser()):
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                ctx.meta["knetsim.running_state"] = state
             return str(kubeconfig)
     return None
+
+
+def running_cluster_config() -> str | None:
+    """The cluster config the running `knetsim up` this command reads was created with (its state
+    directory's copy), so that its data plane and ranges are the ones analysed; None: the defaults."""
+    from ..daemon.clusterconfig import CONFIG_NAME
+
+    ctx = click.get_current_context(silent=True)
+    state = ctx.meta.get("knetsim.running_state") if ctx is not None else None
+    if state is None or not (Path(state) / CONFIG_NAME).exists():
+        return None
+    return str(Path(state) / CONFIG_NAME)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -148,6 +163,7 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     from ..sources import KubeError
 
     sources = cluster_sources(filenames)
+    cluster_config = cluster_config or running_cluster_config()
     try:
         cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
                                        strict=strict_requested(), progress=_progress, simulate=simulate)

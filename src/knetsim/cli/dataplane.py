@@ -13,6 +13,16 @@ _COST_UNIT = {"iptables": "rules evaluated", "nftables": "rules evaluated (incl.
               "ebpf": "BPF map lookups"}
 
 
+KUBE_PROXY_MODES = ("iptables", "nftables")
+
+
+def no_kube_proxy(mode: str) -> str:
+    """Why an ebpf cluster has no kube-proxy rules to show (the seed's `iptables-save | grep -c KUBE-` is 0)."""
+    return (f"this cluster runs no kube-proxy: its dataplane is ebpf (Cilium's kube-proxy replacement), so no node "
+            f"holds kube-proxy's {mode} rules; `knetsim render ebpf` shows the BPF maps Cilium programs instead "
+            f"(a cluster config with dataplane: {mode} shows what kube-proxy would program)")
+
+
 @click.command("render")
 @click.argument("dataplane", required=False, type=click.Choice(list(BACKENDS)))
 @cluster_options
@@ -26,6 +36,9 @@ def render_command(dataplane: str | None, filenames: tuple[str, ...], namespace:
     """
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
+    if dataplane in KUBE_PROXY_MODES and cluster.state.config.dataplane == "ebpf":
+        click.echo(f"error: {no_kube_proxy(dataplane)}", err=True)
+        sys.exit(EXIT_NEGATIVE)
     try:
         ruleset = render(cluster.state, dataplane, node)
     except DataplaneError as exc:

@@ -6,16 +6,23 @@ import sys
 
 import click
 
-from ..gateway import GatewayRouteError, GatewayRouteResult
-from ..gateway import route as gateway_route
 from ..ingress import RouteError, RouteResult, route
-from ..model.http import HTTPRequest, HTTPRequestError, parse_header
+from ..ingress.errorpages import reason
+from ..model.http import EXTERNAL_CLIENT, HTTPRequestError, parse_header
+from . import gatewayroute
 from .common import EXIT_NEGATIVE, cluster_options, emit, load_cluster, output_option, print_notices, tabulate
 
 
 def _text(result: RouteResult) -> str:
     req = result.request
-    lines = [f"Request:     GET {req.scheme}://{req.host}{req.path}  (port {req.port})"]
+    lines = [f"Request:     {req.method} {req.scheme}://{req.host}{req.path}  (port {req.port})"]
+    extras = [f"{n}: {v}" for n, v in req.headers]
+    if req.body_size is not None:
+        extras.append(f"body {req.body_size} bytes")
+    if extras:
+        lines.append(f"Headers:     {'; '.join(extras)}")
+    if req.client_ip != EXTERNAL_CLIENT or any(s.what == "source range" for s in result.steps):
+        lines.append(f"Client:      {req.client_ip}")
     if result.controller is not None:
         ctl = result.controller
         pod = f"pod {ctl.pod} {ctl.pod_ip}" if ctl.pod else "no ready pod"
@@ -39,9 +46,28 @@ def _text(result: RouteResult) -> str:
         lines.append(f"Backend:     {b.describe()}{extra}{ready}")
         if b.problem:
             lines.append(f"Problem:     {b.problem}")
-    if result.upstream is not None and result.upstream != result.request.path:
-        lines.append(f"Upstream:    GET {result.upstream}  (rewrite-target)")
+    up = result.upstream_request
+    if up is not None and result.routed:
+        changed = [f"{k}: {v}" for k, v in up.headers.items() if k in ("x-forwarded-prefix", "x-code")]
+        if up.host != req.host:
+            changed.insert(0, f"Host: {up.host}")
+        if result.upstream != req.path or changed:
+            lines.append(f"Upstream:    {up.method} {result.upstream}" + (f"  ({'; '.join(changed)})" if changed
+                                                                        else "  (rewrite-target)"))
+    for step in result.steps:
+        lines.append(f"Annotation:  {step}")
+    if result.burst is not None:
+        b = result.burst
+        lines.append(f"Burst:       {b.requests} requests at once: {b.allowed} through"
+                     + (f", {b.rejected} get {b.status}" if b.rejected else "") + f" ({b.why})")
     lines.append(f"TLS:         {result.tls.detail}")
+    if result.response is not None:
+        shown = [f"{k}: {v}" for k, v in result.response.headers.items() if k != "Content-Type"]
+        lines.append(f"Response:    {result.response.status} {reason(result.response.status)}"
+                     + (f"  ({'; '.join(shown)})" if shown else ""))
+    elif result.response_headers:
+        lines.append("Response:    headers added to the backend's answer: "
+                     + "; ".join(f"{k}: {v}" for k, v in result.response_headers.items()))
     status = f" (HTTP {result.http_status})" if result.http_status else ""
     lines.append(f"Outcome:     {result.outcome}{status}")
     lines.append(f"Why:         {result.summary}")
@@ -60,58 +86,9 @@ def _text(result: RouteResult) -> str:
     return out
 
 
-def _gateway_text(result: GatewayRouteResult) -> str:
-    req = result.request
-    lines = [f"Request:     {req.method} {req.url}  (port {req.effective_port})"]
-    where = f"Gateway:     {result.gateway}"
-    if result.address:
-        where += f" {result.address}"
-    if result.listener:
-        where += f", listener {result.listener}"
-    if result.proxy_pod:
-        where += f", proxy {result.proxy_pod}"
-    lines.append(where)
-    if result.match is not None:
-        m = result.match
-        name = f" ({m.rule_name})" if m.rule_name else ""
-        host = f", hostname {m.hostname}" if m.hostname else ""
-        lines.append(f"Route:       {m.route} rule {m.rule}{name} match {m.match} ({m.path_type} {m.path}){host}")
-    if result.backends:
-        lines.append("Backends:    " + ", ".join(f"{b.service}:{b.port} (weight {b.weight})" + (
-            "" if b.valid else f" INVALID: {b.problem}") for b in result.backends))
-    if result.backend is not None and result.backend.valid:
-        b = result.backend
-        lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
-                     "endpoint(s)")
-    if result.redirect is not None:
-        lines.append(f"Redirect:    {result.redirect.status} Location: {result.redirect.location}")
-    if result.upstream_request is not None:
-        u = result.upstream_request
-        headers = " ".join(f"{k}={v}" for k, v in u.headers.items())
-        lines.append(f"Upstream:    {u.method} {u.host} {u.path}" + (f"  headers: {headers}" if headers else ""))
-    if result.response_headers or result.response_headers_removed:
-        shown = [f"{k}={v}" for k, v in result.response_headers.items()] + [
-            f"-{k}" for k in result.response_headers_removed]
-        lines.append("Response:    headers " + " ".join(shown))
-    status = f" (HTTP {result.http_status})" if result.http_status else ""
-    lines.append(f"Outcome:     {result.outcome}{status}")
-    lines.append(f"Why:         {result.summary}")
-    out = "\n".join(lines) + "\n"
-    others = [c for c in result.candidates if c.verdict != "chosen"]
-    if others:
-        rows = [[c.route, "-" if c.rule is None else str(c.rule), "-" if c.match is None else str(c.match),
-                 c.listener or "-", c.path or "-", c.backends, f"{c.verdict}: {c.reason}"] for c in others]
-        out += "\nOther candidates:\n" + tabulate(["ROUTE", "RULE", "MATCH", "LISTENER", "PATH", "BACKENDS",
-                                                   "WHY NOT"], rows)
-    for note in result.notes:
-        out += f"\nNote: {note}"
-    if result.notes:
-        out += "\n"
-    return out
-
-
 @click.command("route")
-@click.option("--host", required=True, help="The request's Host header (a port is ignored, as nginx and Envoy do).")
+@click.option("--host", default=None,
+              help="The request's Host header (a port is ignored, as nginx and Envoy do); the TLS SNI by default.")
 @click.option("--path", default="/", show_default=True,
               help="The request path, with a query string (Gateway API query matches read it; Ingress ignores it).")
 @click.option("--class", "class_name", default=None,
@@ -123,13 +100,32 @@ def _gateway_text(result: GatewayRouteResult) -> str:
               help="With --gateway: the listener port the request arrives on (default 80, or 443 for https).")
 @click.option("--scheme", type=click.Choice(["http", "https"]), default="http", show_default=True,
               help="https arrives on port 443 and terminates TLS at the controller (or an HTTPS listener).")
-@click.option("--method", default="GET", show_default=True, help="The request method (Gateway API method matches).")
+@click.option("--method", default="GET", show_default=True,
+              help="The request method (Gateway API method matches; an OPTIONS with Origin is a CORS preflight).")
 @click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
-              help="A request header, as curl -H (repeatable; Gateway API header matches and modifiers).")
+              help="A request header, as curl -H (repeatable): Origin, Authorization, Cookie, canary headers, "
+                   "X-Forwarded-For; Gateway API header matches and modifiers; gRPC metadata.")
+@click.option("--client-ip", default=None, metavar="ADDR",
+              help=f"The address the request comes from (default {EXTERNAL_CLIENT}); X-Forwarded-For counts only "
+                   "where the controller's ConfigMap sets use-forwarded-headers.")
+@click.option("--body-size", type=click.IntRange(0), default=None, metavar="BYTES",
+              help="The request's Content-Length (proxy-body-size: 413 above the limit).")
+@click.option("--burst", type=click.IntRange(1, 1_000_000), default=None, metavar="N",
+              help="N requests at once from the same address: what limit-rps / limit-connections let through.")
+@click.option("--protocol", type=click.Choice(gatewayroute.PROTOCOLS), default=None,
+              help="With --gateway: what the client speaks (default: --scheme's); grpc is h2c, or TLS with "
+                   "--scheme https; tls, tcp and udp need --port.")
+@click.option("--sni", default=None, metavar="NAME",
+              help="With --gateway: the TLS server name the client sends (default: the host).")
+@click.option("--grpc-method", default=None, metavar="PKG.SERVICE/METHOD", help="With --protocol grpc: the call.")
+@click.option("--client-cert", default=None, metavar="FILE",
+              help="With --gateway: a PEM client certificate (and chain) the client presents in the TLS handshake.")
 @cluster_options
 @output_option("text", "json", "yaml")
-def route_command(host: str, path: str, class_name: str | None, gateway: str | None, port: int | None, scheme: str,
-                  method: str, headers: tuple[str, ...], filenames: tuple[str, ...], namespace: str | None,
+def route_command(host: str | None, path: str, class_name: str | None, gateway: str | None, port: int | None,
+                  scheme: str, method: str, headers: tuple[str, ...], client_ip: str | None, body_size: int | None,
+                  burst: int | None, protocol: str | None, sni: str | None, grpc_method: str | None,
+                  client_cert: str | None, filenames: tuple[str, ...], namespace: str | None,
                   cluster_config: str | None, output: str) -> None:
     """Route one HTTP request through the Ingresses — or, with --gateway, through a Gateway's HTTPRoutes:
     which rule and Service:port serve it, and why every other candidate did not.
@@ -140,32 +136,37 @@ def route_command(host: str, path: str, class_name: str | None, gateway: str | N
     \b
         knetsim route -f examples/shop --host shop.example.com --path /api/orders
         knetsim route -f examples/gateway/quickstart --gateway default/eg --host www.example.com --path /get
+        knetsim route -f DIR --gateway NS/NAME --protocol tls --port 443 --sni db.example.com
     """
     if gateway is None and port is not None:
         raise click.UsageError("--port applies to --gateway (an Ingress controller listens on 80 and 443)")
+    if gateway is None and (protocol or sni or grpc_method or client_cert):
+        raise click.UsageError("--protocol, --sni, --grpc-method and --client-cert apply to --gateway")
+    if gateway is None and host is None:
+        raise click.UsageError("Missing option '--host'.")
     if gateway is not None and class_name is not None:
         raise click.UsageError("--class selects an Ingress controller; it cannot be combined with --gateway")
+    if gateway is not None and burst is not None:
+        raise click.UsageError("--burst applies to the Ingress controller's rate limits, not to --gateway")
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
     if gateway is not None:
-        try:
-            request = HTTPRequest(host, path, method.upper(), scheme, port, tuple(parse_header(h) for h in headers))
-            ref = gateway if "/" in gateway else f"{namespace or cluster.namespace}/{gateway}"
-            gresult = gateway_route(cluster.state, ref, request)
-        except (HTTPRequestError, GatewayRouteError) as exc:
-            raise click.BadParameter(str(exc), param_hint="'--gateway'" if isinstance(exc, GatewayRouteError)
-                                     else "the request") from None
-        if output == "text":
-            click.echo(_gateway_text(gresult), nl=False)
-        else:
-            emit(gresult.to_dict(), output)
-        if not gresult.proxied:
-            sys.exit(EXIT_NEGATIVE)
+        ref = gateway if "/" in gateway else f"{namespace or cluster.namespace}/{gateway}"
+        gatewayroute.run(cluster.state, ref, protocol=protocol or scheme, host=host, path=path, method=method,
+                         port=port, scheme=scheme, headers=headers, sni=sni, grpc_method=grpc_method,
+                         client_cert=client_cert, client_ip=client_ip, body_size=body_size, output=output)
         return
+    assert host is not None  # checked above for the Ingress branch
     try:
-        result = route(cluster.state, host, path, class_name=class_name, scheme=scheme)
+        parsed = tuple(parse_header(h) for h in headers)
+    except HTTPRequestError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--header'") from None
+    try:
+        result = route(cluster.state, host, path, class_name=class_name, scheme=scheme, method=method,
+                       headers=parsed, client_ip=client_ip, body_size=body_size, burst=burst)
     except RouteError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--path'") from None
+        hint = "'--client-ip'" if "client address" in str(exc) else "'--method'" if "method" in str(exc) else "'--path'"
+        raise click.BadParameter(str(exc), param_hint=hint) from None
     if output == "text":
         click.echo(_text(result), nl=False)
     else:

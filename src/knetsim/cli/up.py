@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from ..cluster.config import ConfigError
+from ..daemon.clusterconfig import check as check_config
 from ..daemon.statedir import StateDirInUse, make_private, owner, running
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
 
@@ -29,6 +31,8 @@ def _state_option(fn: Any) -> Any:
 def _print_ready(info: dict[str, Any]) -> None:
     click.echo(f"export KUBECONFIG={info['kubeconfig']}")
     click.echo(f"# API server  https://127.0.0.1:{info['api_port']}")
+    if isinstance(info.get("cluster"), dict):
+        click.echo(f"# Cluster     {describe_cluster(info['cluster'])}")
     token = Path(info["kubeconfig"]).with_name("token")
     if token.exists():  # the connectivity explorer, in a browser: the token is exchanged for a cookie
         click.echo(f"# Explorer    https://127.0.0.1:{info['api_port']}/explorer/?token={token.read_text().strip()}")
@@ -47,6 +51,24 @@ def _print_ready(info: dict[str, Any]) -> None:
                    "a Gateway names enters through its listener)")
     else:
         click.echo(f"# Ingress     {info.get('ingress', 'not started')}")
+    for row in info.get("gateway_listeners") or []:
+        owner = f"{row['gateway']}" + (f" (ListenerSet {row['listener_set']})" if row.get("listener_set") else "")
+        host = f" {row['hostname']}" if row.get("hostname") else ""
+        click.echo(f"# Listener    {owner} {row['listener']}: {row['protocol']} {row['port']}{host} on "
+                   f"{row['address']}")
+
+
+_DATAPLANES = {"iptables": "kube-proxy iptables mode", "nftables": "kube-proxy nftables mode",
+               "ebpf": "Cilium, no kube-proxy"}
+
+
+def describe_cluster(cluster: dict[str, Any]) -> str:
+    """One line of `knetsim up`/`status`: which cluster config is in force."""
+    nodes = [str(n) for n in cluster.get("nodes") or []]
+    plane = str(cluster.get("dataplane"))
+    where = f"cluster config {cluster['config']}" if cluster.get("config") else "built-in defaults (kind)"
+    return (f"{cluster.get('name')}: dataplane {plane} ({_DATAPLANES.get(plane, plane)}), {len(nodes)} node"
+            f"{'s' if len(nodes) != 1 else ''} ({', '.join(nodes)}); {where}")
 
 
 @click.command("up")
@@ -59,16 +81,29 @@ def _print_ready(info: dict[str, Any]) -> None:
 @click.option("--kernel", "kernel", is_flag=False, flag_value="config", default=None,
               type=click.Choice(["config", "iptables", "nftables"]),
               help="Root only: pods are real network namespaces with kube-proxy's rules (docs/kernel.md).")
-def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None) -> None:
+@click.option("--cluster-config", "cluster_config", default=None, type=click.Path(dir_okay=False),
+              help="Cluster shape (nodes, zones, CIDRs, data plane; docs/cluster-config.md). Kept in the state "
+                   "directory: later starts run with it, and another config over that cluster is refused.")
+def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None,
+       cluster_config: str | None) -> None:
     """Start the live cluster on 127.0.0.1: API server for kubectl, DNS for dig, Ingress entry for curl.
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
     state_dir = Path(state).resolve()
+    try:
+        in_force = check_config(state_dir, cluster_config)
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    if kernel is not None and (kernel if kernel != "config" else in_force.config.dataplane) == "ebpf":
+        click.echo("error: knetsim up --kernel cannot run an ebpf cluster: the kernel form loads kube-proxy's rules "
+                   "(iptables or nftables), and Cilium's BPF programs need its agent", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     if kernel is not None:
         from ..kernel import missing_requirements
 
-        missing = missing_requirements(None if kernel == "config" else kernel)
+        missing = missing_requirements(in_force.config.dataplane if kernel == "config" else kernel)
         if missing:
             click.echo("error: knetsim up --kernel cannot run here:\n" + "\n".join(f"  - {m}" for m in missing),
                        err=True)
@@ -81,7 +116,8 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
         sys.exit(EXIT_OK)
     cmd = [sys.executable, "-m", "knetsim.daemon", "--state", str(state_dir), "--port", str(port),
            "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
-           *(["--kernel", kernel] if kernel else [])]
+           *(["--kernel", kernel] if kernel else []),
+           *(["--cluster-config", str(Path(cluster_config).resolve())] if cluster_config else [])]
     if foreground:
         os.execv(sys.executable, cmd)
     with open(state_dir / "daemon.log", "ab") as logfile:

@@ -21,7 +21,6 @@ from typing import Any
 from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
 from ..model.crd import CRDVersion, versions_of
-from ..model.defaults import apply_defaults
 from ..model.fielderr import FieldError
 from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
@@ -35,12 +34,13 @@ from ..model.objects import (
     Node,
     Object,
 )
+from ..model.strategy import apply_defaults
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .services import allocate_services
 from .state import ClusterState, Notice
-from .system import INGRESS_NGINX_CONTROLLER, system_manifests
+from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
@@ -275,11 +275,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     _gateway_api(state, by_kind)
 
-    # Policies the policy layer reads from state.others (it parses them itself).
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS}
+    # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
+    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
-    kept_as_is = {"CronJob"}
+    # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
+    kept_as_is = {"CronJob", "Secret"}
     simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
@@ -299,8 +300,11 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
+    listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
+    labels = {d.name: {**((d.body.get("metadata") or {}).get("labels") or {}), "kubernetes.io/metadata.name": d.name}
+              for d in by_kind.get("Namespace", [])}
     pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
-    for body in infra_manifests(classes, gateways):
+    for body in infra_manifests(classes, gateways, listener_sets, labels):
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:
@@ -320,8 +324,11 @@ def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> Non
     """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
     for doc in by_kind.get("GatewayClass", []):
         state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
-    collections: dict[str, dict[str, Any]] = {"Gateway": state.gateways, "HTTPRoute": state.http_routes,
-                                              "ReferenceGrant": state.reference_grants}
+    collections: dict[str, dict[str, Any]] = {
+        "Gateway": state.gateways, "HTTPRoute": state.http_routes, "ReferenceGrant": state.reference_grants,
+        "GRPCRoute": state.grpc_routes, "TLSRoute": state.tls_routes, "TCPRoute": state.tcp_routes,
+        "UDPRoute": state.udp_routes, "ListenerSet": state.listener_sets,
+        "BackendTLSPolicy": state.backend_tls_policies}
     for kind, collection in collections.items():
         for doc in by_kind.get(kind, []):
             obj = gatewayapi.PARSERS[kind](doc.body, doc.source)
@@ -468,31 +475,22 @@ def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
                    "'spec.ingressClassName' instead", doc.describe(), doc.source)
     if ing.class_name is not None or ing.class_annotation is not None:
         return ing
-    defaults = [c for c in state.ingress_classes.values() if c.is_default]
-    if not defaults:
+    body = dict(doc.body, spec=dict(doc.body.get("spec") or {}))
+    classes = [c.raw for c in state.ingress_classes.values()]
+    chosen = admission.default_ingress_class(body, classes)
+    if chosen is None:
         return ing
-    # Newest first, then by name (admission plugin DefaultIngressClass since v1.28). The docs
-    # still say two defaults make the create fail; a v1.35 API server picks the newest.
-    # Two stable sorts: by name, then by timestamp descending (no timestamp counts as oldest).
-    defaults.sort(key=lambda c: c.name)
-    defaults.sort(key=lambda c: c.meta.creation_timestamp or "", reverse=True)
-    chosen = defaults[0]
+    defaults = admission.default_ingress_classes(classes)
     if len(defaults) > 1:
+        names = sorted(str(c["metadata"]["name"]) for c in defaults)
         state.warn("MultipleDefaultIngressClasses",
-                   f"{len(defaults)} default IngressClasses ({', '.join(sorted(c.name for c in defaults))}); "
-                   f"a v1.35 API server picks the newest, {chosen.name!r} (older docs say the Ingress is rejected)",
+                   f"{len(defaults)} default IngressClasses ({', '.join(names)}); "
+                   f"a v1.35 API server picks the newest, {chosen!r} (older docs say the Ingress is rejected)",
                    doc.describe(), doc.source)
-    body = dict(doc.body)
-    body["spec"] = dict(body.get("spec") or {}, ingressClassName=chosen.name)
     return Ingress.parse(body, doc.source)
 
 
 def _publish_ingress_status(state: ClusterState, ing: Ingress) -> Ingress:
-    """ingress-nginx as kind installs it publishes ``localhost`` (--publish-status-address) for what it serves."""
-    if ing.raw.get("status", {}).get("loadBalancer", {}).get("ingress"):
-        return ing  # a snapshot: the controller already wrote it
-    klass = state.ingress_classes.get(ing.class_name or ing.class_annotation or "")
-    if not state.config.ingress_controller or klass is None or klass.controller != INGRESS_NGINX_CONTROLLER:
-        return ing
-    body = dict(ing.raw, status={"loadBalancer": {"ingress": [{"hostname": "localhost"}]}})
-    return Ingress.parse(body, ing.source)
+    classes = {c.name: c.controller for c in state.ingress_classes.values()}
+    status = ingress_nginx_status(ing.raw, classes, state.config)
+    return ing if status is None else Ingress.parse(dict(ing.raw, status=status), ing.source)

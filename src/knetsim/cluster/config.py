@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from .outside import OutsideError, OutsideWorld, outside_from_dict
+
 DATAPLANES = ("iptables", "nftables", "ebpf")
 
 
@@ -62,6 +64,8 @@ class ClusterConfig:
     # and registries the nodes cannot reach.
     preloaded_images: tuple[str, ...] = ()
     unreachable_registries: tuple[str, ...] = ()
+    # What lies beyond `forward . /etc/resolv.conf` and the nodes' masquerade (cluster/outside.py).
+    outside: OutsideWorld = field(default_factory=OutsideWorld)
 
     @property
     def api_server_ip(self) -> str:
@@ -108,6 +112,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "serviceCIDR", "clusterDomain", "nodePortRange",
         "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
+        "outside",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -158,6 +163,11 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
             kwargs["dns_pods"] = str(data["dnsPods"])
         if "images" in data:
             kwargs.update(_images(data["images"], origin))
+        if "outside" in data:
+            try:
+                kwargs["outside"] = outside_from_dict(data["outside"], origin)
+            except OutsideError as exc:
+                raise ConfigError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -23,11 +23,12 @@ status needs the routes: ``knetsim.gateway``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.gatewayapi import Gateway, GatewayClass
+from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
+from ..model.labels import Selector
 
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 EG_NAMESPACE = "envoy-gateway-system"
@@ -93,26 +94,52 @@ def container_port(port: int) -> int:
     return port + 10000 if port < 1024 else port
 
 
-def served_ports(gateway: Gateway) -> list[tuple[int, str]]:
-    """(port, protocol) of the listeners the proxy serves: known protocol, valid port; one per port."""
-    seen: dict[int, str] = {}
-    for listener in gateway.listeners:
+def served_ports(gateway: Gateway, listener_sets: Iterable[ListenerSet] = ()) -> list[tuple[int, str]]:
+    """(port, protocol) of the listeners the proxy serves — the Gateway's and those of the ListenerSets attached
+    to it: known protocol, valid port; one per port and transport (a TCP and a UDP listener may share one)."""
+    seen: dict[tuple[int, str], str] = {}
+    for listener in (*gateway.listeners, *(li for ls in listener_sets for li in ls.listeners)):
         if listener.protocol in PROTOCOL_KINDS and listener.port and 1 <= listener.port <= 65535:
-            seen.setdefault(listener.port, listener.protocol)
-    return sorted(seen.items())
+            seen.setdefault((listener.port, "UDP" if listener.protocol == "UDP" else "TCP"), listener.protocol)
+    return sorted((port, protocol) for (port, _transport), protocol in seen.items())
 
 
-def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway]) -> list[dict[str, Any]]:
+def attached_listener_sets(gateway: Gateway, listener_sets: Iterable[ListenerSet],
+                           namespace_labels: Mapping[str, Mapping[str, str]]) -> list[ListenerSet]:
+    """The ListenerSets naming ``gateway`` that its ``allowedListeners`` admits (their ports go on the proxy)."""
+    out = []
+    for ls in listener_sets:
+        parent = ls.parent
+        if parent is None or parent.kind != "Gateway" or parent.name != gateway.name or \
+                (parent.namespace or ls.namespace) != gateway.namespace:
+            continue
+        how = gateway.allowed_listeners_from
+        if how == "All" or (how == "Same" and ls.namespace == gateway.namespace):
+            out.append(ls)
+        elif how == "Selector" and gateway.allowed_listeners_selector is not None and ls.namespace in namespace_labels:
+            try:
+                selector = Selector.from_label_selector(gateway.allowed_listeners_selector)
+            except (KeyError, TypeError, AttributeError, ValueError):
+                continue
+            if selector.matches(namespace_labels[ls.namespace]):
+                out.append(ls)
+    return sorted(out, key=lambda ls: (ls.meta.creation_timestamp is None, ls.meta.creation_timestamp or "",
+                                       ls.namespace, ls.name))
+
+
+def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listener_sets: Iterable[ListenerSet] = (),
+                    namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[dict[str, Any]]:
     """What Envoy Gateway creates for these objects (nothing when no class names it)."""
     verdicts = class_verdicts(classes)
     if not any(v.ours for v in verdicts.values()):
         return []
+    sets = list(listener_sets)
     docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EG_NAMESPACE}}, *_control_plane()]
     for gw in sorted(gateways, key=lambda g: (g.namespace, g.name)):
         verdict = verdicts.get(gw.class_name)
         if verdict is None or not verdict.accepted:
             continue
-        docs.extend(_proxy(gw))
+        docs.extend(_proxy(gw, attached_listener_sets(gw, sets, namespace_labels or {})))
     return docs
 
 
@@ -138,10 +165,10 @@ def _control_plane() -> list[dict[str, Any]]:
     ]
 
 
-def _proxy(gw: Gateway) -> list[dict[str, Any]]:
+def _proxy(gw: Gateway, listener_sets: list[ListenerSet]) -> list[dict[str, Any]]:
     name = proxy_name(gw.namespace, gw.name)
     labels = {**PROXY_LABELS, OWNING_NAME: gw.name, OWNING_NAMESPACE: gw.namespace}
-    ports = served_ports(gw)
+    ports = served_ports(gw, listener_sets)
     container_ports = [{"name": f"{proto.lower()}-{port}", "containerPort": container_port(port),
                         "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
     container_ports += [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},

@@ -11,7 +11,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..model.gatewayapi import Gateway, GatewayClass, HTTPRoute, ReferenceGrant
+from ..model.gatewayapi import (
+    BackendTLSPolicy,
+    Gateway,
+    GatewayClass,
+    GRPCRoute,
+    HTTPRoute,
+    ListenerSet,
+    ReferenceGrant,
+    StreamRoute,
+)
 from ..model.labels import Selector
 from ..model.loader import Source
 from ..model.objects import (
@@ -60,6 +69,12 @@ class ClusterState:
     gateways: dict[str, Gateway] = field(default_factory=dict)
     http_routes: dict[str, HTTPRoute] = field(default_factory=dict)
     reference_grants: dict[str, ReferenceGrant] = field(default_factory=dict)
+    grpc_routes: dict[str, GRPCRoute] = field(default_factory=dict)
+    tls_routes: dict[str, StreamRoute] = field(default_factory=dict)
+    tcp_routes: dict[str, StreamRoute] = field(default_factory=dict)
+    udp_routes: dict[str, StreamRoute] = field(default_factory=dict)
+    listener_sets: dict[str, ListenerSet] = field(default_factory=dict)
+    backend_tls_policies: dict[str, BackendTLSPolicy] = field(default_factory=dict)
     # Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, Endpoints: kept for `get`.
     workloads: dict[tuple[str, str], Object] = field(default_factory=dict)
     # Kinds knetsim reads but does not simulate (ConfigMap, Secret, CRDs...), and CiliumNetworkPolicies.
@@ -120,6 +135,12 @@ class ClusterState:
             "Gateway": self.gateways,
             "HTTPRoute": self.http_routes,
             "ReferenceGrant": self.reference_grants,
+            "GRPCRoute": self.grpc_routes,
+            "TLSRoute": self.tls_routes,
+            "TCPRoute": self.tcp_routes,
+            "UDPRoute": self.udp_routes,
+            "ListenerSet": self.listener_sets,
+            "BackendTLSPolicy": self.backend_tls_policies,
         }
         if kind in by_kind:
             collection = by_kind[kind].values()

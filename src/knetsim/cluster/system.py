@@ -6,8 +6,11 @@ input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice contro
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any
 
+from ..model.objects import INGRESS_CLASS_ANNOTATION
 from .config import ClusterConfig
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
@@ -15,6 +18,11 @@ _TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "eff
 _TOLERATE_ALL = [{"operator": "Exists"}]
 KUBERNETES_VERSION = "v1.35.0"
 INGRESS_NGINX_CONTROLLER = "k8s.io/ingress-nginx"
+# Cilium 1.18.6 and the Envoy build it ships with (the pair `cilium status` reports on such an install).
+CILIUM_VERSION = "v1.18.6"
+CILIUM_IMAGE = f"quay.io/cilium/cilium:{CILIUM_VERSION}"
+CILIUM_OPERATOR_IMAGE = f"quay.io/cilium/operator-generic:{CILIUM_VERSION}"
+CILIUM_ENVOY_IMAGE = "quay.io/cilium/cilium-envoy:v1.34.7-1757592137-1a52bb680a956879722f48c591a2ca90f7791324"
 
 
 def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
@@ -116,13 +124,7 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
         }
     )
     docs.append(_coredns())
-    docs.append(_daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
-                           "docker.io/kindest/kindnetd:v20250512-df8de77b"))
-    if config.dataplane == "ebpf":
-        docs.append(_daemonset("cilium", {"k8s-app": "cilium"}, "quay.io/cilium/cilium:v1.18.0"))
-    else:
-        image = f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"
-        docs.append(_daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, image))
+    docs.extend(node_network_manifests(config))
     control_plane = next((n.name for n in config.nodes if n.control_plane), config.nodes[0].name)
     for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
                             ("kube-scheduler", 10259)):
@@ -130,6 +132,70 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     if config.ingress_controller:
         docs.extend(_ingress_nginx())
     return docs
+
+
+def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
+    """What carries pod and Service traffic on every node, per data plane.
+
+    iptables and nftables: kind's own CNI (kindnetd) and kube-proxy in that mode. ebpf: the cluster
+    of seed 000, ``kubeadm init --skip-phases=addon/kube-proxy`` then ``helm install cilium
+    --set kubeProxyReplacement=true``: no kube-proxy and no kindnet; Cilium's agent DaemonSet, its
+    Envoy DaemonSet (the L7 proxy, a separate DaemonSet by default since Cilium 1.16), the operator
+    and the ``hubble-peer`` Service, named and labelled as the chart names them."""
+    if config.dataplane != "ebpf":
+        return [
+            _daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
+                       "docker.io/kindest/kindnetd:v20250512-df8de77b"),
+            _daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"),
+        ]
+    part_of = {"app.kubernetes.io/part-of": "cilium"}
+    agent = _daemonset("cilium", {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent", **part_of},
+                       CILIUM_IMAGE, container="cilium-agent", selector={"k8s-app": "cilium"})
+    template = agent["spec"]["template"]
+    # kubectl exec/logs ds/cilium pick this container without asking (the chart sets the annotation).
+    template["metadata"]["annotations"] = {"kubectl.kubernetes.io/default-container": "cilium-agent"}
+    container = template["spec"]["containers"][0]
+    container.update({"command": ["cilium-agent"], "args": ["--config-dir=/tmp/cilium/config-map"],
+                      "ports": [{"name": "peer-service", "containerPort": 4244, "hostPort": 4244,
+                                 "protocol": "TCP"}]})
+    template["spec"]["priorityClassName"] = "system-node-critical"
+    template["spec"]["serviceAccountName"] = "cilium"
+    envoy = _daemonset("cilium-envoy", {"k8s-app": "cilium-envoy", "app.kubernetes.io/name": "cilium-envoy",
+                                        "name": "cilium-envoy", **part_of},
+                       CILIUM_ENVOY_IMAGE, selector={"k8s-app": "cilium-envoy"})
+    envoy["spec"]["template"]["spec"]["priorityClassName"] = "system-node-critical"
+    operator_labels = {"io.cilium/app": "operator", "name": "cilium-operator",
+                       "app.kubernetes.io/name": "cilium-operator", **part_of}
+    operator = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "cilium-operator", "namespace": "kube-system", "labels": operator_labels},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"io.cilium/app": "operator", "name": "cilium-operator"}},
+            "template": {
+                "metadata": {"labels": operator_labels},
+                "spec": {
+                    "hostNetwork": True,
+                    "priorityClassName": "system-cluster-critical",
+                    "serviceAccountName": "cilium-operator",
+                    "tolerations": _TOLERATE_ALL,
+                    "containers": [{"name": "cilium-operator", "image": CILIUM_OPERATOR_IMAGE,
+                                    "command": ["cilium-operator-generic"],
+                                    "args": ["--config-dir=/tmp/cilium/config-map"]}],
+                },
+            },
+        },
+    }
+    hubble_peer = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "hubble-peer", "namespace": "kube-system",
+                     "labels": {"k8s-app": "cilium", "app.kubernetes.io/name": "hubble-peer", **part_of}},
+        "spec": {"selector": {"k8s-app": "cilium"}, "internalTrafficPolicy": "Local",
+                 "ports": [{"name": "peer-service", "port": 443, "protocol": "TCP", "targetPort": 4244}]},
+    }
+    return [agent, envoy, operator, hubble_peer]
 
 
 def _coredns() -> dict[str, Any]:
@@ -167,19 +233,20 @@ def _coredns() -> dict[str, Any]:
     }
 
 
-def _daemonset(name: str, labels: dict[str, str], image: str) -> dict[str, Any]:
+def _daemonset(name: str, labels: dict[str, str], image: str, *, container: str | None = None,
+               selector: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": "kube-system", "labels": labels},
         "spec": {
-            "selector": {"matchLabels": {k: v for k, v in labels.items() if k != "tier"}},
+            "selector": {"matchLabels": selector or {k: v for k, v in labels.items() if k != "tier"}},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": dict(labels)},
                 "spec": {
                     "hostNetwork": True,
                     "tolerations": _TOLERATE_ALL,
-                    "containers": [{"name": name, "image": image}],
+                    "containers": [{"name": container or name, "image": image}],
                 },
             },
         },
@@ -266,3 +333,36 @@ def _ingress_nginx() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+# ingress-nginx as kind's ingress guide runs it: --publish-status-address=localhost and
+# --watch-ingress-without-class=true.
+INGRESS_NGINX_PUBLISHED = {"loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
+
+
+def ingress_nginx_status(ingress: Mapping[str, Any], class_controllers: Mapping[str, str],
+                         config: ClusterConfig) -> dict[str, Any] | None:
+    """The status the built-in ingress-nginx writes on an Ingress it serves (one of an IngressClass of its
+    controller, or of no class at all), or None: not installed, another controller's, or written already."""
+    if not config.ingress_controller or ((ingress.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+        return None
+    meta = ingress.get("metadata") or {}
+    class_name = (ingress.get("spec") or {}).get("ingressClassName") or \
+        (meta.get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
+    if class_name and class_controllers.get(str(class_name)) != INGRESS_NGINX_CONTROLLER:
+        return None
+    return copy.deepcopy(INGRESS_NGINX_PUBLISHED)
+
+
+def install_phase(body: Mapping[str, Any]) -> int:
+    """When a fresh kind cluster gets an object: 0 as ``kind create cluster`` brings up the control plane
+    with its add-ons, 1 as the workers join, 2 as kind's ingress guide applies ingress-nginx. The live
+    cluster writes them in this order, letting its controllers act in between, so the add-ons land on
+    the control plane and the addresses follow as on kind (the offline build places them the same way)."""
+    meta = body.get("metadata") or {}
+    if body.get("kind") == "Node" and "node-role.kubernetes.io/control-plane" not in (meta.get("labels") or {}):
+        return 1
+    if body.get("kind") == "IngressClass" or meta.get("namespace") == "ingress-nginx" or \
+            (body.get("kind") == "Namespace" and meta.get("name") == "ingress-nginx"):
+        return 2
+    return 0

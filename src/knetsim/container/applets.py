@@ -688,7 +688,10 @@ async def hostname(ctx: Ctx, argv: list[str]) -> int:
     if "-i" in argv:
         await ctx.out(f"{ctx.pod.pod_ip}\n")
     else:
-        await ctx.out(f"{ctx.pod.raw.get('spec', {}).get('hostname') or ctx.pod.name}\n")
+        spec = ctx.pod.raw.get("spec", {})
+        # A hostNetwork pod shares the node's UTS namespace (kubectl debug node/NAME: the node's name).
+        node = ctx.pod.node_name if spec.get("hostNetwork") else None
+        await ctx.out(f"{node or spec.get('hostname') or ctx.pod.name}\n")
     return 0
 
 

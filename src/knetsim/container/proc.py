@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import applets, archive, builtins, nettools, shell  # noqa: F401  (they register themselves in shell.BUILTIN_TOOLS)
+# They register themselves in shell.BUILTIN_TOOLS.
+from . import applets, archive, builtins, ciliumdbg, nettools, nodetools, shell  # noqa: F401
 from .cgroup import Held, Killed
 
 SHELLS = ("sh", "ash", "bash", "zsh")

@@ -22,6 +22,7 @@ from .gc import GarbageCollector
 from .ingress import IngressStatus
 from .job import JobController
 from .manager import ControllerManager
+from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
 from .scheduler import Scheduler
 from .statefulset import StatefulSetController
@@ -29,13 +30,14 @@ from .statefulset import StatefulSetController
 # In the order their work usually flows (a changed key is queued for each in this order): workloads
 # make pods and the scheduler places them; then the node starts them (the kubelet's PodStart, which
 # daemon.wire puts between the two, since the node is not this program); then the pods' addresses
-# feed endpoints, routes' status, and the garbage collector cleans up.
+# feed endpoints, routes' status, and the garbage collector and the namespace controller clean up.
 UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
     CronJobController, DeploymentController, ReplicaSetController, StatefulSetController, DaemonSetController,
     JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
     EndpointSliceController, EndpointsController, IngressStatus, GatewayController, GarbageCollector,
+    NamespaceController,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]

@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.events import EventNames, involved, make_event
-from ..apiserver.registry import Registry
+from ..apiserver.registry import Registry, deletion, finalizer_done
 from ..apiserver.store import Change, Key, Store, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
+from ..model.strategy import Propagation
 from .informer import Informer
 
 
@@ -28,6 +29,13 @@ def now_rfc3339() -> str:
 
 def copy(value: Any) -> Any:
     return json.loads(json.dumps(value))
+
+
+def being_deleted(body: Mapping[str, Any] | None) -> bool:
+    """Marked for deletion and waiting for its finalizers: an owner's controller makes nothing new for it
+    (upstream's controllers skip their work on a non-nil DeletionTimestamp), or it would refill what the
+    garbage collector empties, forever."""
+    return bool(((body or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
 def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
@@ -108,8 +116,20 @@ class Batch:
         stored = self.store.objects.get(key)
         self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
 
-    def delete(self, key: Key) -> None:
-        self.writes.append(Write(key, None))
+    def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:
+        """Delete as a client of the API would: at once, or marked until the object's finalizers are done."""
+        stored = self.store.objects.get(key)
+        if stored is None:
+            return
+        write = deletion(key, stored, propagation, lambda: self.now)
+        if write.body != stored.body:  # already marked: nothing more until its finalizers are done
+            self.writes.append(write)
+
+    def finalizer_done(self, key: Key, finalizer: str) -> None:
+        stored = self.store.objects.get(key)
+        write = finalizer_done(key, stored, finalizer) if stored is not None else None
+        if write is not None:
+            self.writes.append(write)
 
     def event(self, subject: Mapping[str, Any], reason: str, message: str, component: str, *,
               type_: str = "Normal", host: str = "", action: str = "", field_path: str = "") -> None:

@@ -32,7 +32,9 @@ BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_
            "GatewayClass": "gateway_classes"}
 BY_KEY = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint_slices", "Ingress": "ingresses",
           "NetworkPolicy": "network_policies", "Gateway": "gateways", "HTTPRoute": "http_routes",
-          "ReferenceGrant": "reference_grants"}
+          "ReferenceGrant": "reference_grants", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
+          "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes", "ListenerSet": "listener_sets",
+          "BackendTLSPolicy": "backend_tls_policies"}
 WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Endpoints")
 NOT_IN_STATE = ("Event",)  # the simulation never reads them; thousands of them would only cost
 

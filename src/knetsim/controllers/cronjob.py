@@ -30,7 +30,7 @@ from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key, Write
 from ..model.cron import Schedule, ScheduleError, load_zone, parse
-from .base import Batch, Controller, copy
+from .base import Batch, Controller, being_deleted, copy
 from .informer import controller_ref, key_of
 
 log = logging.getLogger("knetsim.controllers")
@@ -224,7 +224,7 @@ class CronJobController(Controller):
 
     def sync(self, key: Key) -> None:
         body = self.informer.get(key)
-        if body is None:
+        if body is None or being_deleted(body):
             return
         now = self.now()
         jobs = [job for k in self.informer.owned(body, "Job") if (job := self.informer.get(k)) is not None]

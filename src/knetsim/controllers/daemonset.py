@@ -3,9 +3,10 @@ labels its nodeSelector and required affinity accept (the core's expansion), bou
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..apiserver.store import Key
+from ..apiserver.store import Change, Key
 from .base import Batch
 from .podowner import PodOwner, is_active, is_ready, observed_generation
 
@@ -13,6 +14,15 @@ from .podowner import PodOwner, is_active, is_ready, observed_generation
 class DaemonSetController(PodOwner):
     name = "daemonset-controller"
     kind = "DaemonSet"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "Node":
+            # A node joins, or its labels or taints change: every DaemonSet looks at it (upstream's nodeAdded,
+            # nodeUpdated handlers).
+            if change.type == "MODIFIED" and _placement(change.old) == _placement(change.new):
+                return []
+            return self.informer.keys(self.kind)
+        return super().handle(change)
 
     def manage(self, key: Key, ds: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
         active = [p for p in pods if is_active(p)]
@@ -30,3 +40,8 @@ class DaemonSetController(PodOwner):
             if value:
                 status[name] = value
         self.write_status(key, ds, status, batch)
+
+
+def _placement(node: Mapping[str, Any] | None) -> tuple[Any, Any]:
+    """What decides which DaemonSets a node runs: its labels and its taints."""
+    return ((node or {}).get("metadata") or {}).get("labels"), ((node or {}).get("spec") or {}).get("taints")

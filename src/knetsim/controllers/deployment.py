@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..apiserver.store import Change, Key
 from ..model.objects import stable_uid
 from . import rollout
-from .base import Controller, status_only
+from .base import Controller, being_deleted, status_only
 from .claim import claim
 from .informer import controller_ref, key_of
 
@@ -50,8 +50,9 @@ class DeploymentController(Controller):
     def sync(self, key: Key) -> None:
         deployment = self.informer.get(key)
         selector = self.informer.selector(key)
-        if deployment is None or selector is None or selector.empty:
-            return  # gone (the garbage collector takes its ReplicaSets), or selecting everything: refused upstream
+        if deployment is None or selector is None or selector.empty or being_deleted(deployment):
+            # Gone or going (the garbage collector takes its ReplicaSets), or selecting everything: refused upstream.
+            return
         batch = self.batch()
         owned, claims = claim(self.informer, deployment, "apps/v1", "ReplicaSet", selector)
         for k, body in claims:

@@ -53,7 +53,11 @@ class GatewayController(Controller):
                    if isinstance(c := self.informer.typed(k), gatewayapi.GatewayClass)]
         gateways = [g for k in self.informer.keys("Gateway")
                     if isinstance(g := self.informer.typed(k), gatewayapi.Gateway)]
-        self.keep_infrastructure(infra_manifests(classes, gateways))
+        listener_sets = [s for k in self.informer.keys("ListenerSet")
+                         if isinstance(s := self.informer.typed(k), gatewayapi.ListenerSet)]
+        labels = {k[2]: dict(((self.informer.get(k) or {}).get("metadata") or {}).get("labels") or {})
+                  for k in self.informer.keys("Namespace")}
+        self.keep_infrastructure(infra_manifests(classes, gateways, listener_sets, labels))
         if self.ctx.state is None:
             return
         state = self.ctx.state()

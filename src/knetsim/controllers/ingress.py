@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
-from ..cluster.system import INGRESS_NGINX_CONTROLLER
+from ..cluster.system import ingress_nginx_status
 from .base import Controller
 from .informer import key_of
-
-CLASS_ANNOTATION = "kubernetes.io/ingress.class"
-PUBLISHED = {"loadBalancer": {"ingress": [{"hostname": "localhost"}]}}
 
 
 class IngressStatus(Controller):
@@ -33,18 +30,13 @@ class IngressStatus(Controller):
 
     def sync(self, key: Key) -> None:
         ingress = self.informer.get(key)
-        if ingress is None or not self.config.ingress_controller:
+        if ingress is None:
             return
-        if ((ingress.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+        classes = {str(body["metadata"]["name"]): str((body.get("spec") or {}).get("controller") or "")
+                   for body in (self.informer.get(k) for k in self.informer.keys("IngressClass")) if body is not None}
+        status = ingress_nginx_status(ingress, classes, self.config)
+        if status is None:
             return
-        meta = ingress.get("metadata") or {}
-        class_name = (ingress.get("spec") or {}).get("ingressClassName") or \
-            (meta.get("annotations") or {}).get(CLASS_ANNOTATION)
-        if class_name:
-            klass = self.informer.get(("IngressClass", "", str(class_name)))
-            if klass is None or (klass.get("spec") or {}).get("controller") != INGRESS_NGINX_CONTROLLER:
-                return
-        # Without a class: kind's controller runs with --watch-ingress-without-class=true and serves it too.
         batch = self.batch()
-        batch.put(key, {**ingress, "metadata": dict(meta), "status": PUBLISHED})
+        batch.put(key, {**ingress, "metadata": dict(ingress.get("metadata") or {}), "status": status})
         batch.commit()

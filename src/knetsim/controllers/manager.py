@@ -105,7 +105,11 @@ class ControllerManager:
         self._kick()
 
     def _kick(self) -> None:
-        if self.closing or self._draining or (self._task is not None and not self._task.done()):
+        if self.closing or self._draining:
+            return
+        if self._task is not None and not self._task.done():
+            if self._queue:
+                self._idle.clear()  # a drain is about to start (after a synchronous drain_now set idle)
             return
         self._idle.clear()
         try:
@@ -200,7 +204,10 @@ class ControllerManager:
         """Return once the controllers have seen every change so far; raise what made one of them fail."""
         retried = False
         while not self.closing:
-            if self._queue or (self._task is not None and not self._task.done()):
+            if self._task is not None and not self._task.done():
+                await asyncio.wait([self._task])  # the drain under way, or about to start
+                continue
+            if self._queue:
                 self._kick()
                 await self._idle.wait()
                 continue

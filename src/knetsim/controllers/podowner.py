@@ -20,7 +20,7 @@ from ..apiserver.store import Change, Key
 from ..cluster.naming import random_suffix
 from ..cluster.workloads import WorkloadInput, WorkloadResult, expand_workloads
 from ..model.objects import Node, stable_uid
-from .base import Batch, Controller, status_only
+from .base import Batch, Controller, being_deleted, status_only
 from .claim import claim
 from .informer import API_SOURCE, controller_ref, key_of
 
@@ -78,7 +78,7 @@ class PodOwner(Controller):
 
     def sync(self, key: Key) -> None:
         owner = self.informer.get(key)
-        if owner is None:
+        if owner is None or being_deleted(owner):
             return  # its pods are the garbage collector's
         batch = self.batch()
         self.manage(key, owner, self.pods_of(key, owner, batch), batch)

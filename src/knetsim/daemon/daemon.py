@@ -4,7 +4,8 @@
 up`` starts it detached and returns once ``<state>/ready.json`` appears. Files in the state
 dir (0700, every file 0600: the store holds Secrets): ``store.db`` (SQLite WAL), ``token``,
 ``kubeconfig``, ``lock`` (held by the daemon: one daemon per state dir), ``daemon.pid``,
-``ready.json`` (ports), ``daemon.log``.
+``ready.json`` (ports, the cluster config in force), ``daemon.log``, ``cluster-config.yaml`` (the config the
+cluster was created with, see clusterconfig.py).
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from typing import Any
 from aiohttp import web
 
 from ..apiserver import httplog
-from ..apiserver.bootstrap import bootstrap
+from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.registry import now_rfc3339
 from ..apiserver.server import ApiServer, Mount
-from ..cluster.config import ClusterConfig
+from ..cluster.config import ClusterConfig, ConfigError
 from ..container import shell
 from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager
 from ..controllers.clusterview import ClusterView
@@ -41,6 +42,8 @@ from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from . import explorer
+from .clusterconfig import InForce, adopt
+from .gatewaylisteners import GatewayListeners
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import ensure_cert
 
@@ -86,6 +89,16 @@ class Running:
     kubeconfig: Path
     extra: dict[str, Any] = field(default_factory=dict)
     closers: list[Callable[[], Any]] = field(default_factory=list)
+    ready_path: Path | None = None  # where ready.json is kept, once the daemon has written it
+    gateway_listeners: GatewayListeners | None = None
+
+    def write_ready(self) -> None:
+        """(Re)write ready.json atomically: its Gateway listeners change while the cluster runs."""
+        if self.ready_path is None:
+            return
+        tmp = self.ready_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ready_info(self), indent=2))
+        os.replace(tmp, self.ready_path)
 
     async def close(self) -> None:
         for fn in reversed(self.closers):
@@ -102,8 +115,8 @@ def wire(server: ApiServer) -> ControllerManager:
     awaits before reads that need them) and the ClusterState view (``server.state``, published to
     ``server.state_listeners`` whenever the controllers are idle). The server imports none of them.
 
-    Call it once the store holds what should be served (after the start-up recheck); ``start`` of
-    the returned manager queues every object for its controllers."""
+    Call it once the store holds what can be served (after the start-up recheck); ``start`` of the
+    returned manager queues every object for its controllers."""
     informer = Informer(server.store)
     view = ClusterView(informer, server.config, server.state_listeners)
     controllers = (*UNTIL_SCHEDULED, PodStart, *AFTER_POD_START)
@@ -119,13 +132,19 @@ def wire(server: ApiServer) -> ControllerManager:
 
 def bring_up(server: ApiServer) -> ControllerManager:
     """The store made servable and its consumers started: the start-up recheck (quarantine what today's
-    admission refuses), the system objects a fresh cluster has, the controllers wired and every stored
-    object queued for them once (whatever changed while the server was down). A controller failure
-    there is a 500 naming it for the readers that need it, never a cluster that stays down."""
+    admission refuses), the controllers wired, every stored object queued for them once (whatever changed
+    while the server was down), and the system objects a fresh cluster has, written through the registry
+    phase by phase. A controller failure there is a 500 naming it for the readers that need it, never a
+    cluster that stays down."""
     recheck(server.registry, now_rfc3339())
-    bootstrap(server.store, server.config, now_rfc3339())
     manager = wire(server)
-    manager.start()
+    # A new cluster comes up as kind's does (bootstrap.PHASES): the control plane with its add-ons, then
+    # the workers, then ingress-nginx, the controllers acting in between.
+    for phase in PHASES:
+        bootstrap(server.registry, phase)
+        if phase == PHASES[0]:
+            manager.start()
+        manager.drain_now()
     return manager
 
 
@@ -140,8 +159,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
                 config: ClusterConfig | None = None, dns_port: int | None = 0,
-                ingress_port: int | None = 0, kernel: str | None = None) -> Running:
-    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound."""
+                ingress_port: int | None = 0, kernel: str | None = None,
+                config_path: Path | None = None) -> Running:
+    """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound.
+    ``config_path`` is where ``config`` was read from (None: the built-in defaults), for ready.json."""
     state = Path(state_dir)
     make_private(state)
     token = read_or_create_token(state)
@@ -170,6 +191,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     running.closers.append(manager.close)
     running.closers.append(kubelet.close)
     running.extra["api_port"] = actual
+    running.extra["cluster"] = InForce(server.config, config_path).summary()
     if kernel_mode is not None:
         running.closers.append(kernel_mode.close)
         running.extra["kernel"] = kernel
@@ -177,18 +199,30 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         await _start_dns(running, host, dns_port)
     if ingress_port is not None:
         await _start_ingress(running, host, ingress_port, kubelet)
+    _start_gateway_listeners(running, host, kubelet)
     return running
+
+
+def _start_gateway_listeners(running: Running, host: str, kubelet: Kubelet) -> None:
+    """Every Gateway listener on its own loopback port (gatewaylisteners.py), listed in ready.json."""
+    listeners = GatewayListeners(running.server, host, kubelet.served, on_change=running.write_ready)
+    listeners.follow()
+    running.gateway_listeners = listeners
+    running.closers.append(listeners.close)
 
 
 async def _start_dns(running: Running, host: str, port: int) -> None:
     try:
+        from ..dns.records import Upstream
         from ..dns.server import DNSServer
     except ImportError:
         running.extra["dns"] = "unavailable: knetsim.dns.server is not installed"
         return
     server = running.server
+    # CoreDNS's `forward . /etc/resolv.conf` reaches the cluster config's outside (cluster/outside.py).
+    outside = server.config.outside
     try:
-        dns_server = DNSServer(server.state)
+        dns_server = DNSServer(server.state, upstream=Upstream(hosts=outside.dns_hosts(), reverse=outside.reverse()))
         _, bound = await dns_server.start(host, port)
     except Exception as exc:  # a DNS problem must not keep the API server down
         running.extra["dns"] = f"unavailable: {type(exc).__name__}: {exc}"
@@ -214,10 +248,13 @@ async def _start_ingress(running: Running, host: str, port: int, kubelet: Kubele
 
 
 def ready_info(running: Running) -> dict[str, Any]:
-    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra}
+    gateways = running.gateway_listeners.describe() if running.gateway_listeners is not None else []
+    return {"pid": os.getpid(), "api_port": running.port, "kubeconfig": str(running.kubeconfig), **running.extra,
+            "gateway_listeners": gateways}
 
 
 EXIT_STATE_IN_USE = 3
+EXIT_BAD_CONFIG = 2
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -228,13 +265,17 @@ async def _main(args: argparse.Namespace) -> None:
     except StateDirInUse as exc:
         log.error("%s", exc)
         raise SystemExit(EXIT_STATE_IN_USE) from None
-    running = await start(state, args.port, dns_port=args.dns_port, ingress_port=args.ingress_port,
-                          kernel=args.kernel)
+    try:
+        in_force = adopt(state, args.cluster_config)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        raise SystemExit(EXIT_BAD_CONFIG) from None
+    running = await start(state, args.port, config=in_force.config, dns_port=args.dns_port,
+                          ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
-    tmp = ready.with_suffix(".tmp")
-    tmp.write_text(json.dumps(ready_info(running), indent=2))
-    os.replace(tmp, ready)
+    running.ready_path = ready
+    running.write_ready()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -255,6 +296,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dns-port", type=int, default=0)
     parser.add_argument("--ingress-port", type=int, default=0)
     parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
+    parser.add_argument("--cluster-config", default=None,
+                        help="the cluster's shape, kept in the state directory the first time")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_main(args))

@@ -173,6 +173,8 @@ class Upstream:
 
     mode: str = "nxdomain"
     hosts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # address -> name: the PTR records the outside publishes (cluster/outside.py)
+    reverse: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in UPSTREAM_MODES:
@@ -185,6 +187,11 @@ class Upstream:
             return Answer(name, qtype, "SERVFAIL", authoritative=False, source="upstream",
                           reason="forwarded outside the cluster, and no upstream nameserver answers "
                                  "(CoreDNS forward fails: SERVFAIL)")
+        if qtype == "PTR" and self.reverse:
+            target = self.reverse.get(address_from_reverse(name))
+            if target:
+                return Answer(name, qtype, "NOERROR", (Record(name, "PTR", ttl, fqdn(target)),),
+                              authoritative=False, recursion_available=True, source="upstream")
         addresses = self.hosts.get(key) or self.hosts.get(key.rstrip("."))
         if addresses:
             records = tuple(Record(name, t, ttl, ip) for ip in addresses if (t := _host_type(ip)) == qtype)
@@ -265,7 +272,9 @@ class ClusterDNS:
         self.state = state
         self.ttl = ttl
         self.pods = pods
-        self.upstream = upstream or Upstream()
+        # The world beyond `forward . /etc/resolv.conf`: the cluster config's outside (cluster/outside.py).
+        self.upstream = upstream or Upstream(hosts=state.config.outside.dns_hosts(),
+                                             reverse=state.config.outside.reverse())
         self.endpoint_pod_names = endpoint_pod_names
         self.zone = fqdn(state.config.cluster_domain.lower())
         self._namespaces = {n.lower() for n in state.namespaces}

@@ -9,6 +9,7 @@ from typing import Any
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..dns import resolve
+from ..model.gatewayapi import ROUTE_KINDS
 from ..network import trace
 from ..network.trace import TraceInputError
 from .checks import (
@@ -22,6 +23,8 @@ from .checks import (
     referenced_hosts,
     service_findings,
 )
+
+GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
 
 
 class SubjectNotFound(LookupError):
@@ -168,18 +171,19 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(_client_traffic(state, namespaces))
     findings.extend(dataplane_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
-    checked.extend(f"{o.kind} {o.key}" for o in [*state.gateways.values(), *state.http_routes.values()]
-                   if not namespaces or o.namespace in namespaces)
+    # Every namespaced Gateway API kind the gateway findings speak of (routes of each kind, ListenerSets,
+    # BackendTLSPolicies) can be checked and named as the subject.
+    gateway_objects = [o for kind in GATEWAY_SUBJECT_KINDS for o in state.objects_of(kind)]
+    checked.extend(f"{o.kind} {o.key}" for o in gateway_objects if not namespaces or o.namespace in namespaces)
     if subject:
         ns = namespace or "default"
         key = f"{ns}/{subject}"
-        subjects = [*state.services.values(), *state.ingresses.values(), *state.gateways.values(),
-                    *state.http_routes.values()]
+        subjects = [*state.services.values(), *state.ingresses.values(), *gateway_objects]
         if not any(o.key == key for o in subjects):
             elsewhere = sorted({o.namespace for o in subjects if o.name == subject})
             hint = f"; it exists in namespace {', '.join(elsewhere)} (use -n)" if elsewhere else ""
             raise SubjectNotFound(f'no Service, Ingress, Gateway or HTTPRoute "{subject}" in namespace "{ns}"{hint}')
-        wanted = {f"Service {key}", f"Ingress {key}", f"Gateway {key}", f"HTTPRoute {key}"}
+        wanted = {f"Service {key}", f"Ingress {key}", *(f"{kind} {key}" for kind in GATEWAY_SUBJECT_KINDS)}
         related_pods = set()
         svc = state.services.get(key)
         if svc is not None and svc.selector:

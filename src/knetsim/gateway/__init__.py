@@ -7,6 +7,7 @@ See README.md in this directory and docs/gateway.md.
 
 from __future__ import annotations
 
+from .grants import ReferenceFrom, ReferenceTo, reference_permitted
 from .router import (
     INVALID_BACKEND,
     NO_CONTROLLER,
@@ -27,7 +28,7 @@ from .router import (
     route,
 )
 from .status import status_of, with_status
-from .translate import Translation, reference_permitted, translate
+from .translate import Translation, translate
 
 __all__ = [
     "INVALID_BACKEND",
@@ -44,6 +45,8 @@ __all__ = [
     "GatewayRouteResult",
     "MatchRef",
     "Redirect",
+    "ReferenceFrom",
+    "ReferenceTo",
     "Translation",
     "UpstreamRequest",
     "reference_permitted",

@@ -23,7 +23,8 @@ Every other candidate rule is listed with why it lost.
 
 from __future__ import annotations
 
-import hashlib
+import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,10 @@ from ..cluster.state import ClusterState
 from ..model.gatewayapi import HeaderModifier
 from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
 from . import hostnames
+from .backendtls import BackendHandshake
+from .conditions import Type
+from .handshake import TLSHandshake, handshake
+from .listeners import ListenerContext
 from .matching import (
     apply_header_modifier,
     hostname_rank,
@@ -42,7 +47,8 @@ from .matching import (
     redirect_location,
     why_lower,
 )
-from .translate import GatewayContext, ListenerContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
+from .translate import GatewayContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
+from .upstream import ENVOY_TLS_VERIFY_FAILED, backend_handshake, choose_endpoint, ready_endpoints, weighted_pick
 
 PROXIED = "proxied"
 REDIRECT = "redirect"
@@ -52,6 +58,10 @@ NO_ENDPOINTS = "no-endpoints"
 NO_LISTENER = "no-listener"
 NOT_PROGRAMMED = "not-programmed"
 NO_CONTROLLER = "no-controller"
+TLS_FAILED = "tls-failed"
+MISDIRECTED = "misdirected"
+PASSED_THROUGH = "passed-through"
+BACKEND_TLS_FAILED = "backend-tls-failed"
 
 
 class GatewayRouteError(ValueError):
@@ -131,6 +141,8 @@ class GatewayRouteResult:
     response_headers_removed: tuple[str, ...] = ()
     candidates: tuple[Candidate, ...] = ()
     notes: tuple[str, ...] = ()
+    tls: TLSHandshake | None = None
+    backend_tls: BackendHandshake | None = None
 
     @property
     def proxied(self) -> bool:
@@ -155,6 +167,8 @@ class GatewayRouteResult:
             "proxy_pod": self.proxy_pod,
             "summary": self.summary,
             "notes": list(self.notes),
+            "tls": self.tls.to_dict() if self.tls is not None else None,
+            "backend_tls": self.backend_tls.to_dict() if self.backend_tls is not None else None,
         }
         return out
 
@@ -170,30 +184,21 @@ class GatewayRouteResult:
 # --- the route ----------------------------------------------------------------------------
 
 
-def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True) -> GatewayRouteResult:
+def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True, sni: str | None = None,
+          client_chain: Sequence[Any] | None = None) -> GatewayRouteResult:
     """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway.
 
     ``explain=False`` lists only the candidates whose hostnames accept the request (the rest lose on
     the host anyway): what bulk callers — the live front door, traces, the migration check — need.
+    An https request first has a TLS handshake (``handshake.py``) with ``sni`` (default: the Host,
+    unless it is an address) and ``client_chain`` (parsed certificates, leaf first).
     """
-    ns, _, name = gateway.rpartition("/")
-    key = f"{ns or 'default'}/{name}"
-    if key not in state.gateways:
-        known = ", ".join(sorted(state.gateways)) or "none"
-        raise GatewayRouteError(f"Gateway {key} not found (Gateways: {known})")
-    t = translate(state)
-    gctx = t.gateways.get(key)
-    if gctx is None:
-        return GatewayRouteResult(request, key, NO_CONTROLLER, None,
-                                  f"no controller programs Gateway {key}: {unclaimed_reason(state, key)}")
-    address = gctx.addresses[0] if gctx.addresses else None
-    proxy = gctx.proxy_pods[0] if gctx.proxy_pods else None
-    base = {"address": address, "proxy_pod": proxy}
-    programmed = gctx.conditions.get("Programmed")
-    if programmed is None or not programmed.ok:
-        why = programmed.message if programmed else "not programmed"
-        return GatewayRouteResult(request, key, NOT_PROGRAMMED, None,
-                                  f"Gateway {key} is not programmed ({why}): nothing answers on its address", **base)
+    key, t, gctx, failed = _gateway(state, gateway)
+    if failed is not None:
+        return GatewayRouteResult(request, key, failed[0], None, failed[1], **(failed[2]))
+    assert gctx is not None
+    base: dict[str, Any] = {"address": gctx.addresses[0] if gctx.addresses else None,
+                            "proxy_pod": gctx.proxy_pods[0] if gctx.proxy_pods else None}
     port = request.effective_port
     protocol = "HTTPS" if request.scheme == "https" else "HTTP"
     on_port = [lc for lc in gctx.listeners if lc.listener.port == port]
@@ -203,7 +208,8 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
         return GatewayRouteResult(request, key, NO_LISTENER, None,
                                   f"{target}: Gateway {key} has no listener on port {port} (listeners: {ports}): "
                                   "the connection is refused", **base)
-    same = [lc for lc in on_port if lc.listener.protocol == protocol]
+    speaks = ("HTTPS", "TLS") if protocol == "HTTPS" else ("HTTP",)
+    same = [lc for lc in on_port if lc.listener.protocol in speaks]
     if not same:
         other = on_port[0].listener.protocol
         return GatewayRouteResult(request, key, NO_LISTENER, None,
@@ -211,19 +217,75 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
                                   "the request fails before HTTP routing", **base)
     served = [lc for lc in same if lc.programmed]
     if not served:
-        why = "; ".join(f"{lc.name}: {_bad_condition(lc)}" for lc in same)
+        why = "; ".join(f"{lc.label}: {_bad_condition(lc)}" for lc in same)
         return GatewayRouteResult(request, key, NO_LISTENER, None,
                                   f"{target}: no programmed {protocol} listener on port {port} ({why})", **base)
     host = hostnames.normalize(request.host)
+    sni_listener = None
+    if protocol == "HTTPS":
+        sent = sni if sni is not None else (None if _is_address(host) else host)
+        hs, chain = handshake(on_port, port, sent, client_chain, t.now)
+        base["tls"] = hs
+        if chain is None:
+            return GatewayRouteResult(request, key, TLS_FAILED, None, f"{target}: TLS handshake fails: {hs.error}",
+                                      **base)
+        if chain.listener.protocol == "TLS":
+            how = "forwards the encrypted bytes" if hs.mode == "passthrough" else \
+                "terminates TLS and forwards the bytes"
+            return GatewayRouteResult(request, key, PASSED_THROUGH, None,
+                                      f"{target}: SNI {sent} selects TLS listener {chain.listener.label} (TLSRoute "
+                                      f"{hs.route}): Envoy {how} to the route's backend without reading HTTP "
+                                      "(knetsim route --protocol tls shows where)", listener=chain.listener.label,
+                                      **base)
+        sni_listener = chain.listener
+        served = [lc for lc in served if lc.listener.protocol == "HTTPS"]
     by_host = [lc for lc in served if hostnames.matches(lc.listener.hostname, host)]
     if not by_host:
-        names = ", ".join(f"{lc.name} ({lc.listener.hostname})" for lc in served)
+        names = ", ".join(f"{lc.label} ({lc.listener.hostname})" for lc in served)
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
                                   f"{target}: no listener on port {port} accepts host {host} (listeners: {names}): "
                                   "Envoy answers 404",
                                   candidates=tuple(_other_listeners(gctx, None, port) if explain else ()), **base)
     chosen_listener = max(by_host, key=lambda lc: hostnames.specificity(lc.listener.hostname))
+    if sni_listener is not None and chosen_listener is not sni_listener:
+        hs = base["tls"]
+        return GatewayRouteResult(request, key, MISDIRECTED, 421,
+                                  f"{target}: the connection's SNI {hs.sni} selected listener {sni_listener.label}, "
+                                  f"but Host {host} belongs to listener {chosen_listener.label}: Envoy answers 421 "
+                                  "Misdirected Request (the client must open a connection for that host)",
+                                  listener=sni_listener.label, **base)
     return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _gateway(state: ClusterState, gateway: str) -> tuple[str, Any, GatewayContext | None,
+                                                         tuple[str, str, dict[str, Any]] | None]:
+    """The Gateway's context, or the outcome that stops every connection to it (not ours, not programmed)."""
+    ns, _, name = gateway.rpartition("/")
+    key = f"{ns or 'default'}/{name}"
+    if key not in state.gateways:
+        known = ", ".join(sorted(state.gateways)) or "none"
+        raise GatewayRouteError(f"Gateway {key} not found (Gateways: {known})")
+    t = translate(state)
+    gctx = t.gateways.get(key)
+    if gctx is None:
+        return key, t, None, (NO_CONTROLLER, f"no controller programs Gateway {key}: {unclaimed_reason(state, key)}",
+                              {})
+    base = {"address": gctx.addresses[0] if gctx.addresses else None,
+            "proxy_pod": gctx.proxy_pods[0] if gctx.proxy_pods else None}
+    programmed = gctx.conditions.get(Type.PROGRAMMED)
+    if programmed is None or not programmed.ok:
+        why = programmed.message if programmed else "not programmed"
+        return key, t, gctx, (NOT_PROGRAMMED, f"Gateway {key} is not programmed ({why}): nothing answers on its "
+                                              "address", base)
+    return key, t, gctx, None
 
 
 def _bad_condition(lc: ListenerContext) -> str:
@@ -248,15 +310,15 @@ def _other_listeners(gctx: GatewayContext, chosen: ListenerContext | None, port:
             continue
         for e in lc.entries:
             if chosen is None:
-                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}, port "
+                why = (f"attached to listener {lc.label} (hostname {lc.listener.hostname or '*'}, port "
                        f"{lc.listener.port}), which does not accept this request")
             elif lc.listener.port != port:
-                why = f"attached to listener {lc.name} on port {lc.listener.port}; the request arrives on {port}"
+                why = f"attached to listener {lc.label} on port {lc.listener.port}; the request arrives on {port}"
             else:
-                why = (f"attached to listener {lc.name} (hostname {lc.listener.hostname or '*'}); listener "
-                       f"{chosen.name} (hostname {chosen.listener.hostname or '*'}) matches the host more "
+                why = (f"attached to listener {lc.label} (hostname {lc.listener.hostname or '*'}); listener "
+                       f"{chosen.label} (hostname {chosen.listener.hostname or '*'}) matches the host more "
                        "specifically and only its routes are consulted")
-            out.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            out.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                  _backends_text(e.backends), "other-listener", why))
     return out
 
@@ -280,7 +342,7 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         if e.hostnames:
             hits = [h for h in e.hostnames if hostnames.matches(h, host)]
             if not hits:
-                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+                candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                             _backends_text(e.backends), "host-mismatch",
                                             "; ".join(hostnames.mismatch_reason(h, host) for h in e.hostnames)))
                 continue
@@ -288,7 +350,7 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         result = match_request(e.match, request, path, query)
         if not result.matched:
             verdict = f"{result.part}-mismatch"
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), verdict, result.reason))
             continue
         matching.append((_precedence(e, matched_host), e, matched_host))
@@ -296,10 +358,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
     winner = matching[0] if matching else None
     for prec, e, _h in matching:
         if winner is not None and e is winner[1]:
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), "chosen", "highest precedence of the matches"))
         elif winner is not None:
-            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.name, _entry_text(e),
+            candidates.append(Candidate(e.route.key, e.rule.index, e.match_index, lc.label, _entry_text(e),
                                         _backends_text(e.backends), "lower-precedence",
                                         _why(winner, (prec, e, _h))))
     if explain:
@@ -307,10 +369,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         candidates.extend(_not_attached(t, key, lc))
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1, c.listener or ""))
-    base = {**base, "listener": lc.name, "candidates": tuple(candidates)}
+    base = {**base, "listener": lc.label, "candidates": tuple(candidates)}
     if winner is None:
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
-                                  f"{target}: no rule attached to listener {lc.name} of Gateway {key} matches: "
+                                  f"{target}: no rule attached to listener {lc.label} of Gateway {key} matches: "
                                   "Envoy answers 404", notes=tuple(notes), **base)
     _prec, entry, matched_host = winner
     match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,
@@ -367,6 +429,17 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         return GatewayRouteResult(request, key, NO_ENDPOINTS, 503,
                                   f"{target} → {where} → Service {chosen.describe()}{share} has no ready endpoints: "
                                   "Envoy answers 503 (no healthy upstream)", **common)
+    if chosen.tls is not None:
+        endpoint = choose_endpoint(ready_endpoints(state, chosen), _ident(request))
+        backend_hs = backend_handshake(state, chosen, endpoint, t.now) if endpoint is not None else None
+        if backend_hs is not None:
+            common["backend_tls"] = backend_hs
+            if not backend_hs.verdict.ok:
+                return GatewayRouteResult(request, key, BACKEND_TLS_FAILED, 503,
+                                          f"{target} → {where} → Service {chosen.describe()}{share}: BackendTLSPolicy "
+                                          f"{chosen.tls.policy} (SNI {chosen.tls.sni}) does not verify pod "
+                                          f"{backend_hs.pod}'s certificate: {backend_hs.verdict.describe()}: Envoy "
+                                          f"answers 503 ({ENVOY_TLS_VERIFY_FAILED})", **common)
     if any(f.type == "RequestMirror" for f in entry.rule.filters):
         notes.append("the rule mirrors requests (RequestMirror): knetsim does not simulate the mirrored copy")
         common["notes"] = tuple(notes)
@@ -423,15 +496,15 @@ def _not_attached(t: Any, gateway: str, lc: ListenerContext) -> list[Candidate]:
     return out
 
 
+def _ident(request: HTTPRequest) -> str:
+    return f"{request.method} {request.url} " + "|".join(f"{n.lower()}={v}" for n, v in sorted(request.headers))
+
+
 def _pick(backends: tuple[ResolvedBackend, ...], total: int, request: HTTPRequest) -> ResolvedBackend:
     """A weighted pick, fixed per request (hash of method, URL and headers) instead of Envoy's random one."""
-    ident = f"{request.method} {request.url} " + "|".join(f"{n.lower()}={v}" for n, v in sorted(request.headers))
-    point = int.from_bytes(hashlib.sha256(ident.encode()).digest()[:8], "big") % total
-    for b in backends:
-        if point < b.weight:
-            return b
-        point -= b.weight
-    return backends[-1]  # pragma: no cover - the weights add up to total
+    chosen = weighted_pick(backends, _ident(request))
+    assert chosen is not None  # the caller checked total > 0
+    return chosen
 
 
 def _record(headers: dict[str, str], removed: list[str], modifier: HeaderModifier) -> None:

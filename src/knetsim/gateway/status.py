@@ -1,9 +1,11 @@
 """The translation as API status: what ``kubectl get -o yaml`` shows and the live controller writes.
 
-Conditions carry ``observedGeneration`` (the object's ``metadata.generation``) and
-``lastTransitionTime``: kept from the previous status while a condition's status does not
-change (as ``meta.SetStatusCondition`` does), else ``now``. Keys are in the order kubectl prints
-them (alphabetical). Route parents that another controller wrote are kept as they are.
+Conditions carry ``observedGeneration`` (the object's ``metadata.generation``, as the conformance
+helpers compare them) and ``lastTransitionTime``: kept from the previous status while a condition's
+status does not change (as ``meta.SetStatusCondition`` does), else ``now``. Keys are in the order
+kubectl prints them (alphabetical). A route's ``parents[].parentRef`` and a policy's
+``ancestors[].ancestorRef`` carry their defaulted group and kind. Entries that another controller
+wrote (route parents, policy ancestors) are kept as they are.
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from typing import Any
 
 from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
+from ..model.gatewayapi import ROUTE_KINDS
 from ..model.objects import Object
-from .translate import Conditions, Translation, translate
+from .backendtls import ancestor_ref
+from .conditions import Conditions, Type
+from .listeners import ListenerContext
+from .translate import Translation, translate
 
 EPOCH = "1970-01-01T00:00:00Z"
 
@@ -36,6 +42,30 @@ def _previous(obj: Object) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
+def _listeners(items: list[ListenerContext], generation: int, now: str, previous: Any) -> list[dict[str, Any]]:
+    old_listeners = {li.get("name"): li for li in previous or [] if isinstance(li, Mapping)}
+    out = []
+    for lc in items:
+        old = old_listeners.get(lc.name) or {}
+        out.append({
+            "attachedRoutes": lc.attached_routes,
+            "conditions": _conditions(lc.conditions, generation, now, old.get("conditions")),
+            "name": lc.name,
+            "supportedKinds": [{"group": k.group, "kind": k.kind} for k in lc.supported_kinds],
+        })
+    return out
+
+
+def _same_ref(a: Any, b: Mapping[str, Any]) -> bool:
+    """Two parentRefs name the same parent once their group and kind are defaulted."""
+    if not isinstance(a, Mapping):
+        return False
+    norm = dict(a)
+    norm.setdefault("group", b.get("group"))
+    norm.setdefault("kind", b.get("kind"))
+    return norm == dict(b)
+
+
 def status_of(state: ClusterState, obj: Object, now: str | None = None, translation: Translation | None = None,
               previous: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The status knetsim's Gateway controller writes for ``obj``; None when the object is not its business.
@@ -52,40 +82,52 @@ def status_of(state: ClusterState, obj: Object, now: str | None = None, translat
         if entry is None or not entry[1].ours:
             return None
         conds = Conditions()
-        conds.set("Accepted", entry[1].accepted, entry[1].reason, entry[1].message)
+        conds.set(Type.ACCEPTED, entry[1].accepted, entry[1].reason, entry[1].message)
         return {**previous, "conditions": _conditions(conds, generation, when, previous.get("conditions"))}
     if obj.kind == "Gateway":
         gctx = t.gateways.get(obj.key)
         if gctx is None:
             return None
-        old_listeners = {li.get("name"): li for li in previous.get("listeners") or [] if isinstance(li, Mapping)}
-        listeners = []
-        for lc in gctx.listeners:
-            old = old_listeners.get(lc.name) or {}
-            listeners.append({
-                "attachedRoutes": lc.attached_routes,
-                "conditions": _conditions(lc.conditions, generation, when, old.get("conditions")),
-                "name": lc.name,
-                "supportedKinds": [{"group": k.group, "kind": k.kind} for k in lc.supported_kinds],
-            })
         out: dict[str, Any] = {}
         if gctx.addresses:
             out["addresses"] = [{"type": "IPAddress", "value": ip} for ip in gctx.addresses]
+        if gctx.listener_sets or gctx.gateway.allowed_listeners_from != "None":
+            out["attachedListenerSets"] = gctx.attached_listener_sets
         out["conditions"] = _conditions(gctx.conditions, generation, when, previous.get("conditions"))
-        out["listeners"] = listeners
+        out["listeners"] = _listeners(gctx.own_listeners, generation, when, previous.get("listeners"))
         return out
-    if obj.kind == "HTTPRoute":
-        rc = t.routes.get(obj.key)
+    if obj.kind == "ListenerSet":
+        lsc = t.listener_sets.get(obj.key)
+        if lsc is None or lsc.gateway is None:
+            return None
+        return {"conditions": _conditions(lsc.conditions, generation, when, previous.get("conditions")),
+                "listeners": _listeners(lsc.listeners, generation, when, previous.get("listeners"))}
+    if obj.kind in ROUTE_KINDS:
+        rc = t.route(obj.kind, obj.key)
         if rc is None or not rc.parents:
             return None
         old_parents = [p for p in previous.get("parents") or [] if isinstance(p, Mapping)]
         parents = [p for p in old_parents if p.get("controllerName") != EG_CONTROLLER]
         for ps in rc.parents:
+            ref = ancestor_ref(ps.ref)
             old = next((p for p in old_parents if p.get("controllerName") == EG_CONTROLLER
-                        and p.get("parentRef") == dict(ps.ref.raw)), {})
+                        and _same_ref(p.get("parentRef"), ref)), {})
             parents.append({"conditions": _conditions(ps.conditions, generation, when, old.get("conditions")),
-                            "controllerName": EG_CONTROLLER, "parentRef": dict(ps.ref.raw)})
+                            "controllerName": EG_CONTROLLER, "parentRef": ref})
         return {"parents": parents}
+    if obj.kind == "BackendTLSPolicy":
+        pctx = t.policies.get(obj.key)
+        if pctx is None or not pctx.ancestors:
+            return None
+        old_ancestors = [a for a in previous.get("ancestors") or [] if isinstance(a, Mapping)]
+        ancestors = [a for a in old_ancestors if a.get("controllerName") != EG_CONTROLLER]
+        for anc in pctx.ancestors[:16]:  # the API's limit on ancestors
+            old = next((a for a in old_ancestors if a.get("controllerName") == EG_CONTROLLER
+                        and _same_ref(a.get("ancestorRef"), anc.ref)), {})
+            ancestors.append({"ancestorRef": anc.ref,
+                              "conditions": _conditions(anc.conditions, generation, when, old.get("conditions")),
+                              "controllerName": EG_CONTROLLER})
+        return {"ancestors": ancestors}
     return None
 
 

@@ -1,113 +1,84 @@
-"""``translate(state)``: the Gateway controller's one pass — routing table and status from the same decisions.
+"""``translate(state)``: the Gateway controller's one pass — routing tables and status from the same decisions.
 
 Envoy Gateway's translator (``internal/gatewayapi/translator.go``) is the model, step by step:
 
 1. GatewayClasses: the controller claims those naming ``gateway.envoyproxy.io/gatewayclass-controller``
    and accepts the oldest (``cluster/gatewayinfra.class_verdicts``). Objects of other controllers
    get no status from knetsim (their own controller would write it).
-2. Gateways of an accepted class: each listener is validated (protocol, allowed route kinds,
-   namespace selector, TLS certificate references, port/protocol/hostname conflicts) and gets
-   ``supportedKinds`` and conditions; the Gateway gets ``Accepted`` from its listeners and
-   ``Programmed`` plus ``addresses`` from its proxy (the LoadBalancer Service and pods
-   ``gatewayinfra`` created).
-3. HTTPRoutes, per parentRef that names one of those Gateways: the listeners selected by
-   ``sectionName``/``port`` (none: ``NoMatchingParent``), those that allow the route's kind and
-   namespace (none: ``NotAllowedByListeners``), the rules (unsupported filters drop a rule:
-   ``PartiallyInvalid``, or ``Accepted: False`` when every rule is dropped), the backendRefs
-   (``ResolvedRefs: False`` with ``RefNotPermitted``, ``BackendNotFound``, ``InvalidKind``...),
-   and the hostname intersection with each listener (none: ``NoMatchingListenerHostname``).
-   Where the route attaches, the listener's ``attachedRoutes`` counts it and — if the listener
-   is programmed — its rules join that listener's routing table. A rule is never routed while
-   its route is reported as not accepted there: both come from the same code.
+2. Gateways of an accepted class, with the listeners of the ListenerSets they allow (``allowedListeners``;
+   ListenerSets in precedence order: oldest first, then ``namespace/name``): each listener is validated,
+   conflicts are resolved (the Gateway's own listeners win), and closing conditions set
+   (``listeners.py``); the Gateway gets ``Accepted`` from its listeners, ``Programmed`` plus
+   ``addresses`` from its proxy (the LoadBalancer Service and pods ``gatewayinfra`` created), and
+   ``attachedListenerSets``; each ListenerSet its own status.
+3. Routes of every kind (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute, oldest first), per
+   parentRef that names one of those Gateways or an attached ListenerSet: the listeners selected by
+   ``sectionName``/``port`` (none: ``NoMatchingParent``), those that allow the route's kind and namespace
+   (none: ``NotAllowedByListeners``), the rules (dropped rules: ``PartiallyInvalid``, or ``Accepted:
+   False`` when none is left), the backendRefs (``ResolvedRefs: False`` with ``RefNotPermitted``,
+   ``BackendNotFound``, ``InvalidKind``, ``InvalidBackendTLS``...) and the hostname intersection with
+   each listener (HTTP, gRPC, TLS; none: ``NoMatchingListenerHostname``). Where the route attaches, the
+   listener's ``attachedRoutes`` counts it and — if the listener is programmed — its rules join that
+   listener's routing table (a TCP or UDP listener forwards to its oldest route only). A rule is never
+   routed while its route is reported as not accepted there: both come from the same code.
+4. BackendTLSPolicies (``backendtls.py``) are resolved before the routes and gain an ancestor for every
+   route parentRef whose backends they cover.
 
-Messages are Envoy Gateway's where it has one. ``reference_permitted`` is the pure ReferenceGrant
-check (a grant in the *target* namespace lists the source and the target kind).
+Messages are Envoy Gateway's where it has one; condition types and reasons are ``conditions``'
+constants, and ``grants.reference_permitted`` is the pure ReferenceGrant check. The translation never
+changes the state: it is a fresh set of contexts, cached per (read-only) state.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from ..cluster.gatewayinfra import (
     EG_CONTROLLER,
     EG_NAMESPACE,
-    PROTOCOL_KINDS,
+    OWNING_NAME,
+    OWNING_NAMESPACE,
     ClassVerdict,
     class_verdicts,
     proxy_name,
 )
 from ..cluster.state import ClusterState
+from ..model import saferegex
 from ..model.gatewayapi import (
     GROUP,
     BackendRef,
     Gateway,
     GatewayClass,
+    GRPCRoute,
+    GRPCRouteMatch,
+    GRPCRouteRule,
     HTTPRoute,
-    Listener,
+    ListenerSet,
     ParentRef,
-    ReferenceGrant,
-    RouteGroupKind,
     RouteMatch,
     RouteRule,
+    StreamRoute,
 )
-from ..model.labels import Selector
-from ..model.objects import Service
-from . import hostnames
+from ..model.objects import Object, Service
+from . import hostnames, listeners
+from .backendtls import BackendTLS, Policies, PolicyContext, ancestor_ref
+from .conditions import Conditions, Reason, Type
+from .grants import ReferenceFrom, ReferenceTo, reference_permitted
+from .listeners import ListenerContext, parse_selector
 
 ROUTE_KIND = "HTTPRoute"
+ROUTE_COLLECTIONS = {"HTTPRoute": "http_routes", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
+                     "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes"}
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite",
                      "RequestMirror", "CORS")
+GRPC_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestMirror")
 REDIRECT_CODES = (301, 302, 303, 307, 308)
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "True"
-
-
-class Conditions(dict[str, Condition]):
-    """Conditions by type, in the order first set (as MergeConditions keeps them)."""
-
-    def set(self, type_: str, ok: bool, reason: str, message: str) -> None:
-        self[type_] = Condition(type_, "True" if ok else "False", reason, message)
-
-    def is_false(self, type_: str) -> bool:
-        c = self.get(type_)
-        return c is not None and c.status == "False"
-
-
-# --- ReferenceGrant -------------------------------------------------------------------------
-
-
-def reference_permitted(from_group: str, from_kind: str, from_namespace: str, to_group: str, to_kind: str,
-                        to_namespace: str, to_name: str, grants: Iterable[ReferenceGrant]) -> bool:
-    """May an object of (group, kind) in ``from_namespace`` refer to ``to_namespace/to_name``?
-
-    The same namespace always may. Otherwise a ReferenceGrant in the *target* namespace must
-    list the source (group, kind, namespace) in ``from`` and the target (group, kind, and a
-    name equal to ``to_name`` or none) in ``to``.
-    """
-    if from_namespace == to_namespace:
-        return True
-    for grant in grants:
-        if grant.namespace != to_namespace:
-            continue
-        if not any(f.group == from_group and f.kind == from_kind and f.namespace == from_namespace
-                   for f in grant.from_):
-            continue
-        if any(t.group == to_group and t.kind == to_kind and (t.name is None or t.name == to_name) for t in grant.to):
-            return True
-    return False
-
+INVALID_BACKEND_TLS = "InvalidBackendTLS"  # Envoy Gateway's RouteReasonInvalidBackendTLS
+INVALID_RULE = "InvalidRule"  # Envoy Gateway's reason for a TCP/UDPRoute without exactly one rule
 
 # --- what the pass produces ------------------------------------------------------------------
 
@@ -123,6 +94,9 @@ class ResolvedBackend:
     problem: str | None  # the message
     target_port: str | None = None
     ready_endpoints: int = 0
+    port_name: str = ""
+    protocol: str = "TCP"
+    tls: BackendTLS | None = None  # a BackendTLSPolicy makes the proxy originate TLS
 
     @property
     def valid(self) -> bool:
@@ -134,7 +108,7 @@ class ResolvedBackend:
 
 @dataclass(frozen=True, slots=True)
 class RouteEntry:
-    """One match of one rule, attached to one listener: a row of the listener's routing table."""
+    """One match of one HTTPRoute rule, attached to one listener: a row of the listener's routing table."""
 
     route: HTTPRoute
     rule: RouteRule
@@ -144,49 +118,25 @@ class RouteEntry:
     backends: tuple[ResolvedBackend, ...]
 
 
-@dataclass(slots=True)
-class ListenerContext:
-    listener: Listener
-    supported_kinds: list[RouteGroupKind] = field(default_factory=list)
-    conditions: Conditions = field(default_factory=Conditions)
-    attached_routes: int = 0
-    entries: list[RouteEntry] = field(default_factory=list)
-    _index: tuple[dict[str, list[int]], list[tuple[str, int]], list[int]] | None = None
+@dataclass(frozen=True, slots=True)
+class GRPCEntry:
+    """One match of one GRPCRoute rule on one listener."""
 
-    def entries_for(self, host: str) -> list[RouteEntry]:
-        """The entries whose hostnames may match ``host`` (normalized), in table order.
+    route: GRPCRoute
+    rule: GRPCRouteRule
+    match_index: int
+    match: GRPCRouteMatch
+    hostnames: tuple[str, ...]
+    backends: tuple[ResolvedBackend, ...]
 
-        Indexed once (exact names, wildcard suffixes, entries for every host), so a Gateway with a
-        thousand routes examines only the few that name the request's host.
-        """
-        if self._index is None:
-            exact: dict[str, list[int]] = {}
-            wild: list[tuple[str, int]] = []
-            anyhost: list[int] = []
-            for i, e in enumerate(self.entries):
-                if not e.hostnames:
-                    anyhost.append(i)
-                for h in dict.fromkeys(e.hostnames):
-                    if hostnames.is_wildcard(h):
-                        wild.append((h, i))
-                    else:
-                        exact.setdefault(h, []).append(i)
-            self._index = (exact, wild, anyhost)
-        exact, wild, anyhost = self._index
-        found = {*exact.get(host, ()), *anyhost, *(i for h, i in wild if hostnames.matches(h, host))}
-        return [self.entries[i] for i in sorted(found)]
 
-    @property
-    def name(self) -> str:
-        return self.listener.name
+@dataclass(frozen=True, slots=True)
+class StreamEntry:
+    """A TLSRoute, TCPRoute or UDPRoute forwarding a listener's connections (TLS: those whose SNI matches)."""
 
-    @property
-    def programmed(self) -> bool:
-        c = self.conditions.get("Programmed")
-        return c is not None and c.ok
-
-    def allows_kind(self, kind: str) -> bool:
-        return any(k.group == GROUP and k.kind == kind for k in self.supported_kinds)
+    route: StreamRoute
+    hostnames: tuple[str, ...]  # SNI names (TLSRoute, intersected with the listener's); () = any
+    backends: tuple[ResolvedBackend, ...]
 
 
 @dataclass(slots=True)
@@ -198,51 +148,92 @@ class GatewayContext:
     proxy_service: str | None = None  # namespace/name of the LoadBalancer Service
     proxy_pods: list[str] = field(default_factory=list)  # ready proxy pods
     proxy_pods_total: int = 0
+    attached_listener_sets: int = 0
+    listener_sets: list[str] = field(default_factory=list)  # namespace/name of the ListenerSets naming it
 
     def listener(self, name: str) -> ListenerContext | None:
-        return next((lc for lc in self.listeners if lc.name == name), None)
+        return next((lc for lc in self.listeners if lc.name == name and not lc.from_listener_set), None)
+
+    @property
+    def own_listeners(self) -> list[ListenerContext]:
+        return [lc for lc in self.listeners if not lc.from_listener_set]
+
+
+@dataclass(slots=True)
+class ListenerSetContext:
+    listener_set: ListenerSet
+    gateway: str | None  # namespace/name of the Gateway it names, when knetsim's controller serves it
+    conditions: Conditions = field(default_factory=Conditions)
+    listeners: list[ListenerContext] = field(default_factory=list)
+
+    @property
+    def attached(self) -> bool:
+        return bool(self.listeners) and self.conditions.is_true(Type.ACCEPTED)
 
 
 @dataclass(slots=True)
 class ParentStatus:
     ref: ParentRef
-    gateway: str  # namespace/name
+    gateway: str  # namespace/name of the Gateway (also for a ListenerSet parent)
     conditions: Conditions = field(default_factory=Conditions)
     listeners: list[str] = field(default_factory=list)  # listener names the route attached to
+    listener_set: str | None = None  # namespace/name, when the parentRef names a ListenerSet
 
 
 @dataclass(slots=True)
 class RouteContext:
-    route: HTTPRoute
+    route: Any  # HTTPRoute | GRPCRoute | StreamRoute
     parents: list[ParentStatus] = field(default_factory=list)
     dropped: dict[int, tuple[str, str]] = field(default_factory=dict)  # rule index → (reason, message)
     backends: dict[int, tuple[ResolvedBackend, ...]] = field(default_factory=dict)  # rule index → backends
     unclaimed: list[tuple[ParentRef, str]] = field(default_factory=list)  # parentRefs knetsim does not serve
+    shadowed: list[str] = field(default_factory=list)  # TCP/UDP listeners an older route already forwards
+
+    @property
+    def kind(self) -> str:
+        return str(self.route.kind)
 
 
 @dataclass(slots=True)
 class Translation:
     classes: dict[str, tuple[GatewayClass, ClassVerdict]]
     gateways: dict[str, GatewayContext]
-    routes: dict[str, RouteContext]
+    routes: dict[tuple[str, str], RouteContext]  # (kind, namespace/name)
+    listener_sets: dict[str, ListenerSetContext] = field(default_factory=dict)
+    policies: dict[str, PolicyContext] = field(default_factory=dict)
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
-    def parent_statuses(self, gateway: str) -> list[tuple[RouteContext, ParentStatus]]:
-        return [(rc, ps) for rc in self.routes.values() for ps in rc.parents if ps.gateway == gateway]
+    def route(self, kind: str, key: str) -> RouteContext | None:
+        return self.routes.get((kind, key))
+
+    def routes_of(self, kind: str) -> list[RouteContext]:
+        return [rc for (k, _), rc in self.routes.items() if k == kind]
+
+    def parent_statuses(self, gateway: str, kind: str | None = ROUTE_KIND) -> list[tuple[RouteContext, ParentStatus]]:
+        return [(rc, ps) for (k, _), rc in self.routes.items() if kind is None or k == kind
+                for ps in rc.parents if ps.gateway == gateway]
 
 
 _CACHE: weakref.WeakKeyDictionary[ClusterState, Translation] = weakref.WeakKeyDictionary()
 
 
 def translate(state: ClusterState) -> Translation:
-    """The controller's view of ``state`` (computed once per state: the state is read-only)."""
+    """The controller's view of ``state`` (computed once per state: the state is read-only, so the cache — a
+    module-level weak map, gone with the state — never serves a stale answer)."""
     cached = _CACHE.get(state)
     if cached is None:
-        cached = _translate(state)
+        cached = _translate(state, datetime.now(UTC))
         _CACHE[state] = cached
     return cached
 
 
-def _translate(state: ClusterState) -> Translation:
+def _age(obj: Object) -> tuple[bool, str, str, str]:
+    """Oldest first, then namespace/name: the order Envoy Gateway's provider sorts objects in."""
+    ts = obj.meta.creation_timestamp
+    return (ts is None, ts or "", obj.namespace, obj.name)
+
+
+def _translate(state: ClusterState, now: datetime) -> Translation:
     verdicts = class_verdicts(list(state.gateway_classes.values()))
     classes = {name: (state.gateway_classes[name], verdicts[name]) for name in sorted(state.gateway_classes)}
     gateways: dict[str, GatewayContext] = {}
@@ -251,198 +242,242 @@ def _translate(state: ClusterState) -> Translation:
         verdict = verdicts.get(gw.class_name)
         if verdict is None or not verdict.accepted:
             continue  # not ours, or our class was not accepted: Envoy Gateway leaves it alone
-        gateways[key] = _gateway(state, gw)
-    routes: dict[str, RouteContext] = {}
-    for key in sorted(state.http_routes):
-        routes[key] = _route(state, state.http_routes[key], gateways)
-    return Translation(classes, gateways, routes)
+        gateways[key] = GatewayContext(gw, [ListenerContext(li, gw) for li in gw.listeners])
+    frontends: dict[str, dict[str | None, listeners.FrontendValidation]] = {k: {} for k in gateways}
+    for key, gctx in gateways.items():
+        for lc in gctx.listeners:
+            _validate(state, gctx, lc, now, frontends[key])
+    sets = _listener_sets(state, gateways)
+    for key, gctx in gateways.items():
+        for lc in gctx.listeners:
+            if lc.from_listener_set:
+                _validate(state, gctx, lc, now, frontends[key])
+        listeners.conflicts(gctx.listeners)
+        for lc in gctx.listeners:
+            listeners.finish(lc)
+        listeners.overlapping_tls(gctx.listeners)
+        _gateway_status(state, gctx, frontends[key])
+    for lsc in sets.values():
+        _listener_set_status(lsc, gateways)
+    policies = Policies(state, now)
+    routes: dict[tuple[str, str], RouteContext] = {}
+    for kind, collection in ROUTE_COLLECTIONS.items():
+        objs: Mapping[str, Any] = getattr(state, collection)
+        for route in sorted(objs.values(), key=_age):
+            routes[(kind, route.key)] = _route(state, route, gateways, sets, policies)
+    # A conflicted policy reports the ancestors of the policy it yields to (ProcessBackendTLSPolicyStatus).
+    for pctx in policies.contexts.values():
+        if pctx.conflict is not None and pctx.conflict in policies.contexts:
+            for ancestor in policies.contexts[pctx.conflict].ancestors:
+                pctx.add_ancestor(ancestor.ref)
+    return Translation(classes, gateways, dict(sorted(routes.items())), sets, policies.contexts, now)
 
 
-# --- gateways ---------------------------------------------------------------------------------
+def _validate(state: ClusterState, gctx: GatewayContext, lc: ListenerContext, now: datetime,
+              frontends: dict[str | None, listeners.FrontendValidation]) -> None:
+    if lc.protocol == "HTTPS":
+        # Frontend (client certificate) validation applies to HTTPS listeners only, per the API contract.
+        lc.frontend = listeners.frontend_for(state, gctx.gateway, lc.port, now, frontends)
+    listeners.validate(state, lc, now)
 
 
-def _gateway(state: ClusterState, gw: Gateway) -> GatewayContext:
-    ctx = GatewayContext(gw)
-    for listener in gw.listeners:
-        ctx.listeners.append(_listener(state, gw, listener))
-    _conflicts(ctx)
-    for lc in ctx.listeners:
-        _finish_listener(lc)
-    accepted = [lc for lc in ctx.listeners if not lc.conditions.is_false("Accepted")]
-    rejected = sorted(lc.name for lc in ctx.listeners if lc.conditions.is_false("Accepted"))
+# --- gateways and ListenerSets -------------------------------------------------------------------
+
+
+def _gateway_status(state: ClusterState, gctx: GatewayContext,
+                    frontends: dict[str | None, listeners.FrontendValidation]) -> None:
+    gw = gctx.gateway
+    own = gctx.own_listeners
+    rejected = sorted(lc.name for lc in own if lc.conditions.is_false(Type.ACCEPTED))
     if not rejected:
-        ctx.conditions.set("Accepted", True, "Accepted", "The Gateway has been scheduled by Envoy Gateway")
-    elif accepted:
-        ctx.conditions.set("Accepted", True, "ListenersNotValid", f"Listeners not valid: {', '.join(rejected)}")
+        gctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "The Gateway has been scheduled by Envoy Gateway")
+    elif len(rejected) < len(own):
+        gctx.conditions.set(Type.ACCEPTED, True, Reason.LISTENERS_NOT_VALID,
+                            f"Listeners not valid: {', '.join(rejected)}")
     else:
-        ctx.conditions.set("Accepted", False, "ListenersNotValid", f"No listeners are valid: {', '.join(rejected)}")
+        gctx.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID,
+                            f"No listeners are valid: {', '.join(rejected)}")
     name = proxy_name(gw.namespace, gw.name)
     svc = state.services.get(f"{EG_NAMESPACE}/{name}")
     if svc is not None:
-        ctx.proxy_service = svc.key
-        ctx.addresses = list(svc.load_balancer_ips)
-    pods = [p for p in state.pods_in(EG_NAMESPACE) if p.labels.get("gateway.envoyproxy.io/owning-gateway-name")
-            == gw.name and p.labels.get("gateway.envoyproxy.io/owning-gateway-namespace") == gw.namespace]
-    ctx.proxy_pods_total = len(pods)
-    ctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
-    if not ctx.addresses:
-        ctx.conditions.set("Programmed", False, "AddressNotAssigned", "No addresses have been assigned to the Gateway")
-    elif not ctx.proxy_pods:
-        ctx.conditions.set("Programmed", False, "NoResources", "Envoy replicas unavailable")
+        gctx.proxy_service = svc.key
+        gctx.addresses = list(svc.load_balancer_ips)
+    pods = [p for p in state.pods_in(EG_NAMESPACE)
+            if p.labels.get(OWNING_NAME) == gw.name and p.labels.get(OWNING_NAMESPACE) == gw.namespace]
+    gctx.proxy_pods_total = len(pods)
+    gctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
+    if not gctx.addresses:
+        gctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
+                            "No addresses have been assigned to the Gateway")
+    elif not gctx.proxy_pods:
+        gctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, "Envoy replicas unavailable")
     else:
-        ctx.conditions.set("Programmed", True, "Programmed", f"Address assigned to the Gateway, "
-                           f"{len(ctx.proxy_pods)}/{ctx.proxy_pods_total} envoy replicas available")
-    return ctx
+        gctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, f"Address assigned to the Gateway, "
+                            f"{len(gctx.proxy_pods)}/{gctx.proxy_pods_total} envoy replicas available")
+    if gw.frontend_validation or gw.backend_client_certificate is not None:
+        _gateway_tls_status(state, gctx, frontends)
 
 
-def _listener(state: ClusterState, gw: Gateway, listener: Listener) -> ListenerContext:
-    lc = ListenerContext(listener)
-    cond = lc.conditions
-    kinds = PROTOCOL_KINDS.get(listener.protocol)
-    if kinds is None:
-        cond.set("Accepted", False, "UnsupportedProtocol",
-                 f"Protocol {listener.protocol} is unsupported, must be HTTP, HTTPS, TCP or UDP.")
-        return lc
-    if listener.kinds is None or not listener.kinds:
-        lc.supported_kinds = [RouteGroupKind(GROUP, k) for k in kinds]
-    else:
-        supported = []
-        for k in listener.kinds:
-            if k.group != GROUP:
-                cond.set("ResolvedRefs", False, "InvalidRouteKinds", f"Group is not supported, group must be {GROUP}")
-            elif k.kind in kinds:
-                supported.append(k)
-        for k in listener.kinds:
-            if k.group == GROUP and k.kind not in kinds:
-                shown = [s.kind for s in supported] or list(kinds)
-                cond.set("ResolvedRefs", False, "InvalidRouteKinds",
-                         f"{k.kind} is not supported, kind must be one of [{' '.join(shown)}]")
-        lc.supported_kinds = supported
-    if listener.namespaces_from == "Selector":
-        if listener.namespace_selector is None:
-            cond.set("Programmed", False, "Invalid", "The allowedRoutes.namespaces.selector field must be specified "
-                     "when allowedRoutes.namespaces.from is set to \"Selector\".")
-        else:
-            try:
-                Selector.from_label_selector(listener.namespace_selector)
-            except Exception as exc:  # a malformed selector: the listener is invalid, say why
-                cond.set("Programmed", False, "Invalid",
-                         f"The allowedRoutes.namespaces.selector could not be parsed: {exc}.")
-    if listener.protocol == "HTTPS" or (listener.protocol == "TLS" and listener.tls_mode != "Passthrough"):
-        _certificates(state, gw, listener, cond)
-    return lc
-
-
-def _certificates(state: ClusterState, gw: Gateway, listener: Listener, cond: Conditions) -> None:
-    if not listener.certificate_refs:
-        cond.set("Programmed", False, "Invalid", "Listener must have at least 1 TLS certificate ref")
-        return
-    for ref in listener.certificate_refs:
+def _gateway_tls_status(state: ClusterState, gctx: GatewayContext,
+                        frontends: dict[str | None, listeners.FrontendValidation]) -> None:
+    """``ProcessGatewayTLS``: the Gateway's own ResolvedRefs for ``spec.tls``."""
+    gw = gctx.gateway
+    ok = True
+    for validation in gw.frontend_validation:
+        resolved = frontends.get(validation.path) or listeners.frontend_for(state, gw, validation.port,
+                                                                            datetime.now(UTC), frontends)
+        if resolved is not None and resolved.error is not None:
+            what = "default frontend CA certs" if validation.port is None else "frontend CA certs"
+            gctx.conditions.set(Type.RESOLVED_REFS, False, "InvalidParameters",
+                                f"Failed to get {what} for gateway: {resolved.error}")
+            ok = False
+    if any(v.mode == "AllowInsecureFallback" for v in gw.frontend_validation):
+        gctx.conditions.set(Type.INSECURE_FRONTEND_VALIDATION_MODE, True, Reason.CONFIGURATION_CHANGED,
+                            "Gateway is using AllowInsecureFallback frontend validation mode.")
+    ref = gw.backend_client_certificate
+    if ref is not None:
         ns = ref.namespace or gw.namespace
-        if ref.group not in ("", "core") or ref.kind != "Secret":
-            cond.set("ResolvedRefs", False, "InvalidCertificateRef",
-                     f"Certificate ref {ref.kind} {ns}/{ref.name} is not a Secret (group \"\", kind Secret).")
-            return
-        if not reference_permitted(GROUP, "Gateway", gw.namespace, "", "Secret", ns, ref.name,
-                                   state.reference_grants.values()):
-            cond.set("ResolvedRefs", False, "RefNotPermitted",
-                     f"Certificate ref to secret {ns}/{ref.name} not permitted by any ReferenceGrant.")
-            return
-        if not _secret_exists(state, ns, ref.name):
-            cond.set("ResolvedRefs", False, "InvalidCertificateRef", f"Secret {ns}/{ref.name} does not exist.")
-            return
+        if ref.kind != "Secret" or ref.group != "":
+            what = f"group: {ref.group}" if ref.kind == "Secret" else f"kind: {ref.kind}"
+            gctx.conditions.set(Type.RESOLVED_REFS, False, Reason.INVALID_CLIENT_CERTIFICATE_REF,
+                                "Invalid backend client certificate reference for gateway: invalid client "
+                                f"certificate reference {what}")
+            ok = False
+        elif ns != gw.namespace and not reference_permitted(ReferenceFrom.gateway_api("Gateway", gw.namespace),
+                                                            ReferenceTo.core("Secret", ns, ref.name),
+                                                            state.reference_grants.values()):
+            gctx.conditions.set(Type.RESOLVED_REFS, False, Reason.REF_NOT_PERMITTED,
+                                "invalid cross-namespace reference to backend client certificate")
+            ok = False
+        else:
+            secret = listeners.find_object(state, "Secret", ns, ref.name)
+            crt, key = (b"", b"") if secret is None else _tls_pair(secret)
+            if secret is None:
+                gctx.conditions.set(Type.RESOLVED_REFS, False, Reason.INVALID_CLIENT_CERTIFICATE_REF,
+                                    "failed to get backend client certs for gateway")
+                ok = False
+            elif not crt or not key:
+                gctx.conditions.set(Type.RESOLVED_REFS, False, Reason.INVALID_CLIENT_CERTIFICATE_REF,
+                                    f"invalid backend client cert secret for gateway: secret {ns}/{ref.name} must "
+                                    "contain 'tls.crt' and 'tls.key' fields")
+                ok = False
+    if ok:
+        gctx.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
+                            "Successfully resolved all TLS references for the gateway")
 
 
-def _secret_exists(state: ClusterState, namespace: str, name: str) -> bool:
-    if ("Secret", f"{namespace}/{name}") in state.others:
+def _tls_pair(secret: Object) -> tuple[bytes, bytes]:
+    from .certs import tls_secret_pair
+
+    return tls_secret_pair(secret.raw)
+
+
+def _listener_set_allowed(state: ClusterState, gw: Gateway, ls: ListenerSet) -> bool:
+    """``isListenerSetAllowed``: ``allowedListeners`` (default: none) decides which namespaces may attach."""
+    how = gw.allowed_listeners_from
+    if how == "All":
         return True
-    # A Secret manifest without a namespace lands in the namespace of `-n`, which the state does not record.
-    other = state.others.get(("Secret", name))
-    return other is not None and not other.namespace
+    if how == "Same":
+        return gw.namespace == ls.namespace
+    if how == "Selector" and gw.allowed_listeners_selector is not None:
+        selector, _problem = parse_selector(gw.allowed_listeners_selector)
+        return selector is not None and state.namespaces.get(ls.namespace) is not None and selector.matches(
+            state.namespace_labels(ls.namespace))
+    return False
 
 
-def _conflicts(ctx: GatewayContext) -> None:
-    valid = [lc for lc in ctx.listeners if not lc.conditions and lc.listener.protocol in PROTOCOL_KINDS]
-    by_port: dict[int | None, list[ListenerContext]] = {}
-    for lc in valid:
-        by_port.setdefault(lc.listener.port, []).append(lc)
-    for listeners in by_port.values():
-        # HTTPS and TLS share the TLS stack (getProtocolForListener); UDP coexists with anything.
-        protocols = {"HTTPS" if lc.listener.protocol == "TLS" else lc.listener.protocol for lc in listeners
-                     if lc.listener.protocol != "UDP"}
-        if len(protocols) > 1:
-            names = sorted(f"{ctx.gateway.key}/{lc.name}" for lc in listeners if lc.listener.protocol != "UDP")
-            for lc in listeners:
-                if lc.listener.protocol != "UDP":
-                    lc.conditions.set("Conflicted", True, "ProtocolConflict",
-                                      "All listeners for a given port must use a compatible protocol, conflicting "
-                                      f"listeners: {', '.join(names)}")
-    seen: set[tuple[str, str, int | None]] = set()
-    for lc in valid:
-        ident = (lc.listener.protocol, (lc.listener.hostname or "").lower(), lc.listener.port)
-        if ident in seen and not lc.conditions:
-            lc.conditions.set("Conflicted", True, "HostnameConflict",
-                              "Port, protocol and hostname tuple must be unique for every listener")
-        seen.add(ident)
+def _listener_sets(state: ClusterState, gateways: dict[str, GatewayContext]) -> dict[str, ListenerSetContext]:
+    """``ProcessListenerSets``: attach the allowed ListenerSets' listeners to their Gateways, oldest first."""
+    out: dict[str, ListenerSetContext] = {}
+    for ls in sorted(state.listener_sets.values(), key=_age):
+        parent = ls.parent
+        if parent is None or parent.group != GROUP or parent.kind != "Gateway":
+            out[ls.key] = ListenerSetContext(ls, None)
+            continue
+        key = f"{parent.namespace or ls.namespace}/{parent.name}"
+        gctx = gateways.get(key)
+        lsc = ListenerSetContext(ls, key if gctx is not None else None)
+        out[ls.key] = lsc
+        if gctx is None:
+            continue  # not a Gateway of knetsim's controller: no status from it
+        gctx.listener_sets.append(ls.key)
+        own = gctx.own_listeners
+        if own and all(lc.conditions.is_false(Type.ACCEPTED) for lc in own):
+            message = f"Parent Gateway {key} not accepted"
+            lsc.conditions.set(Type.ACCEPTED, False, Reason.PARENT_NOT_ACCEPTED, message)
+            lsc.conditions.set(Type.PROGRAMMED, False, Reason.PROGRAMMED, "Not Programmed")
+            continue
+        if not _listener_set_allowed(state, gctx.gateway, ls):
+            lsc.conditions.set(Type.ACCEPTED, False, Reason.NOT_ALLOWED,
+                               f"ListenerSet attachment from namespace {ls.namespace} not allowed by Gateway {key}")
+            lsc.conditions.set(Type.PROGRAMMED, False, Reason.NOT_ALLOWED, "Not Programmed")
+            continue
+        for listener in ls.listeners:
+            lc = ListenerContext(listener, gctx.gateway, ls)
+            lsc.listeners.append(lc)
+            gctx.listeners.append(lc)
+    return out
 
 
-def _finish_listener(lc: ListenerContext) -> None:
-    """validateListenerConditions: a clean listener is programmed; any problem makes it not programmed."""
-    cond = lc.conditions
-    if not cond:
-        cond.set("Programmed", True, "Programmed", "Sending translated listener configuration to the data plane")
-        cond.set("Accepted", True, "Accepted", "Listener has been successfully translated")
-        cond.set("ResolvedRefs", True, "ResolvedRefs", "Listener references have been resolved")
+def _listener_set_status(lsc: ListenerSetContext, gateways: dict[str, GatewayContext]) -> None:
+    """``ProcessListenerSetStatus``: Accepted/Programmed from the entries, and the Gateway's count."""
+    if lsc.gateway is None or lsc.conditions.is_false(Type.ACCEPTED):
         return
-    only = list(cond.values())
-    if len(only) == 1 and only[0].type == "ResolvedRefs" and only[0].reason in ("InvalidCertificateRef",
-                                                                                  "RefNotPermitted"):
-        cond.set("Accepted", True, "Accepted", "Listener has been successfully translated")
-        cond.set("Programmed", False, "Invalid", "Listener is invalid, see other Conditions for details.")
-        return
-    if "Programmed" not in cond:
-        cond.set("Programmed", False, "Invalid", "Listener is invalid, see other Conditions for details.")
-    if "ResolvedRefs" not in cond:
-        cond.set("ResolvedRefs", True, "ResolvedRefs", "Listener references have been resolved")
+    accepted = [lc.conditions.is_true(Type.ACCEPTED) for lc in lsc.listeners]
+    programmed = [lc.conditions.is_true(Type.PROGRAMMED) for lc in lsc.listeners]
+    if accepted and all(accepted):
+        lsc.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "All listeners are accepted")
+    elif any(accepted):
+        lsc.conditions.set(Type.ACCEPTED, True, Reason.LISTENERS_NOT_VALID, "Some listeners are invalid")
+    else:
+        lsc.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID, "No listeners are accepted")
+    if programmed and all(programmed):
+        lsc.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, "All listeners are programmed")
+    elif any(programmed):
+        lsc.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, "Some listeners are not programmed")
+    else:
+        lsc.conditions.set(Type.PROGRAMMED, False, Reason.LISTENERS_NOT_VALID, "No listeners are programmed")
+    if lsc.conditions.is_true(Type.ACCEPTED):
+        gateways[lsc.gateway].attached_listener_sets += 1
 
 
-# --- routes -----------------------------------------------------------------------------------
+# --- routes -----------------------------------------------------------------------------------------
 
 
-def _namespace_allowed(state: ClusterState, gw: Gateway, listener: Listener, namespace: str) -> bool:
-    if listener.namespaces_from == "All":
-        return True
-    if listener.namespaces_from == "Selector":
-        if listener.namespace_selector is None:
-            return False
-        try:
-            selector = Selector.from_label_selector(listener.namespace_selector)
-        except Exception:
-            return False
-        return selector.matches(state.namespace_labels(namespace))
-    return namespace == gw.namespace  # Same (and any value the schema would have refused)
-
-
-def _route(state: ClusterState, route: HTTPRoute, gateways: Mapping[str, GatewayContext]) -> RouteContext:
+def _route(state: ClusterState, route: Any, gateways: Mapping[str, GatewayContext],
+           sets: Mapping[str, ListenerSetContext], policies: Policies) -> RouteContext:
     rc = RouteContext(route)
-    _rules(state, rc)
+    _rules(state, rc, policies)
     seen: set[tuple[object, ...]] = set()
     for ref in route.parent_refs:
         ns = ref.namespace or route.namespace
         key = f"{ns}/{ref.name}"
-        if ref.group != GROUP or ref.kind != "Gateway":
-            rc.unclaimed.append((ref, f"parentRef kind {ref.group or 'core'}/{ref.kind} is not a Gateway; knetsim "
-                                      "simulates Gateway parents only"))
+        if ref.group != GROUP or ref.kind not in ("Gateway", "ListenerSet"):
+            rc.unclaimed.append((ref, f"parentRef kind {ref.group or 'core'}/{ref.kind} is not a Gateway or a "
+                                      "ListenerSet; knetsim simulates those parents only"))
             continue
-        gctx = gateways.get(key)
-        if gctx is None:
-            rc.unclaimed.append((ref, unclaimed_reason(state, key)))
-            continue
-        ident = (key, ref.section_name, ref.port)
+        if ref.kind == "ListenerSet":
+            lsc = sets.get(key)
+            if lsc is None or lsc.gateway is None or not lsc.listeners:
+                rc.unclaimed.append((ref, listener_set_unclaimed_reason(state, key, lsc)))
+                continue
+            gctx = gateways[lsc.gateway]
+            candidates = lsc.listeners
+        else:
+            gctx = gateways.get(key)
+            if gctx is None:
+                rc.unclaimed.append((ref, unclaimed_reason(state, key)))
+                continue
+            candidates = gctx.own_listeners
+        ident = (ref.kind, key, ref.section_name, ref.port)
         if ident in seen:
             continue  # the same parent twice: one status entry
         seen.add(ident)
-        rc.parents.append(_parent(state, rc, ref, gctx))
+        ps = _parent(state, rc, ref, gctx, candidates)
+        if ref.kind == "ListenerSet":
+            ps.listener_set = key
+        rc.parents.append(ps)
+    _policy_ancestors(rc, policies)
     return rc
 
 
@@ -460,46 +495,67 @@ def unclaimed_reason(state: ClusterState, key: str) -> str:
             "controller)")
 
 
-def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: GatewayContext) -> ParentStatus:
+def listener_set_unclaimed_reason(state: ClusterState, key: str, lsc: ListenerSetContext | None) -> str:
+    if lsc is None:
+        return f"ListenerSet {key} does not exist"
+    parent = lsc.listener_set.parent
+    if lsc.gateway is None:
+        if parent is None:
+            return f"ListenerSet {key} has no parentRef"
+        gw_key = f"{parent.namespace or lsc.listener_set.namespace}/{parent.name}"
+        return f"ListenerSet {key} names Gateway {gw_key}: {unclaimed_reason(state, gw_key)}"
+    accepted = lsc.conditions.get(Type.ACCEPTED)
+    why = f"{accepted.reason}: {accepted.message}" if accepted is not None else "it has no listeners"
+    return f"ListenerSet {key} is not attached to Gateway {lsc.gateway} ({why})"
+
+
+def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: GatewayContext,
+            candidates: list[ListenerContext]) -> ParentStatus:
     ps = ParentStatus(ref, gctx.gateway.key)
-    route = rc.route
-    selected = [lc for lc in gctx.listeners
-                if (ref.section_name is None or lc.name == ref.section_name)
-                and (ref.port is None or lc.listener.port == ref.port)]
-    allowed = [lc for lc in selected if lc.allows_kind(ROUTE_KIND)
-               and _namespace_allowed(state, gctx.gateway, lc.listener, route.namespace)]
+    route, kind = rc.route, rc.kind
+    selected = [lc for lc in candidates if (ref.section_name is None or lc.name == ref.section_name)
+                and (ref.port is None or lc.port == ref.port)]
+    allowed = [lc for lc in selected if lc.allows_kind(kind) and lc.allows_namespace(state, route.namespace)]
     if not selected:
-        ps.conditions.set("Accepted", False, "NoMatchingParent", "No listeners match this parent ref")
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NO_MATCHING_PARENT, "No listeners match this parent ref")
     elif not allowed:
-        ps.conditions.set("Accepted", False, "NotAllowedByListeners",
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NOT_ALLOWED_BY_LISTENERS,
                           "No listeners included by this parent ref allowed this attachment.")
     else:
-        ps.conditions.set("Accepted", True, "Accepted", "Route is accepted")
+        ps.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "Route is accepted")
+    if kind in ("TCPRoute", "UDPRoute") and len(route.rules) != 1 and not ps.conditions.is_false(Type.ACCEPTED):
+        ps.conditions.set(Type.ACCEPTED, False, INVALID_RULE, "One and only one rule is supported")
+        return ps
     live_rules = [r for r in route.rules if r.index not in rc.dropped]
-    if rc.dropped and not ps.conditions.is_false("Accepted"):
+    if rc.dropped and not ps.conditions.is_false(Type.ACCEPTED):
         reason, message = next(iter(rc.dropped.values()))
         if not live_rules:
-            ps.conditions.set("Accepted", False, reason, message)
+            ps.conditions.set(Type.ACCEPTED, False, reason, message)
         else:
-            ps.conditions.set("PartiallyInvalid", True, reason,
+            ps.conditions.set(Type.PARTIALLY_INVALID, True, reason,
                               f"Dropped Rule(s) [{' '.join(str(i) for i in sorted(rc.dropped))}]: {message}")
     failure = next(((rule, b) for rule in live_rules for b in rc.backends.get(rule.index, ()) if not b.valid), None)
     if failure is not None:
         rule, b = failure
-        ps.conditions.set("ResolvedRefs", False, b.reason or "",
-                          f"Failed to process route rule {rule.index} backendRef {b.ref.index}: {b.problem}")
+        where = f"route rule {rule.index} backendRef {b.ref.index}" if kind in ("HTTPRoute", "GRPCRoute") \
+            else f"backendRef {b.ref.index}"
+        ps.conditions.set(Type.RESOLVED_REFS, False, b.reason or "", f"Failed to process {where}: {b.problem}")
     else:
-        ps.conditions.set("ResolvedRefs", True, "ResolvedRefs", "Resolved all the Object references for the Route")
-    if ps.conditions.is_false("Accepted"):
+        ps.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
+                          "Resolved all the Object references for the Route")
+    if ps.conditions.is_false(Type.ACCEPTED):
         return ps
     attached: list[tuple[ListenerContext, tuple[str, ...]]] = []
     for lc in allowed:
-        hosts = _intersection(lc.listener.hostname, route.hostnames)
+        if kind in ("TCPRoute", "UDPRoute"):
+            attached.append((lc, ()))
+            continue
+        hosts = _intersection(lc.hostname, route.hostnames)
         if hosts is not None:
             attached.append((lc, hosts))
     if not attached:
-        ps.conditions.set("Accepted", False, "NoMatchingListenerHostname",
-                          "There were no hostname intersections between the HTTPRoute and this parent ref's "
+        ps.conditions.set(Type.ACCEPTED, False, Reason.NO_MATCHING_LISTENER_HOSTNAME,
+                          f"There were no hostname intersections between the {kind} and this parent ref's "
                           "Listener(s).")
         return ps
     for lc, hosts in attached:
@@ -507,10 +563,28 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
         ps.listeners.append(lc.name)
         if not lc.programmed:
             continue
+        _attach(rc, lc, hosts, live_rules)
+    return ps
+
+
+def _attach(rc: RouteContext, lc: ListenerContext, hosts: tuple[str, ...], live_rules: list[Any]) -> None:
+    kind = rc.kind
+    if kind == "HTTPRoute":
         for rule in live_rules:
             for i, match in enumerate(rule.matches):
-                lc.entries.append(RouteEntry(route, rule, i, match, hosts, rc.backends.get(rule.index, ())))
-    return ps
+                lc.entries.append(RouteEntry(rc.route, rule, i, match, hosts, rc.backends.get(rule.index, ())))
+    elif kind == "GRPCRoute":
+        for rule in live_rules:
+            for i, gmatch in enumerate(rule.matches):
+                lc.grpc_entries.append(GRPCEntry(rc.route, rule, i, gmatch, hosts, rc.backends.get(rule.index, ())))
+    elif kind == "TLSRoute":
+        backends = tuple(b for rule in live_rules for b in rc.backends.get(rule.index, ()))
+        lc.streams.append(StreamEntry(rc.route, hosts, backends))
+    elif lc.streams:
+        # One route per TCP/UDP listener (Envoy Gateway keeps the oldest; the others stay Accepted).
+        rc.shadowed.append(lc.name)
+    else:
+        lc.streams.append(StreamEntry(rc.route, (), rc.backends.get(live_rules[0].index, ()) if live_rules else ()))
 
 
 def _intersection(listener_host: str | None, route_hosts: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -525,71 +599,103 @@ def _intersection(listener_host: str | None, route_hosts: tuple[str, ...]) -> tu
     return tuple(out) if out else None
 
 
-def _rules(state: ClusterState, rc: RouteContext) -> None:
+def _rules(state: ClusterState, rc: RouteContext, policies: Policies) -> None:
+    kind = rc.kind
     for rule in rc.route.rules:
-        problem = _rule_problem(rule)
+        problem = _http_rule_problem(rule) if kind == "HTTPRoute" else _grpc_rule_problem(rule) \
+            if kind == "GRPCRoute" else None
         if problem is not None:
             rc.dropped[rule.index] = problem
             continue
-        rc.backends[rule.index] = tuple(_backend(state, rc.route, b) for b in rule.backend_refs)
+        rc.backends[rule.index] = tuple(_backend(state, rc.route, b, policies) for b in rule.backend_refs)
 
 
-def _rule_problem(rule: RouteRule) -> tuple[str, str] | None:
+def _http_rule_problem(rule: RouteRule) -> tuple[str, str] | None:
     filters = [*rule.filters, *(f for b in rule.backend_refs for f in b.filters)]
     for f in filters:
         if f.type not in SUPPORTED_FILTERS:
-            return "UnsupportedValue", f"Unsupported filter type: {f.type}"
+            return Reason.UNSUPPORTED_VALUE, f"Unsupported filter type: {f.type}"
     types = [f.type for f in rule.filters]
     if "RequestRedirect" in types and "URLRewrite" in types:
-        return "IncompatibleFilters", ("May specify either httpRouteFilterRequestRedirect or "
-                                       "httpRouteFilterRequestRewrite, but not both")
+        return Reason.INCOMPATIBLE_FILTERS, ("May specify either httpRouteFilterRequestRedirect or "
+                                             "httpRouteFilterRequestRewrite, but not both")
     for f in rule.filters:
         modifier = (f.request_redirect.path if f.request_redirect else None) or (
             f.url_rewrite.path if f.url_rewrite else None)
         if f.request_redirect is not None and f.request_redirect.status_code not in REDIRECT_CODES:
-            return "UnsupportedValue", (f"Status code {f.request_redirect.status_code} is not supported, must be one "
-                                        "of 301, 302, 303, 307 or 308")
+            return Reason.UNSUPPORTED_VALUE, (f"Status code {f.request_redirect.status_code} is not supported, "
+                                              "must be one of 301, 302, 303, 307 or 308")
         if modifier is None:
             continue
         if modifier.type not in ("ReplaceFullPath", "ReplacePrefixMatch"):
-            return "UnsupportedValue", f"Unsupported path modifier type: {modifier.type}"
+            return Reason.UNSUPPORTED_VALUE, f"Unsupported path modifier type: {modifier.type}"
         if modifier.type == "ReplacePrefixMatch" and (len(rule.matches) != 1
                                                       or rule.matches[0].path.type != "PathPrefix"):
-            return "UnsupportedValue", ("When using ReplacePrefixMatch, exactly one PathPrefix match must be "
-                                        "specified")
+            return Reason.UNSUPPORTED_VALUE, ("When using ReplacePrefixMatch, exactly one PathPrefix match must be "
+                                              "specified")
     return None
 
 
-def _backend(state: ClusterState, route: HTTPRoute, ref: BackendRef) -> ResolvedBackend:
+def _grpc_rule_problem(rule: GRPCRouteRule) -> tuple[str, str] | None:
+    for f in rule.filters:
+        if f.type not in GRPC_FILTERS:
+            return Reason.UNSUPPORTED_VALUE, f"Unsupported filter type: {f.type}"
+    for b in rule.backend_refs:
+        if any(f.type not in ("RequestHeaderModifier", "ResponseHeaderModifier") for f in b.filters):
+            return Reason.UNSUPPORTED_VALUE, ("Specific filter is not supported within BackendRef, only "
+                                              "RequestHeaderModifier and ResponseHeaderModifier are supported")
+    for match in rule.matches:
+        patterns = [h.value for h in match.headers if h.type == "RegularExpression"]
+        if match.method is not None and match.method.type == "RegularExpression":
+            patterns += [p for p in (match.method.service, match.method.method) if p]
+        for pattern in patterns:
+            if saferegex.compiled(pattern) is None:
+                return Reason.UNSUPPORTED_VALUE, (f"failed to process route rule {rule.index}: error parsing regexp: "
+                                                  f"invalid regular expression {pattern!r}")
+    return None
+
+
+def _backend(state: ClusterState, route: Any, ref: BackendRef, policies: Policies) -> ResolvedBackend:
     ns = ref.namespace or route.namespace
     key = f"{ns}/{ref.name}"
+    protocol = "UDP" if route.kind == "UDPRoute" else "TCP"
 
     def bad(reason: str, problem: str) -> ResolvedBackend:
-        return ResolvedBackend(ref, ns, key, ref.port, ref.weight, reason, problem)
+        return ResolvedBackend(ref, ns, key, ref.port, ref.weight, reason, problem, protocol=protocol)
 
     if ref.group not in ("", "core"):
-        return bad("InvalidKind", "Group is invalid, only the core API group (specified by omitting the group field "
-                   "or setting it to an empty string), multicluster.x-k8s.io and gateway.envoyproxy.io are supported")
+        return bad(Reason.INVALID_KIND, "Group is invalid, only the core API group (specified by omitting the group "
+                   "field or setting it to an empty string), multicluster.x-k8s.io and gateway.envoyproxy.io are "
+                   "supported")
     if ref.kind != "Service":
-        return bad("InvalidKind", "Kind is invalid, only Service, MCS ServiceImport and Envoy Gateway Backend are "
-                   "supported" + (" (knetsim simulates Service backends only)" if ref.kind in ("ServiceImport",
-                                                                                               "Backend") else ""))
-    if not reference_permitted(GROUP, ROUTE_KIND, route.namespace, ref.group, ref.kind, ns, ref.name,
-                               state.reference_grants.values()):
-        return bad("RefNotPermitted", f"Backend ref to Service {key} not permitted by any ReferenceGrant.")
+        return bad(Reason.INVALID_KIND, "Kind is invalid, only Service, MCS ServiceImport and Envoy Gateway Backend "
+                   "are supported" + (" (knetsim simulates Service backends only)" if ref.kind in ("ServiceImport",
+                                                                                                  "Backend") else ""))
+    if not reference_permitted(ReferenceFrom.gateway_api(route.kind, route.namespace),
+                               ReferenceTo(ref.group, ref.kind, ns, ref.name), state.reference_grants.values()):
+        return bad(Reason.REF_NOT_PERMITTED, f"Backend ref to Service {key} not permitted by any ReferenceGrant.")
     if ref.port is None:
-        return bad("PortNotSpecified", "A valid port number corresponding to a port on the Service must be specified")
+        return bad(Reason.PORT_NOT_SPECIFIED,
+                   "A valid port number corresponding to a port on the Service must be specified")
     svc = state.services.get(key)
     if svc is None:
-        return bad("BackendNotFound", f"service {key} not found")
+        return bad(Reason.BACKEND_NOT_FOUND, f"service {key} not found")
     if svc.type == "ExternalName":
-        return bad("UnsupportedValue", f"Service {key} is of type ExternalName, which is not supported as a backend; "
-                   "use an Envoy Gateway Backend resource with an FQDN endpoint instead")
-    sp = next((p for p in svc.ports if p.port == ref.port and p.protocol == "TCP"), None)
+        return bad(Reason.UNSUPPORTED_VALUE, f"Service {key} is of type ExternalName, which is not supported as a "
+                   "backend; use an Envoy Gateway Backend resource with an FQDN endpoint instead")
+    sp = next((p for p in svc.ports if p.port == ref.port and p.protocol == protocol), None)
     if sp is None:
-        return bad("PortNotFound", f"TCP Port {ref.port} not found on Service {key}")
+        return bad(Reason.PORT_NOT_FOUND, f"{protocol} Port {ref.port} not found on Service {key}")
+    tls = None
+    if ref.weight > 0 and route.kind != "UDPRoute":
+        policy = policies.for_backend(ns, ref.name, sp.name)
+        if policy is not None and policy.error is not None and policy.conflict is None:
+            return ResolvedBackend(ref, ns, key, ref.port, ref.weight, INVALID_BACKEND_TLS, policy.error[2],
+                                   str(sp.target_port), _ready_endpoints(state, svc, sp.name), sp.name, protocol)
+        if policy is not None and policy.conflict is None:
+            tls = policy.bundle
     return ResolvedBackend(ref, ns, key, ref.port, ref.weight, None, None, str(sp.target_port),
-                           _ready_endpoints(state, svc, sp.name))
+                           _ready_endpoints(state, svc, sp.name), sp.name, protocol, tls)
 
 
 def _ready_endpoints(state: ClusterState, svc: Service, port_name: str) -> int:
@@ -599,3 +705,18 @@ def _ready_endpoints(state: ClusterState, svc: Service, port_name: str) -> int:
             continue
         count += sum(len(e.addresses) for e in es.endpoints if e.ready)
     return count
+
+
+def _policy_ancestors(rc: RouteContext, policies: Policies) -> None:
+    """Every parentRef of the route becomes an ancestor of the policies its backends fall under."""
+    covered: list[PolicyContext] = []
+    for rule in rc.route.rules:
+        for b in rc.backends.get(rule.index, ()):
+            if b.reason not in (None, INVALID_BACKEND_TLS) or b.weight == 0:
+                continue  # no Service port was resolved: no policy can apply
+            policy = policies.for_backend(b.namespace, b.ref.name, b.port_name)
+            if policy is not None and policy not in covered:
+                covered.append(policy)
+    for policy in covered:
+        for ps in rc.parents:
+            policy.add_ancestor(ancestor_ref(ps.ref))

@@ -32,6 +32,7 @@ from .router import (
     nginx_order,
     resolve_backend,
     route,
+    route_request,
 )
 
 __all__ = [
@@ -62,5 +63,6 @@ __all__ = [
     "resolve_backend",
     "resolve_class",
     "route",
+    "route_request",
     "running_controllers",
 ]

@@ -50,6 +50,11 @@ class IngressController:
     watch_without_class: bool
     pods: tuple[ControllerPod, ...]
     image: str = ""  # the controller container's image (its version decides the admission webhook's checks)
+    # The first pod's command-line flags (--configmap, --enable-ssl-passthrough, ...), name → value.
+    flags: tuple[tuple[str, str], ...] = ()
+
+    def flag(self, name: str, default: str = "") -> str:
+        return next((v for n, v in self.flags if n == name), default)
 
     @property
     def ready_pods(self) -> tuple[ControllerPod, ...]:
@@ -114,6 +119,7 @@ def controllers_among(pods: Iterable[Pod]) -> list[IngressController]:
     """The Ingress controllers these pods run, grouped by their class flags."""
     groups: dict[tuple[str, str, bool], list[ControllerPod]] = {}
     images: dict[tuple[str, str, bool], str] = {}
+    all_flags: dict[tuple[str, str, bool], tuple[tuple[str, str], ...]] = {}
     for pod in pods:
         if pod.terminating or pod.phase in ("Succeeded", "Failed"):
             continue
@@ -130,8 +136,9 @@ def controllers_among(pods: Iterable[Pod]) -> list[IngressController]:
                 ControllerPod(pod.key, pod.pod_ip, pod.node_name, pod.ready and pod.phase == "Running",
                               "" if pod.ready else pod.not_ready_reason or pod.phase))
             images.setdefault(ident, container.image)
+            all_flags.setdefault(ident, tuple(sorted(flags.items())))
             break
-    return [IngressController(c, ic, w, tuple(members), images[(c, ic, w)])
+    return [IngressController(c, ic, w, tuple(members), images[(c, ic, w)], all_flags[(c, ic, w)])
             for (c, ic, w), members in sorted(groups.items())]
 
 

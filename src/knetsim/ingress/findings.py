@@ -12,8 +12,12 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.objects import Ingress, IngressBackend
+from .annotations import parse as parse_annotations
+from .backends import closest_name, resolve_backend
+from .config import controller_config
 from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
-from .router import closest_name, nginx_order, resolve_backend
+from .router import nginx_order
+from .servers import CATCH_ALL, Model, nginx_path_type
 from .webhook import denial, invalid_paths, strict_path_validation
 
 KIND_INGRESS_NGINX = "kubectl apply -f https://kind.sigs.k8s.io/examples/ingress/deploy-ingress-nginx.yaml"
@@ -130,6 +134,7 @@ def ingress_findings(state: ClusterState, namespace: str | None = None) -> list[
     for ing in sorted(ingresses, key=lambda i: i.key):
         out.extend(_class_findings(state, ing, controllers))
         out.extend(_webhook_findings(state, ing, controllers))
+        out.extend(_annotation_findings(state, ing, controllers))
         if ing.default_backend is not None:
             out.extend(_backend_findings(state, ing, ing.default_backend, "spec.defaultBackend",
                                          "/spec/defaultBackend"))
@@ -160,6 +165,108 @@ def _webhook_findings(state: ClusterState, ing: Ingress, controllers: list[Ingre
     return out
 
 
+_EFFECT_FINDINGS = {
+    "rejected": ("IngressAnnotationRejected", "error",
+                 "the controller refuses this Ingress: its admission webhook denies kubectl apply, and an Ingress "
+                 "that exists anyway is skipped"),
+    "denied": ("IngressAnnotationDenied", "error", "every location of this Ingress answers 503"),
+    "ignored": ("IngressAnnotationIgnored", "warning", "the annotation's family is dropped: as if absent"),
+    "default": ("IngressAnnotationDefaulted", "warning", "the value is ignored and the default applies"),
+}
+
+
+def _annotation_findings(state: ClusterState, ing: Ingress,
+                         controllers: list[IngressController]) -> list[IngressFinding]:
+    """ingress-nginx's annotations as the claiming controller reads them: values it refuses, snippets, canaries
+    that match nothing, annotations it does not know."""
+    from .annotations import parse
+    from .annotations.values import PREFIX
+    from .config import controller_config
+
+    res = resolve_class(state, ing, controllers)
+    ctl = next((c for c in controllers if res.claimed and c.controller == res.controller), None)
+    if ctl is None or not any(a.startswith(PREFIX) for a in ing.meta.annotations):
+        return []
+    config = controller_config(state, ctl)
+    parsed = parse(ing, config, state)
+    subject = f"Ingress {ing.key}"
+    out = []
+    for problem in parsed.problems:
+        code, severity, effect = _EFFECT_FINDINGS[problem.effect]
+        fix = (f"kubectl -n {ing.namespace} annotate ingress {ing.name} {problem.annotation}- (or give it a value "
+               "ingress-nginx accepts)")
+        if "Snippet directives are disabled" in problem.message or "risky annotation" in problem.message:
+            code = "IngressSnippetRefused" if "snippet" in problem.message.lower() else code
+            fix = ("snippets are arbitrary nginx configuration (CVE-2021-25742): express it with annotations, or, if "
+                   "the cluster's administrator accepts the risk, set allow-snippet-annotations: \"true\" and "
+                   "annotations-risk-level: Critical in the controller's ConfigMap")
+        message = problem.message if "503" in problem.message and problem.effect == "denied" \
+            else f"{problem.message} — {effect}"
+        out.append(IngressFinding(code, severity, subject, f"metadata.annotations[{problem.annotation}]", message,
+                                  fix))
+    for name, text in parsed.snippets.present():
+        out.append(IngressFinding(
+            "IngressSnippet", "warning", subject, f"metadata.annotations[{PREFIX}{name}]",
+            f"{name} pastes arbitrary nginx configuration into the controller ({' '.join(text.split())[:80]!r}): "
+            "knetsim does not run it, and no Gateway API object can carry it",
+            "replace it with the annotation or Gateway API filter that does the same, where one exists"))
+    for name in parsed.unknown:
+        near = closest_name(name[len(PREFIX):], sorted(_catalog()))
+        hint = f"; did you mean {PREFIX}{near}?" if near else ""
+        out.append(IngressFinding("IngressAnnotationUnknown", "warning", subject, f"metadata.annotations[{name}]",
+                                  f"{name} is not an annotation ingress-nginx reads: it has no effect{hint}",
+                                  f"kubectl -n {ing.namespace} annotate ingress {ing.name} {name}-"
+                                  + (f" {PREFIX}{near}={ing.meta.annotations[name]!r}" if near else "")))
+    if parsed.canary.enabled and not parsed.rejected:
+        from .servers import build
+
+        claimed = [i for i in state.ingresses.values()
+                   if resolve_class(state, i, controllers).controller == ctl.controller]
+        model = build(state, claimed, config)
+        for dropped_ing, why in model.canaries_dropped:
+            if dropped_ing is ing:
+                out.append(IngressFinding("IngressCanaryUnmatched", "warning", subject, "spec.rules",
+                                          f"canary Ingress: {why}: no traffic reaches its backend",
+                                          "give the canary the same host, path and pathType as the Ingress it "
+                                          "shadows, with another backend Service"))
+        out.extend(_canary_elsewhere(ing, model, subject))
+    return out
+
+
+def _canary_elsewhere(ing: Ingress, model: Model, subject: str) -> list[IngressFinding]:
+    """ingress-nginx hangs a canary on the primary's upstream (``mergeAlternativeBackends``) and its balancer picks
+    by upstream, so every location proxying to that Service port — other hosts and paths included — gets it."""
+    own = {(_server_key(rule.host), spec.path or "/") for rule in ing.rules for spec in rule.paths}
+    out = []
+    for primary, canary in sorted(model.canaries.items()):
+        if canary.ingress is not ing:
+            continue
+        elsewhere = sorted({f"{loc.host or '*'}{loc.ingress_path} (Ingress {loc.ingress.key})"
+                            for server in model.servers.values() for loc in server.locations
+                            if loc.upstream == primary and loc.ingress is not None
+                            and (server.name, loc.ingress_path) not in own})
+        if not elsewhere:
+            continue
+        shown = ", ".join(elsewhere[:4]) + (f" and {len(elsewhere) - 4} more" if len(elsewhere) > 4 else "")
+        out.append(IngressFinding(
+            "IngressCanaryShared", "warning", subject, "metadata.annotations[nginx.ingress.kubernetes.io/canary]",
+            f"the canary is attached to upstream {primary}, not to a host: ingress-nginx's balancer also sends "
+            f"{shown} to {canary.backend.describe()} by the same header, cookie and weight",
+            "route those paths to a Service of their own (another Service selecting the same pods, or another port), "
+            "so that only the path the canary repeats uses this upstream"))
+    return out
+
+
+def _server_key(host: str) -> str:
+    return host.lower() if host else CATCH_ALL
+
+
+def _catalog() -> list[str]:
+    from .annotations.catalog import CATALOG
+
+    return list(CATALOG)
+
+
 def _shadowed_paths(state: ClusterState, controllers: list[IngressController],
                     namespace: str | None) -> list[IngressFinding]:
     """The same host, path and type in two Ingresses of one controller: ingress-nginx silently keeps the first."""
@@ -171,10 +278,14 @@ def _shadowed_paths(state: ClusterState, controllers: list[IngressController],
     out = []
     for controller in sorted(claimed):
         seen: dict[tuple[str, str, str], Ingress] = {}
+        ctl = next(c for c in controllers if c.controller == controller)
+        config = controller_config(state, ctl)
         for ing in nginx_order(claimed[controller]):
+            if parse_annotations(ing, config, state).canary.enabled:
+                continue  # a canary adds no location: it is the alternative backend of the path it repeats
             for r, rule in enumerate(ing.rules):
                 for i, p in enumerate(rule.paths):
-                    key = (rule.host.lower(), p.path or "/", p.path_type)
+                    key = (rule.host.lower(), p.path or "/", nginx_path_type(p.path_type))
                     first = seen.setdefault(key, ing)
                     if first is ing or (namespace is not None and ing.namespace != namespace):
                         continue

@@ -20,15 +20,11 @@ past ``saferegex.MATCH_TIMEOUT`` is given up on (``location_matches`` raises Reg
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from regex import Pattern
 
 from ..model import saferegex
 
-NGINX = "nginx.ingress.kubernetes.io/"
-USE_REGEX = f"{NGINX}use-regex"
-REWRITE_TARGET = f"{NGINX}rewrite-target"
 _CAPTURE = re.compile(r"\$(\d)")
 
 
@@ -45,15 +41,6 @@ def location_matches(path: str, request_path: str) -> bool:
     """Does ``location ~* "^<path>"`` match? Raises ``saferegex.RegexTimeout`` for a match that runs away."""
     pattern = compiled(path)
     return pattern is not None and saferegex.match(pattern, request_path) is not None
-
-
-def needs_rewrite(path: str, annotations: Mapping[str, str]) -> bool:
-    target = annotations.get(REWRITE_TARGET) or ""
-    return bool(target) and target != path
-
-
-def enforces_regex(path: str, annotations: Mapping[str, str]) -> bool:
-    return annotations.get(USE_REGEX) == "true" or needs_rewrite(path, annotations)
 
 
 def rewrite(path: str, target: str, uri_path: str, query: str) -> str:

@@ -1,56 +1,57 @@
-"""``route``: which Ingress, rule, path and backend Service:port serve an HTTP request.
+"""``route``: which Ingress, rule, path and backend Service:port serve an HTTP request — and what the
+client receives once the annotations have run.
 
-The request reaches one controller (``--class``, else the default IngressClass's, else the
-only one running). That controller merges every Ingress it claims the way ingress-nginx
-does (``controller.go`` ``createServers`` / ``getBackendServers``):
+The request reaches one controller (``--class``, else the default IngressClass's, else the only
+one running). That controller's configuration is ingress-nginx's (``servers.py``: one server per
+host with its locations, built from every Ingress it claims, in its order), read with its
+ConfigMap (``config.py``) and each Ingress's annotations (``annotations/``):
 
-1. Ingresses are ordered oldest first; at equal ``creationTimestamp`` by namespace/name
-   **descending** (``sortIngressSlice``: ``return in > jn``). A manifest without a
-   timestamp counts as created now, after every object that has one.
-2. One nginx ``server`` per rule host, ``_`` for rules without host (the catch-all). The
-   first Ingress naming a host creates its server; the server's root default is that
-   Ingress's ``spec.defaultBackend`` (if it has one), else the controller's default backend
-   (404). The catch-all's default is the first Ingress that has a ``defaultBackend`` and no
-   rules at all.
-3. Every path becomes a location of its host's server; a second path with the same string
-   and type on the same host is dropped ("Location already configured"): the first wins.
-4. A request picks the server by Host (port ignored): exact name, else a one-label
-   wildcard, else the catch-all. Only that server's locations are consulted, so rules
-   without host never serve a host that has rules of its own.
-5. Within the server the longest matching path wins, Exact over Prefix at equal length,
-   then the order of step 1 (and declaration order within an Ingress). Nothing matches:
-   the server's default.
+1. the server for the Host (port ignored): exact name or alias, else a one-label wildcard, else
+   the catch-all ``_``; a ``from-to-www-redirect`` name answers 308 to the rule's host. Rules
+   without host never serve a host that has rules of its own;
+2. the location nginx picks (``locations.py``): exact, then ``/foo`` → ``/foo/`` 301, then the
+   longest prefix; in a regex server (``use-regex`` or ``rewrite-target`` on any Ingress of the
+   host) the first case-insensitive regex, longest path first;
+3. the location's annotations in nginx's phase order (``phases.py``): redirects, CORS, rewrites,
+   the redirect to https, the canary, limits, source ranges, authentication, the proxying, custom
+   error pages, response headers.
+
+Every other candidate path is explained.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model import saferegex
-from ..model.http import RouteAnswer, plain
-from ..model.labels import edit_distance
-from ..model.objects import Ingress, IngressBackend, IngressPath, Service
+from ..model.http import EXTERNAL_CLIENT, HTTPRequest, HTTPRequestError, RouteAnswer, plain
+from ..model.objects import Ingress, IngressBackend
+from . import errorpages, phases
+from .annotations import access as access_rules
+from .annotations.canary import Decision
+from .annotations.limits import Burst
+from .backends import BackendTarget, resolve_backend
+from .config import ControllerConfig, controller_config
 from .controllers import ClassResolution, IngressController, default_classes, resolve_class, running_controllers
+from .locations import Found, find, regex_hit
 from .matching import (
     EXACT,
     IMPLEMENTATION_SPECIFIC,
     effective_path,
-    effective_path_type,
     host_matches,
     host_mismatch_reason,
-    match_length,
     normalize_host,
     normalize_request_path,
     path_matches,
     path_mismatch_reason,
-    string_prefix_only,
 )
-from .nginxregex import REWRITE_TARGET, USE_REGEX, enforces_regex, location_matches, needs_rewrite, regex_error, rewrite
+from .nginxregex import regex_error
+from .servers import CATCH_ALL, DEFAULT_UPSTREAM, Location, Model, Server, build, nginx_order
 from .webhook import invalid_paths, path_message, strict_path_validation
 
-CATCH_ALL = "_"
 FAKE_CERTIFICATE = "Kubernetes Ingress Controller Fake Certificate"
 
 # Outcomes. Only ROUTED means a Service backend was chosen (exit code 0).
@@ -59,10 +60,16 @@ NOT_FOUND = "not-found"
 BACKEND_MISSING = "backend-missing"
 UNSUPPORTED_BACKEND = "unsupported-backend"
 NO_CONTROLLER = "no-controller"
+REDIRECT = phases.REDIRECT
+DENIED = phases.DENIED
+UNAUTHORIZED = phases.UNAUTHORIZED
+TOO_LARGE = phases.TOO_LARGE
+PREFLIGHT = phases.PREFLIGHT
+AUTH_ERROR = phases.AUTH_ERROR
 
 
 class RouteError(ValueError):
-    """The request itself is malformed (path not absolute, unknown scheme)."""
+    """The request itself is malformed (path not absolute, unknown scheme, bad header or address)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,10 @@ class Request:
     class_name: str | None
     server_name: str  # the Host header as nginx compares it
     normalized_path: str  # the URI path nginx matches locations against
+    method: str = "GET"
+    client_ip: str = EXTERNAL_CLIENT  # $remote_addr: the address nginx sees the request come from
+    body_size: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,34 +105,7 @@ class Match:
     path_index: int | None
     path: str | None
     path_type: str | None
-    matched_as: str | None  # Exact | Prefix (ImplementationSpecific is matched as Prefix)
-
-
-@dataclass(frozen=True, slots=True)
-class BackendTarget:
-    service: str | None  # namespace/name
-    service_type: str | None
-    port: int | None  # the Service port
-    port_name: str
-    requested_port: str  # what the Ingress wrote: a number or a port name
-    target_port: str | None
-    cluster_ip: str | None
-    external_name: str | None
-    ready_endpoints: int | None
-    resource: str | None
-    problem: str | None
-
-    @property
-    def routable(self) -> bool:
-        return self.service is not None and self.resource is None and self.problem is None
-
-    def describe(self) -> str:
-        if self.resource is not None:
-            return f"resource {self.resource}"
-        if self.port is None:
-            return f"{self.service}:{self.requested_port}"
-        name = f" ({self.port_name})" if self.port_name else ""
-        return f"{self.service}:{self.port}{name}"
+    matched_as: str | None  # the nginx location that matched: "= /p", "/p/", '~* "^/p"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +128,7 @@ class Candidate:
     path_type: str | None
     backend: str
     verdict: str  # chosen | host-mismatch | host-shadowed | path-mismatch | shorter | exact-preferred | order
-    #              | duplicate | not-used | class-mismatch | no-controller | rejected
+    #              | duplicate | not-used | class-mismatch | no-controller | rejected | canary
     reason: str
 
 
@@ -152,7 +136,7 @@ class Candidate:
 class RouteResult:
     request: Request
     outcome: str
-    http_status: int | None  # what the controller itself answers (404, 503, 308), None when it proxies
+    http_status: int | None  # what the controller itself answers (404, 503, 308, 403...), None when it proxies
     via: str | None  # "rule" | "ingress-default-backend" | "controller-default-backend"
     summary: str
     controller: ControllerRef | None
@@ -160,196 +144,54 @@ class RouteResult:
     match: Match | None
     backend: BackendTarget | None
     tls: TLSInfo
-    redirect: str | None
+    redirect: str | None  # the Location of a redirect the controller answers
     candidates: tuple[Candidate, ...] = ()
     notes: tuple[str, ...] = ()
     upstream: str | None = None  # the URI the backend receives (a rewrite-target applied), when routed
+    response: phases.Response | None = None  # nginx's own answer: status, headers, body
+    upstream_request: phases.Upstream | None = None  # the request as the backend receives it
+    response_headers: dict[str, str] = field(default_factory=dict)  # what the controller adds to the backend's answer
+    steps: tuple[phases.Step, ...] = ()  # the annotations that acted, in nginx's order
+    canary: Decision | None = None
+    burst: Burst | None = None
+    shares: tuple[tuple[str, float], ...] = ()  # a canary-weight split: "ns/svc:port" → share of requests
 
     @property
     def routed(self) -> bool:
         return self.outcome == ROUTED
 
     def to_dict(self) -> dict[str, Any]:
-        return plain(self)
+        out = plain(self)
+        out["request"]["headers"] = {n: v for n, v in reversed(self.request.headers)}
+        out["steps"] = [str(s) for s in self.steps]
+        out["shares"] = dict(self.shares)
+        return out
 
     def answer(self) -> RouteAnswer:
         """What the client observes, comparable with a Gateway's answer (``model.http``)."""
         backend = None
-        if self.backend is not None and self.backend.routable and self.redirect is None:
+        if self.backend is not None and self.backend.routable and self.redirect is None and self.routed:
             backend = f"{self.backend.service}:{self.backend.port}"
         upstream = self.upstream if backend is not None else None
-        return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary)
-
-
-# --- the controller's merged configuration --------------------------------------------
-
-
-@dataclass(slots=True)
-class _Location:
-    ingress: Ingress
-    rule: int
-    index: int
-    host: str
-    spec: IngressPath
-
-    @property
-    def path(self) -> str:
-        return effective_path(self.spec.path)
-
-
-@dataclass(slots=True)
-class _Server:
-    name: str
-    creator: Ingress | None
-    default: tuple[Ingress, IngressBackend] | None
-    locations: list[_Location] = field(default_factory=list)
-    # The first location whose Ingress turns this server's locations into regexes (use-regex, rewrite-target).
-    regex_by: _Location | None = None
-
-
-@dataclass(slots=True)
-class _Config:
-    ordered: list[Ingress]
-    servers: dict[str, _Server]
-    duplicates: list[tuple[_Location, _Location]]  # (dropped, kept)
-
-
-def nginx_order(ingresses: list[Ingress]) -> list[Ingress]:
-    """ingress-nginx ``sortIngressSlice``: oldest first, then namespace/name descending."""
-    items = sorted(ingresses, key=lambda i: i.key, reverse=True)
-    items.sort(key=lambda i: (i.meta.creation_timestamp is None, i.meta.creation_timestamp or ""))
-    return items
-
-
-def _server_key(host: str) -> str:
-    return host.lower() or CATCH_ALL
-
-
-def _merge(ingresses: list[Ingress]) -> _Config:
-    ordered = nginx_order(ingresses)
-    servers = {CATCH_ALL: _Server(CATCH_ALL, None, None)}
-    for ing in ordered:
-        own_default = (ing, ing.default_backend) if ing.default_backend is not None else None
-        if own_default and not ing.rules and servers[CATCH_ALL].default is None:
-            servers[CATCH_ALL].default = own_default
-        for rule in ing.rules:
-            key = _server_key(rule.host)
-            if key not in servers:
-                servers[key] = _Server(key, ing, own_default)
-    duplicates: list[tuple[_Location, _Location]] = []
-    for ing in ordered:
-        for r, rule in enumerate(ing.rules):
-            server = servers[_server_key(rule.host)]
-            for i, spec in enumerate(rule.paths):
-                loc = _Location(ing, r, i, rule.host, spec)
-                kept = next((k for k in server.locations
-                             if k.path == loc.path and k.spec.path_type == spec.path_type), None)
-                if kept is not None:
-                    duplicates.append((loc, kept))
-                else:
-                    server.locations.append(loc)
-                    if server.regex_by is None and enforces_regex(loc.path, ing.meta.annotations):
-                        server.regex_by = loc
-    return _Config(ordered, servers, duplicates)
-
-
-def _pick_server(config: _Config, server_name: str) -> _Server:
-    if server_name and server_name in config.servers and not server_name.startswith("*."):
-        return config.servers[server_name]
-    wild = sorted(n for n in config.servers if n.startswith("*.") and host_matches(n, server_name))
-    return config.servers[wild[0]] if wild else config.servers[CATCH_ALL]
-
-
-def _rank(loc: _Location) -> tuple[int, int]:
-    exact = effective_path_type(loc.spec.path_type) == EXACT
-    return match_length(loc.spec.path_type, loc.spec.path), 1 if exact else 0
-
-
-def _order_reason(first: Ingress, second: Ingress) -> str:
-    if first is second:
-        return f"declared earlier in {first.key}"
-    a, b = first.meta.creation_timestamp, second.meta.creation_timestamp
-    if a != b:
-        return f"Ingress {first.key} is older"
-    return (f"same creationTimestamp: ingress-nginx orders by namespace/name descending, so {first.key} "
-            f"comes before {second.key}")
-
-
-# --- backends ---------------------------------------------------------------------------
-
-
-def closest_name(word: str, options: list[str]) -> str | None:
-    scored = sorted((edit_distance(word, o), o) for o in options if o != word)
-    if scored and scored[0][0] <= 2 and scored[0][0] < len(word):
-        return scored[0][1]
-    return None
-
-
-def _ports_text(svc: Service) -> str:
-    return ", ".join(f"{p.name + ' ' if p.name else ''}{p.port}/{p.protocol}" for p in svc.ports) or "none"
-
-
-def _ready_endpoints(state: ClusterState, svc: Service, port_name: str) -> int:
-    ready: set[str] = set()
-    for es in state.slices_for(svc):
-        if es.ports and not any(p.name == port_name for p in es.ports):
-            continue
-        for ep in es.endpoints:
-            if ep.ready and ep.addresses:
-                ready.add(ep.addresses[0])
-    return len(ready)
-
-
-def resolve_backend(state: ClusterState, namespace: str, backend: IngressBackend) -> BackendTarget:
-    """The Service and Service port an Ingress backend names; a missing Service or port is reported, not raised."""
-    if backend.resource is not None:
-        r = backend.resource
-        group = f"{r.get('apiGroup')}/" if r.get("apiGroup") else ""
-        desc = f"{group}{r.get('kind')}/{r.get('name')}"
-        return BackendTarget(None, None, None, "", "", None, None, None, None, desc,
-                             f"resource backend {desc}: knetsim routes only to Services (ingress-nginx ignores "
-                             "non-Service backends)")
-    key = f"{namespace}/{backend.service_name}"
-    requested = str(backend.port_number) if backend.port_number is not None else backend.port_name
-    svc = state.services.get(key)
-    if svc is None:
-        names = sorted(s.name for s in state.services.values() if s.namespace == namespace)
-        near = closest_name(backend.service_name, names)
-        hint = f"; did you mean {near!r}?" if near else ""
-        return BackendTarget(key, None, None, "", requested, None, None, None, None, None,
-                             f"Service {key} not found{hint}")
-    if svc.type == "ExternalName":
-        # ingress-nginx proxies to the external name; the port need not be declared on the Service.
-        named = svc.port_named(backend.port_name) if backend.port_name else None
-        port = backend.port_number if backend.port_number is not None else (named.port if named else None)
-        return BackendTarget(key, svc.type, port, backend.port_name, requested, None, None, svc.external_name,
-                             None, None, None if port is not None else
-                             f"Service {key} (ExternalName) has no port named {backend.port_name!r}")
-    if backend.port_number is not None:
-        sp = next((p for p in svc.ports if p.port == backend.port_number), None)
-        if sp is None:
-            hint = ""
-            by_target = next((p for p in svc.ports if str(p.target_port) == str(backend.port_number)), None)
-            if by_target is not None:
-                hint = (f"; {backend.port_number} is the targetPort of Service port {by_target.port}"
-                        " — an Ingress names the Service port, not the container port")
-            elif len(svc.ports) == 1:
-                hint = f"; the Service's only port is {svc.ports[0].port}"
-            return BackendTarget(key, svc.type, None, "", requested, None, svc.cluster_ip, None, None, None,
-                                 f"Service {key} has no port {backend.port_number} (ports: {_ports_text(svc)}){hint}")
-    else:
-        sp = svc.port_named(backend.port_name)
-        if sp is None:
-            near = closest_name(backend.port_name, [p.name for p in svc.ports if p.name])
-            hint = f"; did you mean {near!r}?" if near else ""
-            return BackendTarget(key, svc.type, None, "", requested, None, svc.cluster_ip, None, None, None,
-                                 f"Service {key} has no port named {backend.port_name!r} "
-                                 f"(ports: {_ports_text(svc)}){hint}")
-    problem = None
-    if sp.protocol != "TCP":
-        problem = f"Service {key} port {sp.port} is {sp.protocol}; an Ingress proxies HTTP over TCP"
-    return BackendTarget(key, svc.type, sp.port, sp.name, requested, str(sp.target_port), svc.cluster_ip, None,
-                         _ready_endpoints(state, svc, sp.name), None, problem)
+        headers: dict[str, str] = {}
+        source = self.response.headers if self.response is not None else self.response_headers
+        for name, value in source.items():
+            if name.lower().startswith("access-control-") or name.lower() == "www-authenticate":
+                headers[name.lower()] = value
+        upstream_headers: dict[str, str] = {}
+        if self.upstream_request is not None and backend is not None:
+            upstream_headers["host"] = self.upstream_request.host.split(":", 1)[0] if not \
+                self.upstream_request.host.startswith("[") else self.upstream_request.host
+            for name, value in self.upstream_request.headers.items():
+                if name == "x-forwarded-prefix":
+                    upstream_headers[name] = value
+        shares = dict(self.shares) if backend is not None else {}
+        burst = (self.burst.requests, self.burst.allowed, self.burst.status) if self.burst is not None else None
+        certificate = None
+        if self.tls is not None and self.tls.terminated and self.tls.certificate is not None:
+            certificate = "fake" if self.tls.certificate == "fake" else self.tls.secret
+        return RouteAnswer(self.http_status, backend, self.redirect, upstream, self.summary, headers,
+                           upstream_headers, shares, burst, certificate)
 
 
 # --- controller selection -----------------------------------------------------------------
@@ -410,64 +252,65 @@ def _secret_exists(state: ClusterState, namespace: str, name: str) -> bool:
     return other is not None and not other.namespace
 
 
-def _tls(state: ClusterState, config: _Config, server: _Server, request: Request) -> tuple[TLSInfo, str | None]:
-    entry: tuple[Ingress, str] | None = None
-    if server.name != CATCH_ALL:
-        # ingress-nginx: the first Ingress (in merge order) with a rule for the host whose tls lists the host
-        # with a secretName gives the server its certificate.
-        for ing in config.ordered:
-            if not any(_server_key(r.host) == server.name for r in ing.rules):
-                continue
-            secret = next((t.secret_name for t in ing.tls
-                           if t.secret_name and any(h.lower() == server.name for h in t.hosts)), None)
-            if secret:
-                entry = (ing, secret)
-                break
+def _tls(state: ClusterState, model: Model, server: Server, request: Request) -> TLSInfo:
+    entry = server.certificate if server.name != CATCH_ALL else None
     if request.scheme == "http":
         if entry is None:
-            return TLSInfo(80, False, None, None, None, "plain HTTP on port 80"), None
+            return TLSInfo(80, False, None, None, None, "plain HTTP on port 80")
         ing, secret = entry
-        redirect = f"https://{request.server_name}{request.path}"
         return TLSInfo(80, False, None, f"{ing.namespace}/{secret}", ing.key,
-                       f"host {server.name} has TLS (Ingress {ing.key}): ingress-nginx answers http with "
-                       "308 Permanent Redirect to https (ssl-redirect defaults to true)"), redirect
+                       f"host {server.name} has TLS (Ingress {ing.key})")
     if entry is None:
         where = ("no Ingress rule names this host" if server.name == CATCH_ALL
                  else f"no Ingress lists {server.name} under spec.tls with a secretName")
         return TLSInfo(443, True, "fake", None, None,
                        f"{where}: TLS still terminates at the controller on 443, with its self-signed "
-                       f"'{FAKE_CERTIFICATE}'; clients that verify certificates fail"), None
+                       f"'{FAKE_CERTIFICATE}'; clients that verify certificates fail")
     ing, secret = entry
     key = f"{ing.namespace}/{secret}"
     if _secret_exists(state, ing.namespace, secret):
         detail = f"TLS terminates at the controller with Secret {key}; the hop to the Service is plain HTTP"
-        return TLSInfo(443, True, "secret", key, ing.key, detail), None
+        return TLSInfo(443, True, "secret", key, ing.key, detail)
     return TLSInfo(443, True, "secret-not-found", key, ing.key,
                    f"TLS terminates at the controller on 443; Secret {key} is not in the input, and if it is missing "
-                   f"in the cluster too ingress-nginx serves its '{FAKE_CERTIFICATE}'"), None
+                   f"in the cluster too ingress-nginx serves its '{FAKE_CERTIFICATE}'")
 
 
 # --- route ----------------------------------------------------------------------------------
 
 
-def route(state: ClusterState, host: str, path: str = "/", class_name: str | None = None,
-          scheme: str = "http") -> RouteResult:
+def route(state: ClusterState, host: str, path: str = "/", class_name: str | None = None, scheme: str = "http", *,
+          method: str = "GET", headers: tuple[tuple[str, str], ...] = (), client_ip: str | None = None,
+          body_size: int | None = None, burst: int | None = None) -> RouteResult:
     """Route one HTTP request through the cluster's Ingresses. Raises RouteError on a malformed request."""
     if scheme not in ("http", "https"):
         raise RouteError(f"scheme {scheme!r} is not http or https")
     try:
-        normalized = normalize_request_path(path)
+        request = HTTPRequest(host, path, method.upper(), scheme, None,
+                              tuple(headers), client_ip, body_size)
+    except HTTPRequestError as exc:
+        raise RouteError(str(exc)) from None
+    return route_request(state, request, class_name, burst=burst)
+
+
+def route_request(state: ClusterState, http: HTTPRequest, class_name: str | None = None, *,
+                  burst: int | None = None) -> RouteResult:
+    """Route an ``HTTPRequest`` (the type a migration check sends through both sides)."""
+    try:
+        normalized = normalize_request_path(http.path)
     except ValueError as exc:
         raise RouteError(str(exc)) from None
-    request = Request(host, path, scheme, 443 if scheme == "https" else 80, class_name, normalize_host(host),
-                      normalized)
+    if burst is not None and burst < 1:
+        raise RouteError(f"a burst of {burst} requests is not a burst: give 1 or more")
+    port = 443 if http.scheme == "https" else 80
+    request = Request(http.host, http.path, http.scheme, port, class_name, normalize_host(http.host), normalized,
+                      http.method, http.client_ip or EXTERNAL_CLIENT, http.body_size, http.headers)
     notes: list[str] = []
-    if normalized != path.split("?", 1)[0].split("#", 1)[0]:
+    if normalized != http.path_only:
         notes.append(f"nginx matches the normalized path {normalized}")
-    controllers = running_controllers(state)
-    selection = _select(state, controllers, class_name)
+    view = controller_view(state, class_name)
+    selection, resolutions = view.selection, view.resolutions
     notes.extend(selection.notes)
-    resolutions = {key: resolve_class(state, ing, controllers) for key, ing in state.ingresses.items()}
     ctl = selection.controller
     if ctl is None or not ctl.serving:
         reason = selection.how if ctl is None else (
@@ -477,122 +320,208 @@ def route(state: ClusterState, host: str, path: str = "/", class_name: str | Non
         tls = TLSInfo(request.port, False, None, None, None, "no controller answers")
         return RouteResult(request, NO_CONTROLLER, None, None, f"no controller serves this request: {reason}",
                            None, None, None, None, tls, None, tuple(candidates), tuple(notes))
-    pod = ctl.pod
-    controller_ref = ControllerRef(selection.class_name, ctl.controller, pod.pod if pod else None,
-                                   pod.ip if pod else None, tuple(p.pod for p in ctl.pods), selection.how)
-    in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
-               if r.claimed and r.controller == ctl.controller]
-    candidates = _outside_view(state, resolutions, ctl)
-    if strict_path_validation(ctl):
-        for ing in [i for i in in_view if invalid_paths(i.raw)]:
-            in_view.remove(ing)
-            candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
-                                     + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
-                                     + "): kubectl apply fails and it does not exist")
+    assert view.controller is not None and view.model is not None
+    controller_ref = view.controller
+    config = view.model.config
+    model = view.model
+    notes.extend(f"ConfigMap {config.source}: {p}" for p in config.problems)
+    candidates = list(view.candidates)
     notes.extend(_unserved_matches(state, resolutions, ctl, request))
-    config = _merge(in_view)
-    server = _pick_server(config, request.server_name)
-    regex_by = server.regex_by
-    if regex_by is not None:
-        # nginx takes the first regex location that matches; ingress-nginx writes them longest first.
-        best = next((loc for loc in _regex_order(server) if _regex_hit(loc, normalized)), None)
-        notes.append(_regex_note(server, regex_by))
-        notes.extend(f"regex {loc.path!r} of {loc.ingress.key} ran past {saferegex.MATCH_TIMEOUT * 1000:.0f} ms on "
-                     f"{normalized}: counted as no match (nginx's PCRE stops at its match limit and answers 500)"
-                     for loc in _regex_order(server) if _regex_hit(loc, normalized) is None)
-    else:
-        matching = [loc for loc in server.locations if path_matches(loc.spec.path_type, loc.spec.path, normalized)]
-        best = max(matching, key=_rank) if matching else None  # max keeps the first of equals: merge order
-    candidates += _path_candidates(config, server, best, request)
-    candidates += _default_candidates(state, config, server, best)
-    tls, redirect = _tls(state, config, server, request)
+    exchange = _exchange(request, config)
+    target = f"{request.scheme}://{request.host}{request.path}"
+    if request.server_name in model.redirect_servers and request.server_name not in model.servers:
+        return _www_redirect(model, request, exchange, controller_ref, tuple(candidates), notes)
+    server = model.server_for(request.server_name)
+    found = find(server, normalized)
+    tls = _tls(state, model, server, request)
+    candidates += _path_candidates(model, server, found, request)
+    candidates += _default_candidates(model, server, found)
+    candidates += _canary_candidates(model)
     candidates.sort(key=lambda c: (c.ingress, -1 if c.rule is None else c.rule,
                                    -1 if c.path_index is None else c.path_index))
-    notes.extend(_path_notes(server, best, normalized))
-    target = f"{scheme}://{host}{path}"
-    if best is not None:
-        match = Match(best.ingress.key, best.rule, best.host, best.index, best.path, best.spec.path_type,
-                      effective_path_type(best.spec.path_type))
-        backend = resolve_backend(state, best.ingress.namespace, best.spec.backend)
-        where = (f"Ingress {best.ingress.key} rule {best.rule} (host {best.host or '*'}) path {best.path} "
-                 f"({best.spec.path_type})")
-        via = "rule"
-    elif server.default is not None:
-        ing, default = server.default
-        match = Match(ing.key, None, None, None, None, None, None)
-        backend = resolve_backend(state, ing.namespace, default)
-        where = f"no path matched; spec.defaultBackend of Ingress {ing.key}"
-        via = "ingress-default-backend"
+    if server.regex:
+        notes.append(_regex_note(server))
+        notes.extend(f"regex {loc.path!r} of {loc.ingress.key if loc.ingress else '-'} ran past "
+                     f"{saferegex.MATCH_TIMEOUT * 1000:.0f} ms on {normalized}: counted as no match (nginx's PCRE "
+                     "stops at its match limit and answers 500)" for loc in found.timed_out)
+    notes.extend(_path_notes(server, found))
+    served = phases.serve(model, server, found, exchange, state, burst=burst)
+    return _result(state, model, request, controller_ref, server, found, served, tls, candidates, notes, target)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerView:
+    """What one controller serves: the selection, every Ingress's claim, and the configuration it writes."""
+
+    selection: _Selection
+    resolutions: dict[str, ClassResolution]
+    controller: ControllerRef | None = None
+    model: Model | None = None
+    candidates: tuple[Candidate, ...] = ()  # Ingresses outside its view, or refused by it
+
+
+_VIEWS: weakref.WeakKeyDictionary[ClusterState, dict[str | None, ControllerView]] = weakref.WeakKeyDictionary()
+
+
+def controller_view(state: ClusterState, class_name: str | None = None) -> ControllerView:
+    """The controller a request reaches (``--class``, else the default class's, else the only one) and the
+    configuration it writes; computed once per state and class (the state is read-only once built)."""
+    cached = _VIEWS.setdefault(state, {})
+    if class_name in cached:
+        return cached[class_name]
+    controllers = running_controllers(state)
+    selection = _select(state, controllers, class_name)
+    resolutions = {key: resolve_class(state, ing, controllers) for key, ing in state.ingresses.items()}
+    ctl = selection.controller
+    if ctl is None or not ctl.serving:
+        view = ControllerView(selection, resolutions)
     else:
-        summary = (f"{target}: no rule path matched on server {server.name} and no defaultBackend applies: "
-                   "the controller's default backend answers 404")
-        return RouteResult(request, NOT_FOUND, 404, "controller-default-backend", summary, controller_ref,
-                           server.name, None, None, tls, redirect, tuple(candidates), tuple(notes))
-    upstream = _upstream(request, best)
-    if upstream != request.path and best is not None:
-        notes.append(f"rewrite-target {best.ingress.meta.annotations.get(REWRITE_TARGET)!r} of Ingress "
-                     f"{best.ingress.key}: the backend receives {upstream}")
-    result = _finish(request, controller_ref, server, match, backend, where, via, tls, redirect, candidates, notes)
-    return replace(result, upstream=upstream if result.routed else None)
+        pod = ctl.pod
+        ref = ControllerRef(selection.class_name, ctl.controller, pod.pod if pod else None, pod.ip if pod else None,
+                            tuple(p.pod for p in ctl.pods), selection.how)
+        in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
+                   if r.claimed and r.controller == ctl.controller]
+        candidates = _outside_view(state, resolutions, ctl)
+        if strict_path_validation(ctl):
+            for ing in [i for i in in_view if invalid_paths(i.raw)]:
+                in_view.remove(ing)
+                candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
+                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                         + "): kubectl apply fails and it does not exist")
+        model = build(state, in_view, controller_config(state, ctl))
+        for key, reasons in sorted(model.refused.items()):
+            candidates += _all_paths(state.ingresses[key], "rejected", "the controller refuses this Ingress ("
+                                     + "; ".join(reasons) + "): its admission webhook denies kubectl apply, and it "
+                                     "does not exist")
+        view = ControllerView(selection, resolutions, ref, model, tuple(candidates))
+    cached[class_name] = view
+    return view
 
 
-def _regex_hit(loc: _Location, path: str) -> bool | None:
-    """Does the location's regex match? None when the match ran past the time bound."""
-    try:
-        return location_matches(loc.path, path)
-    except saferegex.RegexTimeout:
-        return None
-
-
-def _regex_order(server: _Server) -> list[_Location]:
-    return sorted(server.locations, key=lambda loc: -len(loc.path))  # stable: merge order among equals
-
-
-def _regex_note(server: _Server, by: _Location) -> str:
-    why = "use-regex" if by.ingress.meta.annotations.get(USE_REGEX) == "true" else "rewrite-target"
-    text = (f"server {server.name}: Ingress {by.ingress.key} sets {why}, so ingress-nginx writes every location of "
-            "this host as a case-insensitive regex anchored at the start (`location ~* \"^<path>\"`), tried "
-            "longest path first, Exact and Prefix paths included")
-    broken = [f"{loc.ingress.key} {regex_error(loc.path)}" for loc in server.locations if regex_error(loc.path)]
-    if broken:
-        text += "; " + "; ".join(broken) + " (nginx would refuse the configuration)"
-    return text
-
-
-def _upstream(request: Request, best: _Location | None) -> str:
-    """The request line's URI as the backend receives it: unchanged, or rewritten by the location's rewrite-target."""
+def _exchange(request: Request, config: ControllerConfig) -> phases.Exchange:
+    peer = request.client_ip
+    client = peer
+    if config.use_forwarded_headers:
+        forwarded = next((v for n, v in request.headers if n.lower() == config.forwarded_for_header.lower()), None)
+        client = access_rules.real_ip(peer, forwarded, config.proxy_real_ip_cidr)
     query = request.path.partition("?")[2]
-    if best is None or not needs_rewrite(best.path, best.ingress.meta.annotations):
-        return request.path
-    return rewrite(best.path, best.ingress.meta.annotations[REWRITE_TARGET], request.normalized_path,
-                   query.split("#", 1)[0])
+    return phases.Exchange(request.method, request.scheme, request.host, request.server_name,
+                           request.path.split("#", 1)[0], request.normalized_path, query.split("#", 1)[0],
+                           request.headers, peer, client, request.body_size)
 
 
-def _finish(request: Request, controller: ControllerRef, server: _Server, match: Match, backend: BackendTarget,
-            where: str, via: str, tls: TLSInfo, redirect: str | None, candidates: list[Candidate],
-            notes: list[str]) -> RouteResult:
-    target = f"{request.scheme}://{request.host}{request.path}"
-    if backend.resource is not None:
-        outcome, status = UNSUPPORTED_BACKEND, None
-        summary = f"{target} → {where} → {backend.problem}"
-    elif backend.problem is not None:
-        outcome, status = BACKEND_MISSING, 503
-        summary = f"{target} → {where} → {backend.problem} (ingress-nginx answers 503)"
-    else:
-        outcome, status = ROUTED, None
+def _www_redirect(model: Model, request: Request, exchange: phases.Exchange, controller: ControllerRef,
+                  candidates: tuple[Candidate, ...], notes: list[str]) -> RouteResult:
+    to = model.redirect_servers[request.server_name]
+    scheme, port = request.scheme, str(request.port)
+    if model.config.use_forwarded_headers:
+        scheme = next((v for n, v in request.headers if n.lower() == "x-forwarded-proto"), scheme)
+        port = next((v for n, v in request.headers if n.lower() == "x-forwarded-port"), port)
+    uri = exchange.request_uri[:-1] if exchange.request_uri.endswith("/") else exchange.request_uri
+    location = f"{scheme}://{to}:{port}{uri}"
+    status = model.config.http_redirect_code
+    creator = model.servers[to].creator
+    summary = (f"{request.scheme}://{request.host}{request.path}: {request.server_name} is the from-to-www-redirect "
+               f"name of host {to} (Ingress {creator.key if creator else '-'}): {status} to {location}")
+    response = phases.Response(status, {"Content-Type": "text/html", "Location": location}, errorpages.page(status))
+    step = phases.Step("server", "from-to-www-redirect", f"server {request.server_name} answers {status} to {location}")
+    tls = TLSInfo(request.port, request.scheme == "https", None, None, None, "the redirect server of "
+                  f"{to}")
+    return RouteResult(request, REDIRECT, status, None, summary, controller, request.server_name, None, None, tls,
+                       location, candidates, tuple(notes), response=response, steps=(step,))
+
+
+def _match(found: Found) -> tuple[Match | None, str]:
+    loc = found.location
+    if loc is None or loc.ingress is None:
+        return None, "controller-default-backend"
+    if loc.rule is None:
+        return Match(loc.ingress.key, None, None, None, None, None, None), (
+            "ingress-default-backend" if loc.backend is not None else "controller-default-backend")
+    regex = found.how == "regex"
+    return Match(loc.ingress.key, loc.rule, loc.host, loc.index, loc.ingress_path, loc.declared_type or loc.path_type,
+                 loc.nginx(regex)), "rule"
+
+
+def _result(state: ClusterState, model: Model, request: Request, controller: ControllerRef, server: Server,
+            found: Found, served: phases.Served, tls: TLSInfo, candidates: list[Candidate], notes: list[str],
+            target: str) -> RouteResult:
+    loc = found.location
+    match, via = _match(found)
+    where = _where(found)
+    backend: BackendTarget | None = None
+    if loc is not None and loc.ingress is not None and loc.backend is not None:
+        backend = resolve_backend(state, loc.ingress.namespace, loc.backend)
+    up = served.upstream
+    if up is not None and up.service is not None and backend is not None and up.service != backend.service:
+        # The canary, or default-backend standing in for a Service without endpoints.
+        ns, name = up.service.split("/", 1)
+        backend = resolve_backend(state, ns, IngressBackend(name, up.port))
+    if loc is not None:
+        notes.extend(_annotation_notes(model, loc))
+    response = served.response
+    status = response.status if response is not None else None
+    location = response.header("Location") if response is not None else None
+    outcome = served.outcome
+    step_text = served.steps[-1].effect if served.steps else ""
+    if outcome == phases.PROXIED:
+        assert backend is not None
+        outcome = ROUTED
         summary = f"{target} → {where} → Service {backend.describe()}"
-        if backend.ready_endpoints == 0:
-            status = 503
-            notes.append(f"Service {backend.service} has no ready endpoints for port {backend.port}: ingress-nginx "
-                         f"answers 503 (see `knetsim endpoints {backend.service}`)")
+        if up is not None and up.canary:
+            summary += f" (canary: {served.canary.reason if served.canary else ''})"
         if backend.external_name:
             notes.append(f"Service {backend.service} is ExternalName: the controller proxies to "
                          f"{backend.external_name}")
-    if redirect is not None:
-        status = 308
-        notes.append(f"{tls.detail}; the https request is routed as shown")
+    elif outcome == phases.UNAVAILABLE and backend is not None and backend.problem is None:
+        outcome = ROUTED  # the Service exists without a ready endpoint: still this route, answered 503
+        notes.append(f"Service {backend.service} has no ready endpoints for port {backend.port}: ingress-nginx "
+                     f"answers 503 (see `knetsim endpoints {backend.service}`)")
+        summary = f"{target} → {where} → Service {backend.describe()}: no ready endpoint, 503"
+    elif outcome == phases.UNAVAILABLE and backend is not None:
+        outcome = BACKEND_MISSING
+        summary = f"{target} → {where} → {backend.problem} (ingress-nginx answers 503)"
+    elif outcome == phases.NOT_FOUND and (loc is None or loc.ingress is None or loc.backend is None):
+        summary = (f"{target}: no rule path matched on server {server.name} and no defaultBackend applies: "
+                   "the controller's default backend answers 404")
+        match, via = None, "controller-default-backend"
+    else:
+        summary = f"{target} → {where} → {status} {errorpages.reason(status or 0)}: {step_text}"
+    upstream = up.uri if up is not None and outcome == ROUTED else None
+    if upstream is not None and loc is not None and loc.needs_rewrite():
+        notes.append(f"rewrite-target {loc.annotations.rewrite.target!r} of Ingress "
+                     f"{loc.ingress.key if loc.ingress else '-'}: the backend receives {upstream}")
     return RouteResult(request, outcome, status, via, summary, controller, server.name, match, backend, tls,
-                       redirect, tuple(candidates), tuple(notes))
+                       location, tuple(candidates), tuple(notes), upstream, response, up, served.added_headers,
+                       served.steps, served.canary, served.burst, served.shares)
+
+
+def _where(found: Found) -> str:
+    loc = found.location
+    if loc is None or loc.ingress is None:
+        return "the controller's default backend"
+    if loc.rule is None:
+        return f"no path matched; spec.defaultBackend of Ingress {loc.ingress.key}" if loc.backend is not None \
+            else f"no path matched on the server Ingress {loc.ingress.key} created"
+    return (f"Ingress {loc.ingress.key} rule {loc.rule} (host {loc.host or '*'}) path {loc.ingress_path} "
+            f"({loc.declared_type or loc.path_type})")
+
+
+def _annotation_notes(model: Model, loc: Location) -> list[str]:
+    out = []
+    anns = loc.annotations
+    for problem in anns.problems:
+        out.append(f"Ingress {anns.ingress}: {problem.message}")
+    if anns.unsimulated:
+        out.append(f"Ingress {anns.ingress}: {', '.join(anns.unsimulated)} not simulated by knetsim (no effect on the "
+                   "answer shown)")
+    if anns.unknown:
+        out.append(f"Ingress {anns.ingress}: {', '.join(anns.unknown)} is not an annotation ingress-nginx reads: it "
+                   "has no effect")
+    for name, text in anns.snippets.present():
+        out.append(f"Ingress {anns.ingress}: {name} is arbitrary nginx configuration "
+                   f"({' '.join(text.split())[:80]!r}): knetsim does not run it")
+    return out
 
 
 def _backend_text(backend: IngressBackend) -> str:
@@ -645,88 +574,156 @@ def _all_paths(ing: Ingress, verdict: str, reason: str) -> list[Candidate]:
     return out
 
 
-def _path_candidates(config: _Config, server: _Server, best: _Location | None,
-                     request: Request) -> list[Candidate]:
+def _order_reason(first: Ingress, second: Ingress) -> str:
+    if first is second:
+        return f"declared earlier in {first.key}"
+    a, b = first.meta.creation_timestamp, second.meta.creation_timestamp
+    if a != b:
+        return f"Ingress {first.key} is older"
+    return (f"same creationTimestamp: ingress-nginx orders by namespace/name descending, so {first.key} "
+            f"comes before {second.key}")
+
+
+def _cand(loc: Location, verdict: str, reason: str) -> Candidate:
+    assert loc.ingress is not None and loc.backend is not None and loc.rule is not None
+    return Candidate(loc.ingress.key, loc.rule, loc.host, loc.index, loc.ingress_path,
+                     loc.declared_type or loc.path_type, _backend_text(loc.backend), verdict, reason)
+
+
+def _ingress_paths(server: Server) -> list[list[Location]]:
+    """The server's locations grouped by the Ingress path they come from (a Prefix and its exact twin)."""
+    groups: dict[tuple[str, int | None, int | None], list[Location]] = {}
+    for loc in server.locations:
+        if loc.ingress is None or loc.rule is None:
+            continue
+        groups.setdefault(loc.key, []).append(loc)
+    return list(groups.values())
+
+
+def _path_candidates(model: Model, server: Server, found: Found, request: Request) -> list[Candidate]:
     out: list[Candidate] = []
     name, path = request.server_name, request.normalized_path
-
-    def cand(loc: _Location, verdict: str, reason: str) -> Candidate:
-        return Candidate(loc.ingress.key, loc.rule, loc.host, loc.index, loc.path, loc.spec.path_type,
-                         _backend_text(loc.spec.backend), verdict, reason)
-
-    for other in config.servers.values():
-        for loc in other.locations:
+    chosen = found.location
+    for other in model.servers.values():
+        for group in _ingress_paths(other):
+            loc = group[0]
             if other is not server:
                 if other.name == CATCH_ALL:
-                    out.append(cand(loc, "host-shadowed",
-                                    f"rules without host are not consulted for {name}: host {server.name} has rules "
-                                    "of its own, and ingress-nginx serves it from that server block"))
+                    out.append(_cand(loc, "host-shadowed",
+                                     f"rules without host are not consulted for {name}: host {server.name} has rules "
+                                     "of its own, and ingress-nginx serves it from that server block"))
                 elif host_matches(other.name, name):
-                    out.append(cand(loc, "host-shadowed",
-                                    f"exact host {server.name} takes precedence over wildcard {other.name}"))
+                    out.append(_cand(loc, "host-shadowed",
+                                     f"exact host {server.name} takes precedence over wildcard {other.name}"))
                 else:
-                    out.append(cand(loc, "host-mismatch", host_mismatch_reason(other.name, name)))
+                    out.append(_cand(loc, "host-mismatch", host_mismatch_reason(other.name, name)))
                 continue
-            if server.regex_by is not None:
-                out.append(_regex_candidate(cand, loc, best, path))
-            elif loc is best:
-                how = "" if effective_path_type(loc.spec.path_type) == loc.spec.path_type else ", matched as Prefix"
-                out.append(cand(loc, "chosen", f"longest matching path{how}"))
-            elif not path_matches(loc.spec.path_type, loc.spec.path, path):
-                out.append(cand(loc, "path-mismatch", path_mismatch_reason(loc.spec.path_type, loc.spec.path, path)))
-            elif best is not None and _rank(loc)[0] < _rank(best)[0]:
-                out.append(cand(loc, "shorter", f"{loc.path} also matches, but {best.path} is longer"))
-            elif best is not None and _rank(loc) < _rank(best):
-                out.append(cand(loc, "exact-preferred",
-                                f"{best.path} (Exact) is preferred over {loc.spec.path_type} at equal length"))
-            elif best is not None:
-                out.append(cand(loc, "order", f"{best.path} ({best.spec.path_type}) matches equally; "
-                                              f"{_order_reason(best.ingress, loc.ingress)}"))
-    for dropped, kept in config.duplicates:
-        out.append(cand(dropped, "duplicate",
-                        f"{dropped.path} ({dropped.spec.path_type}) on host {dropped.host or '*'} is already "
-                        f"configured by {kept.ingress.key}; ingress-nginx keeps the first "
-                        f"({_order_reason(kept.ingress, dropped.ingress)})"))
+            if chosen is not None and any(g is chosen for g in group):
+                out.append(_cand(loc, "chosen", _chosen_reason(found)))
+            elif server.regex:
+                out.append(_regex_candidate(group, chosen, path))
+            else:
+                out.append(_static_candidate(group, chosen, path))
+    for ing in model.ordered:
+        for r, rule in enumerate(ing.rules):
+            for i, spec in enumerate(rule.paths):
+                if spec.backend.resource is not None:
+                    out.append(Candidate(ing.key, r, rule.host, i, effective_path(spec.path), spec.path_type,
+                                         _backend_text(spec.backend), "not-used",
+                                         "resource backend: ingress-nginx skips paths without a Service backend (no "
+                                         "location is written)"))
+    for dropped, kept in model.duplicates:
+        if dropped.ingress is None or kept.ingress is None:
+            continue
+        out.append(_cand(dropped, "duplicate",
+                         f"{dropped.ingress_path} ({dropped.declared_type}) on host {dropped.host or '*'} is already "
+                         f"configured by {kept.ingress.key}; ingress-nginx keeps the first "
+                         f"({_order_reason(kept.ingress, dropped.ingress)})"))
     return out
 
 
-def _regex_candidate(cand: Any, loc: _Location, best: _Location | None, path: str) -> Candidate:
-    if loc is best:
-        return cand(loc, "chosen", f'first regex location that matches (~* "^{loc.path}"; longest paths are tried '
-                                   "first)")
+def _chosen_reason(found: Found) -> str:
+    loc = found.location
+    assert loc is not None
+    if found.how == "regex":
+        return (f'first regex location that matches (~* "^{loc.path}"; longest paths are tried first)')
+    if found.how == "auto-redirect":
+        return f"location {loc.path}: nginx redirects the path without its trailing slash to it (301)"
+    if found.how == "exact":
+        return f"exact location = {loc.path}" + (" (ingress-nginx adds it for the Prefix path)" if loc.twin else "")
+    return f"location {loc.path}: longest prefix that matches"
+
+
+def _static_candidate(group: list[Location], chosen: Location | None, path: str) -> Candidate:
+    loc = group[0]
+    matching = [g for g in group if (g.path_type == EXACT and g.path == path)
+                or (g.path_type != EXACT and path.startswith(g.path))]
+    declared = loc.declared_type or loc.path_type
+    if not matching:
+        if declared != EXACT and chosen is not None and chosen.path_type == EXACT and \
+                chosen.path == loc.ingress_path.rstrip("/") and path == chosen.path:
+            return _cand(loc, "exact-preferred", f"Exact {chosen.path} takes {path}: ingress-nginx writes this Prefix "
+                                                 f"path as location {loc.path} only (the = {chosen.path} twin is the "
+                                                 "Exact path's)")
+        return _cand(loc, "path-mismatch", path_mismatch_reason(declared, loc.ingress_path, path))
+    assert chosen is not None
+    if chosen.path_type == EXACT and all(g.path_type != EXACT for g in matching):
+        return _cand(loc, "exact-preferred", f"exact location = {chosen.path} is taken before any prefix")
+    if len(chosen.path) > max(len(g.path) for g in matching):
+        return _cand(loc, "shorter", f"{loc.ingress_path} also matches, but {chosen.ingress_path} is longer")
+    return _cand(loc, "order", f"{chosen.ingress_path} matches equally and comes first")
+
+
+def _regex_candidate(group: list[Location], chosen: Location | None, path: str) -> Candidate:
+    loc = group[0]
     problem = regex_error(loc.path)
     if problem is not None:
-        return cand(loc, "path-mismatch", problem)
-    hit = _regex_hit(loc, path)
-    if hit is None:
-        return cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" ran past the time bound on {path}')
-    if not hit:
-        return cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" does not match {path}')
-    assert best is not None  # something matched, and the first match is chosen
-    if len(loc.path) < len(best.path):
-        return cand(loc, "shorter", f"{loc.path} also matches as a regex, but {best.path} is longer and is tried first")
-    return cand(loc, "order", f"{best.path} matches first among regexes of equal length; "
-                              f"{_order_reason(best.ingress, loc.ingress)}")
+        return _cand(loc, "path-mismatch", problem)
+    hits = [regex_hit(g, path) for g in group]
+    if any(h is None for h in hits):
+        return _cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" ran past the time bound on {path}')
+    if not any(hits):
+        return _cand(loc, "path-mismatch", f'regex ~* "^{loc.path}" does not match {path}')
+    assert chosen is not None and chosen.ingress is not None and loc.ingress is not None
+    if len(loc.path) < len(chosen.path):
+        return _cand(loc, "shorter", f"{loc.ingress_path} also matches as a regex, but {chosen.ingress_path} is "
+                                     "longer and is tried first")
+    return _cand(loc, "order", f"{chosen.ingress_path} matches first among regexes of equal length "
+                               "(ingress-nginx writes them in descending path order)")
 
 
-def _default_candidates(state: ClusterState, config: _Config, server: _Server,
-                        best: _Location | None) -> list[Candidate]:
+def _regex_note(server: Server) -> str:
+    by = server.regex_by
+    who = f"Ingress {by.ingress.key} sets {'use-regex' if by.annotations.rewrite.use_regex else 'rewrite-target'}" \
+        if by is not None and by.ingress is not None else "an Ingress sets use-regex or rewrite-target"
+    text = (f"server {server.name}: {who}, so ingress-nginx writes every location of this host as a "
+            "case-insensitive regex anchored at the start (`location ~* \"^<path>\"`), tried longest path first, "
+            "Exact and Prefix paths included")
+    broken = [f"{loc.ingress.key} {regex_error(loc.path)}" for loc in server.locations
+              if loc.ingress is not None and regex_error(loc.path)]
+    if broken:
+        text += "; " + "; ".join(broken) + " (nginx would refuse the configuration)"
+    return text
+
+
+def _default_candidates(model: Model, server: Server, found: Found) -> list[Candidate]:
     out = []
-    chosen = server.default[0] if server.default is not None and best is None else None
-    for ing in config.ordered:
+    chosen = found.location if found.location is not None and found.location.rule is None else None
+    root = next((loc for loc in server.locations if loc.rule is None), None)
+    for ing in model.ordered:
         if ing.default_backend is None:
             continue
         text = _backend_text(ing.default_backend)
-        if ing is chosen:
+        if chosen is not None and chosen.ingress is ing and chosen.backend is not None:
             out.append(Candidate(ing.key, None, None, None, None, None, text, "chosen",
                                  f"no path matched on server {server.name}; this Ingress's defaultBackend is that "
                                  "server's default"))
             continue
-        if best is not None:
+        if chosen is None and found.location is not None:
             reason = "a rule path matched; a defaultBackend answers only when none does"
         elif ing.rules:
-            hosts = sorted({_server_key(r.host) for r in ing.rules})
-            if server.name in hosts and server.creator is not None:
+            hosts = sorted({r.host.lower() or CATCH_ALL for r in ing.rules})
+            if server.name in hosts and server.creator is not None and server.creator is not ing:
                 reason = (f"server {server.name} was created by Ingress {server.creator.key} "
                           f"({_order_reason(server.creator, ing)}), whose default is used")
             else:
@@ -736,26 +733,41 @@ def _default_candidates(state: ClusterState, config: _Config, server: _Server,
             reason = (f"a catch-all defaultBackend serves only hosts no rule names; {server.name} has rules, and its "
                       "server's default is used")
         else:
-            owner = server.default[0] if server.default else None
+            owner = root.ingress if root is not None else None
             reason = (f"the catch-all default is already set by Ingress {owner.key} ({_order_reason(owner, ing)})"
-                      if owner is not None else "not used")
+                      if owner is not None and owner is not ing else "not used")
         out.append(Candidate(ing.key, None, None, None, None, None, text, "not-used", reason))
     return out
 
 
-def _path_notes(server: _Server, best: _Location | None, path: str) -> list[str]:
-    notes = []
-    if best is not None:
-        rule_path = best.path
-        if (effective_path_type(best.spec.path_type) != EXACT and rule_path != "/" and rule_path.endswith("/")
-                and path == rule_path.rstrip("/")):
-            notes.append(f"ingress-nginx renders Prefix {rule_path} as `location {rule_path}`: nginx first answers "
-                         f"{path} with a 301 redirect to {rule_path}, which then matches")
-        if best.spec.path_type == IMPLEMENTATION_SPECIFIC and server.regex_by is None:
-            notes.append(f"{rule_path} is ImplementationSpecific: knetsim matches it as Prefix (ingress-nginx renders "
-                         "it as a plain nginx prefix location, or a regex with use-regex)")
-    for loc in server.locations if server.regex_by is None else ():
-        if loc is not best and string_prefix_only(loc.spec.path_type, loc.spec.path, path):
-            notes.append(f"ImplementationSpecific {loc.path} of {loc.ingress.key} does not match as Prefix, but "
-                         "ingress-nginx's plain nginx prefix location would match it as a string prefix")
-    return notes
+def _canary_candidates(model: Model) -> list[Candidate]:
+    out = []
+    canaries = {c.ingress.key for c in model.canaries.values()}
+    for ing in model.ordered:
+        if not model.annotations[ing.key].canary.enabled:
+            continue
+        merged = ing.key in canaries
+        why = ("canary Ingress: no location of its own; its backend is the alternative of the same host, path and "
+               "pathType's backend" if merged else
+               "; ".join(w for i, w in model.canaries_dropped if i is ing) or "canary Ingress without a match")
+        for r, rule in enumerate(ing.rules):
+            for i, p in enumerate(rule.paths):
+                out.append(Candidate(ing.key, r, rule.host, i, effective_path(p.path), p.path_type,
+                                     _backend_text(p.backend), "canary", why))
+    return out
+
+
+def _path_notes(server: Server, found: Found) -> list[str]:
+    loc = found.location
+    if loc is not None and loc.ingress is not None and loc.rule is not None and not server.regex and \
+            (loc.declared_type or loc.path_type) == IMPLEMENTATION_SPECIFIC:
+        return [f"{loc.ingress_path} is ImplementationSpecific: ingress-nginx stores such a path as Prefix "
+                "(SetDefaultNGINXPathType) and matches it by whole path elements"]
+    return []
+
+
+__all__ = [
+    "BACKEND_MISSING", "CATCH_ALL", "DEFAULT_UPSTREAM", "NOT_FOUND", "NO_CONTROLLER", "ROUTED", "UNSUPPORTED_BACKEND",
+    "BackendTarget", "Candidate", "ControllerRef", "Match", "Request", "RouteError", "RouteResult", "TLSInfo",
+    "nginx_order", "resolve_backend", "route", "route_request",
+]

@@ -75,3 +75,36 @@ def claiming_controller(ingress: Mapping[str, Any], class_controllers: Mapping[s
     if annotation:
         return next((c for c in controllers if c.ingress_class == annotation), None)
     return next((c for c in controllers if c.watch_without_class), None)
+
+
+def annotation_errors(ingress: Mapping[str, Any], configmap: Mapping[str, str] | None) -> list[str]:
+    """What the webhook says about the Ingress's annotations (``CheckIngress``): snippets while the
+    administrator disallows them, annotations over ``annotations-risk-level``, values their validator
+    refuses — each in the controller's words; empty when it lets the Ingress through."""
+    from ..cluster.config import ClusterConfig
+    from ..cluster.state import ClusterState
+    from ..model.objects import Ingress
+    from .annotations import parse
+    from .config import DEFAULT, read
+
+    annotations = (ingress.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, dict) or not any(str(k).startswith("nginx.ingress.kubernetes.io/")
+                                                    or str(k).endswith("-snippet") for k in annotations):
+        return []
+    config = read(configmap) if configmap is not None else DEFAULT
+    parsed = parse(Ingress.parse(dict(ingress)), config, ClusterState(ClusterConfig()))
+    out = []
+    for problem in parsed.problems:
+        if problem.effect != "rejected":
+            continue
+        if "Snippet directives are disabled" in problem.message:
+            out.append(problem.message)
+        elif "risky annotation" in problem.message:
+            out.append(problem.message.split(" (", 1)[0])
+        else:
+            out.append(f"annotation {problem.annotation} contains invalid value")
+    return out
+
+
+def annotation_denial(errors: list[str]) -> str:
+    return f'admission webhook "{WEBHOOK}" denied the request: {errors[0]}'

@@ -32,13 +32,16 @@ from ..dns.records import Answer, ClusterDNS
 from ..dns.server import DNSServer
 from ..model.listeners import image_repository
 from ..network.app import app_reply
+from ..network.egress import outside_reply
 from ..network.trace import Target
 from .netns import socket_in
 
 PROBE = b"KNETSIM-PROBE\n"
 UPSTREAM_KEY = "node-resolver"  # the listener key of the nameserver at the Docker network's gateway
+OUTSIDE_PREFIX = "outside/"  # listener keys of the world outside's hosts (cluster/outside.py), in ``ext``
 HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
-REASONS = {200: "OK", 308: "Permanent Redirect", 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway",
+REASONS = {200: "OK", 308: "Permanent Redirect", 403: "Forbidden", 404: "Not Found", 405: "Not Allowed",
+           502: "Bad Gateway",
            503: "Service Unavailable", 504: "Gateway Timeout"}
 IDLE = 30.0  # an idle client is dropped after this long (a real server would wait longer)
 
@@ -70,9 +73,9 @@ class Reactor:
 
 
 class UpstreamDNS(DNSServer):
-    """The node's nameserver (``172.18.0.1``, where a kind node's resolv.conf points): every name is
-    forwarded outside the cluster, to an Internet that knows none of them, as the offline resolver
-    assumes (``Upstream(mode="nxdomain")``: pods with dnsPolicy Default, CoreDNS's ``forward``)."""
+    """The node's nameserver (``172.18.0.1``, where a kind node's resolv.conf points), and the outside's
+    public resolvers: every name is answered by the world outside (the cluster config's outside, as the
+    offline resolver answers it: pods with dnsPolicy Default, CoreDNS's ``forward``)."""
 
     def _build(self, state: ClusterState) -> ClusterDNS:
         cluster = super()._build(state)
@@ -180,7 +183,7 @@ def _tcp_handler(ctx_ref: list[Context], key: str, port: int) -> Any:
 
 
 def _dns_for(ctx: Context, key: str) -> DNSServer | None:
-    if key == UPSTREAM_KEY:
+    if key == UPSTREAM_KEY or key.startswith(OUTSIDE_PREFIX):
         return ctx.upstream
     return ctx.dns if serves_dns(ctx.state, key) else None
 
@@ -223,7 +226,11 @@ async def _http(ctx: Context, key: str, port: int, peer: Any, first: bytes, read
     host = headers.get("host", "").rsplit(":", 1)[0] if headers.get("host") else ""
     state = ctx.state
     pod = state.pods.get(key)
-    if pod is None:
+    outside = state.config.outside.hosts.get(key[len(OUTSIDE_PREFIX):]) if key.startswith(OUTSIDE_PREFIX) else None
+    if outside is not None:
+        answer = outside_reply(outside, method, path or "/")
+        status, body, ctype = answer.status or 200, answer.body, answer.headers.get("content-type", "text/html")
+    elif pod is None:
         status, body, ctype = 200, f"Hello from {key}\n", "text/plain"
     else:
         peer_ip = peer[0] if isinstance(peer, tuple) else ""

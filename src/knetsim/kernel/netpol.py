@@ -47,7 +47,7 @@ def _peers(state: ClusterState, plan: Plan) -> list[tuple[str, Pod | str]]:
         pod = state.pods.get(p.key)
         out.append((p.ip, pod if pod is not None and pod.pod_ip == p.ip else p.ip))
         seen.add(p.ip)
-    for ip in (*(n.ip for n in plan.nodes), plan.gateway, *plan.clients):
+    for ip in (*(n.ip for n in plan.nodes), plan.gateway, *plan.clients, *(ip for ip, _ in plan.outside)):
         if ip not in seen:
             out.append((ip, ip))
             seen.add(ip)

@@ -90,6 +90,8 @@ class Plan:
     announced: tuple[tuple[str, str], ...]  # (LoadBalancer/external IP, node IP that answers for it)
     ext_netns: str
     skipped: tuple[str, ...] = field(default=())  # pods left out, with the reason
+    # (IPv4 address, host name) of the world outside (cluster/outside.py), served in ``ext``
+    outside: tuple[tuple[str, str], ...] = field(default=())
 
     def node(self, name: str) -> NodePlan:
         return next(n for n in self.nodes if n.name == name)
@@ -237,4 +239,15 @@ def plan(state: ClusterState, owner: str, *, clients: Iterable[str] = (), client
         owner=owner, gateway=gateway, nodes=tuple(nodes), pods=tuple(pod_plans),
         host_listeners=tuple(HostListenerPlan(k, n, tuple(v)) for (k, n), v in sorted(host_listeners.items())),
         clients=tuple(dict.fromkeys([EXTERNAL_CLIENT_IP, *clients])),
-        announced=tuple(sorted(announced.items())), ext_netns=f"{owner}ext", skipped=skipped)
+        announced=tuple(sorted(announced.items())), ext_netns=f"{owner}ext", skipped=skipped,
+        outside=_outside(state, {gateway, *node_ips, EXTERNAL_CLIENT_IP, *clients}))
+
+
+def _outside(state: ClusterState, taken: set[str]) -> tuple[tuple[str, str], ...]:
+    """The outside's IPv4 addresses (the topology is IPv4), each with the first name listing it."""
+    out: dict[str, str] = {}
+    for name, host in state.config.outside.hosts.items():
+        for address in host.addresses:
+            if ipaddress.ip_address(address).version == 4 and address not in taken:
+                out.setdefault(address, name)
+    return tuple(sorted(out.items(), key=lambda kv: ipaddress.ip_address(kv[0])))

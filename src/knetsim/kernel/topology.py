@@ -29,10 +29,11 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dataplane import render
+from ..dataplane.masquerade import kindnet_table
 from ..dns.records import Upstream
 from ..dns.server import DNSServer
 from . import netns, netpol
-from .listeners import UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
+from .listeners import OUTSIDE_PREFIX, UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
 from .netns import ETC_NETNS, KernelError, Owner
 from .plan import BRIDGE, GATEWAY_HW, POD_GATEWAY, Plan, PlanError, PodPlan, plan
 
@@ -62,11 +63,7 @@ def _iptables_restore() -> str:
 def kindnet_masquerade(state: ClusterState, the_plan: Plan) -> str:
     """kindnetd's masquerade agent (images/kindnetd/cmd/kindnetd/masq.go): traffic not bound for a local
     address, the pod network or a node is masqueraded, so pods reach the Docker host (here: ``ext``)."""
-    keep = ", ".join([state.config.pod_cidr, *(n.ip for n in the_plan.nodes)])
-    return (f"table ip kindnet-masq {{\n\tchain postrouting {{\n"
-            f"\t\ttype nat hook postrouting priority srcnat + 10; policy accept;\n"
-            f"\t\tfib daddr type local return\n\t\tip daddr {{ {keep} }} return\n"
-            f'\t\tmasquerade comment "kind-masq-agent: outbound traffic is subject to MASQUERADE"\n\t}}\n}}\n')
+    return kindnet_table(state.config.pod_cidr, [n.ip for n in the_plan.nodes])
 
 
 class Topology:
@@ -123,19 +120,24 @@ class Topology:
                           what=f"nft -f (kindnet masquerade) on node {node.name}")
         self._write_etc(p.pods)
         self._load_rules(self.state)
-        # CoreDNS forwards to an Internet that knows no names, as the offline resolver assumes.
-        self._ctx = [Context(self.state, self.dataplane, DNSServer(self.state, upstream=Upstream()),
-                             UpstreamDNS(self.state, upstream=Upstream()))]
+        # CoreDNS forwards to the world outside the cluster config describes, as the offline resolver does.
+        outside = self.state.config.outside
+        upstream = Upstream(hosts=outside.dns_hosts(), reverse=outside.reverse())
+        self._ctx = [Context(self.state, self.dataplane, DNSServer(self.state, upstream=upstream),
+                             UpstreamDNS(self.state, upstream=upstream))]
         self.reactor = Reactor()
         self._open_listeners(p.pods, {h.pod: h for h in p.host_listeners})
         self.listeners[UPSTREAM_KEY] = self.reactor.call(open_listeners(
             self._ctx, UPSTREAM_KEY, p.ext_netns, ((53, "TCP"), (53, "UDP")), p.gateway))
+        for address, name in p.outside:
+            self.listeners[f"{OUTSIDE_PREFIX}{address}"] = self.reactor.call(open_listeners(
+                self._ctx, f"{OUTSIDE_PREFIX}{name}", p.ext_netns, outside.hosts[name].ports, address))
 
     def _wire_ext(self) -> None:
         p = self.plan
         lines = ["link set lo up", f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up",
                  f"addr add {p.gateway}/32 dev {BRIDGE}"]
-        lines += [f"addr add {ip}/32 dev lo" for ip in p.clients]
+        lines += [f"addr add {ip}/32 dev lo" for ip in (*p.clients, *(ip for ip, _ in p.outside))]
         for i, node in enumerate(p.nodes):
             lines += [f"link add {node.uplink} type veth peer name eth0 netns {node.netns}",
                       f"link set {node.uplink} master {BRIDGE}", f"link set {node.uplink} up",

@@ -50,6 +50,7 @@ from ..cluster.images import pull_error
 from ..container import shell
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
+from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
 from ..container.podfs import PodFS
 from ..container.proc import SHELLS, Proc, is_interactive_shell
 from ..model.objects import Pod
@@ -643,17 +644,25 @@ class Kubelet:
                         process=cgroup.process(container))
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
+        # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
+        node_roots = host_root_mounts(body, spec_c)
         if fresh:
             for mount in spec_c.get("volumeMounts") or []:
                 if mount.get("mountPath") and not mount.get("subPath"):
                     with contextlib.suppress(OSError):
                         fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
+            for root in node_roots:
+                for directory in NODE_DIRS:
+                    with contextlib.suppress(OSError):
+                        fs.mkdir(root + directory, parents=True)
 
         def files() -> dict[str, str]:
             # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
             # real subPath mount keeps what it had at start, here it follows too).
             now = self.server.store.get(("Pod", namespace, pod_name))
-            return {**pod_files(state, pod), **mounted_files(now.body if now else body, spec_c, self.lookup)}
+            node_files = node_root_files(state, pod.node_name) if node_roots and pod.node_name else {}
+            return {**pod_files(state, pod), **mounted_files(now.body if now else body, spec_c, self.lookup),
+                    **{root + path: text for root in node_roots for path, text in node_files.items()}}
         fs.static = files
         ctx.fs = fs
         return ctx

@@ -315,7 +315,10 @@ def pod_env(state: Any, pod: Any, container: str) -> dict[str, str]:
 
 def pod_files(state: Any, pod: Any) -> dict[str, str]:
     """The files the kubelet writes into every container (``state`` None: before the cluster is built)."""
-    hostname = pod.raw.get("spec", {}).get("hostname") or pod.name
+    spec = pod.raw.get("spec", {})
+    # A hostNetwork pod shares the node's UTS namespace: its hostname is the node's.
+    hostname = (pod.node_name if spec.get("hostNetwork") and pod.node_name else None) or spec.get("hostname") \
+        or pod.name
     files = {"/etc/hostname": hostname + "\n"}
     if state is not None:
         files["/etc/hosts"] = hosts_file(state, pod)

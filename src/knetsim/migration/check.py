@@ -3,8 +3,9 @@
 Both sides live in one cluster (the old manifests and the new ones applied together, as during a
 real migration): the Ingress side is ingress-nginx (``knetsim.ingress``), the Gateway side the
 Gateway that serves each request's host (``network.gateway.gateway_for_host``: the Gateway naming
-the host, else one accepting every host) or the one given. Every request whose status, backend or
-redirect differs is listed with both explanations.
+the host, else one accepting every host) or the one given. Every request whose status, backend (or
+weights), path or Host received, Location, CORS and authentication headers, or certificate on https
+differs is listed with both explanations.
 
 The request set covers every host and every path boundary either side defines:
 
@@ -14,25 +15,35 @@ The request set covers every host and every path boundary either side defines:
   ``P/x``, the element edge ``Px`` (``/apix`` is not under ``/api``), ``P`` in upper case, its
   parent, ``/`` and a path nothing names — so Exact vs Prefix, element-wise prefixes, trailing
   slashes, case and default backends all show;
-* schemes: http everywhere, https for TLS hosts (and http for them: ingress-nginx redirects).
+* schemes: http everywhere, https for TLS hosts (and http for them: ingress-nginx redirects);
+* the cases every annotation decides on (``ingress.probes``): client addresses inside and outside
+  source ranges, credentials, CORS requests and preflights, canary headers and cookies, bodies at and
+  over the size limit — and, for a rate-limited path, a burst of 100 requests from one client.
+
+The Ingress side is ingress-nginx as ``knetsim.ingress`` runs it (annotations included); the Gateway
+side is the Gateway's answer with Envoy Gateway's policies applied (``envoygateway.py``). A weighted
+split is compared by its shares, not by the backend one request drew. On https the certificate is the
+Secret each side names: ingress-nginx's for the host (or its fake one), the matching HTTPS listener's
+``certificateRefs`` (exact hostname, then the longest wildcard, then a listener without hostname).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..gateway import GatewayRouteError, translate
 from ..gateway import route as gateway_route
-from ..ingress import RouteError
-from ..ingress import route as ingress_route
-from ..ingress.matching import string_prefix_only
+from ..ingress import RouteError, probes, route_request
+from ..ingress.router import controller_view
 from ..model.http import HTTPRequest, RouteAnswer
 from ..network.gateway import gateway_for_host
+from . import envoygateway
 
-UNNAMED_HOST = "unnamed.example.invalid"
+UNNAMED_HOST = probes.UNNAMED_HOST
 NGINX = "nginx.ingress.kubernetes.io/"
+BURST = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +52,21 @@ class Comparison:
     ingress: RouteAnswer
     gateway: RouteAnswer
     gateway_name: str | None
+    burst: int | None = None  # the request sent this many times at once, from one client
 
     @property
     def same(self) -> bool:
         return self.ingress.same_as(self.gateway)
 
+    @property
+    def differences(self) -> list[str]:
+        return self.ingress.differences(self.gateway)
+
+    def describe(self) -> str:
+        return self.request.describe() + (f" ×{self.burst} at once" if self.burst else "")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"request": f"{self.request.method} {self.request.url}", "same": self.same,
+        return {"request": self.describe(), "same": self.same, "differences": self.differences,
                 "ingress": self.ingress.to_dict(), "gateway": self.gateway.to_dict(),
                 "gateway_name": self.gateway_name}
 
@@ -73,10 +92,10 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return {"requests": len(self.comparisons), "differences": [c.to_dict() for c in self.differences],
                 "caveats": [c.to_dict() for c in self.caveats],
-                "same": [f"{c.request.method} {c.request.url}" for c in self.comparisons if c.same]}
+                "same": [c.describe() for c in self.comparisons if c.same]}
 
 
-def _hosts(state: ClusterState) -> list[str]:
+def _hosts(state: ClusterState) -> set[str]:
     names: set[str] = set()
     for ing in state.ingresses.values():
         names.update(r.host.lower() for r in ing.rules if r.host)
@@ -85,32 +104,16 @@ def _hosts(state: ClusterState) -> list[str]:
         names.update(h.lower() for h in rt.hostnames)
     for gw in state.gateways.values():
         names.update(li.hostname.lower() for li in gw.listeners if li.hostname)
-    out: set[str] = {UNNAMED_HOST}
-    for h in names:
-        if h.startswith("*."):
-            base = h[2:]
-            out.update({f"x.{base}", f"x.y.{base}", base})
-        else:
-            out.add(h)
-    return sorted(out)
+    return names
 
 
-def _paths(state: ClusterState) -> list[str]:
+def _paths(state: ClusterState) -> set[str]:
     raw: set[str] = {"/"}
     for ing in state.ingresses.values():
         raw.update(p.path or "/" for r in ing.rules for p in r.paths)
     for rt in state.http_routes.values():
         raw.update(m.path.value for rule in rt.rules for m in rule.matches if m.path.type != "RegularExpression")
-    out: set[str] = {"/", "/zz-unmatched"}
-    for p in raw:
-        if not p.startswith("/") or any(c in p for c in "()[]|$^*+?\\{}"):
-            continue  # a regex (use-regex) is no request path; the caveats say what is not compared
-        bare = p.rstrip("/") or "/"
-        out.update({p, bare, bare + "/" if bare != "/" else "/", (bare + "/x").replace("//", "/"), p.upper()})
-        if bare != "/":
-            out.add(bare + "x")
-            out.add(bare.rsplit("/", 1)[0] or "/")
-    return sorted(out)
+    return raw
 
 
 def requests(state: ClusterState) -> list[HTTPRequest]:
@@ -118,15 +121,49 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     tls |= {(li.hostname or "").lower() for gw in state.gateways.values() for li in gw.listeners
             if li.protocol == "HTTPS" and li.hostname}
     out = []
-    paths = _paths(state)
-    for host in _hosts(state):
+    paths = probes.path_probes(_paths(state))
+    for host in probes.host_probes(_hosts(state)):
         schemes = ("http", "https") if host in tls else ("http",)
         for scheme in schemes:
             out.extend(HTTPRequest(host, p, "GET", scheme) for p in paths)
+    model = controller_view(state).model
+    if model is not None:
+        seen = {_key(r) for r in out}
+        for request in probes.requests(state, model):
+            if _key(request) not in seen:
+                seen.add(_key(request))
+                out.append(request)
     return out
 
 
-def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None) -> tuple[RouteAnswer, str | None]:
+def _key(request: HTTPRequest) -> tuple[object, ...]:
+    return (request.host, request.path, request.method, request.scheme, request.headers, request.client_ip,
+            request.body_size)
+
+
+def burst_requests(state: ClusterState) -> list[HTTPRequest]:
+    """One request per rate-limited Ingress path: sent as a burst of ``BURST`` from one client."""
+    model = controller_view(state).model
+    out: list[HTTPRequest] = []
+    if model is None:
+        return out
+    for server in sorted(model.servers.values(), key=lambda s: s.name):
+        done: set[str] = set()
+        for loc in server.locations:
+            if loc.ingress is None or loc.rule is None or loc.ingress.key in done:
+                continue
+            if loc.annotations.limits.rate_limited:
+                done.add(loc.ingress.key)
+                host = server.name if not server.name.startswith("*.") else "x." + server.name[2:]
+                path = loc.ingress_path if not probes.is_regex(loc.ingress_path) else \
+                    probes.literal_prefix(loc.ingress_path) or "/"
+                scheme = "https" if server.certificate is not None else "http"
+                out.append(HTTPRequest(host if host != "_" else probes.UNNAMED_HOST, path, "GET", scheme))
+    return out
+
+
+def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None,
+                    burst: int | None = None) -> tuple[RouteAnswer, str | None]:
     name = gateway or gateway_for_host(state, request.host, request.effective_port, request.scheme,
                                        ingress_first=False)
     if name is None:
@@ -135,51 +172,89 @@ def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | No
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
     try:
-        return gateway_route(state, name, request, explain=False).answer(), name
+        result = gateway_route(state, name, request, explain=False)
     except GatewayRouteError as exc:
         return RouteAnswer(None, None, None, None, str(exc)), name
+    if burst is not None:
+        n, through, status = envoygateway.burst(state, name, result, burst)
+        return RouteAnswer(None, None, None, None, f"{request.method} {request.url} ×{n}: Envoy's local rate limit "
+                           f"lets {through} through" + (f", the rest get {status}" if through < n else ""),
+                           burst=(n, through, status)), name
+    answer = envoygateway.answer(state, name, result, request)
+    if request.scheme == "https":
+        answer = replace(answer, certificate=listener_certificate(state, name, request))
+    return answer, name
+
+
+def listener_certificate(state: ClusterState, gateway: str, request: HTTPRequest) -> str | None:
+    """The Secret an HTTPS listener serves for the request's SNI (the host): the listener whose hostname matches
+    exactly, else the longest wildcard that matches, else one without hostname."""
+    gw = state.gateways.get(gateway)
+    if gw is None:
+        return None
+    host = request.host.lower()
+    best: tuple[int, str | None] | None = None
+    for listener in gw.listeners:
+        if listener.protocol != "HTTPS" or listener.port != request.effective_port:
+            continue
+        name = (listener.hostname or "").lower()
+        if not name:
+            rank = 0
+        elif name == host:
+            rank = 1000
+        elif name.startswith("*.") and host.endswith(name[1:]):
+            rank = len(name)
+        else:
+            continue
+        ref = listener.certificate_refs[0] if listener.certificate_refs else None
+        secret = f"{ref.namespace or gw.namespace}/{ref.name}" if ref is not None else None
+        if best is None or rank > best[0]:
+            best = (rank, secret)
+    return best[1] if best is not None else None
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:
     result = CheckResult()
     for req in requests(state):
         try:
-            ing = ingress_route(state, req.host, req.path, class_name=class_name, scheme=req.scheme).answer()
+            ing = route_request(state, req, class_name).answer()
         except RouteError as exc:
             ing = RouteAnswer(None, None, None, None, str(exc))
         gw, name = _gateway_answer(state, req, gateway)
         result.comparisons.append(Comparison(req, ing, gw, name))
+    for req in burst_requests(state):
+        try:
+            routed = route_request(state, req, class_name, burst=BURST)
+            ing = RouteAnswer(None, None, None, None, routed.summary, burst=routed.answer().burst)
+        except RouteError as exc:
+            ing = RouteAnswer(None, None, None, None, str(exc))
+        gw, name = _gateway_answer(state, req, gateway, burst=BURST)
+        result.comparisons.append(Comparison(req, ing, gw, name, BURST))
     result.caveats.extend(caveats(state))
     return result
 
 
 def caveats(state: ClusterState) -> list[Caveat]:
-    """What the comparison cannot measure: ingress-nginx behaviours knetsim's Ingress side does not simulate."""
+    """What the comparison cannot measure."""
     out = []
+    view = controller_view(state)
+    model = view.model
     for key in sorted(state.ingresses):
         ing = state.ingresses[key]
         subject = f"Ingress {key}"
-        annotations = ing.meta.annotations
-        regex_paths = sorted({p.path for r in ing.rules for p in r.paths
-                              if any(c in (p.path or "") for c in "()[]|$^*+?\\{}")})
+        regex_paths = sorted({p.path for r in ing.rules for p in r.paths if probes.is_regex(p.path or "")})
         if regex_paths:
-            out.append(Caveat(subject, f"regex paths {', '.join(regex_paths)}: the Ingress side matches them as "
-                              "ingress-nginx does (case-insensitive, anchored at the start), but no request is "
-                              "generated from a regex, so only the literal paths of other rules probe them; HTTPRoute "
-                              "RegularExpression is implementation-specific (Envoy: whole path, case-sensitive)"))
-        for r, rule in enumerate(ing.rules):
-            for i, p in enumerate(rule.paths):
-                if p.path_type != "ImplementationSpecific":
-                    continue
-                path = p.path or "/"
-                probe = path.rstrip("/") + "x"
-                extra = (" — e.g. " + probe if string_prefix_only(p.path_type, path, probe) else "")
-                out.append(Caveat(subject, f"spec.rules[{r}].http.paths[{i}] {path} is ImplementationSpecific: "
-                                  "knetsim's Ingress side matches it as Prefix (by path elements), real ingress-nginx "
-                                  f"as a plain string prefix, so paths that only start with it{extra} go to "
-                                  f"{p.backend.describe()} there and not through an HTTPRoute PathPrefix"))
-        others = sorted(a for a in annotations if a.startswith(NGINX) and a not in (
-            f"{NGINX}use-regex", f"{NGINX}rewrite-target"))
-        if others:
-            out.append(Caveat(subject, f"annotations not simulated on either side: {', '.join(others)}"))
+            out.append(Caveat(subject, f"regex paths {', '.join(regex_paths)}: only their literal start and its "
+                              "children are sent; HTTPRoute RegularExpression is implementation-specific (Envoy: "
+                              "whole path, RE2)"))
+        anns = model.annotations.get(key) if model is not None else None
+        if anns is None:
+            continue
+        if anns.affinity.enabled or anns.backend.hash_by:
+            out.append(Caveat(subject, "session affinity and upstream-hash-by pick an endpoint, not a route: not "
+                              "compared (both sides reach the same Service)"))
+        if anns.unsimulated:
+            out.append(Caveat(subject, f"annotations not simulated on either side: {', '.join(anns.unsimulated)}"))
+        if anns.snippets.present():
+            out.append(Caveat(subject, "snippets are arbitrary nginx configuration: not simulated"))
     return out

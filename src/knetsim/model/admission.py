@@ -23,17 +23,19 @@ dropped silently. Either way nothing the types do not describe is ever stored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from . import crd as crds
-from . import schema, updates
-from .defaults import default_in_place
+from . import schema
 from .fielderr import FieldError
 from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
-from .validation import validate, validate_object_meta
+from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
+from .strategy import Strategy, custom_strategy, default_object, strategy_for
+from .strategy import validation_errors as kind_validation_errors
+from .validation import validate_object_meta
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -155,33 +157,68 @@ def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidatio
     return Decoded(obj, strict if field_validation == FieldValidation.WARN else [], unknown)
 
 
+def strategy(kind: Kind) -> Strategy:
+    """The kind's strategy: a built-in kind's own, or the custom-resource strategy of its CRD version."""
+    if kind.crd is not None:
+        return custom_strategy(kind.kind, kind.crd.status_subresource)
+    return strategy_for(kind.kind, kind.api_version)
+
+
 def default(obj: dict[str, Any], kind: Kind, namespace: str = "default") -> dict[str, Any]:
     """Defaulting of a decoded object (in place); cluster-scoped kinds lose any namespace, as BeforeCreate does."""
+    if kind.crd is None:
+        return default_object(obj, kind.namespaced, namespace)
     meta = obj.setdefault("metadata", {})
-    if kind.namespaced is False and isinstance(meta, dict):
+    if kind.namespaced is False:
         meta.pop("namespace", None)
-    elif kind.namespaced and isinstance(meta, dict) and not meta.get("namespace"):
+    elif kind.namespaced and not meta.get("namespace"):
         meta["namespace"] = namespace
-    if kind.crd is not None:
-        return crds.default(obj, kind.crd)
-    return default_in_place(obj, namespace)
+    return crds.default(obj, kind.crd)
 
 
 def validation_errors(obj: dict[str, Any], kind: Kind, old: dict[str, Any] | None = None,
                       subresource: str = "") -> list[FieldError]:
     """Every validation error of a decoded, defaulted object (the API server's 422 list): a create's rules
-    without ``old``, an update's with it (what may change), a Pod's ``ephemeralcontainers`` write its own."""
+    without ``old``, an update's with it (what may change), a subresource write's its own."""
     if kind.crd is not None:
-        return validate_object_meta(obj.get("metadata"), kind.kind, kind.namespaced) + \
-            crds.validate_custom(obj, kind.crd, old)
-    errors = validate(obj, kind.namespaced)
-    if old is None:
-        return errors + (updates.pod_create_errors(obj) if kind.kind == "Pod" else [])
-    if subresource == "ephemeralcontainers":
-        return errors + updates.ephemeral_container_errors(obj, old)
-    if subresource == "status":
-        return errors
-    return errors + updates.update_errors(obj, old, kind.kind)
+        return validate_object_meta(obj.get("metadata"), kind.namespaced) + crds.validate_custom(obj, kind.crd, old)
+    return kind_validation_errors(obj, strategy(kind), kind.namespaced, old, subresource)
+
+
+# --- admission plugins: the cluster's say in a write, after the kind's own defaulting -------
+
+Lookup = Callable[[str], Iterable[Mapping[str, Any]]]  # kind → the stored objects of that kind
+
+
+def default_ingress_classes(classes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The IngressClasses marked default, in the order the DefaultIngressClass plugin prefers them: the
+    newest first (v1.35; older docs say several defaults make the create fail), then by name."""
+    defaults = [c for c in classes
+                if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
+    defaults.sort(key=lambda c: str(c["metadata"].get("name") or ""))
+    defaults.sort(key=lambda c: str(c["metadata"].get("creationTimestamp") or ""), reverse=True)
+    return defaults
+
+
+def default_ingress_class(obj: dict[str, Any], classes: Iterable[Mapping[str, Any]]) -> str | None:
+    """The DefaultIngressClass admission plugin on a new Ingress: one without a class (field or the
+    deprecated annotation) gets the default IngressClass's name. Returns the name it set, if any. Only
+    at creation: existing Ingresses keep what they have."""
+    spec = obj.setdefault("spec", {})
+    if spec.get("ingressClassName") or ((obj.get("metadata") or {}).get("annotations") or {}).get(
+            INGRESS_CLASS_ANNOTATION):
+        return None
+    defaults = default_ingress_classes(classes)
+    if not defaults:
+        return None
+    spec["ingressClassName"] = str(defaults[0]["metadata"]["name"])
+    return spec["ingressClassName"]
+
+
+def admit_create(obj: dict[str, Any], kind: Kind, lookup: Lookup) -> None:
+    """The mutating admission plugins of a create, after defaulting and before validation."""
+    if kind.kind == "Ingress" and kind.group == "networking.k8s.io":
+        default_ingress_class(obj, lookup("IngressClass"))
 
 
 def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:
@@ -199,13 +236,21 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
     kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
     if kind is None:
         return dict(body), Decoded(dict(body)), None
+    obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation)
+    return obj, decoded, kind
+
+
+def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
+             field_validation: FieldValidation = FieldValidation.STRICT) -> tuple[dict[str, Any], Decoded]:
+    """decode → default → validate an object of a resolved kind, as a create admits it (what a stored
+    object must still pass at start-up too); raises AdmissionError. The live registry runs the same
+    steps with its own between them (prepare, namespace lifecycle, plugins, webhooks, allocation)."""
     decoded = decode(body, kind, field_validation)
     obj = default(decoded.obj, kind, namespace)
     errors = validation_errors(obj, kind)
     if errors:
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        raise invalid(kind, name, errors)
-    return obj, decoded, kind
+        raise invalid(kind, str((obj.get("metadata") or {}).get("name") or ""), errors)
+    return obj, decoded
 
 
 def _crd_fields(schema_node: dict[str, Any], path: list[str]) -> list[str]:

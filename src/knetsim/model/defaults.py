@@ -1,37 +1,16 @@
 """Defaulting, as the API server applies it before validation (``pkg/apis/*/v1/defaults.go``).
 
-Functions take a manifest dict and return a defaulted deep copy; they never mutate input.
-Only fields that change networking behaviour or that kubectl prints are filled in.
+One ``default_<kind>`` per kind, each filling in a decoded object in place; a kind's strategy
+(``model.strategy``) names its defaulter. Only fields that change networking behaviour or that
+kubectl prints are filled in.
 """
 
 from __future__ import annotations
 
 import base64
-import copy
-from collections.abc import Callable
 from typing import Any
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-def apply_defaults(body: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
-    return default_in_place(copy.deepcopy(body), namespace)
-
-
-def default_in_place(out: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
-    """``apply_defaults`` on a body the caller already owns (a freshly decoded one): no copy."""
-    meta = out.setdefault("metadata", {})
-    if not isinstance(meta, dict):
-        return out
-    from .kinds import BY_KIND
-
-    info = BY_KIND.get(str(out.get("kind")))
-    if info is not None and info.namespaced and not meta.get("namespace"):
-        meta["namespace"] = namespace
-    fn = _DEFAULTERS.get(str(out.get("kind")))
-    if fn is not None:
-        fn(out)
-    return out
 
 
 def _ports_protocol(ports: Any) -> None:
@@ -85,7 +64,7 @@ def default_pod_spec(spec: Any) -> None:
                 _probe(container.get(probe))
 
 
-def _pod(obj: dict[str, Any]) -> None:
+def default_pod(obj: dict[str, Any]) -> None:
     default_pod_spec(obj.get("spec"))
 
 
@@ -99,7 +78,7 @@ def _template(obj: dict[str, Any]) -> dict[str, Any] | None:
     return spec
 
 
-def _deployment(obj: dict[str, Any]) -> None:
+def default_deployment(obj: dict[str, Any]) -> None:
     spec = _template(obj)
     if spec is None:
         return
@@ -115,13 +94,13 @@ def _deployment(obj: dict[str, Any]) -> None:
             rolling.setdefault("maxSurge", "25%")
 
 
-def _replicaset(obj: dict[str, Any]) -> None:
+def default_replicaset(obj: dict[str, Any]) -> None:
     spec = _template(obj)
     if spec is not None:
         spec.setdefault("replicas", 1)
 
 
-def _statefulset(obj: dict[str, Any]) -> None:
+def default_statefulset(obj: dict[str, Any]) -> None:
     spec = _template(obj)
     if spec is None:
         return
@@ -131,7 +110,7 @@ def _statefulset(obj: dict[str, Any]) -> None:
     spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
 
 
-def _daemonset(obj: dict[str, Any]) -> None:
+def default_daemonset(obj: dict[str, Any]) -> None:
     spec = _template(obj)
     if spec is None:
         return
@@ -141,7 +120,7 @@ def _daemonset(obj: dict[str, Any]) -> None:
     )
 
 
-def _job(obj: dict[str, Any]) -> None:
+def default_job(obj: dict[str, Any]) -> None:
     spec = _template(obj)
     if spec is None:
         return
@@ -151,7 +130,7 @@ def _job(obj: dict[str, Any]) -> None:
     spec.setdefault("completionMode", "NonIndexed")
 
 
-def _cronjob(obj: dict[str, Any]) -> None:
+def default_cronjob(obj: dict[str, Any]) -> None:
     # SetDefaults_CronJob; the job template's own JobSpec is not defaulted (only its pod template is,
     # as part of PodTemplateSpec), so a Job made from it gets the Job defaults when it is created.
     spec = obj.get("spec")
@@ -166,7 +145,7 @@ def _cronjob(obj: dict[str, Any]) -> None:
         _template(template)
 
 
-def _service(obj: dict[str, Any]) -> None:
+def default_service(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -193,7 +172,7 @@ def _service(obj: dict[str, Any]) -> None:
         spec.setdefault("internalTrafficPolicy", "Cluster")
 
 
-def _network_policy(obj: dict[str, Any]) -> None:
+def default_network_policy(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -209,11 +188,11 @@ def _network_policy(obj: dict[str, Any]) -> None:
                 _ports_protocol(rule.get("ports"))
 
 
-def _endpoint_slice(obj: dict[str, Any]) -> None:
+def default_endpoint_slice(obj: dict[str, Any]) -> None:
     _ports_protocol(obj.get("ports"))
 
 
-def _secret(obj: dict[str, Any]) -> None:
+def default_secret(obj: dict[str, Any]) -> None:
     # Convert_v1_Secret_To_core_Secret: stringData is write-only; its values land in data (base64
     # on the wire), overriding data's keys, and the stored Secret has no stringData.
     string_data = obj.pop("stringData", None)
@@ -225,7 +204,7 @@ def _secret(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Opaque")
 
 
-def _namespace(obj: dict[str, Any]) -> None:
+def default_namespace(obj: dict[str, Any]) -> None:
     meta = obj["metadata"]
     name = meta.get("name")
     if isinstance(name, str) and name:
@@ -240,19 +219,3 @@ def _namespace(obj: dict[str, Any]) -> None:
     status = obj.setdefault("status", {})
     if isinstance(status, dict):
         status.setdefault("phase", "Active")
-
-
-_DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "Pod": _pod,
-    "Deployment": _deployment,
-    "ReplicaSet": _replicaset,
-    "StatefulSet": _statefulset,
-    "DaemonSet": _daemonset,
-    "Job": _job,
-    "CronJob": _cronjob,
-    "Service": _service,
-    "NetworkPolicy": _network_policy,
-    "EndpointSlice": _endpoint_slice,
-    "Namespace": _namespace,
-    "Secret": _secret,
-}

@@ -1,7 +1,8 @@
 """Typed, read-only views of the Gateway API kinds knetsim simulates (gateway.networking.k8s.io).
 
-GatewayClass, Gateway, HTTPRoute and ReferenceGrant, standard channel (v1; v1beta1 is read the
-same way: the fields knetsim uses did not change between the two). The schema-driven decoder
+The ten kinds of the standard channel of v1.6.1: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
+TLSRoute, TCPRoute, UDPRoute, ListenerSet, BackendTLSPolicy and ReferenceGrant (v1; v1beta1 of the
+four that still serve it is read the same way: the fields knetsim uses did not change). The schema-driven decoder
 validates and defaults the objects before they get here; these parsers still never trust a
 shape: a field of the wrong type is read as absent and reported in ``problems`` (the object's
 field path and what was wrong), so odd input degrades instead of crashing.
@@ -11,7 +12,8 @@ routing code must see them even for an object that skipped admission (a snapshot
 ``matches`` → one PathPrefix ``/``; path type PathPrefix, value ``/``; header and query match
 type Exact; backendRef group ``""``, kind Service, weight 1; parentRef group
 gateway.networking.k8s.io, kind Gateway; ``allowedRoutes`` → namespaces from Same;
-redirect statusCode 302.
+redirect statusCode 302; GRPCRoute method match type Exact; ``allowedListeners`` → from None;
+frontend validation mode AllowValidOnly; listener TLS mode Terminate.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from .loader import BUILTIN, Source
 from .objects import Meta, Object
 
 GROUP = "gateway.networking.k8s.io"
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
+KINDS = ("GatewayClass", "Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy", "ReferenceGrant")
+# Core kinds the Gateway simulation reads as they are kept: listener certificates (kubernetes.io/tls Secrets,
+# also the ones a backend pod mounts for its TLS server) and CA bundles (ConfigMaps, Secrets).
+READ_AS_KEPT = ("ConfigMap", "Secret")
 SERVED_VERSIONS = ("v1", "v1beta1")
 
 
@@ -139,12 +145,42 @@ class GatewayAddress:
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A reference to an object by group, kind and name (and namespace, where the API allows one)."""
+
+    index: int
+    group: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendValidation:
+    """``spec.tls.frontend``: the client certificates a listener port requires (mutual TLS)."""
+
+    port: int | None  # None: the default for every HTTPS/TLS-terminating port without its own entry
+    ca_refs: tuple[ObjectRef, ...]
+    mode: str  # AllowValidOnly | AllowInsecureFallback
+    path: str  # the field path, for messages
+
+
+@dataclass(frozen=True, slots=True)
 class Gateway(Object):
     class_name: str = ""
     listeners: tuple[Listener, ...] = ()
     addresses: tuple[GatewayAddress, ...] = ()
     generation: int = 1
     problems: tuple[str, ...] = ()
+    allowed_listeners_from: str = "None"  # All | Same | Selector | None: which ListenerSets may attach
+    allowed_listeners_selector: Mapping[str, Any] | None = None
+    frontend_validation: tuple[FrontendValidation, ...] = ()
+    backend_client_certificate: SecretObjectRef | None = None
+
+    def frontend_validation_for(self, port: int | None) -> FrontendValidation | None:
+        """The per-port entry for ``port``, else the default (GEP-91)."""
+        return next((v for v in self.frontend_validation if v.port is not None and v.port == port),
+                    next((v for v in self.frontend_validation if v.port is None), None))
 
     def listener(self, name: str) -> Listener | None:
         return next((li for li in self.listeners if li.name == name), None)
@@ -165,14 +201,63 @@ class Gateway(Object):
             if value:
                 addresses.append(GatewayAddress(r.as_str(a.get("type"), f"spec.addresses[{i}].type", "IPAddress")
                                                 or "IPAddress", value))
+        allowed = r.as_map(r.as_map(spec.get("allowedListeners"), "spec.allowedListeners").get("namespaces"),
+                           "spec.allowedListeners.namespaces")
+        selector = allowed.get("selector")
+        tls = r.as_map(spec.get("tls"), "spec.tls")
+        frontend = r.as_map(tls.get("frontend"), "spec.tls.frontend")
+        validations = []
+        default = _frontend_validation(r, r.as_map(frontend.get("default"), "spec.tls.frontend.default"), None,
+                                       "spec.tls.frontend.default.validation")
+        if default is not None:
+            validations.append(default)
+        for i, item in enumerate(r.as_list(frontend.get("perPort"), "spec.tls.frontend.perPort")):
+            entry = r.as_map(item, f"spec.tls.frontend.perPort[{i}]")
+            port = r.as_int(entry.get("port"), f"spec.tls.frontend.perPort[{i}].port")
+            v = _frontend_validation(r, r.as_map(entry.get("tls"), f"spec.tls.frontend.perPort[{i}].tls"), port,
+                                     f"spec.tls.frontend.perPort[{i}].tls.validation")
+            if v is not None and port is not None:
+                validations.append(v)
+        backend = r.as_map(tls.get("backend"), "spec.tls.backend")
+        client = r.as_map(backend.get("clientCertificateRef"), "spec.tls.backend.clientCertificateRef")
+        client_name = r.as_str(client.get("name"), "spec.tls.backend.clientCertificateRef.name")
+        client_ref = SecretObjectRef(r.as_str(client.get("group"), "group", "") or "",
+                                     r.as_str(client.get("kind"), "kind", "Secret") or "Secret", client_name,
+                                     r.as_str(client.get("namespace"), "namespace")) if client_name else None
         return cls("Gateway", _meta("Gateway", raw), raw, source,
                    class_name=r.as_str(spec.get("gatewayClassName"), "spec.gatewayClassName", "") or "",
                    listeners=tuple(listeners), addresses=tuple(addresses), generation=_generation(raw),
-                   problems=tuple(r.problems))
+                   problems=tuple(r.problems),
+                   allowed_listeners_from=r.as_str(allowed.get("from"), "spec.allowedListeners.namespaces.from",
+                                                   "None") or "None",
+                   allowed_listeners_selector=selector if isinstance(selector, Mapping) else None,
+                   frontend_validation=tuple(validations), backend_client_certificate=client_ref)
+
+
+def _frontend_validation(r: _Reader, holder: Mapping[str, Any], port: int | None,
+                         path: str) -> FrontendValidation | None:
+    raw = r.as_map(holder.get("validation"), path)
+    if not raw:
+        return None
+    refs = tuple(ref for j, item in enumerate(r.as_list(raw.get("caCertificateRefs"), f"{path}.caCertificateRefs"))
+                 if (ref := _object_ref(r, item, j, f"{path}.caCertificateRefs", "", "ConfigMap")) is not None)
+    mode = r.as_str(raw.get("mode"), f"{path}.mode", "AllowValidOnly") or "AllowValidOnly"
+    return FrontendValidation(port, refs, mode, path)
+
+
+def _object_ref(r: _Reader, item: Any, j: int, where: str, group: str, kind: str) -> ObjectRef | None:
+    path = f"{where}[{j}]"
+    m = r.as_map(item, path)
+    name = r.as_str(m.get("name"), f"{path}.name")
+    if not name:
+        return None
+    return ObjectRef(j, r.as_str(m.get("group"), f"{path}.group", group) or "",
+                     r.as_str(m.get("kind"), f"{path}.kind", kind) or kind, name,
+                     r.as_str(m.get("namespace"), f"{path}.namespace") or None)
 
 
 def _listener(r: _Reader, item: Any, i: int) -> Listener | None:
-    path = f"spec.listeners[{i}]"
+    path = f"spec.listeners[{i}]"  # a Gateway's listener and a ListenerSet's entry have the same shape
     raw = r.as_map(item, path)
     if not raw:
         return None
@@ -321,10 +406,8 @@ class HTTPRoute(Object):
     def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> HTTPRoute:
         r = _Reader()
         spec = r.as_map(raw.get("spec"), "spec")
-        parents = tuple(p for i, item in enumerate(r.as_list(spec.get("parentRefs"), "spec.parentRefs"))
-                        if (p := _parent_ref(r, item, i, "spec.parentRefs")) is not None)
-        hostnames = tuple(h for i, h in enumerate(r.as_list(spec.get("hostnames"), "spec.hostnames"))
-                          if r.as_str(h, f"spec.hostnames[{i}]"))
+        parents = _parent_refs(r, spec)
+        hostnames = _hostnames(r, spec)
         rules_raw = r.as_list(spec.get("rules"), "spec.rules") if "rules" in spec else [{}]
         rules = tuple(_rule(r, item, i) for i, item in enumerate(rules_raw))
         return cls("HTTPRoute", _meta("HTTPRoute", raw), raw, source, parent_refs=parents, hostnames=hostnames,
@@ -351,23 +434,8 @@ def _rule(r: _Reader, item: Any, i: int) -> RouteRule:
     matches = tuple(_match(r, m, f"{path}.matches[{j}]") for j, m in enumerate(matches_raw))
     filters = tuple(f for j, item in enumerate(r.as_list(raw.get("filters"), f"{path}.filters"))
                     if (f := _filter(r, item, f"{path}.filters[{j}]")) is not None)
-    backends = []
-    for j, b in enumerate(r.as_list(raw.get("backendRefs"), f"{path}.backendRefs")):
-        bpath = f"{path}.backendRefs[{j}]"
-        bm = r.as_map(b, bpath)
-        name = r.as_str(bm.get("name"), f"{bpath}.name")
-        if not name:
-            r.problems.append(f"{bpath}.name: Required value")
-            continue
-        weight = r.as_int(bm.get("weight"), f"{bpath}.weight", 1)
-        bfilters = tuple(f for k, item in enumerate(r.as_list(bm.get("filters"), f"{bpath}.filters"))
-                         if (f := _filter(r, item, f"{bpath}.filters[{k}]")) is not None)
-        backends.append(BackendRef(j, r.as_str(bm.get("group"), f"{bpath}.group", "") or "",
-                                   r.as_str(bm.get("kind"), f"{bpath}.kind", "Service") or "Service", name,
-                                   r.as_str(bm.get("namespace"), f"{bpath}.namespace") or None,
-                                   r.as_int(bm.get("port"), f"{bpath}.port"),
-                                   weight if weight is not None and weight >= 0 else 1, bfilters))
-    return RouteRule(i, r.as_str(raw.get("name"), f"{path}.name") or None, matches, filters, tuple(backends))
+    backends = _backend_refs(r, raw.get("backendRefs"), path, with_filters=True)
+    return RouteRule(i, r.as_str(raw.get("name"), f"{path}.name") or None, matches, filters, backends)
 
 
 def _match(r: _Reader, item: Any, path: str) -> RouteMatch:
@@ -445,6 +513,246 @@ def _filter(r: _Reader, item: Any, path: str) -> Filter | None:
                   redirect, rewrite, raw)
 
 
+# --- GRPCRoute ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCMethodMatch:
+    type: str  # Exact | RegularExpression
+    service: str | None  # None: any service
+    method: str | None  # None: any method
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCRouteMatch:
+    method: GRPCMethodMatch | None = None  # None: every method of every service
+    headers: tuple[ValueMatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCRouteRule:
+    index: int
+    name: str | None
+    matches: tuple[GRPCRouteMatch, ...]
+    filters: tuple[Filter, ...]
+    backend_refs: tuple[BackendRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCRoute(Object):
+    parent_refs: tuple[ParentRef, ...] = ()
+    hostnames: tuple[str, ...] = ()
+    rules: tuple[GRPCRouteRule, ...] = ()
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> GRPCRoute:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        rules_raw = r.as_list(spec.get("rules"), "spec.rules") if "rules" in spec else [{}]
+        rules = []
+        for i, item in enumerate(rules_raw):
+            path = f"spec.rules[{i}]"
+            rule = r.as_map(item, path)
+            matches_raw = r.as_list(rule.get("matches"), f"{path}.matches") if rule.get("matches") is not None else [{}]
+            rules.append(GRPCRouteRule(
+                i, r.as_str(rule.get("name"), f"{path}.name") or None,
+                tuple(_grpc_match(r, m, f"{path}.matches[{j}]") for j, m in enumerate(matches_raw)),
+                tuple(f for j, f_raw in enumerate(r.as_list(rule.get("filters"), f"{path}.filters"))
+                      if (f := _filter(r, f_raw, f"{path}.filters[{j}]")) is not None),
+                _backend_refs(r, rule.get("backendRefs"), path, with_filters=True)))
+        return cls("GRPCRoute", _meta("GRPCRoute", raw), raw, source, parent_refs=_parent_refs(r, spec),
+                   hostnames=_hostnames(r, spec), rules=tuple(rules), generation=_generation(raw),
+                   problems=tuple(r.problems))
+
+
+def _grpc_match(r: _Reader, item: Any, path: str) -> GRPCRouteMatch:
+    raw = r.as_map(item, path)
+    method = None
+    if raw.get("method") is not None:
+        m = r.as_map(raw.get("method"), f"{path}.method")
+        method = GRPCMethodMatch(r.as_str(m.get("type"), f"{path}.method.type", "Exact") or "Exact",
+                                 r.as_str(m.get("service"), f"{path}.method.service") or None,
+                                 r.as_str(m.get("method"), f"{path}.method.method") or None)
+    headers = []
+    for j, v in enumerate(r.as_list(raw.get("headers"), f"{path}.headers")):
+        vm = r.as_map(v, f"{path}.headers[{j}]")
+        name = r.as_str(vm.get("name"), f"{path}.headers[{j}].name")
+        value = r.as_str(vm.get("value"), f"{path}.headers[{j}].value")
+        if name and value is not None:
+            headers.append(ValueMatch(r.as_str(vm.get("type"), f"{path}.headers[{j}].type", "Exact") or "Exact",
+                                      name, value))
+    return GRPCRouteMatch(method, tuple(headers))
+
+
+# --- TLSRoute, TCPRoute, UDPRoute ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRule:
+    """A rule of a TLSRoute, TCPRoute or UDPRoute: backends only (no matches; v1 allows one rule)."""
+
+    index: int
+    name: str | None
+    backend_refs: tuple[BackendRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRoute(Object):
+    """TLSRoute, TCPRoute and UDPRoute share this shape; only a TLSRoute has hostnames (SNI)."""
+
+    parent_refs: tuple[ParentRef, ...] = ()
+    hostnames: tuple[str, ...] = ()
+    rules: tuple[StreamRule, ...] = ()
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse_kind(cls, kind: str, raw: dict[str, Any], source: Source = BUILTIN) -> StreamRoute:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        rules = []
+        for i, item in enumerate(r.as_list(spec.get("rules"), "spec.rules")):
+            path = f"spec.rules[{i}]"
+            rule = r.as_map(item, path)
+            rules.append(StreamRule(i, r.as_str(rule.get("name"), f"{path}.name") or None,
+                                    _backend_refs(r, rule.get("backendRefs"), path, with_filters=False)))
+        return cls(kind, _meta(kind, raw), raw, source, parent_refs=_parent_refs(r, spec),
+                   hostnames=_hostnames(r, spec) if kind == "TLSRoute" else (), rules=tuple(rules),
+                   generation=_generation(raw), problems=tuple(r.problems))
+
+
+def _parent_refs(r: _Reader, spec: Mapping[str, Any]) -> tuple[ParentRef, ...]:
+    return tuple(p for i, item in enumerate(r.as_list(spec.get("parentRefs"), "spec.parentRefs"))
+                 if (p := _parent_ref(r, item, i, "spec.parentRefs")) is not None)
+
+
+def _hostnames(r: _Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(h for i, h in enumerate(r.as_list(spec.get("hostnames"), "spec.hostnames"))
+                 if r.as_str(h, f"spec.hostnames[{i}]"))
+
+
+def _backend_refs(r: _Reader, value: Any, path: str, *, with_filters: bool) -> tuple[BackendRef, ...]:
+    backends = []
+    for j, b in enumerate(r.as_list(value, f"{path}.backendRefs")):
+        bpath = f"{path}.backendRefs[{j}]"
+        bm = r.as_map(b, bpath)
+        name = r.as_str(bm.get("name"), f"{bpath}.name")
+        if not name:
+            r.problems.append(f"{bpath}.name: Required value")
+            continue
+        weight = r.as_int(bm.get("weight"), f"{bpath}.weight", 1)
+        bfilters = tuple(f for k, item in enumerate(r.as_list(bm.get("filters"), f"{bpath}.filters"))
+                         if (f := _filter(r, item, f"{bpath}.filters[{k}]")) is not None) if with_filters else ()
+        backends.append(BackendRef(j, r.as_str(bm.get("group"), f"{bpath}.group", "") or "",
+                                   r.as_str(bm.get("kind"), f"{bpath}.kind", "Service") or "Service", name,
+                                   r.as_str(bm.get("namespace"), f"{bpath}.namespace") or None,
+                                   r.as_int(bm.get("port"), f"{bpath}.port"),
+                                   weight if weight is not None and weight >= 0 else 1, bfilters))
+    return tuple(backends)
+
+
+# --- ListenerSet ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSet(Object):
+    """Listeners for a Gateway, kept apart from it (GEP-1713): ``spec.parentRef`` names the Gateway."""
+
+    parent: ParentRef | None = None
+    listeners: tuple[Listener, ...] = ()
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    def listener(self, name: str) -> Listener | None:
+        return next((li for li in self.listeners if li.name == name), None)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> ListenerSet:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        parent_raw = r.as_map(spec.get("parentRef"), "spec.parentRef")
+        name = r.as_str(parent_raw.get("name"), "spec.parentRef.name")
+        parent = None
+        if name:
+            parent = ParentRef(0, r.as_str(parent_raw.get("group"), "spec.parentRef.group", GROUP) or "",
+                               r.as_str(parent_raw.get("kind"), "spec.parentRef.kind", "Gateway") or "Gateway",
+                               r.as_str(parent_raw.get("namespace"), "spec.parentRef.namespace") or None, name,
+                               None, None, parent_raw)
+        listeners = tuple(li for i, item in enumerate(r.as_list(spec.get("listeners"), "spec.listeners"))
+                          if (li := _listener(r, item, i)) is not None)
+        return cls("ListenerSet", _meta("ListenerSet", raw), raw, source, parent=parent, listeners=listeners,
+                   generation=_generation(raw), problems=tuple(r.problems))
+
+
+# --- BackendTLSPolicy -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTargetRef:
+    index: int
+    group: str
+    kind: str
+    name: str
+    section_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectAltName:
+    type: str  # Hostname | URI
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackendTLSPolicy(Object):
+    """How the Gateway's proxy verifies the TLS of a backend (GEP-1897)."""
+
+    target_refs: tuple[PolicyTargetRef, ...] = ()
+    ca_refs: tuple[ObjectRef, ...] = ()
+    well_known_ca: str | None = None  # "System" (the proxy's trust store)
+    hostname: str = ""  # the SNI sent and the name the certificate must carry
+    subject_alt_names: tuple[SubjectAltName, ...] = ()
+    options: Mapping[str, str] | None = None
+    generation: int = 1
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> BackendTLSPolicy:
+        r = _Reader()
+        spec = r.as_map(raw.get("spec"), "spec")
+        targets = []
+        for i, item in enumerate(r.as_list(spec.get("targetRefs"), "spec.targetRefs")):
+            path = f"spec.targetRefs[{i}]"
+            m = r.as_map(item, path)
+            name = r.as_str(m.get("name"), f"{path}.name")
+            if name:
+                targets.append(PolicyTargetRef(i, r.as_str(m.get("group"), f"{path}.group", "") or "",
+                                               r.as_str(m.get("kind"), f"{path}.kind", "") or "", name,
+                                               r.as_str(m.get("sectionName"), f"{path}.sectionName") or None))
+        validation = r.as_map(spec.get("validation"), "spec.validation")
+        cas = tuple(ref for j, item in enumerate(r.as_list(validation.get("caCertificateRefs"),
+                                                           "spec.validation.caCertificateRefs"))
+                    if (ref := _object_ref(r, item, j, "spec.validation.caCertificateRefs", "", "")) is not None)
+        sans = []
+        for j, item in enumerate(r.as_list(validation.get("subjectAltNames"), "spec.validation.subjectAltNames")):
+            path = f"spec.validation.subjectAltNames[{j}]"
+            m = r.as_map(item, path)
+            san_type = r.as_str(m.get("type"), f"{path}.type", "") or ""
+            value = r.as_str(m.get("hostname" if san_type == "Hostname" else "uri"), path)
+            if value:
+                sans.append(SubjectAltName(san_type, value))
+        options = spec.get("options")
+        return cls("BackendTLSPolicy", _meta("BackendTLSPolicy", raw), raw, source, target_refs=tuple(targets),
+                   ca_refs=cas,
+                   well_known_ca=r.as_str(validation.get("wellKnownCACertificates"),
+                                          "spec.validation.wellKnownCACertificates") or None,
+                   hostname=r.as_str(validation.get("hostname"), "spec.validation.hostname", "") or "",
+                   subject_alt_names=tuple(sans),
+                   options={str(k): str(v) for k, v in options.items()} if isinstance(options, Mapping) else None,
+                   generation=_generation(raw), problems=tuple(r.problems))
+
+
 # --- ReferenceGrant -------------------------------------------------------------------
 
 
@@ -489,9 +797,19 @@ class ReferenceGrant(Object):
                    problems=tuple(r.problems))
 
 
+def _stream(kind: str) -> Any:
+    return lambda raw, source=BUILTIN: StreamRoute.parse_kind(kind, raw, source)
+
+
 PARSERS = {
     "GatewayClass": GatewayClass.parse,
     "Gateway": Gateway.parse,
     "HTTPRoute": HTTPRoute.parse,
+    "GRPCRoute": GRPCRoute.parse,
+    "TLSRoute": _stream("TLSRoute"),
+    "TCPRoute": _stream("TCPRoute"),
+    "UDPRoute": _stream("UDPRoute"),
+    "ListenerSet": ListenerSet.parse,
+    "BackendTLSPolicy": BackendTLSPolicy.parse,
     "ReferenceGrant": ReferenceGrant.parse,
 }

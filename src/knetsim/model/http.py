@@ -7,10 +7,13 @@ request"; they take the same ``HTTPRequest`` and reduce their detailed results t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+import ipaddress
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 SCHEME_PORTS = {"http": 80, "https": 443}
+# The client outside the cluster that traces and route requests come from by default (TEST-NET-3).
+EXTERNAL_CLIENT = "203.0.113.10"
 
 
 def plain(value: Any) -> Any:
@@ -74,6 +77,8 @@ class HTTPRequest:
     scheme: str = "http"
     port: int | None = None  # None: the scheme's port (80 / 443)
     headers: tuple[tuple[str, str], ...] = ()
+    client_ip: str | None = None  # the address the request comes from (None: the simulation's external client)
+    body_size: int | None = None  # Content-Length of the request body (None: no body)
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEME_PORTS:
@@ -84,6 +89,13 @@ class HTTPRequest:
             raise HTTPRequestError(f"port {self.port} must be between 1 and 65535, inclusive")
         if not self.method or not self.method.isalpha():
             raise HTTPRequestError(f"method {self.method!r} is not an HTTP method")
+        if self.body_size is not None and self.body_size < 0:
+            raise HTTPRequestError(f"body size {self.body_size} must not be negative")
+        if self.client_ip is not None:
+            try:
+                ipaddress.ip_address(self.client_ip)
+            except ValueError:
+                raise HTTPRequestError(f"client address {self.client_ip!r} is not an IP address") from None
 
     @property
     def effective_port(self) -> int:
@@ -108,9 +120,34 @@ class HTTPRequest:
         default = self.port is None or self.port == SCHEME_PORTS[self.scheme]
         return f"{self.scheme}://{self.host}{'' if default else f':{self.port}'}{self.path}"
 
+    def cookie(self, name: str) -> str | None:
+        """A cookie of the Cookie header(s), as a server reads it."""
+        for n, v in self.headers:
+            if n.lower() == "cookie":
+                for part in v.split(";"):
+                    key, sep, value = part.strip().partition("=")
+                    if sep and key == name:
+                        return value
+        return None
+
+    def describe(self) -> str:
+        """The request as one line: method, URL, and what the Ingress annotations read from it."""
+        text = f"{self.method} {self.url}"
+        extras = [f"{n}: {v}" for n, v in self.headers]
+        if self.client_ip:
+            extras.append(f"from {self.client_ip}")
+        if self.body_size is not None:
+            extras.append(f"body {self.body_size} B")
+        return text + (f" [{', '.join(extras)}]" if extras else "")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "scheme": self.scheme, "host": self.host, "port": self.effective_port,
-                "path": self.path, "headers": {n.lower(): v for n, v in self.headers}}
+        out = {"method": self.method, "scheme": self.scheme, "host": self.host, "port": self.effective_port,
+               "path": self.path, "headers": {n.lower(): v for n, v in self.headers}}
+        if self.client_ip is not None:
+            out["client_ip"] = self.client_ip
+        if self.body_size is not None:
+            out["body_size"] = self.body_size
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,22 +159,103 @@ class RouteAnswer:
     location: str | None  # the Location of a redirect
     upstream_path: str | None  # the path the backend receives (after rewrites)
     explanation: str
+    # Response headers the proxy sets that a client relies on (CORS, WWW-Authenticate), lower-case names; compared
+    # when both sides report them.
+    headers: dict[str, str] = field(default_factory=dict)
+    # Request headers the backend receives that the proxy sets (Host, X-Forwarded-Prefix), lower-case names.
+    upstream_headers: dict[str, str] = field(default_factory=dict)
+    # A weighted split (canary weights, backendRef weights): backend → share of requests. When both sides report
+    # one, the shares are compared instead of the backend this one request drew.
+    shares: dict[str, float] = field(default_factory=dict)
+    # For a burst of requests from one client: (requests, how many get through, what the others get).
+    burst: tuple[int, int, int] | None = None
+    # On https, the certificate the client is served: "namespace/secret" as the configuration names it, or "fake"
+    # (ingress-nginx's own, for a host no Ingress lists under tls). Compared when both sides report one.
+    certificate: str | None = None
+
+    def differences(self, other: RouteAnswer) -> list[str]:
+        """What differs, in words; empty when a client sees the same."""
+        out = []
+        if self.status != other.status:
+            out.append("status")
+        if (self.shares or other.shares) and self.backend is not None and other.backend is not None:
+            # A weighted split on either side: the shares are compared, a single backend being all of them.
+            if self._split() != other._split():
+                out.append("weights")
+        elif self.backend != other.backend:
+            out.append("backend")
+        if _normal_url(self.location) != _normal_url(other.location):
+            out.append("location")
+        if self.upstream_path is not None and other.upstream_path is not None and \
+                self.upstream_path != other.upstream_path:
+            out.append("path")
+        for name in sorted(set(self.headers) | set(other.headers)):
+            if self.headers.get(name) != other.headers.get(name):
+                out.append(f"header {name}")
+        if self.burst is not None and other.burst is not None and self.burst != other.burst:
+            out.append("burst")
+        if self.certificate is not None and other.certificate is not None and self.certificate != other.certificate:
+            out.append("certificate")
+        if self.upstream_headers and other.upstream_headers:  # both sides say what the backend receives
+            for name in sorted(set(self.upstream_headers) | set(other.upstream_headers)):
+                if self.upstream_headers.get(name) != other.upstream_headers.get(name):
+                    out.append(f"upstream header {name}")
+        return out
+
+    def _split(self) -> dict[str, float]:
+        shares = self.shares or ({self.backend: 1.0} if self.backend else {})
+        return {k: round(v, 4) for k, v in shares.items() if v}
 
     def same_as(self, other: RouteAnswer) -> bool:
-        """Same status, backend and redirect; and, when both proxy, the same path reaches the backend."""
-        if (self.status, self.backend, self.location) != (other.status, other.backend, other.location):
-            return False
-        return self.upstream_path is None or other.upstream_path is None or self.upstream_path == other.upstream_path
+        """Same status, backend (or weights) and redirect; when both proxy, the same path and the same proxy-set
+        request headers reach the backend; the same CORS and authentication response headers."""
+        return not self.differences(other)
 
     def describe(self) -> str:
+        if self.burst is not None:
+            n, through, status = self.burst
+            return f"{through} of {n} at once" + (f", then {status}" if through < n else "")
         if self.status is None and self.backend is None:
             return "nothing proxied or answered"
         if self.location is not None:
             return f"{self.status} → {self.location}"
         if self.status is not None:
             return f"{self.status}" + (f" (backend {self.backend})" if self.backend else "")
+        if self.shares:
+            split = ", ".join(f"{b} {share:.0%}" for b, share in sorted(self.shares.items()) if share)
+            return f"→ {split}" + (f" {self.upstream_path}" if self.upstream_path else "")
         return f"→ {self.backend}" + (f" {self.upstream_path}" if self.upstream_path else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "backend": self.backend, "location": self.location,
-                "upstream_path": self.upstream_path, "explanation": self.explanation}
+        out: dict[str, Any] = {"status": self.status, "backend": self.backend, "location": self.location,
+                               "upstream_path": self.upstream_path, "explanation": self.explanation}
+        if self.headers:
+            out["headers"] = dict(sorted(self.headers.items()))
+        if self.upstream_headers:
+            out["upstream_headers"] = dict(sorted(self.upstream_headers.items()))
+        if self.shares:
+            out["shares"] = dict(sorted(self.shares.items()))
+        if self.burst is not None:
+            out["burst"] = {"requests": self.burst[0], "through": self.burst[1], "others_get": self.burst[2]}
+        return out
+
+
+# Response headers whose presence on one side only is a difference a client notices.
+COMPARED_RESPONSE_HEADERS = ("access-control-allow-origin", "access-control-allow-credentials",
+                             "access-control-allow-methods", "access-control-allow-headers",
+                             "access-control-expose-headers", "access-control-max-age", "www-authenticate")
+
+
+def _normal_url(url: str | None) -> str | None:
+    """A Location compared as a browser follows it: ``https://host`` and ``https://host/`` are the same."""
+    if url is None:
+        return None
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    default = {"http": ":80", "https": ":443"}.get(scheme.lower())
+    if sep and default and authority.endswith(default):
+        rest = authority[: -len(default)] + slash + tail  # http://host:80/p is http://host/p
+    if sep and "/" not in rest.split("?", 1)[0]:
+        host, q, query = rest.partition("?")
+        return f"{scheme}://{host}/" + (f"?{query}" if q else "")
+    return f"{scheme}://{rest}" if sep else url

@@ -53,13 +53,19 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
     # Gateway API, standard channel: hand-registered while its CRDs are not vendored under data/crds/
-    # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the four).
+    # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the ten).
     KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),
              other_versions=("v1beta1",)),
     KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), other_versions=("v1beta1",)),
     KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), other_versions=("v1beta1",)),
     KindInfo("ReferenceGrant", "gateway.networking.k8s.io", "v1", "referencegrants", True, ("refgrant",),
              other_versions=("v1beta1",)),
+    KindInfo("GRPCRoute", "gateway.networking.k8s.io", "v1", "grpcroutes", True, ()),
+    KindInfo("TLSRoute", "gateway.networking.k8s.io", "v1", "tlsroutes", True, ()),
+    KindInfo("TCPRoute", "gateway.networking.k8s.io", "v1", "tcproutes", True, ()),
+    KindInfo("UDPRoute", "gateway.networking.k8s.io", "v1", "udproutes", True, ()),
+    KindInfo("ListenerSet", "gateway.networking.k8s.io", "v1", "listenersets", True, ("lset",)),
+    KindInfo("BackendTLSPolicy", "gateway.networking.k8s.io", "v1", "backendtlspolicies", True, ("btlspolicy",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),

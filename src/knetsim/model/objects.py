@@ -550,7 +550,7 @@ class Ingress(Object):
             raw,
             source,
             class_name=spec.get("ingressClassName"),
-            class_annotation=annotations.get("kubernetes.io/ingress.class"),
+            class_annotation=annotations.get(INGRESS_CLASS_ANNOTATION),
             default_backend=_backend(spec.get("defaultBackend")),
             rules=tuple(rules),
             tls=tls,
@@ -558,6 +558,8 @@ class Ingress(Object):
 
 
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+# Deprecated since v1.18 for spec.ingressClassName; ingress controllers and DefaultIngressClass still read it.
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 
 
 @dataclass(frozen=True, slots=True)

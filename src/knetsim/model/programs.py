@@ -14,6 +14,9 @@ says where the container listens and what it answers, instead of the image's bar
     traefik/whoami          --port (80) → "Hostname: <pod>" and the pod's IP
     python -m http.server   [port] (8000)
     busybox httpd           -p [ip:]port (80)
+    httpbin                 kennethreitz/httpbin (80), mccutchen/go-httpbin (8080, -port / $PORT):
+                            /status/CODE → that status, /basic-auth/USER/PASS and /bearer → 401
+                            unless the Authorization header matches, /get, /headers, /anything → 200
 
 Anything else (another agnhost subcommand, an unknown program) returns None: the image's default
 ports apply (``model/listeners.py``).
@@ -21,6 +24,7 @@ ports apply (``model/listeners.py``).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -125,9 +129,19 @@ def _python(argv: Sequence[str]) -> Program | None:
     return Program("python http.server", ((port, "TCP"),), tuple(argv))
 
 
+# Images whose own CMD is a known program (no command line to read): name → (program, default port).
+_IMAGE_PROGRAMS = {"httpbin": ("httpbin", 80), "go-httpbin": ("httpbin", 8080)}
+
+
 def program_of(container: Container) -> Program | None:
-    """The server program this container runs, when its command line says so."""
-    if not container.command and image_repository(container.image) not in _ENTRYPOINTS:
+    """The server program this container runs, when its command line (or, for a few images, the image) says so."""
+    repository = image_repository(container.image)
+    if repository in _IMAGE_PROGRAMS and not container.command:
+        name, port = _IMAGE_PROGRAMS[repository]
+        flags, _ = _flags(container.args)
+        return Program(name, ((_port(flags.get("port") or container.env.get("PORT"), port), "TCP"),),
+                       tuple(container.args))
+    if not container.command and repository not in _ENTRYPOINTS:
         return None  # the common case (an image's own CMD), answered without parsing
     return _program(container.image, container.command, container.args)
 
@@ -150,6 +164,32 @@ def _program(image: str, command: tuple[str, ...], args: tuple[str, ...]) -> Pro
         flags, _ = _flags(argv[1:] if name == "httpd" else argv[2:])
         return Program("busybox httpd", ((_port(flags.get("p"), 80), "TCP"),), tuple(argv))
     return None
+
+
+def http_status(program: Program, method: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+    """The status (and headers) a program answers with; every program but httpbin answers 200.
+
+    httpbin: ``/status/CODE`` (the first of a comma list), ``/basic-auth/USER/PASS`` (401 with
+    ``WWW-Authenticate: Basic realm="Fake Realm"`` unless the Basic credentials match), ``/bearer``
+    (401 unless ``Authorization: Bearer ...``); ``/``, ``/get``, ``/headers``, ``/ip``, ``/anything...``
+    answer 200 and any other path 404.
+    """
+    if program.name != "httpbin":
+        return 200, {}
+    parts = [p for p in urlsplit(path).path.split("/") if p]
+    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    if len(parts) == 2 and parts[0] == "status":
+        code = parts[1].split(",", 1)[0]
+        return (int(code), {}) if code.isdigit() and 100 <= int(code) <= 599 else (400, {})
+    if len(parts) == 3 and parts[0] == "basic-auth":
+        expected = "Basic " + base64.b64encode(f"{parts[1]}:{parts[2]}".encode()).decode()
+        return (200, {}) if auth == expected else (401, {"WWW-Authenticate": 'Basic realm="Fake Realm"'})
+    if parts[:1] == ["bearer"]:
+        return (200, {}) if auth.startswith("Bearer ") else (401, {"WWW-Authenticate": "Bearer"})
+    if not parts or parts[0] in ("get", "headers", "ip", "anything", "user-agent", "uuid", "post", "put", "delete",
+                                 "patch", "cookies", "response-headers"):
+        return 200, {}
+    return 404, {}
 
 
 def http_answer(program: Program, pod_name: str, pod_ip: str, path: str) -> str | None:

@@ -52,7 +52,7 @@ def _forbidden(path: Path | str, detail: str) -> FieldError:
 # --- Pod ----------------------------------------------------------------------------------------------
 
 
-def _pod(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     spec, old_spec = _spec(new), _spec(old)
     path = Path("spec")
     errors: Errors = []
@@ -224,7 +224,7 @@ def go_label_selector(selector: Any) -> GoValue:
     return GoValue(f"v1.LabelSelector{{MatchLabels:{match_labels}, MatchExpressions:{match_exprs}}}")
 
 
-def _selector_fixed(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_selector_unchanged(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     selector, before = _spec(new).get("selector"), _spec(old).get("selector")
     if selector != before:
         return [Path("spec.selector").invalid(go_label_selector(selector), IMMUTABLE)]
@@ -235,7 +235,7 @@ _STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "r
                         "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
 
 
-def _statefulset(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_statefulset_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     """ValidateStatefulSetUpdate: serviceName, selector, volumeClaimTemplates, podManagementPolicy... are fixed."""
     spec, before = _spec(new), _spec(old)
     fixed = {k: v for k, v in spec.items() if k not in _STATEFULSET_MUTABLE}
@@ -246,12 +246,12 @@ def _statefulset(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     return []
 
 
-def _job(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_job_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     spec, before = _spec(new), _spec(old)
     errors: Errors = []
     if spec.get("completions") != before.get("completions") and spec.get("completionMode") != "Indexed":
         errors.append(Path("spec.completions").invalid(spec.get("completions"), IMMUTABLE))
-    errors += _selector_fixed(new, old)
+    errors += validate_selector_unchanged(new, old)
     if spec.get("template") != before.get("template"):
         # The value is the whole internal core.PodTemplateSpec upstream; named, not spelled out, here.
         errors.append(Path("spec.template").invalid(GoValue("core.PodTemplateSpec{...}"), IMMUTABLE))
@@ -274,31 +274,31 @@ def _immutable_data(new: Mapping[str, Any], old: Mapping[str, Any], fields: tupl
     return errors
 
 
-def _config_map(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_config_map_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     return _immutable_data(new, old, ("data", "binaryData"))
 
 
-def _secret(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_secret_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     errors: Errors = []
     if new.get("type") != old.get("type"):
         errors.append(Path("type").invalid(new.get("type"), IMMUTABLE))
     return errors + _immutable_data(new, old, ("data",))
 
 
-def _endpoint_slice(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+def validate_endpoint_slice_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     if new.get("addressType") != old.get("addressType"):
         return [Path("addressType").invalid(new.get("addressType"), IMMUTABLE)]
     return []
 
 
 _RULES = {
-    "Pod": _pod,
-    "Deployment": _selector_fixed,
-    "ReplicaSet": _selector_fixed,
-    "DaemonSet": _selector_fixed,
-    "StatefulSet": _statefulset,
-    "Job": _job,
-    "ConfigMap": _config_map,
-    "Secret": _secret,
-    "EndpointSlice": _endpoint_slice,
+    "Pod": validate_pod_update,
+    "Deployment": validate_selector_unchanged,
+    "ReplicaSet": validate_selector_unchanged,
+    "DaemonSet": validate_selector_unchanged,
+    "StatefulSet": validate_statefulset_update,
+    "Job": validate_job_update,
+    "ConfigMap": validate_config_map_update,
+    "Secret": validate_secret_update,
+    "EndpointSlice": validate_endpoint_slice_update,
 }

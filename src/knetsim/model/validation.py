@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .cron import ScheduleError, load_zone, schedule_error
-from .fielderr import ErrorType, FieldError, Path, go_map, go_slice
+from .fielderr import FieldError, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
     is_dns1035_label,
@@ -40,38 +40,8 @@ MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
 Errors = list[FieldError]
 
 
-def validate(body: Mapping[str, Any], namespaced: bool | None = None) -> Errors:
-    """Every error of one defaulted object: its metadata, then what its kind requires."""
-    kind = str(body.get("kind") or "")
-    errs = validate_object_meta(body.get("metadata"), kind, namespaced)
-    fn = _VALIDATORS.get(kind)
-    if kind == "Event" and body.get("apiVersion") != "v1":
-        fn = None
-    if fn is not None:
-        spec = body.get("spec")
-        if kind not in _SPECLESS and spec is not None and not isinstance(spec, Mapping):
-            errs.append(Path("spec").invalid(spec, "must be an object"))
-            return errs
-        try:
-            errs.extend(fn(body))
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            # Only reachable for bodies that did not go through the typed decoder (model.admission):
-            # say what is wrong instead of crashing.
-            version = body.get("apiVersion", "")
-            errs.append(FieldError("", ErrorType.INVALID, detail=(
-                f"{kind} in version \"{version}\" cannot be handled as a {kind}: a field has the wrong type ({exc})")))
-    return errs
-
-
 # --- metadata -------------------------------------------------------------------------
 
-# ValidateObjectMeta picks the name rule per kind (ValidateServiceName is DNS-1035, ...).
-_NAME_RULES: dict[str, Callable[[str], list[str]]] = {
-    "Service": is_dns1035_label,
-    "Namespace": is_dns1123_label,
-}
-# rbac's ValidateRBACName and the generic registry's last check: a path segment, anything else goes.
-_PATH_SEGMENT_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 _STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
 
@@ -83,33 +53,34 @@ def is_path_segment_name(name: str) -> list[str]:
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
-def _name_rule(kind: str, name: str, prefix: bool = False) -> list[str]:
-    # core/v1 Events skip ObjectMeta name validation (ValidateEventCreate, "backwards compatibility").
-    if kind in _PATH_SEGMENT_KINDS or kind == "Event":
-        return is_path_segment_name(name)
-    if prefix:
-        # A generateName prefix may end in '-': the generated suffix completes it.
-        name = name[:-1] + "a" if name.endswith("-") else name
-    return _NAME_RULES.get(kind, is_dns1123_subdomain)(name)
+NameRule = Callable[[str], list[str]]
 
 
-def validate_object_meta(meta: Any, kind: str, namespaced: bool | None) -> Errors:
-    """ValidateObjectMeta (apimachinery objectmeta.go) with the kind's name rule, then the generic
-    registry's path-segment check, which the API server runs after the kind's own validation."""
+def _generate_name_problems(rule: NameRule, prefix: str) -> list[str]:
+    # A generateName prefix may end in '-': the generated suffix completes it.
+    return rule(prefix[:-1] + "a" if prefix.endswith("-") and rule is not is_path_segment_name else prefix)
+
+
+def validate_object_meta(meta: Any, namespaced: bool | None, name_rule: NameRule = is_dns1123_subdomain) -> Errors:
+    """ValidateObjectMeta (apimachinery objectmeta.go) with the kind's name rule (its strategy's: a
+    Service's is DNS-1035, a Namespace's a DNS-1123 label, RBAC's and core/v1 Events' a path segment),
+    then the generic registry's path-segment check, which the API server runs after the kind's own
+    validation."""
     path = Path("metadata")
     if not isinstance(meta, Mapping):
         return [path.child("name").required("name or generateName is required")]
     errs: Errors = []
     generate = meta.get("generateName")
     if isinstance(generate, str) and generate:
-        errs.extend(path.child("generateName").invalid(generate, p) for p in _name_rule(kind, generate, True))
+        errs.extend(path.child("generateName").invalid(generate, p)
+                    for p in _generate_name_problems(name_rule, generate))
     name = meta.get("name")
     if not name:
         errs.append(path.child("name").required("name or generateName is required"))
     elif not isinstance(name, str):
         errs.append(path.child("name").invalid(name, "must be a string"))
     else:
-        errs.extend(path.child("name").invalid(name, p) for p in _name_rule(kind, name))
+        errs.extend(path.child("name").invalid(name, p) for p in name_rule(name))
     namespace = meta.get("namespace")
     if namespaced and not namespace:
         errs.append(path.child("namespace").required())
@@ -214,7 +185,7 @@ def validate_port_num_or_name(value: Any, path: Path) -> Errors:
     return [path.invalid(value, "must be an int or a string")]
 
 
-def _service(body: Mapping[str, Any]) -> Errors:
+def validate_service(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec")
     path = Path("spec")
     if not isinstance(spec, Mapping):
@@ -484,11 +455,11 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
     return errs
 
 
-def _pod(body: Mapping[str, Any]) -> Errors:
+def validate_pod(body: Mapping[str, Any]) -> Errors:
     return validate_pod_spec(body.get("spec"), Path("spec"))
 
 
-def _workload(body: Mapping[str, Any], *, selector_required: bool = True, path: Path | None = None) -> Errors:
+def validate_workload(body: Mapping[str, Any], *, selector_required: bool = True, path: Path | None = None) -> Errors:
     spec = body.get("spec")
     path = path or Path("spec")
     if not isinstance(spec, Mapping):
@@ -523,8 +494,8 @@ def _workload(body: Mapping[str, Any], *, selector_required: bool = True, path: 
     return errs
 
 
-def _job(body: Mapping[str, Any]) -> Errors:
-    return _workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
+def validate_job(body: Mapping[str, Any]) -> Errors:
+    return validate_workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
 
 
 def _job_restart_policy(spec: Any, path: Path) -> Errors:
@@ -552,7 +523,7 @@ _TIME_ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
 MAX_CRONJOB_NAME = 63 - 11
 
 
-def _cronjob(body: Mapping[str, Any]) -> Errors:
+def validate_cronjob(body: Mapping[str, Any]) -> Errors:
     """validateCronJobSpec and ValidateCronJobCreate's name limit (pkg/apis/batch/validation)."""
     spec = body.get("spec") or {}
     path = Path("spec")
@@ -593,7 +564,7 @@ def _cronjob(body: Mapping[str, Any]) -> Errors:
         errs.append(path.child("concurrencyPolicy").not_supported(policy, CONCURRENCY_POLICIES))
     template = spec.get("jobTemplate")
     template_path = path.child("jobTemplate", "spec")
-    errs.extend(_workload(template if isinstance(template, Mapping) else {}, selector_required=False,
+    errs.extend(validate_workload(template if isinstance(template, Mapping) else {}, selector_required=False,
                           path=template_path))
     job_spec = (template or {}).get("spec") if isinstance(template, Mapping) else None
     errs.extend(_job_restart_policy(job_spec, template_path))
@@ -613,8 +584,8 @@ def _cronjob(body: Mapping[str, Any]) -> Errors:
     return errs
 
 
-def _statefulset(body: Mapping[str, Any]) -> Errors:
-    errs = _workload(body)
+def validate_statefulset(body: Mapping[str, Any]) -> Errors:
+    errs = validate_workload(body)
     service_name = (body.get("spec") or {}).get("serviceName")
     if service_name:
         errs.extend(Path("spec", ).child("serviceName").invalid(service_name, e)
@@ -625,7 +596,7 @@ def _statefulset(body: Mapping[str, Any]) -> Errors:
 # --- EndpointSlice --------------------------------------------------------------------
 
 
-def _endpoint_slice(body: Mapping[str, Any]) -> Errors:
+def validate_endpoint_slice(body: Mapping[str, Any]) -> Errors:
     errs: Errors = []
     address_type = body.get("addressType")
     types = ["FQDN", "IPv4", "IPv6"]
@@ -749,7 +720,7 @@ def _ingress_path(path_spec: Mapping[str, Any], p: Path) -> Errors:
     return errs
 
 
-def _ingress(body: Mapping[str, Any]) -> Errors:
+def validate_ingress(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec") or {}
     path = Path("spec")
     errs: Errors = []
@@ -812,7 +783,7 @@ def _ingress(body: Mapping[str, Any]) -> Errors:
     return errs
 
 
-def _ingress_class(body: Mapping[str, Any]) -> Errors:
+def validate_ingress_class(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec") or {}
     controller = spec.get("controller")
     path = Path("spec", ).child("controller")
@@ -904,7 +875,7 @@ def _ip_block(block: Any, path: Path) -> Errors:
     return errs
 
 
-def _network_policy(body: Mapping[str, Any]) -> Errors:
+def validate_network_policy(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec")
     path = Path("spec")
     if not isinstance(spec, Mapping):
@@ -964,7 +935,7 @@ def _data_keys(data: Any, path: Path) -> tuple[Errors, int]:
     return errs, size
 
 
-def _config_map(body: Mapping[str, Any]) -> Errors:
+def validate_config_map(body: Mapping[str, Any]) -> Errors:
     errs, size = _data_keys(body.get("data"), Path("data"))
     binary_errs, binary_size = _data_keys(body.get("binaryData"), Path("binaryData"))
     errs.extend(binary_errs)
@@ -976,7 +947,7 @@ def _config_map(body: Mapping[str, Any]) -> Errors:
     return errs
 
 
-def _secret(body: Mapping[str, Any]) -> Errors:
+def validate_secret(body: Mapping[str, Any]) -> Errors:
     data = body.get("data") or {}
     errs, size = _data_keys(data, Path("data"))
     if size * 3 // 4 > MAX_CONFIG_SIZE:
@@ -999,7 +970,7 @@ def _secret(body: Mapping[str, Any]) -> Errors:
 _NAMESPACE_MISMATCH = "does not match event.namespace"
 
 
-def _event(body: Mapping[str, Any]) -> Errors:
+def validate_event(body: Mapping[str, Any]) -> Errors:
     """legacyValidateEvent: what a core/v1 Event must satisfy (the events.k8s.io rules are stricter)."""
     errs: Errors = []
     namespace = str((body.get("metadata") or {}).get("namespace") or "")
@@ -1027,24 +998,3 @@ def _event(body: Mapping[str, Any]) -> Errors:
             errs.append(Path("message").invalid("", "can have at most 1024 characters"))
     errs.extend(Path("namespace").invalid(namespace, p) for p in is_dns1123_subdomain(namespace))
     return errs
-
-
-_SPECLESS = {"EndpointSlice", "Namespace", "Node", "ConfigMap", "Secret", "ServiceAccount", "Event"}
-
-_VALIDATORS: dict[str, Callable[[Mapping[str, Any]], Errors]] = {
-    "ConfigMap": _config_map,
-    "Secret": _secret,
-    "Event": _event,  # core/v1 only: events.k8s.io Events are checked by their schema alone
-    "Service": _service,
-    "Pod": _pod,
-    "Deployment": _workload,
-    "ReplicaSet": _workload,
-    "DaemonSet": _workload,
-    "StatefulSet": _statefulset,
-    "Job": _job,
-    "CronJob": _cronjob,
-    "EndpointSlice": _endpoint_slice,
-    "Ingress": _ingress,
-    "IngressClass": _ingress_class,
-    "NetworkPolicy": _network_policy,
-}

@@ -61,7 +61,8 @@ def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: i
 
     allowed, reason = http_allowed(state, src, dst, port, method, target.path, headers, host=target.host)
     if not allowed:
-        reply = Reply(403, "Access denied\n", {"content-type": "text/plain"})
+        # Cilium's Envoy filter answers a denied request itself: 403, "Access denied" and CRLF (15 bytes).
+        reply = Reply(403, "Access denied\r\n", {"content-type": "text/plain", "server": "envoy"})
         return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}"), reply
     body = _body(dst, port, target.path + (f"?{target.query}" if target.query else ""))
     reply = Reply(200, body, {"content-type": "text/html" if "<html>" in body else "text/plain"})

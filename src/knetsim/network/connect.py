@@ -20,6 +20,7 @@ from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
 from .app import app_reply
 from .dataplane import Candidate, dataplane_hop, usable_candidates
+from .egress import to_outside
 from .trace import (
     EXTERNAL_CLIENT_IP,
     Backend,
@@ -137,15 +138,25 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
         run.hops.append(Hop("dns", "ok", f"{resolution.fqdn or host} is a CNAME to {cname} (ExternalName)", data))
         run.hops.append(Hop("service", "info", "an ExternalName Service is only a DNS alias: no ClusterIP, no "
                             "proxying; the client connects to the external name itself"))
-        return run.fail("service", "no-route", f"{cname} lies outside the simulated cluster; knetsim does not "
-                        "simulate the Internet beyond it")
+        return run.fail("service", "no-route", f"{cname} lies outside the cluster and is none of the names of the "
+                        "outside knetsim models (cluster config: outside.hosts)")
     if not resolution.ok:
         detail = (f"{host} does not resolve from {pod.key} ({resolution.outcome}); tried: " + ", ".join(queries))
         finding = _name_hint(run.state, pod, host)
         return run.fail("dns", "nxdomain", detail, finding, data)
     ips = list(resolution.values)
-    run.hops.append(Hop("dns", "ok", f"{host} → {resolution.fqdn} → {', '.join(ips)} (query "
+    cnames = resolution.answer.values("CNAME") if resolution.answer is not None else ()
+    alias = f" (CNAME {cnames[-1]}, answered by the upstream)" if cnames else ""
+    run.hops.append(Hop("dns", "ok", f"{host} → {resolution.fqdn}{alias} → {', '.join(ips)} (query "
                         f"{resolution.answered} of {len(resolution.queries)})", data))
+    if cnames and run.target.scheme in ("http", "https") and run.state.config.outside.host_at(ips[0]) is not None:
+        target = cnames[-1].rstrip(".")
+        run.findings.append(Finding(
+            "ExternalNameHostHeader", "dns",
+            f"{host} is an ExternalName alias of {target}: the request still says Host: {host} (and TLS asks for a "
+            f"certificate of {host}); servers hosting several sites by name, most public ones, answer another site "
+            "or 404 for it (knetsim's outside hosts answer any Host)",
+            f"request {run.target.scheme}://{target}/ by its own name, or send Host: {target}"))
     return ips
 
 
@@ -184,13 +195,7 @@ def connect_ip(run: _Run, src_pod: Pod | None, src_ip: str, dst_ip: str, node: s
     node_obj = state.node_by_ip(dst_ip)
     if node_obj is not None:
         return _to_node(run, src_pod, src_ip, node_obj.name, dst_ip)
-    run.hops.append(Hop("service", "skip", f"{dst_ip} is neither a Service, a pod nor a node address"))
-    if src_pod is not None:
-        verdict = evaluate(state, src_pod, dst_ip, port, run.protocol)
-        if not verdict.egress.allowed:
-            return run.fail("policy", "timeout", verdict.egress.reason, data={"policy": verdict.to_dict()})
-        run.hops.append(Hop("policy", "ok", verdict.egress.reason))
-    return run.fail("dataplane", "no-route", f"{dst_ip} lies outside the simulated cluster (nothing answers there)")
+    return to_outside(run, src_pod, src_ip, dst_ip)
 
 
 def _loopback(run: _Run, src_pod: Pod | None, dst_ip: str) -> Trace:

@@ -92,6 +92,10 @@ def _controller_on(state, node: str) -> Pod | None:  # type: ignore[no-untyped-d
     return None
 
 
+# Router outcomes where the controller answers as its annotations say (the auth-error outcome is not one).
+ANNOTATED_ANSWERS = frozenset({"redirect", "denied", "unauthorized", "payload-too-large", "preflight"})
+
+
 def through_ingress(run: _Run, host: str) -> Trace:
     from ..ingress import RouteError, route
     from .connect import deliver
@@ -101,7 +105,10 @@ def through_ingress(run: _Run, host: str) -> Trace:
     scheme = run.target.scheme if run.target.scheme in ("http", "https") else "http"
     try:
         query = f"?{run.target.query}" if run.target.query else ""
-        result = route(state, host, run.target.path + query, scheme=scheme)
+        length = next((v for k, v in run.headers.items() if k.lower() == "content-length"), None)
+        result = route(state, host, run.target.path + query, scheme=scheme, method=run.method or "GET",
+                       headers=tuple((k, v) for k, v in run.headers.items() if k.lower() != "host"),
+                       body_size=int(length) if length is not None and length.isdigit() else None)
     except RouteError as exc:
         from .trace import TraceInputError
 
@@ -109,7 +116,11 @@ def through_ingress(run: _Run, host: str) -> Trace:
     if not _is_ip(host):
         run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with "
                             "public DNS, assumed to point at the ingress controller"))
-    run.hops.append(Hop("ingress", "ok" if result.routed else "fail", result.summary, {"route": result.to_dict()}))
+    # What the annotations ask the controller to answer itself (a redirect, 401/403 to a client without
+    # access, 413, a preflight) is the configuration working, not a broken path; an auth service that errs is not.
+    answered = result.outcome in ANNOTATED_ANSWERS
+    run.hops.append(Hop("ingress", "ok" if result.routed or answered else "fail", result.summary,
+                        {"route": result.to_dict()}))
     controller_key = result.controller.pod if result.controller is not None else None
     if controller_key is None or controller_key not in state.pods:
         run.findings.append(Finding("IngressNoController", "ingress", result.summary,
@@ -117,11 +128,15 @@ def through_ingress(run: _Run, host: str) -> Trace:
                                     "ingressclass), or mark one IngressClass as the default"))
         return run.finish("no-route")
     controller = state.pods[controller_key]
-    if result.redirect:
-        # ingress-nginx sends plain http for a TLS host to https first (ssl-redirect, 308).
-        run.hops.append(Hop("app", "info", f"{controller.key} answers 308 Permanent Redirect → {result.redirect}"))
-        reply = Reply(308, "<html><body><h1>308 Permanent Redirect</h1></body></html>\n",
-                      {"location": result.redirect})
+    if result.response is not None and result.outcome not in ("routed", "not-found", "backend-missing"):
+        # The controller answers itself: a redirect, a CORS preflight, 403/401/413, an auth error (annotations).
+        response = result.response
+        run.hops.append(Hop("app", "info" if answered or response.status < 400 else "fail",
+                            f"{controller.key} answers {response.status} itself: "
+                            f"{result.steps[-1].effect if result.steps else result.summary}"))
+        # As nginx writes them (names keep their case on the wire; the front door sends them as they are).
+        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
+        reply = Reply(response.status, response.body, headers)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
@@ -152,12 +167,18 @@ def through_ingress(run: _Run, host: str) -> Trace:
                      tuple(run.findings), reply, run.dataplane)
     run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
-    chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]
+    pinned = result.upstream_request.endpoint if result.upstream_request is not None else None
+    chosen = next((c for c in candidates if pinned is not None and (c.ip, c.port) == (pinned.ip, pinned.port)),
+                  None) or candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]
     forwarded = None
     if result.upstream is not None and result.upstream != result.request.path:
         path, _, query = result.upstream.partition("?")
         forwarded = replace(run.target, path=path, query=query)
     trace = deliver(run, controller, controller.pod_ip, chosen, via=svc.key, request=forwarded)
+    if trace.reply is not None and result.response_headers:
+        # Headers the controller adds to the backend's answer (CORS, HSTS, an affinity cookie).
+        merged = {**dict(trace.reply.headers), **result.response_headers}
+        trace = replace(trace, reply=replace(trace.reply, headers=merged))
     if trace.outcome == "timeout":
         # nginx gives up on the upstream and answers the client itself.
         reply = Reply(504, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")

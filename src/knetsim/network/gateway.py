@@ -14,12 +14,15 @@ every host; otherwise traffic goes to the Ingress controller as before.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cluster.gatewayinfra import container_port
 from ..cluster.state import ClusterState
 from ..gateway import GatewayRouteError, hostnames, route, translate
+from ..gateway.streams import route_stream
+from ..gateway.upstream import ENVOY_TLS_VERIFY_FAILED
 from ..ingress import host_matches
 from ..model.http import HTTPRequest, HTTPRequestError
 from ..policy.engine import evaluate
@@ -29,7 +32,8 @@ from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, Trac
 if TYPE_CHECKING:
     from .connect import _Run
 
-_REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable", 301: "Moved Permanently",
+_REASONS = {404: "Not Found", 421: "Misdirected Request", 500: "Internal Server Error", 503: "Service Unavailable",
+            301: "Moved Permanently",
             302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
 
 
@@ -40,13 +44,19 @@ def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
     ``ingress_first=False`` ignores the Ingresses (a migration check asks where the *new* side sends it).
     """
     name = hostnames.normalize(host)
-    protocol = "HTTPS" if scheme == "https" else "HTTP"
+    protocol = "HTTPS" if scheme == "https" else "TLS" if scheme == "tcp" else "HTTP"
     explicit, catch_all = [], []
     for key, gctx in translate(state).gateways.items():
         if not gctx.addresses or not gctx.proxy_pods:
             continue
         for lc in gctx.listeners:
             if lc.listener.port != port or lc.listener.protocol != protocol or not lc.programmed:
+                continue
+            if protocol == "TLS":
+                # A TLS listener is named by its hostname or its TLSRoutes' (the client's SNI is the host).
+                if any(hostnames.matches(h, name) for e in lc.streams for h in e.hostnames or
+                       ((lc.listener.hostname,) if lc.listener.hostname else ())):
+                    explicit.append(key)
                 continue
             if not hostnames.matches(lc.listener.hostname, name):
                 continue
@@ -73,6 +83,8 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
 
     state = run.state
     target = run.target
+    if target.scheme in ("tcp", "udp"):
+        return _stream_through_gateway(run, gateway, host)
     scheme = target.scheme if target.scheme in ("http", "https") else "http"
     headers = tuple((k, v) for k, v in run.headers.items() if k.lower() != "host")
     path = target.path + (f"?{target.query}" if target.query else "")
@@ -105,8 +117,12 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                                     "0.0.0.0/0 (an ipBlock) in namespace envoy-gateway-system"))
         return run.finish("timeout")
     run.hops.append(Hop("gateway", "ok" if result.proxied else "fail", result.summary, {"route": result.to_dict()}))
-    if result.outcome in ("no-listener", "not-programmed", "no-controller"):
+    if result.outcome in ("no-listener", "not-programmed", "no-controller", "tls-failed"):
         return run.finish("refused")
+    if result.outcome == "passed-through":
+        run.hops.pop()  # the TLS listener forwards the bytes: the stream path says where
+        run.hops.pop()
+        return _stream_through_gateway(run, gateway, host)
     if not result.proxied or result.backend is None:
         status = result.http_status or 500
         reply_headers = dict(result.response_headers)
@@ -119,7 +135,8 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
             run.findings.append(Finding("GatewayNoMatch" if status == 404 else "GatewayBackendProblem", "gateway",
                                         result.summary, "knetsim route --gateway shows every candidate rule and "
                                         "why it lost; knetsim doctor explains route status"))
-        body = "no healthy upstream" if status == 503 else "" if result.redirect else _REASONS.get(status, "")
+        body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else "no healthy upstream"
+                if status == 503 else "" if result.redirect else _REASONS.get(status, ""))
         reply = Reply(status, body, reply_headers)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
@@ -154,3 +171,55 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
         trace = Trace(trace.source, trace.target, trace.protocol, trace.outcome, trace.backend, trace.hops,
                       trace.findings, Reply(trace.reply.status, trace.reply.body, headers_out), trace.dataplane)
     return trace
+
+
+def _stream_through_gateway(run: _Run, gateway: str, host: str) -> Trace:
+    """A TCP, TLS or UDP connection to a Gateway port: its TCP/UDP listener's route, or on a TLS listener the
+    TLSRoute the SNI (the host, unless it is an address) selects; then the chosen endpoint as for HTTP."""
+    from .connect import deliver
+
+    state = run.state
+    target = run.target
+    gctx = translate(state).gateways[gateway]
+    address = gctx.addresses[0] if gctx.addresses else "?"
+    on_port = {lc.listener.protocol for lc in gctx.listeners if lc.listener.port == target.port and lc.programmed}
+    protocol = "udp" if target.scheme == "udp" else "tls" if on_port & {"TLS", "HTTPS"} else "tcp"
+    sni = None if _is_address(host) else host
+    run.hops.append(Hop("dns", "info" if sni else "skip",
+                        f"{host} is not a cluster name: an external client resolves it with public DNS, assumed to "
+                        f"point at Gateway {gateway} ({address})" if sni else
+                        f"{host} is the address of Gateway {gateway}"))
+    try:
+        result = route_stream(state, gateway, protocol, target.port, sni=sni)
+    except GatewayRouteError as exc:
+        raise TraceInputError(str(exc)) from None
+    data = {"route": result.to_dict()}
+    proxy = state.pods.get(result.proxy_pod) if result.proxy_pod else None
+    if proxy is None or not result.proxied or result.endpoint is None or result.backend is None:
+        run.hops.append(Hop("gateway", "fail", result.summary, data))
+        return run.finish("timeout" if protocol == "udp" else "refused")
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "UDP" if protocol == "udp" else "TCP")
+    if not leg.ingress.allowed:
+        run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
+                            "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
+        return run.finish("timeout")
+    run.hops.append(Hop("gateway", "ok", result.summary, data))
+    svc = state.services[result.backend.service]
+    transport = "UDP" if protocol == "udp" else "TCP"
+    sp = next((p for p in svc.ports if p.port == result.backend.port and p.protocol == transport), None)
+    if sp is None:
+        return run.fail("service", "refused", f"Service {svc.key} has no {transport} port {result.backend.port}")
+    candidates = usable_candidates(state, svc, sp)
+    run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: Envoy connects to the pod IP"))
+    chosen = next((c for c in candidates if c.ip == result.endpoint.ip and c.port == result.endpoint.port),
+                  candidates[0])
+    return deliver(run, proxy, proxy.pod_ip, chosen, via=svc.key)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

@@ -24,6 +24,8 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     if protocol not in ("TCP", "UDP", "SCTP"):
         raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
     parsed = parse_target(target, protocol)
+    if parsed.scheme == "udp":
+        protocol = "UDP"  # udp://HOST:PORT says the transport itself
     plane = dataplane or state.config.dataplane
     run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [])
     if source == "external":

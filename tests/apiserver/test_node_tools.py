@@ -1,0 +1,75 @@
+"""The node's root in a `kubectl debug node/NAME` pod, in-process: `chroot` and the node's tools.
+
+Given the debug pod kubectl makes (hostNetwork, the node's `/` as a hostPath volume at /host) on worker of
+the shop (DESIGN defaults), then: /host holds the node's files; `chroot /host` runs a command with them
+at / and with the node's tools; `iptables-save -t nat` prints only that table of the node's render; a
+directory that is not the node's root has no programs; busybox itself has no iptables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knetsim import Cluster
+from knetsim.container import proc, shell
+from knetsim.container.nodetools import node_root_files
+from knetsim.container.podfs import PodFS
+from knetsim.dataplane import render
+from knetsim.model.objects import Pod
+
+SHOP = str(Path(__file__).resolve().parents[2] / "examples" / "shop")
+DEBUGGER = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "node-debugger-worker-abcde", "namespace": "default"},
+    "spec": {"nodeName": "worker", "hostNetwork": True, "hostPID": True, "hostIPC": True,
+             "containers": [{"name": "debugger", "image": "busybox", "stdin": True, "tty": True,
+                             "volumeMounts": [{"name": "host-root", "mountPath": "/host"}]}],
+             "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}]},
+}
+
+
+@pytest.fixture(scope="module")
+def state() -> Any:
+    return Cluster.from_paths([SHOP]).state
+
+
+def run(state: Any, script: str) -> tuple[int, str, str]:
+    pod = Pod.parse(DEBUGGER)
+    out: list[str] = []
+    err: list[str] = []
+
+    async def o(text: str) -> None:
+        out.append(text)
+
+    async def e(text: str) -> None:
+        err.append(text)
+
+    async def go() -> int:
+        files = {"/host" + path: text for path, text in node_root_files(state, "worker").items()}
+        fs = PodFS(lambda: files)
+        fs.mkdir("/host/etc", parents=True)
+        ctx = shell.Ctx(state, pod, "debugger", o, e, fs=fs)
+        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
+    return asyncio.run(go()), "".join(out), "".join(err)
+
+
+def test_the_node_root_and_chroot(state: Any) -> None:
+    code, out, err = run(state, "cat /host/etc/hostname; chroot /host cat /etc/hostname; chroot /host hostname; "
+                                "chroot /host/etc iptables-save; echo $?")
+    assert (code, out) == (0, "worker\nworker\nworker\n127\n")
+    assert err == "chroot: can't execute 'iptables-save': No such file or directory\n"
+
+
+def test_iptables_save_of_one_table(state: Any) -> None:
+    code, out, _ = run(state, "chroot /host iptables-save -t nat")
+    whole = render(state, "iptables", "worker").text
+    nat = whole[whole.index("*nat\n"):]
+    assert code == 0 and out == nat
+    code, _, err = run(state, "chroot /host iptables-save -t raw")
+    assert code == 1 and "Table does not exist" in err
+    code, _, err = run(state, "iptables-save")
+    assert code == 127 and err == "sh: iptables-save: not found\n"

@@ -1,0 +1,145 @@
+"""Seed 000 end to end: a kube-proxy-free Cilium cluster from `knetsim up --cluster-config`, driven by the
+real kubectl and curl.
+
+Given examples/kube-proxy-free (kubeadm without kube-proxy, Cilium with kubeProxyReplacement, the seed's
+API server 10.0.0.120:6443), then: kube-system runs Cilium and neither kube-proxy nor kindnet;
+`cilium-dbg bpf lb list` / `service list` in the agent's pod answer from that node's maps, in Cilium's
+layout; the node itself, seen through `kubectl debug node/NAME`, has no KUBE- rule; and the
+CiliumNetworkPolicy's HTTP rule splits one address and port by method (GET 200, POST 403 with Envoy's
+"Access denied"), for a pod and for a client coming in through the NodePort.
+
+Address plan: the example's (nodes cp 10.0.0.120, node1 .121, node2 .122; pods 10.244.0.0/16; Services
+10.96.0.0/12). The transcript of docs/dataplane.md's "A kube-proxy-free cluster, live" is replayed here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knetsim import Cluster as Model
+from knetsim.cluster.config import load_config
+from knetsim.dataplane import render
+from knetsim.sources import Live
+
+from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "kube-proxy-free"
+DOC = ROOT / "docs" / "dataplane.md"
+
+
+@pytest.fixture(scope="module")
+def kpr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
+    c = start(tmp_path_factory.mktemp("kpr"), (EXAMPLE / "cluster-config.yaml").read_text())
+    try:
+        yield c
+    finally:
+        stop(c)
+        log = c.state / "daemon.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        assert "Traceback" not in text, text
+
+
+def transcript(doc: Path, heading: str) -> list[tuple[str, str]]:
+    """(command, expected stdout) of the first console block after ``heading``."""
+    text = doc.read_text()
+    section = text[text.index(heading):]
+    block = re.search(r"^```console\n(.*?)^```", section, re.S | re.M)
+    assert block is not None
+    out: list[tuple[str, str]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], ""))
+        else:
+            command, expected = out[-1]
+            out[-1] = (command, expected + line + "\n")
+    return out
+
+
+def debugger_names(text: str) -> str:
+    """kubectl names a node's debug pod with a random suffix."""
+    return re.sub(r"node-debugger-(\S+)-[a-z0-9]{5}\b", r"node-debugger-\1-XXXXX", text)
+
+
+def test_the_docs_transcript_is_what_the_cluster_answers(kpr: Cluster) -> None:
+    steps = transcript(DOC, "## A kube-proxy-free cluster, live")
+    assert len(steps) >= 8
+    ingress = str(kpr.info["ingress_port"])
+    for command, expected in steps:
+        proc = subprocess.run(["bash", "-c", command.replace("$INGRESS", ingress)], capture_output=True, text=True,
+                              env=kpr.env(), cwd=ROOT, timeout=60)
+        if command.startswith("kubectl apply"):
+            wait_for(lambda: "Running" in kpr.kubectl("get", "pod", "client", "-o",
+                                                      "jsonpath={.status.phase}").stdout)
+        assert debugger_names(proc.stdout) == debugger_names(expected), f"$ {command}\n{proc.stderr}"
+
+
+def test_status_says_which_config_is_in_force(kpr: Cluster) -> None:
+    status = json.loads(subprocess.run(knetsim_argv("status", "--state", str(kpr.state), "-o", "json"),
+                                       capture_output=True, text=True, timeout=30).stdout)
+    assert status["cluster"] == {"name": "homelab", "dataplane": "ebpf", "nodes": ["cp", "node1", "node2"],
+                                 "clusterDomain": "cluster.local",
+                                 "config": str(kpr.state / "cluster-config.yaml")}
+    text = subprocess.run(knetsim_argv("status", "--state", str(kpr.state)), capture_output=True, text=True,
+                          timeout=30).stdout
+    assert "# Cluster     homelab: dataplane ebpf (Cilium, no kube-proxy), 3 nodes (cp, node1, node2)" in text
+    # The analysis commands read the running cluster with the config it runs with.
+    env = {**kpr.env(), "KNETSIM_STATE": str(kpr.state)}
+    refused = subprocess.run(knetsim_argv("render", "iptables"), capture_output=True, text=True, env=env,
+                             timeout=60)
+    assert refused.returncode == 1 and "runs no kube-proxy" in refused.stderr
+
+
+def test_another_config_over_the_cluster_is_refused(kpr: Cluster, tmp_path: Path) -> None:
+    other = tmp_path / "iptables.yaml"
+    other.write_text("dataplane: iptables\n")
+    proc = subprocess.run(knetsim_argv("up", "--state", str(kpr.state), "--cluster-config", str(other)),
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert "holds a cluster built with the cluster config" in proc.stderr
+    assert "dataplane ebpf" in proc.stderr
+
+
+def test_every_agent_lists_its_own_nodes_maps(kpr: Cluster) -> None:
+    """Each agent pod answers for its node: NodePort frontends carry that node's address, and the listing is
+    `knetsim render ebpf --node` of it, line for line."""
+    kpr.kubectl("apply", "-f", str(EXAMPLE / "app.yaml"))
+    model = Model.from_sources([Live(kpr.kubeconfig)], config=load_config(str(EXAMPLE / "cluster-config.yaml")),
+                               strict=False)
+    for pod in kpr.get_json("pods", "-n", "kube-system", "-l", "k8s-app=cilium")["items"]:
+        name, node = pod["metadata"]["name"], pod["spec"]["nodeName"]
+        listing = kpr.kubectl("exec", "-n", "kube-system", name, "--", "cilium-dbg", "bpf", "lb", "list").stdout
+        text = render(model.state, "ebpf", node).text
+        section = text.split("# cilium bpf lb list\n", 1)[1].split("\n\n", 1)[0] + "\n"
+        assert listing == section
+        node_ip = next(a["address"] for a in kpr.get_json("node", node)["status"]["addresses"]
+                       if a["type"] == "InternalIP")
+        assert f"{node_ip}:30080/TCP (0)" in listing
+        services = kpr.kubectl("exec", "-n", "kube-system", name, "--", "cilium-dbg", "service", "list").stdout
+        assert re.search(rf"^\d+ +{re.escape(node_ip)}:30080/TCP +NodePort +1 => 10\.244\.\d+\.\d+:80/TCP \(active\)$",
+                         services, re.M), services
+
+
+def test_cilium_dbg_is_only_in_the_agents_image(kpr: Cluster) -> None:
+    kpr.kubectl("apply", "-f", str(EXAMPLE / "app.yaml"))
+    wait_for(lambda: "Running" in kpr.kubectl("get", "pod", "client", "-o", "jsonpath={.status.phase}").stdout)
+    proc = kpr.kubectl("exec", "client", "--", "cilium-dbg", "service", "list", check=False)
+    assert proc.returncode == 127 and "cilium-dbg: not found" in proc.stderr
+
+
+def test_a_debug_shell_on_the_node_sees_the_nodes_root(kpr: Cluster) -> None:
+    script = "hostname; cat /host/etc/hostname; chroot /host cat /etc/os-release | head -1; " \
+             "chroot /host nft list ruleset | wc -l; iptables-save"
+    proc = kpr.kubectl("debug", "node/node2", "-i", "--image=busybox", "--", "sh", "-c", script, check=False)
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("Creating debugging pod")]
+    assert lines == ["node2", "node2", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"', "0"]
+    # busybox has no iptables: only the node's root does.
+    assert "sh: iptables-save: not found" in proc.stderr
