@@ -85,6 +85,18 @@ def fake_api(objects: Iterable[dict[str, Any]], *, token: str = "secret", groups
                                                         "namespaced": k.namespaced, "kind": k.kind,
                                                         "verbs": ["get", "list"], "shortNames": list(k.short_names)}
                                                        for k in KINDS if k.group == group]})
+            if parts[0] == "apis" and len(parts) == 5 and parts[3] in by_plural:
+                # One cluster-scoped object by name (the CRDs knetsim reads by name).
+                kind = by_plural[parts[3]].kind
+                if parts[3] in refuse:
+                    return self.answer(403, _status(403, "Forbidden", f'{parts[3]}.{parts[1]} "{parts[4]}" is '
+                                                    f'forbidden: User "alice" cannot get resource "{parts[3]}" in API '
+                                                    f'group "{parts[1]}" at the cluster scope'))
+                found = [o for o in items
+                         if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == parts[4]]
+                if not found:
+                    return self.answer(404, _status(404, "NotFound", f'{parts[3]}.{parts[1]} "{parts[4]}" not found'))
+                return self.answer(200, found[0])
             info = by_plural.get(parts[-1])
             group = "" if parts[0] == "api" else parts[1]
             if info is None or info.group != group or (group and parts[2] not in served.get(group, [])):

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .model.labels import Selector
+from .model.timestamps import parse_rfc3339
 
 log = logging.getLogger("knetsim.printers")
 
@@ -76,7 +77,7 @@ def parse_time(text: Any) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_rfc3339(str(text))
     except ValueError:
         return None
 
@@ -471,6 +472,24 @@ def _http_route(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), text, age(o, now)]
 
 
+def _service_cidr(o: Obj, now: datetime | None) -> list[Any]:
+    cidrs = (o.get("spec") or {}).get("cidrs") or []
+    return [(o.get("metadata") or {}).get("name", ""), ",".join(str(c) for c in cidrs), age(o, now)]
+
+
+def _ip_address(o: Obj, now: datetime | None) -> list[Any]:
+    """printIPAddress: ``group-resource[/namespace]/name`` of the parent, the group-resource lowercased."""
+    ref = (o.get("spec") or {}).get("parentRef") or {}
+    parent = ""
+    if ref:
+        group = ref.get("group") or ""
+        parent = (f"{ref.get('resource', '')}.{group}" if group else str(ref.get("resource", ""))).lower()
+        if ref.get("namespace"):
+            parent += f"/{ref['namespace']}"
+        parent += f"/{ref.get('name', '')}"
+    return [(o.get("metadata") or {}).get("name", ""), parent]
+
+
 def _listener_set(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), _condition(o, "Accepted"), _condition(o, "Programmed"),
             age(o, now)]
@@ -516,8 +535,13 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
     "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
     "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
+    "ServiceCIDR": (_defs("CIDRs", "Age"), _service_cidr),
+    "IPAddress": (_defs("ParentRef"), _ip_address),
     "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
     "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
+    # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
+    "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
+        (o.get("metadata") or {}).get("name", ""), str((o.get("metadata") or {}).get("creationTimestamp") or "")]),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",
@@ -561,13 +585,13 @@ def jsonpath(body: Any, path: str) -> list[Any]:
 
 
 def _crd_columns(kind: str) -> list[dict[str, Any]] | None:
-    from .model.crd import index
+    """The additionalPrinterColumns of a custom kind knetsim defines, at its storage version."""
+    from .model.apis.catalog import DEFINITIONS
 
-    for crd in index():
-        if crd["kind"] == kind:
-            storage = next((v for v in crd["versions"] if v["storage"]), crd["versions"][0])
+    for d in DEFINITIONS:
+        if d.kind == kind:
             age_only = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-            return storage["printerColumns"] or age_only
+            return [c.to_dict() for c in d.storage.columns or ()] or age_only
     return None
 
 

@@ -142,7 +142,7 @@ async def _run(state: Path, requests: list[tuple[str, str, str, bytes, str]]) ->
 async def _restart(state: Path) -> dict[Any, Any]:
     server = ApiServer(state)
     from knetsim.apiserver.recheck import recheck
-    from knetsim.apiserver.registry import now_rfc3339
+    from knetsim.model.timestamps import now_rfc3339
 
     assert recheck(server.registry, now_rfc3339()) == []  # nothing to quarantine: all was admitted
     manager = bring_up(server)

@@ -1,4 +1,4 @@
-"""The Deployment controller's planner (``controllers.rollout.sync``): one sync over copies.
+"""The Deployment controller's planner (``cluster.rollout.sync``): one sync over copies.
 
 Given a Deployment and the ReplicaSets it owns (their status as the ReplicaSet controller reported
 it), then the plan names the ReplicaSets created, scaled and deleted, the events and the
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from knetsim.cluster import rollout
 from knetsim.cluster.naming import pod_template_hash
-from knetsim.controllers import rollout
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -107,3 +107,38 @@ def test_ipv6_on_a_single_stack_ipv4_cluster_is_refused() -> None:
     with pytest.raises(InputError) as info:
         cluster_from(svc("v6", "ipFamilies: [IPv6]"))
     assert info.value.problems[0].endswith('spec.ipFamilies[0]: Invalid value: "IPv6": not configured on this cluster')
+
+
+@pytest.mark.parametrize("address", ["10.96.0.0", "10.111.255.255"])
+def test_the_ranges_network_and_broadcast_addresses_are_refused(address: str) -> None:
+    # Found on the way (upstream's TestAllocate cases for the first and last addresses of a range):
+    # knetsim handed them out to whoever asked.
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("edge", f"clusterIP: {address}"))
+    assert [p.split(": ", 1)[1] for p in info.value.problems] == [
+        f'Service default/edge: spec.clusterIPs: Invalid value: []string{{"{address}"}}: failed to allocate IP '
+        f"{address}: the provided network does not match the current range"]
+
+
+def test_ipv6_ranges_keep_their_last_address_and_refuse_the_network_address() -> None:
+    config = config_from_dict({"ipFamily": "ipv6"})
+    cluster = cluster_from(svc("last", "clusterIP: fd00:10:96::ffff"), config=config)
+    assert cluster.state.services["default/last"].cluster_ip == "fd00:10:96::ffff"
+    with pytest.raises(InputError) as info:
+        cluster_from(svc("net", "clusterIP: 'fd00:10:96::'"), config=config)
+    assert info.value.problems[0].endswith("failed to allocate IP fd00:10:96::: the provided network does not match "
+                                           "the current range")
+
+
+def test_an_ipv6_service_cidr_gives_an_ipv6_only_cluster() -> None:
+    # Found on the way: an IPv6 serviceCIDR left Services with ipFamilies [IPv4] and pods with IPv4 addresses.
+    cluster = cluster_from(svc("web", "selector: {app: web}"), config=config_from_dict(
+        {"serviceCIDR": "fd00:10:96::/112"}))
+    spec = cluster.state.services["default/web"].raw["spec"]
+    assert spec["ipFamilies"] == ["IPv6"] and ipaddress.ip_address(spec["clusterIP"]) in ipaddress.ip_network(
+        "fd00:10:96::/112")
+    assert cluster.state.services["kube-system/kube-dns"].cluster_ip == "fd00:10:96::a"
+    coredns = [p for p in cluster.state.pods.values() if p.labels.get("k8s-app") == "kube-dns"]
+    assert coredns and all(ipaddress.ip_address(p.pod_ip) in ipaddress.ip_network("fd00:10:244::/56") for p in coredns)
+    assert [n.internal_ip for n in cluster.state.nodes.values()] == [
+        "fc00:f853:ccd:e793::2", "fc00:f853:ccd:e793::3", "fc00:f853:ccd:e793::4"]

@@ -191,3 +191,34 @@ def test_replicaset_scale_up_next_to_survivors_never_reuses_a_name() -> None:
     cluster = cluster_from(yaml.safe_dump(body) + "---" + RS.format(replicas=3))
     names = [p.name for p in cluster.state.pods_in("default")]
     assert len(names) == 3 and survivor.name in names
+
+
+def test_topology_spread_constraints_spread_replicas_over_zones():
+    from knetsim.cluster.config import config_from_dict
+
+    config = config_from_dict({"nodes": [
+        {"name": "control-plane", "ip": "172.18.0.2", "zone": "zone-a"},
+        {"name": "worker", "ip": "172.18.0.3", "zone": "zone-a"},
+        {"name": "worker2", "ip": "172.18.0.4", "zone": "zone-a"},
+        {"name": "worker3", "ip": "172.18.0.5", "zone": "zone-b"}]})
+    text = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone,
+        whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]
+      containers: [{name: web, image: nginx:1.27}]
+"""
+    cluster = cluster_from(text, config=config)
+    zones = sorted(cluster.state.nodes[p.node_name].zone for p in cluster.state.pods.values() if p.labels.get("app")
+                   == "web")
+    # Least-loaded alone would put three of four on zone-a's two workers; the constraint keeps the skew at 1.
+    assert zones == ["zone-a", "zone-a", "zone-b", "zone-b"]
+    unzoned = cluster_from(text)
+    assert [n.code for n in unzoned.state.notices if n.code == "Unschedulable"] == ["Unschedulable"] * 4

@@ -88,6 +88,33 @@ def test_ebpf_bootstrap_finding():
     assert ebpf_bootstrap_finding(ClusterConfig()) is None
 
 
+def test_render_and_packet_on_a_dual_stack_cluster(tmp_path):
+    config = tmp_path / "dual.yaml"
+    config.write_text("ipFamily: dual\n")
+    app = tmp_path / "app.yaml"
+    app.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ipFamilyPolicy: PreferDualStack\n"
+                   "  clusterIP: 10.96.0.50\n  clusterIPs: [10.96.0.50, 'fd00:10:96::50']\n  selector: {app: web}\n"
+                   "  ports: [{port: 80}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: web}}\n"
+                   "spec: {nodeName: worker, containers: [{name: c, image: nginx:1.27}]}\n")
+    iptables = run("render", "iptables", "-f", str(app), "--cluster-config", str(config))
+    assert "(iptables-save), node worker (172.18.0.3)" in iptables.output
+    assert "(ip6tables-save), node worker (fc00:f853:ccd:e793::3)" in iptables.output
+    assert '-d fd00:10:96::50 --dport 80 -j KUBE-SVC-' in iptables.output
+    nft = run("render", "nftables", "-f", str(app), "--cluster-config", str(config))
+    assert "table ip kube-proxy {" in nft.output and "table ip6 kube-proxy {" in nft.output
+    assert "fd00:10:96::50 . tcp . 80 : goto service-" in nft.output
+    ebpf = run("render", "ebpf", "-f", str(app), "--cluster-config", str(config))
+    assert "[fd00:10:96::50]:80/TCP (1)" in ebpf.output
+    packet = run("packet", "-f", str(app), "--cluster-config", str(config), "--src", "fd00:10:244:1::9",
+                 "--dst", "fd00:10:96::50", "--dport", "80", "--dataplane", "nftables")
+    assert packet.exit_code == 0, packet.output
+    assert "Packet:      fd00:10:244:1::9 -> [fd00:10:96::50]:80/TCP" in packet.output
+    assert "Targets:     [fd00:10:244:1::2]:80 (100%)" in packet.output
+    mixed = run("packet", "-f", str(app), "--cluster-config", str(config), "--src", "10.244.1.9",
+                "--dst", "fd00:10:96::50", "--dport", "80")
+    assert mixed.exit_code == 2 and "different IP families" in mixed.output
+
+
 @pytest.mark.parametrize("mode", ["iptables", "nftables"])
 def test_render_kube_proxy_rules_of_an_ebpf_cluster_says_there_is_no_kube_proxy(tmp_path, mode):
     """Given a kube-proxy-free cluster (seed 000: `iptables-save | grep -c KUBE-` is 0 on its nodes), then

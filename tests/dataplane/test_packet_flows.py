@@ -57,6 +57,15 @@ FLOWS = [
     Flow("pod to eTP Local LoadBalancer is short-circuited", POD_W1, "172.18.255.200", 80, "10.244.2.2:80"),
     Flow("iTP Local from a node without local endpoints", POD_W1, "10.96.100.47", 80, "DROP"),
     Flow("iTP Local from the endpoint's node", POD_W2, "10.96.100.47", 80, "10.244.2.7:80", node="worker2"),
+    # Found on the way (upstream's "iTP: Local, eTP: Local, all endpoints remote" CategorizeEndpoints case): a pod
+    # reaching the NodePort short-circuits to every Cluster endpoint in kube-proxy. Cilium keeps one scope for
+    # both policies Local, with only this node's backends.
+    Flow("eTP+iTP Local NodePort from a pod, no local endpoint", POD_W1, "172.18.0.3", 30008, "10.244.2.8:80",
+         overrides={"ebpf": "DROP"}),
+    Flow("eTP+iTP Local ClusterIP from a node without local endpoints", POD_W1, "10.96.100.48", 80, "DROP"),
+    Flow("eTP+iTP Local NodePort from outside, no local endpoint", OUTSIDE, "172.18.0.3", 30008, "DROP"),
+    Flow("eTP+iTP Local NodePort from outside on the endpoint's node", OUTSIDE, "172.18.0.4", 30008,
+         "10.244.2.8:80"),
     Flow("sessionAffinity ClientIP (first packet)", POD_W1, "10.96.100.45", 80, "10.244.2.5:80"),
     Flow("no endpoints: REJECT", POD_W1, "10.96.100.46", 80, "REJECT"),
     Flow("port the Service does not expose", POD_W1, "10.96.100.41", 443, "", overrides={"nftables": "REJECT"}),
@@ -111,3 +120,40 @@ def test_iptables_cost_grows_with_position_nftables_and_ebpf_do_not():
     assert costs[("iptables", 200)] > costs[("iptables", 10)] + 150
     assert costs[("nftables", 200)] == costs[("nftables", 10)]
     assert costs[("ebpf", 200)] == costs[("ebpf", 10)]
+
+
+POD6_W1 = "fd00:10:244:1::10"  # a client pod on worker
+OUTSIDE6 = "2001:db8::2"
+
+DUAL_FLOWS = [
+    Flow("IPv6 pod to the IPv6 ClusterIP of a dual-stack Service", POD6_W1, "fd00:10:96::61", 80,
+         "[fd00:10:244:1::61]:80"),
+    Flow("IPv4 pod to the IPv4 ClusterIP of the same Service", "10.244.1.10", "10.96.100.61", 80, "10.244.1.61:80"),
+    Flow("IPv6 hairpin", "fd00:10:244:1::61", "fd00:10:96::61", 80, "[fd00:10:244:1::61]:80", masq=True),
+    Flow("IPv6 NodePort on worker", OUTSIDE6, "fc00:f853:ccd:e793::3", 30062, "[fd00:10:244:2::62]:80", masq=True),
+    Flow("IPv6 NodePort on control-plane", OUTSIDE6, "fc00:f853:ccd:e793::2", 30062, "[fd00:10:244:2::62]:80",
+         masq=True),
+    Flow("IPv6 Service without endpoints: REJECT", POD6_W1, "fd00:10:96::63", 80, "REJECT"),
+    Flow("an IPv6 port the Service does not expose", POD6_W1, "fd00:10:96::61", 443, "",
+         overrides={"nftables": "REJECT"}),
+    Flow("IPv6 address nobody allocated", POD6_W1, "fd00:10:96::99", 80, "", overrides={"nftables": "DROP"}),
+    Flow("an IPv4 NodePort of an IPv6-only Service does not exist", "203.0.113.2", "172.18.0.3", 30062, ""),
+]
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.mark.parametrize("flow", DUAL_FLOWS, ids=lambda f: f.name)
+def test_dual_stack_packet_flow(dual_state, backend, flow):
+    result = trace_packet(dual_state, Packet(flow.src, flow.dst, flow.dport, flow.proto, flow.node), backend)
+    expected = flow.overrides.get(backend, flow.output)
+    matched = "\n".join(f"  {s.where}: {s.text}" for s in result.steps)
+    assert (result.output, result.masquerade and bool(result.targets)) == (expected, flow.masq), (
+        f"{backend} on {result.node}: got {result.output!r} masq={result.masquerade}, "
+        f"want {expected!r} masq={flow.masq}\nrules that matched:\n{matched}")
+
+
+def test_a_packet_is_of_one_family():
+    from knetsim.dataplane import DataplaneError
+
+    with pytest.raises(DataplaneError, match="different IP families"):
+        Packet("10.244.1.2", "fd00:10:96::61", 80)

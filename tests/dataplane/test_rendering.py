@@ -190,3 +190,24 @@ def test_nft_accepts_the_rendered_ruleset(netns, flow_state, shop_state, which):
     listed = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "map", "ip", "kube-proxy", "service-ips"],
                             capture_output=True, text=True).stdout
     assert "goto service-" in listed
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_dual_stack_synthetic_renders_each_family_alike(backend):
+    # The benchmark's dual-stack cluster: every Service has a ClusterIP and an EndpointSlice of each family,
+    # so the IPv6 part is the IPv4 part over other addresses, and a packet of either family reaches an
+    # endpoint of its own.
+    from knetsim.dataplane import Packet, trace_packet
+
+    state = synthetic_state(20, 3, "NodePort", dual_stack=True)
+    ruleset = render(state, backend, "worker")
+    assert set(ruleset.views) == {"IPv4", "IPv6"}  # one text each, but Cilium's one listing holds both
+    single = render(synthetic_state(20, 3, "NodePort"), backend, "worker")
+    assert {k: v for k, v in ruleset.counts.items() if k != "filterRules"} == \
+        {k: 2 * v for k, v in single.counts.items() if k != "filterRules"}
+    four, six = state.services["ns0/svc7"].cluster_ips
+    for dst, family in ((four, "IPv4"), (six, "IPv6")):
+        src = "10.244.1.250" if family == "IPv4" else "fd00:10:244:1::fa"
+        result = trace_packet(state, Packet(src, dst, 80), backend, "worker")
+        assert result.family == family and result.verdict == "DNAT", result.to_dict()
+        assert {t.address.startswith("[") for t in result.targets} == {family == "IPv6"}

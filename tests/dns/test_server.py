@@ -211,3 +211,48 @@ def test_start_on_a_taken_port_fails(shop: Cluster) -> None:
             await first.close()
 
     asyncio.run(run())
+
+
+DUAL_APP = """
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  ipFamilyPolicy: RequireDualStack
+  clusterIP: 10.96.0.80
+  clusterIPs: [10.96.0.80, "fd00:10:96::80"]
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-headless}
+spec: {clusterIP: None, ipFamilyPolicy: RequireDualStack, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, labels: {app: web}}
+spec: {nodeName: worker, containers: [{name: web, image: nginx:1.27}]}
+"""
+
+
+@needs_dig
+def test_dig_aaaa_and_ip6_arpa_on_a_dual_stack_cluster() -> None:
+    from knetsim.cluster.config import config_from_dict
+
+    state = cluster_from(DUAL_APP, config=config_from_dict({"ipFamily": "dual"})).state
+    pod_v4, pod_v6 = state.pods["default/web-0"].pod_ips
+
+    async def body(server: DNSServer, port: int) -> None:
+        out = await dig(port, "AAAA", "web.default.svc.cluster.local")
+        assert section(out, "ANSWER") == [["web.default.svc.cluster.local.", "30", "IN", "AAAA", "fd00:10:96::80"]]
+        out = await dig(port, "A", "web.default.svc.cluster.local")
+        assert section(out, "ANSWER") == [["web.default.svc.cluster.local.", "30", "IN", "A", "10.96.0.80"]]
+        out = await dig(port, "AAAA", "web-headless.default.svc.cluster.local")
+        assert section(out, "ANSWER") == [["web-headless.default.svc.cluster.local.", "30", "IN", "AAAA", pod_v6]]
+        out = await dig(port, "-x", "fd00:10:96::80")
+        assert section(out, "ANSWER")[0][3:] == ["PTR", "web.default.svc.cluster.local."]
+        out = await dig(port, "-x", pod_v4)
+        assert section(out, "ANSWER")[0][4].endswith(".web-headless.default.svc.cluster.local.")
+
+    serve(state, body)

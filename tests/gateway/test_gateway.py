@@ -103,11 +103,20 @@ def test_backend_without_ready_endpoints_answers_503() -> None:
     lambda d: d["spec"]["rules"][0].update(backendRefs=[{"name": "backend", "port": "http", "weight": -3}]),
     lambda d: d["spec"].update(hostnames=[None, 3, "www.example.com"]),
 ])
-def test_odd_routes_never_crash(mangle) -> None:  # type: ignore[no-untyped-def]
-    """Given an HTTPRoute of a shape the schema would refuse, then the controller still answers (reports, skips)."""
+def test_odd_routes_are_refused_and_never_crash_the_controller(mangle) -> None:  # type: ignore[no-untyped-def]
+    """Given an HTTPRoute of a shape the CRD refuses, then admission refuses it with the field named; and when such
+    a body reaches the controller all the same (a store written before routes were typed), it still answers
+    (reports, skips)."""
+    from knetsim.model.gatewayapi import PARSERS
+
     docs = _docs(QUICKSTART)
-    mangle(next(d for d in docs if d["kind"] == "HTTPRoute"))
-    c = _cluster(docs)
+    odd = next(d for d in docs if d["kind"] == "HTTPRoute")
+    mangle(odd)
+    refused = Cluster.from_yaml(yaml.safe_dump_all(docs), strict=False)
+    assert any(str(e).startswith("<string>, document 6: HTTPRoute default/backend: spec.") for e in refused.errors)
+    assert "default/backend" not in refused.state.http_routes
+    c = _cluster([d for d in docs if d is not odd])
+    c.state.http_routes["default/backend"] = PARSERS["HTTPRoute"](odd, BUILTIN)
     r = route(c.state, "default/eg", HTTPRequest("www.example.com"))
     assert r.outcome in ("proxied", "not-found", "invalid-backend")
     assert c.state.http_routes["default/backend"].problems  # the wrong shape is reported, with its field

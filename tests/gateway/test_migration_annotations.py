@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.gateway import certgen
 
 from knetsim import Cluster
 from knetsim.migration import check, convert
@@ -265,10 +266,9 @@ def test_the_annotated_store_example_is_its_conversion_plus_the_htpasswd_secret(
 
 
 def test_an_https_host_serves_the_same_certificate_and_redirects_http_alike() -> None:
-    # Given a TLS host: ingress-nginx terminates with the Ingress's Secret and redirects http with 308.
-    tls = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-           "metadata": {"name": "shop-tls", "namespace": "default"},
-           "data": {"tls.crt": base64.b64encode(b"cert").decode(), "tls.key": base64.b64encode(b"key").decode()}}
+    # Given a TLS host: ingress-nginx terminates with the Ingress's Secret and redirects http with 308. The
+    # certificate is a real one: an Envoy Gateway listener whose Secret does not parse is not programmed.
+    tls = certgen.tls_secret("default", "shop-tls", certgen.leaf("shop.example.com", ["shop.example.com"]))
     shop = _ingress("shop", "shop.example.com", [("/", "Prefix", "web")])
     shop["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
     old = [*_backends(), tls, shop]

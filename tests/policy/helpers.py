@@ -104,12 +104,22 @@ def service(ref: str, selector: dict[str, str], port: int, target: int | str) ->
             "spec": {"selector": selector, "ports": [{"port": port, "targetPort": target}]}}
 
 
-def cluster(*objects: dict[str, Any], dataplane: str = "iptables") -> Cluster:
-    return Cluster.from_yaml(yaml.safe_dump_all(objects, sort_keys=False), config=ClusterConfig(dataplane=dataplane))
+def experimental_crds() -> list[dict[str, Any]]:
+    """network-policy-api's experimental-channel CRDs (knetsim's own definitions of them), as a cluster that runs
+    that channel (OVN-Kubernetes) has installed: with them, ``nodes`` and ``domainNames`` peers are admitted."""
+    from knetsim.model.crd import builtin_crd
+
+    kinds = ("AdminNetworkPolicy", "BaselineAdminNetworkPolicy", "ClusterNetworkPolicy")
+    return [c for k in kinds if (c := builtin_crd("policy.networking.k8s.io", k, "experimental")) is not None]
 
 
-def state(*objects: dict[str, Any], dataplane: str = "iptables") -> ClusterState:
-    return cluster(*objects, dataplane=dataplane).state
+def cluster(*objects: dict[str, Any], dataplane: str = "iptables", experimental: bool = False) -> Cluster:
+    docs = [*experimental_crds(), *objects] if experimental else list(objects)
+    return Cluster.from_yaml(yaml.safe_dump_all(docs, sort_keys=False), config=ClusterConfig(dataplane=dataplane))
+
+
+def state(*objects: dict[str, Any], dataplane: str = "iptables", experimental: bool = False) -> ClusterState:
+    return cluster(*objects, dataplane=dataplane, experimental=experimental).state
 
 
 DEFAULT_DENY_INGRESS = {"podSelector": {}, "policyTypes": ["Ingress"]}

@@ -46,8 +46,9 @@ BLOCK_DB = clusterpolicy("block-db", "Admin", 10, DB, ingress=[
 TCP_5432 = [{"tcp": {"destinationPort": {"number": 5432}}}]
 
 
-def check(objects: list[dict[str, Any]], src: str, dst: str, port: int | str = 5432, protocol: str = "TCP") -> Any:
-    return evaluate(state(*objects), src, dst, port, protocol)
+def check(objects: list[dict[str, Any]], src: str, dst: str, port: int | str = 5432, protocol: str = "TCP", *,
+          experimental: bool = False) -> Any:
+    return evaluate(state(*objects, experimental=experimental), src, dst, port, protocol)
 
 
 # --- the issue's example, word for word -------------------------------------------------------
@@ -351,7 +352,7 @@ def test_matrix_cells_name_the_tier_that_denied_them() -> None:
     assert seen == {"A", "B", "X"}
 
 
-# --- experimental-channel peers, and objects no CRD checked -----------------------------------------
+# --- experimental-channel peers, and objects the CRD refuses ----------------------------------------
 
 
 def test_a_nodes_peer_matches_the_addresses_of_the_nodes_it_selects() -> None:
@@ -360,60 +361,91 @@ def test_a_nodes_peer_matches_the_addresses_of_the_nodes_it_selects() -> None:
          "to": [{"nodes": {"matchLabels": {"kubernetes.io/hostname": "worker"}}}]}])
     hostnet = pod("shop/agent", {}, host_network=True, node="worker", ports={"metrics": 9100})
     objects = [*BASE, to_worker, hostnet]
-    assert not check(objects, "tenant-a/t", "172.18.0.3", 10250).allowed  # worker's address
-    assert not check(objects, "tenant-a/t", "shop/agent", 9100).allowed  # a hostNetwork pod there is the node
-    assert check(objects, "tenant-a/t", "172.18.0.4", 10250).allowed  # worker2 is not selected
-    assert check(objects, "tenant-a/t", "shop/db").allowed  # pods are not nodes
+    assert not check(objects, "tenant-a/t", "172.18.0.3", 10250, experimental=True).allowed  # worker's address
+    # a hostNetwork pod there is the node
+    assert not check(objects, "tenant-a/t", "shop/agent", 9100, experimental=True).allowed
+    assert check(objects, "tenant-a/t", "172.18.0.4", 10250, experimental=True).allowed  # worker2 is not selected
+    assert check(objects, "tenant-a/t", "shop/db", experimental=True).allowed  # pods are not nodes
 
 
 def test_domain_names_match_nothing_here_and_the_rule_says_why() -> None:
     domains = clusterpolicy("egress", "Admin", 1, {"namespaces": namespace_is("tenant-a")}, egress=[
         {"name": "apis", "action": "Accept", "to": [{"domainNames": ["*.example.com"]}]},
         {"name": "rest", "action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}])
-    v = check([*BASE, domains], "tenant-a/t", "192.0.2.10", 443)
+    v = check([*BASE, domains], "tenant-a/t", "192.0.2.10", 443, experimental=True)
     assert not v.allowed and v.egress.decided_by is not None and v.egress.decided_by.name == "rest"
     from knetsim.policy.describe import describe
 
-    (d,) = describe(state(*BASE, domains), "egress")
+    (d,) = describe(state(*BASE, domains, experimental=True), "egress")
     assert d.egress[0].peers[0].text == ("domain names *.example.com (not simulated: knetsim resolves no name outside "
                                          "the cluster, so this peer matches nothing)")
 
 
-@pytest.mark.parametrize(("spec", "message"), [
+@pytest.mark.parametrize(("spec", "messages"), [
     ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
       "ingress": [{"action": "Allow", "from": [{"namespaces": {}}]}]},
-     'spec.ingress[0].action: Unsupported value: "Allow": supported values: "Accept", "Deny", "Pass"'),
-    ({"tier": "Admin", "subject": {"namespaces": {}}}, "spec.priority: Required value"),
+     ['spec.ingress[0].action: Unsupported value: "Allow": supported values: "Accept", "Deny", "Pass"']),
+    ({"tier": "Admin", "subject": {"namespaces": {}}}, ["spec.priority: Required value"]),
     ({"tier": "Top", "priority": 1, "subject": {"namespaces": {}}},
-     'spec.tier: Unsupported value: "Top": supported values: "Admin", "Baseline"'),
+     ['spec.tier: Unsupported value: "Top": supported values: "Admin", "Baseline"']),
     ({"tier": "Admin", "priority": 2000, "subject": {"namespaces": {}}},
-     "spec.priority: Invalid value: 2000: spec.priority in body should be less than or equal to 1000"),
+     ["spec.priority: Invalid value: 2000: spec.priority in body should be less than or equal to 1000"]),
     ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
       "egress": [{"action": "Deny", "to": [{"networks": ["10.0.0.0/33"]}]}]},
-     'spec.egress[0].to[0].networks[0]: Invalid value: "10.0.0.0/33": Invalid CIDR format provided'),
+     ['spec.egress[0].to[0].networks[0]: Invalid value: "string": Invalid CIDR format provided']),
     ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
-      "ingress": [{"action": "Deny", "from": [{"namespaces": {}, "pods": {"podSelector": {}}}],
+      "ingress": [{"action": "Deny", "from": [{"namespaces": {}}],
                    "protocols": [{"tcp": {"destinationPort": {"range": {"start": 9, "end": 3}}}}]}]},
-     "spec.ingress[0].protocols[0].tcp.destinationPort.range: Invalid value"),
+     ['spec.ingress[0].protocols[0].tcp.destinationPort.range: Invalid value: "object": Start port must be less '
+      'than End port']),
+    ({"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
+      "ingress": [{"action": "Deny", "from": [{"namespaces": {}, "pods": {"podSelector": {}}}]}]},
+     ["spec.ingress[0].from[0]: Too many: 2: must have at most 1 item"]),
     ({"tier": "Admin", "priority": 1, "subject": "everyone", "ingress": "all"},
-     'spec.subject: Invalid value: "everyone": must be of type object'),
+     ['spec.subject: Invalid value: "everyone": spec.subject in body must be of type object: "string"',
+      'spec.ingress: Invalid value: "all": spec.ingress in body must be of type array: "string"']),
 ])
-def test_a_cluster_policy_no_crd_checked_is_ignored_with_the_field_named(spec: dict[str, Any], message: str) -> None:
+def test_a_cluster_policy_the_crd_refuses_is_left_out_in_the_api_servers_words(spec: dict[str, Any],
+                                                                              messages: list[str]) -> None:
+    """Given a ClusterNetworkPolicy its CRD refuses, then it is left out and reported with the field named, as
+    kube-apiserver words it; the rest is simulated (the connection it would have denied is allowed)."""
+    import yaml
     from click.testing import CliRunner
 
+    from knetsim import Cluster
     from knetsim.cli.main import cli
 
     bad = {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
            "metadata": {"name": "bad"}, "spec": spec}
-    v = check([*BASE, bad], "tenant-a/t", "shop/db")
-    assert v.allowed and len(v.notes) == 1
-    assert v.notes[0].startswith("ignored: <string>, document 9: ClusterNetworkPolicy bad: ") and message in v.notes[0]
-    found = [f for f in lint(state(*BASE, bad)) if f.code == "ClusterPolicyInvalid"]
-    assert len(found) == 1 and found[0].severity == "error" and message in found[0].message
-    import yaml
+    c = Cluster.from_yaml(yaml.safe_dump_all([*BASE, bad]), strict=False)
+    errors = [str(e.error) for e in c.errors]
+    assert sorted(e for e in errors if not e.startswith("<nil>: Invalid value: null: some validation rules")) == \
+        sorted(messages)
+    assert evaluate(c.state, "tenant-a/t", "shop/db", 5432, "TCP").allowed
+    assert not [f for f in lint(c.state) if f.code == "ClusterPolicyInvalid"]
+    result = CliRunner().invoke(cli, ["validate", "-f", "-"], input=yaml.safe_dump_all([*BASE, bad]))
+    assert result.exit_code == 2 and all(m in result.output for m in messages)
+    assert "-, document 9: ClusterNetworkPolicy bad: " in result.output
 
-    result = CliRunner().invoke(cli, ["policy", "lint", "-f", "-"], input=yaml.safe_dump_all([*BASE, bad]))
-    assert result.exit_code == 1 and "ClusterPolicyInvalid" in result.output
+
+def test_a_cluster_policy_its_crd_admits_but_no_implementation_can_enforce_is_ignored_and_linted() -> None:
+    """Given a ClusterNetworkPolicy whose selector operator is misspelt (the CRD takes any string there), then it
+    is stored, ignored by every verdict (which says so), and lint reports it with the field named."""
+    import yaml
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    odd = clusterpolicy("odd", "Admin", 1, {"namespaces": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "Inn", "values": ["tenant-a"]}]}},
+        ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
+    message = ('spec.subject.namespaces.matchExpressions[0].operator: Unsupported value: "Inn": supported values: '
+               '"In", "NotIn", "Exists", "DoesNotExist"')
+    assert CliRunner().invoke(cli, ["validate", "-f", "-"], input=yaml.safe_dump_all([*BASE, odd])).exit_code == 0
+    v = check([*BASE, odd], "tenant-a/t", "shop/db")
+    assert v.allowed and len(v.notes) == 1 and message in v.notes[0] and v.notes[0].startswith("ignored: ")
+    (found,) = [f for f in lint(state(*BASE, odd)) if f.code == "ClusterPolicyInvalid"]
+    assert found.severity == "error" and message in found.message
 
 
 def test_the_policy_check_json_in_the_docs_is_the_real_output() -> None:

@@ -24,7 +24,13 @@ from knetsim.policy import ConnSet, connections, evaluate
 from knetsim.policy.engine import policy_index
 from knetsim.policy.matrix import matrix
 
-from .helpers import DEFAULT_DENY_INGRESS, clusterpolicy, deployment, netpol, ns, pod, state
+from . import helpers
+from .helpers import DEFAULT_DENY_INGRESS, clusterpolicy, deployment, netpol, ns, pod
+
+
+def state(*objects: dict[str, Any]) -> Any:
+    # The generated cluster policies use every peer the engine reads, the experimental channel's nodes too.
+    return helpers.state(*objects, experimental=True)
 
 # cel-python raises the recursion limit when its first environment is made; make it before hypothesis runs
 # (the CRDs' CEL rules admit the cluster policies), or hypothesis warns that the limit changed under it.
@@ -122,7 +128,10 @@ def cluster_policies(draw: Any, name: str) -> dict[str, Any]:
                 lambda p: "networks" not in p and "nodes" not in p), min_size=1, max_size=2))
             item: dict[str, Any] = {"action": draw(st.sampled_from(["Accept", "Deny", "Pass"])), side: peers_}
             if draw(st.booleans()):
-                item["protocols"] = draw(st.lists(cnp_ports, min_size=1, max_size=2))
+                # The CRD refuses a named port beside a networks or nodes peer (they have no named ports).
+                off_pod = any("networks" in p or "nodes" in p for p in peers_)
+                item["protocols"] = draw(st.lists(cnp_ports.filter(
+                    lambda p, off_pod=off_pod: not (off_pod and "destinationNamedPort" in p)), min_size=1, max_size=2))
             items.append(item)
         gress[direction] = items
     # Priorities from a small set: equal priorities (ordered by name) come up often.

@@ -147,7 +147,7 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
                       "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/batch/v1/cronjobs",
                       "/apis/discovery.k8s.io/v1/endpointslices",
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
-                      "/apis/networking.k8s.io/v1/networkpolicies"}
+                      "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs"}
     (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]
     assert secrets.accept.startswith("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 
@@ -305,3 +305,34 @@ def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
             api.version()
     assert str(caught.value) == (f"the API server {url} (context kind-kind, kubeconfig {tmp_path / 'config'}) did "
                                  "not answer within 0.5s")
+
+
+def test_a_clusters_own_crds_of_knetsims_kinds_admit_its_objects(tmp_path: Path) -> None:
+    """Given a cluster running network-policy-api's experimental channel (its CRD served, a ClusterNetworkPolicy
+    with a nodes peer), then the cluster's CRD is read by name and admits the policy, and validate says so; where
+    the CRD cannot be read, knetsim's standard definition refuses the peer and the note says why."""
+    from knetsim.model.crd import builtin_crd
+
+    crd = builtin_crd("policy.networking.k8s.io", "ClusterNetworkPolicy", "experimental")
+    policy = {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+              "metadata": {"name": "no-nodes", "uid": "u-cnp", "resourceVersion": "7"},
+              "spec": {"tier": "Admin", "priority": 1, "subject": {"namespaces": {}},
+                       "egress": [{"action": "Deny", "to": [{"nodes": {}}]}]}}
+    groups = {"apiextensions.k8s.io": ["v1"], "policy.networking.k8s.io": ["v1alpha2"]}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "uid": "u-ns"}}
+    with fake_api([namespace, policy, {**crd, "metadata": {**crd["metadata"], "uid": "u-crd"}}], token="",
+                  groups=groups) as api:
+        config = write(tmp_path, kubeconfig_for(api.url, {}))
+        out = knetsim("validate", "--kubeconfig", config)
+        asked = {r.path for r in api.requests}
+    assert out.exit_code == 0, out.output
+    assert ("ClusterNetworkPolicy: checked against CustomResourceDefinition clusternetworkpolicies.policy.networking."
+            "k8s.io from cluster kind-kind (bundle-version v0.2.0, channel experimental)") in out.output
+    assert "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusternetworkpolicies.policy.networking.k8s.io" \
+        in asked
+    assert "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" not in asked  # never every CRD of the cluster
+    with fake_api([namespace, policy], token="", groups=groups, forbidden=["customresourcedefinitions"]) as api:
+        out = knetsim("validate", "--kubeconfig", write(tmp_path, kubeconfig_for(api.url, {})))
+    assert out.exit_code == 2
+    assert "cannot read CustomResourceDefinitions" in out.output and "knetsim's own definitions" in out.output
+    assert "ClusterNetworkPolicy no-nodes: spec.egress[0].to[0]: " in out.output

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cluster import servicecidrs
 from ..cluster.config import ClusterConfig
-from ..cluster.services import Allocator, Held, allocate_services, held_by
-from ..model.fielderr import ErrorType, FieldError
+from ..cluster.services import Allocator, Held, ServiceCIDRRange, allocate_services, default_ranges, held_by
+from ..model.fielderr import FieldError
 from ..model.loader import Source
 from .store import Change, Store
 
@@ -25,11 +26,18 @@ REQUEST = Source("<request>", 1)
 
 
 class AllocationFailed(Exception):
-    """The new object cannot get what it asks for; ``errors`` are its field errors."""
+    """The new object cannot get what it asks for; ``errors`` are its field errors, ``internal`` the message of a
+    500 (a full range: no field is at fault)."""
 
-    def __init__(self, errors: list[FieldError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
+    def __init__(self, errors: list[FieldError], internal: str | None = None) -> None:
+        super().__init__(internal or "; ".join(str(e) for e in errors))
         self.errors = errors
+        self.internal = internal
+
+
+def _written_by_hand(body: dict[str, Any]) -> bool:
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    return labels.get(servicecidrs.LABEL_MANAGED_BY) != servicecidrs.IPALLOCATOR
 
 
 class Txn:
@@ -57,18 +65,34 @@ class ServiceAllocations:
 
     @property
     def alloc(self) -> Allocator:
-        """Filled from the stored Services on first use (after the start-up recheck has run)."""
+        """Filled from the stored Services on first use (after the start-up recheck has run), drawing from the
+        stored ServiceCIDRs (the ``kubernetes`` one from the config when there is none yet)."""
         if self._alloc is None:
-            self._alloc = Allocator(self.config)
+            self._alloc = Allocator(self.config, self._ranges())
             for (kind, _ns, _name), stored in self.store.objects.items():
                 if kind == "Service":
                     self._alloc.hold(held_by(stored.body))
+                elif kind == "IPAddress" and _written_by_hand(stored.body):
+                    self._alloc.keep_ip(stored.body["metadata"]["name"])
         return self._alloc
+
+    def _ranges(self) -> list[ServiceCIDRRange] | None:
+        bodies = [s.body for (kind, _, _), s in sorted(self.store.objects.items()) if kind == "ServiceCIDR"]
+        return servicecidrs.ranges(bodies) if bodies else None
 
     def _on_changes(self, changes: list[Change]) -> None:
         if self._alloc is None:
             return
         for c in changes:
+            if c.kind == "ServiceCIDR":
+                ranges = self._ranges()
+                self.alloc.set_ranges(ranges if ranges is not None else default_ranges(self.config))
+            elif c.kind == "IPAddress":
+                # An address a user reserved by writing its IPAddress; the allocator's own follow the Services.
+                if c.old is not None and _written_by_hand(c.old):
+                    self.alloc.release(Held(frozenset({c.old["metadata"]["name"]})))
+                if c.type != "DELETED" and c.new is not None and _written_by_hand(c.new):
+                    self.alloc.keep_ip(c.new["metadata"]["name"])
             if c.kind != "Service":
                 continue
             if c.old is not None:
@@ -82,12 +106,12 @@ class ServiceAllocations:
         self.alloc.release(before)
         self.alloc.record()
         try:
-            failures = allocate_services([(obj, REQUEST)], self.config, alloc=self.alloc)
+            failures = allocate_services([(obj, REQUEST)], self.config, alloc=self.alloc, old=old)
         finally:
             claimed = self.alloc.recorded()
         txn = Txn(self.alloc, claimed, before)
         if failures:
             txn.revert()
-            raise AllocationFailed([f.error if isinstance(f.error, FieldError) else
-                                    FieldError("", ErrorType.INVALID, detail=str(f.error)) for f in failures])
+            internal = next((f.error for f in failures if isinstance(f.error, str)), None)
+            raise AllocationFailed([f.error for f in failures if isinstance(f.error, FieldError)], internal)
         return txn

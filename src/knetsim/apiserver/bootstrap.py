@@ -16,12 +16,13 @@ then rolls it out as it would any template change.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..cluster.system import install_phase, system_manifests
 from ..model.admission import FieldValidation
+from ..model.jsonvalue import json_copy
 from ..model.strategy import apply_defaults
+from .customresources import builtin_writes
 from .registry import Registry, Target, WriteOptions, storage_version
 from .resources import BY_KIND
 from .store import Stored, Write
@@ -58,9 +59,11 @@ def bootstrap(registry: Registry, phase: int) -> None:
             continue
         # Each in turn, so a later one sees the earlier (a namespace exists, a ClusterIP is held); one
         # transaction on disk for all of them (the controllers' batching).
-        prepared = registry.prepare_create(Target(r, namespace, "", ""), copy.deepcopy(body), SYSTEM)
+        prepared = registry.prepare_create(Target(r, namespace, "", ""), json_copy(body), SYSTEM)
         store.commit([prepared.write], durable=False)
         prepared.finish(committed=True)
+    if phase == PHASES[0]:  # the control plane serves the custom kinds' CRDs from the start
+        writes.extend(builtin_writes(store, registry.clock()))
     if writes:
         store.commit(writes, durable=False)
     store.flush()

@@ -8,12 +8,13 @@ same way and never collide.
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..model.jsonvalue import json_copy
+from ..model.timestamps import now_rfc3339, parse_rfc3339
 from .store import Write
 
 
@@ -32,7 +33,7 @@ class EventNames:
     The nanoseconds are a counter persisted in the store, so the plan stays a pure function."""
 
     def __init__(self, now: str, seq: Mapping[str, str]) -> None:
-        self.seconds = int(datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+        self.seconds = int(parse_rfc3339(now).timestamp())
         self.count = int(seq.get("eventseq", "0"))
 
     def next(self) -> str:
@@ -79,14 +80,14 @@ class Recorder:
 
     def record(self, involved_ref: dict[str, Any], reason: str, message: str, *, host: str = "",
                type_: str = "Normal") -> None:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = now_rfc3339()
         key = (str(involved_ref.get("uid")), str(involved_ref.get("fieldPath", "")), reason, message, type_)
         clock = datetime.now(UTC).timestamp()
         previous = self.seen.get(key)
         if previous is not None and clock - previous[1] < self.AGGREGATE_WINDOW:
             stored = self.store.get(previous[0])
             if stored is not None:
-                body = json.loads(json.dumps(stored.body))
+                body = json_copy(stored.body)
                 body["count"] = int(body.get("count") or 1) + 1
                 body["lastTimestamp"] = now
                 self.store.commit([Write(previous[0], body, "controller")])

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from ..model.jsonvalue import json_copy
 from .resources import RESOURCES, group_versions
 
 SCHEMA_VERSION = "v1.35.0"
@@ -27,7 +28,7 @@ SCHEMA_VERSION = "v1.35.0"
 
 @lru_cache(maxsize=1)
 def definitions() -> dict[str, Any]:
-    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs), vendored CRDs' included."""
+    """All definitions, converted to OpenAPI v3 (``#/components/schemas/...`` refs), the custom kinds' included."""
     from ..model.schema import definitions as v135
 
     try:
@@ -47,12 +48,25 @@ def crd_schema_name(group: str, version: str, kind: str) -> str:
     return ".".join([*reversed(group.split(".")), version, kind])
 
 
+# The client CRDs in force (apiserver.customresources), which replace knetsim's own definitions of their kinds.
+_CUSTOM: dict[tuple[str, str, str], Any] = {}
+
+
+def use_custom(versions: dict[tuple[str, str, str], Any]) -> None:
+    """The CRD versions clients applied: the documents are built again with them (``kubectl explain`` then shows
+    the client's schema, as a cluster where that CRD was installed does)."""
+    _CUSTOM.clear()
+    _CUSTOM.update(versions)
+    definitions.cache_clear()
+    gv_document.cache_clear()
+
+
 def _crd_definitions() -> dict[str, Any]:
     """The served custom kinds' schemas, with ObjectMeta for metadata, as the CRD's OpenAPI builder publishes them."""
-    from ..model.crd import vendored
+    from ..model.crd import all_versions
 
     out: dict[str, Any] = {}
-    for (group, version, kind), crd in vendored().items():
+    for (group, version, kind), crd in all_versions(_CUSTOM.values()).items():
         if not any(r.crd and (r.group, r.version, r.kind) == (group, version, kind) for r in RESOURCES):
             continue
         schema = _convert(crd.schema)
@@ -252,7 +266,7 @@ def v2_document() -> bytes:
     from ..model.schema import definitions as v135
 
     try:
-        raw: dict[str, Any] = json.loads(json.dumps(v135()))  # a copy: the entries below are rewritten
+        raw: dict[str, Any] = json_copy(v135())  # a copy: the entries below are rewritten
     except (RuntimeError, OSError):
         raw = {}
     for name in ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", "io.k8s.apimachinery.pkg.api.resource.Quantity"):

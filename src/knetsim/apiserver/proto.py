@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..model.timestamps import rfc3339
+
 
 class ProtoError(ValueError):
     def __init__(self, message: str, unsupported: bool = False) -> None:
@@ -139,7 +141,7 @@ def _scalar(typ: str, value: Any, depth: int) -> Any:
         stamp = datetime.fromtimestamp(secs, UTC)
         if typ == "microtime":
             return stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
-        return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339(stamp)
     if typ == "duration":
         return _go_duration(_signed(next((v for n, _w, v in _fields(value) if n == 1), 0)))
     if typ == "intstr":

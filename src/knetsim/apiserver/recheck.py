@@ -17,7 +17,6 @@ lets them through (a kind admitted untyped): no reader could read them.
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import logging
 from functools import cache
@@ -27,8 +26,9 @@ from typing import Any
 from .. import __version__
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation
+from ..model.jsonvalue import json_copy
 from .events import EventNames, make_event
-from .registry import Registry, kind_of
+from .registry import Registry
 from .resources import BY_KIND
 from .shape import shape_error
 from .store import Key, Write
@@ -38,19 +38,23 @@ ADMISSION_MARK = "admission"  # store meta key: the knetsim version whose admiss
 
 
 def admission_version() -> str:
-    """Which admission the stored objects passed: the release, and a digest of what decides (the types, the
-    validators, the kinds and their data), so that a build whose admission changed without a new release
-    number (a development checkout) rechecks too."""
+    """Which admission the stored objects passed: the release, the custom kinds' definitions (a store
+    from before they were typed is checked again), and a digest of what decides (the types, the
+    validators, the kinds and their data), so that a build whose admission changed without a new
+    release number (a development checkout) rechecks too."""
+    from ..model.apis.catalog import DEFINITIONS
     from ..model.schema import KUBERNETES_VERSION
 
-    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, admission {_admission_digest()}"
+    bundles = sorted({f"{d.group} {d.bundle.version}" for d in DEFINITIONS})
+    return (f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}, "
+            f"admission {_admission_digest()}")
 
 
 @cache
 def _admission_digest() -> str:
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    files = [*sorted((root / "model").glob("*.py")), root / "apiserver" / "registry.py",
+    files = [*sorted((root / "model").rglob("*.py")), root / "apiserver" / "registry.py",
              root / "apiserver" / "shape.py", *sorted(p for p in (root / "data").rglob("*") if p.is_file())]
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
@@ -69,7 +73,7 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     shape = shape_error(key[0], body)
     if shape is not None:
         try:
-            admission.admit_as(body, kind_of(r), namespace=key[1] or "default",
+            admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
                                field_validation=FieldValidation.IGNORE)
         except AdmissionError as exc:
             return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
@@ -77,12 +81,12 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
             pass
         return shape, None
     try:
-        obj, decoded = admission.admit_as(body, kind_of(r), namespace=key[1] or "default",
+        obj, decoded = admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
                                           field_validation=FieldValidation.IGNORE)
     except AdmissionError as exc:
         return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
     # Stored objects were defaulted when written, so the defaulted copy differs only by what was pruned.
-    pruned = copy.deepcopy(obj) if decoded.unknown_fields else None
+    pruned = json_copy(obj) if decoded.unknown_fields else None
     meta, want = obj.get("metadata") or {}, body.get("metadata") or {}
     if (meta.get("name"), meta.get("namespace", "")) != (want.get("name"), want.get("namespace", "")) or \
             (key[1], key[2]) != (meta.get("namespace", ""), meta.get("name")):

@@ -17,35 +17,30 @@ emptying a namespace the namespace controller's.
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
-from ..ingress import webhook
-from ..ingress.controllers import controllers_among
 from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
+from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.objects import Pod
 from ..model.schema import json_type_name
 from ..model.strategy import Propagation, Strategy
+from ..model.timestamps import now_rfc3339
 from .allocation import AllocationFailed, ServiceAllocations, Txn
+from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
 from .resources import BY_KIND, Resource
 from .store import Key, Store, Stored, Write
 
 SYSTEM_METADATA = ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink")
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -123,6 +118,10 @@ class IngressStorage(Storage):
     def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
+        # Imported at the first Ingress write: a server that never sees one does not load ingress-nginx's model.
+        from ..ingress import webhook
+        from ..ingress.controllers import controllers_among
+
         bad = webhook.invalid_paths(obj)
         annotated = any(str(k).startswith("nginx.ingress.kubernetes.io/") or str(k).endswith("-snippet")
                         for k in ((obj.get("metadata") or {}).get("annotations") or {}))
@@ -155,6 +154,8 @@ class ServiceStorage(Storage):
         try:
             return registry.services.begin(obj, old)
         except AllocationFailed as exc:
+            if exc.internal:
+                raise ApiError(500, "InternalError", exc.internal, {"causes": [{"message": exc.internal}]}) from None
             raise invalid(r, obj["metadata"]["name"], exc.errors) from None
 
 
@@ -221,11 +222,16 @@ class Deleted:
 
 
 class Registry:
-    def __init__(self, store: Store, config: ClusterConfig, clock: Callable[[], str] = lambda: now_rfc3339()) -> None:
+    def __init__(self, store: Store, config: ClusterConfig, clock: Callable[[], str] = now_rfc3339) -> None:
         self.store = store
         self.config = config
         self.clock = clock
         self.services = ServiceAllocations(store, config)
+        # Which definition admits each custom kind: knetsim's own, or a CRD a client applied (customresources.py).
+        self.custom = CustomDefinitions(store)
+
+    def kind_of(self, r: Resource) -> Kind:
+        return self.custom.kind_of(r)
 
     @staticmethod
     def strategy(r: Resource) -> Strategy:
@@ -242,7 +248,7 @@ class Registry:
     def decode(self, r: Resource, body: Mapping[str, Any], opts: WriteOptions, *, patched: bool = False,
                name: str = "") -> admission.Decoded:
         try:
-            return admission.decode(body, kind_of(r), opts.field_validation)
+            return admission.decode(body, self.kind_of(r), opts.field_validation)
         except AdmissionError as exc:
             if patched and exc.message.count(": strict decoding error: ") == 1:
                 # A patch's unknown fields are reported without the "cannot be handled as" frame.
@@ -252,7 +258,7 @@ class Registry:
 
     def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
                   subresource: str = "") -> None:
-        errors = admission.validation_errors(obj, kind_of(r), old, subresource)
+        errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -306,9 +312,9 @@ class Registry:
             meta["name"] = self._generate_name(r, str(meta["generateName"]), meta.get("namespace", ""))
         strategy = self.strategy(r)
         strategy.for_create(obj)
-        admission.default(obj, kind_of(r), meta.get("namespace") or "default")
+        admission.default(obj, self.kind_of(r), meta.get("namespace") or "default")
         self._namespace_lifecycle(r, meta.get("namespace", ""))
-        admission.admit_create(obj, kind_of(r), self.lookup)
+        admission.admit_create(obj, self.kind_of(r), self.lookup)
         self._validate(r, obj)
         storage = self.storage(r)
         storage.admit(self, r, obj)
@@ -360,7 +366,7 @@ class Registry:
                 else:
                     meta.pop(name, None)
             strategy.for_update(new, old.body)
-        admission.default(new, kind_of(r), t.namespace or "default")
+        admission.default(new, self.kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
         storage = self.storage(r)
         if not t.sub:
@@ -406,7 +412,7 @@ class Registry:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise invalid(t.resource, t.name, [FieldError("spec.replicas", ErrorType.INVALID, replicas,
                                                           "must be greater than or equal to 0")])
-        new = copy.deepcopy(old.body)
+        new = json_copy(old.body)
         new.setdefault("spec", {})["replicas"] = replicas
         self.update(Target(t.resource, t.namespace, t.name, ""), old, new, opts)
         stored = self.store.get((t.resource.kind, t.namespace, t.name))
@@ -482,7 +488,7 @@ def marked_for_deletion(body: Mapping[str, Any], propagation: Propagation, clock
     namespace = body.get("kind") == "Namespace"
     if not finalizers and not (namespace and (body.get("spec") or {}).get("finalizers")):
         return None
-    marked = copy.deepcopy(dict(body))
+    marked = json_copy(dict(body))
     if not meta.get("deletionTimestamp"):
         marked["metadata"]["deletionTimestamp"] = clock()
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -496,7 +502,7 @@ def marked_for_deletion(body: Mapping[str, Any], propagation: Propagation, clock
 def finalizer_done(key: Key, stored: Stored, finalizer: str) -> Write | None:
     """The write that removes a finalizer whose work is done (the garbage collector's, a namespace's
     ``kubernetes`` through /finalize): an object being deleted with none left goes. None: not there."""
-    body = copy.deepcopy(stored.body)
+    body = json_copy(stored.body)
     holder = body.setdefault("spec", {}) if finalizer == NAMESPACE_FINALIZER and key[0] == "Namespace" \
         else body["metadata"]
     present = list(holder.get("finalizers") or [])

@@ -59,14 +59,14 @@ def _from_core() -> list[Resource]:
 
 
 def _from_crd(k: KindInfo) -> list[Resource]:
-    """A vendored CRD's kind at its storage version, then at every other served version (conversion
-    None: the same object with another apiVersion, as the API server serves such CRDs)."""
-    from ..model.crd import index
+    """A custom kind at its storage version, then at every other served version (conversion None: the same
+    object with another apiVersion, as the API server serves such CRDs)."""
+    from ..model.apis.catalog import BY_KIND as DEFINITIONS
 
-    crd = next(c for c in index() if (c["group"], c["kind"]) == (k.group, k.kind))
-    status = {v["name"]: v["status"] for v in crd["versions"]}
+    definition = DEFINITIONS[(k.group, k.kind)]
+    status = {v.name: v.status for v in definition.versions}
     return [Resource(k.kind, k.group, version, k.plural, k.namespaced, k.short_names, simulated=k.simulated,
-                     in_all=k.in_all, crd=True, categories=tuple(crd["categories"]),
+                     in_all=k.in_all, crd=True, categories=definition.categories,
                      subresources=("status",) if status.get(version) else ())
             for version in (k.version, *k.other_versions)]
 

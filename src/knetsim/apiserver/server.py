@@ -4,8 +4,10 @@ Request handling is written as plain methods over parsed requests; aiohttp only 
 bytes. Every failure of the client's making leaves as a ``metav1.Status`` with the API server's code
 and reason (400/401/404/405/409/410/413/415/422), its query parameters and DeleteOptions checked as
 the API server checks them (``requestoptions``, ``deleteoptions``); lists page as it pages
-(``paging``). An unexpected exception is a bug: a 500 InternalError and its traceback in the log
-(what a client breaks, a connection or a request no parser takes, is one line: ``httplog``).
+(``paging``). An unexpected exception is a bug in knetsim: it is answered as a 500 InternalError, as
+kube-apiserver answers a panic, with its traceback in the daemon log (what a client breaks, a
+connection or a request no parser takes, is one line: ``httplog``), so a client error and a server
+bug can always be told apart.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,11 +50,6 @@ MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's limit for one object (etcd's 1.5 
 __all__ = ["ApiError", "ApiServer", "Target"]
 DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 WARNINGS = web.RequestKey("warnings", list)  # Warning headers of this request (unknown fields, deprecations)
@@ -284,9 +280,11 @@ class ApiServer:
                 raise no_such_path()
             return self._json(rl)
         target = self._target(group, version, rest)
-        if target.resource.kind == "Endpoints":
-            # kube-apiserver >= 1.33 warns on every v1 Endpoints request; kubectl prints "Warning: ...".
-            request.setdefault(WARNINGS, []).append(ENDPOINTS_WARNING)
+        deprecation = self.registry.strategy(target.resource).deprecation
+        if deprecation:
+            # kube-apiserver warns on every request of a deprecated API (v1 Endpoints since 1.33); kubectl
+            # prints "Warning: ...".
+            request.setdefault(WARNINGS, []).append(deprecation)
         return await self._resource(request, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:

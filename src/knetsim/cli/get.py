@@ -22,17 +22,18 @@ from ..model import gatewayapi
 from ..model.kinds import KINDS, KindInfo, resolve_kind
 from ..model.labels import Selector, SelectorSyntaxError
 from ..model.objects import Object
+from ..model.timestamps import parse_rfc3339, rfc3339
 from .common import EXIT_BAD_INPUT, cluster_options, dump_json, dump_yaml, load_cluster, print_notices, tabulate
 
 
 def _now(objects: list[Object], read_at: datetime | None = None) -> datetime | None:
     env = os.environ.get("KNETSIM_NOW")
     if env:
-        return datetime.fromisoformat(env.replace("Z", "+00:00"))
+        return parse_rfc3339(env)
     if read_at is not None:
         return read_at.replace(microsecond=0)
     stamps = [o.meta.creation_timestamp for o in objects if o.meta.creation_timestamp]
-    return datetime.fromisoformat(max(stamps).replace("Z", "+00:00")) if stamps else None
+    return parse_rfc3339(max(stamps)) if stamps else None
 
 
 def _kinds(spec: str) -> list[KindInfo]:
@@ -51,7 +52,7 @@ def _kinds(spec: str) -> list[KindInfo]:
 def _body(cluster: Cluster, obj: Object, now: datetime | None) -> dict[str, Any]:
     """The object as the API returns it: Gateway API objects carry the built-in Gateway controller's status."""
     if obj.kind in gatewayapi.KINDS:
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ") if now is not None else None
+        stamp = rfc3339(now) if now is not None else None
         return with_status(cluster.state, obj, stamp)
     return obj.raw
 

@@ -27,7 +27,8 @@ def render_trace(result: Trace) -> str:
         outcome += f" (HTTP {result.reply.status})"
     lines.append(f"Outcome: {click.style(outcome, fg='green' if result.connected else 'red', bold=True)}")
     if result.backend is not None:
-        lines.append(f"Backend: {result.backend.pod} {result.backend.ip}:{result.backend.port}")
+        ip = result.backend.ip
+        lines.append(f"Backend: {result.backend.pod} {f'[{ip}]' if ':' in ip else ip}:{result.backend.port}")
     if result.findings:
         lines.append("Findings:")
         for finding in result.findings:

@@ -180,8 +180,31 @@ def status(state: str, output: str) -> None:
         click.echo("not running")
     else:
         click.echo(f"running (pid {info['pid']})")
+        for source, kinds in _definitions_in_force(info).items():
+            click.echo(f"# {', '.join(kinds)}: {source}")
         _print_ready(info)
     sys.exit(EXIT_OK if info is not None else EXIT_NEGATIVE)
+
+
+def _definitions_in_force(info: dict[str, Any]) -> dict[str, list[str]]:
+    """Which definition admits each custom kind on the running cluster: knetsim's own, or a CRD a client applied
+    (read from the API: the CRDs it lists). Empty when the API does not answer."""
+    import ssl
+    import urllib.request
+
+    from ..model.crd import in_force
+
+    state = Path(info["kubeconfig"]).parent
+    try:
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{info['api_port']}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            headers={"Authorization": f"Bearer {(state / 'token').read_text().strip()}"})
+        context = ssl.create_default_context(cafile=str(state / "serving.crt"))
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            items = json.loads(response.read()).get("items") or []
+    except (OSError, ValueError, KeyError):
+        return {}
+    return in_force([i for i in items if isinstance(i, dict)])
 
 
 COMMANDS = [up, down, status]

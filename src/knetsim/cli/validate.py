@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..api import InputError
+from ..api import Cluster, InputError
 from .common import cluster_options, fail_input, live_requested, load_cluster, print_notices
 
 
@@ -21,6 +21,7 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
                                "objects)"]))
     cluster = load_cluster(filenames, namespace, cluster_config, report=False, simulate=False)
     print_notices(cluster)
+    _print_definitions(cluster)
     if cluster.errors:
         # Every file's errors, even when another file does not parse; then the verdict.
         rejected = len({str(e.source) for e in cluster.errors if e not in cluster.unreadable})
@@ -30,6 +31,17 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
         fail_input(InputError([str(e) for e in cluster.errors]), summary=summary, always_summarize=True)
     count = cluster.read
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
+
+
+def _print_definitions(cluster: Cluster) -> None:
+    """Which definition the custom kinds were checked against: knetsim's built-in one, or a CRD of the input
+    that took over its kind (with the bundle version each carries)."""
+    from ..cluster.build import input_crds
+    from ..model.admission import definitions_in_force
+
+    in_force = definitions_in_force([d.body for d in cluster.documents], input_crds(cluster.documents))
+    for source, kinds in in_force.items():
+        click.echo(f"{', '.join(kinds)}: checked against {source}")
 
 
 COMMANDS = [validate_command]

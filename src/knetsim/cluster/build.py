@@ -20,9 +20,9 @@ from typing import Any
 
 from ..model import admission, gatewayapi
 from ..model.admission import FieldValidation
-from ..model.crd import CRDVersion, versions_of
+from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, SIMULATED_CRD_KINDS
+from ..model.kinds import BY_KIND, CLUSTER_POLICY_KINDS, CLUSTER_SCOPED_BUILTINS
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -34,17 +34,16 @@ from ..model.objects import (
     Node,
     Object,
 )
-from ..model.strategy import apply_defaults
+from ..model.strategy import apply_defaults, strategy_for
+from . import rollout, servicecidrs
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
-from .services import allocate_services
-from .state import ClusterState, Notice
+from .services import Allocator, allocate_services
+from .state import WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
-
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
-ENDPOINTS_DEPRECATION = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +90,7 @@ def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDV
     for doc in documents:
         if doc.kind == "CustomResourceDefinition" and str(doc.body.get("apiVersion")) == "apiextensions.k8s.io/v1":
             try:
-                versions = versions_of(doc.body, str(doc.source))
+                versions = versions_of(doc.body, source_of(doc.body, str(doc.source)))
             except (AttributeError, TypeError, ValueError):
                 continue  # a malformed CRD is reported by its own admission below
             out.update(((v.group, v.version, v.kind), v) for v in versions)
@@ -242,9 +241,15 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         _keep(state, body, source)
     _workload_status(state)
 
-    # Services.
+    # Services, their ClusterIPs from the ready ServiceCIDRs; an IPAddress written by hand holds its address.
     service_bodies = [(d.body, d.source) for d in by_kind.get("Service", [])]
-    for failure in allocate_services(service_bodies, config, live=from_live_cluster):
+    cidr_docs = by_kind.get("ServiceCIDR", [])
+    # A cluster read without its ServiceCIDRs (older than v1.33, or no right to list them) still has the
+    # configured range.
+    alloc = Allocator(config, servicecidrs.ranges(d.body for d in cidr_docs) if cidr_docs else None)
+    for doc in by_kind.get("IPAddress", []):
+        alloc.keep_ip(doc.name)
+    for failure in allocate_services(service_bodies, config, live=from_live_cluster, alloc=alloc):
         errors.append(ManifestError(failure.source, failure.subject, failure.error))
     failed = {(str(e.subject)) for e in errors}
     for body, source in service_bodies:
@@ -252,6 +257,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         if f"Service {svc.key}" in failed and source is not BUILTIN:
             continue
         state.services[svc.key] = svc  # type: ignore[assignment]
+
+    _service_cidrs(state, by_kind)
 
     # EndpointSlices: user-written ones are kept; the controller manages the rest.
     for doc in by_kind.get("EndpointSlice", []):
@@ -261,7 +268,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     for doc in by_kind.get("Endpoints", []):
         if doc.source is not BUILTIN:
-            state.warn("EndpointsDeprecated", ENDPOINTS_DEPRECATION, doc.describe(), doc.source)
+            state.warn("EndpointsDeprecated", strategy_for("Endpoints").deprecation, doc.describe(), doc.source)
         _keep(state, doc.body, doc.source)
 
     for doc in by_kind.get("IngressClass", []):
@@ -276,12 +283,15 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *SIMULATED_CRD_KINDS, *gatewayapi.READ_AS_KEPT}
+    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS, *gatewayapi.READ_AS_KEPT}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
-    kept_as_is = {"CronJob", "Secret"}
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is
+    # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.
+    kept_as_is = {"CronJob", "Secret", "CustomResourceDefinition"}
+    # ServiceCIDR and IPAddress were placed by _service_cidrs, computed.
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is \
+        | {"ServiceCIDR", "IPAddress"}
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
             if kind in kept_for_policy or kind in kept_as_is:
@@ -292,6 +302,31 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
     return BuildResult(state, errors)
+
+
+def _service_cidrs(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
+    """The IPAddress of every ClusterIP (the input's own kept as written), and each ServiceCIDR as the
+    servicecidrs controller leaves it: finalizer and Ready, or Terminating while addresses depend on it."""
+    written = {d.name: d for d in by_kind.get("IPAddress", [])}
+    addresses = [d.body for d in written.values()]
+    for body in servicecidrs.service_ip_addresses(s.raw for s in state.services.values()):
+        if body["metadata"]["name"] not in written:
+            addresses.append(body)
+            _keep_other(state, Document(CONTROLLER, body))
+    for doc in written.values():
+        _keep_other(state, doc)
+    cidrs = [d.body for d in by_kind.get("ServiceCIDR", [])]
+    for doc in by_kind.get("ServiceCIDR", []):
+        verdict = servicecidrs.reconcile(doc.body, cidrs, addresses)
+        if servicecidrs.FINALIZER not in verdict.finalizers and doc.body["metadata"].get("deletionTimestamp"):
+            continue  # nothing depends on it any more: the controller lets it go
+        body = dict(doc.body)
+        body["metadata"] = {**doc.body["metadata"], "finalizers": list(verdict.finalizers)}
+        body["status"] = {"conditions": [verdict.condition]}
+        if verdict.blocking:
+            state.warn("ServiceCIDRTerminating", f"{servicecidrs.TERMINATING_MESSAGE} (only this ServiceCIDR "
+                       f"contains {', '.join(verdict.blocking)})", f"ServiceCIDR {doc.name}", doc.source)
+        _keep_other(state, Document(doc.source, body))
 
 
 def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, str, str], Document]) -> None:
@@ -407,37 +442,36 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
 
 
 def _workload_status(state: ClusterState) -> None:
-    """READY/AVAILABLE columns for `get deploy,rs,sts,ds`, from the pods the controllers made."""
-    owned: dict[tuple[str, str, str], list[Any]] = {}
-    for pod in state.pods.values():
+    """The status each workload's controller would write for the pods it made (cluster.workloadstatus,
+    the live controllers' own computation; no conditions or times: the offline build has no clock)."""
+    owned: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for pod in sorted(state.pods.values(), key=lambda p: p.key):
         if pod.meta.owner:
-            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod)
+            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod.raw)
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
     for (kind, _), obj in sorted(state.workloads.items()):
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
             rs_by_deploy.setdefault((obj.namespace, obj.meta.owner.name), []).append(obj)
-    for (kind, _), obj in sorted(state.workloads.items()):
+    # ReplicaSets first: a Deployment's status adds theirs up.
+    for (kind, _), obj in sorted(state.workloads.items(), key=lambda kv: (kv[0][0] == "Deployment", kv[0])):
         if obj.raw.get("status") and from_live_cluster(obj.raw):
             continue
-        if kind == "Deployment":
-            pods = [p for rs in rs_by_deploy.get((obj.namespace, obj.name), [])
-                    for p in owned.get((obj.namespace, "ReplicaSet", rs.name), [])]
-        else:
-            pods = owned.get((obj.namespace, kind, obj.name), [])
-        ready = sum(1 for p in pods if p.ready)
-        status: dict[str, Any] = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready,
-                                  "observedGeneration": 1}
-        if kind == "Deployment":
-            status["updatedReplicas"] = len(pods)
-        if kind == "DaemonSet":
-            status = {"currentNumberScheduled": len(pods), "desiredNumberScheduled": len(pods),
-                      "numberAvailable": ready, "numberReady": ready, "updatedNumberScheduled": len(pods),
-                      "numberMisscheduled": 0, "observedGeneration": 1}
-        if kind == "StatefulSet":
-            status.update(currentReplicas=len(pods), updatedReplicas=len(pods))
-        if kind == "Job":
-            status = {"active": len(pods), "ready": ready}
-        obj.raw["status"] = status
+        pods = [p for p in owned.get((obj.namespace, kind, obj.name), []) if is_active(p)]
+        if kind == "ReplicaSet":
+            obj.raw["status"] = replica_set_status(obj.raw, pods)[0]
+        elif kind == "DaemonSet":
+            obj.raw["status"] = daemon_set_status(obj.raw, pods, len(pods))
+        elif kind == "StatefulSet":
+            obj.raw["status"] = stateful_set_status(obj.raw, pods)
+        elif kind == "Job":
+            ready = sum(1 for p in pods if is_ready(p))
+            obj.raw["status"] = {"active": len(pods), "ready": ready} if pods else {"ready": ready}
+        elif kind == "Deployment":
+            rss = [rs.raw for rs in rs_by_deploy.get((obj.namespace, obj.name), [])]
+            new_rs = rollout.find_new_replica_set(obj.raw, rss)
+            obj.raw["status"] = rollout.deployment_counts(rss, new_rs, obj.raw)
+            if new_rs is not None and not rollout.annotations(obj.raw).get(rollout.REVISION):
+                rollout.annotations(obj.raw)[rollout.REVISION] = rollout.annotations(new_rs).get(rollout.REVISION, "1")
 
 
 def _endpoint_slices(state: ClusterState) -> None:
@@ -450,6 +484,10 @@ def _endpoint_slices(state: ClusterState) -> None:
         current = existing.get(key, [])
         pods = state.select_pods(svc.namespace, svc.selector_view) if svc.selector else []
         plan = reconcile(svc, pods, current, state.nodes)
+        for event in plan.events:
+            if event.type == "Warning":
+                # What `kubectl describe svc` would list under Events.
+                state.warn(event.reason, event.message, f"Service {svc.key}", svc.source)
         by_name = {es.name: es for es in current}
         for name in plan.delete:
             old = by_name[name]

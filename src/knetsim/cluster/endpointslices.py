@@ -40,6 +40,7 @@ from ..model.objects import (
     ServicePort,
 )
 from .naming import random_suffix
+from .topology import Event, SliceSet, apply_hints
 
 MAX_ENDPOINTS_PER_SLICE = 100
 HEADLESS_LABEL = "service.kubernetes.io/headless"
@@ -55,6 +56,8 @@ class Plan:
     unresolved: tuple[tuple[str, str], ...] = field(default=())
 
     unchanged_bodies: tuple[dict[str, Any], ...] = ()
+    # What the controller records on the Service about topology hints (TopologyAwareHintsDisabled, ...).
+    events: tuple[Event, ...] = ()
 
     @property
     def desired(self) -> tuple[dict[str, Any], ...]:
@@ -89,12 +92,14 @@ def should_be_endpoint(pod: Pod) -> bool:
     return bool(pod.pod_ip) and pod.phase not in ("Succeeded", "Failed")
 
 
-def pod_to_endpoint(service: Service, pod: Pod, node: Node | None) -> dict[str, Any]:
+def pod_to_endpoint(service: Service, pod: Pod, node: Node | None, address_type: str = "IPv4") -> dict[str, Any]:
     pod_ready = pod.ready
     terminating = pod.terminating
     ready = service.publish_not_ready_addresses or (pod_ready and not terminating)
+    want_v6 = address_type == "IPv6"
     endpoint: dict[str, Any] = {
-        "addresses": [pod.pod_ip],
+        # getEndpointAddresses: the pod's addresses of the slice's family.
+        "addresses": [ip for ip in pod.pod_ips or (pod.pod_ip,) if (":" in ip) == want_v6],
         "conditions": {"ready": ready, "serving": pod_ready, "terminating": terminating},
         "nodeName": pod.node_name,
         "targetRef": {"kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.meta.uid},
@@ -117,7 +122,7 @@ def slice_labels(service: Service) -> dict[str, str]:
 
 
 def _slice(service: Service, name: str, endpoints: list[dict[str, Any]] | None,
-           ports: list[dict[str, Any]] | None) -> dict[str, Any]:
+           ports: list[dict[str, Any]] | None, address_type: str = "IPv4") -> dict[str, Any]:
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -129,7 +134,7 @@ def _slice(service: Service, name: str, endpoints: list[dict[str, Any]] | None,
             "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": service.name, "uid": service.meta.uid,
                                  "controller": True, "blockOwnerDeletion": True}],
         },
-        "addressType": "IPv4",
+        "addressType": address_type,
         "endpoints": endpoints,
         "ports": ports,
     }
@@ -226,6 +231,18 @@ def _by_port_mapping(existing: list[EndpointSlice], desired: dict[EndpointKey, d
     return out
 
 
+def address_types(service: Service) -> tuple[str, ...]:
+    """``getAddressTypesForService``: the Service's families; an object from a cluster older than
+    dual-stack goes by its ClusterIP, and a headless one without families gets both."""
+    spec = service.raw.get("spec") or {}
+    families = [f for f in spec.get("ipFamilies") or () if f in ("IPv4", "IPv6")]
+    if families:
+        return tuple(sorted(set(families)))
+    if service.cluster_ip and service.cluster_ip != "None":
+        return ("IPv6",) if ":" in service.cluster_ip else ("IPv4",)
+    return ("IPv4", "IPv6")
+
+
 def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
               nodes: Mapping[str, Node]) -> Plan:
     """What the controller would create, update and delete for ``service``. Pure.
@@ -233,70 +250,110 @@ def reconcile(service: Service, pods: list[Pod], existing: list[EndpointSlice],
     ``k8s.io/endpointslice`` reconciler.go: slices are matched to the desired endpoints by content,
     not by name or position, so the slices a real controller made (however it spread the endpoints
     over them) are kept as they are while they hold the right endpoints, and a plan names only real
-    changes. Slices of another address type (a dual-stack cluster's IPv6 slices) are left alone.
+    changes. Each of the Service's address types (IPv4, IPv6: its ipFamilies) is reconciled on its
+    own, from the pods' addresses of that family; managed slices of another type are deleted.
     """
-    managed = sorted((s for s in existing if s.managed_by == ENDPOINTSLICE_CONTROLLER and s.address_type == "IPv4"),
-                     key=lambda s: s.name)
+    managed = sorted((s for s in existing if s.managed_by == ENDPOINTSLICE_CONTROLLER), key=lambda s: s.name)
     if service.selector is None or service.type == "ExternalName":
         return Plan(delete=tuple(s.name for s in managed))
-    groups: dict[PortKey, tuple[list[dict[str, Any]], dict[EndpointKey, dict[str, Any]]]] = {}
-    unresolved: list[tuple[str, str]] = []
-    for pod in sorted(pods, key=lambda p: p.name):
-        if not should_be_endpoint(pod):
-            continue
-        ports, missing = endpoint_ports(service, pod)
-        unresolved.extend((pod.name, m) for m in missing)
-        endpoint = pod_to_endpoint(service, pod, nodes.get(pod.node_name))
-        groups.setdefault(_port_key(ports), (ports, {}))[1][_endpoint_key(endpoint)] = endpoint
-
-    existing_by_ports: dict[PortKey, list[EndpointSlice]] = {}
-    for es in managed:
-        existing_by_ports.setdefault(_port_key(es.raw.get("ports")), []).append(es)
-    creates: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
-    updates: dict[str, tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = {}
-    deletes: list[str] = []
+    supported = address_types(service)
+    creates: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]] | None]] = []
+    updates: dict[str, tuple[str, list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = {}
+    deletes: list[tuple[str, str]] = [(s.address_type, s.name) for s in managed if s.address_type not in supported]
     unchanged: list[str] = []
-    for key in sorted(groups):
-        ports, desired = groups[key]
-        got = _by_port_mapping(existing_by_ports.get(key, []), desired)
-        creates += [(endpoints, ports or None) for endpoints in got.create]
-        updates.update((name, (endpoints, ports or None)) for name, endpoints in got.update.items())
-        deletes += got.delete
-        unchanged += got.unchanged
-    for key in sorted(set(existing_by_ports) - set(groups)):
-        deletes += [es.name for es in existing_by_ports[key]]
+    unresolved: list[tuple[str, str]] = []
+    eligible = [pod for pod in sorted(pods, key=lambda p: p.name) if should_be_endpoint(pod)]
+    for pod in eligible:
+        unresolved.extend((pod.name, m) for m in endpoint_ports(service, pod)[1])
     by_name = {s.name: s for s in managed}
-    if len(deletes) == len(managed) and not creates:
-        # A selector with no endpoints keeps one placeholder slice (no endpoints, no ports).
-        if len(deletes) == 1 and not by_name[deletes[0]].raw.get("endpoints") and not by_name[deletes[0]].raw.get(
-                "ports"):
-            unchanged, deletes = deletes, []
-        else:
-            creates.append(([], None))
-    # finalize(): a slice about to be deleted is updated into one about to be created instead.
-    deletes.sort()
-    while deletes and creates:
-        updates[deletes.pop(0)] = creates.pop()
+    events: list[Event] = []
+    for address_type in supported:
+        slices = [s for s in managed if s.address_type == address_type]
+        got = _by_address_type(service, eligible, slices, nodes, address_type)
+        # Hints are reconciled per address type, over every slice of it (topologycache, trafficdist).
+        hinted = SliceSet([endpoints for endpoints, _ in got.create],
+                          {name: endpoints for name, (endpoints, _) in got.update.items()},
+                          {name: [dict(e) for e in by_name[name].raw.get("endpoints") or []] for name in got.unchanged})
+        events += apply_hints(service, address_type, hinted, [nodes[n] for n in sorted(nodes)])
+        for name, endpoints in hinted.update.items():
+            ports = got.update[name][1] if name in got.update else by_name[name].raw.get("ports")
+            got.update[name] = (endpoints, ports)
+        got.unchanged = [n for n in got.unchanged if n in hinted.unchanged]
+        creates += [(address_type, endpoints, ports) for endpoints, ports in got.create]
+        updates.update((name, (address_type, endpoints, ports)) for name, (endpoints, ports) in got.update.items())
+        deletes += [(address_type, name) for name in got.delete]
+        unchanged += got.unchanged
+    # finalize(): a slice about to be deleted is updated into one about to be created of its address type.
+    deletes.sort(key=lambda d: d[1])
+    for address_type, name in list(deletes):
+        match = next((i for i in range(len(creates) - 1, -1, -1) if creates[i][0] == address_type), None)
+        if match is None:
+            continue
+        deletes.remove((address_type, name))
+        updates[name] = creates.pop(match)
     taken = {s.name for s in existing}
     create_bodies, index = [], 0
-    for endpoints, ports in creates:
+    for address_type, endpoints, ports in creates:
         while True:
             name = f"{service.name}-{random_suffix(service.namespace, service.name, 'slice', str(index))}"
             index += 1
             if name not in taken:
                 break
         taken.add(name)
-        create_bodies.append(_slice(service, name, endpoints or None, ports))
+        create_bodies.append(_slice(service, name, endpoints or None, ports, address_type))
     return Plan(
         create=tuple(create_bodies),
-        update=tuple(_slice(service, name, endpoints or None, ports) for name, (endpoints, ports) in sorted(
-            updates.items())),
-        delete=tuple(sorted(deletes)),
+        update=tuple(_slice(service, name, endpoints or None, ports, address_type)
+                     for name, (address_type, endpoints, ports) in sorted(updates.items())),
+        delete=tuple(sorted(name for _, name in deletes)),
         unchanged=tuple(sorted(unchanged)),
         unresolved=tuple(unresolved),
         # Reused as the cluster has them: the controller leaves a slice alone while it is right.
         unchanged_bodies=tuple(by_name[n].raw for n in sorted(unchanged)),
+        events=tuple(events),
     )
+
+
+@dataclass(slots=True)
+class _TypePlan:
+    create: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = field(default_factory=list)
+    update: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def _by_address_type(service: Service, pods: list[Pod], managed: list[EndpointSlice], nodes: Mapping[str, Node],
+                     address_type: str) -> _TypePlan:
+    """``reconcileByAddressType``: the slices of one address type, grouped by port list."""
+    groups: dict[PortKey, tuple[list[dict[str, Any]], dict[EndpointKey, dict[str, Any]]]] = {}
+    for pod in pods:
+        endpoint = pod_to_endpoint(service, pod, nodes.get(pod.node_name), address_type)
+        if not endpoint["addresses"]:
+            continue  # the pod has no address of this family
+        ports, _missing = endpoint_ports(service, pod)
+        groups.setdefault(_port_key(ports), (ports, {}))[1][_endpoint_key(endpoint)] = endpoint
+    existing_by_ports: dict[PortKey, list[EndpointSlice]] = {}
+    for es in managed:
+        existing_by_ports.setdefault(_port_key(es.raw.get("ports")), []).append(es)
+    out = _TypePlan()
+    for key in sorted(groups):
+        ports, desired = groups[key]
+        got = _by_port_mapping(existing_by_ports.get(key, []), desired)
+        out.create += [(endpoints, ports or None) for endpoints in got.create]
+        out.update.update((name, (endpoints, ports or None)) for name, endpoints in got.update.items())
+        out.delete += got.delete
+        out.unchanged += got.unchanged
+    for key in sorted(set(existing_by_ports) - set(groups)):
+        out.delete += [es.name for es in existing_by_ports[key]]
+    if len(out.delete) == len(managed) and not out.create:
+        # A selector with no endpoints keeps one placeholder slice (no endpoints, no ports) per address type.
+        by_name = {s.name: s for s in managed}
+        if len(out.delete) == 1 and not by_name[out.delete[0]].raw.get("endpoints") and not by_name[
+                out.delete[0]].raw.get("ports"):
+            out.unchanged, out.delete = out.delete, []
+        else:
+            out.create.append(([], None))
+    return out
 
 
 def describe_drift(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:

@@ -53,6 +53,26 @@ class Notice:
 
 
 # eq=False: a state is an identity (hashable, cacheable by layers above), never compared by value.
+# Where each kind lives in a ClusterState: cluster-scoped kinds keyed by name, namespaced ones by
+# "namespace/name"; workloads (kept for `get`) and every other kind keyed by (kind, "namespace/name").
+KEYED_BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_classes",
+                 "GatewayClass": "gateway_classes"}
+KEYED_BY_REF = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint_slices", "Ingress": "ingresses",
+                "NetworkPolicy": "network_policies", "Gateway": "gateways", "HTTPRoute": "http_routes",
+                "ReferenceGrant": "reference_grants", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
+                "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes", "ListenerSet": "listener_sets",
+                "BackendTLSPolicy": "backend_tls_policies"}
+# The kinds whose controllers make pods (their pods are the simulation's; they are kept for `get`).
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+KEPT_AS_WORKLOADS = (*WORKLOAD_KINDS, "Endpoints")
+
+
+def collection_of(kind: str) -> str:
+    """The ClusterState attribute that holds objects of ``kind``."""
+    return KEYED_BY_NAME.get(kind) or KEYED_BY_REF.get(kind) or \
+        ("workloads" if kind in KEPT_AS_WORKLOADS else "others")
+
+
 @dataclass(eq=False)
 class ClusterState:
     config: ClusterConfig
@@ -114,7 +134,7 @@ class ClusterState:
         return self._pod_by_ip.get(ip)
 
     def node_by_ip(self, ip: str) -> Node | None:
-        return next((n for n in self.nodes.values() if n.internal_ip == ip), None)
+        return next((n for n in self.nodes.values() if n.internal_ip == ip or ip in n.internal_ips), None)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         ns = self.namespaces.get(namespace)
@@ -122,31 +142,10 @@ class ClusterState:
 
     def objects_of(self, kind: str) -> list[Object]:
         collection: Iterable[Object]
-        by_kind: dict[str, Mapping[str, Object]] = {
-            "Namespace": self.namespaces,
-            "Node": self.nodes,
-            "Pod": self.pods,
-            "Service": self.services,
-            "EndpointSlice": self.endpoint_slices,
-            "Ingress": self.ingresses,
-            "IngressClass": self.ingress_classes,
-            "NetworkPolicy": self.network_policies,
-            "GatewayClass": self.gateway_classes,
-            "Gateway": self.gateways,
-            "HTTPRoute": self.http_routes,
-            "ReferenceGrant": self.reference_grants,
-            "GRPCRoute": self.grpc_routes,
-            "TLSRoute": self.tls_routes,
-            "TCPRoute": self.tcp_routes,
-            "UDPRoute": self.udp_routes,
-            "ListenerSet": self.listener_sets,
-            "BackendTLSPolicy": self.backend_tls_policies,
-        }
-        if kind in by_kind:
-            collection = by_kind[kind].values()
+        if kind in KEYED_BY_NAME or kind in KEYED_BY_REF:
+            collection = getattr(self, collection_of(kind)).values()
         else:
-            collection = [o for (k, _), o in self.workloads.items() if k == kind]
-            collection += [o for (k, _), o in self.others.items() if k == kind]
+            collection = [o for (k, _), o in getattr(self, collection_of(kind)).items() if k == kind]
         return sorted(collection, key=lambda o: (o.namespace, o.name))
 
     def warn(self, code: str, message: str, subject: str = "", source: Source | None = None) -> None:
@@ -194,6 +193,7 @@ class ClusterState:
         out = {}
         for key in sorted(self.pods):
             pod = self.pods[key]
-            if pod.pod_ip and not pod.host_network:
-                out.setdefault(pod.pod_ip, pod)
+            if not pod.host_network:
+                for ip in pod.pod_ips or ((pod.pod_ip,) if pod.pod_ip else ()):
+                    out.setdefault(ip, pod)
         return out

@@ -6,12 +6,13 @@ input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice contro
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.jsonvalue import json_copy
 from ..model.objects import INGRESS_CLASS_ANNOTATION
-from .config import ClusterConfig
+from .config import ClusterConfig, family_of
+from .servicecidrs import default_service_cidr
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
@@ -55,14 +56,17 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                 "metadata": {"name": node.name, "labels": labels},
                 "spec": {
                     "podCIDR": config.node_pod_cidr(i),
-                    "podCIDRs": [config.node_pod_cidr(i)],
+                    "podCIDRs": list(config.node_pod_cidrs(i)),
                     "taints": [CONTROL_PLANE_TAINT] if node.control_plane else [],
                 },
                 "status": {
                     "addresses": [
-                        {"type": "InternalIP", "address": node.ip},
+                        *({"type": "InternalIP", "address": ip} for ip in node.addresses),
                         {"type": "Hostname", "address": node.name},
                     ],
+                    # The EndpointSlice controller weighs zones by allocatable CPU (topology-mode Auto).
+                    "capacity": {"cpu": node.cpu, "pods": "110"},
+                    "allocatable": {"cpu": node.cpu, "pods": "110"},
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                     "nodeInfo": {"kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": KUBERNETES_VERSION,
                                  "containerRuntimeVersion": "containerd://2.1.1", "osImage": "Debian GNU/Linux 12",
@@ -85,6 +89,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
             },
         }
     )
+    # The API server creates the default ServiceCIDR from --service-cluster-ip-range.
+    docs.append(default_service_cidr(config))
     # The API server's own endpoint reconciler writes this slice; no selector-based controller does.
     docs.append(
         {
@@ -96,7 +102,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                 "labels": {"kubernetes.io/service-name": "kubernetes",
                            "endpointslice.kubernetes.io/skip-mirror": "true"},
             },
-            "addressType": "IPv4",
+            # The API server's advertise address, of the cluster's primary family (an IPv6-only cluster's is IPv6).
+            "addressType": family_of(config.api_server_ip),
             "endpoints": [{"addresses": [config.api_server_ip], "conditions": {"ready": True}}],
             "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
         }
@@ -351,7 +358,7 @@ def ingress_nginx_status(ingress: Mapping[str, Any], class_controllers: Mapping[
         (meta.get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
     if class_name and class_controllers.get(str(class_name)) != INGRESS_NGINX_CONTROLLER:
         return None
-    return copy.deepcopy(INGRESS_NGINX_PUBLISHED)
+    return json_copy(INGRESS_NGINX_PUBLISHED)
 
 
 def install_phase(body: Mapping[str, Any]) -> int:

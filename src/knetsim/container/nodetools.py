@@ -180,9 +180,10 @@ def _nft_tables(ctx: Ctx) -> list[tuple[str, str, str]]:
             header = next((line for line in text.splitlines() if line.startswith("table ")), "table ip kube-proxy {")
             family, name = header.split()[1:3]
             tables.append((family, name, text))
-    masq = egress_masquerade(ctx.state, ctx.pod.node_name)
-    if masq.nft_table:
-        tables.append(("ip", masq.nft_table_name, masq.nft_table))
+    for family in ctx.state.config.ip_families:  # kindnetd's table of each family (ip, ip6 on a dual-stack node)
+        masq = egress_masquerade(ctx.state, ctx.pod.node_name, family)
+        if masq.nft_table:
+            tables.append(("ip6" if family == "IPv6" else "ip", masq.nft_table_name, masq.nft_table))
     return tables
 
 

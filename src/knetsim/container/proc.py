@@ -9,6 +9,7 @@ echo, backspace, Ctrl-C (interrupts the running command), Ctrl-D on an empty lin
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 # They register themselves in shell.BUILTIN_TOOLS.
@@ -17,6 +18,11 @@ from .cgroup import Held, Killed
 
 SHELLS = ("sh", "ash", "bash", "zsh")
 STDIN_BUFFER = 64 << 10  # bytes of stdin waiting to be read before the sender is held back (a pipe's size)
+
+
+def builtin_tools() -> Mapping[str, shell.Tool]:
+    """Every command the simulated container has (this module imports each tool's module)."""
+    return shell.BUILTIN_TOOLS
 
 
 def is_interactive_shell(argv: list[str]) -> bool:

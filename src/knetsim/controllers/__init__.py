@@ -3,7 +3,7 @@
 ``manager.ControllerManager`` runs them (one work queue keyed by controller and object); each
 controller file is one upstream controller. The decisions reuse the offline core where it has
 them (``cluster.workloads`` expansion, scheduling feasibility and pod status,
-``cluster.endpointslices.reconcile``), and ``rollout`` is the Deployment controller's planner.
+``cluster.endpointslices.reconcile``), and ``cluster.rollout`` is the Deployment controller's planner.
 The server imports none of this: ``daemon.wire`` connects them to it.
 """
 
@@ -25,6 +25,7 @@ from .manager import ControllerManager
 from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
 from .scheduler import Scheduler
+from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
 
 # In the order their work usually flows (a changed key is queued for each in this order): workloads
@@ -36,8 +37,8 @@ UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
     JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
-    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, GarbageCollector,
-    NamespaceController,
+    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, ServiceCIDRController,
+    GarbageCollector, NamespaceController,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]

@@ -8,10 +8,8 @@ server was down is reconciled (controllers are level-triggered).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.events import EventNames, involved, make_event
@@ -20,15 +18,8 @@ from ..apiserver.store import Change, Key, Store, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
 from ..model.strategy import Propagation
+from ..model.timestamps import now_rfc3339
 from .informer import Informer
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
 
 
 def being_deleted(body: Mapping[str, Any] | None) -> bool:

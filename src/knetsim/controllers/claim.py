@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..apiserver.store import Key
+from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
-from .base import copy
 from .informer import Informer, controller_ref
 
 
@@ -38,7 +38,7 @@ def claim(informer: Informer, owner: Mapping[str, Any], owner_api_version: str, 
             if selector.matches(labels) or deleting:
                 kept.append(body)
                 continue
-            released = copy(body)
+            released = json_copy(body)
             refs = [r for r in released["metadata"]["ownerReferences"] if str(r.get("uid")) != uid]
             if refs:
                 released["metadata"]["ownerReferences"] = refs
@@ -46,7 +46,7 @@ def claim(informer: Informer, owner: Mapping[str, Any], owner_api_version: str, 
                 del released["metadata"]["ownerReferences"]
             writes.append((key, released))
         elif ref is None and not deleting and not (body.get("metadata") or {}).get("deletionTimestamp"):
-            adopted = copy(body)
+            adopted = json_copy(body)
             adopted["metadata"].setdefault("ownerReferences", []).append(
                 {"apiVersion": owner_api_version, "kind": owner.get("kind"), "name": meta.get("name"), "uid": uid,
                  "controller": True, "blockOwnerDeletion": True})

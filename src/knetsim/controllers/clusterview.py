@@ -21,21 +21,12 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster.config import ClusterConfig
-from ..cluster.state import ClusterState
+from ..cluster.state import KEYED_BY_NAME, KEYED_BY_REF, ClusterState, collection_of
 from ..model.objects import Object
 from .informer import Informer, key_of
 
 log = logging.getLogger("knetsim.controllers")
 QUIET, MAX_DELAY = 0.02, 0.2  # seconds
-# ClusterState collections keyed by name, by namespace/name, or by (kind, namespace/name).
-BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_classes",
-           "GatewayClass": "gateway_classes"}
-BY_KEY = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint_slices", "Ingress": "ingresses",
-          "NetworkPolicy": "network_policies", "Gateway": "gateways", "HTTPRoute": "http_routes",
-          "ReferenceGrant": "reference_grants", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
-          "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes", "ListenerSet": "listener_sets",
-          "BackendTLSPolicy": "backend_tls_policies"}
-WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Endpoints")
 NOT_IN_STATE = ("Event",)  # the simulation never reads them; thousands of them would only cost
 
 
@@ -44,8 +35,8 @@ class ClusterView:
                  listeners: list[Callable[[ClusterState], None]] | None = None) -> None:
         self.informer, self.config = informer, config
         self.listeners = listeners if listeners is not None else []
-        self._collections: dict[str, dict[Any, Object]] = {name: {} for name in (*BY_NAME.values(),
-                                                                                 *BY_KEY.values())}
+        self._collections: dict[str, dict[Any, Object]] = {name: {} for name in (*KEYED_BY_NAME.values(),
+                                                                                 *KEYED_BY_REF.values())}
         self._collections["workloads"], self._collections["others"] = {}, {}
         self._dirty: set[Key] = {k for k in informer.store.objects if k[0] not in NOT_IN_STATE}
         self._copies: dict[str, dict[Any, Object]] = {}  # the last snapshot's collections (never changed)
@@ -64,12 +55,12 @@ class ClusterView:
     @staticmethod
     def _slot(key: Key) -> tuple[str, Any]:
         kind, namespace, name = key
-        if kind in BY_NAME:
-            return BY_NAME[kind], name
+        if kind in KEYED_BY_NAME:
+            return KEYED_BY_NAME[kind], name
         ref = f"{namespace}/{name}" if namespace else name
-        if kind in BY_KEY:
-            return BY_KEY[kind], ref
-        return ("workloads" if kind in WORKLOADS else "others"), (kind, ref)
+        if kind in KEYED_BY_REF:
+            return KEYED_BY_REF[kind], ref
+        return collection_of(kind), (kind, ref)
 
     def state(self) -> ClusterState:
         """The cluster as stored now (the same object until the next change)."""

@@ -30,7 +30,9 @@ from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key, Write
 from ..model.cron import Schedule, ScheduleError, load_zone, parse
-from .base import Batch, Controller, being_deleted, copy
+from ..model.jsonvalue import json_copy
+from ..model.timestamps import parse_rfc3339
+from .base import Batch, Controller, being_deleted
 from .informer import controller_ref, key_of
 
 log = logging.getLogger("knetsim.controllers")
@@ -51,7 +53,7 @@ def parse_time(text: Any) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).astimezone(UTC)
+        return parse_rfc3339(str(text)).astimezone(UTC)
     except ValueError:
         return None
 
@@ -163,7 +165,8 @@ def job_from_template(cronjob: Mapping[str, Any], scheduled: datetime, zone: tzi
     job_meta["annotations"] = annotations
     job_meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "CronJob", "name": meta.get("name"),
                                     "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True}]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": copy(template.get("spec") or {})}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta,
+            "spec": json_copy(template.get("spec") or {})}
 
 
 def job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,7 +231,7 @@ class CronJobController(Controller):
             return
         now = self.now()
         jobs = [job for k in self.informer.owned(body, "Job") if (job := self.informer.get(k)) is not None]
-        cronjob = copy(body)
+        cronjob = json_copy(body)
         cronjob.setdefault("status", {})
         batch = self.batch()
         self.cleanup_finished_jobs(cronjob, jobs, batch, now)
@@ -392,7 +395,7 @@ class CronJobController(Controller):
         if previous is not None and now - previous[1] < AGGREGATE_WINDOW:
             stored = self.store.get(previous[0])
             if stored is not None:
-                again = copy(stored.body)
+                again = json_copy(stored.body)
                 again["count"] = int(again.get("count") or 1) + 1
                 again["lastTimestamp"] = batch.now
                 batch.writes.append(Write(previous[0], again, "controller"))

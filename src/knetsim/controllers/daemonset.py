@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
+from ..cluster.workloadstatus import daemon_set_status, is_active
 from .base import Batch
-from .podowner import PodOwner, is_active, is_ready, observed_generation
+from .podowner import PodOwner
 
 
 class DaemonSetController(PodOwner):
@@ -29,16 +30,7 @@ class DaemonSetController(PodOwner):
         plan = self.expand(ds, active)
         for pod, _source in plan.pods:
             self.create_pod(ds, pod, batch)
-        scheduled = len(active) + len(plan.pods)
-        ready = sum(1 for p in active if is_ready(p))
-        status: dict[str, Any] = {"currentNumberScheduled": scheduled, "numberMisscheduled": 0,
-                                  "desiredNumberScheduled": scheduled, "numberReady": ready,
-                                  "observedGeneration": observed_generation(ds)}
-        # omitempty, as the Go struct marshals them.
-        for name, value in (("updatedNumberScheduled", scheduled), ("numberAvailable", ready),
-                            ("numberUnavailable", scheduled - ready)):
-            if value:
-                status[name] = value
+        status = daemon_set_status(ds, active, len(active) + len(plan.pods))
         self.write_status(key, ds, status, batch)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
+from ..cluster import rollout
 from ..model.objects import stable_uid
-from . import rollout
 from .base import Controller, being_deleted, status_only
 from .claim import claim
 from .informer import controller_ref, key_of

@@ -14,9 +14,10 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster.endpointslices import reconcile
+from ..cluster.topology import hints_enabled
 from ..model.labels import Selector
 from ..model.objects import SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service, stable_uid
-from .base import Controller
+from .base import Context, Controller
 from .informer import Informer, key_of
 
 
@@ -44,9 +45,18 @@ def services_selecting(informer: Informer, pod: Mapping[str, Any] | None) -> lis
 class EndpointSliceController(Controller):
     name = "endpointslice-controller"
 
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        # The topology events last recorded per Service: recorded again only when they change.
+        self._events: dict[Key, tuple[tuple[str, str, str], ...]] = {}
+
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind == "Service":
             return [key_of("Service", change.obj)]
+        if change.kind == "Node":
+            # Zones, readiness and allocatable CPU decide topology-mode Auto's allocation (SetNodes).
+            return [k for k in self.informer.keys("Service") if hints_enabled(
+                ((self.informer.get(k) or {}).get("metadata") or {}).get("annotations") or {})]
         if change.kind == "Pod":
             return [*services_selecting(self.informer, change.old),
                     *services_selecting(self.informer, change.new if change.type != "DELETED" else None)]
@@ -69,9 +79,15 @@ class EndpointSliceController(Controller):
         nodes = {n.name: n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)}
         existing = slices_of(self.informer, namespace, name)
         plan = reconcile(service, pods, existing, nodes)
-        if not (plan.create or plan.update or plan.delete):
+        events = tuple((e.type, e.reason, e.message) for e in plan.events)
+        new_events = events != self._events.get(key, ())
+        self._events[key] = events
+        if not (plan.create or plan.update or plan.delete or (new_events and events)):
             return
         batch = self.batch()
+        if new_events:
+            for type_, reason, message in events:
+                batch.event(service.raw, reason, message, "endpoint-slice-controller", type_=type_)
         for body in plan.create:
             meta = body["metadata"]
             meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,

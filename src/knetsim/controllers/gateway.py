@@ -21,7 +21,6 @@ from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key
 from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests
-from ..gateway import status_of, translate
 from ..model import gatewayapi
 from ..model.labels import Selector
 from .base import Controller
@@ -58,8 +57,11 @@ class GatewayController(Controller):
         labels = {k[2]: dict(((self.informer.get(k) or {}).get("metadata") or {}).get("labels") or {})
                   for k in self.informer.keys("Namespace")}
         self.keep_infrastructure(infra_manifests(classes, gateways, listener_sets, labels))
-        if self.ctx.state is None:
+        if self.ctx.state is None or not any(self.informer.keys(kind) for kind in gatewayapi.KINDS):
             return
+        # Loaded with the first Gateway API object: a cluster without any does not pay for the translator.
+        from ..gateway import status_of, translate
+
         state = self.ctx.state()
         translation = translate(state)
         batch = self.batch()

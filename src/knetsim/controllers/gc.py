@@ -20,8 +20,9 @@ from typing import Any
 
 from ..apiserver.registry import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from ..apiserver.store import Change, Key
+from ..model.jsonvalue import json_copy
 from ..model.strategy import Propagation
-from .base import Controller, copy
+from .base import Controller
 from .informer import key_of
 
 
@@ -75,7 +76,7 @@ class GarbageCollector(Controller):
         if not present:
             batch.delete(key)
         else:
-            kept = copy(body)
+            kept = json_copy(body)
             kept["metadata"]["ownerReferences"] = [dict(r) for r in present]
             batch.put(key, kept)
         batch.commit()
@@ -89,7 +90,7 @@ class GarbageCollector(Controller):
                 dependent = self.informer.get(dep)
                 if dependent is None:
                     continue
-                released = copy(dependent)
+                released = json_copy(dependent)
                 refs = [r for r in _refs(dependent) if r.get("uid") != uid]
                 if refs:
                     released["metadata"]["ownerReferences"] = [dict(r) for r in refs]

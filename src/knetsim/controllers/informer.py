@@ -29,6 +29,7 @@ from typing import Any
 
 from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
+from ..cluster.state import WORKLOAD_KINDS
 from ..model import gatewayapi
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
@@ -38,7 +39,6 @@ log = logging.getLogger("knetsim.controllers")
 SHAPE_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError)  # a reader meets the wrong type
 API_SOURCE = Source("<api>", 1)
 SELECTED = ("Pod", "ReplicaSet", "EndpointSlice")
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 SELECTING = ("Service", *WORKLOAD_KINDS)
 
 

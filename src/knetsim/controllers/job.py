@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..apiserver.store import Key
+from ..cluster.workloadstatus import TERMINAL, phase
 from .base import Batch
-from .podowner import TERMINAL, PodOwner, phase
+from .podowner import PodOwner
 
 
 class JobController(PodOwner):

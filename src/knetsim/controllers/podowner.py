@@ -19,26 +19,11 @@ from typing import Any
 from ..apiserver.store import Change, Key
 from ..cluster.naming import random_suffix
 from ..cluster.workloads import WorkloadInput, WorkloadResult, expand_workloads
+from ..cluster.workloadstatus import is_active
 from ..model.objects import Node, stable_uid
 from .base import Batch, Controller, being_deleted, status_only
 from .claim import claim
 from .informer import API_SOURCE, controller_ref, key_of
-
-TERMINAL = ("Succeeded", "Failed")
-
-
-def phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def is_active(pod: Mapping[str, Any]) -> bool:
-    """FilterActivePods: not finished and not being deleted."""
-    return phase(pod) not in TERMINAL and not (pod.get("metadata") or {}).get("deletionTimestamp")
-
-
-def is_ready(pod: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
 
 
 class PodOwner(Controller):
@@ -147,6 +132,3 @@ class PodOwner(Controller):
         if status != owner.get("status"):
             batch.put(key, {**owner, "metadata": dict(owner["metadata"]), "status": status})
 
-
-def observed_generation(owner: Mapping[str, Any]) -> int:
-    return int((owner.get("metadata") or {}).get("generation") or 1)

@@ -13,18 +13,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.store import Key
+from ..cluster.workloadstatus import is_active, replica_set_status
 from .base import Batch
-from .podowner import PodOwner, is_active, is_ready, observed_generation
-
-
-def _ready_since(pod: dict[str, Any]) -> float | None:
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready" and c.get("status") == "True":
-            stamp = c.get("lastTransitionTime")
-            if not stamp:
-                return 0.0
-            return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    return None
+from .podowner import PodOwner
 
 
 class ReplicaSetController(PodOwner):
@@ -47,28 +38,7 @@ class ReplicaSetController(PodOwner):
         self.write_status(key, rs, self.status(key, rs, active), batch)
 
     def status(self, key: Key, rs: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
-        template_labels = (((rs.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
-        min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
-        now = datetime.now(UTC).timestamp()
-        fully = ready = available = 0
-        wait: float | None = None
-        for pod in pods:
-            labels = (pod.get("metadata") or {}).get("labels") or {}
-            if all(labels.get(k) == v for k, v in template_labels.items()):
-                fully += 1
-            if is_ready(pod):
-                ready += 1
-                since = _ready_since(pod) or 0.0
-                if not min_ready or since + min_ready <= now:
-                    available += 1
-                else:
-                    wait = min(wait if wait is not None else min_ready, since + min_ready - now)
+        status, wait = replica_set_status(rs, pods, datetime.now(UTC).timestamp())
         if wait is not None:
             self.ctx.enqueue_after(self, key, wait + 0.01)  # IsPodAvailable turns true then
-        status: dict[str, Any] = {"replicas": len(pods)}
-        for name, value in (("fullyLabeledReplicas", fully), ("readyReplicas", ready),
-                            ("availableReplicas", available)):
-            if value:
-                status[name] = value
-        status["observedGeneration"] = observed_generation(rs)
         return status

@@ -13,10 +13,11 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster.workloads import feasible
+from ..cluster.workloadstatus import TERMINAL, phase
+from ..model.jsonvalue import json_copy
 from ..model.objects import Node
-from .base import Controller, copy
+from .base import Controller
 from .informer import key_of
-from .podowner import TERMINAL, phase
 
 CONTROL_PLANE_HOST = "control-plane"  # where kind runs the scheduler (the events' reportingInstance)
 
@@ -52,7 +53,7 @@ class Scheduler(Controller):
             status = pod.get("status") or {}
             if any({k: c.get(k) for k in condition} == condition for c in status.get("conditions") or []):
                 return
-            new = copy(pod)
+            new = json_copy(pod)
             new["status"] = {"phase": "Pending", "conditions": [
                 {**condition, "lastProbeTime": None, "lastTransitionTime": batch.now}]}
             batch.put(key, new)

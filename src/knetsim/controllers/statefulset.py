@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..apiserver.store import Key
-from ..cluster.naming import pod_template_hash
+from ..cluster.workloadstatus import is_active, stateful_set_status
 from .base import Batch
-from .podowner import PodOwner, is_active, is_ready, observed_generation
+from .podowner import PodOwner
 
 
 class StatefulSetController(PodOwner):
@@ -29,13 +29,7 @@ class StatefulSetController(PodOwner):
             namespace, _, name = victim.partition("/")
             self.delete_pod(sts, namespace, name, batch)
         kept = [p for p in active if f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" not in gone]
-        ready = sum(1 for p in kept if is_ready(p))
-        revision = f"{key[2]}-{pod_template_hash((sts.get('spec') or {}).get('template') or {})}"
-        status: dict[str, Any] = {"observedGeneration": observed_generation(sts), "replicas": len(kept)}
-        for name, value in (("readyReplicas", ready), ("currentReplicas", len(kept)), ("updatedReplicas", len(kept))):
-            if value:
-                status[name] = value
-        status.update(currentRevision=revision, updateRevision=revision, collisionCount=0, availableReplicas=ready)
+        status = stateful_set_status(sts, kept)
         self.write_status(key, sts, status, batch)
 
     def created_message(self, owner: Mapping[str, Any], pod: str) -> str:

@@ -31,21 +31,19 @@ from aiohttp import web
 from ..apiserver import httplog
 from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
-from ..apiserver.registry import now_rfc3339
 from ..apiserver.server import ApiServer, Mount
 from ..cluster.config import ClusterConfig, ConfigError
-from ..container import shell
 from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager
 from ..controllers.clusterview import ClusterView
 from ..controllers.informer import Informer
 from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
+from ..model.timestamps import now_rfc3339
 from . import explorer
 from .clusterconfig import InForce, adopt
-from .gatewaylisteners import GatewayListeners
 from .statedir import StateDirInUse, acquire, make_private
-from .tlscert import ensure_cert
+from .tlscert import Pending, ensure_cert
 
 log = logging.getLogger("knetsim.daemon")
 
@@ -90,7 +88,7 @@ class Running:
     extra: dict[str, Any] = field(default_factory=dict)
     closers: list[Callable[[], Any]] = field(default_factory=list)
     ready_path: Path | None = None  # where ready.json is kept, once the daemon has written it
-    gateway_listeners: GatewayListeners | None = None
+    gateway_listeners: Any = None  # gatewaylisteners.GatewayListeners, once a Gateway exists
 
     def write_ready(self) -> None:
         """(Re)write ready.json atomically: its Gateway listeners change while the cluster runs."""
@@ -160,7 +158,7 @@ def _bind(host: str, port: int) -> socket.socket:
 async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1",
                 config: ClusterConfig | None = None, dns_port: int | None = 0,
                 ingress_port: int | None = 0, kernel: str | None = None,
-                config_path: Path | None = None) -> Running:
+                config_path: Path | None = None, pending_cert: Pending | None = None) -> Running:
     """Start everything on ``host``; ports 0 pick free ones. Returns once all listeners are bound.
     ``config_path`` is where ``config`` was read from (None: the built-in defaults), for ready.json."""
     state = Path(state_dir)
@@ -168,19 +166,19 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
     manager = bring_up(server)
-    tools = shell.BUILTIN_TOOLS
+    tools = None  # the container's own (loaded with the first container that runs a command)
     kernel_mode = None
     if kernel is not None:  # `knetsim up --kernel`: pods are network namespaces (kernelmode.py)
+        from ..container.proc import builtin_tools
         from ..kubelet.kernelmode import install as install_kernel
         kernel_mode = install_kernel(server, None if kernel == "config" else kernel)
-        tools = kernel_mode.tool_table(tools)
+        tools = kernel_mode.tool_table(builtin_tools())
     kubelet = Kubelet(server, tools)
-    kubelet.install()
     server.node = NodeStreams(kubelet)
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
                            logger=httplog.logger)
     await runner.setup()
-    cert, key = ensure_cert(state)
+    cert, key = ensure_cert(state, pending_cert)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
     sock = _bind(host, port)
@@ -200,15 +198,29 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     if ingress_port is not None:
         await _start_ingress(running, host, ingress_port, kubelet)
     _start_gateway_listeners(running, host, kubelet)
+    # The node comes up a moment after the control plane, as on kind: once this returns (and the caller
+    # has announced the cluster), the kubelet takes over the pods: their commands, logs and probes.
+    asyncio.get_running_loop().call_soon(kubelet.install)
     return running
 
 
 def _start_gateway_listeners(running: Running, host: str, kubelet: Kubelet) -> None:
-    """Every Gateway listener on its own loopback port (gatewaylisteners.py), listed in ready.json."""
-    listeners = GatewayListeners(running.server, host, kubelet.served, on_change=running.write_ready)
-    listeners.follow()
-    running.gateway_listeners = listeners
-    running.closers.append(listeners.close)
+    """Every Gateway listener on its own loopback port (gatewaylisteners.py), listed in ready.json; started
+    with the first Gateway, so a cluster without one never loads the Gateway API's data plane."""
+    server = running.server
+
+    def first_gateway(state: Any) -> None:
+        if running.gateway_listeners is not None or state is None or not state.gateways:
+            return
+        from .gatewaylisteners import GatewayListeners
+
+        server.state_listeners.remove(first_gateway)
+        listeners = GatewayListeners(server, host, kubelet.served, on_change=running.write_ready)
+        listeners.follow()
+        running.gateway_listeners = listeners
+        running.closers.append(listeners.close)
+    server.state_listeners.append(first_gateway)
+    first_gateway(server.state)
 
 
 async def _start_dns(running: Running, host: str, port: int) -> None:
@@ -257,21 +269,20 @@ EXIT_STATE_IN_USE = 3
 EXIT_BAD_CONFIG = 2
 
 
-async def _main(args: argparse.Namespace) -> None:
+async def _main(args: argparse.Namespace, pending_cert: Pending | None = None) -> None:
     state = Path(args.state)
     make_private(state)
     try:
         lock_fd = acquire(state)
-    except StateDirInUse as exc:
-        log.error("%s", exc)
-        raise SystemExit(EXIT_STATE_IN_USE) from None
-    try:
         in_force = adopt(state, args.cluster_config)
-    except ConfigError as exc:
+    except (StateDirInUse, ConfigError) as exc:
         log.error("%s", exc)
-        raise SystemExit(EXIT_BAD_CONFIG) from None
+        if pending_cert is not None:
+            pending_cert.discard()
+        raise SystemExit(EXIT_STATE_IN_USE if isinstance(exc, StateDirInUse) else EXIT_BAD_CONFIG) from None
     running = await start(state, args.port, config=in_force.config, dns_port=args.dns_port,
-                          ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path)
+                          ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path,
+                          pending_cert=pending_cert)
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
     running.ready_path = ready
@@ -289,7 +300,7 @@ async def _main(args: argparse.Namespace) -> None:
     os.close(lock_fd)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, pending_cert: Pending | None = None) -> None:
     parser = argparse.ArgumentParser(prog="knetsim-daemon")
     parser.add_argument("--state", required=True)
     parser.add_argument("--port", type=int, default=6443)
@@ -300,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the cluster's shape, kept in the state directory the first time")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_main(args))
+    asyncio.run(_main(args, pending_cert))
 
 
 if __name__ == "__main__":

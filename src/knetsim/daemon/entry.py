@@ -157,16 +157,13 @@ def _report_served(server: Any, t: Any, request: web.Request, served: Callable[[
 async def start(server: Any, host: str, port: int,
                 served: Callable[[Served], None] | None = None) -> web.AppRunner | None:
     """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log)."""
-    try:
-        from ..network import TraceInputError, trace
-    except ImportError:
-        return None
 
     async def handle(request: web.Request) -> web.StreamResponse:
         hosts = request.headers.getall("Host", [])
         why = nginx_host_error(hosts, request.version >= (1, 1))
         if why is not None:
             return bad_request(why)
+        from ..network import TraceInputError, trace  # the simulation, loaded with the first request
         await server.settle()
         state = server.state
         target = target_for(hosts[0] if hosts else "", request.path_qs, state)

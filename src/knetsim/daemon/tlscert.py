@@ -12,23 +12,59 @@ import ipaddress
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 
-def ensure_cert(state_dir: Path) -> tuple[Path, Path]:
-    cert, key = state_dir / "serving.crt", state_dir / "serving.key"
-    if cert.exists() and key.exists():
-        return cert, key
+@dataclass
+class Pending:
+    """A certificate being made by a child process, into files of its own until the daemon installs it."""
+
+    proc: subprocess.Popen[bytes]
+    cert: Path
+    key: Path
+
+    def discard(self) -> None:
+        self.proc.wait()
+        for path in (self.cert, self.key):
+            path.unlink(missing_ok=True)
+
+
+def begin(state_dir: Path) -> Pending | None:
+    """Start making the serving certificate when the state dir has none, so the child makes it while the
+    daemon loads (on two cores the two overlap). The files are the child's own (``.serving-PID.*``):
+    only the daemon that holds the state dir installs them (``ensure_cert``)."""
+    if (state_dir / "serving.crt").exists() and (state_dir / "serving.key").exists():
+        return None
+    stem = state_dir / f".serving-{os.getpid()}"
+    cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
     # In a child process: the crypto library is needed once per state dir, and a long-running server
     # would otherwise keep its 7 MB mapped for nothing.
-    made = subprocess.run([sys.executable, "-m", "knetsim.daemon.tlscert", str(cert), str(key)],
-                          capture_output=True, check=False)
-    if made.returncode != 0:
-        # openssl(1) as a fallback when the cryptography wheel is not installed.
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "3650",
-                        "-subj", "/CN=knetsim", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                       check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-m", "knetsim.daemon.tlscert", str(cert), str(key)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return Pending(proc, cert, key)
+
+
+def ensure_cert(state_dir: Path, pending: Pending | None = None) -> tuple[Path, Path]:
+    cert, key = state_dir / "serving.crt", state_dir / "serving.key"
+    if cert.exists() and key.exists():
+        if pending is not None:
+            pending.discard()
+        return cert, key
+    if pending is None:
+        pending = begin(state_dir)
+    if pending is not None and pending.proc.wait() == 0:
+        os.chmod(pending.key, 0o600)
+        os.replace(pending.key, key)
+        os.replace(pending.cert, cert)
+        return cert, key
+    if pending is not None:
+        pending.discard()
+    # openssl(1) as a fallback when the cryptography wheel is not installed.
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "3650",
+                    "-subj", "/CN=knetsim", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
     os.chmod(key, 0o600)
     return cert, key
 

@@ -12,10 +12,15 @@ Exceptions: ``DataplaneError`` (bad backend, node or packet; exit code 2).
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
 from .bootstrap import BootstrapFinding, ebpf_bootstrap_finding
 from .ebpf import EbpfBackend
 from .iptables import IptablesBackend
 from .model import (
+    AffinityMemory,
     Backend,
     DataplaneError,
     Packet,
@@ -29,8 +34,10 @@ from .nftables import NftablesBackend
 
 __all__ = [
     "BACKENDS",
+    "AffinityMemory",
     "Backend",
     "BootstrapFinding",
+    "Connection",
     "DataplaneError",
     "Packet",
     "Ruleset",
@@ -42,6 +49,7 @@ __all__ = [
     "default_node",
     "ebpf_bootstrap_finding",
     "render",
+    "trace_connections",
     "trace_packet",
 ]
 
@@ -73,13 +81,13 @@ def arrival_node(state, packet: Packet) -> str:  # type: ignore[no-untyped-def]
     if packet.node:
         return packet.node
     for n in state.config.nodes:
-        if n.ip == packet.dst:
+        if packet.dst in n.addresses:
             return n.name
     pod = state.pod_by_ip(packet.src)
     if pod is not None and pod.node_name:
         return pod.node_name
     for n in state.config.nodes:
-        if n.ip == packet.src:
+        if packet.src in n.addresses:
             return n.name
     return default_node(state)
 
@@ -91,4 +99,82 @@ def trace_packet(state, packet: Packet, backend: str | None = None,  # type: ign
     where = node or arrival_node(state, packet)
     if ruleset is None or ruleset.node != where or ruleset.backend != impl.name:
         ruleset = impl.render(state, where)
-    return impl.trace(ruleset, packet)
+    result = impl.trace(ruleset, packet)
+    why = topology_decision(ruleset, result)
+    if why:
+        result.notes.append(f"topology: {why}")
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """One of a client's successive connections (``packet --count``): what the data plane did with its first
+    packet, which backend it went to, and where the data plane remembered that (sessionAffinity)."""
+
+    index: int
+    at: float  # seconds after the first connection
+    result: TraceResult
+    backend: str | None  # the target it went to ("ip:port"), None when not DNATed
+    remembered: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"connection": self.index, "at": self.at, "backend": self.backend, "pinned": self.result.pinned,
+                "remembered": self.remembered, "trace": self.result.to_dict()}
+
+
+def trace_connections(state, packet: Packet, count: int, interval: float,  # type: ignore[no-untyped-def]
+                      backend: str | None = None, node: str | None = None) -> list[Connection]:
+    """``count`` new connections from one client, ``interval`` seconds apart, through one node's data plane.
+
+    Without affinity every connection is balanced anew; with sessionAffinity ClientIP the first one is, and the
+    data plane remembers the client (a recent list, a dynamic set, the affinity map) so the next ones go to the
+    same backend until ``timeoutSeconds`` pass without a connection. Where the first choice is random, knetsim
+    picks one target deterministically from the client and the connection's number.
+    """
+    if count < 1:
+        raise DataplaneError(f"--count: {count}: must be at least 1")
+    if interval < 0:
+        raise DataplaneError(f"--interval: {interval}: must not be negative")
+    impl = backend_for(state, backend)
+    where = node or arrival_node(state, packet)
+    ruleset = impl.render(state, where)
+    memory = AffinityMemory()
+    out = []
+    for i in range(count):
+        memory.now = i * interval
+        result = impl.trace(ruleset, packet, memory)
+        why = topology_decision(ruleset, result)
+        if why:
+            result.notes.append(f"topology: {why}")
+        chosen, remembered = None, ""
+        if result.verdict == "DNAT" and result.targets:
+            target = _pick(result.targets, f"{packet.src}->{packet.dst}:{packet.dport}/{packet.proto}#{i}")
+            chosen = target.address
+            remembered = impl.remember(ruleset, result, target, memory)
+        out.append(Connection(i + 1, memory.now, result, chosen, remembered))
+    return out
+
+
+def _pick(targets: list[Target], key: str) -> Target:
+    """A target by its probability, from a stable hash of ``key`` (upstream: the kernel's random number)."""
+    if len(targets) == 1:
+        return targets[0]
+    point = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+    total = 0.0
+    for target in targets:
+        total += target.probability
+        if point < total:
+            return target
+    return targets[-1]
+
+
+def topology_decision(ruleset: Ruleset, result: TraceResult) -> str:
+    """Why the Service port the packet hit kept the endpoints it kept on this node (hints), or ""."""
+    view = ruleset.views.get(result.family) if ruleset.views else ruleset.view
+    if view is None or not result.service:
+        return ""
+    proto = result.packet.proto.upper()
+    for entry in view.ports:
+        if entry.info.name_string == result.service and entry.info.protocol == proto:
+            return entry.categorized.why
+    return ""

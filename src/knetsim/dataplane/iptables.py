@@ -12,6 +12,7 @@ the number of rules it looked at, which is why lookups grow linearly with Servic
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..cluster.state import ClusterState
 from .model import (
+    AffinityMemory,
     EndpointInfo,
     Packet,
     PortEntry,
@@ -29,9 +31,13 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
-    bulk,
+    entry_for,
     in_cidr,
-    proxy_view,
+    no_family,
+    render_per_family,
+    split_host_port,
+    topology_comments,
+    tracer_for,
 )
 
 MASQ_MARK = "0x4000"  # fmt.Sprintf("%#08x", 1<<14): the default --iptables-masquerade-bit
@@ -75,6 +81,7 @@ def endpoint_chain_name(service_port_name: str, protocol: str, endpoint: str) ->
     return "KUBE-SEP-" + _hash(service_port_name + protocol + endpoint)
 
 
+@functools.cache
 def compute_probability(n: int) -> str:
     """``computeProbability``: Go's ``%0.10f`` of 1/n."""
     return f"{1.0 / n:0.10f}"
@@ -110,30 +117,40 @@ class IptablesBackend:
     name = "iptables"
 
     def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> ChainNames:
-        h = port_proto_hash(info.name_string, info.proto)
-        seps = {e.string: endpoint_chain_name(info.name_string, info.proto, e.string) for e in endpoints}
+        prefix = info.name_string + info.proto
+        h = b32_prefix(prefix, 16)
+        seps = {e.string: "KUBE-SEP-" + b32_prefix(prefix + e.string, 16) for e in endpoints}  # endpoint_chain_name
         return ChainNames("KUBE-SVC-" + h, "KUBE-SVL-" + h, "KUBE-EXT-" + h, "KUBE-FW-" + h, seps)
 
     # --- render ---------------------------------------------------------------------
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        with bulk():
-            view = proxy_view(state, node, self)
-            text, counts = render_view(view)
-        return Ruleset(self.name, view.node, view.node_ip, text, counts, data=None, view=view)
+        """iptables-save for the primary family, then (dual-stack) ip6tables-save for the other one."""
+        return render_per_family(self, state, node, render_view)
 
     # --- trace ----------------------------------------------------------------------
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        if ruleset.data is None:
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """The endpoint chain's ``-m recent --set`` adds the client to the list named after the chain."""
+        entry = entry_for(ruleset, result)
+        if entry is None or entry.info.affinity_timeout is None or target.address not in entry.names.sep:
+            return ""
+        name = entry.names.sep[target.address]
+        memory.remember(name, result.packet.src, target.address)
+        return f"recent list {name}"
+
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what was restored.
             services = {}
-            for e in ruleset.view.ports if ruleset.view else ():
+            for e in view.ports:
                 for chain in (e.names.svc, e.names.svl, e.names.ext, e.names.fw):
                     services[chain] = e.info.name_string
-            ruleset.data = _Tracer(parse_iptables_save(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
-                                   services)
-        return ruleset.data.run(packet)
+            loopback = "::1" if view.ipv6 else "127.0.0.1"
+            return _Tracer(parse_iptables_save(text), {view.node_ip, loopback}, ruleset.node, services, view)
+
+        tracer = tracer_for(ruleset, packet, build)
+        return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
@@ -147,11 +164,13 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     w.rule("nat", "KUBE-POSTROUTING", f"-m comment --comment {_q('kubernetes service traffic requiring SNAT')} "
                                       "-j MASQUERADE --random-fully")
     w.rule("nat", "KUBE-MARK-MASQ", f"-j MARK --or-mark {MASQ_MARK}")
-    # localhostNodePorts is on by default for IPv4, so kube-proxy writes kubelet's guard too.
-    w.chain("filter", "KUBE-FIREWALL")
-    w.rule("filter", "KUBE-FIREWALL", f"-m comment --comment {_q('block incoming localnet connections')} "
-                                      "-d 127.0.0.0/8 ! -s 127.0.0.0/8 "
-                                      "-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
+    if not view.ipv6:
+        # localhostNodePorts is on by default for IPv4 (IPv6 has no route_localnet), so kube-proxy writes
+        # kubelet's guard too.
+        w.chain("filter", "KUBE-FIREWALL")
+        w.rule("filter", "KUBE-FIREWALL", f"-m comment --comment {_q('block incoming localnet connections')} "
+                                          "-d 127.0.0.0/8 ! -s 127.0.0.0/8 "
+                                          "-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
     # Above 1000 endpoints kube-proxy stops writing per-endpoint comments (largeClusterMode):
     # "can reduce size of iptables ... even by 40%+".
     large = sum(len(e.endpoints) for e in view.ports) > 1000
@@ -172,11 +191,13 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
         "servicePorts": len(view.ports),
         "endpoints": sum(len(e.endpoints) for e in view.ports),
     }
-    lines: list[str] = [f"# knetsim: kube-proxy iptables mode, node {view.node} ({view.node_ip})"]
+    tool = "ip6tables-save" if view.ipv6 else "iptables-save"
+    lines: list[str] = [f"# knetsim: kube-proxy iptables mode ({tool}), node {view.node} ({view.node_ip})",
+                        *topology_comments(view)]
     for table in ("filter", "nat"):
         jumps: dict[str, list[str]] = {c: [] for c in BUILTIN[table]}
         for t, src, dst, comment, extra in JUMP_CHAINS:
-            if t != table:
+            if t != table or (dst == "KUBE-FIREWALL" and view.ipv6):
                 continue
             args = " ".join(a for a in (extra, f"-m comment --comment {_q(comment)}" if comment else "") if a)
             # EnsureRule(Prepend): the last one ensured ends up first.
@@ -270,8 +291,9 @@ def _write_service(w: _Writer, entry: PortEntry, view: ProxyView, large: bool) -
         w.chain("nat", names.ext)
     if uses_fw:
         w.chain("nat", names.fw)
+    nat = w.chains["nat"]
     for ep in cat.reachable:
-        w.chain("nat", names.sep[ep.string])
+        nat.setdefault(names.sep[ep.string], [])
 
     if has_internal:
         # Masquerade off-cluster traffic to a VIP: it may be bridged in by a static route.
@@ -308,12 +330,12 @@ def _write_service(w: _Writer, entry: PortEntry, view: ProxyView, large: bool) -
         _service_to_endpoints(w, info, names, names.svc, cat.cluster, large)
     if uses_local:
         _service_to_endpoints(w, info, names, names.svl, cat.local, large)
-    for ep in cat.reachable:
+    comment = "" if large else f"-m comment --comment {name} "
+    for ep in cat.reachable:  # the endpoint chains, each declared above and written here (w.rule, inlined)
         chain = names.sep[ep.string]
-        comment = "" if large else f"-m comment --comment {name} "
-        w.rule("nat", chain, f"{comment}-s {ep.ip} -j KUBE-MARK-MASQ")
         recent = f"-m recent --name {chain} --set " if info.affinity_timeout is not None else ""
-        w.rule("nat", chain, f"{comment}{recent}{match} -j DNAT --to-destination {ep.string}")
+        nat[chain] += (f"-A {chain} {comment}-s {ep.ip} -j KUBE-MARK-MASQ",
+                       f"-A {chain} {comment}{recent}{match} -j DNAT --to-destination {ep.string}")
 
 
 def _service_to_endpoints(w: _Writer, info: ServicePortInfo, names: ChainNames, chain: str,
@@ -327,9 +349,10 @@ def _service_to_endpoints(w: _Writer, info: ServicePortInfo, names: ChainNames, 
             w.rule("nat", chain, f"{comment(ep)}-m recent --name {sep} --rcheck --seconds {info.affinity_timeout} "
                                  f"--reap -j {sep}")
     n = len(endpoints)
+    rules = w.chains["nat"].setdefault(chain, [])
     for i, ep in enumerate(endpoints):
         stat = f"-m statistic --mode random --probability {compute_probability(n - i)} " if i < n - 1 else ""
-        w.rule("nat", chain, f"{comment(ep)}{stat}-j {names.sep[ep.string]}")
+        rules.append(f"-A {chain} {comment(ep)}{stat}-j {names.sep[ep.string]}")
 
 
 # --- parsing (upstream: pkg/util/iptables/testing/parse.go) ---------------------------
@@ -350,6 +373,8 @@ class Rule:
     ctstate: tuple[str, bool] | None = None
     mark: bool | None = None  # --mark: True wants the masquerade bit set, False wants it clear
     rcheck: bool = False
+    recent_name: str = ""  # -m recent --name
+    recent_seconds: int | None = None  # --seconds
     jump: str | None = None
     probability: float | None = None
     to_destination: str | None = None
@@ -393,6 +418,10 @@ def parse_rule(line: str) -> Rule:
             rule.rcheck = True
             i += 1
             continue
+        elif tok == "--name":
+            rule.recent_name = arg
+        elif tok == "--seconds":
+            rule.recent_seconds = int(arg)
         elif tok == "--probability":
             rule.probability = float(arg)
         elif tok == "--to-destination":
@@ -443,28 +472,31 @@ class _Walk:
     cost: int = 0
     service: str | None = None
     affinity: list[str] = field(default_factory=list)
+    memory: AffinityMemory | None = None
+    pinned: bool = False
+    state: str = ""
 
 
 class _Tracer:
     def __init__(self, tables: dict[str, dict[str, list[Rule]]], local_ips: set[str], node: str,
-                 services: dict[str, str]) -> None:
+                 services: dict[str, str], view: ProxyView | None = None) -> None:
         self.tables = tables
-        self.local = {int(ipaddress.ip_address(ip)) for ip in local_ips}
+        self.local = {int(ipaddress.ip_address(ip)) for ip in local_ips if ip}
         self.node = node
         self.services = services  # service-port chain -> "ns/name:port", to name what matched
+        self.view = view
 
-    def run(self, packet: Packet) -> TraceResult:
+    def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         src = int(ipaddress.ip_address(packet.src))
         dst = int(ipaddress.ip_address(packet.dst))
-        w = _Walk(src, dst, packet.proto.lower(), packet.dport, packet.src, packet.dst)
+        w = _Walk(src, dst, packet.proto.lower(), packet.dport, packet.src, packet.dst, memory=memory)
         from_host = src in self.local
         # nat: PREROUTING for packets entering the node, OUTPUT for the node's own.
         self._walk("nat", "OUTPUT" if from_host else "PREROUTING", w, 1.0)
         nat_verdict = w.verdict
         w.verdict = None
         if w.targets:
-            first = w.targets[0].address.rsplit(":", 1)[0].strip("[]")
-            w.dst = int(ipaddress.ip_address(first))
+            w.dst = int(ipaddress.ip_address(split_host_port(w.targets[0].address)[0]))
         hook = "OUTPUT" if from_host else ("INPUT" if w.dst in self.local else "FORWARD")
         if nat_verdict is None:
             self._walk("filter", hook, w, 1.0)
@@ -485,6 +517,7 @@ class _Tracer:
                                 "the packet is routed unchanged")
         for note in w.affinity:
             result.notes.append(note)
+        result.pinned, result.affinity = w.pinned, w.state
         return result
 
     def _matches(self, r: Rule, w: _Walk) -> bool:
@@ -508,9 +541,20 @@ class _Tracer:
         if r.mark is not None and w.masq != r.mark:
             return False
         if r.rcheck:
-            # No connection has been seen yet, so the "recent" list is empty (as upstream's tracer).
-            w.affinity.append(f"{r.chain}: `-m recent --rcheck` would send a returning client to "
-                              f"{r.jump} (sessionAffinity ClientIP)")
+            seen = w.memory.lookup(r.recent_name, w.src_ip) if w.memory is not None else None
+            # xt_recent matches an address seen less than --seconds ago.
+            if seen is not None and (r.recent_seconds is None or seen[1] < r.recent_seconds):
+                w.pinned = True
+                w.state = f"recent list {r.recent_name} saw {w.src_ip} {seen[1]:g}s ago (--seconds {r.recent_seconds})"
+                w.affinity.append(f"{r.chain}: {w.state}: pinned to {r.jump}")
+                return True
+            if seen is not None:
+                w.state = (f"expired: recent list {r.recent_name} last saw {w.src_ip} {seen[1]:g}s ago, not within "
+                           f"--seconds {r.recent_seconds}")
+                w.affinity.append(f"{r.chain}: {w.state} (--reap drops it)")
+            elif w.memory is None or not w.memory.entries:
+                w.affinity.append(f"{r.chain}: `-m recent --rcheck` would send a returning client to "
+                                  f"{r.jump} (sessionAffinity ClientIP)")
             return False
         return True
 

@@ -24,12 +24,14 @@ from ..cluster.state import ClusterState
 KINDNET_TABLE = "kindnet-masq"
 
 
-def kindnet_table(pod_cidr: str, node_ips: list[str] | tuple[str, ...]) -> str:
-    """kindnetd's masquerade table, as ``nft list table ip kindnet-masq`` prints it."""
+def kindnet_table(pod_cidr: str, node_ips: list[str] | tuple[str, ...], family: str = "IPv4") -> str:
+    """kindnetd's masquerade table of one family, as ``nft list table ip|ip6 kindnet-masq`` prints it (kindnetd
+    keeps a list of ranges not to masquerade per family)."""
     keep = ", ".join([pod_cidr, *node_ips])
-    return (f"table ip {KINDNET_TABLE} {{\n\tchain postrouting {{\n"
+    table = "ip6" if family == "IPv6" else "ip"
+    return (f"table {table} {KINDNET_TABLE} {{\n\tchain postrouting {{\n"
             f"\t\ttype nat hook postrouting priority srcnat + 10; policy accept;\n"
-            f"\t\tfib daddr type local return\n\t\tip daddr {{ {keep} }} return\n"
+            f"\t\tfib daddr type local return\n\t\t{table} daddr {{ {keep} }} return\n"
             f'\t\tmasquerade comment "kind-masq-agent: outbound traffic is subject to MASQUERADE"\n\t}}\n}}\n')
 
 
@@ -59,14 +61,21 @@ class EgressMasquerade:
         return True
 
 
-def egress_masquerade(state: ClusterState, node: str) -> EgressMasquerade:
+def egress_masquerade(state: ClusterState, node: str, family: str | None = None) -> EgressMasquerade:
+    """How ``node`` masquerades its pods' traffic of ``family`` (default: the cluster's primary one) to the outside:
+    a dual-stack node rewrites IPv6 sources to its IPv6 address, by the ``ip6`` twin of the table."""
     config = state.config
-    node_ip = next((n.ip for n in config.nodes if n.name == node), config.api_server_ip)
-    node_ips = tuple(n.ip for n in config.nodes)
-    exempt = (config.pod_cidr, *(f"{ip}/{32 if ':' not in ip else 128}" for ip in node_ips))
+    family = family or config.ip_families[0]
+    this = next((n for n in config.nodes if n.name == node), None)
+    addresses = this.addresses if this is not None else (config.api_server_ip,)
+    node_ip = next((ip for ip in addresses if (":" in ip) == (family == "IPv6")), addresses[0])
+    node_ips = tuple(ip for n in config.nodes for ip in n.addresses if (":" in ip) == (family == "IPv6"))
+    pod_cidr = config.pod_cidr_of(family) or config.pod_cidr
+    exempt = (*config.pod_cidrs, *(f"{ip}/{32 if ':' not in ip else 128}" for n in config.nodes for ip in n.addresses))
     if config.dataplane == "ebpf":
         return EgressMasquerade("ebpf", node, node_ip, "Cilium",
                                 "Cilium's BPF masquerading (bpf.masquerade) on the node's egress device", exempt)
+    table = "ip6" if family == "IPv6" else "ip"
     return EgressMasquerade(config.dataplane, node, node_ip, "kindnetd",
-                            f"kindnetd's nftables rule (table ip {KINDNET_TABLE}, chain postrouting: "
-                            "masquerade)", exempt, KINDNET_TABLE, kindnet_table(config.pod_cidr, node_ips))
+                            f"kindnetd's nftables rule (table {table} {KINDNET_TABLE}, chain postrouting: "
+                            "masquerade)", exempt, KINDNET_TABLE, kindnet_table(pod_cidr, node_ips, family))

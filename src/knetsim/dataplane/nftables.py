@@ -24,6 +24,7 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from .model import (
+    AffinityMemory,
     EndpointInfo,
     Packet,
     PortEntry,
@@ -34,8 +35,12 @@ from .model import (
     Target,
     TraceResult,
     b32_prefix,
-    bulk,
-    proxy_view,
+    entry_for,
+    no_family,
+    render_per_family,
+    split_host_port,
+    topology_comments,
+    tracer_for,
 )
 
 TABLE = "kube-proxy"
@@ -63,17 +68,17 @@ class NftNames:
 
 # (name, type, comment)
 SETS = (
-    ("cluster-ips", "ipv4_addr", "Active ClusterIPs"),
-    ("nodeport-ips", "ipv4_addr", "IPs that accept NodePort traffic"),
+    ("cluster-ips", "{addr}", "Active ClusterIPs"),
+    ("nodeport-ips", "{addr}", "IPs that accept NodePort traffic"),
 )
 MAPS = (
-    ("firewall-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("firewall-ips", "{addr} . inet_proto . inet_service : verdict",
      "destinations that are subject to LoadBalancerSourceRanges"),
     ("no-endpoint-nodeports", "inet_proto . inet_service : verdict",
      "vmap to drop or reject packets to service nodeports with no endpoints"),
-    ("no-endpoint-services", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("no-endpoint-services", "{addr} . inet_proto . inet_service : verdict",
      "vmap to drop or reject packets to services with no endpoints"),
-    ("service-ips", "ipv4_addr . inet_proto . inet_service : verdict",
+    ("service-ips", "{addr} . inet_proto . inet_service : verdict",
      "ClusterIP, ExternalIP and LoadBalancer IP traffic"),
     ("service-nodeports", "inet_proto . inet_service : verdict", "NodePort traffic"),
 )
@@ -98,29 +103,35 @@ CHAINS = (
 )
 
 
+def _ip(view: ProxyView) -> str:
+    """The address-family keyword of every address match: upstream builds its rules with ``ip`` or ``ip6``."""
+    return "ip6" if view.ipv6 else "ip"
+
+
 def _base_rules(view: ProxyView) -> dict[str, list[str]]:
+    ip = _ip(view)
     return {
         "cluster-ips-check": [
-            'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
-            f'ip daddr {{ {view.service_cidr} }} drop comment "Drop traffic to unallocated ClusterIPs"',
+            f'{ip} daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+            f'{ip} daddr {{ {view.service_cidr} }} drop comment "Drop traffic to unallocated ClusterIPs"',
         ],
         "filter-prerouting-pre-dnat": ["ct state new jump firewall-check"],
         "filter-output-pre-dnat": ["ct state new jump firewall-check"],
         "filter-forward": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
         "filter-input": ["ct state new jump nodeport-endpoints-check", "ct state new jump service-endpoints-check"],
         "filter-output": ["ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"],
-        "firewall-check": ["ip daddr . meta l4proto . th dport vmap @firewall-ips"],
+        "firewall-check": [f"{ip} daddr . meta l4proto . th dport vmap @firewall-ips"],
         "mark-for-masquerade": [f"mark set mark or {MASQ_MARK}"],
         "masquerading": [f"mark and {MASQ_MARK} == 0 return", f"mark set mark xor {MASQ_MARK}",
                          "masquerade fully-random"],
         "nat-output": ["jump services"],
         "nat-postrouting": ["jump masquerading"],
         "nat-prerouting": ["jump services"],
-        "nodeport-endpoints-check": ["ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports"],
+        "nodeport-endpoints-check": [f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports"],
         "reject-chain": ["reject"],
-        "services": ["ip daddr . meta l4proto . th dport vmap @service-ips",
-                     "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"],
-        "service-endpoints-check": ["ip daddr . meta l4proto . th dport vmap @no-endpoint-services"],
+        "services": [f"{ip} daddr . meta l4proto . th dport vmap @service-ips",
+                     f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"],
+        "service-endpoints-check": [f"{ip} daddr . meta l4proto . th dport vmap @no-endpoint-services"],
     }
 
 
@@ -128,31 +139,48 @@ class NftablesBackend:
     name = "nftables"
 
     def port_names(self, info: ServicePortInfo, endpoints: Sequence[EndpointInfo]) -> NftNames:
-        base = hash_and_truncate(f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}")
-        eps = {}
+        prefix = f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}"
+        base = hash_and_truncate(prefix)
+        endpoint: dict[str, str] = {}
+        affinity: dict[str, str] = {}
         for e in endpoints:
             # IPv6 colons would be ambiguous next to the port, so upstream swaps them for dots.
-            eps[e.string] = hash_and_truncate(
-                f"{info.namespace}/{info.name}/{info.proto}/{info.port_name}__{e.ip.replace(':', '.')}/{e.port}")
+            name = f"{prefix}__{e.ip.replace(':', '.') if ':' in e.ip else e.ip}/{e.port}"
+            # hash_and_truncate, inlined: this runs once per endpoint of every Service.
+            name = f"{b32_prefix(name, 8)}-{name}"
+            if len(name) > CHAIN_NAME_BASE_MAX:
+                name = name[:CHAIN_NAME_BASE_MAX - 3] + "..."
+            endpoint[e.string] = "endpoint-" + name
+            if info.affinity_timeout is not None:  # the affinity sets exist only with sessionAffinity
+                affinity[e.string] = "affinity-" + name
         return NftNames("service-" + base, "local-" + base, "external-" + base, "firewall-" + base,
-                        {k: "endpoint-" + v for k, v in eps.items()}, {k: "affinity-" + v for k, v in eps.items()})
+                        endpoint, affinity)
 
     def render(self, state: ClusterState, node: str | None = None) -> Ruleset:
-        with bulk():
-            view = proxy_view(state, node, self)
-            text, counts = render_view(view)
-        return Ruleset(self.name, view.node, view.node_ip, text, counts, view=view)
+        """``table ip kube-proxy``, and on a dual-stack node ``table ip6 kube-proxy`` beside it."""
+        return render_per_family(self, state, node, render_view)
 
-    def trace(self, ruleset: Ruleset, packet: Packet) -> TraceResult:
-        if ruleset.data is None:
+    def remember(self, ruleset: Ruleset, result: TraceResult, target: Target, memory: AffinityMemory) -> str:
+        """The endpoint chain's ``update @affinity-… { ip saddr }`` adds the client, restarting its timeout."""
+        entry = entry_for(ruleset, result)
+        if entry is None or entry.info.affinity_timeout is None or target.address not in entry.names.affinity:
+            return ""
+        name = entry.names.affinity[target.address]
+        memory.remember(name, result.packet.src, target.address)
+        return f"set @{name}"
+
+    def trace(self, ruleset: Ruleset, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        def build(view: ProxyView, text: str) -> _Tracer:
             # Parsed once per ruleset: the tracer reads the text, as the kernel reads what nft loaded.
             services: dict[str, str] = {}
-            for e in ruleset.view.ports if ruleset.view else ():
+            for e in view.ports:
                 for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
                     services[chain] = e.info.name_string
-            ruleset.data = _Tracer(parse_ruleset(ruleset.text), {ruleset.node_ip, "127.0.0.1"}, ruleset.node,
-                                   services)
-        return ruleset.data.run(packet)
+            loopback = "::1" if view.ipv6 else "127.0.0.1"
+            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services)
+
+        tracer = tracer_for(ruleset, packet, build)
+        return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
 
 
 @dataclass
@@ -172,21 +200,24 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     for entry in view.ports:
         _write_service(out, entry, view)
     spec = dict(CHAINS)
-    lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})",
-             f"table ip {TABLE} {{", '\tcomment "rules for kube-proxy"']
+    addr = "ipv6_addr" if view.ipv6 else "ipv4_addr"
+    lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})", *topology_comments(view),
+             f"table {_ip(view)} {TABLE} {{", '\tcomment "rules for kube-proxy"']
     for name, typ, comment in SETS:
-        lines += _set_block("set", name, typ, comment, out.sets[name])
+        lines += _set_block("set", name, typ.format(addr=addr), comment, out.sets[name])
     for name, timeout in out.affinity.items():
-        lines += [f"\tset {name} {{", "\t\ttype ipv4_addr", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
+        lines += [f"\tset {name} {{", f"\t\ttype {addr}", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
                   "\t}"]
     for name, typ, comment in MAPS:
-        lines += _set_block("map", name, typ, comment, out.maps[name])
+        lines += _set_block("map", name, typ.format(addr=addr), comment, out.maps[name])
     for name, rules in out.chains.items():
-        lines.append(f"\tchain {name} {{")
-        if spec.get(name):
-            lines.append(f"\t\t{spec[name]}")
-        lines.extend(f"\t\t{r}" for r in rules)
-        lines.append("\t}")
+        # One joined block per chain (the rules indented by the join): 660,000 rules at 10,000 dual-stack
+        # Services.
+        block = [f"\tchain {name} {{", f"\t\t{spec[name]}"] if spec.get(name) else [f"\tchain {name} {{"]
+        if rules:
+            block.append("\t\t" + "\n\t\t".join(rules))
+        block.append("\t}")
+        lines.append("\n".join(block))
     lines.append("}")
     counts = {
         "chains": len(out.chains),
@@ -204,7 +235,7 @@ def _set_block(kind: str, name: str, typ: str, comment: str, elements: list[str]
     lines = [f"\t{kind} {name} {{", f"\t\ttype {typ}", f'\t\tcomment "{comment}"']
     if elements:
         lines.append("\t\telements = {")
-        lines.extend(f"\t\t\t{e}," for e in elements)
+        lines.append("\t\t\t" + ",\n\t\t\t".join(elements) + ",")
         lines.append("\t\t}")
     lines.append("\t}")
     return lines
@@ -269,15 +300,16 @@ def _write_service(out: _Out, entry: PortEntry, view: ProxyView) -> None:
         if not has_external:
             out.maps["no-endpoint-nodeports"].append(f"{proto} . {info.node_port} {note} : {ext_verdict}")
 
+    ip = _ip(view)
     if has_internal:
         chains[internal_chain].append(
-            f"ip daddr {info.cluster_ip} ip saddr != {view.pod_cidr} jump mark-for-masquerade")
+            f"{ip} daddr {info.cluster_ip} {ip} saddr != {view.pod_cidr} jump mark-for-masquerade")
     if uses_ext:
         ext = chains[names.external]
         if not info.external_policy_local:
             ext.append("jump mark-for-masquerade")
         else:
-            ext.append(f'ip saddr {view.pod_cidr} goto {names.service} comment "short-circuit pod traffic"')
+            ext.append(f'{ip} saddr {view.pod_cidr} goto {names.service} comment "short-circuit pod traffic"')
             ext.append('fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"')
             ext.append(f'fib saddr type local goto {names.service} comment "short-circuit local traffic"')
         if has_external:
@@ -286,28 +318,28 @@ def _write_service(out: _Out, entry: PortEntry, view: ProxyView) -> None:
         sources = list(info.source_ranges)
         if any(_contains(c, view.node_ip) for c in info.source_ranges):
             sources += list(info.load_balancer_ips)
-        chains[names.firewall].append(f"ip saddr != {{ {', '.join(sources)} }} drop")
+        chains[names.firewall].append(f"{ip} saddr != {{ {', '.join(sources)} }} drop")
     if info.affinity_timeout is not None:
         for ep in cat.reachable:
             out.affinity[names.affinity[ep.string]] = info.affinity_timeout
     if uses_cluster:
-        _service_to_endpoints(chains[names.service], info, names, cat.cluster)
+        _service_to_endpoints(chains[names.service], info, names, cat.cluster, ip)
     if uses_local:
-        _service_to_endpoints(chains[names.local], info, names, cat.local)
+        _service_to_endpoints(chains[names.local], info, names, cat.local, ip)
     for ep in cat.reachable:
         rules = chains[names.endpoint[ep.string]]
-        rules.append(f"ip saddr {ep.ip} jump mark-for-masquerade")
+        rules.append(f"{ip} saddr {ep.ip} jump mark-for-masquerade")
         if info.affinity_timeout is not None:
-            rules.append(f"update @{names.affinity[ep.string]} {{ ip saddr }}")
+            rules.append(f"update @{names.affinity[ep.string]} {{ {ip} saddr }}")
         rules.append(f"meta l4proto {proto} dnat to {ep.string}")
     out.chains.update(chains)
 
 
 def _service_to_endpoints(rules: list[str], info: ServicePortInfo, names: NftNames,
-                          endpoints: Sequence[EndpointInfo]) -> None:
+                          endpoints: Sequence[EndpointInfo], ip: str = "ip") -> None:
     if info.affinity_timeout is not None:
         for ep in endpoints:
-            rules.append(f"ip saddr @{names.affinity[ep.string]} goto {names.endpoint[ep.string]}")
+            rules.append(f"{ip} saddr @{names.affinity[ep.string]} goto {names.endpoint[ep.string]}")
     elements = " , ".join(f"{i} : goto {names.endpoint[ep.string]}" for i, ep in enumerate(endpoints))
     rules.append(f"numgen random mod {len(endpoints)} vmap {{ {elements} }}")
 
@@ -327,6 +359,7 @@ _COMMENT = re.compile(r'\s*comment "[^"]*"')
 @dataclass
 class NftTable:
     sets: dict[str, set[str]] = field(default_factory=dict)
+    timeouts: dict[str, int] = field(default_factory=dict)  # dynamic set -> element timeout in seconds
     maps: dict[str, dict[str, str]] = field(default_factory=dict)  # key "a . b . c" -> verdict
     chains: dict[str, list[tuple[str, list[tuple[Any, ...]]]]] = field(default_factory=dict)
 
@@ -365,6 +398,9 @@ def parse_ruleset(text: str) -> NftTable:
         if line == "}":
             kind = ""
             continue
+        if kind == "set" and line.startswith("timeout ") and line.endswith("s"):
+            table.timeouts[name] = int(line[len("timeout "):-1])
+            continue
         if kind == "chain":
             if (line.startswith("type ") and " hook " in line) or line.startswith("comment "):
                 continue
@@ -376,16 +412,16 @@ def parse_ruleset(text: str) -> NftTable:
 
 _OPS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), k) for p, k in (
     (r"ct state new", "ctnew"),
-    (r"ip daddr \. meta l4proto \. th dport vmap @(\S+)", "vmap3"),
+    (r"ip6? daddr \. meta l4proto \. th dport vmap @(\S+)", "vmap3"),
     (r"meta l4proto \. th dport vmap @(\S+)", "vmap2"),
-    (r"ip (daddr|saddr) (!= )?@(\S+)", "inset"),
-    (r"ip (daddr|saddr) (!= )?\{ ([^}]*) \}", "inlist"),
-    (r"ip (daddr|saddr) (!= )?([0-9./]+)", "addr"),
+    (r"ip6? (daddr|saddr) (!= )?@(\S+)", "inset"),
+    (r"ip6? (daddr|saddr) (!= )?\{ ([^}]*) \}", "inlist"),
+    (r"ip6? (daddr|saddr) (!= )?([0-9a-fA-F.:/]+)", "addr"),
     (r"fib (saddr|daddr) type local", "fiblocal"),
     (r"(tcp|udp|sctp) dport (\d+)", "dport"),
     (r"numgen random mod (\d+) vmap \{ (.*) \}", "numgen"),
     (r"meta l4proto (\S+) dnat to (\S+)", "dnat"),
-    (r"update @(\S+) \{ ip saddr \}", "update"),
+    (r"update @(\S+) \{ ip6? saddr \}", "update"),
     (r"mark set mark or (\S+)", "markor"),
     (r"mark and (\S+) == 0", "markzero"),
     (r"mark set mark xor (\S+)", "noop"),
@@ -428,6 +464,9 @@ class _Walk:
     cost: int = 0
     service: str | None = None
     notes: list[str] = field(default_factory=list)
+    memory: AffinityMemory | None = None
+    pinned: bool = False
+    state: str = ""
 
 
 class _Tracer:
@@ -437,18 +476,19 @@ class _Tracer:
         self.node = node
         self.services = services
 
-    def run(self, packet: Packet) -> TraceResult:
-        w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport)
+    def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport, memory=memory)
         from_host = packet.src in self.local
         result = TraceResult("nftables", self.node, packet)
         self._chain("filter-output-pre-dnat" if from_host else "filter-prerouting-pre-dnat", w, 1.0)
         if w.verdict is None:
             self._chain("nat-output" if from_host else "nat-prerouting", w, 1.0)
             if w.targets:
-                w.dst = w.targets[0].address.rsplit(":", 1)[0]
+                w.dst = split_host_port(w.targets[0].address)[0]
             hook = "filter-output" if from_host else ("filter-input" if w.dst in self.local else "filter-forward")
             self._chain(hook, w, 1.0)
         result.steps, result.cost, result.service, result.notes = w.steps, w.cost, w.service, w.notes
+        result.pinned, result.affinity = w.pinned, w.state
         if w.verdict in ("DROP", "REJECT"):
             result.verdict = w.verdict
         elif w.targets:
@@ -478,9 +518,8 @@ class _Tracer:
                 continue
             if kind == "inset":
                 found = self._addr(w, op[1]) in self.t.sets.get(op[3], ())
-                if not found and op[3].startswith("affinity-"):
-                    w.notes.append(f"{chain}: @{op[3]} is empty for {w.src}; once this client connects, "
-                                   "`update @set { ip saddr }` pins it to that endpoint (sessionAffinity ClientIP)")
+                if op[3].startswith("affinity-"):
+                    found = self._affinity(chain, op[3], w)
                 if found == bool(op[2]):
                     return NEXT
             elif kind == "inlist":
@@ -529,6 +568,24 @@ class _Tracer:
                 w.steps.append(Step(f"chain {chain}", text))
                 return self._verdict([op[1]], w, prob)
         return NEXT
+
+    def _affinity(self, chain: str, name: str, w: _Walk) -> bool:
+        """Is the client in the dynamic set? An element lives ``timeout`` seconds from its last update."""
+        seen = w.memory.lookup(name, w.src) if w.memory is not None else None
+        timeout = self.t.timeouts.get(name)
+        if seen is not None and (timeout is None or seen[1] < timeout):
+            w.pinned = True
+            w.state = f"@{name} holds {w.src}, updated {seen[1]:g}s ago (timeout {timeout}s)"
+            w.notes.append(f"{chain}: {w.state}: pinned")
+            return True
+        if seen is not None:
+            w.state = (f"expired: {w.src}'s element of @{name} timed out ({seen[1]:g}s since its last update, "
+                       f"timeout {timeout}s)")
+            w.notes.append(f"{chain}: {w.state}")
+        elif w.memory is None or not w.memory.entries:
+            w.notes.append(f"{chain}: @{name} is empty for {w.src}; once this client connects, "
+                           "`update @set { ip saddr }` pins it to that endpoint (sessionAffinity ClientIP)")
+        return False
 
     def _verdict(self, verdict: list[str], w: _Walk, prob: float) -> str:
         word = verdict[0]

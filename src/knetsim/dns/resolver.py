@@ -520,3 +520,61 @@ def _busybox_messages(queries: list[Query], nameservers: Sequence[str]) -> tuple
     return tuple(lines)
 
 
+
+
+# --- getaddrinfo: both families ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AddressLookup:
+    """``getaddrinfo(name, AF_UNSPEC)`` from a pod: the A and/or AAAA lookups its families call for, and the
+    addresses in the order the client tries them."""
+
+    resolutions: tuple[Resolution, ...]
+    addresses: tuple[str, ...]
+    order: str = ""  # why that order, when there are both families
+
+    @property
+    def ok(self) -> bool:
+        return any(r.ok for r in self.resolutions)
+
+    @property
+    def primary(self) -> Resolution:
+        """The lookup that answered first (for the name and query trail), else the first one asked."""
+        return next((r for r in self.resolutions if r.ok), self.resolutions[0])
+
+
+def pod_families(state: ClusterState, pod: Pod) -> tuple[str, ...]:
+    """The IP families a pod has an address of (a hostNetwork pod: its node's), primary first."""
+    ips: Sequence[str] = pod.pod_ips or ((pod.pod_ip,) if pod.pod_ip else ())
+    if pod.host_network:
+        node = state.nodes.get(pod.node_name)
+        ips = node.internal_ips if node is not None and node.internal_ips else ips
+    families = tuple(dict.fromkeys("IPv6" if ":" in ip else "IPv4" for ip in ips))
+    return families or state.config.ip_families[:1]
+
+
+def _precedence(ip: str) -> int:
+    """RFC 6724's default policy table: IPv6 global 40, IPv4 35, unique-local (fc00::/7) 3."""
+    if ":" not in ip:
+        return 35
+    return 3 if ip.lower().startswith(("fc", "fd")) else 40
+
+
+def lookup_addresses(state: ClusterState, pod: Pod, name: str, *, mode: str = "glibc",
+                     dns: ClusterDNS | None = None, reachable: Reachable | None = None) -> AddressLookup:
+    """Resolve ``name`` for a connection: A for an IPv4 pod, AAAA for an IPv6 one, both on a dual-stack pod
+    (glibc sends the two questions together), then RFC 6724's destination order, which puts IPv4 before
+    the unique-local IPv6 addresses kind and most clusters use."""
+    dns = dns or ClusterDNS(state)
+    qtypes = ["A" if f == "IPv4" else "AAAA" for f in pod_families(state, pod)]
+    resolutions = tuple(resolve(state, pod, name, q, mode=mode, dns=dns, reachable=reachable)
+                        for q in sorted(qtypes))
+    addresses = [ip for r in resolutions if r.ok for ip in r.values if _is_ip(ip)]
+    ordered = sorted(addresses, key=lambda ip: -_precedence(ip))
+    order = ""
+    if len({":" in ip for ip in ordered}) == 2:
+        first = "IPv4" if ":" not in ordered[0] else "IPv6"
+        order = (f"A and AAAA both answer; getaddrinfo puts {first} first (RFC 6724 precedence: IPv6 global 40, "
+                 "IPv4 35, unique-local fc00::/7 3)")
+    return AddressLookup(resolutions, tuple(ordered), order)

@@ -23,6 +23,7 @@ from .checks import (
     referenced_hosts,
     service_findings,
 )
+from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
 
@@ -158,6 +159,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
             continue
         checked.append(f"Service {svc.key}")
         findings.extend(service_findings(state, svc))
+        findings.extend(topology_findings(state, svc))
     for pod in state.pods.values():
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue

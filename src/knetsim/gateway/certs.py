@@ -38,6 +38,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509 import verification
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ..model.timestamps import rfc3339
+
 TLS_CERT_KEY = "tls.crt"
 TLS_KEY_KEY = "tls.key"
 CA_CERT_KEY = "ca.crt"
@@ -54,10 +56,6 @@ class CertificateError(ValueError):
 def go_time(when: datetime) -> str:
     """A time as Go's ``%v`` prints a UTC ``time.Time``."""
     return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
-
-
-def _rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _common_name(name: x509.Name) -> str:
@@ -117,7 +115,7 @@ class CertificateInfo:
             is_ca = False
         digest = cert.fingerprint(hashes.SHA256()).hex().upper()
         return cls(cert.subject.rfc4514_string(), cert.issuer.rfc4514_string(), _common_name(cert.subject), dns, ips,
-                   uris, _rfc3339(cert.not_valid_before_utc), _rfc3339(cert.not_valid_after_utc),
+                   uris, rfc3339(cert.not_valid_before_utc), rfc3339(cert.not_valid_after_utc),
                    format(cert.serial_number, "x"), ":".join(digest[i:i + 2] for i in range(0, len(digest), 2)),
                    _key_type(cert.public_key()), cert.subject == cert.issuer, is_ca)
 

@@ -25,11 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
-from ..model.objects import Container, Ingress, IngressClass, Pod
+from ..model.objects import INGRESS_CLASS_ANNOTATION, Container, Ingress, IngressClass, Pod
 
 NGINX_CONTROLLER_CLASS = "k8s.io/ingress-nginx"
 NGINX_INGRESS_CLASS = "nginx"
-CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,17 +178,18 @@ def resolve_class(state: ClusterState, ingress: Ingress,
         if not matching:
             flags = ", ".join(f"--ingress-class={c.ingress_class}" for c in controllers) or "no controller runs"
             return ClassResolution(key, value, "annotation", None, False, False, "IngressAnnotationNoController",
-                                   f"annotation {CLASS_ANNOTATION}={value!r} matches no running controller's "
+                                   f"annotation {INGRESS_CLASS_ANNOTATION}={value!r} matches no running controller's "
                                    f"--ingress-class ({flags}): this Ingress has no effect")
         return _claimed(key, value, "annotation", matching[0],
-                        f"deprecated annotation {CLASS_ANNOTATION}={value!r} → controller {matching[0].controller}")
+                        f"deprecated annotation {INGRESS_CLASS_ANNOTATION}={value!r} → controller "
+                        f"{matching[0].controller}")
     watchers = [c for c in controllers if c.watch_without_class]
     if watchers:
         return _claimed(key, None, "without-class", watchers[0],
                         f"no class, but controller {watchers[0].controller} runs with --watch-ingress-without-class")
     return ClassResolution(key, None, "none", None, False, False, "IngressNoClass",
                            "this Ingress has no effect: no controller claims it (no spec.ingressClassName, no "
-                           f"{CLASS_ANNOTATION} annotation, and no default IngressClass when it was created)")
+                           f"{INGRESS_CLASS_ANNOTATION} annotation, and no default IngressClass when it was created)")
 
 
 def _claimed(key: str, class_name: str | None, source: str, controller: IngressController,

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
-from ..model.objects import Ingress, IngressBackend
+from ..model.objects import INGRESS_CLASS_ANNOTATION, Ingress, IngressBackend
 from .annotations import parse as parse_annotations
 from .backends import closest_name, resolve_backend
 from .config import controller_config
-from .controllers import CLASS_ANNOTATION, IngressController, resolve_class, running_controllers
+from .controllers import IngressController, resolve_class, running_controllers
 from .router import nginx_order
 from .servers import CATCH_ALL, Model, nginx_path_type
 from .webhook import denial, invalid_paths, strict_path_validation
@@ -76,8 +76,8 @@ def _class_findings(state: ClusterState, ing: Ingress, controllers: list[Ingress
         return [IngressFinding(res.code, "error", subject, "spec.ingressClassName", res.reason,
                                f"deploy a controller for {res.controller}, or use a served class: {fix}")]
     if res.code == "IngressAnnotationNoController":
-        return [IngressFinding(res.code, "error", subject, f"metadata.annotations[{CLASS_ANNOTATION}]", res.reason,
-                               _class_fix(state, ing, controllers, res.class_name))]
+        return [IngressFinding(res.code, "error", subject, f"metadata.annotations[{INGRESS_CLASS_ANNOTATION}]",
+                               res.reason, _class_fix(state, ing, controllers, res.class_name))]
     # IngressControllerNotReady
     pods = [p.pod for c in controllers if c.controller == res.controller for p in c.pods]
     fix = "; ".join(f"kubectl -n {ns} describe pod {name}" for ns, _, name in (p.partition("/") for p in pods))

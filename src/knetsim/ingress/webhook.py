@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.objects import INGRESS_CLASS_ANNOTATION
 from .controllers import IngressController
 
 WEBHOOK = "validate.nginx.ingress.kubernetes.io"
@@ -71,7 +72,7 @@ def claiming_controller(ingress: Mapping[str, Any], class_controllers: Mapping[s
     if class_name:
         wanted = class_controllers.get(str(class_name))
         return next((c for c in controllers if wanted is not None and c.controller == wanted), None)
-    annotation = annotations.get("kubernetes.io/ingress.class") if isinstance(annotations, dict) else None
+    annotation = annotations.get(INGRESS_CLASS_ANNOTATION) if isinstance(annotations, dict) else None
     if annotation:
         return next((c for c in controllers if c.ingress_class == annotation), None)
     return next((c for c in controllers if c.watch_without_class), None)

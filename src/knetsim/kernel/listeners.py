@@ -126,29 +126,48 @@ class PodListeners:
 
 
 async def open_listeners(ctx_ref: list[Context], key: str, netns: str, ports: tuple[tuple[int, str], ...],
-                         address: str = "0.0.0.0") -> PodListeners:
-    """Bind every (port, protocol) in ``netns``; runs on the reactor loop."""
+                         address: str | tuple[str, ...] = "0.0.0.0") -> PodListeners:
+    """Bind every (port, protocol) in ``netns`` on ``address`` (or each of several: ``("0.0.0.0", "::")`` on a
+    dual-stack topology, an IPv4 and an IPv6-only socket per port); runs on the reactor loop."""
     loop = asyncio.get_running_loop()
     out = PodListeners(key, netns)
+    addresses = (address,) if isinstance(address, str) else address
     for port, proto in ports:
-        try:
-            if proto == "TCP":
-                sock = socket_in(netns, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((address, port))
-                sock.listen(256)
-                server = await asyncio.start_server(_tcp_handler(ctx_ref, key, port), sock=sock)
-                out.servers.append(server)
-            elif proto == "UDP":
-                sock = socket_in(netns, socket.SOCK_DGRAM)
-                sock.bind((address, port))
-                transport, _ = await loop.create_datagram_endpoint(lambda p=port: _Udp(ctx_ref, key, p), sock=sock)
-                out.transports.append(transport)
-            else:
-                out.failed.append(f"{port}/{proto}: not served (kernel mode serves TCP and UDP)")
-        except OSError as exc:
-            out.failed.append(f"{port}/{proto}: {exc.strerror or exc}")
+        if proto not in ("TCP", "UDP"):
+            out.failed.append(f"{port}/{proto}: not served (kernel mode serves TCP and UDP)")
+            continue
+        for addr in addresses:
+            family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+            try:
+                if proto == "TCP":
+                    sock = _bound(netns, socket.SOCK_STREAM, family, addr, port)
+                    sock.listen(256)
+                    server = await asyncio.start_server(_tcp_handler(ctx_ref, key, port), sock=sock)
+                    out.servers.append(server)
+                else:
+                    sock = _bound(netns, socket.SOCK_DGRAM, family, addr, port)
+                    transport, _ = await loop.create_datagram_endpoint(lambda p=port: _Udp(ctx_ref, key, p),
+                                                                       sock=sock)
+                    out.transports.append(transport)
+            except OSError as exc:
+                out.failed.append(f"{port}/{proto}{f' on {addr}' if len(addresses) > 1 else ''}: "
+                                  f"{exc.strerror or exc}")
     return out
+
+
+def _bound(netns: str, kind: int, family: int, address: str, port: int) -> socket.socket:
+    sock = socket_in(netns, kind, family=family)
+    try:
+        if kind == socket.SOCK_STREAM:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            # Beside the IPv4 socket on the same port, as a dual-stack server binds both.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((address, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def probe_answer(key: str, peer: Any) -> bytes:

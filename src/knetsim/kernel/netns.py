@@ -124,10 +124,10 @@ def in_netns(name: str, fn: Callable[[], T]) -> T:
         return fn()
 
 
-def socket_in(name: str, kind: int, proto: int = 0) -> socket.socket:
-    """A non-blocking IPv4 socket that belongs to namespace ``name``."""
+def socket_in(name: str, kind: int, proto: int = 0, family: int = socket.AF_INET) -> socket.socket:
+    """A non-blocking socket (IPv4 unless ``family`` says otherwise) that belongs to namespace ``name``."""
     with entered(name):
-        sock = socket.socket(socket.AF_INET, kind, proto)
+        sock = socket.socket(family, kind, proto)
     sock.setblocking(False)
     return sock
 
@@ -154,12 +154,13 @@ def run(argv: Sequence[str], stdin: str | None = None, *, what: str = "") -> str
     return proc.stdout
 
 
-def ip_batch(lines: Iterable[str], netns: str | None = None, *, what: str = "") -> None:
-    """``ip [-n NS] -batch -``: many ip commands in one process (the fast path for tens of pods)."""
+def ip_batch(lines: Iterable[str], netns: str | None = None, *, what: str = "", ipv6: bool = False) -> None:
+    """``ip [-6] [-n NS] -batch -``: many ip commands in one process (the fast path for tens of pods).
+    ``ipv6``: for commands whose family the arguments do not say (``rule add fwmark``, ``default``)."""
     text = "\n".join(lines)
     if not text:
         return
-    argv = ["ip", *(["-n", netns] if netns else []), "-batch", "-"]
+    argv = ["ip", *(["-6"] if ipv6 else []), *(["-n", netns] if netns else []), "-batch", "-"]
     run(argv, text + "\n", what=what or f"ip -n {netns}")
 
 

@@ -21,8 +21,10 @@ diverts in ``postrouting``, but before SNAT and through nfqueue to its Go engine
 verdicts are precomputed, which is what makes a rule per (pod, peer) affordable.
 
 Addresses outside the topology get the answer the engine gives for ``192.0.2.1``
-(TEST-NET-1) as a representative of "the Internet": ipBlocks that single out other
-external ranges are not reproduced (nothing answers out there in the topology anyway).
+(TEST-NET-1) as a representative of "the Internet" (``2001:db8:ffff::1`` for IPv6 on a
+topology that wires it): ipBlocks that single out other external ranges are not reproduced
+(nothing answers out there in the topology anyway). Every rule names its family (``ip`` or
+``ip6``), so ipBlocks of either family are enforced on the packets that carry them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .plan import Plan, PodPlan
 
 TABLE = "knetsim-policy"
 WORLD = "192.0.2.1"
+WORLD6 = "2001:db8:ffff::1"
 _PROTOS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
 
 
@@ -47,7 +50,12 @@ def _peers(state: ClusterState, plan: Plan) -> list[tuple[str, Pod | str]]:
         pod = state.pods.get(p.key)
         out.append((p.ip, pod if pod is not None and pod.pod_ip == p.ip else p.ip))
         seen.add(p.ip)
-    for ip in (*(n.ip for n in plan.nodes), plan.gateway, *plan.clients, *(ip for ip, _ in plan.outside)):
+        # A dual-stack pod's other address: the engine finds the pod by it and keeps the address for ipBlocks.
+        for ip in p.addresses[1:]:
+            out.append((ip, ip))
+            seen.add(ip)
+    for ip in (*(a for n in plan.nodes for a in n.addresses), *(plan.gateways or (plan.gateway,)), *plan.clients,
+               *(ip for ip, _ in plan.outside)):
         if ip not in seen:
             out.append((ip, ip))
             seen.add(ip)
@@ -75,22 +83,32 @@ def _chain(state: ClusterState, pod: Pod, direction: str, peers: Sequence[tuple[
            ) -> list[str] | None:
     """The rules of one pod's chain for one direction, or None when nothing is restricted."""
     field = "daddr" if direction == "egress" else "saddr"
-    groups: dict[ConnSet, list[str]] = {}
-    for ip, ref in peers:
-        groups.setdefault(direction_connections(state, direction, pod, ref), []).append(ip)
-    world = direction_connections(state, direction, pod, WORLD)
-    if len(groups) == 1 and next(iter(groups)).is_all and world.is_all:
+    families = ["ip6" if ":" in ip else "ip" for ip, _ in peers]
+    # (family, connections) -> addresses: an nft set holds addresses of one family only.
+    groups: dict[tuple[str, ConnSet], list[str]] = {}
+    for (ip, ref), family in zip(peers, families, strict=True):
+        groups.setdefault((family, direction_connections(state, direction, pod, ref)), []).append(ip)
+    worlds = {"ip": direction_connections(state, direction, pod, WORLD)}
+    if "ip6" in families:
+        worlds["ip6"] = direction_connections(state, direction, pod, WORLD6)
+    if all(c.is_all for _, c in groups) and all(w.is_all for w in worlds.values()):
         return None
     rules = []
-    for connset, ips in sorted(groups.items(), key=lambda kv: kv[1][0]):
+    for (family, connset), ips in sorted(groups.items(), key=lambda kv: (kv[0][0] == "ip6", kv[1][0])):
         if connset.is_empty:
             continue
         addresses = ", ".join(ips)
         for match in _match(connset):
-            rules.append(f"ip {field} {{ {addresses} }} {match} accept".replace("  ", " "))
-    known = ", ".join(ip for ip, _ in peers)
-    rules.append(f"ip {field} {{ {known} }} drop")
-    rules += [f"{m} accept".strip() for m in _match(world)] if not world.is_empty else []
+            rules.append(f"{family} {field} {{ {addresses} }} {match} accept".replace("  ", " "))
+    for family in dict.fromkeys(families):
+        known = ", ".join(ip for (ip, _), f in zip(peers, families, strict=True) if f == family)
+        rules.append(f"{family} {field} {{ {known} }} drop")
+    if len(worlds) == 1:
+        rules += [f"{m} accept".strip() for m in _match(worlds["ip"])] if not worlds["ip"].is_empty else []
+    else:
+        for family, world in worlds.items():
+            proto = "ipv6" if family == "ip6" else "ipv4"
+            rules += [f"meta nfproto {proto} {m} accept".strip() for m in _match(world)] if not world.is_empty else []
     rules.append("drop")
     return rules
 

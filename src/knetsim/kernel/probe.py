@@ -59,8 +59,8 @@ def _error(exc: OSError) -> Probe:
     return Probe("timeout" if exc.errno == errno.ETIMEDOUT else "no-route", detail=exc.strerror or str(exc))
 
 
-def _client(netns: str, kind: int, src: str | None, mark: int) -> socket.socket:
-    sock = socket_in(netns, kind)
+def _client(netns: str, kind: int, src: str | None, mark: int, dst: str = "") -> socket.socket:
+    sock = socket_in(netns, kind, family=socket.AF_INET6 if ":" in dst else socket.AF_INET)
     if mark:
         sock.setsockopt(socket.SOL_SOCKET, SO_MARK, mark)
     if src:
@@ -76,7 +76,7 @@ def _parse(answer: bytes) -> tuple[str, str]:
 async def tcp(netns: str, dst: str, port: int, *, src: str | None = None, mark: int = 0,
               timeout: float = TIMEOUT) -> Probe:
     loop = asyncio.get_running_loop()
-    sock = _client(netns, socket.SOCK_STREAM, src, mark)
+    sock = _client(netns, socket.SOCK_STREAM, src, mark, dst)
     try:
         try:
             await asyncio.wait_for(loop.sock_connect(sock, (dst, port)), timeout)
@@ -98,7 +98,7 @@ async def tcp(netns: str, dst: str, port: int, *, src: str | None = None, mark: 
 async def udp(netns: str, dst: str, port: int, *, src: str | None = None, mark: int = 0,
               timeout: float = TIMEOUT) -> Probe:
     loop = asyncio.get_running_loop()
-    sock = _client(netns, socket.SOCK_DGRAM, src, mark)
+    sock = _client(netns, socket.SOCK_DGRAM, src, mark, dst)
     try:
         try:
             sock.connect((dst, port))  # a connected UDP socket reports ICMP port unreachable as ECONNREFUSED
@@ -138,7 +138,7 @@ async def query(netns: str, nameserver: str, name: str, qtype: str = "A", *, tim
     """One UDP query, as a stub resolver sends it (recursion desired)."""
     loop = asyncio.get_running_loop()
     msg = dns.message.make_query(name, qtype)
-    sock = _client(netns, socket.SOCK_DGRAM, None, 0)
+    sock = _client(netns, socket.SOCK_DGRAM, None, 0, nameserver)
     try:
         try:
             sock.connect((nameserver, 53))
@@ -156,8 +156,8 @@ async def query(netns: str, nameserver: str, name: str, qtype: str = "A", *, tim
         sock.close()
     rcode = reply.rcode()
     cnames = tuple(str(rd.target) for rrset in reply.answer if rrset.rdtype == dns.rdatatype.CNAME for rd in rrset)
-    addresses = tuple(sorted(rd.address for rrset in reply.answer if rrset.rdtype == dns.rdatatype.A
-                             for rd in rrset))
+    addresses = tuple(sorted(rd.address for rrset in reply.answer
+                             if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA) for rd in rrset))
     if rcode == dns.rcode.NXDOMAIN:
         return DnsAnswer("nxdomain", (), cnames)
     if rcode != dns.rcode.NOERROR:

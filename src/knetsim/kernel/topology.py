@@ -32,10 +32,11 @@ from ..dataplane import render
 from ..dataplane.masquerade import kindnet_table
 from ..dns.records import Upstream
 from ..dns.server import DNSServer
+from ..network.trace import EXTERNAL_CLIENT_IP, EXTERNAL_CLIENT_IP6
 from . import netns, netpol
 from .listeners import OUTSIDE_PREFIX, UPSTREAM_KEY, Context, PodListeners, Reactor, UpstreamDNS, open_listeners
 from .netns import ETC_NETNS, KernelError, Owner
-from .plan import BRIDGE, GATEWAY_HW, POD_GATEWAY, Plan, PlanError, PodPlan, plan
+from .plan import BRIDGE, GATEWAY_HW, POD_GATEWAY, POD_GATEWAY6, Plan, PlanError, PodPlan, plan
 
 log = logging.getLogger("knetsim.kernel")
 
@@ -55,15 +56,45 @@ class Loaded:
     policy_text: str
 
 
-def _iptables_restore() -> str:
-    # kube-proxy's iptables mode on a current distribution runs iptables-nft; prefer it by name.
-    return "iptables-nft-restore" if shutil.which("iptables-nft-restore") else "iptables-restore"
+def _iptables_restore(family: str = "IPv4") -> str:
+    # kube-proxy's iptables mode on a current distribution runs iptables-nft; prefer it by name. The IPv6
+    # proxier of a dual-stack node restores its own tables with the ip6tables twin.
+    tool = "ip6tables" if family == "IPv6" else "iptables"
+    return f"{tool}-nft-restore" if shutil.which(f"{tool}-nft-restore") else f"{tool}-restore"
 
 
 def kindnet_masquerade(state: ClusterState, the_plan: Plan) -> str:
     """kindnetd's masquerade agent (images/kindnetd/cmd/kindnetd/masq.go): traffic not bound for a local
-    address, the pod network or a node is masqueraded, so pods reach the Docker host (here: ``ext``)."""
-    return kindnet_table(state.config.pod_cidr, [n.ip for n in the_plan.nodes])
+    address, the pod network or a node is masqueraded, so pods reach the Docker host (here: ``ext``). One
+    table per family the topology wires (kindnetd keeps an IPv4 and an IPv6 list of ranges not to masquerade)."""
+    out = []
+    for family in the_plan.families:
+        cidr = state.config.pod_cidr_of(family) or state.config.pod_cidr
+        out.append(kindnet_table(cidr, [ip for n in the_plan.nodes for ip in n.addresses if _family(ip) == family],
+                                 family))
+    return "".join(out)
+
+
+def _family(ip: str) -> str:
+    return "IPv6" if ":" in ip else "IPv4"
+
+
+def _host(ip: str) -> str:
+    """The address as a host route or address: /32, or /128 for IPv6."""
+    return f"{ip}/128" if ":" in ip else f"{ip}/32"
+
+
+def _addr(ip: str, dev: str) -> str:
+    """``addr add`` of one address: IPv6 without duplicate address detection, usable at once."""
+    return f"addr add {_host(ip)} dev {dev}" + (" nodad" if ":" in ip else "")
+
+
+def _link_route(ip: str, dev: str) -> str:
+    return f"route add {_host(ip)} dev {dev}" + ("" if ":" in ip else " scope link")
+
+
+def _default(via: str, dev: str, table: str = "") -> str:
+    return f"route add {'::/0' if ':' in via else 'default'} via {via} dev {dev}{table}"
 
 
 class Topology:
@@ -110,12 +141,19 @@ class Topology:
     def _create(self) -> None:
         p = self.plan
         netns.ip_batch([f"netns add {n}" for n in p.namespaces], what="ip netns add")
+        self._no_dad(p.namespaces)
         self._wire_ext()
         for node in p.nodes:
             self._wire_node(node.name, [pod for pod in p.pods if pod.node == node.name])
         self._wire_pods(p.pods)
         for node in p.nodes:
-            netns.write_sysctl(node.netns, {"net.ipv4.ip_forward": "1"})
+            netns.write_sysctl(node.netns, {"net.ipv4.ip_forward": "1", **(
+                {"net.ipv6.conf.all.forwarding": "1"} if "IPv6" in p.families else {})})
+            # The REJECTs a verify run provokes come by the hundred within a second; the kernel's ICMP rate
+            # limit (one per peer per second after a short burst) would turn the later ones into timeouts.
+            with contextlib.suppress(OSError):
+                netns.write_sysctl(node.netns, {"net.ipv4.icmp_ratelimit": "0", **(
+                    {"net.ipv6.icmp.ratelimit": "0"} if "IPv6" in p.families else {})})
             netns.exec_in(node.netns, ["nft", "-f", "-"], kindnet_masquerade(self.state, p),
                           what=f"nft -f (kindnet masquerade) on node {node.name}")
         self._write_etc(p.pods)
@@ -128,32 +166,51 @@ class Topology:
         self.reactor = Reactor()
         self._open_listeners(p.pods, {h.pod: h for h in p.host_listeners})
         self.listeners[UPSTREAM_KEY] = self.reactor.call(open_listeners(
-            self._ctx, UPSTREAM_KEY, p.ext_netns, ((53, "TCP"), (53, "UDP")), p.gateway))
+            self._ctx, UPSTREAM_KEY, p.ext_netns, ((53, "TCP"), (53, "UDP")), p.gateways or p.gateway))
         for address, name in p.outside:
             self.listeners[f"{OUTSIDE_PREFIX}{address}"] = self.reactor.call(open_listeners(
                 self._ctx, f"{OUTSIDE_PREFIX}{name}", p.ext_netns, outside.hosts[name].ports, address))
 
+    def _no_dad(self, namespaces: Iterable[str]) -> None:
+        """IPv6 without duplicate address detection in every new namespace: the link-local addresses of the
+        links made next are usable at once, as the /128s added with ``nodad`` are (nothing else shares
+        these links, so there is nothing to detect)."""
+        if "IPv6" not in self.plan.families:
+            return
+        for name in namespaces:
+            netns.write_sysctl(name, {"net.ipv6.conf.all.accept_dad": "0", "net.ipv6.conf.default.accept_dad": "0"})
+
     def _wire_ext(self) -> None:
         p = self.plan
         lines = ["link set lo up", f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up",
-                 f"addr add {p.gateway}/32 dev {BRIDGE}"]
-        lines += [f"addr add {ip}/32 dev lo" for ip in (*p.clients, *(ip for ip, _ in p.outside))]
+                 *(_addr(g, BRIDGE) for g in p.gateways or (p.gateway,))]
+        lines += [_addr(ip, "lo") for ip in (*p.clients, *(ip for ip, _ in p.outside))]
+        six = []  # entry rules and defaults of IPv6, in an `ip -6` batch (a fwmark rule names no family)
         for i, node in enumerate(p.nodes):
             lines += [f"link add {node.uplink} type veth peer name eth0 netns {node.netns}",
-                      f"link set {node.uplink} master {BRIDGE}", f"link set {node.uplink} up",
-                      f"route add {node.ip}/32 dev {BRIDGE} scope link src {p.gateway}",
-                      f"route add default via {node.ip} dev {BRIDGE} table {ENTRY_TABLE + i}",
-                      f"rule add fwmark {ENTRY_MARK + i} table {ENTRY_TABLE + i}"]
-        lines += [f"route add {ip}/32 via {via} dev {BRIDGE}" for ip, via in p.announced]
+                      f"link set {node.uplink} master {BRIDGE}", f"link set {node.uplink} up"]
+            for ip in node.addresses:
+                lines.append(f"{_link_route(ip, BRIDGE)} src {p.gateway_of(_family(ip))}")
+                entry = [_default(ip, BRIDGE, f" table {ENTRY_TABLE + i}"),
+                         f"rule add fwmark {ENTRY_MARK + i} table {ENTRY_TABLE + i}"]
+                if ":" in ip:
+                    six += entry
+                else:
+                    lines += entry
+        lines += [f"route add {_host(ip)} via {via} dev {BRIDGE}" for ip, via in p.announced]
         netns.ip_batch(lines, p.ext_netns, what="wiring the external network")
+        netns.ip_batch(six, p.ext_netns, what="wiring the external network (IPv6)", ipv6=True)
 
     def _wire_node(self, name: str, pods: list[PodPlan]) -> None:
         p = self.plan
         node = p.node(name)
-        lines = ["link set lo up", f"addr add {node.ip}/32 dev eth0", "link set eth0 up",
-                 f"route add {p.gateway}/32 dev eth0 scope link",
-                 *(f"route add {other.ip}/32 dev eth0 scope link" for other in p.nodes if other.name != name),
-                 f"route add default via {p.gateway} dev eth0",
+        families = {_family(ip) for ip in node.addresses}
+        gateways = [g for g in p.gateways or (p.gateway,) if _family(g) in families]
+        lines = ["link set lo up", *(_addr(ip, "eth0") for ip in node.addresses), "link set eth0 up",
+                 *(_link_route(g, "eth0") for g in gateways),
+                 *(_link_route(ip, "eth0") for other in p.nodes if other.name != name for ip in other.addresses
+                   if _family(ip) in families),
+                 *(_default(g, "eth0") for g in gateways),
                  *(f"route add {dst} via {via} dev eth0" for dst, via in node.routes)]
         lines += self._pod_links(node.netns, pods)
         netns.ip_batch(lines, node.netns, what=f"wiring node {name}")
@@ -164,18 +221,24 @@ class Topology:
         for pod in pods:
             lines += [f"link add {pod.host_veth} address {GATEWAY_HW} type veth peer name eth0 address {pod.mac} "
                       f"netns {pod.netns}",
-                      f"link set {pod.host_veth} up",
-                      f"route add {pod.ip}/32 dev {pod.host_veth} scope link",
-                      f"neigh replace {pod.ip} lladdr {pod.mac} dev {pod.host_veth} nud permanent"]
+                      f"link set {pod.host_veth} up"]
+            for ip in pod.addresses:
+                lines += [_link_route(ip, pod.host_veth),
+                          f"neigh replace {ip} lladdr {pod.mac} dev {pod.host_veth} nud permanent"]
         return lines
 
     @staticmethod
     def _wire_pods(pods: Iterable[PodPlan]) -> None:
         procs = []
         for pod in pods:
-            lines = ["link set lo up", f"addr add {pod.ip}/32 dev eth0", "link set eth0 up",
-                     f"route add {POD_GATEWAY} dev eth0 scope link", f"route add default via {POD_GATEWAY} dev eth0",
-                     f"neigh replace {POD_GATEWAY} lladdr {GATEWAY_HW} dev eth0 nud permanent"]
+            lines = ["link set lo up", *(_addr(ip, "eth0") for ip in pod.addresses), "link set eth0 up"]
+            if any(":" not in ip for ip in pod.addresses):
+                lines += [f"route add {POD_GATEWAY} dev eth0 scope link", _default(POD_GATEWAY, "eth0"),
+                          f"neigh replace {POD_GATEWAY} lladdr {GATEWAY_HW} dev eth0 nud permanent"]
+            if any(":" in ip for ip in pod.addresses):
+                # fe80::/64 is on eth0 from the moment it is up; the gateway is the host side's MAC, as for IPv4.
+                lines += [_default(POD_GATEWAY6, "eth0"),
+                          f"neigh replace {POD_GATEWAY6} lladdr {GATEWAY_HW} dev eth0 nud permanent"]
             # One ip process per pod, all at once: a 50-pod topology is wired in one round trip.
             proc = subprocess.Popen(["ip", "-n", pod.netns, "-batch", "-"], stdin=subprocess.PIPE,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -204,20 +267,25 @@ class Topology:
             # World-readable whatever the process umask (the daemon's is 077, for its secrets): the pod's
             # tools run as nobody and read these as their /etc.
             for name, text in (("resolv.conf", pod.resolv_conf),
-                               ("hosts", f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n"
-                                         f"{pod.ip}\t{pod.hostname}\n")):
+                               ("hosts", "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n"
+                                         + "".join(f"{ip}\t{pod.hostname}\n" for ip in pod.addresses))):
                 (d / name).write_text(text)
                 os.chmod(d / name, 0o644)
 
     def _load_rules(self, state: ClusterState) -> None:
         for node in self.plan.nodes:
-            text = render(state, self.dataplane, node.name).text
+            ruleset = render(state, self.dataplane, node.name)
+            text = ruleset.text
             if self.dataplane == "iptables":
-                netns.exec_in(node.netns, [_iptables_restore()], text, what=f"iptables-restore on node {node.name}")
+                # One restore per family, as each family's proxier runs its own.
+                for family, part in (ruleset.parts or {"IPv4": text}).items():
+                    restore = _iptables_restore(family)
+                    netns.exec_in(node.netns, [restore], part, what=f"{restore} on node {node.name}")
             else:
-                # One transaction: the old table goes and the new one comes, as kube-proxy's sync does.
-                netns.exec_in(node.netns, ["nft", "-f", "-"],
-                              "table ip kube-proxy\ndelete table ip kube-proxy\n" + text,
+                # One transaction: the old tables go and the new ones come, as kube-proxy's sync does.
+                tables = ["ip6" if f == "IPv6" else "ip" for f in (ruleset.parts or {"IPv4": text})]
+                reset = "".join(f"table {t} kube-proxy\ndelete table {t} kube-proxy\n" for t in tables)
+                netns.exec_in(node.netns, ["nft", "-f", "-"], reset + text,
                               what=f"nft -f (kube-proxy rules) on node {node.name}")
             policy = netpol.ruleset(state, self.plan, node.name)
             netns.exec_in(node.netns, ["nft", "-f", "-"], policy, what=f"nft -f (policy) on node {node.name}")
@@ -225,12 +293,19 @@ class Topology:
 
     def _open_listeners(self, pods: Iterable[PodPlan], hosts: dict[str, Any]) -> None:
         assert self.reactor is not None
+        wild = self._wildcards
         for pod in pods:
             if pod.listens:
-                self.listeners[pod.key] = self.reactor.call(open_listeners(self._ctx, pod.key, pod.netns, pod.listens))
+                self.listeners[pod.key] = self.reactor.call(open_listeners(self._ctx, pod.key, pod.netns, pod.listens,
+                                                                           wild))
         for key, host in hosts.items():
             node = self.plan.node(host.node)
-            self.listeners[key] = self.reactor.call(open_listeners(self._ctx, key, node.netns, host.listens))
+            self.listeners[key] = self.reactor.call(open_listeners(self._ctx, key, node.netns, host.listens, wild))
+
+    @property
+    def _wildcards(self) -> tuple[str, ...]:
+        """Where listeners bind: 0.0.0.0, and :: (IPv6 only) beside it when the topology wires IPv6."""
+        return ("0.0.0.0", "::") if "IPv6" in self.plan.families else ("0.0.0.0",)
 
     # --- using -----------------------------------------------------------------------------------
 
@@ -264,7 +339,8 @@ class Topology:
         with self._lock:
             if self._closed:
                 return
-            new_plan = plan(state, self.owner.name(""), clients=self.plan.clients[1:],
+            new_plan = plan(state, self.owner.name(""), clients=[
+                                c for c in self.plan.clients if c not in (EXTERNAL_CLIENT_IP, EXTERNAL_CLIENT_IP6)],
                             client_pods=[(p.ip, p.node) for p in self.plan.pods if not p.is_pod and not p.listens])
             old = {p.key: p for p in self.plan.pods}
             new = {p.key: p for p in new_plan.pods}
@@ -282,13 +358,14 @@ class Topology:
                     netns.ip_batch(veths, node.netns, what=f"removing pods from node {node.name}")
             netns.delete([p.netns for p in gone])
             if new_plan.announced != self.plan.announced:
-                routes = [f"route del {ip}/32" for ip, _ in self.plan.announced]
-                routes += [f"route replace {ip}/32 via {via} dev {BRIDGE}" for ip, via in new_plan.announced]
+                routes = [f"route del {_host(ip)}" for ip, _ in self.plan.announced]
+                routes += [f"route replace {_host(ip)} via {via} dev {BRIDGE}" for ip, via in new_plan.announced]
                 subprocess.run(["ip", "-force", "-n", new_plan.ext_netns, "-batch", "-"], input="\n".join(routes),
                                capture_output=True, text=True, timeout=60, check=False)
             self.plan = new_plan
             if came:
                 netns.ip_batch([f"netns add {p.netns}" for p in came], what="ip netns add")
+                self._no_dad([p.netns for p in came])
                 for node in new_plan.nodes:
                     lines = self._pod_links(node.netns, [p for p in came if p.node == node.name])
                     netns.ip_batch(lines, node.netns, what=f"wiring pods on node {node.name}")
@@ -374,9 +451,10 @@ def leftovers() -> list[str]:
 __all__ = ["KERNEL_DATAPLANES", "Loaded", "Topology", "kernel_dump", "leftovers", "terminating_as_interrupt"]
 
 
-def kernel_dump(dataplane: str, text: str) -> str:
-    """Load ``text`` (a kube-proxy render) into a throwaway namespace and return what the kernel holds,
-    in the kernel tools' own words: ``iptables-save`` (dates dropped) or ``nft list table ip kube-proxy``."""
+def kernel_dump(dataplane: str, text: str, family: str = "IPv4") -> str:
+    """Load ``text`` (a kube-proxy render of one IP family) into a throwaway namespace and return what the kernel
+    holds, in the kernel tools' own words: ``iptables-save``/``ip6tables-save`` (dates dropped) or
+    ``nft list table ip|ip6 kube-proxy``."""
     if dataplane not in KERNEL_DATAPLANES:
         raise PlanError(f"data plane {dataplane!r} has no kernel form (supported: {', '.join(KERNEL_DATAPLANES)})")
     netns.require(dataplane)
@@ -386,12 +464,15 @@ def kernel_dump(dataplane: str, text: str) -> str:
     try:
         netns.ip_batch([f"netns add {name}"], what="ip netns add")
         if dataplane == "iptables":
-            netns.exec_in(name, [_iptables_restore()], text, what="iptables-restore")
-            dump = netns.exec_in(name, [_iptables_restore().replace("-restore", "-save")], what="iptables-save")
+            restore = _iptables_restore(family)
+            netns.exec_in(name, [restore], text, what=restore)
+            save = restore.replace("-restore", "-save")
+            dump = netns.exec_in(name, [save], what=save)
             return "".join(line + "\n" for line in dump.splitlines()
                            if not line.startswith(("# Generated by", "# Completed on")))
         netns.exec_in(name, ["nft", "-f", "-"], text, what="nft -f")
-        return netns.exec_in(name, ["nft", "list", "table", "ip", "kube-proxy"], what="nft list table")
+        table = "ip6" if family == "IPv6" else "ip"
+        return netns.exec_in(name, ["nft", "list", "table", table, "kube-proxy"], what="nft list table")
     finally:
         netns.delete([name])
         owner.release()

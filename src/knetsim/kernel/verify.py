@@ -12,6 +12,11 @@ The flows of a cluster, in this order (each list sorted):
 4. **external** — the external client (``203.0.113.10``) to every NodePort on every node and
    every LoadBalancer and external IP port.
 
+On a dual-stack cluster every flow exists in each family the client and the target have: a
+Service flow asks DNS for A or AAAA and connects to the ClusterIP of that family; pods are
+reached at each of their addresses; the external client uses ``2001:db8:203::10`` for IPv6
+node, LoadBalancer and external addresses. An IPv6-only cluster's flows are all IPv6.
+
 Client pods are the pods on the pod network. Above ``max_flows`` the flows are sampled
 (deterministically: the lowest hashes of their text) and the sample is reported.
 
@@ -34,12 +39,13 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, trace_packet
+from ..dataplane.model import family_of_ip, join_host_port, split_host_port
 from ..dns import resolve
 from ..model.listeners import pod_listens
 from ..network import Trace, dns_reachable, trace
 from ..network.dataplane import endpoint_pod
 from ..network.external import announcing_node
-from ..network.trace import EXTERNAL_CLIENT_IP
+from ..network.trace import external_client_ip
 from . import probe
 from .listeners import gather_bounded
 from .plan import on_pod_network
@@ -57,24 +63,33 @@ class Flow:
     host: str  # DNS name (service, dns) or IP
     port: int
     protocol: str
+    # A Service or dns flow of the cluster's secondary family (the name asked as AAAA on a dual-stack
+    # cluster), or of an IPv6-only cluster's only one: "" is the cluster's primary family.
+    family: str = ""
 
     @property
     def target(self) -> str:
         """What ``knetsim trace`` is given for this flow."""
         if self.kind == "dns":
             return self.host
-        text = f"{self.host}:{self.port}"
+        text = join_host_port(self.host, self.port)
         return f"udp://{text}" if self.protocol == "UDP" else text
 
     def __str__(self) -> str:
-        what = self.host if self.kind == "dns" else f"{self.host}:{self.port}/{self.protocol}"
-        return f"{self.kind:<8} {self.source} → {what}"
+        what = self.host if self.kind == "dns" else f"{join_host_port(self.host, self.port)}/{self.protocol}"
+        return f"{self.kind:<8} {self.source} → {what}{f' ({self.family})' if self.family else ''}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "from": self.source, "to": self.host}
         if self.kind != "dns":
             out.update(port=self.port, protocol=self.protocol)
+        if self.family:
+            out["family"] = self.family
         return out
+
+    def qtype(self, state: ClusterState) -> str:
+        """The DNS question a service or dns flow asks: AAAA for an IPv6 flow."""
+        return "AAAA" if (self.family or state.config.ip_families[0]) == "IPv6" else "A"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,43 +166,64 @@ class Report:
 # --- the flows ---------------------------------------------------------------------------------
 
 
+def _families_of(pod: Any) -> set[str]:
+    return {family_of_ip(ip) for ip in (pod.pod_ips or (pod.pod_ip,)) if ip}
+
+
 def flows(state: ClusterState) -> list[Flow]:
     clients = [p for _, p in sorted(state.pods.items()) if on_pod_network(p)]
     domain = state.config.cluster_domain
+    primary = state.config.ip_families[0]
     out: list[Flow] = []
     services = [state.services[k] for k in sorted(state.services)]
     for client in clients:
+        mine = _families_of(client)
         for svc in services:
             if svc.type == "ExternalName" or not svc.cluster_ip or svc.cluster_ip == "None":
                 continue
-            for sp in svc.ports:
-                if sp.protocol in PROTOCOLS:
-                    out.append(Flow("service", client.key, f"{svc.name}.{svc.namespace}.svc.{domain}.", sp.port,
-                                    sp.protocol))
+            # One flow per ClusterIP family the client has an address of; the primary family's first.
+            families = sorted({family_of_ip(ip) for ip in svc.cluster_ips or (svc.cluster_ip,)} & mine,
+                              key=lambda f: f != primary)
+            for family in families:
+                for sp in svc.ports:
+                    if sp.protocol in PROTOCOLS:
+                        out.append(Flow("service", client.key, f"{svc.name}.{svc.namespace}.svc.{domain}.", sp.port,
+                                        sp.protocol, "" if family == primary else family))
     for client in clients:
         for svc in services:
             if svc.type == "ExternalName" or svc.cluster_ip == "None":
                 out.append(Flow("dns", client.key, f"{svc.name}.{svc.namespace}.svc.{domain}.", 53, "UDP"))
     targets: dict[tuple[str, int, str], None] = {}
     for _, pod in sorted(state.pods.items()):
-        ip = pod.pod_ip if on_pod_network(pod) else (pod.host_ip if pod.host_network else "")
-        if not ip and pod.host_network and pod.node_name in state.nodes:
-            ip = state.nodes[pod.node_name].internal_ip
-        if not ip or pod.phase in ("Succeeded", "Failed"):
+        if on_pod_network(pod):
+            ips = tuple(pod.pod_ips or (pod.pod_ip,))
+        else:
+            # A hostNetwork pod's podIPs are its node's addresses.
+            ips = (tuple(pod.pod_ips) or (pod.host_ip,)) if pod.host_network and pod.host_ip else ()
+        if not ips and pod.host_network and pod.node_name in state.nodes:
+            node = state.nodes[pod.node_name]
+            ips = tuple(node.internal_ips or (node.internal_ip,))
+        if not any(ips) or pod.phase in ("Succeeded", "Failed"):
             continue
         for port, proto in pod_listens(pod):
             if proto in PROTOCOLS:
-                targets.setdefault((ip, port, proto))
+                for ip in ips:
+                    targets.setdefault((ip, port, proto))
     for client in clients:
+        mine = _families_of(client)
         for ip, port, proto in targets:
-            out.append(Flow("pod", client.key, ip, port, proto))
+            if family_of_ip(ip) in mine:
+                out.append(Flow("pod", client.key, ip, port, proto))
     for svc in services:
         for sp in svc.ports:
             if sp.protocol not in PROTOCOLS:
                 continue
             if sp.node_port and svc.type in ("NodePort", "LoadBalancer"):
+                families = {family_of_ip(ip) for ip in svc.cluster_ips or (svc.cluster_ip,)}
                 for node in state.config.nodes:
-                    out.append(Flow("external", "external", node.ip, int(sp.node_port), sp.protocol))
+                    for ip in node.addresses:  # a NodePort opens on the node's address of each Service family
+                        if family_of_ip(ip) in families:
+                            out.append(Flow("external", "external", ip, int(sp.node_port), sp.protocol))
             ips = (*(svc.load_balancer_ips if svc.type == "LoadBalancer" else ()), *svc.external_ips)
             for ip in dict.fromkeys(ips):
                 out.append(Flow("external", "external", ip, sp.port, sp.protocol))
@@ -206,24 +242,39 @@ def sample(all_flows: Sequence[Flow], limit: int) -> list[Flow]:
 # --- knetsim's side ------------------------------------------------------------------------------
 
 
-def _node_ip(state: ClusterState, name: str) -> str:
-    return next((n.ip for n in state.config.nodes if n.name == name), "")
+def _node_ip(state: ClusterState, name: str, family: str = "IPv4") -> str:
+    node = next((n for n in state.config.nodes if n.name == name), None)
+    if node is None:
+        return ""
+    return next((ip for ip in node.addresses if family_of_ip(ip) == family), node.ip)
 
 
 def expectation(state: ClusterState, flow: Flow, plane: str) -> Expectation:
     if flow.kind == "dns":
         return _dns_expectation(state, flow)
     t = trace(state, flow.source, flow.target, protocol=flow.protocol, dataplane=plane)
-    summary = _summary(t)
     src_pod = state.pods.get(flow.source)
-    src_ip = src_pod.pod_ip if src_pod is not None else EXTERNAL_CLIENT_IP
     dst_ip = flow.host
     dns: tuple[str, ...] = ()
     if flow.kind == "service":
         svc = next(s for s in state.services.values()
                    if f"{s.name}.{s.namespace}.svc.{state.config.cluster_domain}." == flow.host)
         dst_ip = svc.cluster_ip
+        if flow.family:
+            # The secondary family: DNS as the name's trace says (the same server answers A and AAAA), then the
+            # connection to the ClusterIP of this family.
+            dst_ip = next(ip for ip in svc.cluster_ips if family_of_ip(ip) == flow.family)
+            if t.outcome not in ("dns-timeout", "nxdomain"):
+                literal = join_host_port(dst_ip, flow.port)
+                t = trace(state, flow.source, f"udp://{literal}" if flow.protocol == "UDP" else literal,
+                          protocol=flow.protocol, dataplane=plane)
         dns = (dst_ip,) if t.outcome not in ("dns-timeout", "nxdomain") else ()
+    summary = _summary(t)
+    family = family_of_ip(dst_ip) or "IPv4"
+    if src_pod is not None:
+        src_ip = next((ip for ip in src_pod.pod_ips if family_of_ip(ip) == family), src_pod.pod_ip)
+    else:
+        src_ip = external_client_ip(dst_ip)
     seen = src_ip
     by_backend: tuple[tuple[str, str, str], ...] = ()
     if t.outcome not in ("dns-timeout", "nxdomain") and (state.service_by_ip(dst_ip) is not None
@@ -234,7 +285,7 @@ def expectation(state: ClusterState, flow: Flow, plane: str) -> Expectation:
             node = announcing_node(state, svc, dst_ip)  # where the L2 announcement brings it
         result = trace_packet(state, Packet(src_ip, dst_ip, flow.port, flow.protocol, node), plane)
         if result.verdict == "DNAT":
-            masq = _node_ip(state, result.node) if result.masquerade else src_ip
+            masq = _node_ip(state, result.node, family) if result.masquerade else src_ip
             # A pod to a ClusterIP is masqueraded only when it reaches itself (hairpin, KUBE-SEP's -s rule).
             hairpin_only = src_pod is not None and svc is not None and dst_ip in svc.cluster_ips
             outcomes = _per_backend(state, flow, t, result.targets, src_pod is not None)
@@ -249,14 +300,15 @@ def _per_backend(state: ClusterState, flow: Flow, t: Trace, targets: Sequence[An
     intermittent = any(f.code == "Intermittent" for f in t.findings)
     out = []
     for target in targets:
-        ip, _, port = target.address.rpartition(":")
-        pod = endpoint_pod(state, ip, int(port), flow.protocol)
+        ip, port = split_host_port(target.address)
+        pod = endpoint_pod(state, ip, port, flow.protocol)
         name = pod.key if pod is not None else f"endpoint/{ip}"
         if not intermittent or (t.backend is not None and t.backend.pod == name):
             out.append((name, t.outcome, ip))
         elif from_pod:
             # Pod to ClusterIP is not masqueraded: the backend is seen as if reached directly.
-            direct = trace(state, flow.source, f"{ip}:{port}" if flow.protocol == "TCP" else f"udp://{ip}:{port}",
+            literal = join_host_port(ip, port)
+            direct = trace(state, flow.source, literal if flow.protocol == "TCP" else f"udp://{literal}",
                            protocol=flow.protocol, dataplane=t.dataplane)
             out.append((name, direct.outcome, ip))
         else:
@@ -266,7 +318,7 @@ def _per_backend(state: ClusterState, flow: Flow, t: Trace, targets: Sequence[An
 
 def _summary(t: Trace) -> str:
     if t.outcome == "connected" and t.backend is not None:
-        return f"connected to {t.backend.pod} ({t.backend.ip}:{t.backend.port})"
+        return f"connected to {t.backend.pod} ({join_host_port(t.backend.ip, t.backend.port)})"
     hop = t.failing_hop
     return f"{t.outcome}" + (f" at {hop.layer}: {hop.detail}" if hop is not None else "")
 
@@ -277,7 +329,7 @@ def _dns_expectation(state: ClusterState, flow: Flow) -> Expectation:
     def reachable(ns: str, port: int, protocol: str) -> bool:
         return dns_reachable(state, pod, ns, port, protocol)[0]
 
-    r = resolve(state, pod, flow.host, "A", reachable=reachable)
+    r = resolve(state, pod, flow.host, flow.qtype(state), reachable=reachable)
     outcome = {"resolved": "ok", "external": "cname"}.get(r.outcome, r.outcome)
     values = tuple(sorted(r.values)) if r.outcome == "resolved" else ()
     summary = f"{outcome}" + (f": {', '.join(values)}" if values else "")
@@ -302,7 +354,7 @@ def _attempts(expected: Expectation) -> int:
 async def _kernel(topo: Topology, flow: Flow, expected: Expectation) -> tuple[str, list[probe.Probe], str | None]:
     """(what the kernel did, the attempts, the first disagreement or None)."""
     if flow.kind == "external":
-        netns, src = topo.netns_of("ext"), EXTERNAL_CLIENT_IP
+        netns, src = topo.netns_of("ext"), external_client_ip(flow.host)
     else:
         netns, src = topo.netns_of(flow.source), None
     address = flow.host
@@ -311,7 +363,7 @@ async def _kernel(topo: Topology, flow: Flow, expected: Expectation) -> tuple[st
         nameserver = _nameserver(pod.resolv_conf if pod is not None else "")
         if not nameserver:
             return "no nameserver in resolv.conf", [], "the pod has no nameserver"
-        answer = await probe.query(netns, nameserver, flow.host)
+        answer = await probe.query(netns, nameserver, flow.host, flow.qtype(topo.state))
         got = _dns_class(answer)
         if flow.kind == "dns":
             problem = None

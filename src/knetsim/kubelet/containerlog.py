@@ -26,6 +26,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..model.timestamps import parse_rfc3339
+
 LOG_LIMIT = 1 << 20  # bytes kept per container run (the kubelet rotates at 10 MiB)
 
 
@@ -194,7 +196,7 @@ class Renderer:
             self.since = datetime.now(UTC) - timedelta(seconds=int(q["sinceSeconds"]))
         elif q.get("sinceTime"):
             with contextlib.suppress(ValueError):
-                self.since = datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00"))
+                self.since = parse_rfc3339(q["sinceTime"])
         self.sent = 0
         self.at_line_start = True
 

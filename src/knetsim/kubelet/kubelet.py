@@ -33,13 +33,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -47,13 +46,12 @@ from ..apiserver.errors import ApiError
 from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
-from ..container import shell
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
-from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
 from ..container.podfs import PodFS
-from ..container.proc import SHELLS, Proc, is_interactive_shell
+from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
+from ..model.timestamps import now_rfc3339
 from .configwait import ConfigWait
 from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
 from .imagepull import ImagePuller, started
@@ -61,6 +59,10 @@ from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
 from .podstatus import apply_phase, image_id, refreshed, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
+
+if TYPE_CHECKING:
+    from ..container import shell
+    from ..container.proc import Proc
 
 log = logging.getLogger("knetsim.kubelet")
 
@@ -84,6 +86,14 @@ def image_name(image: str) -> str:
     return last.split(":", 1)[0]
 
 
+def _tools() -> Mapping[str, shell.Tool]:
+    # The container's userland is loaded with the first container that runs a command: a cluster of
+    # servers (every system pod) never needs it, and it is most of what the daemon would import.
+    from ..container.proc import builtin_tools
+
+    return builtin_tools()
+
+
 def container_argv(container: Mapping[str, Any]) -> list[str] | None:
     """What the runtime executes: command + args, or the image's entrypoint/CMD they replace."""
     command = [str(a) for a in container.get("command") or []]
@@ -96,7 +106,7 @@ def container_argv(container: Mapping[str, Any]) -> list[str] | None:
         if not args:
             return ["curl"]
         first = args[0].rsplit("/", 1)[-1]
-        return args if first in shell.BUILTIN_TOOLS and not args[0].startswith("-") else ["curl", *args]
+        return args if first in _tools() and not args[0].startswith("-") else ["curl", *args]
     if args:
         return args
     return list(DEFAULT_CMD[image]) if image in DEFAULT_CMD else None
@@ -106,7 +116,9 @@ def script_supported(script: str) -> bool:
     """Whether every command a ``sh -c`` script runs is one the simulated shell has (pipes,
     redirections, loops and substitutions are the shell's own; a command name that is itself
     an expansion cannot be checked before it runs)."""
-    names = shell.static_commands(script)
+    from ..container.shell import static_commands
+
+    names = static_commands(script)
     if names is None:
         return False
     return all(_known(name) for name in names)
@@ -116,7 +128,9 @@ def _known(name: str) -> bool:
     base = name.rsplit("/", 1)[-1]
     # A name busybox lacks is `not found` in a real container too; an applet knetsim does not
     # imitate (ping, ps...) would print what it cannot tell, so such a script is left running.
-    return base in shell.BUILTIN_TOOLS or base not in shell.BUSYBOX_APPLETS
+    from ..container.shell import BUSYBOX_APPLETS
+
+    return base in _tools() or base not in BUSYBOX_APPLETS
 
 
 def argv_supported(argv: list[str]) -> bool:
@@ -128,11 +142,13 @@ def argv_supported(argv: list[str]) -> bool:
     name = words[0].rsplit("/", 1)[-1]
     if name in ("exec", "env") and len(words) > 1:
         return argv_supported(words[1:])
+    from ..container.proc import SHELLS
+
     if name in SHELLS:
         if len(words) >= 3 and words[1] == "-c":
             return script_supported(words[2])
         return False
-    return name in shell.BUILTIN_TOOLS
+    return name in _tools()
 
 
 def runnable(container: Mapping[str, Any]) -> list[str] | None:
@@ -144,6 +160,8 @@ def runnable(container: Mapping[str, Any]) -> list[str] | None:
         return argv or ["sh"]
     if argv is None or image_name(str(container.get("image") or "")) not in SHELL_IMAGES:
         return None
+    from ..container.proc import is_interactive_shell
+
     if is_interactive_shell(argv):
         return None  # a shell reading an empty stdin exits at once; kept running (see README)
     return argv if argv_supported(argv) else None
@@ -153,10 +171,6 @@ def go_duration(seconds: float) -> str:
     """Go's time.Duration text for whole seconds: 10s, 1m20s, 5m0s."""
     m, sec = divmod(int(seconds), 60)
     return f"{m}m{sec}s" if m else f"{sec}s"
-
-
-def now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Container:
@@ -214,6 +228,8 @@ class Container:
         await self._emit(2, text)
 
     def _new_proc(self) -> Proc:
+        from ..container.proc import Proc
+
         self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
@@ -251,14 +267,15 @@ class Container:
                 # command again: its earlier output is not kept twice); a server's log goes on.
                 self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
                                                  fresh=self.argv is not None or exits > 0)
-                self.proc = self._new_proc()
+                # A server (no command: only its probes run here) has no process of the shell's.
+                self.proc = self._new_proc() if self.argv is not None else None
                 self.run_done = asyncio.Event()
                 if not self.oom_killed:  # an OOM kill that came before the run (a server's exec) still ends it
                     self.killed.clear()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
-                started_at, self.started_at = self.started_at or now_text(), None
+                started_at, self.started_at = self.started_at or now_rfc3339(), None
                 self.state = {"running": {"startedAt": started_at}}
                 probes = self.kubelet.probes(self)
                 self.kubelet.report(self)
@@ -270,7 +287,7 @@ class Container:
                 killed = self.killed.is_set()
                 oom, self.oom_killed = self.oom_killed, False
                 terminated = {"exitCode": code, "reason": "OOMKilled" if oom else "Completed" if code == 0 else "Error",
-                              "startedAt": started_at, "finishedAt": now_text(),
+                              "startedAt": started_at, "finishedAt": now_rfc3339(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
                 self.run_done.set()
@@ -311,10 +328,11 @@ class Container:
 
 
 class Kubelet:
-    def __init__(self, server: NodeView, tools: Mapping[str, shell.Tool] = shell.BUILTIN_TOOLS) -> None:
+    def __init__(self, server: NodeView, tools: Mapping[str, shell.Tool] | None = None) -> None:
         self.server = server
-        # The commands its containers' shells have (kernel mode hands real network tools).
-        self.tools = tools
+        # The commands its containers' shells have (kernel mode hands real network tools; None: the
+        # simulated container's own, loaded with the first shell).
+        self._tools = tools
         self.containers: dict[tuple[str, str], dict[str, Container]] = {}  # (ns, name) → containers
         self.uids: dict[tuple[str, str], str] = {}
         self.logs = LogStore(Path(server.state_dir) / "pods" if server.state_dir else None)
@@ -329,6 +347,10 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+
+    @property
+    def tools(self) -> Mapping[str, shell.Tool]:
+        return self._tools if self._tools is not None else _tools()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -519,9 +541,9 @@ class Kubelet:
     def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
         """Start a container the pod-start controller could not: its image is there now, or its config."""
         name = str(spec_c.get("name"))
-        started(self.recorder, json.loads(json.dumps(body)), name, str(spec_c.get("image") or ""))
+        started(self.recorder, json_copy(body), name, str(spec_c.get("image") or ""))
         self._remember_env(uid, body, spec_c)
-        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_text()}})
+        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_rfc3339()}})
         c = self._container(key, uid, spec_c, 0)
         if c is not None:
             c.task = asyncio.get_running_loop().create_task(c.run())
@@ -549,7 +571,7 @@ class Kubelet:
 
         def report(state: dict[str, Any]) -> None:
             self.report_state(namespace, pod, uid, name, state)
-        puller = ImagePuller(self.recorder, json.loads(json.dumps(body)), name, image, error, report)
+        puller = ImagePuller(self.recorder, json_copy(body), name, image, error, report)
         self.pullers[(uid, name)] = puller
         puller.begin()
         return True
@@ -639,9 +661,12 @@ class Kubelet:
             self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
         env = pod_env(state, pod, container)
         env.update(self.envs.get((uid, container), {}))
+        from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
+        from ..container.shell import Ctx
+
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
-        ctx = shell.Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools,
-                        process=cgroup.process(container))
+        ctx = Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools,
+                  process=cgroup.process(container))
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
@@ -740,6 +765,8 @@ class Kubelet:
 
         async def collect(text: str) -> None:
             output.append(text)
+        from ..container.proc import Proc
+
         ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
         try:
             code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
@@ -772,14 +799,14 @@ class Kubelet:
         stored = self.server.store.get(key)
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
             return
-        new = json.loads(json.dumps(stored.body))
+        new = json_copy(stored.body)
         statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
         entry = next((cs for cs in statuses if cs.get("name") == c.name), None)
         if entry is None:
             entry = {"name": c.name, "image": c.image, "imageID": image_id(c.image), "ready": False,
                      "restartCount": 0}
             statuses.append(entry)
-        entry["state"] = json.loads(json.dumps(c.state))
+        entry["state"] = json_copy(c.state)
         if "running" in c.state or "terminated" in c.state:
             entry["containerID"] = self.container_id(c)
         if new != stored.body:
@@ -793,15 +820,15 @@ class Kubelet:
         stored = self.server.store.get(key)
         if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
             return
-        status = json.loads(json.dumps(stored.body.get("status") or {}))
+        status = json_copy(stored.body.get("status") or {})
         changed: dict[str, Any] = {}
         for cs in status.get("containerStatuses") or []:
             if cs.get("name") != container:
                 continue
             changed = cs
-            cs["state"] = json.loads(json.dumps(state))
+            cs["state"] = json_copy(state)
             if last_state:
-                cs["lastState"] = json.loads(json.dumps(last_state))
+                cs["lastState"] = json_copy(last_state)
             if restarts is not None:
                 cs["restartCount"] = restarts
             cs["started"] = "running" in state and (uid, container) not in self.starting
@@ -815,9 +842,9 @@ class Kubelet:
         spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
         _keep_explanation(status, core)
-        stamp_conditions(status, stored.body.get("status") or {}, now_text())
+        stamp_conditions(status, stored.body.get("status") or {}, now_rfc3339())
         if status != stored.body.get("status"):
-            new = json.loads(json.dumps(stored.body))
+            new = json_copy(stored.body)
             new["status"] = status
             self.server.store.commit([Write(key, new, stored.managed)])
 

@@ -101,7 +101,8 @@ class PodStart(Controller):
         ip = node.internal_ip if pod["spec"].get("hostNetwork") else self.free_address(node)
         if ip is None:
             return  # the node's pod CIDR is full: the sandbox cannot start
-        status = pod_status(pod, ip, node.internal_ip, self.config)
+        status = pod_status(pod, ip, node.internal_ip, self.config, self._addresses(node, ip, pod),
+                            node.internal_ips or (node.internal_ip,))
         status["startTime"] = batch.now
         # A ConfigMap/Secret its environment needs is missing: the kubelet keeps the container waiting.
         hold(status, waiting_states(pod, lookup), pod["spec"])
@@ -147,6 +148,16 @@ class PodStart(Controller):
         stamp_conditions(status, old, batch.now)
         if status != old:
             batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})
+
+    @staticmethod
+    def _addresses(node: Node, ip: str, pod: Mapping[str, Any]) -> tuple[str, ...]:
+        """Every address of the pod: on a dual-stack node the same host number in its other pod CIDR too."""
+        if pod["spec"].get("hostNetwork"):
+            return node.internal_ips or (ip,)
+        if len(node.pod_cidrs) < 2:
+            return (ip,)
+        offset = int(ipaddress.ip_address(ip)) - int(ipaddress.ip_network(node.pod_cidrs[0]).network_address)
+        return (ip, *(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:]))
 
     def free_address(self, node: Node) -> str | None:
         network = ipaddress.ip_network(node.pod_cidr)

@@ -10,15 +10,11 @@ and the Ready conditions from the container states the same way, here.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..cluster import workloads as core_workloads
-
-
-def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
+from ..model.jsonvalue import json_copy
 
 
 def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -74,7 +70,7 @@ def hold(status: dict[str, Any], waiting: Mapping[str, Mapping[str, Any]], spec:
         state = waiting.get(cs.get("name"))
         if state is not None and ("waiting" not in (cs.get("state") or {}) or state.get("reason") ==
                                   "ContainerCreating"):
-            cs.update(state={"waiting": _copy(state)}, ready=False, started=False)
+            cs.update(state={"waiting": json_copy(state)}, ready=False, started=False)
     apply_phase(status, spec)
 
 
@@ -105,7 +101,7 @@ def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapp
             continue
         for f in ("state", "lastState", "restartCount", "containerID", "imageID"):
             if f in prev:
-                cs[f] = _copy(prev[f])
+                cs[f] = json_copy(prev[f])
         if "running" not in (cs.get("state") or {}) or (cs.get("name") in probed and prev.get("started") is False):
             cs["ready"] = cs["started"] = False  # not running, or its startup probe has not passed yet
             touched = True
@@ -121,11 +117,13 @@ def refreshed(body: Mapping[str, Any]) -> dict[str, Any] | None:
     status = body.get("status") or {}
     phase = status.get("phase")
     if phase in ("Succeeded", "Failed"):
-        return _copy(status)  # type: ignore[no-any-return]
+        return json_copy(status)  # type: ignore[no-any-return]
     if phase not in ("Running", "Pending") or not status.get("podIP") or not (body.get("spec") or {}).get("nodeName"):
         return None
     # No registry check here: whether an image can be pulled is the kubelet's to report (kept below).
-    fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "")
+    fresh = core_workloads.pod_status(body, status["podIP"], status.get("hostIP") or "", None,
+                                      tuple(str(i.get("ip")) for i in status.get("podIPs") or () if i.get("ip")),
+                                      tuple(str(i.get("ip")) for i in status.get("hostIPs") or () if i.get("ip")))
     if status.get("startTime"):
         fresh["startTime"] = status["startTime"]
     keep_kubelet_state(fresh, status, body.get("spec") or {})

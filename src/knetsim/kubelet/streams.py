@@ -10,7 +10,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..apiserver.registry import Target
-from . import portforward, wsexec
 from .kubelet import Kubelet
 from .node import NodeView
 
@@ -19,10 +18,16 @@ class NodeStreams:
     def __init__(self, kubelet: Kubelet) -> None:
         self.kubelet = kubelet
 
+    # The streams' modules load with their first use (the container's userland behind them is large).
+
     async def exec(self, server: NodeView, request: web.Request, target: Target) -> web.StreamResponse:
+        from . import wsexec
+
         return await wsexec.handle(server, self.kubelet, request, target)
 
     async def port_forward(self, server: NodeView, request: web.Request, target: Target) -> web.StreamResponse:
+        from . import portforward
+
         return await portforward.handle(server, request, target, self.kubelet.served)
 
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:

@@ -21,12 +21,10 @@ from typing import Any
 
 from ..ingress import resolve_class
 from ..model.labels import Selector, closest_labels
+from ..model.objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
 from ..network import TraceInputError
 from .model import Check, CriterionResult
 from .snapshot import Snapshot
-
-DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
-CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 
 
 @dataclass(frozen=True, slots=True)
@@ -553,14 +551,14 @@ def ingressclass_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
 @check("no-class-annotation")
 def no_class_annotation_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
     ns, name = _ns(ctx, p), str(p["ingress"])
-    desc = f"Ingress {ns}/{name} no longer uses the deprecated annotation {CLASS_ANNOTATION}"
+    desc = f"Ingress {ns}/{name} no longer uses the deprecated annotation {INGRESS_CLASS_ANNOTATION}"
     ing = ctx.snapshot.get("Ingress", ns, name)
     if ing is None:
         return Verdict(desc, False, "no annotation", f"no Ingress {name} in namespace {ns}")
-    value = (_meta(ing).get("annotations") or {}).get(CLASS_ANNOTATION)
+    value = (_meta(ing).get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
     if value is None:
         return Verdict(desc, True, "no annotation", "no annotation")
-    return Verdict(desc, False, "no annotation", f"{CLASS_ANNOTATION}: {value}")
+    return Verdict(desc, False, "no annotation", f"{INGRESS_CLASS_ANNOTATION}: {value}")
 
 
 @check("ingressclass-served")

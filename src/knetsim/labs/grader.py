@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..model.jsonvalue import json_copy
 from ..sources import KubeAPI
 from .criteria import Context, evaluate
 from .model import CriterionResult, Lab, LabResult, TaskResult
@@ -84,7 +84,7 @@ class Applied:
 
 
 def _labelled(obj: dict[str, Any], lab: Lab) -> dict[str, Any]:
-    body = json.loads(json.dumps(obj))
+    body = json_copy(obj)
     meta = body.setdefault("metadata", {})
     meta.setdefault("labels", {})[LAB_LABEL] = lab.name
     return body

@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..model.timestamps import now_rfc3339
 from .model import Lab, LabResult
 
 FILENAME = "labs-progress.json"
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def real_cluster_dir() -> Path:
@@ -52,7 +48,7 @@ class ProgressStore:
 
     def started(self, lab: Lab, cluster: str) -> None:
         entry = self.lab(lab.name)
-        entry["started"] = entry.get("started") or now()
+        entry["started"] = entry.get("started") or now_rfc3339()
         entry["cluster"] = cluster
         self.data["current"] = lab.name
         self.save()
@@ -64,7 +60,7 @@ class ProgressStore:
         self.save()
 
     def record(self, result: LabResult, when: str | None = None) -> None:
-        when = when or now()
+        when = when or now_rfc3339()
         entry = self.lab(result.lab)
         entry["cluster"] = result.cluster
         for t in result.tasks:

@@ -9,7 +9,6 @@ minikube it is knetsim's simulation of that cluster's objects, and reports say s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ from typing import Any
 
 from ..api import Cluster
 from ..cluster.build import build_cluster
+from ..model.jsonvalue import json_copy
 from ..model.kinds import BY_KIND
 from ..model.loader import Document, Source
 from ..sources import KubeAPI
@@ -94,7 +94,8 @@ def fetch(api: KubeAPI, kinds: Iterable[str] = READ_KINDS) -> Snapshot:
     for kind in kinds:
         snap.objects[kind] = []
     for doc in got.loaded.documents:
-        snap.objects[doc.kind].append(doc.body)
+        # setdefault: the read adds the cluster's CRDs of the custom kinds asked for, which admit them.
+        snap.objects.setdefault(doc.kind, []).append(doc.body)
     return snap
 
 
@@ -102,7 +103,7 @@ def from_objects(objects: Iterable[dict[str, Any]], *, knetsim: bool = True, ser
     """A snapshot from objects already in hand (tests, or ``kubectl get -A -o json`` output)."""
     snap = Snapshot(server, "", knetsim)
     for o in objects:
-        snap.objects.setdefault(str(o.get("kind")), []).append(_clean(json.loads(json.dumps(o))))
+        snap.objects.setdefault(str(o.get("kind")), []).append(_clean(json_copy(o)))
     for items in snap.objects.values():
         items.sort(key=lambda o: ((o["metadata"].get("namespace") or ""), o["metadata"].get("name") or ""))
     return snap

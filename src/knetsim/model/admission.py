@@ -100,8 +100,8 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
             ) -> Kind | None:
     """The kind ``apiVersion``/``kind`` name; None for a group knetsim knows nothing about (a foreign CRD).
 
-    Raises NoKindMatch when the group is a built-in or vendored one and has no such kind/version, as
-    kubectl's REST mapping does.
+    Raises NoKindMatch when the group is a built-in one (Kubernetes' or knetsim's custom groups) and has no such
+    kind/version, as kubectl's REST mapping does.
     """
     group, version = split_api_version(str(api_version))
     info = BY_KIND.get(kind)
@@ -111,8 +111,12 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
     custom = None
     if definition is None:
         custom = (extra_crds or {}).get((group, version, kind))
-        if custom is None and group in crds.vendored_groups():
-            custom = crds.vendored().get((group, version, kind))
+        # A CRD in the input replaces the built-in definition of its kind, every version of it.
+        replaced = any((g, k) == (group, kind) for g, _, k in (extra_crds or {}))
+        if not replaced and group in crds.builtin_groups():
+            custom = crds.builtin(group, version, kind)
+        if custom is None and (replaced or group in crds.builtin_groups()):
+            info = None  # a version the kind's definition in force does not serve
     if definition is not None:
         namespaced = info.namespaced if info is not None else kind not in CLUSTER_SCOPED_BUILTINS
         return Kind(group, version, kind, definition=definition, info=info, namespaced=namespaced)
@@ -120,7 +124,7 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
         return Kind(group, version, kind, crd=custom, info=info, namespaced=custom.namespaced)
     if info is not None:
         return Kind(group, version, kind, info=info, namespaced=info.namespaced)
-    if group in schema.builtin_groups() or group in crds.vendored_groups() or \
+    if group in schema.builtin_groups() or group in crds.builtin_groups() or \
             any(g == group for g, _, _ in (extra_crds or {})):
         raise NoKindMatch(str(api_version), kind)
     return None
@@ -251,6 +255,22 @@ def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
     if errors:
         raise invalid(kind, str((obj.get("metadata") or {}).get("name") or ""), errors)
     return obj, decoded
+
+
+def definitions_in_force(bodies: Iterable[Mapping[str, Any]],
+                         extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None,
+                         ) -> dict[str, list[str]]:
+    """Which CRD each custom kind of these objects is admitted by: its source (knetsim's built-in definition,
+    or a CRD of the input, with the bundle version it carries) → the kinds, sorted."""
+    out: dict[str, set[str]] = {}
+    for body in bodies:
+        try:
+            kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
+        except NoKindMatch:
+            continue
+        if kind is not None and kind.crd is not None:
+            out.setdefault(kind.crd.source, set()).add(kind.kind)
+    return {source: sorted(kinds) for source, kinds in sorted(out.items())}
 
 
 def _crd_fields(schema_node: dict[str, Any], path: list[str]) -> list[str]:

@@ -39,7 +39,20 @@ COST_LIMIT = 1_000_000
 
 
 class CelError(Exception):
-    """A rule that cannot be compiled or evaluated; the message is what the API server reports."""
+    """A rule that cannot be compiled or evaluated; the message is what the API server reports.
+
+    ``detail`` is the evaluation error alone (cel-go's words: ``no such key: certificateRefs``): the API server
+    reports it as ``<detail> evaluating rule: <the rule's message, or the rule>``, so the caller that knows the
+    rule's message finishes the sentence.
+    """
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    @property
+    def evaluating(self) -> bool:
+        return bool(self.detail)
 
 
 def escape(name: str) -> str | None:
@@ -53,8 +66,29 @@ def escape(name: str) -> str | None:
     return None
 
 
+class _Fields(celtypes.MapType):
+    """A JSON object as CEL sees it: its own keys (what ``size()``, ``all()`` and ``==`` see), plus the escaped
+    names rules use to reach properties that are CEL keywords or hold ``_ . - /`` (``self.__namespace__``)."""
+
+    def __init__(self, items: dict[Any, Any], aliases: dict[Any, Any]) -> None:
+        super().__init__(items)
+        self._aliases = aliases
+
+    def _own(self, key: Any) -> Any:
+        return key if dict.__contains__(self, key) else self._aliases.get(key, key)
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._own(key))
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, self._own(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self, self._own(key), default)
+
+
 def to_cel(value: Any) -> Any:
-    """A JSON value as a CEL value, maps carrying the escaped names of their keys as well."""
+    """A JSON value as a CEL value; objects also answer to the escaped names of their keys."""
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
@@ -67,13 +101,14 @@ def to_cel(value: Any) -> Any:
         return celtypes.ListType([to_cel(v) for v in value])
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
+        aliases: dict[Any, Any] = {}
         for k, v in value.items():
-            converted = to_cel(v)
-            out[celtypes.StringType(k)] = converted
+            key = celtypes.StringType(k)
+            out[key] = to_cel(v)
             escaped = escape(k)
-            if escaped is not None:
-                out[celtypes.StringType(escaped)] = converted
-        return celtypes.MapType(out)
+            if escaped is not None and escaped not in value:
+                aliases[celtypes.StringType(escaped)] = key
+        return _Fields(out, aliases)
     return None
 
 
@@ -221,6 +256,12 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _operators() -> dict[str, Callable[..., Any]]:
+    # cel-python reports "found no matching overload for _||_" when both sides are errors; cel-go passes the
+    # first error on, and the API server prints that one.
+    return {"_||_": _logical_or, "_&&_": _logical_and}
+
+
 @lru_cache(maxsize=1)
 def _environment() -> celpy.Environment:
     return celpy.Environment()
@@ -231,7 +272,7 @@ def compile_rule(rule: str) -> Any:
     """A runnable program for ``rule``; raises CelError with the compiler's message."""
     try:
         env = _environment()
-        return env.program(env.compile(rule), functions=FUNCTIONS)
+        return env.program(env.compile(rule), functions={**FUNCTIONS, **_operators()})
     except Exception as exc:  # cel-python raises its own parse errors and, for odd input, anything
         raise CelError(f"rule compile error: compilation failed: {str(exc).strip()}") from None
 
@@ -253,7 +294,7 @@ def _collection_size(value: Any) -> int:
 
 # A rule without oldSelf is a function of `self`: the same small value (a CIDR, a port range) in a
 # thousand ClusterNetworkPolicies is evaluated once (cel-python takes about 0.5 ms an evaluation).
-_RESULTS: dict[tuple[str, str], bool | str] = {}
+_RESULTS: dict[tuple[str, str], bool | CelError] = {}
 _RESULT_KEY_LIMIT = 4096
 _RESULTS_LIMIT = 1 << 16
 
@@ -270,14 +311,14 @@ def evaluate(rule: str, self_value: Any, old_value: Any = None, *, has_old: bool
             key = (rule, text)
             known = _RESULTS.get(key)
             if known is not None:
-                if isinstance(known, str):
-                    raise CelError(known)
+                if isinstance(known, CelError):
+                    raise CelError(str(known), detail=known.detail)
                 return known
     try:
         result = _evaluate(rule, self_value, old_value, has_old)
     except CelError as exc:
         if key is not None and len(_RESULTS) < _RESULTS_LIMIT:
-            _RESULTS[key] = str(exc)
+            _RESULTS[key] = exc
         raise
     if key is not None and len(_RESULTS) < _RESULTS_LIMIT:
         _RESULTS[key] = result
@@ -296,12 +337,59 @@ def _evaluate(rule: str, self_value: Any, old_value: Any, has_old: bool) -> bool
     try:
         result = program.evaluate(activation)
     except Exception as exc:
-        detail = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], str) else str(exc)
-        detail = detail.replace("no such member in mapping", "no such key")
-        raise CelError(f"{detail} evaluating rule: {rule.strip()}") from None
+        result = exc
+    if isinstance(result, Exception):
+        detail = go_error(result)
+        raise CelError(f"{detail} evaluating rule: {rule.strip()}", detail=detail) from None
     if isinstance(result, celtypes.BoolType):
         return bool(result)
     raise CelError(f"rule did not evaluate to a boolean: {rule.strip()}")
+
+
+def go_error(exc: BaseException) -> str:
+    """An evaluation error in cel-go's words (``no such key: certificateRefs``, ``index out of bounds``,
+    ``division by zero``), which the API server prints."""
+    args = getattr(exc, "args", ())
+    text = args[0] if args and isinstance(args[0], str) else str(exc)
+    cause = args[1] if len(args) > 1 else None
+    details = args[2] if len(args) > 2 and isinstance(args[2], tuple) else ()
+    missing = re.match(r"no such member in mapping: '(.*)'$", text)
+    if missing:
+        return f"no such key: {missing.group(1)}"
+    if text == "no such key" and details:
+        return f"no such key: {details[0]}"
+    if cause is IndexError:
+        return "index out of bounds"
+    if cause is ZeroDivisionError:
+        return "modulus by zero" if details and "modulo by zero" in str(details[0]) and "division" not in \
+            str(details[0]) else "division by zero"
+    return text
+
+
+def _logical_or(left: Any, right: Any) -> Any:
+    """CEL's ``||`` as cel-go runs it: true if either side is true, else the first error, else false."""
+    if left is celtypes.BoolType(True) or (isinstance(left, celtypes.BoolType) and left):
+        return celtypes.BoolType(True)
+    if isinstance(right, celtypes.BoolType) and right:
+        return celtypes.BoolType(True)
+    for side in (left, right):
+        if not isinstance(side, celtypes.BoolType):
+            return side if isinstance(side, Exception) else celpy.CELEvalError(
+                "no such overload", TypeError, (type(side).__name__,))
+    return celtypes.BoolType(False)
+
+
+def _logical_and(left: Any, right: Any) -> Any:
+    """CEL's ``&&`` as cel-go runs it: false if either side is false, else the first error, else true."""
+    if isinstance(left, celtypes.BoolType) and not left:
+        return celtypes.BoolType(False)
+    if isinstance(right, celtypes.BoolType) and not right:
+        return celtypes.BoolType(False)
+    for side in (left, right):
+        if not isinstance(side, celtypes.BoolType):
+            return side if isinstance(side, Exception) else celpy.CELEvalError(
+                "no such overload", TypeError, (type(side).__name__,))
+    return celtypes.BoolType(True)
 
 
 def message(expression: str, self_value: Any) -> str | None:

@@ -13,8 +13,9 @@ custom object then runs, as ``customresource/strategy.go`` and ``schema/*`` do u
    kube-openapi and apiextensions word them: ``spec.port: Invalid value: 70000: spec.port in body
    should be less than or equal to 65535``.
 
-CRDs in the user's input are read this way, and so are CRD files placed under ``data/crds/``
-(its README says why the upstream ones are not shipped).
+The CRDs of the kinds knetsim defines (Gateway API, network-policy-api) are built from its own
+definitions (``model.apis``) on first use; a CRD in the user's input (or applied live) takes over
+its kind, as installing a CRD does on a cluster.
 """
 
 from __future__ import annotations
@@ -26,14 +27,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from . import saferegex
-from .fielderr import ErrorType, FieldError
+from .fielderr import ErrorType, FieldError, GoValue
 from .fielderr import Path as FieldPath
 
-_CRD_DIR = Path(__file__).resolve().parent.parent / "data" / "crds"
 _FORMAT_CHECKS = {
     "ipv4": lambda v: _is_ip(v, 4),
     "ipv6": lambda v: _is_ip(v, 6),
@@ -85,7 +84,7 @@ class CRDVersion:
     printer_columns: tuple[PrinterColumn, ...] = ()
     status_subresource: bool = False
     storage: bool = False
-    source: str = ""  # where the CRD came from: "data/crds/gateway-api/..." or the input file
+    source: str = ""  # where the CRD came from: knetsim's built-in definition, or the input file, with its bundle
 
     @property
     def api_version(self) -> str:
@@ -115,62 +114,94 @@ def versions_of(crd: dict[str, Any], source: str = "") -> list[CRDVersion]:
     return out
 
 
-@cache
-def vendored() -> dict[tuple[str, str, str], CRDVersion]:
-    """Every (group, version, kind) the vendored CRDs define; parsed on first use (the YAML is large)."""
-    import yaml
+def source_of(crd: dict[str, Any], where: str) -> str:
+    """How a CRD names itself in messages: which object, where it came from, and the bundle version it carries.
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    out: dict[tuple[str, str, str], CRDVersion] = {}
-    for path in sorted(_CRD_DIR.glob("*/*.yaml")):
-        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                for v in versions_of(doc, str(path.relative_to(_CRD_DIR.parent.parent))):
-                    out[(v.group, v.version, v.kind)] = v
-    return out
-
-
-INDEX = _CRD_DIR / "index.json"
-
-
-def build_index() -> list[dict[str, Any]]:
-    """What ``data/crds/index.json`` holds: each vendored CRD's names, scope and served versions with their
-    printer columns, so that the kinds are known at start-up without parsing the (large) YAML."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    out = []
-    for path in sorted(_CRD_DIR.glob("*/*.yaml")):
-        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
-            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
-                continue
-            spec, names = doc["spec"], doc["spec"]["names"]
-            out.append({
-                "group": spec["group"], "kind": names["kind"], "plural": names["plural"],
-                "singular": names.get("singular") or names["kind"].lower(), "scope": spec.get("scope", "Namespaced"),
-                "shortNames": names.get("shortNames") or [], "categories": names.get("categories") or [],
-                "file": str(path.relative_to(_CRD_DIR)),
-                "versions": [{"name": v["name"], "storage": bool(v.get("storage")),
-                              "status": "status" in (v.get("subresources") or {}),
-                              "printerColumns": v.get("additionalPrinterColumns") or []}
-                             for v in spec.get("versions") or [] if v.get("served", True)],
-            })
-    return sorted(out, key=lambda c: (c["group"], c["kind"]))
+    Gateway API and network-policy-api CRDs carry ``<group>/bundle-version`` and ``<group>/channel``
+    annotations; ``knetsim validate`` and the live server say which one is in force.
+    """
+    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+    group = str((spec or {}).get("group") or "")
+    meta = crd.get("metadata") if isinstance(crd.get("metadata"), dict) else {}
+    annotations = (meta or {}).get("annotations") if isinstance((meta or {}).get("annotations"), dict) else {}
+    bundle = str((annotations or {}).get(f"{group}/bundle-version") or "")
+    channel = str((annotations or {}).get(f"{group}/channel") or "")
+    detail = ", ".join(x for x in (f"bundle-version {bundle}" if bundle else "", f"channel {channel}" if channel
+                                   else "") if x)
+    if where != BUILTIN_SOURCE:
+        where = f"CustomResourceDefinition {(meta or {}).get('name') or '?'} from {where}"
+    return f"{where} ({detail})" if detail else where
 
 
-def write_index() -> None:
-    INDEX.write_text(json.dumps(build_index(), indent=1, sort_keys=True) + "\n")
+BUILTIN_SOURCE = "knetsim's built-in definition"
 
 
 @cache
-def index() -> list[dict[str, Any]]:
-    return json.loads(INDEX.read_text()) if INDEX.exists() else []  # type: ignore[no-any-return]
+def builtin_crd(group: str, kind: str, channel: str = "standard") -> dict[str, Any] | None:
+    """The built-in CustomResourceDefinition object of a kind knetsim defines (model.apis), built on first use.
+
+    The standard channel's is the one in force; the experimental channel's (network-policy-api's ``nodes``
+    and ``domainNames`` peers) is there to be applied, as a cluster that runs it has it installed.
+    """
+    from .apis import catalog
+
+    definition = catalog.BY_KIND.get((group, kind))
+    if definition is None:
+        return None
+    from .apis.generate import custom_resource_definition
+
+    return custom_resource_definition(definition, channel)
+
+
+def builtin_crds() -> list[dict[str, Any]]:
+    """Every built-in CRD, by name (what ``kubectl get crd`` lists on a fresh ``knetsim up``)."""
+    from .apis import catalog
+
+    return [c for d in sorted(catalog.DEFINITIONS, key=lambda d: d.name)
+            if (c := builtin_crd(d.group, d.kind)) is not None]
 
 
 @cache
-def vendored_groups() -> frozenset[str]:
-    """The API groups of the vendored CRDs (from the index: no YAML parsed)."""
-    return frozenset(c["group"] for c in index())
+def builtin_versions(group: str, kind: str) -> dict[str, CRDVersion]:
+    """The served versions of a built-in kind, by version name."""
+    crd = builtin_crd(group, kind)
+    if crd is None:
+        return {}
+    return {v.version: v for v in versions_of(crd, source_of(crd, BUILTIN_SOURCE))}
+
+
+def builtin(group: str, version: str, kind: str) -> CRDVersion | None:
+    """One served version of a built-in custom kind; None when knetsim does not define it."""
+    return builtin_versions(group, kind).get(version)
+
+
+def in_force(installed: Iterable[dict[str, Any]], where: str = "the cluster") -> dict[str, list[str]]:
+    """Which definition admits each custom kind knetsim defines, given the CRDs a cluster has: knetsim's built-in
+    one when the cluster's CRD is it (or absent), else that CRD (with its bundle version) → the kinds, sorted."""
+    from .apis import catalog
+
+    by_kind = {}
+    for body in installed:
+        spec = body.get("spec") if isinstance(body, dict) and isinstance(body.get("spec"), dict) else {}
+        names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+        by_kind[(spec.get("group"), names.get("kind"))] = body
+    out: dict[str, set[str]] = {}
+    for d in catalog.DEFINITIONS:
+        body = by_kind.get((d.group, d.kind))
+        builtin = builtin_crd(d.group, d.kind) or {}
+        if body is None or body.get("spec") == builtin.get("spec"):
+            source = source_of(builtin, BUILTIN_SOURCE)
+        else:
+            source = source_of(body, where)
+        out.setdefault(source, set()).add(d.kind)
+    return {source: sorted(kinds) for source, kinds in sorted(out.items())}
+
+
+def builtin_groups() -> frozenset[str]:
+    """The API groups knetsim defines custom kinds in (no schema is built to answer)."""
+    from .apis import catalog
+
+    return catalog.GROUPS
 
 
 # --- admission of one custom object (prune → default → validate) ---------------------------
@@ -297,9 +328,44 @@ def _number(v: Any) -> str:
     return str(v)
 
 
+def _first_repeats(identities: list[str]) -> list[int]:
+    """The indexes where an identity is seen for the second time."""
+    seen: dict[str, int] = {}
+    out = []
+    for i, identity in enumerate(identities):
+        seen[identity] = seen.get(identity, 0) + 1
+        if seen[identity] == 2:
+            out.append(i)
+    return out
+
+
+def _go(value: Any) -> GoValue:
+    """An unstructured value as Go's %#v prints it (``map[string]interface {}{"name":"http"}``): the form of a
+    duplicate list item or key in the API server's message."""
+    def render(v: Any) -> str:
+        if isinstance(v, dict):
+            return "map[string]interface {}{" + ", ".join(f"{json.dumps(k)}:{render(v[k])}" for k in sorted(v)) + "}"
+        if isinstance(v, list):
+            return "[]interface {}{" + ", ".join(render(x) for x in v) + "}"
+        if v is None:
+            return "interface {}(nil)"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int | float):
+            return _number(v)
+        return json.dumps(v, ensure_ascii=False)
+    return GoValue(render(value))
+
+
+def _shown(value: Any) -> Any:
+    """A bad value as the API server prints it: scalars as themselves, objects and lists in Go's %#v."""
+    return _go(value) if isinstance(value, dict | list) else value
+
+
 class _Validator:
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
+        self.list_errors: list[FieldError] = []  # reported after every keyword error, as upstream orders them
 
     def add(self, error: FieldError) -> None:
         self.errors.append(error)
@@ -313,11 +379,12 @@ class _Validator:
         wanted = schema.get("type")
         if schema.get("x-kubernetes-int-or-string"):
             if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
-                self.add(p.type_invalid(value, f"{_in_body(path)} must be of type integer or string: "
+                self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type integer or string: "
                                                 f"\"{_type_name(value)}\""))
                 return
         elif wanted and not _type_ok(value, wanted):
-            self.add(p.type_invalid(value, f"{_in_body(path)} must be of type {wanted}: \"{_type_name(value)}\""))
+            self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type {wanted}: "
+                                                   f"\"{_type_name(value)}\""))
             return
         if "enum" in schema and value not in schema["enum"]:
             self.add(p.not_supported(value, [v if isinstance(v, str) else json.dumps(v) for v in schema["enum"]]))
@@ -369,27 +436,25 @@ class _Validator:
         self.list_type(value, schema, p)
 
     def list_type(self, value: list[Any], schema: dict[str, Any], p: FieldPath) -> None:
+        """The list-type invariants, as apiextensions' listtype package checks them after the OpenAPI keywords: one
+        error per repeated item or key, at its first repetition (a third copy adds nothing)."""
         kind = schema.get("x-kubernetes-list-type")
         if kind == "set":
-            seen: list[Any] = []
-            for i, v in enumerate(value):
-                if v in seen:
-                    self.add(p.index(i).duplicate(v))
-                seen.append(v)
+            for i in _first_repeats([json.dumps(v, sort_keys=True) for v in value]):
+                shown = _go(value[i]) if isinstance(value[i], dict | list) else value[i]
+                self.list_errors.append(p.index(i).duplicate(shown))
         elif kind == "map":
             keys = schema.get("x-kubernetes-list-map-keys") or []
             item_props = (schema.get("items") or {}).get("properties") or {}
-            seen_keys: set[str] = set()
-            for i, v in enumerate(value):
-                if not isinstance(v, dict):
-                    continue
-                # An absent key with a default counts as that default, as the defaulter would have set it.
-                identity = {k: v.get(k, (item_props.get(k) or {}).get("default")) for k in keys}
-                text = json.dumps(identity, sort_keys=True)
-                if text in seen_keys:
-                    shown = identity[keys[0]] if len(keys) == 1 else identity
-                    self.add(p.index(i).duplicate({keys[0]: shown} if len(keys) == 1 else shown))
-                seen_keys.add(text)
+            identities = []
+            for v in value:
+                # An absent key with a default counts as that default: the defaulter has run before this check.
+                identity = {} if not isinstance(v, dict) else {
+                    k: v[k] if k in v else (item_props.get(k) or {}).get("default") for k in keys
+                    if k in v or "default" in (item_props.get(k) or {})}
+                identities.append(identity)
+            for i in _first_repeats([json.dumps(x, sort_keys=True) for x in identities]):
+                self.list_errors.append(p.index(i).duplicate(_go(identities[i])))
 
     def object(self, value: dict[str, Any], schema: dict[str, Any], path: str, p: FieldPath) -> None:
         for name in schema.get("required") or []:
@@ -429,6 +494,7 @@ class _Validator:
         sub = _Validator()
         sub.node(value, schema, path)
         self.errors.extend(sub.errors)
+        self.list_errors.extend(sub.list_errors)
 
 
 def _valid(value: Any, schema: dict[str, Any], path: str) -> bool:
@@ -463,7 +529,7 @@ def validate(obj: dict[str, Any], schema: dict[str, Any], old: dict[str, Any] | 
     for name in schema.get("required") or []:
         if name not in obj and name not in ("apiVersion", "kind", "metadata"):
             v.add(FieldPath(name).required())
-    errors = v.errors
+    errors = [*v.errors, *v.list_errors]
     if any(e.type in _BLOCKING for e in errors):
         errors.append(FieldError("<nil>", ErrorType.INVALID, None, "some validation rules were not checked because "
                                  "the object was invalid; correct the existing errors to complete validation"))
@@ -506,19 +572,22 @@ def _rules(value: Any, schema: dict[str, Any], path: str, old: Any, has_old: boo
 
 def _run_rule(rule: dict[str, Any], value: Any, schema: dict[str, Any], path: str, old: Any,
               has_old: bool) -> FieldError | None:
+    """One rule's verdict as apiextensions' CEL validator reports it: the bad value is the schema's type
+    (``spec.rules[0].matches[0].path: Invalid value: "object": ...``), the root is ``<nil>``."""
     from . import cel  # cel-python loads its grammar on import: only objects with rules pay for it
 
     text = str(rule.get("rule") or "")
     if cel.uses_old_self(text) and not has_old and not rule.get("optionalOldSelf"):
         return None  # a transition rule: only checked on update, when there is an old value
     field_path = str(rule.get("fieldPath") or "").lstrip(".")
-    target = FieldPath(_join(path, field_path) if field_path else path)
-    type_name = schema.get("type") or ("object" if isinstance(value, dict) else _type_name(value))
+    target = FieldPath(_join(path, field_path) if field_path else path or "<nil>")
+    type_name = str(schema.get("type") or "")
     try:
         ok = cel.evaluate(text, value, old, has_old=has_old)
     except cel.CelError as exc:
-        return target.invalid(type_name, str(exc)) if not isinstance(value, dict | list) else \
-            target.omitted(ErrorType.INVALID, str(exc))
+        # The API server names the rule by its message when it has one (ruleErrorString).
+        named = str(rule.get("message") or "").strip() or text.strip()
+        return target.invalid(type_name, f"{exc.detail} evaluating rule: {named}" if exc.evaluating else str(exc))
     if ok:
         return None
     detail = None
@@ -532,17 +601,21 @@ def _run_rule(rule: dict[str, Any], value: Any, schema: dict[str, Any], path: st
         return target.forbidden(detail)
     if reason == "FieldValueRequired":
         return target.required(detail)
-    if isinstance(value, dict | list):
-        if reason == "FieldValueDuplicate":
-            return target.omitted(ErrorType.DUPLICATE)
-        return target.omitted(ErrorType.INVALID, detail)
     if reason == "FieldValueDuplicate":
-        return target.duplicate(value)
-    return target.invalid(value, detail)
+        return target.duplicate(type_name)
+    return target.invalid(type_name, detail)
 
 
 def all_versions(extra: Iterable[CRDVersion] = ()) -> dict[tuple[str, str, str], CRDVersion]:
-    out = dict(vendored())
+    """Every served custom kind version: the built-in ones, replaced kind by kind by ``extra`` (a user's CRD
+    takes over all versions of its kind, as applying a CRD replaces the whole object on a cluster)."""
+    from .apis import catalog
+
+    taken = {(v.group, v.kind) for v in extra}
+    out: dict[tuple[str, str, str], CRDVersion] = {}
+    for d in catalog.DEFINITIONS:
+        if (d.group, d.kind) not in taken:
+            out.update(((d.group, v, d.kind), crd) for v, crd in builtin_versions(d.group, d.kind).items())
     for v in extra:
         out[(v.group, v.version, v.kind)] = v
-    return out
+    return dict(sorted(out.items()))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +16,7 @@ class KindInfo:
     simulated: bool = True
     # `kubectl get all` shows the kinds in the "all" category.
     in_all: bool = False
-    # A custom kind (its CRD vendored under data/crds/), and the other versions it is served at.
+    # A custom kind knetsim defines (model.apis), and the other versions it is served at.
     crd: bool = False
     other_versions: tuple[str, ...] = ()
 
@@ -52,43 +50,41 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
     KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
-    # Gateway API, standard channel: hand-registered while its CRDs are not vendored under data/crds/
-    # (then _crd_kinds() derives them and these lines go; SIMULATED_CRD_KINDS must name the ten).
-    KindInfo("GatewayClass", "gateway.networking.k8s.io", "v1", "gatewayclasses", False, ("gc",),
-             other_versions=("v1beta1",)),
-    KindInfo("Gateway", "gateway.networking.k8s.io", "v1", "gateways", True, ("gtw",), other_versions=("v1beta1",)),
-    KindInfo("HTTPRoute", "gateway.networking.k8s.io", "v1", "httproutes", True, (), other_versions=("v1beta1",)),
-    KindInfo("ReferenceGrant", "gateway.networking.k8s.io", "v1", "referencegrants", True, ("refgrant",),
-             other_versions=("v1beta1",)),
-    KindInfo("GRPCRoute", "gateway.networking.k8s.io", "v1", "grpcroutes", True, ()),
-    KindInfo("TLSRoute", "gateway.networking.k8s.io", "v1", "tlsroutes", True, ()),
-    KindInfo("TCPRoute", "gateway.networking.k8s.io", "v1", "tcproutes", True, ()),
-    KindInfo("UDPRoute", "gateway.networking.k8s.io", "v1", "udproutes", True, ()),
-    KindInfo("ListenerSet", "gateway.networking.k8s.io", "v1", "listenersets", True, ("lset",)),
-    KindInfo("BackendTLSPolicy", "gateway.networking.k8s.io", "v1", "backendtlspolicies", True, ("btlspolicy",)),
+    KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
+    KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+    # The CRDs of the custom kinds (model.apis): served live, knetsim's own from the start; one in the input
+    # or applied by a client takes over its kind.
+    KindInfo("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False,
+             ("crd", "crds"), simulated=False),
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
     KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
 )
 
-# Custom kinds knetsim simulates (the rest of the vendored CRDs are served and validated, not simulated).
-SIMULATED_CRD_KINDS: frozenset[str] = frozenset(
-    {"ClusterNetworkPolicy", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy"})  # knetsim.policy's tiers
+# The custom kinds knetsim.policy's tiers read (from ClusterState.others, where the build keeps them).
+CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy",
+                                                  "BaselineAdminNetworkPolicy"})
+# Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
+SIMULATED_CRD_KINDS: frozenset[str] = frozenset({
+    "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
+    "ListenerSet", "BackendTLSPolicy",  # knetsim.gateway
+    *CLUSTER_POLICY_KINDS,
+})
 
 
 def _crd_kinds() -> tuple[KindInfo, ...]:
-    """The vendored CRDs' kinds, at their storage version, from data/crds/index.json (no YAML parsed)."""
-    path = Path(__file__).resolve().parent.parent / "data" / "crds" / "index.json"
+    """The custom kinds knetsim defines (model.apis.catalog: names only, no schema built), at their storage
+    version, with the other versions they are served at."""
+    from .apis.catalog import DEFINITIONS
+
     out = []
-    for crd in json.loads(path.read_text()) if path.exists() else []:
-        versions = [v["name"] for v in crd["versions"]]
-        storage = next((v["name"] for v in crd["versions"] if v["storage"]), versions[0])
-        out.append(KindInfo(crd["kind"], crd["group"], storage, crd["plural"], crd["scope"] == "Namespaced",
-                            tuple(crd["shortNames"]), simulated=crd["kind"] in SIMULATED_CRD_KINDS,
-                            in_all="all" in crd["categories"], crd=True,
-                            other_versions=tuple(v for v in versions if v != storage)))
+    for d in DEFINITIONS:
+        storage = d.storage.name
+        out.append(KindInfo(d.kind, d.group, storage, d.plural, d.namespaced, d.short_names,
+                            simulated=d.kind in SIMULATED_CRD_KINDS, in_all="all" in d.categories, crd=True,
+                            other_versions=tuple(v.name for v in d.served if v.name != storage)))
     return tuple(out)
 
 

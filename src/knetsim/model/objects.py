@@ -133,6 +133,10 @@ class Node(Object):
     pod_cidr: str = ""
     ready: bool = True
     taints: tuple[Mapping[str, Any], ...] = ()
+    # Every InternalIP (a dual-stack node has one per family) and every pod CIDR, primary first.
+    internal_ips: tuple[str, ...] = ()
+    pod_cidrs: tuple[str, ...] = ()
+    allocatable_cpu: str = ""
 
     @property
     def zone(self) -> str | None:
@@ -142,17 +146,22 @@ class Node(Object):
     def parse(cls, raw: dict[str, Any], source: Source = BUILTIN) -> Node:
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}
-        ip = next((a.get("address", "") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+        ips = tuple(str(a.get("address", "")) for a in status.get("addresses") or []
+                    if isinstance(a, Mapping) and a.get("type") == "InternalIP" and a.get("address"))
         conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        pod_cidr = str(spec.get("podCIDR") or "")
         return cls(
             "Node",
             _meta("Node", raw),
             raw,
             source,
-            internal_ip=ip,
-            pod_cidr=str(spec.get("podCIDR") or ""),
+            internal_ip=ips[0] if ips else "",
+            pod_cidr=pod_cidr,
             ready=conditions.get("Ready", "True") == "True",
             taints=tuple(spec.get("taints") or ()),
+            internal_ips=ips,
+            pod_cidrs=tuple(str(c) for c in spec.get("podCIDRs") or ()) or ((pod_cidr,) if pod_cidr else ()),
+            allocatable_cpu=str(((status.get("allocatable") or {}).get("cpu")) or ""),
         )
 
 
@@ -238,6 +247,8 @@ class Pod(Object):
     node_name: str = ""
     pod_ip: str = ""
     host_ip: str = ""
+    # status.podIPs: one per family on a dual-stack cluster, the primary (pod_ip) first.
+    pod_ips: tuple[str, ...] = ()
     phase: str = "Running"
     ready: bool = True
     not_ready_reason: str = ""
@@ -274,6 +285,8 @@ class Pod(Object):
             node_name=str(spec.get("nodeName") or ""),
             pod_ip=str(status.get("podIP") or ""),
             host_ip=str(status.get("hostIP") or ""),
+            pod_ips=tuple(str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, Mapping) and p.get("ip"))
+            or ((str(status["podIP"]),) if status.get("podIP") else ()),
             phase=str(status.get("phase") or "Pending"),
             ready=ready,
             not_ready_reason=reason,
@@ -414,6 +427,15 @@ class Endpoint:
     zone: str | None = None
     hostname: str | None = None
     target_ref: tuple[str, str, str] | None = None  # (kind, namespace, name)
+    # hints.forZones / hints.forNodes names (topology-aware routing; empty: no hint).
+    for_zones: tuple[str, ...] = ()
+    for_nodes: tuple[str, ...] = ()
+
+
+def _hint_names(hints: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(hints, Mapping):
+        return ()
+    return tuple(str(h["name"]) for h in hints.get(key) or () if isinstance(h, Mapping) and h.get("name"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +476,8 @@ class EndpointSlice(Object):
                     node_name=e.get("nodeName"),
                     zone=e.get("zone"),
                     hostname=e.get("hostname"),
+                    for_zones=_hint_names(e.get("hints"), "forZones"),
+                    for_nodes=_hint_names(e.get("hints"), "forNodes"),
                     target_ref=(str(ref.get("kind")), str(ref.get("namespace", "")), str(ref.get("name")))
                     if isinstance(ref, Mapping)
                     else None,

@@ -16,7 +16,6 @@ storage), webhooks, and the work of controllers.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -24,8 +23,9 @@ from typing import Any
 
 from . import defaults, updates, validation
 from .fielderr import FieldError
+from .jsonvalue import json_copy
 from .kinds import BY_KIND
-from .names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from .names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_valid_ip
 from .validation import is_path_segment_name
 
 Errors = list[FieldError]
@@ -52,9 +52,9 @@ class SubresourceUpdate:
 
 def _take_status(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
     """The status strategy's PrepareForUpdate: everything from the old object but the new status."""
-    merged = copy.deepcopy(dict(old))
+    merged = json_copy(dict(old))
     if "status" in new:
-        merged["status"] = copy.deepcopy(new["status"])
+        merged["status"] = json_copy(new["status"])
     else:
         merged.pop("status", None)
     return merged
@@ -62,16 +62,16 @@ def _take_status(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
 
 def _take_ephemeral_containers(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
     """podEphemeralContainersStrategy: only the debugging containers come from the request."""
-    merged = copy.deepcopy(dict(old))
-    merged.setdefault("spec", {})["ephemeralContainers"] = copy.deepcopy(
+    merged = json_copy(dict(old))
+    merged.setdefault("spec", {})["ephemeralContainers"] = json_copy(
         (new.get("spec") or {}).get("ephemeralContainers") or [])
     return merged
 
 
 def _take_namespace_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
     """namespaceFinalizeStrategy: /finalize changes spec.finalizers (the namespace controller's work)."""
-    merged = copy.deepcopy(dict(old))
-    merged.setdefault("spec", {})["finalizers"] = copy.deepcopy((new.get("spec") or {}).get("finalizers") or [])
+    merged = json_copy(dict(old))
+    merged.setdefault("spec", {})["finalizers"] = json_copy((new.get("spec") or {}).get("finalizers") or [])
     return merged
 
 
@@ -113,6 +113,8 @@ class Strategy:
     default_propagation: Propagation = Propagation.BACKGROUND
     # Set at identity time, once uid and name are known (a Job's selector is its uid).
     after_identity: Callable[[Body], None] = _nothing
+    # What every request on the kind is warned of (a deprecated API: the Warning header kubectl prints).
+    deprecation: str = ""
     # Subresources written by PUT/PATCH other than status (a Pod's ephemeralcontainers).
     subresource_updates: Mapping[str, SubresourceUpdate] = field(default_factory=dict)
 
@@ -138,7 +140,7 @@ class Strategy:
         """PrepareForUpdate: the main resource cannot change status (/status does); then the kind's own."""
         if self.status == StatusPolicy.SUBRESOURCE:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = json_copy(old["status"])
             else:
                 new.pop("status", None)
         self.prepare_for_update(new, old)
@@ -160,9 +162,9 @@ def _namespace_for_create(obj: Body) -> None:
 
 def _namespace_for_update(new: Body, old: Mapping[str, Any]) -> None:
     # namespaceStrategy.PrepareForUpdate: spec.finalizers change through /finalize, status through /status.
-    new.setdefault("spec", {})["finalizers"] = copy.deepcopy((old.get("spec") or {}).get("finalizers") or [])
+    new.setdefault("spec", {})["finalizers"] = json_copy((old.get("spec") or {}).get("finalizers") or [])
     if "status" in old:
-        new["status"] = copy.deepcopy(old["status"])
+        new["status"] = json_copy(old["status"])
 
 
 def _job_selector(obj: Body) -> None:
@@ -284,7 +286,8 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("Service", default=defaults.default_service, validate=validation.validate_service,
              prepare_for_update=drop_type_dependent_fields, name_rule=is_dns1035_label,
              status=StatusPolicy.SUBRESOURCE),
-    Strategy("Endpoints", status=StatusPolicy.NONE),
+    Strategy("Endpoints", status=StatusPolicy.NONE,
+             deprecation="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),
     Strategy("Deployment", default=defaults.default_deployment, validate=validation.validate_workload,
              validate_update=updates.validate_selector_unchanged, subresources=("scale",), **_WORKLOAD),
     Strategy("ReplicaSet", default=defaults.default_replicaset, validate=validation.validate_workload,
@@ -317,6 +320,10 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
     # core/v1 Events skip ObjectMeta's name rule (ValidateEventCreate, "backwards compatibility").
     Strategy("Event", validate=validation.validate_event, name_rule=is_path_segment_name),
+    # networking.k8s.io/v1: the Service IP ranges (status Ready from the servicecidrs controller), and one object
+    # per allocated ClusterIP, named by the address itself (ValidateIPAddressName).
+    Strategy("ServiceCIDR", validate=validation.validate_service_cidr, status=StatusPolicy.SUBRESOURCE),
+    Strategy("IPAddress", validate=validation.validate_ip_address, name_rule=is_valid_ip),
 )}
 
 # Kinds knetsim serves no strategy of its own for, but admits from manifests (v1.35's other built-in
@@ -349,7 +356,7 @@ def apply_defaults(body: Mapping[str, Any], namespace: str = "default") -> Body:
     """A defaulted copy of a built-in object the simulation made itself (system manifests, what the
     offline controllers create): what the API server would store."""
     info = BY_KIND.get(str(body.get("kind") or ""))
-    return default_object(copy.deepcopy(dict(body)), info.namespaced if info is not None else None, namespace)
+    return default_object(json_copy(dict(body)), info.namespaced if info is not None else None, namespace)
 
 
 def default_object(obj: Body, namespaced: bool | None, namespace: str = "default") -> Body:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .cron import ScheduleError, load_zone, schedule_error
-from .fielderr import FieldError, Path, go_map, go_slice
+from .fielderr import FieldError, GoValue, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
     is_dns1035_label,
@@ -29,6 +29,7 @@ from .names import (
     is_wildcard_dns1123_subdomain,
     regex_error,
 )
+from .objects import INGRESS_CLASS_ANNOTATION
 
 PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List order, as Service and container port validation prints them
 # ValidateNetworkPolicyPort and ValidateNetworkPolicySpec list their values in this order.
@@ -330,37 +331,79 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
     if spec.get("allocateLoadBalancerNodePorts") is not None and svc_type != "LoadBalancer":
         errs.append(path.child("allocateLoadBalancerNodePorts").forbidden(
             "may only be used when `type` is 'LoadBalancer'"))
+    distribution = spec.get("trafficDistribution")
+    if distribution is not None and distribution not in TRAFFIC_DISTRIBUTIONS:
+        # validateServiceTrafficDistribution (v1.35: PreferSameZone and PreferSameNode GA, PreferClose kept).
+        errs.append(path.child("trafficDistribution").not_supported(distribution, TRAFFIC_DISTRIBUTIONS))
     return errs
 
 
+IP_FAMILIES = ["IPv4", "IPv6"]
+IP_FAMILY_POLICIES = ["PreferDualStack", "RequireDualStack", "SingleStack"]  # sets.List order
+TRAFFIC_DISTRIBUTIONS = ["PreferClose", "PreferSameZone", "PreferSameNode"]
+
+
 def _service_cluster_ips(spec: Mapping[str, Any], path: Path) -> Errors:
+    # ClusterIP and ClusterIPs are synced before validation (NormalizeClusterIPs): a clusterIP alone is
+    # the one-element clusterIPs.
+    if spec.get("clusterIP") and not spec.get("clusterIPs"):
+        spec = {**spec, "clusterIPs": [spec["clusterIP"]]}
+    return service_cluster_ips_related_fields(spec, path)
+
+
+def service_cluster_ips_related_fields(spec: Mapping[str, Any], path: Path | None = None) -> Errors:
+    """``ValidateServiceClusterIPsRelatedFields``: clusterIP(s), ipFamilies and ipFamilyPolicy, also run by the
+    allocator before it defaults the families."""
+    path = path or Path("spec")
+    if spec.get("type") == "ExternalName":
+        return []
     errs: Errors = []
     cluster_ip = spec.get("clusterIP")
-    cluster_ips = spec.get("clusterIPs") or []
-    if cluster_ips and not cluster_ip:
-        errs.append(path.child("clusterIPs").invalid(cluster_ips, "must be empty when `clusterIP` is not specified"))
-        return errs
-    if cluster_ip and cluster_ips and cluster_ips[0] != cluster_ip:
-        errs.append(path.child("clusterIPs").index(0).invalid(cluster_ips[0], "first value must match `clusterIP`"))
-    values = cluster_ips or ([cluster_ip] if cluster_ip else [])
-    if len(values) > 2:
-        errs.append(path.child("clusterIPs").invalid(values, "may only hold up to 2 values"))
-    families = [str(f) for f in spec.get("ipFamilies") or []]
-    for i, value in enumerate(values):
-        p = path.child("clusterIPs").index(i)
-        if value == "None":
-            if i > 0 or len(values) > 1:
-                errs.append(p.invalid(value, "'None' must be the first and only value"))
+    cluster_ips = [str(v) for v in spec.get("clusterIPs") or []]
+    ips_path = path.child("clusterIPs")
+    if cluster_ip:
+        if not cluster_ips:
+            errs.append(ips_path.required())
+        elif cluster_ips[0] != cluster_ip:
+            errs.append(ips_path.invalid(go_slice(cluster_ips), "first value must match `clusterIP`"))
+    elif cluster_ips:
+        errs.append(ips_path.invalid(go_slice(cluster_ips), "must be empty when `clusterIP` is not specified"))
+    seen: set[str] = set()
+    for i, family in enumerate(spec.get("ipFamilies") or []):
+        if family not in IP_FAMILIES:
+            errs.append(path.child("ipFamilies").index(i).not_supported(family, IP_FAMILIES))
+        if family in seen:
+            errs.append(path.child("ipFamilies").index(i).duplicate(family))
+        seen.add(str(family))
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        errs.append(path.child("ipFamilyPolicy").not_supported(policy, IP_FAMILY_POLICIES))
+    invalid_ips = False
+    parsed: list[Any] = []
+    for i, value in enumerate(cluster_ips):
+        if i == 0 and value == "None":
+            if len(cluster_ips) > 1:
+                invalid_ips = True
+                errs.append(ips_path.invalid(go_slice(cluster_ips), "'None' must be the first and only value"))
             continue
         try:
-            ip = ipaddress.ip_address(str(value))
+            parsed.append(ipaddress.ip_address(value))
         except ValueError:
-            errs.append(p.invalid(value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-            continue
-        if i < len(families):
-            want = 4 if families[i] == "IPv4" else 6
-            if ip.version != want:
-                errs.append(p.invalid(value, f"expected an {families[i]} value as indicated by `ipFamilies[{i}]`"))
+            invalid_ips = True
+            errs.append(ips_path.index(i).invalid(value, is_valid_ip(value)[0]))
+    if len(cluster_ips) > 2:
+        errs.append(ips_path.invalid(go_slice(cluster_ips), "may only hold up to 2 values"))
+    if invalid_ips:
+        return errs
+    if len(cluster_ips) > 1 and len({ip.version for ip in parsed}) != len(cluster_ips):
+        errs.append(ips_path.invalid(go_slice(cluster_ips), "may specify no more than one IP for each IP family"))
+    families = [str(f) for f in spec.get("ipFamilies") or []]
+    headless = cluster_ips == ["None"]
+    if not headless and cluster_ips and families:
+        for i, ip in enumerate(parsed[:len(families)]):
+            if families[i] in IP_FAMILIES and ip.version != (4 if families[i] == "IPv4" else 6):
+                errs.append(ips_path.index(i).invalid(
+                    cluster_ips[i], f"expected an {families[i]} value as indicated by `ipFamilies[{i}]`"))
     return errs
 
 
@@ -775,10 +818,10 @@ def validate_ingress(body: Mapping[str, Any]) -> Errors:
     if class_name:
         errs.extend(path.child("ingressClassName").invalid(class_name, e)
                     for e in is_dns1123_subdomain(str(class_name)))
-    annotation = ((body.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/ingress.class")
+    annotation = ((body.get("metadata") or {}).get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
     if annotation and class_name and annotation != class_name:
         # Upstream's path here is `annotations.kubernetes.io/ingress.class` (no "metadata.").
-        errs.append(Path("annotations").child("kubernetes.io/ingress.class").invalid(
+        errs.append(Path("annotations").child(INGRESS_CLASS_ANNOTATION).invalid(
             annotation, "must match `ingressClassName` when both are specified"))
     return errs
 
@@ -997,4 +1040,51 @@ def validate_event(body: Mapping[str, Any]) -> Errors:
         if len(str(body.get("message") or "")) > 1024:
             errs.append(Path("message").invalid("", "can have at most 1024 characters"))
     errs.extend(Path("namespace").invalid(namespace, p) for p in is_dns1123_subdomain(namespace))
+    return errs
+
+
+def validate_service_cidr(body: Mapping[str, Any]) -> Errors:
+    """ValidateServiceCIDR (pkg/apis/networking/validation): one or two CIDRs, one per family."""
+    spec = body.get("spec") or {}
+    path = Path("spec").child("cidrs")
+    cidrs = spec.get("cidrs") or []
+    if not cidrs:
+        return [path.required("at least one CIDR required")]
+    spec_text = GoValue(f"networking.ServiceCIDRSpec{{CIDRs:{go_slice([str(c) for c in cidrs])}}}")
+    if len(cidrs) > 2:
+        return [path.invalid(spec_text, "may only hold up to 2 values")]
+    if len(cidrs) == 2:
+        versions = set()
+        for c in cidrs:
+            try:
+                versions.add(ipaddress.ip_network(str(c), strict=False).version)
+            except ValueError:
+                versions.add(0)
+        if versions != {4, 6}:
+            return [path.invalid(spec_text, "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 "
+                                            "and 2001:db8::/64")]
+    errs: Errors = []
+    for i, cidr in enumerate(cidrs):
+        errs.extend(path.index(i).invalid(cidr, e) for e in is_valid_cidr(str(cidr)))
+    return errs
+
+
+def validate_ip_address(body: Mapping[str, Any]) -> Errors:
+    """ValidateIPAddress: a parentRef with resource and name is required (the name, the address, is checked with
+    the metadata)."""
+    errs: Errors = []
+    ref = (body.get("spec") or {}).get("parentRef")
+    path = Path("spec").child("parentRef")
+    if not isinstance(ref, Mapping):
+        return [*errs, path.required()]
+    if ref.get("group"):
+        errs.extend(path.child("group").invalid(ref["group"], e) for e in is_dns1123_subdomain(str(ref["group"])))
+    for field in ("resource", "name"):
+        if not ref.get(field):
+            errs.append(path.child(field).required())
+        else:
+            errs.extend(path.child(field).invalid(ref[field], e) for e in is_path_segment_name(str(ref[field])))
+    if ref.get("namespace"):
+        errs.extend(path.child("namespace").invalid(ref["namespace"], e)
+                    for e in is_path_segment_name(str(ref["namespace"])))
     return errs

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
-from ..dns import resolve
+from ..dataplane.model import family_of_ip, join_host_port
 from ..dns.hostsfile import hosts_lookup
+from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
@@ -83,14 +84,14 @@ def dns_reachable(state: ClusterState, pod: Pod, nameserver: str, port: int = 53
         sp = service_port_for(svc, port, protocol)
         if sp is None:
             return False, f"Service {svc.key} has no {port}/{protocol} port"
-        candidates = usable_candidates(state, svc, sp)
+        candidates = usable_candidates(state, svc, sp, family_of_ip(nameserver))
         if not candidates:
             return False, f"Service {svc.key} has no ready endpoints: the query is rejected"
         reasons = []
         for c in candidates:
             verdict = evaluate(state, pod, c.pod or c.ip, c.port, protocol)
             if verdict.allowed:
-                return True, f"{svc.key} → {c.name} {c.ip}:{c.port}/{protocol} allowed"
+                return True, f"{svc.key} → {c.name} {join_host_port(c.ip, c.port)}/{protocol} allowed"
             side = verdict.egress if not verdict.egress.allowed else verdict.ingress
             reasons.append(f"{c.name}: {side.reason}")
         return False, "; ".join(reasons)
@@ -121,9 +122,14 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
         why[ns] = detail
         return ok
 
-    resolution = resolve(run.state, pod, host, "A", reachable=reachable)
-    queries = [f"{q.name} → {q.answer.rcode if q.answer else 'no answer'}" for q in resolution.queries]
-    data = {"queries": [q.to_dict() for q in resolution.queries], "resolvConf": resolution.resolv_conf.text()}
+    # A, AAAA or both, as the pod's families call for (getaddrinfo with AF_UNSPEC).
+    lookup = lookup_addresses(run.state, pod, host, reachable=reachable)
+    resolution = lookup.primary
+    asked = [q for r in lookup.resolutions for q in r.queries]
+    qtypes = len(lookup.resolutions) > 1
+    queries = [f"{q.name}{' ' + q.qtype if qtypes else ''} → {q.answer.rcode if q.answer else 'no answer'}"
+               for q in asked]
+    data = {"queries": [q.to_dict() for q in asked], "resolvConf": resolution.resolv_conf.text()}
     if resolution.outcome == "timeout":
         detail = (f"the DNS query from {pod.key} to {', '.join(sorted(why))} never gets an answer: "
                   + "; ".join(why.values()))
@@ -140,15 +146,16 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
                             "proxying; the client connects to the external name itself"))
         return run.fail("service", "no-route", f"{cname} lies outside the cluster and is none of the names of the "
                         "outside knetsim models (cluster config: outside.hosts)")
-    if not resolution.ok:
+    if not lookup.ok:
         detail = (f"{host} does not resolve from {pod.key} ({resolution.outcome}); tried: " + ", ".join(queries))
         finding = _name_hint(run.state, pod, host)
         return run.fail("dns", "nxdomain", detail, finding, data)
-    ips = list(resolution.values)
+    ips = list(lookup.addresses) or list(resolution.values)
+    order = f"; {lookup.order}" if lookup.order else ""
     cnames = resolution.answer.values("CNAME") if resolution.answer is not None else ()
     alias = f" (CNAME {cnames[-1]}, answered by the upstream)" if cnames else ""
     run.hops.append(Hop("dns", "ok", f"{host} → {resolution.fqdn}{alias} → {', '.join(ips)} (query "
-                        f"{resolution.answered} of {len(resolution.queries)})", data))
+                        f"{resolution.answered} of {len(resolution.queries)}{order})", data))
     if cnames and run.target.scheme in ("http", "https") and run.state.config.outside.host_at(ips[0]) is not None:
         target = cnames[-1].rstrip(".")
         run.findings.append(Finding(
@@ -235,9 +242,9 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         hop, verdict, _ = dataplane_hop(run.state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
         run.hops.append(hop)
         return run.finish("refused" if verdict == "REJECT" else "timeout")
-    run.hops.append(Hop("service", "ok", f"{dst_ip}:{port} is the {kind} of Service {svc.key}, port "
+    run.hops.append(Hop("service", "ok", f"{join_host_port(dst_ip, port)} is the {kind} of Service {svc.key}, port "
                         f"{sp.name or '<unnamed>'} {sp.port}/{sp.protocol} → targetPort {sp.target_port}"))
-    candidates = usable_candidates(state, svc, sp)
+    candidates = usable_candidates(state, svc, sp, family_of_ip(dst_ip))
     if not candidates:
         from ..cluster.explain import explain_endpoints
 
@@ -254,7 +261,7 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         run.hops.append(hop)
         return run.finish("refused" if verdict in ("REJECT", "NONE") else "timeout")
     run.hops.append(Hop("endpoints", "ok", f"{len(candidates)} usable endpoint(s): "
-                        + ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+                        + ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
     hop, verdict, targets = dataplane_hop(state, run.dataplane, src_ip, run.protocol, dst_ip, port, node)
     run.hops.append(hop)
     if verdict != "DNAT" or not targets:
@@ -307,9 +314,9 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         sp = service_port_for(svc, port, run.protocol, node_port=True)
         if sp is None:
             continue
-        run.hops.append(Hop("service", "ok", f"{node_ip}:{port} is NodePort {port} of Service {svc.key} on node "
-                            f"{node} (port {sp.port} → targetPort {sp.target_port})"))
-        candidates = usable_candidates(state, svc, sp)
+        run.hops.append(Hop("service", "ok", f"{join_host_port(node_ip, port)} is NodePort {port} of Service "
+                            f"{svc.key} on node {node} (port {sp.port} → targetPort {sp.target_port})"))
+        candidates = usable_candidates(state, svc, sp, family_of_ip(node_ip))
         if not candidates:
             run.hops.append(Hop("endpoints", "fail", f"Service {svc.key} has no ready endpoints"))
         else:
@@ -345,8 +352,12 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
     are one evaluation, as ``knetsim policy check`` would make it.
     """
     sender: Pod | str = src_pod if src_pod is not None else src_ip
+    if src_pod is not None and src_ip != src_pod.pod_ip and src_ip in src_pod.pod_ips:
+        sender = src_ip  # the pod's other family: ipBlocks match the address the packet carries
     seen: Pod | str = target.snat or sender
     dst: Pod | str = target.pod if target.pod is not None else target.ip
+    if target.pod is not None and target.ip != target.pod.pod_ip and target.ip in target.pod.pod_ips:
+        dst = target.ip
     if seen is sender and egress_to is None:
         verdict = evaluate(state, sender, dst, target.port, protocol)
         egress, ingress, data = verdict.egress, verdict.ingress, {"policy": verdict.to_dict()}
@@ -379,9 +390,9 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                      tuple(run.findings), None, run.dataplane)
     run.hops.append(Hop("policy", "ok", detail, data))
     if target.pod is None:
-        return run.fail("listener", "no-route", f"{target.ip}:{port} is an endpoint outside the pod network (a "
-                        f"hand-written EndpointSlice of {via or 'the Service'}); knetsim does not simulate what "
-                        "answers there")
+        return run.fail("listener", "no-route", f"{join_host_port(target.ip, port)} is an endpoint outside the pod "
+                        f"network (a hand-written EndpointSlice of {via or 'the Service'}); knetsim does not "
+                        "simulate what answers there")
     dst_pod = target.pod
     hop = listener_hop(dst_pod, port, run.protocol)
     run.hops.append(hop)

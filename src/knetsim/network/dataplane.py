@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, Ruleset, backend_for, trace_packet
-from ..dataplane.model import endpoints_by_port, usable_endpoints
+from ..dataplane.model import endpoints_by_port, join_host_port, split_host_port, usable_endpoints
 from ..model.listeners import pod_listens
 from ..model.objects import Pod, Service, ServicePort
 from .trace import Hop
@@ -46,13 +46,15 @@ def endpoint_pod(state: ClusterState, ip: str, port: int, protocol: str) -> Pod 
                  and (port, protocol) in pod_listens(p)), None)
 
 
-def usable_candidates(state: ClusterState, service: Service, port: ServicePort) -> list[Candidate]:
-    """The endpoints the data plane would use for ``port``: ready ones, else serving-terminating ones.
+def usable_candidates(state: ClusterState, service: Service, port: ServicePort,
+                      family: str | None = None) -> list[Candidate]:
+    """The endpoints the data plane would use for ``port``: ready ones, else serving-terminating ones; those of
+    ``family``'s EndpointSlices (default: the Service's primary family), as that family's proxier sees them.
 
     The data plane's own bookkeeping (``dataplane.model``) decides, so the endpoints hop of a
     trace and the DNAT targets of the dataplane hop can never disagree.
     """
-    infos = endpoints_by_port(state, service).get((port.name, port.protocol), [])
+    infos = endpoints_by_port(state, service, family).get((port.name, port.protocol), [])
     out = []
     for info in usable_endpoints(infos):
         pod = endpoint_pod(state, info.ip, info.port, port.protocol)
@@ -79,23 +81,34 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
                           ruleset=_ruleset(state, plane, node) if node else None)
     node_ip = state.nodes[result.node].internal_ip if result.node in state.nodes else None
     candidates = []
+    if result.family == "IPv6" and result.node in state.nodes:
+        node_ip = next((ip for ip in state.nodes[result.node].internal_ips if ":" in ip), node_ip)
+    # A pod reaching a ClusterIP is masqueraded only when the backend is the pod itself (KUBE-SEP's "-s <ip>",
+    # Cilium's hairpin SNAT): every other backend sees the pod's own address.
+    svc = state.service_by_ip(dst_ip)
+    src_pod = state.pod_by_ip(src_ip)
+    hairpin_only = (result.masquerade and svc is not None and dst_ip in (svc.cluster_ips or (svc.cluster_ip,))
+                    and src_pod is not None and not src_pod.host_network)
     for target in result.targets:
-        ip, _, number = target.address.rpartition(":")
-        pod = endpoint_pod(state, ip, int(number), protocol)
-        candidates.append(Candidate(pod, ip, int(number), pod.node_name if pod else None,
-                                    node_ip if result.masquerade else None))
+        ip, number = split_host_port(target.address)
+        pod = endpoint_pod(state, ip, number, protocol)
+        masq = result.masquerade and (not hairpin_only or ip == src_ip)
+        candidates.append(Candidate(pod, ip, number, pod.node_name if pod else None, node_ip if masq else None))
     verdict = result.verdict if result.verdict in ("DNAT", "REJECT", "DROP") else "NONE"
     if result.verdict == "DNAT":
         odds = ", ".join(f"{t.address} ({t.probability:.0%})" for t in result.targets)
-        detail = f"{plane} on {result.node}: DNAT {dst_ip}:{port} → one of {odds}"
-        if result.masquerade:
+        detail = f"{plane} on {result.node}: DNAT {join_host_port(dst_ip, port)} → one of {odds}"
+        if hairpin_only and len(result.targets) > 1:
+            detail += f"; masqueraded when the backend is the client itself (hairpin: it sees {node_ip})"
+        elif result.masquerade:
             detail += f"; masqueraded (the pod sees {node_ip})"
     elif result.verdict == "REJECT":
-        detail = f"{plane} on {result.node}: REJECT {dst_ip}:{port}/{protocol}: connection refused"
+        detail = f"{plane} on {result.node}: REJECT {join_host_port(dst_ip, port)}/{protocol}: connection refused"
     elif result.verdict == "DROP":
-        detail = f"{plane} on {result.node}: DROP {dst_ip}:{port}/{protocol}: the client times out"
+        detail = f"{plane} on {result.node}: DROP {join_host_port(dst_ip, port)}/{protocol}: the client times out"
     else:
-        detail = (f"{plane} on {result.node}: no rule for {dst_ip}:{port}/{protocol}; the packet leaves the node "
+        detail = (f"{plane} on {result.node}: no rule for {join_host_port(dst_ip, port)}/{protocol}; the packet leaves "
+                  "the node "
                   "untranslated and nothing answers")
     if result.verdict in ("REJECT", "DROP") and result.steps:
         detail += f" — rule: {result.steps[-1].text.strip()}"

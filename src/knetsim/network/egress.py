@@ -64,7 +64,7 @@ def to_outside(run: Any, src_pod: Pod | None, src_ip: str, dst_ip: str) -> Trace
         run.hops.append(Hop("policy", "ok", f"egress: {verdict.egress.reason}", {"policy": verdict.to_dict()}))
     node = src_pod.node_name if src_pod is not None else None
     if src_pod is not None and node and not src_pod.host_network:
-        masq = egress_masquerade(state, node)
+        masq = egress_masquerade(state, node, "IPv6" if ":" in dst_ip else "IPv4")
         if masq.applies(dst_ip):
             run.hops.append(Hop("dataplane", "ok", f"leaves node {node} masqueraded: source {src_ip} → "
                                 f"{masq.node_ip}, by {masq.how}; {dst_ip} sees the node, never the pod",

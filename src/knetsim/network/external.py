@@ -11,10 +11,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cluster.state import ClusterState
+from ..dataplane.model import join_host_port
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from .gateway import gateway_for_address, gateway_for_host, through_gateway
-from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, choose
+from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, choose, external_client_ip
 
 if TYPE_CHECKING:
     from .connect import _Run
@@ -27,6 +28,8 @@ def trace_external(run: _Run) -> Trace:
     host = run.target.host
     run.source = f"external ({EXTERNAL_CLIENT_IP})"
     if _is_ip(host):
+        client = external_client_ip(host)  # an IPv6 destination is reached from the client's IPv6 address
+        run.source = f"external ({client})"
         svc = state.service_by_ip(host)
         gateway = gateway_for_address(state, host) if svc is not None else None
         if gateway is not None:
@@ -34,7 +37,7 @@ def trace_external(run: _Run) -> Trace:
         if svc is not None and host in (*svc.load_balancer_ips, *svc.external_ips):
             node = _announcing_node(run, svc, host)
             run.hops.append(Hop("dns", "skip", f"{host} is an address; node {node} answers for it (L2 announcement)"))
-            return connect_ip(run, None, EXTERNAL_CLIENT_IP, host, node)
+            return connect_ip(run, None, client, host, node)
         if svc is not None:
             return run.fail("service", "no-route", f"{host} is the ClusterIP of {svc.key}: ClusterIPs are virtual and "
                             "exist only inside the cluster; from outside use a NodePort, a LoadBalancer or an Ingress")
@@ -45,7 +48,7 @@ def trace_external(run: _Run) -> Trace:
                                     "listens on hostPort 80/443"))
                 return through_ingress(run, host)
             run.hops.append(Hop("dns", "skip", f"{host} is node {node.name}"))
-            return connect_ip(run, None, EXTERNAL_CLIENT_IP, host, node.name)
+            return connect_ip(run, None, client, host, node.name)
         if state.pod_by_ip(host) is not None:
             return run.fail("service", "no-route", f"{host} is a pod IP: the pod network is not routed from "
                             "outside the cluster")
@@ -165,7 +168,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
         reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
-    run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    run.hops.append(Hop("endpoints", "ok", ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
     pinned = result.upstream_request.endpoint if result.upstream_request is not None else None
     chosen = next((c for c in candidates if pinned is not None and (c.ip, c.port) == (pinned.ip, pinned.port)),

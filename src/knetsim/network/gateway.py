@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..cluster.gatewayinfra import container_port
 from ..cluster.state import ClusterState
+from ..dataplane.model import join_host_port
 from ..gateway import GatewayRouteError, hostnames, route, translate
 from ..gateway.streams import route_stream
 from ..gateway.upstream import ENVOY_TLS_VERIFY_FAILED
@@ -146,7 +147,7 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     run.hops.append(Hop("service", "ok", f"backend Service {svc.key} port {sp.name or sp.port} → targetPort "
                         f"{sp.target_port}; Envoy proxies to its endpoints directly"))
     candidates = usable_candidates(state, svc, sp)
-    run.hops.append(Hop("endpoints", "ok", ", ".join(f"{c.ip}:{c.port}" for c in candidates)))
+    run.hops.append(Hop("endpoints", "ok", ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
     run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: Envoy connects to the pod IP"))
     chosen = candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{gateway}{request.url}")]
     forwarded = None

@@ -38,9 +38,16 @@ from ..model.objects import Pod, Service, ServicePort
 LAYERS = ("dns", "service", "endpoints", "dataplane", "policy", "listener", "app")
 OUTCOMES = ("connected", "refused", "timeout", "dns-timeout", "nxdomain", "no-route")
 EXTERNAL_CLIENT_IP = "203.0.113.10"  # TEST-NET-3: an address on the Internet, outside every cluster range
+# The same client's IPv6 address (the documentation prefix, RFC 3849), for IPv6 destinations.
+EXTERNAL_CLIENT_IP6 = "2001:db8:203::10"
 # How long a client waits on what the trace calls a timeout, where it sets no limit of its own.
 KERNEL_CONNECT_TIMEOUT = 127.0  # Linux's tcp_syn_retries=6: 1+2+4+8+16+32+64 s
 RESOLVER_TIMEOUT = 10.0  # musl/busybox's resolver: timeout 5 s, attempts 2
+
+
+def external_client_ip(destination: str) -> str:
+    """The external client's address of ``destination``'s family."""
+    return EXTERNAL_CLIENT_IP6 if ":" in destination else EXTERNAL_CLIENT_IP
 
 
 class TraceInputError(ValueError):
@@ -164,15 +171,22 @@ def parse_target(text: str, protocol: str = "TCP") -> Target:
         if port is None:
             raise TraceInputError(f"target {text!r}: a {scheme} target needs a port")
         return Target(scheme, parts.hostname, port, parts.path or "/", parts.query)
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = text, "80"
+    if text.startswith("["):
+        # An IPv6 literal, net.JoinHostPort-style: [fd00:10:96::a]:80, or [fd00:10:96::a] (port 80).
+        host, close, rest = text[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise TraceInputError(f"target {text!r}: an IPv6 address goes in brackets, then :port")
+        port_text = rest[1:] if rest else "80"
+    elif text.count(":") > 1:
+        host, port_text = text, "80"  # a bare IPv6 address: no port can follow it unbracketed
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            host, port_text = text, "80"
     if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
         raise TraceInputError(f"target {text!r}: port must be between 1 and 65535, inclusive")
     scheme = "http" if protocol == "TCP" and int(port_text) in (80, 8080) else protocol.lower()
     return Target(scheme, host, int(port_text), "/")
-
-
 
 
 def choose(candidates: list[Any], key: str) -> int:

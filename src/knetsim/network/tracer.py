@@ -37,9 +37,13 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     ips = _dns_stage(run, pod)
     if isinstance(ips, Trace):
         return ips
-    pick = choose(ips, f"{pod.pod_ip}->{parsed.host}")
+    # The addresses come in getaddrinfo's order (RFC 6724): the client connects to the first family's.
+    family_first = [ip for ip in ips if (":" in ip) == (":" in ips[0])]
+    pick = choose(family_first, f"{pod.pod_ip}->{parsed.host}")
     if len(ips) > 1:
-        run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {ips[pick]} (the first its "
-                            "resolver returns; knetsim picks one deterministically)"))
-    return connect_ip(run, pod, pod.pod_ip, ips[pick], pod.node_name)
+        run.hops.append(Hop("dns", "info", f"{len(ips)} addresses; the client uses {family_first[pick]} (the first "
+                            "its resolver returns; knetsim picks one deterministically)"))
+    # The source is the pod's own address of the destination's family (a dual-stack pod has one of each).
+    src = next((ip for ip in pod.pod_ips if (":" in ip) == (":" in family_first[pick])), pod.pod_ip)
+    return connect_ip(run, pod, src, family_first[pick], pod.node_name)
 

@@ -10,9 +10,11 @@ BaselineAdminNetworkPolicy is a singleton without a priority; when both API vers
 present it comes after every Baseline ClusterNetworkPolicy (no implementation runs both, so
 there is no upstream order to follow; the verdict says which policy decided).
 
-knetsim does not ship these kinds' CRDs, so objects may arrive untyped: ``parse`` checks what it
-reads (``_Reader``) and an object it cannot read is reported, never half-applied. It reads the
-experimental channel's fields too (``nodes`` and ``domainNames`` peers, v1alpha1 ``namedPort``).
+Objects arrive admitted by the kinds' CRDs (knetsim's own definitions, model/apis, or a CRD the user
+brought): ``parse`` reads that shape and checks only what the schema leaves open (selector
+operators, v1alpha1 protocols, domainNames outside Accept rules); an object it cannot read is
+reported, never half-applied. It reads the experimental channel's fields too (``nodes`` and
+``domainNames`` peers, v1alpha1 ``namedPort``), which the experimental CRDs admit.
 """
 
 from __future__ import annotations
@@ -125,13 +127,12 @@ PEER_FIELDS = {INGRESS: ("namespaces", "pods"), EGRESS: ("namespaces", "pods", "
 
 
 class _Reader:
-    """Reads one object's spec as the CRD's schema would admit it, collecting every error with its path.
+    """Reads one admitted object's spec: its shape is the CRD's (admission pruned, typed and bounded it), so what
+    is checked here is what the schema leaves to the implementation: a label selector's operator, a v1alpha1
+    port's protocol, domainNames outside Accept rules. Errors are collected with their paths.
 
-    knetsim does not ship the network-policy-api CRDs (docs/admission.md): without them the API
-    server side admits these kinds untyped, so what the engine relies on is checked here, in the
-    words kube-apiserver uses for the same schema constraints. The experimental channel's fields
-    (``nodes`` and ``domainNames`` peers, v1alpha1 ``namedPort``) are read too: clusters that run
-    it (OVN-Kubernetes) have them.
+    The experimental channel's fields (``nodes`` and ``domainNames`` peers, v1alpha1 ``namedPort``) are read
+    too: they reach here when the experimental CRDs are in force (a cluster running that channel).
     """
 
     def __init__(self, kind: str) -> None:
@@ -141,71 +142,29 @@ class _Reader:
     def fail(self, error: FieldError) -> None:
         self.errors.append(error)
 
-    def mapping(self, value: Any, path: Path) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            self.fail(path.type_invalid(value, "must be of type object"))
-            return {}
-        return value
-
-    def listing(self, value: Any, path: Path, *, minimum: int = 0) -> list[Any]:
-        if value is None:
-            value = []
-        if not isinstance(value, list):
-            self.fail(path.type_invalid(value, "must be of type array"))
-            return []
-        if len(value) < minimum:
-            self.fail(path.invalid(len(value), f"should have at least {minimum} items"))
-        return value
-
-    def integer(self, value: Any, path: Path, lo: int, hi: int) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path.type_invalid(value, "must be of type integer"))
-            return None
-        if not lo <= value <= hi:
-            word = f"should be greater than or equal to {lo}" if value < lo else f"should be less than or equal to {hi}"
-            self.fail(path.invalid(value, f"{path} in body {word}"))
-            return None
-        return value
-
-    def selector(self, raw: Any, path: Path) -> Selector:
+    def selector(self, body: Mapping[str, Any] | None, path: Path) -> Selector:
         # One object per distinct selector: a thousand policies repeat a handful, and the matrix's caches
         # (keyed by selector) then find them by identity instead of comparing requirement tuples.
-        body = self.mapping(raw if raw is not None else {}, path)
-        try:
-            key = json.dumps(body, sort_keys=True)
-        except (TypeError, ValueError):
-            key = ""
-        found = _SELECTORS.get(key) if key else None
+        body = body or {}
+        key = json.dumps(body, sort_keys=True)
+        found = _SELECTORS.get(key)
         if found is not None:
             return found
-        before = len(self.errors)
-        for i, expr in enumerate(self.listing(body.get("matchExpressions"), path.child("matchExpressions"))):
-            where = path.child("matchExpressions").index(i)
-            expr = self.mapping(expr, where)
-            if expr.get("operator") not in _OPERATORS:
-                self.fail(where.child("operator").not_supported(expr.get("operator"), list(_OPERATORS)))
-        labels = body.get("matchLabels")
-        if labels is not None and not (isinstance(labels, Mapping) and
-                                       all(isinstance(v, str) for v in labels.values())):
-            self.fail(path.child("matchLabels").type_invalid(labels, "must be a map of strings"))
-        if len(self.errors) > before:
+        wrong = [(i, e.get("operator")) for i, e in enumerate(body.get("matchExpressions") or [])
+                 if e.get("operator") not in _OPERATORS]
+        for i, operator in wrong:
+            self.fail(path.child("matchExpressions").index(i).child("operator").not_supported(operator,
+                                                                                             list(_OPERATORS)))
+        if wrong:
             return Selector.none()
         found = Selector.from_label_selector(body)
-        if key and len(_SELECTORS) < 1 << 14:
+        if len(_SELECTORS) < 1 << 14:
             _SELECTORS[key] = found
         return found
 
-    def one_of(self, raw: Mapping[str, Any], path: Path, fields: tuple[str, ...]) -> str | None:
-        present = [f for f in raw if raw[f] is not None]
-        known = [f for f in present if f in fields]
-        if len(present) != 1 or not known:
-            # "If an implementation sees no fields are set ... it should fail closed" (the peer's doc): the
-            # object is not read at all rather than read differently from the cluster.
-            detail = f"must have exactly one of {', '.join(fields)}" + (
-                f" (has {', '.join(sorted(present))})" if present else "")
-            self.fail(path.invalid(dict(raw), detail))
-            return None
-        return known[0]
+    def pods(self, body: Mapping[str, Any], path: Path) -> tuple[Selector, Selector]:
+        return (self.selector(body.get("namespaceSelector"), path.child("namespaceSelector")),
+                self.selector(body.get("podSelector"), path.child("podSelector")))
 
 
 @lru_cache(maxsize=1 << 12)
@@ -213,147 +172,118 @@ def _network(cidr: str) -> IPRange:
     return ip_range(cidr)
 
 
-def _peers(r: _Reader, raw: Any, path: Path, direction: str, action: str) -> tuple[Peer, ...]:
+def _one(raw: Mapping[str, Any]) -> str:
+    """The one member of a union the CRD admits with exactly one property."""
+    (field,) = raw
+    return str(field)
+
+
+def _peers(r: _Reader, raw: list[Mapping[str, Any]], path: Path, direction: str, action: str) -> tuple[Peer, ...]:
     out: list[Peer] = []
-    for i, item in enumerate(r.listing(raw, path, minimum=1)):
+    for i, item in enumerate(raw):
         where = path.index(i)
-        item = r.mapping(item, where)
-        field = r.one_of(item, where, PEER_FIELDS[direction])
+        field = _one(item)
+        if field not in PEER_FIELDS[direction]:
+            raise ValueError(f"{where}: {field} is no {direction} peer")
+        value = item[field]
         if field == "namespaces":
-            out.append(Peer(i, "pods", namespace_selector=r.selector(item[field], where.child(field))))
+            out.append(Peer(i, "pods", namespace_selector=r.selector(value, where.child(field))))
         elif field == "pods":
-            pods = r.mapping(item[field], where.child(field))
-            out.append(Peer(i, "pods", namespace_selector=r.selector(pods.get("namespaceSelector"),
-                                                                    where.child(field, "namespaceSelector")),
-                            pod_selector=r.selector(pods.get("podSelector"), where.child(field, "podSelector"))))
+            namespaces, pods = r.pods(value, where.child(field))
+            out.append(Peer(i, "pods", namespace_selector=namespaces, pod_selector=pods))
         elif field == "nodes":
-            out.append(Peer(i, "nodes", pod_selector=r.selector(item[field], where.child(field))))
+            out.append(Peer(i, "nodes", pod_selector=r.selector(value, where.child(field))))
         elif field == "networks":
-            for k, cidr in enumerate(r.listing(item[field], where.child(field), minimum=1)):
+            for k, cidr in enumerate(value):
                 try:
                     out.append(Peer(i, "network", ip_range=_network(str(cidr))))
                 except ValueError:
                     r.fail(where.child(field).index(k).invalid(cidr, "Invalid CIDR format provided"))
         elif field == "domainNames":
-            names = r.listing(item[field], where.child(field), minimum=1)
-            for k, name in enumerate(names):
-                if not isinstance(name, str) or not DOMAIN_NAME.match(name):
-                    r.fail(where.child(field).index(k).invalid(name, f"should match '{DOMAIN_NAME.pattern}'"))
             if action != ACCEPT:
                 r.fail(where.child(field).forbidden("domainNames is only supported for Accept rules"))
-            out.append(Peer(i, "domains", entity=",".join(str(n) for n in names)))
+            out.append(Peer(i, "domains", entity=",".join(str(n) for n in value)))
     return tuple(out)
 
 
-def _port_number(r: _Reader, raw: Any, path: Path) -> int:
-    return r.integer(raw, path, 1, 65535) or 1
-
-
-def _v1alpha2_ports(r: _Reader, raw: Any, path: Path) -> tuple[Port, ...] | None:
+def _v1alpha2_ports(raw: list[Mapping[str, Any]] | None) -> tuple[Port, ...] | None:
     if raw is None:
         return None
     out = []
-    for k, item in enumerate(r.listing(raw, path, minimum=1)):
-        where = path.index(k)
-        item = r.mapping(item, where)
-        field = r.one_of(item, where, ("tcp", "udp", "sctp", "destinationNamedPort"))
-        if field is None:
-            continue
+    for k, item in enumerate(raw):
+        field = _one(item)
         if field == "destinationNamedPort":
             # A named port resolves on the destination pod, with the protocol its containerPort declares.
             out.append(Port(k, "ANY", str(item[field])))
             continue
-        port = r.mapping(r.mapping(item[field], where.child(field)).get("destinationPort") or {},
-                         where.child(field, "destinationPort"))
-        at = where.child(field, "destinationPort")
-        kind = r.one_of(port, at, ("number", "range"))
-        if kind == "number":
-            out.append(Port(k, field.upper(), _port_number(r, port["number"], at.child("number"))))
-        elif kind == "range":
-            span = r.mapping(port["range"], at.child("range"))
-            lo = _port_number(r, span.get("start"), at.child("range", "start"))
-            hi = _port_number(r, span.get("end"), at.child("range", "end"))
-            if lo >= hi:
-                r.fail(at.child("range").invalid(dict(span), "Start port must be less than End port"))
-            out.append(Port(k, field.upper(), lo, hi))
+        port = item[field]["destinationPort"]
+        if "number" in port:
+            out.append(Port(k, field.upper(), int(port["number"])))
+        else:
+            out.append(Port(k, field.upper(), int(port["range"]["start"]), int(port["range"]["end"])))
     return tuple(out)
 
 
-def _v1alpha1_ports(r: _Reader, raw: Any, path: Path) -> tuple[Port, ...] | None:
+def _v1alpha1_ports(r: _Reader, raw: list[Mapping[str, Any]] | None, path: Path) -> tuple[Port, ...] | None:
     if raw is None:
         return None
     out = []
-    for k, item in enumerate(r.listing(raw, path, minimum=1)):
-        where = path.index(k)
-        item = r.mapping(item, where)
-        field = r.one_of(item, where, ("portNumber", "portRange", "namedPort"))
+    for k, item in enumerate(raw):
+        field = _one(item)
         if field == "namedPort":
             out.append(Port(k, "ANY", str(item[field])))
             continue
-        if field is None:
-            continue
-        p = r.mapping(item[field], where.child(field))
-        protocol = p.get("protocol") or "TCP"  # +kubebuilder:default=TCP
-        if protocol not in PROTOCOLS:
-            r.fail(where.child(field, "protocol").not_supported(protocol, list(PROTOCOLS)))
+        p = item[field]
+        protocol = str(p.get("protocol") or "TCP")  # +kubebuilder:default=TCP
+        if protocol not in PROTOCOLS:  # the CRD takes any string here; the implementation knows three
+            r.fail(path.index(k).child(field, "protocol").not_supported(protocol, list(PROTOCOLS)))
         if field == "portNumber":
-            out.append(Port(k, str(protocol), _port_number(r, p.get("port"), where.child(field, "port"))))
+            out.append(Port(k, protocol, int(p["port"])))
         else:
-            lo = _port_number(r, p.get("start"), where.child(field, "start"))
-            hi = _port_number(r, p.get("end"), where.child(field, "end"))
-            out.append(Port(k, str(protocol), lo, hi))
+            out.append(Port(k, protocol, int(p["start"]), int(p["end"])))
     return tuple(out)
 
 
-ACTIONS = {CLUSTER_NETWORK_POLICY: (ACCEPT, DENY, PASS), ADMIN_NETWORK_POLICY: ("Allow", DENY, PASS),
-           BASELINE_ADMIN_NETWORK_POLICY: ("Allow", DENY)}
-
-
-def _rules(r: _Reader, raw: Any, direction: str) -> tuple[ClusterRule, ...]:
+def _rules(r: _Reader, raw: list[Mapping[str, Any]] | None, direction: str) -> tuple[ClusterRule, ...]:
     side = "from" if direction == INGRESS else "to"
     path = Path("spec").child(direction)
     out = []
-    for i, rule in enumerate(r.listing(raw, path)):
+    for i, rule in enumerate(raw or []):
         where = path.index(i)
-        rule = r.mapping(rule, where)
-        action = rule.get("action")
-        if action not in ACTIONS[r.kind]:
-            r.fail(where.child("action").not_supported(action, list(ACTIONS[r.kind])))
-        action = ACCEPT if action == "Allow" else str(action)
-        ports = (_v1alpha2_ports(r, rule.get("protocols"), where.child("protocols"))
-                 if r.kind == CLUSTER_NETWORK_POLICY else _v1alpha1_ports(r, rule.get("ports"), where.child("ports")))
-        peers = _peers(r, rule.get(side), where.child(side), direction, action)
+        action = ACCEPT if rule["action"] == "Allow" else str(rule["action"])
+        ports = (_v1alpha2_ports(rule.get("protocols")) if r.kind == CLUSTER_NETWORK_POLICY
+                 else _v1alpha1_ports(r, rule.get("ports"), where.child("ports")))
+        peers = _peers(r, rule[side], where.child(side), direction, action)
         out.append(ClusterRule(i, str(rule.get("name") or ""), action, peers, ports))
     return tuple(out)
 
 
 def parse(kind: str, body: Mapping[str, Any], source: Source = BUILTIN) -> ClusterPolicy:
-    """One object of ``KINDS`` as a ``ClusterPolicy``; ClusterPolicyError names every field that is wrong."""
+    """One admitted object of ``KINDS`` as a ``ClusterPolicy``; ClusterPolicyError names every field that is wrong.
+
+    Every object reaches here through admission (manifests, a snapshot, a cluster read with --kubeconfig,
+    the live store), typed by the kind's CRD; one of another shape (a CRD in force that admits more) is
+    refused whole, never half-applied.
+    """
     r = _Reader(kind)
-    spec = r.mapping(body.get("spec"), Path("spec"))
-    name = str((body.get("metadata") or {}).get("name") or "")
-    subject = r.mapping(spec.get("subject"), Path("spec").child("subject"))
-    field = r.one_of(subject, Path("spec").child("subject"), ("namespaces", "pods"))
-    ns_selector, pod_selector = Selector.none(), None
-    if field == "namespaces":
-        ns_selector = r.selector(subject[field], Path("spec").child("subject", field))
-    elif field == "pods":
-        pods = r.mapping(subject[field], Path("spec").child("subject", field))
-        at = Path("spec").child("subject", field)
-        ns_selector = r.selector(pods.get("namespaceSelector"), at.child("namespaceSelector"))
-        pod_selector = r.selector(pods.get("podSelector"), at.child("podSelector"))
-    priority: int | None = None
-    tier = ADMIN if kind == ADMIN_NETWORK_POLICY else BASELINE
-    if kind == CLUSTER_NETWORK_POLICY:
-        tier = str(spec.get("tier"))
-        if tier not in TIERS:
-            r.fail(Path("spec").child("tier").not_supported(spec.get("tier"), list(TIERS)))
-    if kind != BASELINE_ADMIN_NETWORK_POLICY:
-        if "priority" not in spec:
-            r.fail(Path("spec").child("priority").required())
+    try:
+        spec = body["spec"]
+        name = str(body["metadata"]["name"])
+        subject_path = Path("spec").child("subject")
+        field = _one(spec["subject"])
+        value = spec["subject"][field]
+        if field == "namespaces":
+            ns_selector, pod_selector = r.selector(value, subject_path.child(field)), None
         else:
-            priority = r.integer(spec["priority"], Path("spec").child("priority"), 0, 1000)
-    ingress, egress = _rules(r, spec.get("ingress"), INGRESS), _rules(r, spec.get("egress"), EGRESS)
+            ns_selector, pod_selector = r.pods(value, subject_path.child(field))
+        tier = ADMIN if kind == ADMIN_NETWORK_POLICY else BASELINE
+        if kind == CLUSTER_NETWORK_POLICY:
+            tier = str(spec["tier"])
+        priority = None if kind == BASELINE_ADMIN_NETWORK_POLICY else int(spec["priority"])
+        ingress, egress = _rules(r, spec.get("ingress"), INGRESS), _rules(r, spec.get("egress"), EGRESS)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ClusterPolicyError([Path("spec").invalid(
+            "object", f"not the shape its CustomResourceDefinition admits ({type(exc).__name__}: {exc})")]) from None
     if r.errors:
         raise ClusterPolicyError(r.errors)
     return ClusterPolicy(kind, name, tier, priority, ns_selector, pod_selector, ingress, egress, source)

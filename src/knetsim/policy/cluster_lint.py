@@ -7,8 +7,9 @@
   pods and no NetworkPolicy selects the pod to override it;
 * ``PassChangesNothing`` (warning): a Pass rule whose removal would change no answer (no later
   rule of its tier decides what it passes, or earlier rules take all of it first);
-* ``ClusterPolicyInvalid`` (error): an object of these kinds the engine cannot read (knetsim does
-  not ship their CRDs, so nothing else refused it); it is ignored, and every verdict says so;
+* ``ClusterPolicyInvalid`` (error): an object its CRD admits but the engine cannot enforce as written
+  (a label selector operator other than In, NotIn, Exists, DoesNotExist; a v1alpha1 protocol other
+  than TCP, UDP, SCTP: the schemas take any string there); it is ignored, and every verdict says so;
 * ``EqualPriorityOverlap`` (warning): two policies of one tier share a priority and would
   treat one connection differently; the API leaves the order to the implementation
   (knetsim, kube-network-policies and Calico take them by name; others may not).
@@ -315,10 +316,9 @@ def _unreadable(state: ClusterState) -> list[Finding]:
             except ClusterPolicyError as exc:
                 out.append(Finding(
                     "ClusterPolicyInvalid", "error", f"{kind} {obj.name}",
-                    f"{obj.source}: {exc}. The policy is ignored: no verdict applies it (a cluster with the "
-                    "network-policy-api CRDs installed would refuse it)",
-                    "fix the fields named; `knetsim validate` with the CRDs in the input (or under "
-                    "src/knetsim/data/crds/) checks them as the API server does"))
+                    f"{obj.source}: {exc}. The policy is ignored: no verdict applies it (the API server stores "
+                    "it, as its CRD does not check these fields, but an implementation cannot enforce it)",
+                    "fix the fields named"))
     return out
 
 

@@ -162,7 +162,9 @@ def endpoint(state: ClusterState, ref: str | Pod | Endpoint, default_namespace: 
         text = str(ip)
         pod = state.pod_by_ip(text)
         if pod is not None:
-            return pod_endpoint(state, pod)
+            found = pod_endpoint(state, pod)
+            # A dual-stack pod is also its other family's address: ipBlocks see the one the packet carries.
+            return dataclasses.replace(found, ip=text) if found.kind == "pod" else found
         node = state.node_by_ip(text)
         if node is not None:
             return Endpoint("node", text, None, node.name)

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import yaml
 
+from ..model.jsonvalue import json_copy
 from ..model.kinds import BY_KIND, KindInfo
 
 # Bounded requests: connect within this, then every response within the read timeout.
@@ -281,7 +282,7 @@ class KubeAPI:
             # A Pod's spec and a Job's template cannot be updated: `kubectl replace --force`, as a user would.
             self._recreate(info, ns, name, obj)
             return "replaced"
-        body = json.loads(json.dumps(obj))
+        body = json_copy(obj)
         body.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
         if info.kind == "Service":
             # clusterIP is immutable: keep the allocated one unless the object asks for one.

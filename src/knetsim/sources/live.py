@@ -23,13 +23,17 @@ from ..model.kinds import KINDS, KindInfo
 from ..model.loader import Document, LoadResult, Source
 from .kubeapi import ApiError, KubeAPI
 
-# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above).
-NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount"})
+# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above),
+# IPAddresses (one per ClusterIP: the allocator's are derived from the Services).
+# CustomResourceDefinitions are not listed (a cluster with operators holds megabytes of them): only the ones of
+# the custom kinds knetsim defines are read, by name (``_definitions``), so that the cluster's own are in force.
+NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount", "IPAddress", "CustomResourceDefinition"})
 READ: tuple[KindInfo, ...] = tuple(k for k in KINDS if k.kind not in NOT_READ)
 # What a role without cluster-wide read of these may be refused; the analysis does without them.
 OPTIONAL = {
     "Secret": "Ingress TLS Secrets cannot be checked",
     "Node": "nodes are inferred from the pods' nodeName and hostIP",
+    "ServiceCIDR": "the cluster config's serviceCIDR stands in for the cluster's ServiceCIDRs",
 }
 METADATA_ONLY = {"Secret"}
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
@@ -104,5 +108,34 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         out.loaded.documents.extend(Document(source, _clean(item, info)) for item in items)
         if progress is not None and len(items) >= 1000:
             progress(f"{label}: {len(items)} {info.plural}")
+    out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
     out.seconds = time.monotonic() - started
+    return out
+
+
+def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str],
+                 wanted: set[str]) -> list[Document]:
+    """The cluster's CRDs of the custom kinds read (of those knetsim defines, for the groups it serves): admission
+    then checks the cluster's objects against the cluster's definitions (its bundle version and channel)."""
+    from ..model.apis.catalog import DEFINITIONS
+
+    crd_kind = next(k for k in KINDS if k.kind == "CustomResourceDefinition")
+    out = []
+    for definition in sorted(DEFINITIONS, key=lambda d: d.name):
+        if definition.group not in served or definition.kind not in wanted:
+            continue
+        try:
+            body = api.request("GET", api.path(crd_kind, name=definition.name))
+        except ApiError as exc:
+            if exc.code == 404:
+                continue
+            if exc.code == 403:
+                notes.append(f"{label}: cannot read CustomResourceDefinitions ({exc.message}); knetsim's own "
+                             "definitions of the custom kinds are used")
+                return out
+            raise
+        if isinstance(body, dict):
+            body.setdefault("kind", "CustomResourceDefinition")
+            body.setdefault("apiVersion", "apiextensions.k8s.io/v1")
+            out.append(Document(ClusterObject(label, 1), _clean(body, crd_kind)))
     return out

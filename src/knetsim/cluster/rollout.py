@@ -29,14 +29,14 @@ knetsim's ``pod_template_hash``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..cluster.naming import pod_template_hash
+from ..model.jsonvalue import json_copy
+from .naming import pod_template_hash
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -52,10 +52,6 @@ PROGRESSING, AVAILABLE, REPLICA_FAILURE = "Progressing", "Available", "ReplicaFa
 NEW_RS_CREATED, FOUND_NEW_RS, RS_UPDATED = "NewReplicaSetCreated", "FoundNewReplicaSet", "ReplicaSetUpdated"
 NEW_RS_AVAILABLE, TIMED_OUT = "NewReplicaSetAvailable", "ProgressDeadlineExceeded"
 PAUSED, RESUMED = "DeploymentPaused", "DeploymentResumed"
-
-
-def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
 
 
 def _seconds(timestamp: str) -> float:
@@ -129,7 +125,7 @@ def active(rss: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
-    out = _copy(template)
+    out = json_copy(template)
     labels = (out.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(HASH_LABEL, None)
@@ -314,23 +310,30 @@ def deployment_timed_out(d: Mapping[str, Any], status: Mapping[str, Any], now: s
     return _seconds(condition["lastUpdateTime"]) + deadline < _seconds(now)
 
 
-def calculate_status(all_rss: list[dict[str, Any]], new_rs: dict[str, Any] | None, d: Mapping[str, Any],
-                     now: str) -> dict[str, Any]:
-    """The DeploymentStatus the ReplicaSets add up to (zero counts omitted, as Go's omitempty does)."""
+def deployment_counts(all_rss: list[dict[str, Any]], new_rs: Mapping[str, Any] | None,
+                      d: Mapping[str, Any]) -> dict[str, Any]:
+    """The counts of a DeploymentStatus (zero counts omitted, as Go's omitempty does): what the READY,
+    UP-TO-DATE and AVAILABLE columns print, live and offline alike."""
     available = actual_count(all_rss, "availableReplicas")
-    total = replica_count(all_rss)
     counts = {"observedGeneration": int((d.get("metadata") or {}).get("generation") or 1),
               "replicas": actual_count(all_rss),
-              "updatedReplicas": actual_count([new_rs] if new_rs is not None else []),
+              "updatedReplicas": actual_count([dict(new_rs)] if new_rs is not None else []),
               "readyReplicas": actual_count(all_rss, "readyReplicas"),
               "availableReplicas": available,
-              "unavailableReplicas": max(0, total - available)}
-    status: dict[str, Any] = {k: v for k, v in counts.items() if v}
+              "unavailableReplicas": max(0, replica_count(all_rss) - available)}
+    return {k: v for k, v in counts.items() if v}
+
+
+def calculate_status(all_rss: list[dict[str, Any]], new_rs: dict[str, Any] | None, d: Mapping[str, Any],
+                     now: str) -> dict[str, Any]:
+    """The DeploymentStatus the ReplicaSets add up to, with its Available condition at ``now``."""
+    status = deployment_counts(all_rss, new_rs, d)
+    available = status.get("availableReplicas", 0)
     old = d.get("status") or {}
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]
     if old.get("conditions"):
-        status["conditions"] = _copy(old["conditions"])
+        status["conditions"] = json_copy(old["conditions"])
     if available >= spec_replicas(d) - max_unavailable(d):
         set_condition(status, new_condition(AVAILABLE, "True", "MinimumReplicasAvailable",
                                             "Deployment has minimum availability.", now))
@@ -438,7 +441,7 @@ class Rollout:
         template_meta = dict(template.get("metadata") or {})
         template_meta["labels"] = {**(template_meta.get("labels") or {}), HASH_LABEL: template_hash}
         template["metadata"] = template_meta
-        selector = _copy(spec.get("selector") or {})
+        selector = json_copy(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[HASH_LABEL] = template_hash
         meta = self.d["metadata"]
         new_rs: dict[str, Any] = {
@@ -700,5 +703,5 @@ def _writable(obj: Mapping[str, Any]) -> dict[str, Any]:
         meta["annotations"] = dict(meta["annotations"])
     out = {**obj, "metadata": meta, "spec": dict(obj.get("spec") or {})}
     if "status" in obj:
-        out["status"] = _copy(obj["status"])
+        out["status"] = json_copy(obj["status"])
     return out

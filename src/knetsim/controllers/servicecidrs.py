@@ -1,0 +1,104 @@
+"""ServiceCIDRs and IPAddresses live: kube-controller-manager's servicecidrs controller, and the IPAddress
+bookkeeping the API server's allocator and its repair loop do.
+
+The decisions are the core's (``cluster.servicecidrs``): the finalizer and Ready condition of a ServiceCIDR,
+and, for one being deleted, whether an IPAddress still depends on it alone. Once none does the finalizer
+goes and, it being the last one, the object with it (the generic store deletes an object being deleted whose
+last finalizer is removed). Each Service's ClusterIPs have their IPAddress, labelled and parented as the
+allocator writes them; an allocator-managed IPAddress whose Service no longer holds it goes (the repair
+controller's job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..apiserver.store import Change, Key
+from ..cluster import servicecidrs
+from ..model.jsonvalue import json_copy
+from ..model.objects import stable_uid
+from .base import Controller
+
+
+class ServiceCIDRController(Controller):
+    name = "servicecidrs-controller"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "ServiceCIDR":
+            # Adding or removing a range may unblock another one's deletion: look at them all (a handful).
+            return self.informer.keys("ServiceCIDR")
+        if change.kind == "IPAddress":
+            # An address only matters to a ServiceCIDR waiting to be deleted (it may block or free it).
+            deleting = [k for k in self.informer.keys("ServiceCIDR")
+                        if ((self.informer.get(k) or {}).get("metadata") or {}).get("deletionTimestamp")]
+            # Its Service's sync made it; a changed or deleted one is put back in line.
+            return [*deleting, *(self._parents(change) if change.type != "ADDED" else ())]
+        if change.kind == "Service":
+            return [("Service", str(change.obj["metadata"].get("namespace") or ""), change.obj["metadata"]["name"])]
+        return ()
+
+    def _parents(self, change: Change) -> list[Key]:
+        out = []
+        for body in (change.old, change.new):
+            ref = ((body or {}).get("spec") or {}).get("parentRef") or {}
+            if ref.get("resource") == "services" and not ref.get("group"):
+                out.append(("Service", str(ref.get("namespace") or ""), str(ref.get("name") or "")))
+        return out
+
+    def resync(self) -> Iterable[Key]:
+        return [*self.informer.keys("ServiceCIDR"), *self.informer.keys("Service")]
+
+    def sync(self, key: Key) -> None:
+        if key[0] == "ServiceCIDR":
+            self._service_cidr(key)
+        elif key[0] == "Service":
+            self._ip_addresses(key)
+
+    def _bodies(self, kind: str) -> list[dict[str, Any]]:
+        return [b for k in self.informer.keys(kind) if (b := self.informer.get(k)) is not None]
+
+    def _service_cidr(self, key: Key) -> None:
+        body = self.informer.get(key)
+        if body is None:
+            return
+        batch = self.batch()
+        verdict = servicecidrs.reconcile(body, self._bodies("ServiceCIDR"), self._bodies("IPAddress"), batch.now)
+        meta = body.get("metadata") or {}
+        if meta.get("deletionTimestamp") and servicecidrs.FINALIZER not in verdict.finalizers:
+            # Its finalizer removed; the last one gone, the API server lets it go.
+            batch.finalizer_done(key, servicecidrs.FINALIZER)
+            batch.commit()
+            return
+        conditions = (body.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "Ready"), None)
+        same = old is not None and all(old.get(f) == verdict.condition.get(f) for f in ("status", "reason", "message"))
+        if same and list(meta.get("finalizers") or []) == list(verdict.finalizers):
+            return
+        new = json_copy(body)
+        new["metadata"]["finalizers"] = list(verdict.finalizers)
+        condition = dict(verdict.condition)
+        if same and old is not None and old.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = old["lastTransitionTime"]
+        new["status"] = {"conditions": [*(c for c in conditions if c.get("type") != "Ready"), condition]}
+        batch.put(key, new)
+        batch.commit()
+
+    def _ip_addresses(self, key: Key) -> None:
+        """The Service's ClusterIPs each have their IPAddress; its stale ones go."""
+        _, namespace, name = key
+        service = self.informer.get(key)
+        wanted = {b["metadata"]["name"]: b for b in servicecidrs.service_ip_addresses([service] if service else [])}
+        batch = self.batch()
+        for address in self._bodies("IPAddress"):
+            meta = address["metadata"]
+            ref = (address.get("spec") or {}).get("parentRef") or {}
+            mine = (ref.get("resource"), ref.get("namespace"), ref.get("name")) == ("services", namespace, name)
+            managed = (meta.get("labels") or {}).get(servicecidrs.LABEL_MANAGED_BY) == servicecidrs.IPALLOCATOR
+            if mine and managed and meta["name"] not in wanted:
+                batch.delete(("IPAddress", "", meta["name"]))
+            wanted.pop(meta["name"], None)  # held already (by this Service, or by another: the allocator's call)
+        for ip, body in sorted(wanted.items()):
+            body["metadata"].update(uid=stable_uid("IPAddress", "", ip), creationTimestamp=batch.now)
+            batch.put(("IPAddress", "", ip), body)
+        batch.commit()
