@@ -175,6 +175,11 @@ async def _run(state: Path, requests: list[tuple[str, str, str, bytes]]) -> list
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    # The CEL library raises the recursion limit when its environment is first made; made here, before
+    # hypothesis notes the limit of each example (it warns when an example changed it).
+    from knetsim.model.cel import compile_rule
+
+    compile_rule("true")
     yield tmp_path_factory.mktemp("fuzz")
 
 
