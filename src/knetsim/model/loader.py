@@ -92,16 +92,26 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
 
     def _from_events(self) -> Any:
         anchors: dict[str, Any] = {}
-        stack: list[list[Any]] = []  # [container, the key waiting for its value] of each open collection
+        # The open collection (None: none yet), whether it is a list, and the key waiting for its value;
+        # the collections it is inside are on the stack, each with its own.
+        container: Any = None
+        in_list = False
+        key: Any = _NO_KEY
+        stack: list[tuple[Any, bool, Any]] = []
         get_event, scalar = self.get_event, self._scalar
         scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
         mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+        plain_strings = self._plain_tags  # a plain scalar's text -> its tag, resolved once
         while True:
             event = get_event()
             kind = type(event)
             opens = False
             if kind is scalar_event:
-                value = scalar(event)
+                # Most scalars are plain strings whose text was seen before: no call for those.
+                if event.tag is None and event.implicit[0] and plain_strings.get(event.value) == _STR:
+                    value = event.value
+                else:
+                    value = scalar(event)
             elif kind is alias_event:
                 if event.anchor not in anchors:
                     raise yaml.composer.ComposerError(None, None, f"found undefined alias {event.anchor!r}",
@@ -113,31 +123,31 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 value = {} if kind is mapping_start else []
                 opens = True
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                done = stack.pop()
                 if not stack:
-                    return done[0]
+                    return container
+                container, in_list, key = stack.pop()
                 continue
             else:  # pragma: no cover - libyaml emits nothing else inside a document
                 raise _NotPlain()
             if event.anchor is not None:
                 anchors[event.anchor] = value
-            if stack:
-                frame = stack[-1]
-                container = frame[0]
-                if type(container) is list:
-                    container.append(value)
-                elif frame[1] is _NO_KEY:
-                    if type(value) is dict or type(value) is list or not isinstance(value, Hashable):
-                        raise yaml.constructor.ConstructorError("while constructing a mapping", None,
-                                                                "found unhashable key", event.start_mark)
-                    frame[1] = value
-                else:
-                    container[frame[1]] = value
-                    frame[1] = _NO_KEY
-            elif not opens:
-                return value
+            if in_list:
+                container.append(value)
+            elif container is None:
+                if not opens:
+                    return value
+            elif key is _NO_KEY:
+                if opens or not isinstance(value, Hashable):
+                    raise yaml.constructor.ConstructorError("while constructing a mapping", None,
+                                                            "found unhashable key", event.start_mark)
+                key = value
+            else:
+                container[key] = value
+                key = _NO_KEY
             if opens:
-                stack.append([value, _NO_KEY])
+                if container is not None:
+                    stack.append((container, in_list, key))
+                container, in_list, key = value, kind is sequence_start, _NO_KEY
 
     def _scalar(self, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
