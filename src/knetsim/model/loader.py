@@ -137,7 +137,7 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 if not opens:
                     return value
             elif key is _NO_KEY:
-                if opens or not isinstance(value, Hashable):
+                if opens or (type(value) is not str and not isinstance(value, Hashable)):
                     raise yaml.constructor.ConstructorError("while constructing a mapping", None,
                                                             "found unhashable key", event.start_mark)
                 key = value
