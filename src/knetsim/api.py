@@ -146,7 +146,7 @@ class Cluster:
     def trace(self, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
               headers: dict[str, str] | None = None, dataplane: str | None = None) -> Any:
         """``knetsim trace``: one connection through every layer; ``.outcome``, ``.hops``, ``.to_dict()``."""
-        from .network import trace
+        from .network.tracer import trace
 
         return trace(self.state, source, target, protocol=protocol, method=method, headers=headers,
                      dataplane=dataplane)

@@ -87,7 +87,7 @@ async def _read_everything(state: Path) -> dict[str, Any]:
         state_now = server.state
         seen["state"] = state_now is not None
         from knetsim.explorer.data import explorer_data
-        from knetsim.network import trace
+        from knetsim.network.tracer import trace
         from knetsim.policy.matrix import matrix
 
         seen["explorer"] = bool(explorer_data(state_now, matrix(state_now)))

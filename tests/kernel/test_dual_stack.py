@@ -108,7 +108,7 @@ def test_policy_table_names_each_family(dual):
 def test_the_trace_masquerades_only_the_hairpin_backend(dual):
     # Found by the kernel run: a web pod reaching its own Service over IPv6 lands on the other web pod with its own
     # IPv6 address (only a hairpin is masqueraded), which the IPv6 ipBlock's except refuses.
-    from knetsim.network import trace
+    from knetsim.network.tracer import trace
 
     first, second = sorted(k for k in dual.state.pods if k.startswith("dual/web-"))
     six = next(ip for ip in dual.state.services["dual/web"].cluster_ips if ":" in ip)

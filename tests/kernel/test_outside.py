@@ -22,7 +22,7 @@ from tests.kernel.conftest import needs_kernel
 from knetsim.cluster.config import config_from_dict
 from knetsim.kernel import Topology, probe
 from knetsim.kernel.netns import socket_in
-from knetsim.network import trace
+from knetsim.network.tracer import trace
 
 pytestmark = needs_kernel
 CLIENT = "default/client"

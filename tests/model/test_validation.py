@@ -483,3 +483,27 @@ def test_a_jobs_pods_must_not_restart_always() -> None:
     with pytest.raises(admission.AdmissionError, match=r"spec.jobTemplate.spec.template.spec.restartPolicy: "
                                                        r'Required value: valid values: "OnFailure", "Never"'):
         admission.admit(cron)
+
+
+def test_a_missing_spec_is_the_zero_spec_as_the_api_server_decodes_it() -> None:
+    # The decoder turns null into "not set" and a null list item into the zero object, so validation sees
+    # what kube-apiserver's Go structs hold: a NetworkPolicy without spec is a valid deny-all-ingress
+    # policy, and a Pod without spec lacks containers (not "spec").
+    cluster = cluster_from("""
+        apiVersion: networking.k8s.io/v1
+        kind: NetworkPolicy
+        metadata: {name: bare}
+    """)
+    assert list(cluster.state.network_policies) == ["default/bare"]
+    assert errors_of("""
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec: null
+    """) == ["spec.containers: Required value"]
+    assert errors_of("""
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec: {containers: [null]}
+    """) == ["spec.containers[0].name: Required value", "spec.containers[0].image: Required value"]

@@ -9,7 +9,7 @@ from tests.conftest import cluster_from
 
 from knetsim.cluster.config import config_from_dict
 from knetsim.dns import lookup
-from knetsim.network import trace
+from knetsim.network.tracer import trace
 from knetsim.policy.engine import evaluate
 
 APP = """

@@ -18,7 +18,7 @@ from tests.conftest import cluster_from
 
 from knetsim import Cluster
 from knetsim.cluster.config import ConfigError, config_from_dict
-from knetsim.network import trace
+from knetsim.network.tracer import trace
 
 CLIENT = """
 apiVersion: v1

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import EXAMPLES, cluster_from
 
 from knetsim import Cluster
-from knetsim.network import LAYERS, TraceInputError
+from knetsim.network.trace import LAYERS, TraceInputError
 
 BROKEN = EXAMPLES / "broken"
 

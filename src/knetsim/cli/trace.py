@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from ..network import Trace, TraceInputError, trace
+from ..network.trace import Trace, TraceInputError
+from ..network.tracer import trace
 from ..policy.engine import PolicyInputError
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cluster_options, emit, load_cluster, print_notices
 

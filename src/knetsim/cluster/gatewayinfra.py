@@ -25,10 +25,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
 from ..model.labels import Selector
+
+if TYPE_CHECKING:  # annotations only: the live cluster's start never builds the Gateway model
+    from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
 
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 EG_NAMESPACE = "envoy-gateway-system"

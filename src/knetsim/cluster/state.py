@@ -10,17 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from ..model.gatewayapi import (
-    BackendTLSPolicy,
-    Gateway,
-    GatewayClass,
-    GRPCRoute,
-    HTTPRoute,
-    ListenerSet,
-    ReferenceGrant,
-    StreamRoute,
-)
 from ..model.labels import Selector
 from ..model.loader import Source
 from ..model.objects import (
@@ -35,6 +26,20 @@ from ..model.objects import (
     Service,
 )
 from .config import ClusterConfig
+
+if TYPE_CHECKING:
+    # Annotations only: the Gateway API model is imported by whoever parses Gateway objects, so a
+    # cluster without them (the live cluster's start, a core-only -f) never pays for its 33 dataclasses.
+    from ..model.gatewayapi import (
+        BackendTLSPolicy,
+        Gateway,
+        GatewayClass,
+        GRPCRoute,
+        HTTPRoute,
+        ListenerSet,
+        ReferenceGrant,
+        StreamRoute,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,8 @@ def response_headers(reply: Any) -> list[tuple[str, str]]:
 
 def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "GET",
                   headers: Mapping[str, str] | None = None) -> Any:
-    from ..network import TraceInputError, trace
+    from ..network.trace import TraceInputError
+    from ..network.tracer import trace
 
     try:
         return trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
@@ -499,7 +500,7 @@ def _write_out(ctx: Ctx, fmt: str, status: int, reply: Any, url: str, ip: str, p
 @register("nslookup")
 async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     from ..dns.resolver import resolve
-    from ..network import dns_reachable
+    from ..network.connect import dns_reachable
 
     args, qtype = [], "A"
     for a in argv[1:]:

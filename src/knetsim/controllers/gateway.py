@@ -21,12 +21,13 @@ from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key
 from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests
-from ..model import gatewayapi
+from ..model.kinds import CLUSTER_POLICY_KINDS, SIMULATED_CRD_KINDS
 from ..model.labels import Selector
 from .base import Controller
 
 KEY: Key = ("GatewayAPI", "", "")
-WAKES = {*gatewayapi.KINDS, "Service", "Namespace"}
+GATEWAY_API_KINDS = SIMULATED_CRD_KINDS - CLUSTER_POLICY_KINDS
+WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace"}
 CONTROL_PLANE = Selector.from_map({"control-plane": "envoy-gateway"})
 PROXIES = Selector.from_map({"app.kubernetes.io/managed-by": "envoy-gateway"})
 AS_ENVOY_GATEWAY = WriteOptions(managed="controller")
@@ -36,7 +37,7 @@ class GatewayController(Controller):
     name = "envoy-gateway"
 
     def handle(self, change: Change) -> Iterable[Key]:
-        if change.kind in gatewayapi.KINDS:
+        if change.kind in GATEWAY_API_KINDS:
             return [KEY]
         # Backends, allowed namespaces, the proxy's address and its pods' readiness (Programmed).
         proxy_pod = change.kind == "Pod" and (change.obj.get("metadata") or {}).get("namespace") == EG_NAMESPACE
@@ -48,6 +49,12 @@ class GatewayController(Controller):
         return [KEY]
 
     def sync(self, key: Key) -> None:
+        if not any(self.informer.keys(kind) for kind in GATEWAY_API_KINDS) and \
+                not any(self.informer.names(kind, EG_NAMESPACE) for kind in ("Deployment", "Service")):
+            return  # nothing to translate, no infrastructure to keep or remove
+        # Loaded with the first Gateway API object: a cluster without any never builds the Gateway model.
+        from ..model import gatewayapi
+
         classes = [c for k in self.informer.keys("GatewayClass")
                    if isinstance(c := self.informer.typed(k), gatewayapi.GatewayClass)]
         gateways = [g for k in self.informer.keys("Gateway")
@@ -59,7 +66,6 @@ class GatewayController(Controller):
         self.keep_infrastructure(infra_manifests(classes, gateways, listener_sets, labels))
         if self.ctx.state is None or not any(self.informer.keys(kind) for kind in gatewayapi.KINDS):
             return
-        # Loaded with the first Gateway API object: a cluster without any does not pay for the translator.
         from ..gateway import status_of, translate
 
         state = self.ctx.state()

@@ -30,7 +30,7 @@ from typing import Any
 from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
 from ..cluster.state import WORKLOAD_KINDS
-from ..model import gatewayapi
+from ..model.kinds import SIMULATED_CRD_KINDS
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import PARSERS, Meta, Object
@@ -213,7 +213,7 @@ class Informer:
         if stored is None or key in self.unreadable:
             return None
         source = BUILTIN if stored.managed == "system" else API_SOURCE
-        parser = PARSERS.get(key[0]) or gatewayapi.PARSERS.get(key[0])
+        parser = PARSERS.get(key[0]) or _gateway_parser(key[0])
         try:
             obj = parser(stored.body, source) if parser is not None else \
                 Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
@@ -283,3 +283,13 @@ class Informer:
 
     def ip_in_use(self, ip: str) -> bool:
         return ip in self._pod_ips
+
+
+def _gateway_parser(kind: str) -> Any:
+    # Imported at the first object that needs it: a cluster without Gateway API objects (every start of
+    # the live cluster) never builds the Gateway model's classes.
+    if kind not in SIMULATED_CRD_KINDS:
+        return None
+    from ..model import gatewayapi
+
+    return gatewayapi.PARSERS.get(kind)

@@ -28,7 +28,6 @@ from aiohttp import web
 
 from ..apiserver import httplog
 from ..container.accesslog import Served
-from ..network.trace import EXTERNAL_CLIENT_IP, KERNEL_CONNECT_TIMEOUT
 
 log = logging.getLogger("knetsim.daemon")
 
@@ -133,6 +132,7 @@ def client_address(t: Any, state: Any) -> str:
             controller = ((hop.data or {}).get("route") or {}).get("controller") or {}
             if controller.get("pod_ip"):
                 return str(controller["pod_ip"])
+    from ..network.trace import EXTERNAL_CLIENT_IP  # loaded by the request's trace already
     host = t.target.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
     if any(n.internal_ip == host for n in state.nodes.values()):
         return host
@@ -142,6 +142,8 @@ def client_address(t: Any, state: Any) -> str:
 def _report_served(server: Any, t: Any, request: web.Request, served: Callable[[Served], None] | None) -> None:
     if served is None or t.backend is None:
         return
+    from ..network.trace import EXTERNAL_CLIENT_IP  # loaded by the request's trace already
+
     via_ingress = any(h.layer == "ingress" for h in t.hops)
     forwarded = request.headers.get("X-Forwarded-For", "")
     if via_ingress:
@@ -163,7 +165,9 @@ async def start(server: Any, host: str, port: int,
         why = nginx_host_error(hosts, request.version >= (1, 1))
         if why is not None:
             return bad_request(why)
-        from ..network import TraceInputError, trace  # the simulation, loaded with the first request
+        # The simulation, loaded with the first request: the front door starts without it.
+        from ..network.trace import KERNEL_CONNECT_TIMEOUT, TraceInputError
+        from ..network.tracer import trace
         await server.settle()
         state = server.state
         target = target_for(hosts[0] if hosts else "", request.path_qs, state)

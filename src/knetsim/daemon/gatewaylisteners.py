@@ -54,8 +54,8 @@ from ..gateway.streams import route_stream
 from ..gateway.upstream import Endpoint, choose_endpoint
 from ..model.http import HTTPRequest, HTTPRequestError
 from ..model.programs import image_repository
-from ..network import TraceInputError, trace
-from ..network.trace import EXTERNAL_CLIENT_IP
+from ..network.trace import EXTERNAL_CLIENT_IP, TraceInputError
+from ..network.tracer import trace
 from . import grpcecho
 from .tlsstream import NotTLS, PlainStream, TLSStream, read_client_hello
 

@@ -10,8 +10,8 @@ from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.gatewayapi import ROUTE_KINDS
-from ..network import trace
 from ..network.trace import TraceInputError
+from ..network.tracer import trace
 from .checks import (
     SEVERITIES,
     SYSTEM_NAMESPACES,

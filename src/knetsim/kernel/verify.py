@@ -42,10 +42,11 @@ from ..dataplane import Packet, trace_packet
 from ..dataplane.model import family_of_ip, join_host_port, split_host_port
 from ..dns import resolve
 from ..model.listeners import pod_listens
-from ..network import Trace, dns_reachable, trace
+from ..network.connect import dns_reachable
 from ..network.dataplane import endpoint_pod
 from ..network.external import announcing_node
-from ..network.trace import external_client_ip
+from ..network.trace import Trace, external_client_ip
+from ..network.tracer import trace
 from . import probe
 from .listeners import gather_bounded
 from .plan import on_pod_network

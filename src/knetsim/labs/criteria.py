@@ -22,7 +22,7 @@ from typing import Any
 from ..ingress import resolve_class
 from ..model.labels import Selector, closest_labels
 from ..model.objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
-from ..network import TraceInputError
+from ..network.trace import TraceInputError
 from .model import Check, CriterionResult
 from .snapshot import Snapshot
 

@@ -62,24 +62,22 @@ def _generate_name_problems(rule: NameRule, prefix: str) -> list[str]:
     return rule(prefix[:-1] + "a" if prefix.endswith("-") and rule is not is_path_segment_name else prefix)
 
 
-def validate_object_meta(meta: Any, namespaced: bool | None, name_rule: NameRule = is_dns1123_subdomain) -> Errors:
+def validate_object_meta(meta: Mapping[str, Any] | None, namespaced: bool | None,
+                         name_rule: NameRule = is_dns1123_subdomain) -> Errors:
     """ValidateObjectMeta (apimachinery objectmeta.go) with the kind's name rule (its strategy's: a
     Service's is DNS-1035, a Namespace's a DNS-1123 label, RBAC's and core/v1 Events' a path segment),
     then the generic registry's path-segment check, which the API server runs after the kind's own
     validation."""
     path = Path("metadata")
-    if not isinstance(meta, Mapping):
-        return [path.child("name").required("name or generateName is required")]
+    meta = meta or {}
     errs: Errors = []
     generate = meta.get("generateName")
-    if isinstance(generate, str) and generate:
+    if generate:
         errs.extend(path.child("generateName").invalid(generate, p)
                     for p in _generate_name_problems(name_rule, generate))
     name = meta.get("name")
     if not name:
         errs.append(path.child("name").required("name or generateName is required"))
-    elif not isinstance(name, str):
-        errs.append(path.child("name").invalid(name, "must be a string"))
     else:
         errs.extend(path.child("name").invalid(name, p) for p in name_rule(name))
     namespace = meta.get("namespace")
@@ -87,22 +85,17 @@ def validate_object_meta(meta: Any, namespaced: bool | None, name_rule: NameRule
         errs.append(path.child("namespace").required())
     elif namespace:
         errs.extend(path.child("namespace").invalid(namespace, p) for p in is_dns1123_label(str(namespace)))
-    generation = meta.get("generation")
-    if isinstance(generation, int) and generation < 0:
+    generation = meta.get("generation") or 0
+    if generation < 0:
         errs.append(path.child("generation").invalid(generation, "must be greater than or equal to 0"))
     errs.extend(validate_labels(meta.get("labels"), path.child("labels")))
-    annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping):
-        size = 0
-        for key, value in annotations.items():
-            errs.extend(path.child("annotations").invalid(key, p) for p in is_qualified_name(str(key).lower()))
-            if not isinstance(value, str):
-                errs.append(path.child("annotations").key(str(key)).invalid(value, "annotation values must be strings"))
-            size += len(str(key)) + len(str(value))
-        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-            errs.append(path.child("annotations").too_long(TOTAL_ANNOTATION_SIZE_LIMIT))
-    elif annotations is not None:
-        errs.append(path.child("annotations").invalid(annotations, "must be a map of string keys to string values"))
+    annotations = meta.get("annotations") or {}
+    size = 0
+    for key, value in annotations.items():
+        errs.extend(path.child("annotations").invalid(key, p) for p in is_qualified_name(key.lower()))
+        size += len(key) + len(value)
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(path.child("annotations").too_long(TOTAL_ANNOTATION_SIZE_LIMIT))
     errs.extend(_owner_references(meta.get("ownerReferences"), path.child("ownerReferences")))
     errs.extend(_finalizers(meta.get("finalizers"), path.child("finalizers")))
     errs.extend(validate_knetsim_annotations(annotations, path.child("annotations")))
@@ -113,8 +106,6 @@ def _owner_references(refs: Any, path: Path) -> Errors:
     errs: Errors = []
     controller = ""
     for ref in refs or []:
-        if not isinstance(ref, Mapping):
-            continue
         api_version = str(ref.get("apiVersion") or "")
         if not api_version.rpartition("/")[2]:
             errs.append(path.child("apiVersion").invalid(api_version, "version must not be empty"))
@@ -150,14 +141,14 @@ _LISTEN_ITEM = r"\s*\d{1,5}(/(TCP|UDP|SCTP))?\s*"
 _LISTEN = re.compile(rf"^({_LISTEN_ITEM}(,{_LISTEN_ITEM})*)?$", re.IGNORECASE)
 
 
-def validate_knetsim_annotations(annotations: Any, path: Path) -> Errors:
+def validate_knetsim_annotations(annotations: Mapping[str, str] | None, path: Path) -> Errors:
     """knetsim's own annotations: a real API server accepts any string, knetsim must be able to read them."""
-    if not isinstance(annotations, Mapping):
+    if not annotations:
         return []
     errs: Errors = []
     listen = annotations.get("knetsim.io/listen")
-    if listen is not None and (not isinstance(listen, str) or not _LISTEN.match(listen) or any(
-            not 1 <= int(item.split("/")[0]) <= 65535 for item in str(listen).replace(" ", "").split(",") if item)):
+    if listen is not None and (not _LISTEN.match(listen) or any(
+            not 1 <= int(item.split("/")[0]) <= 65535 for item in listen.replace(" ", "").split(",") if item)):
         errs.append(path.key("knetsim.io/listen").invalid(
             listen, 'knetsim expects "PORT[/PROTOCOL],..." with ports 1-65535, e.g. "8080,9090/UDP"'))
     ready = annotations.get("knetsim.io/ready")
@@ -173,17 +164,13 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def validate_port_num_or_name(value: Any, path: Path) -> Errors:
-    if isinstance(value, bool):
-        return [path.invalid(value, "must be an int or a string")]
+def validate_port_num_or_name(value: int | str, path: Path) -> Errors:
     if isinstance(value, int):
         return [path.invalid(value, p) for p in is_valid_port_num(value)]
-    if isinstance(value, str):
-        if not value:
-            return [path.required()]
-        # An IntOrString given as "8080" is a string: upstream validates it as a name (and rejects it).
-        return [path.invalid(value, p) for p in is_valid_port_name(value)]
-    return [path.invalid(value, "must be an int or a string")]
+    if not value:
+        return [path.required()]
+    # An IntOrString given as "8080" is a string: upstream validates it as a name (and rejects it).
+    return [path.invalid(value, p) for p in is_valid_port_name(value)]
 
 
 def validate_service(body: Mapping[str, Any]) -> Errors:
@@ -410,9 +397,9 @@ def service_cluster_ips_related_fields(spec: Mapping[str, Any], path: Path | Non
 # --- Pods and workloads ---------------------------------------------------------------
 
 
-def validate_pod_spec(spec: Any, path: Path) -> Errors:
-    if not isinstance(spec, Mapping):
-        return [path.required()]
+def validate_pod_spec(spec: Mapping[str, Any] | None, path: Path) -> Errors:
+    # A missing spec is the zero PodSpec to upstream: it fails on what the zero value lacks.
+    spec = spec or {}
     errs: Errors = []
     containers = spec.get("containers")
     if not containers:
@@ -422,9 +409,6 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
     for group in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(group) or []):
             p = path.child(group).index(i)
-            if not isinstance(container, Mapping):
-                errs.append(p.invalid(container, "must be an object"))
-                continue
             name = container.get("name")
             if not name:
                 errs.append(p.child("name").required())
@@ -438,9 +422,6 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
             port_names: set[str] = set()
             for j, port in enumerate(container.get("ports") or []):
                 q = p.child("ports").index(j)
-                if not isinstance(port, Mapping):
-                    errs.append(q.invalid(port, "must be an object"))
-                    continue
                 pname = port.get("name")
                 if pname:
                     errs.extend(q.child("name").invalid(pname, e) for e in is_valid_port_name(str(pname)))
@@ -450,20 +431,16 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
                 number = port.get("containerPort")
                 if number is None:
                     errs.append(q.child("containerPort").required())
-                elif _int_or_none(number) is None:
-                    errs.append(q.child("containerPort").invalid(number, "must be between 1 and 65535, inclusive"))
                 else:
                     errs.extend(q.child("containerPort").invalid(number, e) for e in is_valid_port_num(number))
                 protocol = port.get("protocol")
                 if protocol not in PROTOCOLS:
                     errs.append(q.child("protocol").not_supported(protocol, PROTOCOLS))
             for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-                handler = container.get(probe)
-                if not isinstance(handler, Mapping):
-                    continue
+                handler = container.get(probe) or {}
                 for action in ("httpGet", "tcpSocket", "grpc"):
-                    target = handler.get(action)
-                    if isinstance(target, Mapping) and "port" in target:
+                    target = handler.get(action) or {}
+                    if "port" in target:
                         errs.extend(validate_port_num_or_name(target["port"], p.child(probe, action, "port")))
     for field in ("hostname", "subdomain"):
         value = spec.get(field)
@@ -475,12 +452,12 @@ def validate_pod_spec(spec: Any, path: Path) -> Errors:
         errs.append(path.child("dnsPolicy").not_supported(dns_policy, policies))
     dns_config = spec.get("dnsConfig")
     if dns_policy == "None":
-        if not isinstance(dns_config, Mapping):
+        if dns_config is None:
             errs.append(path.child("dnsConfig").required("must provide `dnsConfig` when `dnsPolicy` is None"))
         elif not dns_config.get("nameservers"):
             errs.append(path.child("dnsConfig", "nameservers").required(
                 "must provide at least one DNS nameserver when `dnsPolicy` is None"))
-    if isinstance(dns_config, Mapping):
+    if dns_config:
         servers = dns_config.get("nameservers") or []
         if len(servers) > 3:
             errs.append(path.child("dnsConfig", "nameservers").invalid(
@@ -503,23 +480,21 @@ def validate_pod(body: Mapping[str, Any]) -> Errors:
 
 
 def validate_workload(body: Mapping[str, Any], *, selector_required: bool = True, path: Path | None = None) -> Errors:
-    spec = body.get("spec")
+    spec = body.get("spec") or {}
     path = path or Path("spec")
-    if not isinstance(spec, Mapping):
-        return [path.required()]
     errs: Errors = []
     replicas = spec.get("replicas")
-    if replicas is not None and (_int_or_none(replicas) is None or replicas < 0):
+    if replicas is not None and replicas < 0:
         errs.append(path.child("replicas").invalid(replicas, "must be greater than or equal to 0"))
     selector = spec.get("selector")
     template = spec.get("template")
-    template_labels = (template or {}).get("metadata", {}).get("labels") if isinstance(template, Mapping) else None
+    template_labels = ((template or {}).get("metadata") or {}).get("labels")
     if selector is None:
         if selector_required:
             errs.append(path.child("selector").required())
     else:
         errs.extend(validate_label_selector(selector, path.child("selector")))
-        if not errs and isinstance(selector, Mapping):
+        if not errs:
             parsed = Selector.from_label_selector(selector)
             if parsed.empty:
                 errs.append(path.child("selector").invalid(selector, "empty selector is invalid for deployment"))
@@ -527,7 +502,7 @@ def validate_workload(body: Mapping[str, Any], *, selector_required: bool = True
                 errs.append(path.child("template", "metadata", "labels").invalid(
                     go_map({str(k): str(v) for k, v in (template_labels or {}).items()}),
                     "`selector` does not match template `labels`"))
-    if not isinstance(template, Mapping):
+    if template is None:
         errs.append(path.child("template").required())
         return errs
     errs.extend(validate_labels(template_labels, path.child("template", "metadata", "labels")))
@@ -541,11 +516,10 @@ def validate_job(body: Mapping[str, Any]) -> Errors:
     return validate_workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
 
 
-def _job_restart_policy(spec: Any, path: Path) -> Errors:
+def _job_restart_policy(spec: Mapping[str, Any] | None, path: Path) -> Errors:
     """validateJobSpec: a Job's pods end, so they cannot restart Always (the Pod default)."""
-    template = spec.get("template") if isinstance(spec, Mapping) else None
-    pod_spec = template.get("spec") if isinstance(template, Mapping) else None
-    if not isinstance(pod_spec, Mapping):
+    pod_spec = ((spec or {}).get("template") or {}).get("spec")
+    if pod_spec is None:
         return []
     policy = pod_spec.get("restartPolicy") or ""
     where = path.child("template", "spec", "restartPolicy")
@@ -582,7 +556,7 @@ def validate_cronjob(body: Mapping[str, Any]) -> Errors:
             errs.append(path.child("schedule").invalid(
                 schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
     deadline = spec.get("startingDeadlineSeconds")
-    if deadline is not None and _int_or_none(deadline) is not None and deadline < 0:
+    if deadline is not None and deadline < 0:
         errs.append(path.child("startingDeadlineSeconds").invalid(deadline, "must be greater than or equal to 0"))
     zone = spec.get("timeZone")
     if zone is not None:
@@ -607,11 +581,10 @@ def validate_cronjob(body: Mapping[str, Any]) -> Errors:
         errs.append(path.child("concurrencyPolicy").not_supported(policy, CONCURRENCY_POLICIES))
     template = spec.get("jobTemplate")
     template_path = path.child("jobTemplate", "spec")
-    errs.extend(validate_workload(template if isinstance(template, Mapping) else {}, selector_required=False,
-                          path=template_path))
-    job_spec = (template or {}).get("spec") if isinstance(template, Mapping) else None
+    errs.extend(validate_workload(template or {}, selector_required=False, path=template_path))
+    job_spec = (template or {}).get("spec")
     errs.extend(_job_restart_policy(job_spec, template_path))
-    if isinstance(job_spec, Mapping):
+    if job_spec:
         if job_spec.get("selector") is not None:
             errs.append(template_path.child("selector").invalid(job_spec["selector"],
                                                                 "`selector` will be auto-generated"))
@@ -619,7 +592,7 @@ def validate_cronjob(body: Mapping[str, Any]) -> Errors:
             errs.append(template_path.child("manualSelector").not_supported(True, ["nil", "false"]))
     for limit in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
         value = spec.get(limit)
-        if value is not None and _int_or_none(value) is not None and value < 0:
+        if value is not None and value < 0:
             errs.append(path.child(limit).invalid(value, "must be greater than or equal to 0"))
     name = str((body.get("metadata") or {}).get("name") or "")
     if len(name) > MAX_CRONJOB_NAME:
@@ -652,9 +625,6 @@ def validate_endpoint_slice(body: Mapping[str, Any]) -> Errors:
         errs.append(Path("endpoints").too_many(len(endpoints), 1000))
     for i, endpoint in enumerate(endpoints):
         p = Path("endpoints").index(i)
-        if not isinstance(endpoint, Mapping):
-            errs.append(p.invalid(endpoint, "must be an object"))
-            continue
         addresses = endpoint.get("addresses") or []
         if not addresses:
             errs.append(p.child("addresses").required("must contain at least 1 address"))
@@ -672,15 +642,9 @@ def validate_endpoint_slice(body: Mapping[str, Any]) -> Errors:
                     errs.append(q.invalid(address, f"must be an {address_type} address"))
     for i, port in enumerate(body.get("ports") or []):
         p = Path("ports").index(i)
-        if not isinstance(port, Mapping):
-            errs.append(p.invalid(port, "must be an object"))
-            continue
         number = port.get("port")
         if number is not None:
-            if _int_or_none(number) is None:
-                errs.append(p.child("port").invalid(number, "must be an integer"))
-            else:
-                errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
+            errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
         protocol = port.get("protocol")
         if protocol not in PROTOCOLS:
             errs.append(p.child("protocol").not_supported(protocol, PROTOCOLS))
@@ -694,37 +658,27 @@ _INVALID_PATH_SEQUENCES = ["//", "/./", "/../", "%2f", "%2F"]
 _INVALID_PATH_SUFFIXES = ["/..", "/."]
 
 
-def _ingress_backend(backend: Any, path: Path) -> Errors:
+def _ingress_backend(backend: Mapping[str, Any], path: Path) -> Errors:
     # validateIngressBackend reports the shape problems on the backend itself, with an empty value.
-    if not isinstance(backend, Mapping):
-        return [path.invalid(backend, "must be an object")]
     errs: Errors = []
     service = backend.get("service")
     resource = backend.get("resource")
     if service and resource:
         return [path.invalid("", "cannot set both resource and service backends")]
     if resource:
-        if not isinstance(resource, Mapping):
-            return [path.child("resource").invalid(resource, "must be an object")]
         for field in ("kind", "name"):
             if not resource.get(field):
                 errs.append(path.child("resource", field).required(f"{field} is required"))
         return errs
     if not service:
         return [path.invalid("", "resource or service backend is required")]
-    if not isinstance(service, Mapping):
-        return [path.child("service").invalid(service, "must be an object")]
     name = service.get("name")
     if not name:
         errs.append(path.child("service", "name").required())
     else:
         errs.extend(path.child("service", "name").invalid(name, e) for e in is_dns1035_label(str(name)))
     port = service.get("port") or {}
-    if not isinstance(port, Mapping):
-        return [*errs, path.child("service", "port").invalid(port, "must be an object")]
     number = port.get("number")
-    if number is not None and _int_or_none(number) is None:
-        return [*errs, path.child("service", "port", "number").invalid(number, "must be an integer")]
     has_name, has_number = bool(port.get("name")), number not in (None, 0)
     if has_name and has_number:
         errs.append(path.invalid("", "cannot set both port name & port number"))
@@ -773,11 +727,8 @@ def validate_ingress(body: Mapping[str, Any]) -> Errors:
         errs.append(path.invalid(spec, "either `defaultBackend` or `rules` must be specified"))
     if default_backend:
         errs.extend(_ingress_backend(default_backend, path.child("defaultBackend")))
-    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+    for i, rule in enumerate(rules):
         p = path.child("rules").index(i)
-        if not isinstance(rule, Mapping):
-            errs.append(p.invalid(rule, "must be an object"))
-            continue
         host = rule.get("host")
         if host:
             host = str(host)
@@ -790,23 +741,13 @@ def validate_ingress(body: Mapping[str, Any]) -> Errors:
         http = rule.get("http")
         if http is None:
             continue
-        if not isinstance(http, Mapping):
-            errs.append(p.child("http").invalid(http, "must be an object"))
-            continue
         paths = http.get("paths")
         if not paths:
             errs.append(p.child("http", "paths").required())
             continue
-        for j, path_spec in enumerate(paths if isinstance(paths, list) else []):
-            q = p.child("http", "paths").index(j)
-            if not isinstance(path_spec, Mapping):
-                errs.append(q.invalid(path_spec, "must be an object"))
-                continue
-            errs.extend(_ingress_path(path_spec, q))
+        for j, path_spec in enumerate(paths):
+            errs.extend(_ingress_path(path_spec, p.child("http", "paths").index(j)))
     for i, tls in enumerate(spec.get("tls") or []):
-        if not isinstance(tls, Mapping):
-            errs.append(path.child("tls").index(i).invalid(tls, "must be an object"))
-            continue
         for j, host in enumerate(tls.get("hosts") or []):
             checker = is_wildcard_dns1123_subdomain if str(host).startswith("*") else is_dns1123_subdomain
             errs.extend(path.child("tls").index(i).child("hosts").index(j).invalid(host, e) for e in checker(str(host)))
@@ -847,19 +788,17 @@ def _np_ports(ports: Any, path: Path) -> Errors:
     errs: Errors = []
     for i, port in enumerate(ports or []):
         p = path.index(i)
-        if not isinstance(port, Mapping):
-            errs.append(p.invalid(port, "must be an object"))
-            continue
         protocol = port.get("protocol")
         if protocol is not None and protocol not in NETWORK_POLICY_PROTOCOLS:
             errs.append(p.child("protocol").not_supported(protocol, NETWORK_POLICY_PROTOCOLS))
         number = port.get("port")
         end_port = port.get("endPort")
         if number is not None:
-            if isinstance(number, int) and not isinstance(number, bool):
+            # An IntOrString: a number is a port, a string a port name.
+            if isinstance(number, int):
                 errs.extend(p.child("port").invalid(number, e) for e in is_valid_port_num(number))
                 if end_port is not None:
-                    if _int_or_none(end_port) is None or end_port < number:
+                    if end_port < number:
                         errs.append(p.child("endPort").invalid(end_port, "must be greater than or equal to `port`"))
                     else:
                         errs.extend(p.child("endPort").invalid(end_port, e) for e in is_valid_port_num(end_port))
@@ -876,9 +815,6 @@ def _np_peers(peers: Any, path: Path) -> Errors:
     errs: Errors = []
     for i, peer in enumerate(peers or []):
         p = path.index(i)
-        if not isinstance(peer, Mapping):
-            errs.append(p.invalid(peer, "must be an object"))
-            continue
         count = sum(1 for key in ("podSelector", "namespaceSelector", "ipBlock") if peer.get(key) is not None)
         if count == 0:
             errs.append(p.required("must specify a peer"))
@@ -893,8 +829,8 @@ def _np_peers(peers: Any, path: Path) -> Errors:
     return errs
 
 
-def _ip_block(block: Any, path: Path) -> Errors:
-    if not isinstance(block, Mapping) or not block.get("cidr"):
+def _ip_block(block: Mapping[str, Any], path: Path) -> Errors:
+    if not block.get("cidr"):
         return [path.child("cidr").required()]
     cidr = str(block["cidr"])
     problems = is_valid_cidr(cidr)
@@ -919,17 +855,12 @@ def _ip_block(block: Any, path: Path) -> Errors:
 
 
 def validate_network_policy(body: Mapping[str, Any]) -> Errors:
-    spec = body.get("spec")
+    spec = body.get("spec") or {}
     path = Path("spec")
-    if not isinstance(spec, Mapping):
-        return [path.required()]
     errs = validate_label_selector(spec.get("podSelector") or {}, path.child("podSelector"))
     for direction, peers_key in (("ingress", "from"), ("egress", "to")):
         for i, rule in enumerate(spec.get(direction) or []):
             p = path.child(direction).index(i)
-            if not isinstance(rule, Mapping):
-                errs.append(p.invalid(rule, "must be an object"))
-                continue
             errs.extend(_np_ports(rule.get("ports"), p.child("ports")))
             errs.extend(_np_peers(rule.get(peers_key), p.child(peers_key)))
     types = spec.get("policyTypes") or []
@@ -1075,8 +1006,8 @@ def validate_ip_address(body: Mapping[str, Any]) -> Errors:
     errs: Errors = []
     ref = (body.get("spec") or {}).get("parentRef")
     path = Path("spec").child("parentRef")
-    if not isinstance(ref, Mapping):
-        return [*errs, path.required()]
+    if ref is None:
+        return [path.required()]
     if ref.get("group"):
         errs.extend(path.child("group").invalid(ref["group"], e) for e in is_dns1123_subdomain(str(ref["group"])))
     for field in ("resource", "name"):

@@ -1,20 +1,6 @@
-"""One connection end to end: DNS → Service → EndpointSlices → data plane → policy → listener → app."""
+"""One connection end to end: DNS → Service → EndpointSlices → data plane → policy → listener → app.
 
-from .connect import dns_reachable
-from .trace import LAYERS, OUTCOMES, Backend, Finding, Hop, Reply, Target, Trace, TraceInputError, parse_target
-from .tracer import trace
-
-__all__ = [
-    "LAYERS",
-    "OUTCOMES",
-    "Backend",
-    "Finding",
-    "Hop",
-    "Reply",
-    "Target",
-    "Trace",
-    "TraceInputError",
-    "dns_reachable",
-    "parse_target",
-    "trace",
-]
+``tracer.trace`` is the entry; ``trace`` holds the result's types. Nothing is imported here: the tracer
+reaches every layer (policy, the data planes, Ingress, the Gateway with its certificates), while the
+node imports only ``app`` (what a pod's program answers) for each probe, and must not pay for the rest.
+"""
