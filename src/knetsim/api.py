@@ -36,7 +36,8 @@ class Cluster:
                  errors: Sequence[ManifestError] = ()) -> None:
         self.state = state
         self.documents = list(documents)
-        # How many documents were read (``documents`` is empty when only admission ran: not held twice).
+        # How many documents were read (when only admission ran, ``documents`` holds only the CRDs and custom
+        # kinds: a large input is not held twice).
         self.read = len(self.documents)
         # Objects the API server would have rejected (only with strict=False; they are not in the state).
         self.errors = list(errors)

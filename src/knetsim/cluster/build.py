@@ -157,10 +157,12 @@ def validate_documents(documents: list[Document], config: ClusterConfig | None =
                        namespace: str = "default") -> BuildResult:
     """What ``knetsim validate`` checks, and only that: every document's admission and the allocations the API
     server makes when it stores one (ClusterIPs, NodePorts, LoadBalancer addresses); nothing is scheduled or
-    simulated. ``documents`` is emptied as it is read, so a large input is not held twice."""
+    simulated. ``documents`` keeps only the CRDs and the objects of custom kinds (which definition admitted
+    them is reported), so a large input is not held twice."""
     config = config or ClusterConfig()
     taken = list(documents)
-    documents.clear()
+    documents[:] = [d for d in taken if d.kind == "CustomResourceDefinition" or d.kind not in BY_KIND
+                    or BY_KIND[d.kind].crd]
     with many_objects():
         result = admit(taken, namespace, keep=lambda d: d.kind == "Service")
     state = ClusterState(config=config)
