@@ -17,6 +17,7 @@ from ..cluster.state import ClusterState
 from ..model.gatewayapi import GROUP
 from ..model.labels import edit_distance
 from .backendtls import PolicyContext, verify_backend
+from .conditions import Type
 from .listeners import ListenerContext
 from .translate import (
     GatewayContext,
@@ -125,7 +126,7 @@ def _gateway(state: ClusterState, gctx: GatewayContext) -> list[GatewayFinding]:
     out = []
     for lc in gctx.own_listeners:
         out.extend(_listener(state, lc, subject, "gateway"))
-    programmed = gctx.conditions.get("Programmed")
+    programmed = gctx.conditions.get(Type.PROGRAMMED)
     if programmed is not None and not programmed.ok:
         fix = ("the LoadBalancer pool is exhausted or the proxy Service is missing: free an address "
                "(kubectl get svc -A | grep LoadBalancer)" if programmed.reason == "AddressNotAssigned" else
@@ -148,7 +149,7 @@ _CERTIFICATE_PROBLEMS = (("has expired since", "GatewayCertificateExpired",
 def _listener(state: ClusterState, lc: ListenerContext, subject: str, owner_kind: str) -> list[GatewayFinding]:
     """A listener's problems: not programmed (why, and the fix), a certificate the clients would refuse."""
     field = f"spec.listeners[{lc.listener.index}]"
-    refs = lc.conditions.get("ResolvedRefs")
+    refs = lc.conditions.get(Type.RESOLVED_REFS)
     if lc.programmed:
         out = _name_coverage(lc, subject, field)
         if refs is not None and refs.reason == "PartiallyInvalidCertificateRef":
@@ -228,7 +229,7 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
         out.append(GatewayFinding(f"{kind}ParentNotFound", "error", subject, f"spec.parentRefs[{ref.index}]",
                                   f"{why}: the route has no status from any controller and serves no traffic", fix))
     for ps in rc.parents:
-        accepted = ps.conditions.get("Accepted")
+        accepted = ps.conditions.get(Type.ACCEPTED)
         if accepted is not None and not accepted.ok:
             out.append(_not_accepted(state, gateways[ps.gateway], rc, ps, accepted.reason, accepted.message))
         partial = ps.conditions.get("PartiallyInvalid")
@@ -236,7 +237,7 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
             out.append(GatewayFinding(f"{kind}PartiallyInvalid", "warning", subject, "spec.rules",
                                       f"{partial.message}: requests those rules would match fall through to other "
                                       "rules or get 404", "fix or remove the dropped rules"))
-    if rc.parents and any(not p.conditions.is_false("Accepted") for p in rc.parents):
+    if rc.parents and any(not p.conditions.is_false(Type.ACCEPTED) for p in rc.parents):
         for rule in route.rules:
             for b in rc.backends.get(rule.index, ()):
                 finding = _backend(state, route, rule.index, b)
@@ -369,7 +370,7 @@ def _listener_set(state: ClusterState, lsc: ListenerSetContext) -> list[GatewayF
                                f"Gateway {key} {why}: the ListenerSet has no status and its listeners serve nothing",
                                "point spec.parentRef at a Gateway of an accepted GatewayClass "
                                "(kubectl get gateway -A)")]
-    accepted = lsc.conditions.get("Accepted")
+    accepted = lsc.conditions.get(Type.ACCEPTED)
     if accepted is not None and accepted.reason == "NotAllowed":
         gw = state.gateways[lsc.gateway]
         how = "Same" if gw.namespace == ls.namespace else "All"

@@ -30,6 +30,7 @@ from .listeners import PROBE
 from .netns import socket_in
 
 TIMEOUT = 1.5  # seconds; every answer in a topology comes back in well under a millisecond
+RESOLVER_ATTEMPTS = 2  # glibc's and musl's default resolv.conf `attempts`
 SO_MARK = 36
 
 
@@ -57,6 +58,21 @@ def _error(exc: OSError) -> Probe:
     if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return Probe("no-route", detail=exc.strerror or str(exc))
     return Probe("timeout" if exc.errno == errno.ETIMEDOUT else "no-route", detail=exc.strerror or str(exc))
+
+
+async def _exchange(loop: asyncio.AbstractEventLoop, sock: socket.socket, msg: dns.message.Message,
+                    timeout: float, attempts: int) -> dns.message.Message:
+    for attempt in range(attempts):
+        await loop.sock_sendall(sock, msg.to_wire())
+        try:
+            while True:
+                reply = dns.message.from_wire(await asyncio.wait_for(loop.sock_recv(sock, 65535), timeout))
+                if reply.id == msg.id:
+                    return reply
+        except TimeoutError:
+            if attempt == attempts - 1:
+                raise
+    raise TimeoutError
 
 
 def _client(netns: str, kind: int, src: str | None, mark: int, dst: str = "") -> socket.socket:
@@ -134,20 +150,18 @@ class DnsAnswer:
         return self.outcome
 
 
-async def query(netns: str, nameserver: str, name: str, qtype: str = "A", *, timeout: float = TIMEOUT) -> DnsAnswer:
-    """One UDP query, as a stub resolver sends it (recursion desired)."""
+async def query(netns: str, nameserver: str, name: str, qtype: str = "A", *, timeout: float = TIMEOUT,
+                attempts: int = RESOLVER_ATTEMPTS) -> DnsAnswer:
+    """A UDP query as a stub resolver sends it (recursion desired), sent again after each timeout as the
+    resolver does (resolv.conf ``attempts``): on a busy machine one datagram's answer may come late,
+    and a single try would read that as the policy dropping DNS."""
     loop = asyncio.get_running_loop()
     msg = dns.message.make_query(name, qtype)
     sock = _client(netns, socket.SOCK_DGRAM, None, 0, nameserver)
     try:
         try:
             sock.connect((nameserver, 53))
-            await loop.sock_sendall(sock, msg.to_wire())
-            while True:
-                wire = await asyncio.wait_for(loop.sock_recv(sock, 65535), timeout)
-                reply = dns.message.from_wire(wire)
-                if reply.id == msg.id:
-                    break
+            reply = await _exchange(loop, sock, msg, timeout, attempts)
         except TimeoutError:
             return DnsAnswer("timeout")
         except OSError as exc:
