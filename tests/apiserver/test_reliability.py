@@ -445,3 +445,38 @@ def test_a_server_bug_is_a_500_with_its_traceback_in_the_log(tmp_path: Path, mon
     assert (code, status["reason"]) == (500, "InternalError")
     bugs = [r for r in caplog.records if r.exc_info and r.exc_info[0] is ZeroDivisionError]
     assert bugs and bugs[0].levelname == "ERROR" and "Traceback" in caplog.text
+
+
+def test_a_node_a_client_writes_has_no_kubelet_and_its_daemonset_pods_stay_pending(tmp_path: Path) -> None:
+    # A Node with no address and no pod CIDR (`{"metadata": {"name": "a"}, "spec": {}}`) once sent the pod
+    # starter round a loop of writes and events that grew the server by GBs and never settled.
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from knetsim.apiserver.server import ApiServer
+    from knetsim.daemon.daemon import bring_up
+
+    async def scenario() -> list[dict[str, object]]:
+        server = ApiServer(tmp_path)
+        manager = bring_up(server)
+        client = TestClient(TestServer(server.app()))
+        await client.start_server()
+        try:
+            await server.settle()
+            resp = await client.post("/api/v1/nodes", json={"apiVersion": "v1", "kind": "Node",
+                                                             "metadata": {"name": "a"}, "spec": {}})
+            assert resp.status == 201, await resp.text()
+            await asyncio.wait_for(server.settle(), 30)
+            resp = await client.get("/api/v1/pods?fieldSelector=spec.nodeName%3Da")
+            assert resp.status == 200
+            return (await resp.json())["items"]
+        finally:
+            await client.close()
+            await manager.close()
+            await server.close()
+
+    pods = asyncio.run(scenario())
+    assert pods, "the DaemonSets place a pod on every node, a client's included"
+    for pod in pods:
+        status = pod.get("status") or {}
+        assert status.get("phase") in (None, "Pending") and not status.get("podIP") and \
+            not status.get("containerStatuses"), (pod["metadata"]["name"], status)
