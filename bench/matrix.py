@@ -3,6 +3,7 @@
     .venv/bin/python bench/matrix.py                     # targets + NCA side by side
     .venv/bin/python bench/matrix.py --no-nca            # targets only
     .venv/bin/python bench/matrix.py --no-targets --nca-sizes 3,10
+    .venv/bin/python bench/matrix.py --cold-only           # the cold start of a small matrix alone
 
 Every figure is one whole `knetsim matrix ... -f DIR` process, started as a user starts it
 (the console script of this virtualenv), its wall time and its own peak RSS (wait4), with
@@ -16,6 +17,11 @@ Targets (2-core machine), from issue 14:
   * 100,000 pods / 10,000 policies, `-o json` (every port of every protocol): < 15 s and < 4 GB;
   * `--pods` streams >= 1,000,000 pairs/s, with memory that does not grow with the answer;
   * time grows with exponent <= 1.2 from 1,000 to 100,000 pods.
+From issue 22: a cold `knetsim matrix -o list` of 9 workloads (3 namespaces x 3 Deployments) in
+< 0.25 s, the median of 7 whole processes, next to NCA's `nca --connectivity` on the same
+directory (7 runs, interleaved), with the CPU time (user + system) of each, which grows much less
+than the wall time when the machine is shared; `python -X importtime` of one more run says how
+much of it is imports.
 From issue 12: with 1,000 ClusterNetworkPolicies added (policy_gen.cluster_policies, both tiers,
 all three actions) the 10,000- and 100,000-pod answers take at most 1.5x the time without them,
 both measured in the same run (the better of two runs each, interleaved, on a shared machine).
@@ -60,6 +66,7 @@ class Run:
     wall: float
     rss_mb: float
     out: Path
+    cpu: float = 0.0  # user + system: on a machine shared with other work, what the process itself needed
 
 
 def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 1800) -> Run:
@@ -81,7 +88,7 @@ def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 180
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]}")
-    return Run(wall, usage.ru_maxrss / 1024, out)
+    return Run(wall, usage.ru_maxrss / 1024, out, usage.ru_utime + usage.ru_stime)
 
 
 def write_cluster_policies(path: Path, namespaces: int, count: int = 1000) -> None:
@@ -315,10 +322,64 @@ def compare(nca: Path, sizes: list[int], work: Path) -> bool:
     return ok
 
 
+COLD_TARGET_S = 0.25
+
+
+def _import_share(argv: list[str]) -> tuple[float, list[tuple[float, str]]]:
+    """One more run under ``python -X importtime``: seconds spent importing (the sum of every module's own
+    time) and the packages that took most."""
+    code = f"import sys; sys.argv = {argv!r}; from knetsim.cli.main import main; main()"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=ENV)
+    by_package: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+\d+ \| \s*(\S+)", line)
+        if m:
+            package = m.group(2).split(".")[0]
+            by_package[package] = by_package.get(package, 0.0) + int(m.group(1)) / 1e6
+    top = sorted(((t, name) for name, t in by_package.items()), reverse=True)[:4]
+    return sum(by_package.values()), top
+
+
+def cold_start(nca: Path | None, work: Path, runs: int = 7) -> bool:
+    print(f"== cold start: `knetsim matrix -f DIR -o list` of 9 workloads, median of {runs} whole processes ==")
+    directory = work / "cold-9"
+    write_input(directory, 3, None)
+    config = work / "cluster.yaml"
+    config.write_text(CLUSTER_CONFIG)
+    argv = ["knetsim", "matrix", "-f", str(directory), "--cluster-config", str(config), "-o", "list"]
+    nca_cmd = [str(nca), "--connectivity", "-r", str(directory), "-o", "txt_no_fw_rules"] if nca else None
+    knetsim_matrix(directory, work / "cold.out", "-o", "list")  # untimed: writes the bytecode cache
+    if nca_cmd:
+        run(nca_cmd, work / "cold.nca", cwd=directory)
+    ours: list[Run] = []
+    theirs: list[Run] = []
+    for _ in range(runs):  # interleaved, so both see the same machine
+        ours.append(knetsim_matrix(directory, work / "cold.out", "-o", "list"))
+        if nca_cmd:
+            theirs.append(run(nca_cmd, work / "cold.nca", cwd=directory))
+
+    def median(rs: list[Run], what: str) -> float:
+        return sorted(getattr(r, what) for r in rs)[runs // 2]
+
+    wall = median(ours, "wall")
+    passed = wall < COLD_TARGET_S
+    imports, top = _import_share(argv)
+    line = (f"knetsim {wall:.3f} s (CPU {median(ours, 'cpu'):.3f} s; target < {COLD_TARGET_S} s) "
+            f"[{'ok' if passed else 'MISSED'}]")
+    if theirs:
+        line += (f" | NCA {median(theirs, 'wall'):.3f} s (CPU {median(theirs, 'cpu'):.3f} s) | NCA/knetsim "
+                 f"{median(theirs, 'wall') / wall:.1f}x (CPU {median(theirs, 'cpu') / median(ours, 'cpu'):.1f}x)")
+    print(line)
+    print(f"   imports in one more run (python -X importtime, the sum of every module's own time): {imports:.3f} s; "
+          + ", ".join(f"{name} {t:.3f}" for t, name in top), flush=True)
+    return passed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-targets", action="store_true")
     parser.add_argument("--no-nca", action="store_true")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold start of 9 workloads")
     parser.add_argument("--nca-sizes", default="3,10,15,20",
                         help="N for N namespaces x N Deployments (default 3,10,15,20: 9, 100, 225, 400 workloads; "
                              "NCA needs about 4 minutes for the largest)")
@@ -327,14 +388,17 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="knetsim-bench-matrix-") as tmp:
         work = Path(tmp)
-        if not args.no_targets:
+        if not args.no_targets and not args.cold_only:
             ok &= targets(work)
+        nca = None
         if not args.no_nca:
             nca, why = nca_binary(Path(args.nca_venv))
             if nca is None or shutil.which(str(nca)) is None:
                 print(f"NCA comparison skipped: {why or 'nca not runnable'}")
-            else:
-                ok &= compare(nca, [int(s) for s in args.nca_sizes.split(",")], work)
+                nca = None
+        ok &= cold_start(nca, work)
+        if nca is not None and not args.cold_only:
+            ok &= compare(nca, [int(s) for s in args.nca_sizes.split(",")], work)
     return 0 if ok else 1
 
 

@@ -94,6 +94,19 @@ def app_policy(n: int, j: int) -> dict[str, Any]:
     }
 
 
+def service_manifest(n: int, j: int) -> dict[str, Any]:
+    """A ClusterIP Service for ``app-j``: port 80 to the pods' named port ``p-j``."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": f"app-{j}", "namespace": namespace_name(n)},
+            "spec": {"selector": {"app": f"app-{j}"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": f"p-{j}"}]}}
+
+
+def services(namespaces: int, apps: int) -> list[dict[str, Any]]:
+    """One Service per Deployment of ``manifests(namespaces, apps)`` (for bench/diff.py: endpoints and DNS)."""
+    return [service_manifest(n, j) for n in range(namespaces) for j in range(apps)]
+
+
 def cluster_policy(k: int, namespaces: int, apps: int = 9) -> dict[str, Any]:
     n, j = k % namespaces, (k // namespaces) % apps
     by_name = {"matchLabels": {"kubernetes.io/metadata.name": namespace_name(n)}}

@@ -27,6 +27,7 @@ FLOORS: list[set[str]] = [
     {"network"},
     {"kernel", "nginxproof"},
     {"doctor", "migration", "explorer"},
+    {"diff"},  # compares two sides with the answers of the floors below
     {"api"},
     # The live cluster: kube-apiserver, what runs in a container, kube-controller-manager, the node,
     # and the one process that runs them all.

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .cluster.build import BuildResult, ManifestError, build_cluster, validate_documents
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
+from .model.admission import Validation
 from .model.loader import Document, LoadResult, load_text
-from .sources import Live, Manifests, Progress, Source, Target, read
+from .sources import Live, Manifests, Progress, Source, read
+
+if TYPE_CHECKING:
+    from .sources import Target
 
 
 class InputError(ValueError):
@@ -54,25 +58,30 @@ class Cluster:
 
     @classmethod
     def from_documents(cls, documents: Iterable[Document], *, namespace: str = "default",
-                       config: ClusterConfig | None = None, strict: bool = True) -> Cluster:
-        """``strict=False`` builds from the valid objects and keeps the rejected ones in ``errors``."""
+                       config: ClusterConfig | None = None, strict: bool = True,
+                       validation: Validation | str = Validation.STRICT) -> Cluster:
+        """``strict=False`` builds from the valid objects and keeps the rejected ones in ``errors``;
+        ``validation`` is kubectl's ``--validate`` (``strict``, ``warn``, ``ignore``: analyse as written)."""
         docs = list(documents)
-        result: BuildResult = build_cluster(docs, config or ClusterConfig(), namespace)
+        result: BuildResult = build_cluster(docs, config or ClusterConfig(), namespace,
+                                            validation=Validation(validation))
         if result.errors and strict:
             raise InputError([str(e) for e in result.errors])
         return cls(result.state, docs, result.errors)
 
     @classmethod
     def from_paths(cls, paths: Iterable[str], *, namespace: str = "default", cluster_config: str | None = None,
-                   config: ClusterConfig | None = None, stdin: IO[str] | None = None, strict: bool = True) -> Cluster:
+                   config: ClusterConfig | None = None, stdin: IO[str] | None = None, strict: bool = True,
+                   validation: Validation | str = Validation.STRICT) -> Cluster:
         return cls.from_sources([Manifests(tuple(paths), stdin)], namespace=namespace, cluster_config=cluster_config,
-                                config=config, strict=strict)
+                                config=config, strict=strict, validation=validation)
 
     @classmethod
     def from_sources(cls, sources: Sequence[Source], *, namespace: str | None = "default",
                      cluster_config: str | None = None,
                      config: ClusterConfig | None = None, strict: bool = True,
-                     progress: Progress | None = None, simulate: bool = True) -> Cluster:
+                     progress: Progress | None = None, validation: Validation | str = Validation.STRICT,
+                     simulate: bool = True) -> Cluster:
         """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
         ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read. ``simulate=False`` only
         admits (what ``knetsim validate`` needs): the state has no pods, Services or slices then."""
@@ -85,7 +94,7 @@ class Cluster:
         # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
         namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,
-                                   authoritative=got.complete, simulate=simulate)
+                                   authoritative=got.complete, validation=Validation(validation), simulate=simulate)
         cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
         cluster.namespace = namespace
         return cluster
@@ -99,16 +108,17 @@ class Cluster:
 
     @classmethod
     def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,
-                     strict: bool, authoritative: frozenset[str] = frozenset(), simulate: bool = True) -> Cluster:
+                     strict: bool, authoritative: frozenset[str] = frozenset(),
+                     validation: Validation = Validation.STRICT, simulate: bool = True) -> Cluster:
         """What parsed is admitted; a file that does not parse is one more error, never the end of the run
         (strict=True still raises InputError with every problem of every file)."""
         unreadable = [ManifestError(e.source, e.subject, e.message) for e in loaded.errors]
         if simulate:
             result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
-                                                authoritative=authoritative)
+                                                authoritative=authoritative, validation=validation)
         else:
             count = len(loaded.documents)
-            result = validate_documents(loaded.documents, config or ClusterConfig(), namespace)
+            result = validate_documents(loaded.documents, config or ClusterConfig(), namespace, validation)
         errors = [*unreadable, *result.errors]
         if errors and strict:
             raise InputError([str(e) for e in errors])
@@ -119,8 +129,10 @@ class Cluster:
 
     @classmethod
     def from_yaml(cls, text: str, *, namespace: str = "default", config: ClusterConfig | None = None,
-                  filename: str = "<string>", strict: bool = True) -> Cluster:
-        return cls._from_loaded(load_text(text, filename), namespace=namespace, config=config, strict=strict)
+                  filename: str = "<string>", strict: bool = True,
+                  validation: Validation | str = Validation.STRICT) -> Cluster:
+        return cls._from_loaded(load_text(text, filename), namespace=namespace, config=config, strict=strict,
+                                validation=Validation(validation))
 
     # --- what the cluster has -------------------------------------------------------
 

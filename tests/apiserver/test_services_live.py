@@ -77,6 +77,10 @@ async def scenario(client: TestClient, server: ApiServer) -> None:
         await asyncio.sleep(0.05)
     assert sorted(t for t, _ in endpoints) == ["IPv4", "IPv4", "IPv6", "IPv6"]
     assert all(e["hints"] == {"forZones": [{"name": e["zone"]}]} for _, e in endpoints)
+    # The v1 Endpoints of a dual-stack Service hold its primary family only.
+    _, ep = await call("GET", "/api/v1/namespaces/default/endpoints/web")
+    assert sorted(a["ip"] for a in ep["subsets"][0]["addresses"]) == sorted(
+        e["addresses"][0] for t, e in endpoints if t == "IPv4")
 
     # topology-mode Auto with too few endpoints for the zones: no hints, and the controller's event says why.
     auto = service("auto")

@@ -143,3 +143,36 @@ def test_service_cidr_validation(spec, error):
     with pytest.raises(InputError) as info:
         cluster_from(f"apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {{name: bad}}\nspec: {spec}\n")
     assert info.value.problems[0].endswith(error)
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    # apimachinery's strict IsValidIP, as ValidateIPAddressName applies it to the name.
+    ('"fd00:10:96::00ab"', 'metadata.name: Invalid value: "fd00:10:96::00ab": must be in canonical form '
+     '("fd00:10:96::ab")'),
+    ('"FD00:10:96::AB"', 'metadata.name: Invalid value: "FD00:10:96::AB": must be in canonical form '
+     '("fd00:10:96::ab")'),
+    ("010.96.0.50", 'metadata.name: Invalid value: "010.96.0.50": must not have leading 0s'),
+    ('"::ffff:10.96.0.50"', 'metadata.name: Invalid value: "::ffff:10.96.0.50": must not be an IPv4-mapped IPv6 '
+     "address"),
+    ("web", 'metadata.name: Invalid value: "web": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+])
+def test_an_ip_address_is_named_by_its_canonical_address(name, error):
+    with pytest.raises(InputError) as info:
+        cluster_from(f"apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {{name: {name}}}\n"
+                     "spec: {parentRef: {resource: services, namespace: default, name: x}}\n")
+    assert info.value.problems[0].endswith(error), info.value.problems
+
+
+@pytest.mark.parametrize(("cidrs", "error"), [
+    # apimachinery's strict IsValidCIDR, as ValidateServiceCIDR applies it to each CIDR.
+    ("[10.96.0.1/16]", 'spec.cidrs[0]: Invalid value: "10.96.0.1/16": must not have bits set beyond the prefix length'),
+    ("['fd00:10:96:0::/112']", 'spec.cidrs[0]: Invalid value: "fd00:10:96:0::/112": must be in canonical form '
+     '("fd00:10:96::/112")'),
+    ("[10.96.0.0/016]", 'spec.cidrs[0]: Invalid value: "10.96.0.0/016": must not have leading 0s in IP or prefix '
+     "length"),
+])
+def test_a_service_cidr_is_a_canonical_subnet(cidrs, error):
+    with pytest.raises(InputError) as info:
+        cluster_from("apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: bad}\n"
+                     f"spec: {{cidrs: {cidrs}}}\n")
+    assert info.value.problems[0].endswith(error), info.value.problems

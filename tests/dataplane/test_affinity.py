@@ -120,3 +120,13 @@ spec:
     data = json.loads(expired.output)
     assert [c["pinned"] for c in data] == [False, False]
     assert data[1]["trace"]["affinity"].startswith("expired: recent list KUBE-SEP-")
+
+
+def test_a_first_iptables_packet_says_once_how_a_returning_client_is_pinned(sticky_state):
+    from knetsim.dataplane import trace_packet
+
+    result = trace_packet(sticky_state, Packet(CLIENT, "10.96.100.90", 80), "iptables")
+    notes = [n for n in result.notes if "--rcheck" in n]
+    assert len(notes) == 1, result.notes
+    assert "a client seen again within --seconds 30 goes back to the endpoint chain it used" in notes[0]
+    assert notes[0].count("KUBE-SEP-") == 4

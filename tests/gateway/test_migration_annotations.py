@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.gateway import certgen
 
 from knetsim import Cluster
 from knetsim.migration import check, convert
+
+from . import certgen
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "nginxproof" / "data"
@@ -142,7 +143,7 @@ def test_ssl_passthrough_without_the_controller_flag_has_no_effect() -> None:
 
 
 def _one(annotations: dict[str, str], *, host: str = "g.example.com", path: str = "/", port: str = "grpc",
-         tls: bool = False) -> list[dict[str, Any]]:
+         tls: bool = False, path_type: str = "Prefix") -> list[dict[str, Any]]:
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "greeter", "namespace": "default"},
            "spec": {"selector": {"app": "greeter"}, "ports": [{"name": port, "port": 50051}]}}
     ing: dict[str, Any] = {
@@ -150,7 +151,7 @@ def _one(annotations: dict[str, str], *, host: str = "g.example.com", path: str 
         "metadata": {"name": "greeter", "namespace": "default",
                      "annotations": {f"nginx.ingress.kubernetes.io/{k}": v for k, v in annotations.items()}},
         "spec": {"ingressClassName": "nginx", "rules": [{"host": host, "http": {"paths": [
-            {"path": path, "pathType": "Prefix", "backend": {"service": {"name": "greeter",
+            {"path": path, "pathType": path_type, "backend": {"service": {"name": "greeter",
                                                                           "port": {"number": 50051}}}}]}}]}}
     if tls:
         ing["spec"]["tls"] = [{"hosts": [host], "secretName": "greeter-tls"}]
@@ -170,7 +171,8 @@ def test_backend_protocol_grpc_becomes_a_grpcroute_on_the_https_listener() -> No
 
 
 def test_a_grpc_service_path_becomes_a_method_match_and_grpcs_a_backend_tls_policy() -> None:
-    docs = _one({"backend-protocol": "GRPCS"}, path="/helloworld.Greeter")
+    # (A dot is no Prefix path to the controller's admission webhook: gRPC paths are ImplementationSpecific.)
+    docs = _one({"backend-protocol": "GRPCS"}, path="/helloworld.Greeter", path_type="ImplementationSpecific")
     result = convert(Cluster.from_yaml(yaml.safe_dump_all(docs)).state)
     [route] = [o for o in result.objects if o["kind"] == "GRPCRoute"]
     assert route["spec"]["rules"] == [{"backendRefs": [{"name": "greeter", "port": 50051}],
@@ -284,7 +286,10 @@ def test_an_https_host_serves_the_same_certificate_and_redirects_http_alike() ->
     for obj in conversion.objects:
         if obj["kind"] == "Gateway":
             obj["spec"]["listeners"][1]["tls"]["certificateRefs"][0]["name"] = "other-tls"
-    other = {**tls, "metadata": {"name": "other-tls", "namespace": "default"}}
+    other = certgen.tls_secret("default", "other-tls", certgen.leaf("other", ["shop.example.com"]))
     moved = check(_both(old, [*conversion.objects, other]).state)
-    assert {c.request.scheme for c in moved.differences} == {"https"}
+    # Every https request, and the TLS handshake with the host's name, report it.
+    assert {c.request.scheme for c in moved.differences} == {"https", "tls"}
     assert all(c.differences == ["certificate"] for c in moved.differences)
+    [handshake] = [c for c in moved.differences if c.request.scheme == "tls"]
+    assert (handshake.ingress.certificate, handshake.gateway.certificate) == ("default/shop-tls", "default/other-tls")

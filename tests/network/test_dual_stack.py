@@ -9,6 +9,7 @@ from tests.conftest import cluster_from
 
 from knetsim.cluster.config import config_from_dict
 from knetsim.dns import lookup
+from knetsim.dns.hostsfile import hosts_file
 from knetsim.network.tracer import trace
 from knetsim.policy.engine import evaluate
 
@@ -78,6 +79,10 @@ def test_an_ipv6_address_connects_over_ipv6(dual):
     result = trace(dual, "default/client", "http://[fd00:10:96::80]/")
     assert result.outcome == "connected", [h.detail for h in result.hops]
     assert result.backend is not None and result.backend.ip.startswith("fd00:10:244:")
+    # The backend sees (and its access log writes) the client's IPv6 address.
+    client = next(p for p in dual.pods_in("default") if p.name == "client")
+    assert result.backend.client_ip == client.pod_ips[1]
+    assert trace(dual, "default/client", "http://10.96.0.80/").backend.client_ip == client.pod_ips[0]
 
 
 def test_an_ipv6_only_cluster_resolves_aaaa_and_connects():
@@ -109,3 +114,36 @@ spec:
     # Through a trace: the IPv4 connection (getaddrinfo's first) is dropped, the IPv6 one gets through.
     assert trace(state, "default/client", "http://web").outcome == "timeout"
     assert trace(state, "default/client", "http://[fd00:10:96::80]/").outcome == "connected"
+
+
+def test_the_hosts_file_lists_the_pods_address_of_each_family(dual):
+    # kubelet's managedHostsFileContent writes one line per status.podIPs entry, primary family first,
+    # and separates a subdomain pod's names by tabs.
+    client = next(p for p in dual.pods_in("default") if p.name == "client")
+    assert len(client.pod_ips) == 2
+    lines = hosts_file(dual, client).splitlines()
+    assert lines[-2:] == [f"{client.pod_ips[0]}\tclient", f"{client.pod_ips[1]}\tclient"]
+    assert ":" not in client.pod_ips[0] and ":" in client.pod_ips[1]
+
+
+def test_a_single_stack_nodeport_opens_on_the_node_addresses_of_its_family_only():
+    web6 = """
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web6}
+spec:
+  type: NodePort
+  ipFamilyPolicy: SingleStack
+  ipFamilies: [IPv6]
+  selector: {app: web}
+  ports: [{port: 8080, targetPort: 80, nodePort: 31215}]
+"""
+    state = cluster_from(APP + web6, config=config_from_dict({"ipFamily": "dual"})).state
+    worker = next(n for n in state.nodes.values() if n.name == "worker")
+    v4, v6 = worker.internal_ips
+    assert trace(state, "default/client", f"http://[{v6}]:31215/").outcome == "connected"
+    # kube-proxy's IPv4 proxier never saw the Service: the node's own kernel resets the connection.
+    refused = trace(state, "default/client", f"http://{v4}:31215/")
+    assert refused.outcome == "refused", [h.detail for h in refused.hops]
+    assert "no NodePort 31215/TCP" in refused.hops[1].detail

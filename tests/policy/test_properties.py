@@ -186,7 +186,7 @@ def _matrix_equals_per_pair_evaluation(objects: list[dict[str, Any]]) -> None:
     s = state(*objects)
     m = matrix(s, pods=True)
     # One atom word and many (three atoms per word) must agree exactly.
-    assert list(matrix(s, pods=True, group_bits=3).connections()) == list(m.connections())
+    assert list(matrix(s, pods=True, word_bits=3).connections()) == list(m.connections())
     idx = _user_endpoints(m)
     for i in idx:
         for j in idx:

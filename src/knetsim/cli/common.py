@@ -22,8 +22,10 @@ import click
 import yaml
 
 from ..api import Cluster, InputError
+from ..cluster.build import INVALID_KEPT, UNKNOWN_FIELD
 
 if TYPE_CHECKING:
+    from ..cluster.state import Notice
     from ..sources import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,9 +41,37 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+VALIDATE_VALUES = {"strict": "strict", "warn": "warn", "ignore": "ignore", "true": "strict", "false": "ignore"}
+
+
+def _validate_mode(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # kubectl's spellings: --validate=true is strict, --validate=false ignore.
+    mode = VALIDATE_VALUES.get(value.lower())
+    if mode is None:
+        raise click.BadParameter(f"invalid argument {value!r}: must be one of strict, warn, ignore (true, false)")
+    ctx.meta["knetsim.validate"] = mode
+    return mode
+
+
+def validate_option(fn: F) -> F:
+    """``--validate=strict|warn|ignore``, kubectl's option, for a command that reads manifests."""
+    return click.option(
+        "--validate", "validate", default="strict", show_default=True, metavar="strict|warn|ignore",
+        expose_value=False, callback=_validate_mode,
+        help="As kubectl: strict refuses objects with unknown or duplicate fields; warn drops such fields with the "
+             "API server's warning; ignore also keeps objects validation would refuse and analyses them as "
+             "written (each one reported).")(fn)
+
+
+def validation_mode() -> str:
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get("knetsim.validate") or "strict") if ctx is not None else "strict"
+
+
 def cluster_options(fn: F) -> F:
-    """``-f/--filename`` (repeatable), ``-n/--namespace``, ``--kubeconfig``, ``--context``, ``--cluster-config``
-    and ``--strict``."""
+    """``-f/--filename`` (repeatable), ``-n/--namespace``, ``--kubeconfig``, ``--context``, ``--cluster-config``,
+    ``--strict`` and ``--validate``."""
+    fn = validate_option(fn)
     fn = click.option("--context", "context", default=None, expose_value=False, callback=_remember,
                       help="Read the cluster of this kubeconfig context (of --kubeconfig, else $KUBECONFIG or "
                            "~/.kube/config).")(fn)
@@ -160,16 +190,19 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
     turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
     are read as a snapshot; a cluster that cannot be read is exit 2 with the server's words."""
-    from ..sources import KubeError
-
     sources = cluster_sources(filenames)
     cluster_config = cluster_config or running_cluster_config()
     try:
         cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
-                                       strict=strict_requested(), progress=_progress, simulate=simulate)
+                                       strict=strict_requested(), progress=_progress, validation=validation_mode(),
+                                       simulate=simulate)
     except InputError as exc:
         fail_input(exc)
-    except KubeError as exc:
+    except Exception as exc:
+        from ..sources import KubeError  # the API client loads only when a cluster was read
+
+        if not isinstance(exc, KubeError):
+            raise
         fail_input(InputError([str(exc)]))
     for note in cluster.source_notes:
         click.echo(f"Warning: {note}", err=True)
@@ -178,7 +211,18 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
         fail_input(InputError([str(e) for e in cluster.errors]))
     if report and cluster.errors:
         report_rejected(cluster)
+    if report:
+        for notice in _asked_for(cluster):
+            click.echo(f"Warning: {notice}", err=True)
     return cluster
+
+
+def _asked_for(cluster: Cluster) -> list[Notice]:
+    """What --validate=warn|ignore owes the user on every command, as kubectl prints the server's warnings:
+    each field dropped and each object kept although the API server would refuse it."""
+    if validation_mode() == "strict":
+        return []
+    return [n for n in cluster.notices if n.code in (INVALID_KEPT, UNKNOWN_FIELD)]
 
 
 def report_rejected(cluster: Cluster) -> None:
@@ -203,8 +247,10 @@ def usage_error(message: str) -> Any:
 
 
 def print_notices(cluster: Cluster) -> None:
+    printed = {id(n) for n in _asked_for(cluster)}  # by load_cluster
     for notice in cluster.notices:
-        click.echo(f"Warning: {notice}", err=True)
+        if id(notice) not in printed:
+            click.echo(f"Warning: {notice}", err=True)
 
 
 def dump_json(data: Any) -> str:

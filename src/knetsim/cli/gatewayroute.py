@@ -12,6 +12,7 @@ import click
 from ..gateway import GatewayRouteError, GatewayRouteResult
 from ..gateway import route as gateway_route
 from ..gateway.certs import CertificateError, load_pem_chain
+from ..gateway.envoypolicies import Decision
 from ..gateway.grpc import GRPC_STATUS_NAMES, GRPCRouteResult, call_from, route_grpc
 from ..gateway.handshake import TLSHandshake
 from ..gateway.streams import StreamRouteResult, route_stream
@@ -54,6 +55,20 @@ def _backend_tls_lines(backend_tls: Any) -> list[str]:
             f"presents {c.subject} (issuer {c.issuer}, SANs {', '.join(c.dns_names + c.uris) or 'none'}): {verdict}"]
 
 
+def _policy_lines(decision: Decision | None) -> list[str]:
+    """Envoy Gateway's policies on the request: which apply, the client they saw, each filter's verdict."""
+    if decision is None:
+        return []
+    names = ", ".join(decision.policies) or "the rule's CORS filter"
+    lines = [f"Policies:    {names} (client {decision.client})"]
+    lines += [f"Filter:      {step}" for step in decision.steps]
+    if decision.burst is not None:
+        n, through, status = decision.burst
+        lines.append(f"Burst:       {n} requests at once: {through} through" + (
+            f", {n - through} get {status} (local_rate_limited)" if through < n else ""))
+    return lines
+
+
 def http_text(result: GatewayRouteResult) -> str:
     req = result.request
     lines = [f"Request:     {req.method} {req.url}  (port {req.effective_port})"]
@@ -79,9 +94,10 @@ def http_text(result: GatewayRouteResult) -> str:
         lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
                      "endpoint(s)")
     lines += _backend_tls_lines(result.backend_tls)
+    lines += _policy_lines(result.policy)
     if result.redirect is not None:
         lines.append(f"Redirect:    {result.redirect.status} Location: {result.redirect.location}")
-    if result.upstream_request is not None:
+    if result.upstream_request is not None and result.outcome in ("proxied", "no-endpoints"):
         u = result.upstream_request
         headers = " ".join(f"{k}={v}" for k, v in u.headers.items())
         lines.append(f"Upstream:    {u.method} {u.host} {u.path}" + (f"  headers: {headers}" if headers else ""))
@@ -129,6 +145,7 @@ def grpc_text(result: GRPCRouteResult) -> str:
         lines.append(f"Backend:     {b.service}:{b.port}, targetPort {b.target_port}, {b.ready_endpoints} ready "
                      "endpoint(s)")
     lines += _backend_tls_lines(result.backend_tls)
+    lines += _policy_lines(result.policy)
     if result.upstream_metadata:
         lines.append("Metadata:    " + " ".join(f"{k}={v}" for k, v in result.upstream_metadata.items()))
     if result.response_metadata:
@@ -188,7 +205,7 @@ def _client_chain(path: str | None) -> list[Any] | None:
 
 def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, method: str, port: int | None,
         scheme: str, headers: tuple[str, ...], sni: str | None, grpc_method: str | None, client_cert: str | None,
-        output: str, client_ip: str | None = None, body_size: int | None = None) -> None:
+        output: str, client_ip: str | None = None, body_size: int | None = None, burst: int | None = None) -> None:
     """The gateway branch of ``knetsim route``: prints the answer, exits 1 unless it reaches a backend."""
     chain = _client_chain(client_cert)
     result: GatewayRouteResult | GRPCRouteResult | StreamRouteResult
@@ -198,7 +215,7 @@ def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, met
         pairs = tuple(parse_header(h) for h in headers)
         if protocol in ("http", "https"):
             request = HTTPRequest(host or "", path, method.upper(), protocol, port, pairs, client_ip, body_size)
-            result = gateway_route(state, ref, request, sni=sni, client_chain=chain)
+            result = gateway_route(state, ref, request, sni=sni, client_chain=chain, burst=burst)
         elif protocol == "grpc":
             if not grpc_method:
                 raise click.UsageError("--grpc-method pkg.Service/Method is required for --protocol grpc")
@@ -206,6 +223,8 @@ def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, met
             call = call_from(host or "", grpc_method, metadata=pairs, port=port, tls=tls)
             result = route_grpc(state, ref, call, sni=sni, client_chain=chain)
         else:
+            if burst is not None:
+                raise click.UsageError(f"--burst applies to HTTP requests, not to --protocol {protocol}")
             if port is None:
                 raise click.UsageError(f"--port is required for --protocol {protocol} (the listener's port)")
             result = route_stream(state, ref, protocol, port, sni=sni if sni is not None else host,

@@ -10,7 +10,6 @@ command object; a module whose commands cannot be read that way is imported up f
 
 from __future__ import annotations
 
-import ast
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,9 @@ class Entry:
     help: str
 
 
-def _decorator_name(fn: ast.FunctionDef) -> str | None:
+def _decorator_name(fn: Any) -> str | None:
+    import ast
+
     for deco in fn.decorator_list:
         if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute)
                 and isinstance(deco.func.value, ast.Name) and deco.func.value.id == "click"
@@ -42,6 +43,7 @@ def _decorator_name(fn: ast.FunctionDef) -> str | None:
 
 def read_module(path: Path) -> list[Entry] | None:
     """The commands ``path`` registers, or None when its source does not say them plainly."""
+    import ast  # for --help and for commands not named after their module: running one needs no parse
     tree = ast.parse(path.read_text(encoding="utf-8"))
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     listed: list[str] | None = None
@@ -96,6 +98,14 @@ class LazyGroup(click.Group):
         return sorted(set(self._entries()) | set(self.commands))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and self._index is None and cmd_name.isidentifier() \
+                and cmd_name not in NOT_COMMANDS and (HERE / f"{cmd_name}.py").is_file():
+            # Most commands live in the module of their name: running one needs that import only, not the
+            # index of every module's source (reading it costs a cold start more than the import).
+            for command in getattr(importlib.import_module(f"{__package__}.{cmd_name}"), "COMMANDS", ()):
+                self.add_command(command)
+            if cmd_name in self.commands:
+                return self.commands[cmd_name]
         entry = self._entries().get(cmd_name)
         if cmd_name not in self.commands and entry is not None:
             for command in importlib.import_module(f"{__package__}.{entry.module}").COMMANDS:

@@ -6,8 +6,9 @@ import sys
 
 import click
 
+from ..gateway.envoypolicies import POLICY_KINDS as ENVOY_POLICY_KINDS
 from ..migration import check, convert
-from ..migration.envoygateway import POLICY_KINDS as ENVOY_POLICY_KINDS
+from ..migration.tlsprobes import NO_HANDSHAKE
 from .common import (
     EXIT_NEGATIVE,
     cluster_options,
@@ -72,11 +73,11 @@ def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: s
 @output_option("text", "json", "yaml")
 def migrate_check(gateway: str | None, class_name: str | None, filenames: tuple[str, ...], namespace: str | None,
                   cluster_config: str | None, output: str) -> None:
-    """Send one generated request set (every host, every path boundary, default backends, TLS hosts, and
-    the cases each annotation decides on: client addresses, credentials, origins and preflights, canary
-    headers and cookies, bodies over the limit, bursts) through the Ingresses and through the Gateway API
-    objects of the same input, and list every request whose status, backend, path, Location, headers or
-    certificate (https) differ, with both explanations.
+    """Send one generated request set (every host, every path boundary, default backends, TLS hosts, a TLS
+    handshake per SNI, gRPC calls over TLS, and the cases each annotation decides on: client addresses,
+    credentials, origins and preflights, canary headers and cookies, bodies over the limit, bursts) through
+    the Ingresses and through the Gateway API objects of the same input, and list every request whose status,
+    backend, path, Location, headers or certificate (https, TLS, gRPC) differ, with both explanations.
 
     Exit code 0 when every request is answered alike, 1 when some differ.
     """
@@ -99,7 +100,7 @@ def _text(result) -> str:  # type: ignore[no-untyped-def]
     out = (f"Compared {len(result.comparisons)} requests through the Ingress side (ingress-nginx) and the Gateway "
            f"side: {len(diffs)} differ.\n")
     if diffs:
-        rows = [[c.describe(), ", ".join(c.differences), c.ingress.describe(), c.gateway.describe()] for c in diffs]
+        rows = [[c.describe(), ", ".join(c.differences), _answer(c, c.ingress), _answer(c, c.gateway)] for c in diffs]
         out += "\n" + tabulate(["REQUEST", "DIFFERS IN", "INGRESS", "GATEWAY"], rows)
         out += "\nWhy:\n"
         for c in diffs:
@@ -109,6 +110,18 @@ def _text(result) -> str:  # type: ignore[no-untyped-def]
         out += "\nNot measured (ingress-nginx behaviour HTTPRoute cannot express, or knetsim does not simulate):\n"
         out += "".join(f"  - {c.subject}: {c.message}\n" for c in result.caveats)
     return out
+
+
+def _answer(comparison, answer) -> str:  # type: ignore[no-untyped-def]
+    """One side's answer in a column: a TLS handshake nobody proxies is terminated (or failed), and the
+    certificate is shown where it is what differs."""
+    if comparison.request.scheme == "tls" and answer.status is None and answer.backend is None:
+        text = "no handshake" if answer.certificate in (None, NO_HANDSHAKE) else "terminated"
+    else:
+        text = answer.describe()
+    if "certificate" in comparison.differences:
+        text += f", certificate {answer.certificate}"
+    return text
 
 
 COMMANDS = [migrate_group]

@@ -111,7 +111,8 @@ def _text(result: RouteResult) -> str:
 @click.option("--body-size", type=click.IntRange(0), default=None, metavar="BYTES",
               help="The request's Content-Length (proxy-body-size: 413 above the limit).")
 @click.option("--burst", type=click.IntRange(1, 1_000_000), default=None, metavar="N",
-              help="N requests at once from the same address: what limit-rps / limit-connections let through.")
+              help="N requests at once from the same address: what limit-rps / limit-connections (with --gateway: "
+                   "a BackendTrafficPolicy's local rate limit) let through.")
 @click.option("--protocol", type=click.Choice(gatewayroute.PROTOCOLS), default=None,
               help="With --gateway: what the client speaks (default: --scheme's); grpc is h2c, or TLS with "
                    "--scheme https; tls, tcp and udp need --port.")
@@ -146,15 +147,14 @@ def route_command(host: str | None, path: str, class_name: str | None, gateway: 
         raise click.UsageError("Missing option '--host'.")
     if gateway is not None and class_name is not None:
         raise click.UsageError("--class selects an Ingress controller; it cannot be combined with --gateway")
-    if gateway is not None and burst is not None:
-        raise click.UsageError("--burst applies to the Ingress controller's rate limits, not to --gateway")
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
     if gateway is not None:
         ref = gateway if "/" in gateway else f"{namespace or cluster.namespace}/{gateway}"
         gatewayroute.run(cluster.state, ref, protocol=protocol or scheme, host=host, path=path, method=method,
                          port=port, scheme=scheme, headers=headers, sni=sni, grpc_method=grpc_method,
-                         client_cert=client_cert, client_ip=client_ip, body_size=body_size, output=output)
+                         client_cert=client_cert, client_ip=client_ip, body_size=body_size, output=output,
+                         burst=burst)
         return
     assert host is not None  # checked above for the Ingress branch
     try:
@@ -171,7 +171,8 @@ def route_command(host: str | None, path: str, class_name: str | None, gateway: 
         click.echo(_text(result), nl=False)
     else:
         emit(result.to_dict(), output)
-    if not result.routed:
+    if not result.routed and not (result.outcome == "passed-through" and result.backend is not None and
+                                  result.backend.routable):
         sys.exit(EXIT_NEGATIVE)
 
 

@@ -18,11 +18,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import admission, gatewayapi
-from ..model.admission import FieldValidation
+from ..model import admission
+from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
-from ..model.kinds import BY_KIND, CLUSTER_POLICY_KINDS, CLUSTER_SCOPED_BUILTINS
+from ..model.kinds import (
+    BY_KIND,
+    CLUSTER_POLICY_KINDS,
+    CLUSTER_SCOPED_BUILTINS,
+    ENVOY_GATEWAY_POLICY_KINDS,
+    GATEWAY_API_KINDS,
+    GATEWAY_READ_AS_KEPT,
+)
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
@@ -44,6 +51,9 @@ from .state import WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
+
+INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
+UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,27 +116,30 @@ def _describe(doc: Document, namespace: str) -> str:
     return Document(doc.source, {**doc.body, "metadata": {**doc.body["metadata"], "namespace": namespace}}).describe()
 
 
-def admit(documents: Iterable[Document], namespace: str = "default", *,
-          keep: Callable[[Document], bool] | None = None) -> Admitted:
+def admit(documents: Iterable[Document], namespace: str = "default",
+          validation: Validation = Validation.STRICT, *, keep: Callable[[Document], bool] | None = None) -> Admitted:
     """Decoding, defaulting and validation of every document (model.admission), errors collected.
 
     Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
     unknown field refuses the object); objects read from a live cluster with Warn, since a field a
-    newer server knows is no reason to drop what that cluster runs. ``keep`` picks which admitted
-    documents to return (all by default): a caller that needs a few of them (``validate``) does not
-    hold a second copy of a large input.
+    newer server knows is no reason to drop what that cluster runs. ``validation`` is kubectl's
+    ``--validate``: ``warn`` decodes everything with Warn; ``ignore`` also keeps what validation refuses,
+    each such object noticed (``InvalidKept``) so that every answer can say it was analysed as written.
+    ``keep`` picks which admitted documents to return (all by default): a caller that needs a few of them
+    (``validate``) does not hold a second copy of a large input.
     """
     docs = list(documents)
     crds = input_crds(docs)
     out = Admitted()
+    keep_invalid = validation == Validation.IGNORE
     for i, doc in enumerate(docs):
         if keep is not None:
             docs[i] = None  # type: ignore[call-overload]  # this list's hold on the input ends with its turn
         live = from_live_cluster(doc.body)
-        mode = FieldValidation.WARN if live else FieldValidation.STRICT
+        mode = FieldValidation.WARN if live or validation != Validation.STRICT else FieldValidation.STRICT
         try:
             body, decoded, kind = admission.admit(doc.body, namespace=namespace, field_validation=mode,
-                                                  extra_crds=crds)
+                                                  extra_crds=crds, keep_invalid=keep_invalid)
         except admission.NoKindMatch as exc:
             out.errors.append(ManifestError(doc.source, doc.describe(), f"{exc.message}; ensure CRDs are installed "
                                                                         "first"))
@@ -146,15 +159,19 @@ def admit(documents: Iterable[Document], namespace: str = "default", *,
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
                                       "kept but not checked or simulated", admitted.describe(), doc.source))
         for warning in decoded.warnings:
-            out.notices.append(Notice("UnknownField", f"{warning} (dropped, as the API server does with "
+            out.notices.append(Notice(UNKNOWN_FIELD, f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
+        if decoded.refused:
+            out.notices.append(Notice(INVALID_KEPT, "analysed as written (--validate=ignore); the API server would "
+                                      f"refuse it: {'; '.join(str(e) for e in decoded.refused)}",
+                                      admitted.describe(), doc.source))
         if keep is None or keep(admitted):
             out.documents.append(admitted)
     return out
 
 
 def validate_documents(documents: list[Document], config: ClusterConfig | None = None,
-                       namespace: str = "default") -> BuildResult:
+                       namespace: str = "default", validation: Validation = Validation.STRICT) -> BuildResult:
     """What ``knetsim validate`` checks, and only that: every document's admission and the allocations the API
     server makes when it stores one (ClusterIPs, NodePorts, LoadBalancer addresses); nothing is scheduled or
     simulated. ``documents`` keeps only the CRDs and the objects of custom kinds (which definition admitted
@@ -164,7 +181,7 @@ def validate_documents(documents: list[Document], config: ClusterConfig | None =
     documents[:] = [d for d in taken if d.kind == "CustomResourceDefinition" or d.kind not in BY_KIND
                     or BY_KIND[d.kind].crd]
     with many_objects():
-        result = admit(taken, namespace, keep=lambda d: d.kind == "Service")
+        result = admit(taken, namespace, validation, keep=lambda d: d.kind == "Service")
     state = ClusterState(config=config)
     state.notices.extend(result.notices)
     seen: dict[tuple[str, str, str], Source] = {}
@@ -186,11 +203,13 @@ def validate_documents(documents: list[Document], config: ClusterConfig | None =
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,
-                  namespace: str = "default", *, authoritative: frozenset[str] = frozenset()) -> BuildResult:
+                  namespace: str = "default", *, authoritative: frozenset[str] = frozenset(),
+                  validation: Validation = Validation.STRICT) -> BuildResult:
     """``authoritative``: kinds the input lists completely (a live cluster's read): the built-in system
-    objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's."""
+    objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's.
+    ``validation``: kubectl's ``--validate`` (``admit``)."""
     config = config or ClusterConfig()
-    result = admit(documents, namespace)
+    result = admit(documents, namespace, validation)
     admitted, errors = result.documents, result.errors
     state = ClusterState(config=config)
     state.notices.extend(result.notices)
@@ -285,14 +304,15 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_api(state, by_kind)
 
     # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS, *gatewayapi.READ_AS_KEPT}
+    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS, *GATEWAY_READ_AS_KEPT,
+                       *ENVOY_GATEWAY_POLICY_KINDS}
     # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
     # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
     # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
     # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.
     kept_as_is = {"CronJob", "Secret", "CustomResourceDefinition"}
     # ServiceCIDR and IPAddress were placed by _service_cidrs, computed.
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *gatewayapi.KINDS} | kept_for_policy | kept_as_is \
+    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is \
         | {"ServiceCIDR", "IPAddress"}
     for kind, kind_docs in sorted(by_kind.items()):
         if kind in simulated:
@@ -335,6 +355,10 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
     """Envoy Gateway's control plane and one proxy Deployment + LoadBalancer Service per Gateway of an
     accepted class (cluster/gatewayinfra.py), added before the controllers run so they get pods and IPs.
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
+    if not by_kind.get("GatewayClass"):
+        return  # no class, no Gateway controller: nothing to install
+    from ..model import gatewayapi
+
     classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
     gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
     listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
@@ -359,6 +383,10 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
 
 def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
     """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
+    if not any(by_kind.get(kind) for kind in GATEWAY_API_KINDS):
+        return
+    from ..model import gatewayapi
+
     for doc in by_kind.get("GatewayClass", []):
         state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
     collections: dict[str, dict[str, Any]] = {

@@ -25,7 +25,6 @@ container's ``state.waiting.message`` and its ``Failed`` events.
 
 from __future__ import annotations
 
-import lzma
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -111,22 +110,31 @@ def parse_reference(image: str) -> ImageRef:
 
 class _Library(Mapping[str, frozenset[str]]):
     """Repository → tags, decompressed once and parsed per repository on first use: a pod's image check
-    touches a handful of repositories, not the ~170 the file lists (parsing all cost 0.3 s per run)."""
+    touches a handful of repositories, not the ~170 the file lists (parsing all cost 0.3 s per run, and
+    even indexing them all is a cold start's tenth: a repository's lines are found when it is asked for)."""
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._parsed: dict[str, frozenset[str]] = {}
+        self._spans: dict[str, tuple[int, int]] | None = None
+
+    def _span(self, repo: str) -> tuple[int, int] | None:
         # A repository is a line without a space; its tags follow, up to the next repository.
-        heads = [(m.group(1), m.start(), m.end()) for m in _REPO_LINE.finditer(text)]
-        self._spans = {name: (end, heads[i + 1][1] if i + 1 < len(heads) else len(text))
-                       for i, (name, _, end) in enumerate(heads)}
+        head = self._text.find(f"\n{repo}\n")
+        if head < 0 or not repo or " " in repo:
+            return None
+        start = head + len(repo) + 2
+        after = _REPO_LINE.search(self._text, start)
+        return start, after.start() if after is not None else len(self._text)
 
     def __getitem__(self, repo: str) -> frozenset[str]:
         tags = self._parsed.get(repo)
         if tags is None:
-            start, end = self._spans[repo]
+            span = self._span(repo)
+            if span is None:
+                raise KeyError(repo)
             out, prev = [], ""
-            for line in self._text[start:end].splitlines():
+            for line in self._text[span[0]:span[1]].splitlines():
                 if line and not line.startswith("#"):
                     n, _, suffix = line.partition(" ")
                     prev = prev[:int(n)] + suffix
@@ -135,13 +143,20 @@ class _Library(Mapping[str, frozenset[str]]):
         return tags
 
     def __contains__(self, repo: object) -> bool:
-        return repo in self._spans
+        return isinstance(repo, str) and (repo in self._parsed or self._span(repo) is not None)
+
+    def _all(self) -> dict[str, tuple[int, int]]:
+        if self._spans is None:
+            heads = [(m.group(1), m.start(), m.end()) for m in _REPO_LINE.finditer(self._text)]
+            self._spans = {name: (end, heads[i + 1][1] if i + 1 < len(heads) else len(self._text))
+                           for i, (name, _, end) in enumerate(heads)}
+        return self._spans
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._spans)
+        return iter(self._all())
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return len(self._all())
 
 
 _REPO_LINE = re.compile(r"^([^\s#][^ \n]*)\n", re.M)
@@ -151,6 +166,8 @@ _DATA = Path(__file__).resolve().parent.parent / "data" / "registry" / "docker-l
 @cache
 def official_images() -> Mapping[str, frozenset[str]]:
     """Repository → tags of Docker Hub's official images (see knetsim/data/registry/README.md)."""
+    import lzma  # only a cluster that pulls a Docker Hub official image needs the library
+
     return _Library(lzma.decompress(_DATA.read_bytes()).decode())
 
 

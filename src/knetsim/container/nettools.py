@@ -29,6 +29,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..model.names import is_ip
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from .accesslog import Served
 from .applets import options, usage
@@ -63,12 +64,15 @@ def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "G
     from ..network.tracer import trace
 
     try:
-        return trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
-                     headers=dict(headers or {}))
+        t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
+                  headers=dict(headers or {}))
     except TraceInputError:
         # No host a resolver could be asked about (`wget /`, `wget http://[`): busybox's words.
         host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url
         raise ToolError(f"bad address '{host}'") from None
+    if ctx.observed is not None:
+        ctx.observed(t)
+    return t
 
 
 def report_served(ctx: Ctx, t: Any, method: str, url: str, headers: Mapping[str, str]) -> None:
@@ -79,7 +83,8 @@ def report_served(ctx: Ctx, t: Any, method: str, url: str, headers: Mapping[str,
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lower = {k.lower(): v for k, v in headers.items()}
-    ctx.served(Served(t.backend.pod, t.backend.port, ctx.pod.pod_ip or "", method, target, t.reply.status,
+    ctx.served(Served(t.backend.pod, t.backend.port, t.backend.client_ip or ctx.pod.pod_ip or "", method, target,
+                      t.reply.status,
                       len(t.reply.body.encode()), lower.get("user-agent", ""), lower.get("referer", ""),
                       lower.get("x-forwarded-for", "")))
 
@@ -502,7 +507,7 @@ async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     from ..dns.resolver import resolve
     from ..network.connect import dns_reachable
 
-    args, qtype = [], "A"
+    args, qtype = [], ""
     for a in argv[1:]:
         if a.startswith("-type=") or a.startswith("-query=") or a.startswith("-q="):
             qtype = a.split("=", 1)[1].upper()
@@ -528,9 +533,21 @@ async def nslookup(ctx: Ctx, argv: list[str]) -> int:
     def reachable(ip: str, port: int, protocol: str) -> bool:
         return bool(dns_reachable(ctx.state, ctx.pod, ip, port, protocol)[0])
 
-    res = resolve(ctx.state, ctx.pod, args[0], qtype, mode="busybox-nslookup", reachable=reachable)
-    if not any(q.answer is not None for q in res.queries):
+    # Without -type, busybox 1.36 asks PTR for an address, else A and then AAAA, and prints every
+    # reply: a dual-stack Service shows both ClusterIPs, a single-stack one an empty AAAA answer.
+    qtypes = [qtype] if qtype else ["PTR"] if is_ip(args[0]) else ["A", "AAAA"]
+    results = [resolve(ctx.state, ctx.pod, args[0], t, mode="busybox-nslookup", reachable=reachable)
+               for t in qtypes]
+    if ctx.observed is not None:
+        for res in results:
+            ctx.observed(res)
+    if not any(q.answer is not None for res in results for q in res.queries):
         await _wait(RESOLVER_TIMEOUT)
-    await ctx.out("\n".join(res.messages) + "\n")
-    return 0 if res.ok else 1
+        await ctx.out("\n".join(results[0].messages) + "\n")
+        return 1
+    # The server is named once, before the first reply; each reply follows in the order asked.
+    served = next(res for res in results if any(q.answer is not None for q in res.queries))
+    lines = [*served.messages[:3], *(line for res in results for line in res.messages[3:])]
+    await ctx.out("\n".join(lines) + "\n")
+    return 0 if any(res.ok for res in results) else 1
 

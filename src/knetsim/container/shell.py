@@ -294,6 +294,8 @@ class Ctx:
     cwd: str = "/"
     # Told about every HTTP request a tool sends that a pod answers (the server's access log).
     served: Callable[[Any], None] | None = None
+    # Told about every connection a tool makes and every lookup (the node's flow record, as Hubble's).
+    observed: Callable[[Any], None] | None = None
     args: list[str] = field(default_factory=list)
     arg0: str = "sh"
     functions: dict[str, Node] = field(default_factory=dict)

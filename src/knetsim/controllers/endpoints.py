@@ -25,9 +25,14 @@ def endpoints_for(svc: Service, slices: list[EndpointSlice]) -> dict[str, Any] |
     spec = svc.raw.get("spec") or {}
     if spec.get("type") == "ExternalName" or (not spec.get("selector") and svc.key != "default/kubernetes"):
         return None
+    # A dual-stack Service's Endpoints hold its primary family only (podToEndpointAddressForService
+    # takes ipFamilies[0]); the other family exists in EndpointSlices alone.
+    families = spec.get("ipFamilies") or (["IPv6"] if ":" in str(spec.get("clusterIP") or "") else ["IPv4"])
     groups: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
     for es in slices:
         raw = es.raw
+        if raw.get("addressType", "IPv4") != families[0]:
+            continue
         ports = tuple(sorted((str(p.get("name") or ""), int(p.get("port") or 0), str(p.get("protocol") or "TCP"))
                              for p in raw.get("ports") or [] if p.get("port")))
         group = groups.setdefault(ports, {"addresses": [], "notReadyAddresses": []})

@@ -21,12 +21,11 @@ from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key
 from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests
-from ..model.kinds import CLUSTER_POLICY_KINDS, SIMULATED_CRD_KINDS
+from ..model.kinds import GATEWAY_API_KINDS
 from ..model.labels import Selector
 from .base import Controller
 
 KEY: Key = ("GatewayAPI", "", "")
-GATEWAY_API_KINDS = SIMULATED_CRD_KINDS - CLUSTER_POLICY_KINDS
 WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace"}
 CONTROL_PLANE = Selector.from_map({"control-plane": "envoy-gateway"})
 PROXIES = Selector.from_map({"app.kubernetes.io/managed-by": "envoy-gateway"})

@@ -40,7 +40,7 @@ from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from ..model.timestamps import now_rfc3339
-from . import explorer
+from . import explorer, flows
 from .clusterconfig import InForce, adopt
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import Pending, ensure_cert
@@ -174,6 +174,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
         kernel_mode = install_kernel(server, None if kernel == "config" else kernel)
         tools = kernel_mode.tool_table(builtin_tools())
     kubelet = Kubelet(server, tools)
+    server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
                            logger=httplog.logger)
@@ -249,7 +250,7 @@ async def _start_dns(running: Running, host: str, port: int) -> None:
 
 async def _start_ingress(running: Running, host: str, port: int, kubelet: Kubelet) -> None:
     from . import entry
-    runner = await entry.start(running.server, host, port, kubelet.served)
+    runner = await entry.start(running.server, host, port, kubelet.served, kubelet.flows.observe)
     if runner is None:
         running.extra["ingress"] = "unavailable: knetsim.network is not installed"
         return

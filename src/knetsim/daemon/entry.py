@@ -156,9 +156,10 @@ def _report_served(server: Any, t: Any, request: web.Request, served: Callable[[
                           f"HTTP/{request.version.major}.{request.version.minor}"))
 
 
-async def start(server: Any, host: str, port: int,
-                served: Callable[[Served], None] | None = None) -> web.AppRunner | None:
-    """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log)."""
+async def start(server: Any, host: str, port: int, served: Callable[[Served], None] | None = None,
+                observed: Callable[[Any], None] | None = None) -> web.AppRunner | None:
+    """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log),
+    ``observed`` of each connection the request makes (the node's flow record)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         hosts = request.headers.getall("Host", [])
@@ -183,6 +184,8 @@ async def start(server: Any, host: str, port: int,
             log.exception("entry trace failed for %s", target)
             return web.Response(status=500, text=f"knetsim: the simulation failed on {target}: "
                                                  f"{type(exc).__name__}: {exc}\n")
+        if observed is not None:
+            observed(t)
         if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
             _report_served(server, t, request, served)
             out_headers = {k: v for k, v in t.reply.headers.items() if k.lower() not in ("content-length",)}

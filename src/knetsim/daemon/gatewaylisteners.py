@@ -30,6 +30,7 @@ import logging
 import os
 import ssl
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -44,7 +45,7 @@ from h2.events import ConnectionTerminated, DataReceived, RequestReceived, Strea
 from h2.exceptions import ProtocolError
 
 from ..container.accesslog import Served
-from ..gateway import route, translate
+from ..gateway import envoypolicies, route, translate
 from ..gateway.backendtls import pod_certificate
 from ..gateway.certs import ServingCertificate
 from ..gateway.grpc import GRPCCall, route_grpc
@@ -80,6 +81,22 @@ def _reason(status: int) -> bytes:
         return b""
 
 
+async def _rest_of_request(conn: h11.Connection, io: Any) -> bool:
+    """Read the request's body up to its end (False: the client went away first). Only an h11 that needs
+    more bytes is given more: a body that came with the headers is already buffered."""
+    while True:
+        event = conn.next_event()
+        if isinstance(event, h11.EndOfMessage):
+            return True
+        if event is h11.NEED_DATA:
+            if conn.they_are_waiting_for_100_continue:  # Envoy answers Expect: 100-continue itself
+                await io.send(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+            data = await io.recv()
+            if not data:
+                return False
+            conn.receive_data(data)
+
+
 def _transport(protocol: str) -> str:
     return "UDP" if protocol == "UDP" else "TCP"
 
@@ -112,6 +129,7 @@ class GatewayListeners:
         self._contexts: dict[tuple[str, str, tuple[str, ...]], ssl.SSLContext] = {}
         self._dns: Any = None
         self._dns_state: Any = None
+        self._rate_limits = envoypolicies.TokenBuckets(time.monotonic)
 
     # --- following the state ----------------------------------------------------------------
 
@@ -335,11 +353,8 @@ class GatewayListeners:
                 return
             if not isinstance(event, h11.Request):
                 continue
-            while not isinstance(conn.next_event(), h11.EndOfMessage):
-                data = await io.recv()
-                if not data:
-                    return
-                conn.receive_data(data)
+            if not await _rest_of_request(conn, io):
+                return
             headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in event.headers]
             answer = await self._answer_http(gw, port, scheme, event.method.decode(), event.target.decode("latin-1"),
                                              headers, sni, chain, f"HTTP/{event.http_version.decode()}")
@@ -423,13 +438,28 @@ class GatewayListeners:
         """One HTTP request at a Gateway listener: the proxy's own answer, or the backend's (None: reset)."""
         state = await self._state()
         host = next((v for n, v in headers if n.lower() == "host"), "")
+        length = next((v for n, v in headers if n.lower() == "content-length"), None)
         try:
+            # The client is the simulated one outside the cluster (the Gateway's address is public).
             request = HTTPRequest(host, target if target.startswith("/") else "/", method.upper(), scheme, port,
-                                  tuple((n, v) for n, v in headers if n.lower() != "host"))
+                                  tuple((n, v) for n, v in headers if n.lower() != "host"),
+                                  body_size=int(length) if length is not None and length.strip().isdigit() else None)
             result = route(state, gw, request, explain=False, sni=sni, client_chain=chain)
         except (HTTPRequestError, ValueError) as exc:
             return Answer(400, [("content-type", "text/plain")], f"knetsim: {exc}\n".encode())
         response_headers = [(n, v) for n, v in result.response_headers.items()]
+        decision = result.policy
+        if decision is not None and decision.answered:
+            # Envoy Gateway's filters answer themselves (a preflight, 401, 403, 413, 500), in Envoy's words.
+            return Answer(result.http_status or 500, [("content-type", "text/plain"), *response_headers],
+                          decision.body.encode())
+        if decision is not None and decision.buckets:
+            limited = self._rate_limits.take(decision.buckets)
+            if limited is not None:
+                bucket, reset = limited
+                ratelimit = envoypolicies.rate_limited_headers(bucket, 0, reset)
+                return Answer(429, [("content-type", "text/plain"), *decision.headers.items(), *ratelimit.items()],
+                              envoypolicies.RATE_LIMITED_BODY.encode())
         if result.outcome == "proxied" and result.backend is not None and result.upstream_request is not None:
             endpoint = self._endpoint(state, result.backend.service, result.backend.port, "TCP",
                                       f"{request.method} {request.url}")
@@ -478,6 +508,13 @@ class GatewayListeners:
             result = route_grpc(state, gw, call, sni=sni, client_chain=chain)
         except (HTTPRequestError, ValueError) as exc:
             return self._grpc_status(grpcecho.UNIMPLEMENTED, str(exc))
+        decision = result.policy
+        if decision is not None and decision.answered and result.grpc_status is not None:
+            # Envoy answers a gRPC request's local reply in gRPC: the status its HTTP status maps to.
+            return self._grpc_status(result.grpc_status, decision.body or decision.why)
+        if decision is not None and decision.buckets and result.outcome == "proxied" and \
+                self._rate_limits.take(decision.buckets) is not None:
+            return self._grpc_status(14, envoypolicies.RATE_LIMITED_BODY)
         if result.outcome != "proxied" or result.backend is None:
             status = result.http_status or 503
             return [(":status", str(status)), ("content-type", "text/plain")], b"", []
@@ -538,11 +575,8 @@ class GatewayListeners:
                     if event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
                         return
                     continue
-                while not isinstance(conn.next_event(), h11.EndOfMessage):
-                    data = await io.recv()
-                    if not data:
-                        return
-                    conn.receive_data(data)
+                if not await _rest_of_request(conn, io):
+                    return
                 headers = {n.decode("latin-1"): v.decode("latin-1") for n, v in event.headers}
                 url = f"{scheme}://{endpoint.ip}:{endpoint.port}{event.target.decode('latin-1')}"
                 t = self._trace(state, proxy, url, method=event.method.decode(), headers=headers)

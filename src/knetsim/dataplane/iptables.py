@@ -475,6 +475,8 @@ class _Walk:
     memory: AffinityMemory | None = None
     pinned: bool = False
     state: str = ""
+    # Service chain -> (the endpoint chains whose recent list has not seen the client, --seconds).
+    unseen: dict[str, tuple[list[str], int | None]] = field(default_factory=dict)
 
 
 class _Tracer:
@@ -516,6 +518,10 @@ class _Tracer:
             result.notes.append("no kube-proxy rule matched: not a Service address/port on this node; "
                                 "the packet is routed unchanged")
         for note in w.affinity:
+            if note in w.unseen:
+                seps, seconds = w.unseen[note]
+                note = (f"{note}: a client seen again within --seconds {seconds} goes back to the endpoint chain it "
+                        f"used (`-m recent --rcheck` on {', '.join(seps)}; sessionAffinity ClientIP)")
             result.notes.append(note)
         result.pinned, result.affinity = w.pinned, w.state
         return result
@@ -553,8 +559,11 @@ class _Tracer:
                            f"--seconds {r.recent_seconds}")
                 w.affinity.append(f"{r.chain}: {w.state} (--reap drops it)")
             elif w.memory is None or not w.memory.entries:
-                w.affinity.append(f"{r.chain}: `-m recent --rcheck` would send a returning client to "
-                                  f"{r.jump} (sessionAffinity ClientIP)")
+                # One note per Service chain, said once all its endpoint rules are seen.
+                unseen = w.unseen.setdefault(r.chain, ([], r.recent_seconds))
+                if not unseen[0]:
+                    w.affinity.append(r.chain)
+                unseen[0].append(str(r.jump))
             return False
         return True
 

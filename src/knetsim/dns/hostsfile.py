@@ -2,7 +2,8 @@
 
 glibc and musl read /etc/hosts before asking DNS (``hosts: files dns``), so ``localhost`` is the
 loopback address and the pod's own hostname its pod IP without a query. kubelet's
-``managedHostsFileContent``: the loopback and IPv6 names, then ``<podIP> <hostname>`` (with the
+``managedHostsFileContent``: the loopback and IPv6 names, then ``<podIP> <hostname>`` for each of the
+pod's addresses, one line per family on a dual-stack cluster (with the
 ``<hostname>.<subdomain>.<namespace>.svc.<domain>`` name first when the pod has a subdomain).
 """
 
@@ -23,14 +24,16 @@ def _entries(state: ClusterState, pod: Pod) -> list[tuple[str, list[str]]]:
         sub = spec.get("subdomain")
         names = [f"{hostname}.{sub}.{pod.namespace}.svc.{state.config.cluster_domain}", hostname] if sub \
             else [hostname]
-        out.append((pod.pod_ip, names))
+        # One entry per status.podIPs (kubelet writes every family's address, the primary first).
+        out.extend((ip, names) for ip in pod.pod_ips or (pod.pod_ip,))
     return out
 
 
 def hosts_file(state: ClusterState, pod: Pod) -> str:
     text = _HEADER
     for ip, names in _entries(state, pod)[2:]:
-        text += f"{ip}\t{' '.join(names)}\n"
+        # kubelet separates the subdomain name and the hostname by a tab too.
+        text += "\t".join([ip, *names]) + "\n"
     return text
 
 

@@ -20,6 +20,7 @@ Not modelled: wildcards, ``autopath``, ``multicluster``, zone transfer, the ``ca
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import zlib
@@ -70,6 +71,7 @@ def address_from_reverse(name: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same addresses are typed again for every question of the zone
 def _host_type(host: str) -> str:
     """``msg.Service.HostType``: an address is A or AAAA, anything else a CNAME target."""
     try:
@@ -615,8 +617,10 @@ class ClusterDNS:
 
     # --- the whole record set ------------------------------------------------------
 
-    def zone_records(self) -> tuple[Record, ...]:
-        """Every record the cluster DNS serves, sorted: what the spec lists, answered by ``query``."""
+    def zone_records(self, *, reverse: bool = True, addressed: bool = True) -> tuple[Record, ...]:
+        """Every record the cluster DNS serves, sorted: what the spec lists, answered by ``query``
+        (``reverse=False``: but the PTR records; ``addressed=False``: but the names of endpoints that have no
+        hostname of their own, ``10-244-1-2.web.shop.svc...``)."""
         z = self.zone
         questions: list[tuple[str, str]] = [(f"dns-version.{z}", "TXT")]
         for key in sorted(self._svc_index):
@@ -630,12 +634,15 @@ class ClusterDNS:
             if svc.headless:
                 named = sorted({(n, proto.lower()) for s in self._subsets[key] for n, _, proto in s.ports if n})
             questions += [(f"_{port}._{proto}.{name}", "SRV") for port, proto in named]
-            for ip in (*_cluster_ips(svc), *svc.external_ips):
-                questions.append((reverse_name(ip), "PTR"))
+            if reverse:
+                for ip in (*_cluster_ips(svc), *svc.external_ips):
+                    questions.append((reverse_name(ip), "PTR"))
             for subset in self._subsets[key]:
                 for addr in subset.addresses:
-                    questions.append((f"{addr.hostname}.{name}", _host_type(addr.ip)))
-                    questions.append((reverse_name(addr.ip), "PTR"))
+                    if addressed or addr.hostname != _dashed(addr.ip):
+                        questions.append((f"{addr.hostname}.{name}", _host_type(addr.ip)))
+                    if reverse:
+                        questions.append((reverse_name(addr.ip), "PTR"))
         if self.pods == "verified":
             for pod in sorted(self.state.pods.values(), key=lambda p: (p.namespace, p.name)):
                 if pod.pod_ip and not pod.host_network:
@@ -657,6 +664,7 @@ def _port_matches(req: _Req, name: str, protocol: str) -> bool:
     return (not req.port or req.port == name.lower()) and (not req.protocol or req.protocol == protocol.lower())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _ip_key(text: str) -> tuple[int, int, str]:
     try:
         ip = ipaddress.ip_address(text)
@@ -676,9 +684,10 @@ def _record_sort_key(r: Record) -> tuple[Any, ...]:
     return (r.name.lower(), _TYPE_ORDER.get(r.type, 99), _ip_key(r.data) if r.type in ("A", "AAAA") else r.data)
 
 
-def zone_records(state: ClusterState, *, ttl: int | None = None, pods: str | None = None) -> tuple[Record, ...]:
-    """The record set of ``state``'s cluster DNS, sorted by name and type."""
-    return ClusterDNS(state, ttl=ttl, pods=pods).zone_records()
+def zone_records(state: ClusterState, *, ttl: int | None = None, pods: str | None = None,
+                 reverse: bool = True, addressed: bool = True) -> tuple[Record, ...]:
+    """The record set of ``state``'s cluster DNS, sorted by name and type (``ClusterDNS.zone_records``)."""
+    return ClusterDNS(state, ttl=ttl, pods=pods).zone_records(reverse=reverse, addressed=addressed)
 
 
 def lookup(state: ClusterState, qname: str, qtype: str = "A", *, ttl: int | None = None, pods: str | None = None,

@@ -490,7 +490,9 @@ def _busybox_messages(queries: list[Query], nameservers: Sequence[str]) -> tuple
     served = next((q for q in queries if q.answer is not None), None)
     if served is None:
         return (";; connection timed out; no servers could be reached",)
-    lines = [f"Server:\t\t{served.nameserver}", f"Address:\t{served.nameserver}:{served.port}", ""]
+    # busybox prints the server's socket address as sockaddr2str does: an IPv6 one bracketed.
+    host = f"[{served.nameserver}]" if ":" in served.nameserver else served.nameserver
+    lines = [f"Server:\t\t{served.nameserver}", f"Address:\t{host}:{served.port}", ""]
     for q in queries:
         shown = q.name.rstrip(".")
         if q.answer is None:

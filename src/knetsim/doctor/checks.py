@@ -277,11 +277,14 @@ def referenced_hosts(pod: Pod) -> list[tuple[str, int | None, str]]:
 def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
     from ..dns import resolve
 
-    out = []
+    out: list[Finding] = []
+    hosts = referenced_hosts(pod)
+    if not hosts:
+        return out  # most pods name no host: no index of every Service for them
     services_by_name: dict[str, list[Service]] = {}
     for svc in state.services.values():
         services_by_name.setdefault(svc.name, []).append(svc)
-    for host, _port, where in referenced_hosts(pod):
+    for host, _port, where in hosts:
         first, *rest = host.split(".")
         candidates = [s for s in services_by_name.get(first, []) if s.namespace != pod.namespace]
         if not candidates:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..cluster.state import ClusterState
 from ..policy.classes import EXTERNAL, NODE, Vectors, prepare
-from ..policy.cluster import ADMIN, BASELINE, TIERS
+from ..policy.cluster import TIERS
 from ..policy.engine import policy_index
 from ..policy.matrix import Matrix
 from ..policy.rules import NAMESPACE_NAME_LABEL, Peer, Port, namespaces_text
@@ -250,7 +250,7 @@ def explorer_data(state: ClusterState, m: Matrix, protocol: str = "TCP", port: i
         "version": 1,
         "level": m.level,
         "view": {"protocol": protocol, "port": port},
-        "tiers": [t for t in (ADMIN, "NetworkPolicy", BASELINE) if t == "NetworkPolicy" or index.tier(t)],
+        "tiers": [t.name for t in m.tiers],
         "rows": rows,
         "cells": cells,
         "partly": partly,

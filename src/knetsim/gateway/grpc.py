@@ -22,14 +22,14 @@ UNIMPLEMENTED. 500 is 13 INTERNAL, 503 is 14 UNAVAILABLE (the gRPC mapping of HT
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model import saferegex
 from ..model.gatewayapi import GRPCRouteMatch
 from ..model.http import HTTPRequest, HTTPRequestError, plain
-from . import hostnames
+from . import envoypolicies, hostnames
 from .backendtls import BackendHandshake
 from .handshake import TLSHandshake, handshake
 from .listeners import ListenerContext
@@ -56,8 +56,9 @@ from .upstream import ENVOY_TLS_VERIFY_FAILED, backend_handshake, choose_endpoin
 
 # The gRPC status a client reports when the proxy answers with an HTTP status itself
 # (grpc/doc/http-grpc-status-mapping.md), and for a refused connection.
-GRPC_STATUS = {404: 12, 500: 13, 503: 14, 421: 14, None: 14}
-GRPC_STATUS_NAMES = {0: "OK", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE"}
+GRPC_STATUS = {404: 12, 500: 13, 503: 14, 421: 14, None: 14, 400: 13, 401: 16, 403: 7, 429: 14, 502: 14, 504: 14}
+GRPC_STATUS_NAMES = {0: "OK", 2: "UNKNOWN", 7: "PERMISSION_DENIED", 12: "UNIMPLEMENTED", 13: "INTERNAL",
+                     14: "UNAVAILABLE", 16: "UNAUTHENTICATED"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +139,7 @@ class GRPCRouteResult:
     notes: tuple[str, ...] = ()
     tls: TLSHandshake | None = None
     backend_tls: BackendHandshake | None = None
+    policy: envoypolicies.Decision | None = None  # Envoy Gateway's policies, where any applies
 
     @property
     def proxied(self) -> bool:
@@ -153,7 +155,8 @@ class GRPCRouteResult:
                 "address": self.address, "listener": self.listener, "proxy_pod": self.proxy_pod,
                 "summary": self.summary, "notes": list(self.notes),
                 "tls": self.tls.to_dict() if self.tls else None,
-                "backend_tls": self.backend_tls.to_dict() if self.backend_tls else None}
+                "backend_tls": self.backend_tls.to_dict() if self.backend_tls else None,
+                "policies": self.policy.to_dict() if self.policy else None}
 
 
 def _full(pattern: str, text: str) -> bool:
@@ -265,7 +268,24 @@ def route_grpc(state: ClusterState, gateway: str, call: GRPCCall, *, sni: str | 
                                f"{target}: the connection's SNI selected listener {sni_listener.label}, the authority "
                                f"{host} listener {lc.label}: Envoy answers 421 Misdirected Request", listener=lc.label,
                                **base)
-    return _route_listener(state, t.now, key, lc, call, host, base)
+    return _with_policies(state, _route_listener(state, t.now, key, lc, call, host, base), lc.name)
+
+
+def _with_policies(state: ClusterState, result: GRPCRouteResult, listener: str) -> GRPCRouteResult:
+    """Envoy Gateway's policies on a call a GRPCRoute rule took: their own answer in gRPC terms (Envoy turns a
+    local reply to a gRPC request into the gRPC status of its HTTP status), or the call goes on."""
+    if result.match is None or result.route_kind != "GRPCRoute":
+        return result
+    decision = envoypolicies.decide(state, result.gateway, listener, "GRPCRoute", result.match.route,
+                                    result.match.rule, result.match.rule_name, result.call.http_request())
+    if decision is None:
+        return result
+    if not decision.answered or decision.status is None or decision.outcome is None:
+        return replace(result, policy=decision)
+    code = GRPC_STATUS.get(decision.status, 2)
+    return replace(result, outcome=decision.outcome, grpc_status=code, http_status=decision.status, policy=decision,
+                   summary=f"gRPC {result.call.path} to {result.call.authority} → GRPCRoute {result.match.route} rule "
+                           f"{result.match.rule} → {decision.why} ({GRPC_STATUS_NAMES.get(code, code)})")
 
 
 def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext, call: GRPCCall, host: str,
@@ -309,7 +329,8 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
                 f"POST {call.path} and takes the call: {http.summary}", route_kind="HTTPRoute",
                 backends=http.backends, backend=http.backend,
                 upstream_metadata=dict(http.upstream_request.headers) if http.upstream_request else {},
-                notes=("Envoy Gateway puts HTTPRoute and GRPCRoute rules in one route table",), **base)
+                notes=("Envoy Gateway puts HTTPRoute and GRPCRoute rules in one route table",), policy=http.policy,
+                **base)
         return GRPCRouteResult(call, key, NOT_FOUND, GRPC_STATUS[404], 404,
                                f"{target}: no GRPCRoute rule attached to listener {lc.label} matches: Envoy answers "
                                "404 (UNIMPLEMENTED)", **base)

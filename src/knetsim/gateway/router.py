@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model import saferegex
 from ..model.gatewayapi import HeaderModifier
-from ..model.http import HTTPRequest, HTTPRequestError, RouteAnswer, plain
-from . import hostnames
+from ..model.http import COMPARED_RESPONSE_HEADERS, HTTPRequest, HTTPRequestError, RouteAnswer, plain
+from . import envoypolicies, hostnames
 from .backendtls import BackendHandshake
 from .conditions import Type
 from .handshake import TLSHandshake, handshake
@@ -143,6 +144,7 @@ class GatewayRouteResult:
     notes: tuple[str, ...] = ()
     tls: TLSHandshake | None = None
     backend_tls: BackendHandshake | None = None
+    policy: envoypolicies.Decision | None = None  # Envoy Gateway's policies and CORS filter, where any applies
 
     @property
     def proxied(self) -> bool:
@@ -169,29 +171,49 @@ class GatewayRouteResult:
             "notes": list(self.notes),
             "tls": self.tls.to_dict() if self.tls is not None else None,
             "backend_tls": self.backend_tls.to_dict() if self.backend_tls is not None else None,
+            "policies": self.policy.to_dict() if self.policy is not None else None,
         }
         return out
 
     def answer(self) -> RouteAnswer:
+        """What a client observes: status, backend (and the weights of a split), Location, what the backend
+        receives (path, Host, X-Forwarded-Prefix), the CORS and authentication headers, the certificate served."""
         backend = None
         if self.backend is not None and self.outcome in (PROXIED, NO_ENDPOINTS):
             backend = f"{self.backend.service}:{self.backend.port}"
-        upstream = self.upstream_request.path if self.upstream_request else None
+        upstream = self.upstream_request.path if self.upstream_request and backend is not None else None
+        upstream_headers: dict[str, str] = {}
+        if self.upstream_request is not None and backend is not None:
+            upstream_headers["host"] = self.upstream_request.host.split(":", 1)[0]
+            if "x-forwarded-prefix" in self.upstream_request.headers:
+                upstream_headers["x-forwarded-prefix"] = self.upstream_request.headers["x-forwarded-prefix"]
+        valid = [b for b in self.backends if b.valid and b.weight]
+        shares: dict[str, float] = {}
+        if len(valid) > 1 and backend is not None:
+            total = sum(b.weight for b in valid)
+            shares = {f"{b.service}:{b.port}": b.weight / total for b in valid}
+        headers = {k: v for k, v in self.response_headers.items() if k in COMPARED_RESPONSE_HEADERS}
+        certificate = None
+        if self.tls is not None and self.tls.certificate_from and self.tls.mode == "terminate":
+            certificate = self.tls.certificate_from.removeprefix("Secret ")
+        burst = self.policy.burst if self.policy is not None else None
         return RouteAnswer(self.http_status, backend, self.redirect.location if self.redirect else None, upstream,
-                           self.summary)
+                           self.summary, headers, upstream_headers, shares, burst, certificate)
 
 
 # --- the route ----------------------------------------------------------------------------
 
 
 def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: bool = True, sni: str | None = None,
-          client_chain: Sequence[Any] | None = None) -> GatewayRouteResult:
+          client_chain: Sequence[Any] | None = None, burst: int | None = None) -> GatewayRouteResult:
     """Route ``request`` through Gateway ``namespace/name``. Raises GatewayRouteError for a missing Gateway.
 
     ``explain=False`` lists only the candidates whose hostnames accept the request (the rest lose on
     the host anyway): what bulk callers — the live front door, traces, the migration check — need.
     An https request first has a TLS handshake (``handshake.py``) with ``sni`` (default: the Host,
-    unless it is an address) and ``client_chain`` (parsed certificates, leaf first).
+    unless it is an address) and ``client_chain`` (parsed certificates, leaf first). Once a rule matches,
+    Envoy Gateway's policies run (``envoypolicies.py``); ``burst`` asks what that many requests at once
+    from the same client get from its local rate limit.
     """
     key, t, gctx, failed = _gateway(state, gateway)
     if failed is not None:
@@ -254,7 +276,29 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
                                   f"but Host {host} belongs to listener {chosen_listener.label}: Envoy answers 421 "
                                   "Misdirected Request (the client must open a connection for that host)",
                                   listener=sni_listener.label, **base)
-    return _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+    result = _route_listener(state, t, gctx, chosen_listener, request, host, base, explain)
+    kind = "GRPCRoute" if result.match is not None and result.match.path_type == "GRPCRoute" else "HTTPRoute"
+    return with_policies(state, result, chosen_listener.name, kind, burst)
+
+
+def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str | None, route_kind: str,
+                  burst: int | None = None) -> GatewayRouteResult:
+    """The result once Envoy Gateway's filters have run: their own answer (a preflight, 401, 403, 413, 500)
+    instead of the router's, or their headers (CORS) added to it."""
+    if result.match is None:
+        return result
+    decision = envoypolicies.decide(state, result.gateway, listener, route_kind, result.match.route,
+                                    result.match.rule, result.match.rule_name, result.request, burst=burst)
+    if decision is None:
+        return result
+    headers = {**result.response_headers, **decision.headers}
+    if not decision.answered:
+        return replace(result, policy=decision, response_headers=headers)
+    assert decision.outcome is not None and decision.status is not None
+    return replace(result, outcome=decision.outcome, http_status=decision.status, redirect=None,
+                   summary=f"{result.request.method} {result.request.url} → {route_kind} {result.match.route} rule "
+                           f"{result.match.rule} → {decision.why}",
+                   response_headers=headers, policy=decision)
 
 
 def _is_address(host: str) -> bool:
@@ -370,6 +414,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
     candidates.sort(key=lambda c: (c.verdict != "chosen", c.route, c.rule if c.rule is not None else -1,
                                    c.match if c.match is not None else -1, c.listener or ""))
     base = {**base, "listener": lc.label, "candidates": tuple(candidates)}
+    if winner is None and lc.grpc_entries:
+        shared = _grpc_table(state, t, gctx, lc, request, path, host, base, notes)
+        if shared is not None:
+            return shared
     if winner is None:
         return GatewayRouteResult(request, key, NOT_FOUND, 404,
                                   f"{target}: no rule attached to listener {lc.label} of Gateway {key} matches: "
@@ -445,6 +493,104 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         common["notes"] = tuple(notes)
     return GatewayRouteResult(request, key, PROXIED, None,
                               f"{target} → {where} → Service {chosen.describe()}{share}", **common)
+
+
+# --- the route table HTTPRoutes share with GRPCRoutes -------------------------------------------------
+
+
+# What Envoy Gateway's regular expressions put where a method match leaves the service or method out
+# (validServiceName, validMethodName; its (?i) spelled out as both cases).
+_GRPC_SERVICE_NAME = r"\.?[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*"
+_GRPC_METHOD_NAME = r"[A-Za-z_][A-Za-z_0-9]*"
+
+
+def grpc_path_matches(method: Any, path: str) -> tuple[int, int] | None:
+    """Whether a GRPCRoute method match takes an HTTP request for ``path`` as Envoy Gateway translates it
+    (``processGRPCRouteMethodExact/RegularExpression``): service and method → exact ``/svc/method``;
+    service → a path-separated prefix ``/svc``; method → a ``:path`` suffix ``/method``; regular expressions → a
+    full-path regex; no method match → any path. The rank (bigger wins): exact 3, regex 2, else 1, then length."""
+    if method is None:
+        return (1, 0)
+    service, name = method.service, method.method
+    if method.type == "RegularExpression":
+        pattern = f"/{service or _GRPC_SERVICE_NAME}/{name or _GRPC_METHOD_NAME}"
+        rx = saferegex.compiled(pattern)
+        try:
+            return (2, len(pattern)) if rx is not None and saferegex.fullmatch(rx, path) is not None else None
+        except saferegex.RegexTimeout:
+            return None
+    if service and name:
+        return (3, len(path)) if path == f"/{service}/{name}" else None
+    if name:
+        return (1, len(name) + 1) if path.endswith(f"/{name}") else None
+    # A path-separated prefix: /svc and /svc/..., never /svcx.
+    return (1, len(service) + 1) if service and (path == f"/{service}" or path.startswith(f"/{service}/")) else None
+
+
+def _grpc_table(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerContext, request: HTTPRequest,
+                path: str, host: str, base: dict[str, Any], notes: list[str]) -> GatewayRouteResult | None:
+    """No HTTPRoute rule takes the request: Envoy Gateway puts HTTPRoute and GRPCRoute rules in one route table,
+    and it matches a GRPCRoute rule by its path (what a gRPC call's ``/pkg.Service/Method`` is) and headers."""
+    found: list[tuple[tuple[Any, ...], Any, str | None]] = []
+    for e in lc.grpc_entries:
+        matched_host = None
+        if e.hostnames:
+            hits = [h for h in e.hostnames if hostnames.matches(h, host)]
+            if not hits:
+                continue
+            matched_host = max(hits, key=hostname_rank)
+        rank = grpc_path_matches(e.match.method, path)
+        if rank is None or not all(_header_value_matches(h, request.header(h.name)) for h in e.match.headers):
+            continue
+        h = hostname_rank(matched_host)
+        created = e.route.meta.creation_timestamp
+        found.append(((-h[0], -h[1], -rank[0], -rank[1], -len(e.match.headers), created is None, created or "",
+                       e.route.key, e.rule.index, e.match_index), e, matched_host))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0])
+    _rank, entry, matched_host = found[0]
+    key, target = gctx.gateway.key, f"{request.method} {request.url}"
+    m = entry.match.method
+    text = "any method" if m is None else f"{m.type} {m.service or '*'}/{m.method or '*'}"
+    match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,
+                         "GRPCRoute", text)
+    where = f"GRPCRoute {entry.route.key} rule {entry.rule.index} match {entry.match_index} ({text})"
+    notes = [*notes, "no HTTPRoute rule matches; Envoy Gateway puts GRPCRoute rules in the same route table and "
+                     "matches them by path"]
+    backends = tuple(BackendChoice.of(b) for b in entry.backends)
+    common: dict[str, Any] = {**base, "match": match_ref, "backends": backends, "notes": tuple(notes)}
+    chosen = weighted_pick(entry.backends, _ident(request)) if entry.backends else None
+    if chosen is None or not chosen.valid:
+        why = "has no backend with a weight" if chosen is None else f"backend {chosen.describe()} is invalid"
+        return GatewayRouteResult(request, key, INVALID_BACKEND, 500, f"{target} → {where}, which {why}: Envoy "
+                                  "answers 500", backend=BackendChoice.of(chosen) if chosen else None, **common)
+    headers = {n.lower(): v for n, v in request.headers if n.lower() != "host"}
+    for f in (*entry.rule.filters, *chosen.ref.filters):
+        if f.request_header_modifier is not None:
+            apply_header_modifier(headers, f.request_header_modifier)
+    query = f"?{request.query}" if request.query else ""
+    common.update(backend=BackendChoice.of(chosen),
+                  upstream_request=UpstreamRequest(request.method, request.host, path + query, dict(sorted(
+                      headers.items()))))
+    if chosen.ready_endpoints == 0:
+        return GatewayRouteResult(request, key, NO_ENDPOINTS, 503, f"{target} → {where} → Service "
+                                  f"{chosen.describe()} has no ready endpoints: Envoy answers 503 (no healthy "
+                                  "upstream)", **common)
+    return GatewayRouteResult(request, key, PROXIED, None, f"{target} → {where} → Service {chosen.describe()}",
+                              **common)
+
+
+def _header_value_matches(match: Any, value: str | None) -> bool:
+    if value is None:
+        return False
+    if match.type == "RegularExpression":
+        rx = saferegex.compiled(match.value)
+        try:
+            return rx is not None and saferegex.fullmatch(rx, value) is not None
+        except saferegex.RegexTimeout:
+            return False
+    return bool(value == match.value)
 
 
 def _precedence(e: RouteEntry, matched_host: str | None) -> tuple[Any, ...]:

@@ -19,6 +19,7 @@ from .router import (
     BACKEND_MISSING,
     NO_CONTROLLER,
     NOT_FOUND,
+    PASSED_THROUGH,
     ROUTED,
     UNSUPPORTED_BACKEND,
     BackendTarget,
@@ -33,12 +34,14 @@ from .router import (
     resolve_backend,
     route,
     route_request,
+    tls_connection,
 )
 
 __all__ = [
     "BACKEND_MISSING",
     "NOT_FOUND",
     "NO_CONTROLLER",
+    "PASSED_THROUGH",
     "ROUTED",
     "UNSUPPORTED_BACKEND",
     "BackendTarget",
@@ -65,4 +68,5 @@ __all__ = [
     "route",
     "route_request",
     "running_controllers",
+    "tls_connection",
 ]

@@ -49,6 +49,7 @@ from .matching import (
     path_mismatch_reason,
 )
 from .nginxregex import regex_error
+from .passthrough import Passthrough, passthrough_server
 from .servers import CATCH_ALL, DEFAULT_UPSTREAM, Location, Model, Server, build, nginx_order
 from .webhook import invalid_paths, path_message, strict_path_validation
 
@@ -66,6 +67,7 @@ UNAUTHORIZED = phases.UNAUTHORIZED
 TOO_LARGE = phases.TOO_LARGE
 PREFLIGHT = phases.PREFLIGHT
 AUTH_ERROR = phases.AUTH_ERROR
+PASSED_THROUGH = "passed-through"  # ssl-passthrough: the TLS connection goes to the Service unread
 
 
 class RouteError(ValueError):
@@ -170,7 +172,8 @@ class RouteResult:
     def answer(self) -> RouteAnswer:
         """What the client observes, comparable with a Gateway's answer (``model.http``)."""
         backend = None
-        if self.backend is not None and self.backend.routable and self.redirect is None and self.routed:
+        if self.backend is not None and self.backend.routable and self.redirect is None and \
+                self.outcome in (ROUTED, PASSED_THROUGH):
             backend = f"{self.backend.service}:{self.backend.port}"
         upstream = self.upstream if backend is not None else None
         headers: dict[str, str] = {}
@@ -331,6 +334,10 @@ def route_request(state: ClusterState, http: HTTPRequest, class_name: str | None
     target = f"{request.scheme}://{request.host}{request.path}"
     if request.server_name in model.redirect_servers and request.server_name not in model.servers:
         return _www_redirect(model, request, exchange, controller_ref, tuple(candidates), notes)
+    if request.scheme == "https":
+        through = passthrough_server(model, ctl, request.server_name)
+        if through is not None:
+            return _passed_through(state, request, controller_ref, through, tuple(candidates), notes)
     server = model.server_for(request.server_name)
     found = find(server, normalized)
     tls = _tls(state, model, server, request)
@@ -429,6 +436,45 @@ def _www_redirect(model: Model, request: Request, exchange: phases.Exchange, con
                   f"{to}")
     return RouteResult(request, REDIRECT, status, None, summary, controller, request.server_name, None, None, tls,
                        location, candidates, tuple(notes), response=response, steps=(step,))
+
+
+def _passed_through(state: ClusterState, request: Request, controller: ControllerRef, through: Passthrough,
+                    candidates: tuple[Candidate, ...], notes: list[str]) -> RouteResult:
+    """ssl-passthrough: the TCP proxy forwards the connection to the root location's Service, unread."""
+    target = f"{request.scheme}://{request.host}{request.path}"
+    backend = resolve_backend(state, through.namespace, through.backend) if through.backend is not None else None
+    head = (f"{target}: SNI {request.server_name} is an ssl-passthrough host (Ingress {through.ingress}): the "
+            "controller's TCP proxy forwards the TLS connection unread")
+    match = Match(through.root_ingress or through.ingress, through.rule, through.server, through.index, "/", "Prefix",
+                  "ssl-passthrough") if through.root_ingress else None
+    if backend is None or not backend.routable:
+        why = backend.problem if backend is not None else "the server has no path / and no defaultBackend"
+        tls = TLSInfo(443, False, None, None, through.ingress, f"ssl-passthrough: {why}: the TCP proxy has no "
+                      "Service to dial and closes the connection")
+        return RouteResult(request, PASSED_THROUGH, None, None, f"{head}, but {why}: the connection is closed",
+                           controller, through.server, match, backend, tls, None, candidates, tuple(notes))
+    tls = TLSInfo(443, False, None, None, through.ingress, f"ssl-passthrough: the backend's own TLS server answers "
+                  f"the handshake (Service {backend.describe()} through its ClusterIP); nginx reads nothing, so no "
+                  "other annotation or path of the host applies")
+    return RouteResult(request, PASSED_THROUGH, None, "rule", f"{head} to Service {backend.describe()} (its ClusterIP: "
+                       "kube-proxy picks the pod)", controller, through.server, match, backend, tls, None, candidates,
+                       tuple(notes))
+
+
+def tls_connection(state: ClusterState, sni: str | None, class_name: str | None = None) -> TLSInfo | RouteResult:
+    """A TLS connection to the controller's port 443 with ``sni``: passed through (the RouteResult of an https
+    request to it), or terminated by nginx with the certificate of the server the SNI names (TLSInfo)."""
+    view = controller_view(state, class_name)
+    ctl, model = view.selection.controller, view.model
+    if ctl is None or view.controller is None or model is None:
+        return TLSInfo(443, False, None, None, None, "no Ingress controller answers")
+    name = normalize_host(sni) if sni else ""
+    through = passthrough_server(model, ctl, name or None)
+    if through is not None:
+        request = Request(name, "/", "https", 443, class_name, name, "/")
+        return _passed_through(state, request, view.controller, through, (), [])
+    server = model.server_for(name) if name else model.servers[CATCH_ALL]
+    return _tls(state, model, server, Request(name, "/", "https", 443, class_name, name, "/"))
 
 
 def _match(found: Found) -> tuple[Match | None, str]:

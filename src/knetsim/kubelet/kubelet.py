@@ -54,6 +54,7 @@ from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
 from .configwait import ConfigWait
 from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
+from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
@@ -347,6 +348,8 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+        # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
+        self.flows = FlowRecorder(server)
 
     @property
     def tools(self) -> Mapping[str, shell.Tool]:
@@ -665,8 +668,8 @@ class Kubelet:
         from ..container.shell import Ctx
 
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
-        ctx = Ctx(state, pod, container, out, err, env, served=self.served, tools=self.tools,
-                  process=cgroup.process(container))
+        ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
+                  tools=self.tools, process=cgroup.process(container))
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
@@ -734,7 +737,9 @@ class Kubelet:
 
         def network(spec: Mapping[str, Any]) -> tuple[bool, str]:
             now = self.server.store.get(("Pod", c.namespace, c.pod))
-            return network_result(self.server.state, Pod.parse(now.body if now else {}), spec_c, spec)
+            pod = Pod.parse(now.body if now else {})
+            self.flows.probed(pod, probe_port(spec_c, spec))
+            return network_result(self.server.state, pod, spec_c, spec)
 
         def ready(flag: bool) -> None:
             if flag != (key not in self.unready):

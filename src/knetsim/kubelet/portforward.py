@@ -34,6 +34,7 @@ from ..apiserver.registry import Target
 from ..container.accesslog import Served
 from ..container.nettools import reason
 from ..model.objects import Pod
+from .flows import PortForwarded
 from .node import NodeView
 from .spdy import Session, SpdyError, Stream
 
@@ -44,8 +45,10 @@ MAX_REQUEST = 1 << 20  # bytes of one forwarded request the simulation buffers
 
 
 async def handle(server: NodeView, request: web.Request, t: Target,
-                 served: Callable[[Served], None] | None = None) -> web.StreamResponse:
-    """``served`` is told of each HTTP request the pod's app answers (the kubelet's access log)."""
+                 served: Callable[[Served], None] | None = None,
+                 observed: Callable[[Any], None] | None = None) -> web.StreamResponse:
+    """``served`` is told of each HTTP request the pod's app answers (the kubelet's access log), ``observed`` of
+    each stream to a port (the node's flow record)."""
     upgrade = request.headers.get("Upgrade", "").lower()
     if upgrade not in ("websocket", "spdy/3.1"):
         raise ApiError(400, "BadRequest", "Upgrade request required")
@@ -57,7 +60,7 @@ async def handle(server: NodeView, request: web.Request, t: Target,
     if phase != "Running":
         raise ApiError(400, "BadRequest", f"unable to upgrade connection: pod {t.name} is not running (phase "
                                           f"{phase or 'Pending'})")
-    forwarder = Forwarder(server, t.namespace, t.name, str(stored.body["metadata"].get("uid", "")), served)
+    forwarder = Forwarder(server, t.namespace, t.name, str(stored.body["metadata"].get("uid", "")), served, observed)
     if upgrade == "websocket":
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
         if WS_PROTOCOL not in offered:
@@ -146,9 +149,11 @@ class Forwarder:
     """The kubelet's port-forward handler for one connection: pairs streams, runs each pair."""
 
     def __init__(self, server: NodeView, namespace: str, pod: str, uid: str,
-                 served: Callable[[Served], None] | None = None) -> None:
+                 served: Callable[[Served], None] | None = None,
+                 observed: Callable[[Any], None] | None = None) -> None:
         self.server, self.namespace, self.pod, self.uid = server, namespace, pod, uid
         self.served = served
+        self.observed = observed
         self.session: Session | None = None
         self.waiting: dict[str, dict[str, Stream]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -220,6 +225,8 @@ class Forwarder:
                     f'namespace "/var/run/netns/cni-{netns_id}": failed to connect to localhost:{port} inside '
                     f'namespace "{sandbox}", IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused IPv6 '
                     f"dial tcp6 [::1]:{port}: connect: connection refused ")
+        if self.observed is not None:
+            self.observed(PortForwarded(pod, port))
         await HttpConnection(self, pod, port, data).run()
         return ""
 

@@ -85,7 +85,7 @@ class ProbeError(Exception):
     """The prober could not run the probe (``<Type> probe errored: ...``); the result is thrown away."""
 
 
-def _port(container: Mapping[str, Any], port: Any) -> int:
+def port_of(container: Mapping[str, Any], port: Any) -> int:
     """The probe's port: a number, or the name of one of the container's ports (prober.go extractPort)."""
     if isinstance(port, int):
         return port
@@ -105,7 +105,7 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
 
     action = next(a for a in ("httpGet", "tcpSocket", "grpc") if isinstance(spec.get(a), Mapping))
     handler = spec[action]
-    port = _port(container, handler.get("port"))
+    port = port_of(container, handler.get("port"))
     host = str(handler.get("host") or pod.pod_ip or "")
     addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     refused = f"dial tcp {addr}: connect: connection refused"

@@ -28,7 +28,7 @@ class NodeStreams:
     async def port_forward(self, server: NodeView, request: web.Request, target: Target) -> web.StreamResponse:
         from . import portforward
 
-        return await portforward.handle(server, request, target, self.kubelet.served)
+        return await portforward.handle(server, request, target, self.kubelet.served, self.kubelet.flows.observe)
 
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         return await self.kubelet.logs_handler(request, namespace, name)

@@ -18,10 +18,13 @@ The request set covers every host and every path boundary either side defines:
 * schemes: http everywhere, https for TLS hosts (and http for them: ingress-nginx redirects);
 * the cases every annotation decides on (``ingress.probes``): client addresses inside and outside
   source ranges, credentials, CORS requests and preflights, canary headers and cookies, bodies at and
-  over the size limit — and, for a rate-limited path, a burst of 100 requests from one client.
+  over the size limit — and, for a rate-limited path, a burst of 100 requests from one client;
+* on port 443, a TLS handshake per SNI and gRPC calls over TLS per method a gRPC host routes
+  (``tlsprobes.py``): the backend a passed-through connection reaches, the certificate served, the
+  status a gRPC client gets.
 
 The Ingress side is ingress-nginx as ``knetsim.ingress`` runs it (annotations included); the Gateway
-side is the Gateway's answer with Envoy Gateway's policies applied (``envoygateway.py``). A weighted
+side is the Gateway's answer with Envoy Gateway's policies applied (``gateway.envoypolicies``). A weighted
 split is compared by its shares, not by the backend one request drew. On https the certificate is the
 Secret each side names: ingress-nginx's for the host (or its fake one), the matching HTTPS listener's
 ``certificateRefs`` (exact hostname, then the longest wildcard, then a listener without hostname).
@@ -29,7 +32,7 @@ Secret each side names: ingress-nginx's for the host (or its fake one), the matc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -39,7 +42,7 @@ from ..ingress import RouteError, probes, route_request
 from ..ingress.router import controller_view
 from ..model.http import HTTPRequest, RouteAnswer
 from ..network.gateway import gateway_for_host
-from . import envoygateway
+from . import tlsprobes
 
 UNNAMED_HOST = probes.UNNAMED_HOST
 NGINX = "nginx.ingress.kubernetes.io/"
@@ -48,11 +51,14 @@ BURST = 100
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    request: HTTPRequest
+    request: HTTPRequest | tlsprobes.Probe
     ingress: RouteAnswer
     gateway: RouteAnswer
     gateway_name: str | None
     burst: int | None = None  # the request sent this many times at once, from one client
+    # The weighted backends (service:port, weight) of the HTTPRoute rule that answered: a request's own
+    # backend is one pick, the split is what a weight change changes.
+    gateway_split: tuple[tuple[str, int], ...] = ()
 
     @property
     def same(self) -> bool:
@@ -120,6 +126,10 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     tls = {h.lower() for ing in state.ingresses.values() for t in ing.tls for h in t.hosts}
     tls |= {(li.hostname or "").lower() for gw in state.gateways.values() for li in gw.listeners
             if li.protocol == "HTTPS" and li.hostname}
+    # A passed-through host's https is the backend's own business: TLS handshakes ask it (tlsprobes.py). A gRPC
+    # host's https paths are still sent (a host may mix gRPC and HTTP locations); its calls are added there too.
+    probed = tlsprobes.passthrough_hosts(state)
+    tls -= probed
     out = []
     paths = probes.path_probes(_paths(state))
     for host in probes.host_probes(_hosts(state)):
@@ -130,6 +140,8 @@ def requests(state: ClusterState) -> list[HTTPRequest]:
     if model is not None:
         seen = {_key(r) for r in out}
         for request in probes.requests(state, model):
+            if request.scheme == "https" and request.host.lower() in probed:
+                continue
             if _key(request) not in seen:
                 seen.add(_key(request))
                 out.append(request)
@@ -163,73 +175,55 @@ def burst_requests(state: ClusterState) -> list[HTTPRequest]:
 
 
 def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None,
-                    burst: int | None = None) -> tuple[RouteAnswer, str | None]:
+                    burst: int | None = None) -> tuple[RouteAnswer, str | None, tuple[tuple[str, int], ...]]:
     name = gateway or gateway_for_host(state, request.host, request.effective_port, request.scheme,
                                        ingress_first=False)
     if name is None:
         programmed = [k for k, g in translate(state).gateways.items() if g.proxy_pods and g.addresses]
         why = ("no Gateway accepts this host on port "
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
-        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None
+        return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None, ()
     try:
-        result = gateway_route(state, name, request, explain=False)
+        result = gateway_route(state, name, request, explain=False, burst=burst)
     except GatewayRouteError as exc:
-        return RouteAnswer(None, None, None, None, str(exc)), name
+        return RouteAnswer(None, None, None, None, str(exc)), name, ()
     if burst is not None:
-        n, through, status = envoygateway.burst(state, name, result, burst)
+        n, through, status = result.policy.burst if result.policy is not None and result.policy.burst else \
+            (burst, burst, 0)
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url} ×{n}: Envoy's local rate limit "
                            f"lets {through} through" + (f", the rest get {status}" if through < n else ""),
-                           burst=(n, through, status)), name
-    answer = envoygateway.answer(state, name, result, request)
-    if request.scheme == "https":
-        answer = replace(answer, certificate=listener_certificate(state, name, request))
-    return answer, name
+                           burst=(n, through, status)), name, ()
+    # The weighted backends of the rule that answered: a request's own backend is one pick, the split is what a
+    # weight change changes.
+    split = tuple((f"{b.service}:{b.port}", b.weight) for b in result.backends) if result.redirect is None else ()
+    return result.answer(), name, split
 
 
-def listener_certificate(state: ClusterState, gateway: str, request: HTTPRequest) -> str | None:
-    """The Secret an HTTPS listener serves for the request's SNI (the host): the listener whose hostname matches
-    exactly, else the longest wildcard that matches, else one without hostname."""
-    gw = state.gateways.get(gateway)
-    if gw is None:
-        return None
-    host = request.host.lower()
-    best: tuple[int, str | None] | None = None
-    for listener in gw.listeners:
-        if listener.protocol != "HTTPS" or listener.port != request.effective_port:
-            continue
-        name = (listener.hostname or "").lower()
-        if not name:
-            rank = 0
-        elif name == host:
-            rank = 1000
-        elif name.startswith("*.") and host.endswith(name[1:]):
-            rank = len(name)
-        else:
-            continue
-        ref = listener.certificate_refs[0] if listener.certificate_refs else None
-        secret = f"{ref.namespace or gw.namespace}/{ref.name}" if ref is not None else None
-        if best is None or rank > best[0]:
-            best = (rank, secret)
-    return best[1] if best is not None else None
+def compare(state: ClusterState, request: HTTPRequest, gateway: str | None = None,
+            class_name: str | None = None) -> Comparison:
+    """One request through the Ingress side and the Gateway side (``check`` asks this of every request)."""
+    try:
+        ing = route_request(state, request, class_name).answer()
+    except RouteError as exc:
+        ing = RouteAnswer(None, None, None, None, str(exc))
+    gw, name, split = _gateway_answer(state, request, gateway)
+    return Comparison(request, ing, gw, name, gateway_split=split)
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:
     result = CheckResult()
-    for req in requests(state):
-        try:
-            ing = route_request(state, req, class_name).answer()
-        except RouteError as exc:
-            ing = RouteAnswer(None, None, None, None, str(exc))
-        gw, name = _gateway_answer(state, req, gateway)
-        result.comparisons.append(Comparison(req, ing, gw, name))
+    result.comparisons.extend(compare(state, req, gateway, class_name) for req in requests(state))
     for req in burst_requests(state):
         try:
             routed = route_request(state, req, class_name, burst=BURST)
             ing = RouteAnswer(None, None, None, None, routed.summary, burst=routed.answer().burst)
         except RouteError as exc:
             ing = RouteAnswer(None, None, None, None, str(exc))
-        gw, name = _gateway_answer(state, req, gateway, burst=BURST)
+        gw, name, _ = _gateway_answer(state, req, gateway, burst=BURST)
         result.comparisons.append(Comparison(req, ing, gw, name, BURST))
+    for probe in tlsprobes.probes(state):
+        gw, name = tlsprobes.gateway_answer(state, probe, gateway)
+        result.comparisons.append(Comparison(probe, tlsprobes.ingress_answer(state, probe, class_name), gw, name))
     result.caveats.extend(caveats(state))
     return result
 
@@ -237,6 +231,10 @@ def check(state: ClusterState, gateway: str | None = None, class_name: str | Non
 def caveats(state: ClusterState) -> list[Caveat]:
     """What the comparison cannot measure."""
     out = []
+    if tlsprobes.tls_hosts(state):
+        out.append(Caveat("TLS", "an SNI no host names: ingress-nginx completes the handshake with its self-signed "
+                          "fake certificate (then 404), Envoy Gateway closes the connection (no filter chain): a "
+                          "client that verifies certificates fails on both; not sent"))
     view = controller_view(state)
     model = view.model
     for key in sorted(state.ingresses):

@@ -37,6 +37,7 @@ from ..ingress.annotations.redirect import www_counterpart
 from ..ingress.config import ControllerConfig, controller_config
 from ..ingress.controllers import NGINX_CONTROLLER_CLASS as NGINX_CONTROLLER
 from ..ingress.servers import Model, build, nginx_path_type
+from ..ingress.webhook import invalid_paths, path_message, strict_path_validation
 from ..model.objects import Ingress, IngressBackend
 from . import features
 
@@ -110,6 +111,14 @@ def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
     if not claimed:
         return out
     controller = next(c for c in controllers if c.controller == NGINX_CONTROLLER)
+    if strict_path_validation(controller):
+        for ing in [i for i in claimed if invalid_paths(i.raw)]:
+            claimed.remove(ing)
+            out.notes.append(Note(ing.key, "spec.rules", "skipped", "the controller's admission webhook refuses this "
+                                  "Ingress (" + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                  + "): it does not exist, and is not converted"))
+        if not claimed:
+            return out
     config = controller_config(state, controller)
     model = build(state, claimed, config)
     for key, reasons in sorted(model.refused.items()):
@@ -289,10 +298,12 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
         name = ing.name if len(hosts) == 1 else f"{ing.name}-{_slug(host)}"
         if host in passthrough:
             routes.extend(_tls_route(state, ing, name, gateway, host, refs, out))
+            routes.extend(_https_redirect(model, ing, anns, name, gateway, host, host in tls_hosts, out))
             continue
         if anns.backend.protocol in ("GRPC", "GRPCS"):
             grpc, grpc_policies = _grpc_route(state, ing, anns, name, gateway, host, tls_hosts, refs, out)
             routes.extend(grpc)
+            routes.extend(_https_redirect(model, ing, anns, name, gateway, host, host in tls_hosts, out))
             policies_extra.extend(grpc_policies)
             continue
         rules: list[dict[str, Any]] = []
@@ -352,8 +363,9 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
             why = "force-ssl-redirect" if redirect.force_ssl_redirect and not tls else "ssl-redirect"
             out.notes.append(Note(ing.key, "spec.tls" if tls else f"metadata.annotations[{NGINX}force-ssl-redirect]",
                                   "explicit", f"host {host or '*'}: ingress-nginx redirects http to https with "
-                                  f"{model.config.http_redirect_code} ({why}): an HTTP route with RequestRedirect; "
-                                  "ingress-nginx also drops the path's trailing slash there (no equivalent)"))
+                                  f"{model.config.http_redirect_code} ({why}): an HTTP route with RequestRedirect"
+                                  + ("" if model.config.preserve_trailing_slash else "; ingress-nginx also drops the "
+                                     "path's trailing slash there (no equivalent)")))
             if not tls:
                 out.notes.append(Note(ing.key, f"metadata.annotations[{NGINX}force-ssl-redirect]", "inexpressible",
                                       f"host {host or '*'} has no certificate: the https side terminates TLS in front "
@@ -386,6 +398,22 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
             for severity, message in [*notes, *more, *features.not_converted(anns)]:
                 out.notes.append(Note(ing.key, "metadata.annotations", severity, message))
     return routes, policies
+
+
+def _https_redirect(model: Model, ing: Ingress, anns: IngressAnnotations, name: str, gateway: str, host: str,
+                    tls: bool, out: Conversion) -> list[dict[str, Any]]:
+    """A host whose https side is a TLSRoute or a GRPCRoute: nginx still serves its plain http on port 80, and
+    redirects it to https where the host has a certificate (ssl-redirect) or force-ssl-redirect says so."""
+    redirect = anns.redirect
+    if not ((tls and redirect.ssl_redirect) or redirect.force_ssl_redirect):
+        return []
+    why = "ssl-redirect" if tls and redirect.ssl_redirect else "force-ssl-redirect"
+    out.notes.append(Note(ing.key, "spec.tls" if why == "ssl-redirect" else f"metadata.annotations[{NGINX}{why}]",
+                          "explicit", f"host {host}: ingress-nginx redirects plain http to https with "
+                          f"{model.config.http_redirect_code} ({why}): an HTTP route with RequestRedirect"))
+    return [_route(ing, f"{name}-redirect", gateway, "http", host, [{"filters": [{
+        "type": "RequestRedirect", "requestRedirect": {"scheme": "https",
+                                                       "statusCode": model.config.http_redirect_code}}]}])]
 
 
 def _add_aliases(model: Model, ing: Ingress, routes: list[dict[str, Any]], out: Conversion) -> None:
@@ -502,7 +530,7 @@ def _tls_route(state: ClusterState, ing: Ingress, name: str, gateway: str, host:
     ref = _backend_ref(state, ing, backend, "spec.rules", out)
     if ref is None:
         return []
-    return [{"apiVersion": "gateway.networking.k8s.io/v1alpha2", "kind": "TLSRoute",
+    return [{"apiVersion": API, "kind": "TLSRoute",
              "metadata": {"name": name, "namespace": ing.namespace,
                           "annotations": {"knetsim.io/converted-from": f"Ingress {ing.key}"}},
              "spec": {"parentRefs": [{"name": gateway, "sectionName": f"tls-{_slug(host)}"}], "hostnames": [host],

@@ -23,6 +23,7 @@ dropped silently. Either way nothing the types do not describe is ever stored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,7 +31,7 @@ from typing import Any
 
 from . import crd as crds
 from . import schema
-from .fielderr import FieldError
+from .fielderr import ErrorType, FieldError
 from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
 from .strategy import Strategy, custom_strategy, default_object, strategy_for
@@ -44,6 +45,16 @@ class FieldValidation(StrEnum):
     STRICT = "Strict"
     WARN = "Warn"
     IGNORE = "Ignore"
+
+
+class Validation(StrEnum):
+    """How an offline command reads its manifests (kubectl's ``--validate``): ``strict`` as ``kubectl apply``
+    sends them (an unknown or duplicate field refuses the object); ``warn`` drops such fields with the API
+    server's warning; ``ignore`` also keeps objects validation would refuse, analysed as written."""
+
+    STRICT = "strict"
+    WARN = "warn"
+    IGNORE = "ignore"
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,8 @@ class Decoded:
     obj: dict[str, Any]
     warnings: list[str] = field(default_factory=list)  # what fieldValidation=Warn reports
     unknown_fields: list[str] = field(default_factory=list)
+    # Validation errors of an object admitted anyway (``admit(keep_invalid=True)``: analysed as written).
+    refused: list[FieldError] = field(default_factory=list)
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -225,6 +238,29 @@ def admit_create(obj: dict[str, Any], kind: Kind, lookup: Lookup) -> None:
         default_ingress_class(obj, lookup("IngressClass"))
 
 
+# A value the simulation has to interpret (an address, a CIDR, a selector, a port, a protocol) that does not
+# parse has no meaning "as written": netpol-analyzer and NCA refuse such objects too. Missing, forbidden,
+# duplicate or oversized fields, and invalid names and labels anywhere in metadata, leave a readable object.
+# So is a missing one of those (a port number, a CIDR), and an object without a name, a spec, or a workload
+# without its selector or pod template has no shape to read.
+_UNINTERPRETABLE = frozenset({ErrorType.INVALID, ErrorType.NOT_SUPPORTED, ErrorType.TYPE_INVALID})
+_METADATA = re.compile(r"^(?:.*\.)?metadata[.\[]")
+_SHAPE = re.compile(r"^(?:metadata\.name|spec|spec\.(?:selector|template|jobTemplate)(?:\.spec(?:\.template)?)?)$"
+                    r"|(?:^|\.)(?:port|cidr|protocol)$")
+
+
+# A custom kind's notice that its CEL rules were skipped (apiextensions' "<nil>: Invalid value: null"): it says
+# only that other errors came first, and those decide.
+_RULES_SKIPPED = "<nil>"
+
+
+def unreadable_as_written(errors: Iterable[FieldError]) -> list[FieldError]:
+    """The errors that keep an object out even when it is analysed as written (``--validate=ignore``)."""
+    return [e for e in errors
+            if (e.type in _UNINTERPRETABLE and not _METADATA.match(e.path) and e.path != _RULES_SKIPPED)
+            or (e.type == ErrorType.REQUIRED and _SHAPE.search(e.path))]
+
+
 def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:
     """The 422: ``Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: ...``."""
     subject = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
@@ -234,26 +270,37 @@ def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:
 
 def admit(body: Mapping[str, Any], *, namespace: str = "default",
           field_validation: FieldValidation = FieldValidation.STRICT,
-          extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None) -> tuple[dict[str, Any], Decoded,
-                                                                                            Kind | None]:
-    """The whole pipeline for one offline document; raises AdmissionError. A foreign kind (None) is kept as is."""
+          extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None,
+          keep_invalid: bool = False) -> tuple[dict[str, Any], Decoded, Kind | None]:
+    """The whole pipeline for one offline document; raises AdmissionError. A foreign kind (None) is kept as is.
+
+    ``keep_invalid``: validation errors (the 422) do not refuse the object; they come back in
+    ``Decoded.refused`` (analysis "as written", as netpol-analyzer and NCA read files). A body the
+    typed decoder cannot read (the 400) is still refused: it has no typed form to analyse."""
     kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
     if kind is None:
         return dict(body), Decoded(dict(body)), None
-    obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation)
+    obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation,
+                            keep_invalid=keep_invalid)
     return obj, decoded, kind
 
 
 def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
-             field_validation: FieldValidation = FieldValidation.STRICT) -> tuple[dict[str, Any], Decoded]:
+             field_validation: FieldValidation = FieldValidation.STRICT,
+             keep_invalid: bool = False) -> tuple[dict[str, Any], Decoded]:
     """decode → default → validate an object of a resolved kind, as a create admits it (what a stored
     object must still pass at start-up too); raises AdmissionError. The live registry runs the same
-    steps with its own between them (prepare, namespace lifecycle, plugins, webhooks, allocation)."""
+    steps with its own between them (prepare, namespace lifecycle, plugins, webhooks, allocation).
+    ``keep_invalid``: as ``admit``."""
     decoded = decode(body, kind, field_validation)
     obj = default(decoded.obj, kind, namespace)
     errors = validation_errors(obj, kind)
-    if errors:
-        raise invalid(kind, str((obj.get("metadata") or {}).get("name") or ""), errors)
+    if errors and keep_invalid and not unreadable_as_written(errors):
+        decoded.refused = errors
+    elif errors:
+        meta = obj.get("metadata")
+        name = str(meta.get("name") or "") if isinstance(meta, dict) else ""  # untyped kinds: any shape
+        raise invalid(kind, name, errors)
     return obj, decoded
 
 

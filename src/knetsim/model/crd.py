@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from . import saferegex
 from .fielderr import ErrorType, FieldError, GoValue
 from .fielderr import Path as FieldPath
 
@@ -506,6 +505,8 @@ def _valid(value: Any, schema: dict[str, Any], path: str) -> bool:
 def _pattern_found(pattern: str, value: str) -> bool:
     """The OpenAPI ``pattern`` (Go's RE2, linear-time, upstream): time-bounded here, and a pattern that runs
     away counts as not found rather than stalling admission."""
+    from . import saferegex  # the regex package loads for the first pattern a schema checks
+
     rx = saferegex.compiled(pattern) or saferegex.compiled(re.escape(pattern))
     try:
         return rx is not None and saferegex.search(rx, value) is not None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 class ScheduleError(ValueError):
@@ -156,6 +155,8 @@ def load_zone(name: str) -> tzinfo:
     plane); otherwise the IANA name, or Go's error text."""
     if name in ("", "UTC", "Local"):
         return UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only a CronJob with a timeZone reads the database
+
     try:
         if name.startswith("/") or ".." in name.split("/"):
             raise ValueError(name)

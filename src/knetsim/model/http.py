@@ -237,6 +237,8 @@ class RouteAnswer:
             out["shares"] = dict(sorted(self.shares.items()))
         if self.burst is not None:
             out["burst"] = {"requests": self.burst[0], "through": self.burst[1], "others_get": self.burst[2]}
+        if self.certificate is not None:
+            out["certificate"] = self.certificate
         return out
 
 

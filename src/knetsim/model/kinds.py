@@ -61,17 +61,28 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
     KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),
     KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
+    # Envoy Gateway's policies (its CRDs come with it): the built-in Gateway controller is Envoy Gateway's,
+    # and knetsim.gateway applies them to the requests its Gateways route.
+    KindInfo("SecurityPolicy", "gateway.envoyproxy.io", "v1alpha1", "securitypolicies", True, ("sp",)),
+    KindInfo("BackendTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", True, ("btp",)),
+    KindInfo("ClientTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "clienttrafficpolicies", True, ("ctp",)),
 )
+
+# Envoy Gateway's policies, read by knetsim.gateway from ClusterState.others.
+ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")
 
 # The custom kinds knetsim.policy's tiers read (from ClusterState.others, where the build keeps them).
 CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy",
                                                   "BaselineAdminNetworkPolicy"})
-# Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
-SIMULATED_CRD_KINDS: frozenset[str] = frozenset({
+# The Gateway API kinds knetsim.gateway simulates (model/gatewayapi.py's KINDS, named here so that a reader
+# without Gateway API objects need not load that module; a test keeps them equal), and the core kinds it reads
+# as they are kept (certificates, CA bundles).
+GATEWAY_API_KINDS: frozenset[str] = frozenset({
     "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
-    "ListenerSet", "BackendTLSPolicy",  # knetsim.gateway
-    *CLUSTER_POLICY_KINDS,
-})
+    "ListenerSet", "BackendTLSPolicy"})
+GATEWAY_READ_AS_KEPT: frozenset[str] = frozenset({"ConfigMap", "Secret"})
+# Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
+SIMULATED_CRD_KINDS: frozenset[str] = GATEWAY_API_KINDS | CLUSTER_POLICY_KINDS
 
 
 def _crd_kinds() -> tuple[KindInfo, ...]:

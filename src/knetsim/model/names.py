@@ -213,6 +213,49 @@ def is_valid_ip(value: str) -> list[str]:
     return []
 
 
+def is_canonical_ip(value: str) -> list[str]:
+    """apimachinery's strict ``IsValidIP`` (v1.33+, for fields born after strict validation, such as an
+    IPAddress's name): a parseable address, no leading 0s in an IPv4 octet, not IPv4-mapped IPv6, and in
+    canonical form (RFC 5952 for IPv6)."""
+    octets = value.split(".")
+    if len(octets) == 4 and all(o.isdigit() and int(o) <= 255 for o in octets) and \
+            any(len(o) > 1 and o.startswith("0") for o in octets):
+        return ["must not have leading 0s"]
+    if "%" in value:  # a zone: Go's net.ParseIP refuses it
+        return is_valid_ip("")
+    errs = is_valid_ip(value)
+    if errs:
+        return errs
+    ip = ipaddress.ip_address(value)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ["must not be an IPv4-mapped IPv6 address"]
+    if str(ip) != value:
+        return [f'must be in canonical form ("{ip}")']
+    return []
+
+
+def is_canonical_cidr(value: str) -> list[str]:
+    """apimachinery's strict ``IsValidCIDR`` (v1.33+, for a ServiceCIDR's cidrs): a subnet without host bits,
+    no leading 0s, no IPv4-mapped IPv6 address, in canonical form."""
+    errs = is_valid_cidr(value)
+    address, _, length = value.partition("/")
+    octets = address.split(".")
+    leading = (len(length) > 1 and length.startswith("0")) or (
+        len(octets) == 4 and all(o.isdigit() for o in octets) and any(len(o) > 1 and o.startswith("0") for o in octets))
+    if errs and not leading:
+        return errs
+    if leading:
+        return ["must not have leading 0s in IP or prefix length"]
+    network = ipaddress.ip_network(value, strict=False)
+    if isinstance(network, ipaddress.IPv6Network) and network.network_address.ipv4_mapped is not None:
+        return ["must not have an IPv4-mapped IPv6 address"]
+    if ipaddress.ip_address(address) != network.network_address:
+        return ["must not have bits set beyond the prefix length"]
+    if str(network) != value:
+        return [f'must be in canonical form ("{network}")']
+    return []
+
+
 def is_valid_cidr(value: str) -> list[str]:
     try:
         ipaddress.ip_network(value, strict=False)

@@ -229,6 +229,7 @@ def _parse_container(raw: Mapping[str, Any]) -> Container:
             p.get("hostPort"),
         )
         for p in raw.get("ports") or []
+        if int(p.get("containerPort") or 0) > 0  # one without a number (kept as written, --validate=ignore) names none
     )
     env = {str(e.get("name")): str(e.get("value", "")) for e in raw.get("env") or [] if isinstance(e, Mapping)}
     return Container(

@@ -25,7 +25,7 @@ from . import defaults, updates, validation
 from .fielderr import FieldError
 from .jsonvalue import json_copy
 from .kinds import BY_KIND
-from .names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_valid_ip
+from .names import is_canonical_ip, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from .validation import is_path_segment_name
 
 Errors = list[FieldError]
@@ -316,6 +316,9 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
       for kind in ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
                    "ListenerSet", "BackendTLSPolicy")),
     Strategy("ReferenceGrant", generation=True),
+    # Envoy Gateway's policies, custom resources with a status subresource on a cluster running it.
+    *(Strategy(kind, generation=True, status=StatusPolicy.SUBRESOURCE)
+      for kind in ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")),
     # cilium.io/v2, a custom resource on a real cluster (knetsim serves it without its CRD).
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
     # core/v1 Events skip ObjectMeta's name rule (ValidateEventCreate, "backwards compatibility").
@@ -323,7 +326,7 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     # networking.k8s.io/v1: the Service IP ranges (status Ready from the servicecidrs controller), and one object
     # per allocated ClusterIP, named by the address itself (ValidateIPAddressName).
     Strategy("ServiceCIDR", validate=validation.validate_service_cidr, status=StatusPolicy.SUBRESOURCE),
-    Strategy("IPAddress", validate=validation.validate_ip_address, name_rule=is_valid_ip),
+    Strategy("IPAddress", validate=validation.validate_ip_address, name_rule=is_canonical_ip),
 )}
 
 # Kinds knetsim serves no strategy of its own for, but admits from manifests (v1.35's other built-in

@@ -18,6 +18,7 @@ from .cron import ScheduleError, load_zone, schedule_error
 from .fielderr import FieldError, GoValue, Path, go_map, go_slice
 from .labels import Selector, validate_label_selector, validate_labels
 from .names import (
+    is_canonical_cidr,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -995,8 +996,9 @@ def validate_service_cidr(body: Mapping[str, Any]) -> Errors:
             return [path.invalid(spec_text, "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 "
                                             "and 2001:db8::/64")]
     errs: Errors = []
+    # A ServiceCIDR is a field born after strict IP validation: apimachinery's strict IsValidCIDR.
     for i, cidr in enumerate(cidrs):
-        errs.extend(path.index(i).invalid(cidr, e) for e in is_valid_cidr(str(cidr)))
+        errs.extend(path.index(i).invalid(cidr, e) for e in is_canonical_cidr(str(cidr)))
     return errs
 
 

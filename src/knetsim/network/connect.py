@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
-from ..dataplane.model import family_of_ip, join_host_port
+from ..dataplane.model import cluster_ip_of, family_of_ip, join_host_port
 from ..dns.hostsfile import hosts_lookup
 from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
@@ -310,9 +310,12 @@ def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: 
 def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: str) -> Trace:
     state = run.state
     port = run.target.port
+    family = family_of_ip(node_ip) or "IPv4"
     for svc in state.services.values():
         sp = service_port_for(svc, port, run.protocol, node_port=True)
-        if sp is None:
+        # Each family's proxier serves only the Services with a ClusterIP of its family: an IPv6-only
+        # Service's NodePort is not open on the node's IPv4 address.
+        if sp is None or not cluster_ip_of(svc, family):
             continue
         run.hops.append(Hop("service", "ok", f"{join_host_port(node_ip, port)} is NodePort {port} of Service "
                             f"{svc.key} on node {node} (port {sp.port} → targetPort {sp.target_port})"))
@@ -381,7 +384,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     state = run.state
     port = target.port
     allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
-    backend = Backend(target.name, target.ip, port)
+    backend = Backend(target.name, target.ip, port, target.snat or src_ip)
     if not allowed:
         fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]
         run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))

@@ -122,7 +122,9 @@ def through_ingress(run: _Run, host: str) -> Trace:
     # What the annotations ask the controller to answer itself (a redirect, 401/403 to a client without
     # access, 413, a preflight) is the configuration working, not a broken path; an auth service that errs is not.
     answered = result.outcome in ANNOTATED_ANSWERS
-    run.hops.append(Hop("ingress", "ok" if result.routed or answered else "fail", result.summary,
+    # ssl-passthrough: the controller's TCP proxy hands the connection to the Service; the pod answers it.
+    passed = result.outcome == "passed-through"
+    run.hops.append(Hop("ingress", "ok" if result.routed or answered or passed else "fail", result.summary,
                         {"route": result.to_dict()}))
     controller_key = result.controller.pod if result.controller is not None else None
     if controller_key is None or controller_key not in state.pods:
@@ -143,7 +145,11 @@ def through_ingress(run: _Run, host: str) -> Trace:
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
-    if not result.routed or backend is None or backend.service is None:
+    if passed and (backend is None or not backend.routable):
+        run.hops.append(Hop("app", "fail", "the controller's TCP proxy has no Service to dial: it closes the "
+                            "connection"))
+        return run.finish("refused")
+    if not (result.routed or passed) or backend is None or backend.service is None:
         status = result.http_status or 404
         reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1><hr><center>nginx"
                       "</center></body></html>\n")
@@ -158,8 +164,10 @@ def through_ingress(run: _Run, host: str) -> Trace:
     if svc is None or sp is None:
         return _controller_error(run, 503, f"backend {backend.describe()} does not exist",
                                  "IngressBackendMissing", "fix the backend Service name/port in the Ingress")
+    how = ("the controller's TCP proxy dials its ClusterIP (ssl-passthrough)" if passed else
+           "ingress-nginx proxies to its endpoints directly")
     run.hops.append(Hop("service", "ok", f"backend Service {svc.key} port {sp.name or sp.port} → targetPort "
-                        f"{sp.target_port}; ingress-nginx proxies to its endpoints directly"))
+                        f"{sp.target_port}; {how}"))
     candidates = usable_candidates(state, svc, sp)
     if not candidates:
         run.hops.append(Hop("endpoints", "fail", f"{svc.key} has no ready endpoints: the controller answers 503"))
@@ -169,7 +177,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     run.hops.append(Hop("endpoints", "ok", ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
-    run.hops.append(Hop("dataplane", "skip", "no kube-proxy on this hop: the controller connects to the pod IP"))
+    run.hops.append(Hop("dataplane", "skip", "kube-proxy picks one of the endpoints for the ClusterIP" if passed else
+                        "no kube-proxy on this hop: the controller connects to the pod IP"))
     pinned = result.upstream_request.endpoint if result.upstream_request is not None else None
     chosen = next((c for c in candidates if pinned is not None and (c.ip, c.port) == (pinned.ip, pinned.port)),
                   None) or candidates[choose(candidates, f"{EXTERNAL_CLIENT_IP}->{host}{run.target.path}")]

@@ -131,12 +131,18 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
             reply_headers["location"] = result.redirect.location
             run.hops.append(Hop("app", "info", f"{proxy.key} answers {status} {_REASONS.get(status, '')} → "
                                 f"{result.redirect.location}"))
+        elif result.policy is not None and result.policy.answered:
+            # Envoy Gateway's filters answered (CORS, authentication, authorization, body limit): the policy
+            # doing its job, not a routing problem.
+            run.hops.append(Hop("app", "info", f"{proxy.key} answers {status} itself: "
+                                f"{', '.join(result.policy.policies) or 'the rule CORS filter'}"))
         else:
             run.hops.append(Hop("app", "fail", f"{proxy.key} answers {status} itself"))
             run.findings.append(Finding("GatewayNoMatch" if status == 404 else "GatewayBackendProblem", "gateway",
                                         result.summary, "knetsim route --gateway shows every candidate rule and "
                                         "why it lost; knetsim doctor explains route status"))
-        body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else "no healthy upstream"
+        body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
+                if result.policy is not None and result.policy.answered else "no healthy upstream"
                 if status == 503 else "" if result.redirect else _REASONS.get(status, ""))
         reply = Reply(status, body, reply_headers)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),

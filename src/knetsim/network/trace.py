@@ -72,6 +72,10 @@ class Backend:
     pod: str
     ip: str
     port: int
+    # The source address the backend sees: the client's own address of the connection's family, or
+    # the node's when the data plane masqueraded ("" where no packet reached a pod). Its access log
+    # writes this one; to_dict leaves it out (the hops say it).
+    client_ip: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "ip": self.ip, "port": self.port}

@@ -24,7 +24,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import saferegex
 from ..model.labels import EQUALS, Requirement, Selector
 from ..model.objects import Object
 from .rules import NAMESPACE_NAME_LABEL, HTTPRule, Peer, Policy, Port, Rule, ip_range
@@ -174,6 +173,8 @@ def parse(obj: Object) -> list[Policy]:
 
 def _full(pattern: str, text: str) -> bool:
     """Envoy's RE2 full match, time-bounded here (a backtracking runaway is no match, never a stall)."""
+    from ..model import saferegex  # the regex package loads for the first HTTP rule matched
+
     rx = saferegex.compiled(pattern)
     try:
         return rx is not None and saferegex.fullmatch(rx, text) is not None

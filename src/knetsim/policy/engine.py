@@ -27,7 +27,7 @@ import dataclasses
 import ipaddress
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -49,7 +49,22 @@ from .rules import (
     peer_matches,
     rule_connections,
 )
-from .tiers import DEFAULT_TIER, NETWORK_POLICY_TIER, TierDecision, TierRuleMatch, combine, decide, tier_sets
+from .tiers import (
+    ACCEPTED,
+    CLUSTER_TIERS,
+    DEFAULT_TIER,
+    DENIED,
+    NETWORK_POLICY_TIER,
+    NEXT,
+    ORDER,
+    Answer,
+    TierDecision,
+    TierRuleMatch,
+    combine,
+    decide,
+    run,
+    tier_sets,
+)
 
 
 class PolicyInputError(ValueError):
@@ -69,10 +84,25 @@ class PolicyIndex:
     problems: tuple[str, ...] = ()  # CiliumNetworkPolicies (or cluster policies) that could not be read
     cluster: tuple[cnp.ClusterPolicy, ...] = ()  # enforced ClusterNetworkPolicies/ANPs/BANPs, tier by tier, in order
     cluster_unenforced: tuple[str, ...] = ()  # present but not enforced (Cilium implements none of them)
+    # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
+    _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
+                                                            compare=False)
+    _on_node: dict[str, MatchContext] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def on_node(self, node: str) -> MatchContext:
+        """The match context seen from a pod on ``node`` (Cilium's host / remote-node entities read it)."""
+        found = self._on_node.get(node)
+        if found is None:
+            found = self._on_node[node] = dataclasses.replace(self.ctx, local_node=node)
+        return found
 
     def selecting(self, pod: Pod, direction: str) -> list[Policy]:
-        return [p for p in self.by_namespace.get(pod.namespace, ())
-                if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+        key = (pod.key, direction)
+        found = self._selecting.get(key)
+        if found is None:
+            found = self._selecting[key] = [p for p in self.by_namespace.get(pod.namespace, ())
+                                            if p.rules(direction) is not None and p.selector.matches(pod.labels)]
+        return found
 
     def tier(self, name: str) -> tuple[cnp.ClusterPolicy, ...]:
         return tuple(p for p in self.cluster if p.tier == name)
@@ -103,8 +133,12 @@ def policy_index(state: ClusterState) -> PolicyIndex:
 
 def build_index(state: ClusterState) -> PolicyIndex:
     ebpf = state.config.dataplane == "ebpf"
-    policies = [from_network_policy(np) for _, np in sorted(state.network_policies.items())]
-    unenforced, problems = [], []
+    policies, unenforced, problems = [], [], []
+    for _, np in sorted(state.network_policies.items()):
+        try:
+            policies.append(from_network_policy(np))
+        except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
+            problems.append(f"{np.source}: NetworkPolicy {np.key}: {exc}")
     for obj in state.objects_of(cilium.KIND):
         if not ebpf:
             unenforced.append(f"{cilium.KIND} {obj.key}")
@@ -260,6 +294,19 @@ class DirectionVerdict:
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
 
+    def deciding(self) -> str:
+        """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
+        is not enforced, or no policy of any tier selects it)."""
+        where = f"{self.direction} of {self.endpoint}"
+        if self.decided_by is not None:
+            return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
+        if self.allowed and self.allowed_by:
+            return f"{where}: allowed by {self.allowed_by[0].location}"
+        if self.allowed:
+            return ""
+        names = ", ".join(f"{k} {n}" for k, n in self.policies)
+        return f"{where}: denied, isolated by {names} and no {self.direction} rule allows it"
+
     def fix(self, traffic: str = "") -> str:
         """What to change so this side allows ``traffic`` (``TCP/5432``), for a dropped packet."""
         if self.decided_by is not None and self.tier == cnp.ADMIN:
@@ -369,7 +416,7 @@ def _network_policy_tier(index: PolicyIndex, direction: str, pod_ep: Endpoint, p
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
                                 f"no policy selects {pod.key} for {direction}: it is not isolated, "
                                 f"all {direction} traffic is allowed", DEFAULT_TIER)
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     checked = []
     for policy in selecting:
@@ -424,41 +471,42 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
     selecting = index.selecting(pod, direction)
-    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
-    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
+    cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
+               for tier in ORDER if tier in CLUSTER_TIERS}
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name \
-            and (selecting or admin or baseline):
+            and (selecting or any(cluster.values())):
         # Before every tier: kube-network-policies accepts the node's own traffic (kubelet probes) in the kernel.
         return DirectionVerdict(direction, pod.key, True, bool(selecting), tuple((p.kind, p.key) for p in selecting),
                                 True, (), (), f"the source is {pod.key}'s own node ({peer_ep.ip}): traffic from the "
                                 "node a pod runs on is always allowed")
     np = _network_policy_tier(index, direction, pod_ep, peer_ep, protocol, port, selecting)
-    if not admin and not baseline:
+    if not any(cluster.values()):
         return np
-    cluster = tuple((p.kind, p.name, p.tier) for p in (*admin, *baseline))
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    selected = tuple((p.kind, p.name, p.tier) for tier in ORDER for p in cluster.get(tier, ()))
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
-    passed: tuple[TierRuleMatch, ...] = ()
-    if admin:
-        decision = decide(admin, direction, peer_ep, dst, protocol, port, ctx)
-        if decision.verdict != "Next":
-            return _cluster_decision(decision, np, passed, cluster)
-        if decision.match is not None:
-            passed = (decision.match,)
-    if np.isolated:
+
+    def evaluate(tier: str) -> Answer[TierDecision | DirectionVerdict] | None:
+        if tier == NETWORK_POLICY_TIER:
+            return Answer(ACCEPTED if np.allowed else DENIED, np) if np.isolated else None
+        if not cluster[tier]:
+            return None
+        decision = decide(cluster[tier], direction, peer_ep, dst, protocol, port, ctx)
+        return Answer(decision.verdict, decision, decision.match if decision.verdict == NEXT else None)
+
+    outcome = run(evaluate)
+    passed = outcome.passed
+    if outcome.tier == NETWORK_POLICY_TIER:
         reason = f"{_passed_text(passed)} to the NetworkPolicy tier; {np.reason}" if passed else np.reason
-        return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
-    if baseline:
-        decision = decide(baseline, direction, peer_ep, dst, protocol, port, ctx)
-        if decision.verdict != "Next":
-            return _cluster_decision(decision, np, passed, cluster)
-        if decision.match is not None:
-            passed = (*passed, decision.match)
-    names = ", ".join(f"{k} {n}" for k, n, _ in cluster)
+        return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
+    if outcome.answer is not None:
+        assert isinstance(outcome.answer.detail, TierDecision)
+        return _cluster_decision(outcome.answer.detail, np, passed, selected)
+    names = ", ".join(f"{k} {n}" for k, n, _ in selected)
     head = f"{_passed_text(passed)}; " if passed else ""
     reason = (f"{head}no NetworkPolicy selects {pod.key} for {direction} and no rule of {names} decides it: "
               f"allowed by default")
-    return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=cluster)
+    return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -507,7 +555,7 @@ def network_policy_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, pee
     selecting = index.selecting(pod_ep.pod, direction)
     if not selecting:
         return None
-    ctx = dataclasses.replace(index.ctx, local_node=pod_ep.pod.node_name)
+    ctx = index.on_node(pod_ep.pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
     out = ConnSet.none()
     for policy in selecting:
@@ -521,20 +569,24 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return ConnSet.all()
     pod = pod_ep.pod
-    admin = index.cluster_selecting(pod, cnp.ADMIN, direction) if index.cluster else []
-    baseline = index.cluster_selecting(pod, cnp.BASELINE, direction) if index.cluster else []
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return ConnSet.all()
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
-    if not admin and not baseline:
+    cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
+               for tier in ORDER if tier in CLUSTER_TIERS}
+    if not any(cluster.values()):
         return ConnSet.all() if allowed is None else allowed
-    ctx = dataclasses.replace(index.ctx, local_node=pod.node_name)
+    ctx = index.on_node(pod.node_name)
     dst = pod_ep if direction == INGRESS else peer_ep
-    # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
     none = (ConnSet.none(), ConnSet.none())
-    network_policy = none if allowed is None else (allowed, ConnSet.all())
-    return combine([tier_sets(admin, direction, peer_ep, dst, ctx)[:2] if admin else none, network_policy,
-                    tier_sets(baseline, direction, peer_ep, dst, ctx)[:2] if baseline else none])
+
+    def sets(tier: str) -> tuple[ConnSet, ConnSet]:
+        if tier == NETWORK_POLICY_TIER:
+            # An isolated pod's NetworkPolicy tier decides everything; a pod no NetworkPolicy selects passes on.
+            return none if allowed is None else (allowed, ConnSet.all())
+        return tier_sets(cluster[tier], direction, peer_ep, dst, ctx)[:2] if cluster[tier] else none
+
+    return combine([sets(tier) for tier in ORDER])
 
 
 def direction_connections(state: ClusterState, direction: str, pod: str | Pod | Endpoint, peer: str | Pod | Endpoint,

@@ -15,8 +15,9 @@ it. Codes:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -26,7 +27,18 @@ from .cluster_lint import cluster_lint
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
 from .findings import Finding
 from .ports import ConnSet
-from .rules import EGRESS, INGRESS, NAMESPACE_NAME_LABEL, Endpoint, Peer, Policy, Rule, peer_matches
+from .rules import (
+    EGRESS,
+    INGRESS,
+    NAMESPACE_NAME_LABEL,
+    Endpoint,
+    IPRange,
+    Peer,
+    Policy,
+    Rule,
+    address_key,
+    peer_matches,
+)
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
                                "local-path-storage", "envoy-gateway-system"})
@@ -62,6 +74,111 @@ def _subject(policy: Policy) -> str:
     return f"{policy.kind} {policy.key}"
 
 
+class _PeerPods:
+    """The pods each distinct peer matches, computed once per lint: a thousand policies repeat a handful of peer
+    shapes, and matching every pod of a 10,000-pod cluster against every peer of every rule is the whole cost."""
+
+    def __init__(self, state: ClusterState, index: PolicyIndex) -> None:
+        self.state = state
+        self.ctx = index.ctx
+        # (ns/name, endpoint) in the state's order; the names are the state's keys (an endpoint's name is a pod key
+        # made again on every call)
+        self.named = [(key, pod_endpoint(state, p)) for key, p in state.pods.items()]
+        self.order = {key: i for i, (key, _) in enumerate(self.named)}
+        self.ranges = _ip_ranges(index)
+        # A pod peer reads an endpoint's kind, namespace and labels only: the pods of a Deployment are one group.
+        self.groups: dict[str, dict[tuple[Any, ...], list[tuple[str, Endpoint]]]] = {}
+        for key, ep in self.named:
+            assert ep.pod is not None
+            shape = (ep.kind, tuple(sorted(ep.pod.labels.items())))
+            self.groups.setdefault(ep.pod.namespace, {}).setdefault(shape, []).append((key, ep))
+        # Endpoints by address, for the ipBlocks: the few pods in a range are found by bisection, not by testing
+        # every pod against every range.
+        self._by_address = sorted((address, key) for key, ep in self.named
+                                  if (address := address_key(ep.ip)) is not None)
+        self._endpoint = dict(self.named)
+        self._in_range: list[frozenset[str]] | None = None
+        self._cache: dict[Peer, frozenset[str]] = {}
+        self._exact: dict[Peer, frozenset[str]] = {}
+        self._namespaces: dict[Selector, list[str]] = {}
+        self._alike: dict[str, tuple[Any, ...]] = {}
+
+    def namespaces(self, selector: Selector) -> list[str]:
+        """The namespaces ``selector`` picks, by name."""
+        found = self._namespaces.get(selector)
+        if found is None:
+            found = self._namespaces[selector] = [ns for ns in sorted(self.state.namespaces)
+                                                  if selector.matches(self.state.namespace_labels(ns))]
+        return found
+
+    def alike(self, ep: Endpoint, name: str | None = None) -> tuple[Any, ...]:
+        """What policy reads of a pod endpoint (namespace, labels, named ports, the address ranges its IP is in):
+        two pods alike here get the same answer from every rule. ``name``: the endpoint's, when known."""
+        name = ep.name if name is None else name
+        found = self._alike.get(name)
+        if found is None:
+            pod = ep.pod
+            assert pod is not None
+            ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
+                                 if p.name))
+            found = self._alike[name] = (pod.namespace, tuple(sorted(pod.labels.items())), ports,
+                                            tuple(i for i, keys in enumerate(self.in_ranges()) if name in keys))
+        return found
+
+    def in_span(self, ip_range: IPRange) -> list[tuple[str, Endpoint]]:
+        """The endpoints whose address is in the CIDR of ``ip_range`` (its excepts not applied)."""
+        version, lo, hi = ip_range.bounds
+        start = bisect.bisect_left(self._by_address, ((version, lo), ""))
+        out = []
+        for (v, n), key in self._by_address[start:]:
+            if v != version or n > hi:
+                break
+            out.append((key, self._endpoint[key]))
+        return out
+
+    def in_ranges(self) -> list[frozenset[str]]:
+        """Per ipBlock range of the policies, the endpoints in it."""
+        if self._in_range is None:
+            self._in_range = [frozenset(key for key, ep in self.in_span(r) if r.contains(ep.ip)) for r in self.ranges]
+        return self._in_range
+
+    def keys(self, peer: Peer) -> frozenset[str]:
+        """``ns/name`` of every pod ``peer`` matches (its position in the rule does not matter)."""
+        found = self._exact.get(peer)
+        if found is not None:
+            return found
+        key = dataclasses.replace(peer, index=0)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._match(key)
+        self._exact[peer] = found
+        return found
+
+    def _match(self, peer: Peer) -> frozenset[str]:
+        if peer.kind in ("ipblock", "network") and peer.ip_range is not None:
+            return frozenset(key for key, ep in self.in_span(peer.ip_range) if peer_matches(None, peer, ep, self.ctx))
+        if peer.kind != "pods":
+            return frozenset(key for key, ep in self.named if peer_matches(None, peer, ep, self.ctx))
+        # Only the pods of its namespace, or of the namespaces its selector picks; one test per group of pods alike.
+        if peer.namespace_selector is None:
+            namespaces = [peer.namespace or ""]
+        else:
+            namespaces = [ns for ns in sorted(self.groups)
+                          if peer.namespace_selector.matches(self.ctx.namespace_labels(ns))]
+        return frozenset(key for ns in namespaces for group in self.groups.get(ns, {}).values()
+                         if peer_matches(None, peer, group[0][1], self.ctx) for key, _ in group)
+
+    def pods(self, keys: frozenset[str]) -> list[Pod]:
+        """The pods of ``keys``, in the state's order."""
+        return [self.state.pods[k] for k in sorted(keys, key=self.order.__getitem__)]
+
+    def of_any(self, peers: Iterable[Peer]) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for peer in peers:
+            out |= self.keys(peer)
+        return out
+
+
 def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any]) -> str:
     wanted = selector.equality_map() if selector is not None else None
     if not wanted:
@@ -70,13 +187,15 @@ def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any])
     return "".join(f"; {w} is not on any of them, nearest is {n} ({how})" for w, n, how in near[:2])
 
 
-def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
             continue
         pods = state.pods_in(policy.namespace)
-        if not any(policy.selector.matches(p.labels) for p in pods):
+        # One pod of each group labelled alike stands for the group.
+        if not any(policy.selector.matches(group[0][1].pod.labels)
+                   for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None):
             out.append(Finding(
                 "PolicySelectsNothing", "warning", _subject(policy),
                 f"spec.podSelector ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
@@ -89,19 +208,15 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                     if peer.kind != "pods":
                         continue
                     where = f"spec.{direction}[{rule.index}].{side}[{peer.index}]"
-                    if peer.namespace_selector is not None:
-                        nss = [ns for ns in sorted(state.namespaces)
-                               if peer.namespace_selector.matches(state.namespace_labels(ns))]
-                        if not nss:
-                            fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
-                            out.append(Finding(
-                                "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
-                                f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
-                                "namespace" + _hint(peer.namespace_selector,
-                                                    [state.namespace_labels(n) for n in state.namespaces]), fix))
-                            continue
-                    ctx = index.ctx
-                    if not any(peer_matches(policy, peer, pod_endpoint(state, p), ctx) for p in state.pods.values()):
+                    if peer.namespace_selector is not None and not matched.namespaces(peer.namespace_selector):
+                        fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
+                        out.append(Finding(
+                            "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
+                            f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
+                            "namespace" + _hint(peer.namespace_selector,
+                                                [state.namespace_labels(n) for n in state.namespaces]), fix))
+                        continue
+                    if not matched.keys(peer):
                         scope = [p.labels for p in (state.pods_in(peer.namespace) if peer.namespace_selector is None
                                                     else state.pods.values())]
                         out.append(Finding(
@@ -114,9 +229,20 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
 def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     out = []
     for ns in sorted({p.namespace for p in state.pods.values()} - SYSTEM_NAMESPACES):
-        loose = [p for p in state.pods_in(ns) if not p.host_network
-                 and not index.selecting(p, INGRESS) and not index.selecting(p, EGRESS)
-                 and not any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)]
+        # Policies select by labels: pods labelled alike are isolated alike, so each label set is asked once.
+        isolated: dict[tuple[tuple[str, str], ...], bool] = {}
+        loose = []
+        for p in state.pods_in(ns):
+            if p.host_network:
+                continue
+            labels = tuple(sorted(p.labels.items()))
+            answer = isolated.get(labels)
+            if answer is None:
+                answer = isolated[labels] = bool(
+                    index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
+                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster))
+            if not answer:
+                loose.append(p)
         if loose:
             names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
             out.append(Finding(
@@ -143,16 +269,24 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     target = pod_endpoint(state, dns[0])
     out = []
     by_ns: dict[str, dict[str, list[str]]] = {}
-    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool]] = {}
-    for pod in sorted(state.pods.values(), key=lambda p: p.key):
-        if pod.host_network or not pod.pod_ip or not index.selecting(pod, EGRESS) or pod in dns:
+    # Policies read a pod's namespace and labels: pods alike get one answer (None: not isolated for egress).
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
+    dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
+    for pod_key, pod in sorted(state.pods.items()):
+        if pod.host_network or not pod.pod_ip or pod_key in dns_keys:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
-            src = pod_endpoint(state, pod)
-            allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
-            seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
-        udp, tcp = seen[key]
+            if not index.selecting(pod, EGRESS):
+                seen[key] = None
+            else:
+                src = pod_endpoint(state, pod)
+                allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
+                seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
+        answer = seen[key]
+        if answer is None:
+            continue
+        udp, tcp = answer
         bucket = by_ns.setdefault(pod.namespace, {"udp": [], "tcp": []})
         if not udp:
             bucket["udp"].append(pod.name)
@@ -176,25 +310,30 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
-def _service_ports(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _service_ports(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
         if policy.kind != "NetworkPolicy":
             continue
-        selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
+        selected: list[Pod] | None = None
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
+                numbered = [port for port in rule.ports or () if isinstance(port.port, int) and port.end_port is None]
+                if not numbered:
+                    continue
                 if direction == INGRESS:
+                    if selected is None:
+                        selected = [p for p in state.pods_in(policy.namespace) if policy.selector.matches(p.labels)]
                     targets = selected
                 elif rule.peers is None:
                     continue
                 else:
-                    targets = [p for p in state.pods.values() if any(
-                        peer_matches(policy, peer, pod_endpoint(state, p), index.ctx) for peer in rule.peers)]
+                    targets = matched.pods(matched.of_any(rule.peers))
                 targets = [p for p in targets if not p.host_network]
-                for port in rule.ports or ():
-                    if not isinstance(port.port, int) or port.end_port is not None or not targets:
+                for port in numbered:
+                    if not targets:
                         continue
+                    assert isinstance(port.port, int)
                     finding = _service_port_finding(state, policy, direction, rule, port.index, port.protocol,
                                                     port.port, targets)
                     if finding is not None:
@@ -240,17 +379,17 @@ def _service_port_finding(state: ClusterState, policy: Policy, direction: str, r
 # --- AND vs OR ------------------------------------------------------------------------
 
 
-def _with_rule(index: PolicyIndex, policy: Policy, direction: str, rule: Rule) -> PolicyIndex:
+def _with_rule(index: PolicyIndex, at: int, direction: str, rule: Rule) -> PolicyIndex:
+    """``index`` with ``rule`` in place of its namesake in the policy at position ``at``."""
+    policy = index.policies[at]
     rules = list(policy.rules(direction) or ())
     rules[rule.index] = rule
     changed = dataclasses.replace(policy, **{direction: tuple(rules)})
-    policies = tuple(changed if p is policy else p for p in index.policies)
-    by_ns = {ns: tuple(changed if p is policy else p for p in ps) for ns, ps in index.by_namespace.items()}
+    policies = (*index.policies[:at], changed, *index.policies[at + 1:])
+    # A policy is in its own namespace's list only: the other namespaces' lists are shared as they are.
+    by_ns = {**index.by_namespace,
+             policy.namespace: tuple(changed if p is policy else p for p in index.by_namespace[policy.namespace])}
     return dataclasses.replace(index, policies=policies, by_namespace=by_ns)
-
-
-def _pair_sets(index: PolicyIndex, src: Endpoint, dst: Endpoint) -> ConnSet:
-    return _direction_set(index, EGRESS, src, dst) & _direction_set(index, INGRESS, dst, src)
 
 
 def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
@@ -275,14 +414,22 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
     return out
 
 
-def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
-    eps = [pod_endpoint(state, p) for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
-    for policy in index.policies:
+    eps = {k: pod_endpoint(state, p) for k, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network}
+    by_namespace: dict[str, list[tuple[str, Endpoint]]] = {}
+    for key, e in eps.items():
+        assert e.pod is not None
+        by_namespace.setdefault(e.pod.namespace, []).append((key, e))
+    shapes = {key: matched.alike(e, key) for key, e in eps.items()}
+    answers: dict[tuple[Any, ...], ConnSet] = {}  # (src shape, dst shape, direction) -> the set as written
+    for at, policy in enumerate(index.policies):
         if policy.kind != "NetworkPolicy":
             continue
-        selected = [e for e in eps if e.pod is not None and e.pod.namespace == policy.namespace
-                    and policy.selector.matches(e.pod.labels)]
+        chosen = {key for group in matched.groups.get(policy.namespace, {}).values()
+                  if group[0][1].pod is not None and policy.selector.matches(group[0][1].pod.labels)
+                  for key, _ in group}
+        selected = [e for key, e in by_namespace.get(policy.namespace, ()) if key in chosen]
         if not selected:
             continue
         for direction in (INGRESS, EGRESS):
@@ -291,8 +438,9 @@ def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 if rule.peers is None:
                     continue
                 for label, peers in _readings(policy, rule):
-                    alt = _with_rule(index, policy, direction, dataclasses.replace(rule, peers=peers))
-                    pair = _differing_pair(index, alt, policy, rule, peers, selected, eps, direction)
+                    alt = _with_rule(index, at, direction, dataclasses.replace(rule, peers=peers))
+                    pair = _differing_pair(index, alt, rule, peers, selected, eps, shapes, direction, matched,
+                                           answers)
                     if pair is None:
                         continue
                     src, dst, written, other = pair
@@ -308,31 +456,77 @@ def _and_or(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
-def _differing_pair(index: PolicyIndex, alt: PolicyIndex, policy: Policy, rule: Rule,
-                    peers: tuple[Peer, ...], selected: list[Endpoint], eps: list[Endpoint],
-                    direction: str) -> tuple[str, str, ConnSet, ConnSet] | None:
-    ctx = index.ctx
+def _ip_ranges(index: PolicyIndex) -> tuple[IPRange, ...]:
+    ranges = {peer.ip_range for policy in (*index.policies, *index.cluster) for d in (INGRESS, EGRESS)
+              for rule in policy.rules(d) or () for peer in rule.peers or () if peer.ip_range is not None}
+    return tuple(sorted(ranges, key=lambda r: r.describe()))
+
+
+def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tuple[Peer, ...],
+                    selected: list[Endpoint], eps: Mapping[str, Endpoint], shapes: Mapping[str, tuple[Any, ...]],
+                    direction: str, matched: _PeerPods, answers: dict[tuple[Any, ...], ConnSet]
+                    ) -> tuple[str, str, ConnSet, ConnSet] | None:
+    """The first pod pair (in name order) the two readings answer differently; ``answers`` keeps the answers as
+    written by pair shape, across rules and readings. Only the pods one reading matches and the other does not
+    can differ, and pods alike (``_PeerPods.alike``) answer alike: each pair of shapes is asked once."""
     assert rule.peers is not None
-    for ep in eps:
-        now = any(peer_matches(policy, p, ep, ctx) for p in rule.peers)
-        then = any(peer_matches(policy, p, ep, ctx) for p in peers)
-        if now == then:
-            continue
-        for own in selected:
-            if own is ep:
+    differ = matched.of_any(rule.peers) ^ matched.of_any(peers)
+    owns: dict[tuple[Any, ...], list[Endpoint]] = {}
+    for own in selected:
+        found = owns.setdefault(matched.alike(own), [])
+        if len(found) < 2:  # a second one stands in where the first is the peer itself
+            found.append(own)
+    tried: set[tuple[Any, ...]] = set()
+    done: set[tuple[Any, ...]] = set()  # peer shapes tried against every own shape
+    for name in sorted(differ):
+        shape = shapes.get(name)
+        if shape is None or shape in done:
+            continue  # None: no address, or hostNetwork (not a pod peer)
+        ep = eps[name]
+        complete = True
+        for own_shape, candidates in owns.items():
+            if (shape, own_shape) in tried:
                 continue
+            own = next((o for o in candidates if o is not ep), None)
+            if own is None:
+                complete = False
+                continue
+            tried.add((shape, own_shape))
             src, dst = (ep, own) if direction == INGRESS else (own, ep)
-            written, other = _pair_sets(index, src, dst), _pair_sets(alt, src, dst)
-            if written != other:
-                return src.name, dst.name, written, other
+            key = (shape, own_shape) if direction == INGRESS else (own_shape, shape)
+            # Only the reading's own direction differs between the two indexes: the other is asked once.
+            # The other side first: when it denies everything, both readings answer nothing.
+            other_side = EGRESS if direction == INGRESS else INGRESS
+            fixed = answers.get((*key, other_side))
+            if fixed is None:
+                fixed = answers[(*key, other_side)] = (_direction_set(index, EGRESS, src, dst) if other_side == EGRESS
+                                                       else _direction_set(index, INGRESS, dst, src))
+            if not fixed:
+                continue
+            written = answers.get((*key, direction))
+            if written is None:
+                written = answers[(*key, direction)] = (_direction_set(index, INGRESS, dst, src) if direction == INGRESS
+                                                        else _direction_set(index, EGRESS, src, dst))
+            egress, ingress = (fixed, written) if direction == INGRESS else (written, fixed)
+            as_written = egress & ingress
+            if direction == INGRESS:
+                other = egress & _direction_set(alt, INGRESS, dst, src)
+            else:
+                other = _direction_set(alt, EGRESS, src, dst) & ingress
+            if as_written != other:
+                return src.name, dst.name, as_written, other
+        if complete:
+            done.add(shape)
     return None
 
 
 def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
-    findings = (_selects_nothing(state, index) + _not_isolated(state, index) + _dns(state, index)
-                + _service_ports(state, index) + _and_or(state, index) + cluster_lint(state, index))
+    matched = _PeerPods(state, index)
+    findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
+                + _service_ports(state, index, matched) + _and_or(state, index, matched)
+                + cluster_lint(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

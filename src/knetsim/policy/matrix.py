@@ -33,18 +33,20 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ..cluster.build import INVALID_KEPT
 from ..cluster.state import ClusterState
 from ..model.loader import BUILTIN
 from ..model.objects import Pod
 from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, build_classes, prepare
-from .cluster import ACCEPT, ADMIN, BASELINE, DENY, ClusterPolicy, ClusterRule
+from .cluster import ACCEPT, DENY, ClusterPolicy, ClusterRule
 from .engine import PolicyIndex, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
 from .rules import EGRESS, INGRESS, Endpoint, RuleShape
+from .tiers import NETWORK_POLICY_TIER, ORDER
 
 OTHER = "OTHER"  # pseudo-protocol atom: what only a rule without ports allows
 WORD_BITS = 64
@@ -53,7 +55,15 @@ WORD_BITS = 64
 # --- port atoms -----------------------------------------------------------------------
 
 
-def port_atoms(index: PolicyIndex, classes: Classes) -> list[tuple[str, int, int]]:
+class Atom(NamedTuple):
+    """Ports ``lo..hi`` of ``protocol`` that no rule tells apart (``(OTHER, 0, 0)``: every other protocol)."""
+
+    protocol: str
+    lo: int
+    hi: int
+
+
+def port_atoms(index: PolicyIndex, classes: Classes) -> list[Atom]:
     """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0)."""
     cuts: dict[str, set[int]] = {p: {1, 65536} for p in PROTOCOLS}
     for policy in (*index.policies, *index.cluster):
@@ -68,17 +78,17 @@ def port_atoms(index: PolicyIndex, classes: Classes) -> list[tuple[str, int, int
                         else:
                             numbers = classes.named.get((p.port, proto))
                             if numbers is not None:
-                                for number in np.unique(numbers[numbers > 0]).tolist():
+                                for number in sorted(set(numbers[numbers > 0].tolist())):
                                     cuts[proto].update((number, number + 1))
     atoms = []
     for proto in sorted(PROTOCOLS):
         points = sorted(cuts[proto])
-        atoms += [(proto, points[i], points[i + 1] - 1) for i in range(len(points) - 1)]
-    atoms.append((OTHER, 0, 0))
+        atoms += [Atom(proto, points[i], points[i + 1] - 1) for i in range(len(points) - 1)]
+    atoms.append(Atom(OTHER, 0, 0))
     return atoms
 
 
-def atoms_to_connset(atoms: Sequence[tuple[str, int, int]], bits: Sequence[bool]) -> ConnSet:
+def atoms_to_connset(atoms: Sequence[Atom], bits: Sequence[bool]) -> ConnSet:
     by_proto: dict[str, list[tuple[int, int]]] = {}
     other = False
     for (proto, lo, hi), on in zip(atoms, bits, strict=True):
@@ -91,13 +101,21 @@ def atoms_to_connset(atoms: Sequence[tuple[str, int, int]], bits: Sequence[bool]
     return ConnSet.of(by_proto, other)
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a 1-d array without its masked-array check, which imports numpy.ma (15 ms of a cold start)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
 def _dtype(bits: int) -> Any:
     return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
 
 
 @dataclass(frozen=True)
-class Group:
-    """Atoms ``[start, stop)`` as bits of one unsigned integer (at most 64 atoms per group)."""
+class AtomWord:
+    """Atoms ``[start, stop)`` as bits of one unsigned integer (at most 64 atoms per word)."""
 
     start: int
     stop: int
@@ -112,7 +130,7 @@ class Group:
             else np.uint64(0xFFFFFFFFFFFFFFFF)
 
     def span(self, lo: int, hi: int) -> int:
-        """The bits of atoms ``[lo, hi)`` in this group."""
+        """The bits of atoms ``[lo, hi)`` in this word."""
         lo, hi = max(lo, self.start), min(hi, self.stop)
         if lo >= hi:
             return 0
@@ -122,7 +140,7 @@ class Group:
 class AtomMasks:
     """What a rule's ports allow, as atom bits: a number, or one per class when a named port decides."""
 
-    def __init__(self, atoms: Sequence[tuple[str, int, int]], classes: Classes) -> None:
+    def __init__(self, atoms: Sequence[Atom], classes: Classes) -> None:
         self.atoms = atoms
         self.classes = classes
         self._lows: dict[str, tuple[int, list[int]]] = {}
@@ -130,8 +148,8 @@ class AtomMasks:
             _, lows = self._lows.setdefault(proto, (i, []))
             lows.append(lo)
         self._named: dict[tuple[str, str], np.ndarray] = {}
-        self._named_bits: dict[tuple[str, str, Group], np.ndarray] = {}
-        self._rules: dict[tuple[int, Group], int | np.ndarray] = {}
+        self._named_bits: dict[tuple[str, str, AtomWord], np.ndarray] = {}
+        self._rules: dict[tuple[int, AtomWord], int | np.ndarray] = {}
 
     def range_atoms(self, proto: str, lo: int, hi: int) -> tuple[int, int]:
         first, lows = self._lows[proto]
@@ -153,25 +171,25 @@ class AtomMasks:
             self._named[key] = cached
         return cached
 
-    def _named_group(self, name: str, proto: str, group: Group) -> np.ndarray:
-        key = (name, proto, group)
+    def _named_word(self, name: str, proto: str, word: AtomWord) -> np.ndarray:
+        key = (name, proto, word)
         cached = self._named_bits.get(key)
         if cached is None:
             idx = self.named_atoms(name, proto)
-            inside = (idx >= group.start) & (idx < group.stop)
-            shift = np.where(inside, idx - group.start, 0).astype(group.dtype)
-            cached = np.where(inside, np.left_shift(group.dtype(1), shift), group.dtype(0))
-            cached = cached.astype(group.dtype)
+            inside = (idx >= word.start) & (idx < word.stop)
+            shift = np.where(inside, idx - word.start, 0).astype(word.dtype)
+            cached = np.where(inside, np.left_shift(word.dtype(1), shift), word.dtype(0))
+            cached = cached.astype(word.dtype)
             self._named_bits[key] = cached
         return cached
 
-    def rule(self, rule: RuleShape, group: Group) -> int | np.ndarray:
-        key = (id(rule), group)
+    def rule(self, rule: RuleShape, word: AtomWord) -> int | np.ndarray:
+        key = (id(rule), word)
         cached = self._rules.get(key)
         if cached is not None:
             return cached
         if rule.ports is None:
-            out: int | np.ndarray = int(group.full)
+            out: int | np.ndarray = int(word.full)
         else:
             scalar = 0
             vector: np.ndarray | None = None
@@ -180,11 +198,11 @@ class AtomMasks:
                     if p.port is None or isinstance(p.port, int):
                         lo = 1 if p.port is None else p.port
                         hi = 65535 if p.port is None else (p.end_port if p.end_port is not None else p.port)
-                        scalar |= group.span(*self.range_atoms(proto, lo, hi))
+                        scalar |= word.span(*self.range_atoms(proto, lo, hi))
                     else:
-                        bits = self._named_group(p.port, proto, group)
+                        bits = self._named_word(p.port, proto, word)
                         vector = bits if vector is None else vector | bits
-            out = scalar if vector is None else vector | group.dtype(scalar)
+            out = scalar if vector is None else vector | word.dtype(scalar)
         self._rules[key] = out
         return out
 
@@ -214,22 +232,22 @@ class Tier(Protocol):
 
     name: str
 
-    def masks(self, direction: str, group: Group) -> TierMasks: ...
+    def masks(self, direction: str, word: AtomWord) -> TierMasks: ...
 
 
 class NetworkPolicyTier:
     """networking.k8s.io/v1 (and, on ebpf, CiliumNetworkPolicy): isolated pods get the union of the rules."""
 
-    name = "NetworkPolicy"
+    name = NETWORK_POLICY_TIER
 
     def __init__(self, classes: Classes, policies: Sequence[PreparedPolicy], masks: AtomMasks) -> None:
         self.classes = classes
         self.policies = policies
         self.atom_masks = masks
 
-    def masks(self, direction: str, group: Group) -> TierMasks:
+    def masks(self, direction: str, word: AtomWord) -> TierMasks:
         n = self.classes.count
-        dt = group.dtype
+        dt = word.dtype
         accept = np.zeros((n, n), dtype=dt)
         isolated = np.zeros(n, dtype=bool)
         for prepared in self.policies:
@@ -240,7 +258,7 @@ class NetworkPolicyTier:
             isolated[sel] = True
             acc = np.zeros(n, dtype=dt)
             for rule, peers in rules:
-                mask = self.atom_masks.rule(rule, group)
+                mask = self.atom_masks.rule(rule, word)
                 if isinstance(mask, int):
                     if mask:
                         acc[peers] |= dt(mask)
@@ -249,13 +267,13 @@ class NetworkPolicyTier:
                 else:
                     # ...and for ingress on the subject: one row block per distinct resolution.
                     row_masks = mask[sel]
-                    for value in np.unique(row_masks).tolist():
+                    for value in sorted(set(row_masks.tolist())):
                         if value:
                             accept[sel[row_masks == value]] |= np.where(peers, dt(value), dt(0))
             if acc.any():
                 accept[sel] |= acc
         isolated &= self.classes.kind == POD
-        decided = np.where(isolated, group.full, dt(0)).astype(dt)[:, None]
+        decided = np.where(isolated, word.full, dt(0)).astype(dt)[:, None]
         return TierMasks(accept, decided)
 
 
@@ -282,9 +300,9 @@ class ClusterPolicyTier:
             rules = {d: [(r, vectors.rule(r)) for r in policy.rules(d)] for d in (EGRESS, INGRESS)}
             self.policies.append((policy, subject, rules))
 
-    def masks(self, direction: str, group: Group) -> TierMasks:
+    def masks(self, direction: str, word: AtomWord) -> TierMasks:
         n = self.classes.count
-        dt = group.dtype
+        dt = word.dtype
         chosen = [(subject, rules[direction]) for _, subject, rules in self.policies if rules[direction]]
         # A subject class's row depends on which policies select it and, for ingress, on the numbers the
         # named ports of their rules resolve to on it: classes with the same signature share one row.
@@ -296,7 +314,7 @@ class ClusterPolicyTier:
             if direction != INGRESS:
                 continue
             for r, (rule, _) in enumerate(rules):
-                mask = self.atom_masks.rule(rule, group)
+                mask = self.atom_masks.rule(rule, word)
                 if not isinstance(mask, int):
                     for c in idx:
                         signatures[c].append((k, r, int(mask[c])))
@@ -324,7 +342,7 @@ class ClusterPolicyTier:
                             continue
                         hit = np.where(peers, dt(value), dt(0))
                     else:
-                        mask = self.atom_masks.rule(rule, group)
+                        mask = self.atom_masks.rule(rule, word)
                         key = (id(peers), mask if isinstance(mask, int) else id(mask))
                         hit = cache.get(key)
                         if hit is None:
@@ -340,17 +358,17 @@ class ClusterPolicyTier:
         return TierMasks(accept, decided, rows)
 
 
-def direction_allowed(tiers: Sequence[Tier], direction: str, group: Group) -> np.ndarray:
+def direction_allowed(tiers: Sequence[Tier], direction: str, word: AtomWord) -> np.ndarray:
     """``[subject, peer]`` atom bits allowed in ``direction``: the first tier that decides wins; default allow."""
-    masks = [tier.masks(direction, group) for tier in tiers]
+    masks = [tier.masks(direction, word) for tier in tiers]
     if any(m.rows is not None for m in masks):
-        return _grouped_allowed(masks, group)
-    return _dense_allowed(masks, group)
+        return _grouped_allowed(masks, word)
+    return _dense_allowed(masks, word)
 
 
-def _dense_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
+def _dense_allowed(masks: Sequence[TierMasks], word: AtomWord) -> np.ndarray:
     allowed: np.ndarray | None = None
-    undecided: Any = group.full
+    undecided: Any = word.full
     for m in masks:
         # In place on the tier's own array: at 10,000 classes each n x n temporary is 200 MB and a pass.
         contribution = np.bitwise_and(m.accept, undecided, out=m.accept)
@@ -363,7 +381,7 @@ def _dense_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
 TIER_BLOCK = 256  # subject rows combined at a time when a tier is grouped (bounds the temporaries)
 
 
-def _grouped_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
+def _grouped_allowed(masks: Sequence[TierMasks], word: AtomWord) -> np.ndarray:
     """``direction_allowed`` with ClusterNetworkPolicy tiers: rows no cluster policy selects (their group row
     is 0, all zero) are the dense tiers' answer, computed in place as without them; only the rows of the
     classes some cluster policy selects are combined tier by tier, from a copy of the dense tiers' rows,
@@ -378,10 +396,10 @@ def _grouped_allowed(masks: Sequence[TierMasks], group: Group) -> np.ndarray:
     saved = {id(m): (m.accept[idx].copy() if m.accept.shape[0] == n else m.accept,
                      m.decided[idx].copy() if m.decided.shape[0] == n else m.decided) for m in dense}
     if dense and any(m.accept.shape == (n, n) for m in dense):
-        out = _dense_allowed(dense, group)
+        out = _dense_allowed(dense, word)
     else:
-        out = np.full((n, n), group.full, dtype=group.dtype)
-    full = group.full
+        out = np.full((n, n), word.full, dtype=word.dtype)
+    full = word.full
     for lo in range(0, len(idx), TIER_BLOCK):
         hi = min(lo + TIER_BLOCK, len(idx))
         rows = idx[lo:hi]
@@ -430,15 +448,15 @@ class ClassPairs:
 ROW_BLOCK = 1024  # source classes per block: bounds the dense temporaries to ROW_BLOCK x classes
 
 
-def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[tuple[str, int, int]],
-                group_bits: int = WORD_BITS) -> ClassPairs:
+def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
+                word_bits: int = WORD_BITS) -> ClassPairs:
     n = classes.count
     first_external = int(np.searchsorted(classes.kind, EXTERNAL))
-    groups = [Group(i, min(i + group_bits, len(atoms))) for i in range(0, len(atoms), group_bits)]
-    found: list[tuple[np.ndarray, np.ndarray]] = []  # per group: (keys, values)
-    for group in groups:
-        egress = direction_allowed(tiers, EGRESS, group)  # [src, dst]
-        ingress = direction_allowed(tiers, INGRESS, group)  # [dst, src]
+    words = [AtomWord(i, min(i + word_bits, len(atoms))) for i in range(0, len(atoms), word_bits)]
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per word: (keys, values)
+    for word in words:
+        egress = direction_allowed(tiers, EGRESS, word)  # [src, dst]
+        ingress = direction_allowed(tiers, INGRESS, word)  # [dst, src]
         keys, values = [], []
         for lo in range(0, n, ROW_BLOCK):
             hi = min(lo + ROW_BLOCK, n)
@@ -450,13 +468,13 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[tuple[s
             values.append(block[s, d])
         del egress, ingress
         found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
-                      np.concatenate(values) if values else np.zeros(0, group.dtype)))
+                      np.concatenate(values) if values else np.zeros(0, word.dtype)))
     if len(found) == 1:
         keys, values = found[0]
         uniq, inverse = np.unique(values, return_inverse=True)
         rows = [(int(v),) for v in uniq.tolist()]
     else:
-        keys = np.unique(np.concatenate([k for k, _ in found]))
+        keys = _unique(np.concatenate([k for k, _ in found]))
         table = np.zeros((len(keys), len(found)), dtype=np.uint64)
         for g, (k, v) in enumerate(found):
             table[np.searchsorted(keys, k), g] = v
@@ -464,10 +482,10 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[tuple[s
         rows = [tuple(int(x) for x in row) for row in uniq2.tolist()]
     inverse = np.asarray(inverse).reshape(-1)
     patterns = []
-    for words in rows:
+    for row_words in rows:
         bits = []
-        for group, word in zip(groups, words, strict=True):
-            bits += [bool((word >> (k - group.start)) & 1) for k in range(group.start, group.stop)]
+        for word, value in zip(words, row_words, strict=True):
+            bits += [bool((value >> (k - word.start)) & 1) for k in range(word.start, word.stop)]
         patterns.append(atoms_to_connset(atoms, bits))
     return ClassPairs(keys // n if n else keys, keys % n if n else keys, inverse.astype(np.int64), patterns, n)
 
@@ -636,7 +654,7 @@ class Matrix:
     """What policy allows between every ordered pair of rows (workloads or pods, then external ranges)."""
 
     def __init__(self, state: ClusterState, classes: Classes, rows: Rows, pairs: ClassPairs,
-                 atoms: list[tuple[str, int, int]], level: str, notes: tuple[str, ...],
+                 atoms: list[Atom], level: str, notes: tuple[str, ...],
                  tiers: Sequence[Tier] = ()) -> None:
         self.state = state
         self.classes = classes
@@ -713,13 +731,13 @@ class Matrix:
         n = self.classes.count
         if atom is None:
             raise ValueError(f"protocol {protocol!r}: supported values: {', '.join(PROTOCOLS)}")
-        group = Group(atom, atom + 1)
+        word = AtomWord(atom, atom + 1)
         out = []
         for direction in (EGRESS, INGRESS):
             codes = np.zeros((n, n), dtype=np.int8)
             undecided = np.ones((n, n), dtype=bool)
             for k, tier in enumerate(self.tiers, 1):
-                m = tier.masks(direction, group)
+                m = tier.masks(direction, word)
                 accept, decided = (m.accept, m.decided) if m.rows is None else (m.accept[m.rows], m.decided[m.rows])
                 newly = undecided & (np.broadcast_to(decided, (n, n)) != 0)
                 accepted = np.broadcast_to(accept, (n, n)) != 0
@@ -885,34 +903,43 @@ class Matrix:
 
 
 def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = False, include_system: bool = False,
-           external: bool = True, group_bits: int = WORD_BITS) -> Matrix:
+           external: bool = True, all_external: bool = False, word_bits: int = WORD_BITS) -> Matrix:
     """The answer per workload (``pods=True``: per pod); ``namespace`` keeps that namespace's rows (policies of
-    every namespace still count); the pods knetsim adds itself are left out unless ``include_system``."""
+    every namespace still count); the pods knetsim adds itself are left out unless ``include_system``; external
+    ranges are the pieces ipBlocks cut, and with ``all_external`` the addresses outside the pod network even
+    where no ipBlock cuts them."""
     index = policy_index(state)
     members = [p for _, p in sorted(state.pods.items())
                if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
                and (include_system or not is_system_pod(p))
                and (namespace is None or p.namespace == namespace)]
-    classes = build_classes(state, index, members, external=external)
+    classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
     atom_masks = AtomMasks(atoms, classes)
-    tiers: list[Tier] = []
-    if index.tier(ADMIN):
-        tiers.append(ClusterPolicyTier(ADMIN, classes, vectors, index.tier(ADMIN), atom_masks))
-    tiers.append(NetworkPolicyTier(classes, prepare(vectors), atom_masks))
-    if index.tier(BASELINE):
-        tiers.append(ClusterPolicyTier(BASELINE, classes, vectors, index.tier(BASELINE), atom_masks))
-    pairs = class_pairs(classes, tiers, atoms, group_bits)
+    def tier(name: str) -> Tier | None:
+        if name == NETWORK_POLICY_TIER:
+            return NetworkPolicyTier(classes, prepare(vectors), atom_masks)
+        policies = index.tier(name)
+        return ClusterPolicyTier(name, classes, vectors, policies, atom_masks) if policies else None
+
+    tiers = [t for t in map(tier, ORDER) if t is not None]
+    pairs = class_pairs(classes, tiers, atoms, word_bits)
     if pods:
         rows, row_notes = pod_rows(classes), []
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes), tiers)
+                  (*notes(index, state), *row_notes, *invalid_kept(state)), tiers)
 
 
-__all__ = ["OTHER", "AtomMasks", "Block", "ClassPairs", "ClusterPolicyTier", "Group", "Matrix", "NetworkPolicyTier",
+def invalid_kept(state: ClusterState) -> list[str]:
+    """The objects in the answer that the API server would refuse (``--validate=ignore``), each named."""
+    return [str(n) for n in state.notices if n.code == INVALID_KEPT]
+
+
+__all__ = ["OTHER", "Atom", "AtomMasks", "AtomWord", "Block", "ClassPairs", "ClusterPolicyTier", "Matrix",
+           "NetworkPolicyTier",
            "Partly", "Rows",
            "Tier", "TierMasks", "class_pairs", "direction_allowed", "is_system_pod", "matrix", "port_atoms",
            "workload_of"]

@@ -309,5 +309,87 @@ def verdict_text(v: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["WRITERS", "grid_rows", "verdict_text", "write_csv", "write_dot", "write_json", "write_list",
-           "write_table", "write_yaml"]
+# --- commented YAML (policy generate) ---------------------------------------------------------
+
+
+class Commented:
+    """A list item with comment lines written above it (what a generated rule admits, and why)."""
+
+    def __init__(self, value: Any, comments: Iterable[str]) -> None:
+        self.value = value
+        self.comments = tuple(comments)
+
+
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"}
+_YAML_SAFE = re.compile(r"^[A-Za-z_/][A-Za-z0-9._/-]*$")
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if value is None:
+        return "null"
+    text = str(value)
+    if _YAML_SAFE.match(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` without its ``Commented`` wrappers: the object as the API server receives it."""
+    if isinstance(value, Commented):
+        return plain_value(value.value)
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_value(v) for v in value]
+    return value
+
+
+def _leaf(value: Any) -> str:
+    return "{}" if isinstance(value, dict) else "[]" if isinstance(value, list) else _scalar(value)
+
+
+def _emit(value: Any, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, Commented):
+                lines.extend(f"{pad}# {c}" if c else f"{pad}#" for c in item.comments)
+                item = plain_value(item)
+            if isinstance(item, dict | list) and item:
+                lines.append(f"{pad}{_scalar(key)}:")
+                _emit(item, indent + 2, lines)
+            else:
+                lines.append(f"{pad}{_scalar(key)}: {_leaf(item)}")
+        return
+    for item in value:
+        if isinstance(item, Commented):
+            lines.extend(f"{pad}# {c}" if c else f"{pad}#" for c in item.comments)
+            item = item.value
+        if isinstance(item, dict) and item:
+            inner: list[str] = []
+            _emit(item, indent + 2, inner)
+            lines.append(f"{pad}- {inner[0].lstrip()}")
+            lines.extend(inner[1:])
+        elif isinstance(item, list) and item:
+            lines.append(f"{pad}-")
+            _emit(item, indent + 2, lines)
+        else:
+            lines.append(f"{pad}- {_leaf(item)}")
+
+
+def commented_yaml(documents: Iterable[tuple[Iterable[str], dict[str, Any]]]) -> str:
+    """YAML documents (``---`` between them), each after its comment lines; list items may be ``Commented``."""
+    out = []
+    for comments, body in documents:
+        lines = [f"# {c}" if c else "#" for c in comments]
+        _emit(body, 0, lines)
+        out.append("\n".join(lines) + "\n")
+    return "---\n".join(out)
+
+
+__all__ = ["WRITERS", "Commented", "commented_yaml", "grid_rows", "plain_value", "verdict_text", "write_csv",
+           "write_dot", "write_json", "write_list", "write_table", "write_yaml"]

@@ -11,15 +11,16 @@ manifest, so a verdict can point at ``spec.ingress[1].from[0]``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..model.labels import Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import NetworkPolicy, Pod
-from .ports import FULL, PROTOCOLS, ConnSet
+from .ports import FULL, MAX_PORT, MIN_PORT, PROTOCOLS, ConnSet
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -105,7 +106,16 @@ class Port:
         return ConnSet.of(out)
 
     def matches(self, protocol: str, number: int, dst: Endpoint) -> bool:
-        return self.resolve(dst).contains(protocol, number)
+        """``resolve(dst).contains(protocol, number)``, without making the set (every rule of every verdict)."""
+        if protocol not in self.protocols():
+            return False
+        if self.port is None:
+            return MIN_PORT <= number <= MAX_PORT
+        if isinstance(self.port, int):
+            return self.port <= number <= (self.end_port if self.end_port is not None else self.port)
+        if dst.kind == "pod" and dst.pod is not None:
+            return dst.pod.named_port(self.port, protocol) == number
+        return False
 
     def describe(self) -> str:
         protocol = "any protocol" if self.protocol == "ANY" else self.protocol
@@ -118,19 +128,46 @@ class Port:
         return f"{protocol} port {self.port}"
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def address_key(text: str) -> tuple[int, int] | None:
+    """(IP version, address as an integer), parsed once: the same pod IPs are tested against every ipBlock of
+    every rule."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    return address.version, int(address)
+
+
+def _span(net: IPNetwork) -> tuple[int, int]:
+    return int(net.network_address), int(net.broadcast_address)
+
+
 @dataclass(frozen=True, slots=True)
 class IPRange:
     cidr: IPNetwork
     excepts: tuple[IPNetwork, ...] = ()
+    # The networks as integer spans, made once: every pod IP is tested against every ipBlock.
+    _spans: tuple[int, tuple[int, int], tuple[tuple[int, int], ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_spans", (self.cidr.version, _span(self.cidr), tuple(map(_span, self.excepts))))
+
+    @property
+    def bounds(self) -> tuple[int, int, int]:
+        """(IP version, first address, last address) of the CIDR, excepts aside: ``address_key`` order."""
+        version, (lo, hi), _ = self._spans
+        return version, lo, hi
 
     def contains(self, ip: str) -> bool:
-        try:
-            address = ipaddress.ip_address(ip)
-        except ValueError:
+        address = address_key(ip)
+        if address is None:
             return False
-        if address.version != self.cidr.version or address not in self.cidr:
+        version, n = address
+        v, (lo, hi), excepts = self._spans
+        if version != v or not lo <= n <= hi:
             return False
-        return not any(address in e for e in self.excepts)
+        return not any(lo <= n <= hi for lo, hi in excepts)
 
     def describe(self) -> str:
         text = str(self.cidr)

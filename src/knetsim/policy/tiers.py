@@ -1,7 +1,11 @@
 """The tiers around NetworkPolicy, for one side of one connection.
 
-The order is the ClusterNetworkPolicy API's (``spec.tier``): the **Admin** tier, then the
-**NetworkPolicy** tier, then the **Baseline** tier, then the default (allow). It holds on each
+The order is the ClusterNetworkPolicy API's (``spec.tier``), written once, as ``ORDER``: the
+**Admin** tier, then the **NetworkPolicy** tier, then the **Baseline** tier, then the default
+(allow). Everything that decides a side iterates that list (``engine`` for one port and for every
+port, ``matrix`` over classes), each tier answering Accept, Deny or Next (kube-network-policies'
+evaluator array, ``VerdictAccept``/``VerdictDeny``/``VerdictNext``); the first answer that is not
+Next wins and the default lives in the one loop that runs them (``run``). It holds on each
 side: the egress of the source and the ingress of the destination are decided separately and
 a connection needs both. Within a ClusterNetworkPolicy tier the policies that select the pod
 are taken by priority (lower first; equal priorities by name, as kube-network-policies and
@@ -23,16 +27,65 @@ Two shapes of the same answer:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from .cluster import ACCEPT, DENY, PASS, ClusterPolicy, ClusterRule
+from .cluster import ACCEPT, ADMIN, BASELINE, DENY, PASS, ClusterPolicy, ClusterRule
 from .ports import ConnSet
 from .rules import Endpoint, MatchContext, first_peer, first_port, peer_matches, rule_connections
 
 NETWORK_POLICY_TIER = "NetworkPolicy"
 DEFAULT_TIER = "default"
+# Order is everything: the first tier that decides a side wins. Admin before every NetworkPolicy,
+# Baseline only for what no NetworkPolicy decided (the ClusterNetworkPolicy API's `spec.tier`).
+ORDER: tuple[str, ...] = (ADMIN, NETWORK_POLICY_TIER, BASELINE)
+CLUSTER_TIERS = frozenset({ADMIN, BASELINE})  # decided by ClusterNetworkPolicy rules, in order
+
+# What a tier answers for one connection (kube-network-policies' Verdict): Accept and Deny are final,
+# Next hands it to the next tier in ORDER (a Pass rule, no rule matching, a pod the tier does not select).
+ACCEPTED, DENIED, NEXT = ACCEPT, DENY, "Next"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Generic[T]):
+    """One tier's answer (``verdict``), what it rests on (``detail``: a verdict, a decision), and the Pass rule
+    that handed the connection on, if one did."""
+
+    verdict: str
+    detail: T
+    passed: TierRuleMatch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Generic[T]):
+    """The pipeline's result: the tier that decided and its answer (None: no tier did, allowed by default),
+    and the Pass rules met on the way, in order."""
+
+    tier: str | None
+    answer: Answer[T] | None
+    passed: tuple[TierRuleMatch, ...]
+
+    @property
+    def allowed(self) -> bool:
+        return self.answer is None or self.answer.verdict == ACCEPTED
+
+
+def run(evaluate: Callable[[str], Answer[T] | None], order: Sequence[str] = ORDER) -> Run[T]:
+    """Ask each tier of ``order`` in turn (``evaluate(tier)``; None: the tier has nothing to say about this
+    pod, as Next); the first Accept or Deny decides. The default, allow, is here and nowhere else."""
+    passed: list[TierRuleMatch] = []
+    for tier in order:
+        answer = evaluate(tier)
+        if answer is None:
+            continue
+        if answer.verdict != NEXT:
+            return Run(tier, answer, tuple(passed))
+        if answer.passed is not None:
+            passed.append(answer.passed)
+    return Run(None, None, tuple(passed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +158,7 @@ class TierDecision:
     def verdict(self) -> str:
         """``Accept``, ``Deny``, or ``Next`` (a Pass rule, or no rule matched)."""
         if self.match is None or self.match.action == PASS:
-            return "Next"
+            return NEXT
         return self.match.action
 
 
@@ -150,7 +203,8 @@ def tier_sets(policies: Sequence[ClusterPolicy], direction: str, peer_ep: Endpoi
 
 
 def combine(tiers: Sequence[tuple[ConnSet, ConnSet]]) -> ConnSet:
-    """The first tier that decides a connection wins; what none decides is allowed (the default)."""
+    """``run`` over every protocol and port at once: ``(accepted, decided)`` per tier, in ``ORDER``; the first tier
+    that decides a connection wins; what none decides is allowed (the default)."""
     allowed, undecided = ConnSet.none(), ConnSet.all()
     for accepted, decided in tiers:
         allowed = allowed | (accepted & undecided)
@@ -160,5 +214,5 @@ def combine(tiers: Sequence[tuple[ConnSet, ConnSet]]) -> ConnSet:
     return allowed | undecided
 
 
-__all__ = ["DEFAULT_TIER", "NETWORK_POLICY_TIER", "TierDecision", "TierRuleMatch", "combine", "decide",
-           "first_match", "tier_sets"]
+__all__ = ["ACCEPTED", "CLUSTER_TIERS", "DEFAULT_TIER", "DENIED", "NETWORK_POLICY_TIER", "NEXT", "ORDER", "Answer",
+           "Run", "TierDecision", "TierRuleMatch", "combine", "decide", "first_match", "run", "tier_sets"]

@@ -4,8 +4,10 @@ Every source yields the same thing, a ``LoadResult`` (documents, each with where
 and what could not be read), so every command that analyses a cluster works on all four:
 
     Manifests(paths)          files, directories, ``-``; a ``kubectl get -A -o yaml`` snapshot is one too
+    GitManifests("git:R:P")   the manifests under P at git revision R (``sources/git.py``)
     Live(kubeconfig, context) a cluster's API server through a kubeconfig: kind, minikube, a cloud
                               cluster, or the running ``knetsim up`` (its state dir's kubeconfig)
+    Preloaded(read)           objects one earlier ``read`` returned (one read of a cluster, two analyses)
 
 ``read`` of a live cluster then manifests puts the manifests over it: what the cluster would
 hold after ``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
@@ -17,10 +19,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from ..model.loader import LoadResult, load_paths
-from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
+from . import git
+from .git import GitSourceError
+
+if TYPE_CHECKING:
+    from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
+
+# The API client's names load on first use: an analysis of files never talks to a cluster.
+_KUBEAPI = frozenset({"ApiError", "KubeAPI", "KubeconfigError", "KubeError", "Target", "connect"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _KUBEAPI:
+        from . import kubeapi
+
+        return getattr(kubeapi, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 Progress = Callable[[str], None]
 
@@ -38,6 +55,19 @@ class Manifests:
 
 
 @dataclass(frozen=True, slots=True)
+class GitManifests:
+    """``git:REV:PATH``: the manifests under PATH at git revision REV (``sources/git.py``)."""
+
+    spec: str
+
+    def describe(self) -> str:
+        return self.spec
+
+    def read(self, progress: Progress | None = None) -> Read:
+        return Read(git.load(self.spec))
+
+
+@dataclass(frozen=True, slots=True)
 class Live:
     """A cluster through a kubeconfig (None: ``$KUBECONFIG``, then ``~/.kube/config``) and context."""
 
@@ -48,6 +78,7 @@ class Live:
     timeout: float = 30.0
 
     def read(self, progress: Progress | None = None) -> Read:
+        from .kubeapi import connect
         from .live import READ, read_cluster
 
         at = datetime.now(UTC)
@@ -67,7 +98,19 @@ class Read:
     complete: frozenset[str] = frozenset()
 
 
-Source = Manifests | Live
+@dataclass(frozen=True, slots=True)
+class Preloaded:
+    """What an earlier ``read`` returned, read again without asking the cluster twice (``knetsim diff`` compares
+    a cluster with itself plus a change: both sides must see the same objects)."""
+
+    got: Read
+
+    def read(self, progress: Progress | None = None) -> Read:
+        loaded = LoadResult(list(self.got.loaded.documents), list(self.got.loaded.errors))
+        return Read(loaded, list(self.got.notes), self.got.target, self.got.at, self.got.complete)
+
+
+Source = Manifests | Live | GitManifests | Preloaded
 
 
 def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
@@ -87,11 +130,14 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
 
 __all__ = [
     "ApiError",
+    "GitManifests",
+    "GitSourceError",
     "KubeAPI",
     "KubeError",
     "KubeconfigError",
     "Live",
     "Manifests",
+    "Preloaded",
     "Read",
     "Source",
     "Target",
