@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from .cluster.build import BuildResult, ManifestError, build_cluster
+from .cluster.build import BuildResult, ManifestError, build_cluster, validate_documents
 from .cluster.config import ClusterConfig, ConfigError, load_config
 from .cluster.state import ClusterState, Notice
 from .model.admission import Validation
@@ -40,6 +40,9 @@ class Cluster:
                  errors: Sequence[ManifestError] = ()) -> None:
         self.state = state
         self.documents = list(documents)
+        # How many documents were read (when only admission ran, ``documents`` holds only the CRDs and custom
+        # kinds: a large input is not held twice).
+        self.read = len(self.documents)
         # Objects the API server would have rejected (only with strict=False; they are not in the state).
         self.errors = list(errors)
         # Files or documents that could not be read or parsed at all (a subset of errors).
@@ -77,9 +80,11 @@ class Cluster:
     def from_sources(cls, sources: Sequence[Source], *, namespace: str | None = "default",
                      cluster_config: str | None = None,
                      config: ClusterConfig | None = None, strict: bool = True,
-                     progress: Progress | None = None, validation: Validation | str = Validation.STRICT) -> Cluster:
+                     progress: Progress | None = None, validation: Validation | str = Validation.STRICT,
+                     simulate: bool = True) -> Cluster:
         """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
-        ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read."""
+        ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read. ``simulate=False`` only
+        admits (what ``knetsim validate`` needs): the state has no pods, Services or slices then."""
         if config is None:
             try:
                 config = load_config(cluster_config)
@@ -89,7 +94,7 @@ class Cluster:
         # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
         namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,
-                                   authoritative=got.complete, validation=Validation(validation))
+                                   authoritative=got.complete, validation=Validation(validation), simulate=simulate)
         cluster.target, cluster.source_notes, cluster.read_at = got.target, got.notes, got.at
         cluster.namespace = namespace
         return cluster
@@ -104,16 +109,21 @@ class Cluster:
     @classmethod
     def _from_loaded(cls, loaded: LoadResult, *, namespace: str, config: ClusterConfig | None,
                      strict: bool, authoritative: frozenset[str] = frozenset(),
-                     validation: Validation = Validation.STRICT) -> Cluster:
+                     validation: Validation = Validation.STRICT, simulate: bool = True) -> Cluster:
         """What parsed is admitted; a file that does not parse is one more error, never the end of the run
         (strict=True still raises InputError with every problem of every file)."""
         unreadable = [ManifestError(e.source, e.subject, e.message) for e in loaded.errors]
-        result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
-                                            authoritative=authoritative, validation=validation)
+        if simulate:
+            result: BuildResult = build_cluster(loaded.documents, config or ClusterConfig(), namespace,
+                                                authoritative=authoritative, validation=validation)
+        else:
+            count = len(loaded.documents)
+            result = validate_documents(loaded.documents, config or ClusterConfig(), namespace, validation)
         errors = [*unreadable, *result.errors]
         if errors and strict:
             raise InputError([str(e) for e in errors])
         cluster = cls(result.state, loaded.documents, errors)
+        cluster.read = len(loaded.documents) if simulate else count
         cluster.unreadable = unreadable
         return cluster
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from typing import Any
 
 from .model.labels import Selector
 from .model.timestamps import parse_rfc3339
+
+log = logging.getLogger("knetsim.printers")
 
 Obj = Mapping[str, Any]
 Column = tuple[str, int]  # (HEADER, priority), as `knetsim get` prints it
@@ -616,7 +619,38 @@ def column_defs(kind: str) -> list[ColumnDef]:
 
 
 def cells(kind: str, body: Obj, now: datetime | None) -> list[Any]:
-    """The row's cells in ``column_defs(kind)`` order, typed as the API sends them."""
+    """The row's cells in ``column_defs(kind)`` order, typed as the API sends them. An object of the wrong
+    shape (a ``spec`` that is a string) still gets its row: its name, and no value (``<none>``) in the
+    columns it cannot fill, as the CRD TableConvertor leaves a column whose path it cannot read."""
+    try:
+        return _cells(kind, body, now)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        meta = body.get("metadata") if isinstance(body, Mapping) else None
+        name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+        _log_unreadable(kind, meta if isinstance(meta, Mapping) else {}, exc)
+        defs = column_defs(kind)
+        row: list[Any] = [None] * len(defs)
+        row[-1 if kind == "Event" else 0] = name
+        for i, c in enumerate(defs):
+            if c.name == "Age" and isinstance(meta, Mapping):
+                row[i] = since(meta.get("creationTimestamp"), now)
+        return row
+
+
+def _log_unreadable(kind: str, meta: Mapping[str, Any], exc: BaseException) -> None:
+    """One log line per version of an object no printer can read (a list of it is printed often)."""
+    key = (kind, str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+    if key not in _LOGGED:
+        if len(_LOGGED) > 10_000:
+            _LOGGED.clear()
+        _LOGGED.add(key)
+        log.warning("%s %s/%s: its columns cannot be printed (%s: %s)", kind, key[1], key[2], type(exc).__name__, exc)
+
+
+_LOGGED: set[tuple[str, str, str, str]] = set()
+
+
+def _cells(kind: str, body: Obj, now: datetime | None) -> list[Any]:
     if kind == "Event":
         return _event(body, now)
     if kind not in PRINTERS:

@@ -21,13 +21,15 @@ from .resources import Resource
 
 
 class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
+        self.metadata = metadata or {}  # the Status's ListMeta (a 410's continue token)
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                               "message": self.message, "reason": self.reason, "code": self.code}
+        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": dict(self.metadata),
+                               "status": "Failure", "message": self.message, "reason": self.reason, "code": self.code}
         if self.details is not None:
             out["details"] = self.details
         return out

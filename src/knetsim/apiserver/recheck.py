@@ -8,13 +8,19 @@ to the store's quarantine table (nothing is deleted), logged, and announced by a
 ``Quarantined`` in its namespace, which ``kubectl get events`` shows. Fields the types do not know
 are dropped from the stored copy (the API server's pruning), with a log line.
 
-The check runs when the store was last written by another knetsim version, so a normal restart
-pays nothing for it.
+The check runs when the store was last written by another knetsim, one whose admission differs
+(its release, or a digest of the types, validators and data admission runs on), so a normal restart
+pays nothing for it. Objects of the wrong shape (``shape.py``) are quarantined too, even where admission
+lets them through (a kind admitted untyped): no reader could read them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -24,6 +30,7 @@ from ..model.jsonvalue import json_copy
 from .events import EventNames, make_event
 from .registry import Registry
 from .resources import BY_KIND
+from .shape import shape_error
 from .store import Key, Write
 
 log = logging.getLogger("knetsim.apiserver")
@@ -31,20 +38,48 @@ ADMISSION_MARK = "admission"  # store meta key: the knetsim version whose admiss
 
 
 def admission_version() -> str:
+    """Which admission the stored objects passed: the release, the custom kinds' definitions (a store
+    from before they were typed is checked again), and a digest of what decides (the types, the
+    validators, the kinds and their data), so that a build whose admission changed without a new
+    release number (a development checkout) rechecks too."""
     from ..model.apis.catalog import DEFINITIONS
     from ..model.schema import KUBERNETES_VERSION
 
-    # The custom kinds' definitions count too: a store from before they were typed is checked again.
     bundles = sorted({f"{d.group} {d.bundle.version}" for d in DEFINITIONS})
-    return f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}"
+    return (f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}, "
+            f"admission {_admission_digest()}")
+
+
+@cache
+def _admission_digest() -> str:
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    files = [*sorted((root / "model").rglob("*.py")), root / "apiserver" / "registry.py",
+             root / "apiserver" / "shape.py", *sorted(p for p in (root / "data").rglob("*") if p.is_file())]
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
     """(why the object cannot be served, None), or (None, the object without the fields today's types do not
-    have when it had some, else None)."""
+    have when it had some, else None). An object of the wrong shape is refused even where admission lets it
+    through (a kind admitted untyped): no reader could read it; admission's words say why when it has any."""
     r = BY_KIND.get(key[0])
     if r is None:
         return f"kind {key[0]} is not served by this version", None
+    shape = shape_error(key[0], body)
+    if shape is not None:
+        try:
+            admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
+                               field_validation=FieldValidation.IGNORE)
+        except AdmissionError as exc:
+            return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
+        except Exception:  # admission assumes objects of its kind's shape; this one is not
+            pass
+        return shape, None
     try:
         obj, decoded = admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
                                           field_validation=FieldValidation.IGNORE)

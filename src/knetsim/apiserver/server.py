@@ -1,10 +1,13 @@
 """The HTTP side: a Kubernetes-compatible REST API over the store, for the real kubectl.
 
 Request handling is written as plain methods over parsed requests; aiohttp only carries
-bytes. Every failure leaves as a ``metav1.Status`` with the API server's code and reason
-(400/401/404/405/409/413/415/422). An unexpected exception is a bug in knetsim: it is answered
-as a 500 InternalError, as kube-apiserver answers a panic, with its traceback in the daemon log,
-so a client error and a server bug can always be told apart.
+bytes. Every failure of the client's making leaves as a ``metav1.Status`` with the API server's code
+and reason (400/401/404/405/409/410/413/415/422), its query parameters and DeleteOptions checked as
+the API server checks them (``requestoptions``, ``deleteoptions``); lists page as it pages
+(``paging``). An unexpected exception is a bug in knetsim: it is answered as a 500 InternalError, as
+kube-apiserver answers a panic, with its traceback in the daemon log (what a client breaks, a
+connection or a request no parser takes, is one line: ``httplog``), so a client error and a server
+bug can always be told apart.
 """
 
 from __future__ import annotations
@@ -23,14 +26,21 @@ import yaml
 from aiohttp import web
 
 from ..cluster.config import ClusterConfig
-from ..model.admission import FieldValidation
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
 from ..model.strategy import Propagation
-from . import openapi, patch, resources, tables
+from . import deleteoptions, openapi, paging, patch, requestoptions, resources, tables
 from .errors import ApiError, internal, no_such_path, not_found
-from .registry import BEING_DELETED, DeleteOptions, Registry, Target, WriteOptions, Written, as_served
+from .registry import (
+    BEING_DELETED,
+    DeleteOptions,
+    Registry,
+    Target,
+    WriteOptions,
+    Written,
+    as_served,
+)
 from .resources import BY_PATH, Resource
 from .store import Change, Store, Watcher
 
@@ -181,8 +191,9 @@ class ApiServer:
     async def _middleware(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
         try:
             if request.path not in ("/healthz", "/readyz", "/livez") and self.token is not None:
-                auth = request.headers.get("Authorization", "")
-                if not secrets.compare_digest(auth.encode(), f"Bearer {self.token}".encode()) \
+                # A header's bytes that are no UTF-8 arrive as lone surrogates: compared as the bytes they were.
+                auth = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+                if not secrets.compare_digest(auth, f"Bearer {self.token}".encode()) \
                         and not any(m.authorized(request, self.token) for m in self.mounts):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
             resp: web.StreamResponse = await handler(request)
@@ -203,6 +214,13 @@ class ApiServer:
         except Exception as exc:
             # A bug in knetsim, not the client's fault: 500 as kube-apiserver answers a panic, the
             # traceback in the daemon log.
+            if request.writer is not None and request.writer.output_size > 0:
+                # The answer has begun (a watch, a stream): no Status can follow it; the connection ends.
+                log.exception("internal error on %s %s after the response began", request.method,
+                              request.path_qs)
+                if request.transport is not None:
+                    request.transport.close()
+                raise ConnectionResetError("the response had begun") from None
             log.exception("internal error on %s %s", request.method, request.path_qs)
             error = internal(exc)
             return self._json(error.status(), error.code)
@@ -297,10 +315,11 @@ class ApiServer:
         if t.sub == "log":
             return await self._log(request, t)
         if m == "GET" and not t.name:
-            if q.get("watch") in ("true", "1"):
+            options = requestoptions.list_options(q)
+            if options.watch:
                 return await self._watch(request, t)
             await self.settle()
-            return self._list(request, t)
+            return await self._list(request, t, options)
         if m == "GET":
             # Objects the controllers create or complete; Services are allocated at write time, and
             # `kubectl apply` GETs every object it applies, which must not wait for a rebuild.
@@ -310,6 +329,8 @@ class ApiServer:
             if t.sub == "scale":
                 return self._json(self.registry.scale_of(obj))
             return self._json(self._out(request, t.resource, obj))
+        if m in ("POST", "PUT", "PATCH"):
+            self._options(request)  # the handlers validate the options before they read the body
         if m == "POST" and not t.name:
             body = await self._read_body(request, t.resource)
             return await self._create(request, t, body)
@@ -345,16 +366,50 @@ class ApiServer:
             raise not_found(t.resource, t.name)
         return stored.body
 
-    def _list(self, request: web.Request, t: Target) -> web.Response:
-        q = request.query
-        accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
-        items = [as_served(t.resource, s.body) for s in self.store.list(t.resource.kind, t.namespace)
-                 if accept(s.body)]
-        rv = str(self.store.rv)
+    async def _list(self, request: web.Request, t: Target, options: requestoptions.ListOptions) -> web.Response:
+        """A list, or one page of it (``paging``): at the current resourceVersion, or at the one a continue
+        token or an exact resourceVersion names."""
+        accept = make_filter(options.label_selector, options.field_selector)
+        kind = t.resource.kind
+        start, rv, exact = "", self.store.rv, False
+        if options.continue_token:
+            start, token_rv = paging.decode_continue(options.continue_token)
+            if options.resource_version not in ("", "0"):
+                raise ApiError(400, "BadRequest", "specifying resource version is not allowed when using continue")
+            if token_rv != paging.LATEST:
+                rv, exact = token_rv, True
+        else:
+            wanted = requestoptions.parse_resource_version(options.resource_version)
+            if wanted > self.store.rv:
+                await self._wait_for_resource_version(wanted)
+            # An exact match, or the legacy form of one: a resourceVersion with a limit (the storage's rule).
+            if options.resource_version_match == "Exact" or (
+                    not options.resource_version_match and options.limit > 0 and wanted > 0):
+                rv, exact = wanted, True
+        if exact:
+            objects = paging.objects_at(self.store, kind, t.namespace, rv)
+            if objects is None:
+                if options.continue_token:
+                    raise ApiError(410, "Expired", paging.INCONSISTENT_CONTINUE,
+                                   metadata={"continue": paging.encode_continue(paging.LATEST, start)})
+                raise ApiError(410, "Expired", paging.EXPIRED_LIST)
+        else:
+            objects = [s.body for s in self.store.list(kind, t.namespace)]
+        chunk = paging.page(objects, accept, rv=rv, limit=options.limit, start=start,
+                            across_namespaces=t.resource.namespaced and not t.namespace,
+                            selective=bool(options.label_selector or options.field_selector))
+        items = [as_served(t.resource, o) for o in chunk.items]
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if chunk.continue_token:
+            meta["continue"] = chunk.continue_token
+        if chunk.remaining is not None:
+            meta["remainingItemCount"] = chunk.remaining
         if "as=Table" in request.headers.get("Accept", ""):
-            return self._json(tables.table(t.resource.kind, items, rv, q.get("includeObject", "Metadata")))
-        return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
-                           "metadata": {"resourceVersion": rv}, "items": items})
+            table = tables.table(kind, items, str(rv), options.include_object or "Metadata")
+            table["metadata"] = meta
+            return self._json(table)
+        return self._json({"kind": f"{kind}List", "apiVersion": t.resource.api_version, "metadata": meta,
+                           "items": items})
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
@@ -384,10 +439,7 @@ class ApiServer:
                 start = self.store.rv
                 initial = [("ADDED", s.body) for s in self.store.list(t.resource.kind, t.namespace) if visible(s.body)]
             else:
-                try:
-                    start = int(rv_text)
-                except ValueError as exc:
-                    raise ApiError(400, "BadRequest", f"invalid resource version: {rv_text}") from exc
+                start = requestoptions.parse_resource_version(rv_text)
                 await self._wait_for_resource_version(start)
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             resp.enable_chunked_encoding()
@@ -473,18 +525,10 @@ class ApiServer:
     # --- writes ----------------------------------------------------------------------
 
     def _options(self, request: web.Request) -> WriteOptions:
-        q = request.query
-        mode = q.get("fieldValidation", "") or "Warn"
-        try:
-            field_validation = FieldValidation(mode)
-        except ValueError:
-            raise ApiError(400, "BadRequest", f"fieldValidation parameter unsupported: {mode}, must be one of "
-                                              "Ignore, Warn, Strict") from None
-        dry_run = q.getall("dryRun", [])
-        for value in dry_run:
-            if value != "All":
-                raise ApiError(400, "BadRequest", f'Invalid dry run parameter: "{value}": dryRun must be "All"')
-        return WriteOptions(field_validation, bool(dry_run))
+        """The write's Create/Update/PatchOptions from the query (``requestoptions``), by the request's verb."""
+        kind = {"POST": "CreateOptions", "PUT": "UpdateOptions"}.get(request.method, "PatchOptions")
+        apply = request.headers.get("Content-Type", "").split(";")[0].strip() == "application/apply-patch+yaml"
+        return requestoptions.write_options(request.query, kind, apply=apply and kind == "PatchOptions")
 
     def _respond(self, request: web.Request, written: Written, status: int = 200,
                  r: Resource | None = None) -> web.Response:
@@ -525,7 +569,9 @@ class ApiServer:
             if old is None:
                 if t.sub:
                     raise not_found(r, t.name)
-                doc.setdefault("metadata", {}).setdefault("name", t.name)
+                meta = doc.setdefault("metadata", {})
+                if isinstance(meta, dict):  # anything else is the decoder's 400 (ObjectMeta is an object)
+                    meta.setdefault("name", t.name)
                 return await self._create(request, Target(r, t.namespace, "", ""), doc, 201)
         if old is None:
             raise not_found(r, t.name)
@@ -560,35 +606,17 @@ class ApiServer:
                              r=t.resource)
 
     async def _delete_options(self, request: web.Request) -> DeleteOptions:
-        """DeleteOptions: kubectl sends them in the body (dryRun, preconditions, propagationPolicy), other
-        clients in the query."""
-        options: dict[str, Any] = {}
+        """DeleteOptions, decoded and validated as the API server does (``deleteoptions``): from the body kubectl
+        sends, else the query."""
         raw = await request.read()
-        if raw.strip():
-            ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
-            try:
-                decoded = decode_body(raw, ctype, None)
-            except ApiError:
-                decoded = {}
-            if isinstance(decoded, dict):
-                options = decoded
-        if request.query.get("dryRun"):
-            options["dryRun"] = request.query.getall("dryRun")
-        if request.query.get("propagationPolicy"):
-            options["propagationPolicy"] = request.query["propagationPolicy"]
-        pre = options.get("preconditions") if isinstance(options.get("preconditions"), dict) else {}
+        ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        options = deleteoptions.decode(decode_body(raw, ctype, None) if raw.strip() else None, request.query)
+        pre = options.get("preconditions") or {}
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"  # the deprecated field
-        try:
-            propagation = Propagation(policy) if policy else None
-        except ValueError:
-            # ValidateDeleteOptions' words, as NewInvalid frames them.
-            raise ApiError(422, "Invalid", f"DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
-                           f'Unsupported value: "{policy}": supported values: "Foreground", "Background", '
-                           '"Orphan", "nil"') from None
-        dry_run = options.get("dryRun") or []
-        return DeleteOptions(dry_run="All" in dry_run if isinstance(dry_run, list) else False, propagation=propagation,
+        return DeleteOptions(dry_run=deleteoptions.is_dry_run(options),
+                             propagation=Propagation(policy) if policy else None,
                              precondition_uid=pre.get("uid"),
                              precondition_resource_version=pre.get("resourceVersion"))
 

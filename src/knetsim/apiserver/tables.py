@@ -29,7 +29,9 @@ def column_definitions(kind: str) -> list[dict[str, Any]]:
 
 
 def partial_metadata(o: Obj) -> dict[str, Any]:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": dict(o.get("metadata") or {})}
+    meta = o.get("metadata")
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": dict(meta) if isinstance(meta, Mapping) else {}}
 
 
 def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = None) -> dict[str, Any]:
@@ -38,7 +40,8 @@ def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = Non
         out["object"] = dict(o)
     elif include != "None":
         out["object"] = partial_metadata(o)
-    phase = (o.get("status") or {}).get("phase") if kind == "Pod" else None
+    status = o.get("status")
+    phase = status.get("phase") if kind == "Pod" and isinstance(status, Mapping) else None
     if phase in ("Succeeded", "Failed"):
         out["conditions"] = [{"type": "Completed", "status": "True", "reason": phase,
                               "message": "The pod has completed"}]

@@ -185,7 +185,7 @@ def _progress(line: str) -> None:
 
 
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
-                 report: bool = True) -> Cluster:
+                 report: bool = True, simulate: bool = True) -> Cluster:
     """The cluster ``kubectl apply -f`` would leave: every valid object admitted, every rejected one
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
     turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
@@ -194,7 +194,8 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     cluster_config = cluster_config or running_cluster_config()
     try:
         cluster = Cluster.from_sources(sources, namespace=namespace, cluster_config=cluster_config,
-                                       strict=strict_requested(), progress=_progress, validation=validation_mode())
+                                       strict=strict_requested(), progress=_progress, validation=validation_mode(),
+                                       simulate=simulate)
     except InputError as exc:
         fail_input(exc)
     except Exception as exc:

@@ -19,17 +19,17 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     if not filenames and not live_requested():
         fail_input(InputError(["no manifests given: use -f FILE|DIR|- (or --kubeconfig FILE for a cluster's "
                                "objects)"]))
-    cluster = load_cluster(filenames, namespace, cluster_config, report=False)
+    cluster = load_cluster(filenames, namespace, cluster_config, report=False, simulate=False)
     print_notices(cluster)
     _print_definitions(cluster)
     if cluster.errors:
         # Every file's errors, even when another file does not parse; then the verdict.
         rejected = len({str(e.source) for e in cluster.errors if e not in cluster.unreadable})
-        summary = f"{len(cluster.documents) - rejected} object(s) valid, {rejected} rejected"
+        summary = f"{cluster.read - rejected} object(s) valid, {rejected} rejected"
         if cluster.unreadable:
             summary += f", {len(cluster.unreadable)} unreadable"
         fail_input(InputError([str(e) for e in cluster.errors]), summary=summary, always_summarize=True)
-    count = len(cluster.documents)
+    count = cluster.read
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 
 

@@ -14,7 +14,7 @@ left out of the state; the rest still builds, so callers can show every problem 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from ..model.kinds import (
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
 )
-from ..model.loader import BUILTIN, CONTROLLER, Document, Source
+from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
     PARSERS,
@@ -90,6 +90,8 @@ class Admitted:
     documents: list[Document] = field(default_factory=list)
     errors: list[ManifestError] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
+    # (kind, namespace, name, source) of every admitted document, in input order (kept or not)
+    identities: list[tuple[str, str, str, Source]] = field(default_factory=list)
 
 
 def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDVersion]:
@@ -115,7 +117,7 @@ def _describe(doc: Document, namespace: str) -> str:
 
 
 def admit(documents: Iterable[Document], namespace: str = "default",
-          validation: Validation = Validation.STRICT) -> Admitted:
+          validation: Validation = Validation.STRICT, *, keep: Callable[[Document], bool] | None = None) -> Admitted:
     """Decoding, defaulting and validation of every document (model.admission), errors collected.
 
     Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
@@ -123,12 +125,16 @@ def admit(documents: Iterable[Document], namespace: str = "default",
     newer server knows is no reason to drop what that cluster runs. ``validation`` is kubectl's
     ``--validate``: ``warn`` decodes everything with Warn; ``ignore`` also keeps what validation refuses,
     each such object noticed (``InvalidKept``) so that every answer can say it was analysed as written.
+    ``keep`` picks which admitted documents to return (all by default): a caller that needs a few of them
+    (``validate``) does not hold a second copy of a large input.
     """
     docs = list(documents)
     crds = input_crds(docs)
     out = Admitted()
     keep_invalid = validation == Validation.IGNORE
-    for doc in docs:
+    for i, doc in enumerate(docs):
+        if keep is not None:
+            docs[i] = None  # type: ignore[call-overload]  # this list's hold on the input ends with its turn
         live = from_live_cluster(doc.body)
         mode = FieldValidation.WARN if live or validation != Validation.STRICT else FieldValidation.STRICT
         try:
@@ -147,6 +153,7 @@ def admit(documents: Iterable[Document], namespace: str = "default",
                 out.errors.append(ManifestError(doc.source, subject, exc.message, hints))
             continue
         admitted = Document(doc.source, body)
+        out.identities.append((admitted.kind, admitted.namespace, admitted.name, admitted.source))
         if kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
@@ -158,8 +165,41 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             out.notices.append(Notice(INVALID_KEPT, "analysed as written (--validate=ignore); the API server would "
                                       f"refuse it: {'; '.join(str(e) for e in decoded.refused)}",
                                       admitted.describe(), doc.source))
-        out.documents.append(admitted)
+        if keep is None or keep(admitted):
+            out.documents.append(admitted)
     return out
+
+
+def validate_documents(documents: list[Document], config: ClusterConfig | None = None,
+                       namespace: str = "default", validation: Validation = Validation.STRICT) -> BuildResult:
+    """What ``knetsim validate`` checks, and only that: every document's admission and the allocations the API
+    server makes when it stores one (ClusterIPs, NodePorts, LoadBalancer addresses); nothing is scheduled or
+    simulated. ``documents`` keeps only the CRDs and the objects of custom kinds (which definition admitted
+    them is reported), so a large input is not held twice."""
+    config = config or ClusterConfig()
+    taken = list(documents)
+    documents[:] = [d for d in taken if d.kind == "CustomResourceDefinition" or d.kind not in BY_KIND
+                    or BY_KIND[d.kind].crd]
+    with many_objects():
+        result = admit(taken, namespace, validation, keep=lambda d: d.kind == "Service")
+    state = ClusterState(config=config)
+    state.notices.extend(result.notices)
+    seen: dict[tuple[str, str, str], Source] = {}
+    for kind, ns, name, source in result.identities:
+        key = (kind, ns, name)
+        if key in seen:
+            state.warn("Duplicate", f"defined again at {source}; the later definition wins",
+                       f"{kind} {ns + '/' if ns else ''}{name}", seen[key])
+        seen[key] = source
+    services: dict[tuple[str, str], Document] = {}
+    for doc in result.documents:
+        services[(doc.namespace, doc.name)] = doc  # the later definition wins, as in a build
+    errors = list(result.errors)
+    for failure in allocate_services([(d.body, d.source) for _, d in sorted(services.items())], config,
+                                     live=from_live_cluster):
+        errors.append(ManifestError(failure.source, failure.subject, failure.error))
+    return BuildResult(state, errors)
+
 
 
 def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = None,

@@ -54,8 +54,12 @@ def ready_condition(now: str | None = None) -> dict[str, Any]:
 
 
 def _cidrs(body: Mapping[str, Any]) -> list[str]:
+    spec = body.get("spec") or {}
+    cidrs = spec.get("cidrs") if isinstance(spec, Mapping) else None
+    if not isinstance(cidrs, list):  # a stored object of the wrong shape (before its recheck) holds no range
+        return []
     out = []
-    for c in (body.get("spec") or {}).get("cidrs") or []:
+    for c in cidrs:
         try:
             out.append(str(ipaddress.ip_network(str(c), strict=False)))
         except ValueError:
@@ -69,7 +73,9 @@ def _deleting(body: Mapping[str, Any]) -> bool:
 
 def _ready(body: Mapping[str, Any]) -> bool:
     """``isReady``: no Ready condition counts as ready (a cluster without the controller-manager still works)."""
-    for condition in (body.get("status") or {}).get("conditions") or []:
+    status = body.get("status") or {}
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else []:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True

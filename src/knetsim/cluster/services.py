@@ -60,14 +60,26 @@ class Held:
 
 
 def held_by(body: dict[str, Any]) -> Held:
+    """What a stored Service holds of the allocators; nothing when it is not of a Service's shape (a store
+    from an older version before its recheck): the allocators read every stored Service."""
     spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    if not isinstance(spec, dict) or not isinstance(status, dict):
+        return Held()
+    try:
+        return _held(body, spec, status)
+    except (TypeError, ValueError, AttributeError):
+        return Held()
+
+
+def _held(body: dict[str, Any], spec: dict[str, Any], status: dict[str, Any]) -> Held:
     if spec.get("type") == "ExternalName":
         return Held()
     ips = {_canonical(ip) for ip in [spec.get("clusterIP"), *(spec.get("clusterIPs") or [])] if ip and ip != "None"}
     ports = {int(p["nodePort"]) for p in spec.get("ports") or [] if isinstance(p, dict) and p.get("nodePort")}
     if spec.get("healthCheckNodePort"):
         ports.add(int(spec["healthCheckNodePort"]))
-    lb = {str(i["ip"]) for i in ((body.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    lb = {str(i["ip"]) for i in (status.get("loadBalancer") or {}).get("ingress") or []
           if isinstance(i, dict) and i.get("ip")}
     return Held(frozenset(ips), frozenset(ports), frozenset(lb))
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import codecs
 import datetime as dt
 import getopt
 import posixpath
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
 
 from .podfs import FsError
-from .shell import BUSYBOX_BANNER, Ctx, Unsupported, register
+from .shell import BUSYBOX_BANNER, FIELD_COST, Ctx, Unsupported, register
 
 USAGE = {
     "head": "[OPTIONS] [FILE]...", "tail": "[OPTIONS] [FILE]...", "grep": "[-HhnlLoqvsrRiwFE] [-m N] [-A|B|C N] "
@@ -80,15 +82,40 @@ async def read_inputs(ctx: Ctx, name: str, files: list[str]) -> tuple[list[tuple
     assert ctx.fs is not None
     for f in files or ["-"]:
         if f == "-":
-            out.append(("-", await ctx.read_stdin()))
-            continue
-        try:
-            out.append((f, ctx.fs.read(ctx.path(f))))
-        except FsError as exc:
-            await ctx.err(f"{name}: can't open '{f}': {exc.strerror_text}\n" if exc.errno_name == "ENOENT" else
-                          f"{name}: read error: {exc.strerror_text}\n")
-            code = 1
+            text = await ctx.read_stdin()
+        else:
+            try:
+                text = ctx.fs.read(ctx.path(f))
+            except FsError as exc:
+                await ctx.err(f"{name}: can't open '{f}': {exc.strerror_text}\n" if exc.errno_name == "ENOENT" else
+                              f"{name}: read error: {exc.strerror_text}\n")
+                code = 1
+                continue
+        # The applets work line by line: what the lines will cost is counted before they are made.
+        ctx.building(len(text) + FIELD_COST * text.count("\n"))
+        out.append((f, text))
     return out, code
+
+
+TICK_LINES = 1024  # lines an applet handles between two ticks of its process
+
+
+async def stdin_text(ctx: Ctx) -> AsyncIterator[str]:
+    """Standard input as text, chunk by chunk as it comes (a UTF-8 sequence cut between two chunks is
+    decoded whole), for the applets that stream it as busybox's do: nothing more is held than one chunk."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while ctx.stdin is not None and (chunk := await ctx.stdin.chunk()):
+        text = decoder.decode(chunk)
+        if text:
+            yield text
+        await ctx.tick()
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail
+
+
+def _streams(files: list[str]) -> bool:
+    return not files or files == ["-"]
 
 
 def split_lines(text: str) -> list[str]:
@@ -116,7 +143,7 @@ def _escapes(text: str) -> str:
     table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b"}
     return re.sub(r"\\(0[0-7]{0,3}|x[0-9a-fA-F]{1,2}|.)", lambda m: (
         chr(int(m.group(1), 8)) if m.group(1).startswith("0") else chr(int(m.group(1)[1:], 16))
-        if m.group(1).startswith("x") else table.get(m.group(1), "\\" + m.group(1))), text)
+        if m.group(1).startswith("x") and len(m.group(1)) > 1 else table.get(m.group(1), "\\" + m.group(1))), text)
 
 
 @register("printf")
@@ -139,6 +166,8 @@ async def printf(ctx: Ctx, argv: list[str]) -> int:
             arg = pending[used] if used < len(pending) else ""
             used += 1
             kind = conv[-1]
+            # `%99999999999s` is a value that large: the process must be able to hold it first.
+            ctx.building(sum(int(n) for n in re.findall(r"\d+", conv)) + len(arg))
             if kind in "sb":
                 return ("%" + conv[:-1] + "s") % (_escapes(arg) if kind == "b" else arg)
             if kind == "c":
@@ -252,6 +281,25 @@ async def tail(ctx: Ctx, argv: list[str]) -> int:
             else:
                 chars = abs(count)
     headers = (len(files) > 1 and not any(o == "-q" for o, _ in opts)) or any(o == "-v" for o, _ in opts)
+    if _streams(files) and chars is None and not from_start and not headers:
+        # The last lines of a stream, kept as it goes: busybox's tail holds no more than them.
+        kept: deque[str] = deque()
+        size, partial = 0, ""
+        async for text in stdin_text(ctx):
+            pieces = (partial + text).split("\n")
+            partial = pieces.pop()
+            for piece in pieces[-(lines or 1):]:
+                kept.append(piece + "\n")
+                size += len(piece) + 1
+                if len(kept) > (lines or 1):
+                    size -= len(kept.popleft())
+            ctx.building(size + len(partial))  # what it holds: the lines kept, the line not ended yet
+        if partial:
+            kept.append(partial)
+            if len(kept) > (lines or 1):
+                kept.popleft()
+        await ctx.out("".join(kept) if lines else "")
+        return 0
     inputs, code = await read_inputs(ctx, "tail", files)
     for i, (name, text) in enumerate(inputs):
         if headers:
@@ -305,6 +353,8 @@ async def grep(ctx: Ctx, argv: list[str]) -> int:
         label = "(standard input)" if fname == "-" else fname
         count = 0
         for number, line in enumerate(text.splitlines(), 1):
+            if number % TICK_LINES == 0:
+                await ctx.tick()
             hits = [m for rx in regexes for m in rx.finditer(line)] if "-o" in flags else []
             matched = any(rx.search(line) for rx in regexes)
             if matched == ("-v" in flags):
@@ -372,12 +422,18 @@ async def wc(ctx: Ctx, argv: list[str]) -> int:
     opts, files = parsed
     kinds = [k for k in "lwmcL" if f"-{k}" in {o for o, _ in opts}] or ["l", "w", "c"]
     order = [k for k in "lwmcL" if k in kinds]
-    inputs, code = await read_inputs(ctx, "wc", files)
+    if _streams(files):
+        inputs, code = [("-", "")], 0
+        counts = await _wc_stream(ctx)
+    else:
+        inputs, code = await read_inputs(ctx, "wc", files)
+        counts = None
     single = len(order) == 1 and len(inputs) <= 1
     totals = dict.fromkeys(order, 0)
     for name, text in inputs:
-        counts = {"l": text.count("\n"), "w": len(text.split()), "m": len(text), "c": len(text.encode()),
-                  "L": max((len(x) for x in text.split("\n")), default=0)}
+        if counts is None or name != "-" or not _streams(files):
+            counts = {"l": text.count("\n"), "w": len(text.split()), "m": len(text), "c": len(text.encode()),
+                      "L": max((len(x) for x in text.split("\n")), default=0)}
         cells = [str(counts[k]) if single else f"{counts[k]:9d}" for k in order]
         line = " ".join(cells) if not single else cells[0]
         await ctx.out(line + ("\n" if name == "-" else f" {name}\n"))
@@ -386,6 +442,28 @@ async def wc(ctx: Ctx, argv: list[str]) -> int:
     if len(inputs) > 1:
         await ctx.out(" ".join(f"{totals[k]:9d}" for k in order) + " total\n")
     return code
+
+
+async def _wc_stream(ctx: Ctx) -> dict[str, int]:
+    """wc's counts over standard input as it streams (``seq 1 100000000 | wc -l`` holds one chunk)."""
+    counts = {"l": 0, "w": 0, "m": 0, "c": 0, "L": 0}
+    in_word, line = False, 0
+    async for text in stdin_text(ctx):
+        counts["l"] += text.count("\n")
+        words = len(text.split())
+        if in_word and words and not text[0].isspace():
+            words -= 1  # a word cut between two chunks is one word
+        counts["w"] += words
+        in_word = not text[-1].isspace()
+        counts["m"] += len(text)
+        counts["c"] += len(text.encode())
+        parts = text.split("\n")
+        line += len(parts[0])
+        for part in parts[1:]:
+            counts["L"] = max(counts["L"], line)
+            line = len(part)
+    counts["L"] = max(counts["L"], line)
+    return counts
 
 
 def _ranges(spec: str) -> list[tuple[int, int]] | None:
@@ -426,7 +504,9 @@ async def cut(ctx: Ctx, argv: list[str]) -> int:
     def pick(items: list[str]) -> list[str]:
         return [x for i, x in enumerate(items, 1) if any(lo <= i <= hi for lo, hi in ranges)]
     for _name, text in inputs:
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), 1):
+            if number % TICK_LINES == 0:
+                await ctx.tick()
             if "-f" in o:
                 if delim not in line:
                     if "-s" not in o:
@@ -494,7 +574,9 @@ async def uniq(ctx: Ctx, argv: list[str]) -> int:
     inputs, code = await read_inputs(ctx, "uniq", files[:1])
     groups: list[list[str]] = []
     for _n, text in inputs:
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), 1):
+            if number % TICK_LINES == 0:
+                await ctx.tick()
             same = groups and (groups[-1][0].lower() == line.lower() if "-i" in flags else groups[-1][0] == line)
             if same:
                 groups[-1].append(line)
@@ -565,6 +647,9 @@ async def tr(ctx: Ctx, argv: list[str]) -> int:
     return 0
 
 
+SEQ_CHUNK = 2048  # numbers per write: a pipe's reader and the CPU quota pace a long sequence
+
+
 @register("seq")
 async def seq(ctx: Ctx, argv: list[str]) -> int:
     args = argv[1:]
@@ -586,10 +671,15 @@ async def seq(ctx: Ctx, argv: list[str]) -> int:
     first, inc, last = (1, 1, nums[0]) if len(nums) == 1 else (nums[0], 1, nums[1]) if len(nums) == 2 else nums
     if inc == 0:
         return 1
-    values = list(range(first, last + (1 if inc > 0 else -1), inc))[:100_000]
-    pad = max(len(str(v)) for v in values) if values and width else 0
-    if values:
-        await ctx.out(sep.join(str(v).zfill(pad) for v in values) + "\n")
+    values = range(first, last + (1 if inc > 0 else -1), inc)  # lazily: `seq 1 100000000` streams
+    if not values:
+        return 0
+    pad = max(len(str(values[0])), len(str(values[-1]))) if width else 0
+    for start in range(0, len(values), SEQ_CHUNK):
+        chunk = values[start:start + SEQ_CHUNK]
+        end = "\n" if start + SEQ_CHUNK >= len(values) else sep
+        await ctx.out(sep.join(str(v).zfill(pad) for v in chunk) + end)
+        await ctx.tick()
     return 0
 
 
@@ -919,7 +1009,11 @@ async def base64_(ctx: Ctx, argv: list[str]) -> int:
             return 1
         return code
     encoded = base64.b64encode(data.encode()).decode()
-    width = int(dict(opts).get("-w", "76") or 76)
+    width_text = dict(opts).get("-w", "76") or "76"
+    if not width_text.isdigit():
+        await ctx.err(f"base64: invalid number '{width_text}'\n")
+        return 1
+    width = int(width_text)
     lines = [encoded[i:i + width] for i in range(0, len(encoded), width)] if width else [encoded]
     await ctx.out("".join(line + "\n" for line in lines))
     return code
@@ -930,7 +1024,7 @@ async def yes(ctx: Ctx, argv: list[str]) -> int:
     line = (" ".join(argv[1:]) or "y") + "\n"
     while True:  # ends when the reader of the pipe goes away (BrokenPipe) or the session does
         await ctx.out(line * 64)
-        await asyncio.sleep(0)
+        await ctx.tick()
 
 
 @register("nproc")
@@ -949,7 +1043,11 @@ async def xargs(ctx: Ctx, argv: list[str]) -> int:
     while args and args[0].startswith("-"):
         flag = args.pop(0)
         if flag == "-n" and args:
-            per = int(args.pop(0))
+            count = args.pop(0)
+            if not count.isdigit():
+                await ctx.err(f"xargs: invalid number '{count}'\n")
+                return 1
+            per = int(count)
         elif flag.startswith("-n") and flag[2:].isdigit():
             per = int(flag[2:])
         elif flag == "-I" and args:
@@ -1012,6 +1110,8 @@ async def awk(ctx: Ctx, argv: list[str]) -> int:
     inputs, code = await read_inputs(ctx, "awk", files)
     for _n, text in inputs:
         for number, line in enumerate(text.splitlines(), 1):
+            if number % TICK_LINES == 0:
+                await ctx.tick()
             if regex is not None and not regex.search(line):
                 continue
             fields = (re.split(re.escape(sep), line) if sep and sep != " " else line.split())
@@ -1060,6 +1160,8 @@ async def sed(ctx: Ctx, argv: list[str]) -> int:
     out: list[str] = []
     for _n, text in inputs:
         for number, line in enumerate(text.splitlines(), 1):
+            if number % TICK_LINES == 0:
+                await ctx.tick()
             deleted = False
             for command in commands:
                 line, printed, deleted = _sed_one(command, number, line, extended)

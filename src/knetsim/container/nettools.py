@@ -34,7 +34,7 @@ from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from .accesslog import Served
 from .applets import options, usage
 from .podfs import FsError
-from .shell import Ctx, register
+from .shell import Ctx, ToolError, register
 
 # nginx's own reason phrases where they differ from the RFC's (the ingress controller's answers).
 NGINX_REASONS = {503: "Service Temporarily Unavailable", 504: "Gateway Time-out", 308: "Permanent Redirect"}
@@ -60,10 +60,16 @@ def response_headers(reply: Any) -> list[tuple[str, str]]:
 
 def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "GET",
                   headers: Mapping[str, str] | None = None) -> Any:
+    from ..network.trace import TraceInputError
     from ..network.tracer import trace
 
-    t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
-              headers=dict(headers or {}))
+    try:
+        t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
+                  headers=dict(headers or {}))
+    except TraceInputError:
+        # No host a resolver could be asked about (`wget /`, `wget http://[`): busybox's words.
+        host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url
+        raise ToolError(f"bad address '{host}'") from None
     if ctx.observed is not None:
         ctx.observed(t)
     return t

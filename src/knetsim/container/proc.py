@@ -14,8 +14,10 @@ from typing import Any
 
 # They register themselves in shell.BUILTIN_TOOLS.
 from . import applets, archive, builtins, ciliumdbg, nettools, nodetools, shell  # noqa: F401
+from .cgroup import Held, Killed
 
 SHELLS = ("sh", "ash", "bash", "zsh")
+STDIN_BUFFER = 64 << 10  # bytes of stdin waiting to be read before the sender is held back (a pipe's size)
 
 
 def builtin_tools() -> Mapping[str, shell.Tool]:
@@ -28,32 +30,59 @@ def is_interactive_shell(argv: list[str]) -> bool:
     return bool(argv) and argv[0].rsplit("/", 1)[-1] in SHELLS and all(a in ("-i", "-l", "-") for a in argv[1:])
 
 
-class Proc:
+class Proc(Held):
+    """``ctx.process`` (when its creator put it in a cgroup) is what it runs as: killed, ``run`` returns
+    the kill's status (137 for SIGKILL) whatever the command was doing."""
+
     def __init__(self, ctx: shell.Ctx, tty: bool, stdin: bool) -> None:
         self.ctx, self.tty, self.stdin_open = ctx, tty, stdin
         self.inbox: asyncio.Queue[bytes] = asyncio.Queue()  # b"" = EOF
+        self.queued = 0  # bytes in the inbox: the stdin pipe's contents
+        self.room = asyncio.Event()  # set while the sender may send more
+        self.room.set()
         self.current: asyncio.Task[int] | None = None
         self._interrupted = False
-        ctx.stdin = shell.Input(self._stdin) if stdin else None
+        self.process = ctx.process
+        if self.process is not None:
+            self.process.hold(self)
+        ctx.stdin = shell.Input(self._stdin, process=self.process) if stdin else None
+
+    def held(self) -> int:
+        return self.queued
 
     async def _stdin(self) -> bytes:
-        return await self.inbox.get()
+        data = await self.inbox.get()
+        self.queued -= len(data)
+        if self.queued <= STDIN_BUFFER:
+            self.room.set()
+        return data
 
     def feed(self, data: bytes) -> None:
         if self.tty and b"\x03" in data and self.current is not None and not self.current.done():
             self._interrupted = True
             self.current.cancel()
             return
+        if self.process is not None and self.process.killed is not None:
+            return  # nobody reads a dead process's stdin
         self.inbox.put_nowait(data)
+        self.queued += len(data)
+        if self.queued > STDIN_BUFFER:
+            self.room.clear()  # the sender waits (``room``) until the command has read some
 
     def eof(self) -> None:
         self.inbox.put_nowait(b"")
 
     async def _run_task(self, coro: Any) -> int:
-        self.current = asyncio.ensure_future(coro)
+        self.current = self.ctx.spawn(coro)
+        if self.process is not None:
+            self.process.task = self.current
         try:
             return int(await self.current)
+        except Killed as exc:
+            return exc.code
         except asyncio.CancelledError:
+            if self.process is not None and self.process.killed is not None:
+                return self.process.killed.code
             if not self._interrupted:
                 raise
             self._interrupted = False
@@ -70,6 +99,10 @@ class Proc:
             return await self._run_task(self._run_argv(list(argv)))
         except shell.ExitShell as exc:
             return exc.code
+        finally:
+            self.room.set()
+            if self.process is not None:
+                self.process.exit()
 
     async def _run_argv(self, argv: list[str]) -> int:
         try:
@@ -87,7 +120,7 @@ class Proc:
                 line = bytes(buf[:nl])
                 del buf[:nl + 1]
                 return line.decode(errors="replace")
-            chunk = await self.inbox.get()
+            chunk = await self._stdin()
             if not chunk:
                 if buf:
                     line = bytes(buf)
@@ -131,3 +164,5 @@ class Proc:
             except shell.ExitShell:
                 await shell.reap(self.ctx)
                 raise
+            if self.process is not None and self.process.killed is not None:
+                return code  # the shell itself was killed

@@ -22,9 +22,12 @@ looked up in ``TOOLS`` (``register``): the shell's builtins live in ``builtins.p
 A busybox applet knetsim does not imitate says so (exit 127); a name busybox does not have is
 ``sh: NAME: not found`` (127), as in a real container.
 
-Limits that keep the server responsive: a loop runs at most ``LOOP_RATE`` iterations a second
-unless its body waits anyway, nesting (``sh -c`` in ``$(...)`` in functions) stops at
-``MAX_DEPTH``, and pipes hold at most ``PIPE_CHUNKS`` unread chunks.
+What keeps the server responsive: every command runs in its container's cgroup (``cgroup.py``):
+the interpreter ticks at every step (yielding the event loop, sleeping when over its CPU quota), and
+what a shell holds (variables, pipes, here-documents, ``$(...)`` output, a value being expanded) is
+counted against the container's memory, which OOM-kills it when full. Nesting (``sh -c`` in
+``$(...)`` in functions) stops at ``MAX_DEPTH``, pipes hold at most ``PIPE_CHUNKS`` unread chunks,
+and a script longer than ``MAX_SCRIPT`` is not parsed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import re
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -43,11 +45,14 @@ import tree_sitter
 import tree_sitter_bash
 
 from ..model import saferegex
+from .cgroup import Held, Process
 from .podfs import FsError, PodFS, as_bytes
 
-LOOP_RATE = 100.0  # iterations per second at most, for loops whose body does not wait
 MAX_DEPTH = 40
 PIPE_CHUNKS = 64
+BUILD_CHECK = 4096  # bytes: smaller values are counted when they are stored, not before they are made
+# Parsing holds the event loop (tree-sitter keeps the GIL) about 1 ms per KiB and 75 bytes per byte of script.
+MAX_SCRIPT = 64 << 10
 BUSYBOX_BANNER = "BusyBox v1.36.1 (2023-05-18 22:34:17 UTC) multi-call binary."
 
 Sink = Callable[[str], Awaitable[None]]
@@ -131,6 +136,13 @@ class Unsupported(ShellError):
         super().__init__(f"{what} is not simulated by knetsim", 2)
 
 
+class ToolError(ShellError):
+    """A command's own error: printed as ``<command>: MESSAGE``, its exit status ``status``."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message, status)
+
+
 class BrokenPipe(Exception):
     """The reading end of a pipe is gone: the writer dies of SIGPIPE (status 141)."""
 
@@ -150,18 +162,27 @@ class FunctionReturn(Exception):
 # --- I/O --------------------------------------------------------------------------------
 
 
-class Input:
+class Input(Held):
     """A command's stdin: chunks from a source (exec stdin, a pipe, a file), readable line by line
-    so that ``read`` in a loop consumes one line at a time and leaves the rest."""
+    so that ``read`` in a loop consumes one line at a time and leaves the rest. What it has read and
+    not handed out yet is memory of the ``process`` reading it."""
 
-    def __init__(self, source: Callable[[], Awaitable[bytes]] | None = None, data: bytes = b"") -> None:
+    def __init__(self, source: Callable[[], Awaitable[bytes]] | None = None, data: bytes = b"",
+                 process: Process | None = None) -> None:
         self._source = source
         self._buf = bytearray(data)
         self._eof = source is None
+        self.process = process
+        if process is not None:
+            process.hold(self)
+            process.grew(len(data))
 
     @classmethod
-    def text(cls, text: str) -> Input:
-        return cls(None, text.encode())
+    def text(cls, text: str, process: Process | None = None) -> Input:
+        return cls(None, as_bytes(text), process)
+
+    def held(self) -> int:
+        return len(self._buf)
 
     async def _fill(self) -> bool:
         if self._eof:
@@ -171,6 +192,8 @@ class Input:
         if not chunk:
             self._eof = True
             return False
+        if self.process is not None:
+            self.process.grew(len(chunk))
         self._buf.extend(chunk)
         return True
 
@@ -202,22 +225,37 @@ class Input:
         return data
 
 
-class Pipe:
-    """``a | b``: a's stdout feeds b's stdin; when b is gone, a's next write is a broken pipe."""
+class Pipe(Held):
+    """``a | b``: a's stdout feeds b's stdin; when b is gone, a's next write is a broken pipe. The
+    chunks in between are the writing process's memory (a pipe buffer is charged to its cgroup)."""
 
-    def __init__(self) -> None:
+    def __init__(self, process: Process | None = None) -> None:
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(PIPE_CHUNKS)
         self.reader_gone = False
-        self.input = Input(self._read)
+        self.process = process
+        self.input = Input(self._read, process=process)
+        self._queued = 0
+        if process is not None:
+            process.hold(self)
+
+    def held(self) -> int:
+        return self._queued
 
     async def _read(self) -> bytes:
-        return await self._queue.get()
+        chunk = await self._queue.get()
+        self._queued -= len(chunk)
+        return chunk
 
     async def write(self, text: str) -> None:
         if self.reader_gone:
             raise BrokenPipe()
         if text:
-            await self._queue.put(as_bytes(text))
+            data = as_bytes(text)
+            if self.process is not None:
+                self.process.grew(len(data))
+                await self.process.tick()
+            self._queued += len(data)
+            await self._queue.put(data)
 
     def close_writer(self) -> None:
         try:
@@ -228,7 +266,7 @@ class Pipe:
     def close_reader(self) -> None:
         self.reader_gone = True
         while not self._queue.empty():  # unblock a writer waiting on a full pipe
-            self._queue.get_nowait()
+            self._queued -= len(self._queue.get_nowait())
 
 
 async def _discard(_text: str) -> None:
@@ -267,6 +305,16 @@ class Ctx:
     loops: int = 0
     jobs: list[asyncio.Task[int]] = field(default_factory=list)
     tools: Mapping[str, Tool] = field(default_factory=lambda: BUILTIN_TOOLS)
+    # The process (and through it the container's cgroup) whose memory and CPU this shell uses.
+    process: Process | None = None
+
+    def __post_init__(self) -> None:
+        if self.process is not None:
+            self.process.track(self)
+
+    def memory(self) -> list[Any]:
+        """What this shell holds, for its process's count: variables, arguments, functions."""
+        return [self.env, self.args, self.functions]
 
     @property
     def source(self) -> str:
@@ -279,7 +327,7 @@ class Ctx:
                         loops=0, jobs=[], **changes)
         if child.depth > MAX_DEPTH:
             raise ShellError("knetsim: subshells nested too deep", 2)
-        return child
+        return child  # __post_init__ has put it in its process
 
     def with_io(self, **changes: Any) -> Ctx:
         """The same shell with other streams (a redirection): variables stay shared."""
@@ -289,6 +337,25 @@ class Ctx:
         if name not in self.env:
             self.unexported.add(name)
         self.env[name] = value
+        self.grew(len(value))
+
+    def grew(self, nbytes: int) -> None:
+        """This shell holds ``nbytes`` more (its process is OOM-killed if that is too much)."""
+        if self.process is not None:
+            self.process.grew(nbytes)
+
+    def building(self, nbytes: int) -> None:
+        """A value of ``nbytes`` is about to be made: OOM-killed first if the container cannot hold it."""
+        if self.process is not None and nbytes > BUILD_CHECK:
+            self.process.building(nbytes)
+
+    async def tick(self) -> None:
+        if self.process is not None:
+            await self.process.tick()
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """A task of this shell's process (a pipeline stage, a background job)."""
+        return self.process.spawn(coro) if self.process is not None else asyncio.ensure_future(coro)
 
     @property
     def exported_env(self) -> dict[str, str]:
@@ -298,7 +365,11 @@ class Ctx:
         return PodFS.resolve(name, self.cwd)
 
     async def read_stdin(self) -> str:
-        return (await self.stdin.all()).decode(errors="replace") if self.stdin is not None else ""
+        if self.stdin is None:
+            return ""
+        data = await self.stdin.all()
+        self.building(2 * len(data))  # the bytes and the text made of them
+        return data.decode(errors="replace")
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -306,6 +377,8 @@ class Ctx:
 
 def parse(script: str) -> Node:
     """The script's syntax tree; ``ShellError`` with busybox's words when it is not valid sh."""
+    if len(script) > MAX_SCRIPT:
+        raise ShellError(f"knetsim: scripts longer than {MAX_SCRIPT >> 10} KiB are not simulated", 2)
     tree = _PARSER.parse(script.encode())
     root = tree.root_node
     if root.has_error or (b";;" in script.encode() and _first_error(root) is not None):
@@ -443,7 +516,7 @@ async def _statements(ctx: Ctx, nodes: list[Node], parent: Node) -> int:
             continue
         if _separator_after(parent, node) == "&":
             job_ctx = ctx.fork(stdin=Input.text(""))
-            ctx.jobs.append(asyncio.ensure_future(_guarded(job_ctx, node)))
+            ctx.jobs.append(ctx.spawn(_guarded(job_ctx, node)))
             code = ctx.last = 0
             continue
         code = ctx.last = await evaluate(ctx, node)
@@ -466,6 +539,8 @@ async def _guarded(ctx: Ctx, node: Node) -> int:
 
 
 async def evaluate(ctx: Ctx, node: Node) -> int:
+    if ctx.process is not None:
+        await ctx.process.tick()
     kind = node.type
     handler = _HANDLERS.get(kind)
     if handler is None:
@@ -549,6 +624,9 @@ async def run_argv(ctx: Ctx, argv: list[str]) -> int:
         shellish = base in SHELL_BUILTINS or base in ("sh", "ash", "bash", "zsh", "test", "[", "[[")
         await ctx.err(f"{'sh' if shellish else base}: {exc.message}\n")
         return exc.status
+    except ToolError as exc:
+        await ctx.err(f"{base}: {exc.message}\n")
+        return exc.status
 
 
 async def _call_function(ctx: Ctx, body: Node, argv: list[str]) -> int:
@@ -589,15 +667,15 @@ async def _negated(ctx: Ctx, node: Node) -> int:
 async def _pipeline(ctx: Ctx, node: Node) -> int:
     stages = node.named_children
     merge = [c.type == "|&" for c in node.children if not c.is_named and c.type in ("|", "|&")]
-    pipes = [Pipe() for _ in stages[1:]]
+    pipes = [Pipe(ctx.process) for _ in stages[1:]]
     tasks = []
     for i, stage in enumerate(stages):
         out = pipes[i].write if i < len(pipes) else ctx.out
         sub = ctx.fork(stdin=pipes[i - 1].input if i else ctx.stdin, out=out)
         if i < len(merge) and merge[i]:
             sub.err = out
-        tasks.append(asyncio.ensure_future(_stage(sub, stage, pipes[i - 1] if i else None,
-                                                  pipes[i] if i < len(pipes) else None)))
+        tasks.append(ctx.spawn(_stage(sub, stage, pipes[i - 1] if i else None,
+                                      pipes[i] if i < len(pipes) else None)))
     try:
         codes = await asyncio.gather(*tasks)
     except BaseException:
@@ -693,12 +771,6 @@ async def _if(ctx: Ctx, node: Node) -> int:
     return 0
 
 
-async def _throttle(ctx: Ctx, started: float) -> None:
-    # A loop whose body never waits would hold the event loop (and the server) forever.
-    elapsed = time.monotonic() - started
-    await asyncio.sleep(max(0.0, 1.0 / LOOP_RATE - elapsed))
-
-
 async def _loop_body(ctx: Ctx, body: Node) -> str:
     """Run one iteration; '' to go on, 'break' to stop."""
     try:
@@ -716,14 +788,14 @@ async def _loop(ctx: Ctx, body: Node | None, next_round: Callable[[], Awaitable[
     ctx.loops += 1
     try:
         while True:
-            started = time.monotonic()
+            # An empty body still takes its turn: `while :; do :; done` must yield like any other loop.
+            await ctx.tick()
             if not await next_round():
                 break
             if body is not None and await _loop_body(ctx, body) == "break":
                 code = ctx.last
                 break
             code = ctx.last
-            await _throttle(ctx, started)
     finally:
         ctx.loops -= 1
     return code
@@ -749,6 +821,7 @@ async def _for(ctx: Ctx, node: Node) -> int:
         if item is None:
             return False
         ctx.env[variable] = item
+        ctx.grew(len(item))
         return True
     return await _loop(ctx, node.child_by_field_name("body"), again)
 
@@ -881,7 +954,7 @@ class Redirections:
         if node.type == "herestring_redirect":
             raise Unsupported("here-strings (<<<)")
         if node.type == "heredoc_redirect":
-            fds[0] = Input.text(await _heredoc(ctx, node))
+            fds[0] = Input.text(await _heredoc(ctx, node), ctx.process)
             return
         descriptor = next((c for c in node.named_children if c.type == "file_descriptor"), None)
         op = next((c.type for c in node.children if not c.is_named), ">")
@@ -910,7 +983,7 @@ class Redirections:
                 return
             raise ShellError(f"{target}: bad file descriptor", 2)
         if op == "<":
-            fds[fd] = Input.text(self._read_file(ctx, target)) if fd == 0 else None
+            fds[fd] = Input.text(self._read_file(ctx, target), ctx.process) if fd == 0 else None
             return
         if op in (">", ">>", ">|"):
             fds[fd] = self._file_sink(ctx, target, op == ">>")
@@ -971,7 +1044,9 @@ async def _heredoc(ctx: Ctx, node: Node) -> str:
         if child.type == "heredoc_content":
             continue
         out.append(raw[pos - base:child.start_byte - base].decode(errors="replace"))
-        out.append("".join(t for t, _q in await _parts(ctx, child, quoted=True)))
+        parts = await _parts(ctx, child, quoted=True)
+        ctx.building(sum(len(t) for t in out) + sum(len(t) for t, _q in parts))
+        out.append("".join(t for t, _q in parts))
         pos = child.end_byte
     out.append(raw[pos - base:].decode(errors="replace"))
     text = "".join(out)
@@ -996,6 +1071,7 @@ async def expand_words(ctx: Ctx, nodes: list[Node]) -> list[str]:
 async def expand_word(ctx: Ctx, node: Node, pattern: bool = False) -> str:
     """One word with no splitting (assignments, redirection targets, case patterns)."""
     parts = await _parts(ctx, node)
+    ctx.building(sum(len(t) for t, _ in parts))
     if pattern:
         return "".join(_escape_glob(t) if q else t for t, q in parts if (t, q) != _BREAK)
     return "".join(t if (t, q) != _BREAK else " " for t, q in parts)
@@ -1005,7 +1081,14 @@ def _escape_glob(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
 
 
+FIELD_COST = 56  # bytes a field costs besides its text (what a str and its list slot take in Python)
+
+
 async def _fields(ctx: Ctx, parts: list[Part]) -> list[str]:
+    if ctx.process is not None:
+        # Counted before splitting: `echo $x` of a large $x makes a field per word.
+        blanks = sum(t.count(" ") + t.count("\t") + t.count("\n") for t, q in parts if not q)
+        ctx.building(sum(len(t) for t, _ in parts) + FIELD_COST * blanks)
     fields: list[list[Part]] = []
     current: list[Part] | None = None
     for text, quoted in parts:
@@ -1228,7 +1311,7 @@ async def _expansion(ctx: Ctx, node: Node, quoted: bool) -> list[Part]:
         return [(word if unset_or_null else (value or ""), quoted)]
     if op in (":=", "="):
         if unset_or_null:
-            ctx.env[name] = word
+            ctx.set_var(name, word)
             return [(word, quoted)]
         return [(value or "", quoted)]
     if op in (":+", "+"):
@@ -1239,7 +1322,7 @@ async def _expansion(ctx: Ctx, node: Node, quoted: bool) -> list[Part]:
         return [(value or "", quoted)]
     if op in ("#", "##", "%", "%%"):
         pattern = "".join(_escape_glob(t) if q else t for t, q in await _operand_parts(ctx, operands))
-        return [(_trim(value or "", pattern, op), quoted)]
+        return [(await _trim(ctx, value or "", pattern, op), quoted)]
     if op == ":":
         numbers = [c for c in operands if c.is_named]
         try:
@@ -1271,7 +1354,7 @@ async def _replace(ctx: Ctx, value: str, op: str, operands: list[Node]) -> str:
         return value
     matcher = regex.compile(_glob_regex(pattern), regex.POSIX | regex.DOTALL)
     out: list[str] = []
-    pos = 0
+    pos = size = checked = 0
     while pos <= len(value):
         try:
             found = matcher.search(value, pos, timeout=saferegex.MATCH_TIMEOUT)
@@ -1281,6 +1364,11 @@ async def _replace(ctx: Ctx, value: str, op: str, operands: list[Node]) -> str:
         if found is None or (found.start() == found.end() and value):
             break  # an empty match replaces nothing (but the whole of an empty value)
         out.append(value[pos:found.start()] + replacement)
+        size += len(out[-1])
+        if size - checked > (64 << 10):  # `${x//a/$big}`: the result may dwarf the value
+            ctx.building(size + len(value) - found.end())
+            checked = size
+            await ctx.tick()
         pos = found.end()
         if op != "//" or pos == len(value):
             break
@@ -1366,30 +1454,46 @@ async def _operand_parts(ctx: Ctx, nodes: list[Node]) -> list[Part]:
     return out
 
 
-def _trim(value: str, pattern: str, op: str) -> str:
+async def _trim(ctx: Ctx, value: str, pattern: str, op: str) -> str:
+    """``${VAR#p}`` ``##`` ``%`` ``%%``: the shortest or longest prefix or suffix matching the glob, cut off.
+    Each candidate is one match over a window of the value (no copy); a long value yields as it goes."""
+    matcher = re.compile(fnmatch.translate(pattern))
     indices = range(len(value) + 1)
-    if op in ("#", "##"):
-        order = indices if op == "#" else reversed(indices)
-        for i in order:
-            if fnmatch.fnmatchcase(value[:i], pattern):
-                return value[i:]
-        return value
-    order = reversed(indices) if op == "%" else indices
-    for i in order:
-        if fnmatch.fnmatchcase(value[i:], pattern):
-            return value[:i]
+    prefix = op in ("#", "##")
+    order = indices if op in ("#", "%%") else reversed(indices)
+    for n, i in enumerate(order):
+        if n % 256 == 255:
+            await ctx.tick()
+        if (matcher.fullmatch(value, 0, i) if prefix else matcher.fullmatch(value, i)) is not None:
+            return value[i:] if prefix else value[:i]
     return value
+
+
+class _Capture(Held):
+    """The output a ``$(...)`` collects: the shell's memory until the value is made."""
+
+    def __init__(self, process: Process | None) -> None:
+        self.chunks: list[str] = []
+        self.size = 0
+        self.process = process
+        if process is not None:
+            process.hold(self)
+
+    def held(self) -> int:
+        return self.size
+
+    async def collect(self, text: str) -> None:
+        if self.process is not None:
+            self.process.grew(len(text))
+        self.chunks.append(text)
+        self.size += len(text)
 
 
 async def _substitute(ctx: Ctx, node: Node) -> str:
     """``$(...)`` / backticks: the commands' stdout in a subshell, trailing newlines removed."""
-    captured: list[str] = []
-
-    async def collect(text: str) -> None:
-        captured.append(text)
-        if sum(len(c) for c in captured) > (1 << 20):
-            raise ShellError("knetsim: command substitution output over 1 MiB", 1)
-    sub = ctx.fork(out=collect)
+    capture = _Capture(ctx.process)
+    captured = capture.chunks
+    sub = ctx.fork(out=capture.collect)
     inner = node.named_children
     backtick = (node.text or b"").startswith(b"`")
     try:
@@ -1402,18 +1506,52 @@ async def _substitute(ctx: Ctx, node: Node) -> str:
         ctx.last = exc.code
     finally:
         await reap(sub)
+    size, capture.size = capture.size, 0  # the output collected becomes the value: held once, not twice
+    ctx.building(size)
     return "".join(captured).rstrip("\n")
 
 
 # --- arithmetic -----------------------------------------------------------------------------
 
 
+def _int64(value: int) -> int:
+    """ash computes in int64_t: results wrap around as two's complement does."""
+    return ((value + 2**63) % 2**64) - 2**63
+
+
+def _divide(x: int, y: int) -> int:
+    """C's division: truncated toward zero, exactly (a float loses digits past 2**53)."""
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y >= 0) else -q
+
+
+def _power(x: int, y: int) -> int:
+    if y < 0:
+        raise ShellError("exponent less than 0", 2)
+    return pow(x, y, 2**64)  # repeated int64 multiplication keeps exactly these bits
+
+
+_ARITH_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+    "/": _divide, "%": lambda x, y: x - y * _divide(x, y), "**": _power,
+    "<": lambda x, y: int(x < y), ">": lambda x, y: int(x > y), "<=": lambda x, y: int(x <= y),
+    ">=": lambda x, y: int(x >= y), "==": lambda x, y: int(x == y), "!=": lambda x, y: int(x != y),
+    "&&": lambda x, y: int(bool(x and y)), "||": lambda x, y: int(bool(x or y)),
+    "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
+    # x86-64 shifts by the count modulo 64 (a C shift by 64 or more is undefined)
+    "<<": lambda x, y: x << (y & 63), ">>": lambda x, y: x >> (y & 63)}
+
+
 async def _arith_node(ctx: Ctx, node: Node) -> int:
+    return _int64(await _arith(ctx, node))
+
+
+async def _arith(ctx: Ctx, node: Node) -> int:
     kind = node.type
     if kind == "number":
         text = text_of(node)
         try:
-            return int(text, 0) if not re.fullmatch(r"0[0-7]+", text) else int(text, 8)
+            return _int64(int(text, 0) if not re.fullmatch(r"0[0-7]+", text) else int(text, 8))
         except ValueError:
             raise ShellError(f"arithmetic syntax error: {text}", 2) from None
     if kind in ("variable_name", "word"):
@@ -1425,41 +1563,35 @@ async def _arith_node(ctx: Ctx, node: Node) -> int:
     if kind == "unary_expression":
         op = next((c.type for c in node.children if not c.is_named), "")
         value = await _arith_node(ctx, node.named_children[0])
-        return {"-": -value, "+": value, "!": int(not value), "~": ~value}.get(op, value)
+        return _int64({"-": -value, "+": value, "!": int(not value), "~": ~value}.get(op, value))
     if kind == "binary_expression":
         left, right = node.named_children[0], node.named_children[-1]
         op = next((c.type for c in node.children if not c.is_named), "")
         if op == "=":
             value = await _arith_node(ctx, right)
-            ctx.env[text_of(left)] = str(value)
+            ctx.set_var(text_of(left), str(value))
             return value
         a, b = await _arith_node(ctx, left), await _arith_node(ctx, right)
         if op in ("/", "%") and b == 0:
             raise ShellError("arithmetic syntax error: divide by zero", 2)
-        ops: dict[str, Callable[[int, int], int]] = {
-            "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-            "/": lambda x, y: int(x / y), "%": lambda x, y: x - y * int(x / y), "**": lambda x, y: x ** y,
-            "<": lambda x, y: int(x < y), ">": lambda x, y: int(x > y), "<=": lambda x, y: int(x <= y),
-            ">=": lambda x, y: int(x >= y), "==": lambda x, y: int(x == y), "!=": lambda x, y: int(x != y),
-            "&&": lambda x, y: int(bool(x and y)), "||": lambda x, y: int(bool(x or y)),
-            "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
-            "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y}
-        if op not in ops:
+        if op not in _ARITH_OPS:
             raise Unsupported(f"the arithmetic operator `{op}`")
-        return ops[op](a, b)
+        return _int64(_ARITH_OPS[op](a, b))
     if kind == "ternary_expression":
         cond, yes, no = node.named_children[:3]
         return await _arith_node(ctx, yes if await _arith_node(ctx, cond) else no)
     raise Unsupported(f"the arithmetic `{text_of(node)}`")
 
 
-def _arith_value(ctx: Ctx, text: str) -> int:
+def _arith_value(ctx: Ctx, text: str, seen: frozenset[str] = frozenset()) -> int:
     text = text.strip()
     if not text:
         return 0
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        return _arith_value(ctx, ctx.env.get(text, "0"))
+        if text in seen:  # x=x: ash follows a variable's value only until it comes back to one
+            raise ShellError("expression recursion loop detected", 2)
+        return _arith_value(ctx, ctx.env.get(text, "0"), seen | {text})
     try:
-        return int(text)
+        return _int64(int(text))
     except ValueError:
         raise ShellError(f"arithmetic syntax error: {text}", 2) from None

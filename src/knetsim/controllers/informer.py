@@ -13,14 +13,21 @@ controller hears of it:
 * pods per node and the pod IPs in use (the scheduler's load, the node IPAM).
 
 Typed views (``model.objects``) are parsed on first use and kept until the object changes.
+
+An object of the wrong shape (a ``spec`` that is a string: what an older store or a gap in admission
+may hold) is this boundary's to catch, once: it is left out of the indexes and of the typed views
+(``unreadable`` names it, with why), and a line in the log says so; the controllers and the
+ClusterState never see it, and the API still serves it as it is.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
 from ..cluster.state import WORKLOAD_KINDS
 from ..model.kinds import SIMULATED_CRD_KINDS
@@ -28,6 +35,8 @@ from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import PARSERS, Meta, Object
 
+log = logging.getLogger("knetsim.controllers")
+SHAPE_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError)  # a reader meets the wrong type
 API_SOURCE = Source("<api>", 1)
 SELECTED = ("Pod", "ReplicaSet", "EndpointSlice")
 SELECTING = ("Service", *WORKLOAD_KINDS)
@@ -76,6 +85,8 @@ class Informer:
         self._node_pods: dict[str, set[Key]] = defaultdict(set)
         self._pod_ips: dict[str, Key] = {}
         self._typed: dict[Key, Object] = {}
+        self.unreadable: dict[Key, str] = {}  # objects of the wrong shape, left out (why)
+        self.newly_unreadable: list[Key] = []  # not reported yet (the manager records their events)
         for key, stored in store.objects.items():
             self._add(key, stored.body)
         store.listeners.append(self._on_changes)
@@ -83,17 +94,45 @@ class Informer:
     # --- upkeep ---------------------------------------------------------------------------
 
     def _on_changes(self, changes: list[Change]) -> None:
+        readable = []
         for c in changes:
             key = key_of(c.kind, c.obj)
-            if c.old is not None:
+            if c.old is not None and key not in self.unreadable:
                 self._remove(key, c.old)
+            self.unreadable.pop(key, None)
             if c.type != "DELETED" and c.new is not None:
                 self._add(key, c.new)
             self._typed.pop(key, None)
+            if key not in self.unreadable:
+                readable.append(c)
         for fn in self.handlers:
-            fn(changes)
+            fn(readable)
 
     def _add(self, key: Key, body: Mapping[str, Any]) -> None:
+        stored = self.store.objects.get(key)
+        if stored is None or stored.managed == "user":
+            # What a client wrote passed admission, which may not check every type of every kind (a store
+            # from another version was rechecked at start): its shape is checked once here. The
+            # controllers' own objects are knetsim's making.
+            problem = shape_error(key[0], body)
+            if problem is not None:
+                self.left_out(key, problem)
+                return
+        try:
+            self._index(key, body)
+        except SHAPE_ERRORS as exc:
+            self._remove(key, body, partial=True)
+            self.left_out(key, f"{type(exc).__name__}: {exc}")
+
+    def left_out(self, key: Key, why: str) -> None:
+        """Leave an object of the wrong shape to the API alone: no controller, no ClusterState reads it."""
+        if key not in self.unreadable:
+            log.warning("%s %s/%s is left out of the cluster: it cannot be read (%s)", *key, why)
+            self.newly_unreadable.append(key)
+        self.unreadable[key] = why
+        self._typed.pop(key, None)
+
+    def _index(self, key: Key, body: Mapping[str, Any]) -> None:
         kind, ns, name = key
         meta = body.get("metadata") or {}
         self._names[(kind, ns)].add(name)
@@ -123,7 +162,15 @@ class Informer:
             if ip and not (body.get("spec") or {}).get("hostNetwork"):
                 self._pod_ips[str(ip)] = key
 
-    def _remove(self, key: Key, body: Mapping[str, Any]) -> None:
+    def _remove(self, key: Key, body: Mapping[str, Any], partial: bool = False) -> None:
+        """Drop ``body`` from the indexes (``partial``: after indexing it failed half-way)."""
+        try:
+            self._unindex(key, body)
+        except SHAPE_ERRORS:
+            if not partial:
+                raise
+
+    def _unindex(self, key: Key, body: Mapping[str, Any]) -> None:
         kind, ns, name = key
         meta = body.get("metadata") or {}
         self._names[(kind, ns)].discard(name)
@@ -155,7 +202,7 @@ class Informer:
 
     def get(self, key: Key) -> dict[str, Any] | None:
         stored = self.store.objects.get(key)
-        return stored.body if stored is not None else None
+        return stored.body if stored is not None and key not in self.unreadable else None
 
     def typed(self, key: Key) -> Object | None:
         """The object's typed view (``model.objects``), parsed once per version."""
@@ -163,12 +210,16 @@ class Informer:
         if cached is not None:
             return cached
         stored = self.store.objects.get(key)
-        if stored is None:
+        if stored is None or key in self.unreadable:
             return None
         source = BUILTIN if stored.managed == "system" else API_SOURCE
         parser = PARSERS.get(key[0]) or _gateway_parser(key[0])
-        obj = parser(stored.body, source) if parser is not None else \
-            Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
+        try:
+            obj = parser(stored.body, source) if parser is not None else \
+                Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
+        except SHAPE_ERRORS as exc:
+            self.left_out(key, f"{type(exc).__name__}: {exc}")
+            return None
         self._typed[key] = obj
         return obj
 

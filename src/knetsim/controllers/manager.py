@@ -11,6 +11,11 @@ milliseconds, so a long cascade (a namespace of a thousand objects) never stalls
 acknowledged before it has been seen by the controllers); a controller that failed makes it
 raise, once per reader, after one retry (a passing failure heals, a bug is a 500 naming it).
 When the queue empties, ``idle_hooks`` run (the ClusterState view publishes).
+
+An object the informer leaves out for its shape (``Informer.unreadable``) is reported once, by a
+Warning event ``Unreadable`` on it; a sync that fails on an object of the wrong shape, or of a kind
+knetsim has no types for, is that object's problem, not a bug: the same event and a log line, and
+the other objects go on being reconciled (no 500 for every reader).
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from ..apiserver.shape import shape_error, typed
 from ..apiserver.store import Change, Key
-from .base import Context, Controller
+from .base import Batch, Context, Controller
 
 log = logging.getLogger("knetsim.controllers")
 
@@ -53,7 +59,14 @@ class ControllerManager:
     def _on_changes(self, changes: list[Change]) -> None:
         for change in changes:
             for ctl in self.controllers:
-                for key in ctl.handle(change):
+                try:
+                    keys = list(ctl.handle(change))
+                except Exception as exc:
+                    # The client's write is committed; the bug is the next reader's 500, not this writer's.
+                    log.exception("%s: handling a change of %s failed", ctl.name, change.kind)
+                    self._failed[(ctl.name, ("", "", change.kind))] = (ctl, exc)
+                    continue
+                for key in keys:
                     self._push(ctl, key)
         self._kick()
 
@@ -114,15 +127,50 @@ class ControllerManager:
         try:
             ctl.sync(key)
         except Exception as exc:
+            why = self._unreadable(key)
+            if why is not None:
+                log.warning("%s: %s %s/%s cannot be reconciled: %s (%s: %s)", ctl.name, *key, why,
+                            type(exc).__name__, exc)
+                self.ctx.informer.left_out(key, why)
+                self._failed.pop((ctl.name, key), None)
+                return
             # Kept for the next reader (a 500 naming it) and retried then; the rest goes on.
             log.exception("%s: sync of %s %s/%s failed", ctl.name, *key)
             self._failed[(ctl.name, key)] = (ctl, exc)
         else:
             self._failed.pop((ctl.name, key), None)
 
+    def _unreadable(self, key: Key) -> str | None:
+        """Why the object a failed sync was about is to blame (None: the controller is)."""
+        stored = self.ctx.store.objects.get(key)
+        if stored is None:
+            return None
+        problem = shape_error(key[0], stored.body)
+        if problem is not None:
+            return problem
+        if not typed(key[0]):
+            return f"knetsim has no types for {key[0]} to read it by"
+        return None
+
+    def _report_unreadable(self) -> None:
+        """A Warning event on each object newly left out (in a batch of its own: never inside a commit)."""
+        keys, self.ctx.informer.newly_unreadable = self.ctx.informer.newly_unreadable, []
+        batch = Batch(self.ctx.store, self.ctx.clock())
+        for key in keys:
+            stored = self.ctx.store.objects.get(key)
+            if stored is None or key[0] == "Event":
+                continue
+            why = self.ctx.informer.unreadable.get(key, "")
+            batch.event(stored.body, "Unreadable", f"knetsim leaves this {key[0]} out of the cluster (no "
+                        f"controller acts on it): it cannot be read: {why}"[:1024], "knetsim-controller-manager",
+                        type_="Warning")
+        batch.commit()
+
     def drain_now(self) -> None:
         self._draining = True
         try:
+            if self.ctx.informer.newly_unreadable:
+                self._report_unreadable()
             while self._queue:
                 self._step()
         finally:
@@ -132,6 +180,8 @@ class ControllerManager:
     async def _drain(self) -> None:
         try:
             started = time.perf_counter()
+            if self.ctx.informer.newly_unreadable:
+                self._report_unreadable()
             while self._queue and not self.closing:
                 self._step()
                 if time.perf_counter() - started > SLICE:

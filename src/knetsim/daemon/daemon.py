@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..apiserver import httplog
 from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.server import ApiServer, Mount
@@ -175,7 +176,8 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     kubelet = Kubelet(server, tools)
     server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
+                           logger=httplog.logger)
     await runner.setup()
     cert, key = ensure_cert(state, pending_cert)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

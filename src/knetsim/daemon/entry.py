@@ -22,9 +22,11 @@ import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from ..apiserver import httplog
 from ..container.accesslog import Served
 
 log = logging.getLogger("knetsim.daemon")
@@ -39,8 +41,10 @@ def _is_ip(text: str) -> bool:
 
 
 def target_for(host_header: str, path_qs: str, state: Any) -> str:
-    host, _, port = host_header.partition(":")
-    if host in ("", "localhost") or host.startswith("127."):
+    host, port = _host_and_port(host_header)
+    if host in ("", "localhost") or host.startswith("127.") or not _routable(host):
+        # No name a server_name could match (or none at all): nginx's default server, the control plane's
+        # port 80, where the catch-all rules and the default backend answer.
         cp = next((n for n in state.nodes.values() if "node-role.kubernetes.io/control-plane" in n.labels), None)
         node_ip = cp.internal_ip if cp is not None else state.config.nodes[0].ip
         return f"http://{node_ip}:80{path_qs}"
@@ -48,6 +52,76 @@ def target_for(host_header: str, path_qs: str, state: Any) -> str:
         return f"http://{host}:{port or 80}{path_qs}"
     # The Host header's port picks a Gateway listener (Gateway API routes by port); Ingress ignores it.
     return f"http://{host}{f':{port}' if port.isdigit() else ''}{path_qs}"
+
+
+def _host_and_port(host_header: str) -> tuple[str, str]:
+    """The host as nginx cuts it from the header (``[::1]:80`` → ``[::1]``, ``80``), lower-cased, without a
+    trailing dot; the port is what follows the first ``:`` after it."""
+    if host_header.startswith("[") and "]" in host_header:
+        end = host_header.index("]") + 1
+        host, rest = host_header[:end], host_header[end:]
+    else:
+        host, _, port = host_header.partition(":")
+        rest = ":" + port if port else ""
+    host = host.lower()
+    if host.endswith(".") and not host.startswith("["):
+        host = host[:-1]
+    return host, rest[1:] if rest.startswith(":") else ""
+
+
+def _routable(host: str) -> bool:
+    """Can a name or address be looked up at all (``urlsplit`` takes it)? nginx accepts hosts such as ``[``
+    that no server_name matches; they reach its default server."""
+    try:
+        return bool(urlsplit(f"http://{host}/").hostname)
+    except ValueError:
+        return False
+
+
+def nginx_host_error(hosts: list[str], http11: bool) -> str | None:
+    """Why nginx answers 400 before routing (ngx_http_process_host, ngx_http_validate_host), or None: no Host
+    in an HTTP/1.1 request, two of them, or one with an empty name, ``..``, a ``/`` or ``\\`` (a path
+    separator), NUL or another control character."""
+    if len(hosts) > 1:
+        return "client sent duplicate host header"
+    if not hosts:
+        return 'client sent HTTP/1.1 request without "Host" header' if http11 else None
+    value = hosts[0]
+    dot = -2
+    length = len(value)
+    state = "usual"
+    for i, ch in enumerate(value):
+        if ch == ".":
+            if dot == i - 1:
+                return "client sent invalid host header"
+            dot = i
+        elif ch == ":":
+            if state == "usual":
+                length, state = i, "rest"
+        elif ch == "[":
+            if i == 0:
+                state = "literal"
+        elif ch == "]":
+            if state == "literal":
+                length, state = i + 1, "rest"
+        elif ch == "/" or ord(ch) <= 0x20 or ord(ch) == 0x7F:
+            return "client sent invalid host header"
+    if dot == length - 1:
+        length -= 1
+    return "client sent invalid host header" if length <= 0 else None
+
+
+def nginx_page(status: int, reason: str) -> str:
+    """nginx's own error page, as ingress-nginx serves it (server_tokens off: no version)."""
+    line = f"{status} {reason}"
+    return (f"<html>\r\n<head><title>{line}</title></head>\r\n<body>\r\n<center><h1>{line}</h1></center>\r\n"
+            "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+
+
+def bad_request(why: str) -> web.Response:
+    log.info("entry: 400 Bad Request: %s", why)
+    return web.Response(status=400, text=nginx_page(400, "Bad Request"), content_type="text/html",
+                        headers={"Connection": "close"})
 
 
 def client_address(t: Any, state: Any) -> str:
@@ -88,19 +162,22 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
     ``observed`` of each connection the request makes (the node's flow record)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        hosts = request.headers.getall("Host", [])
+        why = nginx_host_error(hosts, request.version >= (1, 1))
+        if why is not None:
+            return bad_request(why)
         # The simulation, loaded with the first request: the front door starts without it.
         from ..network.trace import KERNEL_CONNECT_TIMEOUT, TraceInputError
         from ..network.tracer import trace
-        state = server.state
         await server.settle()
         state = server.state
-        target = target_for(request.headers.get("Host", ""), request.path_qs, state)
+        target = target_for(hosts[0] if hosts else "", request.path_qs, state)
         headers = {k: v for k, v in request.headers.items()}
         try:
             t = trace(state, "external", target, method=request.method, headers=headers)
         except TraceInputError as exc:
-            # A request the trace cannot start from (a Host that is no valid name): the client's error.
-            return web.Response(status=400, text=f"knetsim: cannot route {target}: {exc}\n")
+            # A request nginx would not route (a path above the root, a method that is no HTTP token).
+            return bad_request(f"{target}: {exc}")
         except Exception as exc:
             # A crash of the simulation is knetsim's fault, not the client's: a 500 that says what broke
             # (and a traceback in the server log), never a quiet 400.
@@ -123,7 +200,7 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.2)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.2, logger=httplog.logger)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

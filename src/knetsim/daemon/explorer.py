@@ -28,7 +28,7 @@ def authorized(request: web.Request, token: str | None) -> bool:
     if token is None or not handles(request.path):
         return False
     offered = request.cookies.get(COOKIE) or request.query.get("token") or ""
-    return secrets.compare_digest(offered.encode(), token.encode())
+    return secrets.compare_digest(offered.encode("utf-8", "surrogateescape"), token.encode())
 
 
 async def handle(request: web.Request, state: Any, token: str | None) -> web.StreamResponse:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ..model.timestamps import parse_rfc3339
 
@@ -89,7 +90,7 @@ class Log:
             if rewrite:
                 self.on_disk = self.size
         for q in self.followers:
-            q.put_nowait(item)
+            _offer(q, item)
 
     def _persist(self, when: datetime, stream: str, text: str, rewrite: bool) -> None:
         assert self.path is not None
@@ -107,7 +108,7 @@ class Log:
     def close(self) -> None:
         self.closed = True
         for q in self.followers:
-            q.put_nowait(None)
+            _offer(q, None)
 
     def lines(self) -> list[tuple[datetime, str]]:
         """Whole lines (the last one may lack its newline), each with the time it started."""
@@ -231,3 +232,15 @@ class Renderer:
             out.append(piece)
             self.at_line_start = piece.endswith("\n")
         return self._cap("".join(out))
+
+
+FOLLOW_BACKLOG = 4096  # chunks a `kubectl logs -f` that reads slower than the container writes may lag behind
+
+
+def _offer(queue: asyncio.Queue[Any], item: Any) -> None:
+    """Hand a chunk to a follower; one that has fallen ``FOLLOW_BACKLOG`` chunks behind loses its oldest (as a
+    reader of a rotated log file does), so a stalled client cannot grow the server."""
+    if queue.maxsize and queue.full():
+        with contextlib.suppress(asyncio.QueueEmpty):
+            queue.get_nowait()
+    queue.put_nowait(item)

@@ -47,12 +47,13 @@ from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
 from ..container.accesslog import Served, container_for, log_line
+from ..container.cgroup import Cgroup, Killed
 from ..container.podfs import PodFS
 from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
 from .configwait import ConfigWait
-from .containerlog import Log, LogStore, Renderer
+from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
 from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
@@ -196,12 +197,24 @@ class Container:
         self.task: asyncio.Task[None] | None = None
         self.killed = asyncio.Event()
         self.kill_code = 137
+        self.oom_killed = False  # this run ended by the OOM killer: terminated with reason OOMKilled
+        self.started_at: str | None = None  # when the first run started, if before this object (a restart)
         self.ephemeral = False  # a `kubectl debug` container: reported in ephemeralContainerStatuses
 
     def kill(self) -> None:
         """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
-        on SIGTERM exit 0, anything else is killed (137; the grace period is not waited for)."""
+        on SIGTERM exit 0, anything else is killed (137; the grace period is not waited for). Every
+        process in the container goes with it, ``kubectl exec`` sessions included."""
         self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
+        self.killed.set()
+        cgroup = self.kubelet.cgroups.get((self.uid, self.name))
+        if cgroup is not None:
+            cgroup.kill(Killed("Killed", 137))
+
+    def oom(self) -> None:
+        """The OOM killer took the container's processes (the main one is killed with the others)."""
+        self.oom_killed = True
+        self.kill_code = 137
         self.killed.set()
 
     async def _emit(self, channel: int, text: str) -> None:
@@ -258,11 +271,12 @@ class Container:
                 # A server (no command: only its probes run here) has no process of the shell's.
                 self.proc = self._new_proc() if self.argv is not None else None
                 self.run_done = asyncio.Event()
-                self.killed.clear()
+                if not self.oom_killed:  # an OOM kill that came before the run (a server's exec) still ends it
+                    self.killed.clear()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.attached.wait(), ATTACH_WAIT)
-                started_at = now_rfc3339()
+                started_at, self.started_at = self.started_at or now_rfc3339(), None
                 self.state = {"running": {"startedAt": started_at}}
                 probes = self.kubelet.probes(self)
                 self.kubelet.report(self)
@@ -272,7 +286,8 @@ class Container:
                 finally:
                     probes.cancel()
                 killed = self.killed.is_set()
-                terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                oom, self.oom_killed = self.oom_killed, False
+                terminated = {"exitCode": code, "reason": "OOMKilled" if oom else "Completed" if code == 0 else "Error",
                               "startedAt": started_at, "finishedAt": now_rfc3339(),
                               "containerID": self.kubelet.container_id(self)}
                 self.log.close()
@@ -326,6 +341,8 @@ class Kubelet:
         self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
         self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
         self.filesystems: dict[tuple[str, str], PodFS] = {}
+        # Each running container's cgroup (its processes, its memory and CPU limits), per (uid, container).
+        self.cgroups: dict[tuple[str, str], Cgroup] = {}
         self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
         self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
@@ -395,6 +412,8 @@ class Kubelet:
             self.pullers.pop(pk).cancel()
         for fk in [k for k in self.filesystems if k[0] == uid]:
             self.filesystems.pop(fk)
+        for gk in [k for k in self.cgroups if k[0] == uid]:
+            self.cgroups.pop(gk).kill(Killed("Killed", 137))  # the pod is gone: so are its exec sessions
         for ik in [k for k in self.images if k[0] == uid]:
             self.images.pop(ik)
         for ek in [k for k in self.envs if k[0] == uid]:
@@ -582,6 +601,48 @@ class Kubelet:
 
     # --- what exec sessions and servers share with the container --------------------------
 
+    def cgroup(self, namespace: str, pod: str, uid: str, spec_c: Mapping[str, Any], fresh: bool = False) -> Cgroup:
+        """The container's cgroup; a new one for each run of it (``fresh``), as the runtime makes one per
+        container it creates."""
+        name = str(spec_c.get("name", ""))
+        key = (uid, name)
+        if fresh or key not in self.cgroups:
+            self.cgroups[key] = Cgroup.for_container(
+                spec_c, f"{namespace}/{pod}/{name}", lambda g: self._oom_killed(namespace, pod, uid, name, g))
+        return self.cgroups[key]
+
+    def _oom_killed(self, namespace: str, pod: str, uid: str, name: str, cgroup: Cgroup) -> None:
+        """The kernel OOM-killed a container (all of its processes): the kubelet sees its main process end
+        with 137, reason OOMKilled, and restarts it under its restartPolicy."""
+        if self.cgroups.get((uid, name)) is not cgroup:
+            return  # an earlier run's cgroup (exec sessions that outlived it)
+        log.info("container %s/%s/%s OOM-killed (memory limit %d bytes)", namespace, pod, name,
+                 cgroup.memory_limit)
+        c = self.containers.get((namespace, pod), {}).get(name)
+        if c is None:
+            c = self._server_container(namespace, pod, uid, name)
+            if c is None:
+                return
+        c.oom()
+
+    def _server_container(self, namespace: str, pod: str, uid: str, name: str) -> Container | None:
+        """A container the kubelet left to itself (a server: nothing of it is simulated) whose processes were
+        killed: from now on its runs are watched, so its restart and its restart count are reported."""
+        stored = self.server.store.get(("Pod", namespace, pod))
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
+            return None
+        body = stored.body
+        spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == name), None)
+        if spec_c is None:
+            return None
+        cs = next((x for x in (body.get("status") or {}).get("containerStatuses") or [] if x.get("name") == name), {})
+        policy = str((body.get("spec") or {}).get("restartPolicy") or "Always")
+        c = Container(self, namespace, pod, uid, spec_c, None, policy, int(cs.get("restartCount") or 0))
+        c.started_at = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+        self.containers.setdefault((namespace, pod), {})[name] = c
+        c.task = asyncio.get_running_loop().create_task(c.run())
+        return c
+
     def filesystem(self, uid: str, container: str, fresh: bool = False) -> PodFS:
         key = (uid, container)
         if fresh or key not in self.filesystems:
@@ -606,8 +667,9 @@ class Kubelet:
         from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
         from ..container.shell import Ctx
 
+        cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
         ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
-                  tools=self.tools)
+                  tools=self.tools, process=cgroup.process(container))
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
@@ -871,7 +933,7 @@ class Kubelet:
         resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue(FOLLOW_BACKLOG)
         if not source.closed:
             source.followers.append(queue)
         try:

@@ -91,16 +91,18 @@ class PodStart(Controller):
     def start(self, key: Key, pod: dict[str, Any], batch: Batch) -> None:
         node_name = str(pod["spec"]["nodeName"])
         node = self.informer.typed(("Node", "", node_name))
-        if not isinstance(node, Node):
-            return  # a node this cluster does not have: the pod stays Pending, as with a kubelet that never comes
+        if not isinstance(node, Node) or all(n.name != node_name for n in self.config.nodes):
+            # A node this cluster does not have, or a Node a client wrote with no kubelet behind it: the pod
+            # stays Pending, as with a kubelet that never comes.
+            return
         lookup = self._lookup
         if mount_error(pod, lookup) is not None:
             self._wait_for_volumes(key, pod, node.internal_ip, batch)
             return
         self._mounting.pop(key, None)
         ip = node.internal_ip if pod["spec"].get("hostNetwork") else self.free_address(node)
-        if ip is None:
-            return  # the node's pod CIDR is full: the sandbox cannot start
+        if not ip:
+            return  # the node's pod CIDR is full, or it has no address: the sandbox cannot start
         status = pod_status(pod, ip, node.internal_ip, self.config, self._addresses(node, ip, pod),
                             node.internal_ips or (node.internal_ip,))
         status["startTime"] = batch.now
@@ -160,6 +162,8 @@ class PodStart(Controller):
         return (ip, *(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:]))
 
     def free_address(self, node: Node) -> str | None:
+        if not node.pod_cidr:
+            return None  # a Node written without spec.podCIDR: no range to draw from
         network = ipaddress.ip_network(node.pod_cidr)
         for offset in range(self._floor.get(node.name, 2), network.num_addresses - 1):  # .1 is the bridge
             candidate = str(network[offset])

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
@@ -31,8 +32,11 @@ from .node import NodeView
 if TYPE_CHECKING:
     from .kubelet import Kubelet
 
+log = logging.getLogger("knetsim.kubelet")
+
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+MAX_FRAME = 4 << 20  # bytes a client may send in one frame (kubectl sends stdin in 32 KiB pieces)
 
 
 async def handle(server: NodeView, kubelet: Kubelet, request: web.Request, t: Target) -> web.StreamResponse:
@@ -58,22 +62,36 @@ async def handle(server: NodeView, kubelet: Kubelet, request: web.Request, t: Ta
                                           f"{phase or 'Pending'})")
     tty = q.get("tty") in ("true", "1")
     want_stdin = q.get("stdin") in ("true", "1")
+    ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=MAX_FRAME)
+    await ws.prepare(request)
+    channels = Channels(ws, tty)
     if t.sub == "attach":
-        ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=0)
-        await ws.prepare(request)
-        await kubelet.attach(Channels(ws, tty), t.namespace, t.name, container, want_stdin)
+        await upgraded(channels, kubelet.attach(channels, t.namespace, t.name, container, want_stdin))
         return ws
     state = server.state
     pod = state.pods.get(f"{t.namespace}/{t.name}") if state is not None else None
-    if pod is None:
-        pod = Pod.parse(body)
-    ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=0)
-    await ws.prepare(request)
     argv = list(q.getall("command", []))
-    session = Session(ws, kubelet, pod, container, tty, want_stdin, str(body["metadata"].get("uid", "")))
-    code = await session.run(argv)
-    await session.channels.finish(code, argv)
+
+    async def session() -> None:
+        running = Session(channels, kubelet, pod if pod is not None else Pod.parse(body), container, tty, want_stdin,
+                          str(body["metadata"].get("uid", "")))
+        await channels.finish(await running.run(argv), argv)
+    await upgraded(channels, session())
     return ws
+
+
+async def upgraded(channels: Channels, work: Awaitable[None]) -> None:
+    """Run a stream's work once the connection is a WebSocket: from here on every answer is a frame. A
+    failure (a bug: its traceback goes to the log) ends the stream with an InternalError Status, as the
+    kubelet reports an executor's error; it never reaches the HTTP layer, which would write an HTTP 500
+    into the WebSocket (kubectl: "websocket: RSV1 set, FIN not set on control")."""
+    try:
+        await work
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.exception("exec stream failed")
+        await channels.fail(f"{type(exc).__name__}: {exc}")
 
 
 class Channels:
@@ -101,8 +119,11 @@ class Channels:
     async def err(self, text: str) -> None:
         await self.send(STDERR, text)
 
-    async def read(self, feed: Callable[[bytes], None], eof: Callable[[], None]) -> None:
-        """Pass stdin frames to ``feed`` and the client's close of stdin to ``eof``, until the socket ends."""
+    async def read(self, feed: Callable[[bytes], None], eof: Callable[[], None],
+                   room: asyncio.Event | None = None) -> None:
+        """Pass stdin frames to ``feed`` and the client's close of stdin to ``eof``, until the socket ends.
+        While ``room`` is clear (the command has not read what it was sent) no more is read from the socket,
+        so a client that sends faster than the command reads is held back, as a full pipe holds a writer."""
         async for msg in self.ws:
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue
@@ -110,8 +131,16 @@ class Channels:
             channel, payload = data[0], data[1:]
             if channel == STDIN:
                 feed(payload)
+                if room is not None:
+                    await room.wait()
             elif channel == CLOSE and payload[:1] == bytes([STDIN]):
                 eof()
+
+    async def fail(self, message: str) -> None:
+        """End the stream with an InternalError Status (kubectl: ``error: Internal error occurred: ...``)."""
+        status = {"metadata": {}, "status": "Failure", "message": f"Internal error occurred: {message}",
+                  "reason": "InternalError", "details": {"causes": [{"message": message}]}, "code": 500}
+        await self._close_with(status)
 
     async def finish(self, code: int, argv: list[str]) -> None:
         if self.ws.closed:
@@ -123,6 +152,11 @@ class Channels:
                       "message": f"command terminated with non-zero exit code: error executing command "
                                  f"[{' '.join(argv)}], exit code {code}",
                       "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+        await self._close_with(status)
+
+    async def _close_with(self, status: dict[str, Any]) -> None:
+        if self.ws.closed:
+            return
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await self.ws.send_bytes(bytes([ERROR]) + json.dumps(status).encode())
             await self.ws.close()
@@ -131,16 +165,16 @@ class Channels:
 class Session:
     """One exec: a command of its own in the pod (not the container's main process)."""
 
-    def __init__(self, ws: web.WebSocketResponse, kubelet: Kubelet, pod: Pod, container: str, tty: bool,
+    def __init__(self, channels: Channels, kubelet: Kubelet, pod: Pod, container: str, tty: bool,
                  stdin: bool, uid: str = "") -> None:
-        self.channels = Channels(ws, tty)
+        self.channels = channels
         # The container's environment and files, its tools, and the access log of the pods it talks to.
         ctx = kubelet.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out, self.channels.err, pod=pod)
         self.proc = Proc(ctx, tty, stdin)
 
     async def run(self, argv: list[str]) -> int:
         task = asyncio.ensure_future(self.proc.run(argv))
-        reader = asyncio.ensure_future(self.channels.read(self.proc.feed, self.proc.eof))
+        reader = asyncio.ensure_future(self.channels.read(self.proc.feed, self.proc.eof, self.proc.room))
         try:
             await asyncio.wait([task, reader], return_when=asyncio.FIRST_COMPLETED)
             if not task.done():

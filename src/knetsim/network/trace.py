@@ -159,7 +159,10 @@ def parse_target(text: str, protocol: str = "TCP") -> Target:
     if not text:
         raise TraceInputError("empty target")
     if "://" in text:
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # an unclosed "[" (IPv6 literal), a port that is no number
+            raise TraceInputError(f"target {text!r}: {exc}") from None
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https", "tcp", "udp"):
             raise TraceInputError(f"target {text!r}: unsupported scheme {scheme!r} (http, https, tcp, udp)")
