@@ -186,8 +186,7 @@ class Owner:
         self.id = f"{os.getpid()}.{n}"
         LOCK_DIR.mkdir(parents=True, exist_ok=True)
         self.path = LOCK_DIR / f"{self.id}.lock"
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._fd: int | None = _lock_file(self.path)
 
     def name(self, role: str) -> str:
         return f"{PREFIX}{self.id}-{role}"
@@ -200,7 +199,23 @@ class Owner:
             self._fd = None
 
 
+def _lock_file(path: Path) -> int:
+    """An exclusive lock on the file at ``path`` that is still the file there: a sweeper that found this owner
+    dead between our open and our flock has unlinked what we opened, so we lock a fresh one."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
 def _held(owner_id: str) -> bool:
+    """Is the owner alive? A dead one's lock file is removed here, while we hold its lock, so that its
+    removal can never take the file of an owner that is just starting (which re-checks, see _lock_file)."""
     path = LOCK_DIR / f"{owner_id}.lock"
     try:
         fd = os.open(path, os.O_RDWR)
@@ -209,9 +224,15 @@ def _held(owner_id: str) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             return True
         raise
+    try:
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            path.unlink()
+    except FileNotFoundError:
+        pass
     finally:
         os.close(fd)
     return False
@@ -265,8 +286,4 @@ def sweep() -> list[str]:
             if owner is not None and dead.get(owner):
                 shutil.rmtree(path, ignore_errors=True)
     delete(stale)
-    for owner, is_dead in dead.items():
-        if is_dead:
-            with contextlib.suppress(OSError):
-                (LOCK_DIR / f"{owner}.lock").unlink()
     return stale
