@@ -21,10 +21,28 @@ from ..model.objects import stable_uid
 from .base import Controller
 
 
+def _parent_of(body: dict[str, Any] | None) -> tuple[str, str] | None:
+    """The Service an IPAddress belongs to, by its parentRef (core group, resource services)."""
+    ref = ((body or {}).get("spec") or {}).get("parentRef") or {}
+    if ref.get("resource") == "services" and not ref.get("group"):
+        return str(ref.get("namespace") or ""), str(ref.get("name") or "")
+    return None
+
+
 class ServiceCIDRController(Controller):
     name = "servicecidrs-controller"
+    # IPAddress names by parent Service, built at the first Service sync and kept by handle(): a Service's
+    # sync reads its own addresses, not every address of the cluster (a thousand Services were a million reads).
+    _by_parent: dict[tuple[str, str], set[str]] | None = None
 
     def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind == "IPAddress" and self._by_parent is not None:
+            name = str((change.obj.get("metadata") or {}).get("name") or "")
+            for body, present in ((change.old, False), (change.new, change.type != "DELETED")):
+                parent = _parent_of(body)
+                if parent is not None:
+                    names = self._by_parent.setdefault(parent, set())
+                    (names.add if present else names.discard)(name)
         if change.kind == "ServiceCIDR":
             # Adding or removing a range may unblock another one's deletion: look at them all (a handful).
             return self.informer.keys("ServiceCIDR")
@@ -39,12 +57,15 @@ class ServiceCIDRController(Controller):
         return ()
 
     def _parents(self, change: Change) -> list[Key]:
-        out = []
-        for body in (change.old, change.new):
-            ref = ((body or {}).get("spec") or {}).get("parentRef") or {}
-            if ref.get("resource") == "services" and not ref.get("group"):
-                out.append(("Service", str(ref.get("namespace") or ""), str(ref.get("name") or "")))
-        return out
+        return [("Service", *parent) for body in (change.old, change.new) if (parent := _parent_of(body))]
+
+    def _addresses_of(self, namespace: str, name: str) -> list[str]:
+        if self._by_parent is None:
+            self._by_parent = {}
+            for key in self.informer.keys("IPAddress"):
+                if (parent := _parent_of(self.informer.get(key))) is not None:
+                    self._by_parent.setdefault(parent, set()).add(key[2])
+        return sorted(self._by_parent.get((namespace, name), ()))
 
     def resync(self) -> Iterable[Key]:
         return [*self.informer.keys("ServiceCIDR"), *self.informer.keys("Service")]
@@ -90,14 +111,13 @@ class ServiceCIDRController(Controller):
         service = self.informer.get(key)
         wanted = {b["metadata"]["name"]: b for b in servicecidrs.service_ip_addresses([service] if service else [])}
         batch = self.batch()
-        for address in self._bodies("IPAddress"):
-            meta = address["metadata"]
-            ref = (address.get("spec") or {}).get("parentRef") or {}
-            mine = (ref.get("resource"), ref.get("namespace"), ref.get("name")) == ("services", namespace, name)
+        for held in self._addresses_of(namespace, name):
+            meta = ((self.informer.get(("IPAddress", "", held)) or {}).get("metadata")) or {}
             managed = (meta.get("labels") or {}).get(servicecidrs.LABEL_MANAGED_BY) == servicecidrs.IPALLOCATOR
-            if mine and managed and meta["name"] not in wanted:
-                batch.delete(("IPAddress", "", meta["name"]))
-            wanted.pop(meta["name"], None)  # held already (by this Service, or by another: the allocator's call)
+            if managed and held not in wanted:
+                batch.delete(("IPAddress", "", held))
+        # An address held already (by this Service, or by another: the allocator's call) is not written again.
+        wanted = {ip: body for ip, body in wanted.items() if self.informer.get(("IPAddress", "", ip)) is None}
         for ip, body in sorted(wanted.items()):
             body["metadata"].update(uid=stable_uid("IPAddress", "", ip), creationTimestamp=batch.now)
             batch.put(("IPAddress", "", ip), body)
