@@ -18,7 +18,6 @@ holds the connection for the kernel's connect timeout (127 s) or until the clien
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -28,16 +27,9 @@ from aiohttp import web
 
 from ..apiserver import httplog
 from ..container.accesslog import Served
+from ..model.names import is_ip
 
 log = logging.getLogger("knetsim.daemon")
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def target_for(host_header: str, path_qs: str, state: Any) -> str:
@@ -48,7 +40,7 @@ def target_for(host_header: str, path_qs: str, state: Any) -> str:
         cp = next((n for n in state.nodes.values() if "node-role.kubernetes.io/control-plane" in n.labels), None)
         node_ip = cp.internal_ip if cp is not None else state.config.nodes[0].ip
         return f"http://{node_ip}:80{path_qs}"
-    if _is_ip(host):
+    if is_ip(host):
         return f"http://{host}:{port or 80}{path_qs}"
     # The Host header's port picks a Gateway listener (Gateway API routes by port); Ingress ignores it.
     return f"http://{host}{f':{port}' if port.isdigit() else ''}{path_qs}"
