@@ -23,6 +23,7 @@ from ..model.fielderr import FieldError, Path, go_slice
 from ..model.schema import DecodeError
 from ..model.schema import decode as decode_struct
 from .errors import ApiError
+from .requestoptions import parse_int64
 
 DEFINITION = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -78,19 +79,8 @@ def _from_query(query: Mapping[str, Any]) -> dict[str, Any]:
         # runtime.Convert_Slice_string_To_Pointer_bool: anything but "0" or "false" is true.
         options["orphanDependents"] = not (orphan[0] == "0" or orphan[0].lower() == "false")
     if grace := values("gracePeriodSeconds"):
-        options["gracePeriodSeconds"] = _parse_int64(grace[0])
+        options["gracePeriodSeconds"] = parse_int64(grace[0])
     return options
-
-
-def _parse_int64(text: str) -> int:
-    """strconv.ParseInt(text, 10, 64) with Go's error words."""
-    digits = text[1:] if text[:1] in "+-" else text
-    if not digits or not digits.isascii() or not digits.isdigit():
-        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": invalid syntax')
-    value = int(text)
-    if not -(2**63) <= value < 2**63:
-        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{text}": value out of range')
-    return value
 
 
 def validation_errors(options: Mapping[str, Any]) -> list[FieldError]:
