@@ -34,6 +34,11 @@ from .base import Batch, Context, Controller
 log = logging.getLogger("knetsim.controllers")
 
 SLICE = 0.02  # seconds of controller work between two turns of the event loop
+# How long a read waits for the controllers before it answers what is stored. kube-apiserver never waits;
+# knetsim waits so that `kubectl apply` then `kubectl get pods` shows the pods at once, which takes
+# milliseconds. Work that goes on and on (a ReplicaSet filling 100,000 replicas 500 at a time) must not
+# hold every read until it ends: past this, the read answers, as a real cluster's would, mid-rollout.
+SETTLE_BUDGET = 5.0
 
 
 class ControllerManager:
@@ -201,15 +206,22 @@ class ControllerManager:
         self._idle.set()
 
     async def settle(self) -> None:
-        """Return once the controllers have seen every change so far; raise what made one of them fail."""
+        """Return once the controllers have seen every change so far (or ``SETTLE_BUDGET`` has passed); raise
+        what made one of them fail."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_BUDGET
         retried = False
         while not self.closing:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
             if self._task is not None and not self._task.done():
-                await asyncio.wait([self._task])  # the drain under way, or about to start
+                await asyncio.wait([self._task], timeout=remaining)  # the drain under way, or about to start
                 continue
             if self._queue:
                 self._kick()
-                await self._idle.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), remaining)
                 continue
             if not self._failed:
                 return

@@ -1,0 +1,49 @@
+"""A replica count with three zeros too many: the cluster fills it in bursts and keeps answering.
+
+kubectl scale --replicas=100000 (for 100) is a learner's typo a real cluster survives: the ReplicaSet
+controller creates at most 500 pods a sync (replica_set.go BurstReplicas), the API server answers
+reads meanwhile, and scaling back down puts things right. Before, one sync made all 100,000 pods and
+every read waited for the controllers to finish them (minutes, and GBs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from knetsim.controllers import manager
+from knetsim.controllers.replicaset import BURST_REPLICAS
+
+from .inprocess import Cluster, run
+from .test_controllers import deployment, scale
+
+
+def running_pods(c: Cluster, app: str) -> int:
+    return sum(1 for p in c.objects("Pod").values()
+               if (p["metadata"].get("labels") or {}).get("app") == app and not p["metadata"].get("deletionTimestamp"))
+
+
+def test_a_replica_typo_fills_in_bursts_reads_answer_and_scaling_back_recovers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manager, "SETTLE_BUDGET", 0.3)
+
+    async def scenario(c: Cluster) -> None:
+        loop = asyncio.get_running_loop()
+        c.create(deployment("big", 100_000))
+        started = loop.time()
+        await c.server.settle()
+        assert loop.time() - started < 10, "a read waited for the whole rollout"
+        created = running_pods(c, "big")
+        assert 0 < created < 100_000 and created % BURST_REPLICAS == 0
+        c.update("Deployment", "big", scale(1))
+        for _ in range(200):
+            await c.server.settle()
+            if running_pods(c, "big") == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert running_pods(c, "big") == 1
+        [rs] = c.objects("ReplicaSet").values()
+        assert rs["spec"]["replicas"] == 1
+    run(tmp_path, scenario)
