@@ -1,7 +1,8 @@
 """A replica count with three zeros too many: the cluster fills it in bursts and keeps answering.
 
 kubectl scale --replicas=100000 (for 100) is a learner's typo a real cluster survives: the ReplicaSet
-controller creates at most 500 pods a sync (replica_set.go BurstReplicas), the API server answers
+and Job controllers create at most 500 pods a sync (replica_set.go's BurstReplicas, job_controller.go's
+MaxPodCreateDeletePerSync), the API server answers
 reads meanwhile, and scaling back down puts things right. Before, one sync made all 100,000 pods and
 every read waited for the controllers to finish them (minutes, and GBs).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from knetsim.controllers import manager
-from knetsim.controllers.replicaset import BURST_REPLICAS
+from knetsim.controllers.podowner import BURST
 
 from .inprocess import Cluster, run
 from .test_controllers import deployment, scale
@@ -36,7 +37,7 @@ def test_a_replica_typo_fills_in_bursts_reads_answer_and_scaling_back_recovers(
         await c.server.settle()
         assert loop.time() - started < 10, "a read waited for the whole rollout"
         created = running_pods(c, "big")
-        assert 0 < created < 100_000 and created % BURST_REPLICAS == 0
+        assert 0 < created < 100_000 and created % BURST == 0
         c.update("Deployment", "big", scale(1))
         for _ in range(200):
             await c.server.settle()
@@ -46,4 +47,31 @@ def test_a_replica_typo_fills_in_bursts_reads_answer_and_scaling_back_recovers(
         assert running_pods(c, "big") == 1
         [rs] = c.objects("ReplicaSet").values()
         assert rs["spec"]["replicas"] == 1
+    run(tmp_path, scenario)
+
+
+def test_a_parallelism_typo_fills_in_bursts_and_lowering_it_recovers(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manager, "SETTLE_BUDGET", 0.3)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "many"},
+           "spec": {"parallelism": 100_000, "completions": 100_000, "template": {
+               "metadata": {"labels": {"app": "many"}},
+               "spec": {"restartPolicy": "Never", "containers": [
+                   {"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}}}
+
+    async def scenario(c: Cluster) -> None:
+        c.create(job)
+        await c.server.settle()
+        created = running_pods(c, "many")
+        assert 0 < created < 100_000 and created % BURST == 0
+
+        def one(body: dict) -> None:
+            body["spec"]["parallelism"] = 1
+        c.update("Job", "many", one)
+        for _ in range(200):
+            await c.server.settle()
+            if running_pods(c, "many") == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert running_pods(c, "many") == 1
     run(tmp_path, scenario)

@@ -26,16 +26,20 @@ class JobController(PodOwner):
         finished = [p for p in pods if phase(p) in TERMINAL]
         active = [p for p in pods if phase(p) not in TERMINAL]
         wanted = job_active_wanted(spec, finished)
-        if len(active) < wanted:
-            templates = [body for body, _ in self.expand(job, []).pods][: wanted - len(active)]
+        step = self.burst(key, wanted - len(active)) if len(active) != wanted else 0
+        if step and step > 0:
+            # Templates for this burst only: a parallelism of 100,000 is not expanded at once.
+            this_burst = job if step == wanted - len(active) else \
+                {**job, "spec": {**spec, "parallelism": step, "completions": step}}
+            templates = [body for body, _ in self.expand(this_burst, []).pods][:step]
             for pod, name in zip(templates, self.fresh_names(key, len(templates), batch, len(pods)), strict=True):
                 pod["metadata"]["name"] = name
                 self.create_pod(job, pod, batch)
                 active.append(pod)
-        elif len(active) > wanted:
+        elif step and step < 0:
             # Fewer wanted (parallelism lowered, the Job done): the youngest go.
             for pod in sorted(active, key=lambda p: (p["metadata"].get("creationTimestamp") or "",
-                                                     p["metadata"]["name"]))[wanted:]:
+                                                     p["metadata"]["name"]))[len(active) + step:]:
                 self.delete_pod(job, pod["metadata"].get("namespace", ""), pod["metadata"]["name"], batch)
                 active.remove(pod)
         status = job_status(job, [*finished, *active], batch.now, job.get("status") or {})

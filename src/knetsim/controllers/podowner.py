@@ -13,6 +13,7 @@ pod, as with upstream's random names).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,15 +22,41 @@ from ..cluster.naming import random_suffix
 from ..cluster.workloads import WorkloadInput, WorkloadResult, expand_workloads
 from ..cluster.workloadstatus import is_active
 from ..model.objects import Node, stable_uid
-from .base import Batch, Controller, being_deleted, status_only
+from .base import Batch, Context, Controller, being_deleted, status_only
 from .claim import claim
 from .informer import API_SOURCE, controller_ref, key_of
+
+# At most this many pods created or deleted by one sync (replica_set.go's BurstReplicas, job_controller.go's
+# MaxPodCreateDeletePerSync: both 500). A count typed with three zeros too many then fills in over time and
+# the API answers meanwhile: a deferred burst waits in a timer, not in the queue every read waits for.
+BURST = 500
+BURST_INTERVAL = 0.05  # seconds between two bursts of one owner
 
 
 class PodOwner(Controller):
     kind = ""
     api_version = "apps/v1"
     adopts = False  # claims orphans matching its selector and releases pods that stop matching
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self._next_burst: dict[Key, float] = {}  # owners whose last sync was cut at BURST
+
+    def burst(self, key: Key, change: int) -> int | None:
+        """How many of ``change`` pods (negative: deletions) this sync makes; None while the owner's last
+        burst is too recent (it is looked at again then)."""
+        now = time.monotonic()
+        wait = self._next_burst.get(key, now) - now
+        if wait > 0:
+            self.ctx.enqueue_after(self, key, wait)
+            return None
+        step = max(-BURST, min(BURST, change))
+        if step != change:
+            self._next_burst[key] = now + BURST_INTERVAL
+            self.ctx.enqueue_after(self, key, BURST_INTERVAL)
+        else:
+            self._next_burst.pop(key, None)
+        return step
 
     # --- what wakes an owner ------------------------------------------------------------
 

@@ -9,20 +9,13 @@ it has been Ready for ``minReadySeconds``.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.store import Key
 from ..cluster.workloadstatus import is_active, replica_set_status
-from .base import Batch, Context
+from .base import Batch
 from .podowner import PodOwner
-
-# replica_set.go's BurstReplicas: at most this many pods created or deleted by one sync. A replica count
-# typed with three zeros too many then fills in over time, and the API answers meanwhile (every read
-# waits for the controllers' queue, which a deferred burst is not in).
-BURST_REPLICAS = 500
-BURST_INTERVAL = 0.05  # seconds between two bursts of one ReplicaSet
 
 
 class ReplicaSetController(PodOwner):
@@ -30,28 +23,13 @@ class ReplicaSetController(PodOwner):
     kind = "ReplicaSet"
     adopts = True
 
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
-        self._next_burst: dict[Key, float] = {}  # ReplicaSets whose last sync was cut at BURST_REPLICAS
-
     def manage(self, key: Key, rs: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
         active = [p for p in pods if is_active(p)]
         want = int((rs.get("spec") or {}).get("replicas", 1))
-        if len(active) != want:
-            now = time.monotonic()
-            wait = self._next_burst.get(key, now) - now
-            if wait > 0:
-                self.ctx.enqueue_after(self, key, wait)
-                self.write_status(key, rs, self.status(key, rs, active), batch)
-                return
-            step = max(-BURST_REPLICAS, min(BURST_REPLICAS, want - len(active)))
-            this_burst = rs
-            if step != want - len(active):
-                self._next_burst[key] = now + BURST_INTERVAL
-                self.ctx.enqueue_after(self, key, BURST_INTERVAL)
-                this_burst = {**rs, "spec": {**(rs.get("spec") or {}), "replicas": len(active) + step}}
-            else:
-                self._next_burst.pop(key, None)
+        step = self.burst(key, want - len(active)) if len(active) != want else 0
+        if step:
+            # This burst's share of the difference (BURST at most; the rest comes in later syncs).
+            this_burst = {**rs, "spec": {**(rs.get("spec") or {}), "replicas": len(active) + step}}
             plan = self.expand(this_burst, active)
             for pod, name in zip([b for b, _ in plan.pods], self.fresh_names(key, len(plan.pods), batch,
                                                                             len(active)), strict=True):
