@@ -41,7 +41,7 @@ class Answer:
 def answer(side: Side) -> Answer:
     m = matrix(side.state, include_system=True, all_external=True)
     rows = m.rows
-    node_rows = {i for i in range(len(rows)) if rows.members[i][0].kind == "node"}
+    node_rows = rows.node_rows()
     spans: dict[int, tuple[int, int]] = {}
     for i in range(len(rows)):
         if rows.kinds[i] == "external":
@@ -49,21 +49,15 @@ def answer(side: Side) -> Answer:
             spans[i] = (m.classes.ip_bounds[atom], m.classes.ip_bounds[atom + 1])
     pairs: dict[tuple[str, str], ConnSet] = {}
     external: dict[tuple[str, str], Pieces] = {}
-    for block in m.blocks():
-        if block.src in node_rows:
-            continue
-        for j, p in zip(block.dst.tolist(), block.pattern.tolist(), strict=True):
-            if j in node_rows:
-                continue
-            allowed = m.patterns[p]
-            if block.src in spans:
-                lo, hi = spans[block.src]
-                external.setdefault((rows.names[j], "from"), []).append((lo, hi, allowed))
-            elif j in spans:
-                lo, hi = spans[j]
-                external.setdefault((rows.names[block.src], "to"), []).append((lo, hi, allowed))
-            else:
-                pairs[(rows.names[block.src], rows.names[j])] = allowed
+    for i, j, allowed in m.cells(node_rows):
+        if i in spans:
+            lo, hi = spans[i]
+            external.setdefault((rows.names[j], "from"), []).append((lo, hi, allowed))
+        elif j in spans:
+            lo, hi = spans[j]
+            external.setdefault((rows.names[i], "to"), []).append((lo, hi, allowed))
+        else:
+            pairs[(rows.names[i], rows.names[j])] = allowed
     members = {rows.names[i]: rows.members[i] for i in range(len(rows)) if i not in node_rows and i not in spans}
     return Answer(m, pairs, external, members)
 

@@ -620,14 +620,8 @@ def prove(state: ClusterState, generated: Generated) -> Proof:
                 key = (src, dst)
                 observed[key] = observed.get(key, ConnSet.none()) | ConnSet.port(c.protocol, c.port)
     allowed: dict[tuple[str, str], ConnSet] = {}
-    node_rows = {i for i in range(len(rows)) if rows.members[i][0].kind == "node"}
-    for block in m.blocks():
-        if block.src in node_rows:
-            continue
-        for j, p in zip(block.dst.tolist(), block.pattern.tolist(), strict=True):
-            if j in node_rows:
-                continue
-            allowed[(rows.names[block.src], rows.names[j])] = m.patterns[p]
+    for i, j, cell in m.cells(rows.node_rows()):
+        allowed[(rows.names[i], rows.names[j])] = cell
     dns_rows = {r for r in rows.names if r.startswith("kube-system/coredns[") or r.startswith("kube-system/kube-dns[")}
     out = []
     for key in sorted(set(observed) | set(allowed)):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -531,6 +531,10 @@ class Rows:
     def __len__(self) -> int:
         return len(self.names)
 
+    def node_rows(self) -> set[int]:
+        """Rows that stand for nodes (host-network endpoints), which an answer about workloads leaves out."""
+        return {i for i, members in enumerate(self.members) if members[0].kind == "node"}
+
 
 def _split_suffixes(classes: Classes, class_ids: list[int]) -> list[str]:
     """``{role=frontend}``, ``{port:http=8080}``, ``{node=worker}``: what tells a workload's classes apart."""
@@ -876,13 +880,22 @@ class Matrix:
             if len(dst):
                 yield Block(i, dst, pat, {})
 
+    def cells(self, skip: Container[int] = frozenset()) -> Iterator[tuple[int, int, ConnSet]]:
+        """(source row, destination row, allowed) of the pairs with something allowed, in row order, as
+        ``blocks`` has them; rows in ``skip`` left out on either side."""
+        patterns = self.pairs.patterns
+        for b in self.blocks():
+            if b.src in skip:
+                continue
+            for j, p in zip(b.dst.tolist(), b.pattern.tolist(), strict=True):
+                if j not in skip:
+                    yield b.src, j, patterns[p]
+
     def connections(self) -> Iterator[tuple[str, str, ConnSet]]:
         """Pairs with something allowed, sorted; a pod's pair with itself and external pairs left out."""
-        names, patterns = self.rows.names, self.pairs.patterns
-        for b in self.blocks():
-            a = names[b.src]
-            for j, p in zip(b.dst.tolist(), b.pattern.tolist(), strict=True):
-                yield a, names[j], patterns[p]
+        names = self.rows.names
+        for i, j, allowed in self.cells():
+            yield names[i], names[j], allowed
 
     def pair_count(self) -> int:
         return sum(len(b.dst) for b in self.blocks())
