@@ -116,8 +116,8 @@ def startup(kubectl: str, base: Path, runs: int, before: Path | None) -> list[Co
     trees: list[tuple[str, Path | None]] = [("this tree", None)] + ([(f"before ({before})", before)] if before else [])
     results: dict[str, list[ColdStart]] = {label: [] for label, _ in trees}
     for i in range(runs):
-        for label, src in trees:
-            results[label].append(cold_start(kubectl, base / f"cold-{i}-{len(results[label])}-{id(src)}", src))
+        for t, (label, src) in enumerate(trees):
+            results[label].append(cold_start(kubectl, base / f"cold-{i}-{t}", src))
     for label, runs_of in results.items():
         wall = sorted(r.seconds for r in runs_of)
         cpu = sorted(r.daemon_cpu for r in runs_of)

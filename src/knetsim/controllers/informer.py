@@ -30,7 +30,7 @@ from typing import Any
 from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
 from ..cluster.state import WORKLOAD_KINDS
-from ..model.kinds import SIMULATED_CRD_KINDS
+from ..model.kinds import GATEWAY_API_KINDS
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
 from ..model.objects import PARSERS, Meta, Object
@@ -288,7 +288,7 @@ class Informer:
 def _gateway_parser(kind: str) -> Any:
     # Imported at the first object that needs it: a cluster without Gateway API objects (every start of
     # the live cluster) never builds the Gateway model's classes.
-    if kind not in SIMULATED_CRD_KINDS:
+    if kind not in GATEWAY_API_KINDS:
         return None
     from ..model import gatewayapi
 

@@ -26,8 +26,8 @@ class JobController(PodOwner):
         finished = [p for p in pods if phase(p) in TERMINAL]
         active = [p for p in pods if phase(p) not in TERMINAL]
         wanted = job_active_wanted(spec, finished)
-        step = self.burst(key, wanted - len(active)) if len(active) != wanted else 0
-        if step and step > 0:
+        step = self.burst(key, wanted - len(active))
+        if step > 0:
             # Templates for this burst only: a parallelism of 100,000 is not expanded at once.
             this_burst = job if step == wanted - len(active) else \
                 {**job, "spec": {**spec, "parallelism": step, "completions": step}}
@@ -36,7 +36,7 @@ class JobController(PodOwner):
                 pod["metadata"]["name"] = name
                 self.create_pod(job, pod, batch)
                 active.append(pod)
-        elif step and step < 0:
+        elif step < 0:
             # Fewer wanted (parallelism lowered, the Job done): the youngest go.
             for pod in sorted(active, key=lambda p: (p["metadata"].get("creationTimestamp") or "",
                                                      p["metadata"]["name"]))[len(active) + step:]:

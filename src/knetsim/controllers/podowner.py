@@ -42,14 +42,16 @@ class PodOwner(Controller):
         super().__init__(ctx)
         self._next_burst: dict[Key, float] = {}  # owners whose last sync was cut at BURST
 
-    def burst(self, key: Key, change: int) -> int | None:
-        """How many of ``change`` pods (negative: deletions) this sync makes; None while the owner's last
-        burst is too recent (it is looked at again then)."""
+    def burst(self, key: Key, change: int) -> int:
+        """How many of ``change`` pods (negative: deletions) this sync makes: 0 while the owner's last burst
+        is too recent (it is looked at again then)."""
+        if change == 0:
+            return 0
         now = time.monotonic()
         wait = self._next_burst.get(key, now) - now
         if wait > 0:
             self.ctx.enqueue_after(self, key, wait)
-            return None
+            return 0
         step = max(-BURST, min(BURST, change))
         if step != change:
             self._next_burst[key] = now + BURST_INTERVAL

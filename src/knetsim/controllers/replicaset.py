@@ -26,7 +26,7 @@ class ReplicaSetController(PodOwner):
     def manage(self, key: Key, rs: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
         active = [p for p in pods if is_active(p)]
         want = int((rs.get("spec") or {}).get("replicas", 1))
-        step = self.burst(key, want - len(active)) if len(active) != want else 0
+        step = self.burst(key, want - len(active))
         if step:
             # This burst's share of the difference (BURST at most; the rest comes in later syncs).
             this_burst = {**rs, "spec": {**(rs.get("spec") or {}), "replicas": len(active) + step}}
