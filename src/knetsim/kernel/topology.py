@@ -149,11 +149,14 @@ class Topology:
         for node in p.nodes:
             netns.write_sysctl(node.netns, {"net.ipv4.ip_forward": "1", **(
                 {"net.ipv6.conf.all.forwarding": "1"} if "IPv6" in p.families else {})})
-            # The REJECTs a verify run provokes come by the hundred within a second; the kernel's ICMP rate
-            # limit (one per peer per second after a short burst) would turn the later ones into timeouts.
+            # The REJECTs a verify run provokes come by the hundred within a second. The kernel limits ICMP
+            # errors twice, per peer (icmp_ratelimit) and for the whole namespace (icmp_msgs_per_sec, a
+            # burst of 50), and either turns the later REJECTs into timeouts; an empty rate mask exempts
+            # every ICMP type from both.
             with contextlib.suppress(OSError):
-                netns.write_sysctl(node.netns, {"net.ipv4.icmp_ratelimit": "0", **(
-                    {"net.ipv6.icmp.ratelimit": "0"} if "IPv6" in p.families else {})})
+                netns.write_sysctl(node.netns, {"net.ipv4.icmp_ratelimit": "0", "net.ipv4.icmp_ratemask": "0", **(
+                    {"net.ipv6.icmp.ratelimit": "0", "net.ipv6.icmp.ratemask": "\n"}
+                    if "IPv6" in p.families else {})})
             netns.exec_in(node.netns, ["nft", "-f", "-"], kindnet_masquerade(self.state, p),
                           what=f"nft -f (kindnet masquerade) on node {node.name}")
         self._write_etc(p.pods)
