@@ -38,6 +38,45 @@ def test_get_endpointslices_by_service_name_label() -> None:
     assert len(row.split()[3].split(",")) == 3
 
 
+def test_get_endpoints_mirrors_the_slices_as_the_endpoints_controller_does(tmp_path) -> None:
+    result = CliRunner().invoke(cli, ["get", "endpoints", "-f", SHOP, "-n", "shop"])
+    assert result.exit_code == 0, result.output
+    # The API server's deprecation warning, as kubectl prints it, on stderr only.
+    assert result.stderr == "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\n"
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
+    slices = json.loads(run("get", "endpointslices", "-f", SHOP, "-n", "shop", "-l",
+                            "kubernetes.io/service-name=db", "-o", "json").output)["items"]
+    db = sorted(f"{a}:5432" for es in slices for ep in es["endpoints"] for a in ep["addresses"])
+    assert rows["db"][1] == ",".join(db)
+    assert "payments" not in rows  # an ExternalName Service has no endpoints object
+
+    # A selector-less Service keeps the Endpoints its owner wrote; one with a selector gets the controller's.
+    (tmp_path / "app.yaml").write_text(textwrap.dedent("""\
+        apiVersion: v1
+        kind: Service
+        metadata: {name: legacy-db}
+        spec: {ports: [{port: 5432}]}
+        ---
+        apiVersion: v1
+        kind: Endpoints
+        metadata: {name: legacy-db}
+        subsets: [{addresses: [{ip: 192.168.10.5}], ports: [{port: 5432}]}]
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: web}
+        spec: {selector: {app: web}, ports: [{port: 80}]}
+        ---
+        apiVersion: v1
+        kind: Endpoints
+        metadata: {name: web}
+        subsets: [{addresses: [{ip: 192.168.10.6}], ports: [{port: 80}]}]
+        """))
+    result = run("get", "endpoints", "-f", str(tmp_path / "app.yaml"))
+    rows = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[1:]}
+    assert rows == {"kubernetes": "172.18.0.2:6443", "legacy-db": "192.168.10.5:5432", "web": "<none>"}
+
+
 def test_get_wide_all_namespaces_and_labels() -> None:
     result = run("get", "pods", "-f", SHOP, "-A", "-o", "wide", "--show-labels", "-l", "app=db")
     lines = result.output.splitlines()

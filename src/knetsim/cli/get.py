@@ -22,6 +22,7 @@ from ..model import gatewayapi
 from ..model.kinds import KINDS, KindInfo, resolve_kind
 from ..model.labels import Selector, SelectorSyntaxError
 from ..model.objects import Object
+from ..model.strategy import strategy_for
 from ..model.timestamps import parse_rfc3339, rfc3339
 from .common import EXIT_BAD_INPUT, cluster_options, dump_json, dump_yaml, load_cluster, print_notices, tabulate
 
@@ -109,6 +110,10 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
             raise SystemExit(EXIT_BAD_INPUT) from None
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
+    for info in kinds:  # the API server's deprecation warning, as kubectl prints it
+        deprecation = strategy_for(info.kind).deprecation
+        if deprecation:
+            click.echo(f"Warning: {deprecation}", err=True)
     ns_filter = None if all_namespaces else (namespace or cluster.namespace)
     groups = []
     for info in kinds:
