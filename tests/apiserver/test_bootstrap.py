@@ -32,7 +32,7 @@ def system_objects() -> dict[Key, dict[str, Any]]:
     out = {}
     for obj in [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
                 *state.services.values(), *state.pods.values(), *state.endpoint_slices.values(),
-                *state.workloads.values(), *state.others.values()]:
+                *state.workloads.values(), *state.objects_of("Endpoints"), *state.others.values()]:
         key = (obj.kind, obj.namespace, obj.name)
         body = json.loads(json.dumps(obj.raw))
         body["metadata"].setdefault("uid", stable_uid(*key))

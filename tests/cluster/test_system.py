@@ -17,7 +17,7 @@ from knetsim.cluster.config import config_from_dict
 def kube_system(dataplane: str) -> tuple[set[str], dict[str, str]]:
     state = build_cluster([], config_from_dict({"dataplane": dataplane})).state
     workloads = {f"{kind}/{key.split('/', 1)[1]}" for kind, key in state.workloads
-                 if key.startswith("kube-system/") and kind not in ("ReplicaSet", "Endpoints")}
+                 if key.startswith("kube-system/") and kind != "ReplicaSet"}
     owners = {p.name: p.meta.owner.name if p.meta.owner else "" for p in state.pods.values()
               if p.namespace == "kube-system"}
     return workloads, owners

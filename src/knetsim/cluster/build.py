@@ -40,12 +40,10 @@ from ..model.objects import (
     Meta,
     Node,
     Object,
-    stable_uid,
 )
 from ..model.strategy import apply_defaults, strategy_for
 from . import rollout, servicecidrs
 from .config import ClusterConfig
-from .endpoints import endpoints_for
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .services import Allocator, allocate_services
@@ -293,7 +291,6 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         if doc.source is not BUILTIN:
             state.warn("EndpointsDeprecated", strategy_for("Endpoints").deprecation, doc.describe(), doc.source)
         _keep(state, doc.body, doc.source)
-    _mirrored_endpoints(state)
 
     for doc in by_kind.get("IngressClass", []):
         state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
@@ -537,18 +534,6 @@ def _endpoint_slices(state: ClusterState) -> None:
             es = EndpointSlice.parse(body, CONTROLLER if old is None else old.source)
             state.endpoint_slices[es.key] = es
     state.__dict__.pop("_slices_by_service", None)
-
-
-def _mirrored_endpoints(state: ClusterState) -> None:
-    """What the endpoints controller writes: an Endpoints per Service with a selector (and default/kubernetes),
-    over any the input holds for it; a client's own Endpoints stays where the controller writes none."""
-    for key in sorted(state.services):
-        svc = state.services[key]
-        body = endpoints_for(svc, state.slices_for(svc))
-        if body is None:
-            continue
-        body["metadata"]["uid"] = stable_uid("Endpoints", svc.namespace, svc.name)
-        _keep(state, body, CONTROLLER)
 
 
 def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:

@@ -13,19 +13,22 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..model.labels import Selector
-from ..model.loader import Source
+from ..model.loader import CONTROLLER, Source
 from ..model.objects import (
     EndpointSlice,
     Ingress,
     IngressClass,
+    Meta,
     Namespace,
     NetworkPolicy,
     Node,
     Object,
     Pod,
     Service,
+    stable_uid,
 )
 from .config import ClusterConfig
+from .endpoints import endpoints_for
 
 if TYPE_CHECKING:
     # Annotations only: the Gateway API model is imported by whoever parses Gateway objects, so a
@@ -146,6 +149,8 @@ class ClusterState:
         return ns.labels if ns else {"kubernetes.io/metadata.name": namespace}
 
     def objects_of(self, kind: str) -> list[Object]:
+        if kind == "Endpoints":
+            return self._endpoints
         collection: Iterable[Object]
         if kind in KEYED_BY_NAME or kind in KEYED_BY_REF:
             collection = getattr(self, collection_of(kind)).values()
@@ -157,6 +162,19 @@ class ClusterState:
         self.notices.append(Notice(code, message, subject, source))
 
     # --- indexes (computed lazily after the build; the state is read-only by then) --
+
+    @cached_property
+    def _endpoints(self) -> list[Object]:
+        """The input's own Endpoints, with the endpoints controller's mirrors over them: made when read, as
+        nothing the simulation answers reads v1 Endpoints (mirroring 10,000 pods costs a fifth of a second)."""
+        out = {key: o for (kind, key), o in self.workloads.items() if kind == "Endpoints"}
+        for key in sorted(self.services):
+            svc = self.services[key]
+            body = endpoints_for(svc, self.slices_for(svc))
+            if body is not None:
+                body["metadata"]["uid"] = stable_uid("Endpoints", svc.namespace, svc.name)
+                out[key] = Object("Endpoints", Meta.parse("Endpoints", body["metadata"]), body, CONTROLLER)
+        return [out[key] for key in sorted(out, key=lambda k: (out[k].namespace, out[k].name))]
 
     @cached_property
     def _pods_by_namespace(self) -> dict[str, list[Pod]]:
