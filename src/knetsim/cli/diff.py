@@ -153,7 +153,7 @@ def diff(before: tuple[str, ...], after: tuple[str, ...], kubeconfig: str | None
       knetsim diff --before git:main:deploy --after deploy -o markdown --fail-on lost
       knetsim diff --after change.yaml            # the running knetsim, and it with change.yaml applied
     """
-    from ..diff import compare
+    from ..diff import compare, prepare
     from ..diff.render import markdown, text
 
     gates = _choices(fail_on, FAIL_ON, "--fail-on")
@@ -163,8 +163,8 @@ def diff(before: tuple[str, ...], after: tuple[str, ...], kubeconfig: str | None
     after_specs = list(after) if before else [CLUSTER, *after]
     clusters: dict[str, Source] = {}
     before_sources, after_sources = _sources(before_specs, meta, clusters), _sources(after_specs, meta, clusters)
-    old = _side(_label(before_specs), _cluster(before_sources, namespace, cluster_config))
-    new = _side(_label(after_specs), _cluster(after_sources, namespace, cluster_config))
+    old = prepare(_side(_label(before_specs), _cluster(before_sources, namespace, cluster_config)), chosen)
+    new = prepare(_side(_label(after_specs), _cluster(after_sources, namespace, cluster_config)), chosen)
     result = compare(old, new, chosen)
     if output == "json":
         click.echo(dump_json(result.to_dict()), nl=False)

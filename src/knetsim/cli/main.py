@@ -9,8 +9,11 @@ one-line helps that ``knetsim --help`` lists are read from the modules' source
 
 from __future__ import annotations
 
+import atexit
 import gc
+import os
 import sys
+import threading
 
 import click
 
@@ -40,6 +43,31 @@ def main() -> None:
     except BrokenPipeError:  # `knetsim ... | head`
         sys.stderr.close()
         sys.exit(0)
+    except SystemExit as done:  # click's standalone mode always ends here
+        leave(done.code)
+
+
+def leave(code: object) -> None:
+    """Exit as ``sys.exit(code)`` does, without freeing the heap one object at a time: after a diff of two
+    10,000-pod inputs that takes 0.4 s of 4, for nothing the user sees (mypy's ``hard_exit`` does the same).
+    The exit handlers still run and the output is flushed; a process with other threads exits normally,
+    as those threads are owed their join."""
+    if threading.active_count() > 1:
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader left: what `knetsim ... | head` means, not a failure
+        status = 0
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 if __name__ == "__main__":

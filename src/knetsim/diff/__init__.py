@@ -15,9 +15,11 @@ gwctl's ``analyze`` work the same way).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 
-from . import dataplane, dns, endpoints, findings, objects, reachability, routes
+from . import dataplane, dns, endpoints, findings, objects, parallel, reachability, routes
 from .model import CHANGED, FIXED, GAINED, INTRODUCED, LOST, UNCHANGED, Diff, Item, Layer, Side
 
 # In the order a packet meets them, admission first and the doctor's verdict last.
@@ -32,6 +34,14 @@ LAYERS: dict[str, Callable[[Side, Side], Layer]] = {
 }
 
 
+def prepare(side: Side, layers: Sequence[str] = tuple(LAYERS)) -> Side:
+    """``side`` with its slowest answer of its own, the doctor's, begun in a forked child (``parallel``):
+    called as soon as a side is built, it runs while the other side is built and the other layers compared."""
+    if "findings" not in layers or side.doctor is not None:
+        return side
+    return dataclasses.replace(side, doctor=parallel.start(partial(findings.doctor, side)))
+
+
 def compare(before: Side, after: Side, layers: Sequence[str] = tuple(LAYERS)) -> Diff:
     """Every layer of ``layers`` (in ``LAYERS`` order) on both sides."""
     unknown = [name for name in layers if name not in LAYERS]
@@ -41,4 +51,4 @@ def compare(before: Side, after: Side, layers: Sequence[str] = tuple(LAYERS)) ->
 
 
 __all__ = ["CHANGED", "FIXED", "GAINED", "INTRODUCED", "LAYERS", "LOST", "UNCHANGED", "Diff", "Item", "Layer",
-           "Side", "compare"]
+           "Side", "compare", "prepare"]

@@ -17,9 +17,14 @@ def _text(f: Finding) -> str:
     return f"{f.severity.upper()} [{f.layer}] {f.code}: {f.message}"
 
 
+def doctor(side: Side) -> list[Finding]:
+    """What ``knetsim doctor`` finds on ``side``."""
+    return diagnose(side.state, side.errors).findings
+
+
 def compare(before: Side, after: Side) -> Layer:
-    old = diagnose(before.state, before.errors).findings
-    new = diagnose(after.state, after.errors).findings
+    old = before.doctor.result() if before.doctor is not None else doctor(before)
+    new = after.doctor.result() if after.doctor is not None else doctor(after)
     groups: dict[tuple[str, str], tuple[list[Finding], list[Finding]]] = {}
     for f in old:
         groups.setdefault((f.code, f.subject), ([], []))[0].append(f)
@@ -45,4 +50,4 @@ def compare(before: Side, after: Side) -> Layer:
     return Layer("findings", TITLE, tuple(items))
 
 
-__all__ = ["TITLE", "compare"]
+__all__ = ["TITLE", "compare", "doctor"]

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..model.loader import Document
+
+if TYPE_CHECKING:
+    from ..doctor import Finding
+    from .parallel import Pending
 
 LOST, GAINED, CHANGED = "lost", "gained", "changed"
 INTRODUCED, FIXED, UNCHANGED = "introduced", "fixed", "unchanged"
@@ -37,6 +41,7 @@ class Side:
     errors: Sequence[ManifestError] = ()
     documents: Sequence[Document] = ()
     namespace: str = "default"  # of objects that name none
+    doctor: Pending[list[Finding]] | None = None  # the doctor's findings, when begun ahead (``diff.prepare``)
 
 
 @dataclass(frozen=True, slots=True)
