@@ -4,8 +4,8 @@
     .venv/bin/python bench/diff.py --pods 2000 --workloads 200
 
 Every figure is one whole process, started as a user starts it (this virtualenv's console
-script), its wall time, its CPU time (user + system) and its own peak RSS (wait4), bytecode
-cache in place as after an install. On a machine shared with other work the wall time grows
+script), its wall time, its CPU time (user + system, with the children it forks) and its own
+peak RSS (wait4), bytecode cache in place as after an install. On a machine shared with other work the wall time grows
 with the load and the CPU time much less: both are printed.
 Inputs come from bench/policy_gen.py (N namespaces x 9 Deployments, one NetworkPolicy each plus a
 default-deny per namespace), with a Service per Deployment.
