@@ -3,7 +3,7 @@
     objects       admission                      (knetsim validate)
     endpoints     EndpointSlices per Service     (knetsim endpoints)
     dns           the cluster DNS's records      (knetsim dns)
-    dataplane     what kube-proxy programs       (knetsim render)
+    dataplane     what kube-proxy (or Cilium) programs  (knetsim render)
     reachability  policy, every tier             (knetsim matrix, knetsim policy check)
     routes        Ingress and Gateway answers    (knetsim route, knetsim migrate check)
     findings      the doctor                     (knetsim doctor)

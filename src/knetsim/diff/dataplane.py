@@ -14,6 +14,8 @@ from .model import CHANGED, GAINED, LOST, Item, Layer, Side
 from .workloads import Workloads, counted
 
 TITLE = "data plane (what kube-proxy programs per Service port: frontends and DNAT targets)"
+# A kube-proxy-free cluster: Cilium's socket and tc programs translate with its service maps (lb4/lb6).
+TITLE_EBPF = "data plane (what Cilium programs per Service port, no kube-proxy: frontends and backends)"
 
 
 def programmed(side: Side) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -64,7 +66,7 @@ def compare(before: Side, after: Side) -> Layer:
         effect = LOST if a[1] and not b[1] else GAINED if b[1] and not a[1] else CHANGED
         items.append(Item(effect, subject, "; ".join(parts), {"frontends": list(a[0]), "targets": list(a[1])},
                           {"frontends": list(b[0]), "targets": list(b[1])}))
-    return Layer("dataplane", TITLE, tuple(items))
+    return Layer("dataplane", TITLE_EBPF if after.state.config.dataplane == "ebpf" else TITLE, tuple(items))
 
 
-__all__ = ["TITLE", "compare", "programmed"]
+__all__ = ["TITLE", "TITLE_EBPF", "compare", "programmed"]
