@@ -232,7 +232,7 @@ def custom_errors(body: dict) -> list[str]:
 def test_a_custom_object_is_pruned_typed_and_checked_by_its_crd_schema() -> None:
     assert custom_errors(tier_policy({"tier": "Admn", "priority": "10"})) == [
         'spec.tier: Unsupported value: "Admn": supported values: "Admin", "Baseline"',
-        'spec.priority: Invalid value: "10": spec.priority in body must be of type integer: "string"',
+        'spec.priority: Invalid value: "string": spec.priority in body must be of type integer: "string"',
         "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
         "correct the existing errors to complete validation",
     ]
