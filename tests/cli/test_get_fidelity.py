@@ -34,3 +34,56 @@ def test_the_gateway_tls_example_prints_every_route_and_policy_of_unknown_age() 
     rows = [line.split() for line in result.output.splitlines() if line and not line.startswith("NAMESPACE")]
     assert len(rows) == 4
     assert all(row[-1] == "<unknown>" for row in rows), result.output
+
+
+SHOP = str(EXAMPLES / "shop")
+
+
+def test_type_slash_name_gets_that_object_as_kubectl_does() -> None:
+    assert run("get", "service/kubernetes", "-f", SHOP).output.splitlines() == [
+        "NAME         TYPE        CLUSTER-IP   EXTERNAL-IP   PORT(S)   AGE",
+        "kubernetes   ClusterIP   10.96.0.1    <none>        443/TCP   <unknown>",
+    ]
+    result = run("get", "tcproute/postgres", "-n", "edge", "-f", TLS, "-o", "name")
+    assert (result.exit_code, result.output) == (0, "tcproute.gateway.networking.k8s.io/postgres\n")
+
+
+def test_a_single_type_slash_name_prints_the_object_itself_not_a_list() -> None:
+    result = run("get", "svc/web", "-n", "shop", "-f", SHOP, "-o", "yaml")
+    assert result.output.startswith("apiVersion: v1\nkind: Service\n"), result.output
+
+
+def test_several_type_slash_names_print_a_table_per_type_named_when_types_differ() -> None:
+    result = run("get", "svc/web", "deploy/web", "svc/api", "-n", "shop", "-f", SHOP, "-o", "name")
+    assert result.output.splitlines() == ["service/web", "deployment.apps/web", "service/api"]
+    lines = run("get", "svc/web", "deploy/web", "-n", "shop", "-f", SHOP).output.splitlines()
+    assert [(line.split() or [""])[0] for line in lines] == ["NAME", "service/web", "", "NAME", "deployment.apps/web"]
+
+
+def test_names_of_one_type_share_one_table_without_the_type() -> None:
+    for args in (["svc", "web", "api"], ["svc/web", "svc/api"]):
+        lines = run("get", *args, "-n", "shop", "-f", SHOP).output.splitlines()
+        assert [line.split()[0] for line in lines] == ["NAME", "web", "api"], lines
+
+
+def test_several_types_with_a_name_ask_for_each_type_of_that_name() -> None:
+    result = run("get", "svc,deploy", "web", "-n", "shop", "-f", SHOP, "-o", "name")
+    assert result.output.splitlines() == ["service/web", "deployment.apps/web"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["svc", "svc/web"], "error: there is no need to specify a resource type as a separate argument when passing "
+                         "arguments in resource/name form (e.g. 'knetsim get resource/<resource_name>' instead of "
+                         "'knetsim get resource resource/<resource_name>'\n"),
+    (["svc/web/x"], "error: arguments in resource/name form may not have more than one slash\n"),
+    (["svc,deploy/web"], "error: arguments in resource/name form must have a single resource and name\n"),
+    (["svc/"], "error: arguments in resource/name form must have a single resource and name\n"),
+])
+def test_mixed_or_malformed_type_slash_name_is_refused_in_kubectls_words(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["get", *args, "-n", "shop", "-f", SHOP])
+    assert (result.exit_code, result.output) == (2, message)
+
+
+def test_an_unknown_type_before_the_slash_is_refused_as_an_unknown_type() -> None:
+    result = run("get", "widget/web", "-f", SHOP)
+    assert result.exit_code == 2 and 'the server doesn\'t have a resource type "widget"' in result.output
