@@ -38,3 +38,14 @@ def test_admission_and_allocation_errors_interleave_in_file_order(tmp_path: Path
     found = places(result.output)
     assert found == sorted(found, key=lambda p: (p[0] != first, p[1])), result.output
     assert {p for p in found} == {(first, 2), (second, 1), (second, 2)}
+
+
+def test_what_cannot_be_read_comes_first_as_kubectl_apply_reports_it(tmp_path: Path) -> None:
+    """kubectl apply reads every file (GetObjects) before it sends anything: a document that does not parse
+    and a kind no API serves are reported before any object the API server refuses."""
+    (tmp_path / "a.yaml").write_text(service("a") + "---\n" + service("b"))
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: Widget\nmetadata: {name: w}\n")
+    (tmp_path / "c.yaml").write_text("kind: [\n")
+    result = CliRunner().invoke(cli, ["validate", "-f", str(tmp_path)])
+    assert places(result.output) == [(str(tmp_path / "b.yaml"), 1), (str(tmp_path / "c.yaml"), 1),
+                                     (str(tmp_path / "a.yaml"), 2), (str(tmp_path / "a.yaml"), 2)], result.output

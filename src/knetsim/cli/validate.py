@@ -30,27 +30,33 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
         summary = f"{cluster.read - rejected} object(s) valid, {rejected} rejected"
         if cluster.unreadable:
             summary += f", {len(cluster.unreadable)} unreadable"
-        errors = _in_file_order(cluster.errors, filenames)
+        errors = _in_file_order(cluster, filenames)
         fail_input(InputError([str(e) for e in errors]), summary=summary, always_summarize=True)
     count = cluster.read
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
 
 
-def _in_file_order(errors: list[ManifestError], filenames: tuple[str, ...]) -> list[ManifestError]:
-    """Errors as ``kubectl apply`` meets them: a path that does not exist first, then file by file in the order
-    the files are read, document by document. (Allocation runs after admission, over every Service at once,
-    so its errors would otherwise follow all the others.) Errors of sources that are no file keep their order."""
+def _in_file_order(cluster: Cluster, filenames: tuple[str, ...]) -> list[ManifestError]:
+    """Errors as ``kubectl apply`` meets them. First what it finds reading the files (GetObjects: a path that
+    does not exist, a document that does not parse, a kind no API serves), then what the API server refuses,
+    object by object: each group file by file in the order the files are read, document by document.
+    (Allocation runs after admission, over every Service at once, so its errors would otherwise follow all
+    the others, in name order.) Errors of sources that are no file keep their order."""
     rank = {path: i for i, path in enumerate(dict.fromkeys(expand_paths(filenames)))}
+    unreadable = {id(e) for e in cluster.unreadable}
 
-    def position(error: ManifestError) -> tuple[int, int, int]:
+    def position(error: ManifestError) -> tuple[int, int, int, int]:
+        read = id(error) in unreadable or (isinstance(error.error, str)
+                                           and error.error.startswith("no matches for kind"))
+        phase = 0 if read else 1
         source = error.source
         if source is None:
-            return (-1, 0, 0)
+            return (phase, -1, 0, 0)
         if source.file not in rank:
-            return (len(rank), 0, 0)
-        return (rank[source.file], source.document, -1 if source.item is None else source.item)
+            return (phase, len(rank), 0, 0)
+        return (phase, rank[source.file], source.document, -1 if source.item is None else source.item)
 
-    return sorted(errors, key=position)
+    return sorted(cluster.errors, key=position)
 
 
 def _print_definitions(cluster: Cluster) -> None:
