@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import yaml
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
 
 from knetsim import printers
 from knetsim.cli.main import cli
 from knetsim.model.apis.catalog import DEFINITIONS
+from knetsim.model.strategy import strategy_for
 
 TLS = str(EXAMPLES / "gateway" / "tls")
 EVERY_KIND = sorted({*printers.PRINTERS, *(d.kind for d in DEFINITIONS), "ConfigMap"})
@@ -87,3 +92,28 @@ def test_mixed_or_malformed_type_slash_name_is_refused_in_kubectls_words(args: l
 def test_an_unknown_type_before_the_slash_is_refused_as_an_unknown_type() -> None:
     result = run("get", "widget/web", "-f", SHOP)
     assert result.exit_code == 2 and 'the server doesn\'t have a resource type "widget"' in result.output
+
+
+def test_every_object_whose_kind_counts_generations_is_at_generation_1_offline() -> None:
+    """PrepareForCreate sets metadata.generation to 1 for these kinds (the live registry does too), and the
+    status a controller writes reports it as observedGeneration: the two agree."""
+    result = run("get", "deploy,rs,pods,endpointslices,svc,gateways,httproutes", "-A", "-f", TLS, "-o", "yaml")
+    items = yaml.safe_load(result.output)["items"]
+    assert {i["kind"] for i in items} >= {"Deployment", "ReplicaSet", "Pod", "EndpointSlice", "Gateway", "HTTPRoute"}
+    for item in items:
+        meta = item["metadata"]
+        if strategy_for(item["kind"]).generation:
+            assert meta.get("generation") == 1, (item["kind"], meta["name"])
+            assert (item.get("status") or {}).get("observedGeneration") in (None, 1), (item["kind"], meta["name"])
+        else:
+            assert "generation" not in meta, (item["kind"], meta["name"])
+
+
+def test_an_object_read_from_a_cluster_keeps_its_own_generation(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default, generation: 7, uid: u1,\n"
+        "  resourceVersion: '42', creationTimestamp: '2026-01-01T00:00:00Z'}\n"
+        "spec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec: {containers: [{name: web, image: nginx}]}\n")
+    result = run("get", "deploy/web", "-f", str(tmp_path), "-o", "json")
+    assert json.loads(result.output)["metadata"]["generation"] == 7
