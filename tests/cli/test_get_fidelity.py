@@ -117,3 +117,12 @@ def test_an_object_read_from_a_cluster_keeps_its_own_generation(tmp_path: Path) 
         "    spec: {containers: [{name: web, image: nginx}]}\n")
     result = run("get", "deploy/web", "-f", str(tmp_path), "-o", "json")
     assert json.loads(result.output)["metadata"]["generation"] == 7
+
+
+def test_yaml_prints_every_object_in_full_without_anchors_or_aliases() -> None:
+    """Pods of one ReplicaSet share their template's parts in memory; kubectl's YAML has no &id/*id."""
+    result = run("get", "pods,rs", "-n", "shop", "-f", SHOP, "-o", "yaml")
+    assert result.exit_code == 0
+    assert "&id" not in result.output and "*id" not in result.output
+    pods = [i for i in yaml.safe_load(result.output)["items"] if i["kind"] == "Pod"]
+    assert len(pods) > 2 and all(p["spec"]["containers"][0]["image"] for p in pods)
