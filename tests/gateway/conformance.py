@@ -152,7 +152,7 @@ def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 CONDITION_TYPES = ("Accepted", "Programmed", "ResolvedRefs", "Conflicted", "PartiallyInvalid",
-                   "OverlappingTLSConfig")
+                   "OverlappingTLSConfig", "InsecureFrontendValidationMode")
 
 
 def _check_conditions(found: dict[str, dict[str, Any]], row: dict[str, Any], generation: int) -> None:
