@@ -73,3 +73,20 @@ def test_l4_weighted_backends_share_connections_by_weight(spec: dict[str, Any]) 
         counts[result.backend.service.split("/")[1]] += 1
     for backend, share in spec["weights"].items():
         assert abs(counts[backend] / 2000 - share) < 0.05, counts
+
+
+def test_the_doctor_names_a_backend_that_refuses_the_gateways_client_certificate() -> None:
+    """Given the GatewayTLSBackendClientCertificate backend behind three Gateways, then the doctor finds the one
+    presenting no client certificate and the one presenting another CA's, with a fix, and not the suite's own."""
+    from knetsim.gateway.findings import gateway_findings
+
+    c = conformance.cluster("backendtls", "GatewayTLSBackendClientCertificate")
+    refused = [f for f in gateway_findings(c.state) if f.code == "GatewayBackendClientCertificateRefused"]
+    by_gateway = {f.message.split("requests through Gateway ")[1].split(" ")[0]: f for f in refused}
+    assert sorted(by_gateway) == [conformance.key("gateway-with-foreign-backend-client-certificate"),
+                                  conformance.key("gateway-without-backend-client-certificate")]
+    none = by_gateway[conformance.key("gateway-without-backend-client-certificate")]
+    assert "certificate required" in none.message and '"path":"/spec/tls"' in none.fix
+    foreign = by_gateway[conformance.key("gateway-with-foreign-backend-client-certificate")]
+    assert "unknown ca" in foreign.message and "CN=validity-client" in foreign.message
+    assert none.field == "spec.rules[0].backendRefs[0]"
