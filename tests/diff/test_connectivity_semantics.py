@@ -1,14 +1,38 @@
 """The reachability layer against netpol-analyzer's ``diff``: its scenarios, restated as our own manifests.
 
-netpol-analyzer (np-guard) compares the connectivity of two folders pair by pair and names each
-difference ``added`` (ref1 nothing, ref2 something), ``removed`` (the reverse) or ``changed`` (both
-something); its tests pair inputs such as a NetworkPolicy whose rule a ``-`` split in two, a
-deny-all policy later opened to one workload, a named port moved, a workload added. Given the same
-changes to manifests written here, the pairs our diff reports, with the allowed sets before and
-after, are exactly theirs (our external ranges exclude the pod network, which netpol-analyzer does
-not know; the pods knetsim adds itself are left out of the comparison, as their inputs have none).
+netpol-analyzer (np-guard) compares the connectivity of two folders pair by pair. Its test suite
+(pkg/netpol/diff/diff_test.go) pairs input folders and lists, per pair, each difference as one line:
 
-Address plan: one namespace ``default``; pods 10.244.<node>.x; external addresses outside 10.244/16.
+==========================  ==================================  =============================================
+netpol-analyzer             meaning                             knetsim ``diff --layers reachability``
+==========================  ==================================  =============================================
+``added``                   ref1 No Connections, ref2 some      one ``gained`` item, ``before.allowed == []``
+``removed``                 ref1 some, ref2 No Connections      one ``lost`` item, ``after.allowed == []``
+``changed``                 both some, different                a ``lost`` and/or a ``gained`` item for the
+                                                                pair, both sides non-empty
+``added`` + "workload X     a workload only in ref2 (its new    ``gained`` items whose ``before.allowed`` is
+added" (new peers)          peers)                              ``[]``: a missing workload allows nothing
+``removed`` + "workload X   a workload only in ref1 (lost       ``lost`` items whose ``after.allowed`` is
+removed" (lost peers)       peers)                              ``[]``
+an empty expected output    the two folders are equivalent      no item at all
+==========================  ==================================  =============================================
+
+The tests below take (source, destination) -> (ref1, ref2) from our JSON and compare it with the
+set of lines netpol-analyzer's expected output holds for the same change, written here on our own
+small manifests (workload names kept where they help to recognise the case). Facts, not files:
+which pair, which ports, which direction. Where the two tools name things differently:
+
+- External ranges: netpol-analyzer knows no pod network, so its ``0.0.0.0-255.255.255.255`` is our
+  address space outside the pod network (10.244.0.0/16 by default), in its two pieces, and a range
+  that contains the pod network is cut around it.
+- The pods knetsim adds itself (CoreDNS, ingress-nginx, ...) are left out of the comparison, as
+  their inputs have none; cases that are about the ingress controller say so.
+- Not restated, by design: OpenShift ``Route`` objects (knetsim simulates upstream Kubernetes,
+  which has no Route kind) and ``UserDefinedNetwork`` isolation (an OVN-Kubernetes extension, not
+  the NetworkPolicy API); the cases that only move Routes (acs-security-demos-no-routes,
+  multiple_ingress_objects_with_different_ports) therefore have no counterpart here.
+
+Address plan: the DESIGN.md defaults; pods 10.244.<node>.x; external addresses outside 10.244/16.
 """
 
 from __future__ import annotations
@@ -131,3 +155,218 @@ def test_a_workload_added_brings_its_pairs_as_added(tmp_path: Path) -> None:
     assert found == {(redis_cart, unicorn): ([], "all"), (unicorn, redis_cart): ([], "all"),
                      **{(ext, unicorn): ([], "all") for ext in outside},
                      **{(unicorn, ext): ([], "all") for ext in outside}}
+
+
+# --- more of netpol-analyzer's diff inputs: namespaces, ipBlocks, named ports, admin tiers ---------------------------
+
+OUTSIDE = ("0.0.0.0-10.243.255.255", "10.245.0.0-255.255.255.255")  # netpol-analyzer's 0.0.0.0-255.255.255.255
+
+
+def namespace(name: str, **labels: str) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+
+def workload(kind: str, ns: str, name: str, labels: dict[str, str],
+             ports: list[dict[str, Any]] | None = None) -> str:
+    container: dict[str, Any] = {"name": "c", "image": "app", **({"ports": ports} if ports else {})}
+    return json.dumps({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+                       "spec": {"selector": {"matchLabels": labels}, **({"serviceName": name} if kind == "StatefulSet"
+                                                                         else {}),
+                                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}})
+
+
+def netpol(ns: str, name: str, spec: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                       "metadata": {"name": name, "namespace": ns}, "spec": spec})
+
+
+def admin(name: str, priority: int, spec: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
+                       "metadata": {"name": name}, "spec": {"priority": priority, **spec}})
+
+
+def baseline(spec: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "BaselineAdminNetworkPolicy",
+                       "metadata": {"name": "default"}, "spec": spec})
+
+
+def conns(**ranges: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """Our JSON form of a connection set: per protocol (by name), its port ranges."""
+    return [{"protocol": p, "ports": [list(r) for r in ranges[p]]} for p in sorted(ranges)]
+
+
+ALL_BUT = {"TCP": [(1, 65535)], "UDP": [(1, 65535)], "SCTP": [(1, 65535)]}
+
+
+def all_but(protocol: str, port: int) -> list[dict[str, Any]]:
+    """Every connection except one port (netpol-analyzer: ``SCTP 1-65535,TCP 1-65535,UDP 1-5352,5354-65535``)."""
+    ranges = dict(ALL_BUT)
+    ranges[protocol] = [r for r in ((1, port - 1), (port + 1, 65535)) if r[0] <= r[1]]
+    return conns(**ranges)
+
+
+# ipblockstest: a frontend tier reachable from the internet on DNS, except from the ranges the comment names
+# (SL internal 10/8, the service range 172.21/16, the cluster range 172.30/16).
+TIER = workload("DaemonSet", "infra", "calico-node-tier", {"tier": "frontend"})
+OTHER = workload("Deployment", "infra", "heapster", {"app": "heapster"})
+INFRA = namespace("infra")
+THE_INTERNET = ("0.0.0.0-9.255.255.255", "11.0.0.0-172.20.255.255", "172.22.0.0-172.29.255.255",
+                "172.31.0.0-255.255.255.255")
+
+
+def from_ip_block(excepts: list[str], protocol: str) -> str:
+    return netpol("infra", "enable-from-ipblock-to-isolated-by-tier", {
+        "podSelector": {"matchLabels": {"tier": "frontend"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": excepts}}],
+                     "ports": [{"port": 53, "protocol": protocol}]}]})
+
+
+def test_an_ip_block_rule_moved_from_udp_to_tcp_changes_each_range_it_names(tmp_path: Path) -> None:
+    """ipblockstest -> ipblockstest_2: the same ipBlock, `protocol: UDP` becomes TCP; each of the four ranges the
+    block leaves, `changed` UDP 53 -> TCP 53; pods (inside 10/8) are denied both times, so unchanged."""
+    excepts = ["10.0.0.0/8", "172.21.0.0/16", "172.30.0.0/16"]
+    found = pairs(write(tmp_path / "a", INFRA, TIER, OTHER, from_ip_block(excepts, "UDP")),
+                  write(tmp_path / "b", INFRA, TIER, OTHER, from_ip_block(excepts, "TCP")))
+    assert found == {(r, "infra/calico-node-tier[DaemonSet]"): (conns(UDP=[(53, 53)]), conns(TCP=[(53, 53)]))
+                     for r in THE_INTERNET}
+
+
+def test_an_except_split_in_two_halves_is_no_change(tmp_path: Path) -> None:
+    """ipblockstest_2 -> ipblockstest_3: `except: 10.0.0.0/8` written as 10.0.0.0/9 and 10.128.0.0/9: the same
+    addresses, so netpol-analyzer's expected output is empty, and so is ours."""
+    found = pairs(write(tmp_path / "a", INFRA, TIER, OTHER,
+                        from_ip_block(["10.0.0.0/8", "172.21.0.0/16", "172.30.0.0/16"], "TCP")),
+                  write(tmp_path / "b", INFRA, TIER, OTHER,
+                        from_ip_block(["10.0.0.0/9", "10.128.0.0/9", "172.21.0.0/16", "172.30.0.0/16"], "TCP")))
+    assert found == {}
+
+
+def test_an_ingress_ip_block_replaced_by_an_egress_allow_list(tmp_path: Path) -> None:
+    """ipblockstest -> ipblockstest_4: the ingress policy goes; an egress policy with the same name allows the
+    tier only to a list of /32s and a /8. Ingress opens (`changed` UDP 53 -> all from the internet, `added` from the
+    excepted ranges and from every pod); egress closes (`removed` to every pod and every address off the list)."""
+    egress = netpol("infra", "enable-from-ipblock-to-isolated-by-tier", {
+        "podSelector": {"matchLabels": {"tier": "frontend"}}, "policyTypes": ["Egress"],
+        "egress": [{"to": [{"ipBlock": {"cidr": "49.50.0.0/32"}}, {"ipBlock": {"cidr": "49.50.0.2/32"}},
+                           {"ipBlock": {"cidr": "50.0.0.0/8"}}]}]})
+    tier, heapster = "infra/calico-node-tier[DaemonSet]", "infra/heapster[Deployment]"
+    found = pairs(write(tmp_path / "a", INFRA, TIER, OTHER,
+                        from_ip_block(["10.0.0.0/8", "172.21.0.0/16", "172.30.0.0/16"], "UDP")),
+                  write(tmp_path / "b", INFRA, TIER, OTHER, egress))
+    udp53 = conns(UDP=[(53, 53)])
+    expected: dict[tuple[str, str], tuple[Any, Any]] = {(r, tier): (udp53, "all") for r in THE_INTERNET}
+    expected |= {(r, tier): ([], "all") for r in ("10.0.0.0-10.243.255.255", "10.245.0.0-10.255.255.255",
+                                                  "172.21.0.0/16", "172.30.0.0/16")}
+    expected[(heapster, tier)] = ([], "all")
+    expected[(tier, heapster)] = ("all", [])
+    expected |= {(tier, r): ("all", []) for r in ("0.0.0.0-10.243.255.255", "10.245.0.0-49.49.255.255",
+                                                  "49.50.0.1/32", "49.50.0.3-49.255.255.255",
+                                                  "51.0.0.0-255.255.255.255")}
+    assert found == expected
+
+
+def test_an_all_ports_range_on_every_protocol_is_all_but_the_portless_protocols(tmp_path: Path) -> None:
+    """with_end_port_example -> _new: `port: 1, endPort: 65535` for UDP, TCP and SCTP on every pod becomes `- {}` on
+    one tier (the other pods then selected by no policy). netpol-analyzer's expected output is empty: it knows only
+    the three port protocols, so both sides are "All Connections" to it.
+
+    We differ by design, and Kubernetes is on our side: a rule whose `ports` is present admits only traffic that
+    matches one of the listed ports (NetworkPolicyIngressRule.ports, API reference), so ICMP and every other protocol
+    without ports were denied to the isolated pods before and are allowed after. That, and only that, is the
+    change: each pair into the two pods goes from every port of TCP, UDP, SCTP to all connections."""
+    ranges = [{"port": 1, "endPort": 65535, "protocol": p} for p in ("UDP", "TCP", "SCTP")]
+    before = netpol("infra", "enable-all-protocols-with-all-ports", {
+        "podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": ranges}]})
+    after = netpol("infra", "enable-all-traffic", {
+        "podSelector": {"matchLabels": {"tier": "frontend"}}, "policyTypes": ["Ingress"], "ingress": [{}]})
+    found = pairs(write(tmp_path / "a", INFRA, TIER, OTHER, before), write(tmp_path / "b", INFRA, TIER, OTHER, after))
+    tier, heapster = "infra/calico-node-tier[DaemonSet]", "infra/heapster[Deployment]"
+    # heapster's one pod reaching itself is no policy's business; the DaemonSet's pods on different nodes are
+    assert found == {(src, dst): (conns(**ALL_BUT), "all")
+                     for dst in (tier, heapster) for src in (tier, heapster, *OUTSIDE) if (src, dst) != (heapster,) * 2}
+
+
+HELM = workload("Deployment", "infra", "tiller-deploy", {"app": "helm"},
+                [{"containerPort": 44134, "name": "tiller", "protocol": "TCP"}])
+FRONT = workload("Deployment", "infra", "keepalived", {"tier": "frontend"})
+
+
+def test_a_named_port_written_as_its_number_is_no_change(tmp_path: Path) -> None:
+    """test_with_named_ports_changed_netpol_2 -> _3: `port: tiller` becomes `port: 44134`, the number the pod gives
+    that name: netpol-analyzer reports nothing, nor do we."""
+
+    def helm(port: str | int) -> str:
+        return netpol("infra", f"ingress-based-on-{'named-ports' if isinstance(port, str) else 'port-number'}", {
+            "podSelector": {"matchLabels": {"app": "helm"}}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "frontend"}}}],
+                         "ports": [{"port": port, "protocol": "TCP"}]}]})
+
+    assert pairs(write(tmp_path / "a", INFRA, HELM, FRONT, helm("tiller")),
+                 write(tmp_path / "b", INFRA, HELM, FRONT, helm(44134))) == {}
+
+
+def test_a_named_port_added_to_a_rule_adds_its_number_for_every_client(tmp_path: Path) -> None:
+    """test_with_named_ports -> _changed_netpol: kube-dns's rule names `dns-local` (UDP) and `dns-tcp-local` (TCP),
+    both 10053; `metrics` (TCP 10054) is added: every client and the internet, `changed` TCP 10053,UDP 10053 ->
+    TCP 10053-10054,UDP 10053."""
+    dns = workload("Deployment", "infra", "kube-dns", {"k8s-app": "kube-dns"}, [
+        {"containerPort": 10053, "name": "dns-local", "protocol": "UDP"},
+        {"containerPort": 10053, "name": "dns-tcp-local", "protocol": "TCP"},
+        {"containerPort": 10054, "name": "metrics", "protocol": "TCP"}])
+
+    def rule(*names: tuple[str, str]) -> str:
+        return netpol("infra", "ingress-based-on-named-ports", {
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}, "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"port": n, "protocol": p} for n, p in names]}]})
+
+    local = (("dns-local", "UDP"), ("dns-tcp-local", "TCP"))
+    found = pairs(write(tmp_path / "a", INFRA, dns, FRONT, OTHER, rule(*local)),
+                  write(tmp_path / "b", INFRA, dns, FRONT, OTHER, rule(*local, ("metrics", "TCP"))))
+    change = (conns(TCP=[(10053, 10053)], UDP=[(10053, 10053)]), conns(TCP=[(10053, 10054)], UDP=[(10053, 10053)]))
+    assert found == {(src, "infra/kube-dns[Deployment]"): change
+                     for src in ("infra/keepalived[Deployment]", "infra/heapster[Deployment]", *OUTSIDE)}
+
+
+DEMO = namespace("demo")
+UI = workload("DaemonSet", "demo", "cog-agents-bank-ui", {"app": "bank-ui-selector"})
+COMMAND = workload("DaemonSet", "demo", "cog-agents-account-command", {"app": "account-command-selector"})
+QUERY = workload("DaemonSet", "demo", "cog-agents-account-query", {"app": "account-query-selector"})
+
+
+def ui_to_command(ports: list[dict[str, Any]] | None) -> str:
+    return netpol("demo", "ui-to-command", {
+        "podSelector": {"matchLabels": {"app": "account-command-selector"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "bank-ui-selector"}}}],
+                     **({"ports": ports} if ports else {})}]})
+
+
+def query_to_ui(ports: list[dict[str, Any]] | None) -> str:
+    return netpol("demo", "query-to-ui", {
+        "podSelector": {"matchLabels": {"app": "account-query-selector"}}, "policyTypes": ["Egress"],
+        "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "bank-ui-selector"}}}],
+                    **({"ports": ports} if ports else {})}]})
+
+
+def test_ports_moved_from_one_policy_to_another_change_two_pairs_in_opposite_directions(tmp_path: Path) -> None:
+    """multiple_topology_resources_1 -> _2: ui-to-command gains `ports` (UDP 8080, TCP 8080, TCP 9090), query-to-ui
+    loses its TCP 8080: `changed` ui -> command all -> TCP 8080,9090,UDP 8080; query -> ui TCP 8080 -> all."""
+    tcp8080 = [{"port": 8080, "protocol": "TCP"}]
+    three = [{"port": 8080, "protocol": "UDP"}, *tcp8080, {"port": 9090, "protocol": "TCP"}]
+    found = pairs(write(tmp_path / "a", DEMO, UI, COMMAND, QUERY, ui_to_command(None), query_to_ui(tcp8080)),
+                  write(tmp_path / "b", DEMO, UI, COMMAND, QUERY, ui_to_command(three), query_to_ui(None)))
+    assert found == {
+        ("demo/cog-agents-bank-ui[DaemonSet]", "demo/cog-agents-account-command[DaemonSet]"): (
+            "all", conns(TCP=[(8080, 8080), (9090, 9090)], UDP=[(8080, 8080)])),
+        ("demo/cog-agents-account-query[DaemonSet]", "demo/cog-agents-bank-ui[DaemonSet]"): (
+            conns(TCP=[(8080, 8080)]), "all")}
+
+
+def test_a_policy_whose_selector_matches_no_pod_is_no_change(tmp_path: Path) -> None:
+    """multiple_topology_resources_3 -> _4: `policy-from2-to1` is added, selecting `app: app-1`, a label no pod of its
+    namespace carries: it isolates nothing, so both outputs are empty."""
+    one = workload("Deployment", "demo", "cog-agents", {"app": "skydive"})
+    two = workload("Deployment", "demo", "cog-analyzer", {"app": "app-2"})
+    added = netpol("demo", "policy-from2-to1", {
+        "podSelector": {"matchLabels": {"app": "app-1"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "app-2"}}}]}]})
+    assert pairs(write(tmp_path / "a", DEMO, one, two), write(tmp_path / "b", DEMO, one, two, added)) == {}
