@@ -52,7 +52,7 @@ def deployment(name: str, labels: dict[str, str], ports: list[dict[str, Any]]) -
     return json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
                        "spec": {"selector": {"matchLabels": labels},
                                 "template": {"metadata": {"labels": labels},
-                                             "spec": {"containers": [{"name": "c", "image": "app",
+                                             "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
                                                                       "ports": ports}]}}}})
 
 
@@ -168,7 +168,7 @@ def namespace(name: str, **labels: str) -> str:
 
 def workload(kind: str, ns: str, name: str, labels: dict[str, str],
              ports: list[dict[str, Any]] | None = None) -> str:
-    container: dict[str, Any] = {"name": "c", "image": "app", **({"ports": ports} if ports else {})}
+    container: dict[str, Any] = {"name": "c", "image": "nginx:1.27", **({"ports": ports} if ports else {})}
     return json.dumps({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
                        "spec": {"selector": {"matchLabels": labels}, **({"serviceName": name} if kind == "StatefulSet"
                                                                          else {}),
@@ -370,3 +370,81 @@ def test_a_policy_whose_selector_matches_no_pod_is_no_change(tmp_path: Path) -> 
         "podSelector": {"matchLabels": {"app": "app-1"}}, "policyTypes": ["Ingress"],
         "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "app-2"}}}]}]})
     assert pairs(write(tmp_path / "a", DEMO, one, two), write(tmp_path / "b", DEMO, one, two, added)) == {}
+
+
+def service(name: str, app: str, port: int) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                       "spec": {"selector": {"app": app}, "ports": [{"port": port, "targetPort": port}]}})
+
+
+def ingress(*backends: tuple[str, str, int]) -> str:
+    return json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "ingress-policy"},
+                       "spec": {"ingressClassName": "nginx", "rules": [
+                           {"host": host, "http": {"paths": [{"path": f"/{name}", "pathType": "Prefix", "backend": {
+                               "service": {"name": name, "port": {"number": port}}}}]}}
+                           for host, name, port in backends]}})
+
+
+BOOKINFO = [("details", "details"), ("productpage", "productpage"), ("ratings", "ratings"),
+            *((f"reviews-v{v}", "reviews") for v in (1, 2, 3))]
+
+
+def bookinfo() -> list[str]:
+    return [*(deployment(name, {"app": app, "name": name}, [{"containerPort": 9080}]) for name, app in BOOKINFO),
+            service("details", "details", 9080)]
+
+
+def isolating(app: str, admit: list[dict[str, Any]] | None = None, egress: list[dict[str, Any]] | None = None) -> str:
+    """A policy isolating the app both ways, with these ingress and egress rules (none: nothing)."""
+    return policy(f"{app}-netpol", {"podSelector": {"matchLabels": {"app": app}}, "policyTypes": ["Ingress", "Egress"],
+                                    "ingress": admit or [], "egress": egress or []})
+
+
+def test_policies_added_around_an_ingress_backed_workload_and_a_new_route(tmp_path: Path) -> None:
+    """k8s_ingress_test -> k8s_ingress_test_new: bookinfo (details, productpage, ratings, three reviews) had no policy
+    and an Ingress to details:9080; each workload gets a policy isolating it both ways, admitting only reviews ->
+    productpage and reviews -> ratings on 9080 and anyone in the cluster -> details on TCP 9080; a `unicorn`
+    Deployment is added, and the Ingress gains a rule to it on 8080.
+
+    netpol-analyzer's lines: `changed` reviews-* -> productpage and -> ratings, all -> TCP 9080; `removed` every
+    other pair between the six and between them and the outside world, both ways; `added` unicorn -> details TCP 9080
+    and unicorn <-> the outside world; and `added` {ingress-controller} -> unicorn TCP 8080.
+
+    That last one differs by design: our ingress controller is a pod (ingress-nginx/ingress-nginx-controller), and
+    the reachability layer says what policy lets it open (to the new, unisolated unicorn: everything); which requests
+    it sends where is the routes layer's answer, which names the new route to unicorn:8080."""
+    rule_9080 = [{"port": 9080}]
+    from_reviews = [{"from": [{"podSelector": {"matchLabels": {"app": "reviews"}}}], "ports": rule_9080}]
+    policies = [isolating("productpage", from_reviews), isolating("ratings", from_reviews),
+                isolating("details", [{"from": [{"namespaceSelector": {}}],
+                                       "ports": [{"port": 9080, "protocol": "TCP"}]}]),
+                isolating("reviews", egress=[{"to": [{"podSelector": {"matchLabels": {"app": a}}}], "ports": rule_9080}
+                                             for a in ("productpage", "ratings")])]
+    unicorn = [deployment("unicorn", {"app": "unicorn"}, [{"containerPort": 8080}]),
+               service("unicorn", "unicorn", 8080)]
+    before = write(tmp_path / "a", *bookinfo(), ingress(("demo.localdev.me", "details", 9080)))
+    after = write(tmp_path / "b", *bookinfo(), *unicorn, *policies,
+                  ingress(("demo.localdev.me", "details", 9080), ("demo.unicorn.me", "unicorn", 8080)))
+
+    six = [f"default/{name}[Deployment]" for name, _ in BOOKINFO]
+    tcp9080 = tcp(9080)
+    kept = {(r, f"default/{d}[Deployment]"): tcp9080 for r in six[3:] for d in ("productpage", "ratings")}
+    expected: dict[tuple[str, str], tuple[Any, Any]] = {}
+    for src in (*six, *OUTSIDE):
+        for dst in (*six, *OUTSIDE):
+            if src != dst and not (src in OUTSIDE and dst in OUTSIDE):
+                expected[(src, dst)] = ("all", kept.get((src, dst), []))
+    uni = "default/unicorn[Deployment]"
+    expected[(uni, "default/details[Deployment]")] = ([], tcp9080)
+    expected |= {pair: ([], "all") for r in OUTSIDE for pair in ((r, uni), (uni, r))}
+    assert pairs(before, after) == expected
+
+    result = CliRunner().invoke(cli, ["diff", "--before", str(before), "--after", str(after), "--layers",
+                                      "reachability,routes", "-o", "json"])
+    doc = json.loads(result.stdout)
+    controller = [i for i in doc["layers"]["reachability"]["items"]
+                  if i["subject"] == f"ingress-nginx/ingress-nginx-controller[Deployment] → {uni}"]
+    assert [(i["before"]["allowed"], i["after"]["allowed"]) for i in controller] == [([], "all")]
+    # the new host: nginx's 404 before, proxied to the new backend after; details' route does not move
+    assert [(i["before"]["answer"], i["after"]["answer"]) for i in doc["layers"]["routes"]["items"]
+            if i["effect"] != "unchanged"] == [("404", "proxied to default/unicorn:8080")]
