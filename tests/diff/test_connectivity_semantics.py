@@ -448,3 +448,104 @@ def test_policies_added_around_an_ingress_backed_workload_and_a_new_route(tmp_pa
     # the new host: nginx's 404 before, proxied to the new backend after; details' route does not move
     assert [(i["before"]["answer"], i["after"]["answer"]) for i in doc["layers"]["routes"]["items"]
             if i["effect"] != "unchanged"] == [("404", "proxied to default/unicorn:8080")]
+
+
+# acs-security-demos: three namespaces denied by default, each workload opened to exactly its callers on 8080 and to
+# DNS (UDP 5353 anywhere), by a policy per workload.
+ANY_NS = {"namespaceSelector": {}}
+
+
+def app(name: str) -> dict[str, Any]:
+    return {"podSelector": {"matchLabels": {"app": name}}}
+
+
+def app_in(ns: str, name: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}, **app(name)}
+
+
+def on(port: int, *peers: dict[str, Any], protocol: str = "TCP") -> dict[str, Any]:
+    """A rule on one port with these peers, before it knows its direction (``acs_policy`` writes from/to)."""
+    return {"ports": [{"port": port, "protocol": protocol}], "peers": list(peers)}
+
+
+def acs_policy(ns: str, name: str, admit: list[dict[str, Any]], send: list[dict[str, Any]]) -> str:
+    def rules(direction: str, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{direction: r["peers"], "ports": r["ports"]} for r in listed]
+
+    return netpol(ns, f"{name}-netpol", {"podSelector": {"matchLabels": {"app": name}},
+                                         "policyTypes": ["Ingress", "Egress"],
+                                         "ingress": rules("from", admit), "egress": rules("to", send)})
+
+
+DNS = on(5353, ANY_NS, protocol="UDP")
+
+
+def acs(*, asset_cache_open: bool, catalog_port: int, webapp_to_shipping: bool, mastercard: bool,
+        unicorn: bool) -> list[str]:
+    """The demo with the five things the `-new` folder changes as parameters."""
+    docs = [namespace(ns) for ns in ("frontend", "backend", "payments", *(("external",) if unicorn else ()))]
+    workloads = {"frontend": ["asset-cache", "webapp"],
+                 "backend": ["catalog", "checkout", "notification", "recommendation", "reports", "shipping"],
+                 "payments": ["gateway", *(["mastercard-processor"] if mastercard else []), "visa-processor"],
+                 "external": ["unicorn"] if unicorn else []}
+    for ns, names in workloads.items():
+        for name in names:
+            ports = [{"containerPort": 8080}] + ([{"containerPort": 9080}] if name == "catalog" else [])
+            docs.append(workload("Deployment", ns, name, {"app": name}, ports))
+    docs += [netpol(ns, f"default-deny-in-namespace-{ns}", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
+             for ns in ("frontend", "backend", "payments")]
+    webapp = app_in("frontend", "webapp")
+    docs += [
+        acs_policy("frontend", "asset-cache", [on(8080, ANY_NS)] if asset_cache_open else [], []),
+        acs_policy("frontend", "webapp", [on(8080, ANY_NS)], [
+            on(8080, app_in("backend", b)) for b in ("checkout", "recommendation", "reports",
+                                                     *(("shipping",) if webapp_to_shipping else ()))] + [DNS]),
+        acs_policy("backend", "catalog", [on(8080, app("recommendation")), on(catalog_port, app("reports"))], []),
+        acs_policy("backend", "checkout", [on(8080, webapp)], [
+            on(8080, app("notification")), on(8080, app("recommendation")), on(8080, app_in("payments", "gateway")),
+            DNS]),
+        acs_policy("backend", "notification", [on(8080, app("checkout"))], []),
+        acs_policy("backend", "recommendation", [on(8080, app("checkout")), on(8080, app("reports")), on(8080, webapp)],
+                   [on(8080, app("catalog")), DNS]),
+        acs_policy("backend", "reports", [on(8080, webapp)], [on(catalog_port, app("catalog")),
+                                                              on(8080, app("recommendation")), DNS]),
+        acs_policy("backend", "shipping", [on(8080, webapp)] if webapp_to_shipping else [], []),
+        acs_policy("payments", "gateway", [on(8080, app_in("backend", "checkout"))], [
+            on(8080, app("mastercard-processor")), on(8080, app("visa-processor")), DNS]),
+        acs_policy("payments", "mastercard-processor", [on(8080, app("gateway"))], []),
+        acs_policy("payments", "visa-processor", [on(8080, app("gateway"))], [])]
+    return docs
+
+
+def test_a_port_moved_a_rule_removed_a_workload_removed_and_one_added_in_a_default_deny_demo(tmp_path: Path) -> None:
+    """acs-security-demos -> acs-security-demos-new: reports -> catalog moves from 8080 to 9080 (both policies and a
+    second container); webapp -> shipping is taken out of both policies; payments/mastercard-processor is deleted
+    (gateway's rule to it stays); asset-cache's ingress becomes `[]`; external/unicorn (no policy) is added.
+
+    netpol-analyzer's lines: `changed` reports -> catalog TCP 8080 -> TCP 9080; `removed` webapp -> shipping TCP 8080
+    and gateway -> mastercard-processor TCP 8080 (a lost peer); `added` (new peer) the outside world <-> unicorn all,
+    unicorn -> webapp TCP 8080, and UDP 5353 to unicorn from the five workloads that may send DNS anywhere; `removed`
+    {ingress-controller} -> asset-cache TCP 8080, which here is our ingress-nginx controller's pod, as the policy
+    admitted every namespace."""
+    found = pairs(write(tmp_path / "a", *acs(asset_cache_open=True, catalog_port=8080, webapp_to_shipping=True,
+                                             mastercard=True, unicorn=False)),
+                  write(tmp_path / "b", *acs(asset_cache_open=False, catalog_port=9080, webapp_to_shipping=False,
+                                             mastercard=False, unicorn=True)))
+    unicorn = "external/unicorn[Deployment]"
+    expected: dict[tuple[str, str], tuple[Any, Any]] = {
+        ("backend/reports[Deployment]", "backend/catalog[Deployment]"): (tcp(8080), tcp(9080)),
+        ("frontend/webapp[Deployment]", "backend/shipping[Deployment]"): (tcp(8080), []),
+        ("payments/gateway[Deployment]", "payments/mastercard-processor[Deployment]"): (tcp(8080), []),
+        (unicorn, "frontend/webapp[Deployment]"): ([], tcp(8080)),
+        **{pair: ([], "all") for r in OUTSIDE for pair in ((r, unicorn), (unicorn, r))},
+        **{(src, unicorn): ([], [{"protocol": "UDP", "ports": [[5353, 5353]]}])
+           for src in ("backend/checkout[Deployment]", "backend/recommendation[Deployment]",
+                       "backend/reports[Deployment]", "frontend/webapp[Deployment]", "payments/gateway[Deployment]")}}
+    assert found == expected
+
+    result = CliRunner().invoke(cli, ["diff", "--before", str(tmp_path / "a"), "--after", str(tmp_path / "b"),
+                                      "--layers", "reachability", "-o", "json"])
+    controller = [(i["before"]["allowed"], i["after"]["allowed"]) for i in json.loads(result.stdout)["layers"][
+        "reachability"]["items"] if i["subject"] == "ingress-nginx/ingress-nginx-controller[Deployment] → "
+                                                    "frontend/asset-cache[Deployment]"]
+    assert controller == [(tcp(8080), [])]
