@@ -549,3 +549,37 @@ def test_a_port_moved_a_rule_removed_a_workload_removed_and_one_added_in_a_defau
         "reachability"]["items"] if i["subject"] == "ingress-nginx/ingress-nginx-controller[Deployment] → "
                                                     "frontend/asset-cache[Deployment]"]
     assert controller == [(tcp(8080), [])]
+
+
+def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_policy(tmp_path: Path) -> None:
+    """semanticDiff-different-topologies-policy-a -> -policy-b: pods 0-4 and namespace-a, with app-1 open to app-2
+    only, become pods 0, 1, 2, 5, 6 and namespace-b, with app-2 open to app-1 only.
+
+    netpol-analyzer's lines, restated: `added` the outside world, 0, 1, 2 -> the new 5 and 6 and 5 <-> 6 (new peers),
+    5 and 6 -> the outside world, 0, 1; `added` outside, 0 -> 1 (no longer isolated); `removed` everything to and
+    from the deleted 3 and 4 (lost peers), and outside, 0 -> 2 (now isolated). The pairs that hold on both sides
+    (2 -> 1 and 1 -> 2 among them) are not listed."""
+    names = {0: "cog-agents-0", 1: "cog-agents-1", 2: "cog-agents-2", 3: "cog-agents-3", 4: "cog-local-analyzer",
+             5: "cog-agents-5", 6: "cog-agents-6"}
+
+    def pods(*numbers: int) -> list[str]:
+        return [deployment(names[n], {"app": f"app-{n}"}, []) for n in numbers]
+
+    def open_only(to: int, source: int) -> str:
+        admitted = {"podSelector": {"matchLabels": {"app": f"app-{source}"}}}
+        return policy(f"policy-from{source}-to{to}", {"podSelector": {"matchLabels": {"app": f"app-{to}"}},
+                                                      "policyTypes": ["Ingress"], "ingress": [{"from": [admitted]}]})
+
+    found = pairs(write(tmp_path / "a", namespace("namespace-a"), *pods(0, 1, 2, 3, 4), open_only(1, 2)),
+                  write(tmp_path / "b", namespace("namespace-b"), *pods(0, 1, 2, 5, 6), open_only(2, 1)))
+    added = [("out", 5), ("out", 6), (0, 5), (0, 6), (1, 5), (1, 6), (2, 5), (2, 6), (5, "out"), (5, 0), (5, 1),
+             (5, 6), (6, "out"), (6, 0), (6, 1), (6, 5), ("out", 1), (0, 1)]
+    removed = [("out", 2), ("out", 3), ("out", 4), (0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 3), (2, 4), (3, "out"),
+               (3, 0), (3, 2), (3, 4), (4, "out"), (4, 0), (4, 2), (4, 3)]
+
+    def expand(end: int | str) -> tuple[str, ...]:
+        return OUTSIDE if end == "out" else (f"default/{names[int(end)]}[Deployment]",)
+
+    expected = {(s, d): ([], "all") for src, dst in added for s in expand(src) for d in expand(dst)}
+    expected |= {(s, d): ("all", []) for src, dst in removed for s in expand(src) for d in expand(dst)}
+    assert found == expected
