@@ -583,3 +583,83 @@ def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_poli
     expected = {(s, d): ([], "all") for src, dst in added for s in expand(src) for d in expand(dst)}
     expected |= {(s, d): ("all", []) for src, dst in removed for s in expand(src) for d in expand(dst)}
     assert found == expected
+
+
+# onlineboutique: each service a policy isolating it both ways, admitting its callers on its port(s); ``"dns"`` in an
+# egress list stands for the rule to kube-dns on UDP 53 in any namespace.
+Flows = dict[str, list[tuple[str, tuple[int, ...]]]]
+BOUTIQUE_PORTS = {"emailservice": 8080, "checkoutservice": 5050, "recommendationservice": 8080, "frontend": 8080,
+                  "paymentservice": 50051, "productcatalogservice": 3550, "cartservice": 7070, "loadgenerator": None,
+                  "currencyservice": 7000, "shippingservice": 50051, "redis-cart": 6379, "adservice": 9555}
+
+
+def boutique(ingress: Flows, egress: Flows, extra: list[str]) -> list[str]:
+    docs = [deployment(name, {"app": name}, [{"containerPort": port}] if port else [])
+            for name, port in BOUTIQUE_PORTS.items()]
+    dns = {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+           "ports": [{"port": 53, "protocol": "UDP"}]}
+
+    def rules(direction: str, flows: list[tuple[str, tuple[int, ...]]]) -> list[dict[str, Any]]:
+        return [dns if peer == "dns" else {direction: [{"podSelector": {"matchLabels": {"app": peer}}}],
+                                           "ports": [{"port": p} for p in ports]} for peer, ports in flows]
+
+    for name in sorted(set(ingress) | set(egress)):
+        docs.append(isolating(name, rules("from", ingress.get(name, [])), rules("to", egress.get(name, []))))
+    return [*docs, *extra]
+
+
+BOUTIQUE_INGRESS: Flows = {
+    "frontend": [("loadgenerator", (8080,))], "adservice": [("frontend", (9555,))],
+    "checkoutservice": [("frontend", (5050,))], "cartservice": [("checkoutservice", (7070,)), ("frontend", (7070,))],
+    "currencyservice": [("checkoutservice", (7000,)), ("frontend", (7000,))],
+    "emailservice": [("checkoutservice", (8080,))], "loadgenerator": [],
+    "paymentservice": [("checkoutservice", (50051,))],
+    "productcatalogservice": [(c, (3550,)) for c in ("checkoutservice", "frontend", "recommendationservice")],
+    "recommendationservice": [("frontend", (8080,))],
+    "shippingservice": [("checkoutservice", (50051,)), ("frontend", (50051,))]}
+BOUTIQUE_EGRESS: Flows = {
+    "frontend": [("adservice", (9555,)), ("cartservice", (7070,)), ("checkoutservice", (5050,)),
+                 ("currencyservice", (7000,)), ("productcatalogservice", (3550,)),
+                 ("recommendationservice", (8080,)), ("shippingservice", (50051,)), ("dns", ())],
+    "checkoutservice": [("cartservice", (7070,)), ("currencyservice", (7000,)), ("emailservice", (8080,)),
+                        ("paymentservice", (50051,)), ("productcatalogservice", (3550,)),
+                        ("shippingservice", (50051,)), ("dns", ())],
+    "loadgenerator": [("frontend", (8080,)), ("dns", ())],
+    "recommendationservice": [("productcatalogservice", (3550,)), ("dns", ())]}
+
+
+def test_six_policies_changed_and_one_added_in_onlineboutique(tmp_path: Path) -> None:
+    """onlineboutique_workloads -> _changed_netpols: frontend stops calling adservice, which now admits
+    checkoutservice instead; checkoutservice calls cartservice on 8000 (cartservice admits it there), no longer calls
+    currencyservice (which stops admitting it), and calls emailservice on 9555 too; cartservice may call emailservice
+    on 9555 (emailservice admits it); and redis-cart gets a policy admitting 0.0.0.0/1 only, sending nothing.
+
+    netpol-analyzer's lines: `changed` checkout -> cart TCP 7070 -> 8000, checkout -> email TCP 8080 -> 8080,9555;
+    `added` cart -> email TCP 9555, checkout -> ad TCP 9555; `removed` checkout -> currency TCP 7000, frontend -> ad
+    TCP 9555, 128.0.0.0/1 -> redis-cart and redis-cart -> the outside world, all."""
+    ingress = {**BOUTIQUE_INGRESS, "adservice": [("checkoutservice", (9555,))],
+               "cartservice": [("checkoutservice", (8000,)), ("frontend", (7070,))],
+               "currencyservice": [("frontend", (7000,))],
+               "emailservice": [("cartservice", (9555,)), ("checkoutservice", (8080, 9555))]}
+    egress = {**BOUTIQUE_EGRESS, "frontend": BOUTIQUE_EGRESS["frontend"][1:],
+              "checkoutservice": [("adservice", (9555,)), ("cartservice", (8000,)), ("emailservice", (8080, 9555)),
+                                  *BOUTIQUE_EGRESS["checkoutservice"][3:]],
+              "cartservice": [("emailservice", (9555,))]}
+    redis = policy("redis-cart-netpol", {"podSelector": {"matchLabels": {"app": "redis-cart"}},
+                                         "policyTypes": ["Ingress", "Egress"],
+                                         "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/1"}}]}]})
+    found = pairs(write(tmp_path / "a", *boutique(BOUTIQUE_INGRESS, BOUTIQUE_EGRESS, [])),
+                  write(tmp_path / "b", *boutique(ingress, egress, [redis])))
+
+    def d(name: str) -> str:
+        return f"default/{name}[Deployment]"
+
+    assert found == {
+        (d("checkoutservice"), d("cartservice")): (tcp(7070), tcp(8000)),
+        (d("checkoutservice"), d("emailservice")): (tcp(8080), tcp(8080, 9555)),
+        (d("cartservice"), d("emailservice")): ([], tcp(9555)),
+        (d("checkoutservice"), d("adservice")): ([], tcp(9555)),
+        (d("checkoutservice"), d("currencyservice")): (tcp(7000), []),
+        (d("frontend"), d("adservice")): (tcp(9555), []),
+        ("128.0.0.0/1", d("redis-cart")): ("all", []),
+        **{(d("redis-cart"), r): ("all", []) for r in OUTSIDE}}
