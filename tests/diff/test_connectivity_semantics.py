@@ -663,3 +663,54 @@ def test_six_policies_changed_and_one_added_in_onlineboutique(tmp_path: Path) ->
         (d("frontend"), d("adservice")): (tcp(9555), []),
         ("128.0.0.0/1", d("redis-cart")): ("all", []),
         **{(d("redis-cart"), r): ("all", []) for r in OUTSIDE}}
+
+
+def test_ports_of_one_rule_rewritten_change_the_pair_by_the_difference(tmp_path: Path) -> None:
+    """semanticDiff-same-topologies-old2 -> new2: ui -> command on TCP 8080, 8081, UDP 9090, SCTP 7070 becomes
+    TCP 8082, 8081, UDP 9091: `changed` SCTP 7070,TCP 8080-8081,UDP 9090 -> TCP 8081-8082,UDP 9091."""
+    def ports(*listed: tuple[str, int]) -> list[dict[str, Any]]:
+        return [{"port": n, "protocol": p} for p, n in listed]
+
+    found = pairs(write(tmp_path / "a", DEMO, UI, COMMAND, QUERY,
+                        ui_to_command(ports(("TCP", 8080), ("TCP", 8081), ("UDP", 9090), ("SCTP", 7070)))),
+                  write(tmp_path / "b", DEMO, UI, COMMAND, QUERY,
+                        ui_to_command(ports(("TCP", 8082), ("TCP", 8081), ("UDP", 9091)))))
+    assert found == {("demo/cog-agents-bank-ui[DaemonSet]", "demo/cog-agents-account-command[DaemonSet]"): (
+        conns(SCTP=[(7070, 7070)], TCP=[(8080, 8081)], UDP=[(9090, 9090)]),
+        conns(TCP=[(8081, 8082)], UDP=[(9091, 9091)]))}
+
+
+def test_a_rule_emptied_and_a_protocol_switched(tmp_path: Path) -> None:
+    """semanticDiff-same-topologies-old1 -> new1a: ui-to-command loses its one rule (ingress isolated, nothing
+    admitted) and query-to-ui's TCP 8080 becomes UDP 8080: `removed` ui -> command all; `changed` query -> ui
+    TCP 8080 -> UDP 8080."""
+    emptied = netpol("demo", "ui-to-command", {"podSelector": {"matchLabels": {"app": "account-command-selector"}},
+                                               "policyTypes": ["Ingress"]})
+    found = pairs(write(tmp_path / "a", DEMO, UI, COMMAND, QUERY, ui_to_command(None),
+                        query_to_ui([{"port": 8080, "protocol": "TCP"}])),
+                  write(tmp_path / "b", DEMO, UI, COMMAND, QUERY, emptied,
+                        query_to_ui([{"port": 8080, "protocol": "UDP"}])))
+    assert found == {
+        ("demo/cog-agents-bank-ui[DaemonSet]", "demo/cog-agents-account-command[DaemonSet]"): ("all", []),
+        ("demo/cog-agents-account-query[DaemonSet]", "demo/cog-agents-bank-ui[DaemonSet]"): (
+            conns(TCP=[(8080, 8080)]), conns(UDP=[(8080, 8080)]))}
+
+
+def test_a_port_limit_moved_from_the_egress_side_to_the_ingress_side_is_no_change(tmp_path: Path) -> None:
+    """semanticDiff-same-topologies-old3 -> new3: query may send to ui only, on TCP 8080, and ui admits query only;
+    rewritten as query may send to ui only, and ui admits query only on TCP 8080 (capture-ui removed, capture-query
+    added): the same connections, both outputs empty."""
+    def ui_admits_query(ports: list[dict[str, Any]] | None, name: str) -> str:
+        return netpol("demo", name, {"podSelector": {"matchLabels": {"app": "bank-ui-selector"}},
+                                     "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {
+                                         "matchLabels": {"app": "account-query-selector"}}}], **(
+                                             {"ports": ports} if ports else {})}]})
+
+    def query_sends_to_ui(ports: list[dict[str, Any]] | None, name: str) -> str:
+        return json.dumps({**json.loads(query_to_ui(ports)), "metadata": {"name": name, "namespace": "demo"}})
+
+    tcp8080 = [{"port": 8080, "protocol": "TCP"}]
+    assert pairs(write(tmp_path / "a", DEMO, UI, COMMAND, QUERY, query_sends_to_ui(tcp8080, "query-to-ui"),
+                       ui_admits_query(None, "capture-ui")),
+                 write(tmp_path / "b", DEMO, UI, COMMAND, QUERY, ui_admits_query(tcp8080, "query-to-ui"),
+                       query_sends_to_ui(None, "capture-query"))) == {}
