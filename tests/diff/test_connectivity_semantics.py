@@ -586,7 +586,7 @@ def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_poli
 
 
 # onlineboutique: each service a policy isolating it both ways, admitting its callers on its port(s); ``"dns"`` in an
-# egress list stands for the rule to kube-dns on UDP 53 in any namespace.
+# egress list stands for the rule to kube-dns on UDP 53 in any namespace, ``"*"`` for every pod of every namespace.
 Flows = dict[str, list[tuple[str, tuple[int, ...]]]]
 BOUTIQUE_PORTS = {"emailservice": 8080, "checkoutservice": 5050, "recommendationservice": 8080, "frontend": 8080,
                   "paymentservice": 50051, "productcatalogservice": 3550, "cartservice": 7070, "loadgenerator": None,
@@ -600,8 +600,9 @@ def boutique(ingress: Flows, egress: Flows, extra: list[str]) -> list[str]:
            "ports": [{"port": 53, "protocol": "UDP"}]}
 
     def rules(direction: str, flows: list[tuple[str, tuple[int, ...]]]) -> list[dict[str, Any]]:
-        return [dns if peer == "dns" else {direction: [{"podSelector": {"matchLabels": {"app": peer}}}],
-                                           "ports": [{"port": p} for p in ports]} for peer, ports in flows]
+        return [dns if peer == "dns" else {direction: [{"namespaceSelector": {}} if peer == "*" else {
+            "podSelector": {"matchLabels": {"app": peer}}}], "ports": [{"port": p} for p in ports]}
+            for peer, ports in flows]
 
     for name in sorted(set(ingress) | set(egress)):
         docs.append(isolating(name, rules("from", ingress.get(name, [])), rules("to", egress.get(name, []))))
@@ -714,3 +715,27 @@ def test_a_port_limit_moved_from_the_egress_side_to_the_ingress_side_is_no_chang
                        ui_admits_query(None, "capture-ui")),
                  write(tmp_path / "b", DEMO, UI, COMMAND, QUERY, ui_admits_query(tcp8080, "query-to-ui"),
                        query_sends_to_ui(None, "capture-query"))) == {}
+
+
+def test_an_ingress_added_with_the_frontend_opened_to_every_namespace(tmp_path: Path) -> None:
+    """onlineboutique_workloads -> _with_ingress: frontend-netpol also admits any namespace on 8080 and an Ingress to
+    the frontend Service is added. netpol-analyzer's lines: `added` redis-cart -> frontend TCP 8080 (the one workload
+    without an egress policy) and {ingress-controller} -> frontend TCP 8080. The controller is a pod here, in a
+    namespace the new rule admits, so it is the same line on our reachability layer; the routes layer adds the
+    Ingress's requests, proxied to the frontend."""
+    opened = {**BOUTIQUE_INGRESS, "frontend": [*BOUTIQUE_INGRESS["frontend"], ("*", (8080,))]}
+    frontend = service("frontend", "frontend", 8080)
+    before = write(tmp_path / "a", *boutique(BOUTIQUE_INGRESS, BOUTIQUE_EGRESS, [frontend]))
+    after = write(tmp_path / "b", *boutique(opened, BOUTIQUE_EGRESS,
+                                            [frontend, ingress(("shop.example.com", "frontend", 8080))]))
+    assert pairs(before, after) == {
+        ("default/redis-cart[Deployment]", "default/frontend[Deployment]"): ([], tcp(8080))}
+
+    result = CliRunner().invoke(cli, ["diff", "--before", str(before), "--after", str(after), "--layers",
+                                      "reachability,routes", "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert [(i["before"]["allowed"], i["after"]["allowed"]) for i in doc["layers"]["reachability"]["items"]
+            if i["subject"] == "ingress-nginx/ingress-nginx-controller[Deployment] → default/frontend[Deployment]"
+            ] == [([], tcp(8080))]
+    assert [(i["before"]["answer"], i["after"]["answer"]) for i in doc["layers"]["routes"]["items"]
+            if i["effect"] != "unchanged"] == [("404", "proxied to default/frontend:8080")]
