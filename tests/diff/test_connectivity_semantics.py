@@ -593,9 +593,12 @@ BOUTIQUE_PORTS = {"emailservice": 8080, "checkoutservice": 5050, "recommendation
                   "currencyservice": 7000, "shippingservice": 50051, "redis-cart": 6379, "adservice": 9555}
 
 
-def boutique(ingress: Flows, egress: Flows, extra: list[str]) -> list[str]:
+def boutique(ingress: Flows, egress: Flows, extra: list[str], *, open_egress: bool = False,
+             redis: bool = True) -> list[str]:
+    """The workloads and one policy per service; with ``open_egress``, each policy's egress is ``- {}`` (anything),
+    and the load generator's policy isolates egress only."""
     docs = [deployment(name, {"app": name}, [{"containerPort": port}] if port else [])
-            for name, port in BOUTIQUE_PORTS.items()]
+            for name, port in BOUTIQUE_PORTS.items() if redis or name != "redis-cart"]
     dns = {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
            "ports": [{"port": 53, "protocol": "UDP"}]}
 
@@ -605,7 +608,12 @@ def boutique(ingress: Flows, egress: Flows, extra: list[str]) -> list[str]:
             for peer, ports in flows]
 
     for name in sorted(set(ingress) | set(egress)):
-        docs.append(isolating(name, rules("from", ingress.get(name, [])), rules("to", egress.get(name, []))))
+        if not open_egress:
+            docs.append(isolating(name, rules("from", ingress.get(name, [])), rules("to", egress.get(name, []))))
+            continue
+        types = ["Egress"] if name == "loadgenerator" else ["Ingress", "Egress"]
+        docs.append(policy(name, {"podSelector": {"matchLabels": {"app": name}}, "policyTypes": types,
+                                  "ingress": rules("from", ingress.get(name, [])), "egress": [{}]}))
     return [*docs, *extra]
 
 
@@ -739,3 +747,20 @@ def test_an_ingress_added_with_the_frontend_opened_to_every_namespace(tmp_path: 
             ] == [([], tcp(8080))]
     assert [(i["before"]["answer"], i["after"]["answer"]) for i in doc["layers"]["routes"]["items"]
             if i["effect"] != "unchanged"] == [("404", "proxied to default/frontend:8080")]
+
+
+def test_egress_synthesised_for_every_service_and_the_load_generator_isolated(tmp_path: Path) -> None:
+    """new_online_boutique -> new_online_boutique_synthesis: every service's policy admitted its callers but let it
+    send anything (`egress: [{}]`), and the load generator's isolated egress only; the synthesised set limits each
+    egress to the calls the services make (and DNS), and isolates the load generator both ways.
+
+    netpol-analyzer's lines: `removed` every service -> the outside world and -> loadgenerator, and the outside
+    world -> loadgenerator, all. Nothing between the services moves: what they may now send is what the receivers
+    admitted already. (No redis-cart in that folder, none here.)"""
+    found = pairs(write(tmp_path / "a", *boutique(BOUTIQUE_INGRESS, {}, [], open_egress=True, redis=False)),
+                  write(tmp_path / "b", *boutique(BOUTIQUE_INGRESS, BOUTIQUE_EGRESS, [], redis=False)))
+    services = [f"default/{n}[Deployment]" for n in BOUTIQUE_PORTS if n not in ("redis-cart", "loadgenerator")]
+    loadgenerator = "default/loadgenerator[Deployment]"
+    expected = {(src, dst): ("all", []) for src in (*services, loadgenerator) for dst in OUTSIDE}
+    expected |= {(src, loadgenerator): ("all", []) for src in (*services, *OUTSIDE)}
+    assert found == expected
