@@ -480,20 +480,27 @@ def acs_policy(ns: str, name: str, admit: list[dict[str, Any]], send: list[dict[
 DNS = on(5353, ANY_NS, protocol="UDP")
 
 
-def acs(*, asset_cache_open: bool, catalog_port: int, webapp_to_shipping: bool, mastercard: bool,
-        unicorn: bool) -> list[str]:
-    """The demo with the five things the `-new` folder changes as parameters."""
-    docs = [namespace(ns) for ns in ("frontend", "backend", "payments", *(("external",) if unicorn else ()))]
-    workloads = {"frontend": ["asset-cache", "webapp"],
+def acs(*, asset_cache_open: bool = True, catalog_port: int = 8080, webapp_to_shipping: bool = True,
+        mastercard: bool = True, unicorn: bool = False, added: bool = False) -> list[str]:
+    """The demo with the five things the `-new` folder changes as parameters, and with ``added``, the workloads the
+    `-added-workloads` folder adds (frontend/blog, payments/visa-processor-v2, zeroday/zeroday) and their policies."""
+    docs = [namespace(ns) for ns in ("frontend", "backend", "payments", *(("external",) if unicorn else ()),
+                                     *(("zeroday",) if added else ()))]
+    workloads = {"frontend": ["asset-cache", "webapp", *(["blog"] if added else [])],
                  "backend": ["catalog", "checkout", "notification", "recommendation", "reports", "shipping"],
-                 "payments": ["gateway", *(["mastercard-processor"] if mastercard else []), "visa-processor"],
-                 "external": ["unicorn"] if unicorn else []}
+                 "payments": ["gateway", *(["mastercard-processor"] if mastercard else []), "visa-processor",
+                              *(["visa-processor-v2"] if added else [])],
+                 "external": ["unicorn"] if unicorn else [], "zeroday": ["zeroday"] if added else []}
     for ns, names in workloads.items():
         for name in names:
             ports = [{"containerPort": 8080}] + ([{"containerPort": 9080}] if name == "catalog" else [])
             docs.append(workload("Deployment", ns, name, {"app": name}, ports))
     docs += [netpol(ns, f"default-deny-in-namespace-{ns}", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
-             for ns in ("frontend", "backend", "payments")]
+             for ns in ("frontend", "backend", "payments", *(("zeroday",) if added else ()))]
+    if added:
+        docs += [acs_policy("frontend", "blog", [on(8080, ANY_NS)], []), acs_policy("zeroday", "zeroday",
+                                                                                 [on(8080, ANY_NS)], []),
+                 acs_policy("payments", "visa-processor-v2", [on(8080, app("gateway"))], [])]
     webapp = app_in("frontend", "webapp")
     docs += [
         acs_policy("frontend", "asset-cache", [on(8080, ANY_NS)] if asset_cache_open else [], []),
@@ -511,7 +518,8 @@ def acs(*, asset_cache_open: bool, catalog_port: int, webapp_to_shipping: bool, 
                                                               on(8080, app("recommendation")), DNS]),
         acs_policy("backend", "shipping", [on(8080, webapp)] if webapp_to_shipping else [], []),
         acs_policy("payments", "gateway", [on(8080, app_in("backend", "checkout"))], [
-            on(8080, app("mastercard-processor")), on(8080, app("visa-processor")), DNS]),
+            on(8080, app("mastercard-processor")), on(8080, app("visa-processor")),
+            *([on(8080, app("visa-processor-v2"))] if added else []), DNS]),
         acs_policy("payments", "mastercard-processor", [on(8080, app("gateway"))], []),
         acs_policy("payments", "visa-processor", [on(8080, app("gateway"))], [])]
     return docs
@@ -764,3 +772,24 @@ def test_egress_synthesised_for_every_service_and_the_load_generator_isolated(tm
     expected = {(src, dst): ("all", []) for src in (*services, loadgenerator) for dst in OUTSIDE}
     expected |= {(src, loadgenerator): ("all", []) for src in (*services, *OUTSIDE)}
     assert found == expected
+
+
+def test_workloads_added_behind_their_own_policies_open_only_what_those_admit(tmp_path: Path) -> None:
+    """acs-security-demos -> acs-security-demos-added-workloads: frontend/blog and zeroday/zeroday are added, each
+    admitting any namespace on 8080 (zeroday's namespace denied by default), and payments/visa-processor-v2 admitting
+    the gateway, which may now call it. netpol-analyzer's lines: `added` gateway -> visa-processor-v2 TCP 8080
+    (a new peer), and {ingress-controller} -> blog and -> zeroday TCP 8080 (through OpenShift Routes there). No other
+    workload may send to the new ones, so nothing else moves.
+
+    Routes are not a Kubernetes kind; here the ingress controller is a pod in a namespace the new policies admit,
+    so the same two lines appear on our reachability layer without any route."""
+    before, after = write(tmp_path / "a", *acs()), write(tmp_path / "b", *acs(added=True))
+    assert pairs(before, after) == {
+        ("payments/gateway[Deployment]", "payments/visa-processor-v2[Deployment]"): ([], tcp(8080))}
+    result = CliRunner().invoke(cli, ["diff", "--before", str(before), "--after", str(after), "--layers",
+                                      "reachability", "-o", "json"])
+    prefix = "ingress-nginx/ingress-nginx-controller[Deployment] → "
+    assert {i["subject"][len(prefix):]: (i["before"]["allowed"], i["after"]["allowed"])
+            for i in json.loads(result.stdout)["layers"]["reachability"]["items"]
+            if i["subject"].startswith(prefix)} == {
+        "frontend/blog[Deployment]": ([], tcp(8080)), "zeroday/zeroday[Deployment]": ([], tcp(8080))}
