@@ -219,3 +219,27 @@ def test_removing_the_network_policy_a_pass_deferred_to_leaves_the_baseline_to_d
     for outside in ("0.0.0.0-10.243.255.255", "10.245.0.0-255.255.255.255"):
         expected[(outside, harry)] = expected[(harry, outside)] = (NONE, ALL)
     assert found == expected
+
+
+def test_swapping_rules_on_both_sides_of_one_admin_policy(tmp_path: Path) -> None:
+    """anp_test_9 -> anp_test_9_swapping_rules: one policy on gryffindor, ingress and egress alike: ravenclaw's
+    Allow-all and Deny-all swap, and slytherin's Deny then Pass on TCP 80, UDP 53, SCTP 9003 become Pass then Deny.
+    netpol-analyzer's lines: `changed` gryffindor <-> slytherin, both ways, every port but those three -> all;
+    `removed` gryffindor <-> ravenclaw, both ways."""
+    three = (("TCP", 80), ("UDP", 53), ("SCTP", 9003))
+
+    def gress(ravenclaw: tuple[str, str], slytherin: tuple[str, str], huff_tcp: int) -> list[Rule]:
+        return [every("ravenclaw", ravenclaw[0]), every("ravenclaw", ravenclaw[1]), every("ravenclaw", "Pass"),
+                (slytherin[0], "slytherin", three), (slytherin[1], "slytherin", three),
+                ("Allow", "hufflepuff", (("TCP", huff_tcp), ("UDP", 5353), ("SCTP", 9003))),
+                every("hufflepuff", "Deny")]
+
+    def policy(ravenclaw: tuple[str, str], slytherin: tuple[str, str]) -> str:
+        return anp("gress-rules", 15, "gryffindor", ingress=gress(ravenclaw, slytherin, 80),
+                   egress=gress(ravenclaw, slytherin, 8080))
+
+    found = pairs(write(tmp_path / "a", *cast(), policy(("Allow", "Deny"), ("Deny", "Pass"))),
+                  write(tmp_path / "b", *cast(), policy(("Deny", "Allow"), ("Pass", "Deny"))))
+    but_three = conns(TCP=[(1, 79), (81, 65535)], UDP=[(1, 52), (54, 65535)], SCTP=[(1, 9002), (9004, 65535)])
+    assert found == named({("gryffindor", "slytherin"): (but_three, ALL), ("slytherin", "gryffindor"): (but_three, ALL),
+                           ("gryffindor", "ravenclaw"): (ALL, NONE), ("ravenclaw", "gryffindor"): (ALL, NONE)})
