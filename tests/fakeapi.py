@@ -97,6 +97,16 @@ def fake_api(objects: Iterable[dict[str, Any]], *, token: str = "secret", groups
                 if not found:
                     return self.answer(404, _status(404, "NotFound", f'{parts[3]}.{parts[1]} "{parts[4]}" not found'))
                 return self.answer(200, found[0])
+            at = 2 if parts[0] == "api" else 3
+            if len(parts) == at + 4 and parts[at] == "namespaces" and parts[at + 2] in by_plural:
+                # One namespaced object by name (kube-system's kube-proxy ConfigMap).
+                plural, namespace, name = parts[at + 2], parts[at + 1], parts[at + 3]
+                found = [o for o in items if o.get("kind") == by_plural[plural].kind
+                         and (o.get("metadata") or {}).get("namespace") == namespace
+                         and (o.get("metadata") or {}).get("name") == name]
+                if not found:
+                    return self.answer(404, _status(404, "NotFound", f'{plural} "{name}" not found'))
+                return self.answer(200, found[0])
             info = by_plural.get(parts[-1])
             group = "" if parts[0] == "api" else parts[1]
             if info is None or info.group != group or (group and parts[2] not in served.get(group, [])):

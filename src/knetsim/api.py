@@ -10,6 +10,7 @@ Methods return dataclasses whose ``to_dict()`` is exactly what ``-o json`` print
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
@@ -85,12 +86,17 @@ class Cluster:
         """Manifests, snapshots and live clusters (``knetsim.sources.Live``), later ones applied over earlier
         ones. Raises ``knetsim.sources.KubeError`` when a cluster cannot be read. ``simulate=False`` only
         admits (what ``knetsim validate`` needs): the state has no pods, Services or slices then."""
+        shaped = config is not None or cluster_config is not None
         if config is None:
             try:
                 config = load_config(cluster_config)
             except ConfigError as exc:
                 raise InputError([str(exc)]) from None
         got = read(sources, progress)
+        if not shaped and got.dataplane is not None and got.dataplane[0] != config.dataplane:
+            # No cluster config given: a cluster read is analysed with the data plane it runs.
+            config = dataclasses.replace(config, dataplane=got.dataplane[0])
+            got.notes.append(f"data plane: {got.dataplane[0]} ({got.dataplane[1]})")
         # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
         namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,

@@ -123,12 +123,15 @@ def test_categorize_endpoints(name, zone, svc, endpoints, cluster, local, every,
 
 # --- through the data planes of a three-zone cluster ---------------------------------------------------
 
-THREE_ZONES = config_from_dict({"nodes": [
+ZONED_NODES = [
     {"name": "control-plane", "ip": "172.18.0.2", "controlPlane": True, "zone": "zone-a"},
     {"name": "worker", "ip": "172.18.0.3", "zone": "zone-a"},
     {"name": "worker2", "ip": "172.18.0.4", "zone": "zone-b"},
     {"name": "worker3", "ip": "172.18.0.5", "zone": "zone-c"},
-]})
+]
+# Cilium honours hints only with its service topology on (off by default): these clusters turn it on, so
+# every data plane keeps the same endpoints; test_cilium_ignores_hints_unless_told shows the default.
+THREE_ZONES = config_from_dict({"nodes": ZONED_NODES, "ciliumServiceTopology": True})
 
 
 NODES = ("worker", "worker2", "worker3")
@@ -198,3 +201,20 @@ def test_internal_traffic_policy_local_wins_over_the_distribution():
                                       "[{name: c"), config=THREE_ZONES).state
     result = trace_packet(state, Packet(state.pods["default/client"].pod_ip, "10.96.0.80", 80), "iptables")
     assert result.output == f"{state.pods['default/web-worker2'].pod_ip}:80"
+
+
+def test_cilium_ignores_hints_unless_its_service_topology_is_on():
+    """The seed's Cilium (Helm defaults but kubeProxyReplacement) runs without --enable-service-topology: its
+    agent balances over every ready endpoint whatever the hints say, where kube-proxy keeps the zone's, and the
+    doctor says why and how to turn it on."""
+    config = config_from_dict({"nodes": ZONED_NODES, "dataplane": "ebpf"})
+    cluster = cluster_from(manifests("trafficDistribution: PreferSameZone"), config=config)
+    state = cluster.state
+    result = trace_packet(state, Packet(state.pods["default/client"].pod_ip, "10.96.0.80", 80), "ebpf")
+    assert len(result.targets) == 3
+    assert any(n.startswith("topology: hints ignored (Cilium's service topology is off") for n in result.notes)
+    kube_proxy = trace_packet(state, Packet(state.pods["default/client"].pod_ip, "10.96.0.80", 80), "iptables")
+    assert kube_proxy.output == f"{state.pods['default/web-worker'].pod_ip}:80"
+    [finding] = [f for f in cluster.doctor().findings if f.code == "TopologyHintsIgnored"]
+    assert "Cilium ignores every hint" in finding.message
+    assert "loadBalancer.serviceTopology=true" in finding.fix

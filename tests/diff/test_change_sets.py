@@ -103,6 +103,23 @@ def test_the_gate_passes_what_only_gains(typo_fixed: Path) -> None:
     assert run("diff", "--before", before, "--after", before, "--fail-on", "any").exit_code == 0
 
 
+def test_a_change_the_api_server_refuses_leaves_the_object_as_it_was(tmp_path: Path) -> None:
+    """`kubectl apply` of a Service the API server refuses (422) changes nothing stored: the diff of the change
+    over the example says the change is refused (a lost for the gate), and every other layer is untouched."""
+    change = tmp_path / "web.yaml"
+    change.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n"
+                      "spec:\n  selector: {app: web}\n  ports: [{port: 80}, {port: 81}]\n")
+    shop = str(EXAMPLES / "shop")
+    result = run("diff", "--before", shop, "--after", shop, "--after", str(change), "-o", "json",
+                 "--fail-on", "lost")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [(i["effect"], i["subject"], i["text"]) for i in items(doc, "objects")] == [
+        ("lost", "Service shop/web", "the change is refused (the object stays as it was): "
+                                     "spec.ports[0].name: Required value; spec.ports[1].name: Required value")]
+    untouched(doc, "endpoints", "dns", "dataplane", "reachability", "routes")
+
+
 # --- a default-deny added to a namespace -----------------------------------------------------------
 
 

@@ -143,3 +143,19 @@ def test_a_debug_shell_on_the_node_sees_the_nodes_root(kpr: Cluster) -> None:
     assert lines == ["node2", "node2", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"', "0"]
     # busybox has no iptables: only the node's root does.
     assert "sh: iptables-save: not found" in proc.stderr
+
+
+def test_analysing_it_through_its_kubeconfig_reads_its_cluster_config(kpr: Cluster) -> None:
+    """`--kubeconfig DIR/kubeconfig` of a running knetsim is that cluster, with the shape it was started with:
+    its data plane is Cilium's (not the default iptables), offline commands and diff alike."""
+    env = kpr.env()
+    env.pop("KNETSIM_STATE", None)  # found through the kubeconfig alone
+    rendered = subprocess.run(knetsim_argv("render", "--kubeconfig", kpr.kubeconfig, "--node", "node1"),
+                              capture_output=True, text=True, env=env, cwd=kpr.workdir, timeout=120, check=True)
+    assert rendered.stdout.startswith("# knetsim: Cilium kube-proxy replacement (BPF maps), node node1 (10.0.0.121)")
+    change = kpr.workdir / "nothing.yaml"
+    change.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nothing}\n")
+    diffed = subprocess.run(knetsim_argv("diff", "--kubeconfig", kpr.kubeconfig, "--after", str(change),
+                                         "--layers", "dataplane", "-o", "json"),
+                            capture_output=True, text=True, env=env, cwd=kpr.workdir, timeout=120, check=True)
+    assert json.loads(diffed.stdout)["layers"]["dataplane"]["title"].startswith("data plane (what Cilium programs")

@@ -138,7 +138,8 @@ def test_doctor_reads_a_real_cluster_and_finds_the_typo(kind: tuple[FakeAPI, str
 
 def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: tuple[FakeAPI, str]) -> None:
     """Cilium, the network-policy-api CRDs and Gateway API are not installed here: not one request for them.
-    No v1 Endpoints or ConfigMaps either; Secrets only as metadata (knetsim needs their names, never the data)."""
+    No v1 Endpoints or ConfigMaps either (but kube-proxy's own, by name, for its mode); Secrets only as metadata
+    (knetsim needs their names, never the data)."""
     api, path = kind
     assert knetsim("get", "pods", "-A", "--kubeconfig", path).exit_code == 0
     listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
@@ -147,7 +148,8 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
                       "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/batch/v1/cronjobs",
                       "/apis/discovery.k8s.io/v1/endpointslices",
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
-                      "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs"}
+                      "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs",
+                      "/api/v1/namespaces/kube-system/configmaps/kube-proxy"}
     (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]
     assert secrets.accept.startswith("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 
@@ -336,3 +338,49 @@ def test_a_clusters_own_crds_of_knetsims_kinds_admit_its_objects(tmp_path: Path)
     assert out.exit_code == 2
     assert "cannot read CustomResourceDefinitions" in out.output and "knetsim's own definitions" in out.output
     assert "ClusterNetworkPolicy no-nodes: spec.egress[0].to[0]: " in out.output
+
+
+# --- the data plane a cluster runs ---------------------------------------------------------------
+
+
+def _daemonset(name: str, args: list[str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": f"example/{name}:1"}
+    if args:
+        container["args"] = args
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": "kube-system", "uid": f"u-{name}", "resourceVersion": "1",
+                         "labels": {"k8s-app": name}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": name}},
+                     "template": {"metadata": {"labels": {"k8s-app": name}}, "spec": {"containers": [container]}}}}
+
+
+def _proxy_config(mode: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "uid": "u-cm", "resourceVersion": "1"},
+            "data": {"config.conf": f"apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                                    f"mode: {mode}\n"}}
+
+
+@pytest.mark.parametrize(("system", "first_line", "note"), [
+    ([_daemonset("cilium")], "# knetsim: Cilium kube-proxy replacement (BPF maps)",
+     "data plane: ebpf (kube-system runs Cilium (DaemonSet cilium) and no kube-proxy: Cilium replaces it)"),
+    ([_daemonset("kube-proxy"), _proxy_config("nftables")], "# knetsim: kube-proxy nftables mode",
+     "data plane: nftables (kube-proxy runs in nftables mode (ConfigMap kube-system/kube-proxy))"),
+    ([_daemonset("kube-proxy", ["--proxy-mode=nftables"])], "# knetsim: kube-proxy nftables mode",
+     "data plane: nftables (kube-proxy runs in nftables mode (its --proxy-mode flag))"),
+    ([_daemonset("kube-proxy"), _proxy_config('""')], "# knetsim: kube-proxy iptables mode", None),
+])
+def test_a_cluster_read_live_is_analysed_with_the_data_plane_it_runs(
+        tmp_path: Path, typo_objects: list[dict[str, Any]], system: list[dict[str, Any]], first_line: str,
+        note: str | None) -> None:
+    """No --cluster-config: what kube-system runs says what moves Service traffic (Cilium without kube-proxy,
+    or kube-proxy in the mode its flag or its ConfigMap names), so a Cilium cluster's CiliumNetworkPolicies
+    are enforced in the answers and an nftables cluster's rules are rendered as nft."""
+    objects = [o for o in typo_objects if not (o["kind"] == "DaemonSet" and o["metadata"].get("namespace") ==
+                                               "kube-system")]
+    with fake_api([*objects, *system], token="") as api:
+        result = knetsim("render", "--kubeconfig", write(tmp_path, kubeconfig_for(api.url, {})))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(first_line)
+    notes = [line for line in result.stderr.splitlines() if "data plane:" in line]
+    assert notes == ([f"Warning: {note}"] if note else [])

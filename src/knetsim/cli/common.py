@@ -139,16 +139,33 @@ def _running_knetsim() -> str | None:
     return None
 
 
-def running_cluster_config() -> str | None:
+def running_cluster_config(kubeconfig: str | None = None) -> str | None:
     """The cluster config the running `knetsim up` this command reads was created with (its state
-    directory's copy), so that its data plane and ranges are the ones analysed; None: the defaults."""
+    directory's copy), so that its data plane and ranges are the ones analysed; None: the defaults.
+    The running knetsim is the one found without flags, or the one whose kubeconfig ``--kubeconfig``
+    (or ``kubeconfig``) names: `up --state DIR` then `--kubeconfig DIR/kubeconfig`."""
     from ..daemon.clusterconfig import CONFIG_NAME
 
     ctx = click.get_current_context(silent=True)
-    state = ctx.meta.get("knetsim.running_state") if ctx is not None else None
+    meta = ctx.meta if ctx is not None else {}
+    state = meta.get("knetsim.running_state")
+    named = kubeconfig or meta.get("knetsim.kubeconfig")
+    if state is None and named:
+        state = _state_of_kubeconfig(Path(str(named)).expanduser())
     if state is None or not (Path(state) / CONFIG_NAME).exists():
         return None
     return str(Path(state) / CONFIG_NAME)
+
+
+def _state_of_kubeconfig(kubeconfig: Path) -> Path | None:
+    """The state directory of the running knetsim whose kubeconfig this is, if one is."""
+    from ..daemon.statedir import running
+
+    state = kubeconfig.parent
+    info = running(state)
+    if info is None:
+        return None
+    return state if _same_file(Path(str(info.get("kubeconfig") or state / "kubeconfig")), kubeconfig) else None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -14,6 +14,7 @@ from .common import (
     dump_json,
     dump_yaml,
     fail_input,
+    running_cluster_config,
     validate_option,
     validation_mode,
 )
@@ -163,6 +164,8 @@ def diff(before: tuple[str, ...], after: tuple[str, ...], kubeconfig: str | None
     after_specs = list(after) if before else [CLUSTER, *after]
     clusters: dict[str, Source] = {}
     before_sources, after_sources = _sources(before_specs, meta, clusters), _sources(after_specs, meta, clusters)
+    if clusters and cluster_config is None:  # a running knetsim's own shape (its data plane, its ranges)
+        cluster_config = running_cluster_config(kubeconfig)
     old = prepare(_side(_label(before_specs), _cluster(before_sources, namespace, cluster_config)), chosen)
     new = prepare(_side(_label(after_specs), _cluster(after_sources, namespace, cluster_config)), chosen)
     result = compare(old, new, chosen)

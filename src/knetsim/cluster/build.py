@@ -270,9 +270,12 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     alloc = Allocator(config, servicecidrs.ranges(d.body for d in cidr_docs) if cidr_docs else None)
     for doc in by_kind.get("IPAddress", []):
         alloc.keep_ip(doc.name)
+    # A Service whose allocation fails is not stored; one refused at admission was dropped above, and the
+    # earlier definition of it, if any, stays (a refused `kubectl apply` leaves the stored object as it was).
+    failed = set()
     for failure in allocate_services(service_bodies, config, live=from_live_cluster, alloc=alloc):
         errors.append(ManifestError(failure.source, failure.subject, failure.error))
-    failed = {(str(e.subject)) for e in errors}
+        failed.add(str(failure.subject))
     for body, source in service_bodies:
         svc = PARSERS["Service"](body, source)
         if f"Service {svc.key}" in failed and source is not BUILTIN:

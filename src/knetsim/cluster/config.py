@@ -100,6 +100,10 @@ class ClusterConfig:
     # None means "not configured", which the doctor explains.
     k8s_service_host: str | None = None
     k8s_service_port: int | None = None
+    # Cilium's agent honours EndpointSlice hints (topology-mode Auto, trafficDistribution) only with service
+    # topology on (`--enable-service-topology`, Helm `loadBalancer.serviceTopology`), off by default; kube-proxy
+    # always honours them.
+    cilium_service_topology: bool = False
     # The upstream search domains of the node's resolv.conf, appended to ClusterFirst pods'.
     host_search: tuple[str, ...] = ()
     upstream_nameservers: tuple[str, ...] = ("172.18.0.1",)
@@ -190,7 +194,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
-        "outside",
+        "outside", "ciliumServiceTopology",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -238,6 +242,11 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
             kwargs["k8s_service_host"] = str(data["k8sServiceHost"])
         if "k8sServicePort" in data:
             kwargs["k8s_service_port"] = int(data["k8sServicePort"])
+        if "ciliumServiceTopology" in data:
+            if not isinstance(data["ciliumServiceTopology"], bool):
+                raise ConfigError(f"{origin}: ciliumServiceTopology: Invalid value: "
+                                  f"{data['ciliumServiceTopology']!r}: must be true or false")
+            kwargs["cilium_service_topology"] = data["ciliumServiceTopology"]
         if "hostSearch" in data:
             kwargs["host_search"] = tuple(str(s) for s in data["hostSearch"])
         if "upstreamNameservers" in data:

@@ -191,10 +191,23 @@ def _available(e: EndpointInfo, mode: str, node: str, zone: str) -> bool:
     return True
 
 
-def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str, zone: str = "") -> Categorized:
+CILIUM_TOPOLOGY_OFF = ("Cilium's service topology is off (agent flag --enable-service-topology, Helm "
+                       "loadBalancer.serviceTopology; cluster config ciliumServiceTopology)")
+
+
+def hints_ignored_by(backend: str, config: Any) -> str:
+    """Why ``backend`` ignores every EndpointSlice hint in a cluster of ``config``, or "" when it honours them."""
+    if backend == "ebpf" and not getattr(config, "cilium_service_topology", False):
+        return CILIUM_TOPOLOGY_OFF
+    return ""
+
+
+def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: str, zone: str = "", *,
+               ignore_hints: str = "") -> Categorized:
     """``proxy.CategorizeEndpoints``: the Cluster-policy endpoints (hints applied), the Local-policy ones (hints
     never apply to them), every endpoint reachable from this node, and whether any exists at all. ``endpoints``
-    come in byEndpoint order (``endpoints_by_port``'s), which the categories keep."""
+    come in byEndpoint order (``endpoints_by_port``'s), which the categories keep. ``ignore_hints``: why this
+    proxy reads no hint at all (``hints_ignored_by``)."""
     if not endpoints:
         return Categorized((), (), (), False)
     mode, why = "", ""
@@ -202,7 +215,11 @@ def categorize(info: ServicePortInfo, endpoints: Sequence[EndpointInfo], node: s
     has = False
     if info.uses_cluster_endpoints:
         ready = [e for e in endpoints if e.ready]
-        mode, why = _topology_mode(ready, node, zone)
+        if ignore_hints:
+            hinted = any(e.zone_hints or e.node_hints for e in ready)
+            why = f"hints ignored ({ignore_hints}): every ready endpoint is used" if hinted else ""
+        else:
+            mode, why = _topology_mode(ready, node, zone)
         cluster = tuple(e for e in ready if _available(e, mode, node, zone)) if mode else tuple(ready)
         if not cluster:
             # No ready endpoint anywhere (topology already fell back if the close ones were missing).
@@ -427,6 +444,7 @@ def proxy_view(state: ClusterState, node: str | None, backend: Backend, family: 
         raise DataplaneError(f"node {node!r} not found; nodes: {', '.join(names)}")
     node_ips = {name: node_address(state, name, family) for name in names}
     zone = node_zone(state, node)
+    ignore_hints = hints_ignored_by(backend.name, state.config)
     entries = []
     for key in sorted(state.services):
         svc = state.services[key]
@@ -436,8 +454,8 @@ def proxy_view(state: ClusterState, node: str | None, backend: Backend, family: 
         eps = endpoints_by_port(state, svc, family)
         for info in ports:
             endpoints = tuple(eps.get((info.port_name, info.protocol), ()))
-            entries.append(PortEntry(info, endpoints, categorize(info, endpoints, node, zone),
-                                     backend.port_names(info, endpoints)))
+            kept = categorize(info, endpoints, node, zone, ignore_hints=ignore_hints)
+            entries.append(PortEntry(info, endpoints, kept, backend.port_names(info, endpoints)))
     # kube-proxy iterates a Go map; we sort by ServicePortName so output is reproducible.
     entries.sort(key=lambda e: (e.info.namespace, e.info.name, e.info.port_name, e.info.protocol))
     return ProxyView(node, node_ips[node], node_ips, state.config.pod_cidr_of(family) or state.config.pod_cidr,

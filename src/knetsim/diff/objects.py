@@ -54,6 +54,14 @@ def _refused(side: Side) -> dict[str, list[str]]:
     return out
 
 
+def _standing(side: Side) -> set[str]:
+    """Objects an admitted definition still holds: where a later source's change to one is refused (an
+    apply the API server answers 422), the earlier definition stays, as the stored object would."""
+    refused_at = {(e.subject, str(e.source)) for e in side.errors if e.subject}
+    return {name for doc in side.documents
+            if ((name := subject(doc, side.namespace)), str(doc.source)) not in refused_at}
+
+
 def _as_written(body: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in body.items() if k != "status"}
     meta = out.get("metadata")
@@ -114,12 +122,14 @@ def _fields_text(fields: list[tuple[str, Any, Any]]) -> str:
 def compare(before: Side, after: Side) -> Layer:
     old, new = _by_subject(before), _by_subject(after)
     refused_before, refused_after = _refused(before), _refused(after)
+    standing = _standing(after)
     items = []
     for name in sorted(set(old) | set(new) | set(refused_before) | set(refused_after)):
         was, now = refused_before.get(name), refused_after.get(name)
         present_before, present_after = name in old or was is not None, name in new or now is not None
         if now and not was:
-            what = "now refused" if present_before else "added, and refused"
+            what = ("the change is refused (the object stays as it was)" if name in standing
+                    else "now refused" if present_before else "added, and refused")
             items.append(Item(LOST, name, f"{what}: {'; '.join(now)}", None, now))
         elif was and not now and present_after:
             items.append(Item(GAINED, name, "admitted now (refused before)", was, None))

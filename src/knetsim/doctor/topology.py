@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from ..cluster.state import ClusterState
 from ..cluster.topology import heuristic
-from ..dataplane.model import categorize, endpoints_by_port, node_zone, primary_family, service_ports
+from ..dataplane.model import (
+    categorize,
+    endpoints_by_port,
+    hints_ignored_by,
+    node_zone,
+    primary_family,
+    service_ports,
+)
 from ..model.objects import Service
 from .checks import Finding
 
@@ -67,7 +74,15 @@ def topology_findings(state: ClusterState, svc: Service) -> list[Finding]:
         info = ports[0]
         eps = endpoints.get((info.port_name, info.protocol), [])
         ignored = []
-        for node in sorted(n.name for n in workers):
+        off = hints_ignored_by(state.config.dataplane, state.config)
+        if off:
+            out.append(Finding("TopologyHintsIgnored", "warning", "dataplane", subject,
+                               f"{asked}, but Cilium ignores every hint of {info.name_string} and uses every ready "
+                               f"endpoint on every node: {off}",
+                               "helm upgrade cilium cilium/cilium --reuse-values --set "
+                               "loadBalancer.serviceTopology=true (and ciliumServiceTopology: true in the cluster "
+                               "config)"))
+        for node in sorted(n.name for n in workers) if not off else ():
             why = categorize(info, eps, node, node_zone(state, node)).why
             if why.startswith("hints ignored ("):
                 ignored.append(f"{node} ({why[len('hints ignored ('):].split(')', 1)[0]})")

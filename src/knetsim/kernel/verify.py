@@ -424,10 +424,13 @@ def verify(state: ClusterState, dataplane: str | None = None, *, max_flows: int 
             pairs = list(zip(chosen, expected, strict=True))
             first = await gather_bounded([_kernel(topo, f, e) for f, e in pairs], CONCURRENCY)
             # A timeout where knetsim expects something else (a connection, a REJECT, a DNS answer on the way
-            # to a connection policy drops) is probed again, a few flows at a time: with hundreds of sockets
-            # in flight on a starved machine, an answer can miss its 1.5 s, and only a timeout that repeats
-            # on a quiet socket is the data plane's.
-            again = [i for i, (kernel, _, problem) in enumerate(first) if problem is not None and "timeout" in kernel]
+            # to a connection policy drops), or a listener that took the connection but did not say whose it
+            # is, is probed again, a few flows at a time: with hundreds of sockets in flight on a starved
+            # machine, an answer can miss its 1.5 s, and only a silence that repeats on a quiet socket is the
+            # data plane's.
+            again = [i for i, (kernel, attempts, problem) in enumerate(first)
+                     if problem is not None and ("timeout" in kernel or any(
+                         a.outcome == "connected" and not a.backend for a in attempts))]
             second = await gather_bounded([_kernel(topo, *pairs[i]) for i in again], RECHECK_CONCURRENCY)
             for i, outcome in zip(again, second, strict=True):
                 first[i] = outcome

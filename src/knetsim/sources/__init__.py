@@ -85,7 +85,7 @@ class Live:
         with connect(self.kubeconfig, self.context, timeout=self.timeout) as api:
             label = self.label or f"cluster {api.context}"
             got = read_cluster(api, label, progress=progress)
-            return Read(got.loaded, got.notes, api.target, at, frozenset(k.kind for k in READ))
+            return Read(got.loaded, got.notes, api.target, at, frozenset(k.kind for k in READ), got.dataplane)
 
 
 @dataclass(slots=True)
@@ -96,6 +96,7 @@ class Read:
     at: datetime | None = None  # when it was read: the "now" of its objects' ages
     # Kinds listed in full from a cluster: what it lacks of them, it lacks (no built-in system objects added).
     complete: frozenset[str] = frozenset()
+    dataplane: tuple[str, str] | None = None  # what the cluster read runs (``live.data_plane``), and why
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,8 @@ class Preloaded:
 
     def read(self, progress: Progress | None = None) -> Read:
         loaded = LoadResult(list(self.got.loaded.documents), list(self.got.loaded.errors))
-        return Read(loaded, list(self.got.notes), self.got.target, self.got.at, self.got.complete)
+        return Read(loaded, list(self.got.notes), self.got.target, self.got.at, self.got.complete,
+                    self.got.dataplane)
 
 
 Source = Manifests | Live | GitManifests | Preloaded
@@ -125,6 +127,7 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
         out.target = out.target or got.target
         out.at = out.at or got.at
         out.complete |= got.complete
+        out.dataplane = out.dataplane or got.dataplane
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..model.kinds import KINDS, KindInfo
 from ..model.loader import Document, LoadResult, Source
-from .kubeapi import ApiError, KubeAPI
+from .kubeapi import ApiError, KubeAPI, KubeError
 
 # Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above),
 # IPAddresses (one per ClusterIP: the allocator's are derived from the Services).
@@ -57,6 +57,8 @@ class ClusterRead:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # What moves Service traffic there, as its kube-system says (``data_plane``): (dataplane, why), or None.
+    dataplane: tuple[str, str] | None = None
 
 
 def _version(info: KindInfo, served: dict[str, tuple[str, ...]]) -> str | None:
@@ -109,8 +111,67 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         if progress is not None and len(items) >= 1000:
             progress(f"{label}: {len(items)} {info.plural}")
     out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
+    out.dataplane = data_plane(out.loaded.documents, lambda: _kube_proxy_mode(api))
     out.seconds = time.monotonic() - started
     return out
+
+
+def data_plane(documents: Iterable[Document], configured_mode: Callable[[], str | None]) -> tuple[str, str] | None:
+    """The data plane a cluster runs, from its kube-system DaemonSets: Cilium without kube-proxy is Cilium's
+    kube-proxy replacement (``ebpf``); kube-proxy runs in the mode its configuration names (its ``--proxy-mode``
+    flag, else the ``mode`` of the kube-proxy ConfigMap kubeadm and kind write; ``configured_mode`` reads it).
+    None when neither runs there (a cluster whose Services another component carries)."""
+    daemonsets = [d.body for d in documents if d.kind == "DaemonSet" and d.namespace == "kube-system"]
+
+    def runs(app: str) -> dict[str, Any] | None:
+        return next((b for b in daemonsets if (b.get("metadata") or {}).get("name") == app
+                     or ((b.get("metadata") or {}).get("labels") or {}).get("k8s-app") == app), None)
+
+    kube_proxy = runs("kube-proxy")
+    if kube_proxy is None:
+        if runs("cilium") is not None:
+            return "ebpf", "kube-system runs Cilium (DaemonSet cilium) and no kube-proxy: Cilium replaces it"
+        return None
+    mode = _flag_mode(kube_proxy)
+    where = "its --proxy-mode flag"
+    if mode is None:
+        mode, where = configured_mode(), "ConfigMap kube-system/kube-proxy"
+    if mode == "nftables":
+        return "nftables", f"kube-proxy runs in nftables mode ({where})"
+    if mode in (None, "", "iptables"):
+        said = f"iptables mode ({where})" if mode else "its default mode, iptables"
+        return "iptables", f"kube-proxy runs in {said}"
+    return "iptables", f"kube-proxy runs in {mode} mode ({where}), which knetsim does not simulate: iptables stands in"
+
+
+def _flag_mode(daemonset: dict[str, Any]) -> str | None:
+    containers = ((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    for container in containers if isinstance(containers, list) else []:
+        args = [*(container.get("command") or []), *(container.get("args") or [])]
+        for i, arg in enumerate(args):
+            if str(arg).startswith("--proxy-mode="):
+                return str(arg).split("=", 1)[1]
+            if arg == "--proxy-mode" and i + 1 < len(args):
+                return str(args[i + 1])
+    return None
+
+
+def _kube_proxy_mode(api: KubeAPI) -> str | None:
+    """``mode`` of the KubeProxyConfiguration in ConfigMap kube-system/kube-proxy (``config.conf``); None when
+    it cannot be read (absent, or no right to read ConfigMaps)."""
+    import yaml
+
+    try:
+        body = api.get("ConfigMap", "kube-system", "kube-proxy")
+    except (ApiError, KubeError):
+        return None
+    text = ((body or {}).get("data") or {}).get("config.conf")
+    try:
+        conf = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return None
+    mode = conf.get("mode") if isinstance(conf, dict) else None
+    return str(mode) if mode is not None else ""
 
 
 def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str],
