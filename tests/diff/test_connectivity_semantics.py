@@ -41,6 +41,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from knetsim.cli.main import cli
@@ -559,9 +560,12 @@ def test_a_port_moved_a_rule_removed_a_workload_removed_and_one_added_in_a_defau
     assert controller == [(tcp(8080), [])]
 
 
-def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_policy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reverse", [False, True], ids=["a-to-b", "b-to-a"])
+def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_policy(tmp_path: Path,
+                                                                                    reverse: bool) -> None:
     """semanticDiff-different-topologies-policy-a -> -policy-b: pods 0-4 and namespace-a, with app-1 open to app-2
-    only, become pods 0, 1, 2, 5, 6 and namespace-b, with app-2 open to app-1 only.
+    only, become pods 0, 1, 2, 5, 6 and namespace-b, with app-2 open to app-1 only (and the case b -> a, whose lines
+    are these with added and removed exchanged).
 
     netpol-analyzer's lines, restated: `added` the outside world, 0, 1, 2 -> the new 5 and 6 and 5 <-> 6 (new peers),
     5 and 6 -> the outside world, 0, 1; `added` outside, 0 -> 1 (no longer isolated); `removed` everything to and
@@ -578,8 +582,9 @@ def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_poli
         return policy(f"policy-from{source}-to{to}", {"podSelector": {"matchLabels": {"app": f"app-{to}"}},
                                                       "policyTypes": ["Ingress"], "ingress": [{"from": [admitted]}]})
 
-    found = pairs(write(tmp_path / "a", namespace("namespace-a"), *pods(0, 1, 2, 3, 4), open_only(1, 2)),
-                  write(tmp_path / "b", namespace("namespace-b"), *pods(0, 1, 2, 5, 6), open_only(2, 1)))
+    a = write(tmp_path / "a", namespace("namespace-a"), *pods(0, 1, 2, 3, 4), open_only(1, 2))
+    b = write(tmp_path / "b", namespace("namespace-b"), *pods(0, 1, 2, 5, 6), open_only(2, 1))
+    found = pairs(b, a) if reverse else pairs(a, b)
     added = [("out", 5), ("out", 6), (0, 5), (0, 6), (1, 5), (1, 6), (2, 5), (2, 6), (5, "out"), (5, 0), (5, 1),
              (5, 6), (6, "out"), (6, 0), (6, 1), (6, 5), ("out", 1), (0, 1)]
     removed = [("out", 2), ("out", 3), ("out", 4), (0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 3), (2, 4), (3, "out"),
@@ -590,7 +595,7 @@ def test_different_topologies_workloads_and_namespaces_come_and_go_with_the_poli
 
     expected = {(s, d): ([], "all") for src, dst in added for s in expand(src) for d in expand(dst)}
     expected |= {(s, d): ("all", []) for src, dst in removed for s in expand(src) for d in expand(dst)}
-    assert found == expected
+    assert found == ({pair: (after, before) for pair, (before, after) in expected.items()} if reverse else expected)
 
 
 # onlineboutique: each service a policy isolating it both ways, admitting its callers on its port(s); ``"dns"`` in an
