@@ -26,11 +26,24 @@ which pair, which ports, which direction. Where the two tools name things differ
   address space outside the pod network (10.244.0.0/16 by default), in its two pieces, and a range
   that contains the pod network is cut around it.
 - The pods knetsim adds itself (CoreDNS, ingress-nginx, ...) are left out of the comparison, as
-  their inputs have none; cases that are about the ingress controller say so.
-- Not restated, by design: OpenShift ``Route`` objects (knetsim simulates upstream Kubernetes,
-  which has no Route kind) and ``UserDefinedNetwork`` isolation (an OVN-Kubernetes extension, not
-  the NetworkPolicy API); the cases that only move Routes (acs-security-demos-no-routes,
-  multiple_ingress_objects_with_different_ports) therefore have no counterpart here.
+  their inputs have none. A one-pod workload paired with itself is no pair (a pod reaching itself is
+  no policy's business); the pods of one multi-pod workload reaching each other are one of ours,
+  where netpol-analyzer lists no pair of a workload with itself.
+- netpol-analyzer's ``{ingress-controller}`` peer is a connection it derives from an Ingress or an
+  OpenShift Route. Ours is the ingress-nginx controller's pod, and the reachability layer says what
+  policy lets that pod open, route or no route; which request reaches which backend is the routes
+  layer's answer. Each case that has such a line says which of our layers carries it. Routes are
+  restated as Ingresses (Route is not a Kubernetes kind).
+- Connections without ports (ICMP, ...): netpol-analyzer knows TCP, UDP and SCTP only. A rule that
+  lists ports admits nothing else (NetworkPolicyPort, API reference), so where a change turns
+  "every port of the three" into "everything", we report the difference and they do not (the
+  endPort case).
+- Not restated: ``UserDefinedNetwork`` isolation (udn_test_1; an OVN-Kubernetes extension, not the
+  NetworkPolicy API), the bad-input cases (they check error messages, not diffs), and the cases
+  that only combine or repeat restated ones (onlineboutique changed netpols *and* workloads; the
+  semanticDiff twins of multiple_topology_resources; multiple_ingress_objects_with_different_ports,
+  an Ingress replaced by a Route on other ports: a routes-layer change of the kind the no-routes
+  case checks).
 
 Address plan: the DESIGN.md defaults; pods 10.244.<node>.x; external addresses outside 10.244/16.
 """
@@ -798,3 +811,28 @@ def test_workloads_added_behind_their_own_policies_open_only_what_those_admit(tm
             for i in json.loads(result.stdout)["layers"]["reachability"]["items"]
             if i["subject"].startswith(prefix)} == {
         "frontend/blog[Deployment]": ([], tcp(8080)), "zeroday/zeroday[Deployment]": ([], tcp(8080))}
+
+
+def test_routes_removed_change_no_reachability_only_the_routes(tmp_path: Path) -> None:
+    """acs-security-demos -> acs-security-demos-no-routes: the OpenShift Routes to frontend/asset-cache and
+    frontend/webapp are deleted, the policies stay. netpol-analyzer's lines: `removed` {ingress-controller} ->
+    asset-cache and -> webapp, TCP 8080: it counts a controller connection only where a route leads.
+
+    Restated with Ingresses (Route is not a Kubernetes kind). We differ by design: the reachability layer is what
+    policy allows, and no policy changed, so it reports nothing, the controller's pod included; the lost exposure is
+    the routes layer's: each host's requests went to its backend before and get nginx's 404 after."""
+    services = [json.dumps({**json.loads(service(name, name, 8080)), "metadata": {"name": name,
+                                                                                  "namespace": "frontend"}})
+                for name in ("asset-cache", "webapp")]
+    routes = [json.dumps({**json.loads(ingress((f"{name}.example.com", name, 8080))), "metadata": {
+        "name": name, "namespace": "frontend"}}) for name in ("asset-cache", "webapp")]
+    before = write(tmp_path / "a", *acs(), *services, *routes)
+    after = write(tmp_path / "b", *acs(), *services)
+    result = CliRunner().invoke(cli, ["diff", "--before", str(before), "--after", str(after), "--layers",
+                                      "reachability,routes", "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert doc["layers"]["reachability"]["items"] == []
+    assert sorted((i["subject"].split("/")[2], i["before"]["answer"], i["after"]["answer"])
+                  for i in doc["layers"]["routes"]["items"] if i["effect"] != "unchanged") == [
+        ("asset-cache.example.com", "proxied to frontend/asset-cache:8080", "404"),
+        ("webapp.example.com", "proxied to frontend/webapp:8080", "404")]
