@@ -24,10 +24,8 @@ from . import upstream
 
 @pytest.fixture
 def reference() -> Path:
-    found = upstream.local_dir()
-    if found is None:  # the mirror below is built from the local copy; without it upstream.py downloads for real
-        pytest.skip("the upstream reference CRDs (../shared/upstream) are not here to build a mirror from")
-    return found
+    """The reference files as the cross-checks get them (beside the repository, or downloaded and cached)."""
+    return upstream.require_upstream()
 
 
 def test_every_reference_file_is_pinned_and_matches_its_pin(reference: Path) -> None:
