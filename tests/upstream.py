@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import http.client
 import os
 import urllib.error
 import urllib.request
@@ -163,7 +164,7 @@ def _download(url: str) -> bytes:
             raise Unreachable(f"{url}: HTTP {error.code} {error.reason}") from error
         # it answered that the file is not there: a wrong pin or a moved file, which a skip would hide
         raise AssertionError(f"{url}: HTTP {error.code} {error.reason}") from error
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
+    except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as error:  # cut off mid-way too
         raise Unreachable(f"{url}: {getattr(error, 'reason', error)}") from error
 
 
