@@ -181,7 +181,8 @@ def fetch_into(folder: Path, base: str = RAW) -> Path:
         if got != pin.sha256:
             raise AssertionError(f"{pin.url(base)}: sha256 {got}, pinned {pin.sha256}: not the released file")
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")  # a reader never sees half a file
+        # written aside and renamed: no reader sees half a file, and two test runs filling one cache do not collide
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         partial.write_bytes(data)
         partial.replace(target)
     return folder
