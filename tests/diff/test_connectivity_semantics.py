@@ -836,3 +836,43 @@ def test_routes_removed_change_no_reachability_only_the_routes(tmp_path: Path) -
                   for i in doc["layers"]["routes"]["items"] if i["effect"] != "unchanged") == [
         ("asset-cache.example.com", "proxied to frontend/asset-cache:8080", "404"),
         ("webapp.example.com", "proxied to frontend/webapp:8080", "404")]
+
+
+def test_six_policies_changed_and_a_workload_added_at_once(tmp_path: Path) -> None:
+    """onlineboutique_workloads -> _changed_netpols_and_workloads: the changed-netpols case plus the `unicorn`
+    Deployment (no policy). netpol-analyzer's lines: the eight of that case and `added` the outside world <-> unicorn.
+
+    One more line here, by Kubernetes semantics: redis-cart's new policy admits the ipBlock 0.0.0.0/1, which holds
+    the pod network, and unicorn, the one workload free to send anywhere, reaches it from a pod address inside the
+    block. Kubernetes' own NetworkPolicy e2e tests ([Feature:NetworkPolicy] "should allow egress access to server in
+    CIDR block") admit a pod by its address in an ipBlock, as kindnet and Calico do; netpol-analyzer matches ipBlocks
+    against external addresses only, by design (as Cilium's data plane does)."""
+    ingress = {**BOUTIQUE_INGRESS, "adservice": [("checkoutservice", (9555,))],
+               "cartservice": [("checkoutservice", (8000,)), ("frontend", (7070,))],
+               "currencyservice": [("frontend", (7000,))],
+               "emailservice": [("cartservice", (9555,)), ("checkoutservice", (8080, 9555))]}
+    egress = {**BOUTIQUE_EGRESS, "frontend": BOUTIQUE_EGRESS["frontend"][1:],
+              "checkoutservice": [("adservice", (9555,)), ("cartservice", (8000,)), ("emailservice", (8080, 9555)),
+                                  *BOUTIQUE_EGRESS["checkoutservice"][3:]],
+              "cartservice": [("emailservice", (9555,))]}
+    redis = policy("redis-cart-netpol", {"podSelector": {"matchLabels": {"app": "redis-cart"}},
+                                         "policyTypes": ["Ingress", "Egress"],
+                                         "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/1"}}]}]})
+    unicorn = deployment("unicorn", {"app": "unicorn"}, [{"containerPort": 8080}])
+    found = pairs(write(tmp_path / "a", *boutique(BOUTIQUE_INGRESS, BOUTIQUE_EGRESS, [])),
+                  write(tmp_path / "b", *boutique(ingress, egress, [redis, unicorn])))
+
+    def d(name: str) -> str:
+        return f"default/{name}[Deployment]"
+
+    assert found == {
+        (d("checkoutservice"), d("cartservice")): (tcp(7070), tcp(8000)),
+        (d("checkoutservice"), d("emailservice")): (tcp(8080), tcp(8080, 9555)),
+        (d("cartservice"), d("emailservice")): ([], tcp(9555)),
+        (d("checkoutservice"), d("adservice")): ([], tcp(9555)),
+        (d("checkoutservice"), d("currencyservice")): (tcp(7000), []),
+        (d("frontend"), d("adservice")): (tcp(9555), []),
+        ("128.0.0.0/1", d("redis-cart")): ("all", []),
+        **{(d("redis-cart"), r): ("all", []) for r in OUTSIDE},
+        **{pair: ([], "all") for r in OUTSIDE for pair in ((r, d("unicorn")), (d("unicorn"), r))},
+        (d("unicorn"), d("redis-cart")): ([], "all")}
