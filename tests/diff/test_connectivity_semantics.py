@@ -38,12 +38,14 @@ which pair, which ports, which direction. Where the two tools name things differ
   lists ports admits nothing else (NetworkPolicyPort, API reference), so where a change turns
   "every port of the three" into "everything", we report the difference and they do not (the
   endPort case).
+- ipBlocks: netpol-analyzer matches them against external addresses only; ours also match a pod
+  whose address the block holds, as Kubernetes' e2e tests expect (the changed-netpols-and-workloads
+  case).
 - Not restated: ``UserDefinedNetwork`` isolation (udn_test_1; an OVN-Kubernetes extension, not the
   NetworkPolicy API), the bad-input cases (they check error messages, not diffs), and the cases
-  that only combine or repeat restated ones (onlineboutique changed netpols *and* workloads; the
-  semanticDiff twins of multiple_topology_resources; multiple_ingress_objects_with_different_ports,
-  an Ingress replaced by a Route on other ports: a routes-layer change of the kind the no-routes
-  case checks).
+  that only repeat restated ones (the semanticDiff twins of multiple_topology_resources;
+  multiple_ingress_objects_with_different_ports, an Ingress replaced by a Route on other ports: a
+  routes-layer change of the kind the no-routes case checks).
 
 Address plan: the DESIGN.md defaults; pods 10.244.<node>.x; external addresses outside 10.244/16.
 """
