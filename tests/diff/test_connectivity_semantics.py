@@ -45,7 +45,9 @@ which pair, which ports, which direction. Where the two tools name things differ
   NetworkPolicy API), the bad-input cases (they check error messages, not diffs), and the cases
   that only repeat restated ones (the semanticDiff twins of multiple_topology_resources;
   multiple_ingress_objects_with_different_ports, an Ingress replaced by a Route on other ports: a
-  routes-layer change of the kind the no-routes case checks).
+  routes-layer change of the kind the no-routes case checks; ipblockstest -> _3, the sum of -> _2
+  and _2 -> _3; four of the seven baseline rule swaps, the same swap on other protocols; the
+  with-ipblock and same-old1 variants of the different-topologies case).
 
 Address plan: the DESIGN.md defaults; pods 10.244.<node>.x; external addresses outside 10.244/16.
 """
