@@ -27,6 +27,16 @@ def running_pods(c: Cluster, app: str) -> int:
                if (p["metadata"].get("labels") or {}).get("app") == app and not p["metadata"].get("deletionTimestamp"))
 
 
+async def scaled_back(c: Cluster, app: str, count: int) -> None:
+    """Wait (at most about ten seconds) until ``app`` runs ``count`` pods again, the bursts of deletions done."""
+    for _ in range(200):
+        await c.server.settle()
+        if running_pods(c, app) == count:
+            break
+        await asyncio.sleep(0.05)
+    assert running_pods(c, app) == count
+
+
 def test_a_replica_typo_fills_in_bursts_reads_answer_and_scaling_back_recovers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manager, "SETTLE_BUDGET", 0.3)
@@ -40,12 +50,7 @@ def test_a_replica_typo_fills_in_bursts_reads_answer_and_scaling_back_recovers(
         created = running_pods(c, "big")
         assert 0 < created < 100_000 and created % BURST == 0
         c.update("Deployment", "big", scale(1))
-        for _ in range(200):
-            await c.server.settle()
-            if running_pods(c, "big") == 1:
-                break
-            await asyncio.sleep(0.05)
-        assert running_pods(c, "big") == 1
+        await scaled_back(c, "big", 1)
         [rs] = c.objects("ReplicaSet").values()
         assert rs["spec"]["replicas"] == 1
     run(tmp_path, scenario)
@@ -69,12 +74,7 @@ def test_a_parallelism_typo_fills_in_bursts_and_lowering_it_recovers(tmp_path: P
         def one(body: dict) -> None:
             body["spec"]["parallelism"] = 1
         c.update("Job", "many", one)
-        for _ in range(200):
-            await c.server.settle()
-            if running_pods(c, "many") == 1:
-                break
-            await asyncio.sleep(0.05)
-        assert running_pods(c, "many") == 1
+        await scaled_back(c, "many", 1)
     run(tmp_path, scenario)
 
 
@@ -100,11 +100,7 @@ def test_a_statefulset_replica_typo_fills_in_bursts_of_ordinals_and_scaling_back
         def two(body: dict) -> None:
             body["spec"]["replicas"] = 2
         c.update("StatefulSet", "db", two)
-        for _ in range(200):
-            await c.server.settle()
-            if running_pods(c, "db") == 2:
-                break
-            await asyncio.sleep(0.05)
+        await scaled_back(c, "db", 2)
         assert sorted(p["metadata"]["name"] for p in c.objects("Pod").values()
                       if (p["metadata"].get("labels") or {}).get("app") == "db"
                       and not p["metadata"].get("deletionTimestamp")) == ["db-0", "db-1"]

@@ -214,3 +214,22 @@ spec:
     assert out.returncode == 1
     assert 'The Service "multi" is invalid: ' in out.stderr
     assert "spec.ports[0].name: Required value" in out.stderr
+
+
+def test_each_connection_is_balanced_anew_and_client_ip_affinity_pins_the_client(k: Cluster) -> None:
+    """kube-proxy picks a backend for every new connection (iptables' random statistic), so a pod calling a
+    Service of three replicas reaches more than one of them; with sessionAffinity: ClientIP every call of that
+    client goes to one backend, as the recent list remembers it."""
+    k.sh("kubectl create deployment echo --image=registry.k8s.io/e2e-test-images/agnhost:2.39 --replicas=3 "
+         "-- /agnhost netexec --http-port=8080")
+    k.sh("kubectl expose deployment echo --port=80 --target-port=8080")
+    k.sh("kubectl expose deployment echo --name=sticky --port=80 --target-port=8080 --session-affinity=ClientIP")
+    k.sh("kubectl run client --image=busybox:1.36 --restart=Never -- sleep 3600")
+    k.sh("kubectl wait --for=condition=Ready pod/client --timeout=30s")
+    k.sh("kubectl wait --for=condition=Available deployment/echo --timeout=30s")
+    pods = {p["metadata"]["name"] for p in k.get_json("pods", "-l", "app=echo")["items"]}
+    calls = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do wget -qO- -T 2 http://{svc}/hostname; echo; done"
+    spread = k.sh(f"kubectl exec client -- sh -c '{calls.format(svc='echo')}'").stdout.split()
+    assert len(spread) == 12 and set(spread) <= pods and len(set(spread)) >= 2, spread
+    pinned = k.sh(f"kubectl exec client -- sh -c '{calls.format(svc='sticky')}'").stdout.split()
+    assert len(pinned) == 12 and len(set(pinned)) == 1 and pinned[0] in pods, pinned

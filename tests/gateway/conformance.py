@@ -11,7 +11,8 @@ A request row: ``protocol`` (http, https, grpc, tls, tcp, udp; default http), ``
 ``method``, ``headers``, ``port``, ``sni``, ``grpc`` (``Service/Method``), ``tls`` (gRPC over TLS),
 ``client_cert`` (a certificate made here), ``gateway``; then what is expected: ``backend`` (a Service,
 in the infra namespace unless ns/name), ``status`` (the proxy's own HTTP status), ``outcome``,
-``grpc_status``, ``certificate`` (the served certificate's CN), ``metadata`` (upstream gRPC metadata).
+``grpc_status``, ``certificate`` (the served certificate's CN), ``metadata`` (upstream gRPC metadata),
+``backend_verified`` and ``backend_client_certificate`` (the CN the proxy presents to a TLS backend).
 
 A status row: ``gateway`` (+ ``listener``), ``listenerset`` (+ ``listener``), ``route`` with its
 ``kind``, or ``policy`` with its ``ancestor`` Gateway; conditions as ``Type: [status, reason]``, plus
@@ -145,6 +146,9 @@ def check_request(c: Cluster, gateway: str, row: dict[str, Any]) -> None:
         assert name not in result.upstream_metadata, result.upstream_metadata
     if "backend_verified" in row:
         assert result.backend_tls is not None and result.backend_tls.verdict.ok is row["backend_verified"], why
+    if "backend_client_certificate" in row:
+        presented = result.backend_tls.client_certificate if result.backend_tls is not None else None
+        assert presented is not None and presented.subject == f"CN={row['backend_client_certificate']}", why
 
 
 def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -152,7 +156,7 @@ def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 CONDITION_TYPES = ("Accepted", "Programmed", "ResolvedRefs", "Conflicted", "PartiallyInvalid",
-                   "OverlappingTLSConfig")
+                   "OverlappingTLSConfig", "InsecureFrontendValidationMode")
 
 
 def _check_conditions(found: dict[str, dict[str, Any]], row: dict[str, Any], generation: int) -> None:

@@ -310,3 +310,28 @@ def test_a_listener_set_listener_is_listed_once_its_secret_exists(live: Live, ed
     got = _curl(edge, "a.team.example", "https", "-v")
     assert got.returncode == 0, got.stderr
     assert "subject: CN=a.team.example" in got.stderr and "x-knetsim-backend: team-a/app-" in got.stdout
+
+
+def test_a_backend_tls_policy_reports_its_new_generation(live: Live, edge: dict[str, Any]) -> None:
+    """BackendTLSPolicyObservedGenerationBump (conformance v1.6.1): given the policy's validation.hostname patched,
+    then metadata.generation counts up and every condition of every ancestor reports it, still Accepted; the
+    hostname is put back after."""
+    before = json.loads(live.kubectl("get", "backendtlspolicy", "-n", "edge", "api-tls", "-o", "json").stdout)
+    hostname = before["spec"]["validation"]["hostname"]
+    live.kubectl("patch", "backendtlspolicy", "-n", "edge", "api-tls", "--type", "merge", "-p",
+                 json.dumps({"spec": {"validation": {"hostname": "foo.example.com"}}}))
+    try:
+        def observed() -> dict[str, Any] | None:
+            policy = json.loads(live.kubectl("get", "backendtlspolicy", "-n", "edge", "api-tls", "-o", "json").stdout)
+            gen = policy["metadata"]["generation"]
+            conds = [c for a in (policy.get("status") or {}).get("ancestors") or [] for c in a["conditions"]]
+            return policy if conds and gen > before["metadata"]["generation"] and all(
+                c["observedGeneration"] == gen for c in conds) else None
+
+        policy = wait_for(observed, timeout=20)
+        assert policy is not None
+        accepted = [c for a in policy["status"]["ancestors"] for c in a["conditions"] if c["type"] == "Accepted"]
+        assert accepted and all(c["status"] == "True" for c in accepted), policy["status"]
+    finally:
+        live.kubectl("patch", "backendtlspolicy", "-n", "edge", "api-tls", "--type", "merge", "-p",
+                     json.dumps({"spec": {"validation": {"hostname": hostname}}}))

@@ -65,7 +65,7 @@ def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "G
 
     try:
         t = trace(ctx.state, source=ctx.source, target=url, protocol=protocol, method=method,
-                  headers=dict(headers or {}))
+                  headers=dict(headers or {}), balancer=ctx.balancer)
     except TraceInputError:
         # No host a resolver could be asked about (`wget /`, `wget http://[`): busybox's words.
         host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url

@@ -307,6 +307,9 @@ class Ctx:
     tools: Mapping[str, Tool] = field(default_factory=lambda: BUILTIN_TOOLS)
     # The process (and through it the container's cgroup) whose memory and CPU this shell uses.
     process: Process | None = None
+    # How the node's data plane picks each connection's backend (network.balance.Balancer); None: one trace's
+    # deterministic pick.
+    balancer: Any = None
 
     def __post_init__(self) -> None:
         if self.process is not None:

@@ -16,11 +16,16 @@ After Envoy Gateway (``internal/gatewayapi/backendtlspolicy.go``) and GEP-1897:
 ``verify_backend`` answers the last point for one backend pod: its certificate is the ``tls.crt`` of
 a ``kubernetes.io/tls`` Secret it mounts (as the conformance suite's ``tls-backend`` does), else a
 self-signed one derived from its identity; a pod that does not speak TLS at all fails the handshake.
+The proxy presents the Gateway's ``spec.tls.backend.clientCertificateRef`` as its client certificate;
+a pod that asks for one (the echo server's ``TLS_CLIENT_CACERTS``: a CA file in a mounted ConfigMap
+or Secret, as the suite's ``tls-backend-with-client-cert-validation`` does) refuses the handshake
+without it, or with one its CAs do not verify.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -188,14 +193,73 @@ class BackendHandshake:
     verdict: certs.Verdict
     policy: str = ""  # the BackendTLSPolicy, namespace/name
     sni: str = ""  # the server name the proxy sends and checks
+    client_certificate: certs.CertificateInfo | None = None  # what the proxy presents (spec.tls.backend)
+    # Set where the pod, not the proxy, ends the handshake: Envoy's transport failure reason for its alert.
+    refused_by_pod: str | None = None
+
+    def failure(self) -> str:
+        if self.refused_by_pod is not None:
+            return f"pod {self.pod} refuses the proxy's client certificate: {self.verdict.describe()}"
+        return f"does not verify pod {self.pod}'s certificate: {self.verdict.describe()}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "sni": self.sni, "pod": self.pod, "certificate": self.certificate.to_dict(),
-                "verified": self.verdict.ok, "error": self.verdict.error, "detail": self.verdict.detail}
+        out = {"policy": self.policy, "sni": self.sni, "pod": self.pod, "certificate": self.certificate.to_dict(),
+               "verified": self.verdict.ok, "error": self.verdict.error, "detail": self.verdict.detail}
+        if self.client_certificate is not None:
+            out["client_certificate"] = self.client_certificate.to_dict()
+        return out
 
 
-def verify_backend(state: ClusterState, tls: BackendTLS, pod: Pod, now: datetime) -> BackendHandshake:
-    """What the proxy's TLS client concludes about ``pod``'s certificate under ``tls``."""
+def pod_client_cas(state: ClusterState, pod: Pod, now: datetime) -> tuple[str, list[Any]] | None:
+    """The CAs ``pod``'s TLS server verifies client certificates against, with the file they come from; None
+    when it asks for no client certificate. The echo server's convention: ``TLS_CLIENT_CACERTS`` names a CA
+    file, here looked up in the ConfigMap or Secret volume mounted over it."""
+    spec = pod.raw.get("spec") or {}
+    volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
+    for container in spec.get("containers") or []:
+        if not isinstance(container, Mapping):
+            continue
+        path = next((str(e.get("value")) for e in container.get("env") or []
+                     if isinstance(e, Mapping) and e.get("name") == "TLS_CLIENT_CACERTS" and e.get("value")), None)
+        if path is None:
+            continue
+        for mount in container.get("volumeMounts") or []:
+            if not isinstance(mount, Mapping):
+                continue
+            root = str(mount.get("mountPath") or "").rstrip("/")
+            if not root or posixpath.dirname(path) != root:
+                continue
+            volume = volumes.get(str(mount.get("name")))
+            source, kind = _projected_source(volume)
+            if source is None:
+                continue
+            name = str(source.get("secretName" if kind == "Secret" else "name") or "")
+            file = posixpath.basename(path)
+            key = next((str(i.get("key")) for i in source.get("items") or []
+                        if isinstance(i, Mapping) and i.get("path") == file), file)
+            obj = find_object(state, kind, pod.namespace, name)
+            data = certs.data_value(obj.raw, key, base64_data=kind == "Secret") if obj is not None else None
+            cas = certs.ca_certificates(data, now)[0] if data else []
+            return f"{kind} {pod.namespace}/{name} key {key}", cas
+        return path, []  # asks for client certificates but its CA file is nowhere: nothing verifies
+    return None
+
+
+def _projected_source(volume: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, str]:
+    if volume is None:
+        return None, ""
+    if isinstance(volume.get("configMap"), Mapping):
+        return volume["configMap"], "ConfigMap"
+    if isinstance(volume.get("secret"), Mapping):
+        return volume["secret"], "Secret"
+    return None, ""
+
+
+def verify_backend(state: ClusterState, tls: BackendTLS, pod: Pod, now: datetime,
+                   client_chain: Sequence[Any] | None = None) -> BackendHandshake:
+    """What the proxy's TLS client concludes about ``pod``'s certificate under ``tls``, and whether ``pod``
+    accepts the client certificate the proxy presents (``client_chain``, leaf first; () for none; None: the
+    question is not asked, as where no one Gateway is meant)."""
     serving = pod_certificate(state, pod)
     if tls.system_trust:
         verdict = certs.Verdict(False, "unable to get local issuer certificate",
@@ -204,5 +268,28 @@ def verify_backend(state: ClusterState, tls: BackendTLS, pod: Pod, now: datetime
             False, "self-signed certificate", "the system trust store does not hold it")
     else:
         verdict = certs.verify(serving.chain, tls.cas, now, hostname=tls.sni, subject_alt_names=tls.subject_alt_names)
-    return BackendHandshake(pod.key, serving.info, verdict, tls.policy, tls.sni)
+    presented = certs.CertificateInfo.of(client_chain[0]) if client_chain else None
+    asked = pod_client_cas(state, pod, now) if verdict.ok and client_chain is not None else None
+    refused = None
+    if asked is not None:
+        source, cas = asked
+        if not client_chain:
+            refused = _ALERT_CERTIFICATE_REQUIRED
+            verdict = certs.Verdict(False, "tlsv13 alert certificate required",
+                                    f"pod {pod.key} asks for a client certificate ({source}) and the Gateway presents "
+                                    "none (spec.tls.backend.clientCertificateRef)")
+        else:
+            client = certs.verify(client_chain, cas, now)
+            if not client.ok:
+                refused = _ALERT_UNKNOWN_CA
+                verdict = certs.Verdict(False, "tlsv1 alert unknown ca",
+                                        f"pod {pod.key} does not accept the Gateway's client certificate "
+                                        f"{presented.subject if presented else ''} against {source}: "
+                                        f"{client.describe()}")
+    return BackendHandshake(pod.key, serving.info, verdict, tls.policy, tls.sni, presented, refused)
+
+
+# BoringSSL's packed errors for the alerts a TLS server sends about the client's certificate.
+_ALERT_CERTIFICATE_REQUIRED = "TLS_error:|268436572:SSL routines:OPENSSL_internal:TLSV1_ALERT_CERTIFICATE_REQUIRED"
+_ALERT_UNKNOWN_CA = "TLS_error:|268436504:SSL routines:OPENSSL_internal:TLSV1_ALERT_UNKNOWN_CA"
 

@@ -90,6 +90,7 @@ def gateway_findings(state: ClusterState, namespace: str | None = None) -> list[
         if namespace is not None and rc.route.namespace != namespace:
             continue
         out.extend(_route(state, t.gateways, rc))
+        out.extend(_backend_client_certificates(state, t, rc))
     out.sort(key=lambda f: (f.subject, f.field, f.code))
     return out
 
@@ -434,6 +435,48 @@ def _policy(state: ClusterState, t: Translation, pctx: PolicyContext) -> list[Ga
                                       fix))
             break  # one pod says it: the others of the Service serve the same thing, or the first fix shows
     return out
+
+
+def _backend_client_certificates(state: ClusterState, t: Translation, rc: RouteContext) -> list[GatewayFinding]:
+    """A TLS backend that asks for a client certificate and refuses what a parent Gateway presents
+    (``spec.tls.backend.clientCertificateRef``: none, or one its CAs did not issue)."""
+    out: list[GatewayFinding] = []
+    route = rc.route
+    seen: set[tuple[str, str]] = set()
+    for ps in rc.parents:
+        gctx = t.gateways.get(ps.gateway)
+        if gctx is None or ps.conditions.is_false(Type.ACCEPTED):
+            continue
+        for rule in route.rules:
+            for b in rc.backends.get(rule.index, ()):
+                svc = state.services.get(b.service)
+                if b.tls is None or svc is None or (ps.gateway, b.service) in seen:
+                    continue
+                seen.add((ps.gateway, b.service))
+                for pod_key in sorted(set(_endpoint_pods(state, svc, b.port_name))):
+                    hs = verify_backend(state, b.tls, state.pods[pod_key], t.now, gctx.backend_client_chain)
+                    if hs.refused_by_pod is None:
+                        continue
+                    gw = gctx.gateway
+                    out.append(GatewayFinding(
+                        "GatewayBackendClientCertificateRefused", "error", f"{route.kind} {route.key}",
+                        f"spec.rules[{rule.index}].backendRefs[{b.ref.index}]",
+                        f"{hs.failure()}: requests through Gateway {gw.key} to Service {b.service} get 503",
+                        "present a client certificate the pod's CA issued (a kubernetes.io/tls Secret): "
+                        + _patch("gateway", gw.namespace, gw.name, [_backend_tls_op(gw)])
+                        if gw.backend_client_certificate is None else
+                        f"issue the Secret {gw.backend_client_certificate.name}'s certificate from the CA the pod "
+                        "trusts (its TLS_CLIENT_CACERTS)"))
+                    break  # one pod says it for the Service
+    return out
+
+
+def _backend_tls_op(gw: Any) -> dict[str, Any]:
+    """The JSON patch operation that gives ``gw`` a backend client certificate, keeping its frontend TLS."""
+    ref = {"clientCertificateRef": {"name": "SECRET"}}
+    if gw.frontend_validation:
+        return {"op": "add", "path": "/spec/tls/backend", "value": ref}
+    return {"op": "add", "path": "/spec/tls", "value": {"backend": ref}}
 
 
 def _endpoint_pods(state: ClusterState, svc: Any, port_name: str) -> list[str]:

@@ -52,7 +52,7 @@ from .router import (
     route,
 )
 from .translate import GRPCEntry, ResolvedBackend
-from .upstream import ENVOY_TLS_VERIFY_FAILED, backend_handshake, choose_endpoint, ready_endpoints, weighted_pick
+from .upstream import backend_handshake, choose_endpoint, envoy_tls_failure, ready_endpoints, weighted_pick
 
 # The gRPC status a client reports when the proxy answers with an HTTP status itself
 # (grpc/doc/http-grpc-status-mapping.md), and for a refused connection.
@@ -259,7 +259,8 @@ def route_grpc(state: ClusterState, gateway: str, call: GRPCCall, *, sni: str | 
                                f"{target}: the connection's SNI selected listener {sni_listener.label}, the authority "
                                f"{host} listener {lc.label}: Envoy answers 421 Misdirected Request", listener=lc.label,
                                **base)
-    return _with_policies(state, _route_listener(state, t.now, key, lc, call, host, base), lc.name)
+    return _with_policies(state, _route_listener(state, t.now, key, lc, call, host, base,
+                                                  gctx.backend_client_chain), lc.name)
 
 
 def _with_policies(state: ClusterState, result: GRPCRouteResult, listener: str) -> GRPCRouteResult:
@@ -280,7 +281,7 @@ def _with_policies(state: ClusterState, result: GRPCRouteResult, listener: str) 
 
 
 def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext, call: GRPCCall, host: str,
-                    base: dict[str, Any]) -> GRPCRouteResult:
+                    base: dict[str, Any], client_chain: tuple[Any, ...] = ()) -> GRPCRouteResult:
     target = f"gRPC {call.path} to {call.authority}"
     candidates: list[Candidate] = []
     matching: list[tuple[tuple[Any, ...], GRPCEntry, str | None]] = []
@@ -367,14 +368,14 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
                                "answers 503 (UNAVAILABLE: no healthy upstream)", **common)
     if chosen.tls is not None:
         endpoint = choose_endpoint(ready_endpoints(state, chosen), ident)
-        backend_hs = backend_handshake(state, chosen, endpoint, now) if endpoint is not None else None
+        backend_hs = backend_handshake(state, chosen, endpoint, now, client_chain) if endpoint is not None else None
         if backend_hs is not None:
             common["backend_tls"] = backend_hs
             if not backend_hs.verdict.ok:
                 return GRPCRouteResult(call, key, BACKEND_TLS_FAILED, GRPC_STATUS[503], 503,
                                        f"{target} → {where} → Service {chosen.describe()}: BackendTLSPolicy "
-                                       f"{chosen.tls.policy} does not verify pod {backend_hs.pod}'s certificate: "
-                                       f"{backend_hs.verdict.describe()} (UNAVAILABLE: {ENVOY_TLS_VERIFY_FAILED})",
+                                       f"{chosen.tls.policy} {backend_hs.failure()} (UNAVAILABLE: "
+                                       f"{envoy_tls_failure(backend_hs)})",
                                        **common)
     return GRPCRouteResult(call, key, PROXIED, None, None, f"{target} → {where} → Service {chosen.describe()}",
                            **common)

@@ -49,7 +49,7 @@ from .matching import (
     why_lower,
 )
 from .translate import GatewayContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
-from .upstream import ENVOY_TLS_VERIFY_FAILED, backend_handshake, choose_endpoint, ready_endpoints, weighted_pick
+from .upstream import backend_handshake, choose_endpoint, envoy_tls_failure, ready_endpoints, weighted_pick
 
 PROXIED = "proxied"
 REDIRECT = "redirect"
@@ -479,15 +479,15 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
                                   "Envoy answers 503 (no healthy upstream)", **common)
     if chosen.tls is not None:
         endpoint = choose_endpoint(ready_endpoints(state, chosen), _ident(request))
-        backend_hs = backend_handshake(state, chosen, endpoint, t.now) if endpoint is not None else None
+        backend_hs = backend_handshake(state, chosen, endpoint, t.now, gctx.backend_client_chain) \
+            if endpoint is not None else None
         if backend_hs is not None:
             common["backend_tls"] = backend_hs
             if not backend_hs.verdict.ok:
                 return GatewayRouteResult(request, key, BACKEND_TLS_FAILED, 503,
                                           f"{target} → {where} → Service {chosen.describe()}{share}: BackendTLSPolicy "
-                                          f"{chosen.tls.policy} (SNI {chosen.tls.sni}) does not verify pod "
-                                          f"{backend_hs.pod}'s certificate: {backend_hs.verdict.describe()}: Envoy "
-                                          f"answers 503 ({ENVOY_TLS_VERIFY_FAILED})", **common)
+                                          f"{chosen.tls.policy} (SNI {chosen.tls.sni}) {backend_hs.failure()}: Envoy "
+                                          f"answers 503 ({envoy_tls_failure(backend_hs)})", **common)
     if any(f.type == "RequestMirror" for f in entry.rule.filters):
         notes.append("the rule mirrors requests (RequestMirror): knetsim does not simulate the mirrored copy")
         common["notes"] = tuple(notes)

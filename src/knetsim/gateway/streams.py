@@ -111,7 +111,8 @@ def route_stream(state: ClusterState, gateway: str, protocol: str, port: int, *,
                                      "TLS and speaks HTTP (knetsim route --protocol https routes the request)",
                                      listener=lc.label, tls=hs, **base)
         entry = chain.entry
-        return _forward(state, t.now, key, protocol, port, lc, entry, hs, base, client or (hs.sni or ""))
+        return _forward(state, t.now, key, protocol, port, lc, entry, hs, base, client or (hs.sni or ""),
+                        gctx.backend_client_chain)
     lc = served[0]
     if not lc.streams:
         return StreamRouteResult(protocol, key, port, NO_ENDPOINTS,
@@ -121,7 +122,8 @@ def route_stream(state: ClusterState, gateway: str, protocol: str, port: int, *,
 
 
 def _forward(state: ClusterState, now: Any, key: str, protocol: str, port: int, lc: ListenerContext,
-             entry: StreamEntry, hs: TLSHandshake | None, base: dict[str, Any], ident: str) -> StreamRouteResult:
+             entry: StreamEntry, hs: TLSHandshake | None, base: dict[str, Any], ident: str,
+             client_chain: tuple[Any, ...] = ()) -> StreamRouteResult:
     route = f"{entry.route.kind} {entry.route.key}"
     target = f"{protocol.upper()} {base['address'] or key}:{port}"
     fields: dict[str, Any] = {"listener": lc.label, "route": route,
@@ -156,16 +158,15 @@ def _forward(state: ClusterState, now: Any, key: str, protocol: str, port: int, 
                               info.covers(hs.sni) if hs.sni else None)
             notes.append("passthrough: the backend pod's TLS server answers the handshake with its own certificate")
     # The proxy originates TLS to the backend only where it terminated the client's (a BackendTLSPolicy).
-    backend_hs = backend_handshake(state, chosen, endpoint, now) if hs is not None and hs.mode == "terminate" \
-        else None
+    backend_hs = backend_handshake(state, chosen, endpoint, now, client_chain) \
+        if hs is not None and hs.mode == "terminate" else None
     if backend_hs is not None:
         fields["backend_tls"] = backend_hs
         if not backend_hs.verdict.ok:
             return StreamRouteResult(protocol, key, port, BACKEND_TLS_FAILED,
                                      f"{target} → {route} → Service {chosen.describe()}: BackendTLSPolicy "
-                                     f"{chosen.tls.policy if chosen.tls else ''} does not verify pod "
-                                     f"{backend_hs.pod}'s certificate: {backend_hs.verdict.describe()}: Envoy closes "
-                                     "the connection",
+                                     f"{chosen.tls.policy if chosen.tls else ''} {backend_hs.failure()}: Envoy "
+                                     "closes the connection",
                                      tls=hs, notes=tuple(notes), **fields)
     return StreamRouteResult(protocol, key, port, PROXIED,
                              f"{target} → {route} → Service {chosen.describe()} → {endpoint.describe()}", tls=hs,

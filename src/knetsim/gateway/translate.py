@@ -150,6 +150,8 @@ class GatewayContext:
     proxy_pods_total: int = 0
     attached_listener_sets: int = 0
     listener_sets: list[str] = field(default_factory=list)  # namespace/name of the ListenerSets naming it
+    # The certificate the proxy presents to a backend it speaks TLS to (spec.tls.backend), once it resolves.
+    backend_client_chain: tuple[Any, ...] = ()
 
     def listener(self, name: str) -> ListenerContext | None:
         return next((lc for lc in self.listeners if lc.name == name and not lc.from_listener_set), None)
@@ -361,6 +363,8 @@ def _gateway_tls_status(state: ClusterState, gctx: GatewayContext,
                                     f"invalid backend client cert secret for gateway: secret {ns}/{ref.name} must "
                                     "contain 'tls.crt' and 'tls.key' fields")
                 ok = False
+            else:
+                gctx.backend_client_chain = _client_chain(f"{ns}/{ref.name}", crt, key)
     if ok:
         gctx.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
                             "Successfully resolved all TLS references for the gateway")
@@ -370,6 +374,17 @@ def _tls_pair(secret: Object) -> tuple[bytes, bytes]:
     from .certs import tls_secret_pair
 
     return tls_secret_pair(secret.raw)
+
+
+def _client_chain(name: str, crt: bytes, key: bytes) -> tuple[Any, ...]:
+    """The chain of a backend client certificate Secret; () where it does not parse or its key does not match
+    (Envoy then presents none)."""
+    from .certs import CertificateError, serving_pair
+
+    try:
+        return tuple(serving_pair(name, crt, key, None).chain)
+    except CertificateError:
+        return ()
 
 
 def _listener_set_allowed(state: ClusterState, gw: Gateway, ls: ListenerSet) -> bool:

@@ -9,6 +9,7 @@ routes to the EndpointSlice endpoints itself (no ClusterIP, no kube-proxy on thi
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -70,15 +71,23 @@ def choose_endpoint(endpoints: list[Endpoint], ident: str) -> Endpoint | None:
     return endpoints[_point(ident, len(endpoints))] if endpoints else None
 
 
-def backend_handshake(state: ClusterState, backend: ResolvedBackend, endpoint: Endpoint,
-                      now: datetime) -> BackendHandshake | None:
-    """The proxy's TLS handshake with ``endpoint`` when a BackendTLSPolicy covers the backend (else None)."""
+def backend_handshake(state: ClusterState, backend: ResolvedBackend, endpoint: Endpoint, now: datetime,
+                      client_chain: Sequence[Any] | None = None) -> BackendHandshake | None:
+    """The proxy's TLS handshake with ``endpoint`` when a BackendTLSPolicy covers the backend (else None),
+    presenting ``client_chain`` (the Gateway's backend client certificate) where the pod asks for one."""
     if backend.tls is None:
         return None
     pod = state.pods.get(endpoint.pod)
     if pod is None:
         return None
-    return verify_backend(state, backend.tls, pod, now)
+    return verify_backend(state, backend.tls, pod, now, client_chain)
+
+
+def envoy_tls_failure(hs: BackendHandshake) -> str:
+    """Envoy's words for a failed handshake with a backend (the 503 body)."""
+    reason = hs.refused_by_pod or ENVOY_TLS_VERIFY_FAILED.rsplit("transport failure reason: ", 1)[1]
+    return ("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, "
+            f"transport failure reason: {reason}")
 
 
 ENVOY_TLS_VERIFY_FAILED = ("upstream connect error or disconnect/reset before headers. reset reason: remote connection "

@@ -334,6 +334,7 @@ class Kubelet:
         # The commands its containers' shells have (kernel mode hands real network tools; None: the
         # simulated container's own, loaded with the first shell).
         self._tools = tools
+        self._balancer: Any = None
         self.containers: dict[tuple[str, str], dict[str, Container]] = {}  # (ns, name) → containers
         self.uids: dict[tuple[str, str], str] = {}
         self.logs = LogStore(Path(server.state_dir) / "pods" if server.state_dir else None)
@@ -350,6 +351,16 @@ class Kubelet:
         self.unready: set[tuple[str, str]] = set()
         # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
         self.flows = FlowRecorder(server)
+
+    @property
+    def balancer(self) -> Any:
+        """How the nodes' data planes pick each pod connection's backend over time (made with the first shell:
+        the network layer loads with the first command that connects, not at start-up)."""
+        if self._balancer is None:
+            from ..network.balance import Balancer
+
+            self._balancer = Balancer()
+        return self._balancer
 
     @property
     def tools(self) -> Mapping[str, shell.Tool]:
@@ -669,7 +680,7 @@ class Kubelet:
 
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
         ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
-                  tools=self.tools, process=cgroup.process(container))
+                  tools=self.tools, process=cgroup.process(container), balancer=self.balancer)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.

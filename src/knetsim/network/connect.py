@@ -20,6 +20,7 @@ from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
 from .app import app_reply
+from .balance import Balancer
 from .dataplane import Candidate, dataplane_hop, usable_candidates
 from .egress import to_outside
 from .trace import (
@@ -52,6 +53,16 @@ class _Run:
     dataplane: str
     hops: list[Hop]
     findings: list[Finding]
+    # A live cluster's: each connection's backend as the data plane picks it over time (``balance``).
+    balancer: Balancer | None = None
+
+    def pick(self, targets: list[Candidate], client: str, frontend: str, svc: Service) -> Candidate:
+        """This connection's backend among ``targets``: one trace picks deterministically from the client and the
+        frontend; a live connection gets the balancer's pick (anew each time, or the client's under affinity)."""
+        if self.balancer is None:
+            return targets[choose(targets, f"{client}->{frontend}")]
+        timeout = svc.session_affinity_timeout if svc.session_affinity == "ClientIP" else None
+        return targets[self.balancer.pick(targets, client, frontend, timeout)]
 
     def finish(self, outcome: str, backend: Backend | None = None, reply: Reply | None = None) -> Trace:
         return Trace(self.source, str(self.target), self.protocol, outcome, backend, tuple(self.hops),
@@ -267,7 +278,7 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
     if verdict != "DNAT" or not targets:
         _local_policy_finding(run, svc, verdict, node)
         return run.finish("refused" if verdict == "REJECT" else "timeout")
-    chosen = targets[choose(targets, f"{src_ip}->{dst_ip}:{port}")]
+    chosen = run.pick(targets, src_ip, f"{dst_ip}:{port}", svc)
     trace = deliver(run, src_pod, src_ip, chosen, via=svc.key)
     return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen)
 
@@ -329,7 +340,7 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         if verdict != "DNAT" or not targets:
             _local_policy_finding(run, svc, verdict, node)
             return run.finish("refused" if verdict == "REJECT" else "timeout")
-        chosen = targets[choose(targets, f"{src_ip}->{node_ip}:{port}")]
+        chosen = run.pick(targets, src_ip, f"{node_ip}:{port}", svc)
         # A pod sending to another node's NodePort leaves its own node before any DNAT: its
         # egress policy sees the node address and the NodePort.
         egress_to = (node_ip, port) if src_pod is not None and src_pod.node_name != node else None

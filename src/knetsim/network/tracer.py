@@ -12,14 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..cluster.state import ClusterState
+from .balance import Balancer
 from .connect import _dns_stage, _Run, connect_ip, resolve_pod
 from .external import trace_external
 from .trace import Hop, Trace, TraceInputError, choose, parse_target
 
 
 def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
-          headers: Mapping[str, str] | None = None, dataplane: str | None = None) -> Trace:
-    """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``."""
+          headers: Mapping[str, str] | None = None, dataplane: str | None = None,
+          balancer: Balancer | None = None) -> Trace:
+    """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``; ``balancer``: a live
+    cluster's, which picks each connection's backend as the data plane does over time."""
     protocol = protocol.upper()
     if protocol not in ("TCP", "UDP", "SCTP"):
         raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
@@ -27,7 +30,7 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     if parsed.scheme == "udp":
         protocol = "UDP"  # udp://HOST:PORT says the transport itself
     plane = dataplane or state.config.dataplane
-    run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [])
+    run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [], balancer)
     if source == "external":
         return trace_external(run)
     pod = resolve_pod(state, source)
