@@ -83,6 +83,11 @@ def test_several_types_with_a_name_ask_for_each_type_of_that_name() -> None:
     (["svc/web/x"], "error: arguments in resource/name form may not have more than one slash\n"),
     (["svc,deploy/web"], "error: arguments in resource/name form must have a single resource and name\n"),
     (["svc/"], "error: arguments in resource/name form must have a single resource and name\n"),
+    (["svc/web", "-l", "app=web"], "error: selectors and the all flag cannot be used when passing resource/name "
+                                   "arguments\n"),
+    (["svc,deploy", "web", "-l", "app=web"], "error: selectors and the all flag cannot be used when passing "
+                                             "resource/name arguments\n"),
+    (["svc", "web", "-l", "app=web"], "error: name cannot be provided when a selector is specified\n"),
 ])
 def test_mixed_or_malformed_type_slash_name_is_refused_in_kubectls_words(args: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, ["get", *args, "-n", "shop", "-f", SHOP])

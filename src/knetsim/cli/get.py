@@ -51,11 +51,12 @@ def _kinds(spec: str) -> list[KindInfo]:
     return out
 
 
-def _requests(args: list[str]) -> list[tuple[KindInfo, str | None]]:
+def _requests(args: list[str], with_selector: bool = False) -> list[tuple[KindInfo, str | None]]:
     """What ``kubectl get ARGS`` asks for, in its order: ``TYPE[,TYPE...] [NAME...]`` or ``TYPE/NAME...``.
 
     As cli-runtime's ResourceTypeOrNameArgs reads them: several types with names become every type/name
-    pair; arguments are either all TYPE/NAME or none of them.
+    pair; arguments are either all TYPE/NAME or none of them; and a label selector picks objects of whole
+    types, never among named ones (the builder's visitBySelector refuses both).
     """
     types = args[0].split(",")
     if len(args) > 1 and len(types) > 1:
@@ -65,6 +66,10 @@ def _requests(args: list[str]) -> list[tuple[KindInfo, str | None]]:
         raise _ArgumentError("there is no need to specify a resource type as a separate argument when passing "
                              "arguments in resource/name form (e.g. 'knetsim get resource/<resource_name>' "
                              "instead of 'knetsim get resource resource/<resource_name>'")
+    if with_selector and slashed:
+        raise _ArgumentError("selectors and the all flag cannot be used when passing resource/name arguments")
+    if with_selector and len(args) > 1:
+        raise _ArgumentError("name cannot be provided when a selector is specified")
     if not slashed:
         return [(info, name) for info in _kinds(args[0]) for name in (args[1:] or [None])]
     out: list[tuple[KindInfo, str | None]] = []
@@ -138,7 +143,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
       knetsim get svc/web deploy/web -f examples/shop -n shop
     """
     try:
-        requests = _requests([kind, *names])
+        requests = _requests([kind, *names], with_selector=bool(label_selector and label_selector.strip()))
     except _ArgumentError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
