@@ -49,3 +49,13 @@ def test_packet_and_matrix_refuse_a_port_out_of_range(port: str) -> None:
         "packet", "-f", SHOP, "--src", "10.0.0.1", "--dst", "10.96.0.1", "--dport", port)
     assert f"Invalid value for '--port': {port} is not in the range 1<=x<=65535." in refused(
         "matrix", "-f", SHOP, "--port", port)
+
+
+@pytest.mark.parametrize("flag", ["--port", "--dns-port", "--ingress-port"])
+def test_up_refuses_a_port_out_of_range_before_starting_anything(flag: str, tmp_path) -> None:
+    """0 asks for any free port; 65536 and above (or below 0) cannot be bound and start nothing."""
+    state = tmp_path / "state"
+    for port in ("65536", "-1"):
+        output = refused("up", flag, port, "--state", str(state))
+        assert f"Invalid value for '{flag}': {port} is not in the range 0<=x<=65535." in output
+    assert not state.exists()
