@@ -49,6 +49,9 @@ def compact(flow: Any) -> str:
     if flow.l7 and "dns" in flow.l7:
         what = f"dns-request proxy {flow.verdict} (DNS Query {flow.l7['dns'].get('query', '')})"
         return f"{flow.time}: {end(flow.src, flow.src_port)} -> {end(flow.dst, flow.dst_port)} {what}"
+    if flow.l7 and "http" in flow.l7:
+        what = f"http-{'response' if flow.is_reply else 'request'} {flow.verdict} ({flow.summary})"
+        return f"{flow.time}: {end(flow.src, flow.src_port)} -> {end(flow.dst, flow.dst_port)} {what}"
     direction = {"EGRESS": "to-stack", "INGRESS": "to-endpoint"}.get(flow.direction, "")
     reason = f" {flow.drop_reason}" if flow.drop_reason else ""
     return (f"{flow.time}: {end(flow.src, flow.src_port)} -> {end(flow.dst, flow.dst_port)} "

@@ -21,6 +21,7 @@ Replies are not recorded: what decides a policy is the first packet of each conn
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..cluster.state import ClusterState
@@ -82,6 +83,7 @@ def trace_flows(state: ClusterState, t: Trace, time: str | None = None) -> list[
     time = time or now()
     out: list[Flow] = []
     source_pod = state.pods.get(t.source)
+    connection: Flow | None = None  # the L3/L4 flow the policy hop judged: what an HTTP request rides on
     for hop in t.hops:
         if hop.layer == "dns" and source_pod is not None and hop.data.get("queries"):
             out += _dns_flows(state, source_pod, list(hop.data["queries"]), time)
@@ -102,10 +104,30 @@ def trace_flows(state: ClusterState, t: Trace, time: str | None = None) -> list[
             allowed = bool(v.get("allowed"))
             protocol = str(v.get("protocol") or t.protocol)
             node = _node_of(state, src) or _node_of(state, dst)
-            out.append(Flow(time, src, dst, protocol, 40000, int(v.get("port") or 0),
-                            FORWARDED if allowed else DROPPED, node, EGRESS if src.pod else INGRESS, False, None,
-                            "TCP Flags: SYN" if protocol == "TCP" else protocol,
-                            "" if allowed else "POLICY_DENIED"))
+            connection = Flow(time, src, dst, protocol, 40000, int(v.get("port") or 0),
+                              FORWARDED if allowed else DROPPED, node, EGRESS if src.pod else INGRESS, False, None,
+                              "TCP Flags: SYN" if protocol == "TCP" else protocol,
+                              "" if allowed else "POLICY_DENIED")
+            out.append(connection)
+        if hop.layer == "app" and isinstance(hop.data.get("http"), Mapping) and connection is not None:
+            out += _http_flows(connection, hop.data["http"])
+    return out
+
+
+def _http_flows(connection: Flow, http: Mapping[str, Any]) -> list[Flow]:
+    """What Cilium's proxy records of a request it read (HTTP rules applied to the connection): the request,
+    DROPPED when no rule allows it (the proxy answers 403 itself), else FORWARDED and the backend's response."""
+    method, url, code = str(http.get("method") or "GET"), str(http.get("url") or ""), int(http.get("code") or 0)
+    denied = bool(http.get("denied"))
+    direction = str(http.get("direction") or INGRESS)
+    request = {"http": {"method": method, "url": url, "protocol": "HTTP/1.1"}}
+    out = [replace(connection, direction=direction, l7=request, verdict=DROPPED if denied else FORWARDED,
+                   summary=f"HTTP/1.1 {method} {url}", drop_reason="")]
+    if not denied:
+        response = {"http": {"code": code, "method": method, "url": url, "protocol": "HTTP/1.1"}}
+        out.append(replace(connection, src=connection.dst, dst=connection.src, src_port=connection.dst_port,
+                           dst_port=connection.src_port, direction=direction, is_reply=True, l7=response,
+                           verdict=FORWARDED, summary=f"HTTP/1.1 {code} ({method} {url})", drop_reason=""))
     return out
 
 

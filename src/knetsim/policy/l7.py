@@ -18,6 +18,7 @@ from .engine import endpoint, evaluate, policy_index
 from .rules import INGRESS, Endpoint, HTTPRule
 
 ACCESS_DENIED = "Access denied"
+PROXY_ALLOWED = "allowed by the proxy"
 
 
 def http_allowed(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
@@ -39,6 +40,7 @@ def http_allowed(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod 
     dst_ep = endpoint(state, dst, namespace)
     src_ep = endpoint(state, src, namespace)
     policies = {(p.kind, p.key): p for p in index.policies}
+    checked = False
     for side in (verdict.egress, verdict.ingress):
         if not side.isolated or not side.allowed_by:
             continue
@@ -62,10 +64,18 @@ def http_allowed(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod 
                 break
         if unrestricted:
             continue
+        checked = True
         hit = next(((loc, r) for loc, r in rules if http_rule_matches(r, method, path, headers, host)), None)
         who = dst_ep.name if side.direction == INGRESS else src_ep.name
         if hit is None:
             allowed = "; ".join(sorted({r.describe() for _, r in rules})) or "nothing"
             return False, (f"403 {ACCESS_DENIED}: {method} {path} matches no HTTP rule for {side.direction} of "
                            f"{who} (allowed: {allowed})")
-    return True, f"allowed: {method} {path} passes every HTTP rule on the way"
+    if checked:
+        return True, f"{PROXY_ALLOWED}: {method} {path} passes every HTTP rule on the way"
+    return True, "allowed: a rule allows the port without HTTP rules, so no proxy reads the request"
+
+
+def through_proxy(reason: str) -> bool:
+    """Did Cilium's proxy read the request ``http_allowed`` gave ``reason`` for (HTTP rules applied to it)?"""
+    return reason.startswith((f"403 {ACCESS_DENIED}", PROXY_ALLOWED))
