@@ -49,3 +49,16 @@ def test_a_nullable_field_takes_null_but_no_other_type() -> None:
 def test_a_port_sent_as_a_word_is_refused_as_a_string() -> None:
     assert field_errors({"type": "integer", "format": "int32", "minimum": 1, "maximum": 65535}, "eighty") == [
         'field: Invalid value: "string": field in body must be of type integer: "string"']
+
+
+def test_a_value_of_the_wrong_type_is_also_checked_against_the_enum() -> None:
+    """kube-openapi runs the enum validator after the type validator, whatever the type said."""
+    schema = {"type": "object", "properties": {"field": {"type": "object", "properties": {
+        "nestedint": {"type": "integer", "enum": [1, 2]}, "nestedstring": {"type": "string", "enum": ["a", "b"]}}}}}
+    errors = [str(e) for e in crds.validate({"field": {"nestedint": "x", "nestedstring": True}}, schema)]
+    assert errors[:4] == [
+        'field.nestedint: Invalid value: "string": field.nestedint in body must be of type integer: "string"',
+        'field.nestedint: Unsupported value: "x": supported values: "1", "2"',
+        'field.nestedstring: Invalid value: "boolean": field.nestedstring in body must be of type string: "boolean"',
+        'field.nestedstring: Unsupported value: true: supported values: "a", "b"',
+    ]

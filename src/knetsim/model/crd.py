@@ -376,12 +376,15 @@ class _Validator:
             if not schema.get("nullable") and wanted:
                 self.add(p.type_invalid("null", f"{_in_body(path)} must be of type {wanted}: \"null\""))
             return
-        if wanted and not any(_type_ok(value, w) for w in wanted.split(",")):
+        mistyped = bool(wanted) and not any(_type_ok(value, w) for w in wanted.split(","))
+        if mistyped:
             actual = _type_name(value)
             self.add(p.type_invalid(actual, f"{_in_body(path)} must be of type {wanted}: \"{actual}\""))
-            return
+        # kube-openapi runs every validator of the node, the enum's after the type's, whatever the type said.
         if "enum" in schema and value not in schema["enum"]:
             self.add(p.not_supported(value, [v if isinstance(v, str) else json.dumps(v) for v in schema["enum"]]))
+        if mistyped:
+            return
         if isinstance(value, str):
             self.string(value, schema, path, p)
         elif isinstance(value, int | float) and not isinstance(value, bool):
