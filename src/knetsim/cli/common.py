@@ -274,8 +274,16 @@ def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Every value written out in full, as kubectl and sigs.k8s.io/yaml write it: a list or map shared by two
+    objects (pods of one template) is never an ``&id001`` anchor and its ``*id001`` alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
 def emit(data: Any, output: str) -> None:

@@ -19,7 +19,6 @@ from .. import printers
 from ..api import Cluster
 from ..gateway import with_status
 from ..model import gatewayapi
-from ..model.jsonvalue import json_copy
 from ..model.kinds import KINDS, KindInfo, resolve_kind
 from ..model.labels import Selector, SelectorSyntaxError
 from ..model.objects import Object
@@ -182,8 +181,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         data: Any = bodies[0] if single and len(bodies) == 1 else {
             "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
         # Objects made from one template share parts (a ReplicaSet's pods, one containers list): copied apart, so
-        # YAML prints each in full as kubectl does, never as an &anchor and its *alias.
-        click.echo(dump_json(data) if output == "json" else dump_yaml(json_copy(data)), nl=False)
+        click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
         return
     if output == "name":
         for info, objs in groups:
