@@ -189,3 +189,9 @@ def test_naming_an_object_that_does_not_exist_is_bad_input() -> None:
     assert missing.exit_code == 2
     assert 'services "nosuch" not found in namespace "shop"' in missing.output
     assert run("endpoints", "nosuch", "-f", SHOP, "-n", "shop").exit_code == 2
+    # As kubectl: each missing name is reported, and the names that exist are printed all the same.
+    some = run("get", "svc", "web", "nosuch", "db", "gone", "-f", SHOP, "-n", "shop")
+    assert some.exit_code == 2
+    assert [line.split()[0] for line in some.stdout.splitlines()] == ["NAME", "web", "db"]
+    assert some.stderr.splitlines() == ['Error from server (NotFound): services "nosuch" not found in namespace "shop"',
+                                        'Error from server (NotFound): services "gone" not found in namespace "shop"']

@@ -162,25 +162,39 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
             click.echo(f"Warning: {deprecation}", err=True)
     ns_filter = None if all_namespaces else (namespace or cluster.namespace)
     groups: list[tuple[KindInfo, list[Object]]] = []
+    missing = 0
     for info, name in requests:
         found = select(cluster, info, name, ns_filter, selector)
         if name is not None and not found:
+            # As kubectl: every name that does not exist is reported, and what does is printed all the same.
             where = f' in namespace "{ns_filter}"' if info.namespaced and ns_filter else ""
             click.echo(f'Error from server (NotFound): {info.plural}{"." + info.group if info.group else ""} '
                        f'"{name}" not found{where}', err=True)
-            raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
+            missing += 1
+            continue
         if groups and groups[-1][0] == info:  # kubectl prints one table while the type stays the same
             groups[-1][1].extend(found)
         else:
             groups.append((info, list(found)))
     everything = [o for _, objs in groups for o in objs]
+    # kubectl names the type in each row when more than one type was asked for.
+    _print(cluster, requests, groups, everything, output, ns_filter, all_namespaces, show_labels, len(kinds) > 1,
+           quiet=bool(missing))
+    if missing:
+        raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
+
+
+def _print(cluster: Cluster, requests: list[tuple[KindInfo, str | None]], groups: list[tuple[KindInfo, list[Object]]],
+           everything: list[Object], output: str, ns_filter: str | None, all_namespaces: bool, show_labels: bool,
+           prefix: bool, *, quiet: bool) -> None:
+    """The objects found, in ``output``'s form; ``quiet``: say nothing when there are none (a name was missing,
+    and said so)."""
     now = _now(cluster.state.objects_of("Pod") + everything, cluster.read_at)
     if output in ("yaml", "json"):
         bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
         single = len(requests) == 1 and requests[0][1] is not None  # cli-runtime's singleItemImplied
         data: Any = bodies[0] if single and len(bodies) == 1 else {
             "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
-        # Objects made from one template share parts (a ReplicaSet's pods, one containers list): copied apart, so
         click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
         return
     if output == "name":
@@ -189,10 +203,10 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
                 click.echo(f"{_prefix(info)}/{o.name}")
         return
     if not everything:
-        where = f" in {ns_filter} namespace" if ns_filter else ""
-        click.echo(f"No resources found{where}.", err=True)
+        if not quiet:
+            where = f" in {ns_filter} namespace" if ns_filter else ""
+            click.echo(f"No resources found{where}.", err=True)
         return
-    prefix = len(kinds) > 1  # kubectl names the type when more than one was asked for
     blocks = []
     for info, objs in groups:
         if not objs:
