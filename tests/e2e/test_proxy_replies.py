@@ -11,12 +11,14 @@ miss on a Gateway listener as an empty 404 with Envoy's lower-case date, server 
 from __future__ import annotations
 
 import http.client
+import json
+import subprocess
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import pytest
 
-from .conftest import CURL, KUBECTL, Cluster, wait_for
+from .conftest import CURL, KUBECTL, Cluster, knetsim_argv, wait_for
 from .test_live_annotations import APPS, ingress
 
 pytestmark = pytest.mark.skipif(KUBECTL is None or CURL is None, reason="kubectl and curl are needed")
@@ -81,3 +83,21 @@ def test_ingress_nginx_answers_carry_nginx_header_lines(k: Cluster) -> None:
     dumped = k.sh(f"curl -s -o /dev/null -D - -H 'Host: internal.example' {k.ingress}/").stdout
     assert dumped.startswith("HTTP/1.1 403 Forbidden\nDate: ")
     assert "\nContent-Type: text/html\n" in dumped and "Server:" not in dumped and "charset" not in dumped
+
+
+def test_a_host_no_rule_takes_gets_the_default_backends_page_everywhere(k: Cluster, tmp_path: Path) -> None:
+    status, lines, body = fetch(k, "unknown.example.com")
+    assert status == 404
+    assert names(lines) == ["Date", "Content-Type", "Content-Length", "Connection"], lines
+    assert value(lines, "Content-Type") == "text/html"
+    # The offline answers for the same request on an input without that host: the same page.
+    env_argv = ["-f", str(ROOT / "examples" / "ingress-nginx")]
+    route = subprocess.run(knetsim_argv("route", *env_argv, "--host", "unknown.example.com", "-o", "json"),
+                           capture_output=True, text=True, timeout=60)
+    trace = subprocess.run(knetsim_argv("trace", *env_argv, "--from", "external", "http://unknown.example.com/",
+                                        "-o", "json"), capture_output=True, text=True, timeout=60)
+    routed = json.loads(route.stdout)["response"]
+    traced = json.loads(trace.stdout)["reply"]
+    assert routed["body"].encode() == traced["body"].encode() == body
+    assert routed["headers"] == traced["headers"] == {"Content-Type": "text/html"}
+    assert b"<hr><center>nginx</center>" in body

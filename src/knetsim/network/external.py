@@ -150,8 +150,10 @@ def through_ingress(run: _Run, host: str) -> Trace:
         return run.finish("refused")
     if not (result.routed or passed) or backend is None or backend.service is None:
         status = result.http_status or 404
-        reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1><hr><center>nginx"
-                      "</center></body></html>\n", {}, "nginx")
+        # The controller's answer as route() gives it (its default backend's 404 for a request no rule takes).
+        response = result.response
+        reply = Reply(status, response.body, dict(response.headers), "nginx") if response is not None \
+            else nginx_reply(status)
         run.findings.append(Finding("IngressNoMatch" if status == 404 else "IngressBackendProblem", "ingress",
                                     result.summary, "add a rule for this host and path, a spec.defaultBackend, or "
                                     "fix the backend the Ingress names"))
@@ -205,13 +207,14 @@ def through_ingress(run: _Run, host: str) -> Trace:
     return trace
 
 
-_REASONS = {404: "Not Found", 503: "Service Temporarily Unavailable", 308: "Permanent Redirect"}
-
-
 def nginx_reply(status: int) -> Reply:
     """An answer the controller's nginx writes itself: its own page for ``status``."""
     from ..ingress import errorpages
+    from ..ingress.phases import default_backend_answer
 
+    if status == 404:
+        answer = default_backend_answer()
+        return Reply(404, answer.body, dict(answer.headers), "nginx")
     body = errorpages.page(status)
     return Reply(status, body, {"Content-Type": "text/html"} if body else {}, "nginx")
 
