@@ -101,3 +101,17 @@ def test_a_host_no_rule_takes_gets_the_default_backends_page_everywhere(k: Clust
     assert routed["body"].encode() == traced["body"].encode() == body
     assert routed["headers"] == traced["headers"] == {"Content-Type": "text/html"}
     assert b"<hr><center>nginx</center>" in body
+
+
+GATEWAY = ROOT / "examples" / "gateway" / "quickstart" / "quickstart.yaml"
+
+
+def test_a_gateway_route_miss_is_envoys_empty_404(k: Cluster) -> None:
+    k.kubectl("apply", "-f", str(GATEWAY))
+    wait_for(lambda: fetch(k, "www.example.com", path="/get")[0] == 200, timeout=90)
+    status, lines, body = fetch(k, "other.example.com", path="/nothing")
+    assert (status, body) == (404, b"")
+    assert lines[:2] == [("date", lines[0][1]), ("server", "envoy")] and lines[2] == ("content-length", "0"), lines
+    assert_date(lines[0][1])
+    assert all(n == n.lower() for n in names(lines))
+    k.kubectl("delete", "-f", str(GATEWAY), "--wait=false", check=False)
