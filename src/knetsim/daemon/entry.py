@@ -10,7 +10,9 @@ An HTTP request to this listener is traced from outside the cluster (``knetsim.n
 * ``Host: 127.0.0.1:PORT`` / ``localhost`` → the control-plane node's port 80, where the
   ingress controller listens (no host rule matches: its default backend answers 404).
 
-``connected`` returns the simulated reply (status, headers, body) plus ``X-Knetsim-Backend``;
+``connected`` returns the simulated reply (status, headers, body) with the header lines its writer sends
+(``network.wire``: ingress-nginx's without a Server line, Envoy's lower-case with ``server: envoy``), plus
+``X-Knetsim-Backend`` after them;
 ``refused``/``no-route`` close the connection without a reply (curl: exit 52/56); ``timeout``
 holds the connection for the kernel's connect timeout (127 s) or until the client gives up.
 """
