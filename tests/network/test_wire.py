@@ -52,3 +52,13 @@ def test_cilium_proxy_denial_as_traced_offline() -> None:
 def test_a_pods_server_keeps_its_headers() -> None:
     assert header_lines(Reply(200, "hi\n", {"content-type": "text/plain"}), DATE) == [
         ("content-type", "text/plain"), ("Date", DATE), ("Content-Length", "3")]
+
+
+def test_envoy_gateways_own_answers_have_no_body_offline() -> None:
+    """examples/gateway/broken: a host no route takes gets the router's 404, a route whose backendRef is not
+    permitted (no ReferenceGrant) Envoy Gateway's direct 500; neither has a body."""
+    broken = str(Path(__file__).resolve().parents[2] / "examples" / "gateway" / "broken")
+    for host, status in (("invoices.store.example", 404), ("billing.store.example", 500)):
+        out = CliRunner().invoke(cli, ["trace", "-f", broken, "--from", "external", f"http://{host}/", "-o",
+                                       "json"]).stdout
+        assert json.loads(out)["reply"] == {"status": status, "body": "", "headers": {}}

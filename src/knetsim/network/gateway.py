@@ -142,10 +142,12 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                                         result.summary, "knetsim route --gateway shows every candidate rule and "
                                         "why it lost; knetsim doctor explains route status"))
         # Envoy's local replies: a route miss (no virtual host or no route for the request) is a 404 with no
-        # body (the router's NR); the connection manager adds date and server (network.wire).
+        # body (the router's NR), as are the 421 of a Host of another listener and Envoy Gateway's direct 500 for
+        # a rule without a usable backend; the connection manager adds date and server (network.wire). The
+        # Gateway's own listener ports answer the same bodies (daemon/gatewaylisteners.py).
         body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
                 if result.policy is not None and result.policy.answered else "no healthy upstream"
-                if status == 503 else "" if result.redirect or status == 404 else _REASONS.get(status, ""))
+                if status == 503 else "")
         reply = Reply(status, body, reply_headers, "envoy")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
