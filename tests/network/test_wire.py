@@ -33,6 +33,13 @@ def test_nginx_writes_its_own_fields_first_and_no_server() -> None:
         ("Connection", "close"), ("Access-Control-Allow-Origin", "*")]
 
 
+def test_nginx_relays_a_backends_answer_without_its_date_and_server() -> None:
+    relayed = Reply(200, "ok", {"server": "gunicorn", "date": "Thu, 01 Jan 2026 00:00:00 GMT",
+                                "content-type": "text/plain", "x-app": "1"}, "nginx")
+    assert header_lines(relayed, DATE) == [("Date", DATE), ("Content-Type", "text/plain"), ("Content-Length", "2"),
+                                           ("Connection", "keep-alive"), ("x-app", "1")]
+
+
 def test_envoys_route_miss_has_no_body() -> None:
     assert header_lines(Reply(404, "", {}, "envoy"), DATE) == [("date", DATE), ("server", "envoy"),
                                                                 ("content-length", "0")]

@@ -49,7 +49,8 @@ def header_lines(reply: Reply, date: str, *, keep_alive: bool = True) -> list[tu
         if "location" in own:
             out.append(("Location", own["location"][1]))
         out.append(("Connection", "keep-alive" if keep_alive else "close"))
-        out.extend((k, v) for k, v in given if k.lower() not in _NGINX_OWN)
+        # An upstream's Date and Server never pass (proxy_hide_header's defaults); nginx's own Server is cleared.
+        out.extend((k, v) for k, v in given if k.lower() not in (*_NGINX_OWN, "date", "server"))
         return out
     if reply.writer == "envoy":
         rest = [(k.lower(), v) for k, v in given if k.lower() not in ("content-length", "date", "server")]
