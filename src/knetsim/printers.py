@@ -540,8 +540,10 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
     "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
     # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
+    # Without a creation time, Go's zero time in RFC 3339.
     "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
-        (o.get("metadata") or {}).get("name", ""), str((o.get("metadata") or {}).get("creationTimestamp") or "")]),
+        (o.get("metadata") or {}).get("name", ""),
+        str((o.get("metadata") or {}).get("creationTimestamp") or "0001-01-01T00:00:00Z")]),
 }
 # An Event's row has no leading name: its Name is the last, wide-only column.
 EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*Source", "Message", "*First Seen",
@@ -599,6 +601,10 @@ def _crd_cell(column: Mapping[str, Any], body: Obj, now: datetime | None) -> Any
     """As the CRD TableConvertor prints a cell: a date as an age, several values joined by commas."""
     values = jsonpath(body, str(column.get("jsonPath", "")))
     if not values or values == [None]:
+        if column.get("type") == "date" and column.get("jsonPath") == ".metadata.creationTimestamp":
+            # Every stored object has a creation time; one read from a file has none, and its age is then
+            # "<unknown>", as translateTimestampSince prints it for the built-in kinds.
+            return since(None, now)
         return "" if column.get("type") in ("string", "date") else None
     if column.get("type") == "date":
         return since(values[0], now)

@@ -61,7 +61,7 @@ def test_kubectl_explain_reads_the_definitions(live: Live) -> None:
      'The HTTPRoute "backend" is invalid: spec.rules[0].matches[0].path: Invalid value: "object": value must be an '
      "absolute path and start with '/' when type one of ['Exact', 'PathPrefix']"),
     ({**ROUTE, "spec": {**ROUTE["spec"], "rules": [{"backendRefs": [{"name": "web", "port": "eighty"}]}]}},
-     '* spec.rules[0].backendRefs[0].port: Invalid value: "eighty": spec.rules[0].backendRefs[0].port in body must be '
+     '* spec.rules[0].backendRefs[0].port: Invalid value: "string": spec.rules[0].backendRefs[0].port in body must be '
      'of type integer: "string"'),
     ({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "gw"},
       "spec": {"gatewayClassName": "eg", "listeners": [{"name": "http", "protocol": "HTTP", "port": 80},
@@ -87,10 +87,10 @@ def test_kubectl_apply_is_refused_in_the_api_servers_words(live: Live, tmp_path:
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("a string", 'spec: Invalid value: "a string": spec in body must be of type object: "string"'),
+    ("a string", 'spec: Invalid value: "string": spec in body must be of type object: "string"'),
     ({"gatewayClassName": "eg", "listeners": "x"},
-     'spec.listeners: Invalid value: "x": spec.listeners in body must be of type array: "string"'),
-    ([1], 'spec: Invalid value: []interface {}{1}: spec in body must be of type object: "array"'),
+     'spec.listeners: Invalid value: "string": spec.listeners in body must be of type array: "string"'),
+    ([1], 'spec: Invalid value: "array": spec in body must be of type object: "array"'),
 ])
 def test_a_gateway_whose_spec_breaks_every_reader_is_never_stored(live: Live, spec: object, message: str) -> None:
     """Given bodies that stored would break every reader of Gateways (issue 20), then the API answers 422 with the
@@ -174,7 +174,7 @@ def test_a_store_from_before_typing_is_checked_again_at_start(tmp_path: Path) ->
         events = live.request("GET", "/api/v1/namespaces/default/events")[1]["items"]
         assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Quarantined"] == ["broken"]
         log = (state.parent / f"{state.name}.log").read_text()
-        assert 'quarantined Gateway default/broken: spec: Invalid value: "x": spec in body must be of type object: ' \
-               '"string"' in log
+        assert 'quarantined Gateway default/broken: spec: Invalid value: "string": spec in body must be of type ' \
+               'object: "string"' in log
     finally:
         stop_server(proc)

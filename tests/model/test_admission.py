@@ -232,7 +232,7 @@ def custom_errors(body: dict) -> list[str]:
 def test_a_custom_object_is_pruned_typed_and_checked_by_its_crd_schema() -> None:
     assert custom_errors(tier_policy({"tier": "Admn", "priority": "10"})) == [
         'spec.tier: Unsupported value: "Admn": supported values: "Admin", "Baseline"',
-        'spec.priority: Invalid value: "10": spec.priority in body must be of type integer: "string"',
+        'spec.priority: Invalid value: "string": spec.priority in body must be of type integer: "string"',
         "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
         "correct the existing errors to complete validation",
     ]
@@ -374,10 +374,10 @@ def test_validate_reports_every_files_errors_even_when_one_does_not_parse(tmp_pa
     assert lines == [
         f"error: {tmp_path}/b.yaml, document 1: error parsing YAML (line 2, column 1): did not find expected node "
         "content",
-        f"error: {tmp_path}/a.yaml, document 3: Service default/api: spec.ports[0].name: Required value",
-        f"error: {tmp_path}/a.yaml, document 3: Service default/api: spec.ports[1].name: Required value",
         f'error: {tmp_path}/c.yaml, document 1: Ingres web: no matches for kind "Ingres" in version '
         '"networking.k8s.io/v1"; ensure CRDs are installed first',
+        f"error: {tmp_path}/a.yaml, document 3: Service default/api: spec.ports[0].name: Required value",
+        f"error: {tmp_path}/a.yaml, document 3: Service default/api: spec.ports[1].name: Required value",
         "4 errors; 2 object(s) valid, 2 rejected, 1 unreadable",
     ]
 

@@ -53,7 +53,7 @@ def with_spec(body: dict[str, Any], **spec: Any) -> dict[str, Any]:
      "\"object\": value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']"),
     (with_spec(ROUTE, rules=[{"backendRefs": [{"name": "web", "port": "eighty"}]}]),
      'error: app.yaml, document 1: HTTPRoute default/backend: spec.rules[0].backendRefs[0].port: Invalid value: '
-     '"eighty": spec.rules[0].backendRefs[0].port in body must be of type integer: "string"'),
+     '"string": spec.rules[0].backendRefs[0].port in body must be of type integer: "string"'),
     (with_spec(GATEWAY, listeners=[{"name": "http", "protocol": "HTTP", "port": 80},
                                    {"name": "http", "protocol": "HTTP", "port": 8080}]),
      'error: app.yaml, document 1: Gateway default/gw: spec.listeners[1]: Duplicate value: '

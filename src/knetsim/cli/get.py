@@ -19,6 +19,7 @@ from .. import printers
 from ..api import Cluster
 from ..gateway import with_status
 from ..model import gatewayapi
+from ..model.jsonvalue import json_copy
 from ..model.kinds import KINDS, KindInfo, resolve_kind
 from ..model.labels import Selector, SelectorSyntaxError
 from ..model.objects import Object
@@ -48,6 +49,46 @@ def _kinds(spec: str) -> list[KindInfo]:
             raise click.UsageError(f'the server doesn\'t have a resource type "{part}"')
         out.append(info)
     return out
+
+
+def _requests(args: list[str], with_selector: bool = False) -> list[tuple[KindInfo, str | None]]:
+    """What ``kubectl get ARGS`` asks for, in its order: ``TYPE[,TYPE...] [NAME...]`` or ``TYPE/NAME...``.
+
+    As cli-runtime's ResourceTypeOrNameArgs reads them: several types with names become every type/name
+    pair; arguments are either all TYPE/NAME or none of them; and a label selector picks objects of whole
+    types, never among named ones (the builder's visitBySelector refuses both).
+    """
+    types = args[0].split(",")
+    if len(args) > 1 and len(types) > 1:
+        args = [f"{t}/{name}" for t in types for name in args[1:]]
+    slashed = [a for a in args if "/" in a]
+    if slashed and len(slashed) != len(args):
+        raise _ArgumentError("there is no need to specify a resource type as a separate argument when passing "
+                             "arguments in resource/name form (e.g. 'knetsim get resource/<resource_name>' "
+                             "instead of 'knetsim get resource resource/<resource_name>'")
+    if with_selector and slashed:
+        raise _ArgumentError("selectors and the all flag cannot be used when passing resource/name arguments")
+    if with_selector and len(args) > 1:
+        raise _ArgumentError("name cannot be provided when a selector is specified")
+    if not slashed:
+        return [(info, name) for info in _kinds(args[0]) for name in (args[1:] or [None])]
+    out: list[tuple[KindInfo, str | None]] = []
+    for arg in args:
+        parts = arg.split("/")
+        if len(parts) != 2:
+            raise _ArgumentError("arguments in resource/name form may not have more than one slash")
+        resource, name = parts
+        if not resource or not name or "," in resource:
+            raise _ArgumentError("arguments in resource/name form must have a single resource and name")
+        info = resolve_kind(resource)
+        if info is None:
+            raise click.UsageError(f'the server doesn\'t have a resource type "{resource}"')
+        out.append((info, name))
+    return out
+
+
+class _ArgumentError(Exception):
+    """Arguments kubectl refuses before asking the server anything."""
 
 
 def _body(cluster: Cluster, obj: Object, now: datetime | None) -> dict[str, Any]:
@@ -82,8 +123,8 @@ def select(cluster: Cluster, kind: KindInfo, name: str | None, namespace: str | 
 
 
 @click.command("get")
-@click.argument("kind")
-@click.argument("names", nargs=-1)
+@click.argument("kind", metavar="TYPE[,TYPE...] [NAME...] | TYPE/NAME...")
+@click.argument("names", nargs=-1, metavar="")
 @cluster_options
 @click.option("-A", "--all-namespaces", is_flag=True, help="List across all namespaces.")
 @click.option("-l", "--selector", "label_selector", default=None, help="Label selector, e.g. app=web,tier!=db.")
@@ -99,8 +140,14 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
       knetsim get pods -f examples/shop -n shop -o wide
       knetsim get endpointslices -f app/ -l kubernetes.io/service-name=web
       knetsim get svc,ing -f app/ -A
+      knetsim get svc/web deploy/web -f examples/shop -n shop
     """
-    kinds = _kinds(kind)
+    try:
+        requests = _requests([kind, *names], with_selector=bool(label_selector and label_selector.strip()))
+    except _ArgumentError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    kinds = list(dict.fromkeys(info for info, _ in requests))
     selector = None
     if label_selector:
         try:
@@ -115,26 +162,28 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         if deprecation:
             click.echo(f"Warning: {deprecation}", err=True)
     ns_filter = None if all_namespaces else (namespace or cluster.namespace)
-    groups = []
-    for info in kinds:
-        if names:
-            for name in names:
-                found = select(cluster, info, name, ns_filter, selector)
-                if not found:
-                    where = f' in namespace "{ns_filter}"' if info.namespaced and ns_filter else ""
-                    click.echo(f'Error from server (NotFound): {info.plural}{"." + info.group if info.group else ""} '
-                               f'"{name}" not found{where}', err=True)
-                    raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
-                groups.append((info, found))
+    groups: list[tuple[KindInfo, list[Object]]] = []
+    for info, name in requests:
+        found = select(cluster, info, name, ns_filter, selector)
+        if name is not None and not found:
+            where = f' in namespace "{ns_filter}"' if info.namespaced and ns_filter else ""
+            click.echo(f'Error from server (NotFound): {info.plural}{"." + info.group if info.group else ""} '
+                       f'"{name}" not found{where}', err=True)
+            raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
+        if groups and groups[-1][0] == info:  # kubectl prints one table while the type stays the same
+            groups[-1][1].extend(found)
         else:
-            groups.append((info, select(cluster, info, None, ns_filter, selector)))
+            groups.append((info, list(found)))
     everything = [o for _, objs in groups for o in objs]
     now = _now(cluster.state.objects_of("Pod") + everything, cluster.read_at)
     if output in ("yaml", "json"):
         bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
-        data: Any = bodies[0] if names and len(bodies) == 1 and len(kinds) == 1 else {
+        single = len(requests) == 1 and requests[0][1] is not None  # cli-runtime's singleItemImplied
+        data: Any = bodies[0] if single and len(bodies) == 1 else {
             "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
-        click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)
+        # Objects made from one template share parts (a ReplicaSet's pods, one containers list): copied apart, so
+        # YAML prints each in full as kubectl does, never as an &anchor and its *alias.
+        click.echo(dump_json(data) if output == "json" else dump_yaml(json_copy(data)), nl=False)
         return
     if output == "name":
         for info, objs in groups:
@@ -145,7 +194,7 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         where = f" in {ns_filter} namespace" if ns_filter else ""
         click.echo(f"No resources found{where}.", err=True)
         return
-    prefix = len(groups) > 1
+    prefix = len(kinds) > 1  # kubectl names the type when more than one was asked for
     blocks = []
     for info, objs in groups:
         if not objs:

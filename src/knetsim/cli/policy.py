@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -45,7 +46,7 @@ def check(filenames: tuple[str, ...], namespace: str | None, cluster_config: str
         # `ns/deploy/NAME` names a workload's first pod, as kubectl exec does; the engine takes pods and IPs.
         src, dst = (resolve_pod(cluster.state, ref, namespace or cluster.namespace).key if is_workload_ref(ref) else ref
                     for ref in (src, dst))
-        verdict = evaluate(cluster.state, src, dst, int(port) if port.isdigit() else port, protocol.upper(),
+        verdict = evaluate(cluster.state, src, dst, _port_number_or_name(port), protocol.upper(),
                            namespace=namespace or cluster.namespace)
     except PodNotFound as exc:
         _input_error(PolicyInputError(str(exc)))
@@ -58,6 +59,11 @@ def check(filenames: tuple[str, ...], namespace: str | None, cluster_config: str
     else:
         emit(verdict.to_dict(), output)
     sys.exit(EXIT_OK if verdict.allowed else EXIT_NEGATIVE)
+
+
+def _port_number_or_name(text: str) -> int | str:
+    """A number (a negative one too, refused as out of range rather than looked up as a port name) or a name."""
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else text
 
 
 @policy.command("describe")

@@ -96,7 +96,7 @@ def _text(result: RouteResult) -> str:
                    "else the only running controller).")
 @click.option("--gateway", default=None, metavar="NS/NAME",
               help="Send the request to this Gateway (Gateway API) instead of the Ingress controller.")
-@click.option("--port", type=int, default=None,
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="With --gateway: the listener port the request arrives on (default 80, or 443 for https).")
 @click.option("--scheme", type=click.Choice(["http", "https"]), default="http", show_default=True,
               help="https arrives on port 443 and terminates TLS at the controller (or an HTTPS listener).")

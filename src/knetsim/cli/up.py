@@ -72,9 +72,11 @@ def describe_cluster(cluster: dict[str, Any]) -> str:
 
 
 @click.command("up")
-@click.option("--port", default=6443, show_default=True, type=int, help="API server port (0: any free port).")
-@click.option("--dns-port", default=0, show_default=True, type=int, help="DNS port, UDP and TCP (0: any free port).")
-@click.option("--ingress-port", default=0, show_default=True, type=int,
+@click.option("--port", default=6443, show_default=True, type=click.IntRange(0, 65535),
+              help="API server port (0: any free port).")
+@click.option("--dns-port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="DNS port, UDP and TCP (0: any free port).")
+@click.option("--ingress-port", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Ingress/NodePort HTTP entry port (0: any free port).")
 @_state_option
 @click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C stops the cluster.")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from ..api import Cluster, InputError
+from ..cluster.build import ManifestError
+from ..model.loader import expand_paths
 from .common import cluster_options, fail_input, live_requested, load_cluster, print_notices
 
 
@@ -28,9 +30,33 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
         summary = f"{cluster.read - rejected} object(s) valid, {rejected} rejected"
         if cluster.unreadable:
             summary += f", {len(cluster.unreadable)} unreadable"
-        fail_input(InputError([str(e) for e in cluster.errors]), summary=summary, always_summarize=True)
+        errors = _in_file_order(cluster, filenames)
+        fail_input(InputError([str(e) for e in errors]), summary=summary, always_summarize=True)
     count = cluster.read
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
+
+
+def _in_file_order(cluster: Cluster, filenames: tuple[str, ...]) -> list[ManifestError]:
+    """Errors as ``kubectl apply`` meets them. First what it finds reading the files (GetObjects: a path that
+    does not exist, a document that does not parse, a kind no API serves), then what the API server refuses,
+    object by object: each group file by file in the order the files are read, document by document.
+    (Allocation runs after admission, over every Service at once, so its errors would otherwise follow all
+    the others, in name order.) Errors of sources that are no file keep their order."""
+    rank = {path: i for i, path in enumerate(dict.fromkeys(expand_paths(filenames)))}
+    unreadable = {id(e) for e in cluster.unreadable}
+
+    def position(error: ManifestError) -> tuple[int, int, int, int]:
+        read = id(error) in unreadable or (isinstance(error.error, str)
+                                           and error.error.startswith("no matches for kind"))
+        phase = 0 if read else 1
+        source = error.source
+        if source is None:
+            return (phase, -1, 0, 0)
+        if source.file not in rank:
+            return (phase, len(rank), 0, 0)
+        return (phase, rank[source.file], source.document, -1 if source.item is None else source.item)
+
+    return sorted(cluster.errors, key=position)
 
 
 def _print_definitions(cluster: Cluster) -> None:

@@ -29,6 +29,7 @@ from ..model.kinds import (
     ENVOY_GATEWAY_POLICY_KINDS,
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
+    KINDS,
 )
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
@@ -326,7 +327,21 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         for d in kind_docs:
             _keep_other(state, d)
         state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
+    _first_generation(state)
     return BuildResult(state, errors)
+
+
+def _first_generation(state: ClusterState) -> None:
+    """``metadata.generation: 1`` on every object the build created of a kind whose strategy counts spec changes
+    (PrepareForCreate sets it, as the live registry does), so it agrees with the observedGeneration its status
+    reports. What a live cluster stored keeps its own."""
+    for info in KINDS:
+        if info.kind == "Endpoints" or not strategy_for(info.kind).generation:
+            continue
+        for obj in state.objects_of(info.kind):
+            meta = obj.raw.get("metadata")
+            if isinstance(meta, dict) and "generation" not in meta and not from_live_cluster(obj.raw):
+                meta["generation"] = 1
 
 
 def _service_cidrs(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:

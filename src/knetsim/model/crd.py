@@ -356,11 +356,6 @@ def _go(value: Any) -> GoValue:
     return GoValue(render(value))
 
 
-def _shown(value: Any) -> Any:
-    """A bad value as the API server prints it: scalars as themselves, objects and lists in Go's %#v."""
-    return _go(value) if isinstance(value, dict | list) else value
-
-
 class _Validator:
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -371,22 +366,25 @@ class _Validator:
 
     def node(self, value: Any, schema: dict[str, Any], path: str) -> None:
         p = FieldPath(path)
+        # kube-openapi's type validator reports InvalidType(path, "body", wanted, actualJSONType) and
+        # apiextensions turns it into field.TypeInvalid(path, actualJSONType, message): the value printed is
+        # the JSON type name of what was sent, not the value itself. An int-or-string field's schema type is
+        # ["integer", "string"], joined with a comma. (apiextensions-apiserver validation.go, kube-openapi
+        # validate/type.go; cases in apiextensions' validation_test.go.)
+        wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
         if value is None:
-            if not schema.get("nullable") and schema.get("type"):
-                self.add(p.type_invalid(None, f"{_in_body(path)} must be of type {schema['type']}: \"null\""))
+            if not schema.get("nullable") and wanted:
+                self.add(p.type_invalid("null", f"{_in_body(path)} must be of type {wanted}: \"null\""))
             return
-        wanted = schema.get("type")
-        if schema.get("x-kubernetes-int-or-string"):
-            if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
-                self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type integer or string: "
-                                                f"\"{_type_name(value)}\""))
-                return
-        elif wanted and not _type_ok(value, wanted):
-            self.add(p.type_invalid(_shown(value), f"{_in_body(path)} must be of type {wanted}: "
-                                                   f"\"{_type_name(value)}\""))
-            return
+        mistyped = bool(wanted) and not any(_type_ok(value, w) for w in wanted.split(","))
+        if mistyped:
+            actual = _type_name(value)
+            self.add(p.type_invalid(actual, f"{_in_body(path)} must be of type {wanted}: \"{actual}\""))
+        # kube-openapi runs every validator of the node, the enum's after the type's, whatever the type said.
         if "enum" in schema and value not in schema["enum"]:
             self.add(p.not_supported(value, [v if isinstance(v, str) else json.dumps(v) for v in schema["enum"]]))
+        if mistyped:
+            return
         if isinstance(value, str):
             self.string(value, schema, path, p)
         elif isinstance(value, int | float) and not isinstance(value, bool):

@@ -172,9 +172,14 @@ def parse_target(text: str, protocol: str = "TCP") -> Target:
         if not parts.hostname:
             raise TraceInputError(f"target {text!r}: no host")
         try:
-            port = parts.port or {"http": 80, "https": 443}.get(scheme)
-        except ValueError:
-            raise TraceInputError(f"target {text!r}: invalid port") from None
+            given = parts.port
+        except ValueError:  # a port that is no number, or one above 65535
+            if not parts.netloc.rpartition(":")[2].isdigit():
+                raise TraceInputError(f"target {text!r}: invalid port") from None
+            given = 65536
+        if given is not None and not 1 <= given <= 65535:  # ":0" is no port to connect to, not the default one
+            raise TraceInputError(f"target {text!r}: port must be between 1 and 65535, inclusive")
+        port = given or {"http": 80, "https": 443}.get(scheme)
         if port is None:
             raise TraceInputError(f"target {text!r}: a {scheme} target needs a port")
         return Target(scheme, parts.hostname, port, parts.path or "/", parts.query)
