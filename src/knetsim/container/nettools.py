@@ -25,12 +25,14 @@ import posixpath
 import re
 import time
 from collections.abc import Mapping
+from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
+from ..network.wire import header_lines
 from .accesslog import Served
 from .applets import options, usage
 from .podfs import FsError
@@ -51,8 +53,11 @@ def reason(status: int) -> str:
         return ""
 
 
-def response_headers(reply: Any) -> list[tuple[str, str]]:
-    """The reply's header lines as the server sends them (Content-Length added)."""
+def response_headers(reply: Any, *, keep_alive: bool = True) -> list[tuple[str, str]]:
+    """The reply's header lines as the server sends them (Content-Length added). A proxy's own answer (the
+    ingress controller's nginx, Envoy) has its writer's lines, Date included (``network.wire``)."""
+    if getattr(reply, "writer", ""):
+        return header_lines(reply, formatdate(usegmt=True), keep_alive=keep_alive)
     headers = [(k.title(), str(v)) for k, v in reply.headers.items() if k.lower() != "content-length"]
     headers.append(("Content-Length", str(len(reply.body.encode()))))
     return headers
@@ -276,8 +281,11 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
         if method and t.reply is not None and t.reply.status is not None:
             report_served(ctx, t, method, url, headers)
             reply = t.reply
+            lines = response_headers(reply, keep_alive=False)
+            if not getattr(reply, "writer", ""):
+                lines.append(("Connection", "close"))
             head = f"HTTP/1.1 {reply.status} {reason(reply.status)}\r\n" + "".join(
-                f"{k}: {v}\r\n" for k, v in response_headers(reply)) + "Connection: close\r\n\r\n"
+                f"{k}: {v}\r\n" for k, v in lines) + "\r\n"
             await ctx.out(head + (reply.body if method != "HEAD" else ""))
         elif request and wait is not None:
             await _wait(wait)  # a request the app does not answer: nc waits out -w of idle

@@ -10,7 +10,9 @@ An HTTP request to this listener is traced from outside the cluster (``knetsim.n
 * ``Host: 127.0.0.1:PORT`` / ``localhost`` → the control-plane node's port 80, where the
   ingress controller listens (no host rule matches: its default backend answers 404).
 
-``connected`` returns the simulated reply (status, headers, body) plus ``X-Knetsim-Backend``;
+``connected`` returns the simulated reply (status, headers, body) with the header lines its writer sends
+(``network.wire``: ingress-nginx's without a Server line, Envoy's lower-case with ``server: envoy``), plus
+``X-Knetsim-Backend`` after them;
 ``refused``/``no-route`` close the connection without a reply (curl: exit 52/56); ``timeout``
 holds the connection for the kernel's connect timeout (127 s) or until the client gives up.
 """
@@ -28,6 +30,8 @@ from aiohttp import web
 from ..apiserver import httplog
 from ..container.accesslog import Served
 from ..model.names import is_ip
+from ..network.trace import Reply
+from ..network.wire import header_lines
 
 log = logging.getLogger("knetsim.daemon")
 
@@ -103,17 +107,40 @@ def nginx_host_error(hosts: list[str], http11: bool) -> str | None:
     return "client sent invalid host header" if length <= 0 else None
 
 
-def nginx_page(status: int, reason: str) -> str:
-    """nginx's own error page, as ingress-nginx serves it (server_tokens off: no version)."""
-    line = f"{status} {reason}"
-    return (f"<html>\r\n<head><title>{line}</title></head>\r\n<body>\r\n<center><h1>{line}</h1></center>\r\n"
-            "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+# The key under which a response keeps the Reply it sends (web.StreamResponse is a mapping for such state).
+_REPLY = "knetsim.reply"
+
+
+def send_reply(reply: Reply, *, close: bool = False, extra: tuple[tuple[str, str], ...] = ()) -> web.Response:
+    """A response whose header lines are the ones ``reply``'s writer sends (``network.wire``): the body as
+    bytes, so aiohttp adds no charset; ``_as_written`` replaces aiohttp's own lines when it prepares it.
+    ``extra`` (knetsim's own X-Knetsim-Backend) follows the writer's lines."""
+    response = web.Response(status=reply.status or 200, body=reply.body.encode())
+    response[_REPLY] = (reply, extra)
+    if close:
+        response.force_close()
+    return response
+
+
+async def _as_written(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``, aiohttp's documented hook for changing the headers it computed just before
+    they are written: a traced reply gets exactly its writer's lines (aiohttp's Date value kept); every
+    other answer of the front door loses aiohttp's ``Server`` line, which no simulated server sends."""
+    sent = response.get(_REPLY)
+    if sent is None:
+        response.headers.popall("Server", None)
+        return
+    reply, extra = sent
+    date = response.headers.get("Date", "")
+    lines = header_lines(reply, date, keep_alive=bool(response.keep_alive))
+    response.headers.clear()
+    response.headers.extend([*lines, *extra])
 
 
 def bad_request(why: str) -> web.Response:
     log.info("entry: 400 Bad Request: %s", why)
-    return web.Response(status=400, text=nginx_page(400, "Bad Request"), content_type="text/html",
-                        headers={"Connection": "close"})
+    from ..ingress import errorpages  # the simulation's package, loaded on the first request that needs it
+    return send_reply(Reply(400, errorpages.page(400), {"Content-Type": "text/html"}, "nginx"), close=True)
 
 
 def client_address(t: Any, state: Any) -> str:
@@ -180,10 +207,9 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
             observed(t)
         if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
             _report_served(server, t, request, served)
-            out_headers = {k: v for k, v in t.reply.headers.items() if k.lower() not in ("content-length",)}
-            if t.backend is not None:
-                out_headers["X-Knetsim-Backend"] = f"{t.backend.pod} {t.backend.ip}:{t.backend.port}"
-            return web.Response(status=t.reply.status, text=t.reply.body, headers=out_headers)
+            extra = (("X-Knetsim-Backend", f"{t.backend.pod} {t.backend.ip}:{t.backend.port}"),) \
+                if t.backend is not None else ()
+            return send_reply(t.reply, extra=extra)
         if t.outcome == "timeout" or (t.outcome == "connected"):
             await asyncio.sleep(KERNEL_CONNECT_TIMEOUT)
         if request.transport is not None:
@@ -191,6 +217,7 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
         raise ConnectionResetError(t.outcome)
 
     app = web.Application()
+    app.on_response_prepare.append(_as_written)
     app.router.add_route("*", "/{tail:.*}", handle)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.2, logger=httplog.logger)
     await runner.setup()

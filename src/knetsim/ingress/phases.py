@@ -202,6 +202,9 @@ class _Run:
         headers.extend(self.common_headers())
         return Served(outcome, Response(status, dict(headers), text), None, {}, tuple(self.steps))
 
+    def default_backend(self) -> Served:
+        return Served(NOT_FOUND, default_backend_answer(tuple(self.common_headers())), None, {}, tuple(self.steps))
+
     def _intercepted(self, status: int) -> Served | None:
         """``custom-http-errors``: nginx's own error answers are replaced too (``error_page``)."""
         if not self.in_location:
@@ -210,6 +213,17 @@ class _Run:
         if status not in errors.codes:
             return None
         return _error_page(self, status, "nginx's own")
+
+
+def default_backend_answer(headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    """What the controller's default backend answers, for every request it gets.
+
+    Without ``--default-backend-service`` (kind's install), the controller's upstream-default-backend is
+    its own endpoint 127.0.0.1:8181 (``DefaultEndpoint``, ``--default-server-port``), the template's
+    default server whose ``location /`` returns 404: nginx's 404 page, ``text/html``, proxied back to the
+    client (the controller adds its Date and Connection; ``network.wire``). ``headers`` are those the
+    client's location adds (CORS, HSTS)."""
+    return Response(404, dict((("Content-Type", "text/html"), *headers)), errorpages.page(404))
 
 
 def _error_page(run: _Run, status: int, whose: str) -> Served:
@@ -230,8 +244,7 @@ def _error_page(run: _Run, status: int, whose: str) -> Served:
             return Served(PROXIED, None, upstream, dict(run.common_headers()), tuple(run.steps))
     run.step("content", f"custom-http-errors ({errors.codes_from})",
              f"{whose} {status} is replaced by the controller's default backend's answer: 404")
-    headers = [("Content-Type", "text/html"), *run.common_headers()]
-    return Served(NOT_FOUND, Response(404, dict(headers), errorpages.page(404)), None, {}, tuple(run.steps))
+    return Served(NOT_FOUND, default_backend_answer(tuple(run.common_headers())), None, {}, tuple(run.steps))
 
 
 def certificate_configured(model: Model, host: str) -> bool:
@@ -259,7 +272,7 @@ def serve(model: Model, server: Server, found: Found, ex: Exchange, state: Clust
     loc = found.location
     if loc is None:
         run.step("location", "none", "no location matches: nginx answers 404")
-        return run.answer(404, NOT_FOUND, intercept=False)
+        return run.default_backend()
     run.in_location = True
     anns = loc.annotations
     denied = anns.denied
@@ -327,7 +340,7 @@ def serve(model: Model, server: Server, found: Found, ex: Exchange, state: Clust
             return denied_here
         run.step("content", "default backend", "no Ingress backend for this location: the controller's default "
                                                "backend answers 404")
-        return run.answer(404, NOT_FOUND, intercept=False)
+        return run.default_backend()
     return _proxy(run, uri, request_uri, prefix_header, burst)
 
 

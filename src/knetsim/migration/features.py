@@ -399,6 +399,25 @@ def not_converted(anns: IngressAnnotations) -> list[tuple[str, str]]:
         notes.append(("inexpressible", "service-upstream: Envoy Gateway sends to the endpoints (routingType Service "
                                        "is set on the EnvoyProxy, not per route)"))
     for name in anns.unsimulated:
-        notes.append(("inexpressible", f"{name[len(PREFIX):]}: not converted (no equivalent written by this "
-                                       "conversion)"))
+        short = name[len(PREFIX):]
+        why = _TIMEOUT_NOTES.get(short, "no equivalent written by this conversion")
+        notes.append(("inexpressible", f"{short}: not converted ({why})"))
     return notes
+
+
+# What nginx's timeout directives bound, against the nearest Gateway API / Envoy Gateway field (nginx's
+# ngx_http_proxy_module; Gateway API HTTPRouteTimeouts; Envoy Gateway's BackendTrafficPolicy timeout types).
+_WHOLE_REQUEST = ("for a bound on the whole backend request, set the HTTPRoute rule's timeouts.backendRequest "
+                  "by hand (and timeouts.request at least as long; without it Envoy ends a request after 15 s)")
+_TIMEOUT_NOTES = {
+    "proxy-read-timeout": "nginx's proxy_read_timeout bounds the wait between two successive reads from the backend, "
+                          "not the whole response; HTTPRoute timeouts.backendRequest bounds the whole backend "
+                          f"request, so it is not the same limit; {_WHOLE_REQUEST}",
+    "proxy-send-timeout": "nginx's proxy_send_timeout bounds the wait between two successive writes of the request "
+                          "to the backend, not the whole transmission; neither Gateway API nor Envoy Gateway has a "
+                          f"per-write limit; {_WHOLE_REQUEST}",
+    "proxy-connect-timeout": "nginx's proxy_connect_timeout bounds establishing the connection to the backend; the "
+                             "same limit is Envoy Gateway's BackendTrafficPolicy spec.timeout.tcp.connectTimeout "
+                             "(default 10 s, TLS handshake included), which this conversion does not write: set it "
+                             "by hand",
+}

@@ -61,8 +61,10 @@ def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: i
 
     allowed, reason = http_allowed(state, src, dst, port, method, target.path, headers, host=target.host)
     if not allowed:
-        # Cilium's Envoy filter answers a denied request itself: 403, "Access denied" and CRLF (15 bytes).
-        reply = Reply(403, "Access denied\r\n", {"content-type": "text/plain", "server": "envoy"})
+        # Cilium's Envoy filter answers a denied request itself: 403, "Access denied" and CRLF (15 bytes), a local
+        # reply with lower-case content-length, content-type, then date and server: envoy (network.wire writes them).
+        reply = Reply(403, "Access denied\r\n", {"content-length": "15", "content-type": "text/plain",
+                                                  "server": "envoy"}, "envoy")
         return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}"), reply
     body = _body(dst, port, target.path + (f"?{target.query}" if target.query else ""))
     reply = Reply(200, body, {"content-type": "text/html" if "<html>" in body else "text/plain"})

@@ -139,9 +139,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
         run.hops.append(Hop("app", "info" if answered or response.status < 400 else "fail",
                             f"{controller.key} answers {response.status} itself: "
                             f"{result.steps[-1].effect if result.steps else result.summary}"))
-        # As nginx writes them (names keep their case on the wire; the front door sends them as they are).
-        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
-        reply = Reply(response.status, response.body, headers)
+        # As nginx writes them (names keep their case on the wire; network.wire adds Date and Connection).
+        reply = Reply(response.status, response.body, dict(response.headers), "nginx")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
@@ -151,8 +150,10 @@ def through_ingress(run: _Run, host: str) -> Trace:
         return run.finish("refused")
     if not (result.routed or passed) or backend is None or backend.service is None:
         status = result.http_status or 404
-        reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1><hr><center>nginx"
-                      "</center></body></html>\n")
+        # The controller's answer as route() gives it (its default backend's 404 for a request no rule takes).
+        response = result.response
+        reply = Reply(status, response.body, dict(response.headers), "nginx") if response is not None \
+            else nginx_reply(status)
         run.findings.append(Finding("IngressNoMatch" if status == 404 else "IngressBackendProblem", "ingress",
                                     result.summary, "add a rule for this host and path, a spec.defaultBackend, or "
                                     "fix the backend the Ingress names"))
@@ -173,7 +174,7 @@ def through_ingress(run: _Run, host: str) -> Trace:
         run.hops.append(Hop("endpoints", "fail", f"{svc.key} has no ready endpoints: the controller answers 503"))
         run.findings.append(Finding("IngressBackendNoEndpoints", "endpoints", f"{svc.key} has no ready endpoints",
                                     f"knetsim endpoints {svc.name} -n {svc.namespace}"))
-        reply = Reply(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n")
+        reply = nginx_reply(503)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     run.hops.append(Hop("endpoints", "ok", ", ".join(join_host_port(c.ip, c.port) for c in candidates)))
@@ -191,24 +192,36 @@ def through_ingress(run: _Run, host: str) -> Trace:
         # Headers the controller adds to the backend's answer (CORS, HSTS, an affinity cookie).
         merged = {**dict(trace.reply.headers), **result.response_headers}
         trace = replace(trace, reply=replace(trace.reply, headers=merged))
+    if trace.reply is not None:
+        # nginx relays the backend's answer with its own Date and Connection and no Server line.
+        trace = replace(trace, reply=replace(trace.reply, writer="nginx"))
     if trace.outcome == "timeout":
         # nginx gives up on the upstream and answers the client itself.
-        reply = Reply(504, "<html><body><h1>504 Gateway Time-out</h1></body></html>\n")
+        reply = nginx_reply(504)
         return Trace(trace.source, trace.target, trace.protocol, "timeout", Backend(chosen.name, chosen.ip,
                      chosen.port), trace.hops, trace.findings, reply, trace.dataplane)
     if trace.outcome == "refused":
-        reply = Reply(502, "<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+        reply = nginx_reply(502)
         return Trace(trace.source, trace.target, trace.protocol, "refused", trace.backend, trace.hops,
                      trace.findings, reply, trace.dataplane)
     return trace
 
 
-_REASONS = {404: "Not Found", 503: "Service Temporarily Unavailable", 308: "Permanent Redirect"}
+def nginx_reply(status: int) -> Reply:
+    """An answer the controller's nginx writes itself: its own page for ``status``."""
+    from ..ingress import errorpages
+    from ..ingress.phases import default_backend_answer
+
+    if status == 404:
+        answer = default_backend_answer()
+        return Reply(404, answer.body, dict(answer.headers), "nginx")
+    body = errorpages.page(status)
+    return Reply(status, body, {"Content-Type": "text/html"} if body else {}, "nginx")
 
 
 def _controller_error(run: _Run, status: int, detail: str, code: str, fix: str) -> Trace:
     run.hops.append(Hop("service", "fail", detail))
     run.findings.append(Finding(code, "service", detail, fix))
-    reply = Reply(status, f"<html><body><h1>{status} {_REASONS.get(status, 'Error')}</h1></body></html>\n")
+    reply = nginx_reply(status)
     return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)

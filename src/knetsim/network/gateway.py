@@ -141,10 +141,14 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
             run.findings.append(Finding("GatewayNoMatch" if status == 404 else "GatewayBackendProblem", "gateway",
                                         result.summary, "knetsim route --gateway shows every candidate rule and "
                                         "why it lost; knetsim doctor explains route status"))
+        # Envoy's local replies: a route miss (no virtual host or no route for the request) is a 404 with no
+        # body (the router's NR), as are the 421 of a Host of another listener and Envoy Gateway's direct 500 for
+        # a rule without a usable backend; the connection manager adds date and server (network.wire). The
+        # Gateway's own listener ports answer the same bodies (daemon/gatewaylisteners.py).
         body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
                 if result.policy is not None and result.policy.answered else "no healthy upstream"
-                if status == 503 else "" if result.redirect else _REASONS.get(status, ""))
-        reply = Reply(status, body, reply_headers)
+                if status == 503 else "")
+        reply = Reply(status, body, reply_headers, "envoy")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
@@ -162,12 +166,12 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
         forwarded = replace(run.target, path=path, query=query)  # after the rule's URLRewrite
     trace = deliver(run, proxy, proxy.pod_ip, chosen, via=svc.key, request=forwarded)
     if trace.outcome == "timeout":
-        reply = Reply(504, "upstream request timeout")
+        reply = Reply(504, "upstream request timeout", {}, "envoy")
         return Trace(trace.source, trace.target, trace.protocol, "timeout",
                      Backend(chosen.name, chosen.ip, chosen.port), trace.hops, trace.findings, reply, trace.dataplane)
     if trace.outcome == "refused":
         reply = Reply(503, "upstream connect error or disconnect/reset before headers. reset reason: "
-                      "connection failure")
+                      "connection failure", {}, "envoy")
         return Trace(trace.source, trace.target, trace.protocol, "refused", trace.backend, trace.hops,
                      trace.findings, reply, trace.dataplane)
     if trace.reply is not None and (result.response_headers or result.response_headers_removed):

@@ -86,6 +86,9 @@ class Reply:
     status: int | None
     body: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Who wrote the answer, which decides the header lines on the wire (``network.wire``): "nginx" (the
+    # ingress controller), "envoy" (a Gateway's or Cilium's proxy, its own local reply), "" (the pod's server).
+    writer: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "body": self.body, "headers": dict(self.headers)}
