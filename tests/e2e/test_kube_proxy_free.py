@@ -159,3 +159,22 @@ def test_analysing_it_through_its_kubeconfig_reads_its_cluster_config(kpr: Clust
                                          "--layers", "dataplane", "-o", "json"),
                             capture_output=True, text=True, env=env, cwd=kpr.workdir, timeout=120, check=True)
     assert json.loads(diffed.stdout)["layers"]["dataplane"]["title"].startswith("data plane (what Cilium programs")
+
+
+def test_observe_records_what_ciliums_proxy_read_of_each_request(kpr: Cluster) -> None:
+    """Hubble records an HTTP request Cilium's proxy judged as an L7 flow: the POST the rule denies as an
+    http-request DROPPED (the proxy answered 403 itself), the GET as an http-request FORWARDED and the backend's
+    http-response."""
+    kpr.kubectl("apply", "-f", str(EXAMPLE / "app.yaml"))
+    wait_for(lambda: "Running" in kpr.kubectl("get", "pod", "client", "-o", "jsonpath={.status.phase}").stdout,
+             timeout=30)
+    wait_for(lambda: kpr.kubectl("get", "deployment", "web", "-o",
+                                 "jsonpath={.status.readyReplicas}").stdout == "2", timeout=30)
+    kpr.kubectl("exec", "client", "--", "curl", "-s", "-X", "POST", "http://web/")
+    kpr.kubectl("exec", "client", "--", "curl", "-s", "http://web/")
+    observed = subprocess.run(knetsim_argv("observe", "--last", "12"), capture_output=True, text=True,
+                              env=kpr.env(), cwd=kpr.workdir, timeout=60, check=True).stdout
+    http = [line.split(" -> ", 1)[1].split(" ", 1)[1] for line in observed.splitlines() if " http-" in line]
+    assert http[-3:] == ["http-request DROPPED (HTTP/1.1 POST http://web/)",
+                         "http-request FORWARDED (HTTP/1.1 GET http://web/)",
+                         "http-response FORWARDED (HTTP/1.1 200 (GET http://web/))"], observed
