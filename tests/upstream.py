@@ -160,7 +160,8 @@ def _download(url: str) -> bytes:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
             return response.read()
     except urllib.error.HTTPError as error:
-        if error.code >= 500 or error.code == 429:  # the host is down or busy: as good as unreachable
+        # The host is down or busy, or a proxy on the way refuses it: as good as unreachable.
+        if error.code >= 500 or error.code in (403, 407, 429):
             raise Unreachable(f"{url}: HTTP {error.code} {error.reason}") from error
         # it answered that the file is not there: a wrong pin or a moved file, which a skip would hide
         raise AssertionError(f"{url}: HTTP {error.code} {error.reason}") from error
