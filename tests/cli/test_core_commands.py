@@ -184,6 +184,11 @@ def test_output_does_not_depend_on_the_hash_seed() -> None:
     assert len(outputs) == 4
 
 
+def test_nothing_found_names_the_namespace_only_for_namespaced_kinds() -> None:
+    assert run("get", "networkpolicies", "-f", SHOP).stderr == "No resources found in default namespace.\n"
+    assert run("get", "customresourcedefinitions", "-f", SHOP).stderr == "No resources found.\n"
+
+
 def test_naming_an_object_that_does_not_exist_is_bad_input() -> None:
     missing = run("get", "svc", "nosuch", "-f", SHOP, "-n", "shop")
     assert missing.exit_code == 2

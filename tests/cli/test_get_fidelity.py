@@ -16,7 +16,9 @@ from knetsim.model.apis.catalog import DEFINITIONS
 from knetsim.model.strategy import strategy_for
 
 TLS = str(EXAMPLES / "gateway" / "tls")
-EVERY_KIND = sorted({*printers.PRINTERS, *(d.kind for d in DEFINITIONS), "ConfigMap"})
+# Every kind with an AGE column (CustomResourceDefinition and IPAddress show CREATED AT, a date, instead).
+EVERY_KIND = sorted(k for k in {*printers.PRINTERS, *(d.kind for d in DEFINITIONS), "ConfigMap"}
+                    if "AGE" in [name for name, _ in printers.columns(k)])
 
 
 def run(*args: str):
@@ -27,8 +29,6 @@ def run(*args: str):
 def test_an_object_without_a_creation_time_is_of_unknown_age(kind: str) -> None:
     """kubectl's translateTimestampSince prints "<unknown>" for a missing time, whatever the kind."""
     headers = [name for name, _ in printers.columns(kind)]
-    if "AGE" not in headers:
-        pytest.skip(f"{kind} has no AGE column")
     body = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "default"}}
     assert printers.cells(kind, body, printers.utc_now())[headers.index("AGE")] == "<unknown>"
 

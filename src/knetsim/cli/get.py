@@ -204,7 +204,9 @@ def _print(cluster: Cluster, requests: list[tuple[KindInfo, str | None]], groups
         return
     if not everything:
         if not quiet:
-            where = f" in {ns_filter} namespace" if ns_filter else ""
+            # kubectl names the namespace only where one was looked in (not for nodes, CRDs, classes).
+            namespaced = any(info.namespaced for info, _ in requests)
+            where = f" in {ns_filter} namespace" if ns_filter and namespaced else ""
             click.echo(f"No resources found{where}.", err=True)
         return
     blocks = []
