@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 from knetsim import Cluster
+from knetsim.cluster.config import config_from_dict
 from knetsim.container import proc, shell
 from knetsim.container.nodetools import node_root_files
 from knetsim.container.podfs import PodFS
 from knetsim.dataplane import render
+from knetsim.dataplane.ciliumhost import save_text
 from knetsim.model.objects import Pod
 
 SHOP = str(Path(__file__).resolve().parents[2] / "examples" / "shop")
@@ -73,3 +75,18 @@ def test_iptables_save_of_one_table(state: Any) -> None:
     assert code == 1 and "Table does not exist" in err
     code, _, err = run(state, "iptables-save")
     assert code == 127 and err == "sh: iptables-save: not found\n"
+
+
+@pytest.fixture(scope="module")
+def cilium_state() -> Any:
+    return Cluster.from_yaml("", config=config_from_dict({"dataplane": "ebpf"})).state
+
+
+def test_iptables_save_on_a_kube_proxy_free_node_lists_ciliums_chains(cilium_state: Any) -> None:
+    code, out, _ = run(cilium_state, "chroot /host iptables-save")
+    assert code == 0 and out == save_text(cilium_state, "worker", "IPv4")
+    assert ":CILIUM_POST_nat - [0:0]" in out and "KUBE-" not in out
+    code, out, _ = run(cilium_state, "chroot /host iptables-save -t raw")
+    assert code == 0 and out.startswith("*raw\n") and out.count("*") == 1 and "CILIUM_PRE_raw" in out
+    code, out, _ = run(cilium_state, "chroot /host ip6tables-save; chroot /host iptables-save | grep -c KUBE-")
+    assert out == "0\n"  # no IPv6 (Helm's default) and nothing of kube-proxy's

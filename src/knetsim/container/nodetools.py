@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dataplane import render
+from ..dataplane.ciliumhost import save_text as cilium_save_text
 from ..dataplane.masquerade import egress_masquerade
 from .shell import BUSYBOX_BANNER, Ctx, ExitShell, register, run_argv
 
@@ -151,12 +152,20 @@ async def iptables_save(ctx: Ctx, argv: list[str]) -> int:
             await ctx.err(f"{argv[0]}: option {args[i]} is not simulated by knetsim\n")
             return 1
         i += 1
-    if ctx.state.config.dataplane != "iptables":
-        # kube-proxy in nftables mode and Cilium write no xtables rules: there is no table to save.
+    family = 6 if argv[0].startswith("ip6") else 4
+    if ctx.state.config.dataplane == "iptables":
+        text = _render_text(ctx, "iptables", family)
+    elif ctx.state.config.dataplane == "ebpf":
+        # Cilium's agent keeps its own CILIUM_* chains (and nothing of kube-proxy's).
+        text = cilium_save_text(ctx.state, ctx.pod.node_name, "IPv6" if family == 6 else "IPv4")
+    else:
+        # kube-proxy in nftables mode writes no xtables rules: there is no table to save.
         return 0
-    text = _render_text(ctx, "iptables", 6 if argv[0].startswith("ip6") else 4)
     if table is not None:
-        if table not in ("filter", "nat"):
+        # kube-proxy's tables are filter and nat (even where one is empty); Cilium's, the ones it has rules in.
+        tables = ("filter", "nat") if ctx.state.config.dataplane == "iptables" else \
+            tuple(line[1:] for line in text.splitlines() if line.startswith("*"))
+        if table not in tables:
             await ctx.err(f"{argv[0]}: Cannot initialize: Table does not exist (do you need to insmod?)\n")
             return 1
         out, keep = [], False
