@@ -4,9 +4,9 @@ real kubectl and curl.
 Given examples/kube-proxy-free (kubeadm without kube-proxy, Cilium with kubeProxyReplacement, the seed's
 API server 10.0.0.120:6443), then: kube-system runs Cilium and neither kube-proxy nor kindnet;
 `cilium-dbg bpf lb list` / `service list` in the agent's pod answer from that node's maps, in Cilium's
-layout; the node itself, seen through `kubectl debug node/NAME`, has no KUBE- rule; and the
-CiliumNetworkPolicy's HTTP rule splits one address and port by method (GET 200, POST 403 with Envoy's
-"Access denied"), for a pod and for a client coming in through the NodePort.
+layout; the node itself, seen through `kubectl debug node/NAME`, has Cilium's own CILIUM_* iptables
+chains and no KUBE- rule; and the CiliumNetworkPolicy's HTTP rule splits one address and port by method
+(GET 200, POST 403 with Envoy's "Access denied"), for a pod and for a client coming in through the NodePort.
 
 Address plan: the example's (nodes cp 10.0.0.120, node1 .121, node2 .122; pods 10.244.0.0/16; Services
 10.96.0.0/12). The transcript of docs/dataplane.md's "A kube-proxy-free cluster, live" is replayed here.
@@ -25,6 +25,7 @@ import pytest
 from knetsim import Cluster as Model
 from knetsim.cluster.config import load_config
 from knetsim.dataplane import render
+from knetsim.dataplane.ciliumhost import save_text
 from knetsim.sources import Live
 
 from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
@@ -143,6 +144,24 @@ def test_a_debug_shell_on_the_node_sees_the_nodes_root(kpr: Cluster) -> None:
     assert lines == ["node2", "node2", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"', "0"]
     # busybox has no iptables: only the node's root does.
     assert "sh: iptables-save: not found" in proc.stderr
+
+
+def test_the_nodes_iptables_are_ciliums_own_chains_and_nothing_of_kube_proxy(kpr: Cluster) -> None:
+    """`chroot /host iptables-save` on a node lists the rules Cilium's agent keeps there: its CILIUM_* chains
+    fed from the built-in ones, the masquerade of that node's pod CIDR; no KUBE- line at all."""
+    proc = kpr.kubectl("debug", "node/node2", "-i", "--image=busybox", "--", "chroot", "/host", "iptables-save")
+    saved = proc.stdout.split("\n", 1)[1] if proc.stdout.startswith("Creating debugging pod") else proc.stdout
+    assert "KUBE-" not in saved
+    for table, chain, hook in (("filter", "CILIUM_FORWARD", "FORWARD"), ("nat", "CILIUM_POST_nat", "POSTROUTING"),
+                               ("mangle", "CILIUM_PRE_mangle", "PREROUTING"), ("raw", "CILIUM_PRE_raw", "PREROUTING")):
+        assert f"*{table}\n" in saved and f":{chain} - [0:0]\n" in saved
+        assert f'-A {hook} -m comment --comment "cilium-feeder: {chain}" -j {chain}\n' in saved
+    pod_cidr = kpr.get_json("node", "node2")["spec"]["podCIDR"]
+    assert (f"-A CILIUM_POST_nat -s {pod_cidr} ! -d {pod_cidr} ! -o cilium_+ "
+            '-m comment --comment "cilium masquerade non-cluster" -j MASQUERADE\n') in saved
+    model = Model.from_sources([Live(kpr.kubeconfig)], config=load_config(str(EXAMPLE / "cluster-config.yaml")),
+                               strict=False)
+    assert saved == save_text(model.state, "node2", "IPv4")
 
 
 def test_analysing_it_through_its_kubeconfig_reads_its_cluster_config(kpr: Cluster) -> None:

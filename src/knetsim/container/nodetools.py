@@ -7,7 +7,10 @@ kube-proxy's rules of that node (``dataplane.render(state, "iptables", node)``: 
 iptables --node`` prints, without its first comment line), ``nft list ruleset`` the nftables mode's
 table and kindnetd's masquerade table. On an ebpf cluster neither has anything of kube-proxy's:
 ``chroot /host iptables-save | grep -c KUBE-`` prints 0, as on seed 000's node, and the Services are
-in Cilium's maps (``cilium-dbg`` in the agent's pod).
+in Cilium's maps (``cilium-dbg`` in the agent's pod); ``iptables-save`` lists Cilium's own chains
+there (``dataplane.ciliumhost``: ``CILIUM_*`` in mangle, raw, filter and nat, with their
+``cilium-feeder:`` jumps, the proxy marks and the masquerade of the node's pod CIDR), and
+``ip6tables-save`` their IPv6 twins where the cluster has IPv6.
 
 The node's files under the mount (``node_root_files``: hostname, hosts, resolv.conf, os-release) are
 what the kubelet shows the debug pod at ``/host``; ``chroot`` gives the command those same files at ``/``.
@@ -17,7 +20,11 @@ files written inside the chroot are not seen at ``/host`` (and go with the comma
 without a command in an interactive session switches the session itself to the node's root (a real
 one starts a nested shell, so ``exit`` returns to busybox's); iptables-save prints no ``# Generated
 by``/``# Completed on`` lines (their date would change every run), and iptables-nft's tables are not
-translated for ``nft list ruleset`` (``iptables-save`` lists them).
+translated for ``nft list ruleset`` (``iptables-save`` lists them). A node lists only the rules of
+kube-proxy (or Cilium) and kindnetd: none of the other programs of a kind node (Docker's embedded DNS
+rules). On an ebpf node, ``cilium_host``'s address (the ``--to-source`` of Cilium's SNAT rules) and the
+DNS proxy's port (in its TPROXY rules) are modelled: the pod CIDR's first address and a port hashed
+from the node's name, where a real agent takes them from its IPAM and the kernel.
 """
 
 from __future__ import annotations
