@@ -194,6 +194,8 @@ def test_naming_an_object_that_does_not_exist_is_bad_input() -> None:
     assert missing.exit_code == 2
     assert 'services "nosuch" not found in namespace "shop"' in missing.output
     assert run("endpoints", "nosuch", "-f", SHOP, "-n", "shop").exit_code == 2
+    one = run("get", "svc", "nosuch", "-f", SHOP, "-n", "shop", "-o", "json")
+    assert (one.exit_code, one.stdout) == (2, "")  # no empty List for the one object asked for
     # As kubectl: each missing name is reported, and the names that exist are printed all the same.
     some = run("get", "svc", "web", "nosuch", "db", "gone", "-f", SHOP, "-n", "shop")
     assert some.exit_code == 2

@@ -55,3 +55,39 @@ _CHILD = textwrap.dedent("""
 def test_a_child_answers_and_a_failed_child_leaves_the_work_to_the_parent() -> None:
     out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["True", "True", "True"]
+
+
+# A process that ignores SIGCHLD has its children reaped by the kernel: the answer is read all the same.
+_IGNORED_SIGCHLD = textwrap.dedent("""
+    import os, signal
+    from knetsim.diff import parallel
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    print(parallel.start(lambda: 6 * 7).result())
+""")
+
+# A child whose answer is not wanted is stopped and reaped, not left running as an orphan.
+_CANCELLED = textwrap.dedent("""
+    import os, time
+    from knetsim.diff import parallel
+    pending = parallel.start(lambda: time.sleep(60))
+    pid = pending._pid
+    pending.cancel()
+    try:
+        os.kill(pid, 0)
+        print("alive")
+    except ProcessLookupError:
+        print("gone")
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2, reason="forks on Linux, 2+ CPUs")
+@pytest.mark.parametrize(("script", "expected"), [(_IGNORED_SIGCHLD, "42"), (_CANCELLED, "gone")])
+def test_a_child_is_reaped_whatever_the_parent_does(script: str, expected: str) -> None:
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == expected, out.stderr
+
+
+def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
+    proc = subprocess.run(f"{KNETSIM} get pods -n shop -f {EXAMPLES / 'shop'} >&-", shell=True, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert (proc.returncode, proc.stderr) == (0, "")

@@ -354,11 +354,24 @@ def _daemonset(name: str, args: list[str] | None = None) -> dict[str, Any]:
                      "template": {"metadata": {"labels": {"k8s-app": name}}, "spec": {"containers": [container]}}}}
 
 
-def _proxy_config(mode: str) -> dict[str, Any]:
+def _config_map(name: str, data: dict[str, str]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "uid": "u-cm", "resourceVersion": "1"},
-            "data": {"config.conf": f"apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
-                                    f"mode: {mode}\n"}}
+            "metadata": {"name": name, "namespace": "kube-system", "uid": f"u-cm-{name}", "resourceVersion": "1"},
+            "data": data}
+
+
+def _proxy_config(mode: str) -> dict[str, Any]:
+    return _config_map("kube-proxy", {"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                                                     f"kind: KubeProxyConfiguration\nmode: {mode}\n"})
+
+
+def _static_pod(name: str, labels: dict[str, str], args: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "kube-system", "uid": f"u-{name}", "resourceVersion": "1",
+                         "labels": labels},
+            "spec": {"nodeName": "kind-worker", "hostNetwork": True,
+                     "containers": [{"name": "kube-proxy", "image": "example/kube-proxy:1", "args": args}]},
+            "status": {"phase": "Running"}}
 
 
 @pytest.mark.parametrize(("system", "first_line", "note"), [
@@ -369,6 +382,17 @@ def _proxy_config(mode: str) -> dict[str, Any]:
     ([_daemonset("kube-proxy", ["--proxy-mode=nftables"])], "# knetsim: kube-proxy nftables mode",
      "data plane: nftables (kube-proxy runs in nftables mode (its --proxy-mode flag))"),
     ([_daemonset("kube-proxy"), _proxy_config('""')], "# knetsim: kube-proxy iptables mode", None),
+    # kube-proxy as static pods (kOps, RKE2, k3s-like distributions) next to Cilium as the CNI only.
+    ([_daemonset("cilium"), _static_pod("kube-proxy-node1", {"component": "kube-proxy"}, ["--proxy-mode=nftables"])],
+     "# knetsim: kube-proxy nftables mode",
+     "data plane: nftables (kube-proxy runs in nftables mode (its --proxy-mode flag))"),
+    # Cilium says it does not replace kube-proxy: nothing is inferred (the defaults stand).
+    ([_daemonset("cilium"), _config_map("cilium-config", {"kube-proxy-replacement": "false"})],
+     "# knetsim: kube-proxy iptables mode", None),
+    ([_daemonset("cilium"), _config_map("cilium-config", {"kube-proxy-replacement": "true"})],
+     "# knetsim: Cilium kube-proxy replacement (BPF maps)",
+     "data plane: ebpf (kube-system runs Cilium (DaemonSet cilium) and no kube-proxy: Cilium replaces it "
+     "(cilium-config: kube-proxy-replacement))"),
 ])
 def test_a_cluster_read_live_is_analysed_with_the_data_plane_it_runs(
         tmp_path: Path, typo_objects: list[dict[str, Any]], system: list[dict[str, Any]], first_line: str,
@@ -376,8 +400,9 @@ def test_a_cluster_read_live_is_analysed_with_the_data_plane_it_runs(
     """No --cluster-config: what kube-system runs says what moves Service traffic (Cilium without kube-proxy,
     or kube-proxy in the mode its flag or its ConfigMap names), so a Cilium cluster's CiliumNetworkPolicies
     are enforced in the answers and an nftables cluster's rules are rendered as nft."""
-    objects = [o for o in typo_objects if not (o["kind"] == "DaemonSet" and o["metadata"].get("namespace") ==
-                                               "kube-system")]
+    # The snapshot without its own node add-ons (kind's kube-proxy and kindnet, their DaemonSets and pods).
+    objects = [o for o in typo_objects if not (o["metadata"].get("namespace") == "kube-system" and (
+        o["kind"] == "DaemonSet" or o["metadata"]["name"].startswith(("kube-proxy-", "kindnet-"))))]
     with fake_api([*objects, *system], token="") as api:
         result = knetsim("render", "--kubeconfig", write(tmp_path, kubeconfig_for(api.url, {})))
     assert result.exit_code == 0, result.output

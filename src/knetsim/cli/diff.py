@@ -167,7 +167,12 @@ def diff(before: tuple[str, ...], after: tuple[str, ...], kubeconfig: str | None
     if clusters and cluster_config is None:  # a running knetsim's own shape (its data plane, its ranges)
         cluster_config = running_cluster_config(kubeconfig)
     old = prepare(_side(_label(before_specs), _cluster(before_sources, namespace, cluster_config)), chosen)
-    new = prepare(_side(_label(after_specs), _cluster(after_sources, namespace, cluster_config)), chosen)
+    try:
+        new = prepare(_side(_label(after_specs), _cluster(after_sources, namespace, cluster_config)), chosen)
+    except BaseException:  # AFTER is bad input (exit 2) or the build failed: BEFORE's doctor is not wanted
+        if old.doctor is not None:
+            old.doctor.cancel()
+        raise
     result = compare(old, new, chosen)
     if output == "json":
         click.echo(dump_json(result.to_dict()), nl=False)

@@ -193,6 +193,8 @@ def _print(cluster: Cluster, requests: list[tuple[KindInfo, str | None]], groups
     if output in ("yaml", "json"):
         bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
         single = len(requests) == 1 and requests[0][1] is not None  # cli-runtime's singleItemImplied
+        if single and not bodies:
+            return  # the one object asked for is missing: kubectl prints only the error, not an empty List
         data: Any = bodies[0] if single and len(bodies) == 1 else {
             "apiVersion": "v1", "items": bodies, "kind": "List", "metadata": {"resourceVersion": ""}}
         click.echo(dump_json(data) if output == "json" else dump_yaml(data), nl=False)

@@ -62,10 +62,11 @@ def leave(code: object) -> None:
         print(code, file=sys.stderr)
         status = 1
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader left: what `knetsim ... | head` means, not a failure
-        status = 0
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the descriptor was closed (`knetsim ... >&-`)
+                stream.flush()
+    except BrokenPipeError:  # the reader left (`knetsim ... | head`): not a failure, and no other code changes
+        pass
     atexit._run_exitfuncs()
     os._exit(status)
 

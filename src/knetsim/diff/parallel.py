@@ -10,12 +10,15 @@ the work is done, never what it says.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -52,13 +55,41 @@ class Pending(Generic[T]):
             return self._fn()
         with os.fdopen(self._pipe, "rb") as answer:
             data = answer.read()
-        os.waitpid(self._pid, 0)
-        self._pid = 0
+        self._reap()
         try:
             ok, value = pickle.loads(data)
         except Exception:  # a child that died mid-answer: the work is done here instead
             ok, value = False, None
         return value if ok else self._fn()
+
+    def cancel(self) -> None:
+        """The answer is not wanted (the command failed before asking): the child is stopped and reaped, so
+        that it neither runs on as an orphan nor holds anything open."""
+        if not self._pid:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(self._pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self._pipe)
+        self._reap()
+        self._done = True
+
+    def _reap(self) -> None:
+        # A process that ignores SIGCHLD (some supervisors pass that on) has its children reaped by the kernel.
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self._pid, 0)
+        _RUNNING.discard(self)
+        self._pid = 0
+
+
+_RUNNING: set[Pending[Any]] = set()
+
+
+@atexit.register
+def _cancel_all() -> None:
+    """No child outlives the process that started it, whatever way that process ends."""
+    for pending in list(_RUNNING):
+        pending.cancel()
 
 
 def start(fn: Callable[[], T]) -> Pending[T]:
@@ -66,7 +97,8 @@ def start(fn: Callable[[], T]) -> Pending[T]:
     if not can_fork():
         return Pending(fn)
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # nothing buffered before the fork is written twice
+        if stream is not None:
+            stream.flush()  # nothing buffered before the fork is written twice
     read, write = os.pipe()
     try:
         pid = os.fork()
@@ -78,6 +110,11 @@ def start(fn: Callable[[], T]) -> Pending[T]:
         status = 1
         try:
             os.close(read)
+            # It writes nothing but its answer: the command's own output (a pipe to `head`, a CI log) is not
+            # held open by it.
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
             try:
                 payload = pickle.dumps((True, fn()), protocol=pickle.HIGHEST_PROTOCOL)
                 status = 0
@@ -88,7 +125,9 @@ def start(fn: Callable[[], T]) -> Pending[T]:
         finally:
             os._exit(status)
     os.close(write)
-    return Pending(fn, pid, read)
+    pending = Pending(fn, pid, read)
+    _RUNNING.add(pending)
+    return pending
 
 
 __all__ = ["Pending", "can_fork", "start"]

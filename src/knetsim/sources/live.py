@@ -111,31 +111,44 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         if progress is not None and len(items) >= 1000:
             progress(f"{label}: {len(items)} {info.plural}")
     out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
-    out.dataplane = data_plane(out.loaded.documents, lambda: _kube_proxy_mode(api))
+    out.dataplane = data_plane(out.loaded.documents, lambda name: _config_map(api, name))
     out.seconds = time.monotonic() - started
     return out
 
 
-def data_plane(documents: Iterable[Document], configured_mode: Callable[[], str | None]) -> tuple[str, str] | None:
-    """The data plane a cluster runs, from its kube-system DaemonSets: Cilium without kube-proxy is Cilium's
-    kube-proxy replacement (``ebpf``); kube-proxy runs in the mode its configuration names (its ``--proxy-mode``
-    flag, else the ``mode`` of the kube-proxy ConfigMap kubeadm and kind write; ``configured_mode`` reads it).
-    None when neither runs there (a cluster whose Services another component carries)."""
-    daemonsets = [d.body for d in documents if d.kind == "DaemonSet" and d.namespace == "kube-system"]
+def data_plane(documents: Iterable[Document], config_map: Callable[[str], dict[str, Any] | None]
+               ) -> tuple[str, str] | None:
+    """The data plane a cluster runs, from its kube-system: kube-proxy (a DaemonSet, or the static or built-in
+    pods of distributions that run it outside one) in the mode its configuration names (its ``--proxy-mode``
+    flag, else the ``mode`` of ConfigMap kube-system/kube-proxy that kubeadm and kind write); without it, Cilium
+    with ``kube-proxy-replacement`` (its ConfigMap cilium-config; a Cilium DaemonSet whose ConfigMap cannot be
+    read counts as the replacement, nothing else carrying Services) is ``ebpf``. ``config_map(name)``: the data
+    of that kube-system ConfigMap, None when absent or not readable. None: neither runs there."""
+    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
 
-    def runs(app: str) -> dict[str, Any] | None:
-        return next((b for b in daemonsets if (b.get("metadata") or {}).get("name") == app
-                     or ((b.get("metadata") or {}).get("labels") or {}).get("k8s-app") == app), None)
-
-    kube_proxy = runs("kube-proxy")
-    if kube_proxy is None:
-        if runs("cilium") is not None:
-            return "ebpf", "kube-system runs Cilium (DaemonSet cilium) and no kube-proxy: Cilium replaces it"
+    def runs(app: str, kind: str) -> dict[str, Any] | None:
+        for d in system:
+            meta = d.body.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            name = str(meta.get("name") or "")
+            if d.kind == kind and (name == app or labels.get("k8s-app") == app or labels.get("component") == app
+                                   or (kind == "Pod" and name.startswith(f"{app}-"))):
+                return d.body
         return None
+
+    kube_proxy = runs("kube-proxy", "DaemonSet") or runs("kube-proxy", "Pod")
+    if kube_proxy is None:
+        if runs("cilium", "DaemonSet") is None:
+            return None
+        replacement = str((config_map("cilium-config") or {}).get("kube-proxy-replacement", "")).lower()
+        if replacement in ("false", "disabled"):
+            return None  # Cilium leaves Services to a kube-proxy this reader does not see
+        said = " (cilium-config: kube-proxy-replacement)" if replacement else ""
+        return "ebpf", f"kube-system runs Cilium (DaemonSet cilium) and no kube-proxy: Cilium replaces it{said}"
     mode = _flag_mode(kube_proxy)
     where = "its --proxy-mode flag"
     if mode is None:
-        mode, where = configured_mode(), "ConfigMap kube-system/kube-proxy"
+        mode, where = _configured_mode(config_map("kube-proxy")), "ConfigMap kube-system/kube-proxy"
     if mode == "nftables":
         return "nftables", f"kube-proxy runs in nftables mode ({where})"
     if mode in (None, "", "iptables"):
@@ -144,8 +157,11 @@ def data_plane(documents: Iterable[Document], configured_mode: Callable[[], str 
     return "iptables", f"kube-proxy runs in {mode} mode ({where}), which knetsim does not simulate: iptables stands in"
 
 
-def _flag_mode(daemonset: dict[str, Any]) -> str | None:
-    containers = ((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+def _flag_mode(owner: dict[str, Any]) -> str | None:
+    """``--proxy-mode`` of kube-proxy's container, in a DaemonSet's pod template or a pod of its own."""
+    spec = owner.get("spec") or {}
+    pod_spec = (spec.get("template") or {}).get("spec") or {} if owner.get("kind") == "DaemonSet" else spec
+    containers = pod_spec.get("containers") or []
     for container in containers if isinstance(containers, list) else []:
         args = [*(container.get("command") or []), *(container.get("args") or [])]
         for i, arg in enumerate(args):
@@ -156,22 +172,27 @@ def _flag_mode(daemonset: dict[str, Any]) -> str | None:
     return None
 
 
-def _kube_proxy_mode(api: KubeAPI) -> str | None:
-    """``mode`` of the KubeProxyConfiguration in ConfigMap kube-system/kube-proxy (``config.conf``); None when
-    it cannot be read (absent, or no right to read ConfigMaps)."""
+def _configured_mode(data: dict[str, Any] | None) -> str | None:
+    """``mode`` of the KubeProxyConfiguration in kube-proxy's ConfigMap (``config.conf``); None without one."""
     import yaml
 
-    try:
-        body = api.get("ConfigMap", "kube-system", "kube-proxy")
-    except (ApiError, KubeError):
-        return None
-    text = ((body or {}).get("data") or {}).get("config.conf")
+    text = (data or {}).get("config.conf")
     try:
         conf = yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
         return None
     mode = conf.get("mode") if isinstance(conf, dict) else None
-    return str(mode) if mode is not None else ""
+    return str(mode) if mode is not None else ("" if isinstance(conf, dict) else None)
+
+
+def _config_map(api: KubeAPI, name: str) -> dict[str, Any] | None:
+    """The data of ConfigMap kube-system/``name``, read by name; None when absent or not readable."""
+    try:
+        body = api.get("ConfigMap", "kube-system", name)
+    except (ApiError, KubeError):
+        return None
+    data = (body or {}).get("data")
+    return data if isinstance(data, dict) else None
 
 
 def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str],
