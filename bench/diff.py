@@ -32,51 +32,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matrix import CLUSTER_CONFIG, KNETSIM, run  # one whole process, as bench/matrix.py times it
+
 HERE = Path(__file__).resolve().parent
-KNETSIM = str(Path(sys.executable).with_name("knetsim"))
-CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\n"  # 10,000 pods do not fit kind's /24s
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 DIFF_TARGET_S = 4.0
-
-
-@dataclass
-class Run:
-    wall: float
-    cpu: float  # user + system: on a machine shared with other work, what the process itself needed
-    rss_mb: float
-    code: int
-    out: Path
-
-
-def run(cmd: list[str], out: Path, timeout: float = 1800) -> Run:
-    """One whole process: wall time and its own peak RSS, stdout to ``out``."""
-    with open(out, "w") as stdout:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=ENV)
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                raise SystemExit(f"{' '.join(cmd)}: no answer within {timeout} s")
-            time.sleep(0.005)
-        wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if code not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} exited {code}: {err[-2000:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code, out)
 
 
 # In a child process, as bench/matrix.py does: a parent's peak RSS carries over into the children it forks,

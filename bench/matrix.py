@@ -67,6 +67,7 @@ class Run:
     rss_mb: float
     out: Path
     cpu: float = 0.0  # user + system: on a machine shared with other work, what the process itself needed
+    code: int = 0  # its exit code (0, or 1: a negative answer; any other stops the bench)
 
 
 def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 1800) -> Run:
@@ -88,7 +89,7 @@ def run(cmd: list[str], out: Path, cwd: Path | None = None, timeout: float = 180
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]}")
-    return Run(wall, usage.ru_maxrss / 1024, out, usage.ru_utime + usage.ru_stime)
+    return Run(wall, usage.ru_maxrss / 1024, out, usage.ru_utime + usage.ru_stime, proc.returncode)
 
 
 def write_cluster_policies(path: Path, namespaces: int, count: int = 1000) -> None:
