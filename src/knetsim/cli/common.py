@@ -120,18 +120,14 @@ def _running_knetsim() -> str | None:
     ``$KUBECONFIG`` names when that file belongs to a running knetsim (``up --state DIR`` then the
     ``export KUBECONFIG=DIR/kubeconfig`` it printed). A KUBECONFIG naming any other cluster is never
     read without ``--kubeconfig``: pointing an analysis at a real cluster is the user's explicit choice."""
-    from ..daemon.statedir import running
-
-    candidates = [state_dir()]
+    candidates: list[tuple[Path, Path | None]] = [(state_dir(), None)]
     exported = os.environ.get("KUBECONFIG", "")
     if exported and os.pathsep not in exported:
-        candidates.append(Path(exported).expanduser().parent)
-    for state in candidates:
-        info = running(state)
-        if info is None:
-            continue
-        kubeconfig = Path(str(info.get("kubeconfig") or state / "kubeconfig"))
-        if state == candidates[0] or _same_file(kubeconfig, Path(exported).expanduser()):
+        named = Path(exported).expanduser()
+        candidates.append((named.parent, named))
+    for state, named in candidates:
+        kubeconfig = _knetsim_kubeconfig(state, named)
+        if kubeconfig is not None:
             ctx = click.get_current_context(silent=True)
             if ctx is not None:
                 ctx.meta["knetsim.running_state"] = state
@@ -151,21 +147,23 @@ def running_cluster_config(kubeconfig: str | None = None) -> str | None:
     state = meta.get("knetsim.running_state")
     named = kubeconfig or meta.get("knetsim.kubeconfig")
     if state is None and named:
-        state = _state_of_kubeconfig(Path(str(named)).expanduser())
+        path = Path(str(named)).expanduser()
+        state = path.parent if _knetsim_kubeconfig(path.parent, path) is not None else None
     if state is None or not (Path(state) / CONFIG_NAME).exists():
         return None
     return str(Path(state) / CONFIG_NAME)
 
 
-def _state_of_kubeconfig(kubeconfig: Path) -> Path | None:
-    """The state directory of the running knetsim whose kubeconfig this is, if one is."""
+def _knetsim_kubeconfig(state: Path, named: Path | None = None) -> Path | None:
+    """The kubeconfig of the knetsim running with state directory ``state``; with ``named``, only when it is that
+    file (a kubeconfig in a folder is not a knetsim's just because a knetsim runs there)."""
     from ..daemon.statedir import running
 
-    state = kubeconfig.parent
     info = running(state)
     if info is None:
         return None
-    return state if _same_file(Path(str(info.get("kubeconfig") or state / "kubeconfig")), kubeconfig) else None
+    own = Path(str(info.get("kubeconfig") or state / "kubeconfig"))
+    return own if named is None or _same_file(own, named) else None
 
 
 def _same_file(a: Path, b: Path) -> bool:
