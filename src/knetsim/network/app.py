@@ -57,21 +57,22 @@ def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: i
                    "gets an empty reply"), None
     if not _is_http(dst, port, target):
         return Hop("app", "ok", f"{target.scheme.upper()} connection established with {dst.key}:{port}"), None
-    from ..policy.l7 import http_allowed, through_proxy
+    from ..policy.l7 import http_verdict
 
-    allowed, reason = http_allowed(state, src, dst, port, method, target.path, headers, host=target.host)
+    verdict = http_verdict(state, src, dst, port, method, target.path, headers, host=target.host)
+    allowed, reason = verdict.allowed, verdict.reason
+    requested = target.path + (f"?{target.query}" if target.query else "")
     # Cilium's proxy read the request: what its L7 flow record holds (network.flows).
-    seen = {"http": {"method": method, "url": f"{target.scheme}://{target.host}{target.path}"
-                     + (f"?{target.query}" if target.query else ""), "code": 200 if allowed else 403,
-                     "denied": not allowed, "direction": "EGRESS" if "for egress of" in reason else "INGRESS"}} \
-        if through_proxy(reason) else {}
+    seen = {"http": {"method": method, "url": f"{target.scheme}://{target.host}{requested}",
+                     "code": 200 if allowed else 403, "denied": not allowed,
+                     "direction": verdict.proxy.upper()}} if verdict.proxy else {}
     if not allowed:
         # Cilium's Envoy filter answers a denied request itself: 403, "Access denied" and CRLF (15 bytes), a local
         # reply with lower-case content-length, content-type, then date and server: envoy (network.wire writes them).
         reply = Reply(403, "Access denied\r\n", {"content-length": "15", "content-type": "text/plain",
                                                   "server": "envoy"}, "envoy")
         return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}", seen), reply
-    body = _body(dst, port, target.path + (f"?{target.query}" if target.query else ""))
+    body = _body(dst, port, requested)
     reply = Reply(200, body, {"content-type": "text/html" if "<html>" in body else "text/plain"})
     # Only worth saying when an HTTP policy exists: enforced (and passed) or present but not enforced.
     note = f" ({reason})" if "not enforced" in reason or "HTTP rule" in reason else ""

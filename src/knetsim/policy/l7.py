@@ -10,6 +10,7 @@ the port without HTTP rules, every request passes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
 from ..model.objects import Pod
@@ -18,29 +19,46 @@ from .engine import endpoint, evaluate, policy_index
 from .rules import INGRESS, Endpoint, HTTPRule
 
 ACCESS_DENIED = "Access denied"
-PROXY_ALLOWED = "allowed by the proxy"
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPVerdict:
+    """One HTTP request's fate: allowed or not, why, and which side's Cilium proxy read it (``ingress`` or
+    ``egress``: the side whose HTTP rules decided; "" when no proxy read it, as no HTTP rule applied)."""
+
+    allowed: bool
+    reason: str
+    proxy: str = ""
 
 
 def http_allowed(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
                  method: str, path: str, headers: Mapping[str, str] | None = None, *, host: str = "",
                  namespace: str = "default") -> tuple[bool, str]:
     """(allowed, reason) for one HTTP request; a denial by HTTP rules reads ``403 Access denied: ...``."""
+    v = http_verdict(state, src, dst, port, method, path, headers, host=host, namespace=namespace)
+    return v.allowed, v.reason
+
+
+def http_verdict(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
+                 method: str, path: str, headers: Mapping[str, str] | None = None, *, host: str = "",
+                 namespace: str = "default") -> HTTPVerdict:
+    """``http_allowed``, with the side whose proxy read the request."""
     headers = headers or {}
     verdict = evaluate(state, src, dst, port, "TCP", namespace=namespace)
     if not verdict.allowed:
         side = verdict.egress if not verdict.egress.allowed else verdict.ingress
-        return False, f"dropped at L3/L4 before any HTTP is exchanged (a timeout): {side.reason}"
+        return HTTPVerdict(False, f"dropped at L3/L4 before any HTTP is exchanged (a timeout): {side.reason}")
     index = policy_index(state)
     if not index.cilium_enforced:
         if index.unenforced:
-            return True, (f"{', '.join(index.unenforced)} not enforced: the data plane is "
-                          f"{state.config.dataplane}, which has no Cilium; NetworkPolicy stops at L3/L4, so every "
-                          "request on an allowed connection passes")
-        return True, "no HTTP policy: NetworkPolicy stops at L3/L4"
+            return HTTPVerdict(True, f"{', '.join(index.unenforced)} not enforced: the data plane is "
+                               f"{state.config.dataplane}, which has no Cilium; NetworkPolicy stops at L3/L4, so "
+                               "every request on an allowed connection passes")
+        return HTTPVerdict(True, "no HTTP policy: NetworkPolicy stops at L3/L4")
     dst_ep = endpoint(state, dst, namespace)
     src_ep = endpoint(state, src, namespace)
     policies = {(p.kind, p.key): p for p in index.policies}
-    checked = False
+    proxy = ""  # the last side whose HTTP rules read the request
     for side in (verdict.egress, verdict.ingress):
         if not side.isolated or not side.allowed_by:
             continue
@@ -64,18 +82,13 @@ def http_allowed(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod 
                 break
         if unrestricted:
             continue
-        checked = True
+        proxy = side.direction
         hit = next(((loc, r) for loc, r in rules if http_rule_matches(r, method, path, headers, host)), None)
         who = dst_ep.name if side.direction == INGRESS else src_ep.name
         if hit is None:
             allowed = "; ".join(sorted({r.describe() for _, r in rules})) or "nothing"
-            return False, (f"403 {ACCESS_DENIED}: {method} {path} matches no HTTP rule for {side.direction} of "
-                           f"{who} (allowed: {allowed})")
-    if checked:
-        return True, f"{PROXY_ALLOWED}: {method} {path} passes every HTTP rule on the way"
-    return True, "allowed: a rule allows the port without HTTP rules, so no proxy reads the request"
-
-
-def through_proxy(reason: str) -> bool:
-    """Did Cilium's proxy read the request ``http_allowed`` gave ``reason`` for (HTTP rules applied to it)?"""
-    return reason.startswith((f"403 {ACCESS_DENIED}", PROXY_ALLOWED))
+            return HTTPVerdict(False, f"403 {ACCESS_DENIED}: {method} {path} matches no HTTP rule for "
+                               f"{side.direction} of {who} (allowed: {allowed})", proxy)
+    if proxy:
+        return HTTPVerdict(True, f"allowed by the proxy: {method} {path} passes every HTTP rule on the way", proxy)
+    return HTTPVerdict(True, "allowed: a rule allows the port without HTTP rules, so no proxy reads the request")
