@@ -48,7 +48,7 @@ from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .services import Allocator, allocate_services
-from .state import WORKLOAD_KINDS, ClusterState, Notice
+from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
@@ -335,12 +335,12 @@ def _first_generation(state: ClusterState) -> None:
     """``metadata.generation: 1`` on every object the build created of a kind whose strategy counts spec changes
     (PrepareForCreate sets it, as the live registry does), so it agrees with the observedGeneration its status
     reports. What a live cluster stored keeps its own."""
-    for info in KINDS:
-        if info.kind == "Endpoints" or not strategy_for(info.kind).generation:
-            continue
-        for obj in state.objects_of(info.kind):
+    counted = {info.kind for info in KINDS if strategy_for(info.kind).generation}
+    for name in COLLECTIONS:
+        for obj in getattr(state, name).values():
             meta = obj.raw.get("metadata")
-            if isinstance(meta, dict) and "generation" not in meta and not from_live_cluster(obj.raw):
+            if obj.kind in counted and isinstance(meta, dict) and "generation" not in meta \
+                    and not from_live_cluster(obj.raw):
                 meta["generation"] = 1
 
 

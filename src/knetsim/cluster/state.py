@@ -73,6 +73,8 @@ KEYED_BY_REF = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint
 # The kinds whose controllers make pods (their pods are the simulation's; they are kept for `get`).
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 KEPT_AS_WORKLOADS = (*WORKLOAD_KINDS, "Endpoints")
+# Every collection of a ClusterState, by attribute name.
+COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), "workloads", "others")
 
 
 def collection_of(kind: str) -> str:

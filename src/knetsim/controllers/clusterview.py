@@ -21,7 +21,7 @@ from typing import Any
 
 from ..apiserver.store import Change, Key
 from ..cluster.config import ClusterConfig
-from ..cluster.state import KEYED_BY_NAME, KEYED_BY_REF, ClusterState, collection_of
+from ..cluster.state import COLLECTIONS, KEYED_BY_NAME, KEYED_BY_REF, ClusterState, collection_of
 from ..model.objects import Object
 from .informer import Informer, key_of
 
@@ -35,9 +35,7 @@ class ClusterView:
                  listeners: list[Callable[[ClusterState], None]] | None = None) -> None:
         self.informer, self.config = informer, config
         self.listeners = listeners if listeners is not None else []
-        self._collections: dict[str, dict[Any, Object]] = {name: {} for name in (*KEYED_BY_NAME.values(),
-                                                                                 *KEYED_BY_REF.values())}
-        self._collections["workloads"], self._collections["others"] = {}, {}
+        self._collections: dict[str, dict[Any, Object]] = {name: {} for name in COLLECTIONS}
         self._dirty: set[Key] = {k for k in informer.store.objects if k[0] not in NOT_IN_STATE}
         self._copies: dict[str, dict[Any, Object]] = {}  # the last snapshot's collections (never changed)
         self._state: ClusterState | None = None
