@@ -176,19 +176,19 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
             groups[-1][1].extend(found)
         else:
             groups.append((info, list(found)))
-    everything = [o for _, objs in groups for o in objs]
     # kubectl names the type in each row when more than one type was asked for.
-    _print(cluster, requests, groups, everything, output, ns_filter, all_namespaces, show_labels, len(kinds) > 1,
+    _print(cluster, requests, groups, output, ns_filter, all_namespaces, show_labels, len(kinds) > 1,
            quiet=bool(missing))
     if missing:
         raise SystemExit(EXIT_BAD_INPUT)  # names something that does not exist: bad input
 
 
 def _print(cluster: Cluster, requests: list[tuple[KindInfo, str | None]], groups: list[tuple[KindInfo, list[Object]]],
-           everything: list[Object], output: str, ns_filter: str | None, all_namespaces: bool, show_labels: bool,
-           prefix: bool, *, quiet: bool) -> None:
+           output: str, ns_filter: str | None, all_namespaces: bool, show_labels: bool, prefix: bool, *,
+           quiet: bool) -> None:
     """The objects found, in ``output``'s form; ``quiet``: say nothing when there are none (a name was missing,
     and said so)."""
+    everything = [o for _, objs in groups for o in objs]
     now = _now(cluster.state.objects_of("Pod") + everything, cluster.read_at)
     if output in ("yaml", "json"):
         bodies = [_output_object(o, _body(cluster, o, now)) for o in everything]
