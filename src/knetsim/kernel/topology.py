@@ -366,6 +366,9 @@ class Topology:
                 subprocess.run(["ip", "-force", "-n", new_plan.ext_netns, "-batch", "-"], input="\n".join(routes),
                                capture_output=True, text=True, timeout=60, check=False)
             self.plan = new_plan
+            # Each pod's /etc files are in place before its namespace is: `ip netns exec` binds what
+            # /etc/netns/<ns> holds when it runs, and a tool started in between read the host's resolv.conf.
+            self._write_etc(new_plan.pods)
             if came:
                 netns.ip_batch([f"netns add {p.netns}" for p in came], what="ip netns add")
                 self._no_dad([p.netns for p in came])
@@ -373,7 +376,6 @@ class Topology:
                     lines = self._pod_links(node.netns, [p for p in came if p.node == node.name])
                     netns.ip_batch(lines, node.netns, what=f"wiring pods on node {node.name}")
                 self._wire_pods(came)
-            self._write_etc(new_plan.pods)
             self.state = state
             if self._ctx:
                 old_ctx = self._ctx[0]
