@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .apis.catalog import DEFINITIONS, GATEWAY_GROUP
+from .kinds import ROUTE_KINDS as ROUTE_KINDS  # re-exported: the route kinds, with their model
+from .kinds import view_of
 from .loader import BUILTIN, Source
 from .objects import Meta, Object
 
-GROUP = "gateway.networking.k8s.io"
-ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
-KINDS = ("GatewayClass", "Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy", "ReferenceGrant")
-# Core kinds the Gateway simulation reads as they are kept: listener certificates (kubernetes.io/tls Secrets,
-# also the ones a backend pod mounts for its TLS server) and CA bundles (ConfigMaps, Secrets).
-READ_AS_KEPT = ("ConfigMap", "Secret")
+GROUP = GATEWAY_GROUP
+# The kinds are declared in the catalog (model/apis/catalog.py), each once; these are derived from it.
+KINDS = tuple(d.kind for d in DEFINITIONS if d.group == GATEWAY_GROUP)
 SERVED_VERSIONS = ("v1", "v1beta1")
 
 
@@ -797,19 +797,5 @@ class ReferenceGrant(Object):
                    problems=tuple(r.problems))
 
 
-def _stream(kind: str) -> Any:
-    return lambda raw, source=BUILTIN: StreamRoute.parse_kind(kind, raw, source)
-
-
-PARSERS = {
-    "GatewayClass": GatewayClass.parse,
-    "Gateway": Gateway.parse,
-    "HTTPRoute": HTTPRoute.parse,
-    "GRPCRoute": GRPCRoute.parse,
-    "TLSRoute": _stream("TLSRoute"),
-    "TCPRoute": _stream("TCPRoute"),
-    "UDPRoute": _stream("UDPRoute"),
-    "ListenerSet": ListenerSet.parse,
-    "BackendTLSPolicy": BackendTLSPolicy.parse,
-    "ReferenceGrant": ReferenceGrant.parse,
-}
+# Each kind's parser, from its declared view (model.kinds.view_of).
+PARSERS = {kind: view_of(kind) for kind in KINDS}
