@@ -33,6 +33,7 @@ from ..model.kinds import (
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
+    INGRESS_CLASS_ANNOTATION,
     EndpointSlice,
     Ingress,
     IngressClass,
@@ -302,7 +303,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for doc in by_kind.get("IngressClass", []):
         state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
     for doc in by_kind.get("Ingress", []):
-        ing = _publish_ingress_status(state, _ingress_class_defaulting(state, doc))
+        ing = _ingress(state, doc)
         state.ingresses[ing.key] = ing
     for doc in by_kind.get("NetworkPolicy", []):
         np = NetworkPolicy.parse(doc.body, doc.source)
@@ -561,29 +562,33 @@ def _endpoint_slices(state: ClusterState) -> None:
     state.__dict__.pop("_slices_by_service", None)
 
 
-def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
-    ing = Ingress.parse(doc.body, doc.source)
-    if ing.class_annotation is not None:
+def _ingress(state: ClusterState, doc: Document) -> Ingress:
+    """An Ingress as the cluster holds it, parsed once: the DefaultIngressClass admission plugin's class
+    (``admission.admit_create`` over the admitted IngressClasses, as the live registry runs it) and the status
+    its controller publishes are set on the dict first."""
+    body = doc.body
+    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    if annotations.get(INGRESS_CLASS_ANNOTATION) is not None:
         state.warn("IngressClassAnnotation", "annotation \"kubernetes.io/ingress.class\" is deprecated, please use "
                    "'spec.ingressClassName' instead", doc.describe(), doc.source)
-    if ing.class_name is not None or ing.class_annotation is not None:
-        return ing
-    body = dict(doc.body, spec=dict(doc.body.get("spec") or {}))
-    classes = [c.raw for c in state.ingress_classes.values()]
-    chosen = admission.default_ingress_class(body, classes)
-    if chosen is None:
-        return ing
-    defaults = admission.default_ingress_classes(classes)
-    if len(defaults) > 1:
-        names = sorted(str(c["metadata"]["name"]) for c in defaults)
-        state.warn("MultipleDefaultIngressClasses",
-                   f"{len(defaults)} default IngressClasses ({', '.join(names)}); "
-                   f"a v1.35 API server picks the newest, {chosen!r} (older docs say the Ingress is rejected)",
-                   doc.describe(), doc.source)
+    elif spec.get("ingressClassName") is None:
+        classes = [c.raw for c in state.ingress_classes.values()]
+        body = dict(body, spec=dict(spec))
+        kind = admission.resolve(str(body.get("apiVersion") or "networking.k8s.io/v1"), "Ingress")
+        if kind is not None:
+            admission.admit_create(body, kind, lambda k: classes if k == "IngressClass" else [])
+        chosen = body["spec"].get("ingressClassName")
+        defaults = admission.default_ingress_classes(classes) if chosen is not None else []
+        if len(defaults) > 1:
+            names = sorted(str(c["metadata"]["name"]) for c in defaults)
+            state.warn("MultipleDefaultIngressClasses",
+                       f"{len(defaults)} default IngressClasses ({', '.join(names)}); "
+                       f"a v1.35 API server picks the newest, {chosen!r} (older docs say the Ingress is rejected)",
+                       doc.describe(), doc.source)
+    controllers = {c.name: c.controller for c in state.ingress_classes.values()}
+    status = ingress_nginx_status(body, controllers, state.config)
+    if status is not None:
+        body = dict(body, status=status)
     return Ingress.parse(body, doc.source)
-
-
-def _publish_ingress_status(state: ClusterState, ing: Ingress) -> Ingress:
-    classes = {c.name: c.controller for c in state.ingress_classes.values()}
-    status = ingress_nginx_status(ing.raw, classes, state.config)
-    return ing if status is None else Ingress.parse(dict(ing.raw, status=status), ing.source)
