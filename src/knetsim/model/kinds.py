@@ -104,8 +104,8 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ClientTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "clienttrafficpolicies", True, ("ctp",)),
 )
 
-# Envoy Gateway's policies, read by knetsim.gateway from ClusterState.others.
-ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")
+# Envoy Gateway's policies (the rows of its group above), read by knetsim.gateway from ClusterState.others.
+ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = tuple(k.kind for k in KINDS if k.group == "gateway.envoyproxy.io")
 
 # Derived from the catalog, by group: the custom kinds knetsim.policy's tiers read (from ClusterState.others,
 # where the build keeps them), and the Gateway API kinds knetsim.gateway simulates (routes: the kinds that
