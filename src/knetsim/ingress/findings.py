@@ -13,6 +13,8 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.objects import INGRESS_CLASS_ANNOTATION, Ingress, IngressBackend
 from .annotations import parse as parse_annotations
+from .annotations.base import Cause
+from .annotations.values import PREFIX, SNIPPET_SUFFIX
 from .backends import closest_name, resolve_backend
 from .config import controller_config
 from .controllers import IngressController, resolve_class, running_controllers
@@ -180,8 +182,6 @@ def _annotation_findings(state: ClusterState, ing: Ingress,
     """ingress-nginx's annotations as the claiming controller reads them: values it refuses, snippets, canaries
     that match nothing, annotations it does not know."""
     from .annotations import parse
-    from .annotations.base import Cause
-    from .annotations.values import PREFIX, SNIPPET_SUFFIX
     from .config import controller_config
 
     res = resolve_class(state, ing, controllers)
@@ -251,7 +251,7 @@ def _canary_elsewhere(ing: Ingress, model: Model, subject: str) -> list[IngressF
             continue
         shown = ", ".join(elsewhere[:4]) + (f" and {len(elsewhere) - 4} more" if len(elsewhere) > 4 else "")
         out.append(IngressFinding(
-            "IngressCanaryShared", "warning", subject, "metadata.annotations[nginx.ingress.kubernetes.io/canary]",
+            "IngressCanaryShared", "warning", subject, f"metadata.annotations[{PREFIX}canary]",
             f"the canary is attached to upstream {primary}, not to a host: ingress-nginx's balancer also sends "
             f"{shown} to {canary.backend.describe()} by the same header, cookie and weight",
             "route those paths to a Service of their own (another Service selecting the same pods, or another port), "
