@@ -449,29 +449,6 @@ def _event(o: Obj, now: datetime | None) -> list[Any]:
             str(o.get("message", "")).strip(), first, count, meta.get("name", "")]
 
 
-# --- Gateway API: the CRDs' additionalPrinterColumns (standard channel v1.6.1) ----------------
-# The API server's CRD table convertor takes the first JSONPath result only, prints a list
-# as JSON, and leaves a missing value empty.
-
-
-def _gateway_class(o: Obj, now: datetime | None) -> list[Any]:
-    spec = o.get("spec") or {}
-    return [(o.get("metadata") or {}).get("name", ""), spec.get("controllerName", ""), _condition(o, "Accepted"),
-            age(o, now), spec.get("description", "")]
-
-
-def _gateway(o: Obj, now: datetime | None) -> list[Any]:
-    addresses = [a for a in (o.get("status") or {}).get("addresses") or [] if isinstance(a, Mapping)]
-    return [(o.get("metadata") or {}).get("name", ""), (o.get("spec") or {}).get("gatewayClassName", ""),
-            str(addresses[0].get("value", "")) if addresses else "", _condition(o, "Programmed"), age(o, now)]
-
-
-def _http_route(o: Obj, now: datetime | None) -> list[Any]:
-    hosts = (o.get("spec") or {}).get("hostnames")
-    text = json.dumps(hosts, separators=(",", ":")) if hosts else ""
-    return [(o.get("metadata") or {}).get("name", ""), text, age(o, now)]
-
-
 def _service_cidr(o: Obj, now: datetime | None) -> list[Any]:
     cidrs = (o.get("spec") or {}).get("cidrs") or []
     return [(o.get("metadata") or {}).get("name", ""), ",".join(str(c) for c in cidrs), age(o, now)]
@@ -488,11 +465,6 @@ def _ip_address(o: Obj, now: datetime | None) -> list[Any]:
             parent += f"/{ref['namespace']}"
         parent += f"/{ref.get('name', '')}"
     return [(o.get("metadata") or {}).get("name", ""), parent]
-
-
-def _listener_set(o: Obj, now: datetime | None) -> list[Any]:
-    return [(o.get("metadata") or {}).get("name", ""), _condition(o, "Accepted"), _condition(o, "Programmed"),
-            age(o, now)]
 
 
 def _default(o: Obj, now: datetime | None) -> list[Any]:
@@ -532,13 +504,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "ConfigMap": (_defs("Data#", "Age"), _configmap),
     "Secret": (_defs("Type", "Data#", "Age"), _secret),
     "ServiceAccount": (_defs("Secrets#", "Age"), _serviceaccount),
-    "GatewayClass": (_defs("Controller", "Accepted", "Age", "*Description"), _gateway_class),
-    "Gateway": (_defs("Class", "Address", "Programmed", "Age"), _gateway),
-    "HTTPRoute": (_defs("Hostnames", "Age"), _http_route),
     "ServiceCIDR": (_defs("CIDRs", "Age"), _service_cidr),
     "IPAddress": (_defs("ParentRef"), _ip_address),
-    "GRPCRoute": (_defs("Hostnames", "Age"), _http_route),
-    "ListenerSet": (_defs("Accepted", "Programmed", "Age"), _listener_set),
     # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
     # Without a creation time, Go's zero time in RFC 3339.
     "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
@@ -551,6 +518,9 @@ EVENT_COLUMNS = _defs("Last Seen", "Type", "Reason", "Object", "*Subobject", "*S
 
 
 # --- custom kinds: their CRD's additionalPrinterColumns -----------------------------------
+# The kinds knetsim defines (Gateway API, network-policy-api) are printed from the columns their catalog row
+# declares (model/apis/catalog.py), as the API server's CRD table convertor prints them: the first value the
+# JSONPath selects (a list as JSON), a missing value empty.
 
 _JSONPATH_TOKEN = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\*|\d+)\]"
                              r"|\[\?\(@\.([A-Za-z0-9_.-]+)\s*==\s*[\"']([^\"']*)[\"']\)\]")
@@ -606,11 +576,14 @@ def _crd_cell(column: Mapping[str, Any], body: Obj, now: datetime | None) -> Any
             # "<unknown>", as translateTimestampSince prints it for the built-in kinds.
             return since(None, now)
         return "" if column.get("type") in ("string", "date") else None
+    # Only the first value, as the convertor takes results[0][0] (a Gateway's second address is not printed):
+    # apiextensions-apiserver, pkg/registry/customresource/tableconvertor/tableconvertor.go.
+    value = values[0]
     if column.get("type") == "date":
-        return since(values[0], now)
-    if column.get("type") in ("integer", "number", "boolean") and len(values) == 1:
-        return values[0]
-    return ",".join(json.dumps(v, separators=(",", ":")) if isinstance(v, list | dict) else str(v) for v in values)
+        return since(value, now)
+    if column.get("type") in ("integer", "number", "boolean"):
+        return value
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value)
 
 
 def column_defs(kind: str) -> list[ColumnDef]:

@@ -12,8 +12,9 @@ from tests.conftest import EXAMPLES
 
 from knetsim import printers
 from knetsim.cli.main import cli
+from knetsim.model import admission
 from knetsim.model.apis.catalog import DEFINITIONS
-from knetsim.model.strategy import strategy_for
+from knetsim.model.kinds import BY_KIND
 
 TLS = str(EXAMPLES / "gateway" / "tls")
 # Every kind with an AGE column (CustomResourceDefinition and IPAddress show CREATED AT, a date, instead).
@@ -107,7 +108,10 @@ def test_every_object_whose_kind_counts_generations_is_at_generation_1_offline()
     assert {i["kind"] for i in items} >= {"Deployment", "ReplicaSet", "Pod", "EndpointSlice", "Gateway", "HTTPRoute"}
     for item in items:
         meta = item["metadata"]
-        if strategy_for(item["kind"]).generation:
+        # The strategy admission gives the kind (a custom kind's is its CRD's).
+        kind = admission.resolve(BY_KIND[item["kind"]].api_version, item["kind"])
+        assert kind is not None
+        if admission.strategy(kind).generation:
             assert meta.get("generation") == 1, (item["kind"], meta["name"])
             assert (item.get("status") or {}).get("observedGeneration") in (None, 1), (item["kind"], meta["name"])
         else:
@@ -131,3 +135,17 @@ def test_yaml_prints_every_object_in_full_without_anchors_or_aliases() -> None:
     assert "&id" not in result.output and "*id" not in result.output
     pods = [i for i in yaml.safe_load(result.output)["items"] if i["kind"] == "Pod"]
     assert len(pods) > 2 and all(p["spec"]["containers"][0]["image"] for p in pods)
+
+
+def test_the_custom_kinds_are_printed_from_their_catalog_columns_only() -> None:
+    """No hand-written row shadows a catalog kind's printer columns; a cell is the first value its JSONPath
+    selects, as the CRD table convertor prints it (a Gateway's second address is not shown)."""
+    assert not set(printers.PRINTERS) & {d.kind for d in DEFINITIONS}
+    gateway = {"metadata": {"name": "eg", "creationTimestamp": "2026-01-01T00:00:00Z"},
+               "spec": {"gatewayClassName": "eg"},
+               "status": {"addresses": [{"value": "172.18.255.200"}, {"value": "172.18.255.201"}],
+                          "conditions": [{"type": "Programmed", "status": "True"}]}}
+    assert printers.columns("Gateway") == [("NAME", 0), ("CLASS", 0), ("ADDRESS", 0), ("PROGRAMMED", 0), ("AGE", 0)]
+    assert printers.row("Gateway", gateway)[:4] == ["eg", "eg", "172.18.255.200", "True"]
+    route = {"metadata": {"name": "backend"}, "spec": {"hostnames": ["a.example", "b.example"]}}
+    assert printers.row("HTTPRoute", route)[:2] == ["backend", '["a.example","b.example"]']

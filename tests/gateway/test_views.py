@@ -1,8 +1,9 @@
 """The typed views of the six kinds added in Gateway API v1.6 (model/gatewayapi.py): defaults the CRDs
 declare, odd shapes reported instead of crashing, and `knetsim get` with the CRDs' printer columns.
 
-Given one manifest per kind, then the view holds what the routing code needs with the API's defaults
-applied; given a shape the schema would refuse, then the view reports the field and carries on.
+Given one manifest per kind, admitted as every object that reaches a view is, then the view holds what the
+routing code needs with the API's defaults (applied once, by admission); given a shape the schema would refuse,
+then the view reports the field and carries on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from knetsim.cli.main import cli
+from knetsim.model import admission
 from knetsim.model.gatewayapi import PARSERS, BackendTLSPolicy, Gateway, GRPCRoute, ListenerSet, StreamRoute
 
 KINDS_YAML = """
@@ -79,7 +81,9 @@ spec:
 
 
 def _docs() -> dict[str, dict]:
-    return {d["kind"]: d for d in yaml.safe_load_all(KINDS_YAML)}
+    """Each manifest as admission leaves it (the CRD's defaults applied)."""
+    docs = yaml.safe_load_all(KINDS_YAML)
+    return {d["kind"]: admission.admit(d, namespace="apps", keep_invalid=True)[0] for d in docs}
 
 
 def test_grpcroute_defaults() -> None:

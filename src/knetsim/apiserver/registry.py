@@ -123,8 +123,7 @@ class IngressStorage(Storage):
         from ..ingress.controllers import controllers_among
 
         bad = webhook.invalid_paths(obj)
-        annotated = any(str(k).startswith("nginx.ingress.kubernetes.io/") or str(k).endswith("-snippet")
-                        for k in ((obj.get("metadata") or {}).get("annotations") or {}))
+        annotated = webhook.annotated(obj)
         if not bad and not annotated:
             return
         controllers = controllers_among(Pod.parse(s.body) for s in registry.store.list("Pod"))

@@ -103,10 +103,6 @@ def _subresource_entry(r: Resource, sub: str) -> dict[str, Any]:
     elif sub == "log":
         kind = {"group": "", "version": "v1", "kind": "Pod"}
         verbs = ["get"]
-    elif sub in ("binding", "eviction"):
-        kind = {"group": "" if sub == "binding" else "policy", "version": "v1",
-                "kind": "Binding" if sub == "binding" else "Eviction"}
-        verbs = ["create"]
     return {"subresource": sub, "responseKind": kind, "verbs": verbs}
 
 

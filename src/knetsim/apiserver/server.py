@@ -477,41 +477,40 @@ class ApiServer:
     async def _stream(self, initial: list[tuple[str, dict[str, Any]]], send: Callable[..., Any], rv_text: str,
                       t: Target, start: int, visible: Callable[..., bool], watcher: Watcher, timeout: float,
                       request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
-        if True:
-            for kind, obj in initial:
-                await send(kind, obj)
-            if rv_text not in ("", "0"):
-                history = self.store.since(t.resource.kind, start)
-                if history is None:
-                    await send("ERROR", ApiError(410, "Expired", f"too old resource version: {start} "
-                                                                 f"({self.store.oldest_rv})").status())
-                    return resp
-                for c in history:
-                    ev = _filtered(c, visible)
-                    if ev:
-                        await send(*ev)
-                    start = c.rv
-                start = max(start, max((c.rv for c in history), default=start))
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while not self.closing:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    change = await asyncio.wait_for(watcher.queue.get(), min(remaining, 30))
-                except TimeoutError:
-                    if request.transport is None or request.transport.is_closing():
-                        break
-                    continue
-                if change is None:
-                    break
-                if change.rv <= start:
-                    continue
-                ev = _filtered(change, visible)
+        for kind, obj in initial:
+            await send(kind, obj)
+        if rv_text not in ("", "0"):
+            history = self.store.since(t.resource.kind, start)
+            if history is None:
+                await send("ERROR", ApiError(410, "Expired", f"too old resource version: {start} "
+                                                             f"({self.store.oldest_rv})").status())
+                return resp
+            for c in history:
+                ev = _filtered(c, visible)
                 if ev:
                     await send(*ev)
-            return resp
+                start = c.rv
+            start = max(start, max((c.rv for c in history), default=start))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.closing:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                change = await asyncio.wait_for(watcher.queue.get(), min(remaining, 30))
+            except TimeoutError:
+                if request.transport is None or request.transport.is_closing():
+                    break
+                continue
+            if change is None:
+                break
+            if change.rv <= start:
+                continue
+            ev = _filtered(change, visible)
+            if ev:
+                await send(*ev)
+        return resp
 
     async def _log(self, request: web.Request, t: Target) -> web.StreamResponse:
         if request.method != "GET" or not t.name:

@@ -24,23 +24,26 @@ from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
 from ..model.kinds import (
     BY_KIND,
-    CLUSTER_POLICY_KINDS,
     CLUSTER_SCOPED_BUILTINS,
-    ENVOY_GATEWAY_POLICY_KINDS,
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
     KINDS,
+    view_of,
 )
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
 from ..model.objects import (
     ENDPOINTSLICE_CONTROLLER,
-    PARSERS,
+    INGRESS_CLASS_ANNOTATION,
     EndpointSlice,
     Ingress,
     IngressClass,
     Meta,
+    Namespace,
+    NetworkPolicy,
     Node,
     Object,
+    Pod,
+    Service,
 )
 from ..model.strategy import apply_defaults, strategy_for
 from . import rollout, servicecidrs
@@ -237,7 +240,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
-    _gateway_infra(by_kind, merged)
+    gateway_views = _gateway_views(by_kind)
+    _gateway_infra(gateway_views, by_kind, merged)
 
     _namespaces(state, by_kind, docs)
     _nodes(state, by_kind, config)
@@ -255,8 +259,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     state.notices.extend(schedule(pod_bodies, nodes))
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))
     for body, source in pod_bodies:
-        pod = PARSERS["Pod"](body, source)
-        state.pods[pod.key] = pod  # type: ignore[assignment]
+        pod = Pod.parse(body, source)
+        state.pods[pod.key] = pod
     for w in workload_inputs:
         _keep(state, w.body, w.source)
     for body, source in expanded.workloads:
@@ -278,10 +282,10 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         errors.append(ManifestError(failure.source, failure.subject, failure.error))
         failed.add(str(failure.subject))
     for body, source in service_bodies:
-        svc = PARSERS["Service"](body, source)
+        svc = Service.parse(body, source)
         if f"Service {svc.key}" in failed and source is not BUILTIN:
             continue
-        state.services[svc.key] = svc  # type: ignore[assignment]
+        state.services[svc.key] = svc
 
     _service_cidrs(state, by_kind)
 
@@ -299,34 +303,28 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for doc in by_kind.get("IngressClass", []):
         state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
     for doc in by_kind.get("Ingress", []):
-        ing = _publish_ingress_status(state, _ingress_class_defaulting(state, doc))
+        ing = _ingress(state, doc)
         state.ingresses[ing.key] = ing
     for doc in by_kind.get("NetworkPolicy", []):
-        np = PARSERS["NetworkPolicy"](doc.body, doc.source)
-        state.network_policies[np.key] = np  # type: ignore[assignment]
+        np = NetworkPolicy.parse(doc.body, doc.source)
+        state.network_policies[np.key] = np
 
-    _gateway_api(state, by_kind)
+    _gateway_api(state, gateway_views)
 
-    # Kinds a layer reads from state.others (it parses them itself): policies, a Gateway's Secrets and CA bundles.
-    kept_for_policy = {"CiliumNetworkPolicy", *CLUSTER_POLICY_KINDS, *GATEWAY_READ_AS_KEPT,
-                       *ENVOY_GATEWAY_POLICY_KINDS}
-    # A CronJob acts over time (the live cluster's controller makes its Jobs, which are simulated once they
-    # exist); at one instant there is nothing more to simulate, so it is kept without a warning.
-    # Secrets are read where they take part (TLS certificates, ingress-nginx's and Envoy Gateway's htpasswd files).
-    # A CustomResourceDefinition in the input is used by admission (it defines its kind), not simulated.
-    kept_as_is = {"CronJob", "Secret", "CustomResourceDefinition"}
-    # ServiceCIDR and IPAddress were placed by _service_cidrs, computed.
-    simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is \
-        | {"ServiceCIDR", "IPAddress"}
+    # Every other kind is kept as read (state.others): a layer that reads it parses it itself (policies, a
+    # Gateway's Secrets and CA bundles). Warned about unless it is simulated or read so (model.kinds): a CronJob
+    # acts over time (the live cluster's controller makes its Jobs, which are simulated once they exist), and at
+    # one instant there is nothing more to simulate; a CustomResourceDefinition in the input is used by admission
+    # (it defines its kind). ServiceCIDRs and IPAddresses were placed by _service_cidrs, computed.
+    placed = {info.kind for info in KINDS if info.collection} | {"ServiceCIDR", "IPAddress"}
+    quiet = {info.kind for info in KINDS if info.simulated} | GATEWAY_READ_AS_KEPT | {"CustomResourceDefinition"}
     for kind, kind_docs in sorted(by_kind.items()):
-        if kind in simulated:
-            if kind in kept_for_policy or kind in kept_as_is:
-                for d in kind_docs:
-                    _keep_other(state, d)
+        if kind in placed:
             continue
         for d in kind_docs:
             _keep_other(state, d)
-        state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
+        if kind not in quiet:
+            state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
     _first_generation(state)
     return BuildResult(state, errors)
 
@@ -334,14 +332,24 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 def _first_generation(state: ClusterState) -> None:
     """``metadata.generation: 1`` on every object the build created of a kind whose strategy counts spec changes
     (PrepareForCreate sets it, as the live registry does), so it agrees with the observedGeneration its status
-    reports. What a live cluster stored keeps its own."""
-    counted = {info.kind for info in KINDS if strategy_for(info.kind).generation}
+    reports. What a live cluster stored keeps its own. The strategy is the one admission used (a custom kind's
+    is its CRD's)."""
+    counted: dict[str, bool] = {}
     for name in COLLECTIONS:
         for obj in getattr(state, name).values():
             meta = obj.raw.get("metadata")
-            if obj.kind in counted and isinstance(meta, dict) and "generation" not in meta \
-                    and not from_live_cluster(obj.raw):
+            if not isinstance(meta, dict) or "generation" in meta or from_live_cluster(obj.raw):
+                continue
+            if obj.kind not in counted:
+                counted[obj.kind] = _counts_generation(obj.kind)
+            if counted[obj.kind]:
                 meta["generation"] = 1
+
+
+def _counts_generation(kind: str) -> bool:
+    info = BY_KIND.get(kind)
+    resolved = admission.resolve(info.api_version, kind) if info is not None else None
+    return resolved is not None and admission.strategy(resolved).generation
 
 
 def _service_cidrs(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
@@ -369,21 +377,31 @@ def _service_cidrs(state: ClusterState, by_kind: dict[str, list[Document]]) -> N
         _keep_other(state, Document(doc.source, body))
 
 
-def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, str, str], Document]) -> None:
+def _gateway_views(by_kind: dict[str, list[Document]]) -> dict[str, list[Object]]:
+    """The typed view of every Gateway API object (model.kinds.view_of), parsed once: the infrastructure
+    reads the classes, Gateways and ListenerSets before the controllers run, the state keeps them all."""
+    out: dict[str, list[Object]] = {}
+    for kind in sorted(GATEWAY_API_KINDS):
+        docs = by_kind.get(kind)
+        if docs:
+            parse = view_of(kind)
+            assert parse is not None, kind  # every Gateway API kind declares its view (model/apis/catalog.py)
+            out[kind] = [parse(d.body, d.source) for d in docs]
+    return out
+
+
+def _gateway_infra(views: dict[str, list[Object]], by_kind: dict[str, list[Document]],
+                   merged: dict[tuple[str, str, str], Document]) -> None:
     """Envoy Gateway's control plane and one proxy Deployment + LoadBalancer Service per Gateway of an
     accepted class (cluster/gatewayinfra.py), added before the controllers run so they get pods and IPs.
     What the input already has (a snapshot of a cluster running Envoy Gateway) is kept as it is."""
-    if not by_kind.get("GatewayClass"):
+    if not views.get("GatewayClass"):
         return  # no class, no Gateway controller: nothing to install
-    from ..model import gatewayapi
-
-    classes = [gatewayapi.GatewayClass.parse(d.body, d.source) for d in by_kind.get("GatewayClass", [])]
-    gateways = [gatewayapi.Gateway.parse(d.body, d.source) for d in by_kind.get("Gateway", [])]
-    listener_sets = [gatewayapi.ListenerSet.parse(d.body, d.source) for d in by_kind.get("ListenerSet", [])]
     labels = {d.name: {**((d.body.get("metadata") or {}).get("labels") or {}), "kubernetes.io/metadata.name": d.name}
               for d in by_kind.get("Namespace", [])}
     pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
-    for body in infra_manifests(classes, gateways, listener_sets, labels):
+    for body in infra_manifests(views["GatewayClass"], views.get("Gateway", []),  # type: ignore[arg-type]
+                                views.get("ListenerSet", []), labels):  # type: ignore[arg-type]
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:
@@ -399,22 +417,12 @@ def _gateway_infra(by_kind: dict[str, list[Document]], merged: dict[tuple[str, s
         docs.sort(key=lambda d: (d.namespace, d.name))
 
 
-def _gateway_api(state: ClusterState, by_kind: dict[str, list[Document]]) -> None:
-    """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status)."""
-    if not any(by_kind.get(kind) for kind in GATEWAY_API_KINDS):
-        return
-    from ..model import gatewayapi
-
-    for doc in by_kind.get("GatewayClass", []):
-        state.gateway_classes[doc.name] = gatewayapi.GatewayClass.parse(doc.body, doc.source)
-    collections: dict[str, dict[str, Any]] = {
-        "Gateway": state.gateways, "HTTPRoute": state.http_routes, "ReferenceGrant": state.reference_grants,
-        "GRPCRoute": state.grpc_routes, "TLSRoute": state.tls_routes, "TCPRoute": state.tcp_routes,
-        "UDPRoute": state.udp_routes, "ListenerSet": state.listener_sets,
-        "BackendTLSPolicy": state.backend_tls_policies}
-    for kind, collection in collections.items():
-        for doc in by_kind.get(kind, []):
-            obj = gatewayapi.PARSERS[kind](doc.body, doc.source)
+def _gateway_api(state: ClusterState, views: dict[str, list[Object]]) -> None:
+    """The Gateway API objects, kept typed for knetsim.gateway (which computes routing and status), each in its
+    kind's collection."""
+    for kind, objs in views.items():
+        collection = getattr(state, BY_KIND[kind].collection)
+        for obj in objs:
             collection[obj.key] = obj
 
 
@@ -430,8 +438,8 @@ def _keep_other(state: ClusterState, doc: Document) -> None:
 
 def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: list[Document]) -> None:
     for doc in by_kind.get("Namespace", []):
-        ns = PARSERS["Namespace"](doc.body, doc.source)
-        state.namespaces[ns.name] = ns  # type: ignore[assignment]
+        ns = Namespace.parse(doc.body, doc.source)
+        state.namespaces[ns.name] = ns
     missing: dict[str, Document] = {}
     for doc in docs:
         info = BY_KIND.get(doc.kind)
@@ -448,7 +456,7 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
             state.warn("NamespaceCreated", f"namespace {name!r} is not in the input; assumed to exist (kubectl "
                        f"apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
         body = apply_defaults({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        state.namespaces[name] = PARSERS["Namespace"](body, CONTROLLER)  # type: ignore[assignment]
+        state.namespaces[name] = Namespace.parse(body, CONTROLLER)
 
 
 def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: ClusterConfig) -> None:
@@ -554,29 +562,33 @@ def _endpoint_slices(state: ClusterState) -> None:
     state.__dict__.pop("_slices_by_service", None)
 
 
-def _ingress_class_defaulting(state: ClusterState, doc: Document) -> Ingress:
-    ing = Ingress.parse(doc.body, doc.source)
-    if ing.class_annotation is not None:
+def _ingress(state: ClusterState, doc: Document) -> Ingress:
+    """An Ingress as the cluster holds it, parsed once: the DefaultIngressClass admission plugin's class
+    (``admission.admit_create`` over the admitted IngressClasses, as the live registry runs it) and the status
+    its controller publishes are set on the dict first."""
+    body = doc.body
+    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    if annotations.get(INGRESS_CLASS_ANNOTATION) is not None:
         state.warn("IngressClassAnnotation", "annotation \"kubernetes.io/ingress.class\" is deprecated, please use "
                    "'spec.ingressClassName' instead", doc.describe(), doc.source)
-    if ing.class_name is not None or ing.class_annotation is not None:
-        return ing
-    body = dict(doc.body, spec=dict(doc.body.get("spec") or {}))
-    classes = [c.raw for c in state.ingress_classes.values()]
-    chosen = admission.default_ingress_class(body, classes)
-    if chosen is None:
-        return ing
-    defaults = admission.default_ingress_classes(classes)
-    if len(defaults) > 1:
-        names = sorted(str(c["metadata"]["name"]) for c in defaults)
-        state.warn("MultipleDefaultIngressClasses",
-                   f"{len(defaults)} default IngressClasses ({', '.join(names)}); "
-                   f"a v1.35 API server picks the newest, {chosen!r} (older docs say the Ingress is rejected)",
-                   doc.describe(), doc.source)
+    elif spec.get("ingressClassName") is None:
+        classes = [c.raw for c in state.ingress_classes.values()]
+        body = dict(body, spec=dict(spec))
+        kind = admission.resolve(str(body.get("apiVersion") or "networking.k8s.io/v1"), "Ingress")
+        if kind is not None:
+            admission.admit_create(body, kind, lambda k: classes if k == "IngressClass" else [])
+        chosen = body["spec"].get("ingressClassName")
+        defaults = admission.default_ingress_classes(classes) if chosen is not None else []
+        if len(defaults) > 1:
+            names = sorted(str(c["metadata"]["name"]) for c in defaults)
+            state.warn("MultipleDefaultIngressClasses",
+                       f"{len(defaults)} default IngressClasses ({', '.join(names)}); "
+                       f"a v1.35 API server picks the newest, {chosen!r} (older docs say the Ingress is rejected)",
+                       doc.describe(), doc.source)
+    controllers = {c.name: c.controller for c in state.ingress_classes.values()}
+    status = ingress_nginx_status(body, controllers, state.config)
+    if status is not None:
+        body = dict(body, status=status)
     return Ingress.parse(body, doc.source)
-
-
-def _publish_ingress_status(state: ClusterState, ing: Ingress) -> Ingress:
-    classes = {c.name: c.controller for c in state.ingress_classes.values()}
-    status = ingress_nginx_status(ing.raw, classes, state.config)
-    return ing if status is None else Ingress.parse(dict(ing.raw, status=status), ing.source)

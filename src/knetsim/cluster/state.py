@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ..model.kinds import BY_KIND, KINDS, OTHERS, WORKLOADS
 from ..model.labels import Selector
 from ..model.loader import CONTROLLER, Source
 from ..model.objects import (
@@ -60,29 +61,26 @@ class Notice:
         return f"{where}{subject}{self.message}"
 
 
-# eq=False: a state is an identity (hashable, cacheable by layers above), never compared by value.
-# Where each kind lives in a ClusterState: cluster-scoped kinds keyed by name, namespaced ones by
-# "namespace/name"; workloads (kept for `get`) and every other kind keyed by (kind, "namespace/name").
-KEYED_BY_NAME = {"Namespace": "namespaces", "Node": "nodes", "IngressClass": "ingress_classes",
-                 "GatewayClass": "gateway_classes"}
-KEYED_BY_REF = {"Pod": "pods", "Service": "services", "EndpointSlice": "endpoint_slices", "Ingress": "ingresses",
-                "NetworkPolicy": "network_policies", "Gateway": "gateways", "HTTPRoute": "http_routes",
-                "ReferenceGrant": "reference_grants", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
-                "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes", "ListenerSet": "listener_sets",
-                "BackendTLSPolicy": "backend_tls_policies"}
+# Where each kind lives in a ClusterState, derived from its declaration (model.kinds: KindInfo.collection):
+# cluster-scoped kinds keyed by name, namespaced ones by "namespace/name"; workloads (kept for `get`) and every
+# other kind keyed by (kind, "namespace/name").
+KEYED_BY_NAME = {k.kind: k.collection for k in KINDS if k.keyed_collection and not k.namespaced}
+KEYED_BY_REF = {k.kind: k.collection for k in KINDS if k.keyed_collection and k.namespaced}
 # The kinds whose controllers make pods (their pods are the simulation's; they are kept for `get`).
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
-KEPT_AS_WORKLOADS = (*WORKLOAD_KINDS, "Endpoints")
+KEPT_AS_WORKLOADS = tuple(k.kind for k in KINDS if k.collection == WORKLOADS)
 # Every collection of a ClusterState, by attribute name.
-COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), "workloads", "others")
+COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), WORKLOADS, OTHERS)
 
 
 def collection_of(kind: str) -> str:
     """The ClusterState attribute that holds objects of ``kind``."""
-    return KEYED_BY_NAME.get(kind) or KEYED_BY_REF.get(kind) or \
-        ("workloads" if kind in KEPT_AS_WORKLOADS else "others")
+    info = BY_KIND.get(kind)
+    return info.collection if info is not None and info.collection else OTHERS
 
 
+# eq=False: a state is an identity (hashable, cacheable by layers above), never compared by value.
+# A kind with a collection of its own (KindInfo.collection) has its field here, typed by its view.
 @dataclass(eq=False)
 class ClusterState:
     config: ClusterConfig

@@ -8,8 +8,8 @@ gone. Then it writes the status of every Gateway API object from one translation
 (``knetsim.gateway.status_of``), keeping transition times, so a settled cluster is a fixed point.
 
 Its decisions read the whole Gateway API picture (routes, their backends, grants, namespaces), so
-there is one key for all of it, woken by a change of any Gateway API object, Service or Namespace,
-or of a proxy pod; a cluster without GatewayClasses costs nothing.
+there is one key for all of it, woken by a change of any Gateway API object (but a change of its status
+only: its own write), Service or Namespace, or of a proxy pod; a cluster without GatewayClasses costs nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..apiserver.store import Change, Key
 from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests
 from ..model.kinds import GATEWAY_API_KINDS
 from ..model.labels import Selector
-from .base import Controller
+from .base import Controller, status_only
 
 KEY: Key = ("GatewayAPI", "", "")
 WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace"}
@@ -37,7 +37,8 @@ class GatewayController(Controller):
 
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind in GATEWAY_API_KINDS:
-            return [KEY]
+            # Its own status writes ask nothing new of it (the translation reads specs, not statuses).
+            return [] if status_only(change) else [KEY]
         # Backends, allowed namespaces, the proxy's address and its pods' readiness (Programmed).
         proxy_pod = change.kind == "Pod" and (change.obj.get("metadata") or {}).get("namespace") == EG_NAMESPACE
         if (change.kind in WAKES or proxy_pod) and self.informer.keys("GatewayClass"):

@@ -12,7 +12,8 @@ controller hears of it:
 * uids, and dependents by owner uid (``ownerReferences``): owners, children, garbage;
 * pods per node and the pod IPs in use (the scheduler's load, the node IPAM).
 
-Typed views (``model.objects``) are parsed on first use and kept until the object changes.
+Typed views (each kind's declared view: ``model.kinds.view_of``) are parsed on first use and kept until the
+object changes.
 
 An object of the wrong shape (a ``spec`` that is a string: what an older store or a gap in admission
 may hold) is this boundary's to catch, once: it is left out of the indexes and of the typed views
@@ -30,10 +31,10 @@ from typing import Any
 from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
 from ..cluster.state import WORKLOAD_KINDS
-from ..model.kinds import GATEWAY_API_KINDS
+from ..model.kinds import view_of
 from ..model.labels import EQUALS, Selector
 from ..model.loader import BUILTIN, Source
-from ..model.objects import PARSERS, Meta, Object
+from ..model.objects import Meta, Object
 
 log = logging.getLogger("knetsim.controllers")
 SHAPE_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError)  # a reader meets the wrong type
@@ -213,7 +214,9 @@ class Informer:
         if stored is None or key in self.unreadable:
             return None
         source = BUILTIN if stored.managed == "system" else API_SOURCE
-        parser = PARSERS.get(key[0]) or _gateway_parser(key[0])
+        # Its declared view (model.kinds), the view's module imported at the first object of the kind: a
+        # cluster without Gateway API objects (every start of the live cluster) never builds their classes.
+        parser = view_of(key[0])
         try:
             obj = parser(stored.body, source) if parser is not None else \
                 Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
@@ -284,12 +287,3 @@ class Informer:
     def ip_in_use(self, ip: str) -> bool:
         return ip in self._pod_ips
 
-
-def _gateway_parser(kind: str) -> Any:
-    # Imported at the first object that needs it: a cluster without Gateway API objects (every start of
-    # the live cluster) never builds the Gateway model's classes.
-    if kind not in GATEWAY_API_KINDS:
-        return None
-    from ..model import gatewayapi
-
-    return gatewayapi.PARSERS.get(kind)

@@ -63,6 +63,7 @@ from ..model.gatewayapi import (
     RouteRule,
     StreamRoute,
 )
+from ..model.kinds import BY_KIND, ROUTE_KINDS
 from ..model.objects import Object, Service
 from . import hostnames, listeners
 from .backendtls import BackendTLS, Policies, PolicyContext, ancestor_ref
@@ -71,8 +72,8 @@ from .grants import ReferenceFrom, ReferenceTo, reference_permitted
 from .listeners import ListenerContext, parse_selector
 
 ROUTE_KIND = "HTTPRoute"
-ROUTE_COLLECTIONS = {"HTTPRoute": "http_routes", "GRPCRoute": "grpc_routes", "TLSRoute": "tls_routes",
-                     "TCPRoute": "tcp_routes", "UDPRoute": "udp_routes"}
+# Where the state keeps each route kind (their declarations: model/apis/catalog.py).
+ROUTE_COLLECTIONS = {kind: BY_KIND[kind].collection for kind in ROUTE_KINDS}
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite",
                      "RequestMirror", "CORS")
 GRPC_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestMirror")

@@ -13,6 +13,8 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.objects import INGRESS_CLASS_ANNOTATION, Ingress, IngressBackend
 from .annotations import parse as parse_annotations
+from .annotations.base import Cause
+from .annotations.values import PREFIX, SNIPPET_SUFFIX
 from .backends import closest_name, resolve_backend
 from .config import controller_config
 from .controllers import IngressController, resolve_class, running_controllers
@@ -180,7 +182,6 @@ def _annotation_findings(state: ClusterState, ing: Ingress,
     """ingress-nginx's annotations as the claiming controller reads them: values it refuses, snippets, canaries
     that match nothing, annotations it does not know."""
     from .annotations import parse
-    from .annotations.values import PREFIX
     from .config import controller_config
 
     res = resolve_class(state, ing, controllers)
@@ -195,13 +196,14 @@ def _annotation_findings(state: ClusterState, ing: Ingress,
         code, severity, effect = _EFFECT_FINDINGS[problem.effect]
         fix = (f"kubectl -n {ing.namespace} annotate ingress {ing.name} {problem.annotation}- (or give it a value "
                "ingress-nginx accepts)")
-        if "Snippet directives are disabled" in problem.message or "risky annotation" in problem.message:
-            code = "IngressSnippetRefused" if "snippet" in problem.message.lower() else code
+        if problem.cause in (Cause.SNIPPETS_DISABLED, Cause.RISKY):
+            snippet = problem.cause == Cause.SNIPPETS_DISABLED or problem.annotation.endswith(SNIPPET_SUFFIX)
+            code = "IngressSnippetRefused" if snippet else code
             fix = ("snippets are arbitrary nginx configuration (CVE-2021-25742): express it with annotations, or, if "
                    "the cluster's administrator accepts the risk, set allow-snippet-annotations: \"true\" and "
                    "annotations-risk-level: Critical in the controller's ConfigMap")
-        message = problem.message if "503" in problem.message and problem.effect == "denied" \
-            else f"{problem.message} — {effect}"
+        # A denied location's message already says that every location answers 503.
+        message = problem.message if problem.cause == Cause.LOCATION_DENIED else f"{problem.message} — {effect}"
         out.append(IngressFinding(code, severity, subject, f"metadata.annotations[{problem.annotation}]", message,
                                   fix))
     for name, text in parsed.snippets.present():
@@ -249,7 +251,7 @@ def _canary_elsewhere(ing: Ingress, model: Model, subject: str) -> list[IngressF
             continue
         shown = ", ".join(elsewhere[:4]) + (f" and {len(elsewhere) - 4} more" if len(elsewhere) > 4 else "")
         out.append(IngressFinding(
-            "IngressCanaryShared", "warning", subject, "metadata.annotations[nginx.ingress.kubernetes.io/canary]",
+            "IngressCanaryShared", "warning", subject, f"metadata.annotations[{PREFIX}canary]",
             f"the canary is attached to upstream {primary}, not to a host: ingress-nginx's balancer also sends "
             f"{shown} to {canary.backend.describe()} by the same header, cookie and weight",
             "route those paths to a Service of their own (another Service selecting the same pods, or another port), "

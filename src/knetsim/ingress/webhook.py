@@ -78,6 +78,13 @@ def claiming_controller(ingress: Mapping[str, Any], class_controllers: Mapping[s
     return next((c for c in controllers if c.watch_without_class), None)
 
 
+def annotated(ingress: Mapping[str, Any]) -> bool:
+    """Whether the webhook has annotations of the Ingress to check (``annotations.values.annotated``)."""
+    from .annotations.values import annotated as carries_nginx_annotations
+
+    return carries_nginx_annotations(ingress)
+
+
 def annotation_errors(ingress: Mapping[str, Any], configmap: Mapping[str, str] | None) -> list[str]:
     """What the webhook says about the Ingress's annotations (``CheckIngress``): snippets while the
     administrator disallows them, annotations over ``annotations-risk-level``, values their validator
@@ -86,22 +93,21 @@ def annotation_errors(ingress: Mapping[str, Any], configmap: Mapping[str, str] |
     from ..cluster.state import ClusterState
     from ..model.objects import Ingress
     from .annotations import parse
+    from .annotations.base import Cause, Effect
     from .config import DEFAULT, read
 
-    annotations = (ingress.get("metadata") or {}).get("annotations") or {}
-    if not isinstance(annotations, dict) or not any(str(k).startswith("nginx.ingress.kubernetes.io/")
-                                                    or str(k).endswith("-snippet") for k in annotations):
+    if not annotated(ingress):
         return []
     config = read(configmap) if configmap is not None else DEFAULT
     parsed = parse(Ingress.parse(dict(ingress)), config, ClusterState(ClusterConfig()))
     out = []
     for problem in parsed.problems:
-        if problem.effect != "rejected":
+        if problem.effect != Effect.REJECTED:
             continue
-        if "Snippet directives are disabled" in problem.message:
+        if problem.cause == Cause.SNIPPETS_DISABLED:
             out.append(problem.message)
-        elif "risky annotation" in problem.message:
-            out.append(problem.message.split(" (", 1)[0])
+        elif problem.cause == Cause.RISKY:
+            out.append(problem.message.split(" (", 1)[0])  # the webhook's words end where knetsim's detail starts
         else:
             out.append(f"annotation {problem.annotation} contains invalid value")
     return out

@@ -39,13 +39,14 @@ from ..cluster.state import ClusterState
 from ..gateway import GatewayRouteError, translate
 from ..gateway import route as gateway_route
 from ..ingress import RouteError, probes, route_request
+from ..ingress.annotations.values import PREFIX
 from ..ingress.router import controller_view
 from ..model.http import HTTPRequest, RouteAnswer
 from ..network.gateway import gateway_for_host
 from . import tlsprobes
 
 UNNAMED_HOST = probes.UNNAMED_HOST
-NGINX = "nginx.ingress.kubernetes.io/"
+NGINX = PREFIX
 BURST = 100
 
 

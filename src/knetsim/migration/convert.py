@@ -34,6 +34,7 @@ from ..cluster.state import ClusterState
 from ..ingress import resolve_backend, resolve_class, running_controllers
 from ..ingress.annotations import IngressAnnotations
 from ..ingress.annotations.redirect import www_counterpart
+from ..ingress.annotations.values import PREFIX
 from ..ingress.config import ControllerConfig, controller_config
 from ..ingress.controllers import NGINX_CONTROLLER_CLASS as NGINX_CONTROLLER
 from ..ingress.servers import Model, build, nginx_path_type
@@ -42,7 +43,7 @@ from ..model.objects import Ingress, IngressBackend
 from . import features
 
 API = "gateway.networking.k8s.io/v1"
-NGINX = "nginx.ingress.kubernetes.io/"
+NGINX = PREFIX
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,18 +2,17 @@
 
 The ten kinds of the standard channel of v1.6.1: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
 TLSRoute, TCPRoute, UDPRoute, ListenerSet, BackendTLSPolicy and ReferenceGrant (v1; v1beta1 of the
-four that still serve it is read the same way: the fields knetsim uses did not change). The schema-driven decoder
-validates and defaults the objects before they get here; these parsers still never trust a
-shape: a field of the wrong type is read as absent and reported in ``problems`` (the object's
-field path and what was wrong), so odd input degrades instead of crashing.
+four that still serve it is read the same way: the fields knetsim uses did not change). The kinds, their
+collections and these views are declared in the catalog (``model/apis/catalog.py``); their types, with the
+defaults and rules of the CRDs, are ``model/apis/gateway_v1.py``.
 
-Defaults the CRDs declare are applied here too (idempotent with the decoder's), because the
-routing code must see them even for an object that skipped admission (a snapshot):
-``matches`` → one PathPrefix ``/``; path type PathPrefix, value ``/``; header and query match
-type Exact; backendRef group ``""``, kind Service, weight 1; parentRef group
-gateway.networking.k8s.io, kind Gateway; ``allowedRoutes`` → namespaces from Same;
-redirect statusCode 302; GRPCRoute method match type Exact; ``allowedListeners`` → from None;
-frontend validation mode AllowValidOnly; listener TLS mode Terminate.
+The types are the model: every object that reaches a view was admitted (the offline build admits its input,
+snapshots included; the live registry admits every write), so the CRDs' defaults are already in it and the
+views read them as they are, adding none of their own. What they do add is what the schema leaves open (a
+Gateway without ``allowedListeners`` admits no ListenerSet; a rule without backends has none). They still never
+trust a shape: a field of the wrong type, or a defaulted field missing from an object that skipped admission,
+is read as absent and reported in ``problems`` (the object's field path and what was wrong), so odd input
+degrades instead of crashing.
 """
 
 from __future__ import annotations
@@ -22,15 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .apis.catalog import DEFINITIONS, GATEWAY_GROUP
+from .kinds import ROUTE_KINDS as ROUTE_KINDS  # re-exported: the route kinds, with their model
+from .kinds import view_of
 from .loader import BUILTIN, Source
 from .objects import Meta, Object
 
-GROUP = "gateway.networking.k8s.io"
-ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
-KINDS = ("GatewayClass", "Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy", "ReferenceGrant")
-# Core kinds the Gateway simulation reads as they are kept: listener certificates (kubernetes.io/tls Secrets,
-# also the ones a backend pod mounts for its TLS server) and CA bundles (ConfigMaps, Secrets).
-READ_AS_KEPT = ("ConfigMap", "Secret")
+GROUP = GATEWAY_GROUP
+# The kinds are declared in the catalog (model/apis/catalog.py), each once; these are derived from it.
+KINDS = tuple(d.kind for d in DEFINITIONS if d.group == GATEWAY_GROUP)
 SERVED_VERSIONS = ("v1", "v1beta1")
 
 
@@ -63,6 +62,21 @@ class _Reader:
             return value
         self.problems.append(f"{path}: expected a string, got {type(value).__name__}")
         return default
+
+    def defaulted(self, value: Any, path: str) -> str:
+        """A string the CRD gives a default, so that every admitted object has it: read as it is. Absent only on
+        an object that skipped admission (one built by hand), which is reported and read as empty."""
+        if value is None:
+            self.problems.append(f"{path}: Required value (the CRD defaults it: the object was not admitted)")
+            return ""
+        return self.as_str(value, path) or ""
+
+    def defaulted_int(self, value: Any, path: str) -> int | None:
+        """An integer the CRD gives a default (as ``defaulted``); None when absent or of the wrong type."""
+        if value is None:
+            self.problems.append(f"{path}: Required value (the CRD defaults it: the object was not admitted)")
+            return None
+        return self.as_int(value, path)
 
     def as_int(self, value: Any, path: str, default: int | None = None) -> int | None:
         if value is None:
@@ -241,7 +255,7 @@ def _frontend_validation(r: _Reader, holder: Mapping[str, Any], port: int | None
         return None
     refs = tuple(ref for j, item in enumerate(r.as_list(raw.get("caCertificateRefs"), f"{path}.caCertificateRefs"))
                  if (ref := _object_ref(r, item, j, f"{path}.caCertificateRefs", "", "ConfigMap")) is not None)
-    mode = r.as_str(raw.get("mode"), f"{path}.mode", "AllowValidOnly") or "AllowValidOnly"
+    mode = r.defaulted(raw.get("mode"), f"{path}.mode")
     return FrontendValidation(port, refs, mode, path)
 
 
@@ -280,7 +294,8 @@ def _listener(r: _Reader, item: Any, i: int) -> Listener | None:
             km = r.as_map(k, f"{path}.allowedRoutes.kinds[{j}]")
             kind = r.as_str(km.get("kind"), f"{path}.allowedRoutes.kinds[{j}].kind")
             if kind:
-                kinds.append(RouteGroupKind(r.as_str(km.get("group"), "group", GROUP) or "", kind))
+                kinds.append(RouteGroupKind(r.defaulted(km.get("group"), f"{path}.allowedRoutes.kinds[{j}].group"),
+                                            kind))
     hostname = r.as_str(raw.get("hostname"), f"{path}.hostname")
     return Listener(
         index=i,
@@ -288,9 +303,9 @@ def _listener(r: _Reader, item: Any, i: int) -> Listener | None:
         port=r.as_int(raw.get("port"), f"{path}.port"),
         protocol=r.as_str(raw.get("protocol"), f"{path}.protocol", "") or "",
         hostname=hostname or None,
-        tls_mode=(r.as_str(tls.get("mode"), f"{path}.tls.mode", "Terminate") or "Terminate") if tls else None,
+        tls_mode=r.defaulted(tls.get("mode"), f"{path}.tls.mode") if tls else None,
         certificate_refs=tuple(refs),
-        namespaces_from=r.as_str(namespaces.get("from"), f"{path}.allowedRoutes.namespaces.from", "Same") or "Same",
+        namespaces_from=r.defaulted(namespaces.get("from"), f"{path}.allowedRoutes.namespaces.from"),
         namespace_selector=selector if isinstance(selector, Mapping) else None,
         kinds=tuple(kinds) if kinds is not None else None,
     )
@@ -408,8 +423,7 @@ class HTTPRoute(Object):
         spec = r.as_map(raw.get("spec"), "spec")
         parents = _parent_refs(r, spec)
         hostnames = _hostnames(r, spec)
-        rules_raw = r.as_list(spec.get("rules"), "spec.rules") if "rules" in spec else [{}]
-        rules = tuple(_rule(r, item, i) for i, item in enumerate(rules_raw))
+        rules = tuple(_rule(r, item, i) for i, item in enumerate(r.as_list(spec.get("rules"), "spec.rules")))
         return cls("HTTPRoute", _meta("HTTPRoute", raw), raw, source, parent_refs=parents, hostnames=hostnames,
                    rules=rules, generation=_generation(raw), problems=tuple(r.problems))
 
@@ -420,8 +434,7 @@ def _parent_ref(r: _Reader, item: Any, i: int, where: str) -> ParentRef | None:
     name = r.as_str(raw.get("name"), f"{path}.name")
     if not name:
         return None
-    return ParentRef(i, r.as_str(raw.get("group"), f"{path}.group", GROUP) or "",
-                     r.as_str(raw.get("kind"), f"{path}.kind", "Gateway") or "Gateway",
+    return ParentRef(i, r.defaulted(raw.get("group"), f"{path}.group"), r.defaulted(raw.get("kind"), f"{path}.kind"),
                      r.as_str(raw.get("namespace"), f"{path}.namespace") or None, name,
                      r.as_str(raw.get("sectionName"), f"{path}.sectionName") or None,
                      r.as_int(raw.get("port"), f"{path}.port"), raw)
@@ -430,8 +443,8 @@ def _parent_ref(r: _Reader, item: Any, i: int, where: str) -> ParentRef | None:
 def _rule(r: _Reader, item: Any, i: int) -> RouteRule:
     path = f"spec.rules[{i}]"
     raw = r.as_map(item, path)
-    matches_raw = r.as_list(raw.get("matches"), f"{path}.matches") if raw.get("matches") is not None else [{}]
-    matches = tuple(_match(r, m, f"{path}.matches[{j}]") for j, m in enumerate(matches_raw))
+    matches = tuple(_match(r, m, f"{path}.matches[{j}]")
+                    for j, m in enumerate(r.as_list(raw.get("matches"), f"{path}.matches")))
     filters = tuple(f for j, item in enumerate(r.as_list(raw.get("filters"), f"{path}.filters"))
                     if (f := _filter(r, item, f"{path}.filters[{j}]")) is not None)
     backends = _backend_refs(r, raw.get("backendRefs"), path, with_filters=True)
@@ -441,8 +454,8 @@ def _rule(r: _Reader, item: Any, i: int) -> RouteRule:
 def _match(r: _Reader, item: Any, path: str) -> RouteMatch:
     raw = r.as_map(item, path)
     p = r.as_map(raw.get("path"), f"{path}.path")
-    path_match = PathMatch(r.as_str(p.get("type"), f"{path}.path.type", "PathPrefix") or "PathPrefix",
-                           r.as_str(p.get("value"), f"{path}.path.value", "/") or "/")
+    path_match = PathMatch(r.defaulted(p.get("type"), f"{path}.path.type"),
+                           r.defaulted(p.get("value"), f"{path}.path.value"))
 
     def values(field: str) -> tuple[ValueMatch, ...]:
         out = []
@@ -451,8 +464,7 @@ def _match(r: _Reader, item: Any, path: str) -> RouteMatch:
             name = r.as_str(vm.get("name"), f"{path}.{field}[{j}].name")
             value = r.as_str(vm.get("value"), f"{path}.{field}[{j}].value")
             if name and value is not None:
-                out.append(ValueMatch(r.as_str(vm.get("type"), f"{path}.{field}[{j}].type", "Exact") or "Exact",
-                                      name, value))
+                out.append(ValueMatch(r.defaulted(vm.get("type"), f"{path}.{field}[{j}].type"), name, value))
         return tuple(out)
 
     return RouteMatch(path_match, values("headers"), values("queryParams"),
@@ -496,12 +508,12 @@ def _filter(r: _Reader, item: Any, path: str) -> Filter | None:
     redirect = None
     if isinstance(raw.get("requestRedirect"), Mapping):
         rr = raw["requestRedirect"]
-        status = r.as_int(rr.get("statusCode"), f"{path}.requestRedirect.statusCode", 302)
+        status = r.defaulted_int(rr.get("statusCode"), f"{path}.requestRedirect.statusCode")
         redirect = RequestRedirect(r.as_str(rr.get("scheme"), f"{path}.requestRedirect.scheme"),
                                    r.as_str(rr.get("hostname"), f"{path}.requestRedirect.hostname") or None,
                                    _path_modifier(r, rr.get("path"), f"{path}.requestRedirect.path"),
                                    r.as_int(rr.get("port"), f"{path}.requestRedirect.port"),
-                                   status if status is not None else 302)
+                                   status if status is not None else 0)
     rewrite = None
     if isinstance(raw.get("urlRewrite"), Mapping):
         uw = raw["urlRewrite"]
@@ -572,7 +584,7 @@ def _grpc_match(r: _Reader, item: Any, path: str) -> GRPCRouteMatch:
     method = None
     if raw.get("method") is not None:
         m = r.as_map(raw.get("method"), f"{path}.method")
-        method = GRPCMethodMatch(r.as_str(m.get("type"), f"{path}.method.type", "Exact") or "Exact",
+        method = GRPCMethodMatch(r.defaulted(m.get("type"), f"{path}.method.type"),
                                  r.as_str(m.get("service"), f"{path}.method.service") or None,
                                  r.as_str(m.get("method"), f"{path}.method.method") or None)
     headers = []
@@ -581,8 +593,7 @@ def _grpc_match(r: _Reader, item: Any, path: str) -> GRPCRouteMatch:
         name = r.as_str(vm.get("name"), f"{path}.headers[{j}].name")
         value = r.as_str(vm.get("value"), f"{path}.headers[{j}].value")
         if name and value is not None:
-            headers.append(ValueMatch(r.as_str(vm.get("type"), f"{path}.headers[{j}].type", "Exact") or "Exact",
-                                      name, value))
+            headers.append(ValueMatch(r.defaulted(vm.get("type"), f"{path}.headers[{j}].type"), name, value))
     return GRPCRouteMatch(method, tuple(headers))
 
 
@@ -642,14 +653,14 @@ def _backend_refs(r: _Reader, value: Any, path: str, *, with_filters: bool) -> t
         if not name:
             r.problems.append(f"{bpath}.name: Required value")
             continue
-        weight = r.as_int(bm.get("weight"), f"{bpath}.weight", 1)
+        weight = r.defaulted_int(bm.get("weight"), f"{bpath}.weight")
         bfilters = tuple(f for k, item in enumerate(r.as_list(bm.get("filters"), f"{bpath}.filters"))
                          if (f := _filter(r, item, f"{bpath}.filters[{k}]")) is not None) if with_filters else ()
-        backends.append(BackendRef(j, r.as_str(bm.get("group"), f"{bpath}.group", "") or "",
-                                   r.as_str(bm.get("kind"), f"{bpath}.kind", "Service") or "Service", name,
+        backends.append(BackendRef(j, r.as_str(bm.get("group"), f"{bpath}.group") or "",
+                                   r.defaulted(bm.get("kind"), f"{bpath}.kind"), name,
                                    r.as_str(bm.get("namespace"), f"{bpath}.namespace") or None,
                                    r.as_int(bm.get("port"), f"{bpath}.port"),
-                                   weight if weight is not None and weight >= 0 else 1, bfilters))
+                                   weight if weight is not None and weight >= 0 else 0, bfilters))
     return tuple(backends)
 
 
@@ -676,8 +687,8 @@ class ListenerSet(Object):
         name = r.as_str(parent_raw.get("name"), "spec.parentRef.name")
         parent = None
         if name:
-            parent = ParentRef(0, r.as_str(parent_raw.get("group"), "spec.parentRef.group", GROUP) or "",
-                               r.as_str(parent_raw.get("kind"), "spec.parentRef.kind", "Gateway") or "Gateway",
+            parent = ParentRef(0, r.defaulted(parent_raw.get("group"), "spec.parentRef.group"),
+                               r.defaulted(parent_raw.get("kind"), "spec.parentRef.kind"),
                                r.as_str(parent_raw.get("namespace"), "spec.parentRef.namespace") or None, name,
                                None, None, parent_raw)
         listeners = tuple(li for i, item in enumerate(r.as_list(spec.get("listeners"), "spec.listeners"))
@@ -797,19 +808,5 @@ class ReferenceGrant(Object):
                    problems=tuple(r.problems))
 
 
-def _stream(kind: str) -> Any:
-    return lambda raw, source=BUILTIN: StreamRoute.parse_kind(kind, raw, source)
-
-
-PARSERS = {
-    "GatewayClass": GatewayClass.parse,
-    "Gateway": Gateway.parse,
-    "HTTPRoute": HTTPRoute.parse,
-    "GRPCRoute": GRPCRoute.parse,
-    "TLSRoute": _stream("TLSRoute"),
-    "TCPRoute": _stream("TCPRoute"),
-    "UDPRoute": _stream("UDPRoute"),
-    "ListenerSet": ListenerSet.parse,
-    "BackendTLSPolicy": BackendTLSPolicy.parse,
-    "ReferenceGrant": ReferenceGrant.parse,
-}
+# Each kind's parser, from its declared view (model.kinds.view_of).
+PARSERS = {kind: view_of(kind) for kind in KINDS}

@@ -1,8 +1,26 @@
-"""The kinds knetsim knows: API group/version, resource names and kubectl short names."""
+"""The kinds knetsim knows, each declared once: API group/version, resource names, kubectl short names,
+and where the simulation keeps it.
+
+A built-in kind is one row of ``KINDS`` below; a custom kind knetsim defines is one ``Definition`` in
+``model/apis/catalog.py`` (its schema is the types module beside it). Everything else that lists kinds is
+derived from these rows: the Gateway API and cluster-policy kind sets, ClusterState's collections
+(``cluster/state.py``), the typed-view lookup (``view_of``) the informer and the offline build use, the
+printer columns and discovery. A kind declared twice (twice here, or here and in the catalog) stops the import.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from .apis.catalog import DEFINITIONS, GATEWAY_GROUP, POLICY_GROUP
+
+# The ClusterState collections that hold several kinds, keyed by (kind, "namespace/name"): workloads
+# (kept for `get`) and every kind without a collection of its own.
+WORKLOADS, OTHERS = "workloads", "others"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +37,13 @@ class KindInfo:
     # A custom kind knetsim defines (model.apis), and the other versions it is served at.
     crd: bool = False
     other_versions: tuple[str, ...] = ()
+    # The ClusterState attribute its objects live in: a collection of its own (keyed by name when the kind is
+    # cluster-scoped, by "namespace/name" otherwise), or WORKLOADS; empty: OTHERS, as they were read.
+    collection: str = ""
+    # Its typed view, "module:Class" under knetsim, imported on first use (so a cluster without the kind never
+    # loads its model): the class's parse(raw, source), or parse_kind(kind, raw, source) for a class that
+    # several kinds share. Empty: the generic Object.
+    view: str = ""
 
     @property
     def api_version(self) -> str:
@@ -33,23 +58,34 @@ class KindInfo:
         """``deployments.apps``, the name kubectl prints before ``/name`` for grouped kinds."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
+    @property
+    def keyed_collection(self) -> bool:
+        """Its objects have a ClusterState collection of their own (not shared by kind)."""
+        return bool(self.collection) and self.collection not in (WORKLOADS, OTHERS)
+
 
 KINDS: tuple[KindInfo, ...] = (
-    KindInfo("Namespace", "", "v1", "namespaces", False, ("ns",)),
-    KindInfo("Node", "", "v1", "nodes", False, ("no",)),
-    KindInfo("Pod", "", "v1", "pods", True, ("po",), in_all=True),
-    KindInfo("Service", "", "v1", "services", True, ("svc",), in_all=True),
-    KindInfo("Endpoints", "", "v1", "endpoints", True, ("ep",)),
-    KindInfo("Deployment", "apps", "v1", "deployments", True, ("deploy",), in_all=True),
-    KindInfo("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), in_all=True),
-    KindInfo("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), in_all=True),
-    KindInfo("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), in_all=True),
-    KindInfo("Job", "batch", "v1", "jobs", True, (), in_all=True),
+    KindInfo("Namespace", "", "v1", "namespaces", False, ("ns",), collection="namespaces",
+             view="model.objects:Namespace"),
+    KindInfo("Node", "", "v1", "nodes", False, ("no",), collection="nodes", view="model.objects:Node"),
+    KindInfo("Pod", "", "v1", "pods", True, ("po",), in_all=True, collection="pods", view="model.objects:Pod"),
+    KindInfo("Service", "", "v1", "services", True, ("svc",), in_all=True, collection="services",
+             view="model.objects:Service"),
+    KindInfo("Endpoints", "", "v1", "endpoints", True, ("ep",), collection=WORKLOADS),
+    KindInfo("Deployment", "apps", "v1", "deployments", True, ("deploy",), in_all=True, collection=WORKLOADS),
+    KindInfo("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), in_all=True, collection=WORKLOADS),
+    KindInfo("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), in_all=True, collection=WORKLOADS),
+    KindInfo("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), in_all=True, collection=WORKLOADS),
+    KindInfo("Job", "batch", "v1", "jobs", True, (), in_all=True, collection=WORKLOADS),
     KindInfo("CronJob", "batch", "v1", "cronjobs", True, ("cj",), in_all=True),
-    KindInfo("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True, ()),
-    KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",)),
-    KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, ()),
-    KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",)),
+    KindInfo("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True, (), collection="endpoint_slices",
+             view="model.objects:EndpointSlice"),
+    KindInfo("Ingress", "networking.k8s.io", "v1", "ingresses", True, ("ing",), collection="ingresses",
+             view="model.objects:Ingress"),
+    KindInfo("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False, (), collection="ingress_classes",
+             view="model.objects:IngressClass"),
+    KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",),
+             collection="network_policies", view="model.objects:NetworkPolicy"),
     KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
     KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
@@ -68,18 +104,16 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ClientTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "clienttrafficpolicies", True, ("ctp",)),
 )
 
-# Envoy Gateway's policies, read by knetsim.gateway from ClusterState.others.
-ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")
+# Envoy Gateway's policies (the rows of its group above), read by knetsim.gateway from ClusterState.others.
+ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = tuple(k.kind for k in KINDS if k.group == "gateway.envoyproxy.io")
 
-# The custom kinds knetsim.policy's tiers read (from ClusterState.others, where the build keeps them).
-CLUSTER_POLICY_KINDS: frozenset[str] = frozenset({"ClusterNetworkPolicy", "AdminNetworkPolicy",
-                                                  "BaselineAdminNetworkPolicy"})
-# The Gateway API kinds knetsim.gateway simulates (model/gatewayapi.py's KINDS, named here so that a reader
-# without Gateway API objects need not load that module; a test keeps them equal), and the core kinds it reads
-# as they are kept (certificates, CA bundles).
-GATEWAY_API_KINDS: frozenset[str] = frozenset({
-    "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
-    "ListenerSet", "BackendTLSPolicy"})
+# Derived from the catalog, by group: the custom kinds knetsim.policy's tiers read (from ClusterState.others,
+# where the build keeps them), and the Gateway API kinds knetsim.gateway simulates (routes: the kinds that
+# attach to Gateways), named here so that a reader without Gateway API objects need not load their model.
+CLUSTER_POLICY_KINDS: frozenset[str] = frozenset(d.kind for d in DEFINITIONS if d.group == POLICY_GROUP)
+GATEWAY_API_KINDS: frozenset[str] = frozenset(d.kind for d in DEFINITIONS if d.group == GATEWAY_GROUP)
+ROUTE_KINDS: tuple[str, ...] = tuple(d.kind for d in DEFINITIONS if d.route)
+# The core kinds knetsim.gateway reads as they are kept (certificates, CA bundles).
 GATEWAY_READ_AS_KEPT: frozenset[str] = frozenset({"ConfigMap", "Secret"})
 # Custom kinds knetsim simulates (the other custom kinds it defines are served and validated, not simulated).
 SIMULATED_CRD_KINDS: frozenset[str] = GATEWAY_API_KINDS | CLUSTER_POLICY_KINDS
@@ -88,19 +122,57 @@ SIMULATED_CRD_KINDS: frozenset[str] = GATEWAY_API_KINDS | CLUSTER_POLICY_KINDS
 def _crd_kinds() -> tuple[KindInfo, ...]:
     """The custom kinds knetsim defines (model.apis.catalog: names only, no schema built), at their storage
     version, with the other versions they are served at."""
-    from .apis.catalog import DEFINITIONS
-
     out = []
     for d in DEFINITIONS:
         storage = d.storage.name
         out.append(KindInfo(d.kind, d.group, storage, d.plural, d.namespaced, d.short_names,
                             simulated=d.kind in SIMULATED_CRD_KINDS, in_all="all" in d.categories, crd=True,
-                            other_versions=tuple(v.name for v in d.served if v.name != storage)))
+                            other_versions=tuple(v.name for v in d.served if v.name != storage),
+                            collection=d.collection, view=d.view))
     return tuple(out)
 
 
+class DuplicateKind(ValueError):
+    """A kind declared twice, or two kinds claiming one collection of their own."""
+
+
+def index(kinds: Iterable[KindInfo]) -> dict[str, KindInfo]:
+    """The kinds by name; a second declaration of a kind, or a second kind in a keyed collection, is an error
+    (the lists derived from the rows would silently keep one of them)."""
+    out: dict[str, KindInfo] = {}
+    owners: dict[str, str] = {}
+    for info in kinds:
+        if info.kind in out:
+            raise DuplicateKind(f"kind {info.kind} is declared twice (model/kinds.py KINDS, model/apis/catalog.py)")
+        if info.keyed_collection:
+            if info.collection in owners:
+                raise DuplicateKind(f"kinds {owners[info.collection]} and {info.kind} both declare the ClusterState "
+                                    f"collection {info.collection!r}")
+            owners[info.collection] = info.kind
+        out[info.kind] = info
+    return out
+
+
 KINDS = (*KINDS, *_crd_kinds())
-BY_KIND = {k.kind: k for k in KINDS}
+BY_KIND = index(KINDS)
+
+_VIEWS: dict[str, Callable[..., Any] | None] = {}
+
+
+def view_of(kind: str) -> Callable[..., Any] | None:
+    """The parser of ``kind``'s typed view (``parser(raw, source)``), its module imported on first use; None for
+    a kind without one (a generic ``Object``)."""
+    if kind in _VIEWS:
+        return _VIEWS[kind]
+    info = BY_KIND.get(kind)
+    parser: Callable[..., Any] | None = None
+    if info is not None and info.view:
+        module, _, name = info.view.partition(":")
+        cls = getattr(importlib.import_module(f"knetsim.{module}"), name)
+        parser = partial(cls.parse_kind, kind) if hasattr(cls, "parse_kind") else cls.parse
+    _VIEWS[kind] = parser
+    return parser
+
 
 _ALIASES: dict[str, KindInfo] = {}
 for _k in KINDS:

@@ -691,14 +691,3 @@ def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
         )
     return PolicyRule(peers, ports)
 
-
-PARSERS = {
-    "Namespace": Namespace.parse,
-    "Node": Node.parse,
-    "Pod": Pod.parse,
-    "Service": Service.parse,
-    "EndpointSlice": EndpointSlice.parse,
-    "Ingress": Ingress.parse,
-    "IngressClass": IngressClass.parse,
-    "NetworkPolicy": NetworkPolicy.parse,
-}

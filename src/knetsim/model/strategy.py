@@ -277,10 +277,13 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
              subresource_updates={"finalize": SubresourceUpdate(_take_namespace_finalizers)}),
     # Nodes are the simulation's own (their status is what the cluster config says).
     Strategy("Node", status=StatusPolicy.CLIENT, subresources=("status",)),
+    # binding and eviction are not served, so not advertised: kubectl drain, finding no policy/v1 eviction in
+    # discovery, deletes the pods itself (what an eviction without PodDisruptionBudgets amounts to), and the
+    # scheduler is knetsim's own.
     Strategy("Pod", default=defaults.default_pod, validate=validation.validate_pod,
              validate_create=updates.pod_create_errors, validate_update=updates.validate_pod_update,
              generation=True, status=StatusPolicy.SUBRESOURCE,
-             subresources=("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward"),
+             subresources=("attach", "ephemeralcontainers", "exec", "log", "portforward"),
              subresource_updates={"ephemeralcontainers": SubresourceUpdate(
                  _take_ephemeral_containers, updates.ephemeral_container_errors)}),
     Strategy("Service", default=defaults.default_service, validate=validation.validate_service,
@@ -310,12 +313,8 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("Secret", default=defaults.default_secret, validate=validation.validate_secret,
              validate_update=updates.validate_secret_update),
     Strategy("ServiceAccount"),
-    # The Gateway API kinds while no CRD of theirs is loaded: custom resources' behaviour (a CRD's
-    # own version, where one is in force, takes over through custom_strategy).
-    *(Strategy(kind, generation=True, status=StatusPolicy.SUBRESOURCE)
-      for kind in ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
-                   "ListenerSet", "BackendTLSPolicy")),
-    Strategy("ReferenceGrant", generation=True),
+    # The custom kinds knetsim defines (model/apis/catalog.py) have no row: their CRD is always in force, and
+    # admission gives them its custom-resource strategy (admission.strategy → custom_strategy).
     # Envoy Gateway's policies, custom resources with a status subresource on a cluster running it.
     *(Strategy(kind, generation=True, status=StatusPolicy.SUBRESOURCE)
       for kind in ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")),

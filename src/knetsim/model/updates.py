@@ -34,12 +34,6 @@ IMMUTABLE = "field is immutable"
 INT32_MAX = 2**31 - 1
 
 
-def update_errors(new: Mapping[str, Any], old: Mapping[str, Any], kind: str) -> Errors:
-    """Every error of changing ``old`` into ``new`` (both decoded and defaulted), [] for kinds without rules."""
-    rule = _RULES.get(kind)
-    return rule(new, old) if rule is not None else []
-
-
 def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
@@ -290,15 +284,3 @@ def validate_endpoint_slice_update(new: Mapping[str, Any], old: Mapping[str, Any
         return [Path("addressType").invalid(new.get("addressType"), IMMUTABLE)]
     return []
 
-
-_RULES = {
-    "Pod": validate_pod_update,
-    "Deployment": validate_selector_unchanged,
-    "ReplicaSet": validate_selector_unchanged,
-    "DaemonSet": validate_selector_unchanged,
-    "StatefulSet": validate_statefulset_update,
-    "Job": validate_job_update,
-    "ConfigMap": validate_config_map_update,
-    "Secret": validate_secret_update,
-    "EndpointSlice": validate_endpoint_slice_update,
-}

@@ -23,7 +23,7 @@ from . import access, affinity, backend, basicauth, canary, cors, errors, extaut
 from .access import AccessConfig
 from .affinity import AffinityConfig
 from .backend import BackendConfig
-from .base import DENIED, REJECTED, Context, FamilyDropped, Problem
+from .base import DENIED, REJECTED, Cause, Context, FamilyDropped, Problem
 from .basicauth import BasicAuthConfig
 from .canary import CanaryConfig
 from .catalog import CATALOG, risk_name
@@ -95,7 +95,7 @@ def _risky(ctx: Context) -> bool:
         ctx.report(names[0], REJECTED, f"annotation group {group} contains risky annotation based on ingress "
                                        f"configuration ({', '.join(names)}: risk "
                                        f"{risk_name(CATALOG[names[0][len(PREFIX):]].risk)} is above "
-                                       f"annotations-risk-level {risk_name(level)})")
+                                       f"annotations-risk-level {risk_name(level)})", Cause.RISKY)
     return bool(groups)
 
 
@@ -122,7 +122,7 @@ def parse(ingress: Ingress, config: ControllerConfig, state: ClusterState) -> In
     denial = snippets.webhook_denial(dict(ingress.meta.annotations), config.allow_snippet_annotations)
     if denial is not None:
         # CheckIngress refuses snippets before it parses anything else.
-        ctx.report(denial.split(" ", 1)[0], REJECTED, denial)
+        ctx.report(denial.split(" ", 1)[0], REJECTED, denial, Cause.SNIPPETS_DISABLED)
         return IngressAnnotations(ingress.key, problems=tuple(ctx.problems), unsimulated=unsimulated, unknown=unknown)
     if _risky(ctx):
         return IngressAnnotations(ingress.key, problems=tuple(ctx.problems), unsimulated=unsimulated, unknown=unknown)

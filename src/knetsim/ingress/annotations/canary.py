@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ...model import saferegex
 from .base import DEFAULT, IGNORED, Context
-from .values import BASIC_CHARS, IS_VALID_REGEX, VALIDATION, matches
+from .values import BASIC_CHARS, IS_VALID_REGEX, PREFIX, VALIDATION, matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +78,8 @@ def parse(ctx: Context) -> CanaryConfig:
     config = CanaryConfig(**values)  # type: ignore[arg-type]
     if not config.enabled and (config.weight > 0 or config.header or config.header_value or config.cookie
                                or config.header_pattern):
-        ctx.report("nginx.ingress.kubernetes.io/canary", IGNORED,
-                   "canary settings without nginx.ingress.kubernetes.io/canary: \"true\" (\"configured but not "
+        ctx.report(f"{PREFIX}canary", IGNORED,
+                   f"canary settings without {PREFIX}canary: \"true\" (\"configured but not "
                    "enabled\"): the canary annotations are ignored and this Ingress is an ordinary one")
         return CanaryConfig()
     return config

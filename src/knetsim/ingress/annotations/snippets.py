@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .base import Context
 from .catalog import SNIPPETS
-from .values import PREFIX
+from .values import PREFIX, SNIPPET_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ def webhook_denial(annotations: dict[str, str] | object, allow: bool) -> str | N
     """The webhook's refusal for snippet annotations when the administrator disabled them."""
     if allow or not isinstance(annotations, dict):
         return None
-    keys = sorted(k for k in annotations if k.endswith("-snippet"))
+    keys = sorted(k for k in annotations if k.endswith(SNIPPET_SUFFIX))
     if not keys:
         return None
     return f"{keys[0]} annotation cannot be used. Snippet directives are disabled by the Ingress administrator"

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-PREFIX = "nginx.ingress.kubernetes.io/"
+PREFIX = "nginx.ingress.kubernetes.io/"  # ingress-nginx's annotations: spelt here only
+SNIPPET_SUFFIX = "-snippet"  # a snippet under any prefix (--annotations-prefix) is one to the webhook
 
 MISSING = "missing"
 VALIDATION = "validation"
@@ -49,6 +50,15 @@ class Read(Generic[T]):
     @property
     def present(self) -> bool:
         return self.error != MISSING
+
+
+def annotated(obj: Mapping[str, object]) -> bool:
+    """Does the object (an Ingress, as a dict) carry annotations ingress-nginx reads, so that its webhook has
+    them to check: one under PREFIX, or a snippet."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return isinstance(annotations, Mapping) and any(
+        str(k).startswith(PREFIX) or str(k).endswith(SNIPPET_SUFFIX) for k in annotations)
 
 
 # --- validators (parser/validators.go): facts of ingress-nginx's grammar -----------------

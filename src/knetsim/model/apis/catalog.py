@@ -67,15 +67,21 @@ class Bundle:
 
 
 class Definition:
-    """One CustomResourceDefinition: names, scope and versions (alphabetical, as the CRD lists them)."""
+    """One CustomResourceDefinition: names, scope and versions (alphabetical, as the CRD lists them), and where
+    the simulation keeps its objects: ``collection`` (a ClusterState attribute; none: kept as read, in
+    ``others``), ``view`` (its typed view, ``module:Class`` under knetsim, imported on first use; see
+    ``model.kinds.KindInfo``) and ``route`` (a Gateway API route kind: it attaches to Gateways by parentRefs)."""
 
-    __slots__ = ("bundle", "categories", "kind", "labels", "namespaced", "plural", "short_names", "versions")
+    __slots__ = ("bundle", "categories", "collection", "kind", "labels", "namespaced", "plural", "route",
+                 "short_names", "versions", "view")
 
     def __init__(self, bundle: Bundle, kind: str, plural: str, versions: tuple[Version, ...], *,
                  namespaced: bool = True, short_names: tuple[str, ...] = (), categories: tuple[str, ...] = (),
-                 labels: tuple[tuple[str, str], ...] = ()) -> None:
+                 labels: tuple[tuple[str, str], ...] = (), collection: str = "", view: str = "",
+                 route: bool = False) -> None:
         self.bundle, self.kind, self.plural, self.versions = bundle, kind, plural, versions
         self.namespaced, self.short_names, self.categories, self.labels = namespaced, short_names, categories, labels
+        self.collection, self.view, self.route = collection, view, route
 
     @property
     def group(self) -> str:
@@ -134,35 +140,45 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(GATEWAY_API, "BackendTLSPolicy", "backendtlspolicies",
                (Version("v1", storage=True, columns=_AGE_ONLY), _retired("v1alpha3", "BackendTLSPolicy", None)),
                short_names=("btlspolicy",), categories=("gateway-api",),
+               collection="backend_tls_policies", view="model.gatewayapi:BackendTLSPolicy",
                labels=(("gateway.networking.k8s.io/policy", "Direct"),)),
     Definition(GATEWAY_API, "GatewayClass", "gatewayclasses",
                (Version("v1", storage=True, columns=_GATEWAY_CLASS), Version("v1beta1", columns=_GATEWAY_CLASS)),
-               namespaced=False, short_names=("gc",), categories=("gateway-api",)),
+               namespaced=False, short_names=("gc",), categories=("gateway-api",),
+               collection="gateway_classes", view="model.gatewayapi:GatewayClass"),
     Definition(GATEWAY_API, "Gateway", "gateways",
                (Version("v1", storage=True, columns=_GATEWAY), Version("v1beta1", columns=_GATEWAY)),
-               short_names=("gtw",), categories=("gateway-api",)),
+               short_names=("gtw",), categories=("gateway-api",),
+               collection="gateways", view="model.gatewayapi:Gateway"),
     Definition(GATEWAY_API, "GRPCRoute", "grpcroutes", (Version("v1", storage=True, columns=_HOSTNAMES),),
-               categories=("gateway-api",)),
+               categories=("gateway-api",),
+               collection="grpc_routes", view="model.gatewayapi:GRPCRoute", route=True),
     Definition(GATEWAY_API, "HTTPRoute", "httproutes",
                (Version("v1", storage=True, columns=_HOSTNAMES), Version("v1beta1", columns=_HOSTNAMES)),
-               categories=("gateway-api",)),
+               categories=("gateway-api",),
+               collection="http_routes", view="model.gatewayapi:HTTPRoute", route=True),
     Definition(GATEWAY_API, "ListenerSet", "listenersets", (Version("v1", storage=True, columns=_LISTENER_SET),),
-               short_names=("lset",), categories=("gateway-api",)),
+               short_names=("lset",), categories=("gateway-api",),
+               collection="listener_sets", view="model.gatewayapi:ListenerSet"),
     # v1beta1 is still the stored version of ReferenceGrant; v1 is served beside it.
     Definition(GATEWAY_API, "ReferenceGrant", "referencegrants",
                (Version("v1", status=False, columns=_AGE_ONLY),
                 Version("v1beta1", storage=True, status=False, columns=_AGE_ONLY)),
-               short_names=("refgrant",), categories=("gateway-api",)),
+               short_names=("refgrant",), categories=("gateway-api",),
+               collection="reference_grants", view="model.gatewayapi:ReferenceGrant"),
     Definition(GATEWAY_API, "TCPRoute", "tcproutes",
                (Version("v1", storage=True, columns=_AGE_ONLY), _retired("v1alpha2", "TCPRoute")),
-               categories=("gateway-api",)),
+               categories=("gateway-api",),
+               collection="tcp_routes", view="model.gatewayapi:StreamRoute", route=True),
     Definition(GATEWAY_API, "TLSRoute", "tlsroutes",
                (Version("v1", storage=True, columns=_AGE_ONLY), _retired("v1alpha2", "TLSRoute"),
                 _retired("v1alpha3", "TLSRoute")),
-               categories=("gateway-api",)),
+               categories=("gateway-api",),
+               collection="tls_routes", view="model.gatewayapi:StreamRoute", route=True),
     Definition(GATEWAY_API, "UDPRoute", "udproutes",
                (Version("v1", storage=True, columns=_AGE_ONLY), _retired("v1alpha2", "UDPRoute")),
-               categories=("gateway-api",)),
+               categories=("gateway-api",),
+               collection="udp_routes", view="model.gatewayapi:StreamRoute", route=True),
     Definition(NETWORK_POLICY_API_V1ALPHA1, "AdminNetworkPolicy", "adminnetworkpolicies",
                (Version("v1alpha1", storage=True, columns=(Column("Priority", "string", ".spec.priority"), AGE)),),
                namespaced=False, short_names=("anp",)),
