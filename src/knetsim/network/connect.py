@@ -405,7 +405,8 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     run.hops.append(Hop("policy", "ok", detail, data))
     if target.pod is None:
         return run.fail("listener", "no-route", f"{join_host_port(target.ip, port)} is an endpoint outside the pod "
-                        f"network (a hand-written EndpointSlice of {via or 'the Service'}); knetsim does not "
+                        f"network (an address written by hand for {via or 'the Service'}: an EndpointSlice, or "
+                        "Endpoints the mirroring controller copied into one); knetsim does not "
                         "simulate what answers there")
     dst_pod = target.pod
     hop = listener_hop(dst_pod, port, run.protocol)
