@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
+from ..network.netexec import udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from ..network.wire import header_lines
 from .accesslog import Served
@@ -288,6 +289,8 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
             head = f"HTTP/1.1 {reply.status} {reason(reply.status)}\r\n" + "".join(
                 f"{k}: {v}\r\n" for k, v in lines) + "\r\n"
             await ctx.out(head + (reply.body if method != "HEAD" else ""))
+        elif proto == "UDP" and request and (answer := udp_answer(ctx.state, t, request.decode(errors="replace"))):
+            await ctx.out(answer)  # a UDP server that answers datagrams (agnhost netexec's hostname, echo)
         elif request and wait is not None:
             await _wait(wait)  # a request the app does not answer: nc waits out -w of idle
         return 0
