@@ -146,6 +146,30 @@ class NodeConnection(Protocol):
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse: ...
 
 
+class ProxyConnection(Protocol):
+    """How kube-apiserver's ``services/NAME:PORT/proxy/PATH`` and ``pods/NAME:PORT/proxy/PATH`` reach what they
+    name (``kubectl proxy``, ``kubectl get --raw``): the daemon connects the simulated network's; without one
+    they answer 503."""
+
+    async def proxy(self, server: ApiServer, request: web.Request, resource: str, namespace: str, name: str,
+                    path: str) -> web.StreamResponse: ...
+
+
+def proxy_target(group: str, rest: list[str], raw_path: str) -> tuple[str, str, str, str] | None:
+    """(resource, namespace, ``[scheme:]name[:port]``, path) of a core-group proxy subresource request, or None.
+    The path keeps what follows ``/proxy`` as the client sent it (a trailing slash included)."""
+    if group != "":
+        return None
+    if len(rest) >= 5 and rest[0] == "namespaces" and rest[2] in ("services", "pods") and rest[4] == "proxy":
+        resource, namespace, name = rest[2], rest[1], rest[3]
+    elif len(rest) >= 3 and rest[0] == "nodes" and rest[2] == "proxy":
+        resource, namespace, name = "nodes", "", rest[1]
+    else:
+        return None
+    _, _, after = raw_path.partition(f"/{name}/proxy")
+    return resource, namespace, name, after or "/"
+
+
 class ApiServer:
     def __init__(self, state_dir: str | Path, config: ClusterConfig | None = None, token: str | None = None) -> None:
         self.state_dir = Path(state_dir)
@@ -160,6 +184,7 @@ class ApiServer:
         # The cluster as a ClusterState (daemon.wire: the ClusterView), for the explorer and the tools.
         self.state_source: Callable[[], Any] | None = None
         self.node: NodeConnection | None = None
+        self.proxy: ProxyConnection | None = None
         # Pages served beside the API with their own authentication (daemon.wire mounts the explorer).
         self.mounts: list[Mount] = []
         # Called with each new ClusterState (DNS server, kubelet, kernel mode).
@@ -279,6 +304,12 @@ class ApiServer:
             if rl is None:
                 raise no_such_path()
             return self._json(rl)
+        proxied = proxy_target(group, rest, request.raw_path.split("?", 1)[0]) if version == "v1" else None
+        if proxied is not None:
+            if self.proxy is None:
+                raise ApiError(503, "ServiceUnavailable", "the proxy subresource is not available")
+            await self.settle()
+            return await self.proxy.proxy(self, request, *proxied)
         target = self._target(group, version, rest)
         deprecation = self.registry.strategy(target.resource).deprecation
         if deprecation:

@@ -50,6 +50,7 @@ from . import rollout, servicecidrs
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
+from .mirroring import mirror
 from .services import Allocator, allocate_services
 from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice
 from .system import ingress_nginx_status, system_manifests
@@ -299,6 +300,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         if doc.source is not BUILTIN:
             state.warn("EndpointsDeprecated", strategy_for("Endpoints").deprecation, doc.describe(), doc.source)
         _keep(state, doc.body, doc.source)
+    _mirrored_slices(state)
 
     for doc in by_kind.get("IngressClass", []):
         state.ingress_classes[doc.name] = IngressClass.parse(doc.body, doc.source)
@@ -558,6 +560,21 @@ def _endpoint_slices(state: ClusterState) -> None:
                 state.warn("EndpointSliceDrift", "differs from what the EndpointSlice controller computes: "
                            + describe_drift(old.raw, body), f"EndpointSlice {old.key}", old.source)
             es = EndpointSlice.parse(body, CONTROLLER if old is None else old.source)
+            state.endpoint_slices[es.key] = es
+    state.__dict__.pop("_slices_by_service", None)
+
+
+def _mirrored_slices(state: ClusterState) -> None:
+    """The EndpointSliceMirroring controller: each selector-less Service's own Endpoints, as slices."""
+    for (kind, key), endpoints in sorted(state.workloads.items()):
+        svc = state.services.get(key) if kind == "Endpoints" else None
+        if svc is None:
+            continue
+        plan = mirror(svc, endpoints.raw, state.slices_for(svc))
+        for name in plan.delete:
+            state.endpoint_slices.pop(f"{svc.namespace}/{name}", None)
+        for body in (*plan.create, *plan.update):
+            es = EndpointSlice.parse(body, CONTROLLER)
             state.endpoint_slices[es.key] = es
     state.__dict__.pop("_slices_by_service", None)
 

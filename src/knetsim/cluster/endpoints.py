@@ -14,6 +14,8 @@ from typing import Any
 from ..model.objects import EndpointSlice, Service
 from .endpointslices import HEADLESS_LABEL
 
+SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
+
 
 def endpoints_for(svc: Service, slices: list[EndpointSlice]) -> dict[str, Any] | None:
     """The Endpoints object mirroring ``slices`` for ``svc``; None when the Service gets none."""
@@ -55,6 +57,10 @@ def endpoints_for(svc: Service, slices: list[EndpointSlice]) -> dict[str, Any] |
     labels = dict(svc.meta.labels or {})
     if spec.get("clusterIP") == "None":
         labels[HEADLESS_LABEL] = ""
+    if svc.key == "default/kubernetes":
+        # The API server's endpoint reconciler writes this one and its slice itself, and labels the Endpoints so
+        # that the mirroring controller leaves it alone (pkg/controlplane/reconcilers: skipMirrorLabel).
+        labels[SKIP_MIRROR_LABEL] = "true"
     meta: dict[str, Any] = {"name": svc.name, "namespace": svc.namespace}
     if labels:
         meta["labels"] = labels

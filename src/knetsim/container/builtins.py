@@ -39,8 +39,10 @@ async def _sh(ctx: Ctx, argv: list[str]) -> int:
     sub.env = ctx.exported_env
     sub.unexported = set()
     sub.cwd = ctx.cwd
-    if "e" in flags or "x" in flags:
+    if "e" in flags:
         raise Unsupported(f"`{argv[0]} -{''.join(sorted(flags))}`")
+    if "x" in flags:
+        sub.options.add("x")
     if args and args[0] == "-c":
         if len(args) < 2:
             await ctx.err(f"{argv[0]}: -c requires an argument\n")
@@ -133,9 +135,9 @@ async def _set(ctx: Ctx, argv: list[str]) -> int:
             (ctx.options.add if on else ctx.options.discard)(name)
             continue
         for letter in flag[1:]:
-            if letter == "u":
-                (ctx.options.add if on else ctx.options.discard)("u")
-            elif letter in ["e", "x"]:
+            if letter in ("u", "x"):
+                (ctx.options.add if on else ctx.options.discard)(letter)
+            elif letter == "e":
                 raise Unsupported(f"`set {flag}`")
             else:
                 raise Unsupported(f"`set {flag}`")

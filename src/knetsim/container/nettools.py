@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
+from ..network.netexec import udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from ..network.wire import header_lines
 from .accesslog import Served
@@ -248,8 +249,9 @@ async def _wget_one(ctx: Ctx, raw_url: str, quiet: bool, show: bool, spider: boo
 
 @register("nc")
 async def nc(ctx: Ctx, argv: list[str]) -> int:
+    # -t (answer telnet negotiation) changes nothing for a server that does not negotiate, as none here does.
     parsed = await options(ctx, "nc", argv[1:], "46CDFLNRSXa:b:c:e:f:g:hi:lnp:rs:tuvw:z",
-                           simulated="nuvwz46")
+                           simulated="nuvwz46t")
     if isinstance(parsed, int):
         return parsed
     opts, args = parsed
@@ -287,6 +289,8 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
             head = f"HTTP/1.1 {reply.status} {reason(reply.status)}\r\n" + "".join(
                 f"{k}: {v}\r\n" for k, v in lines) + "\r\n"
             await ctx.out(head + (reply.body if method != "HEAD" else ""))
+        elif proto == "UDP" and request and (answer := udp_answer(ctx.state, t, request.decode(errors="replace"))):
+            await ctx.out(answer)  # a UDP server that answers datagrams (agnhost netexec's hostname, echo)
         elif request and wait is not None:
             await _wait(wait)  # a request the app does not answer: nc waits out -w of idle
         return 0
@@ -322,14 +326,16 @@ CURL_LONG = ["silent", "show-error", "fail", "fail-with-body", "output=", "remot
              "http1.0", "http2", "retry=", "retry-delay=", "retry-max-time=", "compressed", "no-progress-meter",
              "progress-bar", "resolve=", "proxy=", "noproxy=", "cacert=", "cert=", "key=", "user=", "form=",
              "get", "globoff", "trace=", "trace-ascii=", "unix-socket=", "interface=", "limit-rate=",
-             "max-redirs=", "dump-header=", "stderr=", "url="]
+             "max-redirs=", "dump-header=", "stderr=", "url=", "disable"]
 # curl's options that knetsim runs; the others of CURL_LONG are refused by name.
 CURL_SIMULATED = {"-s", "--silent", "-S", "--show-error", "-f", "--fail", "--fail-with-body", "-o", "--output",
                   "-O", "--remote-name", "-w", "--write-out", "-I", "--head", "-i", "--include", "-m",
                   "--max-time", "--connect-timeout", "-H", "--header", "-X", "--request", "-L", "--location",
                   "-v", "--verbose", "-k", "--insecure", "-d", "--data", "--data-raw", "--data-binary", "-A",
                   "--user-agent", "-e", "--referer", "-4", "--ipv4", "-6", "--ipv6", "--http1.1", "--http1.0",
-                  "--no-progress-meter", "--compressed", "-G", "--get", "--max-redirs", "--url", "-g", "--globoff"}
+                  "--no-progress-meter", "--compressed", "-G", "--get", "--max-redirs", "--url", "-g", "--globoff",
+                  # -q only stops curl reading ~/.curlrc, which a container does not have.
+                  "-q", "--disable", "--interface"}
 CURL_EXIT_TEXT = {6: "Could not resolve host", 7: "Couldn't connect to server", 22: "HTTP response code said error",
                   28: "Timeout was reached", 47: "Number of redirects hit maximum amount", 52: "Server returned "
                   "nothing (no headers, no data)"}
@@ -349,7 +355,7 @@ async def curl(ctx: Ctx, argv: list[str]) -> int:
     try:
         import getopt
 
-        opts, urls = getopt.gnu_getopt(argv[1:], "sSfo:Ow:Iim:H:X:Lvkd:e:46GgA:u:F:x:D:", CURL_LONG)
+        opts, urls = getopt.gnu_getopt(argv[1:], "qsSfo:Ow:Iim:H:X:Lvkd:e:46GgA:u:F:x:D:", CURL_LONG)
     except getopt.GetoptError as exc:
         opt = exc.opt
         prefix = "--" if len(opt) > 1 else "-"
@@ -393,6 +399,16 @@ async def curl(ctx: Ctx, argv: list[str]) -> int:
         elif k in ("-e", "--referer"):
             headers["Referer"] = v
     method = o.get("-X") or o.get("--request") or ("HEAD" if head else "POST" if data is not None else "GET")
+    interface = o.get("--interface")
+    if interface in ("lo", "127.0.0.1", "::1"):
+        await ctx.err(f"curl: option --interface {interface} is not simulated by knetsim\n")
+        return 2
+    if interface is not None and interface not in _own_interfaces(ctx):
+        # curl binds its socket before connecting: a name or address the pod does not have fails there
+        # (lib/cf-socket.c: an unknown interface name, or bind()'s EADDRNOTAVAIL for a foreign address).
+        text = (f"Couldn't bind to '{interface}'" if not re.fullmatch(r"[0-9a-fA-F.:]+", interface)
+                else "bind failed with errno 99: Cannot assign requested address")
+        return await _curl_error(ctx, show_error, 45, text)
     if not urls:
         await ctx.err("curl: no URL specified\ncurl: try 'curl --help' or 'curl --manual' for more information\n")
         return 2
@@ -402,6 +418,13 @@ async def curl(ctx: Ctx, argv: list[str]) -> int:
         code = await _curl_one(ctx, raw, o, method, headers, silent, show_error, fail, head, include, verbose,
                                follow, max_time, connect_timeout, started)
     return code
+
+
+def _own_interfaces(ctx: Ctx) -> set[str]:
+    """What ``curl --interface`` may name in a pod to leave from its own address (the one a trace starts from):
+    its interface eth0 or one of its IPs."""
+    pod = ctx.pod
+    return {"eth0", *(ip for ip in (pod.pod_ip, *pod.pod_ips) if ip)}
 
 
 async def _curl_error(ctx: Ctx, show: bool, code: int, text: str) -> int:

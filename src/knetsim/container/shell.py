@@ -571,6 +571,8 @@ async def _command(ctx: Ctx, node: Node, extra: list[str] | None = None,
     argv.extend(extra or [])
     values = [(text_of(a.child_by_field_name("name") or a), await _assignment_value(ctx, a)) for a in assignments]
     if not argv:
+        if "x" in ctx.options and values:
+            await _xtrace(ctx, [f"{n}={v}" for n, v in values], [])
         for name, value in values:
             ctx.set_var(name, value)
         if inline_redirects:
@@ -578,6 +580,8 @@ async def _command(ctx: Ctx, node: Node, extra: list[str] | None = None,
                 pass
         return ctx.last if any(a.child_by_field_name("value") is not None and _has_substitution(a)
                                for a in assignments) else 0
+    if "x" in ctx.options:
+        await _xtrace(ctx, [f"{n}={v}" for n, v in values], argv)
     run_ctx = ctx
     if values:
         run_ctx = ctx.with_io(env={**ctx.env, **dict(values)},
@@ -586,6 +590,26 @@ async def _command(ctx: Ctx, node: Node, extra: list[str] | None = None,
         async with Redirections(run_ctx, inline_redirects) as io_ctx:
             return await run_argv(io_ctx, argv)
     return await run_argv(run_ctx, argv)
+
+
+# What ash's xtrace leaves unquoted (its maybe_single_quote, busybox shell/ash.c): + , - . / digits : @ letters
+# ] ^ _; any other character makes the word single-quoted.
+_XTRACE_PLAIN = re.compile(r"[+,\-./0-9:@A-Z\]^_a-z]*")
+
+
+def _xtrace_word(word: str) -> str:
+    if _XTRACE_PLAIN.fullmatch(word):
+        return word
+    # ash's single_quote: 'abc'"'"'def' (a run of single quotes goes inside double quotes).
+    return "".join(f'"{part}"' if part.startswith("'") else f"'{part}'"
+                   for part in re.findall(r"'+|[^']+", word)) or "''"
+
+
+async def _xtrace(ctx: Ctx, assignments: list[str], argv: list[str]) -> None:
+    """`sh -x` / `set -x`: each simple command, expanded, on stderr after $PS4 (``+ ``), as ash prints it."""
+    words = [f"{a.partition('=')[0]}={_xtrace_word(a.partition('=')[2])}" for a in assignments]
+    words += [_xtrace_word(w) for w in argv]
+    await ctx.err(ctx.env.get("PS4", "+ ") + " ".join(words) + "\n")
 
 
 def _has_substitution(node: Node) -> bool:
@@ -854,7 +878,10 @@ async def _assignment(ctx: Ctx, node: Node) -> int:
     name = node.child_by_field_name("name")
     if name is None or name.type != "variable_name":
         raise Unsupported(f"`{text_of(node)}`")
-    ctx.set_var(text_of(name), await _assignment_value(ctx, node))
+    value = await _assignment_value(ctx, node)
+    if "x" in ctx.options:
+        await _xtrace(ctx, [f"{text_of(name)}={value}"], [])
+    ctx.set_var(text_of(name), value)
     return ctx.last if _has_substitution(node) else 0
 
 

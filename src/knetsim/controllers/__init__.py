@@ -17,6 +17,7 @@ from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .endpoints import EndpointsController
 from .endpointslice import EndpointSliceController
+from .endpointslicemirroring import EndpointSliceMirroringController
 from .gateway import GatewayController
 from .gc import GarbageCollector
 from .ingress import IngressStatus
@@ -37,8 +38,8 @@ UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
     JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
-    EndpointSliceController, EndpointsController, IngressStatus, GatewayController, ServiceCIDRController,
-    GarbageCollector, NamespaceController,
+    EndpointSliceController, EndpointSliceMirroringController, EndpointsController, IngressStatus,
+    GatewayController, ServiceCIDRController, GarbageCollector, NamespaceController,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]

@@ -41,6 +41,7 @@ from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from ..model.timestamps import now_rfc3339
 from . import explorer, flows
+from .apiproxy import ApiProxy
 from .clusterconfig import InForce, adopt
 from .statedir import StateDirInUse, acquire, make_private
 from .tlscert import Pending, ensure_cert
@@ -176,6 +177,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     kubelet = Kubelet(server, tools)
     server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
+    server.proxy = ApiProxy()
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
                            logger=httplog.logger)
     await runner.setup()

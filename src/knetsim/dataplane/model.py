@@ -342,6 +342,19 @@ def cluster_ip_of(service: Service, family: str) -> str:
     return ""
 
 
+# kube-proxy watches Services through the label selector `!service.kubernetes.io/service-proxy-name,
+# !service.kubernetes.io/headless` (pkg/proxy/apis/well_known_labels.go, cmd/kube-proxy/app/server.go): a Service
+# with either label, whatever its value, is another proxy's to program. Cilium's kube-proxy replacement does the same
+# while its own k8s-service-proxy-name is unset (its default).
+SERVICE_PROXY_NAME_LABEL = "service.kubernetes.io/service-proxy-name"
+HEADLESS_LABEL = "service.kubernetes.io/headless"
+
+
+def proxied_elsewhere(service: Service) -> str:
+    """The label that hands ``service`` to another proxy (so this node's data plane has no rule for it), or ""."""
+    return next((label for label in (SERVICE_PROXY_NAME_LABEL, HEADLESS_LABEL) if label in service.labels), "")
+
+
 def service_ports(service: Service, family: str | None = None) -> list[ServicePortInfo]:
     """The ports the ``family`` proxier proxies for ``service`` (none for headless/ExternalName, or a Service
     without an address of that family). ``family`` defaults to the Service's primary one."""
@@ -448,6 +461,8 @@ def proxy_view(state: ClusterState, node: str | None, backend: Backend, family: 
     entries = []
     for key in sorted(state.services):
         svc = state.services[key]
+        if proxied_elsewhere(svc):
+            continue
         ports = service_ports(svc, family)
         if not ports:
             continue

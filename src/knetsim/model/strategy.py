@@ -77,6 +77,34 @@ def _take_namespace_finalizers(new: Mapping[str, Any], old: Mapping[str, Any]) -
 
 STATUS_UPDATE = SubresourceUpdate(_take_status)
 
+# The metadata a built-in kind's /status write may change. Their status strategies reset the spec only, so the
+# request's labels, annotations, finalizers and owners are stored (`kubectl patch --subresource=status` of an
+# annotation sticks, which Kubernetes' e2e "should complete a service status lifecycle" checks), except: the apps
+# kinds' strategies keep the old labels (pkg/registry/apps/*/strategy.go: newX.Labels = oldX.Labels), and the Pod's
+# keeps its owners (pkg/registry/core/pod/strategy.go, as old kubelets corrupted them). A custom resource's
+# /status takes the status alone (apiextensions-apiserver's statusStrategy).
+_STATUS_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+_STATUS_KEEPS_OLD = {"Deployment": ("labels",), "ReplicaSet": ("labels",), "StatefulSet": ("labels",),
+                     "DaemonSet": ("labels",), "Pod": ("ownerReferences",)}
+
+
+def _status_with_metadata(kind: str) -> SubresourceUpdate:
+    kept = _STATUS_KEEPS_OLD.get(kind, ())
+
+    def take(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
+        merged = _take_status(new, old)
+        meta = merged.setdefault("metadata", {})
+        asked = new.get("metadata") or {}
+        for name in _STATUS_METADATA:
+            if name in kept:
+                continue
+            if asked.get(name):
+                meta[name] = json_copy(asked[name])
+            else:
+                meta.pop(name, None)
+        return merged
+    return SubresourceUpdate(take)
+
 
 class Propagation(StrEnum):
     """``DeleteOptions.propagationPolicy``: what becomes of the dependents of a deleted object."""
@@ -148,7 +176,8 @@ class Strategy:
     def subresource_update(self, name: str) -> SubresourceUpdate | None:
         """How a write to ``name`` is taken (None: the subresource cannot be written)."""
         if name == "status" and self.status in (StatusPolicy.SUBRESOURCE, StatusPolicy.CLIENT):
-            return STATUS_UPDATE
+            info = BY_KIND.get(self.kind)
+            return _status_with_metadata(self.kind) if info is not None and not info.crd else STATUS_UPDATE
         return self.subresource_updates.get(name)
 
 

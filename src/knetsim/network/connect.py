@@ -7,7 +7,7 @@ See ``trace.py`` for the stage contract. Each ``_stage`` function returns either
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..cluster.lookup import PodNotFound
@@ -23,6 +23,8 @@ from .app import app_reply
 from .balance import Balancer
 from .dataplane import Candidate, dataplane_hop, usable_candidates
 from .egress import to_outside
+from .netexec import dial as netexec_dial
+from .netexec import serves_netexec
 from .trace import (
     EXTERNAL_CLIENT_IP,
     Backend,
@@ -55,6 +57,8 @@ class _Run:
     findings: list[Finding]
     # A live cluster's: each connection's backend as the data plane picks it over time (``balance``).
     balancer: Balancer | None = None
+    # (source pod, url, protocol) → a further trace, for a server that connects onwards (netexec's /dial).
+    dial: Callable[[str, str, str], Trace] | None = None
 
     def pick(self, targets: list[Candidate], client: str, frontend: str, svc: Service) -> Candidate:
         """This connection's backend among ``targets``: one trace picks deterministically from the client and the
@@ -405,7 +409,8 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     run.hops.append(Hop("policy", "ok", detail, data))
     if target.pod is None:
         return run.fail("listener", "no-route", f"{join_host_port(target.ip, port)} is an endpoint outside the pod "
-                        f"network (a hand-written EndpointSlice of {via or 'the Service'}); knetsim does not "
+                        f"network (an address written by hand for {via or 'the Service'}: an EndpointSlice, or "
+                        "Endpoints the mirroring controller copied into one); knetsim does not "
                         "simulate what answers there")
     dst_pod = target.pod
     hop = listener_hop(dst_pod, port, run.protocol)
@@ -421,6 +426,14 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     src_ref: Pod | str = src_pod if src_pod is not None else src_ip
     reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, request or run.target, run.method,
                                  run.headers)
+    asked = request or run.target
+    if (reply is not None and reply.status == 200 and run.dial is not None and asked.path == "/dial"
+            and serves_netexec(state, dst_pod.key, port, "TCP")):
+        # netexec's /dial connects onwards from its own pod: each try is traced like any connection.
+        status, body = netexec_dial(state, asked.query, lambda url, proto: run.dial(dst_pod.key, url, proto))
+        reply = Reply(status, body, {"content-type": "text/plain; charset=utf-8"})
+        reply_hop = Hop("app", "ok", f"{run.method} /dial → HTTP {status} from {dst_pod.key} (agnhost netexec "
+                        f"dialled onwards: {body})")
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cluster.state import ClusterState
 from ..dataplane import Packet, Ruleset, backend_for, trace_packet
-from ..dataplane.model import endpoints_by_port, join_host_port, split_host_port, usable_endpoints
+from ..dataplane.model import endpoints_by_port, join_host_port, proxied_elsewhere, split_host_port, usable_endpoints
 from ..model.listeners import pod_listens
 from ..model.objects import Pod, Service, ServicePort
 from .trace import Hop
@@ -110,10 +110,15 @@ def dataplane_hop(state: ClusterState, plane: str, src_ip: str, protocol: str, d
         detail = (f"{plane} on {result.node}: no rule for {join_host_port(dst_ip, port)}/{protocol}; the packet leaves "
                   "the node "
                   "untranslated and nothing answers")
+
     if result.verdict in ("REJECT", "DROP") and result.steps:
         detail += f" — rule: {result.steps[-1].text.strip()}"
     if result.notes:
         detail += " (" + "; ".join(result.notes) + ")"
+    label = proxied_elsewhere(svc) if svc is not None and verdict != "DNAT" else ""
+    if svc is not None and label:
+        detail += (f"; Service {svc.namespace}/{svc.name} carries the label {label}={svc.labels[label]!r}, so "
+                   "kube-proxy (and Cilium) leave it to another proxy and program nothing for it")
     data = {"backend": plane, "node": result.node, "rules": [s.to_dict() for s in result.steps],
             "masquerade": result.masquerade}
     return Hop("dataplane", "ok" if verdict == "DNAT" else "fail", detail, data), verdict, candidates

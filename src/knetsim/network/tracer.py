@@ -17,10 +17,14 @@ from .connect import _dns_stage, _Run, connect_ip, resolve_pod
 from .external import trace_external
 from .trace import Hop, Trace, TraceInputError, choose, parse_target
 
+# How many times one connection may lead to another (netexec's /dial dialling a /dial...): a real chain stops
+# at its clients' timeouts; a trace stops here, the innermost dial refused.
+MAX_ONWARD = 4
+
 
 def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
           headers: Mapping[str, str] | None = None, dataplane: str | None = None,
-          balancer: Balancer | None = None) -> Trace:
+          balancer: Balancer | None = None, _onward: int = 0) -> Trace:
     """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``; ``balancer``: a live
     cluster's, which picks each connection's backend as the data plane does over time."""
     protocol = protocol.upper()
@@ -31,6 +35,9 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
         protocol = "UDP"  # udp://HOST:PORT says the transport itself
     plane = dataplane or state.config.dataplane
     run = _Run(state, source, parsed, protocol, method.upper(), dict(headers or {}), plane, [], [], balancer)
+    if _onward < MAX_ONWARD:
+        run.dial = lambda src, url, proto: trace(state, src, url, protocol=proto, dataplane=dataplane,
+                                                 balancer=balancer, _onward=_onward + 1)
     if source == "external":
         return trace_external(run)
     pod = resolve_pod(state, source)

@@ -1,0 +1,117 @@
+"""kube-apiserver's proxy subresources: ``services/[scheme:]NAME[:PORT]/proxy/PATH`` and ``pods/…/proxy/PATH``.
+
+What ``kubectl proxy`` and ``kubectl get --raw /api/v1/namespaces/NS/services/NAME:PORT/proxy/`` reach, and what
+Kubernetes' network e2e tests use to read an agnhost's answer. The API server resolves the target itself and
+dials it from its own host network on the control-plane node (pkg/registry/core/service/storage ResourceLocation,
+pkg/registry/core/pod/strategy.go ResourceLocation), so the request is traced from the kube-apiserver static pod:
+a NetworkPolicy that blocks the control plane blocks the proxy too, as on a real cluster.
+
+* a Service port given by number is first turned into its name; the API server then picks one ready endpoint of
+  that port (upstream: at random; here the data plane's deterministic pick) and dials it directly, not the
+  ClusterIP; none ready: 503 ``no endpoints available for service "NAME:PORT"``;
+* a pod without a port goes to its first container's first declared port, else to port 80;
+* a dial that fails answers 503 ``error trying to reach service: dial tcp IP:PORT: …`` (upgradeaware's
+  error responder), whatever the resource.
+
+Node proxies (the kubelet's own API on 10250) are not simulated, and say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..apiserver.errors import ApiError
+from ..apiserver.server import ApiServer
+from ..network.tracer import trace
+
+# Hop-by-hop lines a proxy never copies (RFC 9110 §7.6.1), and the length aiohttp computes itself.
+_NOT_COPIED = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+                         "proxy-authenticate", "proxy-authorization", "content-length"})
+
+
+def split_scheme_name_port(text: str) -> tuple[str, str, str] | None:
+    """``utilnet.SplitSchemeNamePort``: ``name``, ``name:port`` or ``scheme:name:port`` (scheme http or https)."""
+    parts = text.split(":")
+    if len(parts) == 1:
+        scheme, name, port = "", parts[0], ""
+    elif len(parts) == 2:
+        scheme, name, port = "", parts[0], parts[1]
+    elif len(parts) == 3:
+        scheme, name, port = parts
+    else:
+        return None
+    return (scheme, name, port) if name and scheme in ("", "http", "https") else None
+
+
+def _service_target(state: Any, namespace: str, spec: str) -> tuple[str, str, int]:
+    split = split_scheme_name_port(spec)
+    if split is None:
+        raise ApiError(400, "BadRequest", f'invalid service request "{spec}"')
+    scheme, name, port = split
+    svc = state.services.get(f"{namespace}/{name}")
+    if svc is None:
+        raise ApiError(404, "NotFound", f'services "{name}" not found',
+                       {"name": name, "kind": "services"})
+    if port.isdigit():
+        declared = next((p for p in svc.ports if p.port == int(port)), None)
+        if declared is None:
+            raise ApiError(503, "ServiceUnavailable", f'no service port {int(port)} found for service "{name}"')
+        port = declared.name
+    for es in state.slices_for(svc):
+        for ep_port in es.ports:
+            if (ep_port.name or "") != port or ep_port.port is None:
+                continue
+            ready = [ep.addresses[0] for ep in es.endpoints if ep.addresses and ep.ready is not False]
+            if ready:
+                return scheme or "http", sorted(ready)[0], int(ep_port.port)
+    raise ApiError(503, "ServiceUnavailable", f'no endpoints available for service "{spec}"')
+
+
+def _pod_target(state: Any, namespace: str, spec: str) -> tuple[str, str, int]:
+    split = split_scheme_name_port(spec)
+    if split is None:
+        raise ApiError(400, "BadRequest", f'invalid pod request "{spec}"')
+    scheme, name, port = split
+    pod = state.pods.get(f"{namespace}/{name}")
+    if pod is None:
+        raise ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+    if not port:
+        port = next((str(p["containerPort"]) for c in pod.raw.get("spec", {}).get("containers") or ()
+                     for p in (c.get("ports") or ())[:1]), "")
+    if not pod.pod_ip:
+        raise ApiError(400, "BadRequest", "address not allowed")
+    if port and not port.isdigit():
+        raise ApiError(400, "BadRequest", f'invalid pod request "{spec}"')
+    return scheme or "http", pod.pod_ip, int(port) if port else (443 if scheme == "https" else 80)
+
+
+class ApiProxy:
+    """The daemon's ProxyConnection: the API server's proxy, through the simulated network."""
+
+    async def proxy(self, server: ApiServer, request: web.Request, resource: str, namespace: str, name: str,
+                    path: str) -> web.StreamResponse:
+        state = server.state
+        if resource == "nodes":
+            raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the kubelet's own API, which "
+                                                      "nodes/NAME/proxy reaches")
+        scheme, ip, port = (_service_target if resource == "services" else _pod_target)(state, namespace, name)
+        if scheme == "https":
+            raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the API server's proxy over HTTPS")
+        host = f"[{ip}]" if ":" in ip else ip
+        url = f"http://{host}:{port}{path}" + (f"?{request.query_string}" if request.query_string else "")
+        source = next((p.key for p in state.pods.values() if p.namespace == "kube-system"
+                       and p.labels.get("component") == "kube-apiserver"), "external")
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("authorization", "host")}
+        t = trace(state, source, url, method=request.method, headers=headers)
+        if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
+            reply = t.reply
+            response = web.Response(status=reply.status, body=reply.body.encode())
+            for key, value in reply.headers.items():
+                if key.lower() not in _NOT_COPIED:
+                    response.headers[key] = value
+            return response
+        why = {"refused": "connect: connection refused", "timeout": "i/o timeout"}.get(
+            t.outcome, "connect: no route to host")
+        raise ApiError(503, "ServiceUnavailable", f"error trying to reach service: dial tcp {host}:{port}: {why}")
