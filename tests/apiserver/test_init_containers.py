@@ -1,0 +1,72 @@
+"""Init containers through their lifecycle, in process (API server, controllers and the kubelet, no sockets).
+
+kubectl's STATUS column is the server's Table cell (printers.row, printPod's rules): ``Init:N/M`` while one
+runs, ``Init:CrashLoopBackOff`` for one that keeps failing; a sidecar (restartPolicy Always) counts among the
+ready containers and keeps running. The kubectl-facing flow (logs, events, Init:Error) is in
+test_defaults_live.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from knetsim.kubelet.kubelet import Kubelet
+from knetsim.printers import row
+
+from .inprocess import Cluster, running
+
+
+def pod(name: str, inits: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"initContainers": inits, "containers": [{"name": "web", "image": "nginx:1.27"}], **spec}}
+
+
+async def settle(cluster: Cluster, rounds: int = 30) -> None:
+    for _ in range(rounds):
+        await cluster.server.settle()
+        await asyncio.sleep(0.05)
+
+
+def summary(cluster: Cluster, name: str) -> tuple[str, str, str]:
+    body = cluster.objects("Pod")[name]
+    _name, ready, status, *_ = row("Pod", body)
+    return ready, status, body["status"]["phase"]
+
+
+def test_init_containers_hold_the_pod_then_let_it_run(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with running(tmp_path) as cluster:
+            kubelet = Kubelet(cluster.server)
+            kubelet.install()
+            try:
+                cluster.create(pod("slow", [
+                    {"name": "first", "image": "busybox:1.36", "command": ["sh", "-c", "echo one"]},
+                    {"name": "second", "image": "busybox:1.36", "command": ["sh", "-c", "sleep 2; echo two"]},
+                    # An image's own entrypoint: taken as done at once.
+                    {"name": "migrate", "image": "example.com/migrate:1"}]))
+                cluster.create(pod("sidecar", [
+                    {"name": "proxy", "image": "nginx:1.27", "restartPolicy": "Always"},
+                    {"name": "setup", "image": "busybox:1.36", "command": ["sh", "-c", "echo ready"]}]))
+                cluster.create(pod("crash", [{"name": "check", "image": "busybox:1.36",
+                                              "command": ["sh", "-c", "echo no; exit 1"]}]))
+                await settle(cluster, 20)
+                assert summary(cluster, "slow") == ("0/1", "Init:1/3", "Pending")
+                assert summary(cluster, "sidecar") == ("2/2", "Running", "Running")
+                assert summary(cluster, "crash") == ("0/1", "Init:CrashLoopBackOff", "Pending")
+                crash = cluster.objects("Pod")["crash"]["status"]["initContainerStatuses"][0]
+                assert crash["restartCount"] == 1
+                assert crash["lastState"]["terminated"]["exitCode"] == 1
+                sidecar = {cs["name"]: cs for cs in cluster.objects("Pod")["sidecar"]["status"][
+                    "initContainerStatuses"]}
+                assert "running" in sidecar["proxy"]["state"] and sidecar["proxy"]["ready"] is True
+                assert sidecar["setup"]["state"]["terminated"]["reason"] == "Completed"
+                await settle(cluster, 60)
+                assert summary(cluster, "slow") == ("1/1", "Running", "Running")
+                statuses = cluster.objects("Pod")["slow"]["status"]["initContainerStatuses"]
+                assert [(cs["name"], cs["state"]["terminated"]["reason"]) for cs in statuses] == [
+                    ("first", "Completed"), ("second", "Completed"), ("migrate", "Completed")]
+            finally:
+                await kubelet.close()
+    asyncio.run(main())
