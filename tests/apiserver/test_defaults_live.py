@@ -120,3 +120,83 @@ def test_a_failing_init_container_fails_a_pod_that_never_restarts(live: Live) ->
     assert status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
     assert status["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
     assert live.kubectl("logs", "doomed", "-c", "check").stdout == "no database\n"
+
+
+EVERY_KIND = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: db
+        image: "postgres:16"
+        env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+        volumeMounts: [{name: config, mountPath: /etc/db}]
+        startupProbe: {exec: {command: [pg_isready]}}
+      volumes: [{name: config, configMap: {name: db}}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: "busybox:1.36", command: [sleep, "3600"]}]
+      volumes: [{name: token, projected: {sources: [{serviceAccountToken: {path: token}}]}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: once, image: "busybox:1.36", command: [echo, hi]}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: tick, image: "busybox:1.36", command: [date]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, selector: {app: db}, ports: [{port: 5432}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: db}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  ingress: [{ports: [{port: 5432}]}]
+"""
+
+
+def test_kubectl_describe_reads_every_kind_as_stored(live: Live) -> None:
+    live.kubectl("apply", "-f", "-", input=EVERY_KIND)
+    sts = json.loads(live.kubectl("get", "sts", "db", "-o", "json").stdout)["spec"]
+    assert sts["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    assert sts["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"] == 420
+    job = json.loads(live.kubectl("get", "job", "once", "-o", "json").stdout)["spec"]
+    assert (job["suspend"], job["podReplacementPolicy"]) == (False, "TerminatingOrFailed")
+    for kind, name in (("statefulset", "db"), ("daemonset", "agent"), ("job", "once"), ("cronjob", "tick"),
+                       ("service", "db"), ("networkpolicy", "db")):
+        described = live.kubectl("describe", kind, name, check=False)
+        assert described.returncode == 0 and "panic" not in described.stderr, (kind, described.stderr)
