@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from .validation import externally_accessible
+
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -313,12 +315,6 @@ def default_cronjob(obj: dict[str, Any]) -> None:
         _template(template)
 
 
-def _externally_accessible(spec: dict[str, Any]) -> bool:
-    # pkg/api/v1/service.ExternallyAccessible: node ports, a load balancer, or a ClusterIP with external IPs.
-    return spec["type"] in ("NodePort", "LoadBalancer") or (
-        spec["type"] == "ClusterIP" and bool(spec.get("externalIPs")))
-
-
 def default_service(obj: dict[str, Any]) -> None:
     # SetDefaults_Service. ServiceSpec is a struct, not a pointer: a Service sent without spec is defaulted
     # like an empty one.
@@ -342,7 +338,7 @@ def default_service(obj: dict[str, Any]) -> None:
         # An unset (0 or "") targetPort takes the port's value.
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port", 0)
-    if _externally_accessible(spec):
+    if externally_accessible(spec):
         spec.setdefault("externalTrafficPolicy", "Cluster")
     if spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer"):
         spec.setdefault("internalTrafficPolicy", "Cluster")

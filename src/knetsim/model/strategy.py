@@ -231,7 +231,7 @@ def can_set_load_balancer_class(svc: Mapping[str, Any]) -> bool:
 
 
 def needs_external_traffic_policy(svc: Mapping[str, Any]) -> bool:
-    return _type(svc) in ("NodePort", "LoadBalancer")
+    return validation.externally_accessible(_spec(svc))
 
 
 def drop_type_dependent_fields(new: Body, old: Mapping[str, Any]) -> None:
