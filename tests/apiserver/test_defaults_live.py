@@ -105,6 +105,8 @@ def test_init_containers_run_first_and_keep_their_status_and_logs(live: Live) ->
     # What issue 34 saw: `kubectl logs -c INIT` said ContainerCreating on a Running pod.
     assert live.kubectl("logs", "myapp", "-c", "hello").stdout == "hello from init\n"
     assert live.kubectl("logs", "myapp", "-c", "wait-db").stdout == "waiting for mydb\nmydb is up\n"
+    described = live.kubectl("describe", "pod", "myapp").stdout
+    assert "Init Containers:" in described and "Reason:       Completed" in described
     events = live.kubectl("get", "events", "--field-selector", "involvedObject.name=myapp", "-o", "json").stdout
     started = [e["involvedObject"]["fieldPath"] for e in json.loads(events)["items"] if e["reason"] == "Started"]
     assert started == ["spec.initContainers{hello}", "spec.initContainers{wait-db}", "spec.containers{app}"]
