@@ -70,3 +70,31 @@ def test_init_containers_hold_the_pod_then_let_it_run(tmp_path: Path) -> None:
             finally:
                 await kubelet.close()
     asyncio.run(main())
+
+
+def test_a_pod_waiting_for_its_volumes_shows_no_init_container_started(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with running(tmp_path) as cluster:
+            kubelet = Kubelet(cluster.server)
+            kubelet.install()
+            try:
+                cluster.create(pod("mounting", [{"name": "setup", "image": "busybox:1.36",
+                                                 "command": ["sh", "-c", "cat /config/greeting"],
+                                                 "volumeMounts": [{"name": "config", "mountPath": "/config"}]}],
+                                   volumes=[{"name": "config", "configMap": {"name": "settings"}}]))
+                await settle(cluster, 10)
+                assert summary(cluster, "mounting") == ("0/1", "Init:0/1", "Pending")
+                initialized = next(c for c in cluster.objects("Pod")["mounting"]["status"]["conditions"]
+                                   if c["type"] == "Initialized")
+                assert initialized["message"] == "containers with incomplete status: [setup]"
+                cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                                "data": {"greeting": "hello"}})
+                await settle(cluster, 30)
+                assert summary(cluster, "mounting") == ("1/1", "Running", "Running")
+                uid = cluster.objects("Pod")["mounting"]["metadata"]["uid"]
+                # The init container read the mounted file: its log is the file's content.
+                assert [text for _, text in kubelet.logs.get("default", "mounting", uid, "setup", 0).lines()] == [
+                    "hello"]
+            finally:
+                await kubelet.close()
+    asyncio.run(main())

@@ -48,6 +48,13 @@ def begin(status: dict[str, Any], spec: Mapping[str, Any], now: str) -> None:
     status["phase"] = "Pending"
 
 
+def not_started(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """A pod whose volumes cannot be set up yet: no init container has started (kubectl shows ``Init:0/N``)."""
+    inits = init_containers(spec)
+    if inits:
+        status["initContainerStatuses"] = [_status_of(c, dict(PODINITIALIZING)) for c in inits]
+
+
 def incomplete(status: Mapping[str, Any], spec: Mapping[str, Any]) -> list[str]:
     """The init containers not through yet, in order (the Initialized condition names them)."""
     states = {cs.get("name"): cs for cs in status.get("initContainerStatuses") or []}

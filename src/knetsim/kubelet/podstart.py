@@ -153,6 +153,8 @@ class PodStart(Controller):
                 cond["status"] = "False"
         hold(status, {str(c.get("name")): {"reason": "ContainerCreating"} for c in pod["spec"].get("containers") or []},
              pod["spec"])
+        initcontainers.not_started(status, pod["spec"])
+        apply_phase(status, pod["spec"])
         stamp_conditions(status, old, batch.now)
         if status != old:
             batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})
