@@ -51,10 +51,17 @@ def test_init_containers_hold_the_pod_then_let_it_run(tmp_path: Path) -> None:
                     {"name": "setup", "image": "busybox:1.36", "command": ["sh", "-c", "echo ready"]}]))
                 cluster.create(pod("crash", [{"name": "check", "image": "busybox:1.36",
                                               "command": ["sh", "-c", "echo no; exit 1"]}]))
+                # Its container's image cannot be pulled: that is found once the init containers are through.
+                pull = pod("pull", [{"name": "setup", "image": "busybox:1.36", "command": ["sh", "-c", "echo ok"]}])
+                pull["spec"]["containers"][0]["image"] = "nginx:doesnotexist"
+                cluster.create(pull)
                 await settle(cluster, 20)
                 assert summary(cluster, "slow") == ("0/1", "Init:1/3", "Pending")
                 assert summary(cluster, "sidecar") == ("2/2", "Running", "Running")
                 assert summary(cluster, "crash") == ("0/1", "Init:CrashLoopBackOff", "Pending")
+                assert summary(cluster, "pull")[1:] in (("ErrImagePull", "Pending"), ("ImagePullBackOff", "Pending"))
+                pulls = [e for e in cluster.events("Pulling") if e["involvedObject"]["name"] == "pull"]
+                assert [e.get("count", 1) for e in pulls] == [1]  # one image manager for it, not one per status write
                 crash = cluster.objects("Pod")["crash"]["status"]["initContainerStatuses"][0]
                 assert crash["restartCount"] == 1
                 assert crash["lastState"]["terminated"]["exitCode"] == 1

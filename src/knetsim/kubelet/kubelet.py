@@ -567,8 +567,9 @@ class Kubelet:
             await c.task
             if int(((c.state.get("terminated") or {}).get("exitCode")) or 0) != 0 or not c.final:
                 return  # with restartPolicy Never a failed init container fails the pod: nothing more starts
-        self.inits.pop(uid, None)
         self._initialized(key, uid)
+        # Only now: the status write above must not look like an image change of containers not created yet.
+        self.inits.pop(uid, None)
 
     def _initialized(self, key: tuple[str, str], uid: str) -> None:
         """The last init container is through: the pod's containers start, their status as at a pod's start."""
