@@ -105,3 +105,28 @@ def test_a_pod_waiting_for_its_volumes_shows_no_init_container_started(tmp_path:
             finally:
                 await kubelet.close()
     asyncio.run(main())
+
+
+def test_init_containers_carry_on_across_a_server_restart(tmp_path: Path) -> None:
+    slow = pod("slow", [
+        {"name": "a", "image": "busybox:1.36", "command": ["sh", "-c", "echo a"]},
+        {"name": "b", "image": "busybox:1.36", "command": ["sh", "-c", "echo b; sleep 2; echo b done"]}])
+
+    async def phase(create: bool) -> tuple[tuple[str, str, str], list[str]]:
+        async with running(tmp_path) as cluster:
+            kubelet = Kubelet(cluster.server)
+            kubelet.install()
+            try:
+                if create:
+                    cluster.create(slow)
+                await settle(cluster, 15 if create else 60)
+                body = cluster.objects("Pod")["slow"]
+                uid = body["metadata"]["uid"]
+                return summary(cluster, "slow"), [
+                    text for _, text in kubelet.logs.get("default", "slow", uid, "b", 0).lines()]
+            finally:
+                await kubelet.close()
+
+    # Stopped while the second one runs: after the restart the first is not run again, the second runs anew.
+    assert asyncio.run(phase(True)) == (("0/1", "Init:1/2", "Pending"), ["b\n"])
+    assert asyncio.run(phase(False)) == (("1/1", "Running", "Running"), ["b\n", "b done\n"])
