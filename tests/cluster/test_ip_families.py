@@ -89,6 +89,27 @@ ROWS = [
     ("v4v6", "headless", "-", "-", "S v4"),
     ("v4v6", "headless", "R", "-", "R v4v6"),
     ("v4v6", "selectorless", "-", "-", "R v4v6"),
+    # Two families without a policy are refused on a dual-stack cluster too (issue 34 expected RequireDualStack,
+    # as the table said before the storage rewrite of v1.23; since then an unset policy is SingleStack, which two
+    # families contradict): with no address, one, both, and headless with a selector. Headless without selector
+    # is the one exception (RequireDualStack).
+    ("v4v6", "-", "-", "v6v4", "error"),
+    ("v4v6", "v4", "-", "v4v6", "error"),
+    ("v4v6", "v4", "-", "v6v4", "error"),
+    ("v4v6", "v6", "-", "v6v4", "error"),
+    ("v4v6", "v4v6", "-", "v4v6", "error"),
+    ("v4v6", "headless", "-", "v4v6", "error"),
+    ("v4v6", "selectorless", "-", "v4v6", "R v4v6"),
+    ("v4v6", "selectorless", "-", "v6", "R v6v4"),
+    ("v4v6", "selectorless", "S", "v4v6", "error"),
+    # ... and accepted once the policy says dual-stack.
+    ("v4v6", "v4", "R", "v4v6", "R v4v6"),
+    ("v4v6", "v4", "P", "v4v6", "P v4v6"),
+    ("v4v6", "v4", "R", "v6v4", "error"),
+    ("v4v6", "v4v6", "P", "-", "P v4v6"),
+    ("v4v6", "v4v6", "R", "v4v6", "R v4v6"),
+    ("v4v6", "headless", "R", "v4v6", "R v4v6"),
+    ("v4v6", "headless", "P", "v6", "P v6v4"),
     # dualstack:v6v4: the primary family is IPv6
     ("v6v4", "-", "-", "-", "S v6"),
     ("v6v4", "-", "P", "-", "P v6v4"),
@@ -192,3 +213,24 @@ def test_the_kubernetes_endpointslice_is_of_the_api_servers_family():
     state = Cluster.from_yaml("", config=config_from_dict({"ipFamily": "ipv6"})).state
     slice_ = state.endpoint_slices["default/kubernetes"]
     assert (slice_.address_type, slice_.endpoints[0].addresses[0]) == ("IPv6", "fc00:f853:ccd:e793::2")
+
+
+def test_two_families_without_a_policy_are_refused_on_a_dual_stack_cluster_in_the_api_servers_words() -> None:
+    # initIPFamilyFields (pkg/registry/core/service/storage/alloc.go): an unset policy on create is SingleStack
+    # ("If there is no value provided, then this field will be set to SingleStack", the API reference).
+    dual = {"ipFamily": "dual"}
+    words = ('spec.ipFamilyPolicy: Invalid value: "SingleStack": must be \'RequireDualStack\' or '
+             "'PreferDualStack' when multiple IP families are specified")
+    assert problems(manifest("-", "-", "v4v6"), dual) == [words]
+    assert problems(manifest("headless", "-", "v4v6"), dual) == [words]
+    assert problems(manifest("v4v6", "-", "v4v6"), dual) == [
+        'spec.ipFamilyPolicy: Invalid value: "SingleStack": must be \'RequireDualStack\' or \'PreferDualStack\' '
+        "when multiple cluster IPs are specified", words]
+
+
+def test_a_cluster_ip_another_service_holds_is_refused_in_the_api_servers_words() -> None:
+    first = manifest("v4", "-", "-")
+    second = first.replace("name: foo", "name: bar")
+    assert problems(first + "---\n" + second) == [
+        'spec.clusterIPs: Invalid value: []string{"10.96.0.50"}: failed to allocate IP 10.96.0.50: provided IP is '
+        "already allocated"]

@@ -46,19 +46,21 @@ from ..apiserver.errors import ApiError
 from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
+from ..cluster.workloads import pod_status
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
 from ..container.podfs import PodFS
 from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
+from . import initcontainers
 from .configwait import ConfigWait
 from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
 from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
-from .podstatus import apply_phase, image_id, refreshed, stamp_conditions
+from .podstatus import apply_phase, await_startup, complete, hold, image_id, refreshed, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
 
 if TYPE_CHECKING:
@@ -200,6 +202,7 @@ class Container:
         self.oom_killed = False  # this run ended by the OOM killer: terminated with reason OOMKilled
         self.started_at: str | None = None  # when the first run started, if before this object (a restart)
         self.ephemeral = False  # a `kubectl debug` container: reported in ephemeralContainerStatuses
+        self.init = False  # an init container: reported in initContainerStatuses
 
     def kill(self) -> None:
         """Stop this run as the runtime does (SIGTERM, then SIGKILL): servers that shut down cleanly
@@ -349,6 +352,8 @@ class Kubelet:
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+        # Per pod uid, the task running its init containers one by one (initcontainers.py).
+        self.inits: dict[str, asyncio.Task[None]] = {}
         # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
         self.flows = FlowRecorder(server)
 
@@ -383,6 +388,7 @@ class Kubelet:
         tasks = [c.task for cs in self.containers.values() for c in cs.values() if c.task is not None]
         tasks += [p.task for p in self.pullers.values() if p.task is not None]
         tasks += [w.task for w in self.waits.values() if w.task is not None]
+        tasks += list(self.inits.values())
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -391,6 +397,7 @@ class Kubelet:
         self.containers.clear()
         self.pullers.clear()
         self.waits.clear()
+        self.inits.clear()
 
     def _on_changes(self, changes: list[Change]) -> None:
         for c in changes:
@@ -434,6 +441,9 @@ class Kubelet:
         wait = self.waits.pop(uid, None)
         if wait is not None:
             wait.cancel()
+        init = self.inits.pop(uid, None)
+        if init is not None:
+            init.cancel()
         self.recorder.forget(uid)
         if self.uids.get(key) != uid:
             return
@@ -458,7 +468,8 @@ class Kubelet:
         if status.get("phase") not in ("Running", "Pending") or not status.get("podIP") or not spec.get("nodeName"):
             return
         if self.uids.get(key) == uid:
-            self._check_images(key, uid, body)
+            if uid not in self.inits:  # the pod's containers have not been created while init containers run
+                self._check_images(key, uid, body)
             self._reassert_probes(key, uid, body)
             self._start_ephemeral(key, uid, body)
             return
@@ -468,8 +479,20 @@ class Kubelet:
         mounting = self.waits.pop(uid, None)
         if mounting is not None:
             mounting.cancel()  # its volumes are set up (the pod has an address now): the containers' turn
-        known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
         self.containers[key] = {}
+        if initcontainers.initializing(status, spec):
+            # The init containers' turn first; the pod's containers start when the last one is through.
+            self.inits[uid] = loop.create_task(self._run_init_containers(key, uid, body))
+            self._start_ephemeral(key, uid, body)
+            return
+        self._start_containers(key, uid, body)
+
+    def _start_containers(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """Run the pod's containers (its init containers are through), each as its status says."""
+        loop = asyncio.get_running_loop()
+        status, spec = body.get("status") or {}, body.get("spec") or {}
+        known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
+        self.containers.setdefault(key, {})
         # Volumes first (every container waits for them), then each container: its image, its environment.
         blocked = waiting_states(body, self.lookup)
         mounts_missing = any(w.get("reason") == "ContainerCreating" for w in blocked.values())
@@ -500,6 +523,89 @@ class Kubelet:
         if pending:
             self._wait_for_config(key, uid, pending)
         self._start_ephemeral(key, uid, body)
+
+    async def _run_init_containers(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
+        """Each init container in turn, as the kubelet runs them: one through (exited 0; a sidecar started)
+        before the next; one that fails is run again under the pod's restart policy, or with Never fails the
+        pod. Then the pod's containers start. An init container whose command the simulation cannot run
+        (an image's own entrypoint) is taken as having done its work at once."""
+        spec = body.get("spec") or {}
+        pod_policy = str(spec.get("restartPolicy") or "Always")
+        known = {cs.get("name"): cs for cs in (body.get("status") or {}).get("initContainerStatuses") or []}
+        for i, spec_c in enumerate(initcontainers.init_containers(spec)):
+            name = str(spec_c.get("name"))
+            cs = known.get(name) or {}
+            terminated = (cs.get("state") or {}).get("terminated")
+            if terminated is not None and int(terminated.get("exitCode") or 0) == 0:
+                continue
+            sidecar = initcontainers.is_sidecar(spec_c)
+            policy = "Always" if sidecar else ("Never" if pod_policy == "Never" else "OnFailure")
+            argv = runnable(spec_c)
+            c = Container(self, key[0], key[1], uid, spec_c, argv, policy, int(cs.get("restartCount") or 0))
+            c.init = True
+            self.containers.setdefault(key, {})[name] = c
+            if i > 0 and "running" not in (cs.get("state") or {}):
+                # The first one's events came with the pod's start (podstart.py).
+                self.event(c, "Pulled", f'Container image "{c.image}" already present on machine')
+                self.event(c, "Created", f"Created container: {name}")
+                self.event(c, "Started", f"Started container {name}")
+            self._remember_env(uid, body, spec_c)
+            if sidecar or argv is not None:
+                c.task = asyncio.get_running_loop().create_task(c.run())
+            if sidecar:
+                continue  # it keeps running beside the rest
+            if argv is None:
+                # Nothing of it to run here: it ran its entrypoint and exited 0 (an empty log).
+                started_at = now_rfc3339()
+                self.logs.get(key[0], key[1], uid, name, c.restarts).close()
+                c.state = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started_at,
+                                          "finishedAt": started_at, "containerID": self.container_id(c)}}
+                c.final = True
+                self.report(c)
+                continue
+            assert c.task is not None
+            await c.task
+            if int(((c.state.get("terminated") or {}).get("exitCode")) or 0) != 0 or not c.final:
+                return  # with restartPolicy Never a failed init container fails the pod: nothing more starts
+        self._initialized(key, uid)
+        # Only now: the status write above must not look like an image change of containers not created yet.
+        self.inits.pop(uid, None)
+
+    def _initialized(self, key: tuple[str, str], uid: str) -> None:
+        """The last init container is through: the pod's containers start, their status as at a pod's start."""
+        stored = self.server.store.get(("Pod", key[0], key[1]))
+        if stored is None or stored.body["metadata"].get("uid") != uid:
+            return
+        pod = stored.body
+        old = pod.get("status") or {}
+        ips = tuple(str(i.get("ip")) for i in old.get("podIPs") or () if i.get("ip"))
+        host_ips = tuple(str(i.get("ip")) for i in old.get("hostIPs") or () if i.get("ip"))
+        status = pod_status(pod, str(old.get("podIP") or ""), str(old.get("hostIP") or ""), self.server.config,
+                            ips, host_ips)
+        status["startTime"] = old.get("startTime") or now_rfc3339()
+        status["initContainerStatuses"] = json_copy(old.get("initContainerStatuses") or [])
+        for cs in status.get("containerStatuses") or []:
+            if "running" in (cs.get("state") or {}):
+                cs["state"] = {"running": {"startedAt": now_rfc3339()}}
+        hold(status, waiting_states(pod, self.lookup), pod["spec"])
+        await_startup(status, pod["spec"])
+        apply_phase(status, pod["spec"])
+        complete(pod, status)
+        stamp_conditions(status, old, now_rfc3339())
+        new = {**pod, "metadata": dict(pod["metadata"]), "status": status}
+        self.server.store.commit([Write(("Pod", key[0], key[1]), new, stored.managed)])
+        waiting = {cs.get("name") for cs in status.get("containerStatuses") or []
+                   if "waiting" in (cs.get("state") or {})}
+        for spec_c in pod["spec"].get("containers") or []:
+            name = str(spec_c.get("name"))
+            if name in waiting:
+                continue
+            path = f"spec.containers{{{name}}}"
+            for reason, message in (
+                    ("Pulled", f'Container image "{spec_c.get("image")}" already present on machine'),
+                    ("Created", f"Created container: {name}"), ("Started", f"Started container {name}")):
+                self.recorder.record(involved(new, path), reason, message, host=str(pod["spec"].get("nodeName")))
+        self._start_containers(key, uid, new)
 
     def _start_ephemeral(self, key: tuple[str, str], uid: str, body: Mapping[str, Any]) -> None:
         """`kubectl debug`'s containers, started once each when they appear in the spec and never restarted
@@ -670,7 +776,8 @@ class Kubelet:
         if pod is None:
             pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
         body = stored.body if stored is not None else pod.raw
-        spec_c = next((c for c in (body.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
+        spec_c = next((c for field in ("containers", "initContainers", "ephemeralContainers")
+                       for c in (body.get("spec") or {}).get(field) or [] if c.get("name") == container), {})
         if fresh_fs or (uid, container) not in self.envs:
             self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
         env = pod_env(state, pod, container)
@@ -734,7 +841,7 @@ class Kubelet:
         if stored is None or stored.body["metadata"].get("uid") != c.uid:
             return
         pod = stored.body
-        field = "spec.ephemeralContainers" if c.ephemeral else "spec.containers"
+        field = "spec.ephemeralContainers" if c.ephemeral else "spec.initContainers" if c.init else "spec.containers"
         self.recorder.record(involved(pod, f"{field}{{{c.name}}}"), reason, message,
                              host=str((pod.get("spec") or {}).get("nodeName") or ""), type_=type_)
 
@@ -850,12 +957,25 @@ class Kubelet:
             cs["started"] = "running" in state and (uid, container) not in self.starting
             if container_id and ("running" in state or "terminated" in state):
                 cs["containerID"] = container_id
+        spec = stored.body.get("spec") or {}
+        for cs in status.get("initContainerStatuses") or []:
+            if cs.get("name") != container:
+                continue
+            sidecar = any(initcontainers.is_sidecar(c) and c.get("name") == container
+                          for c in initcontainers.init_containers(spec))
+            initcontainers.set_state(cs, json_copy(state), sidecar)
+            if last_state:
+                cs["lastState"] = json_copy(last_state)
+            if restarts is not None:
+                cs["restartCount"] = restarts
+            if container_id and ("running" in state or "terminated" in state):
+                cs["containerID"] = container_id
+                cs["imageID"] = cs.get("imageID") or image_id(str(cs.get("image") or ""))
         # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
         core = refreshed({**stored.body, "status": status}) or {}
         if changed:
             changed["ready"] = bool(changed["started"]) and (uid, container) not in self.unready and any(
                 cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
-        spec = stored.body.get("spec") or {}
         apply_phase(status, spec)
         _keep_explanation(status, core)
         stamp_conditions(status, stored.body.get("status") or {}, now_rfc3339())

@@ -26,8 +26,9 @@ from ..cluster.workloads import pod_status
 from ..controllers.base import Batch, Context, Controller
 from ..controllers.informer import key_of
 from ..model.objects import Node
+from . import initcontainers
 from .podconfig import mount_error, references, waiting_states
-from .podstatus import await_startup, complete, hold, refreshed, stamp_conditions
+from .podstatus import apply_phase, await_startup, complete, hold, refreshed, stamp_conditions
 
 
 def _waits_for_address(body: Mapping[str, Any]) -> bool:
@@ -109,6 +110,9 @@ class PodStart(Controller):
         # A ConfigMap/Secret its environment needs is missing: the kubelet keeps the container waiting.
         hold(status, waiting_states(pod, lookup), pod["spec"])
         await_startup(status, pod["spec"])
+        # Init containers first: the first one runs, the rest of the pod waits (kubelet.py runs them).
+        initcontainers.begin(status, pod["spec"], batch.now)
+        apply_phase(status, pod["spec"])
         complete(pod, status)
         stamp_conditions(status, {}, batch.now)
         started = {**pod, "metadata": dict(pod["metadata"]), "status": status}
@@ -116,8 +120,10 @@ class PodStart(Controller):
         waiting = {cs.get("name") for cs in status.get("containerStatuses") or []
                    if "waiting" in (cs.get("state") or {})}
         spec = pod.get("spec") or {}
-        for section, containers in (("initContainers", spec.get("initContainers") or []),
-                                    ("containers", spec.get("containers") or [])):
+        inits = initcontainers.init_containers(spec)
+        # With init containers only the first starts now; the kubelet records the others as their turn comes.
+        starting = [("initContainers", inits[:1])] if inits else [("containers", spec.get("containers") or [])]
+        for section, containers in starting:
             for c in containers:
                 name = c.get("name")
                 if name in waiting:
@@ -147,6 +153,8 @@ class PodStart(Controller):
                 cond["status"] = "False"
         hold(status, {str(c.get("name")): {"reason": "ContainerCreating"} for c in pod["spec"].get("containers") or []},
              pod["spec"])
+        initcontainers.not_started(status, pod["spec"])
+        apply_phase(status, pod["spec"])
         stamp_conditions(status, old, batch.now)
         if status != old:
             batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..cluster import workloads as core_workloads
 from ..model.jsonvalue import json_copy
+from . import initcontainers
 
 
 def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -28,15 +29,19 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
     terminated = [states[n].get("terminated") for n in names]
     final = all(t is not None for t in terminated) and (
         policy == "Never" or (policy == "OnFailure" and all(t["exitCode"] == 0 for t in terminated if t)))
+    init_failed = initcontainers.failed(status, spec)
     unready = [n for n, cs in zip(names, [next(s for s in statuses if s.get("name") == n) for n in names],
                                   strict=True) if not cs.get("ready")]
     # getPhase: a container waiting without ever having run (an image that cannot be pulled)
     # keeps the pod Pending.
     never_ran = [n for n in names if "waiting" in states[n] and not next(
         (s.get("lastState") for s in statuses if s.get("name") == n), None)]
-    if final:
+    if init_failed:
+        final = True
+        status["phase"] = "Failed"
+    elif final:
         status["phase"] = "Succeeded" if all(t["exitCode"] == 0 for t in terminated if t) else "Failed"
-    elif never_ran:
+    elif never_ran or initcontainers.initializing(status, spec):
         status["phase"] = "Pending"
     elif status.get("phase") == "Pending":
         status["phase"] = "Running"
@@ -56,6 +61,8 @@ def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
                 cond.pop("message", None)
         elif cond.get("type") == "PodReadyToStartContainers" and final:
             cond["status"] = "False"  # the sandbox is torn down once every container is done
+        elif cond.get("type") == "Initialized":
+            initcontainers.initialized_condition(cond, status, spec)
         conditions.append(cond)
     status["conditions"] = conditions
 
@@ -95,6 +102,10 @@ def keep_kubelet_state(fresh: dict[str, Any], old: Mapping[str, Any], spec: Mapp
     before = {cs.get("name"): cs for cs in old.get("containerStatuses") or []}
     probed = _startup_probed(spec)
     touched = False
+    if old.get("initContainerStatuses"):
+        # The core's status knows nothing of init containers: what the kubelet reported of them stays.
+        fresh["initContainerStatuses"] = json_copy(old["initContainerStatuses"])
+        touched = True
     for cs in fresh.get("containerStatuses") or []:
         prev = before.get(cs.get("name"))
         if not prev:
@@ -135,8 +146,16 @@ def complete(body: Mapping[str, Any], status: dict[str, Any]) -> None:
     """What the kubelet reports and the core leaves out: container and image IDs, start times."""
     started = status.get("startTime")
     uid = (body.get("metadata") or {}).get("uid", "")
+    if status.get("initContainerStatuses"):
+        status["initContainerStatuses"] = _with_ids(status["initContainerStatuses"], uid, None)
+    statuses = _with_ids(status.get("containerStatuses") or [], uid, started)
+    if statuses:
+        status["containerStatuses"] = statuses
+
+
+def _with_ids(container_statuses: list[dict[str, Any]], uid: str, started: str | None) -> list[dict[str, Any]]:
     statuses = []
-    for cs in status.get("containerStatuses") or []:
+    for cs in container_statuses:
         cs = dict(cs)
         if "waiting" in (cs.get("state") or {}) and not cs.get("lastState"):
             statuses.append(cs)  # never ran (its image cannot be pulled): no container, no image yet
@@ -151,8 +170,7 @@ def complete(body: Mapping[str, Any], status: dict[str, Any]) -> None:
             cs["state"] = dict(state, running=dict(state["running"]))
             cs["state"]["running"].setdefault("startedAt", started)
         statuses.append(cs)
-    if statuses:
-        status["containerStatuses"] = statuses
+    return statuses
 
 
 def image_id(image: str) -> str:

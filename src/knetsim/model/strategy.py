@@ -260,7 +260,7 @@ def can_set_load_balancer_class(svc: Mapping[str, Any]) -> bool:
 
 
 def needs_external_traffic_policy(svc: Mapping[str, Any]) -> bool:
-    return _type(svc) in ("NodePort", "LoadBalancer")
+    return validation.externally_accessible(_spec(svc))
 
 
 def drop_type_dependent_fields(new: Body, old: Mapping[str, Any]) -> None:
@@ -318,7 +318,7 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("Service", default=defaults.default_service, validate=validation.validate_service,
              prepare_for_update=drop_type_dependent_fields, name_rule=is_dns1035_label,
              status=StatusPolicy.SUBRESOURCE),
-    Strategy("Endpoints", status=StatusPolicy.NONE,
+    Strategy("Endpoints", default=defaults.default_endpoints, status=StatusPolicy.NONE,
              deprecation="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),
     Strategy("Deployment", default=defaults.default_deployment, validate=validation.validate_workload,
              validate_update=updates.validate_selector_unchanged, subresources=("scale",), **_WORKLOAD),
@@ -335,7 +335,8 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     Strategy("EndpointSlice", default=defaults.default_endpoint_slice, validate=validation.validate_endpoint_slice,
              validate_update=updates.validate_endpoint_slice_update, generation=True),
     Strategy("Ingress", validate=validation.validate_ingress, generation=True, status=StatusPolicy.SUBRESOURCE),
-    Strategy("IngressClass", validate=validation.validate_ingress_class, generation=True),
+    Strategy("IngressClass", default=defaults.default_ingress_class, validate=validation.validate_ingress_class,
+             generation=True),
     Strategy("NetworkPolicy", default=defaults.default_network_policy, validate=validation.validate_network_policy,
              generation=True),
     Strategy("ConfigMap", validate=validation.validate_config_map, validate_update=updates.validate_config_map_update),

@@ -170,6 +170,13 @@ def validate_port_num_or_name(value: int | str, path: Path) -> Errors:
     return [path.invalid(value, p) for p in is_valid_port_name(value)]
 
 
+def externally_accessible(spec: Mapping[str, Any]) -> bool:
+    """pkg/api/v1/service.ExternallyAccessible: node ports, a load balancer, or a ClusterIP with external IPs;
+    such a Service has an externalTrafficPolicy (defaulted, required, and dropped when it stops being one)."""
+    svc_type = spec.get("type") or "ClusterIP"
+    return svc_type in ("NodePort", "LoadBalancer") or (svc_type == "ClusterIP" and bool(spec.get("externalIPs")))
+
+
 def validate_service(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec") or {}
     path = Path("spec")
@@ -281,14 +288,14 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
             )
 
     external_policy = spec.get("externalTrafficPolicy")
-    external = svc_type in ("NodePort", "LoadBalancer") or bool(spec.get("externalIPs"))
+    external = externally_accessible(spec)
     if external_policy is not None and external_policy != "":
         if not external:
             errs.append(path.child("externalTrafficPolicy").invalid(
                 external_policy, "may only be set for externally-accessible services"))
         elif external_policy not in ("Cluster", "Local"):
             errs.append(path.child("externalTrafficPolicy").not_supported(external_policy, ["Cluster", "Local"]))
-    elif svc_type in ("NodePort", "LoadBalancer"):
+    elif external:
         errs.append(path.child("externalTrafficPolicy").required())
     internal_policy = spec.get("internalTrafficPolicy")
     if svc_type != "ExternalName" and internal_policy not in (None, "Cluster", "Local"):
