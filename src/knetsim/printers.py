@@ -332,6 +332,14 @@ def _replicaset(o: Obj, now: datetime | None) -> list[Any]:
             int(status.get("readyReplicas", 0)), age(o, now), names, images, _label_selector(spec.get("selector"))]
 
 
+def _replicationcontroller(o: Obj, now: datetime | None) -> list[Any]:
+    # kubectl's replicationControllerColumnDefinitions: a ReplicaSet's columns, the selector a plain label map.
+    row = _replicaset({**o, "spec": {**(o.get("spec") or {}), "selector": None}}, now)
+    selector = (o.get("spec") or {}).get("selector")
+    row[-1] = Selector.from_map(selector).formatted() if selector else "<none>"
+    return row
+
+
 def _statefulset(o: Obj, now: datetime | None) -> list[Any]:
     spec, status = o.get("spec") or {}, o.get("status") or {}
     names, images = _template_containers(o)
@@ -492,6 +500,8 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "Deployment": (_defs("Ready", "Up-to-date#", "Available#", "Age", "*Containers", "*Images", "*Selector"),
                    _deployment),
     "ReplicaSet": (_defs("Desired#", "Current#", "Ready#", "Age", "*Containers", "*Images", "*Selector"), _replicaset),
+    "ReplicationController": (_defs("Desired#", "Current#", "Ready#", "Age", "*Containers", "*Images", "*Selector"),
+                              _replicationcontroller),
     "StatefulSet": (_defs("Ready", "Age", "*Containers", "*Images"), _statefulset),
     "DaemonSet": (_defs("Desired#", "Current#", "Ready#", "Up-to-date#", "Available#", "Node Selector", "Age",
                         "*Containers", "*Images", "*Selector"), _daemonset),

@@ -397,7 +397,7 @@ class Registry:
         """The ``autoscaling/v1`` Scale of a workload (its scale subresource)."""
         meta = obj["metadata"]
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        selector = Selector.from_label_selector(spec.get("selector") or {}).formatted()
+        selector = Selector.of_workload(str(obj.get("kind") or ""), spec.get("selector") or {}).formatted()
         return {"kind": "Scale", "apiVersion": "autoscaling/v1",
                 "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                              if k in meta},

@@ -515,7 +515,7 @@ def _workload_status(state: ClusterState) -> None:
         if obj.raw.get("status") and from_live_cluster(obj.raw):
             continue
         pods = [p for p in owned.get((obj.namespace, kind, obj.name), []) if is_active(p)]
-        if kind == "ReplicaSet":
+        if kind in ("ReplicaSet", "ReplicationController"):
             obj.raw["status"] = replica_set_status(obj.raw, pods)[0]
         elif kind == "DaemonSet":
             obj.raw["status"] = daemon_set_status(obj.raw, pods, len(pods))

@@ -67,7 +67,7 @@ class Notice:
 KEYED_BY_NAME = {k.kind: k.collection for k in KINDS if k.keyed_collection and not k.namespaced}
 KEYED_BY_REF = {k.kind: k.collection for k in KINDS if k.keyed_collection and k.namespaced}
 # The kinds whose controllers make pods (their pods are the simulation's; they are kept for `get`).
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job")
 KEPT_AS_WORKLOADS = tuple(k.kind for k in KINDS if k.collection == WORKLOADS)
 # Every collection of a ClusterState, by attribute name.
 COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), WORKLOADS, OTHERS)

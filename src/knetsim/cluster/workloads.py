@@ -35,7 +35,10 @@ from .naming import pod_template_hash, random_suffix
 from .state import Notice
 
 READY_ANNOTATION = "knetsim.io/ready"
-_WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "StatefulSet": 2, "DaemonSet": 3, "Job": 4}
+_WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
+                   "Job": 4}
+# The API version a workload's pods name their owner by (its ownerReferences).
+_OWNER_API = {"Job": "batch/v1", "ReplicationController": "v1"}
 
 
 @dataclass(slots=True)
@@ -197,8 +200,8 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         template = spec["template"]
         existing = owned_pods.get((w.namespace, w.kind, w.name), [])
         existing_names = {b["metadata"]["name"] for b in existing}
-        owner = _owner(w.kind, "apps/v1" if w.kind != "Job" else "batch/v1", w.body)
-        if w.kind == "ReplicaSet":
+        owner = _owner(w.kind, _OWNER_API.get(w.kind, "apps/v1"), w.body)
+        if w.kind in ("ReplicaSet", "ReplicationController"):
             for name in _fresh_names(w, int(spec.get("replicas", 1)) - len(existing), existing_names):
                 result.pods.append((_pod_from_template(template, name, w.namespace, owner, {}), source))
             result.surplus.extend(_surplus(existing, int(spec.get("replicas", 1))))

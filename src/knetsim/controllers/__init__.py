@@ -25,6 +25,7 @@ from .job import JobController
 from .manager import ControllerManager
 from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
+from .replicationcontroller import ReplicationControllerManager
 from .scheduler import Scheduler
 from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
@@ -34,8 +35,8 @@ from .statefulset import StatefulSetController
 # daemon.wire puts between the two, since the node is not this program); then the pods' addresses
 # feed endpoints, routes' status, and the garbage collector and the namespace controller clean up.
 UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
-    CronJobController, DeploymentController, ReplicaSetController, StatefulSetController, DaemonSetController,
-    JobController, Scheduler,
+    CronJobController, DeploymentController, ReplicaSetController, ReplicationControllerManager,
+    StatefulSetController, DaemonSetController, JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
     EndpointSliceController, EndpointSliceMirroringController, EndpointsController, IngressStatus,

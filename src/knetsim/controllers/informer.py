@@ -63,7 +63,7 @@ def selector_of(kind: str, body: Mapping[str, Any]) -> Selector | None:
         selector = spec.get("selector")
         return Selector.from_map(selector) if isinstance(selector, Mapping) and selector else None
     if kind in WORKLOAD_KINDS and isinstance(spec.get("selector"), Mapping):
-        return Selector.from_label_selector(spec["selector"])
+        return Selector.of_workload(kind, spec["selector"])
     return None
 
 

@@ -223,6 +223,23 @@ def default_replicaset(obj: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
 
 
+def default_replication_controller(obj: dict[str, Any]) -> None:
+    """SetDefaults_ReplicationController (pkg/apis/core/v1/defaults.go): an empty selector and empty object
+    labels take the template's labels; one replica."""
+    spec = _template(obj)
+    if spec is None:
+        return
+    template = spec.get("template")
+    labels = ((template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None) or None
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+
+
 def default_statefulset(obj: dict[str, Any]) -> None:
     # SetDefaults_StatefulSet (pkg/apis/apps/v1/defaults.go).
     spec = _template(obj)

@@ -74,6 +74,8 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Endpoints", "", "v1", "endpoints", True, ("ep",), collection=WORKLOADS),
     KindInfo("Deployment", "apps", "v1", "deployments", True, ("deploy",), in_all=True, collection=WORKLOADS),
     KindInfo("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), in_all=True, collection=WORKLOADS),
+    KindInfo("ReplicationController", "", "v1", "replicationcontrollers", True, ("rc",), in_all=True,
+             collection=WORKLOADS),
     KindInfo("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), in_all=True, collection=WORKLOADS),
     KindInfo("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), in_all=True, collection=WORKLOADS),
     KindInfo("Job", "batch", "v1", "jobs", True, (), in_all=True, collection=WORKLOADS),

@@ -100,6 +100,12 @@ class Selector:
         return cls(tuple(Requirement(k, EQUALS, (str(v),)) for k, v in sorted(labels.items())))
 
     @classmethod
+    def of_workload(cls, kind: str, selector: Mapping[str, Any] | None) -> Selector:
+        """A workload's ``spec.selector``: a ReplicationController's is a plain label map (core/v1 predates
+        LabelSelector), every other workload's a LabelSelector."""
+        return cls.from_map(selector) if kind == "ReplicationController" else cls.from_label_selector(selector)
+
+    @classmethod
     def from_label_selector(cls, selector: Mapping[str, Any] | None) -> Selector:
         """A ``metav1.LabelSelector`` dict; assumes it was validated."""
         if selector is None:

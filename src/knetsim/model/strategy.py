@@ -324,6 +324,13 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
              validate_update=updates.validate_selector_unchanged, subresources=("scale",), **_WORKLOAD),
     Strategy("ReplicaSet", default=defaults.default_replicaset, validate=validation.validate_workload,
              validate_update=updates.validate_selector_unchanged, subresources=("scale",), **_WORKLOAD),
+    # core/v1's older ReplicaSet: the same controller (pkg/controller/replication adapts the ReplicaSet one), a
+    # selector map instead of a LabelSelector; its selector may change (no immutability rule, unlike apps/v1). A
+    # delete without a propagation policy orphans its pods, for compatibility (rcStrategy's
+    # DefaultGarbageCollectionPolicy for v1); kubectl sends Background.
+    Strategy("ReplicationController", default=defaults.default_replication_controller,
+             validate=validation.validate_replication_controller, subresources=("scale",),
+             default_propagation=Propagation.ORPHAN, **_WORKLOAD),
     Strategy("StatefulSet", default=defaults.default_statefulset, validate=validation.validate_statefulset,
              validate_update=updates.validate_statefulset_update, subresources=("scale",), **_WORKLOAD),
     # DaemonSets are orphaned by default in apps/v1beta*; apps/v1 (the only version served) propagates.

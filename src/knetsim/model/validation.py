@@ -501,6 +501,33 @@ def validate_workload(body: Mapping[str, Any], *, selector_required: bool = True
     return errs
 
 
+def validate_replication_controller(body: Mapping[str, Any]) -> Errors:
+    """ValidateReplicationControllerSpec (pkg/apis/core/validation): a non-empty selector map that the template's
+    labels match, a template, non-negative replicas; the pod template's own rules."""
+    spec = body.get("spec") or {}
+    path = Path("spec")
+    errs: Errors = []
+    replicas = spec.get("replicas")
+    if replicas is not None and replicas < 0:
+        errs.append(path.child("replicas").invalid(replicas, "must be greater than or equal to 0"))
+    selector = spec.get("selector") or {}
+    errs.extend(validate_labels(selector, path.child("selector")))
+    if not selector:
+        errs.append(path.child("selector").required())
+    template = spec.get("template")
+    if template is None:
+        errs.append(path.child("template").required())
+        return errs
+    template_labels = (template.get("metadata") or {}).get("labels") or {}
+    if selector and not Selector.from_map(selector).matches(template_labels):
+        errs.append(path.child("template", "metadata", "labels").invalid(
+            go_map({str(k): str(v) for k, v in template_labels.items()}),
+            "`selector` does not match template `labels`"))
+    errs.extend(validate_labels(template_labels, path.child("template", "metadata", "labels")))
+    errs.extend(validate_pod_spec(template.get("spec"), path.child("template", "spec")))
+    return errs
+
+
 def validate_job(body: Mapping[str, Any]) -> Errors:
     return validate_workload(body, selector_required=False) + _job_restart_policy(body.get("spec"), Path("spec"))
 
