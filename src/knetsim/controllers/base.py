@@ -29,6 +29,16 @@ def being_deleted(body: Mapping[str, Any] | None) -> bool:
     return bool(((body or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
+def _same_as_stored(body: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """``body`` is ``stored`` but for the resourceVersion (which a write replaces anyway)."""
+    if body.keys() != stored.keys():
+        return False
+    meta, stored_meta = body.get("metadata") or {}, stored.get("metadata") or {}
+    return all(body[k] == stored[k] for k in body if k != "metadata") and \
+        {k: v for k, v in meta.items() if k != "resourceVersion"} == \
+        {k: v for k, v in stored_meta.items() if k != "resourceVersion"}
+
+
 def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
     """Did this update change only the status (and the ``annotations`` named), as a controller's own
     status write does? Its controller has nothing more to do for it."""
@@ -105,6 +115,8 @@ class Batch:
         """Create or replace ``key``. ``body`` may share parts with stored objects (the store never changes
         one in place); what the caller changes must be its own copy."""
         stored = self.store.objects.get(key)
+        if stored is not None and _same_as_stored(body, stored.body):
+            return  # what is stored already: a write would only wake every watcher to find nothing new
         self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
 
     def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:

@@ -79,16 +79,23 @@ class EndpointSliceController(Controller):
         nodes = {n.name: n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)}
         existing = slices_of(self.informer, namespace, name)
         plan = reconcile(service, pods, existing, nodes)
+        create = plan.create
+        if (service.raw.get("metadata") or {}).get("deletionTimestamp"):
+            # A Service being deleted gets no new slices: the garbage collector is deleting them (foreground
+            # deletion) and a replacement would be deleted again, forever. Upstream's reconciler skips
+            # creates on a non-nil DeletionTimestamp too (kubernetes/kubernetes
+            # staging/src/k8s.io/endpointslice/reconciler.go, finalize).
+            create = ()
         events = tuple((e.type, e.reason, e.message) for e in plan.events)
         new_events = events != self._events.get(key, ())
         self._events[key] = events
-        if not (plan.create or plan.update or plan.delete or (new_events and events)):
+        if not (create or plan.update or plan.delete or (new_events and events)):
             return
         batch = self.batch()
         if new_events:
             for type_, reason, message in events:
                 batch.event(service.raw, reason, message, "endpoint-slice-controller", type_=type_)
-        for body in plan.create:
+        for body in create:
             meta = body["metadata"]
             meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
                         generation=1)
