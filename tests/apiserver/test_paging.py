@@ -110,3 +110,36 @@ def test_kept_snapshots_are_bounded_oldest_first(tmp_path: Path, monkeypatch: py
     assert paging.recall(store, "ConfigMap", "", 1) is None
     assert paging.recall(store, "ConfigMap", "", 2) == objects
     store.close()
+
+
+def test_pages_across_namespaces_follow_the_storage_keys_and_skip_nothing(tmp_path: Path) -> None:
+    """``shop-dev/a`` sorts before ``shop/a`` in etcd (``-`` before ``/``): pages cut in (namespace, name) order
+    instead skipped shop-dev's objects once the token's key had passed ``shop/``."""
+    async def scenario() -> tuple[list[str], list[str]]:
+        server = ApiServer(tmp_path)
+        client = TestClient(TestServer(server.app()))
+        await client.start_server()
+        try:
+            for ns in ("default", "shop", "shop-dev"):
+                await client.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                              "metadata": {"name": ns}})
+                for name in ("a", "b"):
+                    await client.post(f"/api/v1/namespaces/{ns}/configmaps",
+                                      json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+            whole = await (await client.get("/api/v1/configmaps")).json()
+            paged: list[str] = []
+            token = ""
+            while True:
+                chunk = await (await client.get(f"/api/v1/configmaps?limit=1&continue={token}")).json()
+                paged += [f'{i["metadata"]["namespace"]}/{i["metadata"]["name"]}' for i in chunk["items"]]
+                token = chunk["metadata"].get("continue", "")
+                if not token:
+                    break
+            return [f'{i["metadata"]["namespace"]}/{i["metadata"]["name"]}' for i in whole["items"]], paged
+        finally:
+            await client.close()
+            await server.close()
+
+    whole, paged = asyncio.run(scenario())
+    assert paged == whole
+    assert [n for n in whole if n.startswith("shop")] == ["shop-dev/a", "shop-dev/b", "shop/a", "shop/b"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import posixpath
 import time
@@ -58,6 +59,23 @@ clock: Callable[[], float] = time.monotonic
 SnapshotKey = tuple[int, str, str]  # (resourceVersion, kind, namespace or "" for all)
 
 
+class Listing(list[dict[str, Any]]):
+    """Objects in storage-key order (etcd's: ``shop-dev/a`` before ``shop/a``, as ``-`` sorts before ``/``), with
+    their keys, so a page starts by bisection instead of a walk over everything before it."""
+
+    def __init__(self, objects: list[dict[str, Any]], across_namespaces: bool) -> None:
+        pairs = sorted(((storage_key(o, across_namespaces), o) for o in objects), key=lambda pair: pair[0])
+        super().__init__(o for _k, o in pairs)
+        self.keys = [k for k, _o in pairs]
+        self.across_namespaces = across_namespaces
+
+
+def in_key_order(objects: list[dict[str, Any]], across_namespaces: bool) -> Listing:
+    if isinstance(objects, Listing) and objects.across_namespaces == across_namespaces:
+        return objects
+    return Listing(objects, across_namespaces)
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     taken: float
@@ -81,7 +99,7 @@ def remember(store: Store, kind: str, namespace: str, rv: int, objects: list[dic
     key = (rv, kind, namespace)
     if key in kept:
         return
-    kept[key] = _Snapshot(clock(), list(objects))
+    kept[key] = _Snapshot(clock(), objects)
     total = sum(len(s.objects) for s in kept.values())
     while total > SNAPSHOT_ITEMS and len(kept) > 1:
         _key, dropped = kept.popitem(last=False)
@@ -169,20 +187,21 @@ class Page:
 def page(objects: list[dict[str, Any]], accept: Callable[[dict[str, Any]], bool], *, rv: int, limit: int,
          start: str = "", across_namespaces: bool, selective: bool, store: Store | None = None, kind: str = "",
          namespace: str = "") -> Page:
-    """The page of ``objects`` (key order) from key ``start`` on: at most ``limit`` accepted ones (all when
-    ``limit`` <= 0), the token for the rest and, unless a selector filters (``selective``), their count.
+    """The page of ``objects`` in storage-key order from key ``start`` on: at most ``limit`` accepted ones (all
+    when ``limit`` <= 0), the token for the rest and, unless a selector filters (``selective``), their count.
     With ``store``, the list a token is handed out for is kept for the pages that follow (``remember``)."""
-    candidates = [o for o in objects if not start or storage_key(o, across_namespaces) >= start]
+    listing = in_key_order(objects, across_namespaces)
+    first = bisect.bisect_left(listing.keys, start) if start else 0
     items: list[dict[str, Any]] = []
-    for i, obj in enumerate(candidates):
+    for i in range(first, len(listing)):
+        obj = listing[i]
         if not accept(obj):
             continue
         if 0 < limit <= len(items):
-            rest = candidates[i:]
             token = encode_continue(rv, storage_key(items[-1], across_namespaces) + "\x00")
-            remaining = None if selective else len(rest)
+            remaining = None if selective else len(listing) - i
             if store is not None:
-                remember(store, kind, namespace, rv, objects)
+                remember(store, kind, namespace, rv, listing)
             return Page(items, rv, token, remaining)
         items.append(obj)
     return Page(items, rv)
