@@ -71,3 +71,22 @@ def test_a_foreground_deletion_waits_only_for_dependents_that_block_it(k: Cluste
     assert wait_for(lambda: "configmap/owner" not in names(k, "configmaps")), names(k, "configmaps")
     assert "configmap/held" in names(k, "configmaps")
     k.kubectl("patch", "configmap", "held", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
+
+
+def test_an_orphaned_endpoint_slice_stays_until_a_new_service_of_its_name_replaces_it(k: Cluster) -> None:
+    k.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2")
+    k.kubectl("expose", "deployment", "web", "--port=80")
+    assert wait_for(lambda: names(k, "endpointslices"))
+    [orphan] = names(k, "endpointslices")
+    k.kubectl("delete", "svc", "web", "--cascade=orphan", timeout=30)
+    [kept] = k.get_json("endpointslices")["items"][:1] or [{}]
+    assert "ownerReferences" not in kept.get("metadata", {}), kept
+    assert names(k, "endpointslices") == [orphan]
+    k.kubectl("expose", "deployment", "web", "--port=80")
+    uid = k.get_json("service", "web")["metadata"]["uid"]
+
+    def owned_by_the_new_service() -> bool:
+        slices = [s for s in k.get_json("endpointslices")["items"] if s["metadata"]["name"] != "kubernetes"]
+        return len(slices) == 1 and [r["uid"] for r in slices[0]["metadata"].get("ownerReferences", [])] == [uid] \
+            and len(slices[0]["endpoints"]) == 2
+    assert wait_for(owned_by_the_new_service), k.get_json("endpointslices")
