@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import itertools
 import json
 import posixpath
 import time
@@ -51,9 +52,10 @@ INVALID_KEY = "continue key is not valid"
 # kube-apiserver runs every 5 minutes by default (--etcd-compaction-interval=5m0s, k8s.io/apiserver
 # pkg/server/options/etcd.go).
 RETENTION = 300.0
-# The objects all kept snapshots may name together (references to stored versions, 8 bytes each, which the
-# snapshot keeps alive): a bound on memory when many large lists are paged at once.
-SNAPSHOT_ITEMS = 2_000_000
+# The objects all kept snapshots may name together: a bound on memory when many large lists are paged at once
+# (each item costs a reference and its key, about 100 bytes, and keeps its stored version alive); five
+# 100,000-pod lists.
+SNAPSHOT_ITEMS = 500_000
 clock: Callable[[], float] = time.monotonic
 
 SnapshotKey = tuple[int, str, str]  # (resourceVersion, kind, namespace or "" for all)
@@ -64,9 +66,12 @@ class Listing(list[dict[str, Any]]):
     their keys, so a page starts by bisection instead of a walk over everything before it."""
 
     def __init__(self, objects: list[dict[str, Any]], across_namespaces: bool) -> None:
-        pairs = sorted(((storage_key(o, across_namespaces), o) for o in objects), key=lambda pair: pair[0])
-        super().__init__(o for _k, o in pairs)
-        self.keys = [k for k, _o in pairs]
+        keys = [storage_key(o, across_namespaces) for o in objects]
+        if any(b < a for a, b in itertools.pairwise(keys)):  # the store lists by (namespace, name)
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            objects, keys = [objects[i] for i in order], [keys[i] for i in order]
+        super().__init__(objects)
+        self.keys = keys
         self.across_namespaces = across_namespaces
 
 
