@@ -90,3 +90,24 @@ def test_an_orphaned_endpoint_slice_stays_until_a_new_service_of_its_name_replac
         return len(slices) == 1 and [r["uid"] for r in slices[0]["metadata"].get("ownerReferences", [])] == [uid] \
             and len(slices[0]["endpoints"]) == 2
     assert wait_for(owned_by_the_new_service), k.get_json("endpointslices")
+
+
+def test_deleting_what_a_controller_makes_again_returns_and_the_replacement_is_a_new_object(k: Cluster) -> None:
+    """kubectl delete waits until the uid it deleted is gone: a StatefulSet's pod, a Deployment's ReplicaSet and a
+    Service's EndpointSlice come back under the same name at once, and came back with the same uid, so kubectl
+    waited forever."""
+    k.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=1")
+    k.kubectl("expose", "deployment", "web", "--port=80")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "c", "image": "postgres:16"}]}}}}))
+    assert wait_for(lambda: len(names(k, "pods")) == 2 and names(k, "endpointslices"))
+    [rs] = names(k, "replicasets")
+    [eps] = names(k, "endpointslices")
+    for what, cascade in (("pod/db-0", "background"), (rs, "foreground"), (eps, "background")):
+        uid = k.get_json(what)["metadata"]["uid"]
+        k.kubectl("delete", what, f"--cascade={cascade}", timeout=20)
+        assert wait_for(lambda what=what: what in names(k, "pods,replicasets,endpointslices")), what
+        assert k.get_json(what)["metadata"]["uid"] != uid, what

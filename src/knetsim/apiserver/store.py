@@ -44,6 +44,7 @@ FLUSH_DELAY = 0.05  # seconds a controller write may wait for SQLite (batched wi
 LOOP_WINDOW = 2.0
 LOOP_BOUND = 200
 LOOP_MARK = "controller loop:"  # the log line's start; the live test suites fail a test whose cluster logs it
+RETIRED_UIDS = 100_000  # uids of deleted objects remembered (a controller gives an object made again a new one)
 
 
 def shared(new: Any, old: Any) -> Any:
@@ -163,6 +164,8 @@ class Store:
         self.watchers: list[Watcher] = []
         self.listeners: list[Callable[[list[Change]], None]] = []
         self.controller_writes = WriteCounter()
+        # The uids of objects deleted since start, the most recent RETIRED_UIDS (insertion order: oldest first).
+        self.retired_uids: dict[str, None] = {}
 
     def close(self) -> None:
         for w in list(self.watchers):
@@ -243,6 +246,11 @@ class Store:
                 self.objects[key] = new
         if not durable:
             self.controller_writes.count(changes)
+        for c in changes:
+            if c.type == "DELETED" and (uid := (c.obj.get("metadata") or {}).get("uid")):
+                self.retired_uids[str(uid)] = None
+        while len(self.retired_uids) > RETIRED_UIDS:
+            del self.retired_uids[next(iter(self.retired_uids))]
         self.history.extend(changes)
         if len(self.history) == self.history.maxlen:
             self.oldest_rv = self.history[0].rv - 1

@@ -17,6 +17,7 @@ from ..apiserver.registry import Registry, deletion, finalizer_done
 from ..apiserver.store import Change, Key, Store, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
+from ..model.objects import stable_uid
 from ..model.strategy import Propagation
 from ..model.timestamps import now_rfc3339
 from .informer import Informer
@@ -110,6 +111,17 @@ class Batch:
             self._names = EventNames(self.now, self.store.meta)
             self._start = self._names.count
         return self._names
+
+    def new_uid(self, kind: str, namespace: str, name: str) -> str:
+        """The uid of an object this batch creates: derived from its identity (the offline core's, so a fresh cluster
+        equals its offline build), unless an object of that identity was deleted before (a StatefulSet's ``db-0``, a
+        Deployment's ReplicaSet, a Service's slices come back under the same name): then also from the
+        resourceVersion it is made at, a new object as on a real cluster. ``kubectl delete`` waits until the uid it
+        deleted is gone; with the old uid back it waited forever."""
+        uid = stable_uid(kind, namespace, name)
+        if uid in self.store.retired_uids:
+            uid = stable_uid(kind, namespace, f"{name}@{self.store.rv + len(self.writes) + 1}")
+        return uid
 
     def put(self, key: Key, body: dict[str, Any]) -> None:
         """Create or replace ``key``. ``body`` may share parts with stored objects (the store never changes

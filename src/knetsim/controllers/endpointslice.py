@@ -16,7 +16,7 @@ from ..apiserver.store import Change, Key
 from ..cluster.endpointslices import reconcile
 from ..cluster.topology import hints_enabled
 from ..model.labels import Selector
-from ..model.objects import ENDPOINTSLICE_CONTROLLER, SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service, stable_uid
+from ..model.objects import ENDPOINTSLICE_CONTROLLER, SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service
 from .base import Context, Controller
 from .informer import Informer, key_of
 
@@ -106,7 +106,7 @@ class EndpointSliceController(Controller):
             batch.delete(("EndpointSlice", namespace, es.name))
         for body in create:
             meta = body["metadata"]
-            meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
+            meta.update(uid=batch.new_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
                         generation=1)
             batch.put(("EndpointSlice", namespace, meta["name"]), body)
         for body in plan.update:
