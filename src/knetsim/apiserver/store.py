@@ -11,6 +11,11 @@ A crash can lose the last of them; the controllers derive them again at start. S
 may have seen their resourceVersions, a start after a crash continues ``HISTORY`` past the last
 stored one, so no resourceVersion is ever handed out twice.
 
+The controllers' writes are counted per object (``WriteCounter``): one written more than LOOP_BOUND times
+within LOOP_WINDOW seconds is a loop, logged once per window with LOOP_MARK (tests/*/conftest.py fail the
+test). The uids of deleted objects are remembered (``retired_uids``) so a controller making an object again
+under the same name gives it a new one.
+
 Rows are keyed (kind, namespace, name). ``managed`` is ``user`` for objects a client wrote
 (the controllers' input) and ``controller`` for objects the controllers derived (ReplicaSets,
 Pods of workloads, EndpointSlices, system objects); a client write to a controller object
