@@ -45,8 +45,10 @@ def test_kubectls_acknowledged_create_scale_and_status_patch_survive_kill_9(tmp_
         node = json.loads(live.kubectl("get", "node", "extra", "-o", "json").stdout)
         assert node["status"]["capacity"]["pods"] == "7"
         # The derived objects follow the acknowledged spec again (the controllers resync at start).
-        assert wait_for(lambda: json.loads(live.kubectl("get", "rs", "-l", "app=web", "-o", "json").stdout)
-                        ["items"][0]["spec"]["replicas"] == 2)
+        def replica_set_follows() -> bool:
+            items = json.loads(live.kubectl("get", "rs", "-l", "app=web", "-o", "json").stdout)["items"]
+            return [rs["spec"]["replicas"] for rs in items] == [2]
+        assert wait_for(replica_set_follows)
     finally:
         stop_server(live.proc)
 
