@@ -111,3 +111,17 @@ def test_deleting_what_a_controller_makes_again_returns_and_the_replacement_is_a
         k.kubectl("delete", what, f"--cascade={cascade}", timeout=20)
         assert wait_for(lambda what=what: what in names(k, "pods,replicasets,endpointslices")), what
         assert k.get_json(what)["metadata"]["uid"] != uid, what
+
+
+def test_a_dependent_with_another_owner_survives_a_foreground_deletion_without_the_reference(k: Cluster) -> None:
+    refs = []
+    for owner in ("first", "second"):
+        body = json.loads(k.kubectl("create", "configmap", owner, "-o", "json").stdout)
+        refs.append({"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": body["metadata"]["uid"],
+                     "blockOwnerDeletion": True})
+    k.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                                    "metadata": {"name": "shared", "ownerReferences": refs}}))
+    k.kubectl("delete", "configmap", "first", "--cascade=foreground", timeout=20)
+    shared = k.get_json("configmap", "shared")
+    assert "deletionTimestamp" not in shared["metadata"]
+    assert [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["second"]

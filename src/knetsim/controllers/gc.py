@@ -88,6 +88,11 @@ class GarbageCollector(Controller):
             batch.put(key, kept)
         batch.commit()
 
+    def _solid(self, ref: Mapping[str, Any]) -> bool:
+        """The owner a reference names exists and is not waiting for its dependents' deletion."""
+        key = self.informer.by_uid(str(ref.get("uid") or ""))
+        return key is not None and FOREGROUND_FINALIZER not in _waiting(self.informer.get(key))
+
     def _finish_deletion(self, key: Key, body: Mapping[str, Any], waiting: set[str]) -> None:
         uid = str(body["metadata"].get("uid") or "")
         dependents = self.informer.dependents(uid)
@@ -115,6 +120,14 @@ class GarbageCollector(Controller):
                                            for r in _refs(dependent))
                 if (dependent.get("metadata") or {}).get("deletionTimestamp"):
                     continue  # already going: nothing more to ask of it
+                solid = [r for r in _refs(dependent) if r.get("uid") != uid and self._solid(r)]
+                if solid:
+                    # Another owner still stands: the dependent stays, without the references to owners that are
+                    # gone or going in the foreground (upstream's attemptToDeleteItem with solid owners).
+                    kept = json_copy(dependent)
+                    kept["metadata"]["ownerReferences"] = [dict(r) for r in solid]
+                    batch.put(dep, kept)
+                    continue
                 dep_uid = str((dependent.get("metadata") or {}).get("uid") or "")
                 # Upstream deletes a dependent in the foreground only when it has dependents of its own.
                 has_dependents = bool(dep_uid and self.informer.dependents(dep_uid))
