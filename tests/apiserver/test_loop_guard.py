@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from knetsim.apiserver.store import LOOP_BOUND, LOOP_MARK, LOOP_WINDOW, Store, Write
+from knetsim.apiserver.store import LOOP_BOUND, LOOP_MARK, LOOP_WINDOW, Change, Store, Write, WriteCounter
 
 
 def configmap(name: str, value: str) -> dict:
@@ -19,34 +19,38 @@ def configmap(name: str, value: str) -> dict:
             "data": {"v": value}}
 
 
-def test_an_object_the_controllers_rewrite_past_the_bound_within_the_window_is_logged_once(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = Store(tmp_path / "db")
-    now = [0.0]
-    store.controller_writes.clock = lambda: now[0]
-    store.controller_writes.window_start = 0.0
-    key = ("ConfigMap", "default", "looping")
-    with caplog.at_level(logging.ERROR, logger="knetsim.apiserver"):
-        for i in range(LOOP_BOUND * 2):
-            store.commit([Write(key, configmap("looping", str(i)), "controller")], durable=False)
-            now[0] += LOOP_WINDOW / (LOOP_BOUND * 4)  # all within one window
-    loops = [r.getMessage() for r in caplog.records if LOOP_MARK in r.getMessage()]
-    assert loops == [loops[0]] and "ConfigMap default/looping" in loops[0]
-    store.close()
+def loops(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if LOOP_MARK in r.getMessage()]
 
 
-def test_client_writes_and_a_steady_controller_writer_below_the_bound_are_not_a_loop(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = Store(tmp_path / "db")
+def test_an_object_rewritten_past_the_bound_within_the_window_is_logged_once_per_window(
+        caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
-    store.controller_writes.clock = lambda: now[0]
-    store.controller_writes.window_start = 0.0
+    counter = WriteCounter(clock=lambda: now[0])
     with caplog.at_level(logging.ERROR, logger="knetsim.apiserver"):
-        for i in range(LOOP_BOUND * 3):
-            store.commit([Write(("ConfigMap", "default", "client"), configmap("client", str(i)))])  # a client's
-            # A controller's status writer at twice the fastest legitimate cadence (one burst every 50 ms).
-            store.commit([Write(("ConfigMap", "default", "steady"), configmap("steady", str(i)), "controller")],
-                         durable=False)
+        for window in range(2):
+            for i in range(LOOP_BOUND * 2):
+                counter.count([Change("MODIFIED", "ConfigMap", i, None, configmap("looping", str(i)))])
+                now[0] += LOOP_WINDOW / (LOOP_BOUND * 4)  # all within one window
+            now[0] = (window + 1) * LOOP_WINDOW * 1.5
+    assert len(loops(caplog)) == 2 and "ConfigMap default/looping" in loops(caplog)[0]
+    assert counter.reported == [("ConfigMap", "default", "looping")] * 2
+
+
+def test_a_steady_writer_below_the_bound_is_not_a_loop(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    counter = WriteCounter(clock=lambda: now[0])
+    with caplog.at_level(logging.ERROR, logger="knetsim.apiserver"):
+        # Twice the fastest legitimate cadence (an owner's status once per 50 ms burst), for ten windows.
+        for i in range(int(10 * LOOP_WINDOW / 0.025)):
+            counter.count([Change("MODIFIED", "ReplicaSet", i, None, configmap("steady", str(i)))])
             now[0] += 0.025
-    assert not [r for r in caplog.records if LOOP_MARK in r.getMessage()]
+    assert loops(caplog) == []
+
+
+def test_only_the_controllers_writes_are_counted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.commit([Write(("ConfigMap", "default", "client"), configmap("client", "1"))])  # a client's
+    store.commit([Write(("ConfigMap", "default", "derived"), configmap("derived", "1"), "controller")], durable=False)
+    assert dict(store.controller_writes.counts) == {("ConfigMap", "default", "derived"): 1}
     store.close()
