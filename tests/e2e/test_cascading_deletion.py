@@ -78,6 +78,7 @@ def test_an_orphaned_endpoint_slice_stays_until_a_new_service_of_its_name_replac
     k.kubectl("expose", "deployment", "web", "--port=80")
     assert wait_for(lambda: names(k, "endpointslices"))
     [orphan] = names(k, "endpointslices")
+    orphan_uid = k.get_json(orphan)["metadata"]["uid"]
     k.kubectl("delete", "svc", "web", "--cascade=orphan", timeout=30)
     [kept] = k.get_json("endpointslices")["items"][:1] or [{}]
     assert "ownerReferences" not in kept.get("metadata", {}), kept
@@ -90,6 +91,8 @@ def test_an_orphaned_endpoint_slice_stays_until_a_new_service_of_its_name_replac
         return len(slices) == 1 and [r["uid"] for r in slices[0]["metadata"].get("ownerReferences", [])] == [uid] \
             and len(slices[0]["endpoints"]) == 2
     assert wait_for(owned_by_the_new_service), k.get_json("endpointslices")
+    assert [s["metadata"]["uid"] for s in k.get_json("endpointslices")["items"]
+            if s["metadata"]["name"] != "kubernetes"] != [orphan_uid]
 
 
 def test_deleting_what_a_controller_makes_again_returns_and_the_replacement_is_a_new_object(k: Cluster) -> None:

@@ -119,7 +119,9 @@ class Batch:
         resourceVersion it is made at, a new object as on a real cluster. ``kubectl delete`` waits until the uid it
         deleted is gone; with the old uid back it waited forever."""
         uid = stable_uid(kind, namespace, name)
-        if uid in self.store.retired_uids:
+        deleting = {str((stored.body.get("metadata") or {}).get("uid")) for w in self.writes
+                    if w.body is None and (stored := self.store.objects.get(w.key)) is not None}
+        if uid in self.store.retired_uids or uid in deleting:
             uid = stable_uid(kind, namespace, f"{name}@{self.store.rv + len(self.writes) + 1}")
         return uid
 
