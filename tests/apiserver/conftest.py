@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from knetsim.apiserver.store import LOOP_MARK
+
 KUBECTL = shutil.which("kubectl")
 
 
@@ -108,6 +110,32 @@ def stop_server(proc: subprocess.Popen[bytes], hard: bool = False) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def controller_loops(log: Path, offset: int) -> list[str]:
+    """The controller loops (``LOOP_MARK`` lines, see knetsim.apiserver.store) the daemon logged after ``offset``."""
+    if not log.exists():
+        return []
+    with open(log, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return [line for line in text.splitlines() if LOOP_MARK in line]
+
+
+@pytest.fixture(autouse=True)
+def no_controller_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test during which the cluster's controllers wrote one object in a loop (the store's write
+    counter logs it: more than LOOP_BOUND writes within LOOP_WINDOW seconds, far above any legitimate
+    writer). A loop the test's last command starts may be reported by the module's next test instead."""
+    if "live" not in request.fixturenames:
+        yield
+        return
+    cluster = request.getfixturevalue("live")
+    log = cluster.state.parent / f"{cluster.state.name}.log"
+    offset = log.stat().st_size if log.exists() else 0
+    yield
+    loops = controller_loops(log, offset)
+    assert not loops, "the controllers wrote in a loop:\n" + "\n".join(loops)
 
 
 @pytest.fixture(scope="module")

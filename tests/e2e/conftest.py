@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from knetsim.apiserver.store import LOOP_MARK
+
 KUBECTL = shutil.which("kubectl")
 DIG = shutil.which("dig")
 CURL = shutil.which("curl")
@@ -141,6 +143,32 @@ def start(base: Path, cluster_config: str | None = None) -> Cluster:
 
 def stop(cluster: Cluster) -> None:
     subprocess.run(knetsim_argv("down", "--state", str(cluster.state)), capture_output=True, text=True, timeout=30)
+
+
+def controller_loops(log: Path, offset: int) -> list[str]:
+    """The controller loops (``LOOP_MARK`` lines, see knetsim.apiserver.store) the daemon logged after ``offset``."""
+    if not log.exists():
+        return []
+    with open(log, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return [line for line in text.splitlines() if LOOP_MARK in line]
+
+
+@pytest.fixture(autouse=True)
+def no_controller_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test during which the cluster's controllers wrote one object in a loop (the store's write
+    counter logs it: more than LOOP_BOUND writes within LOOP_WINDOW seconds, far above any legitimate
+    writer). A loop the test's last command starts may be reported by the module's next test instead."""
+    if "cluster" not in request.fixturenames:
+        yield
+        return
+    cluster = request.getfixturevalue("cluster")
+    log = cluster.state / "daemon.log"
+    offset = log.stat().st_size if log.exists() else 0
+    yield
+    loops = controller_loops(log, offset)
+    assert not loops, "the controllers wrote in a loop:\n" + "\n".join(loops)
 
 
 @pytest.fixture(scope="module")

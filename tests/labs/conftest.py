@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from knetsim.apiserver.store import LOOP_MARK
 from knetsim.cli.main import cli
 from knetsim.labs import Lab, load_lab
 
@@ -84,6 +85,32 @@ class LiveLab:
 def knetsim(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "knetsim.cli.main", *args], capture_output=True, text=True,
                           env=env, timeout=60)
+
+
+def controller_loops(log: Path, offset: int) -> list[str]:
+    """The controller loops (``LOOP_MARK`` lines, see knetsim.apiserver.store) the daemon logged after ``offset``."""
+    if not log.exists():
+        return []
+    with open(log, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return [line for line in text.splitlines() if LOOP_MARK in line]
+
+
+@pytest.fixture(autouse=True)
+def no_controller_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test during which the cluster's controllers wrote one object in a loop (the store's write
+    counter logs it: more than LOOP_BOUND writes within LOOP_WINDOW seconds, far above any legitimate
+    writer). A loop the test's last command starts may be reported by the module's next test instead."""
+    if "live" not in request.fixturenames:
+        yield
+        return
+    cluster = request.getfixturevalue("live")
+    log = cluster.state / "daemon.log"
+    offset = log.stat().st_size if log.exists() else 0
+    yield
+    loops = controller_loops(log, offset)
+    assert not loops, "the controllers wrote in a loop:\n" + "\n".join(loops)
 
 
 @pytest.fixture(scope="module")

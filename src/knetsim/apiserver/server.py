@@ -428,7 +428,8 @@ class ApiServer:
             objects = [s.body for s in self.store.list(kind, t.namespace)]
         chunk = paging.page(objects, accept, rv=rv, limit=options.limit, start=start,
                             across_namespaces=t.resource.namespaced and not t.namespace,
-                            selective=bool(options.label_selector or options.field_selector))
+                            selective=bool(options.label_selector or options.field_selector),
+                            store=self.store, kind=kind, namespace=t.namespace)
         items = [as_served(t.resource, o) for o in chunk.items]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if chunk.continue_token:

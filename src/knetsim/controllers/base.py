@@ -17,6 +17,7 @@ from ..apiserver.registry import Registry, deletion, finalizer_done
 from ..apiserver.store import Change, Key, Store, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
+from ..model.objects import stable_uid
 from ..model.strategy import Propagation
 from ..model.timestamps import now_rfc3339
 from .informer import Informer
@@ -27,6 +28,16 @@ def being_deleted(body: Mapping[str, Any] | None) -> bool:
     (upstream's controllers skip their work on a non-nil DeletionTimestamp), or it would refill what the
     garbage collector empties, forever."""
     return bool(((body or {}).get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _same_as_stored(body: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """``body`` is ``stored`` but for the resourceVersion (which a write replaces anyway)."""
+    if body.keys() != stored.keys():
+        return False
+    meta, stored_meta = body.get("metadata") or {}, stored.get("metadata") or {}
+    return all(body[k] == stored[k] for k in body if k != "metadata") and \
+        {k: v for k, v in meta.items() if k != "resourceVersion"} == \
+        {k: v for k, v in stored_meta.items() if k != "resourceVersion"}
 
 
 def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
@@ -101,10 +112,25 @@ class Batch:
             self._start = self._names.count
         return self._names
 
+    def new_uid(self, kind: str, namespace: str, name: str) -> str:
+        """The uid of an object this batch creates: derived from its identity (the offline core's, so a fresh cluster
+        equals its offline build), unless an object of that identity was deleted before (a StatefulSet's ``db-0``, a
+        Deployment's ReplicaSet, a Service's slices come back under the same name): then also from the
+        resourceVersion it is made at, a new object as on a real cluster. ``kubectl delete`` waits until the uid it
+        deleted is gone; with the old uid back it waited forever."""
+        uid = stable_uid(kind, namespace, name)
+        deleting = {str((stored.body.get("metadata") or {}).get("uid")) for w in self.writes
+                    if w.body is None and (stored := self.store.objects.get(w.key)) is not None}
+        if uid in self.store.retired_uids or uid in deleting:
+            uid = stable_uid(kind, namespace, f"{name}@{self.store.rv + len(self.writes) + 1}")
+        return uid
+
     def put(self, key: Key, body: dict[str, Any]) -> None:
         """Create or replace ``key``. ``body`` may share parts with stored objects (the store never changes
         one in place); what the caller changes must be its own copy."""
         stored = self.store.objects.get(key)
+        if stored is not None and _same_as_stored(body, stored.body):
+            return  # what is stored already: a write would only wake every watcher to find nothing new
         self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
 
     def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
 from ..cluster import rollout
-from ..model.objects import stable_uid
 from .base import Controller, being_deleted, status_only
 from .claim import claim
 from .informer import controller_ref, key_of
@@ -66,7 +65,7 @@ class DeploymentController(Controller):
         namespace = key[1]
         for name in plan.created:
             rs = by_name[name]
-            rs["metadata"].update(uid=stable_uid("ReplicaSet", namespace, name), creationTimestamp=batch.now,
+            rs["metadata"].update(uid=batch.new_uid("ReplicaSet", namespace, name), creationTimestamp=batch.now,
                                   generation=1)
             batch.put(("ReplicaSet", namespace, name), rs)
         for name in plan.updated:

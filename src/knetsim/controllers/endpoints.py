@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
 from ..cluster.endpoints import endpoints_for
-from ..model.objects import Service, stable_uid
+from ..model.objects import Service
 from .base import Controller
 from .endpointslice import service_of_slice, slices_of
 from .informer import key_of
@@ -51,7 +51,7 @@ class EndpointsController(Controller):
                     (old.get("metadata") or {}).get("labels") == want["metadata"].get("labels"):
                 return
             old_meta = (old or {}).get("metadata") or {}
-            want["metadata"]["uid"] = old_meta.get("uid") or stable_uid("Endpoints", namespace, name)
+            want["metadata"]["uid"] = old_meta.get("uid") or batch.new_uid("Endpoints", namespace, name)
             want["metadata"]["creationTimestamp"] = old_meta.get("creationTimestamp") or batch.now
             batch.put(ep_key, want)
         batch.commit()

@@ -16,7 +16,7 @@ from ..apiserver.store import Change, Key
 from ..cluster.endpointslices import reconcile
 from ..cluster.topology import hints_enabled
 from ..model.labels import Selector
-from ..model.objects import SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service, stable_uid
+from ..model.objects import ENDPOINTSLICE_CONTROLLER, SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service
 from .base import Context, Controller
 from .informer import Informer, key_of
 
@@ -77,20 +77,36 @@ class EndpointSliceController(Controller):
             pods = [p for n in self.informer.select("Pod", namespace, service.selector_view)
                     if isinstance(p := self.informer.typed(("Pod", namespace, n)), Pod)]
         nodes = {n.name: n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)}
-        existing = slices_of(self.informer, namespace, name)
+        existing, foreign = [], []
+        for es in slices_of(self.informer, namespace, name):
+            # A managed slice another Service of this name owned (one deleted with --cascade=orphan) is not this
+            # one's: upstream's reconciler deletes it and makes the Service its own (reconciler.go, ownedBy).
+            owned = any(r.get("kind") == "Service" and r.get("uid") == service.meta.uid
+                        for r in (es.raw.get("metadata") or {}).get("ownerReferences") or [])
+            (existing if owned or es.managed_by != ENDPOINTSLICE_CONTROLLER else foreign).append(es)
         plan = reconcile(service, pods, existing, nodes)
+        create = plan.create
+        if (service.raw.get("metadata") or {}).get("deletionTimestamp"):
+            # A Service being deleted gets no new slices: the garbage collector is deleting them (foreground
+            # deletion) and a replacement would be deleted again, forever. Upstream's reconciler skips
+            # creates on a non-nil DeletionTimestamp too (kubernetes/kubernetes
+            # staging/src/k8s.io/endpointslice/reconciler.go, finalize).
+            create = ()
         events = tuple((e.type, e.reason, e.message) for e in plan.events)
         new_events = events != self._events.get(key, ())
         self._events[key] = events
-        if not (plan.create or plan.update or plan.delete or (new_events and events)):
+        if not (create or plan.update or plan.delete or foreign or (new_events and events)):
             return
         batch = self.batch()
         if new_events:
             for type_, reason, message in events:
                 batch.event(service.raw, reason, message, "endpoint-slice-controller", type_=type_)
-        for body in plan.create:
+        for es in foreign:
+            # First: the name the planner picks for this Service's own slice may be the foreign one's.
+            batch.delete(("EndpointSlice", namespace, es.name))
+        for body in create:
             meta = body["metadata"]
-            meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
+            meta.update(uid=batch.new_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
                         generation=1)
             batch.put(("EndpointSlice", namespace, meta["name"]), body)
         for body in plan.update:

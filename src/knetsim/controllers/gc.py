@@ -10,7 +10,10 @@ graph builder finds them:
 - **orphan** (``--cascade=orphan``): the owner waits with the ``orphan`` finalizer while its
   dependents lose their reference to it, then goes;
 - **foreground** (``--cascade=foreground``): the owner waits with the ``foregroundDeletion``
-  finalizer while its dependents are deleted (in the foreground too), then goes.
+  finalizer while its dependents are deleted (in the foreground those that have dependents of their
+  own), then goes once no dependent with ``blockOwnerDeletion: true`` is left, as upstream's
+  ``processDeletingDependentsItem`` waits only for its ``blockingDependents``
+  (kubernetes/kubernetes pkg/controller/garbagecollector/garbagecollector.go).
 """
 
 from __future__ import annotations
@@ -51,8 +54,12 @@ class GarbageCollector(Controller):
             return keys
         if _waiting(change.new):
             keys.append(key_of(change.kind, change.new))
-        if change.new is not None and _refs(change.new) and _refs(change.new) != _refs(change.old):
-            keys.append(key_of(change.kind, change.new))
+        if change.new is not None and _refs(change.new) != _refs(change.old):
+            if _refs(change.new):
+                keys.append(key_of(change.kind, change.new))
+            # A dependent that let go of an owner (or stopped blocking it) may be what that owner waits for.
+            keys += [k for r in _refs(change.old) if (k := self.informer.by_uid(str(r.get("uid") or ""))) is not None
+                     and _waiting(self.informer.get(k))]
         return keys
 
     def resync(self) -> Iterable[Key]:
@@ -81,6 +88,11 @@ class GarbageCollector(Controller):
             batch.put(key, kept)
         batch.commit()
 
+    def _solid(self, ref: Mapping[str, Any]) -> bool:
+        """The owner a reference names exists and is not waiting for its dependents' deletion."""
+        key = self.informer.by_uid(str(ref.get("uid") or ""))
+        return key is not None and FOREGROUND_FINALIZER not in _waiting(self.informer.get(key))
+
     def _finish_deletion(self, key: Key, body: Mapping[str, Any], waiting: set[str]) -> None:
         uid = str(body["metadata"].get("uid") or "")
         dependents = self.informer.dependents(uid)
@@ -98,10 +110,28 @@ class GarbageCollector(Controller):
                     released["metadata"].pop("ownerReferences", None)
                 batch.put(dep, released)
             batch.finalizer_done(key, ORPHAN_FINALIZER)
-        elif dependents:
-            for dep in dependents:
-                if FOREGROUND_FINALIZER not in _waiting(self.informer.get(dep)):
-                    batch.delete(dep, Propagation.FOREGROUND)
         else:
-            batch.finalizer_done(key, FOREGROUND_FINALIZER)
+            blocking = False
+            for dep in dependents:
+                dependent = self.informer.get(dep)
+                if dependent is None:
+                    continue
+                blocking = blocking or any(r.get("uid") == uid and r.get("blockOwnerDeletion") is True
+                                           for r in _refs(dependent))
+                if (dependent.get("metadata") or {}).get("deletionTimestamp"):
+                    continue  # already going: nothing more to ask of it
+                solid = [r for r in _refs(dependent) if r.get("uid") != uid and self._solid(r)]
+                if solid:
+                    # Another owner still stands: the dependent stays, without the references to owners that are
+                    # gone or going in the foreground (upstream's attemptToDeleteItem with solid owners).
+                    kept = json_copy(dependent)
+                    kept["metadata"]["ownerReferences"] = [dict(r) for r in solid]
+                    batch.put(dep, kept)
+                    continue
+                dep_uid = str((dependent.get("metadata") or {}).get("uid") or "")
+                # Upstream deletes a dependent in the foreground only when it has dependents of its own.
+                has_dependents = bool(dep_uid and self.informer.dependents(dep_uid))
+                batch.delete(dep, Propagation.FOREGROUND if has_dependents else Propagation.BACKGROUND)
+            if not blocking:
+                batch.finalizer_done(key, FOREGROUND_FINALIZER)
         batch.commit()

@@ -21,7 +21,7 @@ from ..apiserver.store import Change, Key
 from ..cluster.naming import random_suffix
 from ..cluster.workloads import WorkloadInput, WorkloadResult, expand_workloads
 from ..cluster.workloadstatus import is_active
-from ..model.objects import Node, stable_uid
+from ..model.objects import Node
 from .base import Batch, Context, Controller, being_deleted, status_only
 from .claim import claim
 from .informer import API_SOURCE, controller_ref, key_of
@@ -142,7 +142,7 @@ class PodOwner(Controller):
 
     def create_pod(self, owner: Mapping[str, Any], pod: dict[str, Any], batch: Batch) -> None:
         meta = pod["metadata"]
-        meta["uid"] = stable_uid("Pod", meta["namespace"], meta["name"])
+        meta["uid"] = batch.new_uid("Pod", meta["namespace"], meta["name"])
         meta["creationTimestamp"] = batch.now
         batch.put(("Pod", meta["namespace"], meta["name"]), pod)
         batch.event(owner, "SuccessfulCreate", self.created_message(owner, meta["name"]), self.name)
