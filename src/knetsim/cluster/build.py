@@ -139,8 +139,9 @@ def admit(documents: Iterable[Document], namespace: str = "default",
         live = from_live_cluster(doc.body)
         mode = FieldValidation.WARN if live or validation != Validation.STRICT else FieldValidation.STRICT
         try:
+            # What a cluster stored is taken as stored: no create-time rules (``admission.admit_as``).
             body, decoded, kind = admission.admit(doc.body, namespace=namespace, field_validation=mode,
-                                                  extra_crds=crds, keep_invalid=keep_invalid)
+                                                  extra_crds=crds, keep_invalid=keep_invalid, stored=live)
         except admission.NoKindMatch as exc:
             out.errors.append(ManifestError(doc.source, doc.describe(), f"{exc.message}; ensure CRDs are installed "
                                                                         "first"))
