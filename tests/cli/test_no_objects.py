@@ -78,3 +78,11 @@ def test_get_in_a_namespace_that_does_not_exist_lists_nothing_as_kubectl_does() 
     result = knetsim("get", "pods", "-f", str(EXAMPLES / "shop"), "-n", "nonexistent")
     assert result.exit_code == 0
     assert "No resources found in nonexistent namespace." in result.output
+
+
+def test_a_diff_side_without_objects_is_refused(tmp_path: Path) -> None:
+    shop = str(EXAMPLES / "shop")
+    for before, after in ((str(tmp_path), shop), (shop, str(tmp_path))):
+        result = knetsim("diff", "--before", before, "--after", after)
+        assert result.exit_code == 2, result.output
+        assert f"error reading [{tmp_path}]" in result.output
