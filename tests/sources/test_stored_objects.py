@@ -84,3 +84,21 @@ def test_a_hand_written_pod_with_ephemeral_containers_is_still_refused(tmp_path:
     result = CliRunner().invoke(cli, ["validate", "-f", str(manifest)], catch_exceptions=False)
     assert result.exit_code == 2
     assert "spec.ephemeralContainers: Forbidden: cannot be set on create" in result.output
+
+
+def test_a_pending_pod_of_a_cluster_is_not_scheduled_by_the_reader(tmp_path: Path) -> None:
+    """The cluster's scheduler left it without a node (no node has the CPU it requests, which knetsim does not
+    model): it stays so, Pending, though knetsim's own scheduler would place it."""
+    objects = snapshot_of([str(EXAMPLES / "shop")])
+    pending = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "waiting", "namespace": "shop", "uid": "u-waiting", "resourceVersion": "9"},
+               "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+                                        "resources": {"requests": {"cpu": "64"}}}]},
+               "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                              "reason": "Unschedulable"}]}}
+    with fake_api([*objects, pending], token="") as api:
+        path = tmp_path / "config"
+        path.write_text(yaml.safe_dump(kubeconfig_for(api.url, {})))
+        cluster = Cluster.from_kubeconfig(str(path))
+    pod = cluster.state.pods["shop/waiting"].raw
+    assert not pod["spec"].get("nodeName") and pod["status"]["phase"] == "Pending" and "podIP" not in pod["status"]

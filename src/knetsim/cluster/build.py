@@ -253,7 +253,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     pod_bodies = [(b, s) for b, s in pod_bodies
                   if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
-    state.notices.extend(schedule(pod_bodies, nodes))
+    # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
+    state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes))
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))
     for body, source in pod_bodies:
         pod = PARSERS["Pod"](body, source)
