@@ -143,6 +143,7 @@ def test_foreground_prints_its_ports_and_ctrl_c_during_start_up_leaves_no_traceb
     got = _interrupt_after_start(knetsim_argv("up", "--foreground", "--state", str(state), "--port", "0"),
                                  env, state)
     assert "Traceback" not in got.stderr, got.stderr
+    assert got.returncode == 130 and got.stdout == ""
     assert _daemons(state) == []
 
     proc = subprocess.Popen(knetsim_argv("up", "--foreground", "--state", str(state), "--port", "0"),

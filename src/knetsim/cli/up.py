@@ -94,6 +94,16 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
+    try:
+        _up(port, dns_port, ingress_port, state, foreground, kernel, cluster_config)
+    except KeyboardInterrupt:
+        # Before any daemon was started (those that were are stopped where they are waited for).
+        click.echo("interrupted: the cluster was not started", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None,
+        cluster_config: str | None) -> None:
     state_dir = Path(state).resolve()
     try:
         in_force = check_config(state_dir, cluster_config)
@@ -196,26 +206,28 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _foreground(cmd: list[str], state_dir: Path) -> None:
-    """``up --foreground``: the daemon as a child with this terminal (its log on stderr); the ready lines, ports
-    included, printed once it is ready, as a detached start prints them; Ctrl-C stops it, start-up included."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+    """``up --foreground``: the daemon as a child writing to this terminal (its log on stderr); the ready lines,
+    ports included, printed once it is ready, as a detached start prints them; Ctrl-C stops it, start-up
+    included. The child has a session of its own, so the terminal's SIGINT reaches this process only, which
+    stops the daemon with SIGTERM: a signal in the middle of its imports would otherwise end in a traceback."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+    info = None
     try:
         info = _wait_ready(proc, state_dir, lambda: [])
         _print_ready(info)
         click.echo("# Ctrl-C stops the cluster", err=True)
         code = proc.wait()
     except KeyboardInterrupt:
-        # The terminal sent SIGINT to the daemon too (same process group); a signal sent to this process alone is
-        # passed on (a second one changes nothing: the daemon is stopping).
         try:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGINT)
-            code = proc.wait(10)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             _stop(proc)
-            code = proc.returncode
+        except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+            proc.kill()
+            proc.wait()
+        if info is None:  # interrupted before it was ready: as a shell reports SIGINT
+            click.echo(f"interrupted: the cluster was stopped during start-up (pid {proc.pid})", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         click.echo(f"stopped (pid {proc.pid})", err=True)
-        sys.exit(EXIT_OK if code in (0, EXIT_INTERRUPTED, -signal.SIGINT) else code)
+        sys.exit(EXIT_OK)
     sys.exit(code)
 
 
