@@ -102,3 +102,23 @@ def test_a_pending_pod_of_a_cluster_is_not_scheduled_by_the_reader(tmp_path: Pat
         cluster = Cluster.from_kubeconfig(str(path))
     pod = cluster.state.pods["shop/waiting"].raw
     assert not pod["spec"].get("nodeName") and pod["status"]["phase"] == "Pending" and "podIP" not in pod["status"]
+
+
+def test_a_stored_pod_that_knetsims_validation_refuses_is_kept_as_stored(tmp_path: Path) -> None:
+    """Another API server version's rules may differ: the pod runs there, so it stays, with a warning, and no
+    stand-in of its ReplicaSet appears at another address. `validate` still reports it (its purpose)."""
+    objects = snapshot_of([str(EXAMPLES / "shop")])
+    pod = next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-"))
+    del pod["spec"]["containers"][0]["image"]  # v1.35 requires it
+    key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+    with fake_api(objects, token="") as api:
+        path = tmp_path / "config"
+        path.write_text(yaml.safe_dump(kubeconfig_for(api.url, {})))
+        cluster = Cluster.from_kubeconfig(str(path))
+        validate = CliRunner().invoke(cli, ["validate", "--kubeconfig", str(path)], catch_exceptions=False)
+    assert cluster.errors == []
+    assert cluster.state.pods[key].raw["status"]["podIP"] == pod["status"]["podIP"]
+    assert len([k for k in cluster.state.pods if k.startswith("shop/web-")]) == \
+        len([o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-")])
+    assert [n.code for n in cluster.notices if n.subject == f"Pod {key}"] == ["StoredInvalid"]
+    assert validate.exit_code == 2 and "spec.containers[0].image: Required value" in validate.output
