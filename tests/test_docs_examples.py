@@ -67,3 +67,70 @@ def test_a_docs_example_prints_what_the_docs_show(where: str, command: str, expe
     result = CliRunner().invoke(cli, args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.output.rstrip("\n") == expected.rstrip("\n"), f"{where}: {command}"
+
+
+# --- the README's tour: the ```sh blocks' knetsim lines ---------------------------------------------------------
+
+# Lines that name the reader's own things (a folder of theirs, their kind cluster, their fix): not runnable here.
+PLACEHOLDERS = (" my-app/", " fix.yaml", "--context ")
+
+
+def tour() -> list[tuple[str, str, str]]:
+    """(README.md:LINE, command, what its comment claims) for every runnable ``knetsim`` line of README.md's
+    ```sh blocks; a comment goes on over the ``#`` lines right below its command."""
+    readme = ROOT / "README.md"
+    lines = readme.read_text().splitlines()
+    out = []
+    inside = False
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            inside = line == "```sh"
+            continue
+        if not inside or not line.startswith("knetsim "):
+            continue
+        command, _, comment = line.partition(" #")
+        j = i + 1
+        while j < len(lines) and lines[j].lstrip().startswith("#") and not lines[j].startswith("```"):
+            comment += " " + lines[j].lstrip().lstrip("#").strip()
+            j += 1
+        if command[len("knetsim "):].startswith(NOT_OFFLINE) or re.search(r"[|<>$&]", command) or \
+                any(p in command for p in PLACEHOLDERS) or not re.search(r" (-f|--before) ", command):
+            continue  # (a line without -f or --before reads the running knetsim: tests/e2e reads the tour live)
+        out.append((f"README.md:{i + 1}", command.strip(), comment.strip()))
+    return out
+
+
+TOUR = tour()
+
+
+def test_the_tour_is_read() -> None:
+    assert len(TOUR) >= 15
+
+
+@pytest.mark.parametrize(("where", "command", "claim"), TOUR, ids=[t[0] for t in TOUR])
+def test_a_tour_line_does_what_its_comment_says(where: str, command: str, claim: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tour line runs (exit 0, or 1 for a negative answer; never bad input or a crash), and what its
+    comment claims holds: ``exit N`` is its exit code, "proved"/"proven" is exit 0, "N differ" is in its output.
+    A ``diff`` is shown with its output in docs/ (so the change it shows is checked line by line)."""
+    monkeypatch.chdir(ROOT)
+    args = shlex.split(command)[1:]
+    if args[:2] == ["verify", "nginx"]:
+        from knetsim.nginxproof import missing_requirements
+
+        if missing := missing_requirements():
+            pytest.skip("verify nginx cannot run here: " + "; ".join(missing))
+    result = CliRunner().invoke(cli, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    claimed = re.search(r"\bexit (\d)\b", claim)
+    if claimed:
+        assert result.exit_code == int(claimed.group(1)), f"{where}: {command}\n{result.output}"
+    elif re.search(r"\bprov(ed|en)\b", claim):
+        assert result.exit_code == 0, f"{where}: {command} claims a proof\n{result.output}"
+    else:
+        assert result.exit_code in (0, 1), f"{where}: {command}\n{result.output}"
+    for count in re.findall(r"\b(\d+) differ\b", claim):
+        assert f" {count} differ" in result.output, f"{where}: {command}"
+    if args[0] == "diff":
+        shown = {c for _, c, _ in EXAMPLES}
+        assert command in shown, f"{where}: {command} is shown with its output nowhere in docs/"

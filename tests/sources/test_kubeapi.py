@@ -138,8 +138,8 @@ def test_doctor_reads_a_real_cluster_and_finds_the_typo(kind: tuple[FakeAPI, str
 
 def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: tuple[FakeAPI, str]) -> None:
     """Cilium, the network-policy-api CRDs and Gateway API are not installed here: not one request for them.
-    No v1 Endpoints or ConfigMaps either (but kube-proxy's own, by name, for its mode); Secrets only as metadata
-    (knetsim needs their names, never the data)."""
+    No v1 Endpoints or ConfigMaps either (but kube-proxy's own, by name, for its mode); Secrets are listed, and
+    kept without any value but a certificate's (tests/sources/test_live_secrets.py)."""
     api, path = kind
     assert knetsim("get", "pods", "-A", "--kubeconfig", path).exit_code == 0
     listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
@@ -150,12 +150,10 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
                       "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs",
                       "/api/v1/namespaces/kube-system/configmaps/kube-proxy"}
-    (secrets,) = [r for r in api.requests if r.path == "/api/v1/secrets"]
-    assert secrets.accept.startswith("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 
 
-def test_secrets_arrive_without_their_data(tmp_path: Path) -> None:
-    """A server that ignores the metadata-only request sends whole Secrets: the data is dropped on arrival."""
+def test_secrets_arrive_without_their_private_data(tmp_path: Path) -> None:
+    """Whole Secrets arrive; all but the certificate is dropped on arrival (the key's name stays, emptied)."""
     secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
               "metadata": {"name": "shop-tls", "namespace": "default", "uid": "u1", "resourceVersion": "3"},
               "data": {"tls.crt": base64.b64encode(b"CERT").decode(), "tls.key": base64.b64encode(b"KEY").decode()}}
@@ -163,7 +161,8 @@ def test_secrets_arrive_without_their_data(tmp_path: Path) -> None:
         path = write(tmp_path, kubeconfig_for(api.url, {}))
         cluster = Cluster.from_kubeconfig(path)
     (kept,) = [o.raw for (kind, _), o in cluster.state.others.items() if kind == "Secret"]
-    assert "data" not in kept and kept["metadata"]["name"] == "shop-tls"
+    assert kept["data"] == {"tls.crt": base64.b64encode(b"CERT").decode(), "tls.key": ""}
+    assert kept["type"] == "kubernetes.io/tls" and kept["metadata"]["name"] == "shop-tls"
 
 
 def test_a_cloud_cluster_read_live_has_only_its_own_system_objects(tmp_path: Path) -> None:

@@ -74,15 +74,16 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     if shape is not None:
         try:
             admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
-                               field_validation=FieldValidation.IGNORE)
+                               field_validation=FieldValidation.IGNORE, stored=True)
         except AdmissionError as exc:
             return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
         except Exception:  # admission assumes objects of its kind's shape; this one is not
             pass
         return shape, None
     try:
+        # Stored, not created: a pod `kubectl debug` gave ephemeral containers must survive a restart.
         obj, decoded = admission.admit_as(body, registry.kind_of(r), namespace=key[1] or "default",
-                                          field_validation=FieldValidation.IGNORE)
+                                          field_validation=FieldValidation.IGNORE, stored=True)
     except AdmissionError as exc:
         return ("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message), None
     # Stored objects were defaulted when written, so the defaulted copy differs only by what was pruned.

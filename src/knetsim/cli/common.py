@@ -23,6 +23,7 @@ import yaml
 
 from ..api import Cluster, InputError
 from ..cluster.build import INVALID_KEPT, UNKNOWN_FIELD
+from ..model.loader import nothing_read
 
 if TYPE_CHECKING:
     from ..cluster.state import Notice
@@ -115,11 +116,12 @@ def state_dir() -> Path:
     return Path(os.environ.get("KNETSIM_STATE") or Path.home() / ".knetsim").expanduser()
 
 
-def _running_knetsim() -> str | None:
-    """The kubeconfig of the running `knetsim up`, if one runs: the one of the state directory, or the one
-    ``$KUBECONFIG`` names when that file belongs to a running knetsim (``up --state DIR`` then the
+def running_knetsim() -> tuple[Path, Path] | None:
+    """(state directory, kubeconfig) of the running `knetsim up`, if one runs: the one of the state directory, or
+    the one ``$KUBECONFIG`` names when that file belongs to a running knetsim (``up --state DIR`` then the
     ``export KUBECONFIG=DIR/kubeconfig`` it printed). A KUBECONFIG naming any other cluster is never
-    read without ``--kubeconfig``: pointing an analysis at a real cluster is the user's explicit choice."""
+    read without ``--kubeconfig``: pointing an analysis at a real cluster is the user's explicit choice.
+    `knetsim status` and `down` find the cluster here too, so they act on the one every other command reads."""
     candidates: list[tuple[Path, Path | None]] = [(state_dir(), None)]
     exported = os.environ.get("KUBECONFIG", "")
     if exported and os.pathsep not in exported:
@@ -128,11 +130,19 @@ def _running_knetsim() -> str | None:
     for state, named in candidates:
         kubeconfig = _knetsim_kubeconfig(state, named)
         if kubeconfig is not None:
-            ctx = click.get_current_context(silent=True)
-            if ctx is not None:
-                ctx.meta["knetsim.running_state"] = state
-            return str(kubeconfig)
+            return state, kubeconfig
     return None
+
+
+def _running_knetsim() -> str | None:
+    """The kubeconfig of the running `knetsim up` (``running_knetsim``), remembered for ``running_cluster_config``."""
+    found = running_knetsim()
+    if found is None:
+        return None
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta["knetsim.running_state"] = found[0]
+    return str(found[1])
 
 
 def running_cluster_config(kubeconfig: str | None = None) -> str | None:
@@ -200,11 +210,15 @@ def _progress(line: str) -> None:
 
 
 def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config: str | None, *,
-                 report: bool = True, simulate: bool = True) -> Cluster:
+                 report: bool = True, simulate: bool = True, namespace_must_exist: bool = True) -> Cluster:
     """The cluster ``kubectl apply -f`` would leave: every valid object admitted, every rejected one
     reported on stderr (file, document, object, the API server's words) and left out. ``--strict``
     turns any rejection into exit 2 with nothing simulated, for CI gates. A live cluster's objects
-    are read as a snapshot; a cluster that cannot be read is exit 2 with the server's words."""
+    are read as a snapshot; a cluster that cannot be read is exit 2 with the server's words.
+
+    Input that holds no object is exit 2 whatever ``report`` says, in kubectl's words (a CI gate must not pass
+    on nothing), and so is a ``-n`` naming a namespace the cluster does not have (``namespace_must_exist``:
+    a command that only lists, as ``kubectl get``, answers "No resources found" instead)."""
     sources = cluster_sources(filenames)
     cluster_config = cluster_config or running_cluster_config()
     try:
@@ -221,6 +235,12 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
         fail_input(InputError([str(exc)]))
     for note in cluster.source_notes:
         click.echo(f"Warning: {note}", err=True)
+    nothing = [e for e in cluster.unreadable if nothing_read(str(e.error))]
+    if nothing:
+        fail_input(InputError([str(e.error) for e in nothing]))
+    if namespace and namespace_must_exist and simulate and namespace not in cluster.state.namespaces:
+        fail_input(InputError([f'namespaces "{namespace}" not found (the cluster has: '
+                               f'{", ".join(sorted(cluster.state.namespaces)) or "none"})']))
     if report and cluster.unreadable:
         # kubectl apply -f stops before creating anything when a file does not parse: so does the analysis.
         fail_input(InputError([str(e) for e in cluster.errors]))

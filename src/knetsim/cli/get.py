@@ -154,7 +154,8 @@ def get_command(kind: str, names: tuple[str, ...], filenames: tuple[str, ...], n
         except SelectorSyntaxError as exc:
             click.echo(f"error: unable to parse requirement: {exc}", err=True)
             raise SystemExit(EXIT_BAD_INPUT) from None
-    cluster = load_cluster(filenames, namespace, cluster_config)
+    # As kubectl get: a namespace that does not exist lists nothing ("No resources found"), it is no error.
+    cluster = load_cluster(filenames, namespace, cluster_config, namespace_must_exist=False)
     print_notices(cluster)
     for info in kinds:  # the API server's deprecation warning, as kubectl prints it
         deprecation = strategy_for(info.kind).deprecation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,8 +16,9 @@ import click
 
 from ..cluster.config import ConfigError
 from ..daemon.clusterconfig import check as check_config
-from ..daemon.statedir import StateDirInUse, make_private, owner, running
-from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK
+from ..daemon.statedir import StateDirInUse, make_private, owner, running, taken_ports
+from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, running_knetsim
+from .common import state_dir as default_state_dir
 
 EXIT_STATE_IN_USE = 3  # the daemon's exit code when another daemon holds the state directory
 
@@ -92,6 +94,16 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
+    try:
+        _up(port, dns_port, ingress_port, state, foreground, kernel, cluster_config)
+    except KeyboardInterrupt:
+        # Before any daemon was started (those that were are stopped where they are waited for).
+        click.echo("interrupted: the cluster was not started", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None,
+        cluster_config: str | None) -> None:
     state_dir = Path(state).resolve()
     try:
         in_force = check_config(state_dir, cluster_config)
@@ -116,15 +128,44 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
         sys.exit(EXIT_OK)
+    problems = taken_ports("127.0.0.1", {"API server": port, "DNS": dns_port, "Ingress": ingress_port},
+                           udp=frozenset({"DNS"}))
+    if problems:
+        # Nothing on stdout: `eval "$(knetsim up)"` then leaves KUBECONFIG as it was.
+        for problem in problems:
+            click.echo(f"error: {problem}", err=True)
+        sys.exit(EXIT_NEGATIVE)
     cmd = [sys.executable, "-m", "knetsim.daemon", "--state", str(state_dir), "--port", str(port),
            "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
            *(["--kernel", kernel] if kernel else []),
            *(["--cluster-config", str(Path(cluster_config).resolve())] if cluster_config else [])]
     if foreground:
-        os.execv(sys.executable, cmd)
+        _foreground(cmd, state_dir)
     with open(state_dir / "daemon.log", "ab") as logfile:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
                                 start_new_session=True, close_fds=True)
+    try:
+        info = _wait_ready(proc, state_dir, lambda: _log_tail(state_dir))
+    except KeyboardInterrupt:
+        # Ctrl-C while it starts: the daemon (in a session of its own, so it did not see the signal) is stopped
+        # too, rather than left running with no `export` line printed.
+        _stop(proc)
+        click.echo(f"interrupted: the cluster was not started (daemon pid {proc.pid} stopped)", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    _print_ready(info)
+    sys.exit(EXIT_OK)
+
+
+EXIT_INTERRUPTED = 130  # as a shell reports a command ended by SIGINT
+EXIT_PORT_IN_USE = 4  # the daemon's exit code when a port it was asked to bind is taken
+
+
+def _log_tail(state_dir: Path) -> list[str]:
+    return (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], state_dir: Path, tail: Any) -> dict[str, Any]:
+    """The daemon's ready.json once it is ready; exits with the daemon's own words when it is not."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         # Our daemon's own fate first: when another `up` won the state directory, ours exits 3 and this
@@ -135,29 +176,88 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
                 click.echo(f"error: {StateDirInUse(state_dir, holder)}; `knetsim status --state {state_dir}` "
                            "shows it", err=True)
                 sys.exit(EXIT_NEGATIVE)
-            tail = (state_dir / "daemon.log").read_text(errors="replace").splitlines()[-5:]
-            click.echo("error: the cluster did not start:\n" + "\n".join(tail), err=True)
+            if proc.returncode == EXIT_PORT_IN_USE:
+                # A port was taken between our check and the daemon's bind: its sentences say which and by whom.
+                for line in tail():
+                    if line.startswith("error: "):
+                        click.echo(line, err=True)
+                sys.exit(EXIT_NEGATIVE)
+            said = tail()
+            click.echo(f"error: the cluster did not start (exit code {proc.returncode})" +
+                       "".join(f"\n{line}" for line in said), err=True)
             sys.exit(EXIT_BAD_INPUT)
         info = running(state_dir)
         if info is not None and int(info.get("pid", 0)) == proc.pid:
-            _print_ready(info)
-            sys.exit(EXIT_OK)
+            return info
         time.sleep(0.01)
-    click.echo("error: the cluster did not become ready within 30s", err=True)
+    _stop(proc)
+    click.echo("error: the cluster did not become ready within 30s (stopped)", err=True)
     sys.exit(EXIT_NEGATIVE)
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _foreground(cmd: list[str], state_dir: Path) -> None:
+    """``up --foreground``: the daemon as a child writing to this terminal (its log on stderr); the ready lines,
+    ports included, printed once it is ready, as a detached start prints them; Ctrl-C stops it, start-up
+    included. The child has a session of its own, so the terminal's SIGINT reaches this process only, which
+    stops the daemon with SIGTERM: a signal in the middle of its imports would otherwise end in a traceback."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+    info = None
+    try:
+        info = _wait_ready(proc, state_dir, lambda: [])
+        _print_ready(info)
+        click.echo("# Ctrl-C stops the cluster", err=True)
+        code = proc.wait()
+    except KeyboardInterrupt:
+        try:
+            _stop(proc)
+        except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+            proc.kill()
+            proc.wait()
+        if info is None:  # interrupted before it was ready: as a shell reports SIGINT
+            click.echo(f"interrupted: the cluster was stopped during start-up (pid {proc.pid})", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        click.echo(f"stopped (pid {proc.pid})", err=True)
+        sys.exit(EXIT_OK)
+    sys.exit(code)
+
+
+def _found_state_option(fn: Any) -> Any:
+    return click.option("--state", "state", default=None, type=click.Path(file_okay=False),
+                        help="State directory of the cluster. Default: the running knetsim every other command "
+                             "reads: the one of $KNETSIM_STATE (else ~/.knetsim), or the one $KUBECONFIG names.")(fn)
+
+
+def _found_state(state: str | None) -> Path:
+    """The state directory ``--state`` names; without it, the running knetsim's that analyses read
+    (``common.running_knetsim``: the default state dir, then the one of ``$KUBECONFIG``), else the default."""
+    if state is not None:
+        return Path(state).resolve()
+    found = running_knetsim()
+    return (found[0] if found is not None else default_state_dir()).resolve()
+
+
 @click.command("down")
-@_state_option
-def down(state: str) -> None:
+@_found_state_option
+def down(state: str | None) -> None:
     """Stop the live cluster (its state stays in the state directory)."""
-    state_dir = Path(state).resolve()
+    state_dir = _found_state(state)
     pid = owner(state_dir)
     if pid == 0:  # locked a moment ago, PID not yet written
         time.sleep(0.1)
         pid = owner(state_dir)
     if not pid:
         click.echo("not running")
+        click.echo(f"# state dir {state_dir}", err=True)
         sys.exit(EXIT_OK)
     os.kill(pid, signal.SIGTERM)
     # Stopped means the lock is free: the kernel drops it when the daemon exits, however it exits.
@@ -167,19 +267,21 @@ def down(state: str) -> None:
     if owner(state_dir):
         os.kill(pid, signal.SIGKILL)
     (state_dir / "ready.json").unlink(missing_ok=True)
-    click.echo(f"stopped (pid {pid})")
+    click.echo(f"stopped (pid {pid}, state dir {state_dir})")
 
 
 @click.command("status")
-@_state_option
+@_found_state_option
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def status(state: str, output: str) -> None:
+def status(state: str | None, output: str) -> None:
     """Is the live cluster running, and on which ports? Exit 1 when it is not."""
-    info = running(Path(state).resolve())
+    state_dir = _found_state(state)
+    info = running(state_dir)
     if output == "json":
         click.echo(json.dumps({"running": info is not None, **(info or {})}, indent=2, sort_keys=True))
     elif info is None:
         click.echo("not running")
+        click.echo(f"# state dir {state_dir}", err=True)
     else:
         click.echo(f"running (pid {info['pid']})")
         for source, kinds in _definitions_in_force(info).items():

@@ -59,6 +59,7 @@ from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_
 
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
+STORED_INVALID = "StoredInvalid"  # notice code: an object a cluster stored that validation refuses, kept as stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +123,8 @@ def _describe(doc: Document, namespace: str) -> str:
 
 
 def admit(documents: Iterable[Document], namespace: str = "default",
-          validation: Validation = Validation.STRICT, *, keep: Callable[[Document], bool] | None = None) -> Admitted:
+          validation: Validation = Validation.STRICT, *, keep: Callable[[Document], bool] | None = None,
+          keep_stored: bool = False) -> Admitted:
     """Decoding, defaulting and validation of every document (model.admission), errors collected.
 
     Hand-written manifests are decoded as ``kubectl apply`` sends them (fieldValidation=Strict: an
@@ -131,7 +133,10 @@ def admit(documents: Iterable[Document], namespace: str = "default",
     ``--validate``: ``warn`` decodes everything with Warn; ``ignore`` also keeps what validation refuses,
     each such object noticed (``InvalidKept``) so that every answer can say it was analysed as written.
     ``keep`` picks which admitted documents to return (all by default): a caller that needs a few of them
-    (``validate``) does not hold a second copy of a large input.
+    (``validate``) does not hold a second copy of a large input. ``keep_stored``: an object a cluster stored
+    that knetsim's validation refuses (a newer or older API server's rules) is kept as it is stored, noticed
+    (``STORED_INVALID``), not dropped: dropping a running pod would make its ReplicaSet's stand-in appear, at
+    another IP on another node. ``validate`` does not keep them: checking them is its purpose.
     """
     docs = list(documents)
     crds = input_crds(docs)
@@ -142,9 +147,12 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             docs[i] = None  # type: ignore[call-overload]  # this list's hold on the input ends with its turn
         live = from_live_cluster(doc.body)
         mode = FieldValidation.WARN if live or validation != Validation.STRICT else FieldValidation.STRICT
+        stored_kept = live and keep_stored and not keep_invalid
         try:
+            # What a cluster stored is taken as stored: no create-time rules (``admission.admit_as``).
             body, decoded, kind = admission.admit(doc.body, namespace=namespace, field_validation=mode,
-                                                  extra_crds=crds, keep_invalid=keep_invalid)
+                                                  extra_crds=crds, keep_invalid=keep_invalid or stored_kept,
+                                                  stored=live)
         except admission.NoKindMatch as exc:
             out.errors.append(ManifestError(doc.source, doc.describe(), f"{exc.message}; ensure CRDs are installed "
                                                                         "first"))
@@ -166,7 +174,11 @@ def admit(documents: Iterable[Document], namespace: str = "default",
         for warning in decoded.warnings:
             out.notices.append(Notice(UNKNOWN_FIELD, f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
-        if decoded.refused:
+        if decoded.refused and stored_kept:
+            out.notices.append(Notice(STORED_INVALID, "analysed as the cluster stores it, though knetsim's v1.35 "
+                                      f"validation refuses it: {'; '.join(str(e) for e in decoded.refused)}",
+                                      admitted.describe(), doc.source))
+        elif decoded.refused:
             out.notices.append(Notice(INVALID_KEPT, "analysed as written (--validate=ignore); the API server would "
                                       f"refuse it: {'; '.join(str(e) for e in decoded.refused)}",
                                       admitted.describe(), doc.source))
@@ -214,7 +226,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     objects of those kinds are left out, so a cloud cluster without ingress-nginx does not gain kind's.
     ``validation``: kubectl's ``--validate`` (``admit``)."""
     config = config or ClusterConfig()
-    result = admit(documents, namespace, validation)
+    result = admit(documents, namespace, validation, keep_stored=True)
     admitted, errors = result.documents, result.errors
     state = ClusterState(config=config)
     state.notices.extend(result.notices)
@@ -257,7 +269,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     pod_bodies = [(b, s) for b, s in pod_bodies
                   if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
-    state.notices.extend(schedule(pod_bodies, nodes))
+    # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
+    state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes))
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))
     for body, source in pod_bodies:
         pod = Pod.parse(body, source)

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import secrets
 import signal
 import socket
 import ssl
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +45,7 @@ from ..model.timestamps import now_rfc3339
 from . import explorer, flows
 from .apiproxy import ApiProxy
 from .clusterconfig import InForce, adopt
-from .statedir import StateDirInUse, acquire, make_private
+from .statedir import StateDirInUse, acquire, make_private, taken_ports
 from .tlscert import Pending, ensure_cert
 
 log = logging.getLogger("knetsim.daemon")
@@ -270,6 +272,23 @@ def ready_info(running: Running) -> dict[str, Any]:
 
 EXIT_STATE_IN_USE = 3
 EXIT_BAD_CONFIG = 2
+EXIT_PORT_IN_USE = 4  # a port asked for is taken: said in one sentence on stderr, no traceback
+EXIT_INTERRUPTED = 130  # Ctrl-C during start-up, as a shell reports SIGINT
+
+
+class PortInUse(Exception):
+    """Ports the daemon was asked to bind are taken (``statedir.taken_ports``' sentences)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _check_ports(host: str, args: argparse.Namespace) -> None:
+    problems = taken_ports(host, {"API server": args.port, "DNS": args.dns_port, "Ingress": args.ingress_port},
+                           udp=frozenset({"DNS"}))
+    if problems:
+        raise PortInUse(problems)
 
 
 async def _main(args: argparse.Namespace, pending_cert: Pending | None = None) -> None:
@@ -283,9 +302,20 @@ async def _main(args: argparse.Namespace, pending_cert: Pending | None = None) -
         if pending_cert is not None:
             pending_cert.discard()
         raise SystemExit(EXIT_STATE_IN_USE if isinstance(exc, StateDirInUse) else EXIT_BAD_CONFIG) from None
-    running = await start(state, args.port, config=in_force.config, dns_port=args.dns_port,
-                          ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path,
-                          pending_cert=pending_cert)
+    try:
+        # Before the cluster is built: a taken port is said at once, naming the port and who holds it.
+        _check_ports("127.0.0.1", args)
+        running = await start(state, args.port, config=in_force.config, dns_port=args.dns_port,
+                              ingress_port=args.ingress_port, kernel=args.kernel, config_path=in_force.path,
+                              pending_cert=pending_cert)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        # Taken between the check and the bind: the check names who took it.
+        problems = taken_ports("127.0.0.1", {"API server": args.port, "DNS": args.dns_port,
+                                             "Ingress": args.ingress_port}, udp=frozenset({"DNS"}))
+        raise PortInUse(problems or [f"a port asked for is already in use ({exc.strerror}); `knetsim up --port 0` "
+                                     "picks a free port"]) from None
     (state / "daemon.pid").write_text(str(os.getpid()))
     ready = state / "ready.json"
     running.ready_path = ready
@@ -314,7 +344,18 @@ def main(argv: list[str] | None = None, pending_cert: Pending | None = None) -> 
                         help="the cluster's shape, kept in the state directory the first time")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_main(args, pending_cert))
+    try:
+        asyncio.run(_main(args, pending_cert))
+    except PortInUse as exc:
+        if pending_cert is not None:
+            pending_cert.discard()
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_PORT_IN_USE) from None
+    except KeyboardInterrupt:
+        # Ctrl-C before the signal handlers were installed (start-up): stopped, and no traceback.
+        print("interrupted: the cluster was stopped during start-up", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 if __name__ == "__main__":

@@ -100,3 +100,96 @@ def running(state: Path) -> dict[str, Any] | None:
     if not isinstance(info, dict):
         return None
     return info if int(info.get("pid", 0)) == pid and _pid_alive(pid) else None
+
+
+# --- ports: who holds one the daemon was asked to bind ----------------------------------------------------------
+
+def _listening_inodes(port: int, udp: bool) -> set[str]:
+    """The socket inodes bound to ``port`` (listening, for TCP), from /proc/net (Linux); empty elsewhere."""
+    inodes: set[str] = set()
+    for table in (("udp", "udp6") if udp else ("tcp", "tcp6")):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if len(fields) < 10:
+                    continue
+                local_port = int(fields[1].rpartition(":")[2], 16)
+                if local_port == port and (udp or fields[3] == "0A"):  # 0A: TCP_LISTEN
+                    inodes.add(fields[9])
+    return inodes
+
+
+def _holder_pid(inodes: set[str]) -> int | None:
+    """The process with one of these socket inodes open (one we may look into: our own user's, or any as root)."""
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (proc / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in wanted:
+                        return int(proc.name)
+    return None
+
+
+def knetsim_state_of(pid: int) -> Path | None:
+    """The state directory of the knetsim daemon ``pid`` (``python -m knetsim.daemon --state DIR``); None when the
+    process is no knetsim daemon or cannot be read."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    args = [a.decode(errors="replace") for a in argv]
+    if "knetsim.daemon" not in args:
+        return None
+    for i, arg in enumerate(args):
+        if arg == "--state" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if arg.startswith("--state="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+def port_in_use(host: str, port: int, *, udp: bool = False) -> bool:
+    """Would binding ``host:port`` fail because it is taken (as the daemon binds: SO_REUSEADDR for TCP)?"""
+    import errno
+    import socket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
+    try:
+        if not udp:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        return exc.errno == errno.EADDRINUSE
+    finally:
+        sock.close()
+    return False
+
+
+def taken_ports(host: str, ports: dict[str, int], *, udp: frozenset[str] = frozenset()) -> list[str]:
+    """One sentence per port of ``ports`` (what it is for → number; 0: any free port, never taken) that is in use:
+    which port, who holds it (a knetsim, with its state directory and how to stop it, or another program) and
+    that ``--port 0`` (or the option of that port) picks a free one. ``udp``: the names also bound over UDP."""
+    out = []
+    for what, port in ports.items():
+        if not port:
+            continue
+        over_udp = what in udp and port_in_use(host, port, udp=True)
+        if not (port_in_use(host, port) or over_udp):
+            continue
+        pid = _holder_pid(_listening_inodes(port, udp=False) | (_listening_inodes(port, udp=True) if what in udp
+                                                                  else set()))
+        state = knetsim_state_of(pid) if pid else None
+        if state is not None:
+            holder = (f"by a running knetsim (pid {pid}, state dir {state}: `knetsim status --state {state}` shows "
+                      f"it, `knetsim down --state {state}` stops it)")
+        elif pid:
+            holder = f"by another program (pid {pid})"
+        else:
+            holder = "by another program"
+        option = {"API server": "--port"}.get(what, f"--{what.lower()}-port")
+        out.append(f"{what} port {host}:{port} is already in use {holder}; `knetsim up {option} 0` picks a free "
+                   "port")
+    return out

@@ -40,6 +40,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..model.names import is_ip
 from ..model.timestamps import rfc3339
+from ..model.withheld import withheld_keys
 
 TLS_CERT_KEY = "tls.crt"
 TLS_KEY_KEY = "tls.key"
@@ -247,6 +248,9 @@ def serving_pair(name: str, cert_pem: bytes, key_pem: bytes, now: datetime | Non
     if not chain:
         raise CertificateError(f"{name} must contain valid tls.crt and tls.key, unable to validate certificate in "
                                "tls.crt: unable to decode pem data for certificate")
+    if key_pem == WITHHELD_KEY:
+        # Read from a cluster without its key: the API server checked the pair is there, the chain is checked here.
+        return ServingCertificate(name, tuple(chain), None)
     keys = [(label, der) for label, der in _pem_blocks(key_pem)]
     key_block = next(((label, der) for label, der in keys if label in ("PRIVATE KEY", "RSA PRIVATE KEY",
                                                                         "EC PRIVATE KEY")), keys[0] if keys else None)
@@ -277,9 +281,16 @@ def _key_matches(key: Any, cert: x509.Certificate) -> bool:
         return False
 
 
+# Stands for a private key the cluster holds and its reader withheld (model/withheld.py): present, not checked.
+WITHHELD_KEY = b"<private key withheld by the cluster reader>"
+
+
 def tls_secret_pair(secret: Mapping[str, Any]) -> tuple[bytes, bytes]:
-    return (data_value(secret, TLS_CERT_KEY, base64_data=True) or b"",
-            data_value(secret, TLS_KEY_KEY, base64_data=True) or b"")
+    """(tls.crt, tls.key) of a Secret; the key is ``WITHHELD_KEY`` where a cluster reader kept it out."""
+    crt = data_value(secret, TLS_CERT_KEY, base64_data=True) or b""
+    if TLS_KEY_KEY in withheld_keys(secret):
+        return crt, WITHHELD_KEY
+    return crt, data_value(secret, TLS_KEY_KEY, base64_data=True) or b""
 
 
 def ca_certificates(data: bytes, now: datetime) -> tuple[list[x509.Certificate], list[str]]:

@@ -271,7 +271,7 @@ def invalid(kind: Kind, name: str, errors: list[FieldError]) -> AdmissionError:
 def admit(body: Mapping[str, Any], *, namespace: str = "default",
           field_validation: FieldValidation = FieldValidation.STRICT,
           extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None = None,
-          keep_invalid: bool = False) -> tuple[dict[str, Any], Decoded, Kind | None]:
+          keep_invalid: bool = False, stored: bool = False) -> tuple[dict[str, Any], Decoded, Kind | None]:
     """The whole pipeline for one offline document; raises AdmissionError. A foreign kind (None) is kept as is.
 
     ``keep_invalid``: validation errors (the 422) do not refuse the object; they come back in
@@ -281,20 +281,24 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
     if kind is None:
         return dict(body), Decoded(dict(body)), None
     obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation,
-                            keep_invalid=keep_invalid)
+                            keep_invalid=keep_invalid, stored=stored)
     return obj, decoded, kind
 
 
 def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
              field_validation: FieldValidation = FieldValidation.STRICT,
-             keep_invalid: bool = False) -> tuple[dict[str, Any], Decoded]:
-    """decode → default → validate an object of a resolved kind, as a create admits it (what a stored
-    object must still pass at start-up too); raises AdmissionError. The live registry runs the same
-    steps with its own between them (prepare, namespace lifecycle, plugins, webhooks, allocation).
-    ``keep_invalid``: as ``admit``."""
+             keep_invalid: bool = False, stored: bool = False) -> tuple[dict[str, Any], Decoded]:
+    """decode → default → validate an object of a resolved kind, as a create admits it; raises AdmissionError.
+    The live registry runs the same steps with its own between them (prepare, namespace lifecycle, plugins,
+    webhooks, allocation). ``keep_invalid``: as ``admit``.
+
+    ``stored``: the object is one an API server already stored (read from a cluster, a ``kubectl get -o yaml``
+    snapshot, a store read back at start-up). It is validated by its kind's rules and as an update that changes
+    nothing, never by a create's own rules: a pod that ``kubectl debug`` gave ephemeral containers is stored and
+    running, though a create of the same body is refused (ValidatePodCreate forbids spec.ephemeralContainers)."""
     decoded = decode(body, kind, field_validation)
     obj = default(decoded.obj, kind, namespace)
-    errors = validation_errors(obj, kind)
+    errors = validation_errors(obj, kind, old=obj) if stored else validation_errors(obj, kind)
     if errors and keep_invalid and not unreadable_as_written(errors):
         decoded.refused = errors
     elif errors:

@@ -425,8 +425,30 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
             yield raw
 
 
+# kubectl's words for input that holds no object (k8s.io/cli-runtime pkg/resource/visitor.go and
+# k8s.io/kubectl pkg/cmd/apply/apply.go): a gate that reads nothing must not pass.
+NO_OBJECTS = "no objects passed to apply"
+
+
+def _no_manifests(directory: str) -> str:
+    extensions = " ".join(sorted(MANIFEST_SUFFIXES))
+    return f"error reading [{directory}]: recognized file extensions are [{extensions}]"
+
+
+def nothing_read(message: str) -> bool:
+    """Does this load error say the input held nothing to read (``NO_OBJECTS``, a directory without manifests)?"""
+    return message == NO_OBJECTS or (message.startswith("error reading [")
+                                     and message.endswith(_no_manifests("")[len("error reading []"):]))
+
+
 def load_paths(paths: Iterable[str], stdin: IO[str] | None = None) -> LoadResult:
+    """The documents of files, directories (recursive) and ``-``. As ``kubectl apply -f``, a directory without a
+    manifest file is an error, and so is input that holds no object at all (``NO_OBJECTS``)."""
     result = LoadResult()
+    paths = list(paths)
+    for raw in paths:
+        if raw != "-" and Path(raw).is_dir() and next(expand_paths([raw]), None) is None:
+            result.errors.append(LoadError(None, _no_manifests(raw)))
     for path in expand_paths(paths):
         if path == "-":
             try:
@@ -447,6 +469,8 @@ def load_paths(paths: Iterable[str], stdin: IO[str] | None = None) -> LoadResult
                 result.errors.append(LoadError(None, f"cannot read \"{path}\": {exc.strerror or exc}"))
                 continue
         load_text(text, path, result)
+    if not result.documents and not result.errors:
+        result.errors.append(LoadError(None, NO_OBJECTS))
     return result
 
 

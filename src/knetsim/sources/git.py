@@ -10,7 +10,7 @@ holds the current directory, ``PATH`` relative to it as git takes it.
 
 from __future__ import annotations
 
-from ..model.loader import MANIFEST_SUFFIXES, LoadError, LoadResult, load_text
+from ..model.loader import MANIFEST_SUFFIXES, NO_OBJECTS, LoadError, LoadResult, load_text
 
 PREFIX = "git:"
 
@@ -80,6 +80,8 @@ def load(spec: str) -> LoadResult:
             result.errors.append(LoadError(None, f'cannot read "{where}": not UTF-8'))
             continue
         load_text(text, where, result)
+    if not result.documents and not result.errors:
+        result.errors.append(LoadError(None, NO_OBJECTS))  # as -f: a source that holds nothing is no input
     return result
 
 

@@ -3,9 +3,14 @@
 Only the kinds knetsim analyses are listed (``READ``): namespaces, nodes, workloads and pods,
 Services, EndpointSlices, Ingresses and their classes, NetworkPolicies and the custom kinds
 knetsim knows (``model/kinds.py``), each at a version the server serves; a kind the server does
-not serve (a CRD that is not installed) is skipped. Secrets are read as metadata only
-(``PartialObjectMetadataList``): knetsim needs their names (an Ingress's TLS Secret), never
-their data. v1 Endpoints are not read: the EndpointSlices say the same, and every Service of a
+not serve (a CRD that is not installed) is skipped. Secrets keep their type and the names of
+their keys, and the values of their certificates only (``tls.crt``, ``ca.crt``): a Gateway
+listener's certificate is checked as Envoy Gateway checks it, while a private key, a password or a
+token is dropped the moment it arrives (``model/withheld.py``) and so reaches no output, cache or
+JSON. ConfigMaps are read by name where the analysis needs one: the CA bundles that
+``caCertificateRefs`` name (a Gateway's client validation, a BackendTLSPolicy, Envoy Gateway's
+policies) and that a TLS server pod mounts for its client CAs (``TLS_CLIENT_CACERTS``).
+v1 Endpoints are not read: the EndpointSlices say the same, and every Service of a
 real cluster has a mirror that would only repeat the deprecation warning.
 
 Objects keep everything the server sent but ``managedFields``; they carry uid and
@@ -21,9 +26,11 @@ from typing import Any
 
 from ..model.kinds import KINDS, KindInfo
 from ..model.loader import Document, LoadResult, Source
+from ..model.withheld import withhold
 from .kubeapi import ApiError, KubeAPI, KubeError
 
-# Not analysed: ConfigMaps and ServiceAccounts (big, and nothing reads them), v1 Endpoints (see above),
+# Not listed: ConfigMaps (big; the few the analysis reads are read by name, ``_referenced_config_maps``) and
+# ServiceAccounts (nothing reads them), v1 Endpoints (see above),
 # IPAddresses (one per ClusterIP: the allocator's are derived from the Services).
 # CustomResourceDefinitions are not listed (a cluster with operators holds megabytes of them): only the ones of
 # the custom kinds knetsim defines are read, by name (``_definitions``), so that the cluster's own are in force.
@@ -35,8 +42,6 @@ OPTIONAL = {
     "Node": "nodes are inferred from the pods' nodeName and hostIP",
     "ServiceCIDR": "the cluster config's serviceCIDR stands in for the cluster's ServiceCIDRs",
 }
-METADATA_ONLY = {"Secret"}
-PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 Progress = Callable[[str], None]
 
@@ -69,12 +74,11 @@ def _version(info: KindInfo, served: dict[str, tuple[str, ...]]) -> str | None:
 
 
 def _clean(obj: dict[str, Any], info: KindInfo) -> dict[str, Any]:
+    if info.kind == "Secret":
+        return withhold(obj)  # no private key, password or token is kept (model/withheld.py)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
-    if info.kind in METADATA_ONLY:
-        # Whatever the server sent (one without PartialObjectMetadata sends the whole Secret), keep no data.
-        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta or {}}
     return obj
 
 
@@ -94,8 +98,9 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
                 progress(f"{label}: {count} {plural} so far…")
 
         try:
-            items = api.list(info, version=version, accept=PARTIAL_METADATA if info.kind in METADATA_ONLY else None,
-                             progress=paged)
+            items = api.list(info, version=version, progress=paged)
+            if info.kind == "Secret":
+                items = [withhold(item) for item in items]  # at once: no value but a certificate's is held
         except ApiError as exc:
             if exc.code == 404:
                 continue  # the group is served, this resource of it is not
@@ -111,6 +116,7 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         if progress is not None and len(items) >= 1000:
             progress(f"{label}: {len(items)} {info.plural}")
     out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
+    out.loaded.documents.extend(_referenced_config_maps(api, label, out.loaded.documents, out.notes))
     out.dataplane = data_plane(out.loaded.documents, lambda name: _config_map(api, name))
     out.seconds = time.monotonic() - started
     return out
@@ -220,4 +226,60 @@ def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], n
             body.setdefault("kind", "CustomResourceDefinition")
             body.setdefault("apiVersion", "apiextensions.k8s.io/v1")
             out.append(Document(ClusterObject(label, 1), _clean(body, crd_kind)))
+    return out
+
+
+def config_map_references(documents: Iterable[Document]) -> list[tuple[str, str]]:
+    """(namespace, name) of every ConfigMap the analysis reads, sorted: those ``caCertificateRefs`` name anywhere
+    in an object (a Gateway's frontend validation, a BackendTLSPolicy's validation, Envoy Gateway's policies; the
+    object's namespace unless the ref names one), and the ConfigMap volumes of a pod whose container names its
+    client CA file in ``TLS_CLIENT_CACERTS`` (gateway/backendtls.py reads its CA bundle from there)."""
+    found: set[tuple[str, str]] = set()
+
+    def refs(node: Any, namespace: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "caCertificateRefs" and isinstance(value, list):
+                    for ref in value:
+                        if isinstance(ref, dict) and ref.get("kind") == "ConfigMap" and ref.get("group", "") in (
+                                "", "core") and ref.get("name"):
+                            found.add((str(ref.get("namespace") or namespace), str(ref["name"])))
+                else:
+                    refs(value, namespace)
+        elif isinstance(node, list):
+            for item in node:
+                refs(item, namespace)
+
+    for doc in documents:
+        if doc.kind == "Pod":
+            spec = doc.body.get("spec") or {}
+            asks = any(isinstance(e, dict) and e.get("name") == "TLS_CLIENT_CACERTS"
+                       for c in spec.get("containers") or [] if isinstance(c, dict) for e in c.get("env") or [])
+            if asks:
+                found.update((doc.namespace, str(v["configMap"]["name"])) for v in spec.get("volumes") or []
+                             if isinstance(v, dict) and isinstance(v.get("configMap"), dict)
+                             and v["configMap"].get("name"))
+        elif doc.kind not in ("Secret", "CustomResourceDefinition"):
+            refs(doc.body.get("spec"), doc.namespace)
+    return sorted(found)
+
+
+def _referenced_config_maps(api: KubeAPI, label: str, documents: list[Document], notes: list[str]) -> list[Document]:
+    """The ConfigMaps ``config_map_references`` names, read by name; one that does not exist is left out (the
+    analysis then reports the reference, as Envoy Gateway does), one that may not be read is noted."""
+    info = next(k for k in KINDS if k.kind == "ConfigMap")
+    out = []
+    for namespace, name in config_map_references(documents):
+        try:
+            body = api.get("ConfigMap", namespace, name)
+        except ApiError as exc:
+            if exc.code == 403:
+                notes.append(f"{label}: cannot read ConfigMap {namespace}/{name} ({exc.message}); the CA "
+                             "certificates it holds cannot be checked")
+                continue
+            raise
+        if body is not None:
+            body.setdefault("kind", "ConfigMap")
+            body.setdefault("apiVersion", "v1")
+            out.append(Document(ClusterObject(label, 1), _clean(body, info)))
     return out
