@@ -28,6 +28,7 @@ from ..model.labels import Selector
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
+from ..model.programs import probe_status
 from . import rollout
 from .config import ClusterConfig
 from .images import pull_error
@@ -479,6 +480,16 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
                     "which the container does not declare")
             port = resolved
         port = int(port)
+        raw_probe = raw_container.get("readinessProbe") if isinstance(raw_container, Mapping) else None
+        http_get = raw_probe.get("httpGet") if isinstance(raw_probe, Mapping) else None
+        if (port, "TCP") in listening and isinstance(http_get, Mapping) and str(http_get.get("scheme") or
+                                                                                "HTTP").upper() == "HTTP":
+            # The kubelet's HTTP prober: 200-399 is success (pkg/probe/http/http.go), anything else a failure.
+            answered = probe_status(container, port, str(http_get.get("path") or "/"))
+            if answered is not None and not 200 <= answered[0] < 400:
+                return False, "ContainersNotReady", (
+                    f"readiness probe of container {container.name!r} failed: HTTP probe failed with statuscode: "
+                    f"{answered[0]} (GET {http_get.get('path') or '/'} on port {port}, answered by {answered[1]})")
         if (port, "TCP") not in listening:
             hint = f" (set the annotation {LISTEN_ANNOTATION} if it does)" if LISTEN_ANNOTATION not in (
                 meta.get("annotations") or {}) else ""
