@@ -161,3 +161,15 @@ def test_docs_list_every_image_and_program_knetsim_knows():
     assert set(programs) == set(KNOWN_PROGRAMS)
     for name, (ports, _) in KNOWN_PROGRAMS.items():
         assert programs[name] == ports, name
+
+
+def test_the_live_kubelets_prober_gets_the_same_404():
+    from knetsim.kubelet.prober import network_result
+    from knetsim.model.objects import Pod
+
+    container = {"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}
+    pod = Pod.parse({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+                     "spec": {"containers": [container]}, "status": {"podIP": "10.244.1.5"}})
+    assert network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/healthz"}}) == (
+        False, "HTTP probe failed with statuscode: 404")
+    assert network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/"}}) == (True, "")
