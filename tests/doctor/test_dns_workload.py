@@ -198,3 +198,15 @@ def test_lab_netpol_starting_state_has_no_error():
     lab = yaml.safe_load((Path(catalog_init).parent / "netpol.yaml").read_text())
     cluster = cluster_from(lab["setup"])
     assert [f for f in cluster.doctor(namespace="lab-netpol").findings if f.severity == "error"] == []
+
+
+def test_blocked_init_container_shows_as_kubectl_would(tmp_path):
+    path = tmp_path / "init.yaml"
+    path.write_text(INIT_WAIT)
+    out = CliRunner().invoke(cli, ["get", "pods", "-f", str(path)]).output
+    assert "myapp-pod" in out and "Init:0/2" in out and "Pending" not in out.split("Init:0/2")[0].split("\n")[-1]
+    pod = cluster_from(INIT_WAIT).state.pods["default/myapp-pod"]
+    assert pod.phase == "Pending" and not pod.ready
+    path.write_text(INIT_WAIT + SERVICES)
+    out = CliRunner().invoke(cli, ["get", "pods", "-f", str(path)]).output
+    assert "Init:" not in out and "Running" in out

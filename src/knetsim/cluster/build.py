@@ -253,7 +253,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
                   if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
     state.notices.extend(schedule(pod_bodies, nodes))
-    state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config))
+    state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config,
+                                               frozenset((d.namespace, d.name) for d in by_kind.get("Service", []))))
     for body, source in pod_bodies:
         pod = PARSERS["Pod"](body, source)
         state.pods[pod.key] = pod  # type: ignore[assignment]

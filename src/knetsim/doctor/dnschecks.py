@@ -15,21 +15,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from typing import Any
 
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..dns.coredns import coredns_of
 from ..model.objects import Pod, parse_container
-from ..model.programs import dns_lookup_names, program_data_env
+from ..model.programs import dns_lookup_names, program_data_env, waited_names
 from .checks import SYSTEM_NAMESPACES, Finding, referenced_hosts
-
-# `until nslookup NAME`, `while ! getent hosts NAME`, `until nc -z NAME PORT`...: a wait for a name.
-_WAIT = re.compile(r"\b(?:until|while\s+!)\s+(nslookup|getent\s+hosts|host|dig(?:\s+\+\S+)*|nc\s+-[a-z]*z[a-z]*)"
-                   r"\s+([A-Za-z0-9][A-Za-z0-9.-]*)")
-_NAMESPACE_FILE = re.compile(r"\$\(\s*cat\s+/var/run/secrets/kubernetes\.io/serviceaccount/namespace\s*\)")
 
 
 def coredns_findings(state: ClusterState) -> list[Finding]:
@@ -45,19 +38,13 @@ def coredns_findings(state: ClusterState) -> list[Finding]:
     return out
 
 
-def _script(container: dict[str, Any], namespace: str) -> str:
-    words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
-    return _NAMESPACE_FILE.sub(namespace, " ".join(words))
-
-
 def init_wait_findings(state: ClusterState, pod: Pod) -> list[Finding]:
     """The first init container that waits for a name that does not resolve: the pod never starts."""
     inits = [c for c in (pod.raw.get("spec") or {}).get("initContainers") or [] if isinstance(c, dict)
              and c.get("restartPolicy") != "Always"]
     for index, raw in enumerate(inits):
-        script = _script(raw, pod.namespace)
-        for m in _WAIT.finditer(script):
-            tool, name = m.group(1).split()[0], m.group(2).rstrip(".")
+        for tool, name, words in waited_names([*(raw.get("command") or []), *(raw.get("args") or [])],
+                                              pod.namespace):
             mode = "busybox-nslookup" if tool == "nslookup" and "busybox" in str(raw.get("image") or "") else "glibc"
             resolution = resolve(state, pod, name, mode=mode)
             if resolution.ok:
@@ -78,7 +65,7 @@ def init_wait_findings(state: ClusterState, pod: Pod) -> list[Finding]:
                 f"init container {raw.get('name')!r} ({index + 1} of {len(inits)}) loops until {name!r} resolves, "
                 f"and it does not ({resolution.outcome}: no Service {first!r} in namespace {namespace}): the pod "
                 f"stays Init:{index}/{len(inits)}, its app containers never start and it is never Ready",
-                fix, (f"{tool} {name}: {resolution.outcome}", m.group(0)))]
+                fix, (f"{tool} {name}: {resolution.outcome}", words))]
     return []
 
 

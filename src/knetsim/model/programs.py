@@ -210,6 +210,19 @@ _LOOKUP = re.compile(r"\b(?:nslookup|host|dig|getent\s+(?:hosts|ahosts))((?:\s+[
                      r"\s+([A-Za-z0-9][A-Za-z0-9.-]*)")
 
 
+# `until nslookup NAME`, `while ! getent hosts NAME`, `until nc -z NAME PORT`...: a loop that waits for a name.
+_WAIT = re.compile(r"\b(?:until|while\s+!)\s+(nslookup|getent\s+hosts|host|dig(?:\s+\+\S+)*|nc\s+-[a-z]*z[a-z]*)"
+                   r"\s+([A-Za-z0-9][A-Za-z0-9.-]*)")
+_NAMESPACE_FILE = re.compile(r"\$\(\s*cat\s+/var/run/secrets/kubernetes\.io/serviceaccount/namespace\s*\)")
+
+
+def waited_names(command: Sequence[str], namespace: str) -> tuple[tuple[str, str, str], ...]:
+    """(tool, name, the loop's words) of every loop in ``command`` that waits until a name resolves; the
+    service account's namespace file (``$(cat .../namespace)``) reads as the pod's namespace."""
+    script = _NAMESPACE_FILE.sub(namespace, " ".join(str(w) for w in command))
+    return tuple((m.group(1).split()[0], m.group(2).rstrip("."), m.group(0)) for m in _WAIT.finditer(script))
+
+
 def dns_lookup_names(text: str) -> tuple[str, ...]:
     """Names a command line only looks up (``nslookup kubernetes.default``, ``dig +short web``,
     ``getent hosts db``): DNS queries, not connections."""
