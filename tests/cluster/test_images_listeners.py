@@ -173,3 +173,14 @@ def test_the_live_kubelets_prober_gets_the_same_404():
     assert network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/healthz"}}) == (
         False, "HTTP probe failed with statuscode: 404")
     assert network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/"}}) == (True, "")
+
+
+def test_a_targetport_an_unknown_image_does_not_declare_is_a_caveat_beside_the_error():
+    broken = cluster_from(app("ghcr.io/example/shop:1.0", target=9090, container_port=8080))
+    findings = broken.doctor().findings
+    assert "TargetPortNotListening" in {f.code for f in findings if f.severity == "error"}
+    caveat = next(f for f in findings if f.code == "ListenerAssumed")
+    assert caveat.severity == "info" and "assumption" in caveat.message and "knetsim.io/listen" in caveat.fix
+    # A known image gets no caveat: nginx's 80 is knowledge.
+    assert not [f for f in cluster_from(app("nginx:1.27", target=8080, container_port=8080)).doctor().findings
+                if f.code == "ListenerAssumed"]

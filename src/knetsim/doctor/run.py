@@ -23,6 +23,7 @@ from .checks import (
     service_findings,
 )
 from .dnschecks import client_targets, dns_workload_findings
+from .listenchecks import listener_caveats
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -172,6 +173,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(_ingress_traffic(state, namespace))
     findings.extend(_client_traffic(state, namespaces))
     findings.extend(dns_workload_findings(state, namespaces))
+    findings.extend(listener_caveats(state, namespaces))
     findings.extend(dataplane_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
     # Every namespaced Gateway API kind the gateway findings speak of (routes of each kind, ListenerSets,
