@@ -187,3 +187,37 @@ def test_loopback_server_answers_nothing_while_coredns_is_down():
     assert dns.message.from_wire(healthy.handle(query)).answer
     down = DNSServer(cluster_from(CLIENT + corefile_map(".:53 {\n    forward\n}")).state)
     assert down.handle(query) is None  # dig times out, as against a kube-dns without endpoints
+
+
+def test_distribution_corefiles_parse():
+    """k3s's Corefile (imports, a NodeHosts file) and AKS's (`import custom/*.override`) are not errors."""
+    k3s = """.:53 {
+    errors
+    health
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+    }
+    hosts /etc/coredns/NodeHosts {
+      ttl 60
+      reload 15s
+      fallthrough
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+    reload
+    loadbalance
+    import /etc/coredns/custom/*.override
+}
+import /etc/coredns/custom/*.server
+"""
+    (block,) = parse_corefile(k3s).blocks
+    assert block.plugin("hosts") is not None
+    cluster = cluster_from(CLIENT + corefile_map(k3s))
+    assert coredns_of(cluster.state).problems == ()
+    assert cluster.dns("web", "default/client").values == ("10.96.7.7",)
+    snippet = "(common) {\n    errors\n}\n" + KUBEADM.replace("    errors\n", "    import common\n", 1)
+    assert len(parse_corefile(snippet).blocks) == 1

@@ -200,6 +200,13 @@ def _parse_cached(text: str) -> Corefile:
     blocks: list[ServerBlock] = []
     i = 0
     while i < len(tokens):
+        if tokens[i].text == "import" and not tokens[i].quoted:
+            # A top-level `import FILES` (k3s, AKS: custom server blocks): files knetsim cannot read; skipped.
+            line = tokens[i].line
+            i += 1
+            while i < len(tokens) and tokens[i].line == line:
+                i += 1
+            continue
         keys: list[_Token] = []
         while i < len(tokens) and tokens[i].text != "{":
             if tokens[i].text == "}":
@@ -211,9 +218,13 @@ def _parse_cached(text: str) -> Corefile:
             raise CorefileError(last, "Unexpected EOF: a server block needs { ... } after its keys")
         if not keys:
             raise CorefileError(tokens[i].line, "a server block needs at least one key (e.g. .:53) before {")
-        for key in keys:
-            _check_key(key)
+        snippet = len(keys) == 1 and keys[0].text.startswith("(") and keys[0].text.endswith(")")
+        if not snippet:
+            for key in keys:
+                _check_key(key)
         directives, i = _directives(tokens, i + 1, tokens[i].line)
+        if snippet:
+            continue  # `(name) { ... }` defines a snippet for `import name`, not a server block
         blocks.append(ServerBlock(tuple(k.text for k in keys), tuple(directives), keys[0].line))
     if not blocks:
         raise CorefileError(1, "no server blocks: CoreDNS has nothing to serve")
@@ -263,6 +274,8 @@ def _directives(tokens: list[_Token], i: int, open_line: int) -> tuple[list[Dire
 
 
 def _check_plugin(d: Directive) -> None:
+    if d.name == "import":
+        return  # a snippet or files (`import custom/*.override`): their plugins are not known here
     if d.name not in KNOWN_PLUGINS:
         raise CorefileError(d.line, f"Unknown directive '{d.name}'")
     if d.name == "forward":
