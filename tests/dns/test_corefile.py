@@ -163,6 +163,10 @@ def test_stub_domain_rewrite_and_hosts():
     text2 = text.replace("legacy.corp.example", "legacy.example.org")
     dns2 = ClusterDNS(cluster_from(CLIENT + corefile_map(text2)).state)
     assert dns2.query("legacy.example.org.", "A").values() == ("10.1.2.3",)
+    # Without fallthrough the hosts plugin answers everything else itself: SERVFAIL, cluster names too.
+    strict = cluster_from(CLIENT + corefile_map(text2.replace("        fallthrough\n", "", 1)))
+    assert "CoreDNSHostsWithoutFallthrough" in [p.code for p in coredns_of(strict.state).problems]
+    assert strict.dns("web", "default/client").outcome == "servfail"
 
 
 def test_kubernetes_plugin_zone_typo_makes_service_names_nxdomain():

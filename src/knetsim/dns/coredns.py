@@ -211,6 +211,15 @@ def _plugin_problems(state: ClusterState, corefile: Corefile, pods: list, proble
                 f"'s, or /etc/resolv.conf): {EDIT}, then {RESTART}", "external"))
     domain = config.cluster_domain.lower().rstrip(".") + "."
     block = corefile.block_for(domain)
+    hosts = block.plugin("hosts") if block is not None else None
+    if hosts is not None and hosts.sub("fallthrough") is None and block is not None and not hosts.args[1:]:
+        problems.append(Problem(
+            "CoreDNSHostsWithoutFallthrough", f"ConfigMap {CONFIGMAP}",
+            f"line {hosts.line}: the hosts plugin serves every name of {block.zones[0]} and has no `fallthrough`: "
+            "it runs before kubernetes and forward, so every name it does not list, Service names included, "
+            "gets SERVFAIL",
+            f"add `fallthrough` inside the hosts block: {EDIT}, then {RESTART}", "cluster"))
+        return crash
     if block is None or not _kubernetes_serves(block, domain):
         problems.append(Problem(
             "CoreDNSNoKubernetesZone", f"ConfigMap {CONFIGMAP}",

@@ -419,9 +419,10 @@ class ClusterDNS:
                 records = tuple(Record(name, qtype, 3600, ip) for ip in found if _host_type(ip) == qtype)
                 return Answer(name, qtype, "NOERROR", records, reason="" if records else
                               f"the hosts plugin lists {name} without a {qtype} address")
-            if found is None and hosts.sub("fallthrough") is None and entries and qtype in ("A", "AAAA"):
-                return Answer(name, qtype, "NXDOMAIN", reason="the Corefile's hosts plugin does not list this "
-                              "name and has no fallthrough")
+            if found is None and hosts.sub("fallthrough") is None and qtype in ("A", "AAAA", "PTR"):
+                # plugin/hosts: no record and no fallthrough is SERVFAIL (a hosts file has no SOA for NXDOMAIN).
+                return Answer(name, qtype, "SERVFAIL", authoritative=False,
+                              reason="the Corefile's hosts plugin does not list this name and has no fallthrough")
         zones = kubernetes_zones(block)
         if is_subdomain(name, self.zone) and any(is_subdomain(self.zone, z) for z in zones):
             return self._zone_answer(name, qtype)
