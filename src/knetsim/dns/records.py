@@ -31,7 +31,7 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.objects import Service
 from .coredns import coredns_of, kubernetes_zones
-from .corefile import ServerBlock, inline_hosts, name_rewrites
+from .corefile import NameRewrite, ServerBlock, inline_hosts, name_rewrites
 
 SCHEMA_VERSION = "1.1.0"
 SCHEMA_TTL = 28800  # CoreDNS answers dns-version with a fixed TTL, not the plugin's ttl
@@ -268,6 +268,7 @@ class ClusterDNS:
                  upstream: Upstream | None = None, endpoint_pod_names: bool = False) -> None:
         # The DNS workload as its objects say (coredns Deployment, kube-dns, the Corefile ConfigMap).
         self.coredns = coredns_of(state)
+        self._plans: dict[int, tuple[tuple[NameRewrite, ...], dict[str, tuple[str, ...]], tuple[str, ...]]] = {}
         corefile = self.coredns.corefile
         self._block = None if corefile is None else corefile.block_for(state.config.cluster_domain)
         # Unset options come from the Corefile ConfigMap when the input has one, else the cluster config,
@@ -403,17 +404,26 @@ class ClusterDNS:
         if block is None:
             return Answer(name, qtype, "REFUSED", authoritative=False,
                           reason="no server block of the Corefile serves this zone")
-        for rule in name_rewrites(block):
+        for rule in self._plan(block)[0]:
             rewritten = rule.apply(name)
             if rewritten is not None and rewritten.lower() != name.lower():
                 answer = self._route(block, rewritten, qtype)
                 return _renamed(answer, name, rewritten)
         return self._route(block, name, qtype)
 
+    def _plan(self, block: ServerBlock) -> tuple[tuple[NameRewrite, ...], dict[str, tuple[str, ...]], tuple[str, ...]]:
+        """A server block's rewrite rules, inline hosts and kubernetes zones, read once per ClusterDNS."""
+        plan = self._plans.get(id(block))
+        if plan is None:
+            hosts = block.plugin("hosts")
+            plan = self._plans[id(block)] = (name_rewrites(block), inline_hosts(hosts) if hosts else {},
+                                             kubernetes_zones(block))
+        return plan
+
     def _route(self, block: ServerBlock, name: str, qtype: str) -> Answer:
         hosts = block.plugin("hosts")
+        _rules, entries, zones = self._plan(block)
         if hosts is not None:
-            entries = inline_hosts(hosts)
             found = entries.get(name.lower())
             if found and qtype in ("A", "AAAA"):
                 records = tuple(Record(name, qtype, 3600, ip) for ip in found if _host_type(ip) == qtype)
@@ -423,7 +433,6 @@ class ClusterDNS:
                 # plugin/hosts: no record and no fallthrough is SERVFAIL (a hosts file has no SOA for NXDOMAIN).
                 return Answer(name, qtype, "SERVFAIL", authoritative=False,
                               reason="the Corefile's hosts plugin does not list this name and has no fallthrough")
-        zones = kubernetes_zones(block)
         if is_subdomain(name, self.zone) and any(is_subdomain(self.zone, z) for z in zones):
             return self._zone_answer(name, qtype)
         if qtype == "PTR" and (is_subdomain(name, "in-addr.arpa.") or is_subdomain(name, "ip6.arpa.")) and any(

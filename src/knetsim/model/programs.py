@@ -168,6 +168,7 @@ _SCRIPT_SERVERS: tuple[tuple[str, re.Pattern[str], str, int], ...] = (
 )
 
 
+@lru_cache(maxsize=4096)  # every replica of a template runs the same script
 def script_program(script: str) -> Program | None:
     """The server a shell script starts (``nc -l -p 8080``, ``httpd -p 8080``, ``python -m http.server``)."""
     ports: set[Port] = set()
@@ -232,6 +233,8 @@ def dns_lookup_names(text: str) -> tuple[str, ...]:
 def program_of(container: Container) -> Program | None:
     """The server program this container runs, when its command line (or, for a few images, the image) says so."""
     repository = image_repository(container.image)
+    if not container.command and repository not in _ENTRYPOINTS and repository not in _IMAGE_PROGRAMS:
+        return None  # the common case (an image's own CMD), answered without parsing
     argv = (*container.command, *container.args) if container.command else (
         *_ENTRYPOINTS.get(repository, ()), *container.args)
     if _program_name(argv) == "agnhost" and argv[1:2] == ("porter",):
