@@ -184,3 +184,16 @@ def test_a_targetport_an_unknown_image_does_not_declare_is_a_caveat_beside_the_e
     # A known image gets no caveat: nginx's 80 is knowledge.
     assert not [f for f in cluster_from(app("nginx:1.27", target=8080, container_port=8080)).doctor().findings
                 if f.code == "ListenerAssumed"]
+
+
+def test_an_https_readiness_probe_on_plain_http_nginx_fails():
+    extra = """
+          readinessProbe: {httpGet: {path: /, port: 80, scheme: HTTPS}}"""
+    cluster = cluster_from(app("nginx:1.27", container_port=80, extra=extra))
+    assert not next(p for p in cluster.state.pods.values() if p.name.startswith("web-")).ready
+    from knetsim.kubelet.prober import network_result
+
+    container = {"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}
+    pod = next(p for p in cluster.state.pods.values() if p.name.startswith("web-"))
+    ok, output = network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/", "scheme": "HTTPS"}})
+    assert not ok and output.endswith("http: server gave HTTP response to HTTPS client")

@@ -483,8 +483,13 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
         port = int(port)
         raw_probe = raw_container.get("readinessProbe") if isinstance(raw_container, Mapping) else None
         http_get = raw_probe.get("httpGet") if isinstance(raw_probe, Mapping) else None
-        if (port, "TCP") in listening and isinstance(http_get, Mapping) and str(http_get.get("scheme") or
-                                                                                "HTTP").upper() == "HTTP":
+        scheme = str(http_get.get("scheme") or "HTTP").upper() if isinstance(http_get, Mapping) else ""
+        if (port, "TCP") in listening and scheme == "HTTPS" and probe_status(container, port, "/") is not None:
+            # A known app that speaks plain HTTP there: Go's TLS client gets an HTTP reply to its handshake.
+            return False, "ContainersNotReady", (
+                f"readiness probe of container {container.name!r} failed: http: server "
+                f"gave HTTP response to HTTPS client (port {port} speaks plain HTTP)")
+        if (port, "TCP") in listening and isinstance(http_get, Mapping) and scheme == "HTTP":
             # The kubelet's HTTP prober: 200-399 is success (pkg/probe/http/http.go), anything else a failure.
             answered = probe_status(container, port, str(http_get.get("path") or "/"))
             if answered is not None and not 200 <= answered[0] < 400:

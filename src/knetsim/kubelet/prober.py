@@ -126,7 +126,9 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
     headers.setdefault("User-Agent", "kube-probe/1.35")
     # The app's own answer to the probe's path, as the offline build judges it (model/programs.probe_status):
     # nginx's default site has no /healthz.
-    answered = probe_status(parse_container(container), port, path) if scheme == "http" else None
+    answered = probe_status(parse_container(container), port, path)
+    if answered is not None and scheme == "https":
+        return False, f'Get "{url}": http: server gave HTTP response to HTTPS client'
     if answered is not None and not 200 <= answered[0] < 400:
         return False, f"HTTP probe failed with statuscode: {answered[0]}"
     if state is None:
