@@ -38,7 +38,6 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     "traefik": ((80, "TCP"),),
     "haproxy": ((80, "TCP"),),
     "echoserver": ((8080, "TCP"),),
-    "agnhost": ((80, "TCP"),),
     "serve_hostname": ((9376, "TCP"),),
     "http-echo": ((5678, "TCP"),),
     "whoami": ((80, "TCP"),),
@@ -59,7 +58,6 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
 IMAGE_NOTES: Mapping[str, str] = {
     "nginx": "from /etc/nginx/conf.d/default.conf; nginx has no port flag, containerPort changes nothing",
     "httpd": "Listen 80 in httpd.conf",
-    "agnhost": "a subcommand the programs table does not list: test-webserver's 80/TCP is assumed",
     "controller": "registry.k8s.io/ingress-nginx/controller",
     "coredns": "8080 /health, 8181 /ready, 9153 metrics, whether declared or not",
 }
