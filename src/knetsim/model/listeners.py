@@ -108,7 +108,14 @@ def container_listeners(container: Container) -> Listeners:
 
 
 def container_listens(container: Container) -> tuple[tuple[int, str], ...]:
-    return container_listeners(container).ports
+    """``container_listeners(container).ports``, without building the explanation (this runs per connection)."""
+    program = program_of(container)
+    if program is not None:
+        return program.ports
+    image_ports = WELL_KNOWN_IMAGES.get(image_repository(container.image))
+    if image_ports is not None and not container.command:
+        return image_ports
+    return tuple(sorted({(p.container_port, p.protocol) for p in container.ports}))
 
 
 def pod_listens(pod: Pod) -> tuple[tuple[int, str], ...]:
