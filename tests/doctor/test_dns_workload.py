@@ -210,3 +210,38 @@ def test_blocked_init_container_shows_as_kubectl_would(tmp_path):
     path.write_text(INIT_WAIT + SERVICES)
     out = CliRunner().invoke(cli, ["get", "pods", "-f", str(path)]).output
     assert "Init:" not in out and "Running" in out
+
+
+def test_kube_dns_service_missing_or_selecting_nothing():
+    """"Debugging DNS Resolution": is the DNS Service up, are its endpoints exposed?"""
+    from knetsim.cluster.build import build_cluster
+    from knetsim.doctor import diagnose
+    from knetsim.model.loader import load_text
+
+    result = build_cluster(load_text(DNSUTILS, "t.yaml").documents, authoritative=frozenset({"Service"}))
+    found = [f for f in diagnose(result.state).findings if f.code == "KubeDNSServiceMissing"]
+    assert found and found[0].subject == "Service kube-system/kube-dns" and "10.96.0.10" in found[0].fix
+    typo = DNSUTILS + """
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: 10.96.0.10
+  selector: {k8s-app: kube-dsn}
+  ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
+"""
+    broken = cluster_from(typo)
+    found = [f for f in errors(broken) if f.code == "KubeDNSNoEndpoints"]
+    assert found and "k8s-app" in found[0].fix
+    assert broken.trace("default/deploy/client", "http://web/").outcome == "dns-timeout"
+    assert errors(cluster_from(typo.replace("kube-dsn", "kube-dns"))) == []
+
+
+def test_systemd_resolved_stub_on_the_node_is_a_forwarding_loop():
+    """The docs' known issue: the node's resolv.conf names 127.0.0.53 and the Corefile forwards to it."""
+    from knetsim.cluster.config import ClusterConfig
+
+    broken = cluster_from(DNSUTILS, config=ClusterConfig(upstream_nameservers=("127.0.0.53",)))
+    found = [f for f in errors(broken) if f.code == "CoreDNSForwardLoop"]
+    assert found and "Loop (127.0.0.1 -> :53) detected" in found[0].message

@@ -98,7 +98,15 @@ def coredns_of(state: ClusterState) -> CoreDNS:
         raw = (deployment.raw.get("spec") or {}).get("replicas")
         replicas = int(raw) if isinstance(raw, int) else 1
     svc = state.services.get(SERVICE)
-    selector = svc.selector if svc is not None and svc.selector else {"k8s-app": "kube-dns"}
+    # The CoreDNS pods are the Deployment's (its selector), whatever the Service selects: a kube-dns whose
+    # selector went wrong selects none of them, which is its own finding.
+    selector: dict[str, str] = {"k8s-app": "kube-dns"}
+    if deployment is not None:
+        match = ((deployment.raw.get("spec") or {}).get("selector") or {}).get("matchLabels")
+        if isinstance(match, dict) and match:
+            selector = {str(k): str(v) for k, v in match.items()}
+    elif svc is not None and svc.selector:
+        selector = dict(svc.selector)
     pods = [p for p in state.pods_in("kube-system") if all(p.labels.get(k) == v for k, v in selector.items())]
     ready = [p for p in pods if p.ready and p.phase == "Running"]
     endpoints = 0
