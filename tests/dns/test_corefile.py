@@ -225,3 +225,10 @@ import /etc/coredns/custom/*.server
     assert cluster.dns("web", "default/client").values == ("10.96.7.7",)
     snippet = "(common) {\n    errors\n}\n" + KUBEADM.replace("    errors\n", "    import common\n", 1)
     assert len(parse_corefile(snippet).blocks) == 1
+
+
+def test_a_corefile_serving_another_port_answers_nothing():
+    broken = cluster_from(CLIENT + corefile_map(KUBEADM.replace(".:53 {", ".:5353 {")))
+    outage = coredns_of(broken.state).outage
+    assert outage is not None and outage.code == "CorefileNoPort53"
+    assert broken.dns("web", "default/client").outcome == "timeout"

@@ -143,6 +143,13 @@ def coredns_of(state: ClusterState) -> CoreDNS:
             "times out", "kubectl -n kube-system patch service kube-dns --type=merge -p "
             "'{\"spec\":{\"selector\":{\"k8s-app\":\"kube-dns\"}}}'", "all"))
 
+    if corefile is not None and not any(b.port == 53 for b in corefile.blocks):
+        ports = sorted({b.port for b in corefile.blocks})
+        problems.append(Problem(
+            "CorefileNoPort53", f"ConfigMap {CONFIGMAP}",
+            f"no server block of the Corefile listens on port 53 (only {', '.join(map(str, ports))}): kube-dns sends "
+            "every query to 53, where nothing answers, so every DNS query times out",
+            f"serve `.:53` (the kube-dns targetPort): {EDIT}, then {RESTART}", "all"))
     failing: list[tuple[str, str]] = []
     if corefile is not None:
         crash = _plugin_problems(state, corefile, pods, problems, failing)
