@@ -245,3 +245,31 @@ def test_systemd_resolved_stub_on_the_node_is_a_forwarding_loop():
     broken = cluster_from(DNSUTILS, config=ClusterConfig(upstream_nameservers=("127.0.0.53",)))
     found = [f for f in errors(broken) if f.code == "CoreDNSForwardLoop"]
     assert found and "Loop (127.0.0.1 -> :53) detected" in found[0].message
+
+
+def test_a_pod_looking_up_a_service_that_does_not_exist():
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: checker, namespace: default}
+spec:
+  containers:
+    - name: c
+      image: busybox:1.36
+      command: [sh, -c, "while true; do nslookup mydb; wget -qO- -T 2 http://myapi:8080/; sleep 5; done"]
+"""
+    found = [f for f in errors(cluster_from(text)) if f.code == "NameDoesNotResolve"]
+    assert sorted(f.evidence[0].split(":")[0] for f in found) == ["myapi", "mydb"]
+    repaired = text + """
+---
+apiVersion: v1
+kind: Service
+metadata: {name: mydb, namespace: default}
+spec: {ports: [{port: 5432}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: myapi, namespace: default}
+spec: {ports: [{port: 8080}]}
+"""
+    assert [f for f in errors(cluster_from(repaired)) if f.code == "NameDoesNotResolve"] == []

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..cluster.state import ClusterState
@@ -91,6 +92,47 @@ def client_targets(pod: Pod) -> list[tuple[str, int | None, str]]:
     return out
 
 
+_URL_HOST = re.compile(r"\b(?:wget|curl)\b[^|;&]*?\bhttps?://([A-Za-z0-9][A-Za-z0-9.-]*)")
+
+
+def _cluster_shaped(state: ClusterState, name: str) -> bool:
+    """A name meant for the cluster DNS: one label, ``svc.ns``, or under ``svc.<cluster domain>``."""
+    labels = name.lower().rstrip(".").split(".")
+    zone = f"svc.{state.config.cluster_domain.lower().rstrip('.')}"
+    return len(labels) == 1 or (len(labels) == 2 and labels[1] in state.namespaces) or \
+        name.lower().rstrip(".").endswith("." + zone)
+
+
+def lookup_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+    """An app container that looks up or fetches a cluster name that resolves to nothing (``nslookup mydb``,
+    ``wget http://mydb``): no Service of that name exists where the name points."""
+    out: list[Finding] = []
+    for raw in (pod.raw.get("spec") or {}).get("containers") or []:
+        if not isinstance(raw, dict):
+            continue
+        text = " ".join(str(w) for w in (*(raw.get("command") or []), *(raw.get("args") or [])))
+        names = [*dns_lookup_names(text), *(m.group(1) for m in _URL_HOST.finditer(text))]
+        for name in dict.fromkeys(names):
+            if not _cluster_shaped(state, name):
+                continue
+            resolution = resolve(state, pod, name)
+            if resolution.ok or resolution.outcome != "nxdomain":
+                continue
+            first, *rest = name.split(".")
+            namespace = rest[0] if rest and rest[0] in state.namespaces else pod.namespace
+            elsewhere = sorted(s.namespace for s in state.services.values() if s.name == first)
+            fix = (f"use {first}.{elsewhere[0]} (the Service lives in namespace {elsewhere[0]})" if elsewhere else
+                   f"create Service {first} in namespace {namespace} (kubectl -n {namespace} expose deployment "
+                   f"NAME --name={first} --port=PORT), or correct the name")
+            if elsewhere:
+                continue  # ShortNameOtherNamespace (doctor/checks.py) says it already
+            out.append(Finding(
+                "NameDoesNotResolve", "error", "dns", f"Pod {pod.key}",
+                f"container {raw.get('name')!r} looks up {name!r}, which does not resolve (NXDOMAIN): there is no "
+                f"Service {first!r} in namespace {namespace}", fix, (f"{name}: {resolution.outcome}",)))
+    return out
+
+
 def dns_workload_findings(state: ClusterState, namespaces: Iterable[str] | None = None) -> list[Finding]:
     """Everything this module checks, for the doctor (``namespaces`` None: every user namespace)."""
     wanted = set(namespaces) if namespaces else None
@@ -101,7 +143,8 @@ def dns_workload_findings(state: ClusterState, namespaces: Iterable[str] | None 
         if pod.namespace in SYSTEM_NAMESPACES or (wanted and pod.namespace not in wanted):
             continue
         out.extend(init_wait_findings(state, pod))
+        out.extend(lookup_findings(state, pod))
     return out
 
 
-__all__ = ["client_targets", "coredns_findings", "dns_workload_findings", "init_wait_findings"]
+__all__ = ["client_targets", "coredns_findings", "dns_workload_findings", "init_wait_findings", "lookup_findings"]
