@@ -319,12 +319,17 @@ _STATIC_SITES: dict[str, frozenset[str]] = {
 }
 
 
+# Programs that answer plain HTTP on every port they bind (porter's TLS ports, nc, redis and postgres do not).
+_HTTP_PROGRAMS = frozenset({"agnhost netexec", "agnhost serve-hostname", "agnhost test-webserver", "agnhost liveness",
+                            "serve_hostname", "http-echo", "whoami", "httpbin", "python http.server", "busybox httpd"})
+
+
 def probe_status(container: Container, port: int, path: str) -> tuple[int, str] | None:
     """The HTTP status the container's app answers an httpGet probe of ``path`` on ``port`` with, and who
     answers; None when knetsim does not know the app (the probe is then assumed to pass)."""
     program = program_of(container)
     if program is not None:
-        if (port, "TCP") not in program.ports:
+        if (port, "TCP") not in program.ports or program.name not in _HTTP_PROGRAMS:
             return None
         status, _ = http_status(program, "GET", path, {})
         return status, program.name
