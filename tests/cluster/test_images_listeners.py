@@ -197,3 +197,12 @@ def test_an_https_readiness_probe_on_plain_http_nginx_fails():
     pod = next(p for p in cluster.state.pods.values() if p.name.startswith("web-"))
     ok, output = network_result(None, pod, container, {"httpGet": {"port": 80, "path": "/", "scheme": "HTTPS"}})
     assert not ok and output.endswith("http: server gave HTTP response to HTTPS client")
+
+
+def test_a_refusal_on_an_unknown_image_says_it_is_assumed():
+    trace = cluster_from(app("ghcr.io/example/shop:1.0", target=9090, container_port=8080)).trace(
+        "default/client", "http://web/")
+    assert trace.outcome == "refused"
+    assert "assumed: ghcr.io/example/shop:1.0 is not an image knetsim knows" in trace.failing_hop.detail
+    known = cluster_from(app("nginx:1.27", target=9090, container_port=80)).trace("default/client", "http://web/")
+    assert "assumed" not in known.failing_hop.detail
