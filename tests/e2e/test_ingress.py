@@ -19,7 +19,9 @@ pytestmark = needs_curl
 
 
 def backends(k: Cluster) -> None:
-    k.sh("kubectl create deployment api --image=hashicorp/http-echo:1.0 --port=8080")
+    # agnhost netexec listens where its flag says (http-echo would listen on 5678 whatever --port declares).
+    k.sh("kubectl create deployment api --image=registry.k8s.io/e2e-test-images/agnhost:2.53 --port=8080 "
+         "-- /agnhost netexec --http-port=8080")
     k.sh("kubectl create deployment web --image=nginx:1.27 --port=80")
     k.sh("kubectl expose deployment api --port=8080")
     k.sh("kubectl expose deployment web --port=80")
@@ -67,7 +69,7 @@ def test_declarative_shop_ingress_routes_by_host_and_path(k: Cluster) -> None:
     assert row[:3] == ["shop", "nginx", "shop.example.com"]
     assert row[-2] == "80"
     check_routes(k)
-    # The api pod answers with http-echo's text; web with nginx's page.
+    # The api pod answers with a line naming it; web with nginx's page.
     _, headers, body = curl(k, "shop.example.com", "/api")
     pod = headers["x-knetsim-backend"].split()[0]
     assert pod.split("/")[1] in body

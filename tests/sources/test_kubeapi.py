@@ -138,8 +138,9 @@ def test_doctor_reads_a_real_cluster_and_finds_the_typo(kind: tuple[FakeAPI, str
 
 def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: tuple[FakeAPI, str]) -> None:
     """Cilium, the network-policy-api CRDs and Gateway API are not installed here: not one request for them.
-    No v1 Endpoints or ConfigMaps either (but kube-proxy's own, by name, for its mode); Secrets are listed, and
-    kept without any value but a certificate's (tests/sources/test_live_secrets.py)."""
+    No v1 Endpoints or ConfigMaps either (but kube-proxy's own, by name, for its mode, and CoreDNS's, for its
+    Corefile); Secrets are listed, and kept without any value but a certificate's
+    (tests/sources/test_live_secrets.py)."""
     api, path = kind
     assert knetsim("get", "pods", "-A", "--kubeconfig", path).exit_code == 0
     listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
@@ -149,7 +150,8 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
                       "/apis/discovery.k8s.io/v1/endpointslices",
                       "/apis/networking.k8s.io/v1/ingresses", "/apis/networking.k8s.io/v1/ingressclasses",
                       "/apis/networking.k8s.io/v1/networkpolicies", "/apis/networking.k8s.io/v1/servicecidrs",
-                      "/api/v1/namespaces/kube-system/configmaps/kube-proxy"}
+                      "/api/v1/namespaces/kube-system/configmaps/kube-proxy",
+                      "/api/v1/namespaces/kube-system/configmaps/coredns"}
 
 
 def test_secrets_arrive_without_their_private_data(tmp_path: Path) -> None:

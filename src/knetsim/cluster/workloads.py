@@ -28,6 +28,7 @@ from ..model.labels import Selector
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
+from ..model.programs import probe_status, waited_names
 from . import rollout
 from .config import ClusterConfig
 from .images import pull_error
@@ -403,8 +404,9 @@ def _subject(body: Mapping[str, Any]) -> str:
 
 
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
-                          config: ClusterConfig) -> list[Notice]:
-    """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs."""
+                          config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None) -> list[Notice]:
+    """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs. ``services``:
+    the (namespace, name) of every Service, for init containers that wait for one."""
     notices: list[Notice] = []
     node_by_name = {n.name: n for n in nodes}
     used: set[str] = set()
@@ -455,7 +457,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,))
+                                    node.internal_ips or (node.internal_ip,), services)
     return notices
 
 
@@ -482,6 +484,21 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
                     "which the container does not declare")
             port = resolved
         port = int(port)
+        raw_probe = raw_container.get("readinessProbe") if isinstance(raw_container, Mapping) else None
+        http_get = raw_probe.get("httpGet") if isinstance(raw_probe, Mapping) else None
+        scheme = str(http_get.get("scheme") or "HTTP").upper() if isinstance(http_get, Mapping) else ""
+        if (port, "TCP") in listening and scheme == "HTTPS" and probe_status(container, port, "/") is not None:
+            # A known app that speaks plain HTTP there: Go's TLS client gets an HTTP reply to its handshake.
+            return False, "ContainersNotReady", (
+                f"readiness probe of container {container.name!r} failed: http: server "
+                f"gave HTTP response to HTTPS client (port {port} speaks plain HTTP)")
+        if (port, "TCP") in listening and isinstance(http_get, Mapping) and scheme == "HTTP":
+            # The kubelet's HTTP prober: 200-399 is success (pkg/probe/http/http.go), anything else a failure.
+            answered = probe_status(container, port, str(http_get.get("path") or "/"))
+            if answered is not None and not 200 <= answered[0] < 400:
+                return False, "ContainersNotReady", (
+                    f"readiness probe of container {container.name!r} failed: HTTP probe failed with statuscode: "
+                    f"{answered[0]} (GET {http_get.get('path') or '/'} on port {port}, answered by {answered[1]})")
         if (port, "TCP") not in listening:
             hint = f" (set the annotation {LISTEN_ANNOTATION} if it does)" if LISTEN_ANNOTATION not in (
                 meta.get("annotations") or {}) else ""
@@ -491,14 +508,78 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     return True, "", ""
 
 
+def _init_blocked(body: Mapping[str, Any], services: frozenset[tuple[str, str]], domain: str) -> int | None:
+    """The index of the first init container that loops forever waiting for a Service name that does not
+    exist (``until nslookup mydb; do sleep 2; done``), or None. Init containers run one after another
+    (restartPolicy Always ones are sidecars and do not block), so the ones after it never start."""
+    meta = body.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    zone = domain.rstrip(".")
+    inits = [c for c in (body.get("spec") or {}).get("initContainers") or []
+             if isinstance(c, Mapping) and c.get("restartPolicy") != "Always"]
+    for index, container in enumerate(inits):
+        command = [*(container.get("command") or []), *(container.get("args") or [])]
+        for _tool, name, _words in waited_names(command, namespace):
+            labels = name.lower().removesuffix("." + zone).split(".")
+            if labels[-1:] == ["svc"]:
+                labels = labels[:-1]
+            if len(labels) > 2 or name.lower().endswith(".pod." + zone):
+                continue  # not a Service name this model can judge (a pod name, an outside name)
+            wanted = (labels[1] if len(labels) == 2 else namespace, labels[0])
+            if wanted not in services:
+                return index
+    return None
+
+
+def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
+    """What the kubelet reports while init container ``blocked`` runs (and never ends): Init:N/M."""
+    spec = body.get("spec") or {}
+    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
+             "Always"]
+    apps = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    waiting_on = " ".join(str(c.get("name")) for c in inits[blocked:])
+    unready = " ".join(str(c.get("name")) for c in apps)
+
+    def init_status(i: int, c: Mapping[str, Any]) -> dict[str, Any]:
+        state: dict[str, Any] = ({"terminated": {"exitCode": 0, "reason": "Completed"}} if i < blocked else
+                                 {"running": {}} if i == blocked else {"waiting": {"reason": "PodInitializing"}})
+        return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": i < blocked,
+                "started": i == blocked, "restartCount": 0, "state": state}
+    return {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True"},
+            {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized",
+             "message": f"containers with incomplete status: [{waiting_on}]"},
+            {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+             "message": f"containers with unready status: [{unready}]"},
+            {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady",
+             "message": f"containers with unready status: [{unready}]"},
+            {"type": "PodScheduled", "status": "True"},
+        ],
+        "initContainerStatuses": [init_status(i, c) for i, c in enumerate(inits)],
+        "containerStatuses": [{"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": False,
+                               "started": False, "restartCount": 0,
+                               "state": {"waiting": {"reason": "PodInitializing"}}} for c in apps],
+    }
+
+
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
-               ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = ()) -> dict[str, Any]:
+               ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
+               services: frozenset[tuple[str, str]] | None = None) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
     (``cluster.images``): a container whose image cannot be pulled waits (ErrImagePull,
     InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
     its first pull attempt."""
+    blocked = _init_blocked(body, services, config.cluster_domain if config else "cluster.local") \
+        if services is not None else None
+    if blocked is not None:
+        status = _blocked_status(body, blocked)
+        status.update(hostIP=host_ip, hostIPs=[{"ip": h} for h in host_ips or (host_ip,)], podIP=ip,
+                      podIPs=[{"ip": i} for i in ips or (ip,)], qosClass="BestEffort")
+        return status
     containers = (body.get("spec") or {}).get("containers") or []
     pulls = {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
                                                                               "IfNotPresent"))

@@ -30,6 +30,8 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..model.objects import Service
+from .coredns import coredns_of, kubernetes_zones
+from .corefile import NameRewrite, ServerBlock, inline_hosts, name_rewrites
 
 SCHEMA_VERSION = "1.1.0"
 SCHEMA_TTL = 28800  # CoreDNS answers dns-version with a fixed TTL, not the plugin's ttl
@@ -264,7 +266,21 @@ class ClusterDNS:
 
     def __init__(self, state: ClusterState, *, ttl: int | None = None, pods: str | None = None,
                  upstream: Upstream | None = None, endpoint_pod_names: bool = False) -> None:
-        # Unset options come from the cluster config, which follows kind's Corefile (ttl 30, pods insecure).
+        # The DNS workload as its objects say (coredns Deployment, kube-dns, the Corefile ConfigMap).
+        self.coredns = coredns_of(state)
+        self._plans: dict[int, tuple[tuple[NameRewrite, ...], dict[str, tuple[str, ...]], tuple[str, ...]]] = {}
+        corefile = self.coredns.corefile
+        self._block = None if corefile is None else corefile.block_for(state.config.cluster_domain)
+        # Unset options come from the Corefile ConfigMap when the input has one, else the cluster config,
+        # which follows kind's Corefile (ttl 30, pods insecure).
+        if self.coredns.explicit and self._block is not None and self._block.plugin("kubernetes") is not None:
+            options = self._block.plugin("kubernetes")
+            assert options is not None
+            ttl_option, pods_option = options.sub("ttl"), options.sub("pods")
+            if ttl is None and ttl_option is not None:
+                ttl = int(ttl_option.args[0])
+            if pods is None and pods_option is not None:
+                pods = pods_option.args[0]
         ttl = state.config.dns_ttl if ttl is None else ttl
         pods = state.config.dns_pods if pods is None else pods
         if pods not in POD_MODES:
@@ -367,21 +383,73 @@ class ClusterDNS:
 
     # --- the query --------------------------------------------------------------------
 
+    @property
+    def serving(self) -> bool:
+        """Does CoreDNS answer at all (pods Ready, Corefile loaded)? When not, every query times out."""
+        return self.coredns.serving
+
     def query(self, qname: str, qtype: str = "A") -> Answer:
-        """The response kube-dns sends for ``qname``/``qtype`` (names are case-insensitive)."""
+        """The response kube-dns sends for ``qname``/``qtype`` (names are case-insensitive).
+
+        The Corefile decides the route: the server block of the longest matching zone, then its
+        ``rewrite name`` rules, inline ``hosts``, the ``kubernetes`` zones and ``forward``."""
         qtype = qtype.upper()
         name = fqdn(qname)
         if name.lower() != "." and ".." in name:
             return Answer(name, qtype, "FORMERR", authoritative=False, reason="empty label in the name")
-        if is_subdomain(name, self.zone):
+        corefile = self.coredns.corefile
+        if corefile is None:
+            return Answer(name, qtype, "SERVFAIL", authoritative=False, reason=self.coredns.problems[0].message)
+        block = corefile.block_for(name)
+        if block is None:
+            return Answer(name, qtype, "REFUSED", authoritative=False,
+                          reason="no server block of the Corefile serves this zone")
+        for rule in self._plan(block)[0]:
+            rewritten = rule.apply(name)
+            if rewritten is not None and rewritten.lower() != name.lower():
+                answer = self._route(block, rewritten, qtype)
+                return _renamed(answer, name, rewritten)
+        return self._route(block, name, qtype)
+
+    def _plan(self, block: ServerBlock) -> tuple[tuple[NameRewrite, ...], dict[str, tuple[str, ...]], tuple[str, ...]]:
+        """A server block's rewrite rules, inline hosts and kubernetes zones, read once per ClusterDNS."""
+        plan = self._plans.get(id(block))
+        if plan is None:
+            hosts = block.plugin("hosts")
+            plan = self._plans[id(block)] = (name_rewrites(block), inline_hosts(hosts) if hosts else {},
+                                             kubernetes_zones(block))
+        return plan
+
+    def _route(self, block: ServerBlock, name: str, qtype: str) -> Answer:
+        hosts = block.plugin("hosts")
+        _rules, entries, zones = self._plan(block)
+        if hosts is not None:
+            found = entries.get(name.lower())
+            if found and qtype in ("A", "AAAA"):
+                records = tuple(Record(name, qtype, 3600, ip) for ip in found if _host_type(ip) == qtype)
+                return Answer(name, qtype, "NOERROR", records, reason="" if records else
+                              f"the hosts plugin lists {name} without a {qtype} address")
+            if found is None and hosts.sub("fallthrough") is None and qtype in ("A", "AAAA", "PTR"):
+                # plugin/hosts: no record and no fallthrough is SERVFAIL (a hosts file has no SOA for NXDOMAIN).
+                return Answer(name, qtype, "SERVFAIL", authoritative=False,
+                              reason="the Corefile's hosts plugin does not list this name and has no fallthrough")
+        if is_subdomain(name, self.zone) and any(is_subdomain(self.zone, z) for z in zones):
             return self._zone_answer(name, qtype)
-        if qtype == "PTR" and (is_subdomain(name, "in-addr.arpa.") or is_subdomain(name, "ip6.arpa.")):
+        if qtype == "PTR" and (is_subdomain(name, "in-addr.arpa.") or is_subdomain(name, "ip6.arpa.")) and any(
+                z in ("in-addr.arpa.", "ip6.arpa.", ".") for z in zones):
             ip = address_from_reverse(name)
             domains = self._reverse(ip) if ip else []
             if domains:
                 return Answer(name, qtype, "NOERROR", tuple(Record(name, "PTR", self.ttl, d) for d in domains))
             # kubeadm's Corefile: `kubernetes cluster.local in-addr.arpa ip6.arpa { fallthrough in-addr.arpa
             # ip6.arpa }`, so an address the cluster does not know goes on to `forward`.
+        if block.plugin("forward") is None:
+            return Answer(name, qtype, "SERVFAIL", authoritative=False,
+                          reason=f"the Corefile's server block for {block.zones[0]} has no plugin that answers "
+                                 "this name (no forward)")
+        failure = self.coredns.forward_failure(block.zones[0])
+        if failure:
+            return Answer(name, qtype, "SERVFAIL", authoritative=False, source="upstream", reason=failure)
         return self.upstream.answer(name, qtype, self.external_targets)
 
     def _zone_answer(self, name: str, qtype: str) -> Answer:
@@ -652,6 +720,17 @@ class ClusterDNS:
             ans = self.query(qname, qtype)
             out.update(r for r in ans.answer if r.type == qtype and r.name.lower() == qname.lower())
         return tuple(sorted(out, key=_record_sort_key))
+
+
+def _renamed(answer: Answer, asked: str, rewritten: str) -> Answer:
+    """An answer for ``rewritten`` given back under the name the client asked (the ``rewrite`` plugin reverts
+    the question, and the answer records of the rewritten name, so the client accepts the reply)."""
+    def back(r: Record) -> Record:
+        return Record(asked, r.type, r.ttl, r.data) if r.name.lower() == rewritten.lower() else r
+    note = f"rewritten to {rewritten} by the Corefile's rewrite plugin"
+    return Answer(asked, answer.qtype, answer.rcode, tuple(back(r) for r in answer.answer), answer.authority,
+                  answer.additional, answer.authoritative, answer.recursion_available, answer.source,
+                  f"{note}; {answer.reason}" if answer.reason else note, answer.external)
 
 
 def _cluster_ips(svc: Service) -> tuple[str, ...]:

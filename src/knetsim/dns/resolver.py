@@ -381,6 +381,9 @@ def resolve(state: ClusterState, pod: Pod, name: str, qtype: str = "A", *, mode:
             if reachable is not None and not reachable(ns, DNS_PORT, "UDP"):
                 unreachable.append(ns)
                 continue
+            if ns in cluster_ns and not dns.serving:
+                unreachable.append(ns)  # CoreDNS is down (no ready pod, or it cannot start): nothing answers
+                continue
             if ns in cluster_ns:
                 answer = dns.query(qname, qtype)
             else:

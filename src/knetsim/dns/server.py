@@ -140,7 +140,12 @@ class DNSServer:
             if question.rdclass != dns.rdataclass.IN or qtype in ("AXFR", "IXFR"):
                 response.set_rcode(dns.rcode.REFUSED)
             else:
-                fill(response, self.cluster_dns.query(question.name.to_text(), qtype))
+                dns_now = self.cluster_dns
+                if not dns_now.serving:
+                    # No CoreDNS pod is ready, or CoreDNS cannot start with its Corefile: nothing answers, the
+                    # client times out (dns/coredns.py).
+                    return None
+                fill(response, dns_now.query(question.name.to_text(), qtype))
         max_size = 65535 if tcp else max(UDP_DEFAULT_SIZE, query.payload if query.edns >= 0 else 0)
         # dnspython shuffles RRsets by default; sorted answers keep runs comparable.
         return response.to_wire(max_size=max_size, prefer_truncation=True, want_shuffle=False)

@@ -20,9 +20,10 @@ from .checks import (
     dataplane_findings,
     dns_findings,
     image_findings,
-    referenced_hosts,
     service_findings,
 )
+from .dnschecks import client_targets, dns_workload_findings
+from .listenchecks import listener_caveats
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -118,7 +119,7 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
         owner = pod.meta.owner.name if pod.meta.owner else pod.name
-        for host, port, where in referenced_hosts(pod):
+        for host, port, where in client_targets(pod):
             if host.split(".")[0] not in service_names:
                 continue  # words of a shell command, external hosts: not a Service of this cluster
             resolution = resolve(state, pod, host)
@@ -171,6 +172,8 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(_gateway_findings(state, namespace))
     findings.extend(_ingress_traffic(state, namespace))
     findings.extend(_client_traffic(state, namespaces))
+    findings.extend(dns_workload_findings(state, namespaces))
+    findings.extend(listener_caveats(state, namespaces))
     findings.extend(dataplane_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
     # Every namespaced Gateway API kind the gateway findings speak of (routes of each kind, ListenerSets,

@@ -32,7 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.objects import Pod
+from ..model.objects import Pod, parse_container
+from ..model.programs import probe_status
 from .worker import Worker
 
 KINDS = (("startupProbe", "Startup"), ("livenessProbe", "Liveness"), ("readinessProbe", "Readiness"))
@@ -123,6 +124,13 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
         return False, f'Get "{url}": {refused}'
     headers = {str(h.get("name")): str(h.get("value")) for h in handler.get("httpHeaders") or []}
     headers.setdefault("User-Agent", "kube-probe/1.35")
+    # The app's own answer to the probe's path, as the offline build judges it (model/programs.probe_status):
+    # nginx's default site has no /healthz.
+    answered = probe_status(parse_container(container), port, path)
+    if answered is not None and scheme == "https":
+        return False, f'Get "{url}": http: server gave HTTP response to HTTPS client'
+    if answered is not None and not 200 <= answered[0] < 400:
+        return False, f"HTTP probe failed with statuscode: {answered[0]}"
     if state is None:
         return True, ""
     _hop, reply = app_reply(state, state.config.dataplane, str(pod.raw.get("status", {}).get("hostIP") or ""), pod,

@@ -3,25 +3,31 @@
 Kubernetes never checks this — ``containerPort`` is informational — but whether a
 connection is refused depends on it. knetsim decides, in this order:
 
-1. the pod annotation ``knetsim.io/listen`` (``"8080,9090/UDP"``; ``""`` listens on nothing),
-2. every declared ``containerPort`` of the container, together with
-3. the ports the command line binds for well-known server programs (``agnhost netexec
-   --http-port 8080``, ``http-echo -listen=:8080``; ``model/programs.py``), else the default
-   ports of a well-known image (``nginx`` → 80/TCP, ``redis`` → 6379/TCP, ...).
+1. the pod annotation ``knetsim.io/listen`` (``"8080,9090/UDP"``; ``""`` listens on nothing);
+2. the program the command line runs (``agnhost netexec --http-port 8080``, ``agnhost porter``
+   with ``SERVE_PORT_8080``, ``http-echo -listen=:8080``, ``nc -l -p 8080`` in a shell script;
+   ``model/programs.py``), else the ports a well-known image binds (``nginx`` → 80/TCP, ``redis`` →
+   6379/TCP, ...). A known program or image decides alone: nginx declared on containerPort 8080
+   still listens on 80 only, as on a real node;
+3. an image knetsim does not know is *unknown*: its declared containerPorts are assumed, and
+   every explanation says that it is an assumption.
 
-A container that matches none of these (``busybox`` running ``sleep``) listens on nothing.
+A container that matches none of these and declares no port (``busybox`` running ``sleep``)
+listens on nothing. docs/images.md lists every image and program known here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .objects import Container, Pod
 from .programs import image_repository, program_of
 
 LISTEN_ANNOTATION = "knetsim.io/listen"
-__all__ = ["LISTEN_ANNOTATION", "WELL_KNOWN_IMAGES", "container_listens", "image_repository", "listen_source",
-           "parse_listen_annotation", "pod_listens"]
+__all__ = ["IMAGE_NOTES", "LISTEN_ANNOTATION", "WELL_KNOWN_IMAGES", "Listeners", "container_listeners",
+           "container_listens", "image_repository", "listen_source", "listeners_known", "parse_listen_annotation",
+           "pod_listens"]
 
 # image repository (last path element, no tag) → ports its default command binds
 WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
@@ -32,7 +38,7 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     "traefik": ((80, "TCP"),),
     "haproxy": ((80, "TCP"),),
     "echoserver": ((8080, "TCP"),),
-    "agnhost": ((80, "TCP"),),
+    "serve_hostname": ((9376, "TCP"),),
     "http-echo": ((5678, "TCP"),),
     "whoami": ((80, "TCP"),),
     "podinfo": ((9898, "TCP"),),
@@ -48,6 +54,14 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     "controller": ((80, "TCP"), (443, "TCP"), (8443, "TCP"), (10254, "TCP")),
 }
 
+# Why a known image listens where it does, where users expect otherwise.
+IMAGE_NOTES: Mapping[str, str] = {
+    "nginx": "from /etc/nginx/conf.d/default.conf; nginx has no port flag, containerPort changes nothing",
+    "httpd": "Listen 80 in httpd.conf",
+    "controller": "registry.k8s.io/ingress-nginx/controller",
+    "coredns": "8080 /health, 8181 /ready, 9153 metrics, whether declared or not",
+}
+
 
 def parse_listen_annotation(value: str) -> tuple[tuple[int, str], ...]:
     ports = []
@@ -59,15 +73,49 @@ def parse_listen_annotation(value: str) -> tuple[tuple[int, str], ...]:
     return tuple(ports)
 
 
-def container_listens(container: Container) -> tuple[tuple[int, str], ...]:
-    # Declared ports and what the program binds together: CoreDNS serves /ready on 8181 without
-    # declaring it, and a probe there must succeed. The command line's own flags
-    # (`agnhost netexec --http-port 8080`) replace the image's default ports.
-    declared = {(p.container_port, p.protocol) for p in container.ports}
+@dataclass(frozen=True, slots=True)
+class Listeners:
+    """Where one container listens, and how knetsim knows it."""
+
+    ports: tuple[tuple[int, str], ...]
+    known: bool  # the program or the image says so; False: an unknown image, its containerPorts assumed
+    why: str  # "runs agnhost netexec (`...`)", "image nginx listens on 80/TCP (its config; no port flag)"
+
+
+def container_listeners(container: Container) -> Listeners:
+    """The ports the container's process binds.
+
+    A known program (its command line, ``model/programs.py``) or a known image decides alone: a declared
+    ``containerPort`` is informational and never opens a socket (nginx declared on 8080 still listens on
+    80 only). An image knetsim does not know is *unknown*: its declared containerPorts are assumed, and
+    ``why`` says it is an assumption."""
     program = program_of(container)
-    declared.update(program.ports if program is not None else
-                    WELL_KNOWN_IMAGES.get(image_repository(container.image), ()))
-    return tuple(sorted(declared))
+    if program is not None:
+        return Listeners(program.ports, True, f"runs {program.describe()}")
+    repository = image_repository(container.image)
+    image_ports = WELL_KNOWN_IMAGES.get(repository)
+    declared = tuple(sorted({(p.container_port, p.protocol) for p in container.ports}))
+    if image_ports is not None and not container.command:
+        return Listeners(tuple(sorted(image_ports)), True,
+                         f"image {repository} listens on {', '.join(f'{a}/{b}' for a, b in image_ports)}"
+                         + (f" ({IMAGE_NOTES[repository]})" if repository in IMAGE_NOTES else ""))
+    what = (f"image {container.image!r} with command {' '.join(container.command)!r}" if image_ports is not None
+            else f"image {container.image!r}")
+    return Listeners(declared, False,
+                     f"{what} is not a program knetsim knows: where it listens is unknown; its declared "
+                     "containerPorts are assumed (Kubernetes never checks them). Set the pod annotation "
+                     f"{LISTEN_ANNOTATION} to say where it listens")
+
+
+def container_listens(container: Container) -> tuple[tuple[int, str], ...]:
+    """``container_listeners(container).ports``, without building the explanation (this runs per connection)."""
+    program = program_of(container)
+    if program is not None:
+        return program.ports
+    image_ports = WELL_KNOWN_IMAGES.get(image_repository(container.image))
+    if image_ports is not None and not container.command:
+        return image_ports
+    return tuple(sorted({(p.container_port, p.protocol) for p in container.ports}))
 
 
 def pod_listens(pod: Pod) -> tuple[tuple[int, str], ...]:
@@ -86,14 +134,26 @@ def listen_source(pod: Pod, port: int, protocol: str) -> str:
     annotation = pod.meta.annotations.get(LISTEN_ANNOTATION)
     if annotation is not None:
         return f"annotation {LISTEN_ANNOTATION}={annotation!r}"
+    unknown = []
     for container in pod.containers:
-        for p in container.ports:
-            if p.container_port == port and p.protocol == protocol:
-                return f"container {container.name!r} declares containerPort {port}/{protocol}"
-        program = program_of(container)
-        if program is not None:
-            if (port, protocol) in program.ports:
+        found = container_listeners(container)
+        if (port, protocol) in found.ports:
+            if any(p.container_port == port and p.protocol == protocol for p in container.ports):
+                said = f"container {container.name!r} declares containerPort {port}/{protocol}"
+                return said if found.known else f"{said}; assumed: its image is not one knetsim knows"
+            program = program_of(container)
+            if program is not None:
                 return f"container {container.name!r} runs {program.describe()}, which listens on {port}/{protocol}"
-        elif (port, protocol) in WELL_KNOWN_IMAGES.get(image_repository(container.image), ()):
             return f"image {container.image!r} listens on {port}/{protocol} by default"
-    return "no container declares it, no annotation and no well-known image default"
+        if not found.known:
+            unknown.append(f"container {container.name!r}: {found.why}")
+    if unknown:
+        return "; ".join(unknown)
+    return "no container's program or image listens there, and there is no annotation"
+
+
+def listeners_known(pod: Pod) -> bool:
+    """Does knetsim know every container's listeners (annotation, program or image), or assume some?"""
+    if pod.meta.annotations.get(LISTEN_ANNOTATION) is not None:
+        return True
+    return all(container_listeners(c).known for c in pod.containers)

@@ -25,7 +25,8 @@ ports apply (``model/listeners.py``).
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qs, urlsplit
@@ -47,7 +48,8 @@ class Program:
 
 
 # The image's entrypoint when the container gives only args (the image's ENTRYPOINT, as its Dockerfile sets).
-_ENTRYPOINTS = {"agnhost": ("/agnhost",), "http-echo": ("/http-echo",), "whoami": ("/whoami",)}
+_ENTRYPOINTS = {"agnhost": ("/agnhost",), "http-echo": ("/http-echo",), "whoami": ("/whoami",),
+                "serve_hostname": ("/serve_hostname",)}
 
 
 def image_repository(image: str) -> str:
@@ -133,9 +135,112 @@ def _python(argv: Sequence[str]) -> Program | None:
 _IMAGE_PROGRAMS = {"httpbin": ("httpbin", 80), "go-httpbin": ("httpbin", 8080)}
 
 
+# agnhost porter (test/images/agnhost/porter/porter.go): every env var named SERVE_PORT_<n> opens a TCP
+# listener on <n> that answers with the variable's VALUE; SERVE_TLS_PORT_<n> the same over TLS,
+# SERVE_SCTP_PORT_<n> over SCTP. The values are reply text, never addresses the container talks to.
+_PORTER_ENV = (("SERVE_PORT_", "TCP"), ("SERVE_TLS_PORT_", "TCP"), ("SERVE_SCTP_PORT_", "SCTP"))
+
+
+def _porter(argv: Sequence[str], env: Mapping[str, str]) -> Program:
+    ports: set[Port] = set()
+    for key in env:
+        for prefix, protocol in _PORTER_ENV:
+            if key.startswith(prefix) and key[len(prefix):].isdigit():
+                ports.add((int(key[len(prefix):]), protocol))
+    return Program("agnhost porter", tuple(sorted(ports)), tuple(argv))
+
+
+def program_data_env(container: Container) -> frozenset[str]:
+    """Env vars whose values the program reads as data (reply text), not as hosts to connect to."""
+    program = program_of(container)
+    if program is None or program.name != "agnhost porter":
+        return frozenset()
+    return frozenset(k for k in container.env if any(k.startswith(p) for p, _ in _PORTER_ENV))
+
+
+# Shell scripts (`sh -c "..."`): the server a script starts, found by its words.
+_SCRIPT_SERVERS: tuple[tuple[str, re.Pattern[str], str, int], ...] = (
+    # busybox/netcat: nc -l -p 8080, nc -lk -p 8080, nc -l -u -p 53 (-u: UDP); nc -l 8080 (OpenBSD netcat)
+    ("nc -l", re.compile(r"\bnc\s+((?:-[a-zA-Z]+\s+)*)-[a-zA-Z]*l[a-zA-Z]*\s+((?:-[a-zA-Z]+\s+)*)(?:-p\s*)?(\d+)"),
+     "nc", 0),
+    ("busybox httpd", re.compile(r"\bhttpd\b[^;&|]*?-p\s*(?:[\d.]+:)?(\d+)"), "httpd", 80),
+    ("python http.server", re.compile(r"\bpython3?\s+-m\s+http\.server(?:\s+(\d+))?"), "http.server", 8000),
+)
+
+
+@lru_cache(maxsize=4096)  # every replica of a template runs the same script
+def script_program(script: str) -> Program | None:
+    """The server a shell script starts (``nc -l -p 8080``, ``httpd -p 8080``, ``python -m http.server``)."""
+    ports: set[Port] = set()
+    names: list[str] = []
+    for name, pattern, kind, default in _SCRIPT_SERVERS:
+        for m in pattern.finditer(script):
+            if kind == "nc":
+                flags = (m.group(1) or "") + (m.group(2) or "") + m.group(0)
+                protocol = "UDP" if re.search(r"-[a-zA-Z]*u", flags) else "TCP"
+                ports.add((int(m.group(3)), protocol))
+            else:
+                ports.add((int(m.group(1)) if m.group(1) else default, "TCP"))
+            names.append(name)
+    if not ports:
+        return None
+    return Program(" + ".join(dict.fromkeys(names)), tuple(sorted(ports)), ("sh", "-c", script))
+
+
+# Every program the command line is read for: name → (default ports, what decides them). docs/images.md lists
+# the same rows (a test compares them).
+KNOWN_PROGRAMS: dict[str, tuple[str, str]] = {
+    "agnhost netexec": ("8080/TCP, 8081/UDP", "--http-port, --udp-port (-1: off), --sctp-port"),
+    "agnhost serve-hostname": ("9376/TCP", "--port; --udp adds UDP, --tcp/--http TCP"),
+    "agnhost test-webserver": ("80/TCP", "--port"),
+    "agnhost liveness": ("8080/TCP", "fixed"),
+    "agnhost porter": ("none", "one listener per env var SERVE_PORT_<n> (TCP), SERVE_TLS_PORT_<n>, "
+                               "SERVE_SCTP_PORT_<n>; the value is the reply text"),
+    "serve_hostname": ("9376/TCP", "-port; -udp serves UDP instead, -tcp both"),
+    "http-echo": ("5678/TCP", "-listen=:PORT; -text is the reply"),
+    "whoami": ("80/TCP", "--port"),
+    "httpbin": ("80/TCP (go-httpbin: 8080/TCP)", "-port or $PORT"),
+    "python http.server": ("8000/TCP", "python -m http.server PORT"),
+    "busybox httpd": ("80/TCP", "httpd -p [IP:]PORT"),
+    "redis-server": ("6379/TCP", "--port"),
+    "postgres": ("5432/TCP", "-p"),
+    "nc -l": ("none", "nc -l -p PORT (busybox) or nc -l PORT; -u: UDP (in a sh -c script)"),
+}
+
+_LOOKUP = re.compile(r"\b(?:nslookup|host|dig|getent\s+(?:hosts|ahosts))((?:\s+[-+@]\S*)*)"
+                     r"\s+([A-Za-z0-9][A-Za-z0-9.-]*)")
+
+
+# `until nslookup NAME`, `while ! getent hosts NAME`, `until nc -z NAME PORT`...: a loop that waits for a name.
+_WAIT = re.compile(r"\b(?:until|while\s+!)\s+(nslookup|getent\s+hosts|host|dig(?:\s+\+\S+)*|nc\s+-[a-z]*z[a-z]*)"
+                   r"\s+([A-Za-z0-9][A-Za-z0-9.-]*)")
+_NAMESPACE_FILE = re.compile(r"\$\(\s*cat\s+/var/run/secrets/kubernetes\.io/serviceaccount/namespace\s*\)")
+
+
+def waited_names(command: Sequence[str], namespace: str) -> tuple[tuple[str, str, str], ...]:
+    """(tool, name, the loop's words) of every loop in ``command`` that waits until a name resolves; the
+    service account's namespace file (``$(cat .../namespace)``) reads as the pod's namespace."""
+    script = _NAMESPACE_FILE.sub(namespace, " ".join(str(w) for w in command))
+    return tuple((m.group(1).split()[0], m.group(2).rstrip("."), m.group(0)) for m in _WAIT.finditer(script))
+
+
+def dns_lookup_names(text: str) -> tuple[str, ...]:
+    """Names a command line only looks up (``nslookup kubernetes.default``, ``dig +short web``,
+    ``getent hosts db``): DNS queries, not connections."""
+    return tuple(dict.fromkeys(m.group(2).rstrip(".") for m in _LOOKUP.finditer(text)))
+
+
 def program_of(container: Container) -> Program | None:
     """The server program this container runs, when its command line (or, for a few images, the image) says so."""
     repository = image_repository(container.image)
+    if not container.command and repository not in _ENTRYPOINTS and repository not in _IMAGE_PROGRAMS:
+        return None  # the common case (an image's own CMD), answered without parsing
+    argv = (*container.command, *container.args) if container.command else (
+        *_ENTRYPOINTS.get(repository, ()), *container.args)
+    if _program_name(argv) == "agnhost" and argv[1:2] == ("porter",):
+        return _porter(argv, container.env)
+    if len(argv) >= 3 and _program_name(argv) in ("sh", "bash", "ash") and "-c" in argv[1:-1]:
+        return script_program(" ".join(argv[argv.index("-c") + 1:]))
     if repository in _IMAGE_PROGRAMS and not container.command:
         name, port = _IMAGE_PROGRAMS[repository]
         flags, _ = _flags(container.args)
@@ -158,6 +263,20 @@ def _program(image: str, command: tuple[str, ...], args: tuple[str, ...]) -> Pro
     if name == "whoami":
         flags, _ = _flags(argv[1:])
         return Program("whoami", ((_port(flags.get("port"), 80), "TCP"),), tuple(argv))
+    if name == "redis-server":
+        flags, _ = _flags(argv[1:])
+        return Program("redis-server", ((_port(flags.get("port"), 6379), "TCP"),), tuple(argv))
+    if name in ("postgres", "docker-entrypoint.sh") and "postgres" in argv[:2]:
+        flags, _ = _flags(argv[1:])
+        return Program("postgres", ((_port(flags.get("p"), 5432), "TCP"),), tuple(argv))
+    if name == "serve_hostname":
+        # registry.k8s.io/serve_hostname (the "Debug Services" page's backend): -port 9376, -tcp/-udp/-http.
+        flags, _ = _flags(argv[1:])
+        port = _port(flags.get("port"), 9376)
+        ports = [(port, "TCP")] if flags.get("udp") != "true" or flags.get("tcp") == "true" else []
+        if flags.get("udp") == "true":
+            ports.append((port, "UDP"))
+        return Program("serve_hostname", tuple(sorted(ports)), tuple(argv))
     if name in ("python", "python3"):
         return _python(argv)
     if name == "httpd" or (name == "busybox" and argv[1:2] == ("httpd",)):
@@ -192,6 +311,36 @@ def http_status(program: Program, method: str, path: str, headers: dict[str, str
     return 404, {}
 
 
+# Paths nginx's default server (/etc/nginx/conf.d/default.conf: `root /usr/share/nginx/html`) has files for;
+# any other path is 404. httpd's default htdocs holds index.html only.
+_STATIC_SITES: dict[str, frozenset[str]] = {
+    "nginx": frozenset({"/", "/index.html", "/50x.html"}),
+    "httpd": frozenset({"/", "/index.html"}),
+}
+
+
+# Programs that answer plain HTTP on every port they bind (porter's TLS ports, nc, redis and postgres do not).
+_HTTP_PROGRAMS = frozenset({"agnhost netexec", "agnhost serve-hostname", "agnhost test-webserver", "agnhost liveness",
+                            "serve_hostname", "http-echo", "whoami", "httpbin", "python http.server", "busybox httpd"})
+
+
+def probe_status(container: Container, port: int, path: str) -> tuple[int, str] | None:
+    """The HTTP status the container's app answers an httpGet probe of ``path`` on ``port`` with, and who
+    answers; None when knetsim does not know the app (the probe is then assumed to pass)."""
+    program = program_of(container)
+    if program is not None:
+        if (port, "TCP") not in program.ports or program.name not in _HTTP_PROGRAMS:
+            return None
+        status, _ = http_status(program, "GET", path, {})
+        return status, program.name
+    repository = image_repository(container.image)
+    files = _STATIC_SITES.get(repository)
+    if files is None or container.command:
+        return None
+    clean = urlsplit(path or "/").path or "/"
+    return (200 if clean in files else 404), f"{repository}'s default site"
+
+
 def http_answer(program: Program, pod_name: str, pod_ip: str, path: str) -> str | None:
     """What the program answers to GET ``path``; None where it answers as any web server (the generic page)."""
     url = urlsplit(path)
@@ -203,7 +352,7 @@ def http_answer(program: Program, pod_name: str, pod_ip: str, path: str) -> str 
         if url.path == "/echo":
             return (parse_qs(url.query).get("msg") or [""])[0]
         return None
-    if program.name == "agnhost serve-hostname":
+    if program.name in ("agnhost serve-hostname", "serve_hostname"):
         return pod_name
     if program.name == "whoami":
         return f"Hostname: {pod_name}\nIP: 127.0.0.1\nIP: {pod_ip}\n"

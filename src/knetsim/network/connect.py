@@ -14,6 +14,7 @@ from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
 from ..dataplane.model import cluster_ip_of, family_of_ip, join_host_port
+from ..dns.coredns import coredns_of
 from ..dns.hostsfile import hosts_lookup
 from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
@@ -146,6 +147,13 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
                for q in asked]
     data = {"queries": [q.to_dict() for q in asked], "resolvConf": resolution.resolv_conf.text()}
     if resolution.outcome == "timeout":
+        outage = coredns_of(run.state).outage
+        if outage is not None and resolution.resolv_conf.effective_policy == "ClusterFirst":
+            # The cluster's DNS itself is down: no policy is to blame (dns/coredns.py names the object).
+            detail = f"the DNS query from {pod.key} to {', '.join(sorted(why)) or 'kube-dns'} never gets an answer: " \
+                     f"{outage.message}"
+            return run.fail("dns", "dns-timeout", detail, Finding(outage.code, "dns", f"{outage.subject}: "
+                                                                  f"{outage.message}", outage.fix), data)
         detail = (f"the DNS query from {pod.key} to {', '.join(sorted(why))} never gets an answer: "
                   + "; ".join(why.values()))
         return run.fail("dns", "dns-timeout", detail, Finding(

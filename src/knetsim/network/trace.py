@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model.listeners import listen_source, pod_listens
+from ..model.listeners import LISTEN_ANNOTATION, listen_source, listeners_known, pod_listens
 from ..model.objects import Pod, Service, ServicePort
 
 LAYERS = ("dns", "service", "endpoints", "dataplane", "policy", "listener", "app")
@@ -226,6 +226,10 @@ def listener_hop(pod: Pod, port: int, protocol: str) -> Hop:
     if listening(pod, port, protocol):
         return Hop("listener", "ok", f"{pod.key} listens on {port}/{protocol} ({listen_source(pod, port, protocol)})")
     ports = ", ".join(f"{p}/{proto}" for p, proto in pod_listens(pod)) or "nothing"
+    # An image knetsim does not know: its declared ports are an assumption, and the refusal says so.
+    caveat = "" if listeners_known(pod) else (f"; assumed: {', '.join(sorted({c.image for c in pod.containers}))} "
+                                              f"is not an image knetsim knows (annotate {LISTEN_ANNOTATION} if it "
+                                              "listens elsewhere)")
     return Hop("listener", "fail",
-               f"nothing in {pod.key} listens on {port}/{protocol} (it listens on {ports}): connection refused",
+               f"nothing in {pod.key} listens on {port}/{protocol} (it listens on {ports}): connection refused{caveat}",
                {"listening": [list(p) for p in pod_listens(pod)]})

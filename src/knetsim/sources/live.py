@@ -118,6 +118,7 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
     out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
     out.loaded.documents.extend(_referenced_config_maps(api, label, out.loaded.documents, out.notes))
     out.dataplane = data_plane(out.loaded.documents, lambda name: _config_map(api, name))
+    out.loaded.documents.extend(_corefile(api, label, out.loaded.documents))
     out.seconds = time.monotonic() - started
     return out
 
@@ -199,6 +200,19 @@ def _config_map(api: KubeAPI, name: str) -> dict[str, Any] | None:
         return None
     data = (body or {}).get("data")
     return data if isinstance(data, dict) else None
+
+
+def _corefile(api: KubeAPI, label: str, documents: list[Document]) -> list[Document]:
+    """ConfigMap kube-system/coredns with its Corefile only: the cluster's DNS answers come from it
+    (dns/coredns.py). Read by name unless ConfigMaps were listed."""
+    if any(d.kind == "ConfigMap" and d.namespace == "kube-system" and d.name == "coredns" for d in documents):
+        return []
+    data = _config_map(api, "coredns")
+    if data is None or not isinstance(data.get("Corefile"), str):
+        return []
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"},
+            "data": {"Corefile": data["Corefile"]}}
+    return [Document(ClusterObject(label, 1), body)]
 
 
 def _definitions(api: KubeAPI, label: str, served: dict[str, tuple[str, ...]], notes: list[str],
