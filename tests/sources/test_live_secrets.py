@@ -96,6 +96,7 @@ def test_only_the_config_maps_the_analysis_names_are_read(kind: tuple[FakeAPI, s
     config_maps = sorted(r.path for r in api.requests if "/configmaps" in r.path)
     assert config_maps == ["/api/v1/namespaces/edge/configmaps/partner-ca",
                            "/api/v1/namespaces/edge/configmaps/shop-ca",
+                           "/api/v1/namespaces/kube-system/configmaps/coredns",
                            "/api/v1/namespaces/kube-system/configmaps/kube-proxy"]
 
 
