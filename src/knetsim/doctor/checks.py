@@ -203,12 +203,13 @@ def service_findings(state: ClusterState, svc: Service, *, verify: bool = True) 
         out.append(_offer(finding, state, _still_broken(svc, ("SelectorMatchesNothing",)), look, verify))
         return out
     pods = [state.pods[f"{svc.namespace}/{p.pod}"] for p in why.pods]
-    out.extend(_readiness_findings(state, svc, why.pods, pods))
+    out.extend(_readiness_findings(state, svc, why.pods, pods, verify))
     out.extend(_port_findings(state, svc, pods, verify))
     return out
 
 
-def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], pods: list[Pod]) -> list[Finding]:
+def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], pods: list[Pod],
+                        verify: bool = True) -> list[Finding]:
     """Selected pods that are not endpoints, grouped by cause: pods no node takes (the scheduler's
     FailedScheduling), and pods that run but are not Ready."""
     subject = f"Service {svc.key}"
@@ -251,10 +252,39 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
                "fix the readiness probe or the container so it becomes Ready (kubectl describe pod shows the "
                f"probe); if the container listens on a port knetsim does not know, annotate the pod with "
                f"{LISTEN_ANNOTATION}")
-        out.append(Finding("PodsNotReady", severity, "endpoints", subject,
-                           f"{len(not_ready)} of {len(selected)} selected pod(s) are not Ready: not-ready pods are "
-                           "left out of the Service's endpoints", fix, evidence))
+        finding = Finding("PodsNotReady", severity, "endpoints", subject,
+                          f"{len(not_ready)} of {len(selected)} selected pod(s) are not Ready: not-ready pods are "
+                          "left out of the Service's endpoints", fix, evidence,
+                          None if pulling else _probe_patch(state, by_name[not_ready[0].pod]))
+        out.append(_offer(finding, state, _still_broken(svc, ("PodsNotReady",), (
+            "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify))
     return out
+
+
+def _probe_patch(state: ClusterState, pod: Pod) -> Patch | None:
+    """A readiness probe aimed at a port the container does not listen on, when it listens on one TCP port only:
+    a JSON patch of the workload's template that aims the probe there."""
+    owner = _workload_object(state, pod)
+    if owner is None:
+        return None
+    tcp = sorted({port for port, proto in pod_listens(pod) if proto == "TCP"})
+    if len(tcp) != 1:
+        return None
+    containers = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    for index, container in enumerate(containers):
+        probe = container.get("readinessProbe") or {}
+        for action in ("httpGet", "tcpSocket", "grpc"):
+            port = (probe.get(action) or {}).get("port")
+            if port is None:
+                continue
+            if isinstance(port, str) and not port.isdigit():
+                port = next((p.get("containerPort") for p in container.get("ports") or [] if p.get("name") == port),
+                            None)
+            if port is not None and int(port) != tcp[0]:
+                return Patch(owner.kind, owner.namespace, owner.name, "json", [
+                    {"op": "replace", "path": f"/spec/template/spec/containers/{index}/readinessProbe/{action}/port",
+                     "value": tcp[0]}])
+    return None
 
 
 def _scheduling_message(pod: Pod) -> str:
@@ -321,13 +351,21 @@ def _port_findings(state: ClusterState, svc: Service, pods: list[Pod], verify: b
         if missing and isinstance(sp.target_port, str) and not sp.target_port.isdigit():
             declared = sorted({f"{cp.name}={cp.container_port}/{cp.protocol}" for p in missing for c in p.containers
                                for cp in c.ports if cp.name})
-            out.append(Finding(
+            # The one port name every pod declares with this protocol: the targetPort likely meant.
+            shared = set.intersection(*({cp.name for c in p.containers for cp in c.ports
+                                         if cp.name and cp.protocol == sp.protocol} for p in pods))
+            look = (f"name the container port {sp.target_port!r} in the pod template, or set targetPort to one of: "
+                    f"{', '.join(declared) or 'the port number the container listens on'}")
+            finding = Finding(
                 "NamedPortMissing", "error" if len(missing) == len(pods) else "warning", "endpoints", subject,
                 f"{where}.targetPort {sp.target_port!r} is not a {sp.protocol} containerPort name on "
                 f"{len(missing)} of {len(pods)} pod(s); those pods get no endpoint port for it",
-                f"name the container port {sp.target_port!r} in the pod template, or set targetPort to one of: "
-                f"{', '.join(declared) or 'the port number the container listens on'}",
-                examples([p.key for p in missing])))
+                look, examples([p.key for p in missing]),
+                Patch("Service", svc.namespace, svc.name, "json",
+                      [{"op": "replace", "path": f"/spec/ports/{i}/targetPort", "value": next(iter(shared))}])
+                if len(shared) == 1 else None)
+            out.append(_offer(finding, state, _still_broken(svc, ("NamedPortMissing",), (
+                "PodsNotReady", "PodsUnschedulable", "ProtocolMismatch")), look, verify))
         deaf, wrong_protocol = [], []
         listening: dict[str, set[tuple[int, str]]] = {}
         for pod in pods:
@@ -394,7 +432,7 @@ def referenced_hosts(pod: Pod) -> list[tuple[str, int | None, str]]:
     return out
 
 
-def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+def dns_findings(state: ClusterState, pod: Pod, *, verify: bool = True) -> list[Finding]:
     from ..dns import resolve
 
     out: list[Finding] = []
@@ -418,12 +456,68 @@ def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             continue
         target = candidates[0]
         fqdn = f"{first}.{target.namespace}.svc.{state.config.cluster_domain}"
-        out.append(Finding(
+        look = f"use {first}.{target.namespace} or {fqdn}"
+        finding = Finding(
             "ShortNameOtherNamespace", "error", "dns", f"Pod {pod.key}",
             f"{host!r} is resolved in the pod's own namespace ({pod.namespace}) and does not exist there "
             f"({resolution.outcome}); the Service {target.key} lives in namespace {target.namespace}",
-            f"use {first}.{target.namespace} or {fqdn}", (where,)))
+            look, (where,), _host_patch(state, pod, where, host, f"{first}.{target.namespace}"))
+        if verify and finding.patch is not None:
+            def fixed_dns(fixed: ClusterState, host: str = host) -> str | None:
+                again = [f for p in fixed.pods.values() if p.namespace == pod.namespace
+                         for f in dns_findings(fixed, p, verify=False) if host in f.message]
+                return f"{again[0].code}: {again[0].message}" if again else None
+            finding = _offer(finding, state, fixed_dns, look, verify)
+        elif finding.patch is not None:
+            finding = replace(finding, fix=finding.patch.command)
+        out.append(finding)
     return out
+
+
+_WHERE = re.compile(r"container (\S+) (env (\S+)|args|command)=")
+
+
+def _host_patch(state: ClusterState, pod: Pod, where: str, host: str, new_host: str) -> Patch | None:
+    """A JSON patch of the pod's workload template that writes ``new_host`` where ``host`` was configured (a
+    pod's own spec cannot be changed: a bare pod is re-created, which no patch does)."""
+    match = _WHERE.match(where)
+    owner = _workload_object(state, pod)
+    if match is None or owner is None:
+        return None
+    containers = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    index = next((i for i, c in enumerate(containers) if c.get("name") == match.group(1)), None)
+    if index is None:
+        return None
+    container = containers[index]
+    base = f"/spec/template/spec/containers/{index}"
+    pattern = re.compile(r"(?<![-a-z0-9.])" + re.escape(host) + r"(?![-a-z0-9])")
+    if match.group(3):
+        env = container.get("env") or []
+        at = next((i for i, e in enumerate(env) if e.get("name") == match.group(3) and "value" in e), None)
+        if at is None:
+            return None
+        path, text = f"{base}/env/{at}/value", str(env[at]["value"])
+    else:
+        items = [str(x) for x in container.get(match.group(2)) or []]
+        at = next((i for i, x in enumerate(items) if pattern.search(x)), None)
+        if at is None:
+            return None
+        path, text = f"{base}/{match.group(2)}/{at}", items[at]
+    return Patch(owner.kind, owner.namespace, owner.name, "json",
+                 [{"op": "replace", "path": path, "value": pattern.sub(new_host, text)}])
+
+
+def _workload_object(state: ClusterState, pod: Pod) -> Any:
+    """The object whose template made ``pod`` (a Deployment through its ReplicaSet), if it is the user's."""
+    owner = pod.meta.owner
+    if owner is None:
+        return None
+    obj = state.workloads.get((owner.kind, f"{pod.namespace}/{owner.name}"))
+    if obj is not None and owner.kind == "ReplicaSet" and obj.meta.owner is not None:
+        obj = state.workloads.get((obj.meta.owner.kind, f"{pod.namespace}/{obj.meta.owner.name}"))
+    if obj is None or obj.kind not in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        return None
+    return obj
 
 
 # --- the data plane ----------------------------------------------------------------------------

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.gatewayapi import ROUTE_KINDS
+from ..model.loader import CONTROLLER
+from ..model.objects import Pod
 from ..network.trace import TraceInputError
 from ..network.tracer import trace
 from .checks import (
@@ -19,10 +21,12 @@ from .checks import (
     admission_findings,
     dataplane_findings,
     dns_findings,
+    examples,
     image_findings,
     referenced_hosts,
     service_findings,
 )
+from .names import missing_service_findings, statefulset_findings
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -35,14 +39,22 @@ class SubjectNotFound(LookupError):
 @dataclass(frozen=True, slots=True)
 class Report:
     findings: tuple[Finding, ...]
+    # The subjects (Services, Ingresses, Gateway API objects) the doctor can be asked about.
     checked: tuple[str, ...] = field(default=())
+    # How many objects of each kind the checks read (pods, policies, workloads included).
+    counts: tuple[tuple[str, int], ...] = field(default=())
+
+    @property
+    def objects(self) -> int:
+        return sum(n for _, n in self.counts) if self.counts else len(self.checked)
 
     @property
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.severity == "error")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": list(self.checked), "findings": [f.to_dict() for f in self.findings],
+        return {"checked": list(self.checked), "objectsChecked": dict(self.counts),
+                "findings": [f.to_dict() for f in self.findings],
                 "summary": {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}}
 
 
@@ -160,11 +172,15 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         checked.append(f"Service {svc.key}")
         findings.extend(service_findings(state, svc))
         findings.extend(topology_findings(state, svc))
+    pods_checked = 0
     for pod in state.pods.values():
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
+        pods_checked += 1
         findings.extend(dns_findings(state, pod))
+        findings.extend(missing_service_findings(state, pod))
         findings.extend(image_findings(state, pod))
+    findings.extend(statefulset_findings(state, namespaces))
     findings.extend(f for f in _policy_findings(state)
                     if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/") for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
@@ -195,5 +211,62 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
         unique.setdefault((f.code, f.subject, f.message), f)
-    ordered = sorted(unique.values(), key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
-    return Report(tuple(ordered), tuple(sorted(checked)))
+    grouped = group_by_owner(state, list(unique.values()))
+    ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
+    return Report(tuple(ordered), tuple(sorted(checked)),
+                  _counts(state, namespaces, pods_checked, checked) if not subject else ())
+
+
+def _counts(state: ClusterState, namespaces: set[str] | None, pods: int, checked: list[str]) -> tuple[
+        tuple[str, int], ...]:
+    def mine(obj: Any) -> bool:
+        return obj.namespace not in SYSTEM_NAMESPACES and (not namespaces or obj.namespace in namespaces)
+
+    by_kind: dict[str, int] = {}
+    for entry in checked:
+        kind = entry.split(" ", 1)[0]
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    by_kind["Pod"] = pods
+    by_kind["NetworkPolicy"] = sum(1 for p in state.network_policies.values() if mine(p))
+    for (kind, _), obj in state.workloads.items():
+        if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet") and mine(obj) and \
+                obj.source is not CONTROLLER:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+    return tuple(sorted((k, n) for k, n in by_kind.items() if n))
+
+
+def group_by_owner(state: ClusterState, findings: list[Finding]) -> list[Finding]:
+    """One finding per workload for what its pods share (the same code and message but for the pod's name):
+    a Deployment of 100,000 replicas gives one finding with a count and a few examples, not 100,000."""
+    groups: dict[tuple[str, ...], list[tuple[Finding, Pod]]] = {}
+    out = []
+    for f in findings:
+        pod = state.pods.get(f.subject[4:]) if f.subject.startswith("Pod ") else None
+        owner = _workload_of(state, pod) if pod is not None else None
+        if pod is None or owner is None:
+            out.append(f)
+            continue
+        key = (f.code, f.severity, f.layer, owner, f.message.replace(pod.key, "\0").replace(pod.name, "\0"),
+               f.fix.replace(pod.name, "\0"))
+        groups.setdefault(key, []).append((f, pod))
+    for (_, _, _, owner, _, _), members in groups.items():
+        first, pod = members[0]
+        if len(members) == 1:
+            out.append(first)
+            continue
+        out.append(replace(first, subject=owner,
+                           message=f"{len(members)} pods of {owner}, e.g. {pod.key}: {first.message}",
+                           evidence=(*first.evidence, *examples([p.key for _, p in members]))))
+    return out
+
+
+def _workload_of(state: ClusterState, pod: Pod) -> str | None:
+    """``Deployment ns/name`` (through its ReplicaSet), ``StatefulSet ns/name``...: the object a user edits."""
+    owner = pod.meta.owner
+    if owner is None:
+        return None
+    if owner.kind == "ReplicaSet":
+        rs = state.workloads.get(("ReplicaSet", f"{pod.namespace}/{owner.name}"))
+        if rs is not None and rs.meta.owner is not None and rs.meta.owner.kind == "Deployment":
+            return f"Deployment {pod.namespace}/{rs.meta.owner.name}"
+    return f"{owner.kind} {pod.namespace}/{owner.name}"
