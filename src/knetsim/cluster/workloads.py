@@ -68,11 +68,13 @@ class WorkloadResult:
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
     """``count`` new ``<owner>-<5 chars>`` names, skipping those already in use (scale-up next to survivors)."""
     names: list[str] = []
+    chosen: set[str] = set()  # a list's `in` made 100,000 replicas quadratic
     i = 0
     while len(names) < count:
         name = f"{w.name}-{random_suffix(w.namespace, w.name, str(i))}"
-        if name not in taken and name not in names:
+        if name not in taken and name not in chosen:
             names.append(name)
+            chosen.add(name)
         i += 1
     return names
 
@@ -372,6 +374,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     # shape and kept in a heap of (load, node order); loads only grow, so a stale top is re-pushed
     # and a full node (the kubelet's maxPods) leaves the heap for good.
     heaps: dict[str, list[tuple[int, int, str]]] = {}
+    unfit: dict[str, str] = {}  # a shape's FailedScheduling message, until a pod is placed again
     for body, source in pending:
         spec = body.setdefault("spec", {})
         if spec.get("topologySpreadConstraints"):
@@ -387,6 +390,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                 continue
             spec["nodeName"] = name
             load[name] += 1
+            unfit.clear()
             placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
             continue
         if source is BUILTIN and control_plane is not None and feasible(spec, control_plane):
@@ -405,11 +409,15 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             if load[name] < capacity[name]:
                 heapq.heappush(heap, (load[name], rank, name))
         if not heap:
-            message = fit_error(spec, nodes, load)
+            # Nothing is placed while every node stays full, so one message serves the shape's other pods.
+            if shape not in unfit:
+                unfit[shape] = fit_error(spec, nodes, load)
+            message = unfit[shape]
             notices.append(Notice("Unschedulable", message, _subject(body), source))
             _pending(body, message)
             continue
         _, rank, name = heapq.heappop(heap)
+        unfit.clear()
         spec["nodeName"] = name
         load[name] += 1
         placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
