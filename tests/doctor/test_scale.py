@@ -3,7 +3,9 @@ many objects are one finding with counts and a few examples. (Timings are in ben
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -92,3 +94,35 @@ def test_a_workloads_pods_share_one_finding(tmp_path: Path) -> None:
     assert pulls == ["✗ ERROR   [kubelet] Deployment default/web: ImagePullError"]
     assert "40 pods of Deployment default/web" in result.output and "... and 37 more" in result.output
     assert len(result.output.splitlines()) < 40
+
+
+def test_the_live_scheduler_counts_max_pods_too(tmp_path: Path) -> None:
+    from tests.apiserver.inprocess import Cluster as Live
+    from tests.apiserver.inprocess import run
+
+    from knetsim.apiserver.store import Write
+
+    def room(pods: int) -> Any:
+        def change(body: dict[str, Any]) -> None:
+            body["status"]["allocatable"]["pods"] = str(pods)
+        return change
+
+    async def scenario(c: Live) -> None:
+        await c.server.settle()
+        # Each worker already runs kube-proxy and kindnet: room for 2 more pods each.
+        for node in ("worker", "worker2"):
+            stored = c.server.store.get(("Node", "", node))
+            assert stored is not None
+            body = json.loads(json.dumps(stored.body))
+            room(4)(body)
+            c.server.store.commit([Write(("Node", "", node), body)])
+        await c.server.settle()
+        c.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}})
+        await c.server.settle()
+        pods = [p for name, p in c.objects("Pod").items() if name.startswith("web-")]
+        assert sum(1 for p in pods if not p["spec"].get("nodeName")) == 2
+        assert {e["message"] for e in c.events("FailedScheduling")} == {FULL}
+    run(tmp_path, scenario)
