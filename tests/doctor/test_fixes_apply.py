@@ -143,3 +143,54 @@ def test_a_target_port_fix_is_not_offered_when_the_pods_listen_on_different_port
     _, report = doctor(text, tmp_path)
     deaf = finding(report, "TargetPortNotListening")
     assert "patch" not in deaf["fix"] and "patch" not in deaf
+
+
+NAME_LABEL = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: backend}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: frontend}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api, namespace: backend, labels: {app: api}}
+spec:
+  containers: [{name: api, image: nginx:1.27, ports: [{containerPort: 80}]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: frontend, labels: {app: web}}
+spec:
+  containers: [{name: web, image: nginx:1.27}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: api-from-frontend, namespace: backend}
+spec:
+  podSelector: {matchLabels: {app: api}}
+  policyTypes: [Ingress]
+  ingress:
+  - from:
+    - namespaceSelector: {matchLabels: {name: frontend}}
+    ports: [{port: 80}]
+"""
+
+
+@needs_kubectl
+def test_a_name_namespace_label_is_diagnosed_and_its_patch_lets_the_traffic_in(tmp_path: Path) -> None:
+    from knetsim import Cluster
+
+    _, report = doctor(NAME_LABEL, tmp_path)
+    found = finding(report, "NamespaceSelectorMatchesNothing")
+    assert found["subject"] == "NetworkPolicy backend/api-from-frontend"
+    assert "namespace frontend exists but has no label name=frontend" in found["message"]
+    assert "kubernetes.io/metadata.name=frontend" in found["message"]
+    api_ip = Cluster.from_yaml(NAME_LABEL).state.pods["backend/api"].pod_ip
+    assert Cluster.from_yaml(NAME_LABEL).trace("frontend/web", f"{api_ip}:80").outcome != "connected"
+    repaired = apply_with_kubectl(NAME_LABEL, found["fix"].splitlines()[0], tmp_path)
+    _, after = doctor(repaired, tmp_path)
+    assert "NamespaceSelectorMatchesNothing" not in {f["code"] for f in after["findings"]}
+    assert Cluster.from_yaml(repaired).trace("frontend/web", f"{api_ip}:80").outcome == "connected"

@@ -26,6 +26,7 @@ from .checks import (
     referenced_hosts,
     service_findings,
 )
+from .fixes import Patch, verified
 from .names import missing_service_findings, statefulset_findings
 from .topology import topology_findings
 
@@ -61,8 +62,30 @@ class Report:
 def _policy_findings(state: ClusterState) -> list[Finding]:
     from ..policy.lint import lint
 
-    return [Finding(f.code, _severity(f.code, f.severity, f.message), "policy", f.subject, f.message, f.fix,
-                    tuple(f"{k}: {v}" for k, v in f.details)) for f in lint(state)]
+    out = []
+    for f in lint(state):
+        finding = Finding(f.code, _severity(f.code, f.severity, f.message), "policy", f.subject, f.message, f.fix,
+                          tuple(f"{k}: {v}" for k, v in f.details))
+        kind, _, key = f.subject.partition(" ")
+        if f.json_patch and kind == "NetworkPolicy":
+            namespace, _, name = key.partition("/")
+            patch = Patch(kind, namespace, name, "json", list(f.json_patch))
+            left = verified(state, patch, _lint_still_has(f.code, f.subject))
+            if left is None:
+                finding = replace(finding, fix=f"{patch.command}\n({f.fix})", patch=patch)
+            else:
+                finding = replace(finding, evidence=(*finding.evidence, f"not offered: {patch.command} leaves {left}"))
+        out.append(finding)
+    return out
+
+
+def _lint_still_has(code: str, subject: str) -> Any:
+    def check(fixed: ClusterState) -> str | None:
+        from ..policy.lint import lint
+
+        left = [f for f in lint(fixed) if f.subject == subject and (f.code == code or f.severity == "error")]
+        return f"{left[0].code}: {left[0].message}" if left else None
+    return check
 
 
 def _severity(code: str, severity: str, message: str) -> str:
@@ -181,8 +204,10 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         findings.extend(missing_service_findings(state, pod))
         findings.extend(image_findings(state, pod))
     findings.extend(statefulset_findings(state, namespaces))
+    # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop").
     findings.extend(f for f in _policy_findings(state)
-                    if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/") for ns in namespaces))
+                    if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/")
+                                             or f.subject == f"Namespace {ns}" for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
     findings.extend(_gateway_findings(state, namespace))
     findings.extend(_ingress_traffic(state, namespace))
