@@ -122,9 +122,26 @@ spec:
 """
 
 
+LOOKS_UP_WEB_0 = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  containers:
+  - name: client
+    image: busybox:1.36
+    command: [sh, -c, "until nslookup web-0.nginx; do sleep 2; done; wget -qO- http://web-0.nginx/"]
+"""
+
+
 def test_a_statefulset_without_its_governing_service() -> None:
-    [found] = findings(STATEFULSET, "StatefulSetServiceMissing")
+    # Nothing looks the pods' names up yet: a latent break, a warning.
+    [latent] = findings(STATEFULSET, "StatefulSetServiceMissing")
+    assert latent.severity == "warning"
+    [found] = findings(STATEFULSET + LOOKS_UP_WEB_0, "StatefulSetServiceMissing")
     assert found.subject == "StatefulSet default/web" and found.severity == "error"
+    assert "default/client look(s) these names up" in found.message
     assert "web-0.nginx.default.svc.cluster.local" in found.message
     assert "clusterIP: None" in found.fix and "selector: {app: nginx}" in found.fix
     # The Service the fix writes repairs it.
@@ -132,4 +149,4 @@ def test_a_statefulset_without_its_governing_service() -> None:
     assert not findings(STATEFULSET + "---\n" + fix_yaml, "StatefulSetServiceMissing")
     assert not findings(STATEFULSET + HEADLESS, "StatefulSetServiceMissing")
     not_headless = findings(STATEFULSET + HEADLESS.replace("  clusterIP: None\n", ""), "StatefulSetServiceNotHeadless")
-    assert [f.severity for f in not_headless] == ["warning"]
+    assert [f.severity for f in not_headless] == ["info"]

@@ -137,22 +137,26 @@ def statefulset_findings(state: ClusterState, namespaces: set[str] | None) -> li
         ports = [p for c in ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
                  for p in c.get("ports") or [] if isinstance(p, dict) and p.get("containerPort")]
         example = f"{obj.name}-0.{service}.{obj.namespace}.svc.{state.config.cluster_domain}"
+        # Pods that look up the Service or a pod's name under it: the break is not latent, they fail now.
+        users = sorted({pod.key for pod in state.pods_in(obj.namespace) for lookup in lookups(pod)
+                        if service in lookup.name.split(".")[:2]})
+        used = f"; {', '.join(users[:3])} look(s) these names up" if users else ""
         if svc is None:
             port_lines = "".join(f"\n  - {{name: {p.get('name') or 'port-' + str(p['containerPort'])}, "
                                  f"port: {p['containerPort']}}}" for p in ports[:3]) or "\n  - {port: 80}"
             selector = ", ".join(f"{k}: {v}" for k, v in sorted(labels.items()))
             out.append(Finding(
-                "StatefulSetServiceMissing", "error", "dns", f"StatefulSet {key}",
+                "StatefulSetServiceMissing", "error" if users else "warning", "dns", f"StatefulSet {key}",
                 f"spec.serviceName is {service!r}, but there is no Service {service} in namespace {obj.namespace}: "
-                f"the pods' own DNS names ({example}, ...) do not resolve",
+                f"the pods' own DNS names ({example}, ...) do not resolve{used}",
                 f"create the headless Service:\napiVersion: v1\nkind: Service\nmetadata: {{name: {service}, "
                 f"namespace: {obj.namespace}}}\nspec:\n  clusterIP: None\n  selector: {{{selector}}}\n  ports:"
                 + port_lines))
         elif not svc.headless:
             out.append(Finding(
-                "StatefulSetServiceNotHeadless", "warning", "dns", f"StatefulSet {key}",
+                "StatefulSetServiceNotHeadless", "warning" if users else "info", "dns", f"StatefulSet {key}",
                 f"spec.serviceName names Service {svc.key}, which has a cluster IP: CoreDNS gives per-pod names "
-                f"({example}) only for a headless Service",
+                f"({example}) only for a headless Service{used}",
                 "a Service's clusterIP cannot be changed: create a headless Service (clusterIP: None) with the same "
                 "selector under another name and set spec.serviceName to it (a new StatefulSet: the field is "
                 "immutable)"))

@@ -27,6 +27,7 @@ from .checks import (
     service_findings,
 )
 from .fixes import Patch, verified
+from .ingresstls import ingress_tls_findings
 from .names import missing_service_findings, statefulset_findings
 from .topology import topology_findings
 
@@ -209,6 +210,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
                     if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/")
                                              or f.subject == f"Namespace {ns}" for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
+    findings.extend(ingress_tls_findings(state, namespace))
     findings.extend(_gateway_findings(state, namespace))
     findings.extend(_ingress_traffic(state, namespace))
     findings.extend(_client_traffic(state, namespaces))
