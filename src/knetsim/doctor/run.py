@@ -205,10 +205,13 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         findings.extend(missing_service_findings(state, pod))
         findings.extend(image_findings(state, pod))
     findings.extend(statefulset_findings(state, namespaces))
-    # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop").
+    # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop"): -n keeps
+    # the namespace's errors and warnings (a DNS egress block); its notes (pods no policy isolates) are hygiene,
+    # shown by the run over every namespace.
     findings.extend(f for f in _policy_findings(state)
                     if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/")
-                                             or f.subject == f"Namespace {ns}" for ns in namespaces))
+                                             or (f.subject == f"Namespace {ns}" and f.severity != "info")
+                                             for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
     findings.extend(ingress_tls_findings(state, namespace))
     findings.extend(_gateway_findings(state, namespace))
