@@ -448,6 +448,11 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
     return out
 
 
+def _phrase(described: str) -> str:
+    """A connection set's description inside a sentence ("No connections" → "no connections"; "TCP 80" stays)."""
+    return described[0].lower() + described[1:] if described.startswith(("No ", "All ")) else described
+
+
 def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     eps = {k: pod_endpoint(state, p) for k, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network}
@@ -481,8 +486,9 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
                     out.append(Finding(
                         "AndOrReadingsDiffer", "info", _subject(policy),
                         f"spec.{direction}[{rule.index}].{side}{label} would change what existing pods may do: "
-                        f"{src} -> {dst} is {written.describe()} as written but {other.describe()} in the other "
-                        "reading. One item with namespaceSelector and podSelector is AND; two items are OR",
+                        f"{src} -> {dst} gets {_phrase(written.describe())} as written, "
+                        f"{_phrase(other.describe())} in the other reading. One item with namespaceSelector and "
+                        "podSelector is AND; two items are OR",
                         "check the indentation of the `-` before podSelector is what you meant "
                         "(`knetsim policy describe` shows each peer as one line)",
                         (("from", src), ("to", dst), ("asWritten", written.describe()),
