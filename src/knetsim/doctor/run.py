@@ -264,6 +264,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     # BackendTLSPolicies) can be checked and named as the subject.
     gateway_objects = [o for kind in GATEWAY_SUBJECT_KINDS for o in state.objects_of(kind)]
     checked.extend(f"{o.kind} {o.key}" for o in gateway_objects if not namespaces or o.namespace in namespaces)
+    counts = _counts(state, namespaces, pods_checked, checked)
     if subject:
         ns = namespace or "default"
         key = f"{ns}/{subject}"
@@ -284,8 +285,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         unique.setdefault((f.code, f.subject, f.message), f)
     grouped = group_by_owner(state, list(unique.values()))
     ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
-    return Report(tuple(ordered), tuple(sorted(checked)),
-                  _counts(state, namespaces, pods_checked, checked) if not subject else ())
+    return Report(tuple(ordered), tuple(sorted(checked)), counts)
 
 
 def _counts(state: ClusterState, namespaces: set[str] | None, pods: int, checked: list[str]) -> tuple[
