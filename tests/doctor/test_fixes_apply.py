@@ -194,3 +194,11 @@ def test_a_name_namespace_label_is_diagnosed_and_its_patch_lets_the_traffic_in(t
     _, after = doctor(repaired, tmp_path)
     assert "NamespaceSelectorMatchesNothing" not in {f["code"] for f in after["findings"]}
     assert Cluster.from_yaml(repaired).trace("frontend/web", f"{api_ip}:80").outcome == "connected"
+
+
+@pytest.mark.parametrize(("name", "text", "code"), CLASSIC_BREAKS, ids=[c[0] for c in CLASSIC_BREAKS])
+def test_no_fix_is_a_strategic_merge_patch(name: str, text: str, code: str, tmp_path: Path) -> None:
+    # A traced client's fix is its Service's verified patch, never the trace's own strategic merge.
+    _, report = doctor(text, tmp_path)
+    patches = [f["fix"] for f in report["findings"] if " patch " in f["fix"] and "kubectl" in f["fix"]]
+    assert patches and all("--type=" in fix for fix in patches), patches

@@ -280,12 +280,34 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
             related_pods = {f"Pod {p.key}" for p in state.select_pods(svc.namespace, svc.selector_view)}
         findings = [f for f in findings if f.subject in wanted or f.subject in related_pods]
         checked = [c for c in checked if c in wanted]
+    findings = _traced_fixes(findings)
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
         unique.setdefault((f.code, f.subject, f.message), f)
     grouped = group_by_owner(state, list(unique.values()))
     ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
     return Report(tuple(ordered), tuple(sorted(checked)), counts)
+
+
+_SERVICE_NAMED = re.compile(r"Service ([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9]*)")
+
+
+def _traced_fixes(findings: list[Finding]) -> list[Finding]:
+    """A traced connection's fix that is a patch of a Service (the trace's own, unverified, strategic merge) is
+    replaced by that Service's verified fix, or by a pointer to its finding: only checked patches are printed."""
+    verified_fix = {f.subject: f for f in findings if f.subject.startswith("Service ") and f.severity == "error"}
+    out = []
+    for f in findings:
+        if f.code in ("ClientCannotConnect", "IngressPathFails") and "kubectl" in f.fix and " patch " in f.fix:
+            named = [m for m in _SERVICE_NAMED.findall(f.message) if f"Service {m}" in verified_fix]
+            if named:
+                cause = verified_fix[f"Service {named[0]}"]
+                f = replace(f, fix=cause.fix if cause.patch is not None else
+                            f"see the {cause.code} finding of Service {named[0]}: {cause.fix}")
+            elif "--type=" not in f.fix:
+                f = replace(f, fix="see the findings of the Service it connects to")
+        out.append(f)
+    return out
 
 
 def _counts(state: ClusterState, namespaces: set[str] | None, pods: int, checked: list[str]) -> tuple[
