@@ -81,7 +81,7 @@ def test_full_nodes_are_one_finding_that_says_so_not_a_readiness_probe() -> None
     assert finding.code == "PodsUnschedulable" and finding.layer == "scheduler"
     assert finding.message.startswith("784 of 1000 selected pod(s) are Pending") and FULL in finding.message
     assert "maxPods" in finding.fix and "readiness" not in finding.fix
-    assert "kubectl scale deployment/web --replicas=N -n default" in finding.fix
+    assert finding.fix.startswith("kubectl -n default scale deployment web --replicas=216\n")
     assert len(finding.evidence) == 4 and finding.evidence[-1] == "... and 781 more"
 
 

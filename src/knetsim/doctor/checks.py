@@ -223,20 +223,29 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
         reason = _scheduling_message(first)
         full = "Too many pods" in reason
         owner = _owner_ref(state, first)
+        patch = None
         if full:
             capacity = sum(_capacity(n) for n in state.nodes.values())
             fix = (f"the nodes are full (the kubelet's maxPods: {capacity} pods in all on {len(state.nodes)} "
                    f"node(s)): lower the replicas (kubectl scale {owner.split(' ')[0]} --replicas=N "
                    f"{' '.join(owner.split(' ')[1:])}), add nodes, or raise maxPods (nodes / maxPods in the "
                    "cluster config)")
+            patch = _scale_patch(state, [by_name[e.pod] for e in selected], [by_name[e.pod] for e in unscheduled])
         else:
             fix = ("let a node take the pods: their nodeSelector, node affinity and tolerations must match a node "
                    "(kubectl get nodes --show-labels; kubectl describe node shows its taints)")
-        out.append(Finding(
+        finding = Finding(
             "PodsUnschedulable", severity, "scheduler", subject,
             f"{len(unscheduled)} of {len(selected)} selected pod(s) are Pending: no node takes them, so they have no "
             f"IP and are no endpoint. The scheduler says: {reason}", fix,
-            examples([e.pod for e in unscheduled])))
+            examples([e.pod for e in unscheduled]), patch)
+        if patch is not None:
+            # Offered with the other ways out: fewer replicas is one choice, more room another.
+            checked = _offer(finding, state, _still_broken(svc, ("PodsUnschedulable",), (
+                "PodsNotReady", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify)
+            finding = replace(checked, fix=f"{checked.fix}\n(or add nodes, or raise maxPods: nodes / maxPods in "
+                                           "the cluster config)") if checked.patch is not None else checked
+        out.append(finding)
     if not_ready:
         severity = "error" if len(not_ready) == len(selected) else "warning"
         reasons: dict[str, list[str]] = {}
@@ -285,6 +294,26 @@ def _probe_patch(state: ClusterState, pod: Pod) -> Patch | None:
                     {"op": "replace", "path": f"/spec/template/spec/containers/{index}/readinessProbe/{action}/port",
                      "value": tcp[0]}])
     return None
+
+
+def _scale_patch(state: ClusterState, pods: list[Pod], unscheduled: list[Pod]) -> Patch | None:
+    """The replicas that fit, when the pods left Pending all belong to one workload: `kubectl scale` to them."""
+    owners = {_workload_key(state, p) for p in unscheduled}
+    if len(owners) != 1 or None in owners:
+        return None
+    owner = _workload_object(state, unscheduled[0])
+    if owner is None or owner.kind not in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return None
+    placed = sum(1 for p in pods if p.node_name and _workload_key(state, p) == _workload_key(state, unscheduled[0]))
+    if placed < 1:
+        return None
+    return Patch(owner.kind, owner.namespace, owner.name, "merge", {"spec": {"replicas": placed}},
+                 shown=f"kubectl -n {owner.namespace} scale {owner.kind.lower()} {owner.name} --replicas={placed}")
+
+
+def _workload_key(state: ClusterState, pod: Pod) -> str | None:
+    owner = _workload_object(state, pod)
+    return f"{owner.kind} {owner.key}" if owner is not None else None
 
 
 def _scheduling_message(pod: Pod) -> str:

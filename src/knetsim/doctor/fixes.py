@@ -37,9 +37,13 @@ class Patch:
     name: str
     type: str
     body: Any
+    # The command a user types for the same change when kubectl has a verb for it (`kubectl scale`).
+    shown: str = ""
 
     @property
     def command(self) -> str:
+        if self.shown:
+            return self.shown
         text = json.dumps(self.body, separators=(",", ":"))
         return (f"kubectl -n {self.namespace} patch {_RESOURCE.get(self.kind, self.kind.lower())} {self.name} "
                 f"--type={self.type} -p {shlex.quote(text)}")
