@@ -8,7 +8,9 @@ finding means the traffic actually fails, not that a pattern looks odd.
 
 from __future__ import annotations
 
+import json
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -461,8 +463,24 @@ def referenced_hosts(pod: Pod) -> list[tuple[str, int | None, str]]:
     return out
 
 
-def dns_findings(state: ClusterState, pod: Pod, *, verify: bool = True) -> list[Finding]:
+# (namespace, dnsPolicy, dnsConfig, hostNetwork, name) → did it resolve, per state: the pods of one workload ask
+# the same question with the same resolv.conf, and 100,000 replicas must not ask it 100,000 times.
+_RESOLVED: weakref.WeakKeyDictionary[ClusterState, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def resolution_of(state: ClusterState, pod: Pod, name: str) -> Any:
+    """``dns.resolve`` of ``name`` from ``pod``, shared by the pods whose resolv.conf is the same."""
     from ..dns import resolve
+
+    key = (pod.namespace, pod.dns_policy, json.dumps(pod.dns_config, sort_keys=True, default=str), pod.host_network,
+           name)
+    cache = _RESOLVED.setdefault(state, {})
+    if key not in cache:
+        cache[key] = resolve(state, pod, name)
+    return cache[key]
+
+
+def dns_findings(state: ClusterState, pod: Pod, *, verify: bool = True) -> list[Finding]:
 
     out: list[Finding] = []
     hosts = referenced_hosts(pod)
@@ -480,7 +498,7 @@ def dns_findings(state: ClusterState, pod: Pod, *, verify: bool = True) -> list[
             continue  # already qualified with a namespace
         if f"{pod.namespace}/{first}" in state.services:
             continue
-        resolution = resolve(state, pod, host)
+        resolution = resolution_of(state, pod, host)
         if resolution.ok:
             continue
         target = candidates[0]

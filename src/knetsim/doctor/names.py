@@ -18,7 +18,7 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.labels import edit_distance
 from ..model.objects import Pod
-from .checks import Finding
+from .checks import Finding, resolution_of
 
 _NAME = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
 # A lookup tool and its name argument (options skipped); a shell substitution may follow the name
@@ -83,8 +83,6 @@ def _service_name(state: ClusterState, pod: Pod, lookup: Lookup) -> tuple[str, s
 
 
 def missing_service_findings(state: ClusterState, pod: Pod) -> list[Finding]:
-    from ..dns import resolve
-
     out: list[Finding] = []
     reported = set()
     for lookup in lookups(pod):
@@ -100,7 +98,7 @@ def missing_service_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             continue
         if not lookup.substituted:
             try:
-                if resolve(state, pod, lookup.name).ok:
+                if resolution_of(state, pod, lookup.name).ok:
                     continue  # a pod's hostname, an external name: it resolves
             except ValueError:
                 continue
