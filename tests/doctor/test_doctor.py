@@ -186,7 +186,8 @@ def test_cli_exit_codes_and_subject_filter() -> None:
     runner = CliRunner()
     bad = runner.invoke(cli, ["doctor", "-f", str(BROKEN / "selector-typo")])
     assert bad.exit_code == 1 and "SelectorMatchesNothing" in bad.output
-    assert "fix: kubectl -n default patch service web -p '{\"spec\":{\"selector\":{\"app\":\"web\"}}}'" in bad.output
+    assert ("fix: kubectl -n default patch service web --type=merge -p "
+            "'{\"spec\":{\"selector\":{\"app\":\"web\"}}}'") in bad.output
     good = runner.invoke(cli, ["doctor", "-f", str(EXAMPLES / "shop")])
     assert good.exit_code == 0, good.output
     one = runner.invoke(cli, ["doctor", "web", "-n", "default", "-f", str(BROKEN / "wrong-targetport"), "-o", "json"])

@@ -15,7 +15,8 @@ ICONS = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "cya
 
 def render_report(report: Report) -> str:
     if not report.findings:
-        return f"No problems found ({len(report.checked)} object(s) checked).\n"
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in report.counts)
+        return f"No problems found ({report.objects} object(s) checked{': ' + kinds if kinds else ''}).\n"
     lines = []
     for f in report.findings:
         icon, color = ICONS[f.severity]

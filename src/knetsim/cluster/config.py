@@ -12,6 +12,7 @@ family, as kubelet's ``--node-ip`` gives a dual-stack node.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -35,6 +36,8 @@ NODE_NETWORK_V4 = "172.18.0."
 NODE_NETWORK_V6 = "fc00:f853:ccd:e793::"
 # Allocatable CPU a kind node reports (the host's cores); topology-aware routing weighs zones by it.
 DEFAULT_NODE_CPU = "8"
+# The kubelet's default maxPods (k8s.io/kubernetes pkg/kubelet/apis/config/v1beta1 defaults: MaxPods 110).
+DEFAULT_MAX_PODS = 110
 
 
 def family_of(text: str) -> str:
@@ -52,6 +55,9 @@ class NodeConfig:
     # Every InternalIP in the cluster's family order (``ip`` is the first); empty means (ip,).
     ips: tuple[str, ...] = ()
     cpu: str = DEFAULT_NODE_CPU
+    # The kubelet's maxPods (KubeletConfiguration; 110 by default, and so on kind): the node's pod capacity,
+    # which the scheduler's NodeResourcesFit filter counts ("Too many pods").
+    max_pods: int = DEFAULT_MAX_PODS
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -174,7 +180,7 @@ class ConfigError(ValueError):
     pass
 
 
-_NODE_KEYS = {"name", "ip", "controlPlane", "zone", "labels", "cpu"}
+_NODE_KEYS = {"name", "ip", "controlPlane", "zone", "labels", "cpu", "maxPods"}
 
 
 def load_config(path: str | None) -> ClusterConfig:
@@ -194,7 +200,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
-        "outside", "ciliumServiceTopology",
+        "outside", "ciliumServiceTopology", "maxPods",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -216,6 +222,15 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
             kwargs["nodes"] = _nodes(data["nodes"], origin, families)
         elif families != ("IPv4",):
             kwargs["nodes"] = _kind_nodes(3, families)
+        if "maxPods" in data:
+            # Every kubelet's maxPods (kind sets it for all nodes through a KubeletConfiguration patch); a node's
+            # own nodes[].maxPods wins.
+            every = _max_pods(data["maxPods"], f"{origin}: maxPods")
+            nodes = kwargs.get("nodes") or _default_nodes()
+            raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), list) else []
+            kwargs["nodes"] = tuple(
+                n if i < len(raw_nodes) and isinstance(raw_nodes[i], dict) and "maxPods" in raw_nodes[i]
+                else dataclasses.replace(n, max_pods=every) for i, n in enumerate(nodes))
         if "nodeCIDRMask" in data:
             kwargs["node_cidr_mask"] = int(data["nodeCIDRMask"])
         if "nodeCIDRMaskIPv6" in data:
@@ -368,9 +383,17 @@ def _nodes(raw: Any, origin: str, families: tuple[str, ...] = ("IPv4",)) -> tupl
                 {str(k): str(v) for k, v in (item.get("labels") or {}).items()},
                 ips=ordered if len(ordered) > 1 else (),
                 cpu=cpu,
+                max_pods=_max_pods(item["maxPods"], f"{origin}: nodes[{i}].maxPods") if "maxPods" in item
+                else DEFAULT_MAX_PODS,
             )
         )
     return tuple(nodes)
+
+
+def _max_pods(raw: Any, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise ConfigError(f"{where}: Invalid value: {raw!r}: must be a positive whole number (the kubelet's maxPods)")
+    return raw
 
 
 def _is_quantity(text: str) -> bool:

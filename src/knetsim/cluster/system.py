@@ -65,8 +65,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                         {"type": "Hostname", "address": node.name},
                     ],
                     # The EndpointSlice controller weighs zones by allocatable CPU (topology-mode Auto).
-                    "capacity": {"cpu": node.cpu, "pods": "110"},
-                    "allocatable": {"cpu": node.cpu, "pods": "110"},
+                    "capacity": {"cpu": node.cpu, "pods": str(node.max_pods)},
+                    "allocatable": {"cpu": node.cpu, "pods": str(node.max_pods)},
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                     "nodeInfo": {"kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": KUBERNETES_VERSION,
                                  "containerRuntimeVersion": "containerd://2.1.1", "osImage": "Debian GNU/Linux 12",

@@ -72,11 +72,13 @@ class WorkloadResult:
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
     """``count`` new ``<owner>-<5 chars>`` names, skipping those already in use (scale-up next to survivors)."""
     names: list[str] = []
+    chosen: set[str] = set()  # a list's `in` made 100,000 replicas quadratic
     i = 0
     while len(names) < count:
         name = f"{w.name}-{random_suffix(w.namespace, w.name, str(i))}"
-        if name not in taken and name not in names:
+        if name not in taken and name not in chosen:
             names.append(name)
+            chosen.add(name)
         i += 1
     return names
 
@@ -292,6 +294,62 @@ def feasible(spec: Mapping[str, Any], node: Node) -> bool:
     return True
 
 
+# The scheduler's Filter plugins' reasons, as FailedScheduling events print them (kubernetes
+# pkg/scheduler/framework/plugins: tainttoleration, nodeaffinity, noderesources/fit.go), in the order the default
+# profile runs them: a node reports the first filter it fails.
+_TAINT_REASON = "node(s) had untolerated taint {{{key}: {value}}}"
+_AFFINITY_REASON = "node(s) didn't match Node's node affinity/selector"
+TOO_MANY_PODS = "Too many pods"
+
+
+def max_pods(node: Node) -> int:
+    """The node's pod capacity (status.allocatable.pods, from the kubelet's maxPods; 110 when not given)."""
+    raw = ((node.raw.get("status") or {}).get("allocatable") or {}).get("pods")
+    try:
+        return int(raw) if raw is not None else 110
+    except (TypeError, ValueError):
+        return 110
+
+
+def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int) -> str | None:
+    """Why the scheduler's filters reject ``node`` for a pod with this spec (None: it fits)."""
+    tolerations = spec.get("tolerations") or []
+    for taint in node.taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+            return _TAINT_REASON.format(key=taint.get("key", ""), value=taint.get("value", ""))
+    if not feasible(spec, node):
+        return _AFFINITY_REASON
+    if pods_on_node >= max_pods(node):
+        return TOO_MANY_PODS
+    return None
+
+
+def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int]) -> str:
+    """The FailedScheduling message of a pod no node takes: each reason with its node count, sorted as the
+    scheduler's FitError sorts them, then what preemption found (pods of equal priority are never victims, and
+    a node that fails on anything but room is not helped by preemption)."""
+    reasons: dict[str, int] = {}
+    preemption: dict[str, int] = {}
+    for node in nodes:
+        reason = unfit_reason(spec, node, load.get(node.name, 0)) or TOO_MANY_PODS
+        reasons[reason] = reasons.get(reason, 0) + 1
+        after = ("No preemption victims found for incoming pod" if reason == TOO_MANY_PODS
+                 else "Preemption is not helpful for scheduling")
+        preemption[after] = preemption.get(after, 0) + 1
+
+    def histogram(counts: Mapping[str, int]) -> str:
+        return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+    return (f"0/{len(nodes)} nodes are available: {histogram(reasons)}. preemption: 0/{len(nodes)} nodes are "
+            f"available: {histogram(preemption)}.")
+
+
+def _pending(body: dict[str, Any], message: str) -> None:
+    """A pod no node takes stays Pending with PodScheduled=False, as the scheduler writes it."""
+    body["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]}
+
+
 def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> list[Notice]:
     """Fill ``spec.nodeName`` for unscheduled pods (in place). Returns notices for unschedulable pods."""
     notices = []
@@ -315,20 +373,28 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     # Built-in add-ons were scheduled at bootstrap, when the control-plane was the only node.
     pending.sort(key=lambda p: (p[1] is not BUILTIN, p[0]["metadata"].get("namespace", ""), p[0]["metadata"]["name"]))
     order = {n.name: i for i, n in enumerate(nodes)}
+    capacity = {n.name: max_pods(n) for n in nodes}
     # Pods of one template share their constraints, so the feasible nodes are computed once per
-    # shape and kept in a heap of (load, node order); loads only grow, so a stale top is re-pushed.
+    # shape and kept in a heap of (load, node order); loads only grow, so a stale top is re-pushed
+    # and a full node (the kubelet's maxPods) leaves the heap for good.
     heaps: dict[str, list[tuple[int, int, str]]] = {}
+    unfit: dict[str, str] = {}  # a shape's FailedScheduling message, until a pod is placed again
     for body, source in pending:
         spec = body.setdefault("spec", {})
         if spec.get("topologySpreadConstraints"):
-            name = _spread(body, [n for n in nodes if feasible(spec, n)], placed, load, order)
+            name = _spread(body, [n for n in nodes if feasible(spec, n) and load[n.name] < capacity[n.name]],
+                           placed, load, order)
             if name is None:
-                notices.append(Notice("Unschedulable", f"0/{len(nodes)} nodes are available: no node satisfies the "
-                                      "pod's topologySpreadConstraints (and nodeSelector, affinity, tolerations)",
-                                      _subject(body), source))
+                full = [n for n in nodes if feasible(spec, n) and load[n.name] >= capacity[n.name]]
+                message = (fit_error(spec, nodes, load) if full else
+                           f"0/{len(nodes)} nodes are available: no node satisfies the pod's "
+                           "topologySpreadConstraints (and nodeSelector, affinity, tolerations)")
+                notices.append(Notice("Unschedulable", message, _subject(body), source))
+                _pending(body, message)
                 continue
             spec["nodeName"] = name
             load[name] += 1
+            unfit.clear()
             placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
             continue
         if source is BUILTIN and control_plane is not None and feasible(spec, control_plane):
@@ -342,14 +408,20 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                 heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)]
                 heapq.heapify(heaps[shape])
         heap = heaps[shape]
-        if not heap:
-            notices.append(Notice("Unschedulable", f"0/{len(nodes)} nodes are available: no node matches the pod's "
-                                  "nodeSelector, affinity and tolerations", _subject(body), source))
-            continue
-        while heap[0][0] != load[heap[0][2]]:
+        while heap and (heap[0][0] != load[heap[0][2]] or load[heap[0][2]] >= capacity[heap[0][2]]):
             _, rank, name = heapq.heappop(heap)
-            heapq.heappush(heap, (load[name], rank, name))
+            if load[name] < capacity[name]:
+                heapq.heappush(heap, (load[name], rank, name))
+        if not heap:
+            # Nothing is placed while every node stays full, so one message serves the shape's other pods.
+            if shape not in unfit:
+                unfit[shape] = fit_error(spec, nodes, load)
+            message = unfit[shape]
+            notices.append(Notice("Unschedulable", message, _subject(body), source))
+            _pending(body, message)
+            continue
         _, rank, name = heapq.heappop(heap)
+        unfit.clear()
         spec["nodeName"] = name
         load[name] += 1
         placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))

@@ -1,8 +1,8 @@
 """The scheduler: binds each pod without a node to the least-loaded node it may run on.
 
-Feasibility is the core's (``cluster.workloads.feasible``: taints, nodeSelector, required node
-affinity); the load is the number of pods bound to each node (the informer's index), ties broken
-by node order, as ``cluster.workloads.schedule`` places pods offline. A pod no node accepts stays
+Feasibility is the core's (``cluster.workloads.unfit_reason``: taints, nodeSelector, required node
+affinity, the node's pod capacity); the load is the number of pods bound to each node (the informer's
+index), ties broken by node order, as ``cluster.workloads.schedule`` places pods offline. A pod no node accepts stays
 Pending with ``PodScheduled=False`` (Unschedulable) and a FailedScheduling event.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
-from ..cluster.workloads import feasible
+from ..cluster.workloads import fit_error, unfit_reason
 from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.jsonvalue import json_copy
 from ..model.objects import Node
@@ -44,11 +44,12 @@ class Scheduler(Controller):
         nodes = [n for k in self.informer.keys("Node") if isinstance(n := self.informer.typed(k), Node)]
         spec = pod.get("spec") or {}
         order = {n.name: i for i, n in enumerate(nodes)}
-        candidates = [n for n in nodes if feasible(spec, n)]
+        load = {n.name: self.informer.node_load(n.name) for n in nodes}
+        # Taints, nodeSelector, affinity, and room: the kubelet's maxPods (status.allocatable.pods).
+        candidates = [n for n in nodes if unfit_reason(spec, n, load[n.name]) is None]
         batch = self.batch()
         if not candidates:
-            message = (f"0/{len(nodes)} nodes are available: no node matches the pod's nodeSelector, affinity and "
-                       f"tolerations. preemption: 0/{len(nodes)} nodes are available.")
+            message = fit_error(spec, nodes, load)
             condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             status = pod.get("status") or {}
             if any({k: c.get(k) for k in condition} == condition for c in status.get("conditions") or []):
@@ -61,7 +62,7 @@ class Scheduler(Controller):
                         action="Scheduling")
             batch.commit()
             return
-        node = min(candidates, key=lambda n: (self.informer.node_load(n.name), order[n.name]))
+        node = min(candidates, key=lambda n: (load[n.name], order[n.name]))
         new = {**pod, "metadata": dict(pod["metadata"]), "spec": {**spec, "nodeName": node.name}}
         batch.put(key, new)
         batch.event(new, "Scheduled", f"Successfully assigned {key[1]}/{key[2]} to {node.name}", self.name,

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.build import ManifestError
 from ..cluster.endpointslices import find_port
 from ..cluster.explain import explain_endpoints
 from ..cluster.state import ClusterState
+from ..cluster.workloads import max_pods
 from ..model.fielderr import ErrorType, FieldError
 from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.objects import Pod, Service
+from .fixes import Patch, verified
 
 SEVERITIES = ("error", "warning", "info")
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
@@ -36,10 +39,26 @@ class Finding:
     message: str
     fix: str = ""
     evidence: tuple[str, ...] = field(default=())
+    # The fix as the change kubectl applies (its command is ``fix``), tried on a copy of the cluster first.
+    patch: Patch | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "layer": self.layer, "subject": self.subject,
-                "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
+        out = {"code": self.code, "severity": self.severity, "layer": self.layer, "subject": self.subject,
+               "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
+        if self.patch is not None:
+            out["patch"] = self.patch.to_dict()
+        return out
+
+
+# Findings about many objects show a few of them, never one line each.
+EXAMPLES_SHOWN = 3
+
+
+def examples(items: list[str], total: int | None = None) -> tuple[str, ...]:
+    """The first few ``items`` and how many more there are."""
+    total = len(items) if total is None else total
+    shown = tuple(items[:EXAMPLES_SHOWN])
+    return shown + ((f"... and {total - len(shown)} more",) if total > len(shown) else ())
 
 
 # --- the API server said no ----------------------------------------------------------------
@@ -115,12 +134,52 @@ def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
 # --- Services, endpoints, ports ---------------------------------------------------------
 
 
-def _patch_selector(svc: Service, key: str, value: str) -> str:
-    body = json.dumps({"spec": {"selector": {key: value}}}, separators=(",", ":"))
-    return f"kubectl -n {svc.namespace} patch service {svc.name} -p '{body}'"
+def _selector_patch(state: ClusterState, svc: Service) -> Patch | None:
+    """The selector with each label no pod has replaced by the closest one pods do have: a merge patch that
+    sets the stale keys to null (a strategic merge would keep them, and the Service would still select nothing)."""
+    assert svc.selector is not None
+    hints = explain_endpoints(state, svc.namespace, svc.name).hints
+    if not hints:
+        return None
+    selector = dict(svc.selector)
+    for hint in hints:
+        old_key = hint.wanted.partition("=")[0]
+        key, _, value = hint.nearest.partition("=")
+        selector.pop(old_key, None)
+        selector[key] = value
+    body: dict[str, Any] = {k: None for k in sorted(svc.selector) if k not in selector}
+    body.update(sorted(selector.items()))
+    return Patch("Service", svc.namespace, svc.name, "merge", {"spec": {"selector": body}})
 
 
-def service_findings(state: ClusterState, svc: Service) -> list[Finding]:
+def _still_broken(svc: Service, codes: tuple[str, ...], other_causes: tuple[str, ...] = ()) -> Any:
+    """What a fix of ``svc`` leaves broken on a rebuilt cluster: one of ``codes``, or an error of the Service it
+    brings (a selector fix that finds pods which do not listen on the targetPort); errors of ``other_causes``
+    are other findings' business."""
+    def check(fixed: ClusterState) -> str | None:
+        again = fixed.services.get(svc.key)
+        if again is None:
+            return f"Service {svc.key} is gone"
+        found = service_findings(fixed, again, verify=False)
+        left = [f for f in found if f.code in codes or (f.severity == "error" and f.code not in other_causes)]
+        return f"{left[0].code}: {left[0].message}" if left else None
+    return check
+
+
+def _offer(finding: Finding, state: ClusterState, check: Any, instead: str, verify: bool) -> Finding:
+    """``finding`` with its patch as the fix when the patch clears it on a copy of the cluster; else no patch and
+    what to look at instead, with what the patch would have left broken as evidence."""
+    if finding.patch is None or not verify:
+        return finding
+    left = verified(state, finding.patch, check)
+    if left is None:
+        return replace(finding, fix=finding.patch.command)
+    return replace(finding, patch=None, fix=instead,
+                   evidence=(*finding.evidence, f"not offered: {finding.patch.command} leaves {left}"))
+
+
+def service_findings(state: ClusterState, svc: Service, *, verify: bool = True) -> list[Finding]:
+    """``verify``: try each patch on a copy of the cluster before offering it (off when that copy is checked)."""
     subject = f"Service {svc.key}"
     if svc.type == "ExternalName":
         return []
@@ -136,28 +195,138 @@ def service_findings(state: ClusterState, svc: Service) -> list[Finding]:
     why = explain_endpoints(state, svc.namespace, svc.name)
     if not why.pods:
         evidence = tuple(f"selector wants {h.wanted}; closest existing label {h.nearest} ({h.how})" for h in why.hints)
-        fix = "make spec.selector match the pods' labels (kubectl get pods --show-labels)"
-        if why.hints:
-            key, _, value = why.hints[0].nearest.partition("=")
-            fix = _patch_selector(svc, key, value)
+        look = ("make spec.selector match the labels of the pods that serve this Service and listen on its "
+                "targetPort (kubectl get pods --show-labels)")
         typo = any("character" in h.how for h in why.hints)
         message = (f"the selector {why.selector} matches no pod in namespace {svc.namespace}: the EndpointSlice "
                    "stays empty and connections are refused" + (" — a typo in a label?" if typo else ""))
-        out.append(Finding("SelectorMatchesNothing", "error", "endpoints", subject, message, fix, evidence))
+        finding = Finding("SelectorMatchesNothing", "error", "endpoints", subject, message, look, evidence,
+                          _selector_patch(state, svc))
+        out.append(_offer(finding, state, _still_broken(svc, ("SelectorMatchesNothing",)), look, verify))
         return out
-    not_ready = [p for p in why.pods if not p.ready]
+    pods = [state.pods[f"{svc.namespace}/{p.pod}"] for p in why.pods]
+    out.extend(_readiness_findings(state, svc, why.pods, pods, verify))
+    out.extend(_port_findings(state, svc, pods, verify))
+    return out
+
+
+def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], pods: list[Pod],
+                        verify: bool = True) -> list[Finding]:
+    """Selected pods that are not endpoints, grouped by cause: pods no node takes (the scheduler's
+    FailedScheduling), and pods that run but are not Ready."""
+    subject = f"Service {svc.key}"
+    out = []
+    by_name = {p.name: p for p in pods}
+    unscheduled = [e for e in selected if not by_name[e.pod].node_name]
+    not_ready = [e for e in selected if not e.ready and by_name[e.pod].node_name]
+    if unscheduled:
+        severity = "error" if len(unscheduled) == len(selected) else "warning"
+        first = by_name[unscheduled[0].pod]
+        reason = _scheduling_message(first)
+        full = "Too many pods" in reason
+        owner = _owner_ref(state, first)
+        patch = None
+        if full:
+            capacity = sum(_capacity(n) for n in state.nodes.values())
+            fix = (f"the nodes are full (the kubelet's maxPods: {capacity} pods in all on {len(state.nodes)} "
+                   f"node(s)): lower the replicas (kubectl scale {owner.split(' ')[0]} --replicas=N "
+                   f"{' '.join(owner.split(' ')[1:])}), add nodes, or raise maxPods (nodes / maxPods in the "
+                   "cluster config)")
+            patch = _scale_patch(state, [by_name[e.pod] for e in selected], [by_name[e.pod] for e in unscheduled])
+        else:
+            fix = ("let a node take the pods: their nodeSelector, node affinity and tolerations must match a node "
+                   "(kubectl get nodes --show-labels; kubectl describe node shows its taints)")
+        finding = Finding(
+            "PodsUnschedulable", severity, "scheduler", subject,
+            f"{len(unscheduled)} of {len(selected)} selected pod(s) are Pending: no node takes them, so they have no "
+            f"IP and are no endpoint. The scheduler says: {reason}", fix,
+            examples([e.pod for e in unscheduled]), patch)
+        if patch is not None:
+            # Offered with the other ways out: fewer replicas is one choice, more room another.
+            checked = _offer(finding, state, _still_broken(svc, ("PodsUnschedulable",), (
+                "PodsNotReady", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify)
+            finding = replace(checked, fix=f"{checked.fix}\n(or add nodes, or raise maxPods: nodes / maxPods in "
+                                           "the cluster config)") if checked.patch is not None else checked
+        out.append(finding)
     if not_ready:
-        severity = "error" if len(not_ready) == len(why.pods) else "warning"
-        evidence = tuple(f"{p.pod}: {p.reason or 'not Ready'}" for p in not_ready)
-        fix = ("fix the readiness probe or the container so it becomes Ready (kubectl describe pod shows the "
+        severity = "error" if len(not_ready) == len(selected) else "warning"
+        reasons: dict[str, list[str]] = {}
+        for e in not_ready:
+            reasons.setdefault(e.reason or "not Ready", []).append(e.pod)
+        evidence = tuple(f"{len(names)} pod(s): {reason} (e.g. {', '.join(names[:EXAMPLES_SHOWN])}"
+                         + (f" and {len(names) - EXAMPLES_SHOWN} more)" if len(names) > EXAMPLES_SHOWN else ")")
+                         for reason, names in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+        if len(not_ready) <= EXAMPLES_SHOWN:
+            evidence = tuple(f"{e.pod}: {e.reason or 'not Ready'}" for e in not_ready)
+        pulling = any("containers with unready status" in r for r in reasons)
+        fix = ("make the image pullable (the ImagePullError finding of the pod names it)" if pulling else
+               "fix the readiness probe or the container so it becomes Ready (kubectl describe pod shows the "
                f"probe); if the container listens on a port knetsim does not know, annotate the pod with "
                f"{LISTEN_ANNOTATION}")
-        out.append(Finding("PodsNotReady", severity, "endpoints", subject,
-                           f"{len(not_ready)} of {len(why.pods)} selected pod(s) are not Ready: not-ready pods are "
-                           "left out of the Service's endpoints", fix, evidence))
-    pods = [state.pods[f"{svc.namespace}/{p.pod}"] for p in why.pods]
-    out.extend(_port_findings(svc, pods))
+        finding = Finding("PodsNotReady", severity, "endpoints", subject,
+                          f"{len(not_ready)} of {len(selected)} selected pod(s) are not Ready: not-ready pods are "
+                          "left out of the Service's endpoints", fix, evidence,
+                          None if pulling else _probe_patch(state, by_name[not_ready[0].pod]))
+        out.append(_offer(finding, state, _still_broken(svc, ("PodsNotReady",), (
+            "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify))
     return out
+
+
+def _probe_patch(state: ClusterState, pod: Pod) -> Patch | None:
+    """A readiness probe aimed at a port the container does not listen on, when it listens on one TCP port only:
+    a JSON patch of the workload's template that aims the probe there."""
+    owner = _workload_object(state, pod)
+    if owner is None:
+        return None
+    tcp = sorted({port for port, proto in pod_listens(pod) if proto == "TCP"})
+    if len(tcp) != 1:
+        return None
+    containers = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    for index, container in enumerate(containers):
+        probe = container.get("readinessProbe") or {}
+        for action in ("httpGet", "tcpSocket", "grpc"):
+            port = (probe.get(action) or {}).get("port")
+            if port is None:
+                continue
+            if isinstance(port, str) and not port.isdigit():
+                port = next((p.get("containerPort") for p in container.get("ports") or [] if p.get("name") == port),
+                            None)
+            if port is not None and int(port) != tcp[0]:
+                return Patch(owner.kind, owner.namespace, owner.name, "json", [
+                    {"op": "replace", "path": f"/spec/template/spec/containers/{index}/readinessProbe/{action}/port",
+                     "value": tcp[0]}])
+    return None
+
+
+def _scale_patch(state: ClusterState, pods: list[Pod], unscheduled: list[Pod]) -> Patch | None:
+    """The replicas that fit, when the pods left Pending all belong to one workload: `kubectl scale` to them."""
+    owners = {_workload_key(state, p) for p in unscheduled}
+    if len(owners) != 1 or None in owners:
+        return None
+    owner = _workload_object(state, unscheduled[0])
+    if owner is None or owner.kind not in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return None
+    placed = sum(1 for p in pods if p.node_name and _workload_key(state, p) == _workload_key(state, unscheduled[0]))
+    if placed < 1:
+        return None
+    return Patch(owner.kind, owner.namespace, owner.name, "merge", {"spec": {"replicas": placed}},
+                 shown=f"kubectl -n {owner.namespace} scale {owner.kind.lower()} {owner.name} --replicas={placed}")
+
+
+def _workload_key(state: ClusterState, pod: Pod) -> str | None:
+    owner = _workload_object(state, pod)
+    return f"{owner.kind} {owner.key}" if owner is not None else None
+
+
+def _scheduling_message(pod: Pod) -> str:
+    for condition in (pod.raw.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return str(condition.get("message") or condition.get("reason") or "Unschedulable")
+    return "the pod has no node"
+
+
+def _capacity(node: Any) -> int:
+    return max_pods(node)
 
 
 def image_findings(state: ClusterState, pod: Pod) -> list[Finding]:
@@ -202,53 +371,73 @@ def _owner_ref(state: ClusterState, pod: Pod) -> str:
     return f"pod/{pod.name} -n {pod.namespace}"
 
 
-def _port_findings(svc: Service, pods: list[Pod]) -> list[Finding]:
+def _port_findings(state: ClusterState, svc: Service, pods: list[Pod], verify: bool = True) -> list[Finding]:
     out = []
     subject = f"Service {svc.key}"
+    # Only pods with a node run a process; a Pending pod is the scheduler's finding, not a listener's.
+    pods = [p for p in pods if p.node_name]
     for i, sp in enumerate(svc.ports):
         where = f"spec.ports[{i}]" + (f" ({sp.name})" if sp.name else "")
         missing = [p for p in pods if find_port(p, sp) is None]
         if missing and isinstance(sp.target_port, str) and not sp.target_port.isdigit():
             declared = sorted({f"{cp.name}={cp.container_port}/{cp.protocol}" for p in missing for c in p.containers
                                for cp in c.ports if cp.name})
-            out.append(Finding(
+            # The one port name every pod declares with this protocol: the targetPort likely meant.
+            shared = set.intersection(*({cp.name for c in p.containers for cp in c.ports
+                                         if cp.name and cp.protocol == sp.protocol} for p in pods))
+            look = (f"name the container port {sp.target_port!r} in the pod template, or set targetPort to one of: "
+                    f"{', '.join(declared) or 'the port number the container listens on'}")
+            finding = Finding(
                 "NamedPortMissing", "error" if len(missing) == len(pods) else "warning", "endpoints", subject,
                 f"{where}.targetPort {sp.target_port!r} is not a {sp.protocol} containerPort name on "
                 f"{len(missing)} of {len(pods)} pod(s); those pods get no endpoint port for it",
-                f"name the container port {sp.target_port!r} in the pod template, or set targetPort to one of: "
-                f"{', '.join(declared) or 'the port number the container listens on'}",
-                tuple(p.key for p in missing)))
+                look, examples([p.key for p in missing]),
+                Patch("Service", svc.namespace, svc.name, "json",
+                      [{"op": "replace", "path": f"/spec/ports/{i}/targetPort", "value": next(iter(shared))}])
+                if len(shared) == 1 else None)
+            out.append(_offer(finding, state, _still_broken(svc, ("NamedPortMissing",), (
+                "PodsNotReady", "PodsUnschedulable", "ProtocolMismatch")), look, verify))
         deaf, wrong_protocol = [], []
+        listening: dict[str, set[tuple[int, str]]] = {}
         for pod in pods:
             number = find_port(pod, sp)
             if number is None:
                 continue
-            listens = pod_listens(pod)
+            listens = listening[pod.key] = set(pod_listens(pod))
             if (number, sp.protocol) in listens:
                 continue
             if any(port == number for port, _ in listens):
                 wrong_protocol.append((pod, number))
             else:
-                deaf.append((pod, number, listens))
+                deaf.append((pod, number, sorted(listens)))
         if wrong_protocol:
             pod, number = wrong_protocol[0]
-            other = sorted({proto for port, proto in pod_listens(pod) if port == number})
+            other = sorted({proto for port, proto in listening[pod.key] if port == number})
             out.append(Finding(
                 "ProtocolMismatch", "error", "listener", subject,
                 f"{where} uses {sp.protocol}, but {pod.key} listens on {number} with {'/'.join(other)}",
-                f"set {where}.protocol: {other[0]}", tuple(p.key for p, _ in wrong_protocol)))
+                f"set {where}.protocol: {other[0]}", examples([p.key for p, _ in wrong_protocol])))
         if deaf:
+            # The one port every deaf pod listens on with this protocol, if there is exactly one.
+            common = set.intersection(*({port for port, proto in ls if proto == sp.protocol} for _, _, ls in deaf))
             pod, number, listens = deaf[0]
             ports = sorted({port for port, proto in listens if proto == sp.protocol})
-            fix = ("set the targetPort to the port the container listens on"
-                   + (f": targetPort: {ports[0]}" if len(ports) == 1 else
-                      f" (it listens on {', '.join(map(str, ports))})" if ports else ""))
-            out.append(Finding(
+            look = ("nothing the pods run listens on a single " + sp.protocol + " port they share"
+                    + (f" (the first listens on {', '.join(map(str, ports))})" if ports else "")
+                    + ": look at the container's command and args (what it serves on), or the Service's targetPort")
+            patch = None
+            if len(common) == 1:
+                patch = Patch("Service", svc.namespace, svc.name, "json",
+                              [{"op": "replace", "path": f"/spec/ports/{i}/targetPort", "value": next(iter(common))}])
+            evidence = [f"{p.key} listens on {', '.join(f'{a}/{b}' for a, b in ls) or 'nothing'}"
+                        for p, _, ls in deaf[:EXAMPLES_SHOWN]]
+            finding = Finding(
                 "TargetPortNotListening", "error" if len(deaf) == len(pods) else "warning", "listener", subject,
                 f"{where} sends to port {number}/{sp.protocol} (targetPort {sp.target_port}), where nothing in "
                 f"{len(deaf)} of {len(pods)} pod(s) listens: connections are refused",
-                fix, tuple(f"{p.key} listens on {', '.join(f'{a}/{b}' for a, b in ls) or 'nothing'}"
-                           for p, _, ls in deaf)))
+                look, examples(evidence, len(deaf)), patch)
+            out.append(_offer(finding, state, _still_broken(svc, ("TargetPortNotListening",), (
+                "PodsNotReady", "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch")), look, verify))
     return out
 
 
@@ -274,8 +463,24 @@ def referenced_hosts(pod: Pod) -> list[tuple[str, int | None, str]]:
     return out
 
 
-def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+# (namespace, dnsPolicy, dnsConfig, hostNetwork, name) → did it resolve, per state: the pods of one workload ask
+# the same question with the same resolv.conf, and 100,000 replicas must not ask it 100,000 times.
+_RESOLVED: weakref.WeakKeyDictionary[ClusterState, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def resolution_of(state: ClusterState, pod: Pod, name: str) -> Any:
+    """``dns.resolve`` of ``name`` from ``pod``, shared by the pods whose resolv.conf is the same."""
     from ..dns import resolve
+
+    key = (pod.namespace, pod.dns_policy, json.dumps(pod.dns_config, sort_keys=True, default=str), pod.host_network,
+           name)
+    cache = _RESOLVED.setdefault(state, {})
+    if key not in cache:
+        cache[key] = resolve(state, pod, name)
+    return cache[key]
+
+
+def dns_findings(state: ClusterState, pod: Pod, *, verify: bool = True) -> list[Finding]:
 
     out: list[Finding] = []
     hosts = referenced_hosts(pod)
@@ -293,17 +498,73 @@ def dns_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             continue  # already qualified with a namespace
         if f"{pod.namespace}/{first}" in state.services:
             continue
-        resolution = resolve(state, pod, host)
+        resolution = resolution_of(state, pod, host)
         if resolution.ok:
             continue
         target = candidates[0]
         fqdn = f"{first}.{target.namespace}.svc.{state.config.cluster_domain}"
-        out.append(Finding(
+        look = f"use {first}.{target.namespace} or {fqdn}"
+        finding = Finding(
             "ShortNameOtherNamespace", "error", "dns", f"Pod {pod.key}",
             f"{host!r} is resolved in the pod's own namespace ({pod.namespace}) and does not exist there "
             f"({resolution.outcome}); the Service {target.key} lives in namespace {target.namespace}",
-            f"use {first}.{target.namespace} or {fqdn}", (where,)))
+            look, (where,), _host_patch(state, pod, where, host, f"{first}.{target.namespace}"))
+        if verify and finding.patch is not None:
+            def fixed_dns(fixed: ClusterState, host: str = host) -> str | None:
+                again = [f for p in fixed.pods.values() if p.namespace == pod.namespace
+                         for f in dns_findings(fixed, p, verify=False) if host in f.message]
+                return f"{again[0].code}: {again[0].message}" if again else None
+            finding = _offer(finding, state, fixed_dns, look, verify)
+        elif finding.patch is not None:
+            finding = replace(finding, fix=finding.patch.command)
+        out.append(finding)
     return out
+
+
+_WHERE = re.compile(r"container (\S+) (env (\S+)|args|command)=")
+
+
+def _host_patch(state: ClusterState, pod: Pod, where: str, host: str, new_host: str) -> Patch | None:
+    """A JSON patch of the pod's workload template that writes ``new_host`` where ``host`` was configured (a
+    pod's own spec cannot be changed: a bare pod is re-created, which no patch does)."""
+    match = _WHERE.match(where)
+    owner = _workload_object(state, pod)
+    if match is None or owner is None:
+        return None
+    containers = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    index = next((i for i, c in enumerate(containers) if c.get("name") == match.group(1)), None)
+    if index is None:
+        return None
+    container = containers[index]
+    base = f"/spec/template/spec/containers/{index}"
+    pattern = re.compile(r"(?<![-a-z0-9.])" + re.escape(host) + r"(?![-a-z0-9])")
+    if match.group(3):
+        env = container.get("env") or []
+        at = next((i for i, e in enumerate(env) if e.get("name") == match.group(3) and "value" in e), None)
+        if at is None:
+            return None
+        path, text = f"{base}/env/{at}/value", str(env[at]["value"])
+    else:
+        items = [str(x) for x in container.get(match.group(2)) or []]
+        at = next((i for i, x in enumerate(items) if pattern.search(x)), None)
+        if at is None:
+            return None
+        path, text = f"{base}/{match.group(2)}/{at}", items[at]
+    return Patch(owner.kind, owner.namespace, owner.name, "json",
+                 [{"op": "replace", "path": path, "value": pattern.sub(new_host, text)}])
+
+
+def _workload_object(state: ClusterState, pod: Pod) -> Any:
+    """The object whose template made ``pod`` (a Deployment through its ReplicaSet), if it is the user's."""
+    owner = pod.meta.owner
+    if owner is None:
+        return None
+    obj = state.workloads.get((owner.kind, f"{pod.namespace}/{owner.name}"))
+    if obj is not None and owner.kind == "ReplicaSet" and obj.meta.owner is not None:
+        obj = state.workloads.get((obj.meta.owner.kind, f"{pod.namespace}/{obj.meta.owner.name}"))
+    if obj is None or obj.kind not in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        return None
+    return obj
 
 
 # --- the data plane ----------------------------------------------------------------------------

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.build import ManifestError
+from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.gatewayapi import ROUTE_KINDS
+from ..model.loader import CONTROLLER
+from ..model.objects import Pod
 from ..network.trace import TraceInputError
 from ..network.tracer import trace
 from .checks import (
@@ -19,11 +23,15 @@ from .checks import (
     admission_findings,
     dataplane_findings,
     dns_findings,
+    examples,
     image_findings,
     service_findings,
 )
 from .dnschecks import client_targets, dns_workload_findings
+from .fixes import Patch, verified
+from .ingresstls import ingress_tls_findings
 from .listenchecks import listener_caveats
+from .names import missing_service_findings, statefulset_findings
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -36,22 +44,52 @@ class SubjectNotFound(LookupError):
 @dataclass(frozen=True, slots=True)
 class Report:
     findings: tuple[Finding, ...]
+    # The subjects (Services, Ingresses, Gateway API objects) the doctor can be asked about.
     checked: tuple[str, ...] = field(default=())
+    # How many objects of each kind the checks read (pods, policies, workloads included).
+    counts: tuple[tuple[str, int], ...] = field(default=())
+
+    @property
+    def objects(self) -> int:
+        return sum(n for _, n in self.counts) if self.counts else len(self.checked)
 
     @property
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.severity == "error")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": list(self.checked), "findings": [f.to_dict() for f in self.findings],
+        return {"checked": list(self.checked), "objectsChecked": dict(self.counts),
+                "findings": [f.to_dict() for f in self.findings],
                 "summary": {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}}
 
 
 def _policy_findings(state: ClusterState) -> list[Finding]:
     from ..policy.lint import lint
 
-    return [Finding(f.code, _severity(f.code, f.severity, f.message), "policy", f.subject, f.message, f.fix,
-                    tuple(f"{k}: {v}" for k, v in f.details)) for f in lint(state)]
+    out = []
+    for f in lint(state):
+        finding = Finding(f.code, _severity(f.code, f.severity, f.message), "policy", f.subject, f.message, f.fix,
+                          tuple(f"{k}: {v}" for k, v in f.details))
+        kind, _, key = f.subject.partition(" ")
+        if f.json_patch and kind == "NetworkPolicy":
+            namespace, _, name = key.partition("/")
+            patch = Patch(kind, namespace, name, "json", list(f.json_patch))
+            left = verified(state, patch, _lint_still_has(f.code, f.subject))
+            if left is None:
+                finding = replace(finding, fix=f"{patch.command}\n({f.fix})", patch=patch)
+            else:
+                finding = replace(finding, evidence=(*finding.evidence, f"not offered: {patch.command} leaves {left}"))
+        out.append(finding)
+    return out
+
+
+def _lint_still_has(code: str, subject: str) -> Any:
+    def check(fixed: ClusterState) -> str | None:
+        from ..policy.lint import lint
+
+        left = [f for f in lint(fixed) if f.subject == subject and (f.code == code or f.severity == "error")]
+        return f"{left[0].code}: {left[0].message}" if left else None
+    return check
 
 
 def _severity(code: str, severity: str, message: str) -> str:
@@ -73,8 +111,47 @@ def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Findin
 def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
     from ..gateway.findings import gateway_findings
 
-    return [Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ())
+    return [_not_simulated(state, Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix,
+                                          (f.field,) if f.field else ()))
             for f in gateway_findings(state, namespace)]
+
+
+_PARENT_REF = re.compile(r"spec\.parentRefs\[(\d+)\]")
+
+
+def _not_simulated(state: ClusterState, finding: Finding) -> Finding:
+    """A Gateway of another implementation's class (NGINX Gateway Fabric, Istio, Cilium...) is not broken, it is
+    not simulated: knetsim runs Envoy Gateway's controller only. Its Gateway and the routes attached to it are a
+    note saying so, never an error."""
+    if finding.code == "GatewayClassOtherController":
+        gateway = state.gateways.get(finding.subject.split(" ", 1)[-1])
+        gc = state.gateway_classes.get(gateway.class_name) if gateway is not None else None
+        controller = gc.controller_name if gc is not None else "another controller"
+        return replace(finding, code="GatewayNotSimulated", severity="info",
+                       message=f"GatewayClass {gc.name if gc else '?'} is implemented by {controller}, which knetsim "
+                               f"does not simulate (it runs {EG_CONTROLLER}): this Gateway and its routes are not "
+                               "analysed; no finding here says they are broken",
+                       fix="")
+    if not finding.code.endswith("ParentNotFound") or not finding.evidence:
+        return finding
+    match = _PARENT_REF.fullmatch(finding.evidence[0])
+    kind, _, key = finding.subject.partition(" ")
+    route = next((o for o in state.objects_of(kind) if o.key == key), None) if match else None
+    if route is None or match is None:
+        return finding
+    refs = (route.raw.get("spec") or {}).get("parentRefs") or []
+    index = int(match.group(1))
+    if index >= len(refs) or not isinstance(refs[index], dict):
+        return finding
+    ref = refs[index]
+    gateway = state.gateways.get(f"{ref.get('namespace') or route.namespace}/{ref.get('name')}")
+    gc = state.gateway_classes.get(gateway.class_name) if gateway is not None else None
+    if gc is None or gc.controller_name == EG_CONTROLLER:
+        return finding
+    return replace(finding, code="RouteParentNotSimulated", severity="info",
+                   message=f"spec.parentRefs[{index}] is Gateway {gateway.key} of GatewayClass {gc.name}, implemented "
+                           f"by {gc.controller_name}, which knetsim does not simulate: the route is not analysed "
+                           "(not broken)", fix="")
 
 
 def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding]:
@@ -161,14 +238,37 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         checked.append(f"Service {svc.key}")
         findings.extend(service_findings(state, svc))
         findings.extend(topology_findings(state, svc))
+    pods_checked = 0
+    # The pods of one ReplicaSet (DaemonSet, Job) share their template: what their configuration looks up and
+    # pulls is checked once and said of each (then grouped), so 100,000 replicas cost one check, not 100,000.
+    by_template: dict[tuple[str, str, str], tuple[Pod, list[Finding]]] = {}
     for pod in state.pods.values():
         if pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
             continue
-        findings.extend(dns_findings(state, pod))
-        findings.extend(image_findings(state, pod))
+        pods_checked += 1
+        owner = pod.meta.owner
+        key = (pod.namespace, owner.kind, owner.name) if owner is not None and owner.kind in (
+            "ReplicaSet", "DaemonSet", "Job") else None
+        if key is not None and key in by_template:
+            model, found = by_template[key]
+            findings.extend(replace(f, subject=f"Pod {pod.key}",
+                                    message=f.message.replace(model.key, pod.key).replace(model.name, pod.name))
+                            for f in found)
+            continue
+        found = [*dns_findings(state, pod), *missing_service_findings(state, pod), *image_findings(state, pod)]
+        if key is not None:
+            by_template[key] = (pod, found)
+        findings.extend(found)
+    findings.extend(statefulset_findings(state, namespaces))
+    # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop"): -n keeps
+    # the namespace's errors and warnings (a DNS egress block); its notes (pods no policy isolates) are hygiene,
+    # shown by the run over every namespace.
     findings.extend(f for f in _policy_findings(state)
-                    if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/") for ns in namespaces))
+                    if not namespaces or any(f.subject.split(" ", 1)[-1].startswith(ns + "/")
+                                             or (f.subject == f"Namespace {ns}" and f.severity != "info")
+                                             for ns in namespaces))
     findings.extend(_ingress_findings(state, namespace))
+    findings.extend(ingress_tls_findings(state, namespace))
     findings.extend(_gateway_findings(state, namespace))
     findings.extend(_ingress_traffic(state, namespace))
     findings.extend(_client_traffic(state, namespaces))
@@ -180,6 +280,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     # BackendTLSPolicies) can be checked and named as the subject.
     gateway_objects = [o for kind in GATEWAY_SUBJECT_KINDS for o in state.objects_of(kind)]
     checked.extend(f"{o.kind} {o.key}" for o in gateway_objects if not namespaces or o.namespace in namespaces)
+    counts = _counts(state, namespaces, pods_checked, checked)
     if subject:
         ns = namespace or "default"
         key = f"{ns}/{subject}"
@@ -195,8 +296,86 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
             related_pods = {f"Pod {p.key}" for p in state.select_pods(svc.namespace, svc.selector_view)}
         findings = [f for f in findings if f.subject in wanted or f.subject in related_pods]
         checked = [c for c in checked if c in wanted]
+    findings = _traced_fixes(findings)
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
         unique.setdefault((f.code, f.subject, f.message), f)
-    ordered = sorted(unique.values(), key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
-    return Report(tuple(ordered), tuple(sorted(checked)))
+    grouped = group_by_owner(state, list(unique.values()))
+    ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
+    return Report(tuple(ordered), tuple(sorted(checked)), counts)
+
+
+_SERVICE_NAMED = re.compile(r"Service ([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9]*)")
+
+
+def _traced_fixes(findings: list[Finding]) -> list[Finding]:
+    """A traced connection's fix that is a patch of a Service (the trace's own, unverified, strategic merge) is
+    replaced by that Service's verified fix, or by a pointer to its finding: only checked patches are printed."""
+    verified_fix = {f.subject: f for f in findings if f.subject.startswith("Service ") and f.severity == "error"}
+    out = []
+    for f in findings:
+        if f.code in ("ClientCannotConnect", "IngressPathFails") and "kubectl" in f.fix and " patch " in f.fix:
+            named = [m for m in _SERVICE_NAMED.findall(f.message) if f"Service {m}" in verified_fix]
+            if named:
+                cause = verified_fix[f"Service {named[0]}"]
+                f = replace(f, fix=cause.fix if cause.patch is not None else
+                            f"see the {cause.code} finding of Service {named[0]}: {cause.fix}")
+            elif "--type=" not in f.fix:
+                f = replace(f, fix="see the findings of the Service it connects to")
+        out.append(f)
+    return out
+
+
+def _counts(state: ClusterState, namespaces: set[str] | None, pods: int, checked: list[str]) -> tuple[
+        tuple[str, int], ...]:
+    def mine(obj: Any) -> bool:
+        return obj.namespace not in SYSTEM_NAMESPACES and (not namespaces or obj.namespace in namespaces)
+
+    by_kind: dict[str, int] = {}
+    for entry in checked:
+        kind = entry.split(" ", 1)[0]
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    by_kind["Pod"] = pods
+    by_kind["NetworkPolicy"] = sum(1 for p in state.network_policies.values() if mine(p))
+    for (kind, _), obj in state.workloads.items():
+        if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet") and mine(obj) and \
+                obj.source is not CONTROLLER:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+    return tuple(sorted((k, n) for k, n in by_kind.items() if n))
+
+
+def group_by_owner(state: ClusterState, findings: list[Finding]) -> list[Finding]:
+    """One finding per workload for what its pods share (the same code and message but for the pod's name):
+    a Deployment of 100,000 replicas gives one finding with a count and a few examples, not 100,000."""
+    groups: dict[tuple[str, ...], list[tuple[Finding, Pod]]] = {}
+    out = []
+    for f in findings:
+        pod = state.pods.get(f.subject[4:]) if f.subject.startswith("Pod ") else None
+        owner = _workload_of(state, pod) if pod is not None else None
+        if pod is None or owner is None:
+            out.append(f)
+            continue
+        key = (f.code, f.severity, f.layer, owner, f.message.replace(pod.key, "\0").replace(pod.name, "\0"),
+               f.fix.replace(pod.name, "\0"))
+        groups.setdefault(key, []).append((f, pod))
+    for (_, _, _, owner, _, _), members in groups.items():
+        first, pod = members[0]
+        if len(members) == 1:
+            out.append(first)
+            continue
+        out.append(replace(first, subject=owner,
+                           message=f"{len(members)} pods of {owner}, e.g. {pod.key}: {first.message}",
+                           evidence=(*first.evidence, *examples([p.key for _, p in members]))))
+    return out
+
+
+def _workload_of(state: ClusterState, pod: Pod) -> str | None:
+    """``Deployment ns/name`` (through its ReplicaSet), ``StatefulSet ns/name``...: the object a user edits."""
+    owner = pod.meta.owner
+    if owner is None:
+        return None
+    if owner.kind == "ReplicaSet":
+        rs = state.workloads.get(("ReplicaSet", f"{pod.namespace}/{owner.name}"))
+        if rs is not None and rs.meta.owner is not None and rs.meta.owner.kind == "Deployment":
+            return f"Deployment {pod.namespace}/{rs.meta.owner.name}"
+    return f"{owner.kind} {pod.namespace}/{owner.name}"

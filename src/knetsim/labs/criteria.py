@@ -15,6 +15,7 @@ object elsewhere (an Ingress of another namespace claiming the lab's host) earns
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -397,7 +398,55 @@ def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
         ok = False
         found = f"connected, but HTTP {status}: {t.reply.body.strip().splitlines()[0] if t.reply.body.strip() else ''}"
         found = found.rstrip(": ")
+    if not ok:
+        found += _doctor_says(ctx, t, want)
     return Verdict(desc, ok, want, found, True)
+
+
+_POLICY_NAMED = re.compile(r"NetworkPolicy ([a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*)")
+# What the policy lint says of a policy that explains a wrong answer (PodsNotIsolated is about a namespace).
+_EXPLAINING = ("AndOrReadingsDiffer", "PeerSelectsNothing", "NamespaceSelectorMatchesNothing", "PolicySelectsNothing",
+               "ServicePortInPolicy", "DNSEgressBlocked")
+
+
+def _lint(ctx: Context) -> list[Any]:
+    """The policy lint of the snapshot, once per snapshot (every trace criterion may ask)."""
+    cached = ctx.snapshot.__dict__.get("_policy_lint")
+    if cached is None:
+        from ..policy.lint import lint
+
+        cached = ctx.snapshot.__dict__["_policy_lint"] = lint(ctx.snapshot.cluster.state)
+    return cached
+
+
+def _doctor_says(ctx: Context, t: Any, want: str) -> str:
+    """What the doctor diagnoses about the policies behind a wrong answer, beyond the trace's "no ingress rule
+    matches": an AND written for an OR, a namespaceSelector on a label no namespace has, a default deny whose
+    podSelector leaves the pod out."""
+    hop = t.failing_hop
+    if hop is not None and hop.layer in ("policy", "dns"):
+        named = set(_POLICY_NAMED.findall(hop.detail))
+        said = [f for f in _lint(ctx) if f.code in _EXPLAINING and f.subject.split(" ", 1)[-1] in named]
+        if said:
+            return "; the doctor: " + "; ".join(f"{f.subject}: {f.message}" for f in said[:2])
+        return ""
+    if t.outcome != "connected" or want == "connected" or t.backend is None:
+        return ""
+    state = ctx.snapshot.cluster.state
+    pod = state.pods.get(t.backend.pod)
+    if pod is None:
+        return ""
+    policies = [p for p in state.network_policies.values() if p.namespace == pod.namespace]
+    if any(p.pod_selector.matches(pod.labels) for p in policies):
+        return ""
+    # A default deny (no ingress rules) whose podSelector is not {}: the pods it leaves out accept anything.
+    narrow = [p for p in policies if "Ingress" in p.policy_types and not p.ingress and not p.pod_selector.empty]
+    text = f"; the doctor: {pod.key} is selected by no NetworkPolicy, so it accepts every connection"
+    if narrow:
+        text += (f"; NetworkPolicy {narrow[0].key} allows nothing in but selects only "
+                 f"{narrow[0].pod_selector.formatted()}: a default deny selects every pod of the namespace with "
+                 "podSelector: {}")
+    return text
 
 
 @check("route")

@@ -209,12 +209,7 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
                         continue
                     where = f"spec.{direction}[{rule.index}].{side}[{peer.index}]"
                     if peer.namespace_selector is not None and not matched.namespaces(peer.namespace_selector):
-                        fix = "select a namespace by name with the label kubernetes.io/metadata.name: <name>"
-                        out.append(Finding(
-                            "NamespaceSelectorMatchesNothing", "warning", _subject(policy),
-                            f"{where}.namespaceSelector ({peer.namespace_selector.formatted()}) matches no "
-                            "namespace" + _hint(peer.namespace_selector,
-                                                [state.namespace_labels(n) for n in state.namespaces]), fix))
+                        out.append(_namespace_selector_finding(state, policy, peer, where, direction, rule.index))
                         continue
                     if not matched.keys(peer):
                         scope = [p.labels for p in (state.pods_in(peer.namespace) if peer.namespace_selector is None
@@ -224,6 +219,35 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
                             f"{where} ({peer.describe()}) matches no pod" + _hint(peer.pod_selector, scope),
                             "fix the selector labels; the rule allows nothing from this peer today"))
     return out
+
+
+def _namespace_selector_finding(state: ClusterState, policy: Policy, peer: Any, where: str, direction: str,
+                                rule_index: int) -> Finding:
+    """A namespaceSelector that matches no namespace. The classic: ``name: backend`` where the namespace backend
+    exists but has no such label; the label every namespace carries (set by the API server) is
+    kubernetes.io/metadata.name."""
+    selector = peer.namespace_selector
+    wanted = selector.equality_map() or {}
+    named = [(key, value) for key, value in sorted(wanted.items())
+             if key != NAMESPACE_NAME_LABEL and value in state.namespaces
+             and state.namespace_labels(value).get(key) != value]
+    message = f"{where}.namespaceSelector ({selector.formatted()}) matches no namespace"
+    fix = f"select a namespace by name with the label {NAMESPACE_NAME_LABEL}: <name>"
+    patch: tuple[dict[str, Any], ...] = ()
+    if named:
+        key, value = named[0]
+        message += (f": namespace {value} exists but has no label {key}={value}; every namespace carries "
+                    f"{NAMESPACE_NAME_LABEL}={value} (the API server sets it), a {key!r} label only if someone "
+                    "adds it")
+        fix = (f"select it by {NAMESPACE_NAME_LABEL}: namespaceSelector: {{matchLabels: {{{NAMESPACE_NAME_LABEL}: "
+               f"{value}}}}} (or label the namespace: kubectl label namespace {value} {key}={value})")
+        if len(wanted) == 1:
+            side = "from" if direction == INGRESS else "to"
+            patch = ({"op": "replace", "path": f"/spec/{direction}/{rule_index}/{side}/{peer.index}/namespaceSelector",
+                      "value": {"matchLabels": {NAMESPACE_NAME_LABEL: value}}},)
+    else:
+        message += _hint(selector, [state.namespace_labels(n) for n in state.namespaces])
+    return Finding("NamespaceSelectorMatchesNothing", "warning", _subject(policy), message, fix, json_patch=patch)
 
 
 def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
@@ -271,6 +295,8 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     by_ns: dict[str, dict[str, list[str]]] = {}
     # Policies read a pod's namespace and labels: pods alike get one answer (None: not isolated for egress).
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
+    # The policies that isolate the blocked pods for egress: the objects to change, named in the finding.
+    isolating: dict[str, set[str]] = {}
     dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
     for pod_key, pod in sorted(state.pods.items()):
         if pod.host_network or not pod.pod_ip or pod_key in dns_keys:
@@ -292,21 +318,29 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             bucket["udp"].append(pod.name)
         elif not tcp:
             bucket["tcp"].append(pod.name)
+        if not (udp and tcp):
+            isolating.setdefault(pod.namespace, set()).update(
+                _subject(p) for p in index.selecting(pod, EGRESS) if p.kind == "NetworkPolicy")
     for ns, bucket in sorted(by_ns.items()):
+        names_of = sorted(isolating.get(ns, ()))
+        listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
+        by = f" by {listed}" if names_of else ""
+        details = tuple(("isolatedBy", n) for n in names_of[:3])
         if bucket["udp"]:
             names = ", ".join(bucket["udp"][:5]) + (" ..." if len(bucket["udp"]) > 5 else "")
             out.append(Finding(
                 "DNSEgressBlocked", "error", f"Namespace {ns}",
-                f"{len(bucket['udp'])} pod(s) are isolated for egress and may not reach the cluster DNS "
+                f"{len(bucket['udp'])} pod(s) are isolated for egress{by} and may not reach the cluster DNS "
                 f"({dns[0].key}, UDP 53): every name lookup times out (busybox prints 'bad address'): {names}",
                 "allow DNS egress:\n" + allow_dns_egress_yaml(ns),
-                (("dnsPod", dns[0].key),)))
+                (("dnsPod", dns[0].key), *details)))
         elif bucket["tcp"]:
             out.append(Finding(
                 "DNSOverTCPBlocked", "warning", f"Namespace {ns}",
-                f"{len(bucket['tcp'])} pod(s) may reach the cluster DNS on UDP 53 but not TCP 53: answers too "
+                f"{len(bucket['tcp'])} pod(s) may reach the cluster DNS on UDP 53 but not TCP 53 (isolated{by}): "
+                "answers too "
                 "large for UDP (truncated, retried over TCP) fail",
-                "add `- protocol: TCP\n  port: 53` next to the UDP port of the DNS rule"))
+                "add `- protocol: TCP\n  port: 53` next to the UDP port of the DNS rule", details))
     return out
 
 
@@ -414,6 +448,11 @@ def _readings(policy: Policy, rule: Rule) -> list[tuple[str, tuple[Peer, ...]]]:
     return out
 
 
+def _phrase(described: str) -> str:
+    """A connection set's description inside a sentence ("No connections" → "no connections"; "TCP 80" stays)."""
+    return described[0].lower() + described[1:] if described.startswith(("No ", "All ")) else described
+
+
 def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     eps = {k: pod_endpoint(state, p) for k, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network}
@@ -447,8 +486,9 @@ def _and_or(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list
                     out.append(Finding(
                         "AndOrReadingsDiffer", "info", _subject(policy),
                         f"spec.{direction}[{rule.index}].{side}{label} would change what existing pods may do: "
-                        f"{src} -> {dst} is {written.describe()} as written but {other.describe()} in the other "
-                        "reading. One item with namespaceSelector and podSelector is AND; two items are OR",
+                        f"{src} -> {dst} gets {_phrase(written.describe())} as written, "
+                        f"{_phrase(other.describe())} in the other reading. One item with namespaceSelector and "
+                        "podSelector is AND; two items are OR",
                         "check the indentation of the `-` before podSelector is what you meant "
                         "(`knetsim policy describe` shows each peer as one line)",
                         (("from", src), ("to", dst), ("asWritten", written.describe()),

@@ -1,0 +1,53 @@
+"""A Gateway of another implementation's class is not simulated: a note saying so, never a false error."""
+
+from __future__ import annotations
+
+from knetsim import Cluster
+
+# NGINX Gateway Fabric's cafe example, cut down: its GatewayClass names NGF's controller.
+NGF = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: nginx}
+spec: {controllerName: gateway.nginx.org/nginx-gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gateway}
+spec:
+  gatewayClassName: nginx
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: coffee}
+spec:
+  parentRefs: [{name: gateway}]
+  hostnames: [cafe.example.com]
+  rules: [{backendRefs: [{name: coffee, port: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: coffee}
+spec:
+  selector: {app: coffee}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: coffee, labels: {app: coffee}}
+spec: {containers: [{name: c, image: nginx:1.27, ports: [{containerPort: 80}]}]}
+"""
+
+
+def test_a_route_on_another_implementations_class_is_a_note_not_an_error() -> None:
+    report = Cluster.from_yaml(NGF).doctor()
+    assert report.errors == 0
+    found = {f.code: f for f in report.findings if f.layer == "gateway"}
+    assert set(found) == {"GatewayNotSimulated", "RouteParentNotSimulated"}
+    assert all(f.severity == "info" for f in found.values())
+    assert "gateway.nginx.org/nginx-gateway-controller, which knetsim does not simulate" in \
+        found["RouteParentNotSimulated"].message
+    # A route whose Gateway does not exist at all is still an error.
+    missing = Cluster.from_yaml(NGF.replace("parentRefs: [{name: gateway}]", "parentRefs: [{name: gatewy}]")).doctor()
+    assert "HTTPRouteParentNotFound" in {f.code for f in missing.findings if f.severity == "error"}
