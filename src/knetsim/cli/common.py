@@ -120,16 +120,28 @@ def rendering_requested() -> bool:
 
 def _file_sources(filenames: Sequence[str], meta: dict[str, Any]) -> list[Source]:
     """What ``-f`` and ``-k`` name: manifests, Helm charts (rendered), a kustomization (rendered)."""
-    from ..sources import HelmValues, RenderUsageError, file_sources
+    from ..sources import HelmChart, HelmValues, Kustomization, Preloaded, RenderUsageError, file_sources
 
     ctx = click.get_current_context(silent=True)
     values = HelmValues(tuple(meta.get("knetsim.values_files") or ()), tuple(meta.get("knetsim.set_values") or ()),
                         meta.get("knetsim.release_name") or HelmValues().release_name)
     try:
-        return file_sources(filenames, sys.stdin, kustomize=meta.get("knetsim.kustomize"), values=values,
-                            namespace=ctx.params.get("namespace") if ctx is not None else None)
+        sources = file_sources(filenames, sys.stdin, kustomize=meta.get("knetsim.kustomize"), values=values,
+                               namespace=ctx.params.get("namespace") if ctx is not None else None)
     except RenderUsageError as exc:
         return fail_input(InputError([str(exc)]))
+    out: list[Source] = []
+    for source in sources:
+        if isinstance(source, HelmChart | Kustomization):
+            # Rendered now: a chart or overlay that does not render stops every command with exit 2 in the
+            # tool's words (as `helm template` and `kubectl apply -k` stop), doctor's included.
+            got = source.read()
+            if got.loaded.errors:
+                fail_input(InputError([str(e) if e.source else e.message for e in got.loaded.errors]))
+            out.append(Preloaded(got))
+        else:
+            out.append(source)
+    return out
 
 
 def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
