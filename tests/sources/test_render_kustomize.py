@@ -130,3 +130,20 @@ def test_the_kustomize_binary_is_preferred_over_kubectl(tmp_path: Path, monkeypa
     got = objects("deployments", "-k", OVERLAY, "-n", "shop")
     assert "Deployment shop/prod-web" in got
     assert calls.read_text().startswith("build ")
+
+
+def test_every_command_that_takes_dash_f_takes_dash_k() -> None:
+    import click
+
+    ctx = click.Context(cli)
+    readers = []
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        subs = ([command.get_command(ctx, s) for s in command.list_commands(ctx)]
+                if isinstance(command, click.Group) else [command])
+        for sub in subs:
+            options = {o for p in sub.params for o in getattr(p, "opts", [])}
+            if "--filename" in options:
+                readers.append(sub.name)
+                assert {"-k", "--kustomize", "--values", "--set", "--release-name"} <= options, sub.name
+    assert {"doctor", "trace", "get", "validate", "matrix"} <= set(readers)
