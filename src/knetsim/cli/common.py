@@ -106,10 +106,28 @@ def render_options(fn: F) -> F:
                       type=click.Path(dir_okay=False), metavar="FILE",
                       help="Helm charts: a values file (over the chart's values.yaml; later ones win). "
                            "Repeatable.")(fn)
+    fn = click.option("--kubernetes-version", "kubernetes_version", default=None, expose_value=False,
+                      callback=_kubernetes_version, metavar="MAJOR.MINOR",
+                      help="Admit objects as this Kubernetes version's API server does (1.33 to 1.38; default the "
+                           "newest): its feature gates, validation rules and warnings (docs/admission.md).")(fn)
     fn = click.option("-k", "--kustomize", "kustomize", default=None, expose_value=False, callback=_remember,
                       metavar="DIR", help="Process the kustomization directory (rendered by kustomize, else "
                                           "`kubectl kustomize`). Can't be used together with -f.")(fn)
     return fn
+
+
+def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """The version admission follows for this command (model/versions.py), until the command ends."""
+    from ..model import versions
+
+    if value is None:
+        return
+    try:
+        chosen = versions.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    ctx.with_resource(versions.using(chosen))
+    ctx.meta["knetsim.kubernetes_version"] = chosen
 
 
 def rendering_requested() -> bool:

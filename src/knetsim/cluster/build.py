@@ -54,6 +54,7 @@ from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, s
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
+API_WARNING = "APIServerWarning"  # notice code: a warning the API server of the version in force sends
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 
 
@@ -162,6 +163,8 @@ def admit(documents: Iterable[Document], namespace: str = "default",
         for warning in decoded.warnings:
             out.notices.append(Notice(UNKNOWN_FIELD, f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
+        for warning in decoded.api_warnings:  # the Warning: lines kubectl apply prints
+            out.notices.append(Notice(API_WARNING, warning, admitted.describe(), doc.source))
         if decoded.refused:
             out.notices.append(Notice(INVALID_KEPT, "analysed as written (--validate=ignore); the API server would "
                                       f"refuse it: {'; '.join(str(e) for e in decoded.refused)}",
