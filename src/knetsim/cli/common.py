@@ -109,7 +109,7 @@ def render_options(fn: F) -> F:
     fn = click.option("--kubernetes-version", "kubernetes_version", default=None, expose_value=False,
                       callback=_kubernetes_version, metavar="MAJOR.MINOR",
                       help="Admit objects as this Kubernetes version's API server does (1.33 to 1.38; default the "
-                           "newest): its feature gates, validation rules and warnings (docs/admission.md).")(fn)
+                           "newest): its feature gates, validation rules and warnings (docs/versions.md).")(fn)
     fn = click.option("-k", "--kustomize", "kustomize", default=None, expose_value=False, callback=_remember,
                       metavar="DIR", help="Process the kustomization directory (rendered by kustomize, else "
                                           "`kubectl kustomize`). Can't be used together with -f.")(fn)
