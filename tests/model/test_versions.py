@@ -287,3 +287,28 @@ def test_an_unsupported_version_on_the_command_line_exit_2(tmp_path: Path) -> No
     result = knetsim("validate", "-f", write(tmp_path, POLICY), "--kubernetes-version", "1.32")
     assert result.exit_code == 2
     assert "unsupported Kubernetes version '1.32': knetsim simulates 1.33 to 1.38" in result.output
+
+
+INGRESS = """
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: game}
+spec:
+  defaultBackend: {service: {name: 2048-game, port: {number: 80}}}
+  rules:
+  - http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: 2048-game, port: {number: 80}}}}
+"""
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_an_ingress_may_name_a_digit_first_service_where_the_service_may_exist(tmp_path: Path, version: str) -> None:
+    # kubernetes #132339 relaxed the Ingress backend's service name with the Service's (rules and defaultBackend).
+    result = knetsim("validate", "-f", write(tmp_path, INGRESS), "--kubernetes-version", version)
+    if version == "1.35":
+        assert result.exit_code == 2
+        assert 'spec.defaultBackend.service.name: Invalid value: "2048-game": a DNS-1035 label' in result.output
+        assert 'spec.rules[0].http.paths[0].backend.service.name: Invalid value: "2048-game"' in result.output
+    else:
+        assert result.exit_code == 0, result.output

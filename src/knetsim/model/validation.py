@@ -660,7 +660,8 @@ def _ingress_backend(backend: Mapping[str, Any], path: Path) -> Errors:
     if not name:
         errs.append(path.child("service", "name").required())
     else:
-        errs.extend(path.child("service", "name").invalid(name, e) for e in is_dns1035_label(str(name)))
+        # An Ingress may name a Service by the rule its name was admitted under (KEP-5311, kubernetes #132339).
+        errs.extend(path.child("service", "name").invalid(name, e) for e in service_name_problems(str(name)))
     port = service.get("port") or {}
     number = port.get("number")
     has_name, has_number = bool(port.get("name")), number not in (None, 0)
