@@ -147,3 +147,12 @@ def test_every_command_that_takes_dash_f_takes_dash_k() -> None:
                 readers.append(sub.name)
                 assert {"-k", "--kustomize", "--values", "--set", "--release-name"} <= options, sub.name
     assert {"doctor", "trace", "get", "validate", "matrix"} <= set(readers)
+
+
+def test_the_python_api_reads_an_overlay_as_a_source() -> None:
+    from knetsim import Cluster
+
+    cluster = Cluster.from_sources([Kustomization(OVERLAY)], namespace="shop")
+    endpoints = cluster.endpoints("prod-web", namespace="shop").to_dict()
+    # The overlay's patch made three replicas of the base's Deployment, all behind the prefixed Service.
+    assert endpoints["service"] == "shop/prod-web" and len(endpoints["ready_addresses"]) == 3
