@@ -170,3 +170,34 @@ def test_a_values_file_that_does_not_exist_exit_2() -> None:
     result = knetsim("validate", "-f", CHART, "--values", "nope.yaml")
     assert result.exit_code == 2
     assert f"error: chart {CHART}: --values nope.yaml: No such file or directory" in result.output
+
+
+@needs_helm
+def test_a_subchart_renders_by_its_condition_and_is_named_by_its_own_template(tmp_path: Path) -> None:
+    parent = tmp_path / "parent"
+    sub = parent / "charts" / "sub"
+    (sub / "templates").mkdir(parents=True)
+    (parent / "Chart.yaml").write_text("apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n"
+                                       "- {name: sub, version: 0.1.0, condition: sub.enabled}\n")
+    (parent / "values.yaml").write_text("sub: {enabled: false, port: 81}\n")  # a parent's values reach the subchart
+    (sub / "Chart.yaml").write_text("apiVersion: v2\nname: sub\nversion: 0.1.0\n")
+    (sub / "values.yaml").write_text("port: 80\n")
+    (sub / "templates" / "svc.yaml").write_text(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: '{{ .Release.Name }}-sub'}\n"
+        "spec: {ports: [{port: {{ .Values.port }}}]}\n")
+    assert HelmChart(str(parent)).read().loaded.documents == []
+    loaded = HelmChart(str(parent), HelmValues(set=("sub.enabled=true",))).read().loaded
+    assert [(d.describe(), str(d.source)) for d in loaded.documents] == [
+        ("Service release-name-sub", f"{parent}/charts/sub/templates/svc.yaml, document 1")]
+    assert loaded.documents[0].body["spec"]["ports"] == [{"port": 81}]
+
+
+@needs_helm
+def test_a_dependency_missing_from_charts_is_refused_in_helms_words(tmp_path: Path) -> None:
+    chart = tmp_path / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\n"
+                                      "dependencies:\n- {name: redis, version: 1.0.0}\n")
+    result = knetsim("validate", "-f", str(chart))
+    assert result.exit_code == 2
+    assert f"error: chart {chart}: found in Chart.yaml, but missing in charts/ directory: redis" in result.output
