@@ -201,3 +201,15 @@ def test_a_dependency_missing_from_charts_is_refused_in_helms_words(tmp_path: Pa
     result = knetsim("validate", "-f", str(chart))
     assert result.exit_code == 2
     assert f"error: chart {chart}: found in Chart.yaml, but missing in charts/ directory: redis" in result.output
+
+
+@needs_helm
+def test_values_that_break_the_charts_schema_are_refused_in_helms_words(tmp_path: Path) -> None:
+    chart = tmp_path / "shop"
+    shutil.copytree(CHART, chart)
+    (chart / "values.schema.json").write_text(
+        '{"type": "object", "properties": {"replicaCount": {"type": "integer", "minimum": 1}}}')
+    result = knetsim("validate", "-f", str(chart), "--set", "replicaCount=0")
+    assert result.exit_code == 2
+    assert f"error: chart {chart}: values don't meet the specifications of the schema(s)" in result.output
+    assert "at '/replicaCount': minimum: got 0, want 1" in result.output
