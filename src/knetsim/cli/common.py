@@ -89,8 +89,78 @@ def cluster_options(fn: F) -> F:
     fn = click.option("-n", "--namespace", default=None,
                       help="Namespace for the command; also the namespace of manifests that set none.")(fn)
     fn = click.option("-f", "--filename", "filenames", multiple=True,
-                      help="Manifest file, directory (recursive) or - for stdin. Repeatable.")(fn)
+                      help="Manifest file, directory (recursive) or - for stdin; a Helm chart (a directory holding "
+                           "Chart.yaml, or a .tgz) is rendered as `helm template` renders it. Repeatable.")(fn)
+    return render_options(fn)
+
+
+def render_options(fn: F) -> F:
+    """``-k/--kustomize DIR`` (kubectl's) and ``helm template``'s ``--values``, ``--set``, ``--release-name``;
+    read by ``cluster_sources`` through ``file_sources`` (see docs/sources.md)."""
+    fn = click.option("--release-name", "release_name", default=None, expose_value=False, callback=_remember,
+                      metavar="NAME", help="Helm charts: the release name (helm template's NAME; default "
+                                           "release-name).")(fn)
+    fn = click.option("--set", "set_values", multiple=True, expose_value=False, callback=_remember,
+                      metavar="KEY=VALUE", help="Helm charts: set values as `helm template --set` does "
+                                                "(over --values). Repeatable.")(fn)
+    fn = click.option("--values", "values_files", multiple=True, expose_value=False, callback=_remember,
+                      type=click.Path(dir_okay=False), metavar="FILE",
+                      help="Helm charts: a values file (over the chart's values.yaml; later ones win). "
+                           "Repeatable.")(fn)
+    fn = click.option("--kubernetes-version", "kubernetes_version", default=None, expose_value=False,
+                      callback=_kubernetes_version, metavar="MAJOR.MINOR",
+                      help="Admit objects as this Kubernetes version's API server does (1.33 to 1.38; default the "
+                           "newest): its feature gates, validation rules and warnings (docs/versions.md).")(fn)
+    fn = click.option("-k", "--kustomize", "kustomize", default=None, expose_value=False, callback=_remember,
+                      metavar="DIR", help="Process the kustomization directory (rendered by kustomize, else "
+                                          "`kubectl kustomize`). Can't be used together with -f.")(fn)
     return fn
+
+
+def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """The version admission follows for this command (model/versions.py), until the command ends."""
+    from ..model import versions
+
+    if value is None:
+        return
+    try:
+        chosen = versions.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    ctx.with_resource(versions.using(chosen))
+    ctx.meta["knetsim.kubernetes_version"] = chosen
+
+
+def rendering_requested() -> bool:
+    """Did the command line name a kustomization (``-k``)? It stands for ``-f``."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("knetsim.kustomize"))
+
+
+def _file_sources(filenames: Sequence[str], meta: dict[str, Any]) -> list[Source]:
+    """What ``-f`` and ``-k`` name: manifests, Helm charts (rendered), a kustomization (rendered)."""
+    from ..sources import HelmChart, HelmValues, Kustomization, Preloaded, RenderUsageError, file_sources
+
+    ctx = click.get_current_context(silent=True)
+    values = HelmValues(tuple(meta.get("knetsim.values_files") or ()), tuple(meta.get("knetsim.set_values") or ()),
+                        meta.get("knetsim.release_name") or HelmValues().release_name)
+    try:
+        sources = file_sources(filenames, sys.stdin, kustomize=meta.get("knetsim.kustomize"), values=values,
+                               namespace=ctx.params.get("namespace") if ctx is not None else None)
+    except RenderUsageError as exc:
+        return fail_input(InputError([str(exc)]))
+    out: list[Source] = []
+    for source in sources:
+        if isinstance(source, HelmChart | Kustomization):
+            # Rendered now: a chart or overlay that does not render stops every command with exit 2 in the
+            # tool's words (as `helm template` and `kubectl apply -k` stop), doctor's included.
+            got = source.read()
+            if got.loaded.errors:
+                fail_input(InputError([str(e) if e.source else e.message for e in got.loaded.errors]))
+            out.append(Preloaded(got))
+        else:
+            out.append(source)
+    return out
 
 
 def output_option(*choices: str, default: str = "text") -> Callable[[F], F]:
@@ -185,15 +255,15 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def cluster_sources(filenames: Sequence[str]) -> list[Source]:
     """Where the command's objects come from (see the module docstring); exit 2 when nothing says."""
-    from ..sources import Live, Manifests
+    from ..sources import Live
 
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
     sources: list[Source] = []
     if live_requested():
         sources.append(Live(meta.get("knetsim.kubeconfig"), meta.get("knetsim.context")))
-    if filenames:
-        sources.append(Manifests(tuple(filenames), sys.stdin))
+    if filenames or meta.get("knetsim.kustomize"):
+        sources.extend(_file_sources(filenames, meta))
     if not sources:
         kubeconfig = _running_knetsim()
         if kubeconfig is None:

@@ -7,7 +7,7 @@ import click
 from ..api import Cluster, InputError
 from ..cluster.build import ManifestError
 from ..model.loader import expand_paths
-from .common import cluster_options, fail_input, live_requested, load_cluster, print_notices
+from .common import cluster_options, fail_input, live_requested, load_cluster, print_notices, rendering_requested
 
 
 @click.command("validate")
@@ -18,7 +18,7 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     Exit code 0 when everything is valid, 2 otherwise (all errors are listed, not only the first).
     With --kubeconfig, what a cluster holds is checked against v1.35 admission (before an upgrade).
     """
-    if not filenames and not live_requested():
+    if not filenames and not live_requested() and not rendering_requested():
         fail_input(InputError(["no manifests given: use -f FILE|DIR|- (or --kubeconfig FILE for a cluster's "
                                "objects)"]))
     cluster = load_cluster(filenames, namespace, cluster_config, report=False, simulate=False)

@@ -58,6 +58,7 @@ from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, s
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
+API_WARNING = "APIServerWarning"  # notice code: a warning the API server of the version in force sends
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 STORED_INVALID = "StoredInvalid"  # notice code: an object a cluster stored that validation refuses, kept as stored
 
@@ -174,8 +175,10 @@ def admit(documents: Iterable[Document], namespace: str = "default",
         for warning in decoded.warnings:
             out.notices.append(Notice(UNKNOWN_FIELD, f"{warning} (dropped, as the API server does with "
                                       "fieldValidation=Warn)", admitted.describe(), doc.source))
+        for warning in decoded.api_warnings:  # the Warning: lines kubectl apply prints
+            out.notices.append(Notice(API_WARNING, warning, admitted.describe(), doc.source))
         if decoded.refused and stored_kept:
-            out.notices.append(Notice(STORED_INVALID, "analysed as the cluster stores it, though knetsim's v1.35 "
+            out.notices.append(Notice(STORED_INVALID, "analysed as the cluster stores it, though knetsim's "
                                       f"validation refuses it: {'; '.join(str(e) for e in decoded.refused)}",
                                       admitted.describe(), doc.source))
         elif decoded.refused:

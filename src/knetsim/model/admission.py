@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from . import crd as crds
-from . import schema
+from . import schema, validation
 from .fielderr import ErrorType, FieldError
 from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
@@ -102,6 +102,8 @@ class Decoded:
     unknown_fields: list[str] = field(default_factory=list)
     # Validation errors of an object admitted anyway (``admit(keep_invalid=True)``: analysed as written).
     refused: list[FieldError] = field(default_factory=list)
+    # What the API server of the version in force warns of when it admits the object (model/versions.py).
+    api_warnings: list[str] = field(default_factory=list)
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -305,6 +307,9 @@ def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
         meta = obj.get("metadata")
         name = str(meta.get("name") or "") if isinstance(meta, dict) else ""  # untyped kinds: any shape
         raise invalid(kind, name, errors)
+    if kind.crd is None:
+        decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
+        validation.read_legacy_addresses(kind.kind, obj)
     return obj, decoded
 
 

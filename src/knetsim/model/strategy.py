@@ -25,7 +25,7 @@ from . import defaults, updates, validation
 from .fielderr import FieldError
 from .jsonvalue import json_copy
 from .kinds import BY_KIND
-from .names import is_canonical_ip, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from .names import is_canonical_ip, is_dns1123_label, is_dns1123_subdomain
 from .validation import is_path_segment_name
 
 Errors = list[FieldError]
@@ -316,7 +316,7 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
              subresource_updates={"ephemeralcontainers": SubresourceUpdate(
                  _take_ephemeral_containers, updates.ephemeral_container_errors)}),
     Strategy("Service", default=defaults.default_service, validate=validation.validate_service,
-             prepare_for_update=drop_type_dependent_fields, name_rule=is_dns1035_label,
+             prepare_for_update=drop_type_dependent_fields, name_rule=validation.service_name_problems,
              status=StatusPolicy.SUBRESOURCE),
     Strategy("Endpoints", default=defaults.default_endpoints, status=StatusPolicy.NONE,
              deprecation="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),

@@ -23,7 +23,6 @@ from .names import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
-    is_valid_cidr,
     is_valid_ip,
     is_valid_port_name,
     is_valid_port_num,
@@ -31,6 +30,7 @@ from .names import (
     regex_error,
 )
 from .objects import INGRESS_CLASS_ANNOTATION
+from .versions import WARNING, in_force
 
 PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List order, as Service and container port validation prints them
 # ValidateNetworkPolicyPort and ValidateNetworkPolicySpec list their values in this order.
@@ -275,7 +275,7 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
             )
 
     for i, ip in enumerate(spec.get("externalIPs") or []):
-        errs.extend(path.child("externalIPs").index(i).invalid(ip, e) for e in is_valid_ip(str(ip)))
+        errs.extend(path.child("externalIPs").index(i).invalid(ip, e) for e in legacy_ip_problems(str(ip)))
 
     if spec.get("loadBalancerSourceRanges"):
         if svc_type != "LoadBalancer":
@@ -284,7 +284,7 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
         for i, cidr in enumerate(spec["loadBalancerSourceRanges"]):
             errs.extend(
                 path.child("loadBalancerSourceRanges").index(i).invalid(cidr, e)
-                for e in is_valid_cidr(str(cidr).strip())
+                for e in legacy_cidr_problems(str(cidr).strip())
             )
 
     external_policy = spec.get("externalTrafficPolicy")
@@ -308,9 +308,11 @@ def validate_service(body: Mapping[str, Any]) -> Errors:
         errs.append(path.child("allocateLoadBalancerNodePorts").forbidden(
             "may only be used when `type` is 'LoadBalancer'"))
     distribution = spec.get("trafficDistribution")
-    if distribution is not None and distribution not in TRAFFIC_DISTRIBUTIONS:
-        # validateServiceTrafficDistribution (v1.35: PreferSameZone and PreferSameNode GA, PreferClose kept).
-        errs.append(path.child("trafficDistribution").not_supported(distribution, TRAFFIC_DISTRIBUTIONS))
+    # validateServiceTrafficDistribution: PreferSameZone (an alias of PreferClose) and PreferSameNode only where
+    # PreferSameTrafficDistribution is on (model/versions.py).
+    allowed = TRAFFIC_DISTRIBUTIONS if in_force().enabled("PreferSameTrafficDistribution") else ["PreferClose"]
+    if distribution is not None and distribution not in allowed:
+        errs.append(path.child("trafficDistribution").not_supported(distribution, allowed))
     return errs
 
 
@@ -692,7 +694,8 @@ def _ingress_backend(backend: Mapping[str, Any], path: Path) -> Errors:
     if not name:
         errs.append(path.child("service", "name").required())
     else:
-        errs.extend(path.child("service", "name").invalid(name, e) for e in is_dns1035_label(str(name)))
+        # An Ingress may name a Service by the rule its name was admitted under (KEP-5311, kubernetes #132339).
+        errs.extend(path.child("service", "name").invalid(name, e) for e in service_name_problems(str(name)))
     port = service.get("port") or {}
     number = port.get("number")
     has_name, has_number = bool(port.get("name")), number not in (None, 0)
@@ -846,28 +849,229 @@ def _np_peers(peers: Any, path: Path) -> Errors:
 
 
 def _ip_block(block: Mapping[str, Any], path: Path) -> Errors:
+    """ValidateIPBlock: cidr and each except as legacy CIDR fields (strict or not by the version in force), each
+    except a strict subset of cidr as the sloppy parser reads both."""
     if not block.get("cidr"):
         return [path.child("cidr").required()]
     cidr = str(block["cidr"])
-    problems = is_valid_cidr(cidr)
-    if problems:
-        return [path.child("cidr").invalid(cidr, e) for e in problems]
-    network = ipaddress.ip_network(cidr, strict=False)
-    errs: Errors = []
+    errs: Errors = [path.child("cidr").invalid(cidr, e) for e in legacy_cidr_problems(cidr)]
+    parsed = parse_cidr_sloppy(cidr)
+    if parsed is None:
+        return errs
+    network = parsed[1]
     for i, exc in enumerate(block.get("except") or []):
         p = path.child("except").index(i)
-        problems = is_valid_cidr(str(exc))
-        if problems:
-            errs.extend(p.invalid(exc, e) for e in problems)
+        errs.extend(p.invalid(exc, e) for e in legacy_cidr_problems(str(exc)))
+        inner = parse_cidr_sloppy(str(exc))
+        if inner is None:
             continue
-        inner = ipaddress.ip_network(str(exc), strict=False)
         if (
-            inner.version != network.version
-            or not inner.subnet_of(network)  # type: ignore[arg-type]
-            or inner.prefixlen <= network.prefixlen
+            inner[1].version != network.version
+            or inner[1].network_address not in network
+            or inner[1].prefixlen <= network.prefixlen
         ):
             errs.append(p.invalid(exc, "must be a strict subset of `cidr`"))
     return errs
+
+
+# --- legacy IP and CIDR fields (KEP-4858) ------------------------------------------------------------
+# Fields older than strict IP validation (NetworkPolicy ipBlock, Service externalIPs and loadBalancerSourceRanges)
+# are parsed as k8s.io/utils/net's ParseIPSloppy / ParseCIDRSloppy parse them: IPv4 octets and prefix lengths may
+# carry leading 0s, read as decimal. StrictIPCIDRValidation (model/versions.py) refuses those forms, IPv4-mapped
+# IPv6 addresses and CIDRs with bits beyond the prefix; without it they pass with the API server's warning
+# (apimachinery pkg/util/validation/ip.go: IsValidIPForLegacyField, IsValidCIDRForLegacyField, GetWarningsForIP,
+# GetWarningsForCIDR; the messages are theirs).
+
+IPAddr = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+_INVALID_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_INVALID_CIDR = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+
+
+def parse_ip_sloppy(value: str) -> IPAddr | None:
+    """The address ParseIPSloppy reads: an IPv4 octet's leading 0s are decimal (``010`` is 10)."""
+    if "%" in value:  # a zone: Go's parsers refuse it
+        return None
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        pass
+    octets = value.split(".")
+    if len(octets) == 4 and all(o.isascii() and o.isdigit() and int(o) <= 255 for o in octets):
+        return ipaddress.IPv4Address(".".join(str(int(o)) for o in octets))
+    return None
+
+
+def parse_cidr_sloppy(value: str) -> tuple[IPAddr, IPNet] | None:
+    """(the address as written, its network) as ParseCIDRSloppy reads them; leading 0s in the prefix are decimal."""
+    address, slash, length = value.partition("/")
+    ip = parse_ip_sloppy(address)
+    if ip is None or not slash or not (length.isascii() and length.isdigit()) or int(length) > ip.max_prefixlen:
+        return None
+    return ip, ipaddress.ip_network(f"{ip}/{int(length)}", strict=False)
+
+
+def _strict_ip(value: str) -> IPAddr | None:
+    try:
+        return ipaddress.ip_address(value) if "%" not in value else None
+    except ValueError:
+        return None
+
+
+def _mapped(ip: IPAddr) -> bool:
+    return isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None
+
+
+def legacy_ip_problems(value: str) -> list[str]:
+    """IsValidIPForLegacyField at the version in force."""
+    if parse_ip_sloppy(value) is None:
+        return [_INVALID_IP]
+    if not in_force().enabled("StrictIPCIDRValidation"):
+        return []
+    strict = _strict_ip(value)
+    problems = [] if strict is not None else ["must not have leading 0s"]
+    if strict is not None and _mapped(strict):
+        problems.append("must not be an IPv4-mapped IPv6 address")
+    return problems
+
+
+def legacy_cidr_problems(value: str) -> list[str]:
+    """IsValidCIDRForLegacyField at the version in force."""
+    parsed = parse_cidr_sloppy(value)
+    if parsed is None:
+        return [_INVALID_CIDR]
+    if not in_force().enabled("StrictIPCIDRValidation"):
+        return []
+    address, _, length = value.partition("/")
+    strict = _strict_ip(address)
+    if strict is None or (len(length) > 1 and length.startswith("0")):
+        return ["must not have leading 0s in IP or prefix length"]
+    if _mapped(strict):
+        return ["must not have an IPv4-mapped IPv6 address"]
+    if strict != parsed[1].network_address:
+        return ["must not have bits set beyond the prefix length"]
+    return []
+
+
+def _go_ip(ip: IPAddr) -> str:
+    """How Go's net.IP prints an address: an IPv4-mapped IPv6 address as the IPv4 one."""
+    return str(ip.ipv4_mapped) if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else str(ip)
+
+
+def ip_warnings(path: str, value: str) -> list[str]:
+    """GetWarningsForIP: what the API server warns of an accepted legacy IP in a non-standard form."""
+    ip = parse_ip_sloppy(value)
+    if ip is None:
+        return []
+    strict = _strict_ip(value)
+    if strict is None or _mapped(strict):
+        return [f'{path}: non-standard IP address "{value}" will be considered invalid in a future Kubernetes '
+                f'release: use "{_go_ip(ip)}"']
+    if strict.version == 6 and str(strict) != value:
+        return [f'{path}: IPv6 address "{value}" should be in RFC 5952 canonical format ("{strict}")']
+    return []
+
+
+def cidr_warnings(path: str, value: str) -> list[str]:
+    """GetWarningsForCIDR: an accepted legacy CIDR that is ambiguous or in a non-standard form."""
+    parsed = parse_cidr_sloppy(value)
+    if parsed is None:
+        return []
+    ip, network = parsed
+    warnings = []
+    if ip != network.network_address:
+        warnings.append(f'{path}: CIDR value "{value}" is ambiguous in this context (should be "{network}" or '
+                        f'"{_go_ip(ip)}/{network.max_prefixlen}"?)')
+    address, _, length = value.partition("/")
+    strict = _strict_ip(address)
+    if strict is None or (len(length) > 1 and length.startswith("0")) or _mapped(strict):
+        warnings.append(f'{path}: non-standard CIDR value "{value}" will be considered invalid in a future '
+                        f'Kubernetes release: use "{network}"')
+    elif not warnings and strict.version == 6 and f"{strict}/{int(length)}" != value:
+        warnings.append(f'{path}: IPv6 CIDR value "{value}" should be in RFC 5952 canonical format '
+                        f'("{strict}/{int(length)}")')
+    return warnings
+
+
+def service_name_problems(name: str) -> list[str]:
+    """ValidateServiceName: an RFC 1035 label, or an RFC 1123 label (a leading digit allowed) where
+    RelaxedServiceNameValidation is on (model/versions.py, KEP-5311)."""
+    if in_force().enabled("RelaxedServiceNameValidation"):
+        return is_dns1123_label(name)
+    return is_dns1035_label(name)
+
+
+def warnings_on_create(kind: str, body: Mapping[str, Any]) -> list[str]:
+    """The warnings the API server sends with a created object it admits (the strategies' WarningsOnCreate) that
+    depend on the version in force: non-standard legacy IPs and CIDRs, and deprecations (model/versions.py)."""
+    spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
+    version = in_force()
+    out: list[str] = []
+    if kind == "Service":
+        # pkg/api/service/warnings.go GetWarningsForService, in its order.
+        for i, ip in enumerate(spec.get("externalIPs") or []):
+            out.extend(ip_warnings(f"spec.externalIPs[{i}]", str(ip)))
+        for i, cidr in enumerate(spec.get("loadBalancerSourceRanges") or []):
+            out.extend(cidr_warnings(f"spec.loadBalancerSourceRanges[{i}]", str(cidr)))
+        if spec.get("trafficDistribution") == "PreferClose" and version.warns("PreferCloseDeprecated"):
+            out.append(_warning_text("PreferCloseDeprecated"))
+        if spec.get("externalIPs") and version.warns("ExternalIPsDeprecated"):
+            out.append(_warning_text("ExternalIPsDeprecated"))
+    elif kind == "NetworkPolicy":
+        # pkg/registry/networking/networkpolicy/strategy.go networkPolicyWarnings: ingress peers, then egress.
+        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+            for i, rule in enumerate(spec.get(direction) or []):
+                for j, peer in enumerate((rule or {}).get(peers_key) or []):
+                    block = (peer or {}).get("ipBlock")
+                    if not isinstance(block, Mapping):
+                        continue
+                    at = f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock"
+                    out.extend(cidr_warnings(f"{at}.cidr", str(block.get("cidr") or "")))
+                    for k, exc in enumerate(block.get("except") or []):
+                        out.extend(cidr_warnings(f"{at}.except[{k}]", str(exc)))
+    return out
+
+
+def read_legacy_addresses(kind: str, body: dict[str, Any]) -> None:
+    """An admitted object's legacy IPs and CIDRs with leading 0s (accepted before StrictIPCIDRValidation) spelled
+    as every reader of them reads them, decimal (``010.0.0.0/8`` is 10.0.0.0/8, as ParseCIDRSloppy, kube-proxy
+    and the CNI plugins read it), so the layers above parse one form. In place; the warning keeps what was
+    written."""
+    spec = body.get("spec")
+    if not isinstance(spec, dict):
+        return
+
+    def ip(value: Any) -> Any:
+        parsed = parse_ip_sloppy(str(value)) if isinstance(value, str) and _strict_ip(value) is None else None
+        return str(parsed) if parsed is not None else value
+
+    def cidr(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        address, slash, length = value.partition("/")
+        parsed = parse_cidr_sloppy(value)
+        if parsed is None or (_strict_ip(address) is not None and not length.startswith("0")):
+            return value
+        return f"{parsed[0]}/{int(length)}" if slash else value
+
+    if kind == "Service":
+        if isinstance(spec.get("externalIPs"), list):
+            spec["externalIPs"] = [ip(v) for v in spec["externalIPs"]]
+        if isinstance(spec.get("loadBalancerSourceRanges"), list):
+            spec["loadBalancerSourceRanges"] = [cidr(v) for v in spec["loadBalancerSourceRanges"]]
+    elif kind == "NetworkPolicy":
+        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+            for rule in spec.get(direction) or []:
+                for peer in (rule or {}).get(peers_key) or []:
+                    block = (peer or {}).get("ipBlock")
+                    if isinstance(block, dict):
+                        block["cidr"] = cidr(block.get("cidr"))
+                        if isinstance(block.get("except"), list):
+                            block["except"] = [cidr(v) for v in block["except"]]
+
+
+def _warning_text(name: str) -> str:
+    return WARNING[name].text
 
 
 def validate_network_policy(body: Mapping[str, Any]) -> Errors:

@@ -8,6 +8,8 @@ and what could not be read), so every command that analyses a cluster works on a
     Live(kubeconfig, context) a cluster's API server through a kubeconfig: kind, minikube, a cloud
                               cluster, or the running ``knetsim up`` (its state dir's kubeconfig)
     Preloaded(read)           objects one earlier ``read`` returned (one read of a cluster, two analyses)
+    Kustomization(dir)        ``-k DIR``, rendered by Kustomize (``sources/render.py``)
+    HelmChart(chart, values)  a chart directory or .tgz, rendered by Helm's engine (``sources/render.py``)
 
 ``read`` of a live cluster then manifests puts the manifests over it: what the cluster would
 hold after ``kubectl apply -f`` of them. This layer sits between ``model/`` (documents, kinds) and
@@ -22,8 +24,9 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from ..model.loader import LoadResult, load_paths
-from . import git
+from . import git, render
 from .git import GitSourceError
+from .render import ONLY_ONE_OF_F_K, HelmValues, RenderUsageError
 
 if TYPE_CHECKING:
     from .kubeapi import ApiError, KubeAPI, KubeconfigError, KubeError, Target, connect
@@ -65,6 +68,49 @@ class GitManifests:
 
     def read(self, progress: Progress | None = None) -> Read:
         return Read(git.load(self.spec))
+
+
+@dataclass(frozen=True, slots=True)
+class Kustomization:
+    """``-k DIR``: the objects ``kubectl apply -k DIR`` would send, each named by the file it came from
+    (``sources/render.py``: rendered by Kustomize itself)."""
+
+    directory: str
+
+    def describe(self) -> str:
+        return f"-k {self.directory}"
+
+    def read(self, progress: Progress | None = None) -> Read:
+        return Read(render.render_kustomization(self.directory))
+
+
+@dataclass(frozen=True, slots=True)
+class HelmChart:
+    """A chart directory or ``.tgz``: the objects ``helm template`` renders, each named by its template file
+    (``sources/render.py``: rendered by Helm's engine)."""
+
+    chart: str
+    values: HelmValues = field(default_factory=HelmValues)
+    namespace: str | None = None
+
+    def describe(self) -> str:
+        return self.chart
+
+    def read(self, progress: Progress | None = None) -> Read:
+        return Read(render.render_chart(self.chart, self.values, self.namespace))
+
+
+def file_sources(filenames: Sequence[str], stdin: IO[str] | None = None, *, kustomize: str | None = None,
+                 values: HelmValues | None = None, namespace: str | None = None) -> list[Source]:
+    """The sources ``-f`` and ``-k`` name: plain manifests, Helm charts (rendered) and an overlay (rendered).
+    ``-f`` with ``-k`` is refused in kubectl's words (``RenderUsageError``)."""
+    if kustomize and filenames:
+        raise RenderUsageError(ONLY_ONE_OF_F_K)
+    if kustomize:
+        return [Kustomization(kustomize)]
+    values = values or HelmValues()
+    return [HelmChart(items[0], values, namespace) if what == "chart" else Manifests(items, stdin)
+            for what, items in render.plan(filenames)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +158,7 @@ class Preloaded:
                     self.got.dataplane)
 
 
-Source = Manifests | Live | GitManifests | Preloaded
+Source = Manifests | Live | GitManifests | Preloaded | Kustomization | HelmChart
 
 
 def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
@@ -135,15 +181,20 @@ __all__ = [
     "ApiError",
     "GitManifests",
     "GitSourceError",
+    "HelmChart",
+    "HelmValues",
     "KubeAPI",
     "KubeError",
     "KubeconfigError",
+    "Kustomization",
     "Live",
     "Manifests",
     "Preloaded",
     "Read",
+    "RenderUsageError",
     "Source",
     "Target",
     "connect",
+    "file_sources",
     "read",
 ]
