@@ -62,7 +62,8 @@ def test_nginx_declared_on_8080_still_listens_on_80_the_ckad_targetport_mistake(
     assert trace.outcome == "refused" and trace.failing_hop.layer == "listener"
     assert "listens on 80/TCP" in trace.failing_hop.detail
     found = [f for f in broken.doctor().findings if f.code == "TargetPortNotListening"]
-    assert found and "targetPort: 80" in found[0].fix
+    # The doctor's verified patch: targetPort to 80, where nginx listens whatever containerPort says.
+    assert found and '"path":"/spec/ports/0/targetPort","value":80' in found[0].fix
     repaired = cluster_from(app("nginx:1.27", target=80, container_port=8080))
     assert repaired.trace("default/client", "http://web/").outcome == "connected"
     assert "TargetPortNotListening" not in codes(repaired)
