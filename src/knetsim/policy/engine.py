@@ -35,6 +35,7 @@ from ..model.labels import edit_distance
 from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
+from . import cni as cnis
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -84,6 +85,10 @@ class PolicyIndex:
     problems: tuple[str, ...] = ()  # CiliumNetworkPolicies (or cluster policies) that could not be read
     cluster: tuple[cnp.ClusterPolicy, ...] = ()  # enforced ClusterNetworkPolicies/ANPs/BANPs, tier by tier, in order
     cluster_unenforced: tuple[str, ...] = ()  # present but not enforced (Cilium implements none of them)
+    # The CNI whose policy is followed, and each policy object left out of the answers, with why (cni.py).
+    cni: cnis.ClusterCNI = cnis.KIND_DEFAULT
+    caveats: tuple[cnis.Caveat, ...] = ()
+    listed: tuple[str, ...] = ()  # policy objects named on every answer that change none (staged policies)
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -132,9 +137,15 @@ def policy_index(state: ClusterState) -> PolicyIndex:
 
 
 def build_index(state: ClusterState) -> PolicyIndex:
-    ebpf = state.config.dataplane == "ebpf"
+    objects = cnis.policy_objects(state)
+    cni = cnis.cluster_cni(state, objects)
+    # Cilium's semantics (ipBlocks never match cluster IPs, its own kinds enforced) hold with or without its
+    # kube-proxy replacement: they follow the CNI, not the data plane.
+    ebpf = cni.name == cnis.CILIUM
     policies, unenforced, problems = [], [], []
     for _, np in sorted(state.network_policies.items()):
+        if cni.name not in cnis.ENFORCES_NETWORK_POLICY:
+            break  # each named by a caveat (cni.caveats)
         try:
             policies.append(from_network_policy(np))
         except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
@@ -160,7 +171,7 @@ def build_index(state: ClusterState) -> PolicyIndex:
     cluster, cluster_unenforced = [], []
     for kind in cnp.KINDS:
         for obj in state.objects_of(kind):
-            if ebpf:
+            if cni.name not in cnis.ENFORCES_CLUSTER_POLICY:
                 cluster_unenforced.append(f"{kind} {obj.name}")
                 continue
             try:
@@ -169,7 +180,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
                 problems.append(f"{obj.source}: {kind} {obj.name}: {exc}")
     cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
     return PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
-                       tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced))
+                       tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
+                       cnis.caveats(state, cni, objects), cnis.listed(objects))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -358,6 +370,9 @@ class Verdict:
     ingress: DirectionVerdict
     notes: tuple[str, ...] = ()
     reply: str = "allowed: NetworkPolicy is stateful, replies of an allowed connection always pass"
+    cni: cnis.ClusterCNI | None = None
+    # Policy objects this verdict leaves out that could change it (not enforced by the CNI, or not evaluated).
+    caveats: tuple[cnis.Caveat, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,6 +380,8 @@ class Verdict:
             "protocol": self.protocol, "port": self.port, "allowed": self.allowed,
             "egress": self.egress.to_dict(), "ingress": self.ingress.to_dict(),
             "reply": self.reply, "notes": list(self.notes),
+            "cni": self.cni.to_dict() if self.cni is not None else None,
+            "caveats": [c.to_dict() for c in self.caveats],
         }
 
 
@@ -516,11 +533,33 @@ def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
 
 def notes(index: PolicyIndex, state: ClusterState) -> tuple[str, ...]:
     out = [f"{ref} is not enforced: the data plane is {state.config.dataplane}, which has no Cilium "
-           "(set dataplane: ebpf to simulate Cilium)" for ref in index.unenforced]
-    out += [f"{ref} is not enforced: Cilium (the ebpf data plane) does not implement the network-policy-api "
-            "kinds (cilium/cilium#23380)" for ref in index.cluster_unenforced]
+           f"(the cluster's {index.cni.text()}; set cni: cilium, or dataplane: ebpf for Cilium with its kube-proxy "
+           "replacement)" for ref in index.unenforced]
+    if index.cni.name == cnis.CILIUM:
+        where = "Cilium (the ebpf data plane)" if state.config.dataplane == "ebpf" else "Cilium (the cluster's CNI)"
+        out += [f"{ref} is not enforced: {where} does not implement the network-policy-api kinds "
+                "(cilium/cilium#23380)" for ref in index.cluster_unenforced]
+    else:
+        out += [f"{ref} is not enforced: the cluster's {index.cni.text()} enforces no network policy"
+                for ref in index.cluster_unenforced]
     out += [f"ignored: {p}" for p in index.problems]
+    out += list(index.listed)
     return tuple(out)
+
+
+def verdict_caveats(index: PolicyIndex, *ends: Endpoint) -> tuple[cnis.Caveat, ...]:
+    """The caveats that could change a verdict between ``ends``: cluster-wide objects always, namespaced ones when
+    an end is a pod of their namespace."""
+    namespaces = {ep.pod.namespace for ep in ends if ep.pod is not None}
+    return tuple(c for c in index.caveats if c.applies_to(namespaces))
+
+
+def caveat_notes(index: PolicyIndex) -> tuple[str, ...]:
+    """Every caveat as a note line (the matrix and other whole-cluster answers), the CNI first when any."""
+    if not index.caveats and index.cni.how not in (cnis.DETECTED, cnis.INFERRED) and index.cni.name != cnis.FLANNEL:
+        return ()
+    return (f"policy follows the cluster's {index.cni.text()}",
+            *(f"caveat: {c.text()}" for c in index.caveats))
 
 
 def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
@@ -542,7 +581,7 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
         if ep.pod is not None and ep.kind == "pod" and not ep.ip:
             extra.append(f"{ep.pod.key} has no IP yet (phase {ep.pod.phase}): it cannot send or receive")
     return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, eg.allowed and ing.allowed, eg, ing,
-                   tuple(extra))
+                   tuple(extra), cni=index.cni, caveats=verdict_caveats(index, s, d))
 
 
 # --- every allowed connection between two endpoints (the reference for the matrix) ---

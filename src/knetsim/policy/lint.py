@@ -10,7 +10,10 @@ it. Codes:
 * ``ServicePortInPolicy``: a policy port that is a Service's ``port`` rather than the pod
   port it targets (policy sees the packet after DNAT, on the pod port);
 * ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
-  connections between existing pods, with one concrete pair.
+  connections between existing pods, with one concrete pair;
+* ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
+  because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
+  the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
 """
 
 from __future__ import annotations
@@ -245,9 +248,12 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 loose.append(p)
         if loose:
             names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
+            left_out = [c.object.ref for c in index.caveats if c.enforced and c.applies_to((ns,))]
+            unless = (f" (unless {', '.join(left_out)}, enforced by the cluster's CNI but not evaluated by knetsim, "
+                      "selects them)") if left_out else ""
             out.append(Finding(
                 "PodsNotIsolated", "info", f"Namespace {ns}",
-                f"{len(loose)} pod(s) are selected by no policy and accept and send anything: {names}",
+                f"{len(loose)} pod(s) are selected by no policy and accept and send anything: {names}{unless}",
                 f"add a default-deny policy for {ns} (podSelector: {{}}, policyTypes: [Ingress, Egress]) and "
                 "allow what is needed"))
     return out
@@ -520,13 +526,28 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
     return None
 
 
+def _left_out(index: PolicyIndex) -> list[Finding]:
+    """Each policy object the answers leave out, as a finding: a verdict that ignores a policy is never silent."""
+    out = []
+    for c in index.caveats:
+        if c.enforced:
+            out.append(Finding("PolicyNotEvaluated", "warning", c.object.ref,
+                               f"{c.reason} (the cluster's {index.cni.text()})",
+                               "check the connections it decides on the cluster itself; every knetsim verdict it "
+                               "could change names it"))
+        else:
+            out.append(Finding("PolicyNotEnforced", "warning", c.object.ref, c.reason,
+                               "remove it, or run the CNI that enforces it; nothing in the cluster acts on it now"))
+    return out
+
+
 def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index))
+                + cluster_lint(state, index) + _left_out(index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

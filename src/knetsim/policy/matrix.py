@@ -43,7 +43,7 @@ from ..model.loader import BUILTIN
 from ..model.objects import Pod
 from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, build_classes, prepare
 from .cluster import ACCEPT, DENY, ClusterPolicy, ClusterRule
-from .engine import PolicyIndex, notes, policy_index
+from .engine import PolicyIndex, caveat_notes, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
 from .rules import EGRESS, INGRESS, Endpoint, RuleShape
 from .tiers import NETWORK_POLICY_TIER, ORDER
@@ -943,7 +943,7 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes, *invalid_kept(state)), tiers)
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state)), tiers)
 
 
 def invalid_kept(state: ClusterState) -> list[str]:
