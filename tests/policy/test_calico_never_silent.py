@@ -187,9 +187,10 @@ def test_cilium_without_kube_proxy_replacement_enforces_cilium_policies() -> Non
 
 
 @pytest.fixture()
-def reproducer(tmp_path: Path) -> str:
+def antrea_cluster(tmp_path: Path) -> str:
+    """Antrea's kinds: enforced by the (inferred) Antrea CNI, not evaluated by knetsim."""
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all([*PODS, DENY_ALL], sort_keys=False))
+    path.write_text(yaml.safe_dump_all([*PODS, ANTREA_ACNP], sort_keys=False))
     return str(path)
 
 
@@ -197,29 +198,28 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def test_policy_check_names_the_cni_and_the_left_out_policy(reproducer: str) -> None:
-    text = run("policy", "check", "-f", reproducer, "--from", "shop/a", "--to", "shop/b", "--port", "80").output
-    assert "cni: CNI Calico (inferred from GlobalNetworkPolicy.projectcalico.org deny-all" in text
-    assert "caveat: GlobalNetworkPolicy.projectcalico.org deny-all: enforced by Calico" in text
-    doc = json.loads(run("policy", "check", "-f", reproducer, "--from", "shop/a", "--to", "shop/b", "--port", "80",
-                         "-o", "json").output)
-    assert doc["cni"] == {"name": "calico", "how": "inferred",
-                          "evidence": "GlobalNetworkPolicy.projectcalico.org deny-all"}
-    assert [(c["kind"], c["name"], c["enforcedByCNI"]) for c in doc["caveats"]] == [
-        ("GlobalNetworkPolicy", "deny-all", True)]
+def test_policy_check_names_the_cni_and_the_left_out_policy(antrea_cluster: str) -> None:
+    args = ("policy", "check", "-f", antrea_cluster, "--from", "shop/a", "--to", "shop/b", "--port", "80")
+    text = run(*args).output
+    assert "cni: CNI Antrea (inferred from ClusterNetworkPolicy.crd.antrea.io acnp" in text
+    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp: enforced by Antrea, but knetsim does not evaluate" in text
+    doc = json.loads(run(*args, "-o", "json").output)
+    assert doc["cni"] == {"name": "antrea", "how": "inferred", "evidence": "ClusterNetworkPolicy.crd.antrea.io acnp"}
+    assert [(c["group"], c["kind"], c["name"], c["enforcedByCNI"]) for c in doc["caveats"]] == [
+        ("crd.antrea.io", "ClusterNetworkPolicy", "acnp", True)]
 
 
-def test_trace_matrix_and_doctor_name_it(reproducer: str) -> None:
-    trace = run("trace", "-f", reproducer, "--from", "shop/a", "10.244.1.3:80").output
+def test_trace_matrix_and_doctor_name_it(antrea_cluster: str) -> None:
+    trace = run("trace", "-f", antrea_cluster, "--from", "shop/a", "10.244.1.3:80").output
     policy_line = next(line for line in trace.splitlines() if " policy " in line)
-    assert "caveat: GlobalNetworkPolicy.projectcalico.org deny-all" in policy_line
-    table = run("matrix", "-f", reproducer).output
-    assert "caveat: GlobalNetworkPolicy.projectcalico.org deny-all" in table
-    doc = json.loads(run("matrix", "-f", reproducer, "-o", "json").output)
-    assert any("deny-all" in n for n in doc["notes"])
-    doctor = " ".join(run("doctor", "-f", reproducer).output.split())
-    assert "GlobalNetworkPolicy.projectcalico.org deny-all: PolicyNotEvaluated" in doctor
-    assert "unless GlobalNetworkPolicy.projectcalico.org deny-all" in doctor
+    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp" in policy_line
+    table = run("matrix", "-f", antrea_cluster).output
+    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp" in table
+    doc = json.loads(run("matrix", "-f", antrea_cluster, "-o", "json").output)
+    assert any("acnp" in n for n in doc["notes"])
+    doctor = " ".join(run("doctor", "-f", antrea_cluster).output.split())
+    assert "ClusterNetworkPolicy.crd.antrea.io acnp: PolicyNotEvaluated" in doctor
+    assert "unless ClusterNetworkPolicy.crd.antrea.io acnp" in doctor
 
 
 def test_lint_findings() -> None:

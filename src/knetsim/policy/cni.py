@@ -67,6 +67,8 @@ ENFORCES_CLUSTER_POLICY = frozenset({KINDNET, CALICO, ANTREA})
 # The kinds each CNI enforces that knetsim evaluates (beside NetworkPolicy and the cluster tiers).
 EVALUATED: dict[str, frozenset[tuple[str, str]]] = {
     CILIUM: frozenset({("cilium.io", "CiliumNetworkPolicy")}),
+    CALICO: frozenset({(g, k) for g in ("projectcalico.org", "crd.projectcalico.org")
+                       for k in ("NetworkPolicy", "GlobalNetworkPolicy")}),
 }
 
 # What a CNI's agent runs as: (namespace, DaemonSet name) and the pod labels it carries. Upstream manifests:

@@ -36,6 +36,8 @@ from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
 from . import cni as cnis
+from .calico import evaluate as calico
+from .calico.read import read as read_calico
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -89,6 +91,8 @@ class PolicyIndex:
     cni: cnis.ClusterCNI = cnis.KIND_DEFAULT
     caveats: tuple[cnis.Caveat, ...] = ()
     listed: tuple[str, ...] = ()  # policy objects named on every answer that change none (staged policies)
+    # On Calico with Calico policies: its tiers, which then decide every side (calico/evaluate.py).
+    calico: calico.CalicoIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -179,9 +183,14 @@ def build_index(state: ClusterState) -> PolicyIndex:
             except (cnp.ClusterPolicyError, ValueError, KeyError, TypeError) as exc:
                 problems.append(f"{obj.source}: {kind} {obj.name}: {exc}")
     cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
-    return PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
-                       tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
-                       cnis.caveats(state, cni, objects), cnis.listed(objects))
+    index = PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
+                        tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
+                        cnis.caveats(state, cni, objects), cnis.listed(objects))
+    if cni.name == cnis.CALICO:
+        found = read_calico(state, index.policies, index.cluster_selecting, problems)
+        if found is not None:
+            index = dataclasses.replace(index, calico=found)
+    return dataclasses.replace(index, problems=tuple(problems))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -305,11 +314,14 @@ class DirectionVerdict:
     passed_by: tuple[TierRuleMatch, ...] = ()  # Pass rules on the way (each skips the rest of its tier)
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
+    calico: calico.CalicoDecision | None = None  # on Calico with Calico policies: its walk through the tiers
 
     def deciding(self) -> str:
         """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
         is not enforced, or no policy of any tier selects it)."""
         where = f"{self.direction} of {self.endpoint}"
+        if self.calico is not None:
+            return f"{where}: {self.reason}" if self.calico.selecting else ""
         if self.decided_by is not None:
             return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
         if self.allowed and self.allowed_by:
@@ -321,6 +333,13 @@ class DirectionVerdict:
 
     def fix(self, traffic: str = "") -> str:
         """What to change so this side allows ``traffic`` (``TCP/5432``), for a dropped packet."""
+        if self.calico is not None and self.calico.match is not None:
+            what = f" ({traffic})" if traffic else ""
+            if self.calico.match.rule < 0:
+                return (f"add an Allow (or Pass) rule for this traffic{what} to a policy of tier "
+                        f"`{self.calico.tier}` that selects {self.endpoint}, or set the tier's defaultAction: Pass")
+            return (f"{self.calico.match.text()} denies it: add an Allow rule for this traffic{what} before it (a "
+                    "lower order, or earlier in the policy), in that tier or one evaluated before it")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
             return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
                     "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
@@ -349,6 +368,11 @@ class DirectionVerdict:
             "reason": self.reason,
             "tier": self.tier or None,
         }
+        if self.calico is not None:
+            c = self.calico
+            out["calico"] = {"tier": c.tier or None, "decidedBy": c.match.to_dict() if c.match else None,
+                             "clusterRule": c.cluster.to_dict() if c.cluster else None, "passed": list(c.passed),
+                             "selecting": [{"tier": t, "policy": ref} for t, ref in c.selecting]}
         if self.cluster_policies or self.decided_by or self.passed_by:
             out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
             out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
@@ -487,6 +511,8 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
+    if index.calico is not None:
+        return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
     selecting = index.selecting(pod, direction)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
@@ -524,6 +550,23 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     reason = (f"{head}no NetworkPolicy selects {pod.key} for {direction} and no rule of {names} decides it: "
               f"allowed by default")
     return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
+
+
+def _calico_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str,
+                      port: int) -> DirectionVerdict:
+    """Calico's walk (tier → order → rule) for one side, as a verdict."""
+    assert pod_ep.pod is not None and index.calico is not None
+    pod = pod_ep.pod
+    ctx = index.on_node(pod.node_name)
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
+                                f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    decision = calico.decide_side(index.calico, direction, pod_ep, peer_ep, protocol, port, ctx)
+    refs = tuple((ref.split(" ", 1)[0], ref.split(" ", 1)[1]) for _, ref in decision.selecting)
+    decided_by = decision.cluster or (decision.match.as_tier_match() if decision.match is not None else None)
+    return DirectionVerdict(direction, pod.key, True, bool(decision.selecting), refs, decision.allowed, (), (),
+                            decision.reason(pod.key, direction), decision.tier or DEFAULT_TIER, decided_by,
+                            calico=decision)
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -610,6 +653,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     pod = pod_ep.pod
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return ConnSet.all()
+    if index.calico is not None:
+        return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}

@@ -243,7 +243,8 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             if answer is None:
                 answer = isolated[labels] = bool(
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
-                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster))
+                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
+                    or _calico_selects(index, p))
             if not answer:
                 loose.append(p)
         if loose:
@@ -524,6 +525,16 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
         if complete:
             done.add(shape)
     return None
+
+
+def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
+    """Does a Calico policy (of any tier) select ``pod`` in either direction?"""
+    if index.calico is None:
+        return False
+    from .calico.evaluate import selects
+
+    return any(selects(index.calico, p, pod, d, index.ctx) for tier in index.calico.policies.values() for p in tier
+               for d in (INGRESS, EGRESS))
 
 
 def _left_out(index: PolicyIndex) -> list[Finding]:

@@ -926,6 +926,8 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
                if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
                and (include_system or not is_system_pod(p))
                and (namespace is None or p.namespace == namespace)]
+    if index.calico is not None:
+        return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
@@ -944,6 +946,66 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state)), tiers)
+
+
+def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
+                   all_external: bool) -> Matrix:
+    """The matrix under Calico's tiers, pair by pair: a class per pod and each pair through the engine's every-port
+    answer (``connections``). The vectorised tiers know Kubernetes selectors only; correctness first, at the cost
+    of n x n evaluations (a few seconds at a thousand pods)."""
+    from ipaddress import IPv4Address
+
+    from .engine import connections
+
+    assert index.calico is not None
+    classes = build_classes(state, index, members, external=external, all_external=all_external, per_pod=True,
+                            extra_ranges=_calico_ranges(index))
+    ends = []
+    for c, key in enumerate(classes.keys):
+        if key[0] == EXTERNAL:
+            ends.append(Endpoint("external", str(IPv4Address(key[2]))))
+        else:
+            ends.append(classes.members[c][0])
+    n = classes.count
+    patterns: list[ConnSet] = []
+    pattern_ids: dict[ConnSet, int] = {}
+    src, dst, pattern = [], [], []
+    for s, a in enumerate(ends):
+        for d, b in enumerate(ends):
+            if a.kind == "external" and b.kind == "external":
+                continue
+            conn = connections(state, a, b)
+            if conn.is_empty:
+                continue
+            src.append(s)
+            dst.append(d)
+            pattern.append(pattern_ids.setdefault(conn, len(pattern_ids)))
+            if len(patterns) < len(pattern_ids):
+                patterns.append(conn)
+    pairs = ClassPairs(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                       np.array(pattern, dtype=np.int64), patterns, n)
+    rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
+    atoms = port_atoms(index, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
+                   "evaluated pair by pair under Calico's tiers"), [])
+
+
+def _calico_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+    """The IPv4 nets Calico's rules and network sets name: they cut the external address space into pieces."""
+    assert index.calico is not None
+    nets = [n for s in index.calico.network_sets for n in s.nets]
+    for tier in index.calico.policies.values():
+        for policy in tier:
+            for rule in (*policy.ingress, *policy.egress):
+                for entity in (rule.source, rule.destination):
+                    nets += [*(entity.nets or ()), *entity.not_nets]
+    out = []
+    for net in nets:
+        if net.version == 4:
+            start = int(net.network_address)
+            out.append((start, start + (1 << (32 - net.prefixlen)), ()))
+    return out
 
 
 def invalid_kept(state: ClusterState) -> list[str]:
