@@ -259,3 +259,36 @@ def test_matrix_pair_by_pair_agrees_with_policy_check() -> None:
     assert m.allowed_between("prod/web", "prod/api").describe() == "All connections"
     assert m.allowed_between("dev/tool", "prod/db").describe() == "No connections"
     assert m.allowed_between("prod/db", "prod/api").describe() == "No connections"
+
+
+# --- staged policies: what each would change ---------------------------------------------------------------------
+
+
+def test_policy_check_previews_each_staged_policy() -> None:
+    staged_deny = {**gnp("deny-all", {"selector": "all()", "types": ["Ingress"]}),
+                   "kind": "StagedGlobalNetworkPolicy"}
+    staged_k8s = {"apiVersion": "projectcalico.org/v3", "kind": "StagedKubernetesNetworkPolicy",
+                  "metadata": {"name": "api-from-web", "namespace": "prod"},
+                  "spec": {"podSelector": {"matchLabels": {"app": "api"}},
+                           "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}]}]}}
+    s = build(staged_deny, staged_k8s)
+    v = evaluate(s, "prod/web", "prod/api", 8080)
+    assert v.allowed
+    assert [(p.policy, p.allowed, p.changes) for p in v.staged] == [
+        ("StagedGlobalNetworkPolicy deny-all", False, True),
+        ("StagedKubernetesNetworkPolicy prod/api-from-web", True, False)]
+    assert v.staged[0].text() == (
+        "StagedGlobalNetworkPolicy deny-all (staged, not enforced) would make it DENIED: ingress of prod/api: denied "
+        "at the end of tier `default`: GlobalNetworkPolicy deny-all selects prod/api for ingress and no rule matched "
+        "(Calico's implicit end-of-tier deny)")
+    tool = evaluate(s, "dev/tool", "prod/api", 8080)
+    assert [(p.allowed, p.changes) for p in tool.staged] == [(False, True), (False, True)]
+    assert tool.to_dict()["staged"][1]["policy"] == "StagedKubernetesNetworkPolicy prod/api-from-web"
+
+
+def test_a_staged_delete_previews_the_policy_gone() -> None:
+    deny = gnp("deny-api", {"selector": "app == 'api'", "ingress": [{"action": "Deny"}]})
+    delete = {**gnp("deny-api", {"stagedAction": "Delete"}), "kind": "StagedGlobalNetworkPolicy"}
+    v = evaluate(build(deny, delete), "prod/web", "prod/api", 8080)
+    assert not v.allowed
+    assert [(p.allowed, p.changes) for p in v.staged] == [(True, True)]

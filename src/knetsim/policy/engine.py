@@ -38,6 +38,7 @@ from . import cluster as cnp
 from . import cni as cnis
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
+from .calico.staged import StagedChange, read_staged, with_change
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -93,6 +94,9 @@ class PolicyIndex:
     listed: tuple[str, ...] = ()  # policy objects named on every answer that change none (staged policies)
     # On Calico with Calico policies: its tiers, which then decide every side (calico/evaluate.py).
     calico: calico.CalicoIndex | None = None
+    # Calico's staged policies (never enforced) and the index each is previewed against.
+    staged: tuple[StagedChange, ...] = ()
+    staged_base: calico.CalicoIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -190,6 +194,10 @@ def build_index(state: ClusterState) -> PolicyIndex:
         found = read_calico(state, index.policies, index.cluster_selecting, problems)
         if found is not None:
             index = dataclasses.replace(index, calico=found)
+        staged = read_staged(state, problems)
+        if staged:
+            base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
+            index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
     return dataclasses.replace(index, problems=tuple(problems))
 
 
@@ -382,6 +390,25 @@ class DirectionVerdict:
 
 
 @dataclass(frozen=True, slots=True)
+class StagedPreview:
+    """A staged policy's effect on one connection: the verdict it would give, and whether that differs."""
+
+    policy: str
+    allowed: bool
+    changes: bool
+    reason: str
+
+    def text(self) -> str:
+        verdict = "ALLOWED" if self.allowed else "DENIED"
+        if not self.changes:
+            return f"{self.policy} (staged, not enforced) would change nothing here: {verdict}"
+        return f"{self.policy} (staged, not enforced) would make it {verdict}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "allowed": self.allowed, "changes": self.changes, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     src: str
     dst: str
@@ -397,6 +424,8 @@ class Verdict:
     cni: cnis.ClusterCNI | None = None
     # Policy objects this verdict leaves out that could change it (not enforced by the CNI, or not evaluated).
     caveats: tuple[cnis.Caveat, ...] = ()
+    # What each Calico staged policy would make of this connection, were it enforced.
+    staged: tuple[StagedPreview, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -406,6 +435,7 @@ class Verdict:
             "reply": self.reply, "notes": list(self.notes),
             "cni": self.cni.to_dict() if self.cni is not None else None,
             "caveats": [c.to_dict() for c in self.caveats],
+            "staged": [p.to_dict() for p in self.staged],
         }
 
 
@@ -623,8 +653,27 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
     for ep in (s, d):
         if ep.pod is not None and ep.kind == "pod" and not ep.ip:
             extra.append(f"{ep.pod.key} has no IP yet (phase {ep.pod.phase}): it cannot send or receive")
-    return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, eg.allowed and ing.allowed, eg, ing,
-                   tuple(extra), cni=index.cni, caveats=verdict_caveats(index, s, d))
+    allowed = eg.allowed and ing.allowed
+    return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, allowed, eg, ing,
+                   tuple(extra), cni=index.cni, caveats=verdict_caveats(index, s, d),
+                   staged=_staged_previews(index, s, d, protocol, number, allowed))
+
+
+def _staged_previews(index: PolicyIndex, s: Endpoint, d: Endpoint, protocol: str, port: int,
+                     allowed: bool) -> tuple[StagedPreview, ...]:
+    """Each staged policy put in force alone, the same question asked again (Calico's preview, offline)."""
+    if not index.staged or index.staged_base is None or (s.pod is not None and s.pod is d.pod):
+        return ()
+    out = []
+    for change in index.staged:
+        alt = dataclasses.replace(index, calico=with_change(index.staged_base, change), staged=())
+        eg = _direction(alt, EGRESS, s, d, protocol, port)
+        ing = _direction(alt, INGRESS, d, s, protocol, port)
+        would = eg.allowed and ing.allowed
+        side = eg if not eg.allowed else ing
+        reason = f"{side.direction} of {side.endpoint}: {side.reason}"
+        out.append(StagedPreview(change.ref, would, would != allowed, reason))
+    return tuple(out)
 
 
 # --- every allowed connection between two endpoints (the reference for the matrix) ---

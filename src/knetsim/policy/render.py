@@ -311,6 +311,7 @@ def verdict_text(v: Verdict) -> str:
         assert v.cni is not None
         lines.append(f"cni: {v.cni.text()}")
     lines += [f"caveat: {c.text()}" for c in v.caveats]
+    lines += [f"staged: {p.text()}" for p in v.staged]
     return "\n".join(lines) + "\n"
 
 

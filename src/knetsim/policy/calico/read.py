@@ -29,15 +29,17 @@ def calico_objects(state: ClusterState, kinds: Sequence[str]) -> list[Any]:
 
 
 def read(state: ClusterState, k8s_policies: Sequence[Policy],
-         cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]], problems: list[str]) -> CalicoIndex | None:
-    """The index, or None without any Calico policy; each object Calico would refuse is named in ``problems``."""
+         cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]], problems: list[str], *,
+         force: bool = False) -> CalicoIndex | None:
+    """The index, or None without any Calico policy (``force``: the index all the same, as staged policies are
+    previewed against it); each object Calico would refuse is named in ``problems``."""
     policies: list[model.CalicoPolicy] = []
     for obj in calico_objects(state, model.POLICY_KINDS):
         try:
             policies.append(model.parse_policy(obj.kind, obj.raw, obj.source))
         except (model.CalicoPolicyError, SelectorError) as exc:
             problems.append(f"{obj.source}: {obj.kind}.{_group(obj.raw)} {obj.key}: {exc}")
-    if not policies:
+    if not policies and not force:
         return None
     tiers = []
     for obj in calico_objects(state, (model.TIER_KIND,)):
