@@ -292,3 +292,31 @@ def test_a_staged_delete_previews_the_policy_gone() -> None:
     v = evaluate(build(deny, delete), "prod/web", "prod/api", 8080)
     assert not v.allowed
     assert [(p.allowed, p.changes) for p in v.staged] == [(True, True)]
+
+
+# --- policy describe ---------------------------------------------------------------------------------------------
+
+
+def test_policy_describe_names_the_cni_tier_order_and_rules() -> None:
+    from knetsim.policy.describe import describe
+
+    s = build(tier("security", 100), K8S_ALLOW_WEB,
+              gnp("security.prod", {"tier": "security", "order": 10, "namespaceSelector": "env == 'prod'",
+                                    "ingress": [{"action": "Pass", "source": {"namespaceSelector": "env == 'prod'"}},
+                                                {"action": "Deny"}]}),
+              cnp("prod/db-in", {"order": 100, "selector": "app == 'db'", "ingress": [
+                  {"action": "Allow", "protocol": "TCP", "source": {"selector": "app == 'web'"},
+                   "destination": {"ports": ["pg"]}}]}))
+    (gnp_text,) = describe(s, "security.prod", "globalnetworkpolicy")
+    text = gnp_text.text()
+    assert "Tier:         security (tier order 100)" in text
+    assert "Selector:     all(); namespaceSelector env == \"prod\"" in text
+    assert "Applies to:   3 pod(s): prod/api, prod/db, prod/web" in text
+    assert "Rule 1 (spec.ingress[0]): Pass from namespaceSelector env == \"prod\"" in text
+    (np_text,) = describe(s, "db-in", "prod")
+    doc = np_text.to_dict()
+    assert (doc["kind"], doc["tier"], doc["order"], doc["cni"]) == (
+        "NetworkPolicy.projectcalico.org", "default", 100.0, "CNI Calico (cluster config)")
+    assert doc["ingress"] == [{"rule": 0, "action": "Allow",
+                               "match": "protocol TCP; from selector app == \"web\"; to ports pg"}]
+    assert doc["evaluatedAfter"] == []  # the Kubernetes policy sits at 1000, after it
