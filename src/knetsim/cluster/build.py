@@ -53,6 +53,8 @@ from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
+# Calico's API groups: its kinds are read by knetsim.policy (on a Calico cluster), not by a layer of the build.
+CALICO_GROUPS = frozenset({"projectcalico.org", "crd.projectcalico.org"})
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
 
@@ -155,7 +157,11 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             continue
         admitted = Document(doc.source, body)
         out.identities.append((_stored_kind(admitted), admitted.namespace, admitted.name, admitted.source))
-        if kind is None:
+        if kind is None and _group(doc.body) in CALICO_GROUPS:
+            out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
+                                      "Calico's and its CustomResourceDefinition is not in the input: kept unchecked; "
+                                      "policy answers read it as Calico does", admitted.describe(), doc.source))
+        elif kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
                                       "kept but not checked or simulated", admitted.describe(), doc.source))
@@ -319,6 +325,10 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     simulated = set(PARSERS) | set(WORKLOAD_KINDS) | {"Endpoints", *GATEWAY_API_KINDS} | kept_for_policy | kept_as_is \
         | {"ServiceCIDR", "IPAddress"}
     for kind, kind_docs in sorted(by_kind.items()):
+        if all(_group(d.body) in CALICO_GROUPS for d in kind_docs):
+            for d in kind_docs:
+                _keep_other(state, d)  # read by knetsim.policy
+            continue
         if kind in simulated:
             if kind in kept_for_policy or kind in kept_as_is:
                 for d in kind_docs:
@@ -426,6 +436,10 @@ def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
 def _keep_other(state: ClusterState, doc: Document) -> None:
     obj = Object(doc.kind, Meta.parse(doc.kind, doc.body.get("metadata") or {}), doc.body, doc.source)
     state.others[(_stored_kind(doc), obj.key)] = obj
+
+
+def _group(body: dict[str, Any]) -> str:
+    return str(body.get("apiVersion") or "").rpartition("/")[0]
 
 
 def _stored_kind(doc: Document) -> str:
