@@ -225,3 +225,12 @@ def test_trace_matrix_and_doctor_name_it(antrea_cluster: str) -> None:
 def test_lint_findings() -> None:
     found = [(f.code, f.subject) for f in lint(build(DENY_ALL, cni="kindnet"))]
     assert ("PolicyNotEnforced", "GlobalNetworkPolicy.projectcalico.org deny-all") in found
+
+
+def test_a_detected_cni_whose_policies_were_not_read_is_named() -> None:
+    agent = pod("kube-system/calico-node-x7k2p", {"k8s-app": "calico-node"})
+    v = evaluate(build(agent), "shop/a", "shop/b", 80)
+    assert v.cni is not None and (v.cni.name, v.cni.how, v.cni.evidence) == (
+        "calico", "detected", "pod kube-system/calico-node-x7k2p")
+    assert any(n.startswith("Calico runs in this cluster (pod kube-system/calico-node-x7k2p) but none of its own "
+                            "policy kinds") for n in v.notes)

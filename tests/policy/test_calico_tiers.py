@@ -320,3 +320,14 @@ def test_policy_describe_names_the_cni_tier_order_and_rules() -> None:
     assert doc["ingress"] == [{"rule": 0, "action": "Allow",
                                "match": "protocol TCP; from selector app == \"web\"; to ports pg"}]
     assert doc["evaluatedAfter"] == []  # the Kubernetes policy sits at 1000, after it
+
+
+def test_doctor_counts_calico_policies_as_isolating_and_names_unsimulated_fields() -> None:
+    from knetsim.policy.lint import lint
+
+    s = build(gnp("prod-in", {"selector": "projectcalico.org/namespace == 'prod'", "ingress": [
+        {"action": "Allow", "http": {"methods": ["GET"]}}]}))
+    loose = [f.subject for f in lint(s) if f.code == "PodsNotIsolated"]
+    assert loose == ["Namespace dev"]
+    assert any("GlobalNetworkPolicy prod-in: spec.ingress[0].http: not simulated" in n
+               for n in evaluate(s, "prod/web", "prod/api", 8080).notes)

@@ -282,10 +282,19 @@ def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject]) -
     return tuple(out)
 
 
-def listed(objects: list[PolicyObject]) -> tuple[str, ...]:
-    """The staged policies, named: Calico never enforces them (they preview what enforcing would change)."""
-    return tuple(f"{o.ref}: staged, never enforced (Calico's preview of a policy)" for o in objects
-                 if o.owner == CALICO and o.kind in STAGED_KINDS)
+def listed(objects: list[PolicyObject], cni: ClusterCNI | None = None) -> tuple[str, ...]:
+    """The staged policies, named: Calico never enforces them (they preview what enforcing would change); and, for
+    a CNI found running in the cluster whose own kinds none of the input holds, that they were not read."""
+    out = [f"{o.ref}: staged, never enforced (Calico's preview of a policy)" for o in objects
+           if o.owner == CALICO and o.kind in STAGED_KINDS]
+    if cni is not None and cni.how == DETECTED and cni.name in POLICY_KINDS \
+            and not any(o.owner == cni.name for o in objects):
+        groups = sorted(g for g, owner in GROUPS.items() if owner == cni.name)
+        out.append(f"{cni.display} runs in this cluster ({cni.evidence}) but none of its own policy kinds "
+                   f"({', '.join(sorted(POLICY_KINDS[cni.name]))} of {' or '.join(groups)}) is in the input: a "
+                   "cluster read with --kubeconfig lists only the kinds knetsim knows, so if it has any, export them "
+                   "(kubectl get <kind>.<group> -A -o yaml) and add them with -f")
+    return tuple(out)
 
 
 __all__ = ["ANTREA", "CALICO", "CILIUM", "DEFAULT", "DETECTED", "FLANNEL", "INFERRED", "KINDNET", "Caveat",

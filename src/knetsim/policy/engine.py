@@ -189,7 +189,7 @@ def build_index(state: ClusterState) -> PolicyIndex:
     cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
     index = PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
                         tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
-                        cnis.caveats(state, cni, objects), cnis.listed(objects))
+                        cnis.caveats(state, cni, objects), cnis.listed(objects, cni))
     if cni.name == cnis.CALICO:
         found = read_calico(state, index.policies, index.cluster_selecting, problems)
         if found is not None:

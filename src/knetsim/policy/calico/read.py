@@ -47,6 +47,12 @@ def read(state: ClusterState, k8s_policies: Sequence[Policy],
             tiers.append(model.parse_tier(obj.raw))
         except model.CalicoPolicyError as exc:
             problems.append(f"{obj.source}: Tier {obj.name}: {exc}")
+    for policy in policies:
+        for direction in ("ingress", "egress"):
+            for rule in policy.rules(direction):
+                for what in rule.unsupported:
+                    problems.append(f"{policy.source}: {policy.ref}: spec.{direction}[{rule.index}].{what}: not "
+                                    "simulated, the rule is matched without it")
     known = {t.name for t in (*model.BUILTIN_TIERS, *tiers)}
     kept = []
     for policy in policies:
