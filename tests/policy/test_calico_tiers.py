@@ -331,3 +331,15 @@ def test_doctor_counts_calico_policies_as_isolating_and_names_unsimulated_fields
     assert loose == ["Namespace dev"]
     assert any("GlobalNetworkPolicy prod-in: spec.ingress[0].http: not simulated" in n
                for n in evaluate(s, "prod/web", "prod/api", 8080).notes)
+
+
+def test_matrix_classes_group_alike_pods_and_keep_their_own_pair() -> None:
+    # Two replicas alike (labels, namespace, service account): one class, and what one may open on the other is
+    # the class's own pair, not "a pod reaching itself".
+    twin = pod("prod/api-2", {"app": "api"}, ports={"http": 8080})
+    s = build(twin, gnp("api-in", {"selector": "app == 'api'", "ingress": [
+        {"action": "Deny", "source": {"selector": "app == 'api'"}}, {"action": "Allow"}]}))
+    m = matrix(s, pods=True)
+    assert m.allowed_between("prod/api", "prod/api-2").describe() == "No connections"
+    assert m.allowed_between("prod/web", "prod/api-2").describe() == "All connections"
+    assert m.allowed_between("prod/api", "prod/api-2") == connections(s, "prod/api", "prod/api-2")

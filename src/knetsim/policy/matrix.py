@@ -950,16 +950,25 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
 
 def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
                    all_external: bool) -> Matrix:
-    """The matrix under Calico's tiers, pair by pair: a class per pod and each pair through the engine's every-port
-    answer (``connections``). The vectorised tiers know Kubernetes selectors only; correctness first, at the cost
-    of n x n evaluations (a few seconds at a thousand pods)."""
+    """The matrix under Calico's tiers, pair by pair: pods are alike when their namespace, labels, service account
+    and named ports are (and their address, where Calico nets cut the pod network), and each pair of classes goes
+    through the engine's every-port answer. The vectorised tiers know Kubernetes selectors only; correctness
+    first, at the cost of n x n evaluations over classes."""
     from ipaddress import IPv4Address
 
-    from .engine import connections
+    from .calico.evaluate import service_account_of
+    from .engine import _direction_set
 
     assert index.calico is not None
-    classes = build_classes(state, index, members, external=external, all_external=all_external, per_pod=True,
-                            extra_ranges=_calico_ranges(index))
+    ranges = _calico_ranges(index)
+
+    def identity(pod: Pod) -> Any:
+        ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
+                             if p.name))
+        return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, pod.pod_ip if ranges else "")
+
+    classes = build_classes(state, index, members, external=external, all_external=all_external,
+                            identity=identity, extra_ranges=ranges)
     ends = []
     for c, key in enumerate(classes.keys):
         if key[0] == EXTERNAL:
@@ -974,7 +983,12 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
         for d, b in enumerate(ends):
             if a.kind == "external" and b.kind == "external":
                 continue
-            conn = connections(state, a, b)
+            if s == d and len(classes.members[s]) > 1:
+                b = classes.members[s][1]  # two pods alike: what one allows the other is the class's own pair
+            if a.pod is not None and a.pod is b.pod:
+                conn = ConnSet.all()
+            else:
+                conn = _direction_set(index, EGRESS, a, b) & _direction_set(index, INGRESS, b, a)
             if conn.is_empty:
                 continue
             src.append(s)

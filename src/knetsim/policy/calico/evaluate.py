@@ -69,6 +69,7 @@ class CalicoIndex:
     service_account_labels: Callable[[str, str], Mapping[str, str]]
     cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]]
     _pod_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    _applicable: dict[tuple[str, str, str], list[CalicoPolicy]] = field(default_factory=dict)
 
     def pod_labels(self, pod: Any) -> Mapping[str, str]:
         found = self._pod_labels.get(pod.key)
@@ -129,7 +130,14 @@ def _namespace_labels(ctx: MatchContext, namespace: str) -> Mapping[str, str]:
 
 def applicable(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, ctx: MatchContext
                ) -> list[CalicoPolicy]:
-    return [p for p in index.policies.get(tier.name, ()) if selects(index, p, pod, direction, ctx)]
+    """The tier's policies that select ``pod`` for ``direction``, in order (asked once per pod: the matrix asks
+    for every pair)."""
+    key = (tier.name, pod.key, direction)
+    found = index._applicable.get(key)
+    if found is None:
+        found = index._applicable[key] = [p for p in index.policies.get(tier.name, ())
+                                          if selects(index, p, pod, direction, ctx)]
+    return found
 
 
 # --- matching a rule ------------------------------------------------------------------------------------------------
