@@ -343,3 +343,20 @@ def test_matrix_classes_group_alike_pods_and_keep_their_own_pair() -> None:
     assert m.allowed_between("prod/api", "prod/api-2").describe() == "No connections"
     assert m.allowed_between("prod/web", "prod/api-2").describe() == "All connections"
     assert m.allowed_between("prod/api", "prod/api-2") == connections(s, "prod/api", "prod/api-2")
+
+
+def test_calico_docs_pass_action_example() -> None:
+    # docs.tigera.io "Get started with policy tiers", the Pass action rule example: tier devops (order 300), a
+    # policy that denies stage pods' traffic with non-stage pods and passes the rest to the next tier.
+    stage = [pod("prod/stage-a", {"env": "stage"}), pod("prod/stage-b", {"env": "stage"}, ports={"http": 80})]
+    policy = gnp("devops.stage-env", {"tier": "devops", "order": 255, "selector": 'env == "stage"',
+                                      "ingress": [{"action": "Deny", "source": {"selector": 'env != "stage"'}},
+                                                  {"action": "Pass"}],
+                                      "egress": [{"action": "Deny", "destination": {"selector": 'env != "stage"'}},
+                                                 {"action": "Pass"}],
+                                      "types": ["Ingress", "Egress"]})
+    s = build(*stage, tier("devops", 300), policy)
+    assert allowed(s, "prod/stage-a", "prod/stage-b", 80)  # passed on; no later tier selects them: the profile
+    assert not allowed(s, "prod/web", "prod/stage-b", 80)
+    assert not allowed(s, "prod/stage-a", "prod/web", 80)
+    assert allowed(s, "prod/web", "prod/api", 8080)  # not selected: the devops tier is skipped
