@@ -360,3 +360,16 @@ def test_calico_docs_pass_action_example() -> None:
     assert not allowed(s, "prod/web", "prod/stage-b", 80)
     assert not allowed(s, "prod/stage-a", "prod/web", 80)
     assert allowed(s, "prod/web", "prod/api", 8080)  # not selected: the devops tier is skipped
+
+
+def test_lint_finds_a_selector_typo_and_a_pass_into_the_profile() -> None:
+    from knetsim.policy.lint import lint
+
+    typo = gnp("db-in", {"selector": "app == 'dbb'", "ingress": [{"action": "Allow"}]})
+    passing = gnp("sec.pass", {"tier": "sec", "selector": "app == 'web'", "ingress": [{"action": "Pass"}]})
+    found = {(f.code, f.subject): f for f in lint(build(tier("sec", 10), typo, passing))}
+    nothing = found[("CalicoSelectorMatchesNothing", "GlobalNetworkPolicy db-in")]
+    assert nothing.message == ('selects no pod right now (selector app == "dbb"): no pod has app=dbb; '
+                               "did you mean app=db?")
+    assert found[("CalicoPassToProfile", "GlobalNetworkPolicy sec.pass")].message.startswith(
+        "passes ingress of prod/web (and maybe others) to later tiers, where no policy selects it")

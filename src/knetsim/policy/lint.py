@@ -11,6 +11,7 @@ it. Codes:
   port it targets (policy sees the packet after DNAT, on the pod port);
 * ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
   connections between existing pods, with one concrete pair;
+* ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
 * ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
   because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
   the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
@@ -537,6 +538,14 @@ def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
                for d in (INGRESS, EGRESS))
 
 
+def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    if index.calico is None:
+        return []
+    from .calico.lint import calico_lint
+
+    return calico_lint(state, index.calico, index.ctx)
+
+
 def _left_out(index: PolicyIndex) -> list[Finding]:
     """Each policy object the answers leave out, as a finding: a verdict that ignores a policy is never silent."""
     out = []
@@ -558,7 +567,7 @@ def lint(state: ClusterState) -> list[Finding]:
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index) + _left_out(index))
+                + cluster_lint(state, index) + _left_out(index) + _calico(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 
