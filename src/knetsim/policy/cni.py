@@ -209,8 +209,8 @@ def _detected(state: ClusterState) -> ClusterCNI | None:
         for cni, name, _ in _AGENTS:
             if obj.name == name:
                 found.setdefault(cni, f"DaemonSet {key}")
-    for pod in state.pods.values():
-        if pod.source is BUILTIN or pod.source is CONTROLLER or pod.namespace not in _AGENT_NAMESPACES:
+    for pod in (p for ns in sorted(_AGENT_NAMESPACES) for p in state.pods_in(ns)):
+        if pod.source is BUILTIN or pod.source is CONTROLLER:
             continue
         for cni, _, labels in _AGENTS:
             if all(pod.labels.get(k) == v for k, v in labels):
