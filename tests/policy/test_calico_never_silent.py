@@ -234,3 +234,13 @@ def test_a_detected_cni_whose_policies_were_not_read_is_named() -> None:
         "calico", "detected", "pod kube-system/calico-node-x7k2p")
     assert any(n.startswith("Calico runs in this cluster (pod kube-system/calico-node-x7k2p) but none of its own "
                             "policy kinds") for n in v.notes)
+
+
+def test_any_kind_of_a_known_name_in_another_group_is_kept_apart() -> None:
+    # An Istio Gateway is not a Gateway API Gateway: keyed by kind name alone it was routed as one.
+    istio = {"apiVersion": "networking.istio.io/v1", "kind": "Gateway", "metadata": {"name": "gw",
+                                                                                   "namespace": "shop"},
+             "spec": {"selector": {"istio": "ingressgateway"}}}
+    s = build(istio)
+    assert s.gateways == {}
+    assert ("Gateway.networking.istio.io", "shop/gw") in s.others
