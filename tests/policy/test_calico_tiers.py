@@ -373,3 +373,14 @@ def test_lint_finds_a_selector_typo_and_a_pass_into_the_profile() -> None:
                                "did you mean app=db?")
     assert found[("CalicoPassToProfile", "GlobalNetworkPolicy sec.pass")].message.startswith(
         "passes ingress of prod/web (and maybe others) to later tiers, where no policy selects it")
+
+
+def test_profile_labels_of_namespace_and_service_account() -> None:
+    # Calico's profiles apply the namespace's labels as pcns.<key> and the service account's as pcsa.<key>.
+    by_profiles = gnp("prod-shop", {"selector": "pcns.env == 'prod' && pcsa.team == 'shop'",
+                                    "egress": [{"action": "Deny"}]})
+    s = build(by_profiles)
+    assert not allowed(s, "prod/web", "prod/api", 8080)  # web runs as web-sa (team=shop)
+    assert allowed(s, "prod/db", "prod/api", 8080)
+    named = gnp("by-name", {"selector": "pcns.projectcalico.org/name == 'dev'", "egress": [{"action": "Deny"}]})
+    assert not allowed(build(named), "dev/tool", "prod/api", 8080)

@@ -56,6 +56,7 @@ CALICO_NAMESPACE = "projectcalico.org/namespace"
 CALICO_ORCHESTRATOR = "projectcalico.org/orchestrator"
 CALICO_SERVICE_ACCOUNT = "projectcalico.org/serviceaccount"
 CALICO_NAME = "projectcalico.org/name"
+NAMESPACE_PREFIX, ACCOUNT_PREFIX = "pcns.", "pcsa."
 CLUSTER_TIER_OF = {KUBE_ADMIN_TIER: ADMIN, KUBE_BASELINE_TIER: BASELINE}
 
 
@@ -68,15 +69,23 @@ class CalicoIndex:
     network_sets: tuple[NetworkSet, ...]
     service_account_labels: Callable[[str, str], Mapping[str, str]]
     cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]]
+    namespace_labels: Callable[[str], Mapping[str, str]] | None = None
     _pod_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
     _applicable: dict[tuple[str, str, str], list[CalicoPolicy]] = field(default_factory=dict)
 
     def pod_labels(self, pod: Any) -> Mapping[str, str]:
         found = self._pod_labels.get(pod.key)
         if found is None:
+            account = service_account_of(pod)
+            # The profiles' labels too: kns.<namespace> applies the namespace's as pcns.<key>, ksa.<ns>.<account>
+            # the service account's as pcsa.<key> (libcalico-go's conversion constants), each with its name.
+            namespace = self.namespace_labels(pod.namespace) if self.namespace_labels is not None else {}
             found = self._pod_labels[pod.key] = {
+                **{f"{NAMESPACE_PREFIX}{k}": v for k, v in namespace.items()},
+                f"{NAMESPACE_PREFIX}{CALICO_NAME}": pod.namespace,
+                **{f"{ACCOUNT_PREFIX}{k}": v for k, v in self.service_account_labels(pod.namespace, account).items()},
                 **pod.labels, CALICO_NAMESPACE: pod.namespace, CALICO_ORCHESTRATOR: "k8s",
-                CALICO_SERVICE_ACCOUNT: service_account_of(pod)}
+                CALICO_SERVICE_ACCOUNT: account}
         return found
 
     def policy_count(self) -> int:
@@ -90,7 +99,8 @@ def service_account_of(pod: Any) -> str:
 
 def build(policies: Sequence[CalicoPolicy], tiers: Sequence[CalicoTier], network_sets: Sequence[NetworkSet],
           service_account_labels: Callable[[str, str], Mapping[str, str]],
-          cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]]) -> CalicoIndex:
+          cluster_selecting: Callable[[Any, str, str], list[ClusterPolicy]],
+          namespace_labels: Callable[[str], Mapping[str, str]] | None = None) -> CalicoIndex:
     by_name = {t.name: t for t in BUILTIN_TIERS}
     for tier in tiers:
         by_name[tier.name] = tier
@@ -99,7 +109,7 @@ def build(policies: Sequence[CalicoPolicy], tiers: Sequence[CalicoTier], network
     for policy in policies:
         grouped.setdefault(policy.tier, []).append(policy)
     return CalicoIndex(ordered, {k: tuple(sorted(v, key=CalicoPolicy.sort_key)) for k, v in grouped.items()},
-                       tuple(network_sets), service_account_labels, cluster_selecting)
+                       tuple(network_sets), service_account_labels, cluster_selecting, namespace_labels)
 
 
 # --- which policies select a pod ----------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def read(state: ClusterState, k8s_policies: Sequence[Policy],
         own = found.labels if found is not None else {}
         return {**own, CALICO_NAME: name}
 
-    return build(kept, tiers, sets, service_account_labels, cluster_selecting)
+    return build(kept, tiers, sets, service_account_labels, cluster_selecting, state.namespace_labels)
 
 
 __all__ = ["calico_objects", "read"]

@@ -84,7 +84,8 @@ def with_change(index: CalicoIndex, change: StagedChange) -> CalicoIndex:
                                               if _identity(p) != change.replaces]
     if change.policy is not None:
         policies = [*policies, change.policy]
-    return build(policies, index.tiers, index.network_sets, index.service_account_labels, index.cluster_selecting)
+    return build(policies, index.tiers, index.network_sets, index.service_account_labels, index.cluster_selecting,
+                 index.namespace_labels)
 
 
 __all__ = ["StagedChange", "read_staged", "with_change"]
