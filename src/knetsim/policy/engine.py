@@ -629,8 +629,8 @@ def verdict_caveats(index: PolicyIndex, *ends: Endpoint) -> tuple[cnis.Caveat, .
 
 def caveat_notes(index: PolicyIndex) -> tuple[str, ...]:
     """Every caveat as a note line (the matrix and other whole-cluster answers), the CNI first when any."""
-    if not index.caveats and index.cni.how not in (cnis.DETECTED, cnis.INFERRED) and index.cni.name != cnis.FLANNEL:
-        return ()
+    if not index.caveats and (index.cni.name == cnis.KINDNET or index.cni.how == cnis.CONFIGURED):
+        return ()  # kind's own CNI, or one the user named: nothing to point out
     return (f"policy follows the cluster's {index.cni.text()}",
             *(f"caveat: {c.text()}" for c in index.caveats))
 
