@@ -384,3 +384,17 @@ def test_profile_labels_of_namespace_and_service_account() -> None:
     assert allowed(s, "prod/db", "prod/api", 8080)
     named = gnp("by-name", {"selector": "pcns.projectcalico.org/name == 'dev'", "egress": [{"action": "Deny"}]})
     assert not allowed(build(named), "dev/tool", "prod/api", 8080)
+
+
+def test_calico_policies_in_kube_admin_are_ordered_with_the_cluster_policies_by_priority() -> None:
+    admin_deny = clusterpolicy("no-dev", "Admin", 20, {"namespaces": namespace_is("prod")}, ingress=[
+        {"name": "dev", "action": "Deny", "from": [{"namespaces": namespace_is("dev")}]}])
+    before = gnp("kube-admin.allow-tool", {"tier": "kube-admin", "order": 10, "selector": "app == 'api'",
+                                           "ingress": [{"action": "Allow", "source": {"selector": "app == 'tool'",
+                                                                                      "namespaceSelector": "all()"}}]})
+    after = {**before, "spec": {**before["spec"], "order": 30}}
+    v = evaluate(build(admin_deny, before), "dev/tool", "prod/api", 8080)
+    assert v.allowed and "tier `kube-admin`, order 10" in v.ingress.reason
+    assert not allowed(build(admin_deny, after), "dev/tool", "prod/api", 8080)
+    assert connections(build(admin_deny, before), "dev/tool", "prod/api").is_all
+    assert connections(build(admin_deny, after), "dev/tool", "prod/api").is_empty

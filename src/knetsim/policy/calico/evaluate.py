@@ -32,9 +32,10 @@ from typing import Any
 from ..cluster import ACCEPT as CLUSTER_ACCEPT
 from ..cluster import ADMIN, BASELINE, ClusterPolicy
 from ..cluster import DENY as CLUSTER_DENY
+from ..cluster import PASS as CLUSTER_PASS
 from ..ports import FULL, PROTOCOLS, ConnSet
-from ..rules import INGRESS, Endpoint, MatchContext, first_peer, first_port, rule_connections
-from ..tiers import TierRuleMatch, decide, tier_sets
+from ..rules import INGRESS, Endpoint, MatchContext, first_peer, first_port, peer_matches, rule_connections
+from ..tiers import TierRuleMatch, first_match
 from .model import (
     ALLOW,
     BUILTIN_TIERS,
@@ -353,6 +354,29 @@ def _k8s_match(policy: CalicoPolicy, direction: str, peer_ep: Endpoint, dst: End
     return None
 
 
+def _members(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, ctx: MatchContext
+             ) -> list[CalicoPolicy | ClusterPolicy]:
+    """What of ``tier`` selects the pod, in Calico's order: in kube-admin and kube-baseline the ClusterNetworkPolicies
+    too, their priority taken as the order (a BaselineAdminNetworkPolicy as 1000), beside any Calico policy placed
+    there (docs.tigera.io, "Get started with policy tiers")."""
+    calico_policies = applicable(index, tier, pod, direction, ctx)
+    cluster = index.cluster_selecting(pod, CLUSTER_TIER_OF[tier.name], direction) \
+        if tier.name in CLUSTER_TIER_OF else []
+    if not cluster:
+        return list(calico_policies)
+
+    def order(p: CalicoPolicy | ClusterPolicy) -> tuple[bool, float, str]:
+        if isinstance(p, CalicoPolicy):
+            return p.sort_key()
+        return (False, 1000.0 if p.priority is None else float(p.priority), p.name)
+
+    return sorted([*cluster, *calico_policies], key=order)
+
+
+def _ref(p: CalicoPolicy | ClusterPolicy) -> str:
+    return p.ref if isinstance(p, CalicoPolicy) else f"{p.kind} {p.name}"
+
+
 def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str, port: int,
                 ctx: MatchContext) -> CalicoDecision:
     """Calico's walk for ``pod_ep`` (a pod on the pod network) on one protocol and port."""
@@ -362,23 +386,18 @@ def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: E
     passed: list[str] = []
     selecting: list[tuple[str, str]] = []
     for tier in index.tiers:
-        if tier.name in CLUSTER_TIER_OF:
-            cluster = index.cluster_selecting(pod, CLUSTER_TIER_OF[tier.name], direction)
-            if cluster:
-                selecting += [(tier.name, f"{p.kind} {p.name}") for p in cluster]
-                found = decide(cluster, direction, peer_ep, pod_ep if direction == INGRESS else peer_ep, protocol,
-                               port, ctx).match
-                if found is not None and found.action in (CLUSTER_ACCEPT, CLUSTER_DENY):
-                    return CalicoDecision(found.action == CLUSTER_ACCEPT, tier.name, None, found, tuple(passed),
-                                          tuple(selecting))
-                if found is not None:
-                    passed.append(f"passed by {found.text()}")
-        policies = applicable(index, tier, pod, direction, ctx)
-        if not policies:
+        members = _members(index, tier, pod, direction, ctx)
+        if not members:
             continue
-        selecting += [(tier.name, p.ref) for p in policies]
+        selecting += [(tier.name, _ref(p)) for p in members]
         stop: CalicoMatch | None = None
-        for policy in policies:
+        cluster_stop: TierRuleMatch | None = None
+        for policy in members:
+            if isinstance(policy, ClusterPolicy):
+                cluster_stop = first_match(policy, direction, peer_ep, dst, protocol, port, ctx)
+                if cluster_stop is not None:
+                    break
+                continue
             if policy.k8s is not None:
                 hit = _k8s_match(policy, direction, peer_ep, dst, protocol, port, ctx)
                 if hit is not None:
@@ -394,6 +413,12 @@ def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: E
                 break
             if stop is not None:
                 break
+        if cluster_stop is not None:
+            if cluster_stop.action in (CLUSTER_ACCEPT, CLUSTER_DENY):
+                return CalicoDecision(cluster_stop.action == CLUSTER_ACCEPT, tier.name, None, cluster_stop,
+                                      tuple(passed), tuple(selecting))
+            passed.append(f"passed by {cluster_stop.text()}")
+            continue
         if stop is not None and stop.action == PASS:
             passed.append(f"passed by {stop.text()}")
             continue
@@ -408,6 +433,8 @@ def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: E
 
 # --- one side, every port ---------------------------------------------------------------------------------------------
 
+_CLUSTER_ACTION = {CLUSTER_ACCEPT: ALLOW, CLUSTER_DENY: DENY, CLUSTER_PASS: PASS}
+
 
 def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, ctx: MatchContext
               ) -> list[tuple[ConnSet, ConnSet]]:
@@ -417,20 +444,18 @@ def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: End
     src, dst = (peer_ep, pod_ep) if direction == INGRESS else (pod_ep, peer_ep)
     out = []
     for tier in index.tiers:
-        if tier.name in CLUSTER_TIER_OF:
-            cluster = index.cluster_selecting(pod, CLUSTER_TIER_OF[tier.name], direction)
-            if cluster:
-                out.append(tier_sets(cluster, direction, peer_ep, pod_ep if direction == INGRESS else peer_ep,
-                                     ctx)[:2])
-        policies = applicable(index, tier, pod, direction, ctx)
-        if not policies:
+        members = _members(index, tier, pod, direction, ctx)
+        if not members:
             continue
         taken = accepted = decided = ConnSet.none()
-        for policy in policies:
-            if policy.k8s is not None:
-                rules: list[tuple[str, ConnSet]] = [
-                    (ALLOW, rule_connections(rule, dst)) for rule in policy.k8s.rules(direction) or ()
-                    if first_peer(policy.k8s, rule, peer_ep, ctx) is not None]
+        for policy in members:
+            rules: list[tuple[str, ConnSet]]
+            if isinstance(policy, ClusterPolicy):
+                rules = [(_CLUSTER_ACTION[rule.action], rule_connections(rule, dst)) for rule in policy.rules(direction)
+                         if any(peer_matches(None, peer, peer_ep, ctx) for peer in rule.peers)]
+            elif policy.k8s is not None:
+                rules = [(ALLOW, rule_connections(rule, dst)) for rule in policy.k8s.rules(direction) or ()
+                         if first_peer(policy.k8s, rule, peer_ep, ctx) is not None]
             else:
                 rules = [(rule.action, rule_set(index, policy, rule, src, dst, ctx))
                          for rule in policy.rules(direction) if rule.action != LOG]
