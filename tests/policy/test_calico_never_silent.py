@@ -244,3 +244,14 @@ def test_any_kind_of_a_known_name_in_another_group_is_kept_apart() -> None:
     s = build(istio)
     assert s.gateways == {}
     assert ("Gateway.networking.istio.io", "shop/gw") in s.others
+
+
+def test_the_issue_reproducer_through_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([*PODS, DENY_ALL], sort_keys=False))
+    check = run("policy", "check", "-f", str(path), "--from", "shop/a", "--to", "shop/b", "--port", "80")
+    assert check.exit_code == 1 and check.output.startswith("DENIED")
+    assert "cni: CNI Calico (inferred from GlobalNetworkPolicy.projectcalico.org deny-all" in check.output
+    assert "PodsNotIsolated" not in run("doctor", "-f", str(path)).output
+    doc = json.loads(run("matrix", "-f", str(path), "-o", "json").output)
+    assert doc["connections"] == []
