@@ -351,8 +351,8 @@ def _types(spec: Mapping[str, Any], has_ingress: bool, has_egress: bool) -> froz
     return frozenset(out)
 
 
-def tier_of(name: str, spec: Mapping[str, Any]) -> str:
-    """The policy's tier: ``spec.tier``, else the ``<tier>.`` prefix older Calico required, else ``default``."""
+def tier_of(spec: Mapping[str, Any]) -> str:
+    """The policy's tier: ``spec.tier``, else ``default`` (a ``<tier>.`` name prefix alone places nothing)."""
     tier = spec.get("tier")
     return str(tier) if tier else DEFAULT_TIER
 
@@ -374,7 +374,7 @@ def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) ->
     selector = _selector(spec.get("selector"), "spec.selector")
     return CalicoPolicy(
         kind, str(meta.get("namespace") or "") if namespaced else "", str(meta.get("name") or ""),
-        tier_of(str(meta.get("name") or ""), spec), _order(spec.get("order"), "spec.order"),
+        tier_of(spec), _order(spec.get("order"), "spec.order"),
         selector if selector is not None else parse_field(None, "spec.selector"),
         None if namespaced else _selector(spec.get("namespaceSelector"), "spec.namespaceSelector"),
         _selector(spec.get("serviceAccountSelector"), "spec.serviceAccountSelector"),
