@@ -52,11 +52,13 @@ from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
 from .mirroring import mirror
 from .services import Allocator, allocate_services
-from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice
+from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice, stored_kind
 from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
+# Calico's API groups: its kinds are read by knetsim.policy (on a Calico cluster), not by a layer of the build.
+CALICO_GROUPS = frozenset({"projectcalico.org", "crd.projectcalico.org"})
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 API_WARNING = "APIServerWarning"  # notice code: a warning the API server of the version in force sends
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
@@ -167,8 +169,12 @@ def admit(documents: Iterable[Document], namespace: str = "default",
                 out.errors.append(ManifestError(doc.source, subject, exc.message, hints))
             continue
         admitted = Document(doc.source, body)
-        out.identities.append((admitted.kind, admitted.namespace, admitted.name, admitted.source))
-        if kind is None:
+        out.identities.append((_stored_kind(admitted), admitted.namespace, admitted.name, admitted.source))
+        if kind is None and _group(doc.body) in CALICO_GROUPS:
+            out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
+                                      "Calico's and its CustomResourceDefinition is not in the input: kept unchecked; "
+                                      "policy answers read it as Calico does", admitted.describe(), doc.source))
+        elif kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
                                       "kept but not checked or simulated", admitted.describe(), doc.source))
@@ -237,7 +243,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # Later documents replace earlier ones with the same identity, as repeated `kubectl apply` would.
     user: dict[tuple[str, str, str], Document] = {}
     for doc in admitted:
-        key = (doc.kind, doc.namespace, doc.name)
+        key = (_stored_kind(doc), doc.namespace, doc.name)
         if key in user:
             state.warn("Duplicate", f"defined again at {doc.source}; the later definition wins",
                        f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}", user[key].source)
@@ -252,7 +258,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         system = [d for d in system if d.kind not in ("Pod", *WORKLOAD_KINDS)]
     merged: dict[tuple[str, str, str], Document] = {(d.kind, d.namespace, d.name): d for d in system}
     for d in docs:
-        merged[(d.kind, d.namespace, d.name)] = d
+        merged[(_stored_kind(d), d.namespace, d.name)] = d
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
@@ -338,6 +344,10 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     placed = {info.kind for info in KINDS if info.collection} | {"ServiceCIDR", "IPAddress"}
     quiet = {info.kind for info in KINDS if info.simulated} | GATEWAY_READ_AS_KEPT | {"CustomResourceDefinition"}
     for kind, kind_docs in sorted(by_kind.items()):
+        if all(_group(d.body) in CALICO_GROUPS for d in kind_docs):
+            for d in kind_docs:
+                _keep_other(state, d)  # read by knetsim.policy
+            continue
         if kind in placed:
             continue
         for d in kind_docs:
@@ -452,7 +462,17 @@ def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
 
 def _keep_other(state: ClusterState, doc: Document) -> None:
     obj = Object(doc.kind, Meta.parse(doc.kind, doc.body.get("metadata") or {}), doc.body, doc.source)
-    state.others[(obj.kind, obj.key)] = obj
+    state.others[(_stored_kind(doc), obj.key)] = obj
+
+
+def _group(body: dict[str, Any]) -> str:
+    return str(body.get("apiVersion") or "").rpartition("/")[0]
+
+
+def _stored_kind(doc: Document) -> str:
+    """The kind a document is grouped and kept under (``NetworkPolicy.projectcalico.org`` for a kind name knetsim
+    knows in another group), so that a foreign group's kind never takes a built-in kind's path."""
+    return stored_kind(doc.kind, doc.body.get("apiVersion"))
 
 
 def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: list[Document]) -> None:

@@ -23,6 +23,11 @@ import yaml
 from .outside import OutsideError, OutsideWorld, outside_from_dict
 
 DATAPLANES = ("iptables", "nftables", "ebpf")
+# The CNI (pod network plugin), which decides what network policy is enforced (knetsim.policy.cni). Unset, it
+# is Cilium on `ebpf` (the data plane is its kube-proxy replacement), else what runs in the cluster, else what
+# its policy kinds say, else kind's kindnet. Cilium without kube-proxy replacement: cni: cilium with an
+# iptables or nftables data plane.
+CNIS = ("kindnet", "calico", "cilium", "antrea", "flannel")
 IP_FAMILY_MODES = ("ipv4", "ipv6", "dual")
 # kind's defaults per networking.ipFamily (pkg/apis/config/v1alpha4/default.go and the docker network it
 # creates, fc00:f853:ccd:e793::/64 beside 172.18.0.0/16). IPv4 keeps kubeadm's 10.96.0.0/12, which
@@ -102,6 +107,8 @@ class ClusterConfig:
     # on kind's IPv6 docker network.
     lb_pool_v6: tuple[str, str] = ("fc00:f853:ccd:e793::c8", "fc00:f853:ccd:e793::fa")
     dataplane: str = "iptables"
+    # The cluster's CNI, one of CNIS; None: not configured (knetsim.policy.cni finds or infers it).
+    cni: str | None = None
     # Cilium's kube-proxy replacement needs the real API server address (k8sServiceHost/Port);
     # None means "not configured", which the doctor explains.
     k8s_service_host: str | None = None
@@ -200,7 +207,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
-        "outside", "ciliumServiceTopology", "maxPods",
+        "outside", "ciliumServiceTopology", "maxPods", "cni",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -253,6 +260,14 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
                 raise ConfigError(f"{origin}: dataplane: Unsupported value: {data['dataplane']!r}: "
                                   f"supported values: {', '.join(DATAPLANES)}")
             kwargs["dataplane"] = data["dataplane"]
+        if "cni" in data:
+            if data["cni"] not in CNIS:
+                raise ConfigError(f"{origin}: cni: Unsupported value: {data['cni']!r}: supported values: "
+                                  f"{', '.join(CNIS)}")
+            if kwargs.get("dataplane") == "ebpf" and data["cni"] != "cilium":
+                raise ConfigError(f"{origin}: cni: Invalid value: {data['cni']!r}: dataplane ebpf is Cilium's "
+                                  "kube-proxy replacement, which needs cni: cilium")
+            kwargs["cni"] = data["cni"]
         if "k8sServiceHost" in data:
             kwargs["k8s_service_host"] = str(data["k8sServiceHost"])
         if "k8sServicePort" in data:

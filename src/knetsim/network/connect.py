@@ -387,17 +387,22 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
     if seen is sender and egress_to is None:
         verdict = evaluate(state, sender, dst, target.port, protocol)
         egress, ingress, data = verdict.egress, verdict.ingress, {"policy": verdict.to_dict()}
+        caveats = verdict.caveats
     else:
         out = evaluate(state, sender, egress_to[0] if egress_to else dst, egress_to[1] if egress_to else target.port,
                        protocol)
         inbound = evaluate(state, seen, dst, target.port, protocol)
         egress, ingress = out.egress, inbound.ingress
         data = {"policy": inbound.to_dict(), "egressPolicy": out.to_dict()}
+        caveats = tuple(dict.fromkeys((*out.caveats, *inbound.caveats)))
+    # A policy the answer leaves out (the CNI does not enforce it, or knetsim does not evaluate it) is named on
+    # the hop it could change.
+    left_out = "".join(f"; caveat: {c.text()}" for c in caveats)
     if not egress.allowed:
-        return False, f"egress of {egress.endpoint}: {egress.reason}", data, egress
+        return False, f"egress of {egress.endpoint}: {egress.reason}{left_out}", data, egress
     if not ingress.allowed:
-        return False, f"ingress of {ingress.endpoint}: {ingress.reason}", data, ingress
-    return True, f"egress: {egress.reason}; ingress: {ingress.reason}", data, None
+        return False, f"ingress of {ingress.endpoint}: {ingress.reason}{left_out}", data, ingress
+    return True, f"egress: {egress.reason}; ingress: {ingress.reason}{left_out}", data, None
 
 
 def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via: str = "",

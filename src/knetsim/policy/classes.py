@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,17 +104,20 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
 
 
 def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True,
-                  all_external: bool = False) -> Classes:
+                  all_external: bool = False, identity: Callable[[Pod], Any] | None = None,
+                  extra_ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]] = ()) -> Classes:
     """The classes of ``pods`` (in name order), plus the external pieces when ``external``: those the ipBlocks
     cut, none when no policy has one; with ``all_external``, the address space outside the pod network even
-    then (what a diff or an exposure report compares, whether or not an ipBlock names it)."""
+    then (what a diff or an exposure report compares, whether or not an ipBlock names it). ``identity``: more of
+    a pod that tells classes apart (for policies whose selectors the vocabulary does not know, Calico's);
+    ``extra_ranges``: more IPv4 ranges that cut the external pieces (Calico's nets and network sets)."""
     policies = index.policies
     key_list, named_list = _vocabulary((*policies, *index.cluster))
     named_set = set(named_list)
 
     # ClusterNetworkPolicy `networks` match every address, pod and node IPs too, whatever the data plane.
     networks = _ipv4_ranges(index.cluster, "network")
-    ranges = _ipv4_ranges(policies) + networks
+    ranges = _ipv4_ranges(policies) + networks + list(extra_ranges)
     pod_net = ipaddress.ip_network(state.config.pod_cidr)
     bounds_set = {0, _IPV4_END}
     for lo, hi, ex in ranges:
@@ -161,6 +164,8 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
                     if cp.name and nk in named_set and nk not in ports:
                         ports[nk] = cp.container_port
             class_key = (POD, pod.namespace, projected, tuple(sorted(ports.items())), atom(ep.ip))
+            if identity is not None:
+                class_key = (*class_key[:-1], identity(pod), class_key[-1])
         groups.setdefault(class_key, []).append(ep)
 
     if external and (ranges or all_external):

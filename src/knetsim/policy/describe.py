@@ -13,6 +13,9 @@ from typing import Any
 from ..cluster.state import ClusterState
 from . import cilium
 from . import cluster as cnp
+from .calico.describe import CalicoPolicyDescription, describe_calico
+from .calico.model import CalicoPolicyError
+from .calico.selector import SelectorError
 from .engine import PolicyInputError, build_index, pod_endpoint
 from .rules import INGRESS, MatchContext, Peer, Policy, Port, Rule, from_network_policy, namespaces_text, peer_matches
 
@@ -263,7 +266,7 @@ def _describe_cluster(state: ClusterState, kinds: tuple[str, ...], name: str) ->
     if index.cluster_unenforced:
         notes = (f"not enforced: the data plane is {state.config.dataplane}, and Cilium does not implement the "
                  "network-policy-api kinds",)
-    out = []
+    out: list[ClusterPolicyDescription] = []
     for kind in kinds:
         obj = state.others.get((kind, name))
         if obj is None:
@@ -277,13 +280,33 @@ def _describe_cluster(state: ClusterState, kinds: tuple[str, ...], name: str) ->
     return out
 
 
+CALICO_GLOBAL_NAMES = frozenset({"globalnetworkpolicy", "globalnetworkpolicies", "gnp",
+                                 "globalnetworkpolicy.projectcalico.org", "globalnetworkpolicies.projectcalico.org"})
+
+
+def _describe_calico(state: ClusterState, kind: str, namespace: str, name: str) -> list[CalicoPolicyDescription]:
+    from . import cni as cnis
+
+    index = build_index(state)
+    try:
+        return describe_calico(state, kind, namespace, name, index.calico or index.staged_base, index.ctx,
+                               index.cni.text(), index.cni.name == cnis.CALICO)
+    except (CalicoPolicyError, SelectorError) as exc:
+        raise PolicyInputError(f"{kind}.projectcalico.org {name}: {exc} (the policy is ignored)") from None
+
+
 # --- entry point -------------------------------------------------------------------------------
 
 
 def describe(state: ClusterState, name: str, namespace: str = "default"
-             ) -> list[PolicyDescription | ClusterPolicyDescription]:
+             ) -> list[PolicyDescription | ClusterPolicyDescription | CalicoPolicyDescription]:
     """The NetworkPolicy (or CiliumNetworkPolicy) ``namespace/name`` in words; ``KIND/name`` or a name no
     NetworkPolicy of ``namespace`` has: the ClusterNetworkPolicy (AdminNetworkPolicy, ...) of that name."""
+    if namespace.lower() in CALICO_GLOBAL_NAMES:
+        found_calico = _describe_calico(state, "GlobalNetworkPolicy", "", name)
+        if not found_calico:
+            raise PolicyInputError(f"globalnetworkpolicy {name} not found")
+        return list(found_calico)
     if namespace.lower() in CLUSTER_KIND_NAMES:
         found = _describe_cluster(state, (CLUSTER_KIND_NAMES[namespace.lower()],), name)
         if not found:
@@ -297,6 +320,9 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
         policies.append(from_network_policy(np))
     else:
         obj = state.others.get((cilium.KIND, key))
+        calico_found = _describe_calico(state, "NetworkPolicy", namespace, name) if obj is None else []
+        if calico_found:
+            return list(calico_found)
         if obj is None:
             cluster = _describe_cluster(state, cnp.KINDS, name)
             if cluster:

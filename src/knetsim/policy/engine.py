@@ -35,6 +35,10 @@ from ..model.labels import edit_distance
 from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
+from . import cni as cnis
+from .calico import evaluate as calico
+from .calico.read import read as read_calico
+from .calico.staged import StagedChange, read_staged, with_change
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -84,6 +88,15 @@ class PolicyIndex:
     problems: tuple[str, ...] = ()  # CiliumNetworkPolicies (or cluster policies) that could not be read
     cluster: tuple[cnp.ClusterPolicy, ...] = ()  # enforced ClusterNetworkPolicies/ANPs/BANPs, tier by tier, in order
     cluster_unenforced: tuple[str, ...] = ()  # present but not enforced (Cilium implements none of them)
+    # The CNI whose policy is followed, and each policy object left out of the answers, with why (cni.py).
+    cni: cnis.ClusterCNI = cnis.KIND_DEFAULT
+    caveats: tuple[cnis.Caveat, ...] = ()
+    listed: tuple[str, ...] = ()  # policy objects named on every answer that change none (staged policies)
+    # On Calico with Calico policies: its tiers, which then decide every side (calico/evaluate.py).
+    calico: calico.CalicoIndex | None = None
+    # Calico's staged policies (never enforced) and the index each is previewed against.
+    staged: tuple[StagedChange, ...] = ()
+    staged_base: calico.CalicoIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -132,9 +145,15 @@ def policy_index(state: ClusterState) -> PolicyIndex:
 
 
 def build_index(state: ClusterState) -> PolicyIndex:
-    ebpf = state.config.dataplane == "ebpf"
+    objects = cnis.policy_objects(state)
+    cni = cnis.cluster_cni(state, objects)
+    # Cilium's semantics (ipBlocks never match cluster IPs, its own kinds enforced) hold with or without its
+    # kube-proxy replacement: they follow the CNI, not the data plane.
+    ebpf = cni.name == cnis.CILIUM
     policies, unenforced, problems = [], [], []
     for _, np in sorted(state.network_policies.items()):
+        if cni.name not in cnis.ENFORCES_NETWORK_POLICY:
+            break  # each named by a caveat (cni.caveats)
         try:
             policies.append(from_network_policy(np))
         except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
@@ -160,7 +179,7 @@ def build_index(state: ClusterState) -> PolicyIndex:
     cluster, cluster_unenforced = [], []
     for kind in cnp.KINDS:
         for obj in state.objects_of(kind):
-            if ebpf:
+            if cni.name not in cnis.ENFORCES_CLUSTER_POLICY:
                 cluster_unenforced.append(f"{kind} {obj.name}")
                 continue
             try:
@@ -168,8 +187,18 @@ def build_index(state: ClusterState) -> PolicyIndex:
             except (cnp.ClusterPolicyError, ValueError, KeyError, TypeError) as exc:
                 problems.append(f"{obj.source}: {kind} {obj.name}: {exc}")
     cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
-    return PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
-                       tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced))
+    index = PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
+                        tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
+                        cnis.caveats(state, cni, objects), cnis.listed(objects, cni))
+    if cni.name == cnis.CALICO:
+        found = read_calico(state, index.policies, index.cluster_selecting, problems)
+        if found is not None:
+            index = dataclasses.replace(index, calico=found)
+        staged = read_staged(state, problems)
+        if staged:
+            base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
+            index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
+    return dataclasses.replace(index, problems=tuple(problems))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -293,11 +322,14 @@ class DirectionVerdict:
     passed_by: tuple[TierRuleMatch, ...] = ()  # Pass rules on the way (each skips the rest of its tier)
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
+    calico: calico.CalicoDecision | None = None  # on Calico with Calico policies: its walk through the tiers
 
     def deciding(self) -> str:
         """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
         is not enforced, or no policy of any tier selects it)."""
         where = f"{self.direction} of {self.endpoint}"
+        if self.calico is not None:
+            return f"{where}: {self.reason}" if self.calico.selecting else ""
         if self.decided_by is not None:
             return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
         if self.allowed and self.allowed_by:
@@ -309,6 +341,13 @@ class DirectionVerdict:
 
     def fix(self, traffic: str = "") -> str:
         """What to change so this side allows ``traffic`` (``TCP/5432``), for a dropped packet."""
+        if self.calico is not None and self.calico.match is not None:
+            what = f" ({traffic})" if traffic else ""
+            if self.calico.match.rule < 0:
+                return (f"add an Allow (or Pass) rule for this traffic{what} to a policy of tier "
+                        f"`{self.calico.tier}` that selects {self.endpoint}, or set the tier's defaultAction: Pass")
+            return (f"{self.calico.match.text()} denies it: add an Allow rule for this traffic{what} before it (a "
+                    "lower order, or earlier in the policy), in that tier or one evaluated before it")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
             return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
                     "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
@@ -337,12 +376,36 @@ class DirectionVerdict:
             "reason": self.reason,
             "tier": self.tier or None,
         }
+        if self.calico is not None:
+            c = self.calico
+            out["calico"] = {"tier": c.tier or None, "decidedBy": c.match.to_dict() if c.match else None,
+                             "clusterRule": c.cluster.to_dict() if c.cluster else None, "passed": list(c.passed),
+                             "selecting": [{"tier": t, "policy": ref} for t, ref in c.selecting]}
         if self.cluster_policies or self.decided_by or self.passed_by:
             out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
             out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
             out["passedBy"] = [m.to_dict() for m in self.passed_by]
             out["contested"] = [m.to_dict() for m in self.contested]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class StagedPreview:
+    """A staged policy's effect on one connection: the verdict it would give, and whether that differs."""
+
+    policy: str
+    allowed: bool
+    changes: bool
+    reason: str
+
+    def text(self) -> str:
+        verdict = "ALLOWED" if self.allowed else "DENIED"
+        if not self.changes:
+            return f"{self.policy} (staged, not enforced) would change nothing here: {verdict}"
+        return f"{self.policy} (staged, not enforced) would make it {verdict}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "allowed": self.allowed, "changes": self.changes, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +421,11 @@ class Verdict:
     ingress: DirectionVerdict
     notes: tuple[str, ...] = ()
     reply: str = "allowed: NetworkPolicy is stateful, replies of an allowed connection always pass"
+    cni: cnis.ClusterCNI | None = None
+    # Policy objects this verdict leaves out that could change it (not enforced by the CNI, or not evaluated).
+    caveats: tuple[cnis.Caveat, ...] = ()
+    # What each Calico staged policy would make of this connection, were it enforced.
+    staged: tuple[StagedPreview, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,6 +433,9 @@ class Verdict:
             "protocol": self.protocol, "port": self.port, "allowed": self.allowed,
             "egress": self.egress.to_dict(), "ingress": self.ingress.to_dict(),
             "reply": self.reply, "notes": list(self.notes),
+            "cni": self.cni.to_dict() if self.cni is not None else None,
+            "caveats": [c.to_dict() for c in self.caveats],
+            "staged": [p.to_dict() for p in self.staged],
         }
 
 
@@ -470,6 +541,8 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
+    if index.calico is not None:
+        return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
     selecting = index.selecting(pod, direction)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
@@ -509,6 +582,23 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     return dataclasses.replace(np, reason=reason, passed_by=passed, cluster_policies=selected)
 
 
+def _calico_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str,
+                      port: int) -> DirectionVerdict:
+    """Calico's walk (tier → order → rule) for one side, as a verdict."""
+    assert pod_ep.pod is not None and index.calico is not None
+    pod = pod_ep.pod
+    ctx = index.on_node(pod.node_name)
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
+                                f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    decision = calico.decide_side(index.calico, direction, pod_ep, peer_ep, protocol, port, ctx)
+    refs = tuple((ref.split(" ", 1)[0], ref.split(" ", 1)[1]) for _, ref in decision.selecting)
+    decided_by = decision.cluster or (decision.match.as_tier_match() if decision.match is not None else None)
+    return DirectionVerdict(direction, pod.key, True, bool(decision.selecting), refs, decision.allowed, (), (),
+                            decision.reason(pod.key, direction), decision.tier or DEFAULT_TIER, decided_by,
+                            calico=decision)
+
+
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
     return DirectionVerdict(direction, ep.name, True, False, (), True, (), (),
                             "a pod cannot block access to itself")
@@ -516,11 +606,33 @@ def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
 
 def notes(index: PolicyIndex, state: ClusterState) -> tuple[str, ...]:
     out = [f"{ref} is not enforced: the data plane is {state.config.dataplane}, which has no Cilium "
-           "(set dataplane: ebpf to simulate Cilium)" for ref in index.unenforced]
-    out += [f"{ref} is not enforced: Cilium (the ebpf data plane) does not implement the network-policy-api "
-            "kinds (cilium/cilium#23380)" for ref in index.cluster_unenforced]
+           f"(the cluster's {index.cni.text()}; set cni: cilium, or dataplane: ebpf for Cilium with its kube-proxy "
+           "replacement)" for ref in index.unenforced]
+    if index.cni.name == cnis.CILIUM:
+        where = "Cilium (the ebpf data plane)" if state.config.dataplane == "ebpf" else "Cilium (the cluster's CNI)"
+        out += [f"{ref} is not enforced: {where} does not implement the network-policy-api kinds "
+                "(cilium/cilium#23380)" for ref in index.cluster_unenforced]
+    else:
+        out += [f"{ref} is not enforced: the cluster's {index.cni.text()} enforces no network policy"
+                for ref in index.cluster_unenforced]
     out += [f"ignored: {p}" for p in index.problems]
+    out += list(index.listed)
     return tuple(out)
+
+
+def verdict_caveats(index: PolicyIndex, *ends: Endpoint) -> tuple[cnis.Caveat, ...]:
+    """The caveats that could change a verdict between ``ends``: cluster-wide objects always, namespaced ones when
+    an end is a pod of their namespace."""
+    namespaces = {ep.pod.namespace for ep in ends if ep.pod is not None}
+    return tuple(c for c in index.caveats if c.applies_to(namespaces))
+
+
+def caveat_notes(index: PolicyIndex) -> tuple[str, ...]:
+    """Every caveat as a note line (the matrix and other whole-cluster answers), the CNI first when any."""
+    if not index.caveats and (index.cni.name == cnis.KINDNET or index.cni.how == cnis.CONFIGURED):
+        return ()  # kind's own CNI, or one the user named: nothing to point out
+    return (f"policy follows the cluster's {index.cni.text()}",
+            *(f"caveat: {c.text()}" for c in index.caveats))
 
 
 def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | Endpoint, port: int | str,
@@ -541,8 +653,27 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
     for ep in (s, d):
         if ep.pod is not None and ep.kind == "pod" and not ep.ip:
             extra.append(f"{ep.pod.key} has no IP yet (phase {ep.pod.phase}): it cannot send or receive")
-    return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, eg.allowed and ing.allowed, eg, ing,
-                   tuple(extra))
+    allowed = eg.allowed and ing.allowed
+    return Verdict(s.name, d.name, s.ip, d.ip, protocol, number, allowed, eg, ing,
+                   tuple(extra), cni=index.cni, caveats=verdict_caveats(index, s, d),
+                   staged=_staged_previews(index, s, d, protocol, number, allowed))
+
+
+def _staged_previews(index: PolicyIndex, s: Endpoint, d: Endpoint, protocol: str, port: int,
+                     allowed: bool) -> tuple[StagedPreview, ...]:
+    """Each staged policy put in force alone, the same question asked again (Calico's preview, offline)."""
+    if not index.staged or index.staged_base is None or (s.pod is not None and s.pod is d.pod):
+        return ()
+    out = []
+    for change in index.staged:
+        alt = dataclasses.replace(index, calico=with_change(index.staged_base, change), staged=())
+        eg = _direction(alt, EGRESS, s, d, protocol, port)
+        ing = _direction(alt, INGRESS, d, s, protocol, port)
+        would = eg.allowed and ing.allowed
+        side = eg if not eg.allowed else ing
+        reason = f"{side.direction} of {side.endpoint}: {side.reason}"
+        out.append(StagedPreview(change.ref, would, would != allowed, reason))
+    return tuple(out)
 
 
 # --- every allowed connection between two endpoints (the reference for the matrix) ---
@@ -571,6 +702,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     pod = pod_ep.pod
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return ConnSet.all()
+    if index.calico is not None:
+        return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}

@@ -10,7 +10,11 @@ it. Codes:
 * ``ServicePortInPolicy``: a policy port that is a Service's ``port`` rather than the pod
   port it targets (policy sees the packet after DNAT, on the pod port);
 * ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
-  connections between existing pods, with one concrete pair.
+  connections between existing pods, with one concrete pair;
+* ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
+* ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
+  because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
+  the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
 """
 
 from __future__ import annotations
@@ -264,14 +268,18 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             if answer is None:
                 answer = isolated[labels] = bool(
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
-                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster))
+                    or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
+                    or _calico_selects(index, p))
             if not answer:
                 loose.append(p)
         if loose:
             names = ", ".join(p.name for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
+            left_out = [c.object.ref for c in index.caveats if c.enforced and c.applies_to((ns,))]
+            unless = (f" (unless {', '.join(left_out)}, enforced by the cluster's CNI but not evaluated by knetsim, "
+                      "selects them)") if left_out else ""
             out.append(Finding(
                 "PodsNotIsolated", "info", f"Namespace {ns}",
-                f"{len(loose)} pod(s) are selected by no policy and accept and send anything: {names}",
+                f"{len(loose)} pod(s) are selected by no policy and accept and send anything: {names}{unless}",
                 f"add a default-deny policy for {ns} (podSelector: {{}}, policyTypes: [Ingress, Egress]) and "
                 "allow what is needed"))
     return out
@@ -560,13 +568,46 @@ def _differing_pair(index: PolicyIndex, alt: PolicyIndex, rule: Rule, peers: tup
     return None
 
 
+def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
+    """Does a Calico policy (of any tier) select ``pod`` in either direction?"""
+    if index.calico is None:
+        return False
+    from .calico.evaluate import selects
+
+    return any(selects(index.calico, p, pod, d, index.ctx) for tier in index.calico.policies.values() for p in tier
+               for d in (INGRESS, EGRESS))
+
+
+def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    if index.calico is None:
+        return []
+    from .calico.lint import calico_lint
+
+    return calico_lint(state, index.calico, index.ctx)
+
+
+def _left_out(index: PolicyIndex) -> list[Finding]:
+    """Each policy object the answers leave out, as a finding: a verdict that ignores a policy is never silent."""
+    out = []
+    for c in index.caveats:
+        if c.enforced:
+            out.append(Finding("PolicyNotEvaluated", "warning", c.object.ref,
+                               f"{c.reason} (the cluster's {index.cni.text()})",
+                               "check the connections it decides on the cluster itself; every knetsim verdict it "
+                               "could change names it"))
+        else:
+            out.append(Finding("PolicyNotEnforced", "warning", c.object.ref, c.reason,
+                               "remove it, or run the CNI that enforces it; nothing in the cluster acts on it now"))
+    return out
+
+
 def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index))
+                + cluster_lint(state, index) + _left_out(index) + _calico(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

@@ -43,7 +43,7 @@ from ..model.loader import BUILTIN
 from ..model.objects import Pod
 from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, build_classes, prepare
 from .cluster import ACCEPT, DENY, ClusterPolicy, ClusterRule
-from .engine import PolicyIndex, notes, policy_index
+from .engine import PolicyIndex, caveat_notes, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
 from .rules import EGRESS, INGRESS, Endpoint, RuleShape
 from .tiers import NETWORK_POLICY_TIER, ORDER
@@ -926,6 +926,8 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
                if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
                and (include_system or not is_system_pod(p))
                and (namespace is None or p.namespace == namespace)]
+    if index.calico is not None:
+        return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
@@ -943,7 +945,81 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     else:
         rows, row_notes = workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *row_notes, *invalid_kept(state)), tiers)
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state)), tiers)
+
+
+def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
+                   all_external: bool) -> Matrix:
+    """The matrix under Calico's tiers, pair by pair: pods are alike when their namespace, labels, service account
+    and named ports are (and their address, where Calico nets cut the pod network), and each pair of classes goes
+    through the engine's every-port answer. The vectorised tiers know Kubernetes selectors only; correctness
+    first, at the cost of n x n evaluations over classes."""
+    from ipaddress import IPv4Address
+
+    from .calico.evaluate import service_account_of
+    from .engine import _direction_set
+
+    assert index.calico is not None
+    ranges = _calico_ranges(index)
+
+    def identity(pod: Pod) -> Any:
+        ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
+                             if p.name))
+        return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, pod.pod_ip if ranges else "")
+
+    classes = build_classes(state, index, members, external=external, all_external=all_external,
+                            identity=identity, extra_ranges=ranges)
+    ends = []
+    for c, key in enumerate(classes.keys):
+        if key[0] == EXTERNAL:
+            ends.append(Endpoint("external", str(IPv4Address(key[2]))))
+        else:
+            ends.append(classes.members[c][0])
+    n = classes.count
+    patterns: list[ConnSet] = []
+    pattern_ids: dict[ConnSet, int] = {}
+    src, dst, pattern = [], [], []
+    for s, a in enumerate(ends):
+        for d, b in enumerate(ends):
+            if a.kind == "external" and b.kind == "external":
+                continue
+            if s == d and len(classes.members[s]) > 1:
+                b = classes.members[s][1]  # two pods alike: what one allows the other is the class's own pair
+            if a.pod is not None and a.pod is b.pod:
+                conn = ConnSet.all()
+            else:
+                conn = _direction_set(index, EGRESS, a, b) & _direction_set(index, INGRESS, b, a)
+            if conn.is_empty:
+                continue
+            src.append(s)
+            dst.append(d)
+            pattern.append(pattern_ids.setdefault(conn, len(pattern_ids)))
+            if len(patterns) < len(pattern_ids):
+                patterns.append(conn)
+    pairs = ClassPairs(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                       np.array(pattern, dtype=np.int64), patterns, n)
+    rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
+    atoms = port_atoms(index, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
+                   "evaluated pair by pair under Calico's tiers"), [])
+
+
+def _calico_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+    """The IPv4 nets Calico's rules and network sets name: they cut the external address space into pieces."""
+    assert index.calico is not None
+    nets = [n for s in index.calico.network_sets for n in s.nets]
+    for tier in index.calico.policies.values():
+        for policy in tier:
+            for rule in (*policy.ingress, *policy.egress):
+                for entity in (rule.source, rule.destination):
+                    nets += [*(entity.nets or ()), *entity.not_nets]
+    out = []
+    for net in nets:
+        if net.version == 4:
+            start = int(net.network_address)
+            out.append((start, start + (1 << (32 - net.prefixlen)), ()))
+    return out
 
 
 def invalid_kept(state: ClusterState) -> list[str]:

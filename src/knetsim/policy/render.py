@@ -306,6 +306,12 @@ def verdict_text(v: Verdict) -> str:
     else:
         lines.append("result: the packet is dropped, so a client sees a timeout (not 'connection refused')")
     lines += [f"note: {n}" for n in v.notes]
+    if v.caveats or (v.cni is not None and v.cni.name != "kindnet"):
+        # Named whenever it is not kind's kindnet, or when a policy is left out: the answer is the CNI's.
+        assert v.cni is not None
+        lines.append(f"cni: {v.cni.text()}")
+    lines += [f"caveat: {c.text()}" for c in v.caveats]
+    lines += [f"staged: {p.text()}" for p in v.staged]
     return "\n".join(lines) + "\n"
 
 
