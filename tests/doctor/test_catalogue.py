@@ -30,7 +30,8 @@ ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
 SOURCES = [*sorted((ROOT / "src/knetsim/doctor").glob("*.py")), ROOT / "src/knetsim/policy/lint.py",
            ROOT / "src/knetsim/policy/cluster_lint.py", ROOT / "src/knetsim/ingress/findings.py",
            ROOT / "src/knetsim/ingress/controllers.py", ROOT / "src/knetsim/gateway/findings.py",
-           ROOT / "src/knetsim/dataplane/bootstrap.py", ROOT / "src/knetsim/dns/coredns.py"]
+           ROOT / "src/knetsim/dataplane/bootstrap.py", ROOT / "src/knetsim/dns/coredns.py",
+           ROOT / "src/knetsim/policy/calico/lint.py"]
 # Codes picked from tables (a condition's reason → a code): the families they belong to.
 FAMILY = re.compile(r"^(Gateway|ListenerSet|BackendTLSPolicy|Ingress|Ebpf)[A-Z][A-Za-z]+$")
 # The gateway's code the doctor rewrites before printing (another implementation's class is not simulated).
