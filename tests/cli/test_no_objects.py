@@ -86,3 +86,16 @@ def test_a_diff_side_without_objects_is_refused(tmp_path: Path) -> None:
         result = knetsim("diff", "--before", before, "--after", after)
         assert result.exit_code == 2, result.output
         assert f"error reading [{tmp_path}]" in result.output
+
+
+def test_input_of_which_nothing_can_be_read_is_refused_by_the_doctor_too(tmp_path: Path) -> None:
+    """doctor reports an unreadable file among others as a finding; when nothing at all could be read, no
+    analysis ran, and it says so with exit 2 rather than a report (exit 1) that looks like one."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: x\n")
+    for path in (str(broken), str(tmp_path / "missing.yaml")):
+        result = knetsim("doctor", "-f", path)
+        assert result.exit_code == 2, result.output
+        assert "error(s)" not in result.output
+    result = knetsim("doctor", "-f", str(broken), "-f", str(EXAMPLES / "shop"))
+    assert result.exit_code == 1 and "RejectedByAPIServer" in result.output

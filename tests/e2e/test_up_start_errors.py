@@ -160,3 +160,17 @@ def test_foreground_prints_its_ports_and_ctrl_c_during_start_up_leaves_no_traceb
     assert lines[-1].startswith("# Ingress     http://127.0.0.1:")
     assert proc.returncode == 0 and "Traceback" not in err
     assert _daemons(state) == []
+
+
+def test_foreground_stopped_by_kill_takes_its_daemon_along(tmp_path: Path) -> None:
+    """The daemon runs in a session of its own (so that a terminal's SIGINT cannot hit it mid-import): a SIGTERM
+    to `up --foreground` (a service manager's stop) must still stop it."""
+    state = tmp_path / "s"
+    proc = subprocess.Popen(knetsim_argv("up", "--foreground", "--state", str(state), "--port", "0"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("export KUBECONFIG=")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert _gone(state)

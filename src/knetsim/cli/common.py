@@ -308,9 +308,15 @@ def load_cluster(filenames: Sequence[str], namespace: str | None, cluster_config
     nothing = [e for e in cluster.unreadable if nothing_read(str(e.error))]
     if nothing:
         fail_input(InputError([str(e.error) for e in nothing]))
+    if cluster.unreadable and not cluster.documents:
+        # Not one object could be read (a path that does not exist, a file that does not parse): no analysis
+        # ran, so no command may answer as if one had (doctor would list the files as findings, exit 1).
+        fail_input(InputError([str(e) for e in cluster.unreadable]))
     if namespace and namespace_must_exist and simulate and namespace not in cluster.state.namespaces:
-        fail_input(InputError([f'namespaces "{namespace}" not found (the cluster has: '
-                               f'{", ".join(sorted(cluster.state.namespaces)) or "none"})']))
+        # The API server's words (kubectl: Error from server (NotFound)), and what there is instead.
+        names = sorted(cluster.state.namespaces)
+        listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        fail_input(InputError([f'namespaces "{namespace}" not found (the cluster has: {listed or "none"})']))
     if report and cluster.unreadable:
         # kubectl apply -f stops before creating anything when a file does not parse: so does the analysis.
         fail_input(InputError([str(e) for e in cluster.errors]))

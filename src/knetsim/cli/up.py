@@ -211,6 +211,12 @@ def _foreground(cmd: list[str], state_dir: Path) -> None:
     included. The child has a session of its own, so the terminal's SIGINT reaches this process only, which
     stops the daemon with SIGTERM: a signal in the middle of its imports would otherwise end in a traceback."""
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop_on(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # `kill`, or the terminal closing: the daemon goes with this process, as Ctrl-C
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop_on)
     info = None
     try:
         info = _wait_ready(proc, state_dir, lambda: [])

@@ -19,6 +19,7 @@ from ..model import admission
 from ..model.admission import FieldValidation
 from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
 from ..model.loader import Document
+from ..model.withheld import CERTIFICATE_KEYS, WITHHELD_ANNOTATION, withheld_keys
 from .model import CHANGED, GAINED, LOST, Item, Layer, Side
 
 TITLE = "objects (admitted, refused, changed)"
@@ -29,6 +30,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 ALLOCATED = re.compile(r"^spec\.(clusterIPs?(\[\d+\])?|ports\[\d+\]\.nodePort|healthCheckNodePort|ipFamilies(\[\d+\])?"
                        r"|ipFamilyPolicy)$")
 SHOWN_PATHS = 4
+HIDDEN = "(a secret value, not shown)"
 
 
 def subject(doc: Document, namespace: str) -> str:
@@ -119,6 +121,26 @@ def _fields_text(fields: list[tuple[str, Any, Any]]) -> str:
     return "; ".join(shown) + (f" (and {more} more field{'s' if more > 1 else ''})" if more > 0 else "")
 
 
+def _secret_fields(fields: list[tuple[str, Any, Any]], before: Mapping[str, Any],
+                   after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """A Secret's changes without its secrets: a value that is no certificate is never shown (a diff becomes a
+    pull-request comment), and a key whose value a cluster reader withheld (model/withheld.py) is no change:
+    what the cluster holds there was not read."""
+    withheld = withheld_keys(before) | withheld_keys(after)
+    out = []
+    for path, old, new in fields:
+        if path == f"metadata.annotations.{WITHHELD_ANNOTATION}":
+            continue
+        field, _, key = path.partition(".")
+        if field in ("data", "stringData") and key:
+            if key in withheld:
+                continue
+            if key not in CERTIFICATE_KEYS:
+                old, new = (None if v is None else HIDDEN for v in (old, new))
+        out.append((path, old, new))
+    return out
+
+
 def compare(before: Side, after: Side) -> Layer:
     old, new = _by_subject(before), _by_subject(after)
     refused_before, refused_after = _refused(before), _refused(after)
@@ -144,6 +166,8 @@ def compare(before: Side, after: Side) -> Layer:
             if a == b:
                 continue
             fields = changed_fields(_defaulted(a, before.namespace), _defaulted(b, after.namespace))
+            if old[name].kind == "Secret":
+                fields = _secret_fields(fields, a, b)
             if not fields:
                 continue
             items.append(Item(CHANGED, name, f"changed: {_fields_text(fields)}",
