@@ -507,3 +507,26 @@ def test_a_missing_spec_is_the_zero_spec_as_the_api_server_decodes_it() -> None:
         kind: Service
         metadata: {name: s}
     """) == ["spec.ports: Required value"]
+
+
+def test_an_ingress_path_with_a_null_backend_is_refused_not_a_crash() -> None:
+    # Found by the API fuzz: `backend: null` reached the backend rules as None (a 500 live).
+    import re
+
+    import pytest as _pytest
+
+    from knetsim import Cluster
+    from knetsim.api import InputError
+
+    expected = 'paths[0].backend: Invalid value: "": resource or service backend is required'
+    with _pytest.raises(InputError, match=re.escape(expected)):
+        Cluster.from_yaml("""
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: x, namespace: default}
+spec:
+  rules:
+  - http:
+      paths:
+      - {path: /, pathType: Prefix, backend: null}
+""")

@@ -732,7 +732,7 @@ def _ingress_path(path_spec: Mapping[str, Any], p: Path) -> Errors:
             errs.append(p.child("path").invalid(value, "must be an absolute path"))
     else:
         errs.append(p.child("pathType").not_supported(path_type, _PATH_TYPES))
-    errs.extend(_ingress_backend(path_spec.get("backend"), p.child("backend")))
+    errs.extend(_ingress_backend(path_spec.get("backend") or {}, p.child("backend")))
     return errs
 
 
