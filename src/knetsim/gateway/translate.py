@@ -37,14 +37,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..cluster.gatewayimplementations import ENVOY_GATEWAY, IMPLEMENTATIONS, Implementation, for_controller
+from ..cluster.gatewayimplementations import proxy_service_name as impl_service_name
 from ..cluster.gatewayinfra import (
-    EG_CONTROLLER,
-    EG_NAMESPACE,
-    OWNING_NAME,
-    OWNING_NAMESPACE,
     ClassVerdict,
     class_verdicts,
-    proxy_name,
+    proxy_labels,
+    proxy_objects_namespace,
 )
 from ..cluster.state import ClusterState
 from ..model import saferegex
@@ -153,6 +152,9 @@ class GatewayContext:
     listener_sets: list[str] = field(default_factory=list)  # namespace/name of the ListenerSets naming it
     # The certificate the proxy presents to a backend it speaks TLS to (spec.tls.backend), once it resolves.
     backend_client_chain: tuple[Any, ...] = ()
+    # The implementation its GatewayClass names (cluster/gatewayimplementations.py): infrastructure, features,
+    # the replies the spec leaves open.
+    implementation: Implementation = ENVOY_GATEWAY
 
     def listener(self, name: str) -> ListenerContext | None:
         return next((lc for lc in self.listeners if lc.name == name and not lc.from_listener_set), None)
@@ -245,7 +247,8 @@ def _translate(state: ClusterState, now: datetime) -> Translation:
         verdict = verdicts.get(gw.class_name)
         if verdict is None or not verdict.accepted:
             continue  # not ours, or our class was not accepted: Envoy Gateway leaves it alone
-        gateways[key] = GatewayContext(gw, [ListenerContext(li, gw) for li in gw.listeners])
+        gateways[key] = GatewayContext(gw, [ListenerContext(li, gw) for li in gw.listeners],
+                                       implementation=verdict.implementation or ENVOY_GATEWAY)
     frontends: dict[str, dict[str | None, listeners.FrontendValidation]] = {k: {} for k in gateways}
     for key, gctx in gateways.items():
         for lc in gctx.listeners:
@@ -292,31 +295,46 @@ def _gateway_status(state: ClusterState, gctx: GatewayContext,
     gw = gctx.gateway
     own = gctx.own_listeners
     rejected = sorted(lc.name for lc in own if lc.conditions.is_false(Type.ACCEPTED))
+    impl = gctx.implementation
     if not rejected:
-        gctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "The Gateway has been scheduled by Envoy Gateway")
+        gctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, f"The Gateway has been scheduled by {impl.title}")
     elif len(rejected) < len(own):
         gctx.conditions.set(Type.ACCEPTED, True, Reason.LISTENERS_NOT_VALID,
                             f"Listeners not valid: {', '.join(rejected)}")
     else:
         gctx.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID,
                             f"No listeners are valid: {', '.join(rejected)}")
-    name = proxy_name(gw.namespace, gw.name)
-    svc = state.services.get(f"{EG_NAMESPACE}/{name}")
+    infra = impl.infrastructure
+    if infra.naming == "none":
+        # A load balancer outside the cluster (GKE): programmed by the cloud, at the address asked for if any.
+        gctx.addresses = [a.value for a in gw.addresses if a.type == "IPAddress"]
+        gctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED,
+                            f"Programmed: {impl.proxy_word} outside the cluster serves the Gateway")
+        if gw.frontend_validation or gw.backend_client_certificate is not None:
+            _gateway_tls_status(state, gctx, frontends)
+        return
+    namespace = proxy_objects_namespace(impl, gw.namespace)
+    name = impl_service_name(impl, gw.namespace, gw.name, gw.class_name)
+    svc = state.services.get(f"{namespace}/{name}")
     if svc is not None:
         gctx.proxy_service = svc.key
         gctx.addresses = list(svc.load_balancer_ips)
-    pods = [p for p in state.pods_in(EG_NAMESPACE)
-            if p.labels.get(OWNING_NAME) == gw.name and p.labels.get(OWNING_NAMESPACE) == gw.namespace]
+    if infra.shared_proxy_namespace is not None:
+        pod_namespace, wanted = infra.shared_proxy_namespace, dict(infra.shared_proxy_labels)
+    else:
+        pod_namespace, wanted = namespace, proxy_labels(impl, gw)
+    pods = [p for p in state.pods_in(pod_namespace) if all(p.labels.get(k) == v for k, v in wanted.items())]
     gctx.proxy_pods_total = len(pods)
     gctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
+    replicas = "envoy" if impl is ENVOY_GATEWAY else impl.proxy_word
     if not gctx.addresses:
         gctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
                             "No addresses have been assigned to the Gateway")
     elif not gctx.proxy_pods:
-        gctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, "Envoy replicas unavailable")
+        gctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, f"{impl.proxy_word} replicas unavailable")
     else:
         gctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, f"Address assigned to the Gateway, "
-                            f"{len(gctx.proxy_pods)}/{gctx.proxy_pods_total} envoy replicas available")
+                            f"{len(gctx.proxy_pods)}/{gctx.proxy_pods_total} {replicas} replicas available")
     if gw.frontend_validation or gw.backend_client_certificate is not None:
         _gateway_tls_status(state, gctx, frontends)
 
@@ -504,9 +522,9 @@ def unclaimed_reason(state: ClusterState, key: str) -> str:
     gc = state.gateway_classes.get(gw.class_name)
     if gc is None:
         return f"Gateway {key} names GatewayClass {gw.class_name!r}, which does not exist: no controller serves it"
-    if gc.controller_name != EG_CONTROLLER:
+    if for_controller(gc.controller_name) is None:
         return (f"Gateway {key} belongs to GatewayClass {gc.name} of controller {gc.controller_name!r}, which knetsim "
-                f"does not run (it simulates {EG_CONTROLLER})")
+                f"does not simulate (it simulates {', '.join(i.title for i in IMPLEMENTATIONS)})")
     return (f"Gateway {key}'s GatewayClass {gc.name} is not accepted (another older GatewayClass names the same "
             "controller)")
 
