@@ -64,7 +64,7 @@ from ..model.gatewayapi import (
 )
 from ..model.kinds import BY_KIND, ROUTE_KINDS
 from ..model.objects import Object, Service
-from . import hostnames, listeners
+from . import features, hostnames, listeners
 from .backendtls import BackendTLS, Policies, PolicyContext, ancestor_ref
 from .conditions import Conditions, Reason, Type
 from .grants import ReferenceFrom, ReferenceTo, reference_permitted
@@ -577,6 +577,8 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
     else:
         ps.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
                           "Resolved all the Object references for the Route")
+    if not ps.conditions.is_false(Type.ACCEPTED):
+        _refuse_unsupported(state, ps, route, gctx.implementation)
     if ps.conditions.is_false(Type.ACCEPTED):
         return ps
     attached: list[tuple[ListenerContext, tuple[str, ...]]] = []
@@ -599,6 +601,16 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
             continue
         _attach(rc, lc, hosts, live_rules)
     return ps
+
+
+def _refuse_unsupported(state: ClusterState, ps: ParentStatus, route: Any, impl: Implementation) -> None:
+    """An extended feature the implementation's report does not claim: ``Accepted: False``, ``UnsupportedValue``
+    (the API's rule for an unsupported filter type or redirect value, applied to every extended feature)."""
+    missing = features.unsupported(features.route_features(route, state.services), impl)
+    if missing:
+        used = ", ".join(f"{u.feature} ({u.where})" for u in missing)
+        ps.conditions.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_VALUE,
+                          f"{impl.title} {impl.report.version} does not support {used}")
 
 
 def _attach(rc: RouteContext, lc: ListenerContext, hosts: tuple[str, ...], live_rules: list[Any]) -> None:
