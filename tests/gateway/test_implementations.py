@@ -1,0 +1,209 @@
+"""Each Gateway implementation knetsim simulates, restated from its newest v1.6 conformance report and its docs.
+
+For every profile of ``cluster/gatewayimplementations.py``: the quickstart's GatewayClass renamed to that
+controller is Accepted with ``status.supportedFeatures`` exactly the report's list; its Gateway is programmed
+with that implementation's infrastructure (names, namespace); a route miss gets that implementation's reply;
+a route using an extended feature the report claims is routed, and one using a feature the report does not
+claim is refused (``Accepted: False``, ``UnsupportedValue``) with a doctor finding naming the implementations
+that do support it. The counts restate kubernetes-sigs/gateway-api ``conformance/reports/v1.6/`` (GATEWAY-HTTP
+extended features: agentgateway 38, kgateway 37, Envoy Gateway 36, Cilium 32 / 29 on standard, NGINX Gateway
+Fabric 30, GKE 12, Kong Operator 9).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knetsim import Cluster
+from knetsim.cluster.gatewayimplementations import BY_KEY, HTTP_FEATURES, IMPLEMENTATIONS, by_key
+from knetsim.gateway import route, status_of
+from knetsim.gateway.findings import gateway_findings
+from knetsim.model.http import HTTPRequest
+from knetsim.model.loader import load_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "gateway" / "quickstart"
+BASE = [d.body for d in load_paths([str(QUICKSTART)]).documents]
+
+# implementation → (GATEWAY-HTTP extended features its report lists, the per-Gateway Service of Gateway
+# default/eg of class "cls", the Service's namespace; None where nothing runs in the cluster)
+EXPECTED = {
+    "envoy-gateway": (36, "envoy-default-eg-e41e7b31", "envoy-gateway-system"),
+    "nginx-gateway-fabric": (30, "eg-cls", "default"),
+    "cilium": (32, "cilium-gateway-eg", "default"),
+    "istio": (36, "eg-cls", "default"),
+    "kgateway": (37, "eg", "default"),
+    "agentgateway": (38, "eg", "default"),
+    "traefik": (19, "traefik", "traefik"),
+    "kong": (9, None, "default"),
+    "gke": (12, None, None),
+}
+# A feature each implementation's report claims, and one it does not (None: it claims every HTTP feature).
+SUPPORTED_AND_NOT = {
+    "envoy-gateway": ("HTTPRouteCORS", None),
+    "nginx-gateway-fabric": ("HTTPRouteCORS", "HTTPRouteRequestTimeout"),
+    "cilium": ("HTTPRouteRequestMirror", "HTTPRouteParentRefPort"),
+    "istio": ("HTTPRouteRequestTimeout", None),
+    "kgateway": ("HTTPRouteCORS", None),
+    "agentgateway": ("HTTPRouteRequestTimeout", None),
+    "traefik": ("HTTPRoute307RedirectStatusCode", "HTTPRouteCORS"),
+    "kong": ("HTTPRouteQueryParamMatching", "HTTPRouteRequestMirror"),
+    "gke": ("HTTPRouteRequestMirror", "HTTPRouteMethodMatching"),
+}
+
+
+def _rule_using(feature: str) -> tuple[dict, dict]:
+    """An HTTPRoute rule (and a parentRef) that uses ``feature`` and nothing else extended."""
+    backend = [{"name": "backend", "port": 3000}]
+    ref: dict = {"name": "eg"}
+    rule: dict = {"matches": [{"path": {"type": "PathPrefix", "value": "/feature"}}], "backendRefs": backend}
+    if feature == "HTTPRouteCORS":
+        rule["filters"] = [{"type": "CORS", "cors": {"allowOrigins": ["https://a.example"]}}]
+    elif feature == "HTTPRouteRequestTimeout":
+        rule["timeouts"] = {"request": "10s"}
+    elif feature == "HTTPRouteRetry":
+        rule["retry"] = {"attempts": 2}
+    elif feature == "HTTPRouteRequestMirror":
+        rule["filters"] = [{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "backend",
+                                                                                      "port": 3000}}}]
+    elif feature == "HTTPRouteParentRefPort":
+        ref["port"] = 80
+    elif feature == "HTTPRoute307RedirectStatusCode":
+        rule["filters"] = [{"type": "RequestRedirect", "requestRedirect": {"statusCode": 307}}]
+        del rule["backendRefs"]
+    elif feature == "HTTPRouteQueryParamMatching":
+        rule["matches"][0]["queryParams"] = [{"name": "v", "value": "2"}]
+    elif feature == "HTTPRouteMethodMatching":
+        rule["matches"][0]["method"] = "GET"
+    else:
+        raise AssertionError(feature)
+    return rule, ref
+
+
+def _docs(key: str, feature_route: str | None = None) -> list[dict]:
+    impl = BY_KEY[key]
+    docs = copy.deepcopy(BASE)
+    for d in docs:
+        if d["kind"] == "GatewayClass":
+            d["metadata"]["name"] = "cls"
+            d["spec"]["controllerName"] = impl.controller_names[0]
+        if d["kind"] == "Gateway":
+            d["spec"]["gatewayClassName"] = "cls"
+    if feature_route is not None:
+        rule, ref = _rule_using(feature_route)
+        docs.append({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                     "metadata": {"name": "feature", "namespace": "default"},
+                     "spec": {"parentRefs": [ref], "hostnames": ["feature.example.com"], "rules": [rule]}})
+    return docs
+
+
+def _cluster(docs: list[dict]) -> Cluster:
+    return Cluster.from_yaml(yaml.safe_dump_all(docs), filename="impl.yaml")
+
+
+def test_every_profile_cites_its_report_and_has_a_distinct_controller() -> None:
+    """Given the profiles, then each names a v1.6 report file and owns its controllerNames alone."""
+    controllers = [c for i in IMPLEMENTATIONS for c in i.controller_names]
+    assert len(controllers) == len(set(controllers))
+    assert {i.key for i in IMPLEMENTATIONS} == set(EXPECTED)
+    for impl in IMPLEMENTATIONS:
+        assert impl.report.path.startswith("v1.6/") and impl.report.path.endswith(".yaml"), impl.key
+        assert by_key(impl.controller_names[0]) is impl
+    with pytest.raises(KeyError, match="unknown Gateway implementation 'nope'"):
+        by_key("nope")
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_http_feature_count_restates_the_report(key: str) -> None:
+    """Given the report's GATEWAY-HTTP profile, then the profile claims the same number of extended features."""
+    impl = BY_KEY[key]
+    assert len(impl.features & set(HTTP_FEATURES)) == EXPECTED[key][0]
+
+
+def test_cilium_keeps_both_channels() -> None:
+    """Cilium published a standard and an experimental report: retries only on the experimental channel."""
+    cilium = BY_KEY["cilium"]
+    assert [r.channel for r in cilium.reports] == ["experimental", "standard"]
+    assert len(cilium.reports[1].features & set(HTTP_FEATURES)) == 29
+    assert "HTTPRouteRetry" in cilium.features and "HTTPRouteRetry" not in cilium.reports[1].features
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_class_is_accepted_with_the_reports_features_and_the_gateway_gets_its_infrastructure(key: str) -> None:
+    impl = BY_KEY[key]
+    c = _cluster(_docs(key))
+    st = c.state
+    status = status_of(st, st.gateway_classes["cls"])
+    assert status is not None and status["conditions"][0]["status"] == "True"
+    assert [f["name"] for f in status["supportedFeatures"]] == sorted(impl.features)
+    gw = status_of(st, st.gateways["default/eg"])
+    assert gw is not None
+    conditions = {x["type"]: x for x in gw["conditions"]}
+    assert conditions["Accepted"]["status"] == conditions["Programmed"]["status"] == "True"
+    assert impl.title in conditions["Accepted"]["message"]
+    _count, name, namespace = EXPECTED[key]
+    if key == "kong":
+        assert any(k.startswith("default/dataplane-ingress-eg-") for k in st.services)
+        assert any(p.name.startswith("dataplane-eg-") for p in st.pods_in("default"))
+    elif name is not None:
+        assert f"{namespace}/{name}" in st.services, sorted(st.services)
+    else:
+        assert not any("eg" in k for k in st.services if not k.startswith("default/backend"))
+    # No other implementation's infrastructure: the Envoy Gateway namespace only for Envoy Gateway.
+    assert ("envoy-gateway-system" in st.namespaces) == (key == "envoy-gateway")
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_route_miss_and_hit_answer_as_the_implementation(key: str) -> None:
+    impl = BY_KEY[key]
+    st = _cluster(_docs(key)).state
+    hit = route(st, "default/eg", HTTPRequest("www.example.com", "/"))
+    assert hit.outcome == "proxied", hit.summary
+    miss = route(st, "default/eg", HTTPRequest("www.other.example", "/"))
+    assert miss.http_status == impl.route_miss.status
+    assert f"{impl.proxy_word} answers {impl.route_miss.status}" in miss.summary
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_supported_feature_is_routed_and_unsupported_one_refused(key: str) -> None:
+    impl = BY_KEY[key]
+    supported, unsupported = SUPPORTED_AND_NOT[key]
+    assert impl.supports(supported)
+    st = _cluster(_docs(key, supported)).state
+    parent = status_of(st, st.http_routes["default/feature"])["parents"][0]
+    assert parent["controllerName"] == impl.controller_names[0]
+    assert {x["type"]: x["status"] for x in parent["conditions"]}["Accepted"] == "True"
+    r = route(st, "default/eg", HTTPRequest("feature.example.com", "/feature?v=2"))
+    assert r.match is not None and r.match.route == "default/feature"
+    if unsupported is None:  # its report claims every HTTPRoute feature
+        assert all(impl.supports(f) for f in HTTP_FEATURES if f.startswith("HTTPRoute"))
+        return
+    assert not impl.supports(unsupported)
+    st = _cluster(_docs(key, unsupported)).state
+    parent = status_of(st, st.http_routes["default/feature"])["parents"][0]
+    accepted = next(x for x in parent["conditions"] if x["type"] == "Accepted")
+    assert (accepted["status"], accepted["reason"]) == ("False", "UnsupportedValue")
+    assert unsupported in accepted["message"]
+    r = route(st, "default/eg", HTTPRequest("feature.example.com", "/feature?v=2"))
+    assert r.http_status == impl.route_miss.status  # the route is routed nowhere on this implementation
+    finding = next(f for f in gateway_findings(st) if f.code == "HTTPRouteUnsupportedFeature")
+    assert finding.subject == "HTTPRoute default/feature" and finding.severity == "error"
+    assert unsupported in finding.message and impl.title in finding.message
+    assert "Envoy Gateway" in finding.message  # Envoy Gateway's report claims every feature used here
+
+
+def test_unknown_controller_is_a_note_not_an_error() -> None:
+    """Given a class of a controller no profile declares, then the doctor says it is not simulated, as info."""
+    docs = copy.deepcopy(BASE)
+    for d in docs:
+        if d["kind"] == "GatewayClass":
+            d["spec"]["controllerName"] = "example.com/own-gateway-controller"
+    st = _cluster(docs).state
+    found = [f for f in gateway_findings(st) if f.subject == "Gateway default/eg"]
+    assert [(f.code, f.severity) for f in found] == [("GatewayClassOtherController", "info")]
+    assert "does not simulate" in found[0].message
+    assert not any(f.severity == "error" for f in gateway_findings(st))
