@@ -207,3 +207,71 @@ def test_unknown_controller_is_a_note_not_an_error() -> None:
     assert [(f.code, f.severity) for f in found] == [("GatewayClassOtherController", "info")]
     assert "does not simulate" in found[0].message
     assert not any(f.severity == "error" for f in gateway_findings(st))
+
+
+CORS_AND_TIMEOUT = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: cors
+spec:
+  parentRefs:
+    - name: eg
+  hostnames: ["api.example.com"]
+  rules:
+    - timeouts:
+        request: 10s
+      filters:
+        - type: CORS
+          cors:
+            allowOrigins: ["https://app.example.com"]
+      backendRefs:
+        - name: backend
+          port: 3000
+"""
+
+
+def _check_dir(tmp_path: Path) -> Path:
+    (tmp_path / "quickstart.yaml").write_text((QUICKSTART / "quickstart.yaml").read_text() + "---" + CORS_AND_TIMEOUT)
+    return tmp_path
+
+
+def test_gateway_check_for_one_implementation_lists_features_and_exits_1(tmp_path: Path) -> None:
+    """Given a route with CORS and a request timeout, then on NGINX Gateway Fabric the timeout is the feature it
+    lacks (its report lists HTTPRouteRequestTimeout as unsupported), CORS works, and the exit code is 1."""
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["gateway", "check", "-f", str(_check_dir(tmp_path)),
+                                      "--implementation", "nginx-gateway-fabric"])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert "experimental-2.7.0-default-report.yaml" in lines[0]
+    timeout = next(x for x in lines if "HTTPRouteRequestTimeout" in x)
+    assert timeout.split()[:5] == ["HTTPRoute", "default/cors", "HTTPRouteRequestTimeout",
+                                   "spec.rules[0].timeouts.request", "NO"]
+    assert "envoy-gateway" in timeout and "nginx-gateway-fabric" not in timeout.split("NO", 1)[1]
+    cors = next(x for x in lines if "HTTPRouteCORS" in x)
+    assert cors.split()[4] == "yes"
+    ok = CliRunner().invoke(cli, ["gateway", "check", "-f", str(_check_dir(tmp_path)), "--implementation",
+                                  "envoy-gateway"])
+    assert ok.exit_code == 0 and "every object works on Envoy Gateway" in ok.output
+
+
+def test_gateway_check_table_over_every_implementation(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["gateway", "check", "-f", str(_check_dir(tmp_path)), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    data = json.loads(result.output)
+    assert data["implementations"] == [i.key for i in IMPLEMENTATIONS]
+    cors = next(o for o in data["objects"] if o["object"] == "HTTPRoute default/cors")
+    assert sorted(cors["unsupported"]) == ["gke", "kong", "nginx-gateway-fabric", "traefik"]
+    assert cors["unsupported"]["traefik"] == ["HTTPRouteCORS", "HTTPRouteRequestTimeout"]
+    bad = CliRunner().invoke(cli, ["gateway", "check", "-f", str(tmp_path), "--implementation", "bogus"])
+    assert bad.exit_code == 2 and "unknown implementation 'bogus'" in bad.output

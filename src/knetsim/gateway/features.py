@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.gatewayimplementations import Implementation
+from ..model.kinds import BY_KIND, ROUTE_KINDS
 
 _REDIRECT_CODES = {303: "HTTPRoute303RedirectStatusCode", 307: "HTTPRoute307RedirectStatusCode",
                    308: "HTTPRoute308RedirectStatusCode"}
@@ -143,4 +144,25 @@ def unsupported(uses: list[FeatureUse], impl: Implementation) -> list[FeatureUse
         ok = impl.serves_kind(u.feature) if u.where == "kind" else impl.supports(u.feature)
         if not ok:
             out.append(u)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectFeatures:
+    subject: str  # "HTTPRoute default/backend", "Gateway default/eg"
+    uses: tuple[FeatureUse, ...]
+
+    def missing(self, impl: Implementation) -> list[FeatureUse]:
+        return unsupported(list(self.uses), impl)
+
+
+def used_features(state: Any) -> list[ObjectFeatures]:
+    """Every Gateway and route of ``state`` with the extended features it uses, Gateways first, then routes by
+    kind and namespace/name: what ``knetsim gateway check`` compares with each implementation's report."""
+    out = [ObjectFeatures(f"Gateway {key}", tuple(gateway_features(state.gateways[key])))
+           for key in sorted(state.gateways)]
+    for kind in sorted(ROUTE_KINDS):
+        routes = getattr(state, str(BY_KIND[kind].collection))
+        for key in sorted(routes):
+            out.append(ObjectFeatures(f"{kind} {key}", tuple(route_features(routes[key], state.services))))
     return out
