@@ -45,7 +45,7 @@ EXPECTED = {
 # A feature each implementation's report claims, and one it does not (None: it claims every HTTP feature).
 SUPPORTED_AND_NOT = {
     "envoy-gateway": ("HTTPRouteCORS", None),
-    "nginx-gateway-fabric": ("HTTPRouteCORS", "HTTPRouteRequestTimeout"),
+    "nginx-gateway-fabric": ("HTTPRouteCORS", "HTTPRouteBackendRequestHeaderModification"),
     "cilium": ("HTTPRouteRequestMirror", "HTTPRouteParentRefPort"),
     "istio": ("HTTPRouteRequestTimeout", None),
     "kgateway": ("HTTPRouteCORS", None),
@@ -65,8 +65,9 @@ def _rule_using(feature: str) -> tuple[dict, dict]:
         rule["filters"] = [{"type": "CORS", "cors": {"allowOrigins": ["https://a.example"]}}]
     elif feature == "HTTPRouteRequestTimeout":
         rule["timeouts"] = {"request": "10s"}
-    elif feature == "HTTPRouteRetry":
-        rule["retry"] = {"attempts": 2}
+    elif feature == "HTTPRouteBackendRequestHeaderModification":
+        rule["backendRefs"] = [{"name": "backend", "port": 3000, "filters": [
+            {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x-a", "value": "1"}]}}]}]
     elif feature == "HTTPRouteRequestMirror":
         rule["filters"] = [{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "backend",
                                                                                       "port": 3000}}}]
@@ -196,6 +197,20 @@ def test_supported_feature_is_routed_and_unsupported_one_refused(key: str) -> No
     assert "Envoy Gateway" in finding.message  # Envoy Gateway's report claims every feature used here
 
 
+def test_a_timeout_the_implementation_lacks_is_ignored_not_refused() -> None:
+    """Given NGINX Gateway Fabric (no HTTPRouteRequestTimeout in its report) and a route with timeouts.request,
+    then the route is accepted and routed (the API prescribes no refusal for timeouts) and the doctor warns that
+    the timeout does not apply there."""
+    st = _cluster(_docs("nginx-gateway-fabric", "HTTPRouteRequestTimeout")).state
+    parent = status_of(st, st.http_routes["default/feature"])["parents"][0]
+    assert {x["type"]: x["status"] for x in parent["conditions"]}["Accepted"] == "True"
+    r = route(st, "default/eg", HTTPRequest("feature.example.com", "/feature"))
+    assert r.match is not None and r.match.route == "default/feature"
+    found = [f for f in gateway_findings(st) if f.code == "HTTPRouteFeatureIgnored"]
+    assert [(f.severity, f.field) for f in found] == [("warning", "spec.rules[0].timeouts.request")]
+    assert "Envoy Gateway" in found[0].message and "NGINX Gateway Fabric" in found[0].message
+
+
 def test_unknown_controller_is_a_note_not_an_error() -> None:
     """Given a class of a controller no profile declares, then the doctor says it is not simulated, as info."""
     docs = copy.deepcopy(BASE)
@@ -238,7 +253,8 @@ def _check_dir(tmp_path: Path) -> Path:
 
 def test_gateway_check_for_one_implementation_lists_features_and_exits_1(tmp_path: Path) -> None:
     """Given a route with CORS and a request timeout, then on NGINX Gateway Fabric the timeout is the feature it
-    lacks (its report lists HTTPRouteRequestTimeout as unsupported), CORS works, and the exit code is 1."""
+    lacks (its report lists HTTPRouteRequestTimeout as unsupported: served without it, as the API does not say
+    to refuse it), CORS works, and the exit code is 1."""
     from click.testing import CliRunner
 
     from knetsim.cli.main import cli
@@ -250,8 +266,8 @@ def test_gateway_check_for_one_implementation_lists_features_and_exits_1(tmp_pat
     assert "experimental-2.7.0-default-report.yaml" in lines[0]
     timeout = next(x for x in lines if "HTTPRouteRequestTimeout" in x)
     assert timeout.split()[:5] == ["HTTPRoute", "default/cors", "HTTPRouteRequestTimeout",
-                                   "spec.rules[0].timeouts.request", "NO"]
-    assert "envoy-gateway" in timeout and "nginx-gateway-fabric" not in timeout.split("NO", 1)[1]
+                                   "spec.rules[0].timeouts.request", "ignored"]
+    assert "envoy-gateway" in timeout and "nginx-gateway-fabric" not in timeout.split("ignored", 1)[1]
     cors = next(x for x in lines if "HTTPRouteCORS" in x)
     assert cors.split()[4] == "yes"
     ok = CliRunner().invoke(cli, ["gateway", "check", "-f", str(_check_dir(tmp_path)), "--implementation",

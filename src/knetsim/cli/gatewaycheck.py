@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..cluster.gatewayimplementations import BY_KEY, IMPLEMENTATIONS, Implementation, supported_by
-from ..gateway.features import ObjectFeatures, used_features
+from ..gateway.features import IGNORED, ObjectFeatures, used_features
 from .common import EXIT_NEGATIVE, cluster_options, emit, load_cluster, output_option, tabulate, usage_error
 
 
@@ -31,8 +31,9 @@ def check_command(filenames: tuple[str, ...], namespace: str | None, cluster_con
                   implementation: str | None, output: str) -> None:
     """List, route by route, the extended features used and which implementations support each.
 
-    With --implementation, exit code 1 when an object uses a feature that implementation's conformance report
-    does not claim (the route would be refused there), 0 otherwise.
+    NO: the implementation refuses the route (Accepted: False, UnsupportedValue); ignored: it serves the route
+    without the feature (timeouts, retries, rule names, appProtocol). With --implementation, exit code 1 when
+    an object uses a feature that implementation's conformance report does not claim, 0 otherwise.
     """
     impl = None
     if implementation is not None:
@@ -60,8 +61,10 @@ def _one(objects: list[ObjectFeatures], impl: Implementation, output: str) -> in
             others = [i.key for i in supported_by(u.feature)] if u.where != "kind" else \
                 [i.key for i in IMPLEMENTATIONS if i.serves_kind(u.feature)]
             ok = u.feature not in missing
-            rows.append([obj.subject, u.feature, u.where, "yes" if ok else "NO", ", ".join(others) or "none"])
-            uses.append({"feature": u.feature, "where": u.where, "supported": ok, "supportedBy": others})
+            verdict = "yes" if ok else "ignored" if u.feature in IGNORED else "NO"
+            rows.append([obj.subject, u.feature, u.where, verdict, ", ".join(others) or "none"])
+            uses.append({"feature": u.feature, "where": u.where, "supported": ok,
+                         "refused": verdict == "NO", "supportedBy": others})
         if not obj.uses:
             rows.append([obj.subject, "-", "-", "yes", "core features only"])
         data.append({"object": obj.subject, "works": not missing, "features": uses})
@@ -71,9 +74,16 @@ def _one(objects: list[ObjectFeatures], impl: Implementation, output: str) -> in
         return refused
     click.echo(f"{impl.title} {impl.report.version} (conformance report {impl.report.path}):")
     click.echo(tabulate(["OBJECT", "FEATURE", "WHERE", impl.key.upper(), "SUPPORTED BY"], rows))
-    click.echo(f"{refused} of {len(objects)} object(s) use a feature {impl.title} does not support" if refused
+    click.echo(f"{refused} of {len(objects)} object(s) use a feature {impl.title} does not claim" if refused
                else f"every object works on {impl.title}")
     return refused
+
+
+def _cell(missing: list[str]) -> str:
+    """yes; ``ignored``: served without a feature the API lets it ignore; NO: the route is refused."""
+    if not missing:
+        return "yes"
+    return "ignored" if all(f in IGNORED for f in missing) else "NO"
 
 
 def _all(objects: list[ObjectFeatures], output: str) -> None:
@@ -82,7 +92,7 @@ def _all(objects: list[ObjectFeatures], output: str) -> None:
     for obj in objects:
         verdicts = {i.key: [u.feature for u in obj.missing(i)] for i in IMPLEMENTATIONS}
         rows.append([obj.subject, ", ".join(u.feature for u in obj.uses) or "-",
-                     *("yes" if not verdicts[i.key] else "NO" for i in IMPLEMENTATIONS)])
+                     *(_cell(verdicts[i.key]) for i in IMPLEMENTATIONS)])
         data.append({"object": obj.subject, "features": [u.feature for u in obj.uses],
                      "unsupported": {k: v for k, v in verdicts.items() if v}})
     if output == "json":

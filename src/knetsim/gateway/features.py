@@ -7,11 +7,14 @@ timeouts, retry, rule names, parentRef ports; the appProtocol of the Service a b
 addresses, infrastructure, client certificates; route kinds beyond HTTPRoute). Core features are never
 listed: every conformant implementation has them.
 
-What an implementation does with a feature it lacks is the API's: the text of ``HTTPRouteFilter.type``,
-``HTTPRequestRedirectFilter.statusCode`` and ``scheme`` says an unsupported value MUST set the route's
-``Accepted`` condition to False with reason ``UnsupportedValue``; knetsim applies that to every extended
-feature an implementation's report does not claim (``unsupported``), per parent, so such a route is routed
-nowhere on that implementation.
+What an implementation does with a feature it lacks is the API's where the API says it
+(kubernetes-sigs/gateway-api ``apis/v1/httproute_types.go``): an unsupported filter ``type``, ``method``,
+redirect ``scheme`` or ``statusCode``, or path modifier ``type`` MUST set the route's ``Accepted`` condition to
+False with reason ``UnsupportedValue`` — ``refused`` applies that, per parent, to every feature of a filter or a
+match the implementation's report does not claim, and to route kinds outside its conformance profiles, so
+such a route is routed nowhere on that implementation. Where the API is silent (a rule's ``name``,
+``timeouts``, ``retry``, a backend's ``appProtocol``), an implementation that lacks the feature serves the
+route without it: ``IGNORED`` features are reported (doctor, ``gateway check``) but do not refuse the route.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ _REDIRECT_CODES = {303: "HTTPRoute303RedirectStatusCode", 307: "HTTPRoute307Redi
 _APP_PROTOCOLS = {"kubernetes.io/h2c": "HTTPRouteBackendProtocolH2C",
                   "kubernetes.io/ws": "HTTPRouteBackendProtocolWebSocket",
                   "kubernetes.io/wss": "HTTPRouteBackendProtocolWebSocket"}
+
+
+# Fields the API does not tell an implementation to refuse: without the feature, the route is served without it.
+IGNORED: frozenset[str] = frozenset({
+    "HTTPRouteNamedRouteRule", "HTTPRouteRequestTimeout", "HTTPRouteBackendTimeout", "HTTPRouteRetry",
+    "HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError", "HTTPRouteBackendProtocolH2C",
+    "HTTPRouteBackendProtocolWebSocket",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +146,16 @@ def gateway_features(gateway: Any) -> list[FeatureUse]:
     if gateway.backend_client_certificate is not None:
         out.append(FeatureUse("GatewayBackendClientCertificate", "spec.tls.backend"))
     return out
+
+
+def refused(uses: list[FeatureUse], impl: Implementation) -> list[FeatureUse]:
+    """The unsupported uses that make ``impl`` refuse the route (``Accepted: False``, ``UnsupportedValue``)."""
+    return [u for u in unsupported(uses, impl) if u.feature not in IGNORED]
+
+
+def ignored(uses: list[FeatureUse], impl: Implementation) -> list[FeatureUse]:
+    """The unsupported uses ``impl`` serves the route without (timeouts, retries, rule names, appProtocol)."""
+    return [u for u in unsupported(uses, impl) if u.feature in IGNORED]
 
 
 def unsupported(uses: list[FeatureUse], impl: Implementation) -> list[FeatureUse]:

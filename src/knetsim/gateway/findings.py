@@ -265,6 +265,8 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
         accepted = ps.conditions.get(Type.ACCEPTED)
         if accepted is not None and not accepted.ok:
             out.append(_not_accepted(state, gateways[ps.gateway], rc, ps, accepted.reason, accepted.message))
+        elif accepted is not None:
+            out.extend(_ignored_features(state, gateways[ps.gateway], rc, ps))
         partial = ps.conditions.get("PartiallyInvalid")
         if partial is not None:
             out.append(GatewayFinding(f"{kind}PartiallyInvalid", "warning", subject, "spec.rules",
@@ -279,12 +281,29 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
     return out
 
 
+def _ignored_features(state: ClusterState, gctx: GatewayContext, rc: RouteContext,
+                      ps: ParentStatus) -> list[GatewayFinding]:
+    """Features the API lets an implementation ignore (timeouts, retries, rule names, appProtocol): the route is
+    served there, without them."""
+    route, impl = rc.route, gctx.implementation
+    out = []
+    for u in features.ignored(features.route_features(route, state.services), impl):
+        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        out.append(GatewayFinding(f"{route.kind}FeatureIgnored", "warning", f"{route.kind} {route.key}", u.where,
+                                  f"Gateway {gctx.gateway.key} runs {impl.title} {impl.report.version}, whose "
+                                  f"conformance report ({impl.report.path}) does not claim {u.feature}: the route "
+                                  f"is served without it (supported by {others})",
+                                  f"do not rely on {u.where} there, or use a GatewayClass of an implementation "
+                                  "that supports it"))
+    return out
+
+
 def _unsupported_feature(state: ClusterState, gctx: GatewayContext, rc: RouteContext, ps: ParentStatus,
                          message: str) -> GatewayFinding:
     """A route uses an extended feature its Gateway's implementation does not claim: name the feature, where it
     is used, and the implementations whose reports do claim it."""
     route, impl = rc.route, gctx.implementation
-    missing = features.unsupported(features.route_features(route, state.services), impl)
+    missing = features.refused(features.route_features(route, state.services), impl)
     where = "; ".join(
         f"{u.feature} at {u.where} (supported by {', '.join(i.title for i in supported_by(u.feature)) or 'none'})"
         for u in missing)

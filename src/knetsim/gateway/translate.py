@@ -606,7 +606,7 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
 def _refuse_unsupported(state: ClusterState, ps: ParentStatus, route: Any, impl: Implementation) -> None:
     """An extended feature the implementation's report does not claim: ``Accepted: False``, ``UnsupportedValue``
     (the API's rule for an unsupported filter type or redirect value, applied to every extended feature)."""
-    missing = features.unsupported(features.route_features(route, state.services), impl)
+    missing = features.refused(features.route_features(route, state.services), impl)
     if missing:
         used = ", ".join(f"{u.feature} ({u.where})" for u in missing)
         ps.conditions.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_VALUE,
