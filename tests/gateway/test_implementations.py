@@ -291,3 +291,19 @@ def test_gateway_check_table_over_every_implementation(tmp_path: Path) -> None:
     assert cors["unsupported"]["traefik"] == ["HTTPRouteCORS", "HTTPRouteRequestTimeout"]
     bad = CliRunner().invoke(cli, ["gateway", "check", "-f", str(tmp_path), "--implementation", "bogus"])
     assert bad.exit_code == 2 and "unknown implementation 'bogus'" in bad.output
+
+
+def _between(text: str, name: str) -> str:
+    begin, end = f"<!-- {name}:begin -->\n", f"\n<!-- {name}:end -->"
+    return text[text.index(begin) + len(begin):text.index(end)]
+
+
+def test_docs_tables_equal_the_profiles() -> None:
+    """docs/gateway.md's implementation tables are the profiles' (regenerate them with
+    features_table() and infrastructure_table() when a profile changes)."""
+    from knetsim.cluster.gatewayimplementations import features_table, infrastructure_table
+
+    doc = (ROOT / "docs" / "gateway.md").read_text(encoding="utf-8")
+    assert _between(doc, "implementations-features") == features_table()
+    assert _between(doc, "implementations-infrastructure") == infrastructure_table()
+    assert "| **GATEWAY-HTTP extended features** | 36 | 30 | 32 | 36 | 37 | 38 | 19 | 9 | 12 |" in doc

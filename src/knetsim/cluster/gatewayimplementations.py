@@ -493,3 +493,40 @@ def _suffix(namespace: str, name: str) -> str:
     alphabet = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet
     digest = hashlib.sha256(f"{namespace}/{name}".encode()).digest()
     return "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+
+
+# Rows of the features table beyond GATEWAY-HTTP's: the other conformance profiles' route features.
+OTHER_FEATURES: tuple[str, ...] = ("TLSRouteModeMixed", "TLSRouteModeTerminate", "TCPRoute", "UDPRoute")
+
+
+def features_table() -> str:
+    """docs/gateway.md's table of implementations × extended features, from the profiles (a test keeps the
+    docs equal to it)."""
+    keys = [i.key for i in IMPLEMENTATIONS]
+    lines = ["| feature | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    lines.append("| report | " + " | ".join(f"{i.report.version} ({i.report.channel})" for i in IMPLEMENTATIONS)
+                 + " |")
+    for kind, profile in (("GRPCRoute", "GATEWAY-GRPC"), ("TLSRoute", "GATEWAY-TLS")):
+        lines.append(f"| {kind} ({profile}) | "
+                     + " | ".join("yes" if i.serves_kind(kind) else "no" for i in IMPLEMENTATIONS) + " |")
+    for feature in (*HTTP_FEATURES, *OTHER_FEATURES):
+        lines.append(f"| {feature} | " + " | ".join("yes" if i.supports(feature) else "no"
+                                                   for i in IMPLEMENTATIONS) + " |")
+    lines.append("| **GATEWAY-HTTP extended features** | "
+                 + " | ".join(str(len(i.features & set(HTTP_FEATURES))) for i in IMPLEMENTATIONS) + " |")
+    return "\n".join(lines)
+
+
+def infrastructure_table() -> str:
+    """docs/gateway.md's table of what each implementation creates for Gateway ``default/eg`` of class ``eg``
+    and how it answers where the spec leaves the reply open."""
+    lines = ["| implementation | controllerName | control plane | proxy Service for default/eg | route miss | "
+             "no ready endpoint |", "|---|---|---|---|---|---|"]
+    for i in IMPLEMENTATIONS:
+        infra = i.infrastructure
+        plane = ", ".join(f"{o.kind} {o.namespace}/{o.name}" for o in infra.control_plane) or "managed by the cloud"
+        service = proxy_service_name(i, "default", "eg", "eg")
+        where = f"{proxy_namespace(i, 'default')}/{service}" if service else "none (a cloud load balancer)"
+        lines.append(f"| {i.title} | `{i.controller_names[0]}` | {plane} | {where} | {i.route_miss.status} | "
+                     f"{i.no_healthy_backend.status} |")
+    return "\n".join(lines)
