@@ -155,6 +155,23 @@ def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listen
     return docs
 
 
+def is_proxy_pod(namespace: str, labels: Mapping[str, str]) -> bool:
+    """A pod of some implementation's data plane (its readiness decides the Gateway's Programmed)."""
+    from .gatewayimplementations import IMPLEMENTATIONS
+
+    for impl in IMPLEMENTATIONS:
+        infra = impl.infrastructure
+        if infra.shared_proxy_namespace == namespace and all(labels.get(k) == v for k, v in infra.shared_proxy_labels):
+            return True
+        if infra.naming == "shared" and infra.namespace == namespace and \
+                all(labels.get(k) == v for k, v in infra.labels):
+            return True
+        if infra.naming not in ("none", "shared") and infra.owning_name_label in labels and \
+                (infra.namespace is None or infra.namespace == namespace):
+            return True
+    return False
+
+
 def proxy_objects_namespace(impl: Implementation, gateway_namespace: str) -> str:
     return proxy_namespace(impl, gateway_namespace)
 
