@@ -307,3 +307,15 @@ def test_docs_tables_equal_the_profiles() -> None:
     assert _between(doc, "implementations-features") == features_table()
     assert _between(doc, "implementations-infrastructure") == infrastructure_table()
     assert "| **GATEWAY-HTTP extended features** | 36 | 30 | 32 | 36 | 37 | 38 | 19 | 9 | 12 |" in doc
+
+
+@pytest.mark.parametrize("key", ["kong", "nginx-gateway-fabric", "traefik", "envoy-gateway"])
+def test_trace_from_outside_gets_the_implementations_route_miss_body(key: str) -> None:
+    """Given a request for a host no route serves, then the client gets that implementation's own 404 body
+    (Kong's JSON, NGINX's page, Traefik's text, Envoy's empty one); a served host reaches the backend pod."""
+    impl = BY_KEY[key]
+    c = _cluster(_docs(key))
+    miss = c.trace("external", "http://www.other.example/")
+    assert (miss.reply.status, miss.reply.body) == (impl.route_miss.status, impl.route_miss.body)
+    hit = c.trace("external", "http://www.example.com/")
+    assert hit.reply.status == 200 and hit.backend.pod.startswith("default/backend-")

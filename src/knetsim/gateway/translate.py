@@ -2,9 +2,12 @@
 
 Envoy Gateway's translator (``internal/gatewayapi/translator.go``) is the model, step by step:
 
-1. GatewayClasses: the controller claims those naming ``gateway.envoyproxy.io/gatewayclass-controller``
-   and accepts the oldest (``cluster/gatewayinfra.class_verdicts``). Objects of other controllers
-   get no status from knetsim (their own controller would write it).
+1. GatewayClasses: the controller claims those naming a controllerName a profile of
+   ``cluster/gatewayimplementations.py`` declares (Envoy Gateway's ``gateway.envoyproxy.io/gatewayclass-controller``
+   and eight others) and accepts the oldest per controller (``cluster/gatewayinfra.class_verdicts``); each
+   Gateway is translated as its class's implementation (``GatewayContext.implementation``: infrastructure,
+   the features a route may use, open replies). Objects of other controllers get no status from knetsim
+   (their own controller would write it).
 2. Gateways of an accepted class, with the listeners of the ListenerSets they allow (``allowedListeners``;
    ListenerSets in precedence order: oldest first, then ``namespace/name``): each listener is validated,
    conflicts are resolved (the Gateway's own listeners win), and closing conditions set

@@ -146,8 +146,8 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
         # a rule without a usable backend; the connection manager adds date and server (network.wire). The
         # Gateway's own listener ports answer the same bodies (daemon/gatewaylisteners.py).
         body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
-                if result.policy is not None and result.policy.answered else "no healthy upstream"
-                if status == 503 else "")
+                if result.policy is not None and result.policy.answered else result.reply.body
+                if result.reply is not None else "no healthy upstream" if status == 503 else "")
         reply = Reply(status, body, reply_headers, "envoy")
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
