@@ -336,8 +336,12 @@ AGENTGATEWAY = Implementation(
                    control_plane=(ControlPlaneObject(
                        "Deployment", "agentgateway-system", "agentgateway",
                        (("app.kubernetes.io/name", "agentgateway"), ("app.kubernetes.io/instance", "agentgateway")),
-                       (("grpc-xds", 9978),), "cr.agentgateway.dev/controller:v1.6.0"),),
-                   source="agentgateway/agentgateway controller deployer (the kgateway deployer's naming)"),
+                       (("agw-grpc", 9978), ("health", 9093), ("metrics", 9092)),
+                       "cr.agentgateway.dev/controller:v1.6.0"),),
+                   source="agentgateway/agentgateway controller/pkg/deployer/agentgateway_parameters.go (the proxy "
+                          "takes the Gateway's name); controller/install/helm/agentgateway/values.yaml (ports)"),
+    # crates/agentgateway/src/proxy/mod.rs: a ProxyError answers text/plain with its own words
+    # (RouteNotFound 404, NoHealthyEndpoints 503, BackendDoesNotExist 500).
     Reply(404, "route not found"), Reply(503, "no healthy backends"), Reply(500, "backend does not exist"),
     "agentgateway",
     ("agentgateway.dev/AgentgatewayPolicy", "agentgateway.dev/AgentgatewayBackend",
