@@ -215,7 +215,9 @@ NGINX_GATEWAY_FABRIC = Implementation(
              "HTTPRouteNamedRouteRule HTTPRouteRequestTimeout HTTPRouteRetry HTTPRouteRetryBackendTimeout "
              "HTTPRouteRetryConnectionError"),),
     # docs.nginx.com/nginx-gateway-fabric/install/deploy-data-plane: "it creates a Service and an NGINX
-    # deployment in the same namespace as the Gateway", named <gateway>-<gatewayclass>; the Helm release
+    # deployment in the same namespace as the Gateway", named <gateway>-<gatewayclass>
+    # (internal/framework/controller/resource.go CreateNginxResourceName; labels app.kubernetes.io/name and
+    # gateway.networking.k8s.io/gateway-name: internal/controller/provisioner/objects.go); the Helm release
     # "ngf" in namespace nginx-gateway holds the control plane and its ClusterIP Service (agent connections).
     Infrastructure("gateway-class", None, image="ghcr.io/nginx/nginx-gateway-fabric/nginx:2.7.0", container="nginx",
                    labels=(("app.kubernetes.io/name", "{name}"), ("app.kubernetes.io/managed-by", "ngf-nginx"),
@@ -228,15 +230,18 @@ NGINX_GATEWAY_FABRIC = Implementation(
                    source="nginx/nginx-gateway-fabric internal/controller/provisioner; docs install/deploy-data-plane"),
     Reply(404, "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1>"
                "</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", "text/html"),
-    Reply(502, "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
-               "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", "text/html"),
+    Reply(503, "<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n<center>"
+               "<h1>503 Service Temporarily Unavailable</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n"
+               "</html>\r\n", "text/html"),
     Reply(500, "<html>\r\n<head><title>500 Internal Server Error</title></head>\r\n<body>\r\n<center><h1>500 "
                "Internal Server Error</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
           "text/html"),
     "NGINX",
     ("gateway.nginx.org/NginxProxy", "gateway.nginx.org/ClientSettingsPolicy", "gateway.nginx.org/ObservabilityPolicy",
      "gateway.nginx.org/UpstreamSettingsPolicy", "gateway.nginx.org/SnippetsFilter"),
-    ("an upstream without endpoints is sent to NGINX's internal 502 server; an invalid backendRef answers 500",),
+    ("internal/controller/nginx/config: an upstream without endpoints is sent to the nginx-503-server socket "
+     "(return 503), an invalid backendRef to nginx-500-server (return 500); a host no server names reaches the "
+     "default_server, which returns 404; the bodies are NGINX's own error pages",),
 )
 
 _CILIUM_HTTP = (_GW_ALL.replace("GatewayBackendClientCertificate ", "").replace(
