@@ -319,3 +319,19 @@ def test_trace_from_outside_gets_the_implementations_route_miss_body(key: str) -
     assert (miss.reply.status, miss.reply.body) == (impl.route_miss.status, impl.route_miss.body)
     hit = c.trace("external", "http://www.example.com/")
     assert hit.reply.status == 200 and hit.backend.pod.startswith("default/backend-")
+
+
+def test_a_listener_protocol_the_implementation_does_not_serve_is_refused() -> None:
+    """Given a TCP listener on Traefik (its report has no TCPRoute) and on Envoy Gateway (TCPRoute passed its
+    provisional tests), then Traefik refuses the listener (UnsupportedProtocol) and Envoy Gateway accepts it."""
+    for key, accepted in (("traefik", "False"), ("envoy-gateway", "True")):
+        docs = _docs(key)
+        gw = next(d for d in docs if d["kind"] == "Gateway")
+        gw["spec"]["listeners"].append({"name": "db", "protocol": "TCP", "port": 5432})
+        st = _cluster(docs).state
+        status = status_of(st, st.gateways["default/eg"])
+        db = next(li for li in status["listeners"] if li["name"] == "db")
+        cond = {x["type"]: x for x in db["conditions"]}["Accepted"]
+        assert cond["status"] == accepted, (key, cond)
+        if accepted == "False":
+            assert cond["reason"] == "UnsupportedProtocol" and "Traefik" in cond["message"]

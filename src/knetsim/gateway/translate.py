@@ -288,6 +288,16 @@ def _validate(state: ClusterState, gctx: GatewayContext, lc: ListenerContext, no
         # Frontend (client certificate) validation applies to HTTPS listeners only, per the API contract.
         lc.frontend = listeners.frontend_for(state, gctx.gateway, lc.port, now, frontends)
     listeners.validate(state, lc, now)
+    # A protocol whose route kind the implementation's report does not claim (GKE: HTTP only; Traefik: no
+    # TCPRoute) is one it does not serve: the listener is refused as an unknown protocol would be.
+    impl = gctx.implementation
+    kind = {"TLS": "TLSRoute", "TCP": "TCPRoute", "UDP": "UDPRoute"}.get(lc.protocol)
+    if kind is not None and lc.spec_valid and not impl.serves_kind(kind):
+        lc.supported_kinds = []
+        lc.conditions.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_PROTOCOL,
+                          f"Protocol {lc.protocol} is unsupported by {impl.title} {impl.report.version} (its "
+                          f"conformance report claims no {kind}).")
+        lc.spec_valid = False
 
 
 # --- gateways and ListenerSets -------------------------------------------------------------------
