@@ -335,3 +335,37 @@ def test_a_listener_protocol_the_implementation_does_not_serve_is_refused() -> N
         assert cond["status"] == accepted, (key, cond)
         if accepted == "False":
             assert cond["reason"] == "UnsupportedProtocol" and "Traefik" in cond["message"]
+
+
+def test_migrate_ingress_for_nginx_gateway_fabric_and_migrate_check(tmp_path: Path) -> None:
+    """Given the migration example, then `migrate ingress --implementation nginx-gateway-fabric` writes NGINX
+    Gateway Fabric's controllerName, no Envoy Gateway policy (each listed as not converted), and `migrate check`
+    on that result finds the requests those policies served differ (the body-size limit is gone: 413 vs proxied)
+    where Envoy Gateway's result keeps them."""
+    import json
+
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    old = ROOT / "examples" / "gateway" / "migration" / "old"
+    runner = CliRunner()
+    counts = {}
+    for key in ("envoy-gateway", "nginx-gateway-fabric"):
+        made = runner.invoke(cli, ["migrate", "ingress", "-f", str(old), "--implementation", key, "-o", "json"])
+        assert made.exit_code == 0, made.output
+        data = json.loads(made.output)
+        klass = next(o for o in data["objects"] if o["kind"] == "GatewayClass")
+        assert klass["spec"]["controllerName"] == BY_KEY[key].controller_names[0]
+        eg_objects = [o for o in data["objects"] if o["apiVersion"].startswith("gateway.envoyproxy.io/")]
+        dropped = [n for n in data["notes"] if "needs Envoy Gateway's" in n["message"]]
+        if key == "envoy-gateway":
+            assert eg_objects and not dropped
+        else:
+            assert not eg_objects and dropped and all("NGINX Gateway Fabric" in n["message"] for n in dropped)
+        out = tmp_path / key
+        out.mkdir()
+        (out / "gateway.yaml").write_text(yaml.safe_dump_all(data["objects"]))
+        checked = runner.invoke(cli, ["migrate", "check", "-f", str(old), "-f", str(out)])
+        counts[key] = int(checked.output.split(": ", 1)[1].split(" differ")[0])
+    assert counts["nginx-gateway-fabric"] > counts["envoy-gateway"]
