@@ -369,3 +369,19 @@ def test_migrate_ingress_for_nginx_gateway_fabric_and_migrate_check(tmp_path: Pa
         checked = runner.invoke(cli, ["migrate", "check", "-f", str(old), "-f", str(out)])
         counts[key] = int(checked.output.split(": ", 1)[1].split(" differ")[0])
     assert counts["nginx-gateway-fabric"] > counts["envoy-gateway"]
+
+
+def test_network_policy_on_nginx_proxy_is_checked_on_the_listener_port() -> None:
+    """Given NGINX Gateway Fabric's proxy (listening on the listener's own port 80, no +10000 shift as Envoy
+    Gateway's) isolated by a policy allowing TCP 80 only, then the client's request still reaches it; allowing only
+    10080 drops it."""
+    for port, outcome in ((80, "connected"), (10080, "timeout")):
+        docs = _docs("nginx-gateway-fabric")
+        docs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                     "metadata": {"name": "proxy", "namespace": "default"},
+                     "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "eg-cls"}},
+                              "policyTypes": ["Ingress"],
+                              "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                                           "ports": [{"protocol": "TCP", "port": port}]}]}})
+        t = _cluster(docs).trace("external", "http://www.example.com/")
+        assert t.outcome == outcome, (port, t.outcome)

@@ -18,7 +18,7 @@ import ipaddress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..cluster.gatewayinfra import container_port
+from ..cluster.gatewayinfra import impl_container_port
 from ..cluster.state import ClusterState
 from ..dataplane.model import join_host_port
 from ..gateway import GatewayRouteError, hostnames, route, translate
@@ -108,14 +108,15 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                                     "address and a ready proxy pod"))
         return run.finish("no-route")
     # The first leg: client → LoadBalancer → proxy pod, client address preserved (Local policy).
-    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "TCP")
+    proxy_port = impl_container_port(gctx.implementation, target.port)  # Envoy Gateway's shifts privileged ports
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, proxy_port, "TCP")
     if not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
         run.findings.append(Finding("PolicyDrop", "policy", f"a NetworkPolicy isolates the Gateway's proxy pod "
                                     f"{proxy.key} and allows no traffic from {EXTERNAL_CLIENT_IP}",
-                                    f"allow ingress to the proxy pods on port {container_port(target.port)} from "
-                                    "0.0.0.0/0 (an ipBlock) in namespace envoy-gateway-system"))
+                                    f"allow ingress to the proxy pods on port {proxy_port} from "
+                                    f"0.0.0.0/0 (an ipBlock) in namespace {proxy.namespace}"))
         return run.finish("timeout")
     run.hops.append(Hop("gateway", "ok" if result.proxied else "fail", result.summary, {"route": result.to_dict()}))
     if result.outcome in ("no-listener", "not-programmed", "no-controller", "tls-failed"):
@@ -209,7 +210,8 @@ def _stream_through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     if proxy is None or not result.proxied or result.endpoint is None or result.backend is None:
         run.hops.append(Hop("gateway", "fail", result.summary, data))
         return run.finish("timeout" if protocol == "udp" else "refused")
-    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "UDP" if protocol == "udp" else "TCP")
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, impl_container_port(gctx.implementation, target.port),
+                   "UDP" if protocol == "udp" else "TCP")
     if not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
