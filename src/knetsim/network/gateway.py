@@ -101,6 +101,14 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                         f"DNS, assumed to point at Gateway {gateway} ({address})"))
     proxy_key = result.proxy_pod
     proxy = state.pods.get(proxy_key) if proxy_key else None
+    if proxy is None and gctx.implementation.infrastructure.naming == "none":
+        # A cloud load balancer (GKE): no proxy pod in the cluster to trace from.
+        run.hops.append(Hop("gateway", "info", result.summary, {"route": result.to_dict()}))
+        run.findings.append(Finding("GatewayOutsideCluster", "gateway", f"Gateway {gateway} is served by "
+                                    f"{gctx.implementation.proxy_word}, outside the cluster: knetsim routes the "
+                                    "request (above) but does not trace the path from it to the pods",
+                                    f"knetsim route --gateway {gateway} shows the rule and backend chosen"))
+        return run.finish("no-route")
     if proxy is None:
         run.hops.append(Hop("gateway", "fail", result.summary, {"route": result.to_dict()}))
         run.findings.append(Finding("GatewayNotProgrammed", "gateway", result.summary,
