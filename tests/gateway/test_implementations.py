@@ -385,3 +385,23 @@ def test_network_policy_on_nginx_proxy_is_checked_on_the_listener_port() -> None
                                            "ports": [{"protocol": "TCP", "port": port}]}]}})
         t = _cluster(docs).trace("external", "http://www.example.com/")
         assert t.outcome == outcome, (port, t.outcome)
+
+
+def test_get_svc_deploy_shows_nginx_gateway_fabrics_objects(tmp_path: Path) -> None:
+    """Given the quickstart with NGINX Gateway Fabric's controllerName, then `knetsim get svc,deploy -A` lists what
+    a cluster running it lists: the data plane eg-eg (LoadBalancer, the pool's first address) in the Gateway's
+    namespace and the control plane in nginx-gateway, and nothing of Envoy Gateway."""
+    from click.testing import CliRunner
+
+    from knetsim.cli.main import cli
+
+    text = (QUICKSTART / "quickstart.yaml").read_text().replace(
+        "gateway.envoyproxy.io/gatewayclass-controller", BY_KEY["nginx-gateway-fabric"].controller_names[0])
+    (tmp_path / "q.yaml").write_text(text)
+    result = CliRunner().invoke(cli, ["get", "svc,deploy", "-A", "-f", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines()]
+    assert next(r for r in rows if r[1:2] == ["service/eg-eg"])[:3] == ["default", "service/eg-eg", "LoadBalancer"]
+    assert any(r[:2] == ["default", "deployment.apps/eg-eg"] for r in rows)
+    assert any(r[:2] == ["nginx-gateway", "deployment.apps/ngf-nginx-gateway-fabric"] for r in rows)
+    assert "envoy" not in result.output
