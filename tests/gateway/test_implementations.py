@@ -405,3 +405,26 @@ def test_get_svc_deploy_shows_nginx_gateway_fabrics_objects(tmp_path: Path) -> N
     assert any(r[:2] == ["default", "deployment.apps/eg-eg"] for r in rows)
     assert any(r[:2] == ["nginx-gateway", "deployment.apps/ngf-nginx-gateway-fabric"] for r in rows)
     assert "envoy" not in result.output
+
+
+def test_a_listener_set_on_an_implementation_without_listener_set_is_not_read(tmp_path: Path) -> None:
+    """Given the TLS example's ListenerSet team-a under Kong Operator (its report claims no ListenerSet) and under
+    Envoy Gateway, then Kong leaves it without status and the doctor says why, while Envoy Gateway accepts it."""
+    from knetsim.gateway.findings import gateway_findings as findings
+
+    tls = ROOT / "examples" / "gateway" / "tls"
+    for key, attached in (("kong", False), ("envoy-gateway", True)):
+        text = (tls / "edge.yaml").read_text().replace("gateway.envoyproxy.io/gatewayclass-controller",
+                                                       BY_KEY[key].controller_names[0])
+        out = tmp_path / key
+        out.mkdir()
+        (out / "edge.yaml").write_text(text)
+        for name in ("secrets.yaml", "workloads.yaml", "partner-client.pem"):
+            (out / name).write_bytes((tls / name).read_bytes())
+        st = Cluster.from_paths([str(out / "edge.yaml"), str(out / "secrets.yaml"),
+                                 str(out / "workloads.yaml")]).state
+        status = status_of(st, st.listener_sets["team-a/team-a"])
+        assert (status is not None) == attached, (key, status)
+        if not attached:
+            found = [f for f in findings(st) if "ListenerSet team-a/team-a" in f.message]
+            assert found and "does not support ListenerSet" in found[0].message

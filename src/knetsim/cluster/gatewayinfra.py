@@ -151,7 +151,9 @@ def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listen
         verdict = verdicts.get(gw.class_name)
         if verdict is None or not verdict.accepted or verdict.implementation is None:
             continue
-        docs.extend(_proxy(verdict.implementation, gw, attached_listener_sets(gw, sets, namespace_labels or {})))
+        impl = verdict.implementation
+        attached = attached_listener_sets(gw, sets, namespace_labels or {}) if impl.supports("ListenerSet") else []
+        docs.extend(_proxy(impl, gw, attached))
     return docs
 
 

@@ -443,6 +443,8 @@ def _listener_sets(state: ClusterState, gateways: dict[str, GatewayContext]) -> 
             continue
         key = f"{parent.namespace or ls.namespace}/{parent.name}"
         gctx = gateways.get(key)
+        if gctx is not None and not gctx.implementation.supports("ListenerSet"):
+            gctx = None  # its report claims no ListenerSet (Traefik, Kong, GKE): it never reads one
         lsc = ListenerSetContext(ls, key if gctx is not None else None)
         out[ls.key] = lsc
         if gctx is None:
@@ -550,6 +552,12 @@ def listener_set_unclaimed_reason(state: ClusterState, key: str, lsc: ListenerSe
         if parent is None:
             return f"ListenerSet {key} has no parentRef"
         gw_key = f"{parent.namespace or lsc.listener_set.namespace}/{parent.name}"
+        gw = state.gateways.get(gw_key)
+        gc = state.gateway_classes.get(gw.class_name) if gw is not None else None
+        impl = for_controller(gc.controller_name) if gc is not None else None
+        if impl is not None and not impl.supports("ListenerSet"):
+            return (f"ListenerSet {key} names Gateway {gw_key}, whose implementation {impl.title} "
+                    f"{impl.report.version} does not support ListenerSet (its conformance report does not claim it)")
         return f"ListenerSet {key} names Gateway {gw_key}: {unclaimed_reason(state, gw_key)}"
     accepted = lsc.conditions.get(Type.ACCEPTED)
     why = f"{accepted.reason}: {accepted.message}" if accepted is not None else "it has no listeners"
