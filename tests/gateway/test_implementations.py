@@ -428,3 +428,18 @@ def test_a_listener_set_on_an_implementation_without_listener_set_is_not_read(tm
         if not attached:
             found = [f for f in findings(st) if "ListenerSet team-a/team-a" in f.message]
             assert found and "does not support ListenerSet" in found[0].message
+
+
+def test_gateway_level_feature_the_implementation_lacks_is_a_warning() -> None:
+    """Given spec.infrastructure labels on the Gateway, then under Envoy Gateway (whose report lists
+    GatewayInfrastructurePropagation as unsupported) the doctor warns, naming the implementations that support
+    it; under NGINX Gateway Fabric (which claims it) it does not."""
+    for key, warned in (("envoy-gateway", True), ("nginx-gateway-fabric", False)):
+        docs = _docs(key)
+        gw = next(d for d in docs if d["kind"] == "Gateway")
+        gw["spec"]["infrastructure"] = {"labels": {"team": "a"}}
+        st = _cluster(docs).state
+        found = [f for f in gateway_findings(st) if f.code == "GatewayFeatureUnsupported"]
+        assert bool(found) == warned, key
+        if warned:
+            assert found[0].field == "spec.infrastructure" and "NGINX Gateway Fabric" in found[0].message

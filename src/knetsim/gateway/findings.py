@@ -147,6 +147,13 @@ def _gateway(state: ClusterState, gctx: GatewayContext) -> list[GatewayFinding]:
     out = []
     for lc in gctx.own_listeners:
         out.extend(_listener(state, lc, subject, "gateway"))
+    impl = gctx.implementation
+    for u in features.unsupported(features.gateway_features(gw), impl):
+        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        out.append(GatewayFinding("GatewayFeatureUnsupported", "warning", subject, u.where,
+                                  f"{impl.title} {impl.report.version}'s conformance report ({impl.report.path}) does "
+                                  f"not claim {u.feature}: do not rely on {u.where} there (supported by {others})",
+                                  f"knetsim gateway check -f DIR --implementation {impl.key}"))
     programmed = gctx.conditions.get(Type.PROGRAMMED)
     if programmed is not None and not programmed.ok:
         fix = ("the LoadBalancer pool is exhausted or the proxy Service is missing: free an address "
