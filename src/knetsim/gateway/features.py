@@ -38,6 +38,9 @@ IGNORED: frozenset[str] = frozenset({
     "HTTPRouteNamedRouteRule", "HTTPRouteRequestTimeout", "HTTPRouteBackendTimeout", "HTTPRouteRetry",
     "HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError", "HTTPRouteBackendProtocolH2C",
     "HTTPRouteBackendProtocolWebSocket",
+    # A Gateway's own fields: the doctor warns (GatewayFeatureUnsupported); no route is refused for them.
+    "GatewayStaticAddresses", "GatewayInfrastructurePropagation", "GatewayPort8080",
+    "GatewayFrontendClientCertificateValidation", "GatewayBackendClientCertificate",
 })
 
 
