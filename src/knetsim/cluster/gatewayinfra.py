@@ -184,6 +184,8 @@ def impl_container_port(impl: Implementation, port: int) -> int:
 
 def _control_plane_object(obj: Any) -> list[dict[str, Any]]:
     labels = dict(obj.labels)
+    # Helm charts select on the release's labels, not on app.kubernetes.io/name (Envoy Gateway's chart:
+    # control-plane + app.kubernetes.io/instance); a DaemonSet on its first label (k8s-app).
     selector = dict(list(obj.labels)[:1]) if obj.kind == "DaemonSet" else \
         {k: v for k, v in obj.labels if k != "app.kubernetes.io/name" or len(obj.labels) == 1}
     pod_spec = {"containers": [{"name": obj.name, "image": obj.image,
