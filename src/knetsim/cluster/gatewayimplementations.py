@@ -112,6 +112,9 @@ class Implementation:
     proxy_word: str  # the program that answers, for messages ("Envoy", "NGINX")
     extension_kinds: tuple[str, ...] = ()  # group/Kind of its own API
     notes: tuple[str, ...] = field(default=())
+    # Who writes its own replies on the wire (network/wire.py): "envoy" (lower-case fields, server: envoy),
+    # "nginx" (nginx's own fields), "" (plain Date and Content-Length: a proxy knetsim has no wire model of).
+    writer: str = "envoy"
 
     @property
     def report(self) -> Report:
@@ -242,6 +245,7 @@ NGINX_GATEWAY_FABRIC = Implementation(
     ("internal/controller/nginx/config: an upstream without endpoints is sent to the nginx-503-server socket "
      "(return 503), an invalid backendRef to nginx-500-server (return 500); a host no server names reaches the "
      "default_server, which returns 404; the bodies are NGINX's own error pages",),
+    "nginx",
 )
 
 _CILIUM_HTTP = (_GW_ALL.replace("GatewayBackendClientCertificate ", "").replace(
@@ -351,6 +355,7 @@ AGENTGATEWAY = Implementation(
     "agentgateway",
     ("agentgateway.dev/AgentgatewayPolicy", "agentgateway.dev/AgentgatewayBackend",
      "agentgateway.dev/AgentgatewayParameters"),
+    writer="",
 )
 
 TRAEFIK = Implementation(
@@ -384,6 +389,7 @@ TRAEFIK = Implementation(
     Reply(404, "404 page not found\n"), Reply(503, "no available server"), Reply(500, "Internal Server Error"),
     "Traefik",
     ("traefik.io/Middleware", "traefik.io/TLSOption", "traefik.io/ServersTransport"),
+    writer="",
 )
 
 KONG = Implementation(
@@ -410,6 +416,7 @@ KONG = Implementation(
     "Kong",
     ("configuration.konghq.com/KongPlugin", "configuration.konghq.com/KongClusterPlugin",
      "gateway-operator.konghq.com/GatewayConfiguration"),
+    writer="",
 )
 
 GKE = Implementation(
@@ -437,6 +444,7 @@ GKE = Implementation(
     Reply(503, "no healthy upstream"), Reply(500, ""),
     "the Google Cloud load balancer",
     ("networking.gke.io/GCPBackendPolicy", "networking.gke.io/GCPGatewayPolicy", "networking.gke.io/HealthCheckPolicy"),
+    writer="",
 )
 
 IMPLEMENTATIONS: tuple[Implementation, ...] = (ENVOY_GATEWAY, NGINX_GATEWAY_FABRIC, CILIUM, ISTIO, KGATEWAY,

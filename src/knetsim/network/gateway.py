@@ -157,7 +157,9 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
         body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
                 if result.policy is not None and result.policy.answered else result.reply.body
                 if result.reply is not None else "no healthy upstream" if status == 503 else "")
-        reply = Reply(status, body, reply_headers, "envoy")
+        if result.reply is not None and result.reply.content_type != "text/plain" and body:
+            reply_headers.setdefault("content-type", result.reply.content_type)
+        reply = Reply(status, body, reply_headers, gctx.implementation.writer)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
