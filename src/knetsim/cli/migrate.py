@@ -18,6 +18,7 @@ from .common import (
     output_option,
     print_notices,
     tabulate,
+    usage_error,
 )
 
 
@@ -34,10 +35,13 @@ def migrate_group() -> None:
 @migrate_group.command("ingress")
 @click.option("--gateway-class", default="eg", show_default=True,
               help="GatewayClass of the generated Gateways (created, for Envoy Gateway's controller, if missing).")
+@click.option("--implementation", default="envoy-gateway", show_default=True,
+              help="The Gateway implementation the result is for (its controllerName; Envoy Gateway's policies only "
+                   "for envoy-gateway): see knetsim gateway check.")
 @cluster_options
 @output_option("yaml", "json", default="yaml")
-def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None,
-                    output: str) -> None:
+def migrate_ingress(gateway_class: str, implementation: str, filenames: tuple[str, ...], namespace: str | None,
+                    cluster_config: str | None, output: str) -> None:
     """Write the Gateway API equivalent of the Ingresses ingress-nginx serves, annotations included.
 
     A Gateway per namespace, HTTPRoutes (GRPCRoutes for backend-protocol GRPC, TLSRoutes for
@@ -47,9 +51,14 @@ def migrate_ingress(gateway_class: str, filenames: tuple[str, ...], namespace: s
     duplicate paths, canaries); what cannot be expressed is listed as comments (YAML) or notes
     (JSON), never guessed.
     """
+    from ..cluster.gatewayimplementations import BY_KEY
+
+    impl = BY_KEY.get(implementation)
+    if impl is None:
+        usage_error(f"unknown implementation {implementation!r} (known: {', '.join(BY_KEY)})")
     cluster = load_cluster(filenames, namespace, cluster_config)
     print_notices(cluster)
-    result = convert(cluster.state, gateway_class)
+    result = convert(cluster.state, gateway_class, impl)
     if output == "json":
         emit({"objects": result.objects, "notes": [n.to_dict() for n in result.notes]}, "json")
         return

@@ -1,15 +1,17 @@
-"""The built-in Gateway controller's infrastructure: Envoy Gateway, as its Helm chart installs it.
+"""The simulated Gateway controllers' infrastructure: what each implementation installs and creates per Gateway.
 
-knetsim's Gateway controller claims GatewayClasses whose ``spec.controllerName`` is
-Envoy Gateway's (``gateway.envoyproxy.io/gatewayclass-controller``), so the manifests of its
-quickstart work unchanged. As soon as one does, the cluster has what ``helm install eg``
-leaves in namespace ``envoy-gateway-system`` (the ``envoy-gateway`` control-plane Deployment
-and Service), and every Gateway of an accepted class gets its own data plane there, named as
-Envoy Gateway names it (``ExpectedResourceHashedName``: ``envoy-<ns>-<name>-<sha256[:8]>``,
-so the quickstart's Gateway ``default/eg`` runs in ``envoy-default-eg-e41e7b31``):
+knetsim's Gateway controller claims every GatewayClass whose ``spec.controllerName`` one of the profiles of
+``cluster/gatewayimplementations.py`` declares (Envoy Gateway, NGINX Gateway Fabric, Cilium, Istio, kgateway,
+agentgateway, Traefik, Kong Operator, GKE), so the manifests of their quickstarts work unchanged. As soon as
+one does, the cluster has that implementation's control plane (Envoy Gateway: ``envoy-gateway`` in
+``envoy-gateway-system``; NGINX Gateway Fabric: ``ngf-nginx-gateway-fabric`` in ``nginx-gateway``; ...), and
+every Gateway of an accepted class gets its data plane, named and placed as that implementation does it
+(Envoy Gateway: ``envoy-<ns>-<name>-<sha256[:8]>`` in ``envoy-gateway-system``, a privileged port shifted by
+10000 inside the container; NGINX Gateway Fabric and Istio: ``<gateway>-<class>`` in the Gateway's namespace;
+Cilium: a selector-less Service ``cilium-gateway-<gateway>``, its node's Envoy answering; GKE: nothing in
+the cluster):
 
-* a Deployment of one Envoy pod, listening on every listener port (a privileged port below
-  1024 is shifted by 10000 inside the container: ``servicePortToContainerPort``), and
+* a Deployment of one proxy pod, listening on every listener port, and
 * a LoadBalancer Service with one port per listener port, whose address (from the cluster's
   LoadBalancer pool, as cloud-provider-kind or MetalLB would hand it out) becomes the
   Gateway's ``status.addresses``.
@@ -22,21 +24,21 @@ status needs the routes: ``knetsim.gateway``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..model.labels import Selector
+from .gatewayimplementations import ENVOY_GATEWAY, Implementation, for_controller, proxy_namespace
+from .gatewayimplementations import proxy_name as impl_proxy_name
+from .gatewayimplementations import proxy_service_name as impl_service_name
 
 if TYPE_CHECKING:  # annotations only: the live cluster's start never builds the Gateway model
     from ..model.gatewayapi import Gateway, GatewayClass, ListenerSet
 
-EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+EG_CONTROLLER = ENVOY_GATEWAY.controller_names[0]
 EG_NAMESPACE = "envoy-gateway-system"
-EG_VERSION = "v1.9.0"
-ENVOY_IMAGE = "docker.io/envoyproxy/envoy:distroless-v1.39.0"
-# Listener protocols Envoy Gateway serves, and the route kinds each one supports (its order).
+# Listener protocols a Gateway serves, and the route kinds each one supports (Envoy Gateway's order).
 PROTOCOL_KINDS: dict[str, tuple[str, ...]] = {
     "HTTP": ("HTTPRoute", "GRPCRoute"),
     "HTTPS": ("HTTPRoute", "GRPCRoute"),
@@ -46,10 +48,6 @@ PROTOCOL_KINDS: dict[str, tuple[str, ...]] = {
 }
 OWNING_NAME = "gateway.envoyproxy.io/owning-gateway-name"
 OWNING_NAMESPACE = "gateway.envoyproxy.io/owning-gateway-namespace"
-PROXY_LABELS = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
-                "app.kubernetes.io/managed-by": "envoy-gateway"}
-READINESS_PORT = 19003
-METRICS_PORT = 19001
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,38 +55,40 @@ class ClassVerdict:
     accepted: bool
     reason: str
     message: str
-    ours: bool  # claimed by knetsim's controller (else another controller's business: no status)
+    ours: bool  # claimed by a simulated implementation (else another controller's business: no status)
+    implementation: Implementation | None = None
 
 
 def class_verdicts(classes: Iterable[GatewayClass]) -> dict[str, ClassVerdict]:
-    """Envoy Gateway accepts one GatewayClass per controller name: the oldest (then by name).
+    """Each simulated implementation accepts one GatewayClass per controller name: the oldest (then by name).
 
-    ``status/gatewayclass.go``: the others get ``Accepted: False``, reason
-    ``OlderGatewayClassExists``. A class without a timestamp counts as created now, after every
-    class that has one (as the Ingress code treats Ingresses).
+    Envoy Gateway's ``status/gatewayclass.go`` is the model: the others get ``Accepted: False``, reason
+    ``OlderGatewayClassExists``. A class without a timestamp counts as created now, after every class that
+    has one (as the Ingress code treats Ingresses). A class whose controllerName no profile declares is not
+    simulated: no status.
     """
-    ours = [c for c in classes if c.controller_name == EG_CONTROLLER]
-    ours.sort(key=lambda c: (c.meta.creation_timestamp is None, c.meta.creation_timestamp or "", c.name))
+    by_controller: dict[str, list[GatewayClass]] = {}
+    for c in classes:
+        if for_controller(c.controller_name) is not None:
+            by_controller.setdefault(c.controller_name, []).append(c)
     out: dict[str, ClassVerdict] = {}
-    for i, c in enumerate(ours):
-        if i == 0:
-            out[c.name] = ClassVerdict(True, "Accepted", "Valid GatewayClass", True)
-        else:
-            out[c.name] = ClassVerdict(False, "OlderGatewayClassExists", "Invalid GatewayClass: another older "
-                                       "GatewayClass with the same Spec.Controller exists", True)
+    for controller, ours in sorted(by_controller.items()):
+        impl = for_controller(controller)
+        ours.sort(key=lambda c: (c.meta.creation_timestamp is None, c.meta.creation_timestamp or "", c.name))
+        for i, c in enumerate(ours):
+            if i == 0:
+                out[c.name] = ClassVerdict(True, "Accepted", "Valid GatewayClass", True, impl)
+            else:
+                out[c.name] = ClassVerdict(False, "OlderGatewayClassExists", "Invalid GatewayClass: another older "
+                                           "GatewayClass with the same Spec.Controller exists", True, impl)
     for c in classes:
         out.setdefault(c.name, ClassVerdict(False, "", "", False))
     return out
 
 
 def proxy_name(namespace: str, name: str) -> str:
-    """``ExpectedResourceHashedName``: ``envoy-`` + up to 48 characters of ``ns-name`` + 8 hex of sha256."""
-    ns_name = f"{namespace}/{name}"
-    digest = hashlib.sha256(ns_name.encode()).hexdigest()[:8]
-    resource = ns_name.replace("/", "-")
-    if len(resource) > 48:
-        resource = resource[:48].rstrip("-")
-    return f"envoy-{resource}-{digest}"
+    """Envoy Gateway's ``ExpectedResourceHashedName``: ``envoy-`` + up to 48 characters of ``ns-name`` + 8 hex."""
+    return str(impl_proxy_name(ENVOY_GATEWAY, namespace, name, ""))
 
 
 def container_port(port: int) -> int:
@@ -131,73 +131,138 @@ def attached_listener_sets(gateway: Gateway, listener_sets: Iterable[ListenerSet
 
 def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listener_sets: Iterable[ListenerSet] = (),
                     namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[dict[str, Any]]:
-    """What Envoy Gateway creates for these objects (nothing when no class names it)."""
+    """What the implementations of these classes create for these objects (nothing when no class names one).
+
+    Per implementation with an accepted class: its control plane (cluster/gatewayimplementations.py), then
+    per Gateway of that class its proxy, named and placed as that implementation places it."""
     verdicts = class_verdicts(classes)
-    if not any(v.ours for v in verdicts.values()):
-        return []
     sets = list(listener_sets)
-    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EG_NAMESPACE}}, *_control_plane()]
+    docs: list[dict[str, Any]] = []
+    namespaces: set[str] = set()
+    used = sorted({v.implementation.key: v.implementation for v in verdicts.values()
+                   if v.ours and v.implementation is not None}.items())
+    for _key, impl in used:
+        for obj in impl.infrastructure.control_plane:
+            if obj.namespace not in namespaces:
+                namespaces.add(obj.namespace)
+                docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": obj.namespace}})
+            docs.extend(_control_plane_object(obj))
     for gw in sorted(gateways, key=lambda g: (g.namespace, g.name)):
         verdict = verdicts.get(gw.class_name)
-        if verdict is None or not verdict.accepted:
+        if verdict is None or not verdict.accepted or verdict.implementation is None:
             continue
-        docs.extend(_proxy(gw, attached_listener_sets(gw, sets, namespace_labels or {})))
+        impl = verdict.implementation
+        attached = attached_listener_sets(gw, sets, namespace_labels or {}) if impl.supports("ListenerSet") else []
+        docs.extend(_proxy(impl, gw, attached))
     return docs
 
 
-def _control_plane() -> list[dict[str, Any]]:
-    labels = {"control-plane": "envoy-gateway", "app.kubernetes.io/name": "gateway-helm",
-              "app.kubernetes.io/instance": "eg"}
-    ports = [("grpc", 18000), ("ratelimit", 18001), ("wasm", 18002), ("metrics", 19001)]
-    return [
-        {"apiVersion": "apps/v1", "kind": "Deployment",
-         "metadata": {"name": "envoy-gateway", "namespace": EG_NAMESPACE, "labels": dict(labels)},
-         "spec": {"replicas": 1, "selector": {"matchLabels": {"control-plane": "envoy-gateway",
-                                                              "app.kubernetes.io/instance": "eg"}},
-                  "template": {"metadata": {"labels": dict(labels)},
-                               "spec": {"containers": [{
-                                   "name": "envoy-gateway", "image": f"docker.io/envoyproxy/gateway:{EG_VERSION}",
-                                   "args": ["server", "--config-path=/config/envoy-gateway.yaml"],
-                                   "ports": [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in ports],
-                               }]}}}},
-        {"apiVersion": "v1", "kind": "Service",
-         "metadata": {"name": "envoy-gateway", "namespace": EG_NAMESPACE, "labels": dict(labels)},
-         "spec": {"selector": {"control-plane": "envoy-gateway", "app.kubernetes.io/instance": "eg"},
-                  "ports": [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in ports]}},
-    ]
+def is_proxy_pod(namespace: str, labels: Mapping[str, str]) -> bool:
+    """A pod of some implementation's data plane (its readiness decides the Gateway's Programmed)."""
+    from .gatewayimplementations import IMPLEMENTATIONS
+
+    for impl in IMPLEMENTATIONS:
+        infra = impl.infrastructure
+        if infra.shared_proxy_namespace == namespace and all(labels.get(k) == v for k, v in infra.shared_proxy_labels):
+            return True
+        if infra.naming == "shared" and infra.namespace == namespace and \
+                all(labels.get(k) == v for k, v in infra.labels):
+            return True
+        if infra.naming not in ("none", "shared") and infra.owning_name_label in labels and \
+                (infra.namespace is None or infra.namespace == namespace):
+            return True
+    return False
 
 
-def _proxy(gw: Gateway, listener_sets: list[ListenerSet]) -> list[dict[str, Any]]:
-    name = proxy_name(gw.namespace, gw.name)
-    labels = {**PROXY_LABELS, OWNING_NAME: gw.name, OWNING_NAMESPACE: gw.namespace}
+def proxy_objects_namespace(impl: Implementation, gateway_namespace: str) -> str:
+    return proxy_namespace(impl, gateway_namespace)
+
+
+def impl_container_port(impl: Implementation, port: int) -> int:
+    return container_port(port) if impl.infrastructure.shift_privileged_ports else port
+
+
+def _control_plane_object(obj: Any) -> list[dict[str, Any]]:
+    labels = dict(obj.labels)
+    # Helm charts select on the release's labels, not on app.kubernetes.io/name (Envoy Gateway's chart:
+    # control-plane + app.kubernetes.io/instance); a DaemonSet on its first label (k8s-app).
+    selector = dict(list(obj.labels)[:1]) if obj.kind == "DaemonSet" else \
+        {k: v for k, v in obj.labels if k != "app.kubernetes.io/name" or len(obj.labels) == 1}
+    pod_spec = {"containers": [{"name": obj.name, "image": obj.image,
+                                "ports": [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in obj.ports]}]}
+    workload = {"apiVersion": "apps/v1", "kind": obj.kind,
+                "metadata": {"name": obj.name, "namespace": obj.namespace, "labels": dict(labels)},
+                "spec": {"selector": {"matchLabels": selector},
+                         "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec}}}
+    if obj.kind == "Deployment":
+        workload["spec"]["replicas"] = 1
+    out = [workload]
+    if obj.kind == "Deployment" and obj.ports:
+        ports = obj.service_ports or tuple((n, p, p) for n, p in obj.ports)
+        spec: dict[str, Any] = {"selector": dict(selector),
+                                "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"}
+                                          for n, p, t in ports]}
+        if obj.service_type:
+            spec = {"type": obj.service_type, **spec}
+        out.append({"apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": obj.name, "namespace": obj.namespace, "labels": dict(labels)},
+                    "spec": spec})
+    return out
+
+
+def proxy_labels(impl: Implementation, gw: Gateway) -> dict[str, str]:
+    """The labels on a Gateway's proxy objects (and pods), the Gateway's name and namespace substituted."""
+    infra = impl.infrastructure
+    name = impl_proxy_name(impl, gw.namespace, gw.name, gw.class_name) or ""
+    labels = {k: v.format(gateway=gw.name, namespace=gw.namespace, name=name) for k, v in infra.labels}
+    if infra.naming != "shared":
+        labels[infra.owning_name_label] = gw.name
+        if infra.owning_namespace_label:
+            labels[infra.owning_namespace_label] = gw.namespace
+    return labels
+
+
+def _proxy(impl: Implementation, gw: Gateway, listener_sets: list[ListenerSet]) -> list[dict[str, Any]]:
+    infra = impl.infrastructure
+    name = impl_proxy_name(impl, gw.namespace, gw.name, gw.class_name)
+    service_name = impl_service_name(impl, gw.namespace, gw.name, gw.class_name)
+    if name is None or service_name is None or infra.naming == "shared":
+        return []  # a managed load balancer outside the cluster, or one proxy shared by every Gateway
+    namespace = proxy_namespace(impl, gw.namespace)
+    labels = proxy_labels(impl, gw)
     ports = served_ports(gw, listener_sets)
-    container_ports = [{"name": f"{proto.lower()}-{port}", "containerPort": container_port(port),
-                        "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
-    container_ports += [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-                        {"name": "readiness", "containerPort": READINESS_PORT, "protocol": "TCP"}]
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": EG_NAMESPACE, "labels": dict(labels)},
-        "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
-                 "template": {"metadata": {"labels": dict(labels)},
-                              "spec": {"containers": [{
-                                  "name": "envoy", "image": ENVOY_IMAGE,
-                                  "args": ["--service-cluster", name, "--service-node", "$(ENVOY_POD_NAME)"],
-                                  "ports": container_ports,
-                                  "readinessProbe": {"httpGet": {"path": "/ready", "port": READINESS_PORT}},
-                              }]}}},
-    }
+    out: list[dict[str, Any]] = []
+    if infra.deployment:
+        container_ports = [{"name": f"{proto.lower()}-{port}", "containerPort": impl_container_port(impl, port),
+                            "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
+        container_ports += [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in infra.extra_container_ports]
+        container: dict[str, Any] = {"name": infra.container, "image": infra.image, "ports": container_ports}
+        if impl is ENVOY_GATEWAY:
+            container["args"] = ["--service-cluster", name, "--service-node", "$(ENVOY_POD_NAME)"]
+            container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 19003}}
+        out.append({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
+                     "template": {"metadata": {"labels": dict(labels)}, "spec": {"containers": [container]}}},
+        })
     if not ports:
-        return [deployment]
-    service: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": EG_NAMESPACE, "labels": dict(labels)},
-        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "selector": dict(labels),
-                 "ports": [{"name": f"{proto.lower()}-{port}", "port": port, "targetPort": container_port(port),
-                            "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]},
-    }
+        return out
+    spec: dict[str, Any] = {"type": "LoadBalancer"}
+    if infra.external_traffic_policy:
+        spec["externalTrafficPolicy"] = infra.external_traffic_policy
+    if infra.deployment:
+        spec["selector"] = dict(labels)  # Cilium's has none: the node's Envoy takes the traffic
+    spec["ports"] = [{"name": f"{proto.lower()}-{port}", "port": port,
+                      "targetPort": impl_container_port(impl, port),
+                      "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
+    spec["ports"] += [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in infra.extra_service_ports]
+    service: dict[str, Any] = {"apiVersion": "v1", "kind": "Service",
+                               "metadata": {"name": service_name, "namespace": namespace, "labels": dict(labels)},
+                               "spec": spec}
     requested = [a.value for a in gw.addresses if a.type == "IPAddress"]
     if requested:
         # spec.addresses: the implementation asks the load balancer for exactly this address.
         service["status"] = {"loadBalancer": {"ingress": [{"ip": requested[0], "ipMode": "VIP"}]}}
-    return [deployment, service]
+    out.append(service)
+    return out

@@ -20,7 +20,7 @@ from typing import Any
 from ..apiserver.registry import Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key
-from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests
+from ..cluster.gatewayinfra import EG_NAMESPACE, infra_manifests, is_proxy_pod
 from ..model.kinds import GATEWAY_API_KINDS
 from ..model.labels import Selector
 from .base import Controller, status_only
@@ -40,7 +40,9 @@ class GatewayController(Controller):
             # Its own status writes ask nothing new of it (the translation reads specs, not statuses).
             return [] if status_only(change) else [KEY]
         # Backends, allowed namespaces, the proxy's address and its pods' readiness (Programmed).
-        proxy_pod = change.kind == "Pod" and (change.obj.get("metadata") or {}).get("namespace") == EG_NAMESPACE
+        meta = change.obj.get("metadata") or {}
+        proxy_pod = change.kind == "Pod" and (meta.get("namespace") == EG_NAMESPACE or is_proxy_pod(
+            meta.get("namespace") or "", meta.get("labels") or {}))
         if (change.kind in WAKES or proxy_pod) and self.informer.keys("GatewayClass"):
             return [KEY]
         return []
@@ -50,7 +52,8 @@ class GatewayController(Controller):
 
     def sync(self, key: Key) -> None:
         if not any(self.informer.keys(kind) for kind in GATEWAY_API_KINDS) and \
-                not any(self.informer.names(kind, EG_NAMESPACE) for kind in ("Deployment", "Service")):
+                not any(self.informer.names(kind, EG_NAMESPACE) for kind in ("Deployment", "Service")) and \
+                not getattr(self, "_made", None):
             return  # nothing to translate, no infrastructure to keep or remove
         # Loaded with the first Gateway API object: a cluster without any never builds the Gateway model.
         from ..model import gatewayapi
@@ -95,6 +98,8 @@ class GatewayController(Controller):
             wanted.add(k)
             r = BY_KIND[body["kind"]]
             old = self.store.objects.get(k)
+            if old is not None and body["kind"] == "DaemonSet":
+                continue  # the node agent's own (Cilium's cilium-envoy, when Cilium is the CNI): not ours to edit
             if old is None:
                 registry.create(Target(r, k[1], "", ""), body, AS_ENVOY_GATEWAY)
             elif body["kind"] != "Namespace":
@@ -105,6 +110,11 @@ class GatewayController(Controller):
                 registry.update(Target(r, k[1], k[2], ""), old, merged, AS_ENVOY_GATEWAY)
         stale = {(kind, EG_NAMESPACE, name) for kind in ("Deployment", "Service")
                  for selector in (CONTROL_PLANE, PROXIES) for name in self._named(kind, selector)} - wanted
+        # The other implementations' proxies live in the Gateways' namespaces: those this process made and no
+        # longer wants (a Gateway deleted, its class changed) go too.
+        made: set[Key] = getattr(self, "_made", set())
+        stale |= {k for k in made - wanted if k[0] in ("Deployment", "Service", "DaemonSet")}
+        self._made = {k for k in wanted if k[1] != EG_NAMESPACE}
         if stale:
             batch = self.batch()
             for k in sorted(stale):

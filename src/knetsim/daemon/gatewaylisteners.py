@@ -487,12 +487,14 @@ class GatewayListeners:
             return Answer(result.redirect.status, [("location", result.redirect.location), *response_headers], b"")
         if result.http_status is None:
             return None  # no listener, a TLS failure, a passthrough port: nothing answers HTTP
-        body = ENVOY_BODIES.get(result.http_status, "")
+        # The implementation's own reply where the spec leaves it open (NGINX's page, Kong's JSON...).
+        body = result.reply.body if result.reply is not None else ENVOY_BODIES.get(result.http_status, "")
+        content_type = result.reply.content_type if result.reply is not None else "text/plain"
         if result.outcome == "backend-tls-failed":
             from ..gateway.upstream import ENVOY_TLS_VERIFY_FAILED
 
             body = ENVOY_TLS_VERIFY_FAILED
-        return Answer(result.http_status, [("content-type", "text/plain"), *response_headers], body.encode())
+        return Answer(result.http_status, [("content-type", content_type), *response_headers], body.encode())
 
     async def _answer_grpc(self, gw: str, port: int, scheme: str, pseudo: dict[str, str],
                            metadata: list[tuple[str, str]], sni: str | None,

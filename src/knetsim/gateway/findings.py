@@ -12,10 +12,12 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..cluster.gatewayinfra import EG_CONTROLLER, OWNING_NAME
+from ..cluster.gatewayimplementations import IMPLEMENTATIONS, for_controller, supported_by
+from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
 from ..model.gatewayapi import GROUP
 from ..model.labels import edit_distance
+from . import features
 from .backendtls import PolicyContext, verify_backend
 from .conditions import Type
 from .listeners import ListenerContext
@@ -99,7 +101,7 @@ def _unclaimed_gateway(state: ClusterState, key: str) -> GatewayFinding:
     gw = state.gateways[key]
     gc = state.gateway_classes.get(gw.class_name)
     subject = f"Gateway {key}"
-    ours = sorted(c.name for c in state.gateway_classes.values() if c.controller_name == EG_CONTROLLER)
+    ours = sorted(c.name for c in state.gateway_classes.values() if for_controller(c.controller_name) is not None)
     if gc is None:
         fix = (_patch("gateway", gw.namespace, gw.name, [{"op": "replace", "path": "/spec/gatewayClassName",
                                                           "value": ours[0]}]) if ours else
@@ -109,16 +111,34 @@ def _unclaimed_gateway(state: ClusterState, key: str) -> GatewayFinding:
         return GatewayFinding("GatewayClassNotFound", "error", subject, "spec.gatewayClassName",
                               f"GatewayClass {gw.class_name!r} does not exist: no controller programs this Gateway "
                               "(its status stays Accepted: Unknown, Pending)", fix)
-    if gc.controller_name != EG_CONTROLLER:
-        return GatewayFinding("GatewayClassOtherController", "warning", subject, "spec.gatewayClassName",
-                              f"GatewayClass {gc.name} names controller {gc.controller_name!r}; knetsim runs "
-                              f"{EG_CONTROLLER} only, so nothing programs this Gateway here",
-                              f"use a class of {EG_CONTROLLER}" + (f" ({', '.join(ours)})" if ours else ""))
+    if for_controller(gc.controller_name) is None:
+        # Not a mistake: a controller knetsim has no profile of (its own cluster would program the Gateway).
+        return GatewayFinding("GatewayClassOtherController", "info", subject, "spec.gatewayClassName",
+                              f"GatewayClass {gc.name} names controller {gc.controller_name!r}, which knetsim does not "
+                              "simulate: this Gateway and its routes are not simulated here (knetsim simulates "
+                              f"{', '.join(i.title for i in IMPLEMENTATIONS)})",
+                              "to simulate it, use a class of a simulated controller (knetsim gateway check -f DIR "
+                              "lists them)")
+    impl = for_controller(gc.controller_name)
+    title = impl.title if impl is not None else gc.controller_name
     return GatewayFinding("GatewayClassNotAccepted", "error", subject, "spec.gatewayClassName",
-                          f"GatewayClass {gc.name} is not accepted: Envoy Gateway accepts only the oldest class "
-                          f"naming {EG_CONTROLLER} ({', '.join(ours)})",
+                          f"GatewayClass {gc.name} is not accepted: {title} accepts only the oldest class "
+                          f"naming {gc.controller_name} ({', '.join(ours)})",
                           _patch("gateway", gw.namespace, gw.name,
                                  [{"op": "replace", "path": "/spec/gatewayClassName", "value": ours[0]}]))
+
+
+def _describe_proxy_pods(gctx: GatewayContext) -> str:
+    """The command that shows the Gateway's proxy pods, where its implementation puts them."""
+    impl, gw = gctx.implementation, gctx.gateway
+    infra = impl.infrastructure
+    if infra.shared_proxy_namespace is not None:
+        selector = ",".join(f"{k}={v}" for k, v in infra.shared_proxy_labels)
+        return f"kubectl -n {infra.shared_proxy_namespace} describe pods -l {selector}"
+    namespace = infra.namespace or gw.namespace
+    if infra.naming == "shared":  # one proxy for every Gateway (Traefik)
+        return f"kubectl -n {namespace} describe pods -l {','.join(f'{k}={v}' for k, v in infra.labels)}"
+    return f"kubectl -n {namespace} describe pods -l {infra.owning_name_label}={gw.name}"
 
 
 def _gateway(state: ClusterState, gctx: GatewayContext) -> list[GatewayFinding]:
@@ -127,11 +147,18 @@ def _gateway(state: ClusterState, gctx: GatewayContext) -> list[GatewayFinding]:
     out = []
     for lc in gctx.own_listeners:
         out.extend(_listener(state, lc, subject, "gateway"))
+    impl = gctx.implementation
+    for u in features.unsupported(features.gateway_features(gw), impl):
+        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        out.append(GatewayFinding("GatewayFeatureUnsupported", "warning", subject, u.where,
+                                  f"{impl.title} {impl.report.version}'s conformance report ({impl.report.path}) does "
+                                  f"not claim {u.feature}: do not rely on {u.where} there (supported by {others})",
+                                  f"knetsim gateway check -f DIR --implementation {impl.key}"))
     programmed = gctx.conditions.get(Type.PROGRAMMED)
     if programmed is not None and not programmed.ok:
         fix = ("the LoadBalancer pool is exhausted or the proxy Service is missing: free an address "
                "(kubectl get svc -A | grep LoadBalancer)" if programmed.reason == "AddressNotAssigned" else
-               f"kubectl -n envoy-gateway-system describe pods -l {OWNING_NAME}={gw.name}")
+               _describe_proxy_pods(gctx))
         out.append(GatewayFinding("GatewayNotProgrammed", "error", subject, "status.conditions[Programmed]",
                                   f"{programmed.reason}: {programmed.message}: nothing answers on the Gateway", fix))
     return out
@@ -216,12 +243,24 @@ def _name_coverage(lc: ListenerContext, subject: str, field: str) -> list[Gatewa
     return out
 
 
+def _other_controller(state: ClusterState, gateway: str) -> bool:
+    """The Gateway exists and its class names a controller knetsim has no profile of."""
+    gw = state.gateways.get(gateway)
+    gc = state.gateway_classes.get(gw.class_name) if gw is not None else None
+    return gc is not None and for_controller(gc.controller_name) is None
+
+
 def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteContext) -> list[GatewayFinding]:
     route = rc.route
     kind = route.kind
     subject = f"{kind} {route.key}"
     out: list[GatewayFinding] = []
     for ref, why in rc.unclaimed:
+        if _other_controller(state, f"{ref.namespace or route.namespace}/{ref.name}") and ref.kind == "Gateway":
+            out.append(GatewayFinding(f"{kind}ParentNotSimulated", "info", subject, f"spec.parentRefs[{ref.index}]",
+                                      f"{why}: knetsim does not simulate this parent, so the route's traffic there "
+                                      "is not simulated", "nothing to fix: its own controller programs it"))
+            continue
         near = _closest(ref.name, sorted(k.split("/", 1)[1] for k in gateways
                                          if k.startswith(f"{ref.namespace or route.namespace}/")))
         fix = (_patch(kind.lower(), route.namespace, route.name, [{"op": "replace", "path": f"/spec/parentRefs/"
@@ -233,6 +272,8 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
         accepted = ps.conditions.get(Type.ACCEPTED)
         if accepted is not None and not accepted.ok:
             out.append(_not_accepted(state, gateways[ps.gateway], rc, ps, accepted.reason, accepted.message))
+        elif accepted is not None:
+            out.extend(_ignored_features(state, gateways[ps.gateway], rc, ps))
         partial = ps.conditions.get("PartiallyInvalid")
         if partial is not None:
             out.append(GatewayFinding(f"{kind}PartiallyInvalid", "warning", subject, "spec.rules",
@@ -247,6 +288,42 @@ def _route(state: ClusterState, gateways: dict[str, GatewayContext], rc: RouteCo
     return out
 
 
+def _ignored_features(state: ClusterState, gctx: GatewayContext, rc: RouteContext,
+                      ps: ParentStatus) -> list[GatewayFinding]:
+    """Features the API lets an implementation ignore (timeouts, retries, rule names, appProtocol): the route is
+    served there, without them."""
+    route, impl = rc.route, gctx.implementation
+    out = []
+    for u in features.ignored(features.route_features(route, state.services), impl):
+        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        out.append(GatewayFinding(f"{route.kind}FeatureIgnored", "warning", f"{route.kind} {route.key}", u.where,
+                                  f"Gateway {gctx.gateway.key} runs {impl.title} {impl.report.version}, whose "
+                                  f"conformance report ({impl.report.path}) does not claim {u.feature}: the route "
+                                  f"is served without it (supported by {others})",
+                                  f"do not rely on {u.where} there, or use a GatewayClass of an implementation "
+                                  "that supports it"))
+    return out
+
+
+def _unsupported_feature(state: ClusterState, gctx: GatewayContext, rc: RouteContext, ps: ParentStatus,
+                         message: str) -> GatewayFinding:
+    """A route uses an extended feature its Gateway's implementation does not claim: name the feature, where it
+    is used, and the implementations whose reports do claim it."""
+    route, impl = rc.route, gctx.implementation
+    missing = features.refused(features.route_features(route, state.services), impl)
+    where = "; ".join(
+        f"{u.feature} at {u.where} (supported by {', '.join(i.title for i in supported_by(u.feature)) or 'none'})"
+        for u in missing)
+    fields = ", ".join(u.where for u in missing)
+    return GatewayFinding(f"{route.kind}UnsupportedFeature", "error", f"{route.kind} {route.key}",
+                          f"spec.parentRefs[{ps.ref.index}]",
+                          f"Gateway {gctx.gateway.key} runs {impl.title} {impl.report.version}, whose conformance "
+                          f"report ({impl.report.path}) does not claim {where}: the route is not accepted there "
+                          f"(UnsupportedValue) and serves no traffic",
+                          f"remove {fields}, or use a GatewayClass of an implementation that supports it "
+                          f"(knetsim gateway check -f DIR --implementation NAME)")
+
+
 def _not_accepted(state: ClusterState, gctx: GatewayContext, rc: RouteContext, ps: ParentStatus, reason: str,
                   message: str) -> GatewayFinding:
     route, ref, gw = rc.route, ps.ref, gctx.gateway
@@ -256,6 +333,8 @@ def _not_accepted(state: ClusterState, gctx: GatewayContext, rc: RouteContext, p
     listeners = ", ".join(f"{lc.name} ({lc.listener.port}/{lc.listener.protocol}"
                           f"{', ' + lc.listener.hostname if lc.listener.hostname else ''})" for lc in gctx.listeners)
     pointer = f"/spec/parentRefs/{ref.index}"
+    if reason == "UnsupportedValue":
+        return _unsupported_feature(state, gctx, rc, ps, message)
     if reason == "NoMatchingParent":
         wanted = " and ".join(x for x in (f"sectionName {ref.section_name}" if ref.section_name else "",
                                           f"port {ref.port}" if ref.port is not None else "") if x)

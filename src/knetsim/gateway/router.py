@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..cluster.gatewayimplementations import Reply
 from ..cluster.state import ClusterState
 from ..model import saferegex
 from ..model.gatewayapi import HeaderModifier
@@ -145,6 +146,9 @@ class GatewayRouteResult:
     tls: TLSHandshake | None = None
     backend_tls: BackendHandshake | None = None
     policy: envoypolicies.Decision | None = None  # Envoy Gateway's policies and CORS filter, where any applies
+    # The implementation's own answer where the spec leaves it open (route miss, no ready endpoint, invalid
+    # backend): its body and content type, for the trace and the live listeners.
+    reply: Reply | None = None
 
     @property
     def proxied(self) -> bool:
@@ -264,9 +268,10 @@ def route(state: ClusterState, gateway: str, request: HTTPRequest, *, explain: b
     by_host = [lc for lc in served if hostnames.matches(lc.listener.hostname, host)]
     if not by_host:
         names = ", ".join(f"{lc.label} ({lc.listener.hostname})" for lc in served)
-        return GatewayRouteResult(request, key, NOT_FOUND, 404,
+        return GatewayRouteResult(request, key, NOT_FOUND, gctx.implementation.route_miss.status,
                                   f"{target}: no listener on port {port} accepts host {host} (listeners: {names}): "
-                                  "Envoy answers 404",
+                                  f"{answers(gctx, gctx.implementation.route_miss)}",
+                                  reply=gctx.implementation.route_miss,
                                   candidates=tuple(_other_listeners(gctx, None, port) if explain else ()), **base)
     chosen_listener = max(by_host, key=lambda lc: hostnames.specificity(lc.listener.hostname))
     if sni_listener is not None and chosen_listener is not sni_listener:
@@ -299,6 +304,14 @@ def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str
                    summary=f"{result.request.method} {result.request.url} → {route_kind} {result.match.route} rule "
                            f"{result.match.rule} → {decision.why}",
                    response_headers=headers, policy=decision)
+
+
+def answers(gctx: GatewayContext, reply: Any) -> str:
+    """``Envoy answers 503 (no healthy upstream)``: the implementation's own reply where the spec leaves it open
+    (cluster/gatewayimplementations.py)."""
+    body = reply.body.strip()
+    short = f" ({body})" if body and len(body) <= 60 and "<" not in body else ""
+    return f"{gctx.implementation.proxy_word} answers {reply.status}{short}"
 
 
 def _is_address(host: str) -> bool:
@@ -419,9 +432,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         if shared is not None:
             return shared
     if winner is None:
-        return GatewayRouteResult(request, key, NOT_FOUND, 404,
+        return GatewayRouteResult(request, key, NOT_FOUND, gctx.implementation.route_miss.status,
                                   f"{target}: no rule attached to listener {lc.label} of Gateway {key} matches: "
-                                  "Envoy answers 404", notes=tuple(notes), **base)
+                                  f"{answers(gctx, gctx.implementation.route_miss)}", notes=tuple(notes),
+                                  reply=gctx.implementation.route_miss, **base)
     _prec, entry, matched_host = winner
     match_ref = MatchRef(entry.route.key, entry.rule.index, entry.rule.name, entry.match_index, matched_host,
                          entry.match.path.type, entry.match.path.value)
@@ -474,9 +488,10 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
     common = {"backend": choice, "upstream_request": upstream, "response_headers": resp_headers,
               "response_headers_removed": tuple(removed), "notes": tuple(notes), **base}
     if chosen.ready_endpoints == 0:
-        return GatewayRouteResult(request, key, NO_ENDPOINTS, 503,
+        return GatewayRouteResult(request, key, NO_ENDPOINTS, gctx.implementation.no_healthy_backend.status,
                                   f"{target} → {where} → Service {chosen.describe()}{share} has no ready endpoints: "
-                                  "Envoy answers 503 (no healthy upstream)", **common)
+                                  f"{answers(gctx, gctx.implementation.no_healthy_backend)}",
+                                  reply=gctx.implementation.no_healthy_backend, **common)
     if chosen.tls is not None:
         endpoint = choose_endpoint(ready_endpoints(state, chosen), _ident(request))
         backend_hs = backend_handshake(state, chosen, endpoint, t.now, gctx.backend_client_chain) \
@@ -574,9 +589,10 @@ def _grpc_table(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerC
                   upstream_request=UpstreamRequest(request.method, request.host, path + query, dict(sorted(
                       headers.items()))))
     if chosen.ready_endpoints == 0:
-        return GatewayRouteResult(request, key, NO_ENDPOINTS, 503, f"{target} → {where} → Service "
-                                  f"{chosen.describe()} has no ready endpoints: Envoy answers 503 (no healthy "
-                                  "upstream)", **common)
+        return GatewayRouteResult(request, key, NO_ENDPOINTS, gctx.implementation.no_healthy_backend.status,
+                                  f"{target} → {where} → Service {chosen.describe()} has no ready endpoints: "
+                                  f"{answers(gctx, gctx.implementation.no_healthy_backend)}",
+                                  reply=gctx.implementation.no_healthy_backend, **common)
     return GatewayRouteResult(request, key, PROXIED, None, f"{target} → {where} → Service {chosen.describe()}",
                               **common)
 

@@ -83,7 +83,12 @@ def status_of(state: ClusterState, obj: Object, now: str | None = None, translat
             return None
         conds = Conditions()
         conds.set(Type.ACCEPTED, entry[1].accepted, entry[1].reason, entry[1].message)
-        return {**previous, "conditions": _conditions(conds, generation, when, previous.get("conditions"))}
+        out_class = {**previous, "conditions": _conditions(conds, generation, when, previous.get("conditions"))}
+        impl = entry[1].implementation
+        if entry[1].accepted and impl is not None:
+            # What its newest conformance report lists (GEP-2162: sorted, one entry per feature name).
+            out_class["supportedFeatures"] = [{"name": f} for f in sorted(impl.features)]
+        return out_class
     if obj.kind == "Gateway":
         gctx = t.gateways.get(obj.key)
         if gctx is None:
@@ -107,13 +112,18 @@ def status_of(state: ClusterState, obj: Object, now: str | None = None, translat
         if rc is None or not rc.parents:
             return None
         old_parents = [p for p in previous.get("parents") or [] if isinstance(p, Mapping)]
-        parents = [p for p in old_parents if p.get("controllerName") != EG_CONTROLLER]
+        # Each parent's entry is written by the controller of that parent's class.
+        ours = {t.gateways[ps.gateway].implementation.controller_names[0] for ps in rc.parents
+                if ps.gateway in t.gateways}
+        parents = [p for p in old_parents if p.get("controllerName") not in ours]
         for ps in rc.parents:
             ref = ancestor_ref(ps.ref)
-            old = next((p for p in old_parents if p.get("controllerName") == EG_CONTROLLER
+            gctx = t.gateways.get(ps.gateway)
+            controller = gctx.implementation.controller_names[0] if gctx is not None else EG_CONTROLLER
+            old = next((p for p in old_parents if p.get("controllerName") == controller
                         and _same_ref(p.get("parentRef"), ref)), {})
             parents.append({"conditions": _conditions(ps.conditions, generation, when, old.get("conditions")),
-                            "controllerName": EG_CONTROLLER, "parentRef": ref})
+                            "controllerName": controller, "parentRef": ref})
         return {"parents": parents}
     if obj.kind == "BackendTLSPolicy":
         pctx = t.policies.get(obj.key)

@@ -2,9 +2,12 @@
 
 Envoy Gateway's translator (``internal/gatewayapi/translator.go``) is the model, step by step:
 
-1. GatewayClasses: the controller claims those naming ``gateway.envoyproxy.io/gatewayclass-controller``
-   and accepts the oldest (``cluster/gatewayinfra.class_verdicts``). Objects of other controllers
-   get no status from knetsim (their own controller would write it).
+1. GatewayClasses: the controller claims those naming a controllerName a profile of
+   ``cluster/gatewayimplementations.py`` declares (Envoy Gateway's ``gateway.envoyproxy.io/gatewayclass-controller``
+   and eight others) and accepts the oldest per controller (``cluster/gatewayinfra.class_verdicts``); each
+   Gateway is translated as its class's implementation (``GatewayContext.implementation``: infrastructure,
+   the features a route may use, open replies). Objects of other controllers get no status from knetsim
+   (their own controller would write it).
 2. Gateways of an accepted class, with the listeners of the ListenerSets they allow (``allowedListeners``;
    ListenerSets in precedence order: oldest first, then ``namespace/name``): each listener is validated,
    conflicts are resolved (the Gateway's own listeners win), and closing conditions set
@@ -37,14 +40,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..cluster.gatewayimplementations import ENVOY_GATEWAY, IMPLEMENTATIONS, Implementation, for_controller
+from ..cluster.gatewayimplementations import proxy_service_name as impl_service_name
 from ..cluster.gatewayinfra import (
-    EG_CONTROLLER,
-    EG_NAMESPACE,
-    OWNING_NAME,
-    OWNING_NAMESPACE,
     ClassVerdict,
     class_verdicts,
-    proxy_name,
+    proxy_labels,
+    proxy_objects_namespace,
 )
 from ..cluster.state import ClusterState
 from ..model import saferegex
@@ -65,7 +67,7 @@ from ..model.gatewayapi import (
 )
 from ..model.kinds import BY_KIND, ROUTE_KINDS
 from ..model.objects import Object, Service
-from . import hostnames, listeners
+from . import features, hostnames, listeners
 from .backendtls import BackendTLS, Policies, PolicyContext, ancestor_ref
 from .conditions import Conditions, Reason, Type
 from .grants import ReferenceFrom, ReferenceTo, reference_permitted
@@ -153,6 +155,9 @@ class GatewayContext:
     listener_sets: list[str] = field(default_factory=list)  # namespace/name of the ListenerSets naming it
     # The certificate the proxy presents to a backend it speaks TLS to (spec.tls.backend), once it resolves.
     backend_client_chain: tuple[Any, ...] = ()
+    # The implementation its GatewayClass names (cluster/gatewayimplementations.py): infrastructure, features,
+    # the replies the spec leaves open.
+    implementation: Implementation = ENVOY_GATEWAY
 
     def listener(self, name: str) -> ListenerContext | None:
         return next((lc for lc in self.listeners if lc.name == name and not lc.from_listener_set), None)
@@ -245,7 +250,8 @@ def _translate(state: ClusterState, now: datetime) -> Translation:
         verdict = verdicts.get(gw.class_name)
         if verdict is None or not verdict.accepted:
             continue  # not ours, or our class was not accepted: Envoy Gateway leaves it alone
-        gateways[key] = GatewayContext(gw, [ListenerContext(li, gw) for li in gw.listeners])
+        gateways[key] = GatewayContext(gw, [ListenerContext(li, gw) for li in gw.listeners],
+                                       implementation=verdict.implementation or ENVOY_GATEWAY)
     frontends: dict[str, dict[str | None, listeners.FrontendValidation]] = {k: {} for k in gateways}
     for key, gctx in gateways.items():
         for lc in gctx.listeners:
@@ -282,6 +288,16 @@ def _validate(state: ClusterState, gctx: GatewayContext, lc: ListenerContext, no
         # Frontend (client certificate) validation applies to HTTPS listeners only, per the API contract.
         lc.frontend = listeners.frontend_for(state, gctx.gateway, lc.port, now, frontends)
     listeners.validate(state, lc, now)
+    # A protocol whose route kind the implementation's report does not claim (GKE: HTTP only; Traefik: no
+    # TCPRoute) is one it does not serve: the listener is refused as an unknown protocol would be.
+    impl = gctx.implementation
+    kind = {"TLS": "TLSRoute", "TCP": "TCPRoute", "UDP": "UDPRoute"}.get(lc.protocol)
+    if kind is not None and lc.spec_valid and not impl.serves_kind(kind):
+        lc.supported_kinds = []
+        lc.conditions.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_PROTOCOL,
+                          f"Protocol {lc.protocol} is unsupported by {impl.title} {impl.report.version} (its "
+                          f"conformance report claims no {kind}).")
+        lc.spec_valid = False
 
 
 # --- gateways and ListenerSets -------------------------------------------------------------------
@@ -292,31 +308,46 @@ def _gateway_status(state: ClusterState, gctx: GatewayContext,
     gw = gctx.gateway
     own = gctx.own_listeners
     rejected = sorted(lc.name for lc in own if lc.conditions.is_false(Type.ACCEPTED))
+    impl = gctx.implementation
     if not rejected:
-        gctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, "The Gateway has been scheduled by Envoy Gateway")
+        gctx.conditions.set(Type.ACCEPTED, True, Reason.ACCEPTED, f"The Gateway has been scheduled by {impl.title}")
     elif len(rejected) < len(own):
         gctx.conditions.set(Type.ACCEPTED, True, Reason.LISTENERS_NOT_VALID,
                             f"Listeners not valid: {', '.join(rejected)}")
     else:
         gctx.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID,
                             f"No listeners are valid: {', '.join(rejected)}")
-    name = proxy_name(gw.namespace, gw.name)
-    svc = state.services.get(f"{EG_NAMESPACE}/{name}")
+    infra = impl.infrastructure
+    if infra.naming == "none":
+        # A load balancer outside the cluster (GKE): programmed by the cloud, at the address asked for if any.
+        gctx.addresses = [a.value for a in gw.addresses if a.type == "IPAddress"]
+        gctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED,
+                            f"Programmed: {impl.proxy_word} outside the cluster serves the Gateway")
+        if gw.frontend_validation or gw.backend_client_certificate is not None:
+            _gateway_tls_status(state, gctx, frontends)
+        return
+    namespace = proxy_objects_namespace(impl, gw.namespace)
+    name = impl_service_name(impl, gw.namespace, gw.name, gw.class_name)
+    svc = state.services.get(f"{namespace}/{name}")
     if svc is not None:
         gctx.proxy_service = svc.key
         gctx.addresses = list(svc.load_balancer_ips)
-    pods = [p for p in state.pods_in(EG_NAMESPACE)
-            if p.labels.get(OWNING_NAME) == gw.name and p.labels.get(OWNING_NAMESPACE) == gw.namespace]
+    if infra.shared_proxy_namespace is not None:
+        pod_namespace, wanted = infra.shared_proxy_namespace, dict(infra.shared_proxy_labels)
+    else:
+        pod_namespace, wanted = namespace, proxy_labels(impl, gw)
+    pods = [p for p in state.pods_in(pod_namespace) if all(p.labels.get(k) == v for k, v in wanted.items())]
     gctx.proxy_pods_total = len(pods)
     gctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
+    replicas = "envoy" if impl is ENVOY_GATEWAY else impl.proxy_word
     if not gctx.addresses:
         gctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
                             "No addresses have been assigned to the Gateway")
     elif not gctx.proxy_pods:
-        gctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, "Envoy replicas unavailable")
+        gctx.conditions.set(Type.PROGRAMMED, False, Reason.NO_RESOURCES, f"{impl.proxy_word} replicas unavailable")
     else:
         gctx.conditions.set(Type.PROGRAMMED, True, Reason.PROGRAMMED, f"Address assigned to the Gateway, "
-                            f"{len(gctx.proxy_pods)}/{gctx.proxy_pods_total} envoy replicas available")
+                            f"{len(gctx.proxy_pods)}/{gctx.proxy_pods_total} {replicas} replicas available")
     if gw.frontend_validation or gw.backend_client_certificate is not None:
         _gateway_tls_status(state, gctx, frontends)
 
@@ -412,6 +443,8 @@ def _listener_sets(state: ClusterState, gateways: dict[str, GatewayContext]) -> 
             continue
         key = f"{parent.namespace or ls.namespace}/{parent.name}"
         gctx = gateways.get(key)
+        if gctx is not None and not gctx.implementation.supports("ListenerSet"):
+            gctx = None  # its report claims no ListenerSet (Traefik, Kong, GKE): it never reads one
         lsc = ListenerSetContext(ls, key if gctx is not None else None)
         out[ls.key] = lsc
         if gctx is None:
@@ -504,9 +537,9 @@ def unclaimed_reason(state: ClusterState, key: str) -> str:
     gc = state.gateway_classes.get(gw.class_name)
     if gc is None:
         return f"Gateway {key} names GatewayClass {gw.class_name!r}, which does not exist: no controller serves it"
-    if gc.controller_name != EG_CONTROLLER:
+    if for_controller(gc.controller_name) is None:
         return (f"Gateway {key} belongs to GatewayClass {gc.name} of controller {gc.controller_name!r}, which knetsim "
-                f"does not run (it simulates {EG_CONTROLLER})")
+                f"does not simulate (it simulates {', '.join(i.title for i in IMPLEMENTATIONS)})")
     return (f"Gateway {key}'s GatewayClass {gc.name} is not accepted (another older GatewayClass names the same "
             "controller)")
 
@@ -519,6 +552,12 @@ def listener_set_unclaimed_reason(state: ClusterState, key: str, lsc: ListenerSe
         if parent is None:
             return f"ListenerSet {key} has no parentRef"
         gw_key = f"{parent.namespace or lsc.listener_set.namespace}/{parent.name}"
+        gw = state.gateways.get(gw_key)
+        gc = state.gateway_classes.get(gw.class_name) if gw is not None else None
+        impl = for_controller(gc.controller_name) if gc is not None else None
+        if impl is not None and not impl.supports("ListenerSet"):
+            return (f"ListenerSet {key} names Gateway {gw_key}, whose implementation {impl.title} "
+                    f"{impl.report.version} does not support ListenerSet (its conformance report does not claim it)")
         return f"ListenerSet {key} names Gateway {gw_key}: {unclaimed_reason(state, gw_key)}"
     accepted = lsc.conditions.get(Type.ACCEPTED)
     why = f"{accepted.reason}: {accepted.message}" if accepted is not None else "it has no listeners"
@@ -559,6 +598,8 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
     else:
         ps.conditions.set(Type.RESOLVED_REFS, True, Reason.RESOLVED_REFS,
                           "Resolved all the Object references for the Route")
+    if not ps.conditions.is_false(Type.ACCEPTED):
+        _refuse_unsupported(state, ps, route, gctx.implementation)
     if ps.conditions.is_false(Type.ACCEPTED):
         return ps
     attached: list[tuple[ListenerContext, tuple[str, ...]]] = []
@@ -581,6 +622,16 @@ def _parent(state: ClusterState, rc: RouteContext, ref: ParentRef, gctx: Gateway
             continue
         _attach(rc, lc, hosts, live_rules)
     return ps
+
+
+def _refuse_unsupported(state: ClusterState, ps: ParentStatus, route: Any, impl: Implementation) -> None:
+    """An extended feature the implementation's report does not claim: ``Accepted: False``, ``UnsupportedValue``
+    (the API's rule for an unsupported filter type or redirect value, applied to every extended feature)."""
+    missing = features.refused(features.route_features(route, state.services), impl)
+    if missing:
+        used = ", ".join(f"{u.feature} ({u.where})" for u in missing)
+        ps.conditions.set(Type.ACCEPTED, False, Reason.UNSUPPORTED_VALUE,
+                          f"{impl.title} {impl.report.version} does not support {used}")
 
 
 def _attach(rc: RouteContext, lc: ListenerContext, hosts: tuple[str, ...], live_rules: list[Any]) -> None:

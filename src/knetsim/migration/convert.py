@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cluster.gatewayinfra import EG_CONTROLLER
+from ..cluster.gatewayimplementations import ENVOY_GATEWAY, Implementation
 from ..cluster.state import ClusterState
 from ..ingress import resolve_backend, resolve_class, running_controllers
 from ..ingress.annotations import IngressAnnotations
@@ -97,7 +97,27 @@ def _backend_ref(state: ClusterState, ing: Ingress, backend: IngressBackend, whe
     return ref
 
 
-def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
+def convert(state: ClusterState, gateway_class: str = "eg",
+            implementation: Implementation = ENVOY_GATEWAY) -> Conversion:
+    """The Gateway API equivalent of the Ingresses ingress-nginx serves, for ``implementation`` (its GatewayClass;
+    Envoy Gateway's policies only where it is Envoy Gateway: for another, each is listed as not converted)."""
+    out = _convert(state, gateway_class, implementation)
+    if implementation is ENVOY_GATEWAY:
+        return out
+    kept = []
+    for obj in out.objects:
+        if obj.get("apiVersion") != features.EG_API:
+            kept.append(obj)
+            continue
+        meta = obj["metadata"]
+        out.notes.append(Note(f"{meta.get('namespace', '')}/{meta['name']}", "metadata.annotations", "inexpressible",
+                              f"needs Envoy Gateway's {obj['kind']}, which {implementation.title} does not read: not "
+                              f"converted (its own extension kinds: {', '.join(implementation.extension_kinds)})"))
+    out.objects = kept
+    return out
+
+
+def _convert(state: ClusterState, gateway_class: str, implementation: Implementation) -> Conversion:
     out = Conversion()
     controllers = running_controllers(state)
     claimed: list[Ingress] = []
@@ -129,7 +149,7 @@ def convert(state: ClusterState, gateway_class: str = "eg") -> Conversion:
         return out
     if gateway_class not in state.gateway_classes:
         out.objects.append({"apiVersion": API, "kind": "GatewayClass", "metadata": {"name": gateway_class},
-                            "spec": {"controllerName": EG_CONTROLLER}})
+                            "spec": {"controllerName": implementation.controller_names[0]}})
     seen: set[tuple[str, str, str, str]] = set()  # (namespace, host, path, type): ingress-nginx keeps the first
     by_namespace: dict[str, list[Ingress]] = {}
     for ing in model.ordered:

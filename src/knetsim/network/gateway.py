@@ -18,7 +18,7 @@ import ipaddress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..cluster.gatewayinfra import container_port
+from ..cluster.gatewayinfra import impl_container_port
 from ..cluster.state import ClusterState
 from ..dataplane.model import join_host_port
 from ..gateway import GatewayRouteError, hostnames, route, translate
@@ -101,6 +101,14 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                         f"DNS, assumed to point at Gateway {gateway} ({address})"))
     proxy_key = result.proxy_pod
     proxy = state.pods.get(proxy_key) if proxy_key else None
+    if proxy is None and gctx.implementation.infrastructure.naming == "none":
+        # A cloud load balancer (GKE): no proxy pod in the cluster to trace from.
+        run.hops.append(Hop("gateway", "info", result.summary, {"route": result.to_dict()}))
+        run.findings.append(Finding("GatewayOutsideCluster", "gateway", f"Gateway {gateway} is served by "
+                                    f"{gctx.implementation.proxy_word}, outside the cluster: knetsim routes the "
+                                    "request (above) but does not trace the path from it to the pods",
+                                    f"knetsim route --gateway {gateway} shows the rule and backend chosen"))
+        return run.finish("no-route")
     if proxy is None:
         run.hops.append(Hop("gateway", "fail", result.summary, {"route": result.to_dict()}))
         run.findings.append(Finding("GatewayNotProgrammed", "gateway", result.summary,
@@ -108,14 +116,15 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                                     "address and a ready proxy pod"))
         return run.finish("no-route")
     # The first leg: client → LoadBalancer → proxy pod, client address preserved (Local policy).
-    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "TCP")
+    proxy_port = impl_container_port(gctx.implementation, target.port)  # Envoy Gateway's shifts privileged ports
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, proxy_port, "TCP")
     if not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
         run.findings.append(Finding("PolicyDrop", "policy", f"a NetworkPolicy isolates the Gateway's proxy pod "
                                     f"{proxy.key} and allows no traffic from {EXTERNAL_CLIENT_IP}",
-                                    f"allow ingress to the proxy pods on port {container_port(target.port)} from "
-                                    "0.0.0.0/0 (an ipBlock) in namespace envoy-gateway-system"))
+                                    f"allow ingress to the proxy pods on port {proxy_port} from "
+                                    f"0.0.0.0/0 (an ipBlock) in namespace {proxy.namespace}"))
         return run.finish("timeout")
     run.hops.append(Hop("gateway", "ok" if result.proxied else "fail", result.summary, {"route": result.to_dict()}))
     if result.outcome in ("no-listener", "not-programmed", "no-controller", "tls-failed"):
@@ -146,9 +155,11 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
         # a rule without a usable backend; the connection manager adds date and server (network.wire). The
         # Gateway's own listener ports answer the same bodies (daemon/gatewaylisteners.py).
         body = (ENVOY_TLS_VERIFY_FAILED if result.outcome == "backend-tls-failed" else result.policy.body
-                if result.policy is not None and result.policy.answered else "no healthy upstream"
-                if status == 503 else "")
-        reply = Reply(status, body, reply_headers, "envoy")
+                if result.policy is not None and result.policy.answered else result.reply.body
+                if result.reply is not None else "no healthy upstream" if status == 503 else "")
+        if result.reply is not None and result.reply.content_type != "text/plain" and body:
+            reply_headers.setdefault("content-type", result.reply.content_type)
+        reply = Reply(status, body, reply_headers, gctx.implementation.writer)
         return Trace(run.source, str(run.target), run.protocol, "connected", None, tuple(run.hops),
                      tuple(run.findings), reply, run.dataplane)
     backend = result.backend
@@ -209,7 +220,8 @@ def _stream_through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     if proxy is None or not result.proxied or result.endpoint is None or result.backend is None:
         run.hops.append(Hop("gateway", "fail", result.summary, data))
         return run.finish("timeout" if protocol == "udp" else "refused")
-    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, container_port(target.port), "UDP" if protocol == "udp" else "TCP")
+    leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, impl_container_port(gctx.implementation, target.port),
+                   "UDP" if protocol == "udp" else "TCP")
     if not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
