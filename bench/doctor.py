@@ -9,7 +9,7 @@ pods", and under 600 MB peak RSS, on the 2-core reference machine.
 
 The command runs in a fresh child process (`knetsim doctor -f FILE`, as a user runs it), so its wall time and
 peak RSS are this work alone. Figures measured (2-core machine shared with other work, 2026-12-06):
-before 99.1 s wall / 59 s CPU, 99,504 lines; after 18.3 s wall / 7.2 s CPU, 18 lines, 350 MB.
+before 99.1 s wall / 59 s CPU, 99,504 lines; after 8.5 s wall / 6.2 s CPU, 18 lines, 337 MB.
 """
 
 from __future__ import annotations

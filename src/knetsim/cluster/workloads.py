@@ -300,6 +300,9 @@ def feasible(spec: Mapping[str, Any], node: Node) -> bool:
 _TAINT_REASON = "node(s) had untolerated taint {{{key}: {value}}}"
 _AFFINITY_REASON = "node(s) didn't match Node's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
+# Pods left Pending for one reason are noticed one by one up to this many, then counted (100,000 replicas on full
+# nodes are one line more, not 99,784 warnings).
+NOTICES_PER_SHAPE = 5
 
 
 def max_pods(node: Node) -> int:
@@ -379,6 +382,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     # and a full node (the kubelet's maxPods) leaves the heap for good.
     heaps: dict[str, list[tuple[int, int, str]]] = {}
     unfit: dict[str, str] = {}  # a shape's FailedScheduling message, until a pod is placed again
+    told: dict[tuple[str, str], int] = {}  # Unschedulable notices per (shape, message): a few, then a count
     for body, source in pending:
         spec = body.setdefault("spec", {})
         if spec.get("topologySpreadConstraints"):
@@ -417,7 +421,9 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             if shape not in unfit:
                 unfit[shape] = fit_error(spec, nodes, load)
             message = unfit[shape]
-            notices.append(Notice("Unschedulable", message, _subject(body), source))
+            told[(shape, message)] = told.get((shape, message), 0) + 1
+            if told[(shape, message)] <= NOTICES_PER_SHAPE:
+                notices.append(Notice("Unschedulable", message, _subject(body), source))
             _pending(body, message)
             continue
         _, rank, name = heapq.heappop(heap)
@@ -426,6 +432,10 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
         load[name] += 1
         placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
         heapq.heappush(heap, (load[name], rank, name))
+    for (_, message), count in sorted(told.items()):
+        if count > NOTICES_PER_SHAPE:
+            notices.append(Notice("Unschedulable", f"{count - NOTICES_PER_SHAPE} more pod(s) of the same shape stay "
+                                  f"Pending: {message}"))
     return notices
 
 

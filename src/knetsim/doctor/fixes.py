@@ -112,9 +112,14 @@ def user_documents(state: ClusterState) -> list[Document]:
 
 
 def patched_state(state: ClusterState, patch: Patch) -> ClusterState | None:
-    """The cluster rebuilt with ``patch`` applied; None when the patched object is refused or not found."""
+    """The patched object's part of the cluster rebuilt with ``patch`` applied; None when the patched object is
+    refused or not found."""
     docs, found = [], False
     for doc in user_documents(state):
+        # The patched object's namespace, the cluster-scoped objects and every Service (names resolve across
+        # namespaces) decide whether a fix works; the rest of a large cluster would only make each check slow.
+        if doc.namespace not in ("", patch.namespace) and doc.kind != "Service":
+            continue
         body = json_copy(doc.body)
         if doc.kind == patch.kind and doc.name == patch.name and doc.namespace == patch.namespace:
             body, found = patch.apply(body), True

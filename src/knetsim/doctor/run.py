@@ -296,13 +296,24 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
             related_pods = {f"Pod {p.key}" for p in state.select_pods(svc.namespace, svc.selector_view)}
         findings = [f for f in findings if f.subject in wanted or f.subject in related_pods]
         checked = [c for c in checked if c in wanted]
-    findings = _traced_fixes(findings)
+    findings = _traced_fixes(_one_finding_per_lookup(findings))
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
         unique.setdefault((f.code, f.subject, f.message), f)
     grouped = group_by_owner(state, list(unique.values()))
     ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
     return Report(tuple(ordered), tuple(sorted(checked)), counts)
+
+
+# The DNS checks' own findings on a pod's lookups (doctor/dnschecks.py, where present): said once, by them.
+_LOOKUP_CODES = ("NameDoesNotResolve", "InitContainerWaitsForName")
+
+
+def _one_finding_per_lookup(findings: list[Finding]) -> list[Finding]:
+    """ServiceNotFound (names.py) and the DNS checks may both see one pod look up a missing Service; the pod
+    gets one finding for it."""
+    told = {f.subject for f in findings if f.code in _LOOKUP_CODES}
+    return [f for f in findings if not (f.code == "ServiceNotFound" and f.subject in told)]
 
 
 _SERVICE_NAMED = re.compile(r"Service ([a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9]*)")
