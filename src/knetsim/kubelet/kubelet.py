@@ -45,7 +45,6 @@ from ..cluster.images import pull_error
 from ..cluster.workloads import pod_status
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
-from ..container.podfs import PodFS
 from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
@@ -55,9 +54,10 @@ from .containerlog import Log, LogStore
 from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
-from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
+from .podconfig import waiting_states
 from .podstatus import PodStatusWriter, apply_phase, await_startup, complete, hold, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
+from .sandbox import Sandboxes
 
 if TYPE_CHECKING:
     from ..container import shell
@@ -206,7 +206,7 @@ class Container:
         process in the container goes with it, ``kubectl exec`` sessions included."""
         self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
         self.killed.set()
-        cgroup = self.kubelet.cgroups.get((self.uid, self.name))
+        cgroup = self.kubelet.sandboxes.cgroups.get((self.uid, self.name))
         if cgroup is not None:
             cgroup.kill(Killed("Killed", 137))
 
@@ -230,7 +230,7 @@ class Container:
     def _new_proc(self) -> Proc:
         from ..container.proc import Proc
 
-        self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
+        self.ctx = self.kubelet.sandboxes.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
 
@@ -340,11 +340,7 @@ class Kubelet:
         self.recorder = Recorder(server.store, "kubelet")
         self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
         self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
-        self.filesystems: dict[tuple[str, str], PodFS] = {}
-        # Each running container's cgroup (its processes, its memory and CPU limits), per (uid, container).
-        self.cgroups: dict[tuple[str, str], Cgroup] = {}
         self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
-        self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
@@ -354,6 +350,9 @@ class Kubelet:
         self.inits: dict[str, asyncio.Task[None]] = {}
         # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
         self.flows = FlowRecorder(server)
+        # Each container's files, cgroup and environment, and the shell context its commands run in.
+        self.sandboxes = Sandboxes(server, self.lookup, self._oom_killed, self.served, self.flows.observe,
+                                   lambda: self.tools, lambda: self.balancer)
 
     @property
     def balancer(self) -> Any:
@@ -426,14 +425,9 @@ class Kubelet:
     def _stop(self, key: tuple[str, str], uid: str) -> None:
         for pk in [k for k in self.pullers if k[0] == uid]:
             self.pullers.pop(pk).cancel()
-        for fk in [k for k in self.filesystems if k[0] == uid]:
-            self.filesystems.pop(fk)
-        for gk in [k for k in self.cgroups if k[0] == uid]:
-            self.cgroups.pop(gk).kill(Killed("Killed", 137))  # the pod is gone: so are its exec sessions
+        self.sandboxes.forget(uid)  # the pod is gone: so are its exec sessions
         for ik in [k for k in self.images if k[0] == uid]:
             self.images.pop(ik)
-        for ek in [k for k in self.envs if k[0] == uid]:
-            self.envs.pop(ek)
         self.starting = {k for k in self.starting if k[0] != uid}
         self.unready = {k for k in self.unready if k[0] != uid}
         wait = self.waits.pop(uid, None)
@@ -513,7 +507,7 @@ class Kubelet:
             if waiting.get("reason") in ("ContainerCreating", "CreateContainerConfigError"):
                 self._launch(key, uid, body, spec_c)  # what it waited for came while the server was down
                 continue
-            self._remember_env(uid, body, spec_c)
+            self.sandboxes.remember_env(uid, body, spec_c)
             c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
             if c is not None:
                 c.task = loop.create_task(c.run())
@@ -547,7 +541,7 @@ class Kubelet:
                 self.event(c, "Pulled", f'Container image "{c.image}" already present on machine')
                 self.event(c, "Created", f"Created container: {name}")
                 self.event(c, "Started", f"Started container {name}")
-            self._remember_env(uid, body, spec_c)
+            self.sandboxes.remember_env(uid, body, spec_c)
             if sidecar or argv is not None:
                 c.task = asyncio.get_running_loop().create_task(c.run())
             if sidecar:
@@ -651,16 +645,11 @@ class Kubelet:
         self.waits[uid] = wait
         wait.begin()
 
-    def _remember_env(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
-        """The container's variables as they are when it starts (a later ConfigMap change does not reach it)."""
-        with contextlib.suppress(ConfigError):
-            self.envs[(uid, str(spec_c.get("name")))] = container_env(body, spec_c, self.lookup)
-
     def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
         """Start a container the pod-start controller could not: its image is there now, or its config."""
         name = str(spec_c.get("name"))
         started(self.recorder, json_copy(body), name, str(spec_c.get("image") or ""))
-        self._remember_env(uid, body, spec_c)
+        self.sandboxes.remember_env(uid, body, spec_c)
         self.pod_status.container_state(key[0], key[1], uid, name, {"running": {"startedAt": now_rfc3339()}})
         c = self._container(key, uid, spec_c, 0)
         if c is not None:
@@ -714,22 +703,12 @@ class Kubelet:
     def container_id(self, c: Container) -> str:
         return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
 
-    # --- what exec sessions and servers share with the container --------------------------
-
-    def cgroup(self, namespace: str, pod: str, uid: str, spec_c: Mapping[str, Any], fresh: bool = False) -> Cgroup:
-        """The container's cgroup; a new one for each run of it (``fresh``), as the runtime makes one per
-        container it creates."""
-        name = str(spec_c.get("name", ""))
-        key = (uid, name)
-        if fresh or key not in self.cgroups:
-            self.cgroups[key] = Cgroup.for_container(
-                spec_c, f"{namespace}/{pod}/{name}", lambda g: self._oom_killed(namespace, pod, uid, name, g))
-        return self.cgroups[key]
+    # --- what reaches a container from outside its run: the OOM killer, the requests it serves ---------
 
     def _oom_killed(self, namespace: str, pod: str, uid: str, name: str, cgroup: Cgroup) -> None:
         """The kernel OOM-killed a container (all of its processes): the kubelet sees its main process end
         with 137, reason OOMKilled, and restarts it under its restartPolicy."""
-        if self.cgroups.get((uid, name)) is not cgroup:
+        if self.sandboxes.cgroups.get((uid, name)) is not cgroup:
             return  # an earlier run's cgroup (exec sessions that outlived it)
         log.info("container %s/%s/%s OOM-killed (memory limit %d bytes)", namespace, pod, name,
                  cgroup.memory_limit)
@@ -757,59 +736,6 @@ class Kubelet:
         self.containers.setdefault((namespace, pod), {})[name] = c
         c.task = asyncio.get_running_loop().create_task(c.run())
         return c
-
-    def filesystem(self, uid: str, container: str, fresh: bool = False) -> PodFS:
-        key = (uid, container)
-        if fresh or key not in self.filesystems:
-            self.filesystems[key] = PodFS()
-        return self.filesystems[key]
-
-    def shell_ctx(self, namespace: str, pod_name: str, uid: str, container: str, out: Any, err: Any,
-                  pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
-        """The shell context of a command in this container: the cluster, env, files, access log."""
-        state = self.server.state
-        stored = self.server.store.get(("Pod", namespace, pod_name))
-        if pod is None:
-            pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
-        if pod is None:
-            pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
-        body = stored.body if stored is not None else pod.raw
-        spec_c = next((c for field in ("containers", "initContainers", "ephemeralContainers")
-                       for c in (body.get("spec") or {}).get(field) or [] if c.get("name") == container), {})
-        if fresh_fs or (uid, container) not in self.envs:
-            self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
-        env = pod_env(state, pod, container)
-        env.update(self.envs.get((uid, container), {}))
-        from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
-        from ..container.shell import Ctx
-
-        cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
-        ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
-                  tools=self.tools, process=cgroup.process(container), balancer=self.balancer)
-        fresh = fresh_fs or (uid, container) not in self.filesystems
-        fs = self.filesystem(uid, container, fresh=fresh_fs)
-        # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
-        node_roots = host_root_mounts(body, spec_c)
-        if fresh:
-            for mount in spec_c.get("volumeMounts") or []:
-                if mount.get("mountPath") and not mount.get("subPath"):
-                    with contextlib.suppress(OSError):
-                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
-            for root in node_roots:
-                for directory in NODE_DIRS:
-                    with contextlib.suppress(OSError):
-                        fs.mkdir(root + directory, parents=True)
-
-        def files() -> dict[str, str]:
-            # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
-            # real subPath mount keeps what it had at start, here it follows too).
-            now = self.server.store.get(("Pod", namespace, pod_name))
-            node_files = node_root_files(state, pod.node_name) if node_roots and pod.node_name else {}
-            return {**pod_files(state, pod), **mounted_files(now.body if now else body, spec_c, self.lookup),
-                    **{root + path: text for root in node_roots for path, text in node_files.items()}}
-        fs.static = files
-        ctx.fs = fs
-        return ctx
 
     def served(self, request: Served) -> None:
         """A pod answered an HTTP request: its web server logs it, in its image's format."""
@@ -888,7 +814,7 @@ class Kubelet:
             output.append(text)
         from ..container.proc import Proc
 
-        ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
+        ctx = self.sandboxes.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
         try:
             code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
         except TimeoutError:

@@ -170,7 +170,8 @@ class Session:
                  stdin: bool, uid: str = "") -> None:
         self.channels = channels
         # The container's environment and files, its tools, and the access log of the pods it talks to.
-        ctx = kubelet.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out, self.channels.err, pod=pod)
+        ctx = kubelet.sandboxes.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out,
+                                          self.channels.err, pod=pod)
         self.proc = Proc(ctx, tty, stdin)
 
     async def run(self, argv: list[str]) -> int:
