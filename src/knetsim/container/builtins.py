@@ -1,7 +1,7 @@
 """The shell's own builtins: ``sh`` itself, ``exit``, ``cd``, ``set``, ``read``, ``eval``, ``.``, ``wait``...
 
 They change the shell they run in (its variables, directory, positional parameters, control
-flow), so they work on the ``Ctx`` directly; ``shell.py`` is the interpreter they plug into.
+flow), so they work on the ``Ctx`` directly; ``shell/`` is the interpreter they plug into.
 """
 
 from __future__ import annotations

@@ -36,32 +36,28 @@ import hashlib
 import logging
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from ..apiserver.errors import ApiError
 from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
 from ..cluster.workloads import pod_status
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
-from ..container.podfs import PodFS
 from ..model.jsonvalue import json_copy
 from ..model.objects import Pod
 from ..model.timestamps import now_rfc3339
 from . import initcontainers
 from .configwait import ConfigWait
-from .containerlog import FOLLOW_BACKLOG, Log, LogStore, Renderer
+from .containerlog import Log, LogStore
 from .flows import FlowRecorder, probe_port
 from .imagepull import ImagePuller, started
 from .node import NodeView
-from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files, waiting_states
-from .podstatus import apply_phase, await_startup, complete, hold, image_id, refreshed, stamp_conditions
+from .podconfig import waiting_states
+from .podstatus import PodStatusWriter, apply_phase, await_startup, complete, hold, stamp_conditions
 from .prober import ContainerProbes, network_result, schedules
+from .sandbox import Sandboxes
 
 if TYPE_CHECKING:
     from ..container import shell
@@ -210,7 +206,7 @@ class Container:
         process in the container goes with it, ``kubectl exec`` sessions included."""
         self.kill_code = 0 if image_name(self.image) in GRACEFUL_SERVERS else 137
         self.killed.set()
-        cgroup = self.kubelet.cgroups.get((self.uid, self.name))
+        cgroup = self.kubelet.sandboxes.cgroups.get((self.uid, self.name))
         if cgroup is not None:
             cgroup.kill(Killed("Killed", 137))
 
@@ -234,7 +230,7 @@ class Container:
     def _new_proc(self) -> Proc:
         from ..container.proc import Proc
 
-        self.ctx = self.kubelet.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
+        self.ctx = self.kubelet.sandboxes.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
                                           fresh_fs=True)
         return Proc(self.ctx, self.tty, self.stdin)
 
@@ -344,18 +340,19 @@ class Kubelet:
         self.recorder = Recorder(server.store, "kubelet")
         self.pullers: dict[tuple[str, str], ImagePuller] = {}  # (uid, container) → its failing pulls
         self.images: dict[tuple[str, str], str] = {}  # (uid, container) → the image last acted on
-        self.filesystems: dict[tuple[str, str], PodFS] = {}
-        # Each running container's cgroup (its processes, its memory and CPU limits), per (uid, container).
-        self.cgroups: dict[tuple[str, str], Cgroup] = {}
         self.waits: dict[str, ConfigWait] = {}  # pod uid → its containers waiting for a ConfigMap/Secret
-        self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
         # What the probes found, per (uid, container): a startup probe not yet passed, a readiness probe failing.
         self.starting: set[tuple[str, str]] = set()
         self.unready: set[tuple[str, str]] = set()
+        self.pod_status = PodStatusWriter(server.store, lambda key: key in self.starting,
+                                          lambda key: key in self.unready)
         # Per pod uid, the task running its init containers one by one (initcontainers.py).
         self.inits: dict[str, asyncio.Task[None]] = {}
         # What crossed the node's network, as Hubble records it (flows.py; served at /knetsim/flows).
         self.flows = FlowRecorder(server)
+        # Each container's files, cgroup and environment, and the shell context its commands run in.
+        self.sandboxes = Sandboxes(server, self.lookup, self._oom_killed, self.served, self.flows.observe,
+                                   lambda: self.tools, lambda: self.balancer)
 
     @property
     def balancer(self) -> Any:
@@ -428,14 +425,9 @@ class Kubelet:
     def _stop(self, key: tuple[str, str], uid: str) -> None:
         for pk in [k for k in self.pullers if k[0] == uid]:
             self.pullers.pop(pk).cancel()
-        for fk in [k for k in self.filesystems if k[0] == uid]:
-            self.filesystems.pop(fk)
-        for gk in [k for k in self.cgroups if k[0] == uid]:
-            self.cgroups.pop(gk).kill(Killed("Killed", 137))  # the pod is gone: so are its exec sessions
+        self.sandboxes.forget(uid)  # the pod is gone: so are its exec sessions
         for ik in [k for k in self.images if k[0] == uid]:
             self.images.pop(ik)
-        for ek in [k for k in self.envs if k[0] == uid]:
-            self.envs.pop(ek)
         self.starting = {k for k in self.starting if k[0] != uid}
         self.unready = {k for k in self.unready if k[0] != uid}
         wait = self.waits.pop(uid, None)
@@ -515,7 +507,7 @@ class Kubelet:
             if waiting.get("reason") in ("ContainerCreating", "CreateContainerConfigError"):
                 self._launch(key, uid, body, spec_c)  # what it waited for came while the server was down
                 continue
-            self._remember_env(uid, body, spec_c)
+            self.sandboxes.remember_env(uid, body, spec_c)
             c = self._container(key, uid, spec_c, int(cs.get("restartCount") or 0))
             if c is not None:
                 c.task = loop.create_task(c.run())
@@ -549,7 +541,7 @@ class Kubelet:
                 self.event(c, "Pulled", f'Container image "{c.image}" already present on machine')
                 self.event(c, "Created", f"Created container: {name}")
                 self.event(c, "Started", f"Started container {name}")
-            self._remember_env(uid, body, spec_c)
+            self.sandboxes.remember_env(uid, body, spec_c)
             if sidecar or argv is not None:
                 c.task = asyncio.get_running_loop().create_task(c.run())
             if sidecar:
@@ -645,7 +637,7 @@ class Kubelet:
             return stored.body if stored is not None and stored.body["metadata"].get("uid") == uid else None
 
         def report(container: str, state: dict[str, Any]) -> None:
-            self.report_state(key[0], key[1], uid, container, state)
+            self.pod_status.container_state(key[0], key[1], uid, container, state)
 
         def start(body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
             self._launch(key, uid, body, spec_c)
@@ -653,17 +645,12 @@ class Kubelet:
         self.waits[uid] = wait
         wait.begin()
 
-    def _remember_env(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
-        """The container's variables as they are when it starts (a later ConfigMap change does not reach it)."""
-        with contextlib.suppress(ConfigError):
-            self.envs[(uid, str(spec_c.get("name")))] = container_env(body, spec_c, self.lookup)
-
     def _launch(self, key: tuple[str, str], uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> None:
         """Start a container the pod-start controller could not: its image is there now, or its config."""
         name = str(spec_c.get("name"))
         started(self.recorder, json_copy(body), name, str(spec_c.get("image") or ""))
-        self._remember_env(uid, body, spec_c)
-        self.report_state(key[0], key[1], uid, name, {"running": {"startedAt": now_rfc3339()}})
+        self.sandboxes.remember_env(uid, body, spec_c)
+        self.pod_status.container_state(key[0], key[1], uid, name, {"running": {"startedAt": now_rfc3339()}})
         c = self._container(key, uid, spec_c, 0)
         if c is not None:
             c.task = asyncio.get_running_loop().create_task(c.run())
@@ -690,7 +677,7 @@ class Kubelet:
         namespace, pod = str(meta.get("namespace", "")), str(meta.get("name", ""))
 
         def report(state: dict[str, Any]) -> None:
-            self.report_state(namespace, pod, uid, name, state)
+            self.pod_status.container_state(namespace, pod, uid, name, state)
         puller = ImagePuller(self.recorder, json_copy(body), name, image, error, report)
         self.pullers[(uid, name)] = puller
         puller.begin()
@@ -716,22 +703,12 @@ class Kubelet:
     def container_id(self, c: Container) -> str:
         return "containerd://" + hashlib.sha256(f"{c.uid}/{c.name}/{c.restarts}".encode()).hexdigest()
 
-    # --- what exec sessions and servers share with the container --------------------------
-
-    def cgroup(self, namespace: str, pod: str, uid: str, spec_c: Mapping[str, Any], fresh: bool = False) -> Cgroup:
-        """The container's cgroup; a new one for each run of it (``fresh``), as the runtime makes one per
-        container it creates."""
-        name = str(spec_c.get("name", ""))
-        key = (uid, name)
-        if fresh or key not in self.cgroups:
-            self.cgroups[key] = Cgroup.for_container(
-                spec_c, f"{namespace}/{pod}/{name}", lambda g: self._oom_killed(namespace, pod, uid, name, g))
-        return self.cgroups[key]
+    # --- what reaches a container from outside its run: the OOM killer, the requests it serves ---------
 
     def _oom_killed(self, namespace: str, pod: str, uid: str, name: str, cgroup: Cgroup) -> None:
         """The kernel OOM-killed a container (all of its processes): the kubelet sees its main process end
         with 137, reason OOMKilled, and restarts it under its restartPolicy."""
-        if self.cgroups.get((uid, name)) is not cgroup:
+        if self.sandboxes.cgroups.get((uid, name)) is not cgroup:
             return  # an earlier run's cgroup (exec sessions that outlived it)
         log.info("container %s/%s/%s OOM-killed (memory limit %d bytes)", namespace, pod, name,
                  cgroup.memory_limit)
@@ -759,59 +736,6 @@ class Kubelet:
         self.containers.setdefault((namespace, pod), {})[name] = c
         c.task = asyncio.get_running_loop().create_task(c.run())
         return c
-
-    def filesystem(self, uid: str, container: str, fresh: bool = False) -> PodFS:
-        key = (uid, container)
-        if fresh or key not in self.filesystems:
-            self.filesystems[key] = PodFS()
-        return self.filesystems[key]
-
-    def shell_ctx(self, namespace: str, pod_name: str, uid: str, container: str, out: Any, err: Any,
-                  pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
-        """The shell context of a command in this container: the cluster, env, files, access log."""
-        state = self.server.state
-        stored = self.server.store.get(("Pod", namespace, pod_name))
-        if pod is None:
-            pod = state.pods.get(f"{namespace}/{pod_name}") if state is not None else None
-        if pod is None:
-            pod = Pod.parse(stored.body if stored else {"metadata": {"name": pod_name, "namespace": namespace}})
-        body = stored.body if stored is not None else pod.raw
-        spec_c = next((c for field in ("containers", "initContainers", "ephemeralContainers")
-                       for c in (body.get("spec") or {}).get(field) or [] if c.get("name") == container), {})
-        if fresh_fs or (uid, container) not in self.envs:
-            self._remember_env(uid, body, spec_c)  # a restart resolves the environment again, as the kubelet does
-        env = pod_env(state, pod, container)
-        env.update(self.envs.get((uid, container), {}))
-        from ..container.nodetools import NODE_DIRS, host_root_mounts, node_root_files
-        from ..container.shell import Ctx
-
-        cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
-        ctx = Ctx(state, pod, container, out, err, env, served=self.served, observed=self.flows.observe,
-                  tools=self.tools, process=cgroup.process(container), balancer=self.balancer)
-        fresh = fresh_fs or (uid, container) not in self.filesystems
-        fs = self.filesystem(uid, container, fresh=fresh_fs)
-        # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
-        node_roots = host_root_mounts(body, spec_c)
-        if fresh:
-            for mount in spec_c.get("volumeMounts") or []:
-                if mount.get("mountPath") and not mount.get("subPath"):
-                    with contextlib.suppress(OSError):
-                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
-            for root in node_roots:
-                for directory in NODE_DIRS:
-                    with contextlib.suppress(OSError):
-                        fs.mkdir(root + directory, parents=True)
-
-        def files() -> dict[str, str]:
-            # Volumes follow their ConfigMap/Secret at once (the kubelet syncs them within a minute; a
-            # real subPath mount keeps what it had at start, here it follows too).
-            now = self.server.store.get(("Pod", namespace, pod_name))
-            node_files = node_root_files(state, pod.node_name) if node_roots and pod.node_name else {}
-            return {**pod_files(state, pod), **mounted_files(now.body if now else body, spec_c, self.lookup),
-                    **{root + path: text for root in node_roots for path, text in node_files.items()}}
-        fs.static = files
-        ctx.fs = fs
-        return ctx
 
     def served(self, request: Served) -> None:
         """A pod answered an HTTP request: its web server logs it, in its image's format."""
@@ -890,7 +814,7 @@ class Kubelet:
             output.append(text)
         from ..container.proc import Proc
 
-        ctx = self.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
+        ctx = self.sandboxes.shell_ctx(c.namespace, c.pod, c.uid, c.name, collect, collect)
         try:
             code = await asyncio.wait_for(Proc(ctx, False, False).run(argv), timeout)
         except TimeoutError:
@@ -911,204 +835,7 @@ class Kubelet:
 
     def report(self, c: Container) -> None:
         if c.ephemeral:
-            self._report_ephemeral(c)
+            self.pod_status.ephemeral_state(c.namespace, c.pod, c.uid, c.name, c.image, c.state, self.container_id(c))
             return
-        self.report_state(c.namespace, c.pod, c.uid, c.name, c.state, c.last_state, c.restarts,
-                          self.container_id(c))
-
-    def _report_ephemeral(self, c: Container) -> None:
-        """An ephemeral container's status: never ready, no part in the pod's phase or conditions."""
-        key = ("Pod", c.namespace, c.pod)
-        stored = self.server.store.get(key)
-        if stored is None or (stored.body.get("metadata") or {}).get("uid") != c.uid:
-            return
-        new = json_copy(stored.body)
-        statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
-        entry = next((cs for cs in statuses if cs.get("name") == c.name), None)
-        if entry is None:
-            entry = {"name": c.name, "image": c.image, "imageID": image_id(c.image), "ready": False,
-                     "restartCount": 0}
-            statuses.append(entry)
-        entry["state"] = json_copy(c.state)
-        if "running" in c.state or "terminated" in c.state:
-            entry["containerID"] = self.container_id(c)
-        if new != stored.body:
-            self.server.store.commit([Write(key, new, stored.managed)])
-
-    def report_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
-                     last_state: dict[str, Any] | None = None, restarts: int | None = None,
-                     container_id: str = "") -> None:
-        """Write a container's state into the pod status; the controllers take it from there."""
-        key = ("Pod", namespace, pod)
-        stored = self.server.store.get(key)
-        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
-            return
-        status = json_copy(stored.body.get("status") or {})
-        changed: dict[str, Any] = {}
-        for cs in status.get("containerStatuses") or []:
-            if cs.get("name") != container:
-                continue
-            changed = cs
-            cs["state"] = json_copy(state)
-            if last_state:
-                cs["lastState"] = json_copy(last_state)
-            if restarts is not None:
-                cs["restartCount"] = restarts
-            cs["started"] = "running" in state and (uid, container) not in self.starting
-            if container_id and ("running" in state or "terminated" in state):
-                cs["containerID"] = container_id
-        spec = stored.body.get("spec") or {}
-        for cs in status.get("initContainerStatuses") or []:
-            if cs.get("name") != container:
-                continue
-            sidecar = any(initcontainers.is_sidecar(c) and c.get("name") == container
-                          for c in initcontainers.init_containers(spec))
-            initcontainers.set_state(cs, json_copy(state), sidecar)
-            if last_state:
-                cs["lastState"] = json_copy(last_state)
-            if restarts is not None:
-                cs["restartCount"] = restarts
-            if container_id and ("running" in state or "terminated" in state):
-                cs["containerID"] = container_id
-                cs["imageID"] = cs.get("imageID") or image_id(str(cs.get("image") or ""))
-        # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
-        core = refreshed({**stored.body, "status": status}) or {}
-        if changed:
-            changed["ready"] = bool(changed["started"]) and (uid, container) not in self.unready and any(
-                cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
-        apply_phase(status, spec)
-        _keep_explanation(status, core)
-        stamp_conditions(status, stored.body.get("status") or {}, now_rfc3339())
-        if status != stored.body.get("status"):
-            new = json_copy(stored.body)
-            new["status"] = status
-            self.server.store.commit([Write(key, new, stored.managed)])
-
-    # --- attach ---------------------------------------------------------------------------
-
-    async def attach(self, channels: Any, namespace: str, pod: str, container: str, want_stdin: bool) -> None:
-        c = self.containers.get((namespace, pod), {}).get(container)
-        if c is None or c.argv is None:
-            # Not run here (a server): its output is not simulated; stay attached until the client leaves.
-            await channels.read(lambda _b: None, lambda: None)
-            return
-        if c.final or (c.run_done.is_set() and not c.attached.is_set()):
-            await channels.finish(0, c.argv)
-            return
-        use_stdin = want_stdin and c.stdin
-        c.sinks.append(channels)
-        c.attached.set()
-        done = c.run_done
-        reader = asyncio.ensure_future(channels.read(c.feed if use_stdin else (lambda _b: None),
-                                                     c.close_stdin if use_stdin else (lambda: None)))
-        waiter = asyncio.ensure_future(done.wait())
-        try:
-            await asyncio.wait([reader, waiter], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for t in (reader, waiter):
-                t.cancel()
-                with contextlib.suppress(BaseException):
-                    await t
-            with contextlib.suppress(ValueError):
-                c.sinks.remove(channels)
-            if use_stdin and c.stdin_once and not done.is_set():
-                c.close_stdin()  # stdinOnce: the first client's detach closes stdin for this run
-        # The kubelet's attach reports Success whatever the exit code; `kubectl run -i` reads it
-        # from the pod status.
-        await channels.finish(0, c.argv)
-
-    # --- logs -----------------------------------------------------------------------------
-
-    async def logs_handler(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        stored = self.server.store.get(("Pod", namespace, name))
-        if stored is None:
-            raise ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
-        body = stored.body
-        q = request.query
-        names = [str(c.get("name")) for c in (body.get("spec") or {}).get("containers") or []]
-        container = q.get("container", "")
-        if not container:
-            if len(names) != 1:
-                raise ApiError(400, "BadRequest", f"a container name must be specified for pod {name}, choose one "
-                                                  f"of: [{' '.join(names)}]")
-            container = names[0]
-        elif container not in names + [str(c.get("name")) for f in ("initContainers", "ephemeralContainers")
-                                       for c in (body.get("spec") or {}).get(f) or []]:
-            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
-        status = body.get("status") or {}
-        statuses = {cs.get("name"): cs for f in ("containerStatuses", "initContainerStatuses",
-                                                 "ephemeralContainerStatuses") for cs in status.get(f) or []}
-        cs = statuses.get(container)
-        waiting = ((cs or {}).get("state") or {}).get("waiting") if cs else {"reason": "ContainerCreating"}
-        if waiting is not None and not (cs or {}).get("lastState"):
-            reason = waiting.get("reason") or "ContainerCreating"
-            raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: '
-                                              f"{_waiting_text(reason)}")
-        for _ in range(3):
-            await asyncio.sleep(0)  # let a command that just started print what it prints at once
-        uid = str(body["metadata"].get("uid", ""))
-        restarts = int((cs or {}).get("restartCount") or 0)
-        previous = q.get("previous") in ("true", "1")
-        if previous:
-            source = self.logs.find(namespace, name, uid, container, restarts - 1) if restarts else None
-            if source is None:
-                raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" '
-                                                  "not found")
-        else:
-            source = self.logs.get(namespace, name, uid, container, restarts)
-        render = Renderer(q)
-        head = render.backlog(source.lines())
-        follow = q.get("follow") in ("true", "1") and not previous
-        if not follow:
-            return web.Response(text=head, content_type="text/plain")
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        queue: asyncio.Queue[tuple[datetime, str] | None] = asyncio.Queue(FOLLOW_BACKLOG)
-        if not source.closed:
-            source.followers.append(queue)
-        try:
-            with contextlib.suppress(ConnectionResetError):
-                if head:
-                    await resp.write(head.encode())
-                if source.closed:
-                    return resp
-                while not self.server.closing:
-                    try:
-                        item = await asyncio.wait_for(queue.get(), 1.0)
-                    except TimeoutError:
-                        if request.transport is None or request.transport.is_closing():
-                            break
-                        stored_now = self.server.store.get(("Pod", namespace, name))
-                        if stored_now is None or stored_now.body["metadata"].get("uid") != uid:
-                            break
-                        continue
-                    if item is None:
-                        break
-                    text = render.chunk(*item)
-                    if text:
-                        await resp.write(text.encode())
-                    if render.exhausted:
-                        break
-        finally:
-            if queue in source.followers:
-                source.followers.remove(queue)
-        return resp
-
-
-def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
-    """Where knetsim's readiness rules say not ready too, their reason (the probe's port where nothing
-    listens, the annotation) stays in the Ready conditions: it names the cause, not just the container."""
-    explained = {c.get("type"): c for c in core.get("conditions") or [] if c.get("status") == "False"}
-    for cond in status.get("conditions") or []:
-        theirs = explained.get(cond.get("type"))
-        if cond.get("type") in ("Ready", "ContainersReady") and cond.get("status") == "False" and theirs:
-            for field in ("reason", "message"):
-                if theirs.get(field):
-                    cond[field] = theirs[field]
-
-
-def _waiting_text(reason: str) -> str:
-    # The kubelet's validateContainerLogStatus: the common pull failures have their own words.
-    return {"ErrImagePull": "image can't be pulled",
-            "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
+        self.pod_status.container_state(c.namespace, c.pod, c.uid, c.name, c.state, c.last_state, c.restarts,
+                                        self.container_id(c))

@@ -5,17 +5,26 @@ waits in CrashLoopBackOff, an image cannot be pulled); the pod-start controller
 (``controllers/podstart.py``) gives a bound pod its address and first status and re-evaluates
 readiness when a client changes what it depends on (annotations, probes). Both derive the phase
 and the Ready conditions from the container states the same way, here.
+
+``PodStatusWriter`` is the kubelet's side: it writes one container's new state into the stored pod
+(its status entry, then the phase and conditions derived again), for every kind of container the
+kubelet runs (the pod's, init and ephemeral ones).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from ..apiserver.store import Write
 from ..cluster import workloads as core_workloads
 from ..model.jsonvalue import json_copy
+from ..model.timestamps import now_rfc3339
 from . import initcontainers
+
+if TYPE_CHECKING:
+    from ..apiserver.store import Store
 
 
 def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -196,3 +205,97 @@ def stamp_conditions(status: dict[str, Any], old: Mapping[str, Any], now: str) -
             and prev.get("lastTransitionTime") else now
         stamped.append(cond)
     status["conditions"] = stamped
+
+
+# (pod uid, container name) → whether the container's probes say so: the kubelet's probe results.
+ProbeVerdict = Callable[[tuple[str, str]], bool]
+
+
+class PodStatusWriter:
+    """The kubelet's writes of container states into the stored pod status. What the probes found
+    (a startup probe not passed yet, a readiness probe failing) is asked of the kubelet, which keeps it."""
+
+    def __init__(self, store: Store, starting: ProbeVerdict, unready: ProbeVerdict) -> None:
+        self.store = store
+        self.starting, self.unready = starting, unready
+
+    def ephemeral_state(self, namespace: str, pod: str, uid: str, container: str, image: str,
+                        state: Mapping[str, Any], container_id: str) -> None:
+        """An ephemeral container's status: never ready, no part in the pod's phase or conditions."""
+        key = ("Pod", namespace, pod)
+        stored = self.store.get(key)
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
+            return
+        new = json_copy(stored.body)
+        statuses = new.setdefault("status", {}).setdefault("ephemeralContainerStatuses", [])
+        entry = next((cs for cs in statuses if cs.get("name") == container), None)
+        if entry is None:
+            entry = {"name": container, "image": image, "imageID": image_id(image), "ready": False,
+                     "restartCount": 0}
+            statuses.append(entry)
+        entry["state"] = json_copy(state)
+        if "running" in state or "terminated" in state:
+            entry["containerID"] = container_id
+        if new != stored.body:
+            self.store.commit([Write(key, new, stored.managed)])
+
+    def container_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
+                        last_state: dict[str, Any] | None = None, restarts: int | None = None,
+                        container_id: str = "") -> None:
+        """Write a container's state into the pod status; the controllers take it from there."""
+        key = ("Pod", namespace, pod)
+        stored = self.store.get(key)
+        if stored is None or (stored.body.get("metadata") or {}).get("uid") != uid:
+            return
+        status = json_copy(stored.body.get("status") or {})
+        changed: dict[str, Any] = {}
+        for cs in status.get("containerStatuses") or []:
+            if cs.get("name") != container:
+                continue
+            changed = cs
+            cs["state"] = json_copy(state)
+            if last_state:
+                cs["lastState"] = json_copy(last_state)
+            if restarts is not None:
+                cs["restartCount"] = restarts
+            cs["started"] = "running" in state and not self.starting((uid, container))
+            if container_id and ("running" in state or "terminated" in state):
+                cs["containerID"] = container_id
+        spec = stored.body.get("spec") or {}
+        for cs in status.get("initContainerStatuses") or []:
+            if cs.get("name") != container:
+                continue
+            sidecar = any(initcontainers.is_sidecar(c) and c.get("name") == container
+                          for c in initcontainers.init_containers(spec))
+            initcontainers.set_state(cs, json_copy(state), sidecar)
+            if last_state:
+                cs["lastState"] = json_copy(last_state)
+            if restarts is not None:
+                cs["restartCount"] = restarts
+            if container_id and ("running" in state or "terminated" in state):
+                cs["containerID"] = container_id
+                cs["imageID"] = cs.get("imageID") or image_id(str(cs.get("image") or ""))
+        # Ready: started, its readiness probe passing, and ready by knetsim's readiness rules.
+        core = refreshed({**stored.body, "status": status}) or {}
+        if changed:
+            changed["ready"] = bool(changed["started"]) and not self.unready((uid, container)) and any(
+                cs.get("name") == container and cs.get("ready") for cs in core.get("containerStatuses") or [])
+        apply_phase(status, spec)
+        _keep_explanation(status, core)
+        stamp_conditions(status, stored.body.get("status") or {}, now_rfc3339())
+        if status != stored.body.get("status"):
+            new = json_copy(stored.body)
+            new["status"] = status
+            self.store.commit([Write(key, new, stored.managed)])
+
+
+def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
+    """Where knetsim's readiness rules say not ready too, their reason (the probe's port where nothing
+    listens, the annotation) stays in the Ready conditions: it names the cause, not just the container."""
+    explained = {c.get("type"): c for c in core.get("conditions") or [] if c.get("status") == "False"}
+    for cond in status.get("conditions") or []:
+        theirs = explained.get(cond.get("type"))
+        if cond.get("type") in ("Ready", "ContainersReady") and cond.get("status") == "False" and theirs:
+            for field in ("reason", "message"):
+                if theirs.get(field):
+                    cond[field] = theirs[field]

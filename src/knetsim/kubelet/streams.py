@@ -10,6 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..apiserver.registry import Target
+from . import podlogs
 from .kubelet import Kubelet
 from .node import NodeView
 
@@ -31,4 +32,4 @@ class NodeStreams:
         return await portforward.handle(server, request, target, self.kubelet.served, self.kubelet.flows.observe)
 
     async def log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        return await self.kubelet.logs_handler(request, namespace, name)
+        return await podlogs.handle(self.kubelet.server, self.kubelet.logs, request, namespace, name)

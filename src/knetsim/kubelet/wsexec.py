@@ -27,6 +27,7 @@ from ..apiserver.registry import Target
 from ..container.podfs import as_bytes
 from ..container.proc import Proc
 from ..model.objects import Pod
+from .attach import attach
 from .node import NodeView
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ async def handle(server: NodeView, kubelet: Kubelet, request: web.Request, t: Ta
     await ws.prepare(request)
     channels = Channels(ws, tty)
     if t.sub == "attach":
-        await upgraded(channels, kubelet.attach(channels, t.namespace, t.name, container, want_stdin))
+        await upgraded(channels, attach(kubelet, channels, t.namespace, t.name, container, want_stdin))
         return ws
     state = server.state
     pod = state.pods.get(f"{t.namespace}/{t.name}") if state is not None else None
@@ -169,7 +170,8 @@ class Session:
                  stdin: bool, uid: str = "") -> None:
         self.channels = channels
         # The container's environment and files, its tools, and the access log of the pods it talks to.
-        ctx = kubelet.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out, self.channels.err, pod=pod)
+        ctx = kubelet.sandboxes.shell_ctx(pod.namespace, pod.name, uid, container, self.channels.out,
+                                          self.channels.err, pod=pod)
         self.proc = Proc(ctx, tty, stdin)
 
     async def run(self, argv: list[str]) -> int:
