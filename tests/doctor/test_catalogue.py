@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.doctor.test_fixes_apply import NAME_LABEL  # noqa: E402
 from tests.doctor.test_names import CLIENT, INIT_WAITS  # noqa: E402
-from tests.doctor.test_not_simulated import NGF  # noqa: E402
+from tests.doctor.test_not_simulated import UNKNOWN  # noqa: E402
 from tests.doctor.test_scale import web  # noqa: E402
 
 DOC = ROOT / "docs" / "doctor.md"
@@ -35,7 +35,7 @@ SOURCES = [*sorted((ROOT / "src/knetsim/doctor").glob("*.py")), ROOT / "src/knet
 # Codes picked from tables (a condition's reason → a code): the families they belong to.
 FAMILY = re.compile(r"^(Gateway|ListenerSet|BackendTLSPolicy|Ingress|Ebpf)[A-Z][A-Za-z]+$")
 # The gateway's code the doctor rewrites before printing (another implementation's class is not simulated).
-REWRITTEN = {"GatewayClassOtherController"}
+REWRITTEN: set[str] = set()
 EXAMPLE_WIDTH = 150
 
 
@@ -187,7 +187,7 @@ spec:
   podSelector: {matchLabels: {app: web}}
   ingress: [{from: [{podSelector: {matchLabels: {app: clinet}}}]}]
 """)
-SCENARIO_TEXTS = [web(300), web(3, image="nginx:1.277"), NGF, NAME_LABEL, SERVICE_BASE, INGRESSES]
+SCENARIO_TEXTS = [web(300), web(3, image="nginx:1.277"), UNKNOWN, NAME_LABEL, SERVICE_BASE, INGRESSES]
 # After examples/: its selector typo is the better example of SelectorMatchesNothing. The env URL first: the DNS
 # checks report an init container's wait under a code of their own where they run.
 LATE_TEXTS = [CLIENT, INIT_WAITS]
@@ -232,7 +232,7 @@ def test_every_example_in_the_catalogue_is_what_the_doctor_prints() -> None:
 def test_the_break_classes_of_issue_29_each_have_an_example() -> None:
     for code in ("SelectorMatchesNothing", "TargetPortNotListening", "PodsUnschedulable", "ServiceNotFound",
                  "StatefulSetServiceMissing", "DNSEgressBlocked", "NamespaceSelectorMatchesNothing",
-                 "RouteParentNotSimulated", "ShortNameOtherNamespace", "ImagePullError"):
+                 "HTTPRouteParentNotSimulated", "ShortNameOtherNamespace", "ImagePullError"):
         assert catalogue_rows()[code][3] != "—", code
 
 

@@ -40,14 +40,26 @@ spec: {containers: [{name: c, image: nginx:1.27, ports: [{containerPort: 80}]}]}
 """
 
 
-def test_a_route_on_another_implementations_class_is_a_note_not_an_error() -> None:
-    report = Cluster.from_yaml(NGF).doctor()
+# The same objects under a class whose controller no simulated implementation has.
+UNKNOWN = NGF.replace("gateway.nginx.org/nginx-gateway-controller", "example.com/in-house-gateway-controller")
+
+
+def test_a_route_on_an_unknown_implementations_class_is_a_note_not_an_error() -> None:
+    unknown = UNKNOWN
+    report = Cluster.from_yaml(unknown).doctor()
     assert report.errors == 0
     found = {f.code: f for f in report.findings if f.layer == "gateway"}
-    assert set(found) == {"GatewayNotSimulated", "RouteParentNotSimulated"}
+    assert set(found) == {"GatewayClassOtherController", "HTTPRouteParentNotSimulated"}
     assert all(f.severity == "info" for f in found.values())
-    assert "gateway.nginx.org/nginx-gateway-controller, which knetsim does not simulate" in \
-        found["RouteParentNotSimulated"].message
+    assert "example.com/in-house-gateway-controller" in found["HTTPRouteParentNotSimulated"].message
     # A route whose Gateway does not exist at all is still an error.
-    missing = Cluster.from_yaml(NGF.replace("parentRefs: [{name: gateway}]", "parentRefs: [{name: gatewy}]")).doctor()
-    assert "HTTPRouteParentNotFound" in {f.code for f in missing.findings if f.severity == "error"}
+    missing = Cluster.from_yaml(unknown.replace("parentRefs: [{name: gateway}]", "parentRefs: [{name: gatewy}]"))
+    assert "HTTPRouteParentNotFound" in {f.code for f in missing.doctor().findings if f.severity == "error"}
+
+
+def test_nginx_gateway_fabrics_class_is_simulated_as_its_implementation() -> None:
+    # issue 29's bullet: NGINX Gateway Fabric's class is no false error; it is now simulated as NGF would run it.
+    report = Cluster.from_yaml(NGF).doctor()
+    assert report.errors == 0
+    assert not {f.code for f in report.findings if f.layer == "gateway"} & {
+        "GatewayClassOtherController", "HTTPRouteParentNotSimulated", "HTTPRouteParentNotFound"}

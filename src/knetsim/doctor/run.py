@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.build import ManifestError
-from ..cluster.gatewayinfra import EG_CONTROLLER
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..model.gatewayapi import ROUTE_KINDS
@@ -111,47 +110,8 @@ def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Findin
 def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
     from ..gateway.findings import gateway_findings
 
-    return [_not_simulated(state, Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix,
-                                          (f.field,) if f.field else ()))
+    return [Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ())
             for f in gateway_findings(state, namespace)]
-
-
-_PARENT_REF = re.compile(r"spec\.parentRefs\[(\d+)\]")
-
-
-def _not_simulated(state: ClusterState, finding: Finding) -> Finding:
-    """A Gateway of another implementation's class (NGINX Gateway Fabric, Istio, Cilium...) is not broken, it is
-    not simulated: knetsim runs Envoy Gateway's controller only. Its Gateway and the routes attached to it are a
-    note saying so, never an error."""
-    if finding.code == "GatewayClassOtherController":
-        gateway = state.gateways.get(finding.subject.split(" ", 1)[-1])
-        gc = state.gateway_classes.get(gateway.class_name) if gateway is not None else None
-        controller = gc.controller_name if gc is not None else "another controller"
-        return replace(finding, code="GatewayNotSimulated", severity="info",
-                       message=f"GatewayClass {gc.name if gc else '?'} is implemented by {controller}, which knetsim "
-                               f"does not simulate (it runs {EG_CONTROLLER}): this Gateway and its routes are not "
-                               "analysed; no finding here says they are broken",
-                       fix="")
-    if not finding.code.endswith("ParentNotFound") or not finding.evidence:
-        return finding
-    match = _PARENT_REF.fullmatch(finding.evidence[0])
-    kind, _, key = finding.subject.partition(" ")
-    route = next((o for o in state.objects_of(kind) if o.key == key), None) if match else None
-    if route is None or match is None:
-        return finding
-    refs = (route.raw.get("spec") or {}).get("parentRefs") or []
-    index = int(match.group(1))
-    if index >= len(refs) or not isinstance(refs[index], dict):
-        return finding
-    ref = refs[index]
-    gateway = state.gateways.get(f"{ref.get('namespace') or route.namespace}/{ref.get('name')}")
-    gc = state.gateway_classes.get(gateway.class_name) if gateway is not None else None
-    if gc is None or gc.controller_name == EG_CONTROLLER:
-        return finding
-    return replace(finding, code="RouteParentNotSimulated", severity="info",
-                   message=f"spec.parentRefs[{index}] is Gateway {gateway.key} of GatewayClass {gc.name}, implemented "
-                           f"by {gc.controller_name}, which knetsim does not simulate: the route is not analysed "
-                           "(not broken)", fix="")
 
 
 def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding]:
