@@ -33,7 +33,7 @@ def test_a_service_status_patch_keeps_its_annotation(live: Live) -> None:
                  "-p", json.dumps(patch))
     svc = _get(live, "service", "status-lifecycle")
     assert svc["metadata"]["annotations"]["patchedstatus"] == "true"
-    assert svc["status"]["loadBalancer"]["ingress"] == [{"ip": "203.0.113.1"}]
+    assert svc["status"]["loadBalancer"]["ingress"] == [{"ip": "203.0.113.1", "ipMode": "VIP"}]  # defaulted
     assert svc["spec"]["type"] == "LoadBalancer"  # the spec is the old one whatever the request says
 
 

@@ -24,7 +24,6 @@ from aiohttp import web
 
 from ..apiserver.errors import ApiError
 from ..apiserver.server import ApiServer
-from ..network.tracer import trace
 
 # Hop-by-hop lines a proxy never copies (RFC 9110 §7.6.1), and the length aiohttp computes itself.
 _NOT_COPIED = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
@@ -92,6 +91,9 @@ class ApiProxy:
 
     async def proxy(self, server: ApiServer, request: web.Request, resource: str, namespace: str, name: str,
                     path: str) -> web.StreamResponse:
+        # The simulation loads with the first request that needs it, never with the daemon (its start-up stays fast).
+        from ..network.tracer import trace
+
         state = server.state
         if resource == "nodes":
             raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the kubelet's own API, which "

@@ -83,6 +83,9 @@ class UpstreamDNS(DNSServer):
 
 
 class _ForwardOnly:
+    # The world's resolvers answer whatever becomes of CoreDNS: this server is not CoreDNS (dns/server.py asks).
+    serving = True
+
     def __init__(self, cluster: ClusterDNS) -> None:
         self._cluster = cluster
 
