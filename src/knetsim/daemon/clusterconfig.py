@@ -11,12 +11,14 @@ built-in defaults (a fresh kind cluster), as every state directory did before th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..cluster.config import ClusterConfig, ConfigError, load_config
+from ..model.versions import parse as parse_kubernetes_version
 
 CONFIG_NAME = "cluster-config.yaml"
 STORE_NAME = "store.db"
@@ -36,6 +38,7 @@ class InForce:
     def summary(self) -> dict[str, Any]:
         """What ready.json and `knetsim status` say about it."""
         return {"name": self.config.name, "dataplane": self.config.dataplane,
+                "kubernetesVersion": self.config.kubernetes_version,
                 "nodes": [n.name for n in self.config.nodes], "clusterDomain": self.config.cluster_domain,
                 "config": str(self.path) if self.path else None}
 
@@ -69,6 +72,19 @@ def check(state: Path, given: str | None) -> InForce:
             "nodes, address ranges and data plane are fixed when it is created. Use another --state for this "
             f"config, or `knetsim down --state {state}` and delete {state} to start over")
     return InForce(wanted, current.path or Path(given).resolve())
+
+
+def with_version(in_force: InForce, version: str | None) -> InForce:
+    """``knetsim up --kubernetes-version``: this start runs that minor whatever the config says (a cluster's
+    version is not fixed at creation: clusters are upgraded). Raises ConfigError for a version knetsim does not
+    simulate."""
+    if version is None:
+        return in_force
+    try:
+        chosen = str(parse_kubernetes_version(version))
+    except ValueError as exc:
+        raise ConfigError(f"--kubernetes-version: {exc}") from None
+    return InForce(dataclasses.replace(in_force.config, kubernetes_version=chosen), in_force.path)
 
 
 def adopt(state: Path, given: str | None) -> InForce:
