@@ -136,3 +136,22 @@ def test_version_reports_the_chosen_minor(tmp_path: Path, version: str, git_vers
     assert status == 200
     assert (body["major"], body["minor"], body["gitVersion"]) == ("1", minor, git_version)
     assert (body["emulationMinor"], body["minCompatibilityMinor"]) == (minor, str(int(minor) - 1))
+
+
+# The Accept headers real clients sent for discovery, recorded with `-v=8` against `knetsim up` on 2026-12-06
+# (kubectl.1.31 v1.31.x, kubectl.1.32 v1.32.4 and kubectl.1.33 v1.33.1 of the Google Cloud SDK): `/api` and
+# `/apis` of `kubectl api-resources`, and `kubectl get --raw`.
+RECORDED = {
+    "kubectl 1.31-1.33 discovery": f"{V2},{V2BETA1},application/json",
+    "kubectl 1.31-1.33 get --raw": "application/json, */*",
+}
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.35", "1.37", "1.38"])
+def test_recorded_client_requests_get_what_those_clients_read(tmp_path: Path, version: str) -> None:
+    (core, apis, raw) = ask(tmp_path, version, [("/api", RECORDED["kubectl 1.31-1.33 discovery"]),
+                                               ("/apis", RECORDED["kubectl 1.31-1.33 discovery"]),
+                                               ("/apis", RECORDED["kubectl 1.31-1.33 get --raw"])])
+    assert core[:2] == apis[:2] == (200, V2)
+    assert kind_of(apis) == "apidiscovery.k8s.io/v2 APIGroupDiscoveryList"
+    assert raw[:2] == (200, "application/json") and kind_of(raw) == "v1 APIGroupList"
