@@ -44,13 +44,9 @@ def admission_version() -> str:
     release number (a development checkout) rechecks too."""
     from ..model.apis.catalog import DEFINITIONS
     from ..model.schema import KUBERNETES_VERSION
-    from ..model.versions import in_force
 
     bundles = sorted({f"{d.group} {d.bundle.version}" for d in DEFINITIONS})
-    # The version admission follows (model/versions.py): a cluster restarted as another minor checks its
-    # objects again, as an upgraded API server reads what the older one stored.
-    return (f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION} admitting as {in_force()}, "
-            f"{', '.join(bundles)}, "
+    return (f"knetsim {__version__}, Kubernetes {KUBERNETES_VERSION}, {', '.join(bundles)}, "
             f"admission {_admission_digest()}")
 
 
