@@ -152,3 +152,44 @@ def test_up_refuses_another_version_over_a_running_cluster_and_an_unknown_versio
     config.write_text("kubernetesVersion: v1.39\n")
     bad = knetsim("up", "--state", str(tmp_path / "t"), "--cluster-config", str(config))
     assert bad.returncode == 2 and f"{config}: kubernetesVersion: unsupported Kubernetes version" in bad.stderr
+
+
+def kubectl_binaries() -> dict[str, str]:
+    """The real kubectl builds on this machine beside the Google Cloud SDK's dispatcher (kubectl.1.31 ...)."""
+    import shutil
+
+    found = shutil.which("kubectl")
+    if found is None:
+        return {}
+    folder = Path(found).resolve().parent
+    return {minor: str(folder / f"kubectl.{minor}") for minor in ("1.31", "1.32", "1.33")
+            if (folder / f"kubectl.{minor}").exists()}
+
+
+@pytest.mark.parametrize("client", ["1.31", "1.32", "1.33"])
+def test_each_installed_kubectl_discovers_and_writes_on_both_versions(v133: Live, v138: Live, client: str,
+                                                                     tmp_path: Path) -> None:
+    binary = kubectl_binaries().get(client)
+    if binary is None:
+        pytest.skip(f"kubectl.{client} is not installed")
+    for live in (v133, v138):
+        cache = tmp_path / f"cache-{live.info['cluster']['kubernetesVersion']}"
+
+        def run(*args: str, stdin: str | None = None, cache: Path = cache,
+                live: Live = live) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([binary, "--cache-dir", str(cache), *args], input=stdin, capture_output=True,
+                                  text=True, env=live.env(), timeout=60)
+
+        resources = run("api-resources", "-v=6")
+        assert resources.returncode == 0, resources.stderr
+        assert "networkpolicies" in resources.stdout
+        # Every discovery request answered 200: nothing this client asks for is refused or missing. (1.33 logs
+        # `"Response" verb="GET" url=... status="200 OK"`, older clients `GET https://... 200 OK`.)
+        discovery = [line for line in resources.stderr.splitlines() if "https://" in line and "GET" in line
+                     and ("/api?" in line or "/apis?" in line)]
+        assert len(discovery) >= 2 and all("200 OK" in line for line in discovery), resources.stderr
+        name = f"from-kubectl-{client.replace('.', '-')}"
+        applied = run("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n")
+        assert applied.returncode == 0 and f"configmap/{name} created" in applied.stdout, applied.stderr
+        server = json.loads(run("version", "-o", "json").stdout)["serverVersion"]
+        assert server["gitVersion"] == f"v{live.info['cluster']['kubernetesVersion']}.0"
