@@ -193,3 +193,23 @@ def test_each_installed_kubectl_discovers_and_writes_on_both_versions(v133: Live
         assert applied.returncode == 0 and f"configmap/{name} created" in applied.stdout, applied.stderr
         server = json.loads(run("version", "-o", "json").stdout)["serverVersion"]
         assert server["gitVersion"] == f"v{live.info['cluster']['kubernetesVersion']}.0"
+
+
+def test_a_config_that_changes_only_the_version_upgrades_the_cluster_instead_of_being_refused(
+        tmp_path: Path) -> None:
+    from knetsim.cluster.config import ConfigError
+    from knetsim.daemon.clusterconfig import adopt, check
+
+    state = tmp_path / "state"
+    state.mkdir()
+    first = tmp_path / "first.yaml"
+    first.write_text('dataplane: nftables\nkubernetesVersion: "1.35"\n')
+    assert adopt(state, str(first)).config.kubernetes_version == "1.35"
+    upgraded = tmp_path / "upgraded.yaml"
+    upgraded.write_text('dataplane: nftables\nkubernetesVersion: "1.38"\n')
+    in_force = adopt(state, str(upgraded))
+    assert (in_force.config.dataplane, in_force.config.kubernetes_version) == ("nftables", "1.38")
+    reshaped = tmp_path / "reshaped.yaml"
+    reshaped.write_text('dataplane: iptables\nkubernetesVersion: "1.38"\n')
+    with pytest.raises(ConfigError, match="nodes, address ranges and data plane are fixed"):
+        check(state, str(reshaped))

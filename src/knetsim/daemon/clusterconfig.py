@@ -66,7 +66,10 @@ def check(state: Path, given: str | None) -> InForce:
         return current
     wanted = load_config(given)
     built = current.path is not None or (state / STORE_NAME).exists()
-    if built and wanted != current.config:
+    # The Kubernetes version is not part of the cluster's shape: a config that differs only in it upgrades
+    # (or downgrades) the cluster, as kubeadm does, rather than being refused.
+    same_shape = dataclasses.replace(wanted, kubernetes_version=current.config.kubernetes_version) == current.config
+    if built and not same_shape:
         raise ConfigMismatch(
             f"{given}: the state directory {state} holds a cluster built with {_describe(current)}; a cluster's "
             "nodes, address ranges and data plane are fixed when it is created. Use another --state for this "
@@ -91,7 +94,9 @@ def adopt(state: Path, given: str | None) -> InForce:
     """``check``, then keep a copy of GIVEN in the state directory when it is the first config it runs with."""
     in_force = check(state, given)
     if given is None or (state / CONFIG_NAME).exists():
-        return stored(state) if (state / CONFIG_NAME).exists() else in_force
+        kept = stored(state) if (state / CONFIG_NAME).exists() else in_force
+        # The copy keeps the shape; the version is the one this start was given.
+        return with_version(kept, in_force.config.kubernetes_version) if given is not None else kept
     text = Path(given).read_text(encoding="utf-8")
     tmp = state / (CONFIG_NAME + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
