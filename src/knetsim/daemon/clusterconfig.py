@@ -7,6 +7,8 @@ directory (``cluster-config.yaml``), every later start of that directory runs wi
 asking for another config over it is refused (exit 2) rather than leaving a store whose objects
 disagree with the ranges and add-ons in force. A state directory without the copy runs with the
 built-in defaults (a fresh kind cluster), as every state directory did before this file existed.
+The Kubernetes version is the exception: clusters are upgraded, so a config that differs only in
+``kubernetesVersion`` (or ``knetsim up --kubernetes-version``) runs that start as the version it names.
 """
 
 from __future__ import annotations
