@@ -155,3 +155,14 @@ def test_recorded_client_requests_get_what_those_clients_read(tmp_path: Path, ve
     assert core[:2] == apis[:2] == (200, V2)
     assert kind_of(apis) == "apidiscovery.k8s.io/v2 APIGroupDiscoveryList"
     assert raw[:2] == (200, "application/json") and kind_of(raw) == "v1 APIGroupList"
+
+
+def test_reads_tolerate_an_unknown_accept_parameter(tmp_path: Path) -> None:
+    """A 1.38 client may ask to leave managedFields out (#139561, alpha ManagedFieldsOptOut): the server that does
+    not know the parameter answers as usual, never 406."""
+    plain, table = ask(tmp_path, "1.38", [
+        ("/api/v1/namespaces", "application/json;drop=metadata.managedFields"),
+        ("/api/v1/namespaces", "application/json;as=Table;v=v1;g=meta.k8s.io;drop=metadata.managedFields"),
+    ])
+    assert plain[0] == 200 and plain[3]["kind"] == "NamespaceList"
+    assert table[0] == 200 and table[3]["kind"] == "Table"
