@@ -166,3 +166,16 @@ def test_reads_tolerate_an_unknown_accept_parameter(tmp_path: Path) -> None:
     ])
     assert plain[0] == 200 and plain[3]["kind"] == "NamespaceList"
     assert table[0] == 200 and table[3]["kind"] == "Table"
+
+
+def test_a_concrete_type_outranks_a_wildcard_and_a_refused_type_is_not_served_through_one(tmp_path: Path) -> None:
+    """goautoneg's order (a concrete type before */* at equal q) and kube-apiserver's rejectedMediaTypes (a media
+    type whose most specific clause says q=0 is not served through a wildcard)."""
+    concrete_first, json_refused, all_refused = ask(tmp_path, "1.38", [
+        ("/apis", f"*/*,{V2}"),
+        ("/apis", "application/json;q=0,*/*"),
+        ("/apis", "application/json;q=0,application/yaml;q=0,*/*"),
+    ])
+    assert concrete_first[1] == V2
+    assert json_refused[1] == "application/yaml" and kind_of(json_refused) == "v1 APIGroupList"
+    assert all_refused[0] == 406
