@@ -169,6 +169,8 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     make_private(state)
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
+    # The controllers, the kubelet and every request: one version from start to stop (model/versions.py).
+    serve_as(server.kubernetes_version)
     manager = bring_up(server)
     tools = None  # the container's own (loaded with the first container that runs a command)
     kernel_mode = None
@@ -298,8 +300,6 @@ async def _main(args: argparse.Namespace, pending_cert: Pending | None = None) -
     try:
         lock_fd = acquire(state)
         in_force = with_version(adopt(state, args.cluster_config), args.kubernetes_version)
-        # The controllers, the kubelet and every request: one version from start to stop (model/versions.py).
-        serve_as(in_force.config.kubernetes_version)
     except (StateDirInUse, ConfigError) as exc:
         log.error("%s", exc)
         if pending_cert is not None:
