@@ -86,6 +86,11 @@ def test_up_says_which_version_runs_and_kubectl_version_reports_it(v133: Live, v
         server = json.loads(live.kubectl("version", "-o", "json").stdout)["serverVersion"]
         assert (server["major"], server["minor"], server["gitVersion"]) == ("1", minor, f"v1.{minor}.0")
         assert f"Server Version: v1.{minor}.0\n" in live.kubectl("version").stdout
+        # The nodes' kubelets and kube-proxy are that release too (`kubectl get nodes` VERSION).
+        nodes = json.loads(live.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+        assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes} == {f"v1.{minor}.0"}
+        proxy = json.loads(live.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+        assert proxy["spec"]["template"]["spec"]["containers"][0]["image"] == f"registry.k8s.io/kube-proxy:v1.{minor}.0"
     status = knetsim("status", "--state", str(v133.state))
     assert "# Kubernetes  1.33" in status.stdout
 
