@@ -134,7 +134,8 @@ def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: boo
     if info is not None:
         running_version = (info.get("cluster") or {}).get("kubernetesVersion") if isinstance(
             info.get("cluster"), dict) else None
-        if kubernetes_version is not None and running_version not in (None, in_force.config.kubernetes_version):
+        asked = kubernetes_version is not None or cluster_config is not None
+        if asked and running_version not in (None, in_force.config.kubernetes_version):
             # Asked for one version, running another: saying "ready" would leave the user testing the wrong one.
             click.echo(f"error: the cluster of {state_dir} is running Kubernetes {running_version} (pid "
                        f"{info['pid']}); `knetsim down --state {state_dir}` first to start it as "
