@@ -32,7 +32,8 @@ def test_a_new_state_directory_runs_with_the_defaults_or_the_given_config(tmp_pa
     in_force = adopt(state, given)
     assert in_force.path == state / CONFIG_NAME
     assert in_force.config == config_from_dict({"dataplane": "ebpf", "nodes": 2})
-    assert in_force.summary() == {"name": "knetsim", "dataplane": "ebpf", "nodes": ["control-plane", "worker"],
+    assert in_force.summary() == {"name": "knetsim", "dataplane": "ebpf", "kubernetesVersion": "1.38",
+                                  "nodes": ["control-plane", "worker"],
                                   "clusterDomain": "cluster.local", "config": str(state / CONFIG_NAME)}
     # Later starts: no flag, or the same config again, run with the copy.
     assert stored(state).config == in_force.config

@@ -33,19 +33,20 @@ def pods(live: Live, *args: str) -> list[dict]:
     return json.loads(live.kubectl("get", "pods", "-o", "json", *args).stdout)["items"]
 
 
-def test_server_reports_v135_and_kubectl_version_shows_it(live: Live) -> None:
-    """Given the cluster simulates v1.35, then /version says so, and `kubectl version` prints it.
+def test_server_reports_the_newest_version_by_default_and_kubectl_version_shows_it(live: Live) -> None:
+    """Given a cluster started without --kubernetes-version, then /version says v1.38 (model/versions.py), and
+    `kubectl version` prints it.
 
-    The gcloud SDK's kubectl dispatcher has no kubectl.1.35, so it runs its built-in 1.32, which warns
-    about the skew exactly as it would against a real v1.35 cluster (docs/apiserver.md)."""
+    The gcloud SDK's kubectl dispatcher has no kubectl.1.38, so it runs its built-in 1.32, which warns
+    about the skew exactly as it would against a real v1.38 cluster (docs/apiserver.md)."""
     out = json.loads(live.kubectl("version", "-o", "json").stdout)
-    assert (out["serverVersion"]["major"], out["serverVersion"]["minor"]) == ("1", "35")
-    assert out["serverVersion"]["gitVersion"] == "v1.35.0"
+    assert (out["serverVersion"]["major"], out["serverVersion"]["minor"]) == ("1", "38")
+    assert out["serverVersion"]["gitVersion"] == "v1.38.0"
     text = live.kubectl("version")
-    assert "Server Version: v1.35.0\n" in text.stdout
+    assert "Server Version: v1.38.0\n" in text.stdout
     client_minor = int(out["clientVersion"]["minor"].rstrip("+"))
-    if abs(client_minor - 35) > 1:
-        assert f"version difference between client (1.{client_minor}) and server (1.35)" in text.stderr
+    if abs(client_minor - 38) > 1:
+        assert f"version difference between client (1.{client_minor}) and server (1.38)" in text.stderr
 
 
 def test_kubeconfig_is_private_and_the_token_is_required(live: Live) -> None:

@@ -86,7 +86,8 @@ def test_the_docs_transcript_is_what_the_cluster_answers(kpr: Cluster) -> None:
 def test_status_says_which_config_is_in_force(kpr: Cluster) -> None:
     status = json.loads(subprocess.run(knetsim_argv("status", "--state", str(kpr.state), "-o", "json"),
                                        capture_output=True, text=True, timeout=30).stdout)
-    assert status["cluster"] == {"name": "homelab", "dataplane": "ebpf", "nodes": ["cp", "node1", "node2"],
+    assert status["cluster"] == {"name": "homelab", "dataplane": "ebpf", "kubernetesVersion": "1.38",
+                                 "nodes": ["cp", "node1", "node2"],
                                  "clusterDomain": "cluster.local",
                                  "config": str(kpr.state / "cluster-config.yaml")}
     text = subprocess.run(knetsim_argv("status", "--state", str(kpr.state)), capture_output=True, text=True,

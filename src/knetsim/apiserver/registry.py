@@ -25,7 +25,7 @@ from typing import Any
 
 from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
-from ..model import admission
+from ..model import admission, validation
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
 from ..model.jsonvalue import json_copy
@@ -261,6 +261,15 @@ class Registry:
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
+    def _version_warnings(self, r: Resource, obj: dict[str, Any], warnings: list[str]) -> None:
+        """The strategies' WarningsOnCreate/WarningsOnUpdate of the version in force (model/versions.py:
+        deprecations, leading-0 addresses a version before StrictIPCIDRValidation admits), then those addresses
+        spelled as every reader reads them, as offline admission does (validation.read_legacy_addresses)."""
+        if self.kind_of(r).crd is not None:
+            return
+        warnings.extend(validation.warnings_on_create(r.kind, obj))
+        validation.read_legacy_addresses(r.kind, obj)
+
     def _namespace_lifecycle(self, r: Resource, namespace: str) -> None:
         """The NamespaceLifecycle admission plugin: no object in a namespace that does not exist, and no
         new one in a namespace being deleted."""
@@ -315,6 +324,7 @@ class Registry:
         self._namespace_lifecycle(r, meta.get("namespace", ""))
         admission.admit_create(obj, self.kind_of(r), self.lookup)
         self._validate(r, obj)
+        self._version_warnings(r, obj, decoded.warnings)
         storage = self.storage(r)
         storage.admit(self, r, obj)
         name = meta.get("name", "")
@@ -367,6 +377,8 @@ class Registry:
             strategy.for_update(new, old.body)
         admission.default(new, self.kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
+        if not t.sub:
+            self._version_warnings(r, new, decoded.warnings)
         storage = self.storage(r)
         if not t.sub:
             storage.admit(self, r, new)

@@ -9,18 +9,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import versions
 from ..model.kinds import KINDS, KindInfo
 from ..model.strategy import strategy_for
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-SERVER_VERSION = {
-    # What a v1.35 kube-apiserver reports. The gcloud SDK's kubectl dispatcher (on this project's test
-    # machines) runs kubectl.1.<minor> for minors it has and its built-in 1.32 otherwise: see
-    # docs/apiserver.md "Which kubectl answers".
-    "major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35", "minCompatibilityMajor": "1",
-    "minCompatibilityMinor": "34", "gitVersion": "v1.35.0", "gitCommit": "knetsim", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.5", "compiler": "gc", "platform": "linux/amd64",
-}
+
+
+def server_version(version: versions.KubernetesVersion | None = None) -> dict[str, Any]:
+    """``GET /version`` as the API server of ``version`` (default: the version in force) answers it, its patch
+    release from the table (model/versions.py RELEASES). The gcloud SDK's kubectl dispatcher (on this project's
+    test machines) runs kubectl.1.<minor> for minors it has and its built-in 1.32 otherwise: see
+    docs/apiserver.md "Which kubectl answers"."""
+    row = versions.release(version)
+    major, minor = str(row.version.major), str(row.version.minor)
+    return {
+        "major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
+        # The oldest minor whose behaviour it keeps compatible with (compatibility version): the previous one.
+        "minCompatibilityMajor": major, "minCompatibilityMinor": str(row.version.minor - 1),
+        "gitVersion": row.git_version, "gitCommit": "knetsim", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.5", "compiler": "gc", "platform": "linux/amd64",
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +115,9 @@ def _subresource_entry(r: Resource, sub: str) -> dict[str, Any]:
     return {"subresource": sub, "responseKind": kind, "verbs": verbs}
 
 
-def aggregated_discovery(core: bool) -> dict[str, Any]:
-    """``APIGroupDiscoveryList`` (apidiscovery.k8s.io/v2) for ``/api`` (core) or ``/apis``."""
+def aggregated_discovery(core: bool, served_as: str = "v2") -> dict[str, Any]:
+    """``APIGroupDiscoveryList`` (apidiscovery.k8s.io) for ``/api``
+    (core) or ``/apis``; ``served_as`` names the format, v2 or v2beta1 (the same shape)."""
     groups: dict[str, dict[str, Any]] = {}
     for r in RESOURCES:
         if (r.group == "") != core:
@@ -133,7 +143,7 @@ def aggregated_discovery(core: bool) -> dict[str, Any]:
         version["resources"].append(entry)
     for group in groups.values():
         group["versions"].sort(key=lambda v: version_priority(v["version"]))
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{served_as}", "metadata": {},
             "items": list(groups.values())}
 
 

@@ -26,11 +26,12 @@ import yaml
 from aiohttp import web
 
 from ..cluster.config import ClusterConfig
+from ..model import versions
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
 from ..model.strategy import Propagation
-from . import deleteoptions, openapi, paging, patch, requestoptions, resources, tables
+from . import deleteoptions, discovery, openapi, paging, patch, requestoptions, resources, tables
 from .errors import ApiError, internal, no_such_path, not_found
 from .registry import (
     BEING_DELETED,
@@ -48,7 +49,6 @@ log = logging.getLogger("knetsim.apiserver")
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's limit for one object (etcd's 1.5 MiB plus headroom)
 __all__ = ["ApiError", "ApiServer", "Target"]
-DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
@@ -190,6 +190,9 @@ class ApiServer:
         # Called with each new ClusterState (DNS server, kubelet, kernel mode).
         self.state_listeners: list[Callable[[Any], None]] = []
         self.closing = False
+        # The Kubernetes minor this server is (the cluster config's kubernetesVersion): every request is
+        # admitted, warned of and answered as that version's API server does (model/versions.py).
+        self.kubernetes_version = versions.parse(self.config.kubernetes_version)
 
     @property
     def state(self) -> Any:
@@ -221,7 +224,8 @@ class ApiServer:
                 if not secrets.compare_digest(auth, f"Bearer {self.token}".encode()) \
                         and not any(m.authorized(request, self.token) for m in self.mounts):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
-            resp: web.StreamResponse = await handler(request)
+            with versions.using(self.kubernetes_version):
+                resp: web.StreamResponse = await handler(request)
             if not resp.prepared:
                 add_warnings(resp, request.get(WARNINGS, ()))
             return resp
@@ -264,13 +268,11 @@ class ApiServer:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         if path == "/version":
-            return self._json(resources.SERVER_VERSION)
+            return self._json(resources.server_version())
         if path in ("/api", "/apis"):
             if method != "GET":
                 raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on {path}")
-            if "apidiscovery.k8s.io" in request.headers.get("Accept", ""):
-                return self._json(resources.aggregated_discovery(path == "/api"), content_type=DISCOVERY_V2)
-            return self._json(resources.api_versions() if path == "/api" else resources.api_group_list())
+            return self._discovery(request, core=path == "/api")
         if path == "/openapi/v2":
             if "protobuf" not in request.headers.get("Accept", ""):
                 raise ApiError(406, "NotAcceptable", "knetsim serves /openapi/v2 as protobuf only (" +
@@ -317,6 +319,22 @@ class ApiServer:
             # prints "Warning: ...".
             request.setdefault(WARNINGS, []).append(deprecation)
         return await self._resource(request, target)
+
+    def _discovery(self, request: web.Request, core: bool) -> web.Response:
+        """``/api`` or ``/apis``: the aggregated list or the plain document, as the Accept header negotiates
+        (discovery.py); ``Vary: Accept`` so that caches keep the two apart, as kube-apiserver says."""
+        choice = discovery.negotiate(request.headers.get("Accept", ""))
+        if choice.aggregated is not None:
+            body = resources.aggregated_discovery(core, choice.aggregated)
+        else:
+            body = resources.api_versions() if core else resources.api_group_list()
+        if choice.media_type == "application/yaml":
+            resp = web.Response(body=yaml.safe_dump(body, sort_keys=False).encode(),
+                                headers={"Content-Type": "application/yaml"})
+        else:
+            resp = self._json(body, content_type=choice.content_type)
+        resp.headers["Vary"] = "Accept"
+        return resp
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
         namespace = ""

@@ -16,6 +16,7 @@ import click
 
 from ..cluster.config import ConfigError
 from ..daemon.clusterconfig import check as check_config
+from ..daemon.clusterconfig import with_version
 from ..daemon.statedir import StateDirInUse, make_private, owner, running, taken_ports
 from .common import EXIT_BAD_INPUT, EXIT_NEGATIVE, EXIT_OK, running_knetsim
 from .common import state_dir as default_state_dir
@@ -35,6 +36,8 @@ def _print_ready(info: dict[str, Any]) -> None:
     click.echo(f"# API server  https://127.0.0.1:{info['api_port']}")
     if isinstance(info.get("cluster"), dict):
         click.echo(f"# Cluster     {describe_cluster(info['cluster'])}")
+        if info["cluster"].get("kubernetesVersion"):
+            click.echo(f"# Kubernetes  {info['cluster']['kubernetesVersion']} (docs/versions.md)")
     token = Path(info["kubeconfig"]).with_name("token")
     if token.exists():  # the connectivity explorer, in a browser: the token is exchanged for a cookie
         click.echo(f"# Explorer    https://127.0.0.1:{info['api_port']}/explorer/?token={token.read_text().strip()}")
@@ -88,14 +91,18 @@ def describe_cluster(cluster: dict[str, Any]) -> str:
 @click.option("--cluster-config", "cluster_config", default=None, type=click.Path(dir_okay=False),
               help="Cluster shape (nodes, zones, CIDRs, data plane; docs/cluster-config.md). Kept in the state "
                    "directory: later starts run with it, and another config over that cluster is refused.")
+@click.option("--kubernetes-version", "kubernetes_version", default=None, metavar="MAJOR.MINOR",
+              help="The Kubernetes minor the cluster runs, 1.33 to 1.38 (over the cluster config's "
+                   "kubernetesVersion; default the newest): what it admits and warns of, what `kubectl version` "
+                   "reports, the discovery it serves (docs/versions.md).")
 def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None,
-       cluster_config: str | None) -> None:
+       cluster_config: str | None, kubernetes_version: str | None) -> None:
     """Start the live cluster on 127.0.0.1: API server for kubectl, DNS for dig, Ingress entry for curl.
 
     Returns once it is ready and prints the `export KUBECONFIG=...` line.
     """
     try:
-        _up(port, dns_port, ingress_port, state, foreground, kernel, cluster_config)
+        _up(port, dns_port, ingress_port, state, foreground, kernel, cluster_config, kubernetes_version)
     except KeyboardInterrupt:
         # Before any daemon was started (those that were are stopped where they are waited for).
         click.echo("interrupted: the cluster was not started", err=True)
@@ -103,10 +110,10 @@ def up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool
 
 
 def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: bool, kernel: str | None,
-        cluster_config: str | None) -> None:
+        cluster_config: str | None, kubernetes_version: str | None = None) -> None:
     state_dir = Path(state).resolve()
     try:
-        in_force = check_config(state_dir, cluster_config)
+        in_force = with_version(check_config(state_dir, cluster_config), kubernetes_version)
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -125,6 +132,15 @@ def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: boo
     make_private(state_dir)
     info = running(state_dir)
     if info is not None:
+        running_version = (info.get("cluster") or {}).get("kubernetesVersion") if isinstance(
+            info.get("cluster"), dict) else None
+        asked = kubernetes_version is not None or cluster_config is not None
+        if asked and running_version not in (None, in_force.config.kubernetes_version):
+            # Asked for one version, running another: saying "ready" would leave the user testing the wrong one.
+            click.echo(f"error: the cluster of {state_dir} is running Kubernetes {running_version} (pid "
+                       f"{info['pid']}); `knetsim down --state {state_dir}` first to start it as "
+                       f"{in_force.config.kubernetes_version}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         click.echo(f"# already running (pid {info['pid']})", err=True)
         _print_ready(info)
         sys.exit(EXIT_OK)
@@ -138,7 +154,8 @@ def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: boo
     cmd = [sys.executable, "-m", "knetsim.daemon", "--state", str(state_dir), "--port", str(port),
            "--dns-port", str(dns_port), "--ingress-port", str(ingress_port),
            *(["--kernel", kernel] if kernel else []),
-           *(["--cluster-config", str(Path(cluster_config).resolve())] if cluster_config else [])]
+           *(["--cluster-config", str(Path(cluster_config).resolve())] if cluster_config else []),
+           *(["--kubernetes-version", in_force.config.kubernetes_version] if kubernetes_version else [])]
     if foreground:
         _foreground(cmd, state_dir)
     with open(state_dir / "daemon.log", "ab") as logfile:

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from ..model.versions import NEWEST
+from ..model.versions import parse as parse_kubernetes_version
 from .outside import OutsideError, OutsideWorld, outside_from_dict
 
 DATAPLANES = ("iptables", "nftables", "ebpf")
@@ -107,6 +109,8 @@ class ClusterConfig:
     # on kind's IPv6 docker network.
     lb_pool_v6: tuple[str, str] = ("fc00:f853:ccd:e793::c8", "fc00:f853:ccd:e793::fa")
     dataplane: str = "iptables"
+    # The Kubernetes minor the live cluster runs (model/versions.py: admission, warnings, /version, discovery).
+    kubernetes_version: str = NEWEST
     # The cluster's CNI, one of CNIS; None: not configured (knetsim.policy.cni finds or infers it).
     cni: str | None = None
     # Cilium's kube-proxy replacement needs the real API server address (k8sServiceHost/Port);
@@ -207,7 +211,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
-        "outside", "ciliumServiceTopology", "maxPods", "cni",
+        "outside", "ciliumServiceTopology", "maxPods", "cni", "kubernetesVersion",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -260,6 +264,11 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
                 raise ConfigError(f"{origin}: dataplane: Unsupported value: {data['dataplane']!r}: "
                                   f"supported values: {', '.join(DATAPLANES)}")
             kwargs["dataplane"] = data["dataplane"]
+        if "kubernetesVersion" in data:
+            try:
+                kwargs["kubernetes_version"] = str(parse_kubernetes_version(str(data["kubernetesVersion"])))
+            except ValueError as exc:
+                raise ConfigError(f"{origin}: kubernetesVersion: {exc}") from None
         if "cni" in data:
             if data["cni"] not in CNIS:
                 raise ConfigError(f"{origin}: cni: Unsupported value: {data['cni']!r}: supported values: "

@@ -11,13 +11,21 @@ from typing import Any
 
 from ..model.jsonvalue import json_copy
 from ..model.objects import INGRESS_CLASS_ANNOTATION
+from ..model.versions import in_force, release
 from .config import ClusterConfig, family_of
 from .servicecidrs import default_service_cidr
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
 _TOLERATE_ALL = [{"operator": "Exists"}]
-KUBERNETES_VERSION = "v1.35.0"
+
+
+def kubernetes_version() -> str:
+    """The release the nodes' kubelets, kube-proxy and the control plane's images report: the version in force
+    (model/versions.py RELEASES; the live cluster's daemon serves as its config's kubernetesVersion, an offline
+    command as its --kubernetes-version), as `kubectl version` reports it."""
+    return release(in_force()).git_version
+
 INGRESS_NGINX_CONTROLLER = "k8s.io/ingress-nginx"
 # Cilium 1.18.6 and the Envoy build it ships with (the pair `cilium status` reports on such an install).
 CILIUM_VERSION = "v1.18.6"
@@ -68,7 +76,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                     "capacity": {"cpu": node.cpu, "pods": str(node.max_pods)},
                     "allocatable": {"cpu": node.cpu, "pods": str(node.max_pods)},
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                    "nodeInfo": {"kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": KUBERNETES_VERSION,
+                    "nodeInfo": {"kubeletVersion": kubernetes_version(),
+                                 "kubeProxyVersion": kubernetes_version(),
                                  "containerRuntimeVersion": "containerd://2.1.1", "osImage": "Debian GNU/Linux 12",
                                  "operatingSystem": "linux", "architecture": "amd64"},
                 },
@@ -135,7 +144,7 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     control_plane = next((n.name for n in config.nodes if n.control_plane), config.nodes[0].name)
     for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
                             ("kube-scheduler", 10259)):
-        docs.append(_static_pod(component, control_plane, port))
+        docs.append(_static_pod(component, control_plane, port, kubernetes_version()))
     if config.ingress_controller:
         docs.extend(_ingress_nginx())
     return docs
@@ -153,7 +162,8 @@ def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
         return [
             _daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
                        "docker.io/kindest/kindnetd:v20250512-df8de77b"),
-            _daemonset("kube-proxy", {"k8s-app": "kube-proxy"}, f"registry.k8s.io/kube-proxy:{KUBERNETES_VERSION}"),
+            _daemonset("kube-proxy", {"k8s-app": "kube-proxy"},
+                       f"registry.k8s.io/kube-proxy:{kubernetes_version()}"),
         ]
     part_of = {"app.kubernetes.io/part-of": "cilium"}
     agent = _daemonset("cilium", {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent", **part_of},
@@ -260,7 +270,7 @@ def _daemonset(name: str, labels: dict[str, str], image: str, *, container: str 
     }
 
 
-def _static_pod(component: str, node: str, port: int) -> dict[str, Any]:
+def _static_pod(component: str, node: str, port: int, version: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -274,7 +284,7 @@ def _static_pod(component: str, node: str, port: int) -> dict[str, Any]:
             "hostNetwork": True,
             "priorityClassName": "system-node-critical",
             "tolerations": _TOLERATE_ALL,
-            "containers": [{"name": component, "image": f"registry.k8s.io/{component}:{KUBERNETES_VERSION}"
+            "containers": [{"name": component, "image": f"registry.k8s.io/{component}:{version}"
                             if component != "etcd" else "registry.k8s.io/etcd:3.6.4-0",
                             "ports": [{"containerPort": port, "protocol": "TCP"}]}],
         },

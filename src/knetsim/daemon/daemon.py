@@ -42,9 +42,10 @@ from ..kubelet.kubelet import Kubelet
 from ..kubelet.podstart import PodStart
 from ..kubelet.streams import NodeStreams
 from ..model.timestamps import now_rfc3339
+from ..model.versions import serve_as
 from . import explorer, flows
 from .apiproxy import ApiProxy
-from .clusterconfig import InForce, adopt
+from .clusterconfig import InForce, adopt, with_version
 from .statedir import StateDirInUse, acquire, make_private, taken_ports
 from .tlscert import Pending, ensure_cert
 
@@ -168,6 +169,8 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     make_private(state)
     token = read_or_create_token(state)
     server = ApiServer(state, config, token)
+    # The controllers, the kubelet and every request: one version from start to stop (model/versions.py).
+    serve_as(server.kubernetes_version)
     manager = bring_up(server)
     tools = None  # the container's own (loaded with the first container that runs a command)
     kernel_mode = None
@@ -296,7 +299,7 @@ async def _main(args: argparse.Namespace, pending_cert: Pending | None = None) -
     make_private(state)
     try:
         lock_fd = acquire(state)
-        in_force = adopt(state, args.cluster_config)
+        in_force = with_version(adopt(state, args.cluster_config), args.kubernetes_version)
     except (StateDirInUse, ConfigError) as exc:
         log.error("%s", exc)
         if pending_cert is not None:
@@ -342,6 +345,8 @@ def main(argv: list[str] | None = None, pending_cert: Pending | None = None) -> 
     parser.add_argument("--kernel", default=None, help="iptables, nftables or config: pods as network namespaces")
     parser.add_argument("--cluster-config", default=None,
                         help="the cluster's shape, kept in the state directory the first time")
+    parser.add_argument("--kubernetes-version", default=None,
+                        help="MAJOR.MINOR the cluster runs (over the config's kubernetesVersion)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.versions import GATE, in_force
 from .model import (
     AffinityMemory,
     EndpointInfo,
@@ -177,7 +178,9 @@ class NftablesBackend:
                 for chain in (e.names.service, e.names.local, e.names.external, e.names.firewall):
                     services[chain] = e.info.name_string
             loopback = "::1" if view.ipv6 else "127.0.0.1"
-            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services)
+            node_ports = {(e.info.protocol.lower(), e.info.node_port): e.info.name_string
+                          for e in view.ports if e.info.node_port}
+            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services, node_ports)
 
         tracer = tracer_for(ruleset, packet, build)
         return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
@@ -470,11 +473,13 @@ class _Walk:
 
 
 class _Tracer:
-    def __init__(self, table: NftTable, local: set[str], node: str, services: dict[str, str]) -> None:
+    def __init__(self, table: NftTable, local: set[str], node: str, services: dict[str, str],
+                 node_ports: dict[tuple[str, int], str] | None = None) -> None:
         self.t = table
         self.local = local
         self.node = node
         self.services = services
+        self.node_ports = node_ports or {}  # (protocol, NodePort) -> the Service port's name
 
     def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport, memory=memory)
@@ -496,9 +501,35 @@ class _Tracer:
         elif w.verdict == "ACCEPT":
             result.verdict = "ACCEPT"
         else:
-            result.notes.append("no kube-proxy map entry matched: not a Service address/port on this node; "
-                                "the packet is routed unchanged")
+            localhost = self._localhost_node_port(packet)
+            result.notes.append(localhost or "no kube-proxy map entry matched: not a Service address/port on this "
+                                             "node; the packet is routed unchanged")
         return result
+
+    def _localhost_node_port(self, packet: Packet) -> str:
+        """Why ``localhost:<NodePort>`` finds nothing, as the version in force says (model/versions.py,
+        KubeProxyNFTablesLocalhostNodePorts): knetsim's kube-proxy runs with the default --nodeport-addresses
+        (`primary`), which leaves loopback out on every version."""
+        try:
+            loopback = ipaddress.ip_address(packet.dst).is_loopback
+        except ValueError:
+            return ""
+        service = self.node_ports.get((packet.proto.lower(), packet.dport))
+        if not loopback or service is None:
+            return ""
+        gate = GATE["KubeProxyNFTablesLocalhostNodePorts"]
+        version = in_force()
+        head = (f"{packet.dst}:{packet.dport} is NodePort {service} on localhost: kube-proxy's nftables mode "
+                "accepts NodePorts on the node's primary IP only (--nodeport-addresses primary)")
+        if version < gate.alpha:
+            return f"{head}, and Kubernetes {version} has no way to serve them on localhost; the packet is routed " \
+                   "unchanged and nothing listens"
+        if not version.enabled(gate.name):
+            return (f"{head}; Kubernetes {version} serves them there only with the alpha feature gate {gate.name} "
+                    "enabled and --nodeport-addresses primary,localhost; the packet is routed unchanged")
+        return (f"{head}; on Kubernetes {version} ({gate.name} on by default) --nodeport-addresses "
+                "primary,localhost would have kube-proxy's userspace proxy accept it (TCP only); the packet is "
+                "routed unchanged")
 
     def _chain(self, name: str, w: _Walk, prob: float) -> str:
         for text, ops in self.t.chains.get(name, ()):

@@ -5,6 +5,8 @@ Admission reads the version in force (``in_force()``) and asks the table, never 
     GATES      feature gates that change what the API server admits: alpha (off), beta (on by default), GA
                (locked on), each row citing its KEP and the change that moved it
     WARNINGS   warnings the API server sends from a version on (deprecations), with their text
+    RELEASES   what the live API server of each version says of itself: the patch release ``/version`` reports
+               and the aggregated discovery formats it serves
 
 The version in force is the newest unless a command says otherwise (``--kubernetes-version MAJOR.MINOR``): a
 ``ContextVar``, so one process can check a manifest against two versions one after the other, and a command's
@@ -93,6 +95,13 @@ GATES = (
     Gate("PreferSameTrafficDistribution", "KEP-3015", alpha=_v("1.33"), beta=_v("1.34"), ga=_v("1.35"),
          what="trafficDistribution accepts PreferSameZone (an alias of PreferClose) and PreferSameNode",
          source="kubernetes/kubernetes #130844 (alpha, 1.33), #134457 (GA, 1.35)"),
+    Gate("KubeProxyNFTablesLocalhostNodePorts", "KEP-6032", alpha=_v("1.37"), beta=_v("1.38"), ga=None,
+         what="kube-proxy's nftables mode serves NodePorts on localhost (127.0.0.1, ::1; TCP only, by a userspace "
+              "proxy on the loopback address) when --nodeport-addresses names loopback (`primary,localhost`); "
+              "the default `primary` still leaves localhost out",
+         source="kubernetes/website feature-gates/kube-proxy-nf-tables-localhost-node-ports.md (alpha, off, "
+                "1.37); kubernetes/kubernetes CHANGELOG-1.38 #142490 (beta, on by default); kubernetes/enhancements "
+                "keps/sig-network/6032-localhost-nodeport-userspace-proxy"),
 )
 GATE = {g.name: g for g in GATES}
 
@@ -106,12 +115,56 @@ WARNINGS = (
 )
 WARNING = {w.name: w for w in WARNINGS}
 
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One minor version as the live API server (``knetsim up``) serves it."""
+
+    version: KubernetesVersion
+    # The patch release /version reports (gitVersion v1.MINOR.PATCH). knetsim models a minor's behaviour, not
+    # its patches: the number is the release whose changelog the rows cite, .0 for every minor.
+    patch: int
+    # Aggregated discovery (apidiscovery.k8s.io) versions served, the preferred first.
+    discovery: tuple[str, ...]
+    source: str
+
+    @property
+    def git_version(self) -> str:
+        return f"v{self.version}.{self.patch}"
+
+
+_BOTH_DISCOVERY = ("v2", "v2beta1")
+RELEASES = (
+    *(Release(_v(minor), 0, _BOTH_DISCOVERY,
+              "KEP-3352 (aggregated discovery v2 GA in 1.30; v2beta1 still served beside it)")
+      for minor in SUPPORTED[:-1]),
+    Release(_v("1.38"), 0, ("v2",),
+            "kubernetes/kubernetes CHANGELOG-1.38 #141208: the apidiscovery.k8s.io/v2beta1 types and the "
+            "AggregatedDiscoveryRemoveBetaType gate are removed; only v2 is served"),
+)
+RELEASE = {str(r.version): r for r in RELEASES}
+
+
+def release(version: KubernetesVersion | None = None) -> Release:
+    """The live API server's row for ``version`` (default: the version in force)."""
+    return RELEASE[str(version or in_force())]
+
+
 _DEFAULT = _v(NEWEST)
 _IN_FORCE: ContextVar[KubernetesVersion | None] = ContextVar("knetsim_kubernetes_version", default=None)
 
 
 def in_force() -> KubernetesVersion:
     return _IN_FORCE.get() or _DEFAULT
+
+
+def serve_as(version: KubernetesVersion | str) -> KubernetesVersion:
+    """The version in force for the whole process where no ``using`` block says otherwise: the live cluster's
+    daemon is one version from start to stop, its controllers and every request alike."""
+    global _DEFAULT
+    _DEFAULT = parse(version) if isinstance(version, str) else version
+    return _DEFAULT
 
 
 @contextmanager
