@@ -174,3 +174,22 @@ def test_fqdn_match_pattern() -> None:
     assert not evaluate(s, CLIENT, "1.1.1.1", 443).allowed
     m = matrix(s, pods=True)
     assert "evaluated pair by pair under Cilium's deny-before-allow walk" in m.notes
+
+
+def test_lint_and_doctor_name_an_fqdn_rule_without_its_dns_rule() -> None:
+    from knetsim.policy.lint import lint
+
+    plain_dns = {"toPorts": [{"ports": [{"port": "53", "protocol": "UDP"}]}],
+                 "toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system",
+                                                  "k8s-app": "kube-dns"}}]}
+    s = build(client_policy("fqdn-no-dns-rule", egress=[TO_ONE_ONE, plain_dns]))
+    found = [f for f in lint(s) if f.code == "CiliumFQDNWithoutDNSRule"]
+    assert [(f.subject, f.severity) for f in found] == [("CiliumNetworkPolicy cilium-test/fqdn-no-dns-rule", "warning")]
+    assert found[0].message.startswith("egress[0].toFQDNs (matchName one.one.one.one) can never match for 2 pod(s) "
+                                       "(cilium-test/client, cilium-test/client2)")
+    fine = build(client_policy("fqdn", egress=[TO_ONE_ONE, DNS_RULE]))
+    assert not [f for f in lint(fine) if f.code == "CiliumFQDNWithoutDNSRule"]
+    doctor = Cluster.from_yaml(yaml.safe_dump_all([*PODS, client_policy("fqdn-no-dns-rule",
+                                                                        egress=[TO_ONE_ONE, plain_dns])]),
+                               config=ClusterConfig(dataplane="ebpf")).doctor()
+    assert "CiliumFQDNWithoutDNSRule" in {f.code for f in doctor.findings}

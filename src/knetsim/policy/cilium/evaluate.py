@@ -20,7 +20,7 @@ cluster are the cluster config's ``outside`` hosts (``cluster/outside.py``).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ...cluster.state import ClusterState
@@ -194,6 +194,37 @@ def fqdn_addresses(index: CiliumIndex, match: DNSMatch, pod: Pod, ctx: MatchCont
     return found, blind
 
 
+def representative_name(match: DNSMatch) -> str:
+    """A name ``match`` names: its matchName, or its pattern with each ``*`` filled in."""
+    if match.name:
+        return match.name
+    return "example.com" if match.pattern.strip(".") == "*" else match.pattern.replace("*", "x")
+
+
+@dataclass(frozen=True, slots=True)
+class BlindFQDN:
+    """A toFQDNs entry whose names no DNS rule lets the selected pods look up: it can never match."""
+
+    policy: str
+    rule: int
+    match: DNSMatch
+    pods: tuple[str, ...]
+
+
+def fqdns_without_dns_rule(index: CiliumIndex, pods: list[Pod],
+                           ctx_for: Callable[[Pod], MatchContext]) -> list[BlindFQDN]:
+    """Each toFQDNs entry of each policy whose selected pods cannot have Cilium's DNS proxy see the lookup."""
+    out = []
+    for policy in index.policies:
+        for rule, _, match in policy.fqdns:
+            name = representative_name(match)
+            blind = tuple(p.key for p in pods if policy in index.selecting(p, "egress", ctx_for(p))
+                          and not lookup_allowed(index, p, name, ctx_for(p)))
+            if blind:
+                out.append(BlindFQDN(policy.ref, rule, match, blind))
+    return out
+
+
 def _peer(index: CiliumIndex, policy: CiliumPolicy, rule: Rule, peer: Peer, ep: Endpoint, subject: Pod,
           ctx: MatchContext) -> bool:
     if peer.kind == "entity":
@@ -286,5 +317,5 @@ def side_set(index: CiliumIndex, direction: str, pod_ep: Endpoint, peer_ep: Endp
     return allowed - denied if denied else allowed
 
 
-__all__ = ["CiliumDecision", "CiliumHit", "CiliumIndex", "build", "decide_side", "fqdn_addresses",
-           "lookup_allowed", "side_set"]
+__all__ = ["BlindFQDN", "CiliumDecision", "CiliumHit", "CiliumIndex", "build", "decide_side", "fqdn_addresses",
+           "fqdns_without_dns_rule", "lookup_allowed", "representative_name", "side_set"]
