@@ -154,3 +154,14 @@ def test_kubectl_names_of_the_clusterwide_kind() -> None:
     info = BY_KIND["CiliumClusterwideNetworkPolicy"]
     assert (info.group, info.version, info.plural, info.namespaced, info.short_names) == (
         "cilium.io", "v2", "ciliumclusterwidenetworkpolicies", False, ("ccnp",))
+
+
+def test_lint_counts_a_clusterwide_default_deny() -> None:
+    from knetsim.policy.lint import lint
+
+    s = build(ccnp("deny-all", {"endpointSelector": {}, "ingress": [{}], "egress": [{}]}))
+    codes = {(f.code, f.subject): f for f in lint(s)}
+    # Every pod is selected: none is "selected by no policy" (the doctor advised a default deny it had).
+    assert not any(code == "PodsNotIsolated" for code, _ in codes)
+    blocked = codes[("DNSEgressBlocked", f"Namespace {TEST_NS}")]
+    assert "isolated for egress by CiliumClusterwideNetworkPolicy deny-all" in blocked.message

@@ -271,7 +271,8 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 answer = isolated[labels] = bool(
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
                     or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
-                    or _calico_selects(index, p))
+                    or _calico_selects(index, p) or _cilium_selects(index, p, INGRESS)
+                    or _cilium_selects(index, p, EGRESS))
             if not answer:
                 loose.append(p)
         if loose:
@@ -313,7 +314,7 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
-            if not index.selecting(pod, EGRESS):
+            if not index.selecting(pod, EGRESS) and not _cilium_selects(index, pod, EGRESS):
                 seen[key] = None
             else:
                 src = pod_endpoint(state, pod)
@@ -331,6 +332,9 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
         if not (udp and tcp):
             isolating.setdefault(pod.namespace, set()).update(
                 _subject(p) for p in index.selecting(pod, EGRESS) if p.kind == "NetworkPolicy")
+            if index.cilium is not None:
+                isolating[pod.namespace].update(p.ref for p in index.cilium.selecting(pod, EGRESS, index.ctx)
+                                                if p.isolates(EGRESS))
     for ns, bucket in sorted(by_ns.items()):
         names_of = sorted(isolating.get(ns, ()))
         listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
@@ -578,6 +582,11 @@ def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
 
     return any(selects(index.calico, p, pod, d, index.ctx) for tier in index.calico.policies.values() for p in tier
                for d in (INGRESS, EGRESS))
+
+
+def _cilium_selects(index: PolicyIndex, pod: Pod, direction: str) -> bool:
+    """Does a policy of Cilium's walk (a clusterwide one included) select ``pod`` for ``direction``?"""
+    return index.cilium is not None and bool(index.cilium.selecting(pod, direction, index.ctx))
 
 
 def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
