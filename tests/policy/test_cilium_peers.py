@@ -193,3 +193,14 @@ def test_lint_and_doctor_name_an_fqdn_rule_without_its_dns_rule() -> None:
                                                                         egress=[TO_ONE_ONE, plain_dns])]),
                                config=ClusterConfig(dataplane="ebpf")).doctor()
     assert "CiliumFQDNWithoutDNSRule" in {f.code for f in doctor.findings}
+
+
+def test_http_rules_still_answer_under_the_cilium_walk() -> None:
+    from knetsim.policy.l7 import http_allowed
+
+    s = build(client_policy("client-egress-to-fqdns-one-one-one-one", egress=[TO_ONE_ONE, DNS_RULE]))
+    ok, why = http_allowed(s, CLIENT, "1.1.1.1", 80, "GET", "/")
+    assert ok and "passes every HTTP rule" in why
+    denied, why = http_allowed(s, CLIENT, "1.1.1.1", 80, "POST", "/")
+    assert not denied
+    assert why.startswith("403 Access denied: POST / matches no HTTP rule for egress of cilium-test/client")

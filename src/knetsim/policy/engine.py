@@ -640,7 +640,10 @@ def _cilium_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     decision = cilium_walk.decide_side(index.cilium, direction, pod_ep, peer_ep, protocol, port,
                                        index.on_node(pod.node_name))
     refs = tuple((ref.split(" ", 1)[0], ref.split(" ", 1)[1]) for ref in decision.isolating)
-    return DirectionVerdict(direction, pod.key, True, decision.isolated, refs, decision.allowed, (), (),
+    # The allow rules that matched, in the NetworkPolicy shape l7.py reads (Cilium merges their HTTP rules).
+    allowed_by = tuple(RuleMatch(*hit.policy.split(" ", 1), direction, hit.rule, hit.peer, hit.port, "matches")
+                       for hit in decision.allows) if decision.isolated else ()
+    return DirectionVerdict(direction, pod.key, True, decision.isolated, refs, decision.allowed, allowed_by, (),
                             decision.reason(pod.key, direction), NETWORK_POLICY_TIER if decision.selecting
                             else DEFAULT_TIER, cilium=decision)
 

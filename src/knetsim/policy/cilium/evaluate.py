@@ -66,6 +66,8 @@ class CiliumDecision:
     denied_by: CiliumHit | None = None
     allowed_by: CiliumHit | None = None
     missing_dns: tuple[str, ...] = ()  # toFQDNs rules that would match if a DNS rule allowed the lookup
+    # Every allow rule that matches (the first is allowed_by): Cilium's proxy merges their HTTP rules (l7.py).
+    allows: tuple[CiliumHit, ...] = ()
 
     def reason(self, pod: str, direction: str) -> str:
         if self.denied_by is not None:
@@ -286,13 +288,15 @@ def decide_side(index: CiliumIndex, direction: str, pod_ep: Endpoint, peer_ep: E
             if peer is not None and number is not None:
                 return CiliumDecision(False, bool(isolating), refs, isolating,
                                       denied_by=CiliumHit(policy.ref, f"{direction}Deny", rule.index, peer, number))
+    allows = []
     for policy in selecting:
         for rule in policy.rules(direction) or ():
             peer = _first_peer(index, policy, rule, peer_ep, pod, ctx)
             number = _first_port(rule, protocol, port, dst) if peer is not None else None
             if peer is not None and number is not None:
-                return CiliumDecision(True, bool(isolating), refs, isolating,
-                                      allowed_by=CiliumHit(policy.ref, direction, rule.index, peer, number))
+                allows.append(CiliumHit(policy.ref, direction, rule.index, peer, number))
+    if allows:
+        return CiliumDecision(True, bool(isolating), refs, isolating, allowed_by=allows[0], allows=tuple(allows))
     missing = _missing_dns(index, selecting, peer_ep, pod, ctx) if direction == "egress" else ()
     return CiliumDecision(not isolating, bool(isolating), refs, isolating, missing_dns=missing)
 
