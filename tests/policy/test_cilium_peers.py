@@ -204,3 +204,17 @@ def test_http_rules_still_answer_under_the_cilium_walk() -> None:
     denied, why = http_allowed(s, CLIENT, "1.1.1.1", 80, "POST", "/")
     assert not denied
     assert why.startswith("403 Access denied: POST / matches no HTTP rule for egress of cilium-test/client")
+
+
+def test_to_nodes_selects_node_addresses_by_label() -> None:
+    s = build(client_policy("to-cp", egress=[{"toNodes": [
+        {"matchLabels": {"node-role.kubernetes.io/control-plane": ""}}]}]))
+    assert evaluate(s, CLIENT, CONTROL_PLANE, 10250).allowed
+    assert not evaluate(s, CLIENT, WORKER2, 10250).allowed
+
+
+def test_fields_not_simulated_are_named_on_every_answer() -> None:
+    s = build(client_policy("icmp", egress=[{"toEntities": ["world"], "icmps": [{"fields": [{"type": 8}]}]}]))
+    v = evaluate(s, CLIENT, "1.1.1.1", 443)
+    assert v.allowed
+    assert any("CiliumNetworkPolicy cilium-test/icmp: spec.egress[0].icmps: not simulated" in n for n in v.notes)

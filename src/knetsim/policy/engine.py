@@ -175,6 +175,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
                 problems.append(f"{obj.source}: {ref}: {exc}")
                 continue
             cilium_policies.extend(read)
+            problems += [f"{obj.source}: {ref}: {field}: not simulated (this answer reads the rest of the rule)"
+                         for p in read for field in p.unsimulated]
             policies.extend(p.policy for p in read if not p.clusterwide)
     by_ns: dict[str, list[Policy]] = {}
     for p in policies:

@@ -91,6 +91,7 @@ class CiliumPolicy:
     dns: tuple[tuple[int, int, tuple[DNSMatch, ...]], ...] = ()
     # peers the Cilium walk must match itself: toServices -> its description; toFQDNs -> the DNSMatch
     fqdns: tuple[tuple[int, int, DNSMatch], ...] = ()  # (egress rule, peer index, match)
+    unsimulated: tuple[str, ...] = ()  # fields read but not simulated, by path: named on every answer
 
     @property
     def ref(self) -> str:
@@ -138,7 +139,7 @@ class CiliumPolicy:
         for direction in ("ingress", "egress"):
             for rule in self.rules(direction) or ():
                 for peer in rule.peers or ():
-                    if peer.kind in ("service", "fqdn") or (peer.kind == "entity"
+                    if peer.kind in ("service", "fqdn", "nodes") or (peer.kind == "entity"
                                                            and peer.entity not in BASIC_ENTITIES):
                         return True
         return False
@@ -252,12 +253,28 @@ def _service_peer(index: int, namespace: str, raw: Any, where: str) -> Peer:
     raise CiliumPolicyError(f"{where}: must set k8sService or k8sServiceSelector")
 
 
+# Fields of a rule (pkg/policy/api/ingress.go, egress.go, l4.go) knetsim reads but does not simulate.
+_UNSIMULATED_RULE_FIELDS = ("Requires", "Groups")
+_UNSIMULATED = ("icmps", "authentication")
+_UNSIMULATED_PORT_FIELDS = ("terminatingTLS", "originatingTLS", "serverNames", "listener")
+_UNSIMULATED_L7 = ("kafka", "l7", "l7proto")
+
+
 def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, deny: bool = False,
           dns: list[tuple[int, int, tuple[DNSMatch, ...]]] | None = None,
-          fqdns: list[tuple[int, int, DNSMatch]] | None = None) -> Rule:
+          fqdns: list[tuple[int, int, DNSMatch]] | None = None, unsimulated: list[str] | None = None) -> Rule:
     if not isinstance(raw, Mapping):
         raise CiliumPolicyError(f"{where}: must be an object")
     side = "from" if direction == "ingress" else "to"
+    if unsimulated is not None:
+        unsimulated += [f"{where}.{side}{f}" for f in _UNSIMULATED_RULE_FIELDS if raw.get(f"{side}{f}")]
+        unsimulated += [f"{where}.{f}" for f in _UNSIMULATED if raw.get(f)]
+        for i, entry in enumerate(raw.get("toPorts") or []):
+            if isinstance(entry, Mapping):
+                unsimulated += [f"{where}.toPorts[{i}].{f}" for f in _UNSIMULATED_PORT_FIELDS if entry.get(f)]
+                rules = entry.get("rules")
+                if isinstance(rules, Mapping):
+                    unsimulated += [f"{where}.toPorts[{i}].rules.{f}" for f in _UNSIMULATED_L7 if rules.get(f)]
     peers: list[Peer] = []
     for sel in raw.get(f"{side}Endpoints") or []:
         peers.append(_endpoint_peer(len(peers), namespace, sel, f"{where}.{side}Endpoints[{len(peers)}]"))
@@ -266,6 +283,10 @@ def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, d
             raise CiliumPolicyError(f"{where}.{side}Entities: Unsupported value: {entity!r}: "
                                     f"supported values: {', '.join(ENTITIES)}")
         peers.append(Peer(len(peers), "entity", entity=str(entity)))
+    for i, sel in enumerate(raw.get(f"{side}Nodes") or []):
+        # The addresses of the nodes the selector picks by their labels (ingress.go FromNodes, egress.go ToNodes).
+        node_selector, _, _ = _split_selector(sel, f"{where}.{side}Nodes[{i}]")
+        peers.append(Peer(len(peers), "nodes", pod_selector=node_selector))
     for cidr in raw.get(f"{side}CIDR") or []:
         peers.append(Peer(len(peers), "ipblock", ip_range=ip_range(str(cidr))))
     for i, block in enumerate(raw.get(f"{side}CIDRSet") or []):
@@ -274,7 +295,7 @@ def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, d
                                     "simulated)")
         peers.append(Peer(len(peers), "ipblock", ip_range=ip_range(str(block.get("cidr")),
                                                                    tuple(str(e) for e in block.get("except") or ()))))
-    l3 = ["Endpoints", "Entities", "CIDR", "CIDRSet"]
+    l3 = ["Endpoints", "Entities", "CIDR", "CIDRSet", "Nodes"]
     if direction == "egress":
         l3 += ["Services", "FQDNs"]
         for i, svc in enumerate(raw.get("toServices") or []):
@@ -341,13 +362,14 @@ def read(obj: Object) -> list[CiliumPolicy]:
         directions: dict[str, tuple[Rule, ...] | None] = {}
         dns: list[tuple[int, int, tuple[DNSMatch, ...]]] = []
         fqdns: list[tuple[int, int, DNSMatch]] = []
+        unsimulated: list[str] = []
         for direction in ("ingress", "egress", "ingressDeny", "egressDeny"):
             rules = spec.get(direction)
             base = direction.removesuffix("Deny")
             deny = direction != base
             directions[direction] = None if not rules else tuple(
                 _rule(i, namespace, r, base, f"{where}.{direction}[{i}]", deny=deny,
-                      dns=None if deny else dns, fqdns=None if deny else fqdns)
+                      dns=None if deny else dns, fqdns=None if deny else fqdns, unsimulated=unsimulated)
                 for i, r in enumerate(rules))
         default_deny = spec.get("enableDefaultDeny")
         ingress_dd = _flag(default_deny, "ingress", f"{where}.enableDefaultDeny")
@@ -356,7 +378,8 @@ def read(obj: Object) -> list[CiliumPolicy]:
         policy = Policy(obj.kind if clusterwide else KIND, namespace, name, selector, directions["ingress"],
                         directions["egress"], obj.source)
         out.append(CiliumPolicy(policy, clusterwide, namespaces, directions["ingressDeny"], directions["egressDeny"],
-                                ingress_dd is not False, egress_dd is not False, tuple(dns), tuple(fqdns)))
+                                ingress_dd is not False, egress_dd is not False, tuple(dns), tuple(fqdns),
+                                tuple(unsimulated)))
     return out
 
 
