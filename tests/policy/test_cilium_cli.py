@@ -94,3 +94,20 @@ def test_matrix_includes_them(files: tuple[str, str]) -> None:
     assert ("cilium-test/client", "cilium-test/echo") not in pairs
     assert pairs[("cilium-test/echo", "cilium-test/client")] == "all"  # ingress: all, and no deny for a pod
     assert "evaluated pair by pair under Cilium's deny-before-allow walk" in data["notes"]
+
+
+def test_trace_stops_at_the_deny_rule(tmp_path: Path) -> None:
+    from .helpers import service
+
+    objects = [dict(o) for o in OBJECTS]
+    objects[-1] = {**objects[-1], "spec": {**objects[-1]["spec"], "egress": [{"toEntities": ["all"]}]}}
+    manifests = tmp_path / "app.yaml"
+    manifests.write_text(yaml.safe_dump_all([*objects, service("cilium-test/echo", {"kind": "echo"}, 8080, 8080)]))
+    config = tmp_path / "cluster.yaml"
+    config.write_text("dataplane: ebpf\n")  # Cilium with its kube-proxy replacement
+    out = run("trace", "-f", str(manifests), "--cluster-config", str(config), "--from", "cilium-test/client",
+              "http://echo.cilium-test:8080/")
+    assert ("✗ policy     egress of cilium-test/client: denied by CiliumNetworkPolicy "
+            "cilium-test/client-egress-to-echo-deny egressDeny[0].to[0].toPorts.ports[0] (Cilium: a deny rule wins "
+            "over every allow) — the packet is dropped") in out.output
+    assert "no allow rule overrides a deny: narrow or remove that deny rule" in out.output
