@@ -111,3 +111,17 @@ def test_trace_stops_at_the_deny_rule(tmp_path: Path) -> None:
             "cilium-test/client-egress-to-echo-deny egressDeny[0].to[0].toPorts.ports[0] (Cilium: a deny rule wins "
             "over every allow) — the packet is dropped") in out.output
     assert "no allow rule overrides a deny: narrow or remove that deny rule" in out.output
+
+
+def test_describe_a_plain_cilium_policy_without_kube_proxy_replacement(tmp_path: Path) -> None:
+    plain = cnp("cilium-test/echo-from-client", {"endpointSelector": {"matchLabels": {"kind": "echo"}},
+                                                 "ingress": [{"fromEndpoints": [{"matchLabels": {"kind": "client"}}]}]})
+    manifests = tmp_path / "app.yaml"
+    manifests.write_text(yaml.safe_dump_all([*OBJECTS[:3], plain]))
+    config = tmp_path / "cluster.yaml"
+    config.write_text("cni: cilium\n")
+    on_cilium = run("policy", "describe", "-f", str(manifests), "--cluster-config", str(config),
+                    "cilium-test/echo-from-client")
+    assert on_cilium.exit_code == 0 and "not enforced" not in on_cilium.output
+    elsewhere = run("policy", "describe", "-f", str(manifests), "cilium-test/echo-from-client")
+    assert "Note: not enforced: the data plane is iptables, which has no Cilium" in elsewhere.output

@@ -366,8 +366,10 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
             policies.extend(cilium.parse(obj))
         except cilium.CiliumPolicyError as exc:
             raise PolicyInputError(f"{obj.source}: {cilium.KIND} {key}: {exc}") from None
-        if state.config.dataplane != "ebpf":
-            notes.append(f"not enforced: the data plane is {state.config.dataplane}, which has no Cilium")
+        cni = build_index(state).cni
+        if cni.name != "cilium":  # Cilium with or without its kube-proxy replacement enforces it
+            notes.append(f"not enforced: the data plane is {state.config.dataplane}, which has no Cilium (the "
+                         f"cluster's {cni.text()})")
     ctx = build_index(state).ctx
     out = []
     for policy in policies:
