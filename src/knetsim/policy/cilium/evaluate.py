@@ -126,7 +126,7 @@ def _service_addresses(state: ClusterState, peer: Peer) -> frozenset[str]:
     """The endpoint addresses of the Service(s) a ``toServices`` peer names (service.go: the backends)."""
     if "/" in peer.entity:
         namespace, _, name = peer.entity.partition("/")
-        chosen = [s for s in state.services.values() if s.name == name and namespace in ("*", s.namespace)]
+        chosen = [s for s in state.services.values() if s.name == name and namespace == s.namespace]
     else:
         namespace = peer.entity.partition(":")[0]
         chosen = [s for s in state.services.values() if namespace in ("*", s.namespace)

@@ -244,10 +244,13 @@ def _service_peer(index: int, namespace: str, raw: Any, where: str) -> Peer:
         name = str(svc.get("serviceName") or "")
         if not name:
             raise CiliumPolicyError(f"{where}.k8sService.serviceName: Required value")
-        return Peer(index, "service", entity=f"{svc.get('namespace') or namespace or '*'}/{name}")
+        # service.go K8sServiceNamespace.Matches: name and namespace must both equal; a namespaced policy's unset
+        # namespace is its own, a clusterwide policy's stays "" and matches no Service.
+        return Peer(index, "service", entity=f"{svc.get('namespace') or namespace}/{name}")
     if isinstance(raw.get("k8sServiceSelector"), Mapping):
         sel = raw["k8sServiceSelector"]
         pod, _, _ = _split_selector((sel.get("selector") or {}), f"{where}.k8sServiceSelector.selector")
+        # service.go K8sServiceSelectorNamespace.Matches: an unset namespace is every namespace ("*").
         return Peer(index, "service", pod_selector=pod,
                     entity=f"{sel.get('namespace') or namespace or '*'}:{pod.formatted() or 'every Service'}")
     raise CiliumPolicyError(f"{where}: must set k8sService or k8sServiceSelector")
