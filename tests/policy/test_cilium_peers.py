@@ -218,3 +218,27 @@ def test_fields_not_simulated_are_named_on_every_answer() -> None:
     v = evaluate(s, CLIENT, "1.1.1.1", 443)
     assert v.allowed
     assert any("CiliumNetworkPolicy cilium-test/icmp: spec.egress[0].icmps: not simulated" in n for n in v.notes)
+
+
+@pytest.mark.parametrize(("pattern", "name", "matches"), [
+    # Cilium's matchPattern (pkg/fqdn/matchpattern): "*" is one label's characters, never a dot.
+    ("*.cilium.io", "docs.cilium.io", True), ("*.cilium.io", "cilium.io", False),
+    ("*.cilium.io", "a.b.cilium.io", False), ("*", "anything.example", True),
+    ("**.cilium.io", "a.b.cilium.io", True), ("**.cilium.io", "cilium.io", False),
+    ("sub*.example.com", "subdomain.example.com", True), ("sub*.example.com", "other.example.com", False),
+])
+def test_match_pattern(pattern: str, name: str, matches: bool) -> None:
+    from knetsim.policy.cilium import DNSMatch
+
+    assert DNSMatch(pattern=pattern).matches(name) is matches
+    assert DNSMatch(pattern=pattern).matches(name.upper() + ".") is matches  # case and the trailing dot aside
+
+
+def test_a_dns_rule_is_useless_when_the_dns_servers_ingress_drops_the_query() -> None:
+    locked_dns = cnp("kube-system/lock-dns", {"endpointSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                                              "ingressDeny": [{"fromEndpoints": [
+                                                  {"matchLabels": {"io.kubernetes.pod.namespace": NS}}]}],
+                                              "ingress": [{"fromEntities": ["all"]}]})
+    s = build(locked_dns, client_policy("fqdn", egress=[TO_ONE_ONE, DNS_RULE]))
+    v = evaluate(s, CLIENT, "1.1.1.1", 80)
+    assert not v.allowed and "Cilium's DNS proxy never sees the lookup" in v.egress.reason

@@ -19,6 +19,7 @@ cluster are the cluster config's ``outside`` hosts (``cluster/outside.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -165,7 +166,9 @@ def _entity(entity: str, ep: Endpoint, ctx: MatchContext, index: CiliumIndex) ->
 
 def lookup_allowed(index: CiliumIndex, pod: Pod, name: str, ctx: MatchContext) -> bool:
     """Does Cilium's DNS proxy see (and allow) ``pod``'s lookup of ``name``? An egress rule of a policy
-    selecting the pod must let it reach a DNS server on port 53 with a ``rules.dns`` entry matching it."""
+    selecting the pod must let it reach a DNS server on port 53 with a ``rules.dns`` entry matching it, and the
+    query must get there: no deny rule drops it, and the server's own ingress admits it."""
+    src = Endpoint("pod", pod.pod_ip, pod, pod.node_name)
     for policy in index.selecting(pod, "egress", ctx):
         for rule in policy.rules("egress") or ():
             for port in rule.ports or ():
@@ -173,11 +176,17 @@ def lookup_allowed(index: CiliumIndex, pod: Pod, name: str, ctx: MatchContext) -
                 if not allowlist or not any(m.matches(name) for m in allowlist):
                     continue
                 for server in index.dns_servers:
-                    if not any(port.matches(proto, DNS_PORT, server) for proto in ("UDP", "TCP")):
-                        continue
-                    if rule.peers is None or any(_peer(index, policy, rule, p, server, pod, ctx)
-                                                 for p in rule.peers):
-                        return True
+                    for proto in ("UDP", "TCP"):
+                        if not port.matches(proto, DNS_PORT, server):
+                            continue
+                        if rule.peers is not None and not any(_peer(index, policy, rule, p, server, pod, ctx)
+                                                              for p in rule.peers):
+                            continue
+                        assert server.pod is not None
+                        there = dataclasses.replace(ctx, local_node=server.node)
+                        if decide_side(index, "egress", src, server, proto, DNS_PORT, ctx).allowed and \
+                                decide_side(index, INGRESS, server, src, proto, DNS_PORT, there).allowed:
+                            return True
     return False
 
 

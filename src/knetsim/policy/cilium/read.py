@@ -68,8 +68,12 @@ class DNSMatch:
         pattern = self.pattern.lower().rstrip(".")
         if pattern == "*":
             return True  # a lone "*" is every name (pkg/fqdn/matchpattern)
+        prefix = ""
+        if pattern.startswith("**."):
+            # "**." is one or more whole labels, any depth (pkg/fqdn/matchpattern, Cilium 1.16 and later).
+            prefix, pattern = r"(?:[-a-z0-9_]+\.)+", pattern[3:]
         # "*" stands for the characters a DNS label may hold, never a dot (pkg/fqdn/matchpattern).
-        regex = "".join("[-a-z0-9_]*" if c == "*" else re.escape(c) for c in pattern)
+        regex = prefix + "".join("[-a-z0-9_]*" if c == "*" else re.escape(c) for c in pattern)
         return re.fullmatch(regex, name) is not None
 
     def describe(self) -> str:
