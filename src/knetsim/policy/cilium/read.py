@@ -66,11 +66,12 @@ class DNSMatch:
         if self.name:
             return name == self.name.lower().rstrip(".")
         pattern = self.pattern.lower().rstrip(".")
-        if pattern == "*":
-            return True  # a lone "*" is every name (pkg/fqdn/matchpattern)
+        if pattern in ("*", "**"):
+            return True  # a lone "*" (or "**") is every name (pkg/fqdn/matchpattern)
         prefix = ""
         if pattern.startswith("**."):
-            # "**." is one or more whole labels, any depth (pkg/fqdn/matchpattern, Cilium 1.16 and later).
+            # "**." is one or more whole labels, any depth (pkg/fqdn/matchpattern's dnsWildcardREGroup, in the
+            # releases that have it; older ones reject "**").
             prefix, pattern = r"(?:[-a-z0-9_]+\.)+", pattern[3:]
         # "*" stands for the characters a DNS label may hold, never a dot (pkg/fqdn/matchpattern).
         regex = prefix + "".join("[-a-z0-9_]*" if c == "*" else re.escape(c) for c in pattern)
