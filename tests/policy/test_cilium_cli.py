@@ -125,3 +125,17 @@ def test_describe_a_plain_cilium_policy_without_kube_proxy_replacement(tmp_path:
     assert on_cilium.exit_code == 0 and "not enforced" not in on_cilium.output
     elsewhere = run("policy", "describe", "-f", str(manifests), "cilium-test/echo-from-client")
     assert "Note: not enforced: the data plane is iptables, which has no Cilium" in elsewhere.output
+
+
+def test_policy_check_allowed_under_the_walk_names_each_rule_once(files: tuple[str, str]) -> None:
+    manifests, config = files
+    allow_all = cnp("cilium-test/client-egress-all", {"endpointSelector": {"matchLabels": {"kind": "client"}},
+                                                      "egress": [{"toEntities": ["all"]}]})
+    extra = Path(manifests).with_name("extra.yaml")
+    extra.write_text(yaml.safe_dump(allow_all))
+    out = run("policy", "check", "-f", manifests, "-f", str(extra), "--cluster-config", config,
+              "--from", "cilium-test/client", "--to", "cilium-test/echo", "--port", "9090")
+    assert out.exit_code == 0
+    assert out.output.count("CiliumNetworkPolicy cilium-test/client-egress-all egress[0]") == 1
+    assert ("ingress of cilium-test/echo: allowed by CiliumClusterwideNetworkPolicy external-lockdown "
+            "ingress[0].from[0]\n") in out.output
