@@ -12,8 +12,10 @@ Semantics (networking.k8s.io/v1 API reference and the "Network Policies" concept
 * hostNetwork pods are not subject to pod policies and are not matched by pod or
   namespace selectors: their traffic is node traffic ("the most common implementation",
   as the concept page puts it), matched only by ipBlocks;
-* on the ``ebpf`` data plane (Cilium) CiliumNetworkPolicies are enforced together with
-  NetworkPolicies (same union), and ipBlocks do not match pod or node IPs;
+* on a Cilium cluster (``ebpf``, or ``cni: cilium``) CiliumNetworkPolicies are enforced together
+  with NetworkPolicies (same union), and ipBlocks do not match pod or node IPs; where a Cilium
+  policy needs more (deny rules, CiliumClusterwideNetworkPolicy, entities, toServices, toFQDNs,
+  enableDefaultDeny false), Cilium's own walk decides each side, deny before allow (``cilium/``);
 * ClusterNetworkPolicies (and the v1alpha1 AdminNetworkPolicy / BaselineAdminNetworkPolicy)
   wrap that union in tiers on each side: Admin tier, NetworkPolicy, Baseline tier, default
   allow (``tiers.py``). Cilium does not implement them: on ``ebpf`` they are not enforced.
