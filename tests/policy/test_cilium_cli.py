@@ -139,3 +139,15 @@ def test_policy_check_allowed_under_the_walk_names_each_rule_once(files: tuple[s
     assert out.output.count("CiliumNetworkPolicy cilium-test/client-egress-all egress[0]") == 1
     assert ("ingress of cilium-test/echo: allowed by CiliumClusterwideNetworkPolicy external-lockdown "
             "ingress[0].from[0]\n") in out.output
+
+
+def test_describe_names_a_host_policy_spec_left_out(tmp_path: Path) -> None:
+    two = {"apiVersion": "cilium.io/v2", "kind": "CiliumClusterwideNetworkPolicy", "metadata": {"name": "two"},
+           "specs": [{"endpointSelector": {"matchLabels": {"kind": "echo"}}, "ingress": [{}]},
+                     {"nodeSelector": {}, "ingress": [{"fromEntities": ["cluster"]}]}]}
+    manifests = tmp_path / "app.yaml"
+    manifests.write_text(yaml.safe_dump_all([*OBJECTS[:3], two]))
+    out = run("policy", "describe", "-f", str(manifests), "ccnp/two")
+    assert out.exit_code == 0
+    assert "Note: specs[1].nodeSelector: host policies (a node's own traffic) are not simulated" in out.output
+    assert "Name:         two#specs[0]" in out.output

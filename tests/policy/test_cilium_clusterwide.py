@@ -87,8 +87,12 @@ def test_specs_and_a_host_policy() -> None:
         {"endpointSelector": {"matchLabels": {"kind": "echo"}}, "ingress": [{}]},
         {"nodeSelector": {}, "ingress": [{"fromEntities": ["cluster"]}]}]})
     index = policy_index(s)
-    assert any("specs[1].nodeSelector: host policies (a node's own traffic) are not simulated" in p
-               for p in index.problems)
+    assert any("specs[1].nodeSelector: host policies (a node's own traffic) are not simulated: this spec is left "
+               "out" in p for p in index.problems)
+    # The other spec still counts: echo pods are in default deny for ingress.
+    v = evaluate(s, f"{TEST_NS}/client", "other/echo", 8080)
+    assert not v.allowed and "CiliumClusterwideNetworkPolicy two#specs[0]" in v.ingress.reason
+    assert any("ignored:" in n and "nodeSelector" in n for n in v.notes)
 
 
 @pytest.mark.parametrize("config", CILIUM)

@@ -309,11 +309,11 @@ def _describe_cilium(state: ClusterState, kind: str, key: str) -> list[CiliumPol
     if obj is None:
         return []
     try:
-        read = cilium.read(obj)
+        read, left_out = cilium.read_with_notes(obj)
     except cilium.CiliumPolicyError as exc:
         raise PolicyInputError(f"{obj.source}: {kind} {key}: {exc} (the policy is ignored)") from None
     index = build_index(state)
-    return describe_cilium(state, read, index.ctx, index.cni.text(), index.cni.name == cnis.CILIUM)
+    return describe_cilium(state, read, index.ctx, index.cni.text(), index.cni.name == cnis.CILIUM, left_out)
 
 
 # --- entry point -------------------------------------------------------------------------------

@@ -172,13 +172,12 @@ def build_index(state: ClusterState) -> PolicyIndex:
                 unenforced.append(ref)
                 continue
             try:
-                read = cilium.read(obj)
+                read, left_out = cilium.read_with_notes(obj)
             except (cilium.CiliumPolicyError, ValueError) as exc:
                 problems.append(f"{obj.source}: {ref}: {exc}")
                 continue
             cilium_policies.extend(read)
-            problems += [f"{obj.source}: {ref}: {field}: not simulated (this answer reads the rest of the rule)"
-                         for p in read for field in p.unsimulated]
+            problems += [f"{obj.source}: {ref}: {note}" for note in left_out]
             policies.extend(p.policy for p in read if not p.clusterwide)
     by_ns: dict[str, list[Policy]] = {}
     for p in policies:

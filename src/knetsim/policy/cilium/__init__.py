@@ -12,7 +12,9 @@ from .read import (
     http_rule_matches,
     parse,
     read,
+    read_with_notes,
 )
 
 __all__ = ["CLUSTERWIDE_KIND", "ENTITIES", "KIND", "KINDS", "CiliumPolicy", "CiliumPolicyError", "DNSMatch",
-           "http_rule_matches", "parse", "read"]
+           "http_rule_matches", "parse", "read",
+           "read_with_notes"]

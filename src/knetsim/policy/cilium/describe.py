@@ -131,7 +131,9 @@ def _rules(state: ClusterState, policy: CiliumPolicy, ctx: MatchContext) -> tupl
 
 
 def describe_cilium(state: ClusterState, policies: list[CiliumPolicy], ctx: MatchContext, cni: str,
-                    enforced: bool) -> list[CiliumPolicyDescription]:
+                    enforced: bool, left_out: list[str] | None = None) -> list[CiliumPolicyDescription]:
+    """One description per spec; ``left_out``: the fields (or host-policy specs) knetsim does not simulate,
+    named on each."""
     out = []
     for policy in policies:
         p = policy.policy
@@ -146,8 +148,8 @@ def describe_cilium(state: ClusterState, policies: list[CiliumPolicy], ctx: Matc
         selected = tuple(x.key for x in pods if not x.host_network
                          and policy.selects(x, ctx.namespace_labels(x.namespace)))
         default_deny = tuple((d, policy.isolates(d)) for d in ("ingress", "egress") if policy.applies(d))
-        notes = () if enforced else (f"not enforced: the cluster's {cni} is not Cilium (set cni: cilium, or "
-                                     "dataplane: ebpf)",)
+        notes = tuple(left_out or ()) + (() if enforced else (
+            f"not enforced: the cluster's {cni} is not Cilium (set cni: cilium, or dataplane: ebpf)",))
         out.append(CiliumPolicyDescription(p.kind, p.namespace, p.name, applies, selected, default_deny,
                                            _rules(state, policy, ctx), cni, notes))
     return out

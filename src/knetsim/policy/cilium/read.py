@@ -351,7 +351,12 @@ def _flag(raw: Any, field: str, where: str) -> bool | None:
 
 def read(obj: Object) -> list[CiliumPolicy]:
     """The policies of one CiliumNetworkPolicy or CiliumClusterwideNetworkPolicy (``spec`` and each of
-    ``specs``). Raises CiliumPolicyError naming the field."""
+    ``specs``; a host policy's spec left out, see ``read_with_notes``). Raises CiliumPolicyError naming the field."""
+    return read_with_notes(obj)[0]
+
+
+def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
+    """``read``, and the fields left out by path (a host policy's whole spec; fields read but not simulated)."""
     raw = obj.raw
     clusterwide = obj.kind == CLUSTERWIDE_KIND
     namespace = "" if clusterwide else obj.namespace
@@ -359,12 +364,15 @@ def read(obj: Object) -> list[CiliumPolicy]:
     if isinstance(raw.get("spec"), Mapping):
         specs.append(("spec", raw["spec"]))
     specs += [(f"specs[{i}]", s) for i, s in enumerate(raw.get("specs") or [])]
-    out = []
+    out: list[CiliumPolicy] = []
+    notes: list[str] = []
     for where, spec in specs:
         if not isinstance(spec, Mapping):
             raise CiliumPolicyError(f"{where}: must be an object")
         if "nodeSelector" in spec:
-            raise CiliumPolicyError(f"{where}.nodeSelector: host policies (a node's own traffic) are not simulated")
+            notes.append(f"{where}.nodeSelector: host policies (a node's own traffic) are not simulated: this spec is "
+                         "left out")
+            continue
         selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector")
         namespaces = Selector(tuple(sorted(pod_ns + ns_labels, key=lambda r: r.key))) if clusterwide else None
         directions: dict[str, tuple[Rule, ...] | None] = {}
@@ -388,7 +396,9 @@ def read(obj: Object) -> list[CiliumPolicy]:
         out.append(CiliumPolicy(policy, clusterwide, namespaces, directions["ingressDeny"], directions["egressDeny"],
                                 ingress_dd is not False, egress_dd is not False, tuple(dns), tuple(fqdns),
                                 tuple(unsimulated)))
-    return out
+    for policy in out:
+        notes += [f"{field}: not simulated (this answer reads the rest of the rule)" for field in policy.unsimulated]
+    return out, notes
 
 
 def parse(obj: Object) -> list[Policy]:
