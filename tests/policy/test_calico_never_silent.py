@@ -98,12 +98,13 @@ def test_a_namespaced_policy_caveats_only_verdicts_with_an_end_in_its_namespace(
     assert not evaluate(s, "other/c", "other/c", 80).caveats
 
 
-def test_cilium_clusterwide_policies_are_caveated_on_cilium_and_elsewhere() -> None:
+def test_cilium_clusterwide_policies_are_evaluated_on_cilium_and_named_elsewhere() -> None:
     on_cilium = evaluate(build(CCNP, dataplane="ebpf"), "shop/a", "shop/b", 80)
-    assert [c.enforced for c in on_cilium.caveats] == [True]
-    assert "enforced by Cilium, but knetsim does not evaluate this kind yet" in on_cilium.caveats[0].reason
+    assert not on_cilium.allowed and not on_cilium.caveats  # evaluated (policy/cilium/), no longer a caveat
+    assert "denied by CiliumClusterwideNetworkPolicy ccnp ingressDeny[0]" in on_cilium.ingress.reason
     elsewhere = evaluate(build(CCNP), "shop/a", "shop/b", 80)
-    assert [c.enforced for c in elsewhere.caveats] == [False]
+    assert elsewhere.allowed
+    assert any(n.startswith("CiliumClusterwideNetworkPolicy ccnp is not enforced") for n in elsewhere.notes)
 
 
 def test_an_unknown_network_policy_kind_is_named() -> None:

@@ -91,6 +91,9 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
     KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+    # Cluster-scoped (cilium/cilium pkg/k8s/apis/cilium.io/v2 CiliumClusterwideNetworkPolicy; short names ccnp).
+    KindInfo("CiliumClusterwideNetworkPolicy", "cilium.io", "v2", "ciliumclusterwidenetworkpolicies", False,
+             ("ccnp",)),
     # The CRDs of the custom kinds (model.apis): served live, knetsim's own from the start; one in the input
     # or applied by a client takes over its kind.
     KindInfo("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False,

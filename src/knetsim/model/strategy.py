@@ -357,6 +357,7 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
       for kind in ("SecurityPolicy", "BackendTrafficPolicy", "ClientTrafficPolicy")),
     # cilium.io/v2, a custom resource on a real cluster (knetsim serves it without its CRD).
     Strategy("CiliumNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
+    Strategy("CiliumClusterwideNetworkPolicy", generation=True, status=StatusPolicy.CLIENT),
     # core/v1 Events skip ObjectMeta's name rule (ValidateEventCreate, "backwards compatibility").
     Strategy("Event", validate=validation.validate_event, name_rule=is_path_segment_name),
     # networking.k8s.io/v1: the Service IP ranges (status Ready from the servicecidrs controller), and one object

@@ -66,7 +66,7 @@ ENFORCES_NETWORK_POLICY = frozenset({KINDNET, CALICO, CILIUM, ANTREA})
 ENFORCES_CLUSTER_POLICY = frozenset({KINDNET, CALICO, ANTREA})
 # The kinds each CNI enforces that knetsim evaluates (beside NetworkPolicy and the cluster tiers).
 EVALUATED: dict[str, frozenset[tuple[str, str]]] = {
-    CILIUM: frozenset({("cilium.io", "CiliumNetworkPolicy")}),
+    CILIUM: frozenset({("cilium.io", "CiliumNetworkPolicy"), ("cilium.io", "CiliumClusterwideNetworkPolicy")}),
     CALICO: frozenset({(g, k) for g in ("projectcalico.org", "crd.projectcalico.org")
                        for k in ("NetworkPolicy", "GlobalNetworkPolicy")}),
 }
@@ -265,11 +265,11 @@ def _reason(obj: PolicyObject, cni: ClusterCNI) -> tuple[bool, str] | None:
 
 
 def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject]) -> tuple[Caveat, ...]:
-    """A caveat for each policy object the answers leave out (CiliumNetworkPolicy excepted: the engine names
-    it where it is not enforced, and evaluates it on Cilium)."""
+    """A caveat for each policy object the answers leave out (Cilium's two kinds excepted: the engine names
+    them where they are not enforced, and evaluates them on Cilium)."""
     out = []
     for obj in objects:
-        if obj.group == "cilium.io" and obj.kind == "CiliumNetworkPolicy":
+        if obj.group == "cilium.io" and obj.kind in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"):
             continue
         found = _reason(obj, cni)
         if found is not None:

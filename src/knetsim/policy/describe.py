@@ -16,6 +16,7 @@ from . import cluster as cnp
 from .calico.describe import CalicoPolicyDescription, describe_calico
 from .calico.model import CalicoPolicyError
 from .calico.selector import SelectorError
+from .cilium.describe import CiliumPolicyDescription, describe_cilium
 from .engine import PolicyInputError, build_index, pod_endpoint
 from .rules import INGRESS, MatchContext, Peer, Policy, Port, Rule, from_network_policy, namespaces_text, peer_matches
 
@@ -295,11 +296,32 @@ def _describe_calico(state: ClusterState, kind: str, namespace: str, name: str) 
         raise PolicyInputError(f"{kind}.projectcalico.org {name}: {exc} (the policy is ignored)") from None
 
 
+CILIUM_CLUSTERWIDE_NAMES = frozenset({"ccnp", "ciliumclusterwidenetworkpolicy", "ciliumclusterwidenetworkpolicies",
+                                      "ciliumclusterwidenetworkpolicy.cilium.io",
+                                      "ciliumclusterwidenetworkpolicies.cilium.io"})
+
+
+def _describe_cilium(state: ClusterState, kind: str, key: str) -> list[CiliumPolicyDescription]:
+    """A Cilium policy in Cilium's own words (deny first); [] when there is none of that name."""
+    from . import cni as cnis
+
+    obj = state.others.get((kind, key))
+    if obj is None:
+        return []
+    try:
+        read, left_out = cilium.read_with_notes(obj)
+    except cilium.CiliumPolicyError as exc:
+        raise PolicyInputError(f"{obj.source}: {kind} {key}: {exc} (the policy is ignored)") from None
+    index = build_index(state)
+    return describe_cilium(state, read, index.ctx, index.cni.text(), index.cni.name == cnis.CILIUM, left_out)
+
+
 # --- entry point -------------------------------------------------------------------------------
 
 
 def describe(state: ClusterState, name: str, namespace: str = "default"
-             ) -> list[PolicyDescription | ClusterPolicyDescription | CalicoPolicyDescription]:
+             ) -> list[PolicyDescription | ClusterPolicyDescription | CalicoPolicyDescription
+                       | CiliumPolicyDescription]:
     """The NetworkPolicy (or CiliumNetworkPolicy) ``namespace/name`` in words; ``KIND/name`` or a name no
     NetworkPolicy of ``namespace`` has: the ClusterNetworkPolicy (AdminNetworkPolicy, ...) of that name."""
     if namespace.lower() in CALICO_GLOBAL_NAMES:
@@ -307,6 +329,11 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
         if not found_calico:
             raise PolicyInputError(f"globalnetworkpolicy {name} not found")
         return list(found_calico)
+    if namespace.lower() in CILIUM_CLUSTERWIDE_NAMES:
+        found_cilium = _describe_cilium(state, cilium.CLUSTERWIDE_KIND, name)
+        if not found_cilium:
+            raise PolicyInputError(f"ciliumclusterwidenetworkpolicy {name} not found")
+        return list(found_cilium)
     if namespace.lower() in CLUSTER_KIND_NAMES:
         found = _describe_cluster(state, (CLUSTER_KIND_NAMES[namespace.lower()],), name)
         if not found:
@@ -327,15 +354,22 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
             cluster = _describe_cluster(state, cnp.KINDS, name)
             if cluster:
                 return list(cluster)
+            clusterwide = _describe_cilium(state, cilium.CLUSTERWIDE_KIND, name)
+            if clusterwide:
+                return list(clusterwide)
             known = sorted(state.network_policies) + sorted(k for kind, k in state.others if kind == cilium.KIND)
             known += sorted(f"{kind.lower()}/{k}" for kind, k in state.others if kind in cnp.KINDS)
             raise PolicyInputError(f"networkpolicy {key} not found; policies: {', '.join(known) or 'none'}")
         try:
+            if any(p.needs_walk for p in cilium.read(obj)):
+                return list(_describe_cilium(state, cilium.KIND, key))  # deny rules, entities...: Cilium's words
             policies.extend(cilium.parse(obj))
         except cilium.CiliumPolicyError as exc:
             raise PolicyInputError(f"{obj.source}: {cilium.KIND} {key}: {exc}") from None
-        if state.config.dataplane != "ebpf":
-            notes.append(f"not enforced: the data plane is {state.config.dataplane}, which has no Cilium")
+        cni = build_index(state).cni
+        if cni.name != "cilium":  # Cilium with or without its kube-proxy replacement enforces it
+            notes.append(f"not enforced: the data plane is {state.config.dataplane}, which has no Cilium (the "
+                         f"cluster's {cni.text()})")
     ctx = build_index(state).ctx
     out = []
     for policy in policies:

@@ -12,8 +12,10 @@ Semantics (networking.k8s.io/v1 API reference and the "Network Policies" concept
 * hostNetwork pods are not subject to pod policies and are not matched by pod or
   namespace selectors: their traffic is node traffic ("the most common implementation",
   as the concept page puts it), matched only by ipBlocks;
-* on the ``ebpf`` data plane (Cilium) CiliumNetworkPolicies are enforced together with
-  NetworkPolicies (same union), and ipBlocks do not match pod or node IPs;
+* on a Cilium cluster (``ebpf``, or ``cni: cilium``) CiliumNetworkPolicies are enforced together
+  with NetworkPolicies (same union), and ipBlocks do not match pod or node IPs; where a Cilium
+  policy needs more (deny rules, CiliumClusterwideNetworkPolicy, entities, toServices, toFQDNs,
+  enableDefaultDeny false), Cilium's own walk decides each side, deny before allow (``cilium/``);
 * ClusterNetworkPolicies (and the v1alpha1 AdminNetworkPolicy / BaselineAdminNetworkPolicy)
   wrap that union in tiers on each side: Admin tier, NetworkPolicy, Baseline tier, default
   allow (``tiers.py``). Cilium does not implement them: on ``ebpf`` they are not enforced.
@@ -39,6 +41,7 @@ from . import cni as cnis
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
 from .calico.staged import StagedChange, read_staged, with_change
+from .cilium import evaluate as cilium_walk
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -97,6 +100,9 @@ class PolicyIndex:
     # Calico's staged policies (never enforced) and the index each is previewed against.
     staged: tuple[StagedChange, ...] = ()
     staged_base: calico.CalicoIndex | None = None
+    # On Cilium with policies only its own walk can answer (deny rules, the clusterwide kind, entities, toServices,
+    # toFQDNs, enableDefaultDeny: false): every NetworkPolicy and Cilium policy, deny before allow (cilium/).
+    cilium: cilium_walk.CiliumIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -158,14 +164,21 @@ def build_index(state: ClusterState) -> PolicyIndex:
             policies.append(from_network_policy(np))
         except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
             problems.append(f"{np.source}: NetworkPolicy {np.key}: {exc}")
-    for obj in state.objects_of(cilium.KIND):
-        if not ebpf:
-            unenforced.append(f"{cilium.KIND} {obj.key}")
-            continue
-        try:
-            policies.extend(cilium.parse(obj))
-        except (cilium.CiliumPolicyError, ValueError) as exc:
-            problems.append(f"{obj.source}: {cilium.KIND} {obj.key}: {exc}")
+    cilium_policies: list[cilium.CiliumPolicy] = []
+    for kind in cilium.KINDS:
+        for obj in state.objects_of(kind):
+            ref = f"{kind} {obj.key if obj.namespace else obj.name}"
+            if not ebpf:
+                unenforced.append(ref)
+                continue
+            try:
+                read, left_out = cilium.read_with_notes(obj)
+            except (cilium.CiliumPolicyError, ValueError) as exc:
+                problems.append(f"{obj.source}: {ref}: {exc}")
+                continue
+            cilium_policies.extend(read)
+            problems += [f"{obj.source}: {ref}: {note}" for note in left_out]
+            policies.extend(p.policy for p in read if not p.clusterwide)
     by_ns: dict[str, list[Policy]] = {}
     for p in policies:
         by_ns.setdefault(p.namespace, []).append(p)
@@ -198,6 +211,9 @@ def build_index(state: ClusterState) -> PolicyIndex:
         if staged:
             base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
             index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
+    if ebpf and any(p.needs_walk for p in cilium_policies):
+        walked = [cilium.CiliumPolicy(p) for p in policies if p.kind == "NetworkPolicy"] + cilium_policies
+        index = dataclasses.replace(index, cilium=cilium_walk.build(state, walked))
     return dataclasses.replace(index, problems=tuple(problems))
 
 
@@ -323,6 +339,7 @@ class DirectionVerdict:
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
     calico: calico.CalicoDecision | None = None  # on Calico with Calico policies: its walk through the tiers
+    cilium: cilium_walk.CiliumDecision | None = None  # on Cilium when its own walk decides (deny before allow)
 
     def deciding(self) -> str:
         """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
@@ -330,6 +347,8 @@ class DirectionVerdict:
         where = f"{self.direction} of {self.endpoint}"
         if self.calico is not None:
             return f"{where}: {self.reason}" if self.calico.selecting else ""
+        if self.cilium is not None:
+            return f"{where}: {self.reason}" if self.cilium.selecting else ""
         if self.decided_by is not None:
             return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
         if self.allowed and self.allowed_by:
@@ -348,6 +367,12 @@ class DirectionVerdict:
                         f"`{self.calico.tier}` that selects {self.endpoint}, or set the tier's defaultAction: Pass")
             return (f"{self.calico.match.text()} denies it: add an Allow rule for this traffic{what} before it (a "
                     "lower order, or earlier in the policy), in that tier or one evaluated before it")
+        if self.cilium is not None and self.cilium.denied_by is not None:
+            return (f"{self.cilium.denied_by.text()} denies it, and in Cilium no allow rule overrides a deny: narrow "
+                    "or remove that deny rule")
+        if self.cilium is not None and self.cilium.missing_dns:
+            return ("add toPorts.rules.dns (matchName or matchPattern for the name) to an egress rule that allows "
+                    "the pod to reach kube-dns on port 53, so Cilium's DNS proxy learns the name's addresses")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
             return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
                     "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
@@ -381,6 +406,12 @@ class DirectionVerdict:
             out["calico"] = {"tier": c.tier or None, "decidedBy": c.match.to_dict() if c.match else None,
                              "clusterRule": c.cluster.to_dict() if c.cluster else None, "passed": list(c.passed),
                              "selecting": [{"tier": t, "policy": ref} for t, ref in c.selecting]}
+        if self.cilium is not None:
+            c2 = self.cilium
+            out["cilium"] = {"selecting": list(c2.selecting), "isolating": list(c2.isolating),
+                             "deniedBy": c2.denied_by.text() if c2.denied_by else None,
+                             "allowedBy": c2.allowed_by.text() if c2.allowed_by else None,
+                             "missingDNSRule": list(c2.missing_dns)}
         if self.cluster_policies or self.decided_by or self.passed_by:
             out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
             out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
@@ -543,6 +574,8 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     pod = pod_ep.pod
     if index.calico is not None:
         return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
+    if index.cilium is not None:
+        return _cilium_direction(index, direction, pod_ep, peer_ep, protocol, port)
     selecting = index.selecting(pod, direction)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
@@ -597,6 +630,25 @@ def _calico_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     return DirectionVerdict(direction, pod.key, True, bool(decision.selecting), refs, decision.allowed, (), (),
                             decision.reason(pod.key, direction), decision.tier or DEFAULT_TIER, decided_by,
                             calico=decision)
+
+
+def _cilium_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str,
+                      port: int) -> DirectionVerdict:
+    """Cilium's walk (deny, then allow, then default deny) for one side, as a verdict."""
+    assert pod_ep.pod is not None and index.cilium is not None
+    pod = pod_ep.pod
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
+                                f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    decision = cilium_walk.decide_side(index.cilium, direction, pod_ep, peer_ep, protocol, port,
+                                       index.on_node(pod.node_name))
+    refs = tuple((ref.split(" ", 1)[0], ref.split(" ", 1)[1]) for ref in decision.isolating)
+    # The allow rules that matched, in the NetworkPolicy shape l7.py reads (Cilium merges their HTTP rules).
+    allowed_by = tuple(RuleMatch(*hit.policy.split(" ", 1), direction, hit.rule, hit.peer, hit.port, "matches")
+                       for hit in decision.allows) if decision.isolated else ()
+    return DirectionVerdict(direction, pod.key, True, decision.isolated, refs, decision.allowed, allowed_by, (),
+                            decision.reason(pod.key, direction), NETWORK_POLICY_TIER if decision.selecting
+                            else DEFAULT_TIER, cilium=decision)
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -704,6 +756,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
         return ConnSet.all()
     if index.calico is not None:
         return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
+    if index.cilium is not None:
+        return cilium_walk.side_set(index.cilium, direction, pod_ep, peer_ep, index.on_node(pod.node_name))
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}

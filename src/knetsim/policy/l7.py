@@ -58,6 +58,8 @@ def http_verdict(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod 
     dst_ep = endpoint(state, dst, namespace)
     src_ep = endpoint(state, src, namespace)
     policies = {(p.kind, p.key): p for p in index.policies}
+    if index.cilium is not None:  # Cilium's walk: its allow rules, the clusterwide kind's (keyed by name) too
+        policies.update({(c.policy.kind, c.name): c.policy for c in index.cilium.policies})
     proxy = ""  # the last side whose HTTP rules read the request
     for side in (verdict.egress, verdict.ingress):
         if not side.isolated or not side.allowed_by:

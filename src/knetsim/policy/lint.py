@@ -12,6 +12,8 @@ it. Codes:
 * ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
   connections between existing pods, with one concrete pair;
 * ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
+* ``CiliumFQDNWithoutDNSRule``: a ``toFQDNs`` rule whose names no ``toPorts.rules.dns`` rule lets the
+  selected pods look up: Cilium learns the addresses only from lookups its DNS proxy saw, so it allows nothing;
 * ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
   because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
   the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
@@ -269,7 +271,8 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 answer = isolated[labels] = bool(
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
                     or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
-                    or _calico_selects(index, p))
+                    or _calico_selects(index, p) or _cilium_selects(index, p, INGRESS)
+                    or _cilium_selects(index, p, EGRESS))
             if not answer:
                 loose.append(p)
         if loose:
@@ -311,7 +314,7 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
-            if not index.selecting(pod, EGRESS):
+            if not index.selecting(pod, EGRESS) and not _cilium_selects(index, pod, EGRESS):
                 seen[key] = None
             else:
                 src = pod_endpoint(state, pod)
@@ -329,6 +332,9 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
         if not (udp and tcp):
             isolating.setdefault(pod.namespace, set()).update(
                 _subject(p) for p in index.selecting(pod, EGRESS) if p.kind == "NetworkPolicy")
+            if index.cilium is not None:
+                isolating[pod.namespace].update(p.ref for p in index.cilium.selecting(pod, EGRESS, index.ctx)
+                                                if p.isolates(EGRESS))
     for ns, bucket in sorted(by_ns.items()):
         names_of = sorted(isolating.get(ns, ()))
         listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
@@ -578,12 +584,37 @@ def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
                for d in (INGRESS, EGRESS))
 
 
+def _cilium_selects(index: PolicyIndex, pod: Pod, direction: str) -> bool:
+    """Does a policy of Cilium's walk (a clusterwide one included) select ``pod`` for ``direction``?"""
+    return index.cilium is not None and bool(index.cilium.selecting(pod, direction, index.ctx))
+
+
 def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     if index.calico is None:
         return []
     from .calico.lint import calico_lint
 
     return calico_lint(state, index.calico, index.ctx)
+
+
+def _cilium(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    if index.cilium is None:
+        return []
+    from .cilium.evaluate import fqdns_without_dns_rule
+
+    pods = [p for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
+    out = []
+    for blind in fqdns_without_dns_rule(index.cilium, pods, lambda p: index.on_node(p.node_name)):
+        shown = ", ".join(blind.pods[:5]) + (", …" if len(blind.pods) > 5 else "")
+        out.append(Finding(
+            "CiliumFQDNWithoutDNSRule", "warning", blind.policy,
+            f"egress[{blind.rule}].toFQDNs ({blind.match.describe()}) can never match for {len(blind.pods)} pod(s) "
+            f"({shown}): no egress rule with toPorts.rules.dns allowing the name lets them reach the cluster's DNS, "
+            "so Cilium's DNS proxy never sees the lookup and never learns the addresses",
+            "add an egress rule to kube-dns (k8s-app: kube-dns in kube-system) on port 53 with "
+            f"toPorts[].rules.dns: [{{matchPattern: \"*\"}}] (or a matchName/matchPattern covering "
+            f"{blind.match.name or blind.match.pattern})"))
+    return out
 
 
 def _left_out(index: PolicyIndex) -> list[Finding]:
@@ -607,7 +638,7 @@ def lint(state: ClusterState) -> list[Finding]:
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index) + _left_out(index) + _calico(state, index))
+                + cluster_lint(state, index) + _left_out(index) + _calico(state, index) + _cilium(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

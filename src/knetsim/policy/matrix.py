@@ -45,7 +45,7 @@ from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, buil
 from .cluster import ACCEPT, DENY, ClusterPolicy, ClusterRule
 from .engine import PolicyIndex, caveat_notes, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
-from .rules import EGRESS, INGRESS, Endpoint, RuleShape
+from .rules import EGRESS, INGRESS, Endpoint, RuleShape, address_key
 from .tiers import NETWORK_POLICY_TIER, ORDER
 
 OTHER = "OTHER"  # pseudo-protocol atom: what only a rule without ports allows
@@ -926,7 +926,7 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
                if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
                and (include_system or not is_system_pod(p))
                and (namespace is None or p.namespace == namespace)]
-    if index.calico is not None:
+    if index.calico is not None or index.cilium is not None:
         return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
@@ -959,8 +959,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     from .calico.evaluate import service_account_of
     from .engine import _direction_set
 
-    assert index.calico is not None
-    ranges = _calico_ranges(index)
+    ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
 
     def identity(pod: Pod) -> Any:
         ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
@@ -1002,7 +1001,29 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     atoms = port_atoms(index, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
-                   "evaluated pair by pair under Calico's tiers"), [])
+                   "evaluated pair by pair under Calico's tiers" if index.calico is not None else
+                   "evaluated pair by pair under Cilium's deny-before-allow walk"), [])
+
+
+def _cilium_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+    """The IPv4 ranges Cilium's policies name (the clusterwide kind's and the deny rules' CIDRs, which the NetworkPolicy
+    tier does not hold) and the addresses its toServices and toFQDNs peers resolve to: they cut the external pieces."""
+    import dataclasses
+
+    from .classes import _ipv4_ranges
+
+    assert index.cilium is not None
+    shapes = [p.policy for p in index.cilium.policies]
+    shapes += [dataclasses.replace(p.policy, ingress=p.ingress_deny, egress=p.egress_deny)
+               for p in index.cilium.policies]
+    out = _ipv4_ranges(shapes)
+    addresses = {a for ips in index.cilium.services.values() for a in ips}
+    addresses |= {a for ips in index.cilium.outside.values() for a in ips}
+    for text in sorted(addresses):
+        key = address_key(text)
+        if key is not None and key[0] == 4:
+            out.append((key[1], key[1] + 1, ()))
+    return out
 
 
 def _calico_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:

@@ -288,6 +288,8 @@ def _direction_text(d: DirectionVerdict) -> list[str]:
         reached = d.tier == "NetworkPolicy"
         lines.append(f"  NetworkPolicy tier{'' if reached else ' (not reached: the Admin tier decided)'}:")
         indent = "    "
+    if d.cilium is not None:  # its reason names the first allow rule; Cilium merges the others' L7 rules too
+        return lines + [f"{indent}also allowed by {m.location}" for m in d.allowed_by[1:]]
     if d.allowed_by:
         lines += [f"{indent}allowed by {m.location}" for m in d.allowed_by]
     elif d.checked:

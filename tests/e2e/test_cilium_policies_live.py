@@ -1,0 +1,94 @@
+"""Cilium's policy kinds on ``knetsim up`` with the real kubectl: a CiliumClusterwideNetworkPolicy is served
+(`kubectl get ccnp`), and its deny rule, and a CiliumNetworkPolicy's egressDeny, decide `kubectl exec` traffic
+(a drop: nc times out).
+
+Cluster: Cilium without its kube-proxy replacement (``cni: cilium``). The objects restate cilium/cilium's
+connectivity-test manifest ``client-egress-to-echo-deny.yaml`` and the docs' clusterwide deny example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .conftest import KUBECTL, Cluster, start, stop, wait_for
+
+POLICIES = """\
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata:
+  name: deny-from-other
+spec:
+  endpointSelector:
+    matchLabels:
+      kind: echo
+  ingressDeny:
+  - fromEndpoints:
+    - matchLabels:
+        kind: other
+  ingress:
+  - fromEntities: [all]
+---
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata:
+  name: client-egress-to-echo-deny
+  namespace: default
+spec:
+  endpointSelector:
+    matchLabels:
+      kind: client
+  egressDeny:
+  - toPorts:
+    - ports:
+      - port: "80"
+        protocol: TCP
+    toEndpoints:
+    - matchLabels:
+        kind: echo
+  egress:
+  - toEntities: [all]
+"""
+
+
+@pytest.fixture(scope="module")
+def cilium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
+    c = start(tmp_path_factory.mktemp("cilium"), "cni: cilium\n")
+    try:
+        yield c
+    finally:
+        stop(c)
+
+
+def test_clusterwide_and_deny_rules_live(cilium: Cluster) -> None:
+    k = cilium
+    k.sh("kubectl run echo --image=nginx:1.27 --labels=kind=echo --port=80")
+    k.sh("kubectl run web --image=nginx:1.27 --labels=kind=web --port=80")
+    k.sh("kubectl run client --image=busybox:1.36 --labels=kind=client -- sleep 3600")
+    k.sh("kubectl run other --image=busybox:1.36 --labels=kind=other -- sleep 3600")
+    wait_for(lambda: k.sh("kubectl get pod echo web client other --no-headers").stdout.count("Running") == 4, 30)
+    echo = k.sh("kubectl get pod echo -o jsonpath={.status.podIP}").stdout.strip()
+    web = k.sh("kubectl get pod web -o jsonpath={.status.podIP}").stdout.strip()
+
+    def nc(pod: str, ip: str) -> tuple[int, str]:
+        out = k.sh(f"kubectl exec {pod} -- nc -zv -w 1 {ip} 80", check=False)
+        return out.returncode, out.stderr
+
+    assert nc("other", echo)[0] == 0 and nc("client", echo)[0] == 0
+
+    k.write("policies.yaml", POLICIES)
+    out = k.sh("kubectl apply -f policies.yaml").stdout
+    assert "ciliumclusterwidenetworkpolicy.cilium.io/deny-from-other created" in out
+    assert "ciliumnetworkpolicy.cilium.io/client-egress-to-echo-deny created" in out
+    table = k.sh("kubectl get ccnp").stdout.splitlines()
+    assert table[0].split()[0] == "NAME" and table[1].split()[0] == "deny-from-other"
+
+    # The clusterwide deny drops other -> echo; the namespaced egressDeny client -> echo:80 despite its allow-all.
+    assert wait_for(lambda: nc("other", echo)[0] == 1, 10)
+    assert "timeout" in nc("other", echo)[1]
+    code, err = nc("client", echo)
+    assert code == 1 and "timeout" in err
+    assert nc("client", web)[0] == 0 and nc("other", web)[0] == 0
