@@ -36,6 +36,8 @@ from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
 from . import cni as cnis
+from .antrea import evaluate as antrea
+from .antrea.read import read as read_antrea
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
 from .calico.staged import StagedChange, read_staged, with_change
@@ -97,6 +99,8 @@ class PolicyIndex:
     # Calico's staged policies (never enforced) and the index each is previewed against.
     staged: tuple[StagedChange, ...] = ()
     staged_base: calico.CalicoIndex | None = None
+    # On Antrea with Antrea-native policies: its tiers around Kubernetes NetworkPolicy (antrea/evaluate.py).
+    antrea: antrea.AntreaIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -198,7 +202,11 @@ def build_index(state: ClusterState) -> PolicyIndex:
         if staged:
             base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
             index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
-    return dataclasses.replace(index, problems=tuple(problems))
+    if cni.name == cnis.ANTREA:
+        found_antrea = read_antrea(state, problems)
+        if found_antrea is not None:
+            index = dataclasses.replace(index, antrea=found_antrea)
+    return dataclasses.replace(index, problems=tuple(dict.fromkeys(problems)))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -323,6 +331,12 @@ class DirectionVerdict:
     contested: tuple[TierRuleMatch, ...] = ()  # equal-priority policies that would have decided otherwise
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
     calico: calico.CalicoDecision | None = None  # on Calico with Calico policies: its walk through the tiers
+    antrea: antrea.AntreaDecision | None = None  # on Antrea: the Antrea-native rule that decided (or passed)
+
+    @property
+    def rejected(self) -> bool:
+        """Denied by an Antrea Reject rule: the client gets a refusal (a TCP RST), not a timeout."""
+        return not self.allowed and self.antrea is not None and self.antrea.rejected
 
     def deciding(self) -> str:
         """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
@@ -330,6 +344,8 @@ class DirectionVerdict:
         where = f"{self.direction} of {self.endpoint}"
         if self.calico is not None:
             return f"{where}: {self.reason}" if self.calico.selecting else ""
+        if self.antrea is not None and self.antrea.decided:
+            return f"{where}: {self.reason}"
         if self.decided_by is not None:
             return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
         if self.allowed and self.allowed_by:
@@ -348,6 +364,10 @@ class DirectionVerdict:
                         f"`{self.calico.tier}` that selects {self.endpoint}, or set the tier's defaultAction: Pass")
             return (f"{self.calico.match.text()} denies it: add an Allow rule for this traffic{what} before it (a "
                     "lower order, or earlier in the policy), in that tier or one evaluated before it")
+        if self.antrea is not None and self.antrea.decided and self.antrea.match is not None:
+            what = f" ({traffic})" if traffic else ""
+            return (f"{self.antrea.match.text()} denies it: add an Allow (or Pass) rule for this traffic{what} in a "
+                    "tier evaluated before it, or in its tier at a lower priority")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
             return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
                     "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
@@ -381,6 +401,11 @@ class DirectionVerdict:
             out["calico"] = {"tier": c.tier or None, "decidedBy": c.match.to_dict() if c.match else None,
                              "clusterRule": c.cluster.to_dict() if c.cluster else None, "passed": list(c.passed),
                              "selecting": [{"tier": t, "policy": ref} for t, ref in c.selecting]}
+        if self.antrea is not None:
+            a = self.antrea
+            out["antrea"] = {"tier": a.match.tier if a.match else None,
+                             "decidedBy": a.match.to_dict() if a.match else None, "rejected": a.rejected,
+                             "selecting": list(a.selecting)}
         if self.cluster_policies or self.decided_by or self.passed_by:
             out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
             out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
@@ -537,12 +562,14 @@ def _passed_text(passed: tuple[TierRuleMatch, ...]) -> str:
 
 
 def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
-               protocol: str, port: int) -> DirectionVerdict:
+               protocol: str, port: int, *, kubernetes_only: bool = False) -> DirectionVerdict:
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
     if index.calico is not None:
         return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
+    if index.antrea is not None and not kubernetes_only:
+        return _antrea_direction(index, direction, pod_ep, peer_ep, protocol, port)
     selecting = index.selecting(pod, direction)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
@@ -597,6 +624,60 @@ def _calico_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     return DirectionVerdict(direction, pod.key, True, bool(decision.selecting), refs, decision.allowed, (), (),
                             decision.reason(pod.key, direction), decision.tier or DEFAULT_TIER, decided_by,
                             calico=decision)
+
+
+# --- Antrea: its tiers around the engine's own (Kubernetes NetworkPolicy and the network-policy-api tiers) ---
+
+
+def _antrea_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str,
+                      port: int) -> DirectionVerdict:
+    """Antrea's walk (tier → priority → rule) for one side: its tiers before Kubernetes NetworkPolicy, then the
+    engine's own tiers, then Antrea's baseline tier (antrea/evaluate.py)."""
+    assert pod_ep.pod is not None and index.antrea is not None
+    pod = pod_ep.pod
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
+                                f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    ctx = index.on_node(pod.node_name)
+    before = antrea.decide(index.antrea, direction, pod_ep, peer_ep, protocol, port, ctx, baseline=False)
+    if before.decided:
+        return DirectionVerdict(direction, pod.key, True, False, (), before.allowed, (), (), before.text(),
+                                before.match.tier if before.match else "", antrea=before)
+    native = _direction(index, direction, pod_ep, peer_ep, protocol, port, kubernetes_only=True)
+    head = f"{before.text()}; " if before.match is not None else ""
+    if native.tier != DEFAULT_TIER or native.isolated:
+        return dataclasses.replace(native, reason=head + native.reason, antrea=before if before.match else None)
+    after = antrea.decide(index.antrea, direction, pod_ep, peer_ep, protocol, port, ctx, baseline=True)
+    if after.decided:
+        return DirectionVerdict(direction, pod.key, True, False, (), after.allowed, (), (),
+                                f"{head}no Kubernetes NetworkPolicy isolates {pod.key} for {direction}; "
+                                f"{after.text()}", after.match.tier if after.match else "", antrea=after)
+    selecting = (*before.selecting, *after.selecting)
+    if not selecting and before.match is None:
+        return native
+    names = ", ".join(selecting)
+    return dataclasses.replace(native, reason=f"{head}no Antrea-native rule of {names} decides it and {native.reason}",
+                               antrea=before if before.match else None)
+
+
+def _antrea_direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
+    """Every port at once: Antrea's tiers before NetworkPolicy, the engine's own tiers, the baseline tier."""
+    assert pod_ep.pod is not None and index.antrea is not None
+    pod = pod_ep.pod
+    ctx = index.on_node(pod.node_name)
+    before, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=False)
+    after, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=True)
+    allowed = network_policy_set(index, direction, pod_ep, peer_ep)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    none = (ConnSet.none(), ConnSet.none())
+
+    def sets(tier: str) -> tuple[ConnSet, ConnSet]:
+        if tier == NETWORK_POLICY_TIER:
+            return none if allowed is None else (allowed, ConnSet.all())
+        policies = index.cluster_selecting(pod, tier, direction) if index.cluster else []
+        return tier_sets(policies, direction, peer_ep, dst, ctx)[:2] if policies else none
+
+    return combine([*before, *(sets(tier) for tier in ORDER), *after])
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -704,6 +785,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
         return ConnSet.all()
     if index.calico is not None:
         return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
+    if index.antrea is not None:
+        return _antrea_direction_set(index, direction, pod_ep, peer_ep)
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
