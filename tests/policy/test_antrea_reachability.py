@@ -105,7 +105,7 @@ def test_priority_override_over_kubernetes_default_deny() -> None:
     assert dropped(s) == everything() - ns_pairs("z", "x", dst_pods="bc")
     v = evaluate(s, "z/a", "x/b", 80)
     assert v.allowed and v.ingress.reason == (
-        "allowed by ClusterNetworkPolicy.crd.antrea.io `acnp-priority2` ingress[0] `ingress[0]` (Allow; tier "
+        "allowed by ClusterNetworkPolicy.crd.antrea.io `acnp-priority2` ingress[0] (Allow; Antrea tier "
         "`application` priority 250, policy priority 2)")
     assert evaluate(s, "z/a", "x/a", 80).ingress.antrea.match.policy == "acnp-priority1"  # type: ignore[union-attr]
 

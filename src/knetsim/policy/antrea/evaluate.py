@@ -154,7 +154,8 @@ class AntreaMatch:
     action: str  # Allow | Drop | Reject | Pass
 
     def text(self) -> str:
-        return (f"{self.kind} `{self.policy}` {self.direction}[{self.rule}] `{self.rule_name}` ({self.action}; tier "
+        name = f" `{self.rule_name}`" if self.rule_name else ""
+        return (f"{self.kind} `{self.policy}` {self.direction}[{self.rule}]{name} ({self.action}; Antrea tier "
                 f"`{self.tier}` priority {self.tier_priority:g}, policy priority {self.priority:g})")
 
     def to_dict(self) -> dict[str, Any]:

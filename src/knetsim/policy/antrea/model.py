@@ -247,7 +247,8 @@ def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) ->
     unsupported += tuple(f"{side}[{i}].{k}" for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))
                          for k in ("fqdn", "serviceAccount", "nodeSelector", "scope") if isinstance(p, Mapping)
                          and p.get(k))
-    return AntreaRule(index, str(body.get("name") or f"{direction}[{index}]"), str(action), peers,
+    # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
+    return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
                       _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported)
 
 
