@@ -17,6 +17,7 @@ from knetsim import Cluster
 from knetsim.cluster.config import ClusterConfig
 from knetsim.network.tracer import trace
 from knetsim.policy import evaluate
+from knetsim.policy.engine import policy_index
 from knetsim.policy.matrix import matrix
 
 from .helpers import netpol
@@ -148,8 +149,6 @@ def test_custom_tiers_by_their_priority() -> None:
 
 
 def test_a_policy_naming_a_missing_tier_is_refused_and_named() -> None:
-    from knetsim.policy.engine import policy_index
-
     s = build(acnp("lost", 1, X, tier="nowhere", ingress=[rule("Drop")]))
     assert dropped(s) == set()
     assert any("spec.tier: Not found: 'nowhere'" in p for p in policy_index(s).problems)
@@ -298,3 +297,17 @@ def test_not_enforced_on_another_cni_and_inferred_without_one() -> None:
     assert [c.object.ref for c in v.caveats] == ["ClusterNetworkPolicy.crd.antrea.io drop-z"]
     inferred = evaluate(build(policy, cni=None), "z/a", "x/a", 80)
     assert not inferred.allowed and inferred.cni is not None and inferred.cni.how == "inferred"
+
+
+# --- kinds by group: Antrea's NetworkPolicy is not Kubernetes', its ClusterNetworkPolicy not the network-policy-api's
+
+
+def test_antrea_kinds_are_kept_under_their_qualified_names() -> None:
+    annp = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
+            "metadata": {"name": "np", "namespace": "x"},
+            "spec": {"priority": 1, "appliedTo": [{"podSelector": {}}], "ingress": [rule("Drop")]}}
+    s = build(annp, acnp("np", 1, X, ingress=[rule("Drop")]))
+    assert s.network_policies == {}  # not isolating x as a Kubernetes NetworkPolicy would
+    assert {k for k in s.others if k[0].endswith(".crd.antrea.io")} == {
+        ("NetworkPolicy.crd.antrea.io", "x/np"), ("ClusterNetworkPolicy.crd.antrea.io", "np")}
+    assert policy_index(s).cluster == ()  # nor read as a policy.networking.k8s.io ClusterNetworkPolicy

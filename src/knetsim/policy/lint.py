@@ -12,6 +12,7 @@ it. Codes:
 * ``AndOrReadingsDiffer``: a peer shape whose AND and OR readings allow different
   connections between existing pods, with one concrete pair;
 * ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
+* ``AntreaAppliedToNothing`` / ``AntreaPassInBaseline`` / ``AntreaRuleShadowed``: see ``antrea/lint.py``;
 * ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
   because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
   the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
@@ -269,7 +270,7 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 answer = isolated[labels] = bool(
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
                     or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
-                    or _calico_selects(index, p))
+                    or _calico_selects(index, p) or _antrea_selects(index, p))
             if not answer:
                 loose.append(p)
         if loose:
@@ -578,6 +579,24 @@ def _calico_selects(index: PolicyIndex, pod: Pod) -> bool:
                for d in (INGRESS, EGRESS))
 
 
+def _antrea_selects(index: PolicyIndex, pod: Pod) -> bool:
+    """Does an Antrea-native policy (of any tier) apply to ``pod`` in either direction?"""
+    if index.antrea is None:
+        return False
+    from .antrea.evaluate import selects
+
+    return any(selects(index.antrea, p, pod, d, index.ctx) for tier in index.antrea.policies.values() for p in tier
+               for d in (INGRESS, EGRESS))
+
+
+def _antrea(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    if index.antrea is None:
+        return []
+    from .antrea.lint import antrea_lint
+
+    return antrea_lint(state, index.antrea, index.ctx)
+
+
 def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     if index.calico is None:
         return []
@@ -607,7 +626,7 @@ def lint(state: ClusterState) -> list[Finding]:
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index) + _left_out(index) + _calico(state, index))
+                + cluster_lint(state, index) + _left_out(index) + _calico(state, index) + _antrea(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 
