@@ -98,3 +98,18 @@ def test_validate_says_the_kinds_are_read_as_antrea_does(cluster: str) -> None:
     assert "is Antrea's and its CustomResourceDefinition is not in the input: kept unchecked; policy answers read " \
            "it as Antrea does" in result.output
     assert "kept but not simulated" not in result.output
+
+
+def test_the_fix_of_a_baseline_drop_is_a_networkpolicy() -> None:
+    from knetsim.policy import evaluate
+
+    from .test_antrea_reachability import build
+
+    s = build(acnp("base", 1, [{"namespaceSelector": labels(ns="x")}], tier="baseline", ingress=[rule("Drop")]))
+    side = evaluate(s, "y/a", "x/a", 80).ingress
+    assert side.fix("TCP/80").endswith("a NetworkPolicy of its namespace that selects it and allows this traffic "
+                                       "(TCP/80) comes before the baseline tier")
+    s = build(REJECT_Z)
+    assert evaluate(s, "z/a", "x/a", 80).ingress.fix("TCP/80").endswith(
+        "add an Allow (or Pass) rule for this traffic (TCP/80) in a tier evaluated before it, or in its tier at a "
+        "lower priority")

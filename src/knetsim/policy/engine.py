@@ -366,6 +366,10 @@ class DirectionVerdict:
                     "lower order, or earlier in the policy), in that tier or one evaluated before it")
         if self.antrea is not None and self.antrea.decided and self.antrea.match is not None:
             what = f" ({traffic})" if traffic else ""
+            if self.antrea.match.tier == "baseline":
+                return (f"{self.antrea.match.text()} denies it because no Kubernetes NetworkPolicy selects "
+                        f"{self.endpoint} for {self.direction}: a NetworkPolicy of its namespace that selects it and "
+                        f"allows this traffic{what} comes before the baseline tier")
             return (f"{self.antrea.match.text()} denies it: add an Allow (or Pass) rule for this traffic{what} in a "
                     "tier evaluated before it, or in its tier at a lower priority")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
