@@ -681,7 +681,10 @@ def _antrea_direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, 
         policies = index.cluster_selecting(pod, tier, direction) if index.cluster else []
         return tier_sets(policies, direction, peer_ep, dst, ctx)[:2] if policies else none
 
-    return combine([*before, *(sets(tier) for tier in ORDER), *after])
+    # Tiers that decide nothing for this pair change nothing: left out, the combine is cheaper (the matrix asks it
+    # for every pair of classes).
+    deciding = [t for t in (*before, *(sets(tier) for tier in ORDER), *after) if t[1]]
+    return combine(deciding) if deciding else ConnSet.all()
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:

@@ -48,6 +48,7 @@ class AntreaIndex:
     groups: Mapping[tuple[str, str], AntreaGroup]  # (namespace or "", name)
     _applies: dict[tuple[str, str, int, str, str], bool] = field(default_factory=dict)
     _ordered: dict[tuple[str, str], list[tuple[AntreaPolicy, AntreaRule]]] = field(default_factory=dict)
+    _applicable: dict[tuple[str, str, str], list[tuple[AntreaPolicy, AntreaRule]]] = field(default_factory=dict)
 
     def policy_count(self) -> int:
         return sum(len(p) for p in self.policies.values())
@@ -178,15 +179,24 @@ def ordered_rules(index: AntreaIndex, tier: AntreaTier, direction: str) -> list[
     return found
 
 
+def applicable_rules(index: AntreaIndex, tier: AntreaTier, direction: str, pod: Any, ctx: MatchContext
+                     ) -> list[tuple[AntreaPolicy, AntreaRule]]:
+    """The tier's rules that apply to ``pod``, in Antrea's order (asked once per pod: the matrix asks every pair)."""
+    key = (tier.name, direction, pod.key)
+    found = index._applicable.get(key)
+    if found is None:
+        found = index._applicable[key] = [(p, r) for p, r in ordered_rules(index, tier, direction)
+                                          if applies(index, p, r, direction, pod, ctx)]
+    return found
+
+
 def _walk(index: AntreaIndex, tiers: Sequence[AntreaTier], direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
           protocol: str, port: int, ctx: MatchContext, selecting: list[str]) -> AntreaMatch | None:
     pod = pod_ep.pod
     assert pod is not None
     dst = pod_ep if direction == INGRESS else peer_ep
     for tier in tiers:
-        for policy, rule in ordered_rules(index, tier, direction):
-            if not applies(index, policy, rule, direction, pod, ctx):
-                continue
+        for policy, rule in applicable_rules(index, tier, direction, pod, ctx):
             selecting.append(policy.ref)
             if _peer_matches(index, policy, rule, peer_ep, pod, ctx) and \
                     first_port(rule, protocol, port, dst) is not None:
@@ -245,9 +255,8 @@ def side_sets(index: AntreaIndex, direction: str, pod_ep: Endpoint, peer_ep: End
     passed = ConnSet.none()
     for tier in (t for t in index.tiers if t.baseline == baseline):
         taken = accepted = decided = tier_passed = ConnSet.none()
-        for policy, rule in ordered_rules(index, tier, direction):
-            if not applies(index, policy, rule, direction, pod, ctx) or \
-                    not _peer_matches(index, policy, rule, peer_ep, pod, ctx):
+        for policy, rule in applicable_rules(index, tier, direction, pod, ctx):
+            if not _peer_matches(index, policy, rule, peer_ep, pod, ctx):
                 continue
             hit = rule_connections(rule, dst) - taken
             if not hit:
