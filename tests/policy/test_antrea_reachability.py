@@ -311,3 +311,24 @@ def test_antrea_kinds_are_kept_under_their_qualified_names() -> None:
     assert {k for k in s.others if k[0].endswith(".crd.antrea.io")} == {
         ("NetworkPolicy.crd.antrea.io", "x/np"), ("ClusterNetworkPolicy.crd.antrea.io", "np")}
     assert policy_index(s).cluster == ()  # nor read as a policy.networking.k8s.io ClusterNetworkPolicy
+
+
+def test_a_cluster_group_of_ip_blocks_in_applied_to_selects_no_pod() -> None:
+    # docs/antrea-network-policy.md: a ClusterGroup with ipBlocks referenced in appliedTo is ignored.
+    s0 = build()
+    cidr = f"{s0.pods['x/a'].pod_ip}/32"
+    group = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "ClusterGroup", "metadata": {"name": "xa-by-ip"},
+             "spec": {"ipBlocks": [{"cidr": cidr}]}}
+    as_target = acnp("target-by-ip", 1, [{"group": "xa-by-ip"}], ingress=[rule("Drop")])
+    assert dropped(build(group, as_target)) == set()
+    as_peer = acnp("peer-by-ip", 1, X, ingress=[rule("Drop", [{"group": "xa-by-ip"}])])
+    assert dropped(build(group, as_peer)) == {("x/a", "x/b"), ("x/a", "x/c")}
+
+
+def test_equal_priority_across_kinds_is_by_priority_only() -> None:
+    # docs/antrea-network-policy.md, "Ordering based on policy priority": the kind does not order, the priority does.
+    annp = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
+            "metadata": {"name": "allow-z", "namespace": "x"},
+            "spec": {"priority": 1, "appliedTo": [{"podSelector": {}}], "ingress": [rule("Allow", FROM_Z)]}}
+    later = acnp("drop-z", 2, X, ingress=[rule("Drop", FROM_Z)])
+    assert dropped(build(annp, later)) == set()

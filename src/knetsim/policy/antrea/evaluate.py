@@ -71,12 +71,15 @@ def build(policies: Sequence[AntreaPolicy], tiers: Sequence[AntreaTier], groups:
 
 
 def _group_matches(index: AntreaIndex, group: AntreaGroup, ep: Endpoint, ctx: MatchContext,
-                   seen: frozenset[str] = frozenset()) -> bool:
-    if any(b.contains(ep.ip) for b in group.ip_blocks if ep.ip):
+                   seen: frozenset[str] = frozenset(), *, addresses: bool = True) -> bool:
+    """``addresses``: do the group's ipBlocks count (a peer), or not (an appliedTo: docs/antrea-network-policy.md, a
+    ClusterGroup with ipBlocks referenced in appliedTo is ignored)?"""
+    if addresses and any(b.contains(ep.ip) for b in group.ip_blocks if ep.ip):
         return True
     for child in group.children:
         found = index.groups.get((group.namespace, child))
-        if found is not None and child not in seen and _group_matches(index, found, ep, ctx, seen | {child}):
+        if found is not None and child not in seen and \
+                _group_matches(index, found, ep, ctx, seen | {child}, addresses=addresses):
             return True
     if group.pod_selector is None and group.namespace_selector is None:
         return False
@@ -92,12 +95,12 @@ def _group_matches(index: AntreaIndex, group: AntreaGroup, ep: Endpoint, ctx: Ma
 
 
 def selection_matches(index: AntreaIndex, policy: AntreaPolicy, sel: Selection, ep: Endpoint, ctx: MatchContext,
-                      subject_namespace: str = "") -> bool:
-    """Does ``sel`` (an appliedTo entry or a peer) take ``ep``? ``subject_namespace``: the namespace of the pod the
-    rule applies to, which ``namespaces: {match: Self}`` compares with."""
+                      subject_namespace: str = "", *, peer: bool = True) -> bool:
+    """Does ``sel`` (a peer, or with ``peer=False`` an appliedTo entry) take ``ep``? ``subject_namespace``: the
+    namespace of the pod the rule applies to, which ``namespaces: {match: Self}`` compares with."""
     if sel.group:
         group = index.groups.get((policy.namespace, sel.group))
-        return group is not None and _group_matches(index, group, ep, ctx, frozenset({sel.group}))
+        return group is not None and _group_matches(index, group, ep, ctx, frozenset({sel.group}), addresses=peer)
     if sel.ip_block is not None:
         return bool(ep.ip) and sel.ip_block.contains(ep.ip)
     if ep.kind != "pod" or ep.pod is None:
@@ -122,7 +125,7 @@ def applies(index: AntreaIndex, policy: AntreaPolicy, rule: AntreaRule, directio
     if found is None:
         targets = rule.applied_to if rule.applied_to is not None else policy.applied_to or ()
         ep = Endpoint("pod", pod.pod_ip, pod, pod.node_name)
-        found = index._applies[key] = any(selection_matches(index, policy, t, ep, ctx) for t in targets)
+        found = index._applies[key] = any(selection_matches(index, policy, t, ep, ctx, peer=False) for t in targets)
     return found
 
 

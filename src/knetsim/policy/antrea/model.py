@@ -8,8 +8,10 @@ NetworkPolicyPeer, PeerNamespaces, AppliedTo, Tier, ClusterGroup/Group GroupSpec
   ``application`` 250 (the default ``tier``) and ``baseline`` 253; a Tier object has its own
   ``priority`` (custom tiers are below 250); lower priority first; tier names match case-insensitively
   (the docs write ``tier: securityOps``);
-* ``priority`` is a float, 1.0-10000.0, lower first (equal priorities are "enforced
-  indeterministically": knetsim takes ClusterNetworkPolicies first, then names);
+* ``priority`` is a float, 1.0-10000.0, lower first, whatever the kind (ClusterNetworkPolicy or
+  NetworkPolicy); rules by (policy priority, place in the policy), so rules of equal-priority
+  policies interleave; equal (priority, place) is undefined upstream ("enforced
+  indeterministically"): knetsim's choice is ClusterNetworkPolicies first, then names;
 * actions Allow, Drop, Reject, Pass; Pass punts the traffic to Kubernetes NetworkPolicy
   (types.go: "will not be evaluated by Antrea NetworkPolicy or ClusterNetworkPolicy");
 * ``appliedTo`` at the policy level, or on every rule (never both);
