@@ -332,3 +332,15 @@ def test_equal_priority_across_kinds_is_by_priority_only() -> None:
             "spec": {"priority": 1, "appliedTo": [{"podSelector": {}}], "ingress": [rule("Allow", FROM_Z)]}}
     later = acnp("drop-z", 2, X, ingress=[rule("Drop", FROM_Z)])
     assert dropped(build(annp, later)) == set()
+
+
+def test_detected_from_the_antrea_agent_running_in_the_cluster() -> None:
+    agent = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": "antrea-agent", "namespace": "kube-system"},
+             "spec": {"selector": {"matchLabels": {"app": "antrea", "component": "antrea-agent"}},
+                      "template": {"metadata": {"labels": {"app": "antrea", "component": "antrea-agent"}},
+                                   "spec": {"containers": [{"name": "agent", "image": "antrea/antrea-agent"}]}}}}
+    v = evaluate(build(agent, acnp("drop-z", 1, X, ingress=[rule("Drop", FROM_Z)]), cni=None), "z/a", "x/a", 80)
+    assert v.cni is not None and (v.cni.name, v.cni.how, v.cni.evidence) == (
+        "antrea", "detected", "DaemonSet kube-system/antrea-agent")
+    assert not v.allowed and v.caveats == ()
