@@ -344,3 +344,30 @@ def test_detected_from_the_antrea_agent_running_in_the_cluster() -> None:
     assert v.cni is not None and (v.cni.name, v.cni.how, v.cni.evidence) == (
         "antrea", "detected", "DaemonSet kube-system/antrea-agent")
     assert not v.allowed and v.caveats == ()
+
+
+# --- testACNPAllowXBtoYA (run with Kubernetes default deny everywhere): a named port, resolved on the pod ----------
+
+
+def test_named_port_over_kubernetes_default_deny() -> None:
+    policy = acnp("acnp-allow-xb-to-ya", 2, [{"podSelector": labels(pod="a"), "namespaceSelector": labels(ns="y")}],
+                  ingress=[{"action": "Allow", "from": [{"podSelector": labels(pod="b"),
+                                                         "namespaceSelector": labels(ns="x")}],
+                            "ports": [{"protocol": "TCP", "port": "serve-81"}]}])
+    s = build(policy, *DEFAULT_DENY_ALL_NAMESPACES)
+    assert dropped(s, 81) == everything() - {("x/b", "y/a")}
+    assert not evaluate(s, "x/b", "y/a", 80).allowed  # the name is 81 on y/a, not 80
+
+
+def test_ip_block_to_an_external_address_and_an_end_port_range() -> None:
+    policy = acnp("no-docs-range", 1, [{"podSelector": labels(pod="a")}], egress=[
+        {"action": "Drop", "to": [{"ipBlock": {"cidr": "192.0.2.0/24", "except": ["192.0.2.128/25"]}}],
+         "ports": [{"protocol": "TCP", "port": 8080, "endPort": 8082}]}])
+    s = build(policy)
+    assert not evaluate(s, "x/a", "192.0.2.10", 8081).allowed
+    assert evaluate(s, "x/a", "192.0.2.10", 8083).allowed
+    assert evaluate(s, "x/a", "192.0.2.200", 8081).allowed  # in the except
+    assert evaluate(s, "x/b", "192.0.2.10", 8081).allowed  # not applied to b
+    external = {c["to"]: c["allowed"] for c in matrix(s, pods=True).to_dict()["connections"] if c["from"] == "x/a"}
+    assert external["192.0.2.128/25"] == "all"
+    assert {"protocol": "TCP", "ports": [[1, 8079], [8083, 65535]]} in external["192.0.2.0/25"]
