@@ -371,3 +371,12 @@ def test_ip_block_to_an_external_address_and_an_end_port_range() -> None:
     external = {c["to"]: c["allowed"] for c in matrix(s, pods=True).to_dict()["connections"] if c["from"] == "x/a"}
     assert external["192.0.2.128/25"] == "all"
     assert {"protocol": "TCP", "ports": [[1, 8079], [8083, 65535]]} in external["192.0.2.0/25"]
+
+
+def test_same_labels_is_left_out_and_named() -> None:
+    policy = acnp("same-labels", 1, X, ingress=[rule("Drop", [{"namespaces": {"sameLabels": ["team"]}}])])
+    s = build(policy)
+    assert dropped(s) == set()
+    assert any("spec.ingress[0].from[0].namespaces.sameLabels: not simulated by knetsim" in p
+               for p in policy_index(s).problems)
+    assert any("namespaces.sameLabels" in n for n in evaluate(s, "z/a", "x/a", 80).notes)

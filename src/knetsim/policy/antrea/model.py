@@ -190,7 +190,10 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
     body = _mapping(raw, field)
     namespaces = _mapping(body.get("namespaces"), f"{field}.namespaces")
     match = namespaces.get("match")
-    if namespaces and match != "Self" and str(match).lower() != "self":
+    if namespaces.get("sameLabels") is not None:
+        raise AntreaPolicyError(f"{field}.namespaces.sameLabels: not simulated by knetsim: the policy is left out "
+                                "of every answer")
+    if namespaces and str(match).lower() != "self":
         # SameLabels (and anything else) is not simulated: refused rather than guessed.
         raise AntreaPolicyError(f"{field}.namespaces.match: Unsupported value: {match!r}: supported values: Self")
     if namespaces and not cluster:
