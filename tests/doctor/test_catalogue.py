@@ -31,7 +31,7 @@ SOURCES = [*sorted((ROOT / "src/knetsim/doctor").glob("*.py")), ROOT / "src/knet
            ROOT / "src/knetsim/policy/cluster_lint.py", ROOT / "src/knetsim/ingress/findings.py",
            ROOT / "src/knetsim/ingress/controllers.py", ROOT / "src/knetsim/gateway/findings.py",
            ROOT / "src/knetsim/dataplane/bootstrap.py", ROOT / "src/knetsim/dns/coredns.py",
-           ROOT / "src/knetsim/policy/calico/lint.py"]
+           ROOT / "src/knetsim/policy/calico/lint.py", ROOT / "src/knetsim/policy/antrea/lint.py"]
 # Codes picked from tables (a condition's reason → a code): the families they belong to.
 FAMILY = re.compile(r"^(Gateway|ListenerSet|BackendTLSPolicy|Ingress|Ebpf)[A-Z][A-Za-z]+$")
 # The gateway's code the doctor rewrites before printing (another implementation's class is not simulated).

@@ -67,8 +67,10 @@ def test_an_antrea_clusternetworkpolicy_is_not_read_as_the_network_policy_api_ki
     index = policy_index(s)
     assert index.cluster == () and index.problems == ()  # no "KeyError: 'subject'" note any more
     v = evaluate(s, "shop/a", "shop/b", 80)
-    assert [c.to_dict()["kind"] for c in v.caveats] == ["ClusterNetworkPolicy"]
-    assert v.caveats[0].object.group == "crd.antrea.io" and v.caveats[0].enforced
+    # Evaluated as Antrea's own kind since policy/antrea (tests/policy/test_antrea_*.py): no caveat, its Drop decides.
+    assert v.caveats == () and not v.allowed
+    assert v.ingress.antrea is not None and v.ingress.antrea.match is not None
+    assert v.ingress.antrea.match.kind == "ClusterNetworkPolicy.crd.antrea.io"
 
 
 def test_a_kubernetes_and_a_calico_policy_of_one_name_are_both_kept() -> None:
@@ -189,9 +191,11 @@ def test_cilium_without_kube_proxy_replacement_enforces_cilium_policies() -> Non
 
 @pytest.fixture()
 def antrea_cluster(tmp_path: Path) -> str:
-    """Antrea's kinds: enforced by the (inferred) Antrea CNI, not evaluated by knetsim."""
+    """Antrea's pre-v1.0 group: enforced by the (inferred) Antrea CNI, not evaluated by knetsim (its crd.antrea.io
+    kinds are, since policy/antrea)."""
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all([*PODS, ANTREA_ACNP], sort_keys=False))
+    legacy = {**ANTREA_ACNP, "apiVersion": "security.antrea.tanzu.vmware.com/v1alpha1"}
+    path.write_text(yaml.safe_dump_all([*PODS, legacy], sort_keys=False))
     return str(path)
 
 
@@ -202,25 +206,27 @@ def run(*args: str) -> Any:
 def test_policy_check_names_the_cni_and_the_left_out_policy(antrea_cluster: str) -> None:
     args = ("policy", "check", "-f", antrea_cluster, "--from", "shop/a", "--to", "shop/b", "--port", "80")
     text = run(*args).output
-    assert "cni: CNI Antrea (inferred from ClusterNetworkPolicy.crd.antrea.io acnp" in text
-    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp: enforced by Antrea, but knetsim does not evaluate" in text
+    assert "cni: CNI Antrea (inferred from ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp" in text
+    assert ("caveat: ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp: enforced by Antrea, but knetsim does "
+            "not evaluate") in text
     doc = json.loads(run(*args, "-o", "json").output)
-    assert doc["cni"] == {"name": "antrea", "how": "inferred", "evidence": "ClusterNetworkPolicy.crd.antrea.io acnp"}
+    assert doc["cni"] == {"name": "antrea", "how": "inferred",
+                          "evidence": "ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp"}
     assert [(c["group"], c["kind"], c["name"], c["enforcedByCNI"]) for c in doc["caveats"]] == [
-        ("crd.antrea.io", "ClusterNetworkPolicy", "acnp", True)]
+        ("security.antrea.tanzu.vmware.com", "ClusterNetworkPolicy", "acnp", True)]
 
 
 def test_trace_matrix_and_doctor_name_it(antrea_cluster: str) -> None:
     trace = run("trace", "-f", antrea_cluster, "--from", "shop/a", "10.244.1.3:80").output
     policy_line = next(line for line in trace.splitlines() if " policy " in line)
-    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp" in policy_line
+    assert "caveat: ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp" in policy_line
     table = run("matrix", "-f", antrea_cluster).output
-    assert "caveat: ClusterNetworkPolicy.crd.antrea.io acnp" in table
+    assert "caveat: ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp" in table
     doc = json.loads(run("matrix", "-f", antrea_cluster, "-o", "json").output)
     assert any("acnp" in n for n in doc["notes"])
     doctor = " ".join(run("doctor", "-f", antrea_cluster).output.split())
-    assert "ClusterNetworkPolicy.crd.antrea.io acnp: PolicyNotEvaluated" in doctor
-    assert "unless ClusterNetworkPolicy.crd.antrea.io acnp" in doctor
+    assert "ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp: PolicyNotEvaluated" in doctor
+    assert "unless ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp" in doctor
 
 
 def test_lint_findings() -> None:

@@ -59,6 +59,9 @@ from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_
 
 # Calico's API groups: its kinds are read by knetsim.policy (on a Calico cluster), not by a layer of the build.
 CALICO_GROUPS = frozenset({"projectcalico.org", "crd.projectcalico.org"})
+# Antrea's policy kinds share their names with Kubernetes' (NetworkPolicy, ClusterNetworkPolicy): kept untyped,
+# keyed Kind.crd.antrea.io (state.stored_kind), read by knetsim.policy.antrea.
+ANTREA_GROUPS = frozenset({"crd.antrea.io"})
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 API_WARNING = "APIServerWarning"  # notice code: a warning the API server of the version in force sends
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)
@@ -174,6 +177,10 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "Calico's and its CustomResourceDefinition is not in the input: kept unchecked; "
                                       "policy answers read it as Calico does", admitted.describe(), doc.source))
+        elif kind is None and _group(doc.body) in ANTREA_GROUPS:
+            out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
+                                      "Antrea's and its CustomResourceDefinition is not in the input: kept unchecked; "
+                                      "policy answers read it as Antrea does", admitted.describe(), doc.source))
         elif kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "
@@ -344,7 +351,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     placed = {info.kind for info in KINDS if info.collection} | {"ServiceCIDR", "IPAddress"}
     quiet = {info.kind for info in KINDS if info.simulated} | GATEWAY_READ_AS_KEPT | {"CustomResourceDefinition"}
     for kind, kind_docs in sorted(by_kind.items()):
-        if all(_group(d.body) in CALICO_GROUPS for d in kind_docs):
+        if all(_group(d.body) in CALICO_GROUPS | ANTREA_GROUPS for d in kind_docs):
             for d in kind_docs:
                 _keep_other(state, d)  # read by knetsim.policy
             continue

@@ -415,9 +415,13 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     backend = Backend(target.name, target.ip, port, target.snat or src_ip)
     if not allowed:
         fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]
-        run.hops.append(Hop("policy", "fail", detail + " — the packet is dropped", data))
+        # An Antrea Reject rule answers the client (a TCP RST: "connection refused"); every other deny drops.
+        rejected = bool(getattr(side, "rejected", False))
+        run.hops.append(Hop("policy", "fail", detail + (" — the client is refused (TCP RST)" if rejected
+                                                        else " — the packet is dropped"), data))
         run.findings.append(Finding("PolicyDrop", "policy", detail, fix))
-        return Trace(run.source, str(run.target), run.protocol, "timeout", backend, tuple(run.hops),
+        return Trace(run.source, str(run.target), run.protocol, "refused" if rejected else "timeout", backend,
+                     tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
     run.hops.append(Hop("policy", "ok", detail, data))
     if target.pod is None:

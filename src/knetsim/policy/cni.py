@@ -69,6 +69,8 @@ EVALUATED: dict[str, frozenset[tuple[str, str]]] = {
     CILIUM: frozenset({("cilium.io", "CiliumNetworkPolicy"), ("cilium.io", "CiliumClusterwideNetworkPolicy")}),
     CALICO: frozenset({(g, k) for g in ("projectcalico.org", "crd.projectcalico.org")
                        for k in ("NetworkPolicy", "GlobalNetworkPolicy")}),
+    # policy/antrea: the crd.antrea.io kinds (the pre-v1.0 security.antrea.tanzu.vmware.com group stays a caveat).
+    ANTREA: frozenset({("crd.antrea.io", "NetworkPolicy"), ("crd.antrea.io", "ClusterNetworkPolicy")}),
 }
 
 # What a CNI's agent runs as: (namespace, DaemonSet name) and the pod labels it carries. Upstream manifests:

@@ -13,6 +13,10 @@ from typing import Any
 from ..cluster.state import ClusterState
 from . import cilium
 from . import cluster as cnp
+from .antrea.describe import AntreaPolicyDescription, describe_antrea
+from .antrea.model import ACNP as ANTREA_ACNP
+from .antrea.model import ANNP as ANTREA_ANNP
+from .antrea.model import AntreaPolicyError
 from .calico.describe import CalicoPolicyDescription, describe_calico
 from .calico.model import CalicoPolicyError
 from .calico.selector import SelectorError
@@ -316,12 +320,27 @@ def _describe_cilium(state: ClusterState, kind: str, key: str) -> list[CiliumPol
     return describe_cilium(state, read, index.ctx, index.cni.text(), index.cni.name == cnis.CILIUM, left_out)
 
 
+ANTREA_CLUSTER_NAMES = frozenset({"acnp", "clusternetworkpolicy.crd.antrea.io", "clusternetworkpolicies.crd.antrea.io"})
+
+
+def _describe_antrea(state: ClusterState, kind: str, namespace: str, name: str) -> list[AntreaPolicyDescription]:
+    from . import cni as cnis
+
+    index = build_index(state)
+    try:
+        return describe_antrea(state, kind, namespace, name, index.antrea, index.ctx, index.cni.text(),
+                               index.cni.name == cnis.ANTREA)
+    except AntreaPolicyError as exc:
+        raise PolicyInputError(f"{kind}.crd.antrea.io {name}: {exc} (the policy is ignored)") from None
+
+
 # --- entry point -------------------------------------------------------------------------------
 
 
 def describe(state: ClusterState, name: str, namespace: str = "default"
              ) -> list[PolicyDescription | ClusterPolicyDescription | CalicoPolicyDescription
-                       | CiliumPolicyDescription]:
+                       | CiliumPolicyDescription
+                       | AntreaPolicyDescription]:
     """The NetworkPolicy (or CiliumNetworkPolicy) ``namespace/name`` in words; ``KIND/name`` or a name no
     NetworkPolicy of ``namespace`` has: the ClusterNetworkPolicy (AdminNetworkPolicy, ...) of that name."""
     if namespace.lower() in CALICO_GLOBAL_NAMES:
@@ -334,8 +353,15 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
         if not found_cilium:
             raise PolicyInputError(f"ciliumclusterwidenetworkpolicy {name} not found")
         return list(found_cilium)
+    if namespace.lower() in ANTREA_CLUSTER_NAMES:
+        found_antrea = _describe_antrea(state, ANTREA_ACNP, "", name)
+        if not found_antrea:
+            raise PolicyInputError(f"clusternetworkpolicy.crd.antrea.io {name} not found")
+        return list(found_antrea)
     if namespace.lower() in CLUSTER_KIND_NAMES:
         found = _describe_cluster(state, (CLUSTER_KIND_NAMES[namespace.lower()],), name)
+        if not found and CLUSTER_KIND_NAMES[namespace.lower()] == cnp.CLUSTER_NETWORK_POLICY:
+            found = _describe_antrea(state, ANTREA_ACNP, "", name)  # Antrea's kind of the same name
         if not found:
             raise PolicyInputError(f"{CLUSTER_KIND_NAMES[namespace.lower()].lower()} {name} not found")
         return list(found)
@@ -350,8 +376,11 @@ def describe(state: ClusterState, name: str, namespace: str = "default"
         calico_found = _describe_calico(state, "NetworkPolicy", namespace, name) if obj is None else []
         if calico_found:
             return list(calico_found)
+        antrea_found = _describe_antrea(state, ANTREA_ANNP, namespace, name) if obj is None else []
+        if antrea_found:
+            return list(antrea_found)
         if obj is None:
-            cluster = _describe_cluster(state, cnp.KINDS, name)
+            cluster = _describe_cluster(state, cnp.KINDS, name) or _describe_antrea(state, ANTREA_ACNP, "", name)
             if cluster:
                 return list(cluster)
             clusterwide = _describe_cilium(state, cilium.CLUSTERWIDE_KIND, name)

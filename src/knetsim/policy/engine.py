@@ -38,6 +38,8 @@ from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
 from . import cni as cnis
+from .antrea import evaluate as antrea
+from .antrea.read import read as read_antrea
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
 from .calico.staged import StagedChange, read_staged, with_change
@@ -103,6 +105,8 @@ class PolicyIndex:
     # On Cilium with policies only its own walk can answer (deny rules, the clusterwide kind, entities, toServices,
     # toFQDNs, enableDefaultDeny: false): every NetworkPolicy and Cilium policy, deny before allow (cilium/).
     cilium: cilium_walk.CiliumIndex | None = None
+    # On Antrea with Antrea-native policies: its tiers around Kubernetes NetworkPolicy (antrea/evaluate.py).
+    antrea: antrea.AntreaIndex | None = None
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -214,7 +218,11 @@ def build_index(state: ClusterState) -> PolicyIndex:
     if ebpf and any(p.needs_walk for p in cilium_policies):
         walked = [cilium.CiliumPolicy(p) for p in policies if p.kind == "NetworkPolicy"] + cilium_policies
         index = dataclasses.replace(index, cilium=cilium_walk.build(state, walked))
-    return dataclasses.replace(index, problems=tuple(problems))
+    if cni.name == cnis.ANTREA:
+        found_antrea = read_antrea(state, problems)
+        if found_antrea is not None:
+            index = dataclasses.replace(index, antrea=found_antrea)
+    return dataclasses.replace(index, problems=tuple(dict.fromkeys(problems)))
 
 
 # --- endpoints ------------------------------------------------------------------------
@@ -340,6 +348,12 @@ class DirectionVerdict:
     cluster_policies: tuple[tuple[str, str, str], ...] = ()  # (kind, name, tier) selecting this pod
     calico: calico.CalicoDecision | None = None  # on Calico with Calico policies: its walk through the tiers
     cilium: cilium_walk.CiliumDecision | None = None  # on Cilium when its own walk decides (deny before allow)
+    antrea: antrea.AntreaDecision | None = None  # on Antrea: the Antrea-native rule that decided (or passed)
+
+    @property
+    def rejected(self) -> bool:
+        """Denied by an Antrea Reject rule: the client gets a refusal (a TCP RST), not a timeout."""
+        return not self.allowed and self.antrea is not None and self.antrea.rejected
 
     def deciding(self) -> str:
         """The rule (or the absence of one) that decided this side, in one line; "" where nothing did (the end
@@ -349,6 +363,8 @@ class DirectionVerdict:
             return f"{where}: {self.reason}" if self.calico.selecting else ""
         if self.cilium is not None:
             return f"{where}: {self.reason}" if self.cilium.selecting else ""
+        if self.antrea is not None and self.antrea.decided:
+            return f"{where}: {self.reason}"
         if self.decided_by is not None:
             return f"{where}: {'allowed' if self.allowed else 'denied'} by {self.decided_by.text()}"
         if self.allowed and self.allowed_by:
@@ -373,6 +389,14 @@ class DirectionVerdict:
         if self.cilium is not None and self.cilium.missing_dns:
             return ("add toPorts.rules.dns (matchName or matchPattern for the name) to an egress rule that allows "
                     "the pod to reach kube-dns on port 53, so Cilium's DNS proxy learns the name's addresses")
+        if self.antrea is not None and self.antrea.decided and self.antrea.match is not None:
+            what = f" ({traffic})" if traffic else ""
+            if self.antrea.match.tier == "baseline":
+                return (f"{self.antrea.match.text()} denies it because no Kubernetes NetworkPolicy selects "
+                        f"{self.endpoint} for {self.direction}: a NetworkPolicy of its namespace that selects it and "
+                        f"allows this traffic{what} comes before the baseline tier")
+            return (f"{self.antrea.match.text()} denies it: add an Allow (or Pass) rule for this traffic{what} in a "
+                    "tier evaluated before it, or in its tier at a lower priority")
         if self.decided_by is not None and self.tier == cnp.ADMIN:
             return (f"{self.decided_by.text()} denies it before any NetworkPolicy is looked at: only the cluster "
                     "administrator can let it through (change that rule, or add an Accept or Pass rule for this "
@@ -412,6 +436,11 @@ class DirectionVerdict:
                              "deniedBy": c2.denied_by.text() if c2.denied_by else None,
                              "allowedBy": c2.allowed_by.text() if c2.allowed_by else None,
                              "missingDNSRule": list(c2.missing_dns)}
+        if self.antrea is not None:
+            a = self.antrea
+            out["antrea"] = {"tier": a.match.tier if a.match else None,
+                             "decidedBy": a.match.to_dict() if a.match else None, "rejected": a.rejected,
+                             "selecting": list(a.selecting)}
         if self.cluster_policies or self.decided_by or self.passed_by:
             out["clusterPolicies"] = [{"kind": k, "name": n, "tier": t} for k, n, t in self.cluster_policies]
             out["decidedBy"] = self.decided_by.to_dict() if self.decided_by else None
@@ -568,14 +597,16 @@ def _passed_text(passed: tuple[TierRuleMatch, ...]) -> str:
 
 
 def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint,
-               protocol: str, port: int) -> DirectionVerdict:
+               protocol: str, port: int, *, kubernetes_only: bool = False) -> DirectionVerdict:
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
     if index.calico is not None:
         return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
-    if index.cilium is not None:
+    if index.cilium is not None and not kubernetes_only:
         return _cilium_direction(index, direction, pod_ep, peer_ep, protocol, port)
+    if index.antrea is not None and not kubernetes_only:
+        return _antrea_direction(index, direction, pod_ep, peer_ep, protocol, port)
     selecting = index.selecting(pod, direction)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}
@@ -649,6 +680,63 @@ def _cilium_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     return DirectionVerdict(direction, pod.key, True, decision.isolated, refs, decision.allowed, allowed_by, (),
                             decision.reason(pod.key, direction), NETWORK_POLICY_TIER if decision.selecting
                             else DEFAULT_TIER, cilium=decision)
+
+
+# --- Antrea: its tiers around the engine's own (Kubernetes NetworkPolicy and the network-policy-api tiers) ---
+
+
+def _antrea_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, protocol: str,
+                      port: int) -> DirectionVerdict:
+    """Antrea's walk (tier → priority → rule) for one side: its tiers before Kubernetes NetworkPolicy, then the
+    engine's own tiers, then Antrea's baseline tier (antrea/evaluate.py)."""
+    assert pod_ep.pod is not None and index.antrea is not None
+    pod = pod_ep.pod
+    if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
+                                f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    ctx = index.on_node(pod.node_name)
+    before = antrea.decide(index.antrea, direction, pod_ep, peer_ep, protocol, port, ctx, baseline=False)
+    if before.decided:
+        return DirectionVerdict(direction, pod.key, True, False, (), before.allowed, (), (), before.text(),
+                                before.match.tier if before.match else "", antrea=before)
+    native = _direction(index, direction, pod_ep, peer_ep, protocol, port, kubernetes_only=True)
+    head = f"{before.text()}; " if before.match is not None else ""
+    if native.tier != DEFAULT_TIER or native.isolated:
+        return dataclasses.replace(native, reason=head + native.reason, antrea=before if before.match else None)
+    after = antrea.decide(index.antrea, direction, pod_ep, peer_ep, protocol, port, ctx, baseline=True)
+    if after.decided:
+        return DirectionVerdict(direction, pod.key, True, False, (), after.allowed, (), (),
+                                f"{head}no Kubernetes NetworkPolicy isolates {pod.key} for {direction}; "
+                                f"{after.text()}", after.match.tier if after.match else "", antrea=after)
+    selecting = (*before.selecting, *after.selecting)
+    if not selecting and before.match is None:
+        return native
+    names = ", ".join(selecting)
+    return dataclasses.replace(native, reason=f"{head}no Antrea-native rule of {names} decides it and {native.reason}",
+                               antrea=before if before.match else None)
+
+
+def _antrea_direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint) -> ConnSet:
+    """Every port at once: Antrea's tiers before NetworkPolicy, the engine's own tiers, the baseline tier."""
+    assert pod_ep.pod is not None and index.antrea is not None
+    pod = pod_ep.pod
+    ctx = index.on_node(pod.node_name)
+    before, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=False)
+    after, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=True)
+    allowed = network_policy_set(index, direction, pod_ep, peer_ep)
+    dst = pod_ep if direction == INGRESS else peer_ep
+    none = (ConnSet.none(), ConnSet.none())
+
+    def sets(tier: str) -> tuple[ConnSet, ConnSet]:
+        if tier == NETWORK_POLICY_TIER:
+            return none if allowed is None else (allowed, ConnSet.all())
+        policies = index.cluster_selecting(pod, tier, direction) if index.cluster else []
+        return tier_sets(policies, direction, peer_ep, dst, ctx)[:2] if policies else none
+
+    # Tiers that decide nothing for this pair change nothing: left out, the combine is cheaper (the matrix asks it
+    # for every pair of classes).
+    deciding = [t for t in (*before, *(sets(tier) for tier in ORDER), *after) if t[1]]
+    return combine(deciding) if deciding else ConnSet.all()
 
 
 def _self(direction: str, ep: Endpoint) -> DirectionVerdict:
@@ -758,6 +846,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
         return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
     if index.cilium is not None:
         return cilium_walk.side_set(index.cilium, direction, pod_ep, peer_ep, index.on_node(pod.node_name))
+    if index.antrea is not None:
+        return _antrea_direction_set(index, direction, pod_ep, peer_ep)
     allowed = network_policy_set(index, direction, pod_ep, peer_ep)
     cluster = {tier: index.cluster_selecting(pod, tier, direction) if index.cluster else []
                for tier in ORDER if tier in CLUSTER_TIERS}

@@ -14,6 +14,7 @@ it. Codes:
 * ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
 * ``CiliumFQDNWithoutDNSRule``: a ``toFQDNs`` rule whose names no ``toPorts.rules.dns`` rule lets the
   selected pods look up: Cilium learns the addresses only from lookups its DNS proxy saw, so it allows nothing;
+* ``AntreaAppliedToNothing`` / ``AntreaPassInBaseline`` / ``AntreaRuleShadowed``: see ``antrea/lint.py``;
 * ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
   because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
   the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).
@@ -272,7 +273,7 @@ def _not_isolated(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                     index.selecting(p, INGRESS) or index.selecting(p, EGRESS)
                     or any(c.selects(p, index.ctx.namespace_labels) for c in index.cluster)
                     or _calico_selects(index, p) or _cilium_selects(index, p, INGRESS)
-                    or _cilium_selects(index, p, EGRESS))
+                    or _cilium_selects(index, p, EGRESS) or _antrea_selects(index, p))
             if not answer:
                 loose.append(p)
         if loose:
@@ -589,6 +590,24 @@ def _cilium_selects(index: PolicyIndex, pod: Pod, direction: str) -> bool:
     return index.cilium is not None and bool(index.cilium.selecting(pod, direction, index.ctx))
 
 
+def _antrea_selects(index: PolicyIndex, pod: Pod) -> bool:
+    """Does an Antrea-native policy (of any tier) apply to ``pod`` in either direction?"""
+    if index.antrea is None:
+        return False
+    from .antrea.evaluate import selects
+
+    return any(selects(index.antrea, p, pod, d, index.ctx) for tier in index.antrea.policies.values() for p in tier
+               for d in (INGRESS, EGRESS))
+
+
+def _antrea(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    if index.antrea is None:
+        return []
+    from .antrea.lint import antrea_lint
+
+    return antrea_lint(state, index.antrea, index.ctx)
+
+
 def _calico(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     if index.calico is None:
         return []
@@ -638,7 +657,8 @@ def lint(state: ClusterState) -> list[Finding]:
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index) + _left_out(index) + _calico(state, index) + _cilium(state, index))
+                + cluster_lint(state, index) + _left_out(index) + _calico(state, index) + _cilium(state, index)
+                + _antrea(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 

@@ -928,6 +928,8 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
                and (namespace is None or p.namespace == namespace)]
     if index.calico is not None or index.cilium is not None:
         return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
+    if index.antrea is not None:
+        return _antrea_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     classes = build_classes(state, index, members, external=external, all_external=all_external)
     vectors = Vectors(state, classes, index)
     atoms = port_atoms(index, classes)
@@ -954,10 +956,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     and named ports are (and their address, where Calico nets cut the pod network), and each pair of classes goes
     through the engine's every-port answer. The vectorised tiers know Kubernetes selectors only; correctness
     first, at the cost of n x n evaluations over classes."""
-    from ipaddress import IPv4Address
-
     from .calico.evaluate import service_account_of
-    from .engine import _direction_set
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
 
@@ -968,6 +967,18 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
+    note = ("evaluated pair by pair under Calico's tiers" if index.calico is not None else
+            "evaluated pair by pair under Cilium's deny-before-allow walk")
+    return _pairwise_matrix(state, index, classes, pods=pods, note=note)
+
+
+def _pairwise_matrix(state: ClusterState, index: PolicyIndex, classes: Any, *, pods: bool, note: str) -> Matrix:
+    """Each pair of classes through the engine's every-port answer (a CNI dialect the vectorised tiers cannot
+    express: Calico's, Antrea's)."""
+    from ipaddress import IPv4Address
+
+    from .engine import _direction_set
+
     ends = []
     for c, key in enumerate(classes.keys):
         if key[0] == EXTERNAL:
@@ -1000,9 +1011,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
     atoms = port_atoms(index, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
-                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
-                   "evaluated pair by pair under Calico's tiers" if index.calico is not None else
-                   "evaluated pair by pair under Cilium's deny-before-allow walk"), [])
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state), note), [])
 
 
 def _cilium_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
@@ -1024,6 +1033,38 @@ def _cilium_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, 
         if key is not None and key[0] == 4:
             out.append((key[1], key[1] + 1, ()))
     return out
+
+
+def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
+                   all_external: bool) -> Matrix:
+    """The matrix under Antrea's tiers, pair by pair: pods are alike when their namespace, labels and named ports
+    are (and their address, where an Antrea ipBlock cuts the pod network)."""
+    assert index.antrea is not None
+    ranges: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
+    for block in _antrea_blocks(index):
+        for net in (block.cidr, *block.excepts):
+            start = int(net.network_address)
+            ranges.append((start, start + (1 << (32 - net.prefixlen)), ()))
+
+    def identity(pod: Pod) -> Any:
+        ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
+                             if p.name))
+        return (tuple(sorted(pod.labels.items())), ports, pod.pod_ip if ranges else "")
+
+    classes = build_classes(state, index, members, external=external, all_external=all_external,
+                            identity=identity, extra_ranges=ranges)
+    return _pairwise_matrix(state, index, classes, pods=pods, note="evaluated pair by pair under Antrea's tiers")
+
+
+def _antrea_blocks(index: PolicyIndex) -> list[Any]:
+    """The IPv4 ipBlocks of Antrea's rules and groups (IPRange), which cut the address space into pieces."""
+    assert index.antrea is not None
+    out = [b for g in index.antrea.groups.values() for b in g.ip_blocks]
+    for tier in index.antrea.policies.values():
+        for policy in tier:
+            for rule in (*policy.ingress, *policy.egress):
+                out += [p.ip_block for p in rule.peers or () if p.ip_block is not None]
+    return [b for b in out if b.cidr.version == 4]
 
 
 def _calico_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:

@@ -305,6 +305,9 @@ def verdict_text(v: Verdict) -> str:
     lines += _direction_text(v.ingress)
     if v.allowed:
         lines.append(f"replies: {v.reply}")
+    elif v.egress.rejected or (v.egress.allowed and v.ingress.rejected):
+        # An Antrea Reject rule answers for the peer (a TCP RST): the client fails at once.
+        lines.append("result: rejected: the client gets a refusal (a TCP RST), so it sees 'connection refused'")
     else:
         lines.append("result: the packet is dropped, so a client sees a timeout (not 'connection refused')")
     lines += [f"note: {n}" for n in v.notes]

@@ -1,0 +1,317 @@
+"""Antrea's policy kinds, read into one shape: tiers, policies ordered by priority, rules with peers.
+
+Fields and defaults from antrea-io/antrea ``pkg/apis/crd/v1beta1/types.go`` (NetworkPolicySpec, Rule,
+NetworkPolicyPeer, PeerNamespaces, AppliedTo, Tier, ClusterGroup/Group GroupSpec) and
+``docs/antrea-network-policy.md``. Facts this reading rests on:
+
+* static tiers ``emergency`` 50, ``securityops`` 100, ``networkops`` 150, ``platform`` 200,
+  ``application`` 250 (the default ``tier``) and ``baseline`` 253; a Tier object has its own
+  ``priority`` (custom tiers are below 250); lower priority first; tier names match case-insensitively
+  (the docs write ``tier: securityOps``);
+* ``priority`` is a float, 1.0-10000.0, lower first, whatever the kind (ClusterNetworkPolicy or
+  NetworkPolicy); rules by (policy priority, place in the policy), so rules of equal-priority
+  policies interleave; equal (priority, place) is undefined upstream ("enforced
+  indeterministically"): knetsim's choice is ClusterNetworkPolicies first, then names;
+* actions Allow, Drop, Reject, Pass; Pass punts the traffic to Kubernetes NetworkPolicy
+  (types.go: "will not be evaluated by Antrea NetworkPolicy or ClusterNetworkPolicy");
+* ``appliedTo`` at the policy level, or on every rule (never both);
+* peers: ``podSelector``, ``namespaceSelector``, ``namespaces: {match: Self}`` (ACNP only),
+  ``ipBlock``, ``group`` (a ClusterGroup for an ACNP, a Group of the policy's namespace for an ANNP);
+  in an ACNP a podSelector alone selects pods of every namespace, in an ANNP of its own namespace;
+* no isolation: traffic no Antrea rule matches goes on (to Kubernetes NetworkPolicy, then Baseline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...model.labels import Selector
+from ...model.loader import BUILTIN, Source
+from ..rules import IPRange, Port, ip_range
+
+GROUPS = frozenset({"crd.antrea.io"})
+ACNP, ANNP = "ClusterNetworkPolicy", "NetworkPolicy"
+POLICY_KINDS = (ACNP, ANNP)
+TIER_KIND = "Tier"
+GROUP_KINDS = ("ClusterGroup", "Group")
+ACTIONS = ("Allow", "Drop", "Reject", "Pass")
+ALLOW, DROP, REJECT, PASS = ACTIONS
+DEFAULT_TIER = "application"
+BASELINE_TIER = "baseline"
+STATIC_TIERS: dict[str, float] = {"emergency": 50, "securityops": 100, "networkops": 150, "platform": 200,
+                                  "application": 250, "baseline": 253}
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+class AntreaPolicyError(ValueError):
+    """An object Antrea would refuse, with the field that says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """An ``appliedTo`` entry or a rule peer: every field given must match."""
+
+    index: int
+    pod_selector: Selector | None = None
+    namespace_selector: Selector | None = None
+    same_namespace: bool = False  # namespaces: {match: Self}
+    ip_block: IPRange | None = None
+    group: str = ""  # a ClusterGroup (ACNP) or a Group of the policy's namespace (ANNP)
+
+    def describe(self) -> str:
+        parts = []
+        if self.group:
+            parts.append(f"group {self.group}")
+        if self.pod_selector is not None:
+            parts.append(f"pods {self.pod_selector.formatted()}")
+        if self.namespace_selector is not None:
+            parts.append(f"namespaces {self.namespace_selector.formatted()}")
+        if self.same_namespace:
+            parts.append("namespaces: match Self")
+        if self.ip_block is not None:
+            parts.append(f"ipBlock {self.ip_block.describe()}")
+        return " and ".join(parts) or "any"
+
+
+@dataclass(frozen=True, slots=True)
+class AntreaRule:
+    index: int
+    name: str
+    action: str
+    peers: tuple[Selection, ...] | None  # None: every peer (no from/to)
+    ports: tuple[Port, ...] | None  # None: every port and protocol
+    applied_to: tuple[Selection, ...] | None = None  # rule-level appliedTo
+    unsupported: tuple[str, ...] = ()  # read but not simulated (toServices, fqdn, ...)
+
+    def text(self) -> str:
+        peers = "; ".join(p.describe() for p in self.peers) if self.peers is not None else "any peer"
+        ports = ", ".join(p.describe() for p in self.ports) if self.ports is not None else "any port"
+        return f"{peers}; {ports}"
+
+
+@dataclass(frozen=True, slots=True)
+class AntreaPolicy:
+    kind: str  # ClusterNetworkPolicy | NetworkPolicy (Antrea's)
+    namespace: str  # "" for an ACNP
+    name: str
+    tier: str  # lower-case
+    priority: float
+    applied_to: tuple[Selection, ...] | None  # None: the rules' own appliedTo
+    ingress: tuple[AntreaRule, ...]
+    egress: tuple[AntreaRule, ...]
+    source: Source = BUILTIN
+
+    @property
+    def display_kind(self) -> str:
+        """``ClusterNetworkPolicy.crd.antrea.io``: never confused with the Kubernetes kinds of the same names."""
+        return f"{self.kind}.crd.antrea.io"
+
+    @property
+    def display_name(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def ref(self) -> str:
+        return f"{self.display_kind} {self.display_name}"
+
+    def sort_key(self) -> tuple[float, int, str]:
+        return (self.priority, 0 if self.kind == ACNP else 1, self.display_name)
+
+    def rules(self, direction: str) -> tuple[AntreaRule, ...]:
+        return self.ingress if direction == "ingress" else self.egress
+
+
+@dataclass(frozen=True, slots=True)
+class AntreaTier:
+    name: str
+    priority: float
+
+    @property
+    def baseline(self) -> bool:
+        return self.name == BASELINE_TIER
+
+
+@dataclass(frozen=True, slots=True)
+class AntreaGroup:
+    """A ClusterGroup (namespace "") or a Group: the pods and addresses it selects."""
+
+    namespace: str
+    name: str
+    pod_selector: Selector | None
+    namespace_selector: Selector | None
+    ip_blocks: tuple[IPRange, ...]
+    children: tuple[str, ...]
+
+
+BUILTIN_TIERS = tuple(AntreaTier(n, p) for n, p in STATIC_TIERS.items())
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise AntreaPolicyError(f"{field}: Invalid value: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, field: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise AntreaPolicyError(f"{field}: Invalid value: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _selector(value: Any, field: str) -> Selector | None:
+    if value is None:
+        return None
+    try:
+        return Selector.from_label_selector(_mapping(value, field))
+    except ValueError as exc:
+        raise AntreaPolicyError(f"{field}: Invalid value: {exc}") from None
+
+
+def _ip_block(value: Any, field: str) -> IPRange:
+    body = _mapping(value, field)
+    cidr = body.get("cidr")
+    if not cidr:
+        raise AntreaPolicyError(f"{field}.cidr: Required value")
+    try:
+        return ip_range(str(cidr), tuple(str(e) for e in _list(body.get("except"), f"{field}.except")))
+    except ValueError:
+        raise AntreaPolicyError(f"{field}.cidr: Invalid value: {cidr!r}: not a CIDR") from None
+
+
+def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -> Selection:
+    body = _mapping(raw, field)
+    namespaces = _mapping(body.get("namespaces"), f"{field}.namespaces")
+    match = namespaces.get("match")
+    if namespaces.get("sameLabels") is not None:
+        raise AntreaPolicyError(f"{field}.namespaces.sameLabels: not simulated by knetsim: the policy is left out "
+                                "of every answer")
+    if namespaces and str(match).lower() != "self":
+        # SameLabels (and anything else) is not simulated: refused rather than guessed.
+        raise AntreaPolicyError(f"{field}.namespaces.match: Unsupported value: {match!r}: supported values: Self")
+    if namespaces and not cluster:
+        raise AntreaPolicyError(f"{field}.namespaces: Forbidden: only an Antrea ClusterNetworkPolicy may set it")
+    selection = Selection(
+        index,
+        _selector(body.get("podSelector"), f"{field}.podSelector"),
+        _selector(body.get("namespaceSelector"), f"{field}.namespaceSelector"),
+        bool(namespaces),
+        _ip_block(body["ipBlock"], f"{field}.ipBlock") if peer and body.get("ipBlock") is not None else None,
+        str(body.get("group") or ""))
+    if selection.group and (selection.pod_selector or selection.namespace_selector or selection.ip_block):
+        raise AntreaPolicyError(f"{field}.group: Invalid value: a group cannot be set with other selectors")
+    if selection.ip_block is not None and (selection.pod_selector or selection.namespace_selector):
+        raise AntreaPolicyError(f"{field}.ipBlock: Invalid value: an ipBlock cannot be set with selectors")
+    return selection
+
+
+def _ports(value: Any, field: str) -> tuple[Port, ...] | None:
+    if value is None:
+        return None
+    out = []
+    for i, raw in enumerate(_list(value, field)):
+        body = _mapping(raw, f"{field}[{i}]")
+        protocol = str(body.get("protocol") or "TCP").upper()
+        if protocol not in PROTOCOLS:
+            raise AntreaPolicyError(f"{field}[{i}].protocol: Unsupported value: {body.get('protocol')!r}: supported "
+                                    "values: TCP, UDP, SCTP")
+        port = body.get("port")
+        end = body.get("endPort")
+        if end is not None and not isinstance(port, int):
+            raise AntreaPolicyError(f"{field}[{i}].endPort: Invalid value: endPort needs a numeric port")
+        if isinstance(port, int) and end is not None and int(end) < port:
+            raise AntreaPolicyError(f"{field}[{i}].endPort: Invalid value: {end}: below port {port}")
+        out.append(Port(i, protocol, port if port is None or isinstance(port, int) else str(port),
+                        int(end) if end is not None else None))
+    return tuple(out)
+
+
+def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) -> AntreaRule:
+    body = _mapping(raw, field)
+    action = body.get("action")
+    if action not in ACTIONS:
+        if action is None:
+            raise AntreaPolicyError(f"{field}.action: Required value")
+        raise AntreaPolicyError(f"{field}.action: Unsupported value: {action!r}: supported values: "
+                                f"{', '.join(ACTIONS)}")
+    side = "from" if direction == "ingress" else "to"
+    raw_peers = body.get(side)
+    peers = tuple(_selection(p, i, f"{field}.{side}[{i}]", cluster=cluster, peer=True)
+                  for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))) if raw_peers else None
+    applied = body.get("appliedTo")
+    applied_to = tuple(_selection(a, i, f"{field}.appliedTo[{i}]", cluster=cluster, peer=False)
+                       for i, a in enumerate(_list(applied, f"{field}.appliedTo"))) if applied else None
+    unsupported = tuple(k for k in ("toServices", "protocols", "l7Protocols") if body.get(k))
+    unsupported += tuple(f"{side}[{i}].{k}" for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))
+                         for k in ("fqdn", "serviceAccount", "nodeSelector", "scope") if isinstance(p, Mapping)
+                         and p.get(k))
+    # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
+    return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
+                      _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported)
+
+
+def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) -> AntreaPolicy:
+    """An Antrea ClusterNetworkPolicy or (namespaced) NetworkPolicy."""
+    meta = _mapping(raw.get("metadata"), "metadata")
+    spec = _mapping(raw.get("spec"), "spec")
+    cluster = kind == ACNP
+    priority = spec.get("priority")
+    if priority is None:
+        raise AntreaPolicyError("spec.priority: Required value")
+    if isinstance(priority, bool) or not isinstance(priority, int | float) or not 1 <= priority <= 10000:
+        raise AntreaPolicyError(f"spec.priority: Invalid value: {priority!r}: a number from 1.0 to 10000.0")
+    applied = spec.get("appliedTo")
+    applied_to = tuple(_selection(a, i, f"spec.appliedTo[{i}]", cluster=cluster, peer=False)
+                       for i, a in enumerate(_list(applied, "spec.appliedTo"))) if applied else None
+    ingress = tuple(_rule(r, i, f"spec.ingress[{i}]", "ingress", cluster=cluster)
+                    for i, r in enumerate(_list(spec.get("ingress"), "spec.ingress")))
+    egress = tuple(_rule(r, i, f"spec.egress[{i}]", "egress", cluster=cluster)
+                   for i, r in enumerate(_list(spec.get("egress"), "spec.egress")))
+    per_rule = [r for r in (*ingress, *egress) if r.applied_to is not None]
+    if applied_to is not None and per_rule:
+        raise AntreaPolicyError("spec.appliedTo: Invalid value: appliedTo is set on the policy and on rules: set it "
+                                "in one place only")
+    if applied_to is None and len(per_rule) != len(ingress) + len(egress):
+        raise AntreaPolicyError("spec.appliedTo: Required value: without a policy appliedTo, every rule needs one")
+    tier = str(spec.get("tier") or DEFAULT_TIER).lower()
+    return AntreaPolicy(kind, "" if cluster else str(meta.get("namespace") or "default"), str(meta.get("name") or ""),
+                        tier, float(priority), applied_to, ingress, egress, source)
+
+
+def parse_tier(raw: Mapping[str, Any]) -> AntreaTier:
+    meta = _mapping(raw.get("metadata"), "metadata")
+    spec = _mapping(raw.get("spec"), "spec")
+    name = str(meta.get("name") or "").lower()
+    priority = spec.get("priority")
+    if name in STATIC_TIERS:
+        return AntreaTier(name, STATIC_TIERS[name])
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise AntreaPolicyError(f"spec.priority: Invalid value: {priority!r}: expected an integer")
+    if priority >= STATIC_TIERS[DEFAULT_TIER]:
+        raise AntreaPolicyError(f"spec.priority: Invalid value: {priority}: a custom tier's priority must be below 250")
+    return AntreaTier(name, float(priority))
+
+
+def parse_group(kind: str, raw: Mapping[str, Any]) -> AntreaGroup:
+    meta = _mapping(raw.get("metadata"), "metadata")
+    spec = _mapping(raw.get("spec"), "spec")
+    blocks = list(_list(spec.get("ipBlocks"), "spec.ipBlocks"))
+    if spec.get("ipBlock") is not None:  # the v1alpha2 single-block form
+        blocks.append(spec["ipBlock"])
+    return AntreaGroup("" if kind == "ClusterGroup" else str(meta.get("namespace") or "default"),
+                       str(meta.get("name") or ""),
+                       _selector(spec.get("podSelector"), "spec.podSelector"),
+                       _selector(spec.get("namespaceSelector"), "spec.namespaceSelector"),
+                       tuple(_ip_block(b, f"spec.ipBlocks[{i}]") for i, b in enumerate(blocks)),
+                       tuple(str(c) for c in _list(spec.get("childGroups"), "spec.childGroups")))
+
+
+__all__ = ["ACTIONS", "BUILTIN_TIERS", "AntreaGroup", "AntreaPolicy", "AntreaPolicyError", "AntreaRule", "AntreaTier",
+           "Selection", "parse_group", "parse_policy", "parse_tier"]
