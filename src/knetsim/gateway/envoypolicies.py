@@ -312,25 +312,48 @@ def _seconds(value: Any) -> int:
     return {"ms": number // 1000, "s": number, "m": number * 60, "h": number * 3600}[unit]
 
 
+def _wildcard_echoed(allowed: list[str], requested: str | None, credentials: bool) -> str:
+    """An ``allowMethods``/``allowHeaders`` value on a preflight answer. ``*`` is a wildcard for the browser only
+    when the request carries no credentials (Fetch standard, CORS-preflight fetch); with ``allowCredentials`` the
+    gateway echoes what the preflight asked for instead, as conformance ``httproute-cors.go`` expects
+    (``access-control-allow-methods: PUT`` for ``allowMethods: ["*"]`` with credentials)."""
+    if "*" in allowed and credentials:
+        return requested or ""
+    return ",".join(allowed)
+
+
 def _cors(cors: dict[str, Any] | None, request: HTTPRequest) -> tuple[dict[str, str], bool, str | None]:
-    """(headers, is a preflight Envoy answers, the step) for this request."""
+    """(headers, is a preflight Envoy answers, the step) for this request.
+
+    Restated from kubernetes-sigs/gateway-api ``conformance/tests/httproute-cors.go`` (HTTPRouteCORS): the
+    preflight answer carries the allowed origin, methods, headers, the exposed headers and the max age (and
+    ``-Allow-Credentials: true`` only when ``allowCredentials`` is true); an actual request gets the origin,
+    the exposed headers and the credentials flag. The origin is always echoed, ``*`` included (Envoy does).
+    """
     origin = request.header("Origin")
     if cors is None or origin is None:
         return {}, False, None
     if not _origin_allowed(_strings(cors.get("allowOrigins")), origin):
         return {}, False, f"CORS: origin {origin} is not allowed: no CORS header"
     preflight = request.method == "OPTIONS" and request.header("Access-Control-Request-Method") is not None
+    credentials = cors.get("allowCredentials") is True
     headers = {"access-control-allow-origin": origin}
-    if cors.get("allowCredentials") is True:
+    if credentials:
         headers["access-control-allow-credentials"] = "true"
+    if _strings(cors.get("exposeHeaders")):
+        headers["access-control-expose-headers"] = ",".join(_strings(cors["exposeHeaders"]))
     if preflight:
-        headers["access-control-allow-methods"] = ",".join(_strings(cors.get("allowMethods")))
-        headers["access-control-allow-headers"] = ",".join(_strings(cors.get("allowHeaders")))
+        methods = _wildcard_echoed(_strings(cors.get("allowMethods")),
+                                   request.header("Access-Control-Request-Method"), credentials)
+        allow_headers = _wildcard_echoed(_strings(cors.get("allowHeaders")),
+                                         request.header("Access-Control-Request-Headers"), credentials)
+        if methods:
+            headers["access-control-allow-methods"] = methods
+        if allow_headers:
+            headers["access-control-allow-headers"] = allow_headers
         if cors.get("maxAge") is not None:
             headers["access-control-max-age"] = str(_seconds(cors["maxAge"]))
         return headers, True, f"CORS: preflight from {origin}: Envoy answers 200"
-    if _strings(cors.get("exposeHeaders")):
-        headers["access-control-expose-headers"] = ",".join(_strings(cors["exposeHeaders"]))
     return headers, False, f"CORS: origin {origin} allowed"
 
 
