@@ -481,6 +481,7 @@ class GatewayListeners:
             body = t.reply.body.encode()
             self._report(state, endpoint, result.proxy_pod, method, target, t.reply.status, len(body), headers,
                          protocol)
+            self._mirror(state, result, headers, method, target, protocol)
             return Answer(t.reply.status, [*reply_headers, *response_headers,
                                            ("x-knetsim-backend", endpoint.describe())], body)
         if result.redirect is not None:
@@ -661,6 +662,19 @@ class GatewayListeners:
         """Does the proxy pod's connection reach the endpoint (policy, a listener there)?"""
         t = self._trace(state, proxy, f"{endpoint.ip}:{endpoint.port}", protocol=protocol)
         return t is not None and t.outcome == "connected"
+
+    def _mirror(self, state: Any, result: Any, headers: list[tuple[str, str]], method: str, target: str,
+                protocol: str) -> None:
+        """RequestMirror: each copy goes to its mirror's endpoint (its access log shows it); the answer is dropped."""
+        upstream = result.upstream_request
+        for copy in result.mirrors:
+            if not copy.sent or copy.endpoint is None:
+                continue
+            t = self._trace(state, result.proxy_pod, f"http://{copy.endpoint.ip}:{copy.endpoint.port}{upstream.path}",
+                            method=upstream.method, headers={"Host": upstream.host, **upstream.headers})
+            if t is not None and t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
+                self._report(state, copy.endpoint, result.proxy_pod, method, target, t.reply.status,
+                             len(t.reply.body.encode()), headers, protocol)
 
     def _report(self, state: Any, endpoint: Endpoint, proxy: str, method: str, target: str, status: int,
                 size: int, headers: list[tuple[str, str]], protocol: str) -> None:

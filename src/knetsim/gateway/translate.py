@@ -772,6 +772,11 @@ def _grpc_rule_problem(rule: GRPCRouteRule) -> tuple[str, str] | None:
     return None
 
 
+def resolve_backend(state: ClusterState, route: Any, ref: BackendRef) -> ResolvedBackend:
+    """A backendRef outside a rule's ``backendRefs`` (a RequestMirror filter's) resolved as a rule's would be."""
+    return _backend(state, route, ref, Policies(state, translate(state).now))
+
+
 def _backend(state: ClusterState, route: Any, ref: BackendRef, policies: Policies) -> ResolvedBackend:
     ns = ref.namespace or route.namespace
     key = f"{ns}/{ref.name}"
