@@ -533,6 +533,9 @@ def _result(state: ClusterState, model: Model, request: Request, controller: Con
         match, via = None, "controller-default-backend"
     else:
         summary = f"{target} → {where} → {status} {errorpages.reason(status or 0)}: {step_text}"
+    if served.caveats:
+        notes.extend(f"unverified: {c}" for c in served.caveats)
+        summary += " (unverified: the auth service's answer is assumed, see the notes)"
     upstream = up.uri if up is not None and outcome == ROUTED else None
     if upstream is not None and loc is not None and loc.needs_rewrite():
         notes.append(f"rewrite-target {loc.annotations.rewrite.target!r} of Ingress "
