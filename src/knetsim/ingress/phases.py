@@ -403,6 +403,11 @@ def _pick_endpoint(run: _Run, upstream: str, endpoints: list[Endpoint], affinity
         host = run.ex.server_name if run.server.name != CATCH_ALL else CATCH_ALL
         paths = affinity.cookie_paths.get(host) or affinity.cookie_paths.get(
             "*." + host.split(".", 1)[-1] if "." in host else host, ())
+        if not paths and host in run.server.aliases:
+            # ingress-nginx lists a server's paths under each of its server-alias names too (controller.go,
+            # the CookieSessionAffinity locations), so an alias's requests get the cookie as the host's do
+            # (test/e2e/annotations/affinity.go "should work with server-alias annotation").
+            paths = affinity.cookie_paths.get(run.server.name, ())
         if location.ingress_path in paths:
             value = sticky.set_cookie(affinity.config, chosen.address, upstream, location.ingress_path,
                                       run.ex.scheme == "https", run.ex.header("User-Agent") or "")

@@ -389,11 +389,12 @@ def controller_view(state: ClusterState, class_name: str | None = None) -> Contr
         in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
                    if r.claimed and r.controller == ctl.controller]
         candidates = _outside_view(state, resolutions, ctl)
-        if strict_path_validation(ctl):
-            for ing in [i for i in in_view if invalid_paths(i.raw)]:
+        if strict_path_validation(ctl) and controller_config(state, ctl).strict_validate_path_type:
+            for ing in [i for i in in_view if invalid_paths(i.raw, ctl)]:
                 in_view.remove(ing)
                 candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
-                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw,
+                                                                                                       ctl))
                                          + "): kubectl apply fails and it does not exist")
         model = build(state, in_view, controller_config(state, ctl))
         for key, reasons in sorted(model.refused.items()):
@@ -519,6 +520,11 @@ def _result(state: ClusterState, model: Model, request: Request, controller: Con
         if backend.external_name:
             notes.append(f"Service {backend.service} is ExternalName: the controller proxies to "
                          f"{backend.external_name}")
+    elif outcome == phases.UNAVAILABLE and backend is not None and backend.problem is None and status == 502:
+        # The backend is there but speaks another protocol than backend-protocol asks for (a TLS handshake or
+        # grpc_pass to plain HTTP): nginx answers 502 — not the 503 of a Service without endpoints.
+        outcome = ROUTED
+        summary = f"{target} → {where} → Service {backend.describe()}: 502, {step_text}"
     elif outcome == phases.UNAVAILABLE and backend is not None and backend.problem is None:
         outcome = ROUTED  # the Service exists without a ready endpoint: still this route, answered 503
         notes.append(f"Service {backend.service} has no ready endpoints for port {backend.port}: ingress-nginx "
