@@ -415,6 +415,9 @@ def _basic(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Verdic
                     "{SHA} hashes)", realm, BASIC_INVALID)
 
 
+UNVERIFIED = "unverified: "  # a step knetsim could not decide and assumed (see _ext_auth)
+
+
 def _service_answer(state: ClusterState, service: str, port: int, method: str, path: str,
                     headers: dict[str, str], ident: str) -> tuple[int | None, dict[str, str], str]:
     """What a Service's program answers (None: nothing accepts the connection). Envoy reaches the endpoints."""
@@ -443,7 +446,7 @@ def _service_answer(state: ClusterState, service: str, port: int, method: str, p
         if program is not None and (target, "TCP") in program.ports:
             status, answer_headers = http_status(program, method, path, headers)
             return status, answer_headers, f"{program.name} on {pod_key} answers {status} for {path}"
-    return 200, {}, f"{pod_key or address} answers 200 for {path} (any web server)"
+    return None, {}, f"{UNVERIFIED}{pod_key or address} runs a program knetsim does not know"
 
 
 def _ext_auth(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Verdict:
@@ -465,6 +468,11 @@ def _ext_auth(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Ver
     status, answer_headers, why = _service_answer(state, service, port, request.method,
                                                   path if path.startswith("/") else "/" + path, dict(request.headers),
                                                   request.describe())
+    if status is None and why.startswith(UNVERIFIED):
+        # An auth service whose program knetsim cannot run: its verdict is unknown. The request is followed as if
+        # allowed, and the answer says so rather than present a 200 nobody gave.
+        return _Verdict(None, None, f"{policy.label} extAuth: {why}: its verdict is unknown, assumed to allow (a "
+                        "401 or 403 it answers would reach the client)")
     if status is None:
         if ext.get("failOpen") is True:
             return _Verdict(None, None, f"{policy.label} extAuth: {why}; failOpen lets the request through")

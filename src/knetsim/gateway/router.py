@@ -301,6 +301,12 @@ def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str
         return result
     headers = {**result.response_headers, **decision.headers}
     if not decision.answered:
+        unverified = [step for step in decision.steps if envoypolicies.UNVERIFIED in step]
+        if unverified:
+            return replace(result, policy=decision, response_headers=headers,
+                           summary=f"{result.summary} (unverified: the auth service's answer is assumed, see the "
+                                   "notes)",
+                           notes=(*result.notes, *unverified))
         return replace(result, policy=decision, response_headers=headers)
     assert decision.outcome is not None and decision.status is not None
     return replace(result, outcome=decision.outcome, http_status=decision.status, redirect=None,
