@@ -616,7 +616,7 @@ def _external_auth(run: _Run, config: extauth.ExtAuthConfig) -> tuple[bool, int,
         # knetsim cannot tell what the auth service answers: the request is followed as if it were allowed (the
         # only way to show what comes after), and the answer says so instead of presenting a 200 it never saw.
         caveat = (f"auth-url {config.url}: {why.removeprefix(UNKNOWN_AUTH)}; this answer assumes it lets the "
-                  "request through — if it answers 401 or 403 the client gets that, anything else is a 500")
+                  "request through; if it answers 401 or 403 the client gets that, anything else is a 500")
         run.caveats.append(caveat)
         run.step("access", "auth-url", f"{config.url}: its answer is unknown to knetsim, assumed to allow")
         return True, 200, None
