@@ -45,3 +45,31 @@ def test_an_unknown_auth_program_is_said_to_be_unverified() -> None:
     [note] = [n for n in result.notes if "unverified" in n]
     assert "does not know" in note and "401 or 403" in note
     assert "unverified" in result.answer().explanation
+
+
+def test_the_live_listener_says_it_on_the_answer() -> None:
+    """The Gateway listener of knetsim up (driven in-process): the 200 carries x-knetsim-unverified."""
+    import asyncio
+
+    from knetsim.daemon.gatewaylisteners import GatewayListeners
+
+    class Server:
+        def __init__(self) -> None:
+            self.state = _cluster("registry.example.com/acme/authz:3.1").state
+            self.state_listeners: list = []
+
+        async def settle(self) -> None:
+            return None
+
+    listeners = GatewayListeners(Server())
+
+    async def ask() -> object:
+        try:
+            return await listeners._answer_http("portal/portal", 80, "http", "GET", "/",
+                                                [("host", "reports.portal.example")], None, None, "HTTP/1.1")
+        finally:
+            await listeners.close()
+    answer = asyncio.run(ask())
+    assert answer is not None and answer.status == 200  # type: ignore[attr-defined]
+    [value] = [v for n, v in answer.headers if n == "x-knetsim-unverified"]  # type: ignore[attr-defined]
+    assert "does not know" in value

@@ -574,8 +574,11 @@ class GatewayListeners:
             self._report(state, endpoint, result.proxy_pod, method, target, t.reply.status, len(body), headers,
                          protocol)
             self._mirror(state, result, headers, method, target, protocol)
+            # An auth verdict knetsim assumed (an extAuth program it does not know) is said on the answer.
+            unverified = [("x-knetsim-unverified", n.split("unverified: ", 1)[1].encode("ascii", "replace").decode())
+                          for n in result.notes if "unverified: " in n]
             return Answer(t.reply.status, [*reply_headers, *response_headers,
-                                           ("x-knetsim-backend", endpoint.describe())], body)
+                                           ("x-knetsim-backend", endpoint.describe()), *unverified], body)
         if result.redirect is not None:
             return Answer(result.redirect.status, [("location", result.redirect.location), *response_headers], b"")
         if result.http_status is None:
