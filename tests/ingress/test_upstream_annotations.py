@@ -176,3 +176,10 @@ def test_implementation_specific_beside_a_rewrite_is_a_case_insensitive_regex_pr
     for request in ("/foo", "/foobar", "/FOO/x"):
         result = route(state, "impl.foo.com", request)
         assert result.routed and result.match is not None and result.match.ingress == "default/impl", request
+
+
+def test_the_canary_weight_split_is_said_in_the_summary() -> None:
+    """The text answer (``Why:``) names both sides of a split, not only the one this request drew."""
+    result = route(_canary("30"), CANARY_HOST, "/")
+    assert "(canary-weight split: default/echo:80 70%, default/canary-echo:80 30%)" in result.summary
+    assert "split" not in route(_canary("100"), CANARY_HOST, "/").summary  # all of them: no split to tell

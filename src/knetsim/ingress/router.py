@@ -517,6 +517,10 @@ def _result(state: ClusterState, model: Model, request: Request, controller: Con
         summary = f"{target} → {where} → Service {backend.describe()}"
         if up is not None and up.canary:
             summary += f" (canary: {served.canary.reason if served.canary else ''})"
+        split = [(name, share) for name, share in served.shares if 0 < share < 1]
+        if len(split) > 1:
+            # A canary-weight split: this request drew one side; the answer says what every request meets.
+            summary += " (canary-weight split: " + ", ".join(f"{name} {share:.0%}" for name, share in split) + ")"
         if backend.external_name:
             notes.append(f"Service {backend.service} is ExternalName: the controller proxies to "
                          f"{backend.external_name}")
