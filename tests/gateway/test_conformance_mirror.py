@@ -151,3 +151,29 @@ def test_the_live_listener_sends_the_copy_and_the_mirror_pods_access_log_shows_i
     assert dict(answer.headers)["x-knetsim-backend"].startswith(f"{INFRA}/infra-backend-v1-")
     assert [(s.pod.rsplit("-", 2)[0], s.target, s.status) for s in served] == [
         (f"{INFRA}/infra-backend-v1", "/mirror", 200), (f"{INFRA}/infra-backend-v2", "/mirror", 200)]
+
+
+def test_a_grpcroute_mirror_copies_the_call() -> None:
+    """GRPCRoute allows RequestMirror too (Envoy Gateway: GRPC_FILTERS); knetsim's own case beside the suite's: the
+    call is answered by grpc-infra-backend-v1 and copied to grpc-infra-backend-v2."""
+    from knetsim.gateway.grpc import call_from, route_grpc
+
+    base = "\n---\n".join((DATA / name).read_text(encoding="utf-8")
+                          for name in ("conformance-base.yaml", "conformance-base-tls.yaml"))
+    grpc_route = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc-mirror, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: same-namespace}]
+  rules:
+  - filters: [{type: RequestMirror, requestMirror: {backendRef: {name: grpc-infra-backend-v2, port: 8080}}}]
+    backendRefs: [{name: grpc-infra-backend-v1, port: 8080}]
+"""
+    c = Cluster.from_yaml(base + "\n---\n" + grpc_route, namespace=INFRA, filename="grpc-mirror.yaml")
+    result = route_grpc(c.state, f"{INFRA}/same-namespace",
+                        call_from("grpc.example", "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/Echo"))
+    assert result.proxied and result.backend is not None, result.summary
+    assert result.backend.service == f"{INFRA}/grpc-infra-backend-v1"
+    assert [m.backend for m in result.mirrors if m.sent] == [f"{INFRA}/grpc-infra-backend-v2:8080"]
+    assert result.to_dict()["mirrors"][0]["sent"] is True
