@@ -177,3 +177,46 @@ spec:
     assert result.backend.service == f"{INFRA}/grpc-infra-backend-v1"
     assert [m.backend for m in result.mirrors if m.sent] == [f"{INFRA}/grpc-infra-backend-v2:8080"]
     assert result.to_dict()["mirrors"][0]["sent"] is True
+
+
+def test_the_live_listener_copies_a_grpc_call_to_the_mirror() -> None:
+    """The live listener's gRPC answer (in-process): both echo pods' access logs record the call."""
+    import asyncio
+
+    from knetsim.daemon.gatewaylisteners import GatewayListeners
+
+    base = "\n---\n".join((DATA / name).read_text(encoding="utf-8")
+                          for name in ("conformance-base.yaml", "conformance-base-tls.yaml"))
+    grpc_route = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc-mirror, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: same-namespace}]
+  rules:
+  - filters: [{type: RequestMirror, requestMirror: {backendRef: {name: grpc-infra-backend-v2, port: 8080}}}]
+    backendRefs: [{name: grpc-infra-backend-v1, port: 8080}]
+"""
+    state = Cluster.from_yaml(base + "\n---\n" + grpc_route, namespace=INFRA, filename="grpc-mirror.yaml").state
+
+    class Server:
+        def __init__(self) -> None:
+            self.state, self.state_listeners = state, []  # type: ignore[var-annotated]
+
+        async def settle(self) -> None:
+            return None
+
+    served: list = []
+    listeners = GatewayListeners(Server(), served=served.append)
+    path = "/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/Echo"
+
+    async def ask() -> object:
+        try:
+            return await listeners._answer_grpc(f"{INFRA}/same-namespace", 80, "http",
+                                                {":path": path, ":authority": "grpc.example"}, [], None, None)
+        finally:
+            await listeners.close()
+    headers, _body, trailers = asyncio.run(ask())  # type: ignore[misc]
+    assert dict(headers)[":status"] == "200" and trailers == [("grpc-status", "0")]
+    assert sorted(s.pod.rsplit("-", 2)[0] for s in served) == [f"{INFRA}/grpc-infra-backend-v1",
+                                                              f"{INFRA}/grpc-infra-backend-v2"]

@@ -631,8 +631,16 @@ class GatewayListeners:
         service = result.backend.service.split("/", 1)[1]
         message_bytes = grpcecho.echo_response(path, received, authority,
                                                grpcecho.PodContext(pod.namespace, service, pod.name))
-        self._report(state, endpoint, result.proxy_pod, "POST", path, 200, len(message_bytes),
-                     [("user-agent", next((v for n, v in metadata if n == "user-agent"), ""))], "HTTP/2")
+        agent = [("user-agent", next((v for n, v in metadata if n == "user-agent"), ""))]
+        self._report(state, endpoint, result.proxy_pod, "POST", path, 200, len(message_bytes), agent, "HTTP/2")
+        for copy in result.mirrors:
+            # RequestMirror: the echo service behind each mirror answers its copy too (its log shows it).
+            mirror_pod = state.pods.get(copy.endpoint.pod) if copy.sent and copy.endpoint is not None else None
+            echoes = mirror_pod is not None and any(image_repository(c.image) == "echo-basic"
+                                                    for c in mirror_pod.containers)
+            if echoes and copy.endpoint is not None and self._reachable(state, result.proxy_pod, copy.endpoint, "TCP"):
+                self._report(state, copy.endpoint, result.proxy_pod, "POST", path, 200, len(message_bytes), agent,
+                             "HTTP/2")
         headers = [(":status", "200"), ("content-type", "application/grpc"),
                    ("x-knetsim-backend", endpoint.describe()), *result.response_metadata.items()]
         return headers, grpcecho.frame(message_bytes), [("grpc-status", "0")]
