@@ -39,4 +39,4 @@ def test_route_json_has_the_documented_fields_in_order() -> None:
     assert list(json.loads(result.stdout)) == [
         "outcome", "http_status", "backends", "backend", "match", "redirect", "upstream_request", "response_headers",
         "response_headers_removed", "candidates", "request", "gateway", "address", "listener", "proxy_pod", "summary",
-        "notes", "tls", "backend_tls", "policies"]
+        "notes", "tls", "backend_tls", "policies", "mirrors"]

@@ -130,16 +130,21 @@ class IngressStorage(Storage):
         classes = {str(s.body["metadata"].get("name")): str((s.body.get("spec") or {}).get("controller") or "")
                    for s in registry.store.list("IngressClass")}
         ctl = webhook.claiming_controller(obj, classes, controllers)
-        if ctl is not None and bad and webhook.strict_path_validation(ctl):
-            raise ApiError(400, "BadRequest", webhook.denial(bad))
-        if ctl is not None and annotated:
-            # ingress-nginx's annotation checks, with the controller's ConfigMap (allow-snippet-annotations, risk).
+        data = None
+        if ctl is not None:
             from ..ingress.config import configmap_name
 
             key = configmap_name(ctl)
             namespace, _, name = (key or "").partition("/")
             stored = registry.store.get(("ConfigMap", namespace, name)) if key else None
             data = (stored.body.get("data") or {}) if stored is not None else None
+        # The claiming controller's own rule (a "." is allowed from v1.14), unless its ConfigMap turns it off.
+        bad = webhook.invalid_paths(obj, ctl) if ctl is not None and bad else bad
+        strict = str((data or {}).get("strict-validate-path-type", "true")).strip().lower() not in ("false", "0", "f")
+        if ctl is not None and bad and webhook.strict_path_validation(ctl) and strict:
+            raise ApiError(400, "BadRequest", webhook.denial(bad))
+        if ctl is not None and annotated:
+            # ingress-nginx's annotation checks, with the controller's ConfigMap (allow-snippet-annotations, risk).
             errors = webhook.annotation_errors(obj, {str(k): str(v) for k, v in data.items()} if data else None)
             if errors:
                 raise ApiError(400, "BadRequest", webhook.annotation_denial(errors))

@@ -222,6 +222,34 @@ def proxy_labels(impl: Implementation, gw: Gateway) -> dict[str, str]:
     return labels
 
 
+def _propagated(impl: Implementation, gw: Gateway) -> tuple[dict[str, str], dict[str, str]]:
+    """``spec.infrastructure.labels``/``annotations`` of a Gateway, for every object its implementation creates —
+    where its conformance report claims GatewayInfrastructurePropagation (kubernetes-sigs/gateway-api
+    conformance/tests/gateway-infrastructure.go: the Service, Pod and ServiceAccount labelled with the Gateway's
+    name carry them). The implementation's own labels win a clash: they are its selectors."""
+    if not impl.supports("GatewayInfrastructurePropagation"):
+        return {}, {}
+    spec = gw.raw.get("spec") if isinstance(gw.raw, Mapping) else None
+    infra = spec.get("infrastructure") if isinstance(spec, Mapping) else None
+    if not isinstance(infra, Mapping):
+        return {}, {}
+
+    def strings(value: Any) -> dict[str, str]:
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+    return strings(infra.get("labels")), strings(infra.get("annotations"))
+
+
+def _metadata(name: str | None, namespace: str | None, labels: dict[str, str],
+              annotations: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if name is not None:
+        out["name"], out["namespace"] = name, namespace
+    out["labels"] = dict(labels)
+    if annotations:
+        out["annotations"] = dict(annotations)
+    return out
+
+
 def _proxy(impl: Implementation, gw: Gateway, listener_sets: list[ListenerSet]) -> list[dict[str, Any]]:
     infra = impl.infrastructure
     name = impl_proxy_name(impl, gw.namespace, gw.name, gw.class_name)
@@ -232,6 +260,7 @@ def _proxy(impl: Implementation, gw: Gateway, listener_sets: list[ListenerSet]) 
     labels = proxy_labels(impl, gw)
     ports = served_ports(gw, listener_sets)
     out: list[dict[str, Any]] = []
+    extra_labels, extra_annotations = _propagated(impl, gw)
     if infra.deployment:
         container_ports = [{"name": f"{proto.lower()}-{port}", "containerPort": impl_container_port(impl, port),
                             "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
@@ -242,9 +271,10 @@ def _proxy(impl: Implementation, gw: Gateway, listener_sets: list[ListenerSet]) 
             container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 19003}}
         out.append({
             "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "metadata": _metadata(name, namespace, {**extra_labels, **labels}, extra_annotations),
             "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
-                     "template": {"metadata": {"labels": dict(labels)}, "spec": {"containers": [container]}}},
+                     "template": {"metadata": _metadata(None, None, {**extra_labels, **labels}, extra_annotations),
+                                  "spec": {"containers": [container]}}},
         })
     if not ports:
         return out
@@ -258,7 +288,8 @@ def _proxy(impl: Implementation, gw: Gateway, listener_sets: list[ListenerSet]) 
                       "protocol": "UDP" if proto == "UDP" else "TCP"} for port, proto in ports]
     spec["ports"] += [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in infra.extra_service_ports]
     service: dict[str, Any] = {"apiVersion": "v1", "kind": "Service",
-                               "metadata": {"name": service_name, "namespace": namespace, "labels": dict(labels)},
+                               "metadata": _metadata(service_name, namespace, {**extra_labels, **labels},
+                                                     extra_annotations),
                                "spec": spec}
     requested = [a.value for a in gw.addresses if a.type == "IPAddress"]
     if requested:

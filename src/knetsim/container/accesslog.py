@@ -14,6 +14,12 @@ deploy/web`` shows the request as on a real cluster. Formats, by image:
 * ``httpd``: the official image's ``CustomLog /proc/self/fd/1 common``:
   ``%h %l %u %t "%r" %>s %b`` (``-`` for a body of 0 bytes).
 
+* ``echo-basic`` (the Gateway API conformance echo server): one line per request,
+  ``Echoing back request made to <request URI> to client (<remote address>)`` — the line the
+  conformance suite's mirror tests look for (kubernetes-sigs/gateway-api
+  ``conformance/utils/http/mirror.go``, ``GetMirrorLogRegexp``); the client's port is not known
+  here, so the address is the IP alone.
+
 Other images log nothing: their format is unknown, and an invented line would be a wrong answer.
 """
 
@@ -26,6 +32,7 @@ from ..model.listeners import image_repository
 
 NGINX_IMAGES = frozenset({"nginx", "nginx-unprivileged", "openresty"})
 HTTPD_IMAGES = frozenset({"httpd"})
+ECHO_BASIC_IMAGES = frozenset({"echo-basic"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,8 @@ def log_line(image: str, served: Served) -> str | None:
                 f'"{served.referer or "-"}" "{served.user_agent or "-"}" "{served.forwarded_for or "-"}"\n')
     if repo in HTTPD_IMAGES:
         return f'{served.client_ip} - - [{when}] "{request}" {served.status} {served.size or "-"}\n'
+    if repo in ECHO_BASIC_IMAGES:
+        return f"Echoing back request made to {served.target} to client ({served.client_ip})\n"
     return None
 
 

@@ -175,6 +175,19 @@ def _report_served(server: Any, t: Any, request: web.Request, served: Callable[[
                           f"HTTP/{request.version.major}.{request.version.minor}"))
 
 
+def _unverified(t: Any) -> tuple[tuple[str, str], ...]:
+    """What the answer assumed (an auth service knetsim cannot run), as ``X-Knetsim-Unverified`` lines: a client
+    of the live cluster sees that the 200 it got was not decided by the auth service."""
+    out = []
+    for hop in t.hops:
+        route = hop.data.get("route") if isinstance(hop.data, dict) else None
+        for note in (route or {}).get("notes") or []:
+            if isinstance(note, str) and "unverified: " in note:
+                text = note.split("unverified: ", 1)[1].replace("\n", " ")
+                out.append(("X-Knetsim-Unverified", text.encode("ascii", "replace").decode("ascii")))
+    return tuple(out)
+
+
 async def start(server: Any, host: str, port: int, served: Callable[[Served], None] | None = None,
                 observed: Callable[[Any], None] | None = None) -> web.AppRunner | None:
     """``served`` is told of each request a pod answers (the kubelet keeps its web server's access log),
@@ -209,7 +222,7 @@ async def start(server: Any, host: str, port: int, served: Callable[[Served], No
             _report_served(server, t, request, served)
             extra = (("X-Knetsim-Backend", f"{t.backend.pod} {t.backend.ip}:{t.backend.port}"),) \
                 if t.backend is not None else ()
-            return send_reply(t.reply, extra=extra)
+            return send_reply(t.reply, extra=(*extra, *_unverified(t)))
         if t.outcome == "timeout" or (t.outcome == "connected"):
             await asyncio.sleep(KERNEL_CONNECT_TIMEOUT)
         if request.transport is not None:

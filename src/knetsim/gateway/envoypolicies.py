@@ -312,25 +312,48 @@ def _seconds(value: Any) -> int:
     return {"ms": number // 1000, "s": number, "m": number * 60, "h": number * 3600}[unit]
 
 
+def _wildcard_echoed(allowed: list[str], requested: str | None, credentials: bool) -> str:
+    """An ``allowMethods``/``allowHeaders`` value on a preflight answer. ``*`` is a wildcard for the browser only
+    when the request carries no credentials (Fetch standard, CORS-preflight fetch); with ``allowCredentials`` the
+    gateway echoes what the preflight asked for instead, as conformance ``httproute-cors.go`` expects
+    (``access-control-allow-methods: PUT`` for ``allowMethods: ["*"]`` with credentials)."""
+    if "*" in allowed and credentials:
+        return requested or ""
+    return ",".join(allowed)
+
+
 def _cors(cors: dict[str, Any] | None, request: HTTPRequest) -> tuple[dict[str, str], bool, str | None]:
-    """(headers, is a preflight Envoy answers, the step) for this request."""
+    """(headers, is a preflight Envoy answers, the step) for this request.
+
+    Restated from kubernetes-sigs/gateway-api ``conformance/tests/httproute-cors.go`` (HTTPRouteCORS): the
+    preflight answer carries the allowed origin, methods, headers, the exposed headers and the max age (and
+    ``-Allow-Credentials: true`` only when ``allowCredentials`` is true); an actual request gets the origin,
+    the exposed headers and the credentials flag. The origin is always echoed, ``*`` included (Envoy does).
+    """
     origin = request.header("Origin")
     if cors is None or origin is None:
         return {}, False, None
     if not _origin_allowed(_strings(cors.get("allowOrigins")), origin):
         return {}, False, f"CORS: origin {origin} is not allowed: no CORS header"
     preflight = request.method == "OPTIONS" and request.header("Access-Control-Request-Method") is not None
+    credentials = cors.get("allowCredentials") is True
     headers = {"access-control-allow-origin": origin}
-    if cors.get("allowCredentials") is True:
+    if credentials:
         headers["access-control-allow-credentials"] = "true"
+    if _strings(cors.get("exposeHeaders")):
+        headers["access-control-expose-headers"] = ",".join(_strings(cors["exposeHeaders"]))
     if preflight:
-        headers["access-control-allow-methods"] = ",".join(_strings(cors.get("allowMethods")))
-        headers["access-control-allow-headers"] = ",".join(_strings(cors.get("allowHeaders")))
+        methods = _wildcard_echoed(_strings(cors.get("allowMethods")),
+                                   request.header("Access-Control-Request-Method"), credentials)
+        allow_headers = _wildcard_echoed(_strings(cors.get("allowHeaders")),
+                                         request.header("Access-Control-Request-Headers"), credentials)
+        if methods:
+            headers["access-control-allow-methods"] = methods
+        if allow_headers:
+            headers["access-control-allow-headers"] = allow_headers
         if cors.get("maxAge") is not None:
             headers["access-control-max-age"] = str(_seconds(cors["maxAge"]))
         return headers, True, f"CORS: preflight from {origin}: Envoy answers 200"
-    if _strings(cors.get("exposeHeaders")):
-        headers["access-control-expose-headers"] = ",".join(_strings(cors["exposeHeaders"]))
     return headers, False, f"CORS: origin {origin} allowed"
 
 
@@ -392,6 +415,9 @@ def _basic(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Verdic
                     "{SHA} hashes)", realm, BASIC_INVALID)
 
 
+UNVERIFIED = "unverified: "  # a step knetsim could not decide and assumed (see _ext_auth)
+
+
 def _service_answer(state: ClusterState, service: str, port: int, method: str, path: str,
                     headers: dict[str, str], ident: str) -> tuple[int | None, dict[str, str], str]:
     """What a Service's program answers (None: nothing accepts the connection). Envoy reaches the endpoints."""
@@ -420,7 +446,7 @@ def _service_answer(state: ClusterState, service: str, port: int, method: str, p
         if program is not None and (target, "TCP") in program.ports:
             status, answer_headers = http_status(program, method, path, headers)
             return status, answer_headers, f"{program.name} on {pod_key} answers {status} for {path}"
-    return 200, {}, f"{pod_key or address} answers 200 for {path} (any web server)"
+    return None, {}, f"{UNVERIFIED}{pod_key or address} runs a program knetsim does not know"
 
 
 def _ext_auth(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Verdict:
@@ -442,6 +468,11 @@ def _ext_auth(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Ver
     status, answer_headers, why = _service_answer(state, service, port, request.method,
                                                   path if path.startswith("/") else "/" + path, dict(request.headers),
                                                   request.describe())
+    if status is None and why.startswith(UNVERIFIED):
+        # An auth service whose program knetsim cannot run: its verdict is unknown. The request is followed as if
+        # allowed, and the answer says so rather than present a 200 nobody gave.
+        return _Verdict(None, None, f"{policy.label} extAuth: {why}: its verdict is unknown, assumed to allow (a "
+                        "401 or 403 it answers would reach the client)")
     if status is None:
         if ext.get("failOpen") is True:
             return _Verdict(None, None, f"{policy.label} extAuth: {why}; failOpen lets the request through")

@@ -34,6 +34,7 @@ from .backendtls import BackendHandshake
 from .handshake import TLSHandshake, handshake
 from .listeners import ListenerContext
 from .matching import apply_header_modifier, hostname_rank
+from .mirrors import MirroredCopy, mirrored_copies
 from .router import (
     BACKEND_TLS_FAILED,
     INVALID_BACKEND,
@@ -140,6 +141,7 @@ class GRPCRouteResult:
     tls: TLSHandshake | None = None
     backend_tls: BackendHandshake | None = None
     policy: envoypolicies.Decision | None = None  # Envoy Gateway's policies, where any applies
+    mirrors: tuple[MirroredCopy, ...] = ()  # the RequestMirror copies of a proxied call (mirrors.py)
 
     @property
     def proxied(self) -> bool:
@@ -156,7 +158,8 @@ class GRPCRouteResult:
                 "summary": self.summary, "notes": list(self.notes),
                 "tls": self.tls.to_dict() if self.tls else None,
                 "backend_tls": self.backend_tls.to_dict() if self.backend_tls else None,
-                "policies": self.policy.to_dict() if self.policy else None}
+                "policies": self.policy.to_dict() if self.policy else None,
+                "mirrors": [m.to_dict() for m in self.mirrors]}
 
 
 def method_text(match: GRPCRouteMatch) -> str:
@@ -377,8 +380,14 @@ def _route_listener(state: ClusterState, now: Any, key: str, lc: ListenerContext
                                        f"{chosen.tls.policy} {backend_hs.failure()} (UNAVAILABLE: "
                                        f"{envoy_tls_failure(backend_hs)})",
                                        **common)
-    return GRPCRouteResult(call, key, PROXIED, None, None, f"{target} → {where} → Service {chosen.describe()}",
-                           **common)
+    mirrored = ""
+    if any(f.type == "RequestMirror" for f in entry.rule.filters):
+        # GRPCRoute's RequestMirror (GRPC_FILTERS): the call is copied to each mirror, its answer ignored.
+        common["mirrors"] = mirrored_copies(state, entry.route, entry.rule.filters, ident)
+        sent = [m.backend for m in common["mirrors"] if m.sent]
+        mirrored = f" (mirrored to {', '.join(sent)})" if sent else ""
+    return GRPCRouteResult(call, key, PROXIED, None, None,
+                           f"{target} → {where} → Service {chosen.describe()}{mirrored}", **common)
 
 
 def call_from(authority: str, full_method: str, *, metadata: tuple[tuple[str, str], ...] = (), port: int | None = None,

@@ -49,6 +49,7 @@ from .matching import (
     redirect_location,
     why_lower,
 )
+from .mirrors import MirroredCopy, mirrored_copies
 from .translate import GatewayContext, ResolvedBackend, RouteEntry, translate, unclaimed_reason
 from .upstream import backend_handshake, choose_endpoint, envoy_tls_failure, ready_endpoints, weighted_pick
 
@@ -149,6 +150,7 @@ class GatewayRouteResult:
     # The implementation's own answer where the spec leaves it open (route miss, no ready endpoint, invalid
     # backend): its body and content type, for the trace and the live listeners.
     reply: Reply | None = None
+    mirrors: tuple[MirroredCopy, ...] = ()  # the RequestMirror copies of a proxied request
 
     @property
     def proxied(self) -> bool:
@@ -176,6 +178,7 @@ class GatewayRouteResult:
             "tls": self.tls.to_dict() if self.tls is not None else None,
             "backend_tls": self.backend_tls.to_dict() if self.backend_tls is not None else None,
             "policies": self.policy.to_dict() if self.policy is not None else None,
+            "mirrors": [m.to_dict() for m in self.mirrors],
         }
         return out
 
@@ -298,6 +301,12 @@ def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str
         return result
     headers = {**result.response_headers, **decision.headers}
     if not decision.answered:
+        unverified = [step for step in decision.steps if envoypolicies.UNVERIFIED in step]
+        if unverified:
+            return replace(result, policy=decision, response_headers=headers,
+                           summary=f"{result.summary} (unverified: the auth service's answer is assumed, see the "
+                                   "notes)",
+                           notes=(*result.notes, *unverified))
         return replace(result, policy=decision, response_headers=headers)
     assert decision.outcome is not None and decision.status is not None
     return replace(result, outcome=decision.outcome, http_status=decision.status, redirect=None,
@@ -503,11 +512,14 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
                                           f"{target} → {where} → Service {chosen.describe()}{share}: BackendTLSPolicy "
                                           f"{chosen.tls.policy} (SNI {chosen.tls.sni}) {backend_hs.failure()}: Envoy "
                                           f"answers 503 ({envoy_tls_failure(backend_hs)})", **common)
+    mirrored = ""
     if any(f.type == "RequestMirror" for f in entry.rule.filters):
-        notes.append("the rule mirrors requests (RequestMirror): knetsim does not simulate the mirrored copy")
-        common["notes"] = tuple(notes)
+        # The copies go out beside the primary request; the client gets the primary's answer (mirrors.py).
+        common["mirrors"] = mirrored_copies(state, entry.route, entry.rule.filters, _ident(request))
+        sent = [m.backend for m in common["mirrors"] if m.sent]
+        mirrored = f" (mirrored to {', '.join(sent)})" if sent else ""
     return GatewayRouteResult(request, key, PROXIED, None,
-                              f"{target} → {where} → Service {chosen.describe()}{share}", **common)
+                              f"{target} → {where} → Service {chosen.describe()}{share}{mirrored}", **common)
 
 
 # --- the route table HTTPRoutes share with GRPCRoutes -------------------------------------------------

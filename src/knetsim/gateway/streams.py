@@ -137,12 +137,14 @@ def _forward(state: ClusterState, now: Any, key: str, protocol: str, port: int, 
         return StreamRouteResult(protocol, key, port, INVALID_BACKEND,
                                  f"{target} → {route}: no backend with a weight: Envoy closes the connection", tls=hs,
                                  notes=tuple(notes), **fields)
-    fields["backend"] = BackendChoice.of(chosen)
     if not chosen.valid:
+        # The connection reaches no backend (conformance tlsroute-invalid-backendref-nonexistent.go: rejected), so
+        # the answer names none: the invalid reference stays in ``backends`` with its problem.
         return StreamRouteResult(protocol, key, port, INVALID_BACKEND,
                                  f"{target} → {route} → backend {chosen.describe()} is invalid ({chosen.reason}: "
                                  f"{chosen.problem}): Envoy closes the connection", tls=hs, notes=tuple(notes),
                                  **fields)
+    fields["backend"] = BackendChoice.of(chosen)
     endpoint = choose_endpoint(ready_endpoints(state, chosen), f"{key}:{port} {ident}")
     if endpoint is None:
         return StreamRouteResult(protocol, key, port, NO_ENDPOINTS,

@@ -241,8 +241,50 @@ def _age(obj: Object) -> tuple[bool, str, str, str]:
     return (ts is None, ts or "", obj.namespace, obj.name)
 
 
+def _api_domain(group: str) -> str:
+    """The last two labels of an API group or controller name's domain (``gateway.envoyproxy.io`` → envoyproxy.io)."""
+    return ".".join(group.split("/", 1)[0].split(".")[-2:])
+
+
+def parameters_problem(state: ClusterState, impl: Implementation, ref: Mapping[str, Any] | None,
+                       namespace: str | None) -> str | None:
+    """Why a ``parametersRef`` (GatewayClass ``spec.parametersRef``, Gateway ``spec.infrastructure.parametersRef``)
+    is invalid, None when it is absent or resolves.
+
+    The API types (kubernetes-sigs/gateway-api ``apis/v1/gatewayclass_types.go`` and ``gateway_types.go``): a
+    referent that cannot be found or is of an unsupported kind SHOULD make the object ``Accepted: False`` with
+    reason ``InvalidParameters``; conformance ``gateway-invalid-parameters-ref.go`` (GatewayInvalidParametersRef)
+    names ``invalid.io/InvalidParameters``. Supported: a core kind (ConfigMap: Istio) or a kind of the
+    implementation's own API (its extension kinds' and controller name's domains)."""
+    if not ref:
+        return None
+    group, kind, name = str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+    domains = {_api_domain(k) for k in (*impl.extension_kinds, *impl.controller_names)}
+    what = f"{group + '/' if group else ''}{kind} {namespace + '/' if namespace else ''}{name}"
+    if group and _api_domain(group) not in domains:
+        return f"Invalid parametersRef: {what} is not a kind {impl.title} reads its parameters from"
+    if listeners.find_object(state, kind, namespace or "", name) is None:
+        return f"Invalid parametersRef: {what} not found"
+    return None
+
+
+def _class_parameters(state: ClusterState, verdicts: dict[str, ClassVerdict]) -> dict[str, ClassVerdict]:
+    """The accepted classes whose ``parametersRef`` does not resolve are not accepted (InvalidParameters)."""
+    out = dict(verdicts)
+    for name, verdict in verdicts.items():
+        gc = state.gateway_classes.get(name)
+        if gc is None or not verdict.accepted or verdict.implementation is None:
+            continue
+        ref = gc.parameters_ref
+        problem = parameters_problem(state, verdict.implementation, ref,
+                                     str(ref.get("namespace") or "") or None if ref else None)
+        if problem is not None:
+            out[name] = ClassVerdict(False, "InvalidParameters", problem, True, verdict.implementation)
+    return out
+
+
 def _translate(state: ClusterState, now: datetime) -> Translation:
-    verdicts = class_verdicts(list(state.gateway_classes.values()))
+    verdicts = _class_parameters(state, class_verdicts(list(state.gateway_classes.values())))
     classes = {name: (state.gateway_classes[name], verdicts[name]) for name in sorted(state.gateway_classes)}
     gateways: dict[str, GatewayContext] = {}
     for key in sorted(state.gateways):
@@ -317,6 +359,14 @@ def _gateway_status(state: ClusterState, gctx: GatewayContext,
     else:
         gctx.conditions.set(Type.ACCEPTED, False, Reason.LISTENERS_NOT_VALID,
                             f"No listeners are valid: {', '.join(rejected)}")
+    spec_infra = (gw.raw.get("spec") or {}).get("infrastructure") if isinstance(gw.raw, Mapping) else None
+    params = spec_infra.get("parametersRef") if isinstance(spec_infra, Mapping) else None
+    problem = parameters_problem(state, impl, params if isinstance(params, Mapping) else None, gw.namespace)
+    if problem is not None:
+        # gateway_types.go: the Gateway SHOULD be rejected; nothing is programmed for it.
+        gctx.conditions.set(Type.ACCEPTED, False, "InvalidParameters", problem)
+        gctx.conditions.set(Type.PROGRAMMED, False, Reason.INVALID, problem)
+        return
     infra = impl.infrastructure
     if infra.naming == "none":
         # A load balancer outside the cluster (GKE): programmed by the cloud, at the address asked for if any.
@@ -720,6 +770,11 @@ def _grpc_rule_problem(rule: GRPCRouteRule) -> tuple[str, str] | None:
                 return Reason.UNSUPPORTED_VALUE, (f"failed to process route rule {rule.index}: error parsing regexp: "
                                                   f"invalid regular expression {pattern!r}")
     return None
+
+
+def resolve_backend(state: ClusterState, route: Any, ref: BackendRef) -> ResolvedBackend:
+    """A backendRef outside a rule's ``backendRefs`` (a RequestMirror filter's) resolved as a rule's would be."""
+    return _backend(state, route, ref, Policies(state, translate(state).now))
 
 
 def _backend(state: ClusterState, route: Any, ref: BackendRef, policies: Policies) -> ResolvedBackend:

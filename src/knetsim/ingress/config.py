@@ -58,6 +58,8 @@ class ControllerConfig:
     no_tls_redirect_locations: tuple[str, ...] = ("/.well-known/acme-challenge",)
     server_tokens: bool = False
     use_http2: bool = True
+    # Since v1.12 on by default: Exact/Prefix paths with other characters are refused (webhook.py).
+    strict_validate_path_type: bool = True
     service_upstream: bool = False
     problems: tuple[str, ...] = field(default=())
 
@@ -120,7 +122,8 @@ def read(data: Mapping[str, str], source: str | None = None) -> ControllerConfig
                       ("preserve-trailing-slash", "preserve_trailing_slash"), ("hsts", "hsts"),
                       ("hsts-include-subdomains", "hsts_include_subdomains"), ("hsts-preload", "hsts_preload"),
                       ("server-tokens", "server_tokens"), ("use-http2", "use_http2"),
-                      ("service-upstream", "service_upstream")):
+                      ("service-upstream", "service_upstream"),
+                      ("strict-validate-path-type", "strict_validate_path_type")):
         boolean(key, attr)
     integer("http-redirect-code", "http_redirect_code", _REDIRECT_CODES)
     integer("limit-req-status-code", "limit_req_status_code")

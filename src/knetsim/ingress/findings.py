@@ -153,10 +153,11 @@ def _webhook_findings(state: ClusterState, ing: Ingress, controllers: list[Ingre
     """Paths ingress-nginx's admission webhook refuses (strict-validate-path-type): the Ingress never exists."""
     res = resolve_class(state, ing, controllers)
     ctl = next((c for c in controllers if res.claimed and c.controller == res.controller), None)
-    if ctl is None or not strict_path_validation(ctl):
+    if ctl is None or not strict_path_validation(ctl) or \
+            not controller_config(state, ctl).strict_validate_path_type:
         return []
     out = []
-    for r, i, path, path_type in invalid_paths(ing.raw):
+    for r, i, path, path_type in invalid_paths(ing.raw, ctl):
         out.append(IngressFinding(
             "IngressPathRejected", "error", f"Ingress {ing.key}", f"spec.rules[{r}].http.paths[{i}].pathType",
             f"{denial([(r, i, path, path_type)])}: {ctl.image or ctl.controller} refuses regex characters in "

@@ -155,6 +155,8 @@ class Served:
     burst: limits.Burst | None = None
     canary: canary.Decision | None = None
     shares: tuple[tuple[str, float], ...] = ()  # a weighted canary: backend → share of requests
+    # What knetsim could not know and assumed (an auth service whose program it does not know): said on the answer.
+    caveats: tuple[str, ...] = ()
 
     @property
     def status(self) -> int | None:
@@ -171,6 +173,7 @@ class _Run:
     steps: list[Step] = field(default_factory=list)
     cors: tuple[tuple[str, str], ...] = ()
     in_location: bool = False
+    caveats: list[str] = field(default_factory=list)
 
     @property
     def annotations(self) -> IngressAnnotations:
@@ -263,6 +266,12 @@ def certificate_configured(model: Model, host: str) -> bool:
 def serve(model: Model, server: Server, found: Found, ex: Exchange, state: ClusterState, *,
           burst: int | None = None) -> Served:
     run = _Run(model, server, found.location, ex, state)
+    served = _serve(run, model, server, found, ex, state, burst)
+    return replace(served, caveats=tuple(run.caveats)) if run.caveats else served
+
+
+def _serve(run: _Run, model: Model, server: Server, found: Found, ex: Exchange, state: ClusterState,
+           burst: int | None) -> Served:
     # 1. server rewrite phase: app-root (the first location in the server's order that sets it).
     app = next((loc for loc in server.locations if loc.annotations.redirect.app_root), None)
     if app is not None and ex.uri == "/":
@@ -394,6 +403,11 @@ def _pick_endpoint(run: _Run, upstream: str, endpoints: list[Endpoint], affinity
         host = run.ex.server_name if run.server.name != CATCH_ALL else CATCH_ALL
         paths = affinity.cookie_paths.get(host) or affinity.cookie_paths.get(
             "*." + host.split(".", 1)[-1] if "." in host else host, ())
+        if not paths and host in run.server.aliases:
+            # ingress-nginx lists a server's paths under each of its server-alias names too (controller.go,
+            # the CookieSessionAffinity locations), so an alias's requests get the cookie as the host's do
+            # (test/e2e/annotations/affinity.go "should work with server-alias annotation").
+            paths = affinity.cookie_paths.get(run.server.name, ())
         if location.ingress_path in paths:
             value = sticky.set_cookie(affinity.config, chosen.address, upstream, location.ingress_path,
                                       run.ex.scheme == "https", run.ex.header("User-Agent") or "")
@@ -598,6 +612,14 @@ def _basic_auth(run: _Run, anns: IngressAnnotations) -> tuple[bool, int, Served 
 
 def _external_auth(run: _Run, config: extauth.ExtAuthConfig) -> tuple[bool, int, Served | None]:
     status, headers, why = ask_auth_service(run.state, config, run.ex)
+    if status is None and why.startswith(UNKNOWN_AUTH):
+        # knetsim cannot tell what the auth service answers: the request is followed as if it were allowed (the
+        # only way to show what comes after), and the answer says so instead of presenting a 200 it never saw.
+        caveat = (f"auth-url {config.url}: {why.removeprefix(UNKNOWN_AUTH)}; this answer assumes it lets the "
+                  "request through; if it answers 401 or 403 the client gets that, anything else is a 500")
+        run.caveats.append(caveat)
+        run.step("access", "auth-url", f"{config.url}: its answer is unknown to knetsim, assumed to allow")
+        return True, 200, None
     run.step("access", "auth-url", f"{config.url} answers {status or 'nothing'}: {why}")
     if status is not None and 200 <= status < 300:
         return True, status, None
@@ -609,6 +631,10 @@ def _external_auth(run: _Run, config: extauth.ExtAuthConfig) -> tuple[bool, int,
         extra = tuple((k, v) for k, v in headers.items() if k.lower() == "www-authenticate") if status == 401 else ()
         return False, status, run.answer(status, UNAUTHORIZED if status == 401 else DENIED, extra=extra)
     return False, 500, run.answer(500, AUTH_ERROR)
+
+
+UNKNOWN_AUTH = "unknown: "  # ask_auth_service's why, when knetsim cannot know what the auth service answers
+ANY_WEB_SERVER = " (any web server: 200)"
 
 
 def ask_auth_service(state: ClusterState, config: extauth.ExtAuthConfig,
@@ -625,7 +651,7 @@ def ask_auth_service(state: ClusterState, config: extauth.ExtAuthConfig,
     if service is None or service not in state.services:
         where = f"Service {service} does not exist" if service else f"{host} is not a cluster Service name"
         if service is None:
-            return 200, {}, f"{where}: knetsim cannot ask it, and assumes it allows the request"
+            return None, {}, f"{UNKNOWN_AUTH}{where}: knetsim cannot ask it"
         return 502, {}, f"{where}: the subrequest fails (502), which auth_request turns into 500"
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     path = parsed.path or "/"
@@ -635,6 +661,10 @@ def ask_auth_service(state: ClusterState, config: extauth.ExtAuthConfig,
                                           ex.identity)
     if status is None:
         return 502, {}, f"{why} (502 → 500)"
+    if not headers and why.endswith(ANY_WEB_SERVER):
+        # A pod whose program knetsim does not know: a web server answers, but allow or deny is its own logic.
+        return None, {}, f"{UNKNOWN_AUTH}{why.removesuffix(ANY_WEB_SERVER)}: knetsim does not know what its " \
+                         "program answers"
     return status, headers, why
 
 
@@ -657,7 +687,7 @@ def service_answer(state: ClusterState, service: str, port: int, method: str, pa
             if program is not None and (endpoint.port, "TCP") in program.ports:
                 status, out = http_status(program, method, path, headers)
                 return status, out, f"{program.name} on {pod.key} answers {status} for {path}"
-    return 200, {}, f"{pod.key if pod else endpoint.address} serves {path} (any web server: 200)"
+    return 200, {}, f"{pod.key if pod else endpoint.address} serves {path}{ANY_WEB_SERVER}"
 
 
 def _upstream_headers(run: _Run, anns: IngressAnnotations,

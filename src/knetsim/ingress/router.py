@@ -389,11 +389,12 @@ def controller_view(state: ClusterState, class_name: str | None = None) -> Contr
         in_view = [state.ingresses[k] for k, r in sorted(resolutions.items())
                    if r.claimed and r.controller == ctl.controller]
         candidates = _outside_view(state, resolutions, ctl)
-        if strict_path_validation(ctl):
-            for ing in [i for i in in_view if invalid_paths(i.raw)]:
+        if strict_path_validation(ctl) and controller_config(state, ctl).strict_validate_path_type:
+            for ing in [i for i in in_view if invalid_paths(i.raw, ctl)]:
                 in_view.remove(ing)
                 candidates += _all_paths(ing, "rejected", "the controller's admission webhook refuses this Ingress ("
-                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                         + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw,
+                                                                                                       ctl))
                                          + "): kubectl apply fails and it does not exist")
         model = build(state, in_view, controller_config(state, ctl))
         for key, reasons in sorted(model.refused.items()):
@@ -516,9 +517,18 @@ def _result(state: ClusterState, model: Model, request: Request, controller: Con
         summary = f"{target} → {where} → Service {backend.describe()}"
         if up is not None and up.canary:
             summary += f" (canary: {served.canary.reason if served.canary else ''})"
+        split = [(name, share) for name, share in served.shares if 0 < share < 1]
+        if len(split) > 1:
+            # A canary-weight split: this request drew one side; the answer says what every request meets.
+            summary += " (canary-weight split: " + ", ".join(f"{name} {share:.0%}" for name, share in split) + ")"
         if backend.external_name:
             notes.append(f"Service {backend.service} is ExternalName: the controller proxies to "
                          f"{backend.external_name}")
+    elif outcome == phases.UNAVAILABLE and backend is not None and backend.problem is None and status == 502:
+        # The backend is there but speaks another protocol than backend-protocol asks for (a TLS handshake or
+        # grpc_pass to plain HTTP): nginx answers 502 — not the 503 of a Service without endpoints.
+        outcome = ROUTED
+        summary = f"{target} → {where} → Service {backend.describe()}: 502, {step_text}"
     elif outcome == phases.UNAVAILABLE and backend is not None and backend.problem is None:
         outcome = ROUTED  # the Service exists without a ready endpoint: still this route, answered 503
         notes.append(f"Service {backend.service} has no ready endpoints for port {backend.port}: ingress-nginx "
@@ -533,6 +543,9 @@ def _result(state: ClusterState, model: Model, request: Request, controller: Con
         match, via = None, "controller-default-backend"
     else:
         summary = f"{target} → {where} → {status} {errorpages.reason(status or 0)}: {step_text}"
+    if served.caveats:
+        notes.extend(f"unverified: {c}" for c in served.caveats)
+        summary += " (unverified: the auth service's answer is assumed, see the notes)"
     upstream = up.uri if up is not None and outcome == ROUTED else None
     if upstream is not None and loc is not None and loc.needs_rewrite():
         notes.append(f"rewrite-target {loc.annotations.rewrite.target!r} of Ingress "

@@ -24,7 +24,15 @@ from .controllers import IngressController
 WEBHOOK = "validate.nginx.ingress.kubernetes.io"
 # inspector.validPathType: "^/[[:alnum:]\\_\\-\\/]*$", case-insensitive; [[:alnum:]] is ASCII in RE2.
 _VALID_PATH = re.compile(r"^/[A-Za-z0-9_\-/]*$")
+# Since v1.14.0 (kubernetes/ingress-nginx#13798, internal/ingress/inspector/rules.go) "." is allowed too:
+# `(?i)^/[[:alnum:]._\-/]*$` — /.well-known/acme-challenge is a valid Prefix path again.
+_VALID_PATH_WITH_DOT = re.compile(r"^/[A-Za-z0-9._\-/]*$")
 _VERSION = re.compile(r":v?(\d+)\.(\d+)")
+
+
+def _version(controller: IngressController) -> tuple[int, int] | None:
+    found = _VERSION.search(controller.image.split("@", 1)[0])
+    return (int(found.group(1)), int(found.group(2))) if found is not None else None
 
 
 def strict_path_validation(controller: IngressController) -> bool:
@@ -37,8 +45,13 @@ def strict_path_validation(controller: IngressController) -> bool:
     return found is None or (int(found.group(1)), int(found.group(2))) >= (1, 12)
 
 
-def invalid_paths(ingress: Mapping[str, Any]) -> list[tuple[int, int, str, str]]:
-    """(rule, path index, path, pathType) of every Exact/Prefix path the webhook refuses."""
+def invalid_paths(ingress: Mapping[str, Any], controller: IngressController | None = None
+                  ) -> list[tuple[int, int, str, str]]:
+    """(rule, path index, path, pathType) of every Exact/Prefix path the webhook refuses: ``controller``'s
+    webhook when given (a dot is allowed from v1.14 on, and by an image without a readable version), else
+    v1.12/v1.13's."""
+    version = _version(controller) if controller is not None else (1, 13)
+    valid = _VALID_PATH_WITH_DOT if version is None or version >= (1, 14) else _VALID_PATH
     out = []
     rules = ((ingress.get("spec") or {}).get("rules")) or []
     for r, rule in enumerate(rules if isinstance(rules, list) else []):
@@ -47,7 +60,7 @@ def invalid_paths(ingress: Mapping[str, Any]) -> list[tuple[int, int, str, str]]
             if not isinstance(p, dict):
                 continue
             path, path_type = str(p.get("path") or ""), str(p.get("pathType") or "")
-            if path_type in ("Exact", "Prefix") and not _VALID_PATH.match(path):
+            if path_type in ("Exact", "Prefix") and not valid.match(path):
                 out.append((r, i, path, path_type))
     return out
 

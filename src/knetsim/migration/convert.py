@@ -132,11 +132,12 @@ def _convert(state: ClusterState, gateway_class: str, implementation: Implementa
     if not claimed:
         return out
     controller = next(c for c in controllers if c.controller == NGINX_CONTROLLER)
-    if strict_path_validation(controller):
-        for ing in [i for i in claimed if invalid_paths(i.raw)]:
+    if strict_path_validation(controller) and controller_config(state, controller).strict_validate_path_type:
+        for ing in [i for i in claimed if invalid_paths(i.raw, controller)]:
             claimed.remove(ing)
             out.notes.append(Note(ing.key, "spec.rules", "skipped", "the controller's admission webhook refuses this "
-                                  "Ingress (" + "; ".join(path_message(p, t) for _r, _i, p, t in invalid_paths(ing.raw))
+                                  "Ingress (" + "; ".join(path_message(p, t) for _r, _i, p, t in
+                                                          invalid_paths(ing.raw, controller))
                                   + "): it does not exist, and is not converted"))
         if not claimed:
             return out
