@@ -10,6 +10,7 @@ from typing import Any
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..dns import resolve
+from ..ingress.probes import is_regex
 from ..model.gatewayapi import ROUTE_KINDS
 from ..model.loader import CONTROLLER
 from ..model.objects import Pod
@@ -126,9 +127,13 @@ def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding
             for path in rule.paths:
                 if path.backend.resource is not None:
                     continue
+                if is_regex(path.path or "/"):
+                    continue  # a regex names no one URL to request (its text as a URL is no path it serves)
                 url = f"http://{rule.host}{path.path or '/'}"
                 try:
-                    result = trace(state, "external", url)
+                    # Through the Ingress controller even where a Gateway names the host too: the question is
+                    # whether this Ingress serves its path, not what another entry answers for the host.
+                    result = trace(state, "external", url, entry="ingress")
                 except TraceInputError:
                     continue
                 failing = result.failing_hop

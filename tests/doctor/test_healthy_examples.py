@@ -1,0 +1,173 @@
+"""No false alarm: the doctor reports no error on a healthy example, nor on a lab's starting state beyond the
+break the lab asks the learner to repair (issue 34's general guard, offline; tests/e2e/test_healthy_live.py
+reads the same clusters back live).
+
+Which examples are healthy (each case says how the docs use it):
+
+* healthy: every directory of examples/ with the manifests and cluster config its docs pass together, and
+  the changes of examples/changes/ that are fixes or safe edits (selector-fix over broken/selector-typo,
+  canary-50 over gateway/store);
+* not healthy, by intent: examples/broken/* (each one classic mistake, examples/broken/README.md),
+  examples/gateway/{broken,refused,tls-broken}, examples/kustomize/overlays/broken (docs/sources.md: the
+  API server refuses it), examples/snapshot (its README: the policy also drops the Ingress controller's
+  requests), examples/versions (docs/versions.md: legacy addresses a newer API server refuses),
+  examples/changes/{pass-to-deny,default-deny-tenant-a} (docs/diff.md: changes that lose connections),
+  ingress-nginx-tls-gateway without the bank's CA (docs/gateway.md: BackendTLSPolicy cannot verify);
+* not a cluster: examples/intended (intents for `intent check`).
+
+Warnings (and, in two places, an error) are allowed only where the example or lab means them; each is
+listed with why. Notes (info) are never counted: they are caveats, not alarms.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from knetsim.cli.main import cli
+from knetsim.labs.model import all_labs, load_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+EX = "examples"
+
+# (id, doctor arguments, the non-note findings the example means: (severity, code, subject)).
+HEALTHY: list[tuple[str, list[str], set[tuple[str, str, str]]]] = [
+    ("shop", ["-f", f"{EX}/shop"], set()),
+    ("calico", ["-f", f"{EX}/calico/manifests", "--cluster-config", f"{EX}/calico/cluster.yaml"], set()),
+    # docs/policy.md: the same manifests on kindnet, which does not enforce Calico's own policies.
+    ("calico-on-kindnet", ["-f", f"{EX}/calico/manifests", "--cluster-config", f"{EX}/calico/kindnet.yaml"], {
+        ("warning", "PolicyNotEnforced", "GlobalNetworkPolicy.projectcalico.org security.prod-only"),
+        ("warning", "PolicyNotEnforced", "NetworkPolicy.projectcalico.org shop/db-from-web")}),
+    ("cluster-policy", ["-f", f"{EX}/cluster-policy"], {
+        # The worked example of docs/policy.md: the Admin tier denies what this NetworkPolicy allows.
+        ("warning", "NetworkPolicyAllowOverridden", "NetworkPolicy shop/db-allow-backend"),
+        # The tenants' StatefulSets name a governing Service the example does not create (nothing looks up
+        # app-0.app): true, and harmless here; the example's rule counts (docs/kernel.md) keep it as it is.
+        ("warning", "StatefulSetServiceMissing", "StatefulSet tenant-a/app"),
+        ("warning", "StatefulSetServiceMissing", "StatefulSet tenant-b/app")}),
+    # docs/core.md: `empty` is there to show a dual-stack Service's EndpointSlices with no pod behind them.
+    ("dual-stack", ["-f", f"{EX}/dual-stack/app", "--cluster-config", f"{EX}/dual-stack/cluster.yaml"], {
+        ("error", "SelectorMatchesNothing", "Service dual/empty")}),
+    # The Kubernetes docs' two Ingress examples both define foo.bar.com/bar (docs/doctor.md's example row).
+    ("gateway-migration", ["-f", f"{EX}/gateway/migration/old", "-f", f"{EX}/gateway/migration/new"], {
+        ("warning", "IngressPathShadowed", "Ingress default/ingress-wildcard-host")}),
+    ("gateway-policies", ["-f", f"{EX}/gateway/policies"], set()),
+    ("gateway-quickstart", ["-f", f"{EX}/gateway/quickstart"], set()),
+    ("gateway-store", ["-f", f"{EX}/gateway/store"], set()),
+    ("gateway-store-canary-50", ["-f", f"{EX}/gateway/store", "-f", f"{EX}/changes/canary-50.yaml"], set()),
+    ("gateway-tls", ["-f", f"{EX}/gateway/tls"], set()),
+    ("helm-shop", ["-f", f"{EX}/helm/shop"], set()),
+    ("helm-shop-prod", ["-f", f"{EX}/helm/shop", "--values", f"{EX}/helm/shop/prod-values.yaml"], set()),
+    ("ingress-blog", ["-f", f"{EX}/ingress-blog"], set()),
+    # docs/ingress.md shows this warning: the canary's upstream also serves admin and old-shop.
+    ("ingress-nginx", ["-f", f"{EX}/ingress-nginx"], {
+        ("warning", "IngressCanaryShared", "Ingress store/store-canary")}),
+    # Side by side during a migration (docs/gateway.md): the Ingresses and the Gateway serve the same hosts.
+    ("ingress-nginx-and-gateway", ["-f", f"{EX}/ingress-nginx", "-f", f"{EX}/ingress-nginx-gateway"], {
+        ("warning", "IngressCanaryShared", "Ingress store/store-canary")}),
+    ("ingress-nginx-tls", ["-f", f"{EX}/ingress-nginx-tls"], set()),
+    ("ingress-nginx-tls-and-gateway", ["-f", f"{EX}/ingress-nginx-tls", "-f", f"{EX}/ingress-nginx-tls-gateway",
+                                       "-f", f"{EX}/ingress-nginx-tls-ca"], set()),
+    ("kube-proxy-free", ["-f", f"{EX}/kube-proxy-free/app.yaml", "--cluster-config",
+                         f"{EX}/kube-proxy-free/cluster-config.yaml"], set()),
+    ("kustomize-base", ["-k", f"{EX}/kustomize/base"], set()),
+    ("kustomize-prod", ["-k", f"{EX}/kustomize/overlays/prod"], set()),
+    ("outside", ["-f", f"{EX}/outside"], set()),
+    ("selector-typo-fixed", ["-f", f"{EX}/broken/selector-typo", "-f", f"{EX}/changes/selector-fix.yaml"], set()),
+    # The README's tour ("three zones: hints, surprises"): zones/app/40-surprises.yaml holds both.
+    ("zones", ["-f", f"{EX}/zones/app", "--cluster-config", f"{EX}/zones/cluster.yaml"], {
+        ("warning", "PreferCloseIsZonal", "Service zones/logs"),
+        ("warning", "TopologyAllEndpointsInOneZone", "Service zones/report")}),
+]
+
+# A lab's starting state holds the breaks its tasks ask the learner to repair: the doctor must name each (the
+# code a task's statement describes, on its object) and nothing else. Decided from each lab's tasks:
+LAB_BREAKS: dict[str, set[tuple[str, str, str]]] = {
+    # task "catalog": the catalog Service's selector matches no pod.
+    "services": {("error", "SelectorMatchesNothing", "Service lab-services/catalog")},
+    # tasks not-ready, target-port, named-port: the three breaks of the Debug Services path.
+    "debug-service": {("error", "PodsNotReady", "Service lab-debug/shop"),
+                      ("error", "TargetPortNotListening", "Service lab-debug/shop"),
+                      ("error", "NamedPortMissing", "Service lab-debug/orders")},
+    # task legacy: the Ingress names a class by the old annotation no controller answers to.
+    "ingress-classes": {("error", "IngressAnnotationNoController", "Ingress lab-ingress/legacy"),
+                        ("error", "IngressPathFails", "Ingress lab-ingress/legacy")},
+    # The lab teaches the tiers: the Admin tier overrides this NetworkPolicy's allow.
+    "cluster-policy": {("warning", "NetworkPolicyAllowOverridden",
+                        "NetworkPolicy lab-cnp-shop/api-allow-tenant-a-clients")},
+    # netpol and gateway start healthy: the learner writes what is missing, nothing is broken.
+    "netpol": set(),
+    "gateway": set(),
+}
+
+
+def doctor_json(args: list[str]) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["doctor", *args, "-o", "json"], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def alarms(report: dict) -> set[tuple[str, str, str]]:
+    """Errors and warnings: what a user acts on (notes are caveats)."""
+    return {(f["severity"], f["code"], f["subject"]) for f in report["findings"] if f["severity"] != "info"}
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize(("args", "meant"), [pytest.param(a, m, id=i) for i, a, m in HEALTHY])
+def test_healthy_example_raises_no_alarm_it_does_not_mean(args, meant):
+    code, report = doctor_json(args)
+    assert alarms(report) == meant, json.dumps([f for f in report["findings"] if f["severity"] != "info"],
+                                               indent=1)
+    assert code == (1 if any(s == "error" for s, _, _ in meant) else 0)
+
+
+def test_every_example_directory_is_decided():
+    """A new example must be put in HEALTHY or named here as broken on purpose (or as no cluster)."""
+    not_healthy = {"broken", "gateway/broken", "gateway/refused", "gateway/tls-broken", "snapshot", "versions",
+                   "intended", "changes", "kustomize/overlays/broken"}
+    covered = {arg for _, args, _ in HEALTHY for arg in args if arg.startswith(f"{EX}/")}
+
+    def decided(path: str) -> bool:
+        rel = path.removeprefix(f"{EX}/")
+        return (any(rel == n or rel.startswith(n + "/") for n in not_healthy)
+                or any(c == path or c.startswith(path + "/") or path.startswith(c + "/") for c in covered))
+
+    undecided = [str(p.relative_to(ROOT)) for p in sorted((ROOT / EX).glob("*/*")) if not decided(
+        str(p.relative_to(ROOT)))]
+    assert undecided == []
+
+
+def lab_manifest(name: str) -> str:
+    """The lab's setup as `knetsim lab start` applies it: in the lab's namespace where an object names none."""
+    lab = load_lab(name)
+    docs = []
+    for raw in lab.setup:
+        doc = copy.deepcopy(raw)
+        if doc.get("kind") != "Namespace" and (doc.get("kind"), (doc.get("metadata") or {}).get("name")) not in \
+                set(lab.cluster_objects):
+            doc.setdefault("metadata", {}).setdefault("namespace", lab.namespace)
+        docs.append(doc)
+    return yaml.safe_dump_all(docs)
+
+
+def test_every_lab_is_decided():
+    assert sorted(LAB_BREAKS) == sorted(lab.name for lab in all_labs())
+
+
+@pytest.mark.parametrize("name", sorted(LAB_BREAKS))
+def test_lab_starting_state_shows_only_its_breaks(name, tmp_path):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(lab_manifest(name))
+    code, report = doctor_json(["-f", str(path)])
+    assert alarms(report) == LAB_BREAKS[name], json.dumps(
+        [f for f in report["findings"] if f["severity"] != "info"], indent=1)
+    assert code == (1 if any(s == "error" for s, _, _ in LAB_BREAKS[name]) else 0)
