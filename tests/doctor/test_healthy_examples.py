@@ -171,3 +171,31 @@ def test_lab_starting_state_shows_only_its_breaks(name, tmp_path):
     assert alarms(report) == LAB_BREAKS[name], json.dumps(
         [f for f in report["findings"] if f["severity"] != "info"], indent=1)
     assert code == (1 if any(s == "error" for s, _, _ in LAB_BREAKS[name]) else 0)
+
+
+def test_a_forward_upstream_knetsim_does_not_know_is_a_note_not_an_error():
+    """A real cluster read through --kubeconfig forwards to resolvers knetsim has no model of (AWS's VPC resolver
+    10.0.0.2, a corporate nameserver for a stub domain): no evidence of a failure, so a note saying what was not
+    checked, and outside names still resolve. Upstreams knetsim knows are silent stay errors."""
+    from tests.conftest import cluster_from
+    from tests.doctor.test_dns_workload import DNSUTILS, corefile_map
+
+    from knetsim.dns.corefile import default_corefile
+
+    kubeadm = default_corefile()
+    cases = {
+        "forward . 10.0.0.2": ("info", "CoreDNSUpstreamUnknown"),  # EKS: the VPC's resolver
+        "forward . 10.0.0.2 8.8.8.8": None,  # one upstream knetsim knows answers
+        "forward . 192.0.2.1": ("error", "CoreDNSUpstreamUnreachable"),  # RFC 5737: never a server
+        "forward . 10.96.0.99": ("error", "CoreDNSUpstreamUnreachable"),  # a ClusterIP no Service holds
+        "forward . 127.0.0.1": ("error", "CoreDNSForwardLoop"),
+    }
+    for forward, expected in cases.items():
+        cluster = cluster_from(DNSUTILS + corefile_map(kubeadm.replace("forward . /etc/resolv.conf", forward)))
+        found = [(f.severity, f.code) for f in cluster.doctor().findings if f.code.startswith(("CoreDNS", "Corefile"))]
+        assert found == ([expected] if expected else []), (forward, found)
+        if expected == ("info", "CoreDNSUpstreamUnknown"):
+            note = next(f for f in cluster.doctor().findings if f.code == "CoreDNSUpstreamUnknown")
+            assert "10.0.0.2" in note.message and "outside.hosts" in note.fix
+            assert cluster.dns("example.com.", "default/dnsutils").outcome != "servfail"
+            assert not [f for f in cluster.doctor().findings if f.severity == "error"]
