@@ -199,3 +199,43 @@ def test_a_forward_upstream_knetsim_does_not_know_is_a_note_not_an_error():
             assert "10.0.0.2" in note.message and "outside.hosts" in note.fix
             assert cluster.dns("example.com.", "default/dnsutils").outcome != "servfail"
             assert not [f for f in cluster.doctor().findings if f.severity == "error"]
+
+
+# A frontend configured with the address of an optional component that is not installed (as
+# GoogleCloudPlatform/microservices-demo's frontend names shoppingassistantservice:80, whose Service only its
+# shopping-assistant component adds), and a client whose command certainly fetches a missing Service.
+OPTIONAL_DEPENDENCY = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: frontend, namespace: default}
+spec:
+  selector: {matchLabels: {app: frontend}}
+  template:
+    metadata: {labels: {app: frontend}}
+    spec:
+      containers:
+        - name: server
+          image: nginx:1.27
+          env:
+            - {name: ASSISTANT_ADDR, value: "assistant:80"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: poller, namespace: default}
+spec:
+  containers:
+    - name: c
+      image: busybox:1.36
+      command: [sh, -c, "while true; do wget -qO- http://reports; sleep 5; done"]
+"""
+
+
+def test_a_service_only_an_env_value_names_is_a_warning_a_command_that_fetches_it_an_error():
+    from knetsim import Cluster
+
+    found = [f for f in Cluster.from_yaml(OPTIONAL_DEPENDENCY).doctor().findings if f.severity != "info"]
+    frontend = [f for f in found if f.subject.startswith("Pod default/frontend-")]
+    assert [(f.severity, f.code) for f in frontend] == [("warning", "ServiceNotFound")]
+    assert "if the program uses ASSISTANT_ADDR, its lookups fail" in frontend[0].message
+    poller = [(f.severity, f.code) for f in found if f.subject == "Pod default/poller"]
+    assert poller == [("error", "NameDoesNotResolve")]
