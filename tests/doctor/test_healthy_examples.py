@@ -239,3 +239,47 @@ def test_a_service_only_an_env_value_names_is_a_warning_a_command_that_fetches_i
     assert "if the program uses ASSISTANT_ADDR, its lookups fail" in frontend[0].message
     poller = [(f.severity, f.code) for f in found if f.subject == "Pod default/poller"]
     assert poller == [("error", "NameDoesNotResolve")]
+
+
+def mounted_nginx(mount: str, container_port: int | None) -> str:
+    ports = f"\n          ports: [{{containerPort: {container_port}}}]" if container_port else ""
+    return f"""
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: site, namespace: default}}
+data: {{default.conf: "server {{ listen 8080; location / {{ return 200 ok; }} }}"}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: default}}
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:1.27{ports}
+          volumeMounts: [{{name: site, mountPath: {mount}}}]
+      volumes: [{{name: site, configMap: {{name: site}}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: default}}
+spec: {{selector: {{app: web}}, ports: [{{port: 80, targetPort: 8080}}]}}
+"""
+
+
+def test_nginx_with_its_configuration_mounted_listens_where_that_file_says():
+    """nginx's site from a ConfigMap (`listen 8080;` at /etc/nginx/conf.d): the image's own port 80 no longer
+    says where it listens, so the declared containerPort is taken (an assumption, said in a note), not refused."""
+    from knetsim import Cluster
+
+    for mount in ("/etc/nginx/conf.d", "/etc/nginx/conf.d/default.conf", "/etc/nginx/nginx.conf"):
+        cluster = Cluster.from_yaml(mounted_nginx(mount, 8080))
+        assert [f.code for f in cluster.doctor().findings if f.severity != "info"] == [], mount
+        assert cluster.trace("default/" + next(p.name for p in cluster.state.pods.values()
+                                               if p.name.startswith("web-")), "http://web/").outcome != "refused"
+    # A mount that is not its configuration (certificates) changes nothing: nginx still listens on 80 only.
+    certs = Cluster.from_yaml(mounted_nginx("/etc/nginx/certs", 8080))
+    assert [f.code for f in certs.doctor().findings if f.severity == "error"] == ["TargetPortNotListening"]
