@@ -283,3 +283,48 @@ def test_nginx_with_its_configuration_mounted_listens_where_that_file_says():
     # A mount that is not its configuration (certificates) changes nothing: nginx still listens on 80 only.
     certs = Cluster.from_yaml(mounted_nginx("/etc/nginx/certs", 8080))
     assert [f.code for f in certs.doctor().findings if f.severity == "error"] == ["TargetPortNotListening"]
+
+
+UNDECLARED = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: default}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - {name: api, image: ghcr.io/example/orders-api:2.3.1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: default}
+spec: {selector: {app: api}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  containers:
+    - name: c
+      image: busybox:1.36
+      command: [sh, -c, "while true; do wget -qO- http://api; sleep 5; done"]
+"""
+
+
+def test_an_unknown_image_that_declares_no_port_is_no_certain_refusal():
+    """containerPort is optional: an image knetsim does not know, declaring none, may well listen on 8080. That
+    nothing listens is an assumption, so the doctor warns (and its note says how to tell knetsim); declared
+    ports that miss the targetPort, or a known image, stay errors."""
+    from knetsim import Cluster
+
+    found = {(f.severity, f.code) for f in Cluster.from_yaml(UNDECLARED).doctor().findings}
+    assert ("warning", "TargetPortNotListening") in found and ("warning", "ClientCannotConnect") in found
+    assert ("info", "ListenerAssumed") in found
+    assert not [code for severity, code in found if severity == "error"]
+    declared = UNDECLARED.replace("image: ghcr.io/example/orders-api:2.3.1}",
+                                  "image: ghcr.io/example/orders-api:2.3.1, ports: [{containerPort: 9090}]}")
+    errors = {code for severity, code in {(f.severity, f.code) for f in Cluster.from_yaml(declared).doctor().findings}
+              if severity == "error"}
+    assert errors == {"TargetPortNotListening", "ClientCannotConnect"}

@@ -146,10 +146,20 @@ def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding
                            "[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ingress-nginx}}, "
                            "podSelector: {matchLabels: {app.kubernetes.io/name: ingress-nginx}}}]")
                 status = f" (HTTP {result.reply.status})" if result.reply and result.reply.status else ""
-                out.append(Finding("IngressPathFails", "error", layer, f"Ingress {ing.key}",
+                out.append(Finding("IngressPathFails", _traffic_severity(failing), layer, f"Ingress {ing.key}",
                                    f"GET {url} from outside ends {result.outcome}{status} at the {layer} layer: "
                                    f"{failing.detail if failing else ''}", fix))
     return out
+
+
+def _traffic_severity(failing: Any) -> str:
+    """A connection refused only because knetsim assumes an unknown image that declares no port listens on
+    nothing is no certain failure (containerPort is optional): a warning; any other stop is an error."""
+    detail = failing.detail if failing is not None else ""
+    if failing is not None and failing.layer == "listener" and "(it listens on nothing)" in detail \
+            and "; assumed:" in detail:
+        return "warning"
+    return "error"
 
 
 def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Finding]:
@@ -181,7 +191,8 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
                     continue
                 failing = result.failing_hop
                 fix = next((f.fix for f in result.findings if f.fix), "")
-                out.append(Finding("ClientCannotConnect", "error", failing.layer if failing else "app",
+                layer = failing.layer if failing else "app"
+                out.append(Finding("ClientCannotConnect", _traffic_severity(failing), layer,
                                    f"Pod {pod.key}",
                                    f"{pod.key} is configured to reach {host}:{number} ({where}); the connection "
                                    f"ends {result.outcome}" + (f" at the {failing.layer} layer: {failing.detail}"
