@@ -328,3 +328,70 @@ def test_an_unknown_image_that_declares_no_port_is_no_certain_refusal():
     errors = {code for severity, code in {(f.severity, f.code) for f in Cluster.from_yaml(declared).doctor().findings}
               if severity == "error"}
     assert errors == {"TargetPortNotListening", "ClientCannotConnect"}
+
+
+CERT_MANAGER = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: eg}
+spec: {controllerName: gateway.envoyproxy.io/gatewayclass-controller}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: default
+  annotations: {cert-manager.io/cluster-issuer: letsencrypt-prod}
+spec:
+  ingressClassName: nginx
+  tls: [{hosts: [www.example.com], secretName: web-tls}]
+  rules:
+    - host: www.example.com
+      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: gw
+  namespace: default
+  annotations: {cert-manager.io/issuer: ca-issuer}
+spec:
+  gatewayClassName: eg
+  listeners:
+    - name: https
+      hostname: api.example.com
+      port: 443
+      protocol: HTTPS
+      tls: {mode: Terminate, certificateRefs: [{name: api-tls}]}
+"""
+
+
+def test_a_certificate_secret_cert_manager_issues_is_a_note_not_an_error():
+    """The common TLS setup: cert-manager's annotation on the Ingress or Gateway, the Secret created by
+    cert-manager, so never in the manifests. Without the annotation the missing Secret stays an error."""
+    from knetsim import Cluster
+
+    def found(text: str) -> set[tuple[str, str, str]]:
+        return {(f.severity, f.code, f.subject) for f in Cluster.from_yaml(text).doctor().findings
+                if f.subject in ("Ingress default/web", "Gateway default/gw")}
+
+    assert found(CERT_MANAGER) == {("info", "IngressTLSSecretIssued", "Ingress default/web"),
+                                   ("info", "GatewayCertificateIssued", "Gateway default/gw")}
+    bare = CERT_MANAGER.replace("  annotations: {cert-manager.io/cluster-issuer: letsencrypt-prod}\n", "").replace(
+        "  annotations: {cert-manager.io/issuer: ca-issuer}\n", "")
+    assert found(bare) == {("error", "IngressTLSSecretNotFound", "Ingress default/web"),
+                           ("error", "GatewayListenerCertificate", "Gateway default/gw")}
+    # A cert-manager Certificate naming the Secret says the same without an annotation.
+    certificate = bare + """
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web, namespace: default}
+spec: {secretName: web-tls, dnsNames: [www.example.com], issuerRef: {name: letsencrypt-prod, kind: ClusterIssuer}}
+"""
+    assert ("info", "IngressTLSSecretIssued", "Ingress default/web") in found(certificate)
