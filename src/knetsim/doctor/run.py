@@ -101,11 +101,57 @@ def _severity(code: str, severity: str, message: str) -> str:
     return severity
 
 
+# Other Ingress implementations, by the class name (IngressClass name or kubernetes.io/ingress.class value) and
+# the spec.controller their install creates (each project's docs: GKE Ingress, AWS Load Balancer Controller,
+# Traefik, HAProxy Kubernetes Ingress Controller, Kong, Istio, Contour, Azure Application Gateway, Cilium, F5
+# NGINX Ingress Controller). knetsim simulates ingress-nginx only: an Ingress of these classes is not a mistake.
+OTHER_INGRESS_CLASSES = {"gce", "gce-internal", "alb", "traefik", "haproxy", "kong", "istio", "contour",
+                         "azure/application-gateway", "cilium"}
+OTHER_INGRESS_CONTROLLERS = {"ingress.k8s.aws/alb", "traefik.io/ingress-controller",
+                             "haproxy.org/ingress-controller/haproxy", "ingress-controllers.konghq.com/kong",
+                             "istio.io/ingress-controller", "projectcontour.io/ingress-controller",
+                             "azure/application-gateway", "cilium.io/ingress-controller",
+                             "nginx.org/ingress-controller"}
+# An IngressClass that exists names its controller; a kubernetes.io/ingress.class value names a class. A
+# spec.ingressClassName whose IngressClass does not exist stays IngressClassNotFound: every controller claims
+# Ingresses through that object, so none claims this one.
+_UNCLAIMED = ("IngressClassNoController", "IngressAnnotationNoController")
+
+
+def other_implementation(state: ClusterState) -> dict[str, str]:
+    """Ingress key → the other implementation's class or controller it asks for (not simulated)."""
+    from ..ingress.controllers import resolve_class, running_controllers
+
+    controllers = running_controllers(state)
+    out = {}
+    for ing in state.ingresses.values():
+        res = resolve_class(state, ing, controllers)
+        if res.code not in _UNCLAIMED:
+            continue
+        if res.controller in OTHER_INGRESS_CONTROLLERS:
+            out[ing.key] = f"controller {res.controller}"
+        elif res.controller is None and res.class_name in OTHER_INGRESS_CLASSES:
+            out[ing.key] = f"class {res.class_name}"
+    return out
+
+
 def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
     from ..ingress import ingress_findings
 
-    return [Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ())
-            for f in ingress_findings(state, namespace)]
+    others = other_implementation(state)
+    out = []
+    for f in ingress_findings(state, namespace):
+        key = f.subject.removeprefix("Ingress ")
+        if f.code in _UNCLAIMED and key in others:
+            out.append(Finding(
+                "IngressClassOtherController", "info", f.layer, f.subject,
+                f"this Ingress asks for {others[key]}, another implementation than ingress-nginx, which knetsim "
+                "does not simulate: its routes are not traced (and it has no effect unless that controller runs)",
+                "to have knetsim simulate it, use an ingress-nginx class (kubectl get ingressclass)",
+                (f.field,) if f.field else ()))
+            continue
+        out.append(Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ()))
+    return out
 
 
 def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
@@ -118,9 +164,10 @@ def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Findin
 def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding]:
     """Trace every routable Ingress path from outside; report the layer that stops it."""
     out = []
+    others = other_implementation(state)
     for ing in state.ingresses.values():
-        if namespace and ing.namespace != namespace:
-            continue
+        if (namespace and ing.namespace != namespace) or ing.key in others:
+            continue  # another implementation's Ingress: ingress-nginx does not serve it, and is not asked
         for rule in ing.rules:
             if not rule.host or "*" in rule.host:
                 continue
