@@ -145,3 +145,68 @@ def test_calico_and_zones_read_live_raise_no_alarm(calico_zones: Cluster):
     namespaces = namespaces_in("examples/calico/manifests", "examples/zones/app")
     expected = EXPECTED["calico"] | EXPECTED["zones"]
     assert settled(calico_zones, namespaces, expected) == expected
+
+
+# What real clusters hold that knetsim does not simulate or cannot see, read back live: an Ingress of k3s's
+# Traefik, one whose TLS Secret cert-manager issues, nginx serving a site from a ConfigMap on 8080, and an app
+# image knetsim does not know that declares its port.
+REAL_WORLD = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: realworld}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: traefik}
+spec: {controller: traefik.io/ingress-controller}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: site, namespace: realworld}
+data: {default.conf: "server { listen 8080; location / { return 200 ok; } }"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: realworld}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:1.27
+          ports: [{containerPort: 8080}]
+          volumeMounts: [{name: site, mountPath: /etc/nginx/conf.d}]
+      volumes: [{name: site, configMap: {name: site}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: realworld}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: on-traefik, namespace: realworld}
+spec:
+  ingressClassName: traefik
+  rules: [{host: t.example.com, http: {paths: [{path: /, pathType: Prefix,
+                                                backend: {service: {name: web, port: {number: 80}}}}]}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: tls, namespace: realworld, annotations: {cert-manager.io/cluster-issuer: letsencrypt-prod}}
+spec:
+  ingressClassName: nginx
+  tls: [{hosts: [www.example.com], secretName: www-tls}]
+  rules: [{host: www.example.com, http: {paths: [{path: /, pathType: Prefix,
+                                                  backend: {service: {name: web, port: {number: 80}}}}]}}]
+"""
+
+
+def test_what_knetsim_cannot_see_is_no_alarm_live(cluster: Cluster):
+    cluster.kubectl("apply", "-f", "-", input=REAL_WORLD)
+    assert settled(cluster, {"realworld"}, set()) == set()
+    notes = {(f["code"], f["subject"]) for f in doctor(cluster) if f["severity"] == "info"}
+    assert {("IngressClassOtherController", "Ingress realworld/on-traefik"),
+            ("IngressTLSSecretIssued", "Ingress realworld/tls")} <= notes
