@@ -129,7 +129,7 @@ def test_forwarding_loop_with_the_loop_plugin_crash_loops():
 
 
 def test_unreachable_upstream_servfails_outside_names_only():
-    broken = cluster_from(CLIENT + corefile_map(KUBEADM.replace("forward . /etc/resolv.conf", "forward . 10.0.0.53")))
+    broken = cluster_from(CLIENT + corefile_map(KUBEADM.replace("forward . /etc/resolv.conf", "forward . 192.0.2.53")))
     dns = coredns_of(broken.state)
     assert [p.code for p in dns.problems] == ["CoreDNSUpstreamUnreachable"]
     assert broken.dns("web", "default/client").values == ("10.96.7.7",)
@@ -148,7 +148,7 @@ def test_stub_domain_rewrite_and_hosts():
     rewrite name exact old-web.default.svc.cluster.local web.default.svc.cluster.local
 """) + """corp.example:53 {
     errors
-    forward . 10.150.0.10
+    forward . 198.51.100.10
 }
 """
     cluster = cluster_from(CLIENT + corefile_map(text))

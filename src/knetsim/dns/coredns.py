@@ -38,6 +38,9 @@ class Problem:
     message: str
     fix: str
     effect: str  # "all": no query is answered; "external": forwarded names fail; "cluster": cluster names fail
+    # "error": knetsim knows the failure; "info": a caveat about what knetsim cannot see (an upstream address
+    # neither the cluster nor the outside model has: it may well answer on the real network).
+    severity: str = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +216,23 @@ def _plugin_problems(state: ClusterState, corefile: Corefile, pods: list, proble
                     f"line {fwd.line}: {why}: names under {zone} that the cluster does not serve get SERVFAIL",
                     f"forward to a resolver outside the cluster: {EDIT}, then {RESTART}", "external"))
             continue
-        reachable = [w for w, host in resolved if _answers_dns(state, host)]
-        if not reachable:
+        answers = [_answers_dns(state, host) for _, host in resolved]
+        unknown = [w for (w, _), a in zip(resolved, answers, strict=True) if a is None]
+        if unknown and not any(answers):
+            # An address knetsim has no model of (AWS's VPC resolver 10.0.0.2 on a cluster read through
+            # --kubeconfig, a corporate nameserver): it is no evidence of a failure, so queries are assumed
+            # answered and the doctor says what it could not check.
+            problems.append(Problem(
+                "CoreDNSUpstreamUnknown", f"ConfigMap {CONFIGMAP}",
+                f"line {fwd.line}: `forward {' '.join(fwd.args)}` sends names under {zone} to {', '.join(unknown)}, "
+                "which neither the cluster nor knetsim's outside model knows: knetsim assumes it answers and "
+                "cannot check that it does",
+                f"name it in the cluster config's outside.hosts (with port 53/UDP) to have it simulated, or check "
+                f"from a pod: kubectl run -it --rm dnscheck --image=busybox:1.36 --restart=Never -- nslookup "
+                f"kubernetes.io {_host_of(unknown[0].split(' (')[0]) if not unknown[0].startswith('/') else ''}"
+                .rstrip(), "external", "info"))
+            continue
+        if not any(answers):
             why = (f"no upstream of `forward {' '.join(fwd.args)}` answers ({', '.join(w for w, _ in resolved)}): "
                    "CoreDNS's forward has no healthy upstream")
             failing.append((zone, why))
@@ -257,9 +275,10 @@ def _kubernetes_serves(block: ServerBlock, domain: str) -> bool:
     return any(domain == z or domain.endswith("." + z) or z == "." for z in kubernetes_zones(block))
 
 
-def _answers_dns(state: ClusterState, host: str) -> bool:
+def _answers_dns(state: ClusterState, host: str) -> bool | None:
     """Does something answer DNS at ``host``: the node's nameservers, a public resolver of the outside, or a
-    Service/pod of the cluster with port 53."""
+    Service of the cluster with port 53. None: an address knetsim has no model of (not the cluster's, not a
+    host of the outside model), of which it cannot say."""
     if not host or host in state.config.upstream_nameservers:
         return True  # "": a resolv.conf whose nameservers the cluster config does not say
     outside = state.config.outside.host_at(host)
@@ -269,7 +288,23 @@ def _answers_dns(state: ClusterState, host: str) -> bool:
     if svc is not None:
         return any(p.port == 53 for p in svc.ports) and any(
             ep.ready is not False for es in state.slices_for(svc) for ep in es.endpoints)
-    return False
+    if state.pod_by_ip(host) is not None or state.node_by_ip(host) is not None or _in_known_ranges(state, host):
+        return False  # the cluster's own address space, or documentation addresses: nothing answers there
+    return None
+
+
+# RFC 5737 and RFC 3849: addresses for documentation only, which no network routes to a server.
+DOCUMENTATION_RANGES = ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+
+
+def _in_known_ranges(state: ClusterState, host: str) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    cidrs = (*state.config.pod_cidrs, *state.config.service_cidrs, *DOCUMENTATION_RANGES)
+    return any(address.version == net.version and address in net
+               for net in (ipaddress.ip_network(c, strict=False) for c in cidrs if c))
 
 
 __all__ = ["CONFIGMAP", "DEPLOYMENT", "SERVICE", "CoreDNS", "Problem", "coredns_of", "kubernetes_zones"]

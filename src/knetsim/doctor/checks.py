@@ -21,7 +21,7 @@ from ..cluster.explain import explain_endpoints
 from ..cluster.state import ClusterState
 from ..cluster.workloads import max_pods
 from ..model.fielderr import ErrorType, FieldError
-from ..model.listeners import LISTEN_ANNOTATION, pod_listens
+from ..model.listeners import LISTEN_ANNOTATION, listeners_known, pod_listens
 from ..model.objects import Pod, Service
 from .fixes import Patch, verified
 
@@ -431,10 +431,19 @@ def _port_findings(state: ClusterState, svc: Service, pods: list[Pod], verify: b
                               [{"op": "replace", "path": f"/spec/ports/{i}/targetPort", "value": next(iter(common))}])
             evidence = [f"{p.key} listens on {', '.join(f'{a}/{b}' for a, b in ls) or 'nothing'}"
                         for p, _, ls in deaf[:EXAMPLES_SHOWN]]
+            # No evidence at all: images knetsim does not know that declare no port of this protocol (a
+            # containerPort is optional). That nothing listens is then no finding of fact, so not an error.
+            unknown = all(not listeners_known(p) and not any(proto == sp.protocol for _, proto in ls)
+                          for p, _, ls in deaf)
+            severity = "warning" if unknown else "error" if len(deaf) == len(pods) else "warning"
+            said = ("knetsim does not know the image and the pods declare no containerPort: if nothing listens "
+                    "there, connections are refused" if unknown else "connections are refused")
             finding = Finding(
-                "TargetPortNotListening", "error" if len(deaf) == len(pods) else "warning", "listener", subject,
+                "TargetPortNotListening", severity, "listener", subject,
                 f"{where} sends to port {number}/{sp.protocol} (targetPort {sp.target_port}), where nothing in "
-                f"{len(deaf)} of {len(pods)} pod(s) listens: connections are refused",
+                f"{len(deaf)} of {len(pods)} pod(s) is known to listen: {said}" if unknown else
+                f"{where} sends to port {number}/{sp.protocol} (targetPort {sp.target_port}), where nothing in "
+                f"{len(deaf)} of {len(pods)} pod(s) listens: {said}",
                 look, examples(evidence, len(deaf)), patch)
             out.append(_offer(finding, state, _still_broken(svc, ("TargetPortNotListening",), (
                 "PodsNotReady", "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch")), look, verify))

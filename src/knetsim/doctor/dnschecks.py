@@ -35,7 +35,7 @@ def coredns_findings(state: ClusterState) -> list[Finding]:
         evidence = [f"Corefile from {dns.corefile_source}"]
         if p.subject.startswith("Deployment"):
             evidence = [f"replicas {dns.replicas}, {dns.ready_pods} of {dns.pods} CoreDNS pod(s) Ready"]
-        out.append(Finding(p.code, "error", layer, p.subject, p.message, p.fix, tuple(evidence)))
+        out.append(Finding(p.code, p.severity, layer, p.subject, p.message, p.fix, tuple(evidence)))
     return out
 
 

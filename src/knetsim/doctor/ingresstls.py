@@ -23,6 +23,7 @@ from ..gateway.certs import (
     serving_pair,
     tls_secret_pair,
 )
+from ..gateway.findings import cert_manager_issuer
 from .checks import Finding
 
 FAKE = "its 'Kubernetes Ingress Controller Fake Certificate'"
@@ -59,6 +60,16 @@ def ingress_tls_findings(state: ClusterState, namespace: str | None) -> list[Fin
                         f"-o yaml | sed 's/namespace: {other}/namespace: {ing.namespace}/' | kubectl apply -f - "
                         f"(or create it there: {_create_secret(ing.namespace, tls.secret_name)})",
                         tuple(f"Secret {key}" for key in elsewhere[:3])))
+                elif issuer := cert_manager_issuer(state, ing.meta.annotations, ing.namespace, tls.secret_name):
+                    # cert-manager creates the Secret: its absence from the manifests is the normal state before
+                    # issuance, not a mistake (a live cluster that still lacks it: the Certificate's status says why).
+                    out.append(Finding(
+                        "IngressTLSSecretIssued", "info", "ingress", subject,
+                        f"{where}.secretName {tls.secret_name!r} is cert-manager's to create ({issuer}); until it "
+                        f"has issued the certificate, ingress-nginx serves {FAKE} for "
+                        f"{', '.join(hosts) or 'its hosts'}",
+                        f"if it stays so, ask cert-manager why: kubectl -n {ing.namespace} get "
+                        "certificate,certificaterequest,order,challenge"))
                 else:
                     out.append(Finding(
                         "IngressTLSSecretNotFound", "error", "ingress", subject,

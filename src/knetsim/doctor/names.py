@@ -106,13 +106,20 @@ def missing_service_findings(state: ClusterState, pod: Pod) -> list[Finding]:
         who = f"init container {lookup.container!r}" if lookup.init else f"container {lookup.container!r}"
         effect = ("it waits for a name that never resolves, so the pod never starts" if lookup.init
                   else "its lookups fail (NXDOMAIN) and it connects nowhere")
+        # An env value is configuration the program may never read (microservices-demo's frontend names its
+        # optional shopping assistant, whose Service exists only with that component): knetsim cannot tell,
+        # so it warns. A command or argument that looks the name up certainly does: an error.
+        configured_only = lookup.where.startswith("env ")
+        if configured_only:
+            effect = (f"if the program uses {lookup.where.removeprefix('env ')}, its lookups fail (NXDOMAIN) and "
+                      "it connects nowhere")
         others = sorted(s.key for s in state.services.values() if s.namespace == namespace)
         close = sorted((edit_distance(name, key.split("/", 1)[1]), key) for key in others)
         hint = (f"; did you mean Service {close[0][1]}?" if close and close[0][0] <= 2 else "")
         fix = (f"create the Service {name} in namespace {namespace} (kubectl -n {namespace} expose deployment "
                f"<its deployment> --name={name} --port=<port>), or point {who} at an existing Service" + hint)
         out.append(Finding(
-            "ServiceNotFound", "error", "dns", f"Pod {pod.key}",
+            "ServiceNotFound", "warning" if configured_only else "error", "dns", f"Pod {pod.key}",
             f"{who} looks up {lookup.name!r} ({lookup.where}), but there is no Service {name} in namespace "
             f"{namespace}: {effect}", fix,
             (f"Services in {namespace}: {', '.join(k.split('/', 1)[1] for k in others[:8]) or 'none'}",)))

@@ -10,6 +10,7 @@ from typing import Any
 from ..cluster.build import ManifestError
 from ..cluster.state import ClusterState
 from ..dns import resolve
+from ..ingress.probes import is_regex
 from ..model.gatewayapi import ROUTE_KINDS
 from ..model.loader import CONTROLLER
 from ..model.objects import Pod
@@ -100,11 +101,57 @@ def _severity(code: str, severity: str, message: str) -> str:
     return severity
 
 
+# Other Ingress implementations, by the class name (IngressClass name or kubernetes.io/ingress.class value) and
+# the spec.controller their install creates (each project's docs: GKE Ingress, AWS Load Balancer Controller,
+# Traefik, HAProxy Kubernetes Ingress Controller, Kong, Istio, Contour, Azure Application Gateway, Cilium, F5
+# NGINX Ingress Controller). knetsim simulates ingress-nginx only: an Ingress of these classes is not a mistake.
+OTHER_INGRESS_CLASSES = {"gce", "gce-internal", "alb", "traefik", "haproxy", "kong", "istio", "contour",
+                         "azure/application-gateway", "cilium"}
+OTHER_INGRESS_CONTROLLERS = {"ingress.k8s.aws/alb", "traefik.io/ingress-controller",
+                             "haproxy.org/ingress-controller/haproxy", "ingress-controllers.konghq.com/kong",
+                             "istio.io/ingress-controller", "projectcontour.io/ingress-controller",
+                             "azure/application-gateway", "cilium.io/ingress-controller",
+                             "nginx.org/ingress-controller"}
+# An IngressClass that exists names its controller; a kubernetes.io/ingress.class value names a class. A
+# spec.ingressClassName whose IngressClass does not exist stays IngressClassNotFound: every controller claims
+# Ingresses through that object, so none claims this one.
+_UNCLAIMED = ("IngressClassNoController", "IngressAnnotationNoController")
+
+
+def other_implementation(state: ClusterState) -> dict[str, str]:
+    """Ingress key → the other implementation's class or controller it asks for (not simulated)."""
+    from ..ingress.controllers import resolve_class, running_controllers
+
+    controllers = running_controllers(state)
+    out = {}
+    for ing in state.ingresses.values():
+        res = resolve_class(state, ing, controllers)
+        if res.code not in _UNCLAIMED:
+            continue
+        if res.controller in OTHER_INGRESS_CONTROLLERS:
+            out[ing.key] = f"controller {res.controller}"
+        elif res.controller is None and res.class_name in OTHER_INGRESS_CLASSES:
+            out[ing.key] = f"class {res.class_name}"
+    return out
+
+
 def _ingress_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
     from ..ingress import ingress_findings
 
-    return [Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ())
-            for f in ingress_findings(state, namespace)]
+    others = other_implementation(state)
+    out = []
+    for f in ingress_findings(state, namespace):
+        key = f.subject.removeprefix("Ingress ")
+        if f.code in _UNCLAIMED and key in others:
+            out.append(Finding(
+                "IngressClassOtherController", "info", f.layer, f.subject,
+                f"this Ingress asks for {others[key]}, another implementation than ingress-nginx, which knetsim "
+                "does not simulate: its routes are not traced (and it has no effect unless that controller runs)",
+                "to have knetsim simulate it, use an ingress-nginx class (kubectl get ingressclass)",
+                (f.field,) if f.field else ()))
+            continue
+        out.append(Finding(f.code, f.severity, f.layer, f.subject, f.message, f.fix, (f.field,) if f.field else ()))
+    return out
 
 
 def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Finding]:
@@ -117,18 +164,23 @@ def _gateway_findings(state: ClusterState, namespace: str | None) -> list[Findin
 def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding]:
     """Trace every routable Ingress path from outside; report the layer that stops it."""
     out = []
+    others = other_implementation(state)
     for ing in state.ingresses.values():
-        if namespace and ing.namespace != namespace:
-            continue
+        if (namespace and ing.namespace != namespace) or ing.key in others:
+            continue  # another implementation's Ingress: ingress-nginx does not serve it, and is not asked
         for rule in ing.rules:
             if not rule.host or "*" in rule.host:
                 continue
             for path in rule.paths:
                 if path.backend.resource is not None:
                     continue
+                if is_regex(path.path or "/"):
+                    continue  # a regex names no one URL to request (its text as a URL is no path it serves)
                 url = f"http://{rule.host}{path.path or '/'}"
                 try:
-                    result = trace(state, "external", url)
+                    # Through the Ingress controller even where a Gateway names the host too: the question is
+                    # whether this Ingress serves its path, not what another entry answers for the host.
+                    result = trace(state, "external", url, entry="ingress")
                 except TraceInputError:
                     continue
                 failing = result.failing_hop
@@ -141,10 +193,20 @@ def _ingress_traffic(state: ClusterState, namespace: str | None) -> list[Finding
                            "[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ingress-nginx}}, "
                            "podSelector: {matchLabels: {app.kubernetes.io/name: ingress-nginx}}}]")
                 status = f" (HTTP {result.reply.status})" if result.reply and result.reply.status else ""
-                out.append(Finding("IngressPathFails", "error", layer, f"Ingress {ing.key}",
+                out.append(Finding("IngressPathFails", _traffic_severity(failing), layer, f"Ingress {ing.key}",
                                    f"GET {url} from outside ends {result.outcome}{status} at the {layer} layer: "
                                    f"{failing.detail if failing else ''}", fix))
     return out
+
+
+def _traffic_severity(failing: Any) -> str:
+    """A connection refused only because knetsim assumes an unknown image that declares no port listens on
+    nothing is no certain failure (containerPort is optional): a warning; any other stop is an error."""
+    detail = failing.detail if failing is not None else ""
+    if failing is not None and failing.layer == "listener" and "(it listens on nothing)" in detail \
+            and "; assumed:" in detail:
+        return "warning"
+    return "error"
 
 
 def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Finding]:
@@ -176,7 +238,8 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
                     continue
                 failing = result.failing_hop
                 fix = next((f.fix for f in result.findings if f.fix), "")
-                out.append(Finding("ClientCannotConnect", "error", failing.layer if failing else "app",
+                layer = failing.layer if failing else "app"
+                out.append(Finding("ClientCannotConnect", _traffic_severity(failing), layer,
                                    f"Pod {pod.key}",
                                    f"{pod.key} is configured to reach {host}:{number} ({where}); the connection "
                                    f"ends {result.outcome}" + (f" at the {failing.layer} layer: {failing.detail}"

@@ -68,6 +68,26 @@ def _patch(kind: str, namespace: str, name: str, ops: list[dict[str, Any]]) -> s
     return f"kubectl {ns}patch {kind} {name} --type json -p '{json.dumps(ops, separators=(',', ':'))}'"
 
 
+# cert-manager's ingress-shim and gateway-shim issue a certificate into the Secret an annotated Ingress's
+# spec.tls[].secretName or Gateway listener's certificateRefs names (cert-manager docs, "Securing Ingress
+# Resources" / "Annotated Gateway resource"); kubernetes.io/tls-acme: "true" asks for the default issuer.
+CERT_MANAGER_ANNOTATIONS = ("cert-manager.io/cluster-issuer", "cert-manager.io/issuer", "kubernetes.io/tls-acme")
+
+
+def cert_manager_issuer(state: ClusterState, annotations: Any, namespace: str, secret: str) -> str:
+    """What makes cert-manager issue Secret ``namespace/secret`` ("" when nothing does): an annotation of the
+    object that names it, or a cert-manager Certificate whose spec.secretName it is."""
+    for name in CERT_MANAGER_ANNOTATIONS:
+        value = str(annotations.get(name) or "")
+        if value and (name != "kubernetes.io/tls-acme" or value.lower() == "true"):
+            return f"annotation {name}: {value}"
+    for (kind, key), obj in state.others.items():
+        if kind == "Certificate" and obj.namespace == namespace and isinstance(obj.raw.get("spec"), dict) \
+                and obj.raw["spec"].get("secretName") == secret:
+            return f"Certificate {key}"
+    return ""
+
+
 def gateway_findings(state: ClusterState, namespace: str | None = None) -> list[GatewayFinding]:
     """Problems of every Gateway, ListenerSet, route and BackendTLSPolicy (of ``namespace``, if given), sorted by
     subject and field."""
@@ -204,6 +224,14 @@ def _listener(state: ClusterState, lc: ListenerContext, subject: str, owner_kind
         for needle, specific, specific_fix in _CERTIFICATE_PROBLEMS:
             if needle in refs.message:
                 code, fix = specific, specific_fix
+    issued = _issued_by_cert_manager(state, lc, subject, owner_kind, refs)
+    if issued:
+        return [GatewayFinding("GatewayCertificateIssued", "info", subject, field,
+                               f"listener {lc.name} waits for its certificate: {issued}; until cert-manager has "
+                               f"issued it the listener is not programmed ({refs.message if refs else ''})",
+                               "if it stays so, ask cert-manager why: kubectl -n "
+                               f"{subject.split(' ')[1].split('/')[0]} get certificate,certificaterequest,order,"
+                               "challenge")]
     if lc.from_listener_set and code == "GatewayListenerConflict":
         code = "ListenerSetListenerConflict"
         fix = ("the Gateway's own listeners and older ListenerSets win a port/hostname: pick another hostname or "
@@ -211,6 +239,24 @@ def _listener(state: ClusterState, lc: ListenerContext, subject: str, owner_kind
     return [GatewayFinding(code, "error", subject, field,
                            f"listener {lc.name} is not programmed, so no route attached to it receives traffic: "
                            f"{detail}", fix)]
+
+
+def _issued_by_cert_manager(state: ClusterState, lc: ListenerContext, subject: str, owner_kind: str,
+                            refs: Any) -> str:
+    """Every certificate Secret the listener misses is one cert-manager issues: what says so, else ""."""
+    if owner_kind != "gateway" or refs is None or refs.ok or "does not exist" not in refs.message:
+        return ""
+    gw = state.gateways.get(subject.split(" ", 1)[1])
+    if gw is None or not lc.listener.certificate_refs:
+        return ""
+    secrets = {key for (kind, key) in state.others if kind == "Secret"}
+    missing = [ref for ref in lc.listener.certificate_refs
+               if f"{ref.namespace or gw.namespace}/{ref.name}" not in secrets]
+    said = [cert_manager_issuer(state, gw.meta.annotations, ref.namespace or gw.namespace, ref.name)
+            for ref in missing]
+    if not missing or not all(said):
+        return ""
+    return f"Secret {', '.join(ref.name for ref in missing)} is cert-manager's to create ({said[0]})"
 
 
 def _name_coverage(lc: ListenerContext, subject: str, field: str) -> list[GatewayFinding]:

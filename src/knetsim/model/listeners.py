@@ -54,6 +54,32 @@ WELL_KNOWN_IMAGES: Mapping[str, tuple[tuple[int, str], ...]] = {
     "controller": ((80, "TCP"), (443, "TCP"), (8443, "TCP"), (10254, "TCP")),
 }
 
+# Where a known image reads the configuration that says where it listens (each image's documentation on Docker
+# Hub: "mount your own configuration at ..."). A volume mounted there, or over a file in it, replaces what the
+# image ships: where the server listens is then that file's, which knetsim does not read.
+# Paths ending in "/" hold configuration files (a mount there or under it counts); others are the file itself or
+# the directory that holds it all (a mount of exactly that path counts): nginx's /etc/nginx/certs changes no port.
+CONFIG_PATHS: Mapping[str, tuple[str, ...]] = {
+    "nginx": ("/etc/nginx", "/etc/nginx/nginx.conf", "/etc/nginx/conf.d/", "/etc/nginx/templates/",
+              "/etc/nginx/sites-enabled/"),
+    "nginx-unprivileged": ("/etc/nginx", "/etc/nginx/nginx.conf", "/etc/nginx/conf.d/", "/etc/nginx/templates/"),
+    "httpd": ("/usr/local/apache2/conf/",),
+    "caddy": ("/etc/caddy/",),
+    "traefik": ("/etc/traefik/",),
+    "haproxy": ("/usr/local/etc/haproxy/",),
+}
+
+
+def _config_mounted(container: Container, repository: str) -> str:
+    """The mountPath that replaces a known image's configuration ("" when none does)."""
+    for mount in container.mount_paths:
+        path = mount.rstrip("/") or "/"
+        for config in CONFIG_PATHS.get(repository, ()):
+            if path == config.rstrip("/") or (config.endswith("/") and path.startswith(config)):
+                return mount
+    return ""
+
+
 # Why a known image listens where it does, where users expect otherwise.
 IMAGE_NOTES: Mapping[str, str] = {
     "nginx": "from /etc/nginx/conf.d/default.conf; nginx has no port flag, containerPort changes nothing",
@@ -95,11 +121,13 @@ def container_listeners(container: Container) -> Listeners:
     repository = image_repository(container.image)
     image_ports = WELL_KNOWN_IMAGES.get(repository)
     declared = tuple(sorted({(p.container_port, p.protocol) for p in container.ports}))
-    if image_ports is not None and not container.command:
+    mounted = _config_mounted(container, repository) if image_ports is not None else ""
+    if image_ports is not None and not container.command and not mounted:
         return Listeners(tuple(sorted(image_ports)), True,
                          f"image {repository} listens on {', '.join(f'{a}/{b}' for a, b in image_ports)}"
                          + (f" ({IMAGE_NOTES[repository]})" if repository in IMAGE_NOTES else ""))
-    what = (f"image {container.image!r} with command {' '.join(container.command)!r}" if image_ports is not None
+    what = (f"image {container.image!r} with its configuration mounted at {mounted}" if mounted
+            else f"image {container.image!r} with command {' '.join(container.command)!r}" if image_ports is not None
             else f"image {container.image!r}")
     return Listeners(declared, False,
                      f"{what} is not a program knetsim knows: where it listens is unknown; its declared "
@@ -112,8 +140,10 @@ def container_listens(container: Container) -> tuple[tuple[int, str], ...]:
     program = program_of(container)
     if program is not None:
         return program.ports
-    image_ports = WELL_KNOWN_IMAGES.get(image_repository(container.image))
-    if image_ports is not None and not container.command:
+    repository = image_repository(container.image)
+    image_ports = WELL_KNOWN_IMAGES.get(repository)
+    if image_ports is not None and not container.command and not (
+            container.mount_paths and _config_mounted(container, repository)):
         return image_ports
     return tuple(sorted({(p.container_port, p.protocol) for p in container.ports}))
 

@@ -191,6 +191,7 @@ class Container:
     command: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    mount_paths: tuple[str, ...] = ()  # volumeMounts' mountPath: a mounted config replaces the image's own
 
 
 def _probe(spec: Any) -> Probe | None:
@@ -240,6 +241,8 @@ def _parse_container(raw: Mapping[str, Any]) -> Container:
         command=tuple(str(c) for c in raw.get("command") or ()),
         args=tuple(str(a) for a in raw.get("args") or ()),
         env=env,
+        mount_paths=tuple(str(m.get("mountPath") or "") for m in raw.get("volumeMounts") or ()
+                          if isinstance(m, Mapping) and m.get("mountPath")),
     )
 
 

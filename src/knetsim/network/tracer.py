@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from ..cluster.state import ClusterState
 from .balance import Balancer
 from .connect import _dns_stage, _Run, connect_ip, resolve_pod
-from .external import trace_external
-from .trace import Hop, Trace, TraceInputError, choose, parse_target
+from .external import through_ingress, trace_external
+from .trace import EXTERNAL_CLIENT_IP, Hop, Trace, TraceInputError, choose, parse_target
 
 # How many times one connection may lead to another (netexec's /dial dialling a /dial...): a real chain stops
 # at its clients' timeouts; a trace stops here, the innermost dial refused.
@@ -24,9 +24,11 @@ MAX_ONWARD = 4
 
 def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
           headers: Mapping[str, str] | None = None, dataplane: str | None = None,
-          balancer: Balancer | None = None, _onward: int = 0) -> Trace:
+          balancer: Balancer | None = None, entry: str | None = None, _onward: int = 0) -> Trace:
     """Trace one connection from ``source`` (``ns/pod`` or ``external``) to ``target``; ``balancer``: a live
-    cluster's, which picks each connection's backend as the data plane does over time."""
+    cluster's, which picks each connection's backend as the data plane does over time. ``entry="ingress"``:
+    from outside, through the Ingress controller even where a Gateway names the host too (side by side during
+    a migration, DNS decides which one a client reaches; a question about an Ingress asks for its controller)."""
     protocol = protocol.upper()
     if protocol not in ("TCP", "UDP", "SCTP"):
         raise TraceInputError(f"protocol {protocol!r}: supported values: SCTP, TCP, UDP")
@@ -39,6 +41,9 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
         run.dial = lambda src, url, proto: trace(state, src, url, protocol=proto, dataplane=dataplane,
                                                  balancer=balancer, _onward=_onward + 1)
     if source == "external":
+        if entry == "ingress":
+            run.source = f"external ({EXTERNAL_CLIENT_IP})"
+            return through_ingress(run, parsed.host)
         return trace_external(run)
     pod = resolve_pod(state, source)
     run.source = pod.key

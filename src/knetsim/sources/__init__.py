@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from ..model.loader import LoadResult, load_paths
+from ..model.loader import NO_OBJECTS, LoadError, LoadResult, load_paths
 from . import git, render
 from .git import GitSourceError
 from .render import ONLY_ONE_OF_F_K, HelmValues, RenderUsageError
@@ -81,7 +81,7 @@ class Kustomization:
         return f"-k {self.directory}"
 
     def read(self, progress: Progress | None = None) -> Read:
-        return Read(render.render_kustomization(self.directory))
+        return Read(_refuse_nothing(render.render_kustomization(self.directory)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,15 @@ class HelmChart:
         return self.chart
 
     def read(self, progress: Progress | None = None) -> Read:
-        return Read(render.render_chart(self.chart, self.values, self.namespace))
+        return Read(_refuse_nothing(render.render_chart(self.chart, self.values, self.namespace)))
+
+
+def _refuse_nothing(rendered: LoadResult) -> LoadResult:
+    """A kustomization or chart that renders no object is input without objects, refused as ``-f`` refuses it
+    (``kubectl apply -k`` of an empty kustomization: "no objects passed to apply"): a gate must not pass on it."""
+    if not rendered.documents and not rendered.errors:
+        rendered.errors.append(LoadError(None, NO_OBJECTS))
+    return rendered
 
 
 def file_sources(filenames: Sequence[str], stdin: IO[str] | None = None, *, kustomize: str | None = None,
