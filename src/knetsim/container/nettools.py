@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
-from ..network.netexec import udp_answer
+from ..network.netexec import raw_tcp_answer, udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from ..network.wire import header_lines
 from .accesslog import Served
@@ -291,6 +291,8 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
             await ctx.out(head + (reply.body if method != "HEAD" else ""))
         elif proto == "UDP" and request and (answer := udp_answer(ctx.state, t, request.decode(errors="replace"))):
             await ctx.out(answer)  # a UDP server that answers datagrams (agnhost netexec's hostname, echo)
+        elif proto == "TCP" and "-z" not in flags and (answer := raw_tcp_answer(ctx.state, t, request)):
+            await ctx.out(answer)  # serve-hostname --tcp's hostname; a Go server's 400 to what is not HTTP
         elif request and wait is not None:
             await _wait(wait)  # a request the app does not answer: nc waits out -w of idle
         return 0
