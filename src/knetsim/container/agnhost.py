@@ -23,6 +23,7 @@ with ``-l`` and ``-n`` (and ``-p``, ``-a``, ``-4``/``-6``, ``-H``), columns as i
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 from typing import Any
 
@@ -36,9 +37,9 @@ from .shell import Ctx, register
 
 # Subcommands that serve until stopped: the line each logs when it starts (their log.Printf, without the
 # timestamp prefix the log package adds).
-_SERVERS = {"netexec", "serve-hostname", "porter", "test-webserver", "liveness", "pause", "fake-gitserver",
-            "nettest", "webhook"}
+_SERVERS = {"netexec", "serve-hostname", "porter", "test-webserver", "liveness", "pause"}
 _CLIENTS = ("connect", "dns-suffix", "dns-server-list", "etc-hosts")
+SIMULATED = frozenset((*_SERVERS, *_CLIENTS))
 
 
 async def _cobra_error(ctx: Ctx, message: str, usage: str) -> int:
@@ -216,16 +217,19 @@ async def _resolv(ctx: Ctx, sub: str) -> int:
 
 
 async def _serve(ctx: Ctx, sub: str, args: list[str]) -> int:
-    lines = {"netexec": "Started HTTP server on port {http}", "serve-hostname": "Serving on port {port}.",
-             "test-webserver": "", "liveness": "", "pause": "", "porter": "", "fake-gitserver": "", "nettest": "",
-             "webhook": ""}
     flags, _, _ = _long_flags([a for a in args if a.startswith("--")], tuple(
         a[2:].partition("=")[0] for a in args if a.startswith("--")))
-    text = lines[sub].format(http=flags.get("http-port", "8080"), port=flags.get("port", "9376"))
-    if sub == "netexec" and flags.get("udp-port", "8081") != "-1":
-        text += f"\nStarted UDP server on port  {flags.get('udp-port', '8081')}"
-    if text:
-        await ctx.out(text + "\n")
+    lines: list[str] = []
+    if sub == "netexec":
+        lines.append(f"Started HTTP server on port {flags.get('http-port', '8080')}")
+        if flags.get("udp-port", "8081") != "-1":
+            lines.append(f"Started UDP server on port  {flags.get('udp-port', '8081')}")  # its address "" between
+    elif sub == "serve-hostname":
+        lines.append(f"Serving on port {flags.get('port', '9376')}.")
+    # Go's log package: stderr, each line after the local date and time.
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y/%m/%d %H:%M:%S")
+    if lines:
+        await ctx.err("".join(f"{stamp} {line}\n" for line in lines))
     await asyncio.Event().wait()  # serves until the container (or the exec) is stopped
     return 0
 
