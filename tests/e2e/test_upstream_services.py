@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from urllib.parse import quote
 
 from .conftest import Cluster, wait_for
 
@@ -226,3 +227,21 @@ def test_agnhost_connect_exec_d_in_a_pod(k: Cluster) -> None:
     logs = k.kubectl("logs", "-n", ns, "server").stdout.splitlines()
     assert [line.split(" ", 2)[2] for line in logs] == ["Started HTTP server on port 8080",
                                                          "Started UDP server on port  8081"]
+
+
+def test_netexec_shell_runs_the_command_in_its_pod(k: Cluster) -> None:
+    """netexec's /shell?cmd= (netexec.go shellHandler): the command runs in netexec's pod; JSON "output" and, when it
+    fails, "error" ("exit status N"); Go's encoder writes < > & as \\u003c \\u003e \\u0026."""
+    ns = k.namespace("netexec-shell")
+    k.kubectl("apply", "-f", "-", input=agnhost_pod("server", ns, {"app": "server"},
+                                                       ["netexec", "--http-port=8080"], [8080]))
+    k.kubectl("expose", "pod", "server", "-n", ns, "--port=80", "--target-port=8080")
+    exec_pod(k, ns)
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/server", "--timeout=30s")
+
+    def shell(cmd: str) -> str:
+        return k.kubectl("exec", "-n", ns, "execpod", "--", "curl", "-s",
+                         f"http://server/shell?cmd={quote(cmd)}").stdout
+
+    assert shell("hostname") == '{"output":"server\\n"}'
+    assert shell("echo '<a&b>'; exit 3") == '{"error":"exit status 3","output":"\\u003ca\\u0026b\\u003e\\n"}'

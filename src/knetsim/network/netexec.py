@@ -138,8 +138,9 @@ def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
     "/") → ``NOW: <time.Now()>``; ``/hostname`` and ``/hostName`` → the hostname; ``/clientip`` → the client's
     ip:port; ``/echo?msg=&code=`` → msg with that status; ``/header?key=K`` → that request header (all of them as
     JSON without key); ``/healthz`` → 200 (the UDP server is up); ``/redirect?location=&code=`` → http.Redirect;
-    ``/exit`` and ``/shutdown`` → an empty 200 (the exit itself is not simulated); ``/shell`` is refused (501):
-    knetsim does not run commands from an HTTP request. ``/dial`` is answered by the tracer (``dial``)."""
+    ``/exit`` and ``/shutdown`` → an empty 200 (the exit itself is not simulated); ``/shell`` is 501 here: a tool in a
+    live pod runs the command in netexec's pod instead (``shell_command``, ``shell_reply``; the trace alone has no
+    shell to run it in). ``/dial`` is answered by the tracer (``dial``)."""
     program = _program_on(pod, port, "TCP")
     if program is None:
         return None
@@ -201,7 +202,7 @@ def _netexec_http(pod: Pod, route: str, query: dict[str, str], method: str, clie
     if route in ("/exit", "/shutdown"):
         return _text(200, "")
     if route == "/shell":
-        return _text(501, "knetsim does not run netexec's /shell commands\n")
+        return _text(501, "knetsim runs netexec's /shell commands only when a tool in a live pod asks\n")
     if route == "/upload":
         return _text(200, json.dumps({"error": "Unable to upload file."}, separators=(",", ":")))
     return _text(200, "NOW: " + _go_now())
@@ -307,3 +308,30 @@ def raw_tcp_answer(state: ClusterState, trace: Trace, data: bytes) -> str | None
     if program is not None and program.name in _GO_HTTP:
         return GO_BAD_REQUEST
     return None
+
+
+def shell_command(state: ClusterState, trace: Trace, url: str) -> str | None:
+    """The command of a ``/shell?cmd=`` (or ``shellCommand=``) request a trace delivered to netexec, else None."""
+    backend = trace.backend
+    if trace.outcome != "connected" or backend is None or not serves_netexec(state, backend.pod, backend.port, "TCP"):
+        return None
+    parts = urlsplit(url)
+    if parts.path != "/shell":
+        return None
+    query = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    return query.get("shellCommand") or query.get("cmd") or ""
+
+
+def shell_reply(output: str, code: int) -> Reply:
+    """shellHandler's answer: JSON of "output" (when any) and "error" (exec's "exit status N"), 200 either way
+    (it writes the JSON with Fprint; only a failed Marshal would be a 417). Go's encoder escapes <, > and &."""
+    result: dict[str, str] = {}
+    if code != 0:
+        result["error"] = f"exit status {code}"
+    if output:
+        result["output"] = output
+    body = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                          ("\u2029", "\\u2029")):
+        body = body.replace(char, escaped)
+    return Reply(200, body, {"content-type": "text/plain; charset=utf-8"})
