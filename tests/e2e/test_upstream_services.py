@@ -245,3 +245,91 @@ def test_netexec_shell_runs_the_command_in_its_pod(k: Cluster) -> None:
 
     assert shell("hostname") == '{"output":"server\\n"}'
     assert shell("echo '<a&b>'; exit 3") == '{"error":"exit status 3","output":"\\u003ca\\u0026b\\u003e\\n"}'
+
+
+def affinity_hosts(k: Cluster, ns: str, host: str, port: int | str) -> list[str]:
+    script = f"for i in $(seq 0 14); do echo; curl -q -s --connect-timeout 2 http://{host}:{port}/ ; done"
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c", script).stdout
+    return [line for line in out.splitlines() if line]
+
+
+def test_should_have_session_affinity_work_for_nodeport_service(k: Cluster) -> None:
+    """service.go "Services should have session affinity work for NodePort service [LinuxOnly] [Conformance]"."""
+    ns = k.namespace("services-affinity-np")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "affinity-nodeport", "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"name": "affinity-nodeport"}, "sessionAffinity": "ClientIP",
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc("affinity-nodeport", ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, "affinity-nodeport")) == 3, timeout=20)
+    node_port = k.get_json("service", "affinity-nodeport", "-n", ns)["spec"]["ports"][0]["nodePort"]
+    node = k.get_json("nodes")["items"][-1]
+    node_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    hosts = affinity_hosts(k, ns, node_ip, node_port)
+    assert len(hosts) == 15 and len(set(hosts)) == 1, hosts
+
+
+def test_should_be_able_to_switch_session_affinity_for_service_with_type_clusterip(k: Cluster) -> None:
+    """service.go "Services should be able to switch session affinity for service with type clusterIP [LinuxOnly]
+    [Conformance]": without affinity the requests spread over the backends; with ClientIP they stick to one."""
+    ns = k.namespace("services-affinity-switch")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "affinity-clusterip-transition", "namespace": ns},
+        "spec": {"selector": {"name": "affinity-clusterip-transition"}, "sessionAffinity": "None",
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc("affinity-clusterip-transition", ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, "affinity-clusterip-transition")) == 3, timeout=20)
+    ip = k.get_json("service", "affinity-clusterip-transition", "-n", ns)["spec"]["clusterIP"]
+    assert len(set(affinity_hosts(k, ns, ip, 80))) > 1
+    k.kubectl("patch", "service", "affinity-clusterip-transition", "-n", ns, "-p",
+              '{"spec":{"sessionAffinity":"ClientIP"}}')
+    assert wait_for(lambda: len(set(affinity_hosts(k, ns, ip, 80))) == 1, timeout=10)
+
+
+def test_should_serve_endpoints_on_same_port_and_different_protocols(k: Cluster) -> None:
+    """service.go "Services should serve endpoints on same port and different protocols [Conformance]": one Service
+    port 80 over TCP and over UDP, both reaching netexec."""
+    ns = k.namespace("services-protocols")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "multiprotocol-test", "namespace": ns},
+        "spec": {"selector": {"app": "multiprotocol-test"}, "ports": [
+            {"name": "tcp-port", "port": 80, "protocol": "TCP", "targetPort": 80},
+            {"name": "udp-port", "port": 80, "protocol": "UDP", "targetPort": 80}]}}))
+    k.kubectl("apply", "-f", "-", input=agnhost_pod("pod1", ns, {"app": "multiprotocol-test"},
+                                                       ["netexec", "--http-port=80", "--udp-port=80"], []))
+    exec_pod(k, ns)
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/pod1", "--timeout=30s")
+    ports = wait_for(lambda: sorted((p["protocol"], p["port"]) for s in k.get_json(
+        "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=multiprotocol-test")["items"]
+        for p in s.get("ports") or []) == [("TCP", 80), ("UDP", 80)], timeout=20)
+    assert ports
+    assert reachable(k, ns, "multiprotocol-test", 80)
+    udp = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                    "echo hostName | nc -v -u -w 2 multiprotocol-test 80", check=False)
+    assert (udp.returncode, udp.stdout) == (0, "pod1")
+
+
+def test_should_be_able_to_change_the_type_from_clusterip_to_externalname(k: Cluster) -> None:
+    """service.go "Services should be able to change the type from ClusterIP to ExternalName [Conformance]": the
+    Service becomes a CNAME for another Service's name, which the exec pod then reaches through it."""
+    ns = k.namespace("services-to-extname")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "externalsvc", "namespace": ns},
+        "spec": {"selector": {"name": "externalsvc"}, "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc("externalsvc", ns, 2, ["serve-hostname"]))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "clusterip-service", "namespace": ns},
+        "spec": {"ports": [{"port": 80}]}}))
+    exec_pod(k, ns)
+    target = f"externalsvc.{ns}.svc.cluster.local"
+    k.kubectl("patch", "service", "clusterip-service", "-n", ns, "--type=merge", "-p", json.dumps({
+        "spec": {"type": "ExternalName", "externalName": target, "clusterIP": "", "clusterIPs": None,
+                 "ports": None}}))
+    spec = k.get_json("service", "clusterip-service", "-n", ns)["spec"]
+    assert spec["type"] == "ExternalName" and not spec.get("clusterIP")
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "nslookup", f"clusterip-service.{ns}.svc.cluster.local").stdout
+    assert f"canonical name = {target}" in out
+    assert wait_for(lambda: len(endpoints(k, ns, "externalsvc")) == 2, timeout=20)
+    assert reachable(k, ns, "clusterip-service", 80)
