@@ -248,7 +248,9 @@ def test_ss_lists_the_pods_listeners(cluster: Cluster) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["State", "Recv-Q", "Send-Q", "Local", "Address:Port", "Peer", "Address:PortProcess"]
-    assert [line.split() for line in lines[1:]] == [["LISTEN", "0", "4096", "*:8080", "*:*"]]
+    # iproute2's table: the address right-aligned up to its ":" under "Local Address", its port after it.
+    assert lines == ["State  Recv-Q Send-Q Local Address:Port Peer Address:PortProcess",
+                     "LISTEN 0      4096               *:8080            *:*"]
     _, udp, _ = sh(cluster, "ss -uln", pod="netexec")
     assert [line.split() for line in udp.splitlines()[1:]] == [["UNCONN", "0", "0", "*:8081", "*:*"]]
     _, both, _ = sh(cluster, "ss -tulnp", pod="netexec")

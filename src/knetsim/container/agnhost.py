@@ -250,32 +250,37 @@ async def ss(ctx: Ctx, argv: list[str]) -> int:
         # Without -l, ss lists established connections: a simulated pod holds none between commands.
         protocols = []
     families = [f for f, flag in (("4", "-4"), ("6", "-6")) if flag in flags] or ["4", "6"]
-    rows: list[tuple[str, str, str, str, str, str]] = []
+    rows: list[tuple[str, ...]] = []
     for container in ctx.pod.containers:
         for port, protocol in sorted(container_listens(container)):
             if protocol not in protocols:
                 continue
             # Servers in Go (and most others) bind ":PORT": one dual-stack socket, shown as "*".
-            local = f"*:{port}" if "6" in families else f"0.0.0.0:{port}"
-            state = "LISTEN" if protocol == "TCP" else "UNCONN"
+            address = "*" if "6" in families else "0.0.0.0"
             process = f'users:(("{_process_name(container)}",pid=1,fd={3 + len(rows)}))' if "-p" in flags else ""
-            rows.append(("tcp" if protocol == "TCP" else "udp", state, "0", "4096" if protocol == "TCP" else "0",
-                         local, "*:*" + (f" {process}" if process else "")))
-    both = len(protocols) > 1
-    header = ("Netid", "State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:PortProcess")
-    table = [header, *rows] if "-H" not in flags else rows
-    if not both:
-        table = [row[1:] for row in table]
-    if not table:
-        return 0
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    out = []
-    for row in table:
-        cells = [cell.ljust(widths[i]) if i < len(row) - 2 else cell.rjust(widths[i]) if i == len(row) - 2
-                 else cell for i, cell in enumerate(row)]
-        out.append(" ".join(cells).rstrip() + "\n")
-    await ctx.out("".join(out))
+            rows.append(("tcp" if protocol == "TCP" else "udp", "LISTEN" if protocol == "TCP" else "UNCONN", "0",
+                         "4096" if protocol == "TCP" else "0", address, str(port), "*", "*", process))
+    await ctx.out(_ss_table(rows, netid=len(protocols) > 1, header="-H" not in flags))
     return 0
+
+
+def _ss_table(rows: list[tuple[str, ...]], netid: bool, header: bool) -> str:
+    """iproute2's columns: Netid and State left-aligned, the queues in 6, each address right-aligned up to its
+    ":" and its port left-aligned after it; the header's "Process" follows "Port" without a space."""
+    titles = ("Netid", "State", "Recv-Q", "Send-Q", "Local Address", "Port", "Peer Address", "Port", "Process")
+    table = [titles, *rows] if header else rows
+    widths = [max(len(r[i]) for r in table) for i in range(8)]
+
+    def line(r: tuple[str, ...], is_header: bool) -> str:
+        cells = [r[1].ljust(widths[1]), r[2].ljust(widths[2]), r[3].ljust(widths[3])]
+        if netid:
+            cells.insert(0, r[0].ljust(widths[0]))
+        text = " ".join(cells) + f" {r[4].rjust(widths[4])}:{r[5].ljust(widths[5])} {r[6].rjust(widths[6])}:"
+        if is_header:
+            return text + r[7] + r[8]
+        return (text + (r[7].ljust(widths[7]) + " " + r[8] if r[8] else r[7])).rstrip()
+
+    return "".join(line(r, header and i == 0) + "\n" for i, r in enumerate(table))
 
 
 def _process_name(container: Any) -> str:
