@@ -333,3 +333,19 @@ def test_should_be_able_to_change_the_type_from_clusterip_to_externalname(k: Clu
     assert f"canonical name = {target}" in out
     assert wait_for(lambda: len(endpoints(k, ns, "externalsvc")) == 2, timeout=20)
     assert reachable(k, ns, "clusterip-service", 80)
+
+
+def test_should_be_rejected_when_no_endpoints_exist(k: Cluster) -> None:
+    """service.go "Services should be rejected when no endpoints exist": kube-proxy rejects a connection to a
+    Service with no endpoints at once, which `/agnhost connect` reports as REFUSED (not a TIMEOUT)."""
+    ns = k.namespace("services-no-pods")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "no-pods", "namespace": ns},
+        "spec": {"selector": {"name": "no-pods"}, "ports": [{"port": 80, "targetPort": 80}]}}))
+    exec_pod(k, ns)
+    ip = k.get_json("service", "no-pods", "-n", ns)["spec"]["clusterIP"]
+    started = time.monotonic()
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                    f"/agnhost connect --timeout=3s {ip}:80", check=False)
+    assert out.returncode != 0 and "REFUSED" in out.stderr, out.stderr
+    assert time.monotonic() - started < 3
