@@ -349,3 +349,59 @@ def test_should_be_rejected_when_no_endpoints_exist(k: Cluster) -> None:
                     f"/agnhost connect --timeout=3s {ip}:80", check=False)
     assert out.returncode != 0 and "REFUSED" in out.stderr, out.stderr
     assert time.monotonic() - started < 3
+
+
+def netservers(k: Cluster, ns: str, count: int = 2) -> list[tuple[str, str]]:
+    """The networking utils' netserver pods (test/e2e/framework/network/utils.go): agnhost netexec, HTTP on 8083,
+    UDP on 8081; (name, IP) of each once Ready."""
+    for i in range(count):
+        pod = json.loads(agnhost_pod(f"netserver-{i}", ns, {"selector": "netserver"},
+                                     ["netexec", "--http-port=8083", "--udp-port=8081"], []))
+        pod["spec"]["containers"][0]["ports"] = [{"name": "http", "containerPort": 8083},
+                                                 {"name": "udp", "containerPort": 8081, "protocol": "UDP"}]
+        k.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "selector=netserver", "--timeout=30s")
+    return [(p["metadata"]["name"], p["status"]["podIP"])
+            for p in k.get_json("pods", "-n", ns, "-l", "selector=netserver")["items"]]
+
+
+def test_granular_checks_pods_should_function_for_intra_pod_communication_http(k: Cluster) -> None:
+    """networking.go (test/e2e/common/network/) "Granular Checks: Pods should function for intra-pod communication:
+    http [NodeConformance] [Conformance]": the test container's netexec /dial reaches each netserver by HTTP."""
+    ns = k.namespace("pod-network-test")
+    servers = netservers(k, ns)
+    k.kubectl("apply", "-f", "-", input=agnhost_pod("test-container-pod", ns, {}, ["netexec", "--http-port=9080",
+                                                                                     "--udp-port=8081"], [9080]))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/test-container-pod", "--timeout=30s")
+    tester = k.get_json("pod", "test-container-pod", "-n", ns)["status"]["podIP"]
+    for name, ip in servers:
+        for protocol, port in (("http", 8083), ("udp", 8081)):
+            cmd = (f"curl -g -q -s 'http://{tester}:9080/dial?request=hostname&protocol={protocol}&host={ip}"
+                   f"&port={port}&tries=1'")
+            out = k.kubectl("exec", "-n", ns, "test-container-pod", "--", "/bin/sh", "-c", cmd).stdout
+            assert json.loads(out) == {"responses": [name]}, (protocol, out)
+
+
+def test_granular_checks_pods_should_function_for_node_pod_communication_http(k: Cluster) -> None:
+    """networking.go "Granular Checks: Pods should function for node-pod communication: http [LinuxOnly]
+    [NodeConformance] [Conformance]": a hostNetwork pod curls each netserver's /hostName."""
+    ns = k.namespace("node-pod-test")
+    servers = netservers(k, ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
+        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
+                                                      "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+    for name, ip in servers:
+        cmd = f"curl -g -q -s --max-time 15 --connect-timeout 1 http://{ip}:8083/hostName | grep -v '^\\s*$'"
+        out = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-c", cmd).stdout
+        assert out.strip() == name
+
+
+def test_should_find_a_service_from_listing_all_namespaces(k: Cluster) -> None:
+    """service.go "Services should find a service from listing all namespaces [Conformance]"."""
+    ns = k.namespace("services-listing")
+    k.kubectl("create", "service", "clusterip", "test-service", "-n", ns, "--tcp=80:80")
+    names = {(i["metadata"]["namespace"], i["metadata"]["name"])
+             for i in k.get_json("services", "--all-namespaces")["items"]}
+    assert (ns, "test-service") in names and ("default", "kubernetes") in names
