@@ -405,3 +405,22 @@ def test_should_find_a_service_from_listing_all_namespaces(k: Cluster) -> None:
     names = {(i["metadata"]["namespace"], i["metadata"]["name"])
              for i in k.get_json("services", "--all-namespaces")["items"]}
     assert (ns, "test-service") in names and ("default", "kubernetes") in names
+
+
+def test_agnhost_connect_as_the_containers_program(k: Cluster) -> None:
+    """`kubectl run --image=agnhost -- connect HOST:PORT`: the pod runs /agnhost (the image's entrypoint) and ends
+    Completed or Error by connect's exit code, its message in the log."""
+    ns = k.namespace("agnhost-program")
+    k.kubectl("apply", "-f", "-", input=agnhost_pod("server", ns, {"app": "server"},
+                                                       ["netexec", "--http-port=8080"], [8080]))
+    k.kubectl("expose", "pod", "server", "-n", ns, "--port=80", "--target-port=8080")
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/server", "--timeout=30s")
+    for name, target in (("conn-ok", "server:80"), ("conn-bad", "nosuch:80")):
+        k.kubectl("run", name, "-n", ns, f"--image={AGNHOST}", "--restart=Never", "--", "connect", target,
+                  "--timeout=2s")
+
+    def phase(name: str) -> str:
+        return str(k.get_json("pod", name, "-n", ns)["status"].get("phase"))
+
+    assert wait_for(lambda: phase("conn-ok") == "Succeeded" and phase("conn-bad") == "Failed", timeout=15)
+    assert k.kubectl("logs", "-n", ns, "conn-bad").stdout == "DNS: lookup nosuch on 10.96.0.10:53: no such host\n"
