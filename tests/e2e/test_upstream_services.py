@@ -424,3 +424,23 @@ def test_agnhost_connect_as_the_containers_program(k: Cluster) -> None:
 
     assert wait_for(lambda: phase("conn-ok") == "Succeeded" and phase("conn-bad") == "Failed", timeout=15)
     assert k.kubectl("logs", "-n", ns, "conn-bad").stdout == "DNS: lookup nosuch on 10.96.0.10:53: no such host\n"
+
+
+def test_the_docs_liveness_example_restarts_after_ten_seconds(k: Cluster) -> None:
+    """kubernetes.io "Configure Liveness, Readiness and Startup Probes": agnhost liveness answers /healthz 500 once
+    it has run 10 s, so the kubelet restarts it (container_probe.go's "should be restarted with a /healthz http
+    liveness probe" waits for the same)."""
+    ns = k.namespace("liveness-docs")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "liveness-http", "namespace": ns},
+        "spec": {"containers": [{"name": "liveness", "image": AGNHOST, "args": ["liveness"], "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080}, "initialDelaySeconds": 3, "periodSeconds": 3}}]}}))
+
+    def restarts() -> int:
+        statuses = k.get_json("pod", "liveness-http", "-n", ns)["status"].get("containerStatuses") or []
+        return int(statuses[0].get("restartCount", 0)) if statuses else 0
+
+    assert restarts() == 0
+    assert wait_for(lambda: restarts() >= 1, timeout=30)
+    events = k.kubectl("get", "events", "-n", ns, "-o", "json").stdout
+    assert "Liveness probe failed: HTTP probe failed with statuscode: 500" in events

@@ -280,3 +280,25 @@ spec:
   policyTypes: [Ingress]
 """
     assert sh(Cluster.from_yaml(deny), "/agnhost connect netexec.e2e:80 --timeout=1s") == (1, "", "TIMEOUT\n")
+
+
+def test_liveness_healthz_fails_ten_seconds_after_the_container_started() -> None:
+    # liveness.go: healthy for 10 s after start, then 500 "error: <seconds>" (the docs' liveness example).
+    old = APP + f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: aged, namespace: e2e}}
+spec:
+  containers:
+  - {{name: liveness, image: {AGNHOST}, args: [liveness]}}
+status:
+  phase: Running
+  podIP: 10.244.1.77
+  containerStatuses:
+  - name: liveness
+    state: {{running: {{startedAt: "2026-01-01T00:00:00Z"}}}}
+"""
+    cluster = Cluster.from_yaml(old)
+    status, body, _ = get(cluster, "http://10.244.1.77:8080/healthz")
+    assert status == 500 and re.fullmatch(r"error: \d+\.\d+", body), body

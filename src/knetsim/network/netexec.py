@@ -112,6 +112,29 @@ _STARTED = time.monotonic()
 _ROOT_DIRS = ("bin", "dev", "etc", "home", "lib", "proc", "root", "sys", "tmp", "usr", "var")
 
 
+# liveness.go: /healthz is healthy for this long after the server starts, then answers 500 for good.
+LIVENESS_HEALTHY_SECONDS = 10.0
+
+
+def _running_for(pod: Pod, program: Program) -> float | None:
+    """Seconds since the container running ``program`` last started (its status' running.startedAt); None when
+    the pod has no such status (offline manifests: such a server is taken as just started)."""
+    statuses = (pod.raw.get("status") or {}).get("containerStatuses") or []
+    for container in pod.containers:
+        if program_of(container) != program:
+            continue
+        status = next((s for s in statuses if s.get("name") == container.name), None)
+        started = (((status or {}).get("state") or {}).get("running") or {}).get("startedAt")
+        if not started:
+            return None
+        try:
+            when = dt.datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return max(0.0, (dt.datetime.now(dt.UTC) - when).total_seconds())
+    return None
+
+
 def _porter_value(pod: Pod, prefix: str, port: int) -> str | None:
     return next((c.env[f"{prefix}{port}"] for c in pod.containers if f"{prefix}{port}" in c.env), None)
 
@@ -162,9 +185,13 @@ def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
             return _text(200, f"<pre>\n{listing}</pre>\n", {**extra, "content-type": "text/html; charset=utf-8"})
         return _text(404, "404 page not found\n", {**extra, "x-content-type-options": "nosniff"})
     if program.name == "agnhost liveness":
-        # liveness.go: /healthz answers "ok" for its first 10 s, then 500 "error: <seconds>" (knetsim's pods do
-        # not age: the healthy phase); /started the time since start; no handler for "/" (Go's 404).
+        # liveness.go: /healthz answers "ok" for its first 10 s, then 500 "error: <seconds>" (by the container's
+        # startedAt; with no status, as offline, it has just started); /started; no handler for "/" (Go's 404).
         if url.path == "/healthz":
+            alive = _running_for(pod, program)
+            if alive is not None and alive > LIVENESS_HEALTHY_SECONDS:
+                # fmt's %v of a float64: the shortest text that reads back the same.
+                return _text(500, f"error: {alive!r}")
             return _text(200, "ok")
         if url.path == "/started":
             return _text(200, f"{time.monotonic() - _STARTED:.6f}s")
