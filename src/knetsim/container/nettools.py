@@ -21,6 +21,7 @@ complaint.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import posixpath
 import re
 import time
@@ -31,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
-from ..network.netexec import udp_answer
+from ..network.netexec import raw_tcp_answer, shell_command, shell_reply, udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from ..network.wire import header_lines
 from .accesslog import Served
@@ -78,6 +79,18 @@ def trace_request(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "G
         raise ToolError(f"bad address '{host}'") from None
     if ctx.observed is not None:
         ctx.observed(t)
+    return t
+
+
+async def http_trace(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str = "GET",
+                     headers: Mapping[str, str] | None = None) -> Any:
+    """``trace_request``, then what needs the reached pod's shell: agnhost netexec's ``/shell?cmd=`` runs the
+    command in that pod (through the kubelet; where none runs pods it stays netexec's "not simulated")."""
+    t = trace_request(ctx, url, protocol=protocol, method=method, headers=headers)
+    command = shell_command(ctx.state, t, url) if ctx.peer_shell is not None else None
+    if command is not None and ctx.peer_shell is not None:
+        output, code = await ctx.peer_shell(t.backend.pod, command)
+        t = dataclasses.replace(t, reply=shell_reply(output, code))
     return t
 
 
@@ -185,7 +198,7 @@ async def _wget_one(ctx: Ctx, raw_url: str, quiet: bool, show: bool, spider: boo
     if scheme not in ("http", "https"):
         await ctx.err(f"wget: not an http or ftp url: {raw_url}\n")
         return 1
-    t = trace_request(ctx, url, method=method, headers=headers)
+    t = await http_trace(ctx, url, method=method, headers=headers)
     ip = resolved_ip(t, host)
     if t.outcome in ("nxdomain", "dns-timeout"):
         if t.outcome == "dns-timeout":
@@ -269,7 +282,7 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
         request = await ctx.stdin.all()
     method, path, headers = _parse_request(request)
     url = f"http://{host}:{port}{path}" if method else f"{host}:{port}"
-    t = trace_request(ctx, url, protocol=proto, method=method or "GET", headers=headers)
+    t = await http_trace(ctx, url, protocol=proto, method=method or "GET", headers=headers)
     ip = resolved_ip(t, host)
     verbose = "-v" in flags
     if t.outcome in ("nxdomain", "dns-timeout"):
@@ -291,6 +304,8 @@ async def nc(ctx: Ctx, argv: list[str]) -> int:
             await ctx.out(head + (reply.body if method != "HEAD" else ""))
         elif proto == "UDP" and request and (answer := udp_answer(ctx.state, t, request.decode(errors="replace"))):
             await ctx.out(answer)  # a UDP server that answers datagrams (agnhost netexec's hostname, echo)
+        elif proto == "TCP" and "-z" not in flags and (answer := raw_tcp_answer(ctx.state, t, request)):
+            await ctx.out(answer)  # serve-hostname --tcp's hostname; a Go server's 400 to what is not HTTP
         elif request and wait is not None:
             await _wait(wait)  # a request the app does not answer: nc waits out -w of idle
         return 0
@@ -442,7 +457,7 @@ async def _curl_one(ctx: Ctx, raw: str, o: dict[str, str], method: str, headers:
         scheme, host, port, path = split_url(url)
         if scheme not in ("http", "https"):
             return await _curl_error(ctx, show_error, 1, f'Protocol "{scheme}" not supported')
-        t = trace_request(ctx, url, method=method, headers=headers)
+        t = await http_trace(ctx, url, method=method, headers=headers)
         ip = resolved_ip(t, host)
         limit = min(x for x in (max_time, connect_timeout) if x is not None) if (max_time or connect_timeout) \
             else None

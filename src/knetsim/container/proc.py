@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # They register themselves in shell.BUILTIN_TOOLS.
-from . import applets, archive, builtins, ciliumdbg, nettools, nodetools, shell  # noqa: F401
+from . import agnhost, applets, archive, builtins, ciliumdbg, nettools, nodetools, shell  # noqa: F401
 from .cgroup import Held, Killed
 
 SHELLS = ("sh", "ash", "bash", "zsh")

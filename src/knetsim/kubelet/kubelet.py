@@ -72,7 +72,8 @@ GRACEFUL_SERVERS = {"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"}
 
 # Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
 # commands are the ones the simulated shell imitates. Keyed by the last path component.
-SHELL_IMAGES = {"busybox", "alpine", "curl", "netshoot", "network-multitool", "ubuntu", "debian", "dnsutils",
+# agnhost's image is built on busybox (test/images/agnhost/BASEIMAGE), so its pods run shell loops and execs too.
+SHELL_IMAGES = {"agnhost", "busybox", "alpine", "curl", "netshoot", "network-multitool", "ubuntu", "debian", "dnsutils",
                 "jessie-dnsutils", "dnstools", "fedora", "centos", "toolbox"}
 # The image's CMD when the pod sets neither command nor args.
 DEFAULT_CMD = {"busybox": ["sh"], "alpine": ["/bin/sh"], "netshoot": ["zsh"], "ubuntu": ["bash"],
@@ -100,6 +101,10 @@ def container_argv(container: Mapping[str, Any]) -> list[str] | None:
     image = image_name(str(container.get("image") or ""))
     if command:
         return command + args
+    if image == "agnhost":
+        # The image's ENTRYPOINT is /agnhost: args pick its subcommand (with none it prints its help and exits,
+        # which a pod would not be left to do: kept as the server it is meant to be).
+        return ["/agnhost", *args] if args else None
     if image == "curl":
         # curlimages/curl's entrypoint.sh: `set -- curl "$@"` unless $1 is a command.
         if not args:
@@ -147,6 +152,11 @@ def argv_supported(argv: list[str]) -> bool:
         if len(words) >= 3 and words[1] == "-c":
             return script_supported(words[2])
         return False
+    if name == "agnhost":
+        # Only the subcommands knetsim simulates run; another (logs-generator, mounttest...) is left running.
+        from ..container.agnhost import SIMULATED
+
+        return len(words) > 1 and words[1] in SIMULATED
     return name in _tools()
 
 

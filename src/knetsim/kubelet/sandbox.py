@@ -6,6 +6,7 @@ the data plane's balancer) it is handed as callables, read when a context is mad
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,9 @@ from ..container.podfs import PodFS
 from ..model.objects import Pod
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files
+
+# How long a command netexec's /shell runs in its pod may take before it is killed.
+PEER_SHELL_TIMEOUT = 30.0
 
 if TYPE_CHECKING:
     from ..container import shell
@@ -69,6 +73,28 @@ class Sandboxes:
             self.filesystems[key] = PodFS()
         return self.filesystems[key]
 
+    async def _peer_shell(self, pod_key: str, script: str) -> tuple[str, int]:
+        """``/bin/sh -c SCRIPT`` in the first container of ``pod_key`` (agnhost netexec's /shell runs it so):
+        its combined output and exit code."""
+        namespace, _, name = pod_key.partition("/")
+        stored = self.server.store.get(("Pod", namespace, name))
+        containers = ((stored.body.get("spec") or {}).get("containers") or []) if stored is not None else []
+        if not containers:
+            return "", 127
+        output: list[str] = []
+
+        async def collect(text: str) -> None:
+            output.append(text)
+        from ..container.proc import Proc
+
+        uid = str((stored.body.get("metadata") or {}).get("uid") or "")
+        ctx = self.shell_ctx(namespace, name, uid, str(containers[0].get("name")), collect, collect)
+        try:
+            code = await asyncio.wait_for(Proc(ctx, False, False).run(["/bin/sh", "-c", script]), PEER_SHELL_TIMEOUT)
+        except TimeoutError:
+            code = 137  # what a killed command reports; netexec itself would wait for ever
+        return "".join(output), code
+
     def shell_ctx(self, namespace: str, pod_name: str, uid: str, container: str, out: Any, err: Any,
                   pod: Pod | None = None, fresh_fs: bool = False) -> shell.Ctx:
         """The shell context of a command in this container: the cluster, env, files, access log."""
@@ -90,7 +116,8 @@ class Sandboxes:
 
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
         ctx = Ctx(state, pod, container, out, err, env, served=self._served, observed=self._observed,
-                  tools=self._tools(), process=cgroup.process(container), balancer=self._balancer())
+                  tools=self._tools(), process=cgroup.process(container), balancer=self._balancer(),
+                  peer_shell=self._peer_shell)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.

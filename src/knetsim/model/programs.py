@@ -135,16 +135,18 @@ def _python(argv: Sequence[str]) -> Program | None:
 _IMAGE_PROGRAMS = {"httpbin": ("httpbin", 80), "go-httpbin": ("httpbin", 8080)}
 
 
-# agnhost porter (test/images/agnhost/porter/porter.go): every env var named SERVE_PORT_<n> opens a TCP
-# listener on <n> that answers with the variable's VALUE; SERVE_TLS_PORT_<n> the same over TLS,
-# SERVE_SCTP_PORT_<n> over SCTP. The values are reply text, never addresses the container talks to.
-_PORTER_ENV = (("SERVE_PORT_", "TCP"), ("SERVE_TLS_PORT_", "TCP"), ("SERVE_SCTP_PORT_", "SCTP"))
+# agnhost porter (test/images/agnhost/porter/porter.go): every env var named SERVE_PORT_<n> (or SERVE_TCP_PORT_<n>)
+# opens an HTTP listener on <n> that answers with the variable's VALUE; SERVE_TLS_PORT_<n> the same over TLS,
+# SERVE_UDP_PORT_<n> over UDP, SERVE_SCTP_PORT_<n> over SCTP. The values are reply text, never addresses the
+# container talks to.
+PORTER_ENV = (("SERVE_PORT_", "TCP"), ("SERVE_TCP_PORT_", "TCP"), ("SERVE_TLS_PORT_", "TCP"),
+              ("SERVE_UDP_PORT_", "UDP"), ("SERVE_SCTP_PORT_", "SCTP"))
 
 
 def _porter(argv: Sequence[str], env: Mapping[str, str]) -> Program:
     ports: set[Port] = set()
     for key in env:
-        for prefix, protocol in _PORTER_ENV:
+        for prefix, protocol in PORTER_ENV:
             if key.startswith(prefix) and key[len(prefix):].isdigit():
                 ports.add((int(key[len(prefix):]), protocol))
     return Program("agnhost porter", tuple(sorted(ports)), tuple(argv))
@@ -155,7 +157,7 @@ def program_data_env(container: Container) -> frozenset[str]:
     program = program_of(container)
     if program is None or program.name != "agnhost porter":
         return frozenset()
-    return frozenset(k for k in container.env if any(k.startswith(p) for p, _ in _PORTER_ENV))
+    return frozenset(k for k in container.env if any(k.startswith(p) for p, _ in PORTER_ENV))
 
 
 # Shell scripts (`sh -c "..."`): the server a script starts, found by its words.
@@ -195,7 +197,7 @@ KNOWN_PROGRAMS: dict[str, tuple[str, str]] = {
     "agnhost test-webserver": ("80/TCP", "--port"),
     "agnhost liveness": ("8080/TCP", "fixed"),
     "agnhost porter": ("none", "one listener per env var SERVE_PORT_<n> (TCP), SERVE_TLS_PORT_<n>, "
-                               "SERVE_SCTP_PORT_<n>; the value is the reply text"),
+                               "SERVE_UDP_PORT_<n>, SERVE_SCTP_PORT_<n>; the value is the reply text"),
     "serve_hostname": ("9376/TCP", "-port; -udp serves UDP instead, -tcp both"),
     "http-echo": ("5678/TCP", "-listen=:PORT; -text is the reply"),
     "whoami": ("80/TCP", "--port"),

@@ -15,6 +15,7 @@ from ..cluster.state import ClusterState
 from ..model.listeners import image_repository
 from ..model.objects import Pod
 from ..model.programs import http_answer, program_of
+from .netexec import agnhost_http
 from .trace import Hop, Reply, Target
 
 HTTP_PORTS = (80, 443, 8000, 8080, 8443, 3000, 5000, 5678, 8888, 9898)
@@ -47,7 +48,9 @@ def _body(pod: Pod, port: int, path: str) -> str:
 
 
 def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: int, target: Target, method: str,
-              headers: Mapping[str, str]) -> tuple[Hop, Reply | None]:
+              headers: Mapping[str, str], client_ip: str = "") -> tuple[Hop, Reply | None]:
+    """What ``dst`` answers on ``port``; ``client_ip`` is the source address the server sees (after any SNAT;
+    the source's own address when not given)."""
     images = {image_repository(c.image) for c in dst.containers}
     speaks_other = images & NON_HTTP_IMAGES
     if target.scheme in ("http", "https") and speaks_other and not any(
@@ -72,6 +75,11 @@ def app_reply(state: ClusterState, plane: str, src: Pod | str, dst: Pod, port: i
         reply = Reply(403, "Access denied\r\n", {"content-length": "15", "content-type": "text/plain",
                                                   "server": "envoy"}, "envoy")
         return Hop("app", "fail", f"{method} {target.path}: 403 Access denied — {reason}", seen), reply
+    seen_from = client_ip or (src.pod_ip if isinstance(src, Pod) else src)
+    own = agnhost_http(dst, port, method, requested, seen_from, headers)
+    if own is not None:
+        # agnhost's servers answer in their own words and statuses (netexec's /echo?code=, /redirect...).
+        return Hop("app", "ok", f"{method} {target.path} → HTTP {own.status} from {dst.key}", seen), own
     body = _body(dst, port, requested)
     reply = Reply(200, body, {"content-type": "text/html" if "<html>" in body else "text/plain"})
     # Only worth saying when an HTTP policy exists: enforced (and passed) or present but not enforced.

@@ -442,7 +442,7 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                      tuple(run.findings), None, run.dataplane)
     src_ref: Pod | str = src_pod if src_pod is not None else src_ip
     reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, request or run.target, run.method,
-                                 run.headers)
+                                 run.headers, client_ip=backend.client_ip)
     asked = request or run.target
     if (reply is not None and reply.status == 200 and run.dial is not None and asked.path == "/dial"
             and serves_netexec(state, dst_pod.key, port, "TCP")):

@@ -282,6 +282,9 @@ class Ctx:
     # How the node's data plane picks each connection's backend (network.balance.Balancer); None: one trace's
     # deterministic pick.
     balancer: Any = None
+    # Runs a command in another pod's first container (agnhost netexec's /shell, asked by a tool here): (pod key,
+    # script) → (combined output, exit code). None where no kubelet runs pods (offline): /shell is not answered.
+    peer_shell: Callable[[str, str], Awaitable[tuple[str, int]]] | None = None
 
     def __post_init__(self) -> None:
         if self.process is not None:
