@@ -39,6 +39,7 @@ EX = "examples"
 HEALTHY: list[tuple[str, list[str], set[tuple[str, str, str]]]] = [
     ("shop", ["-f", f"{EX}/shop"], set()),
     ("calico", ["-f", f"{EX}/calico/manifests", "--cluster-config", f"{EX}/calico/cluster.yaml"], set()),
+    ("antrea", ["-f", f"{EX}/antrea/manifests", "--cluster-config", f"{EX}/antrea/cluster.yaml"], set()),
     # docs/policy.md: the same manifests on kindnet, which does not enforce Calico's own policies.
     ("calico-on-kindnet", ["-f", f"{EX}/calico/manifests", "--cluster-config", f"{EX}/calico/kindnet.yaml"], {
         ("warning", "PolicyNotEnforced", "GlobalNetworkPolicy.projectcalico.org security.prod-only"),
