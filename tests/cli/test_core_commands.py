@@ -7,14 +7,12 @@ import textwrap
 
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim.cli.main import cli
 
 SHOP = str(EXAMPLES / "shop")
 
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input)
 
 
 def test_get_services_prints_kubectl_columns() -> None:

@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
-
-from knetsim.cli.main import cli
-
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
+from tests.helpers import knetsim as run
 
 
 def diff(before: Path | str, after: Path | str, *extra: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import yaml
 from click.testing import CliRunner, Result
 from tests.conftest import EXAMPLES
 from tests.fakeapi import FakeAPI, fake_api, kubeconfig_for
+from tests.helpers import knetsim_raising
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
@@ -29,7 +30,7 @@ from knetsim.sources import KubeconfigError, KubeError, connect
 
 
 def knetsim(*args: str, **env: str) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env or None, catch_exceptions=False)
+    return knetsim_raising(*args, env=env or None)
 
 
 def write(tmp_path: Path, doc: dict[str, Any], name: str = "config") -> str:
