@@ -1,7 +1,7 @@
 """Helpers the test modules share: the CLI in process, and a command run in a pod's simulated shell.
 
-A test module imports these instead of another test module (a test module is no library: importing one
-runs its collection twice and hides where a helper lives).
+A test module imports these instead of another test module: a helper in a test module hides where it lives,
+and moving or deleting that test breaks its importers.
 """
 
 from __future__ import annotations

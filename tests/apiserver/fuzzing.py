@@ -1,7 +1,7 @@
 """What the two property-based API tests (test_fuzz.py, test_poison_proof.py) share: a valid body per kind, and
 arbitrary JSON to put in its place.
 
-A helper module, not a test module: importing a test module would collect its tests twice.
+A helper module, not a test module, so that neither test imports the other.
 """
 
 from __future__ import annotations
