@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 import yaml
 from tests.conftest import EXAMPLES
-from tests.fakeapi import GROUPS, FakeAPI, fake_api, kubeconfig_for
+from tests.fakeapi import GROUPS, FakeAPI, fake_api, kubeconfig_for, snapshot_of
 from tests.helpers import knetsim_raising as knetsim
-from tests.sources.test_kubeapi import snapshot_of
 
 from knetsim import Cluster
 from knetsim.model.loader import load_paths
