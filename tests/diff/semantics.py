@@ -1,14 +1,17 @@
-"""What the reachability-diff tests share (test_connectivity_semantics.py and its admin tiers'
-twin): manifests written as JSON documents, and netpol-analyzer's pair-by-pair view of ``knetsim diff``.
+"""What the diff tests share: the reachability tests' (test_connectivity_semantics.py and its admin tiers'
+twin) manifests written as JSON documents and netpol-analyzer's pair-by-pair view of ``knetsim diff``, and
+an example folder copied with an edit (test_change_sets.py, test_parallel.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from tests.conftest import EXAMPLES
 
 from knetsim.cli.main import cli
 
@@ -66,3 +69,14 @@ def all_but(protocol: str, port: int) -> list[dict[str, Any]]:
     ranges = dict(ALL_BUT)
     ranges[protocol] = [r for r in ((1, port - 1), (port + 1, 65535)) if r[0] <= r[1]]
     return conns(**ranges)
+
+
+def copy_example(tmp_path: Path, name: str, replace: dict[str, tuple[str, str]]) -> Path:
+    """The example ``name`` copied, with ``old`` replaced by ``new`` (once) in each file named."""
+    out = tmp_path / "after"
+    shutil.copytree(EXAMPLES / name, out)
+    for file, (old, new) in replace.items():
+        text = (out / file).read_text()
+        assert text.count(old) >= 1, (file, old)
+        (out / file).write_text(text.replace(old, new, 1))
+    return out

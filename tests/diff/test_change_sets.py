@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import EXAMPLES
 from tests.helpers import knetsim as run
 
+from .semantics import copy_example
+
 
 def diff(before: Path | str, after: Path | str, *extra: str) -> dict[str, Any]:
     result = run("diff", "--before", str(before), "--after", str(after), "-o", "json", *extra)
@@ -33,17 +35,6 @@ def items(doc: dict[str, Any], layer: str, effect: str | None = None) -> list[di
 def untouched(doc: dict[str, Any], *layers: str) -> None:
     for layer in layers:
         assert items(doc, layer) == [] or {i["effect"] for i in items(doc, layer)} == {"unchanged"}, layer
-
-
-def copy_example(tmp_path: Path, name: str, replace: dict[str, tuple[str, str]]) -> Path:
-    """The example ``name`` copied, with ``old`` replaced by ``new`` (once) in each file named."""
-    out = tmp_path / "after"
-    shutil.copytree(EXAMPLES / name, out)
-    for file, (old, new) in replace.items():
-        text = (out / file).read_text()
-        assert text.count(old) >= 1, (file, old)
-        (out / file).write_text(text.replace(old, new, 1))
-    return out
 
 
 # --- the seeds' selector typo, and its fix -------------------------------------------------------
