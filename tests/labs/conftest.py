@@ -95,6 +95,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
         down(state, home)
 
 
+def policy_manifest(api_version: str, kind: str, metadata: str, spec: str) -> str:
+    """A policy as a learner writes it: ``spec`` is YAML text, indented here under ``spec:``; ``metadata`` a flow
+    mapping's inside (``name: x, namespace: y``)."""
+    body = "\n".join("  " + line for line in spec.strip("\n").splitlines())
+    return f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{{metadata}}}\nspec:\n{body}\n"
+
+
 def failed(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
     t = next(t for t in report["tasks"] if t["task"] == task)
     return [c for c in t["criteria"] if not c["passed"]]
@@ -104,4 +111,4 @@ def task_result(report: dict[str, Any], task: str) -> dict[str, Any]:
     return next(t for t in report["tasks"] if t["task"] == task)
 
 
-__all__ = ["KUBECTL", "LiveLab", "failed", "load_lab", "task_result"]
+__all__ = ["KUBECTL", "LiveLab", "failed", "load_lab", "policy_manifest", "task_result"]
