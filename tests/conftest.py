@@ -15,8 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.live import live, no_controller_loop
 
 from knetsim import Cluster
+
+# The live cluster's fixtures, for every folder: ``live`` (a daemon per module) and the loop guard every live
+# test runs under. tests/e2e/conftest.py adds ``cluster`` and ``k`` (`knetsim up`), tests/labs its own ``live``.
+__all__ = ["EXAMPLES", "ROOT", "cluster_from", "live", "no_controller_loop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -45,3 +50,16 @@ def no_running_knetsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
             os.environ.pop("KNETSIM_STATE", None)
         else:
             os.environ["KNETSIM_STATE"] = before
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks ``live`` every test that uses a fixture starting a cluster (tests/live.py ``live_fixture``), so
+    ``pytest -m "not live"`` runs the in-process suite alone. A module that starts one itself says so with
+    ``pytestmark = pytest.mark.live``."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        # The last definition of a name is the one the test gets (a module's own ``live`` overrides the root's).
+        if any(getattr(defs[-1].func, "starts_a_cluster", False) for defs in info.name2fixturedefs.values() if defs):
+            item.add_marker(pytest.mark.live)

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from knetsim import Cluster
 from knetsim.model.kinds import KINDS
 
 GROUPS = {"apps": ["v1"], "batch": ["v1"], "discovery.k8s.io": ["v1"], "networking.k8s.io": ["v1"]}
@@ -161,3 +162,16 @@ def kubeconfig_for(url: str, user: dict[str, Any], namespace: str = "default", c
             "clusters": [{"name": context, "cluster": {"server": url, **(cluster or {})}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
             "users": [{"name": context, "user": user}]}
+
+
+def snapshot_of(paths: list[str]) -> list[dict[str, Any]]:
+    """What a real API server holds for these manifests: knetsim's objects, with uids."""
+    state = Cluster.from_paths(paths).state
+    objects: list[Any] = [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
+                          *state.workloads.values(), *state.others.values()]
+    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
+        objects += coll.values()
+    out = json.loads(json.dumps([o.raw for o in objects]))
+    for o, body in zip(objects, out, strict=True):
+        body["metadata"].setdefault("uid", o.meta.uid or f"uid-{o.kind}-{o.name}")  # the uid the slices refer to
+    return out  # type: ignore[no-any-return]

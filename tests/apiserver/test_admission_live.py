@@ -22,6 +22,9 @@ import pytest
 
 from .conftest import Live, start_server, stop_server
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 SERVICE = """apiVersion: v1
 kind: Service
 metadata: {name: typo}

@@ -12,7 +12,12 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
 from .conftest import Live, start_server, stop_server, wait_for
+
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra", "labels": {"durability": "test"}}}
 

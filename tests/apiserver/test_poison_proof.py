@@ -26,50 +26,7 @@ from knetsim.apiserver.recheck import _problem
 from knetsim.apiserver.server import ApiServer
 from knetsim.daemon.daemon import bring_up
 
-TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
-    "Service": ("/api/v1/namespaces/default/services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "labels": {"app": "web"}},
-        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
-    "Deployment": ("/apis/apps/v1/namespaces/default/deployments", {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
-                                                       "ports": [{"containerPort": 8080, "name": "http"}]}]}}}}),
-    "ConfigMap": ("/api/v1/namespaces/default/configmaps", {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "1"}}),
-    "NetworkPolicy": ("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "np"},
-        "spec": {"podSelector": {"matchLabels": {"app": "web"}},
-                 "ingress": [{"from": [{"podSelector": {}}], "ports": [{"port": 8080}]}]}}),
-    "Ingress": ("/apis/networking.k8s.io/v1/namespaces/default/ingresses", {
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "ing"},
-        "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [
-            {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
-    "Event": ("/api/v1/namespaces/default/events", {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "ev"}, "reason": "Test", "message": "m",
-        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}}),
-    "Pod": ("/api/v1/namespaces/default/pods", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}),
-}
-
-JSON = st.recursive(st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-                    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                max_size=3),
-                    max_leaves=6)
-
-
-def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, (*prefix, i))
-    return out
+from .fuzzing import JSON, TEMPLATES, paths_in
 
 
 def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
@@ -85,7 +42,7 @@ def request(draw: st.DrawFn) -> tuple[str, str, str, bytes, str]:
     body = copy.deepcopy(body)
     name = body["metadata"]["name"]
     for _ in range(draw(st.integers(0, 2))):
-        paths = [p for p in _paths(body) if p[:2] != ("metadata", "name") and p[0] not in ("apiVersion", "kind")]
+        paths = [p for p in paths_in(body) if p[:2] != ("metadata", "name") and p[0] not in ("apiVersion", "kind")]
         path = draw(st.sampled_from(paths))
         _set(body, path, draw(JSON))
     if draw(st.booleans()):

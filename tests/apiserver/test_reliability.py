@@ -19,6 +19,9 @@ import pytest
 
 from .conftest import Live, start_server, stop_server
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 
 def test_concurrent_writers_with_conflicts_lose_no_update(live: Live) -> None:
     code, _ = live.request("POST", "/api/v1/namespaces/default/configmaps",

@@ -6,15 +6,14 @@ import json
 import textwrap
 
 from click.testing import CliRunner
+from tests.builders import deployment, manifest, service
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim.cli.main import cli
 
 SHOP = str(EXAMPLES / "shop")
 
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input)
 
 
 def test_get_services_prints_kubectl_columns() -> None:
@@ -129,25 +128,10 @@ def test_validate_ok() -> None:
 
 
 def test_endpoints_names_the_selector_typo_and_exits_1() -> None:
-    manifest = textwrap.dedent("""
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: web}
-        spec:
-          replicas: 2
-          selector: {matchLabels: {app: web}}
-          template:
-            metadata: {labels: {app: web}}
-            spec: {containers: [{name: nginx, image: nginx:1.27}]}
-        ---
-        apiVersion: v1
-        kind: Service
-        metadata: {name: web}
-        spec:
-          selector: {app: wbe}
-          ports: [{port: 80}]
-    """)
-    result = run("endpoints", "web", "-f", "-", input=manifest)
+    # The Service's selector has a typo (wbe) the hint should name.
+    typo = manifest(deployment("web", 2, container="nginx", port=None),
+                    service("web", selector={"app": "wbe"}, port_name=None))
+    result = run("endpoints", "web", "-f", "-", input=typo)
     assert result.exit_code == 1
     assert "Verdict:   no pod in namespace 'default' matches the selector app=wbe" in result.output
     assert ("Hint: selector wants app=wbe; the closest label on a pod is app=web (value differs by 1 character(s))."

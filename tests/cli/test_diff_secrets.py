@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from click.testing import CliRunner, Result
 from tests.fakeapi import fake_api, kubeconfig_for
-
-from knetsim.cli.main import cli
+from tests.helpers import knetsim_raising as knetsim
 
 
 def _secret(key: bytes, password: str = "hunter2") -> dict[str, Any]:
@@ -25,9 +23,6 @@ def _secret(key: bytes, password: str = "hunter2") -> dict[str, Any]:
             "data": {"tls.crt": base64.b64encode(b"CERT-ONE").decode(), "tls.key": base64.b64encode(key).decode(),
                      "password": base64.b64encode(password.encode()).decode()}}
 
-
-def knetsim(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_a_changed_private_key_is_said_to_change_and_never_shown(tmp_path: Path) -> None:

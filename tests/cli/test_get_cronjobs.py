@@ -3,9 +3,7 @@ kubectl's columns; it is not run (a manifest has no clock: the live cluster's co
 
 from __future__ import annotations
 
-from click.testing import CliRunner
-
-from knetsim.cli.main import cli
+from tests.helpers import knetsim
 
 TICK = """\
 apiVersion: v1
@@ -34,7 +32,7 @@ spec:
 
 
 def run(*args: str, input: str):
-    return CliRunner().invoke(cli, list(args), input=input)
+    return knetsim(*args, input=input)
 
 
 def test_a_cronjob_in_manifests_is_listed_with_kubectls_columns() -> None:

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim import printers
 from knetsim.cli.main import cli
@@ -21,9 +22,6 @@ TLS = str(EXAMPLES / "gateway" / "tls")
 EVERY_KIND = sorted(k for k in {*printers.PRINTERS, *(d.kind for d in DEFINITIONS), "ConfigMap"}
                     if "AGE" in [name for name, _ in printers.columns(k)])
 
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.mark.parametrize("kind", EVERY_KIND)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from tests.conftest import EXAMPLES
-
-from knetsim.cli.main import cli
+from tests.helpers import knetsim_raising
 
 # Every command that reads -f, with what else it needs to get as far as reading its input.
 COMMANDS = [
@@ -27,7 +26,7 @@ COMMANDS = [
 
 
 def knetsim(*args: str, stdin: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    return knetsim_raising(*args, input=stdin)
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim import Cluster
 from knetsim.cli.lazy import command_index
@@ -73,9 +73,6 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "netpol.yaml").write_text(NETPOL_WITH_STATUS)
     return tmp_path
 
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 def test_strict_is_the_default_and_leaves_out_what_the_api_server_refuses(inputs: Path) -> None:

@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.helpers import knetsim as run
 
 from knetsim.cli.main import cli
 
 SHOP = str(Path(__file__).resolve().parents[2] / "examples" / "shop")
 
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.mark.parametrize(("backend", "marker"), [

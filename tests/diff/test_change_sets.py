@@ -16,14 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
-from knetsim.cli.main import cli
-
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
+from .semantics import copy_example
 
 
 def diff(before: Path | str, after: Path | str, *extra: str) -> dict[str, Any]:
@@ -39,17 +35,6 @@ def items(doc: dict[str, Any], layer: str, effect: str | None = None) -> list[di
 def untouched(doc: dict[str, Any], *layers: str) -> None:
     for layer in layers:
         assert items(doc, layer) == [] or {i["effect"] for i in items(doc, layer)} == {"unchanged"}, layer
-
-
-def copy_example(tmp_path: Path, name: str, replace: dict[str, tuple[str, str]]) -> Path:
-    """The example ``name`` copied, with ``old`` replaced by ``new`` (once) in each file named."""
-    out = tmp_path / "after"
-    shutil.copytree(EXAMPLES / name, out)
-    for file, (old, new) in replace.items():
-        text = (out / file).read_text()
-        assert text.count(old) >= 1, (file, old)
-        (out / file).write_text(text.replace(old, new, 1))
-    return out
 
 
 # --- the seeds' selector typo, and its fix -------------------------------------------------------

@@ -63,7 +63,7 @@ from click.testing import CliRunner
 
 from knetsim.cli.main import cli
 
-SYSTEM = ("kube-system/", "ingress-nginx/")
+from .semantics import ALL_BUT, conns, namespace, netpol, pairs, workload, write
 
 
 def deployment(name: str, labels: dict[str, str], ports: list[dict[str, Any]]) -> str:
@@ -77,25 +77,6 @@ def deployment(name: str, labels: dict[str, str], ports: list[dict[str, Any]]) -
 def policy(name: str, spec: dict[str, Any]) -> str:
     return json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name},
                        "spec": spec})
-
-
-def write(folder: Path, *docs: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "all.json").write_text("[" + ",".join(docs) + "]")
-    return folder
-
-
-def pairs(before: Path, after: Path) -> dict[tuple[str, str], tuple[Any, Any]]:
-    """(source, destination) -> (ref1, ref2): netpol-analyzer's view of the reachability layer."""
-    result = CliRunner().invoke(cli, ["diff", "--before", str(before), "--after", str(after), "--layers",
-                                      "reachability", "-o", "json"])
-    assert result.exit_code == 0, result.output
-    out = {}
-    for item in json.loads(result.stdout)["layers"]["reachability"]["items"]:
-        src, _, dst = item["subject"].partition(" → ")
-        if not src.startswith(SYSTEM) and not dst.startswith(SYSTEM):
-            out[(src, dst)] = (item["before"]["allowed"], item["after"]["allowed"])
-    return out
 
 
 def tcp(*ports: int) -> list[dict[str, Any]]:
@@ -180,24 +161,6 @@ def test_a_workload_added_brings_its_pairs_as_added(tmp_path: Path) -> None:
 OUTSIDE = ("0.0.0.0-10.243.255.255", "10.245.0.0-255.255.255.255")  # netpol-analyzer's 0.0.0.0-255.255.255.255
 
 
-def namespace(name: str, **labels: str) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-
-
-def workload(kind: str, ns: str, name: str, labels: dict[str, str],
-             ports: list[dict[str, Any]] | None = None) -> str:
-    container: dict[str, Any] = {"name": "c", "image": "nginx:1.27", **({"ports": ports} if ports else {})}
-    return json.dumps({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
-                       "spec": {"selector": {"matchLabels": labels}, **({"serviceName": name} if kind == "StatefulSet"
-                                                                         else {}),
-                                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}})
-
-
-def netpol(ns: str, name: str, spec: dict[str, Any]) -> str:
-    return json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                       "metadata": {"name": name, "namespace": ns}, "spec": spec})
-
-
 def admin(name: str, priority: int, spec: dict[str, Any]) -> str:
     return json.dumps({"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
                        "metadata": {"name": name}, "spec": {"priority": priority, **spec}})
@@ -206,21 +169,6 @@ def admin(name: str, priority: int, spec: dict[str, Any]) -> str:
 def baseline(spec: dict[str, Any]) -> str:
     return json.dumps({"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "BaselineAdminNetworkPolicy",
                        "metadata": {"name": "default"}, "spec": spec})
-
-
-def conns(**ranges: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    """Our JSON form of a connection set: per protocol (by name), its port ranges."""
-    return [{"protocol": p, "ports": [list(r) for r in ranges[p]]} for p in sorted(ranges)]
-
-
-ALL_BUT = {"TCP": [(1, 65535)], "UDP": [(1, 65535)], "SCTP": [(1, 65535)]}
-
-
-def all_but(protocol: str, port: int) -> list[dict[str, Any]]:
-    """Every connection except one port (netpol-analyzer: ``SCTP 1-65535,TCP 1-65535,UDP 1-5352,5354-65535``)."""
-    ranges = dict(ALL_BUT)
-    ranges[protocol] = [r for r in ((1, port - 1), (port + 1, 65535)) if r[0] <= r[1]]
-    return conns(**ranges)
 
 
 # ipblockstest: a frontend tier reachable from the internet on DNS, except from the ranges the comment names

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from .test_connectivity_semantics import all_but, conns, netpol, pairs, write
-from .test_connectivity_semantics import namespace as namespace_doc
-from .test_connectivity_semantics import workload as workload_doc
+from .semantics import all_but, conns, netpol, pairs, write
+from .semantics import namespace as namespace_doc
+from .semantics import workload as workload_doc
 
 CAST = {"gryffindor": "harry-potter", "slytherin": "draco-malfoy", "hufflepuff": "cedric-diggory",
         "ravenclaw": "luna-lovegood"}

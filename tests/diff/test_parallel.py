@@ -21,7 +21,7 @@ from tests.conftest import EXAMPLES
 from knetsim.cli.main import cli
 from knetsim.diff import parallel
 
-from .test_change_sets import copy_example
+from .semantics import copy_example
 
 KNETSIM = str(Path(sys.executable).with_name("knetsim"))
 

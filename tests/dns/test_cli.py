@@ -5,17 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim import Cluster
-from knetsim.cli.main import cli
 
 SHOP = str(EXAMPLES / "shop")
 
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.fixture(scope="module")

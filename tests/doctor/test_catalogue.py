@@ -20,10 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.doctor.test_fixes_apply import NAME_LABEL  # noqa: E402
-from tests.doctor.test_names import CLIENT, INIT_WAITS  # noqa: E402
-from tests.doctor.test_not_simulated import UNKNOWN  # noqa: E402
-from tests.doctor.test_scale import web  # noqa: E402
+from tests.doctor.scenarios import CLIENT, INIT_WAITS, NAME_LABEL, UNKNOWN, web  # noqa: E402
 
 DOC = ROOT / "docs" / "doctor.md"
 ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")

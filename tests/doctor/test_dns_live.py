@@ -12,6 +12,9 @@ import dns.query
 import pytest
 from tests.e2e.conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:

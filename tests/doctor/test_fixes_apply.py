@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.doctor.scenarios import NAME_LABEL
 
 from knetsim.cli.main import cli
 
@@ -143,40 +144,6 @@ def test_a_target_port_fix_is_not_offered_when_the_pods_listen_on_different_port
     _, report = doctor(text, tmp_path)
     deaf = finding(report, "TargetPortNotListening")
     assert "patch" not in deaf["fix"] and "patch" not in deaf
-
-
-NAME_LABEL = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: backend}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: frontend}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: api, namespace: backend, labels: {app: api}}
-spec:
-  containers: [{name: api, image: nginx:1.27, ports: [{containerPort: 80}]}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: frontend, labels: {app: web}}
-spec:
-  containers: [{name: web, image: nginx:1.27}]
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: api-from-frontend, namespace: backend}
-spec:
-  podSelector: {matchLabels: {app: api}}
-  policyTypes: [Ingress]
-  ingress:
-  - from:
-    - namespaceSelector: {matchLabels: {name: frontend}}
-    ports: [{port: 80}]
-"""
 
 
 @needs_kubectl

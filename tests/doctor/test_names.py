@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
+from tests.doctor.scenarios import CLIENT, INIT_WAITS
+
 from knetsim import Cluster
 
-# The init-container example of the Kubernetes docs ("Init Containers"): the pod waits until the Services
-# myservice and mydb resolve. Without them it never starts.
-NAMESPACE = "$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)"
-INIT_WAITS = """
-apiVersion: v1
-kind: Pod
-metadata: {name: myapp-pod, labels: {app.kubernetes.io/name: MyApp}}
-spec:
-  containers:
-  - name: myapp-container
-    image: busybox:1.28
-    command: ['sh', '-c', 'echo The app is running! && sleep 3600']
-  initContainers:
-  - name: init-myservice
-    image: busybox:1.28
-    command: ['sh', '-c', "until nslookup myservice.NS.svc.cluster.local; do echo waiting for myservice; sleep 2; done"]
-  - name: init-mydb
-    image: busybox:1.28
-    command: ['sh', '-c', "until nslookup mydb.NS.svc.cluster.local; do echo waiting for mydb; sleep 2; done"]
-""".replace(".NS.", f".{NAMESPACE}.")
 THE_SERVICES = """
 ---
 apiVersion: v1
@@ -55,26 +37,6 @@ def test_init_containers_waiting_for_services_that_do_not_exist() -> None:
     first = next(f for f in found if f.message.startswith("init container 'init-myservice'"))
     assert first.severity == "error" and "never start" in first.message
     assert not [f for code in WAIT_CODES for f in findings(INIT_WAITS + THE_SERVICES, code)]
-
-
-CLIENT = """
-apiVersion: v1
-kind: Pod
-metadata: {name: client}
-spec:
-  containers:
-  - name: client
-    image: busybox:1.36
-    command: [sh, -c, "while true; do wget -qO- $API_URL; sleep 5; done"]
-    env: [{name: API_URL, value: "http://web-api:8080/"}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-apl}
-spec:
-  selector: {app: api}
-  ports: [{port: 8080}]
-"""
 
 
 def test_a_client_of_a_service_that_does_not_exist_is_told_the_close_name() -> None:

@@ -2,46 +2,9 @@
 
 from __future__ import annotations
 
+from tests.doctor.scenarios import NGF, UNKNOWN
+
 from knetsim import Cluster
-
-# NGINX Gateway Fabric's cafe example, cut down: its GatewayClass names NGF's controller.
-NGF = """
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: nginx}
-spec: {controllerName: gateway.nginx.org/nginx-gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gateway}
-spec:
-  gatewayClassName: nginx
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: coffee}
-spec:
-  parentRefs: [{name: gateway}]
-  hostnames: [cafe.example.com]
-  rules: [{backendRefs: [{name: coffee, port: 80}]}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: coffee}
-spec:
-  selector: {app: coffee}
-  ports: [{port: 80}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: coffee, labels: {app: coffee}}
-spec: {containers: [{name: c, image: nginx:1.27, ports: [{containerPort: 80}]}]}
-"""
-
-
-# The same objects under a class whose controller no simulated implementation has.
-UNKNOWN = NGF.replace("gateway.nginx.org/nginx-gateway-controller", "example.com/in-house-gateway-controller")
 
 
 def test_a_route_on_an_unknown_implementations_class_is_a_note_not_an_error() -> None:

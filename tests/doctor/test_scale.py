@@ -8,42 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from tests.doctor.scenarios import web
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
 from knetsim.cluster.config import ConfigError, config_from_dict
 
-WEB = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers:
-      - name: web
-        image: {image}
-        ports: [{{containerPort: 80}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web}}
-spec:
-  selector: {{app: web}}
-  ports: [{{port: 80}}]
-"""
 # kubernetes pkg/scheduler/framework/types.go (FitError) over the tainttoleration and noderesources filters,
 # as `kubectl describe pod` shows it on a full kind cluster of one control-plane and two workers.
 FULL = ("0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Too "
         "many pods. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption "
         "victims found for incoming pod.")
-
-
-def web(replicas: int, image: str = "nginx:1.27") -> str:
-    return WEB.format(replicas=replicas, image=image)
 
 
 def test_the_kubelets_max_pods_fills_the_nodes_and_the_rest_stay_pending() -> None:

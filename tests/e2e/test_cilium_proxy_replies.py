@@ -18,6 +18,9 @@ import pytest
 
 from .conftest import KUBECTL, Cluster, start, stop, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "kube-proxy-free"
 

@@ -21,6 +21,9 @@ import pytest
 
 from .conftest import KUBECTL, Cluster, start, stop, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 AHEAD = 55  # seconds the second cluster's CronJob controller clock runs ahead
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "apiserver.md"
 

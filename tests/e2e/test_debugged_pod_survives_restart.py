@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from tests.e2e.conftest import KUBECTL, knetsim_argv, start, stop
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 
 def test_a_debugged_pod_survives_a_restart(tmp_path: Path) -> None:
     if KUBECTL is None:

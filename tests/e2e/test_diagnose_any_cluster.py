@@ -23,6 +23,9 @@ import yaml
 
 from .conftest import Cluster, knetsim_argv, start, stop
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 APP = """
 apiVersion: apps/v1
 kind: Deployment

@@ -52,8 +52,9 @@ def dual_stack_supported() -> bool:
     return True
 
 
-pytestmark = pytest.mark.skipif(not dual_stack_supported(),
-                                reason="this knetsim's cluster config has no ipFamily: no dual-stack clusters")
+pytestmark = [pytest.mark.live,
+              pytest.mark.skipif(not dual_stack_supported(),
+                                 reason="this knetsim's cluster config has no ipFamily: no dual-stack clusters")]
 
 
 @pytest.fixture(scope="module")

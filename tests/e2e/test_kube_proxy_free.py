@@ -30,6 +30,9 @@ from knetsim.sources import Live
 
 from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "kube-proxy-free"
 DOC = ROOT / "docs" / "dataplane.md"

@@ -20,6 +20,9 @@ from knetsim.sources import Live
 
 from .conftest import KUBECTL, Cluster, start, stop
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 # kind's three nodes, in two zones: the live cluster's Nodes carry what the cluster config says.
 ZONED_NODES = """nodes:
   - {name: control-plane, ip: 172.18.0.2, controlPlane: true, zone: zone-a}

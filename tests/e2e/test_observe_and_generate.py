@@ -21,6 +21,9 @@ import pytest
 
 from .conftest import CURL, Cluster, knetsim_argv, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 APP = """\
 apiVersion: v1
 kind: Namespace

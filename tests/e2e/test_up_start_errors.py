@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 from tests.e2e.conftest import Cluster, knetsim_argv
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}

@@ -20,6 +20,9 @@ import pytest
 
 from .conftest import KUBECTL, Cluster, start, stop, wait_for
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 CONFIG = """\
 name: zones
 ipFamily: dual

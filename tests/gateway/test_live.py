@@ -21,6 +21,9 @@ from tests.apiserver.inprocess import Cluster, run
 from knetsim.apiserver.store import Write
 from knetsim.model.loader import load_paths
 
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "gateway" / "quickstart"
 

@@ -6,18 +6,16 @@ import json
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim
 from tests.ingress.builders import controller, flatten, ingress, path, rule, service
-
-from knetsim.cli.main import cli
 
 SHOP = str(EXAMPLES / "shop")
 DOCS = EXAMPLES.parent / "docs" / "ingress.md"
 
 
 def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, ["route", *args], input=input)
+    return knetsim("route", *args, input=input)
 
 
 def test_routed_request_exits_0_and_names_ingress_rule_path_backend() -> None:

@@ -9,6 +9,7 @@ checks that nothing with the knetsim prefix survives a test.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -28,3 +29,17 @@ def no_leftovers():
     yield
     after = {n for n in list_netns() if n.startswith(mine)}
     assert after <= before, f"namespaces left behind: {sorted(after - before)}"
+
+
+# docs/kernel.md, whose agreement table the kernel tests check their figures against.
+KERNEL_DOC = Path(__file__).resolve().parents[2] / "docs" / "kernel.md"
+
+
+def doc_figures() -> dict[tuple[str, str], tuple[int, int, int]]:
+    """The agreement table of docs/kernel.md: (input, dataplane) -> (flows, agree, disagree)."""
+    out = {}
+    for line in KERNEL_DOC.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[2].isdigit():
+            out[(cells[0], cells[1])] = (int(cells[2]), int(cells[3]), int(cells[4]))
+    return out

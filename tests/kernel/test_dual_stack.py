@@ -19,9 +19,8 @@ from __future__ import annotations
 import pytest
 from tests.conftest import EXAMPLES, cluster_from
 from tests.dataplane.conftest import dual_stack_state
-from tests.dataplane.test_packet_flows import DUAL_FLOWS, OUTSIDE6, POD6_W1
-from tests.kernel.conftest import needs_kernel
-from tests.kernel.test_verify import doc_figures
+from tests.dataplane.flows import DUAL_FLOWS, OUTSIDE6, POD6_W1
+from tests.kernel.conftest import doc_figures, needs_kernel
 
 from knetsim.cluster.config import config_from_dict
 from knetsim.dataplane import Packet, trace_packet

@@ -21,7 +21,7 @@ from tests.kernel.conftest import needs_kernel
 
 from knetsim.kernel.netns import PREFIX, list_netns
 
-pytestmark = [needs_kernel,
+pytestmark = [pytest.mark.live, needs_kernel,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
               pytest.mark.skipif(shutil.which("busybox") is None, reason="busybox is not installed (Debian: busybox)")]
 

@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 from tests.dataplane.conftest import upstream_like_state
-from tests.dataplane.test_packet_flows import FLOWS, POD_W1, POD_W2, Flow
+from tests.dataplane.flows import FLOWS, POD_W1, POD_W2, Flow
 from tests.kernel.conftest import needs_kernel
 
 from knetsim.dataplane import Packet, trace_packet

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES, cluster_from
 from tests.e2e import seeds
-from tests.kernel.conftest import needs_kernel
+from tests.kernel.conftest import doc_figures, needs_kernel
 
 from knetsim.cli.main import cli
 from knetsim.kernel import Topology
@@ -57,16 +57,6 @@ SEED_SCENARIOS = {
 
 
 DOC = EXAMPLES.parent / "docs" / "kernel.md"
-
-
-def doc_figures() -> dict[tuple[str, str], tuple[int, int, int]]:
-    """The agreement table of docs/kernel.md: (input, dataplane) -> (flows, agree, disagree)."""
-    out = {}
-    for line in DOC.read_text().splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 5 and cells[2].isdigit():
-            out[(cells[0], cells[1])] = (int(cells[2]), int(cells[3]), int(cells[4]))
-    return out
 
 
 def _agree(report, doc_key):
@@ -156,7 +146,7 @@ def test_docs_example_is_real_output():
 
 
 def test_docs_list_every_packet_flow_row():
-    from tests.dataplane.test_packet_flows import FLOWS
+    from tests.dataplane.flows import FLOWS
 
     figures = doc_figures()
     for plane in ("iptables", "nftables"):

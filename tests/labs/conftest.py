@@ -1,4 +1,4 @@
-"""Fixtures: ``knetsim up`` in a temp state dir on free ports, the real kubectl, and ``knetsim lab``.
+"""Fixtures: ``knetsim up`` (tests/live.py) in a temp state dir on free ports, the real kubectl, ``knetsim lab``.
 
 One live cluster per test module (start ≈ 1 s); each test resets and restarts the lab it uses.
 kubectl gets HOME in a temp dir, so its discovery cache never touches the user's.
@@ -9,11 +9,8 @@ Address plan: DESIGN defaults (nodes 172.18.0.2-4, pods 10.244.0.0/16, services 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +18,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from tests.live import KUBECTL, down, kube_free_env, live_fixture, up
 
-from knetsim.apiserver.store import LOOP_MARK
 from knetsim.cli.main import cli
 from knetsim.labs import Lab, load_lab
-
-KUBECTL = shutil.which("kubectl")
 
 
 @dataclass
@@ -38,10 +33,12 @@ class LiveLab:
     def kubeconfig(self) -> str:
         return str(self.state / "kubeconfig")
 
+    @property
+    def daemon_log(self) -> Path:
+        return self.state / "daemon.log"
+
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-        env.update(KUBECONFIG=self.kubeconfig, HOME=str(self.home), XDG_STATE_HOME=str(self.home / ".state"))
-        return env
+        return kube_free_env(self.home, KUBECONFIG=self.kubeconfig, XDG_STATE_HOME=str(self.home / ".state"))
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         assert KUBECTL is not None
@@ -82,55 +79,27 @@ class LiveLab:
         assert out.exit_code == 0, out.output
 
 
-def knetsim(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "knetsim.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
-
-
-def controller_loops(log: Path, offset: int) -> list[str]:
-    """The controller loops (``LOOP_MARK`` lines, see knetsim.apiserver.store) the daemon logged after ``offset``."""
-    if not log.exists():
-        return []
-    with open(log, "rb") as f:
-        f.seek(offset)
-        text = f.read().decode(errors="replace")
-    return [line for line in text.splitlines() if LOOP_MARK in line]
-
-
-@pytest.fixture(autouse=True)
-def no_controller_loop(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fails a test during which the cluster's controllers wrote one object in a loop (the store's write
-    counter logs it: more than LOOP_BOUND writes within LOOP_WINDOW seconds, far above any legitimate
-    writer). A loop the test's last command starts may be reported by the module's next test instead."""
-    if "live" not in request.fixturenames:
-        yield
-        return
-    cluster = request.getfixturevalue("live")
-    log = cluster.state / "daemon.log"
-    offset = log.stat().st_size if log.exists() else 0
-    yield
-    loops = controller_loops(log, offset)
-    assert not loops, "the controllers wrote in a loop:\n" + "\n".join(loops)
-
-
-@pytest.fixture(scope="module")
+@live_fixture
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
     if KUBECTL is None:
         pytest.skip("kubectl is not installed: the lab tests apply solutions with the real kubectl")
     base = tmp_path_factory.mktemp("lab")
     state, home = base / "state", base / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-    env["HOME"] = str(home)
-    up = subprocess.run([sys.executable, "-c", "from knetsim.cli.main import main; main()", "up", "--port", "0",
-                         "--state", str(state)], capture_output=True, text=True, env=env, timeout=60)
-    if up.returncode != 0:
-        pytest.fail(f"knetsim up failed:\n{up.stdout}{up.stderr}")
+    started = up(state, home)
+    if started.returncode != 0:
+        pytest.fail(f"knetsim up failed:\n{started.stdout}{started.stderr}")
     try:
         yield LiveLab(state, home)
     finally:
-        subprocess.run([sys.executable, "-c", "from knetsim.cli.main import main; main()", "down", "--state",
-                        str(state)], capture_output=True, text=True, env=env, timeout=60)
+        down(state, home)
+
+
+def policy_manifest(api_version: str, kind: str, metadata: str, spec: str) -> str:
+    """A policy as a learner writes it: ``spec`` is YAML text, indented here under ``spec:``; ``metadata`` a flow
+    mapping's inside (``name: x, namespace: y``)."""
+    body = "\n".join("  " + line for line in spec.strip("\n").splitlines())
+    return f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{{metadata}}}\nspec:\n{body}\n"
 
 
 def failed(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
@@ -142,4 +111,4 @@ def task_result(report: dict[str, Any], task: str) -> dict[str, Any]:
     return next(t for t in report["tasks"] if t["task"] == task)
 
 
-__all__ = ["KUBECTL", "LiveLab", "failed", "load_lab", "task_result"]
+__all__ = ["KUBECTL", "LiveLab", "failed", "load_lab", "policy_manifest", "task_result"]

@@ -12,16 +12,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import LiveLab, failed, load_lab, task_result
+from .conftest import LiveLab, failed, load_lab, policy_manifest, task_result
 
 LAB = load_lab("cluster-policy")
 TASKS = [t.id for t in LAB.tasks]
 
 
 def _policy(name: str, spec: str) -> str:
-    body = "\n".join("  " + line for line in spec.strip("\n").splitlines())
-    return (f"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\n"
-            f"metadata: {{name: {name}}}\nspec:\n{body}\n")
+    return policy_manifest("policy.networking.k8s.io/v1alpha2", "ClusterNetworkPolicy", f"name: {name}", spec)
 
 
 def test_the_starting_state_passes_no_task_and_scores_nothing(live: LiveLab) -> None:

@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import LiveLab, failed, load_lab, task_result
+from .conftest import LiveLab, failed, load_lab, policy_manifest, task_result
 
 LAB = load_lab("netpol")
 TASKS = [t.id for t in LAB.tasks]
 
 
 def _policy(name: str, spec: str) -> str:
-    body = "\n".join("  " + line for line in spec.strip("\n").splitlines())
-    return (f"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
-            f"metadata: {{name: {name}, namespace: lab-netpol}}\nspec:\n{body}\n")
+    return policy_manifest("networking.k8s.io/v1", "NetworkPolicy", f"name: {name}, namespace: lab-netpol", spec)
 
 
 def test_the_starting_state_passes_no_task(live: LiveLab) -> None:

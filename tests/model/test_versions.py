@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from tests.helpers import knetsim
 
 from knetsim.cli.main import cli
 from knetsim.model import versions
@@ -26,9 +26,6 @@ from knetsim.model.validation import (
 BEFORE_STRICT = ("1.33", "1.34", "1.35")
 STRICT = ("1.36", "1.37", "1.38")
 
-
-def knetsim(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def write(tmp_path: Path, text: str) -> str:

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from tests.helpers import knetsim_raising as run
 
 from knetsim import Cluster
-from knetsim.cli.main import cli
 from knetsim.cluster.config import ClusterConfig, ConfigError, config_from_dict
 from knetsim.policy import evaluate
 from knetsim.policy.engine import policy_index
@@ -198,9 +197,6 @@ def antrea_cluster(tmp_path: Path) -> str:
     path.write_text(yaml.safe_dump_all([*PODS, legacy], sort_keys=False))
     return str(path)
 
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_policy_check_names_the_cni_and_the_left_out_policy(antrea_cluster: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from tests.helpers import knetsim_raising as run
 
 from knetsim.cli.main import cli
 from knetsim.policy.lint import lint
@@ -30,9 +31,6 @@ def manifests(tmp_path: Path) -> str:
     path.write_text(yaml.safe_dump_all(APP, sort_keys=False))
     return str(path)
 
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_check_allowed_and_denied_exit_codes(manifests: str) -> None:

@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from tests.conftest import EXAMPLES
+from tests.helpers import knetsim as run
 
 from knetsim import Cluster
-from knetsim.cli.main import cli
 from knetsim.model.flows import read_hubble
 from knetsim.policy.generate import from_flows
 
@@ -36,9 +35,6 @@ connections:
   - {from: shop/web, to: kube-system/coredns, port: 53, protocol: UDP}
 """
 
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from tests.helpers import knetsim_raising
 
-from knetsim.cli.main import cli
 from knetsim.policy.matrix import matrix
 
 from .helpers import DEFAULT_DENY_INGRESS, deployment, netpol, ns, pod, state
@@ -50,7 +49,7 @@ def manifests(tmp_path: Path) -> str:
 
 
 def run(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    result = knetsim_raising(*args)
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -10,7 +10,6 @@ Address plan: DESIGN defaults (pods 10.244.0.0/16, services 10.96.0.0/12, nodes 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from tests.conftest import EXAMPLES
-from tests.fakeapi import FakeAPI, fake_api, kubeconfig_for
+from tests.fakeapi import FakeAPI, fake_api, kubeconfig_for, snapshot_of
+from tests.helpers import knetsim_raising
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
@@ -29,26 +29,13 @@ from knetsim.sources import KubeconfigError, KubeError, connect
 
 
 def knetsim(*args: str, **env: str) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env or None, catch_exceptions=False)
+    return knetsim_raising(*args, env=env or None)
 
 
 def write(tmp_path: Path, doc: dict[str, Any], name: str = "config") -> str:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
     return str(path)
-
-
-def snapshot_of(paths: list[str]) -> list[dict[str, Any]]:
-    """What a real API server holds for these manifests: knetsim's objects, with uids."""
-    state = Cluster.from_paths(paths).state
-    objects: list[Any] = [*state.namespaces.values(), *state.nodes.values(), *state.ingress_classes.values(),
-                          *state.workloads.values(), *state.others.values()]
-    for coll in (state.pods, state.services, state.endpoint_slices, state.ingresses, state.network_policies):
-        objects += coll.values()
-    out = json.loads(json.dumps([o.raw for o in objects]))
-    for o, body in zip(objects, out, strict=True):
-        body["metadata"].setdefault("uid", o.meta.uid or f"uid-{o.kind}-{o.name}")  # the uid the slices refer to
-    return out  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
 from tests.conftest import EXAMPLES
-from tests.fakeapi import GROUPS, FakeAPI, fake_api, kubeconfig_for
-from tests.sources.test_kubeapi import snapshot_of
+from tests.fakeapi import GROUPS, FakeAPI, fake_api, kubeconfig_for, snapshot_of
+from tests.helpers import knetsim_raising as knetsim
 
 from knetsim import Cluster
-from knetsim.cli.main import cli
 from knetsim.model.loader import load_paths
 from knetsim.model.withheld import WITHHELD_ANNOTATION
 
@@ -70,9 +68,6 @@ def kind(tmp_path: Path, objects: list[dict[str, Any]]) -> Iterator[tuple[FakeAP
         path.write_text(yaml.safe_dump(kubeconfig_for(api.url, {})))
         yield api, str(path)
 
-
-def knetsim(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_a_healthy_https_gateway_read_live_has_no_error_and_routes_https(kind: tuple[FakeAPI, str]) -> None:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from tests.helpers import knetsim
 
-from knetsim.cli.main import cli
 from knetsim.sources import HelmChart, HelmValues, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +37,6 @@ needs_helm = pytest.mark.skipif(not _helm_engine(), reason="no Helm engine: neit
 def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
-
-def knetsim(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def objects(*args: str) -> dict[str, dict[str, Any]]:

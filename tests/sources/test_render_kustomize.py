@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from tests.helpers import knetsim
 
 from knetsim.cli.main import cli
 from knetsim.sources import Kustomization
@@ -33,9 +33,6 @@ pytestmark = pytest.mark.skipif(shutil.which("kustomize") is None and shutil.whi
 def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
-
-def knetsim(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def objects(*args: str) -> dict[str, dict[str, Any]]:

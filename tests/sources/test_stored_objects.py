@@ -16,8 +16,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 from tests.conftest import EXAMPLES
-from tests.fakeapi import fake_api, kubeconfig_for
-from tests.sources.test_kubeapi import snapshot_of
+from tests.fakeapi import fake_api, kubeconfig_for, snapshot_of
 
 from knetsim import Cluster
 from knetsim.cli.main import cli

@@ -18,26 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.live import KUBECTL, Live, live_fixture, start_live, stop_server, wait_for
 
 from knetsim.container.cgroup import DEFAULT_MEMORY, NODE_MEMORY, limits_of, quantity
-
-from .conftest import KUBECTL, Live, start_server, stop_server, wait_for
 
 RUNAWAY = "x=a; while true; do x=$x$x; done"
 
 
-@pytest.fixture(scope="module")
+@live_fixture
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    base = tmp_path_factory.mktemp("budgets")
-    state, home = base / "state", base / "home"
-    state.mkdir()
-    home.mkdir()
-    proc, info = start_server(state)
-    live = Live(state, home, proc, info)
+    live = start_live(tmp_path_factory.mktemp("budgets"))
     try:
         yield live
     finally:
-        stop_server(proc)
+        stop_server(live.proc)
 
 
 def _apply(live: Live, manifest: dict[str, Any]) -> None:

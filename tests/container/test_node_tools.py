@@ -8,15 +8,14 @@ directory that is not the node's root has no programs; busybox itself has no ipt
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import exec_in_pod
 
 from knetsim import Cluster
 from knetsim.cluster.config import config_from_dict
-from knetsim.container import proc, shell
 from knetsim.container.nodetools import node_root_files
 from knetsim.container.podfs import PodFS
 from knetsim.dataplane import render
@@ -40,23 +39,10 @@ def state() -> Any:
 
 
 def run(state: Any, script: str) -> tuple[int, str, str]:
-    pod = Pod.parse(DEBUGGER)
-    out: list[str] = []
-    err: list[str] = []
-
-    async def o(text: str) -> None:
-        out.append(text)
-
-    async def e(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        files = {"/host" + path: text for path, text in node_root_files(state, "worker").items()}
-        fs = PodFS(lambda: files)
-        fs.mkdir("/host/etc", parents=True)
-        ctx = shell.Ctx(state, pod, "debugger", o, e, fs=fs)
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
-    return asyncio.run(go()), "".join(out), "".join(err)
+    files = {"/host" + path: text for path, text in node_root_files(state, "worker").items()}
+    fs = PodFS(lambda: files)
+    fs.mkdir("/host/etc", parents=True)
+    return exec_in_pod(state, Pod.parse(DEBUGGER), ["sh", "-c", script], container="debugger", fs=fs)
 
 
 def test_the_node_root_and_chroot(state: Any) -> None:

@@ -12,17 +12,16 @@ here as literals, independent of the code under test.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import exec_in_pod
 
 from knetsim import Cluster
 from knetsim.cluster.config import config_from_dict
-from knetsim.container import proc, shell
 
 SHOP = str(Path(__file__).resolve().parents[2] / "examples" / "shop")
 
@@ -40,19 +39,7 @@ def run(state: Any, pod_prefix: str, argv: list[str], node: str = "worker") -> t
     # "cilium-" is the agent (k8s-app=cilium), not its Envoy neighbour cilium-envoy-*.
     pod = next(p for p in state.pods.values() if p.name.startswith(pod_prefix) and p.node_name == node
                and (pod_prefix != "cilium-" or p.labels.get("k8s-app") == "cilium"))
-    out: list[str] = []
-    err: list[str] = []
-
-    async def o(text: str) -> None:
-        out.append(text)
-
-    async def e(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        ctx = shell.Ctx(state, pod, pod.containers[0].name, o, e)
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(argv), 30)
-    return asyncio.run(go()), "".join(out), "".join(err)
+    return exec_in_pod(state, pod, argv)
 
 
 def go_tabwriter(rows: list[list[str]]) -> list[str]:

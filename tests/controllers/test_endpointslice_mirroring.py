@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from knetsim import Cluster
+from tests.live import Live, wait_for
 
-from .conftest import Live, wait_for
+from knetsim import Cluster
 
 SERVICE = """
 apiVersion: v1

@@ -14,12 +14,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from tests.apiserver.inprocess import Cluster, run
+from tests.builders import deployment, scale
 
 from knetsim.controllers import manager
 from knetsim.controllers.podowner import BURST
-
-from .inprocess import Cluster, run
-from .test_controllers import deployment, scale
 
 
 def running_pods(c: Cluster, app: str) -> int:

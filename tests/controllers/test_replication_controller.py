@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from tests.live import Live, wait_for
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
-
-from .conftest import Live, wait_for
 
 RC = """
 apiVersion: v1

@@ -10,11 +10,13 @@ import time
 from typing import Any
 
 import pytest
+from tests.live import Live, wait_for
 
 from knetsim.kubelet.containerlog import Log, Renderer
 from knetsim.kubelet.kubelet import container_argv, go_duration, runnable
 
-from .conftest import Live, wait_for
+# This module starts clusters itself (tests/live.py marks the fixtures' users).
+pytestmark = pytest.mark.live
 
 
 @pytest.mark.parametrize(("container", "argv"), [
@@ -264,7 +266,7 @@ spec:
 
 def test_container_logs_stay_on_the_node_across_a_server_restart(tmp_path: Any) -> None:
     """A real node keeps its containers' logs when the API server restarts; so does knetsim's state dir."""
-    from .conftest import start_server, stop_server
+    from tests.live import start_server, stop_server
 
     state, home = tmp_path / "state", tmp_path / "home"
     state.mkdir()
@@ -297,7 +299,7 @@ def test_container_logs_stay_on_the_node_across_a_server_restart(tmp_path: Any) 
 def test_containers_waiting_for_config_wait_across_a_server_restart(tmp_path: Any) -> None:
     """The kubelet picks up what it was waiting for after a restart: a ConfigMap that comes later
     still starts the container whose env needs it and the pod whose volume needs it."""
-    from .conftest import start_server, stop_server
+    from tests.live import start_server, stop_server
 
     state, home = tmp_path / "state", tmp_path / "home"
     state.mkdir()

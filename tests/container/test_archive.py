@@ -12,7 +12,7 @@ import tarfile
 from typing import Any
 
 import pytest
-from tests.apiserver.test_shell import run as run_shell
+from tests.helpers import shop_web_shell
 
 from knetsim import Cluster
 from knetsim.container.podfs import PodFS, as_bytes
@@ -24,7 +24,7 @@ def shop() -> Any:
 
 
 def run(state: Any, argv: list[str], fs: PodFS, stdin: bytes | None = None) -> tuple[int, bytes, str]:
-    code, out, err = run_shell(state, argv, stdin, fs=fs)
+    code, out, err = shop_web_shell(state, argv, stdin, fs=fs)
     return code, as_bytes(out), err
 
 

@@ -11,8 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from .conftest import Live
+from tests.live import Live
 
 ROOT = Path(__file__).resolve().parents[2]
 

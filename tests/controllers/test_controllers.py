@@ -16,27 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .inprocess import Cluster, run
-
-
-def deployment(name: str, replicas: int, image: str = "nginx:1.27") -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "c", "image": image,
-                                                           "ports": [{"containerPort": 80}]}]}}}}
-
-
-def service(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-            "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80}]}}
-
-
-def scale(replicas: int) -> Callable[[dict[str, Any]], None]:
-    def change(body: dict[str, Any]) -> None:
-        body["spec"]["replicas"] = replicas
-    return change
+from tests.apiserver.inprocess import Cluster, run
+from tests.builders import deployment, scale, service
 
 
 def test_a_new_deployment_records_scaling_creation_and_pod_starts(tmp_path: Path) -> None:

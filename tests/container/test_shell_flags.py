@@ -13,10 +13,9 @@ import subprocess
 from typing import Any
 
 import pytest
+from tests.helpers import shop_web_shell as run
 
 from knetsim import Cluster
-
-from .test_shell import run
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from tests.apiserver.inprocess import Cluster, running
+
 from knetsim.kubelet.kubelet import Kubelet
 from knetsim.printers import row
-
-from .inprocess import Cluster, running
 
 
 def pod(name: str, inits: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.apiserver.inprocess import Cluster, run
 
 from knetsim.apiserver.errors import ApiError
 from knetsim.apiserver.store import Write
@@ -25,8 +26,6 @@ from knetsim.controllers.cronjob import (
     rfc3339,
 )
 from knetsim.model import cron
-
-from .inprocess import Cluster, run
 
 T0 = datetime(2026, 12, 3, 12, 30, 20, tzinfo=UTC)
 

@@ -9,18 +9,17 @@ Address plan: DESIGN defaults (pods 10.244.0.0/16, services 10.96.0.0/12).
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 from typing import Any
 
 import pytest
+from tests.helpers import shop_web_shell
 
 from knetsim import Cluster
-from knetsim.container import proc, shell
+from knetsim.container import shell
 from knetsim.container.accesslog import Served
 from knetsim.container.podfs import PodFS
-from knetsim.kubelet.podconfig import pod_env, pod_files
 
 
 @pytest.fixture(scope="module")
@@ -30,30 +29,7 @@ def shop() -> Any:
 
 def run(state: Any, script: str | list[str], stdin: str | bytes | None = None, served: list[Served] | None = None,
         fs: Any = None) -> tuple[int, str, str]:
-    pod = next(p for p in state.pods.values() if p.namespace == "shop" and p.name.startswith("web"))
-    out: list[str] = []
-    err: list[str] = []
-
-    async def o(text: str) -> None:
-        out.append(text)
-
-    async def e(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        name = pod.containers[0].name
-        # As the kubelet makes it: the pod's env and the files it writes into every container.
-        ctx = shell.Ctx(state, pod, name, o, e, pod_env(state, pod, name),
-                        served=served.append if served is not None else None,
-                        fs=fs if fs is not None else PodFS(lambda: pod_files(state, pod)))
-        p = proc.Proc(ctx, False, stdin is not None)
-        if stdin is not None:
-            p.feed(stdin.encode() if isinstance(stdin, str) else stdin)
-            p.eof()
-        argv = ["sh", "-c", script] if isinstance(script, str) else script
-        return await asyncio.wait_for(p.run(argv), 30)
-    code = asyncio.run(go())
-    return code, "".join(out), "".join(err)
+    return shop_web_shell(state, script, stdin, served, fs)
 
 
 @pytest.mark.parametrize(("script", "stdout", "code"), [
@@ -164,7 +140,6 @@ def test_requests_a_pod_answers_reach_the_access_log(shop: Any) -> None:
 
 
 def test_files_outlive_one_command_in_the_same_container(shop: Any) -> None:
-    from knetsim.container.podfs import PodFS
 
     fs = PodFS()
     run(shop, "echo kept > /tmp/note", fs=fs)
