@@ -20,6 +20,8 @@ import pytest
 
 from .conftest import Live
 
+pytestmark = pytest.mark.live  # starts a cluster of its own
+
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 

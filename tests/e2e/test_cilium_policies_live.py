@@ -14,6 +14,8 @@ import pytest
 
 from .conftest import KUBECTL, Cluster, start, stop, wait_for
 
+pytestmark = pytest.mark.live  # starts a cluster of its own
+
 POLICIES = """\
 apiVersion: cilium.io/v2
 kind: CiliumClusterwideNetworkPolicy

@@ -23,6 +23,8 @@ from tests.doctor.test_healthy_examples import HEALTHY, LAB_BREAKS
 
 from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
 
+pytestmark = pytest.mark.live  # starts a cluster of its own
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {name: meant for name, _, meant in HEALTHY}
 
