@@ -59,6 +59,10 @@ def check_routes(k: Cluster) -> None:
     assert code == 404
     assert "x-knetsim-backend" not in headers
     assert "404 Not Found" in body
+    # A loopback literal matches no server_name: nginx's default server answers it, as it answers no Host.
+    for literal in ("[::1]", "[::1]:80", "127.0.0.1"):
+        code, headers, body = curl(k, literal, "/")
+        assert code == 404 and "404 Not Found" in body, literal
 
 
 def test_declarative_shop_ingress_routes_by_host_and_path(k: Cluster) -> None:

@@ -218,7 +218,11 @@ def run(state: Any, ref: str, *, protocol: str, host: str | None, path: str, met
             if not grpc_method:
                 raise click.UsageError("--grpc-method pkg.Service/Method is required for --protocol grpc")
             tls = scheme == "https" or sni is not None or chain is not None
-            call = call_from(host or "", grpc_method, metadata=pairs, port=port, tls=tls)
+            try:
+                call = call_from(host or "", grpc_method, metadata=pairs, port=port, tls=tls)
+            except GatewayRouteError as exc:
+                # call_from's only errors are the call's own: --grpc-method's (they read as --gateway's below).
+                raise click.BadParameter(str(exc), param_hint="'--grpc-method'") from None
             result = route_grpc(state, ref, call, sni=sni, client_chain=chain)
         else:
             if burst is not None:

@@ -21,6 +21,8 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     if not filenames and not live_requested() and not rendering_requested():
         fail_input(InputError(["no manifests given: use -f FILE|DIR|- (or --kubeconfig FILE for a cluster's "
                                "objects)"]))
+    if namespace and filenames:
+        _enforce_namespace(filenames, namespace)
     cluster = load_cluster(filenames, namespace, cluster_config, report=False, simulate=False)
     print_notices(cluster)
     _print_definitions(cluster)
@@ -34,6 +36,38 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
         fail_input(InputError([str(e) for e in errors]), summary=summary, always_summarize=True)
     count = cluster.read
     click.echo(f"{count} object{'s' if count != 1 else ''} valid")
+
+
+# The namespaces every cluster has before anything is applied.
+_BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
+def _enforce_namespace(filenames: tuple[str, ...], namespace: str) -> None:
+    """`kubectl apply -n NS -f FILES` as the client checks it before sending anything (cli-runtime's
+    RequireNamespace with enforcement): an object naming another namespace is refused in kubectl's words, and
+    objects that would land in a namespace neither the cluster nor the input has are refused as the API server
+    refuses them. Only plain manifest files are read here (what the validation reads next reads them again)."""
+    from ..model.kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS
+    from ..model.loader import load_paths
+
+    try:
+        documents = load_paths([f for f in filenames if f != "-" and ":" not in f.split("/", 1)[0]]).documents
+    except Exception:  # what does not load is reported by the validation that follows
+        return
+    declared = {d.name for d in documents if d.kind == "Namespace"}
+    problems = []
+    for doc in documents:
+        info = BY_KIND.get(doc.kind)
+        if doc.kind in CLUSTER_SCOPED_BUILTINS or (info is not None and not info.namespaced):
+            continue
+        if doc.namespace and doc.namespace != namespace:
+            problems.append(f'{doc.source}: the namespace from the provided object "{doc.namespace}" does not match '
+                            f'the namespace "{namespace}". You must pass \'--namespace={doc.namespace}\' to perform '
+                            "this operation.")
+    if not problems and documents and namespace not in _BUILTIN_NAMESPACES | declared:
+        problems.append(f'namespaces "{namespace}" not found')
+    if problems:
+        fail_input(InputError(problems))
 
 
 def _in_file_order(cluster: Cluster, filenames: tuple[str, ...]) -> list[ManifestError]:

@@ -17,7 +17,7 @@ from ..cluster.endpointslices import reconcile
 from ..cluster.topology import hints_enabled
 from ..model.labels import Selector
 from ..model.objects import ENDPOINTSLICE_CONTROLLER, SERVICE_NAME_LABEL, EndpointSlice, Node, Pod, Service
-from .base import Context, Controller
+from .base import Batch, Context, Controller
 from .informer import Informer, key_of
 
 
@@ -40,6 +40,25 @@ def services_selecting(informer: Informer, pod: Mapping[str, Any] | None) -> lis
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     return [("Service", namespace, n) for n in informer.selecting("Service", namespace, meta.get("labels") or {})]
+
+
+def write_slices(informer: Informer, batch: Batch, namespace: str, create: Iterable[dict[str, Any]],
+                 update: Iterable[dict[str, Any]], delete: Iterable[str]) -> None:
+    """A slice plan's writes (this controller's and the mirroring controller's): a created slice gets its uid
+    (a new one where a deleted slice had the name), an updated one keeps its uid and counts a generation."""
+    for body in create:
+        meta = body["metadata"]
+        meta.update(uid=batch.new_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
+                    generation=1)
+        batch.put(("EndpointSlice", namespace, meta["name"]), body)
+    for body in update:
+        meta = body["metadata"]
+        old = (informer.get(("EndpointSlice", namespace, meta["name"])) or {}).get("metadata") or {}
+        meta.update({f: old[f] for f in ("uid", "creationTimestamp") if f in old})
+        meta["generation"] = int(old.get("generation") or 1) + 1
+        batch.put(("EndpointSlice", namespace, meta["name"]), body)
+    for slice_name in delete:
+        batch.delete(("EndpointSlice", namespace, slice_name))
 
 
 class EndpointSliceController(Controller):
@@ -104,17 +123,5 @@ class EndpointSliceController(Controller):
         for es in foreign:
             # First: the name the planner picks for this Service's own slice may be the foreign one's.
             batch.delete(("EndpointSlice", namespace, es.name))
-        for body in create:
-            meta = body["metadata"]
-            meta.update(uid=batch.new_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
-                        generation=1)
-            batch.put(("EndpointSlice", namespace, meta["name"]), body)
-        for body in plan.update:
-            meta = body["metadata"]
-            old = (self.informer.get(("EndpointSlice", namespace, meta["name"])) or {}).get("metadata") or {}
-            meta.update({f: old[f] for f in ("uid", "creationTimestamp") if f in old})
-            meta["generation"] = int(old.get("generation") or 1) + 1
-            batch.put(("EndpointSlice", namespace, meta["name"]), body)
-        for slice_name in plan.delete:
-            batch.delete(("EndpointSlice", namespace, slice_name))
+        write_slices(self.informer, batch, namespace, create, plan.update, plan.delete)
         batch.commit()

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
 from ..cluster.mirroring import MIRRORING_CONTROLLER, mirror
-from ..model.objects import MANAGED_BY_LABEL, Service, stable_uid
+from ..model.objects import MANAGED_BY_LABEL, Service
 from .base import Controller
-from .endpointslice import service_of_slice, slices_of
+from .endpointslice import service_of_slice, slices_of, write_slices
 from .informer import key_of
 
 
@@ -46,17 +46,5 @@ class EndpointSliceMirroringController(Controller):
         if not (plan.create or plan.update or plan.delete):
             return
         batch = self.batch()
-        for body in plan.create:
-            meta = body["metadata"]
-            meta.update(uid=stable_uid("EndpointSlice", namespace, meta["name"]), creationTimestamp=batch.now,
-                        generation=1)
-            batch.put(("EndpointSlice", namespace, meta["name"]), body)
-        for body in plan.update:
-            meta = body["metadata"]
-            old = (self.informer.get(("EndpointSlice", namespace, meta["name"])) or {}).get("metadata") or {}
-            meta.update({f: old[f] for f in ("uid", "creationTimestamp") if f in old})
-            meta["generation"] = int(old.get("generation") or 1) + 1
-            batch.put(("EndpointSlice", namespace, meta["name"]), body)
-        for slice_name in plan.delete:
-            batch.delete(("EndpointSlice", namespace, slice_name))
+        write_slices(self.informer, batch, namespace, plan.create, plan.update, plan.delete)
         batch.commit()

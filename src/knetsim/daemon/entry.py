@@ -38,13 +38,13 @@ log = logging.getLogger("knetsim.daemon")
 
 def target_for(host_header: str, path_qs: str, state: Any) -> str:
     host, port = _host_and_port(host_header)
-    if host in ("", "localhost") or host.startswith("127.") or not _routable(host):
+    if host in ("", "localhost", "[::1]") or host.startswith("127.") or not _routable(host):
         # No name a server_name could match (or none at all): nginx's default server, the control plane's
         # port 80, where the catch-all rules and the default backend answer.
         cp = next((n for n in state.nodes.values() if "node-role.kubernetes.io/control-plane" in n.labels), None)
         node_ip = cp.internal_ip if cp is not None else state.config.nodes[0].ip
         return f"http://{node_ip}:80{path_qs}"
-    if is_ip(host):
+    if is_ip(host.strip("[]")):
         return f"http://{host}:{port or 80}{path_qs}"
     # The Host header's port picks a Gateway listener (Gateway API routes by port); Ingress ignores it.
     return f"http://{host}{f':{port}' if port.isdigit() else ''}{path_qs}"

@@ -66,6 +66,8 @@ log = logging.getLogger("knetsim.daemon")
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HTTP_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"PATCH ", b"OPTIONS ", b"CONNECT ", b"TRACE ")
 ENVOY_BODIES = {503: "no healthy upstream", 421: "", 404: "", 500: ""}
+# Envoy's HTTP → gRPC status for its local replies to gRPC requests (Grpc::Utility::httpToGrpcStatus).
+_HTTP_TO_GRPC = {400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14}
 Key = tuple[str, int, str]  # (gateway namespace/name, listener port, TCP | UDP)
 
 
@@ -614,12 +616,11 @@ class GatewayListeners:
                 self._rate_limits.take(decision.buckets) is not None:
             return self._grpc_status(14, envoypolicies.RATE_LIMITED_BODY)
         if result.outcome != "proxied" or result.backend is None:
-            status = result.http_status or 503
-            return [(":status", str(status)), ("content-type", "text/plain")], b"", []
+            return self._grpc_local_reply(result.http_status or 503, "")
         endpoint = self._endpoint(state, result.backend.service, result.backend.port, "TCP", path)
         if endpoint is None or result.proxy_pod is None or not self._reachable(state, result.proxy_pod, endpoint,
                                                                                  "TCP"):
-            return [(":status", "503"), ("content-type", "text/plain")], b"", []
+            return self._grpc_local_reply(503, ENVOY_BODIES[503])
         pod = state.pods.get(endpoint.pod)
         if pod is None or not any(image_repository(c.image) == "echo-basic" for c in pod.containers):
             return self._grpc_status(grpcecho.UNIMPLEMENTED, f"unknown service {call.service}")
@@ -645,10 +646,19 @@ class GatewayListeners:
                    ("x-knetsim-backend", endpoint.describe()), *result.response_metadata.items()]
         return headers, grpcecho.frame(message_bytes), [("grpc-status", "0")]
 
+    @classmethod
+    def _grpc_local_reply(cls, http_status: int, body: str) -> tuple[list[tuple[str, str]], bytes,
+                                                                      list[tuple[str, str]]]:
+        """The proxy's own answer to a gRPC call (a route miss, no healthy upstream): Envoy sends a local reply to
+        a gRPC request as a trailers-only gRPC response, its HTTP status mapped to a gRPC one
+        (source/common/grpc/common.cc httpToGrpcStatus), so a gRPC client reads a status, not an HTTP error."""
+        code = _HTTP_TO_GRPC.get(http_status, 2)  # UNKNOWN
+        return cls._grpc_status(code, body)
+
     @staticmethod
     def _grpc_status(code: int, message: str) -> tuple[list[tuple[str, str]], bytes, list[tuple[str, str]]]:
-        return [(":status", "200"), ("content-type", "application/grpc"), ("grpc-status", str(code)),
-                ("grpc-message", message)], b"", []
+        headers = [(":status", "200"), ("content-type", "application/grpc"), ("grpc-status", str(code))]
+        return headers + ([("grpc-message", message)] if message else []), b"", []
 
     # --- streams -----------------------------------------------------------------------------------
 
