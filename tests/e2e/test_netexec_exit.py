@@ -5,6 +5,7 @@ pod's restartPolicy. Asked with curl from another pod, through the real kubectl 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -52,3 +53,25 @@ def test_exit_zero_under_never_leaves_the_pod_succeeded(k: Cluster) -> None:
     terminated = status(k, "server")["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
     assert status(k, "server")["restartCount"] == 0
+
+
+def test_shutdown_exits_zero_and_always_restarts(k: Cluster) -> None:
+    k.kubectl("apply", "-f", "-", input=netexec("server", "Always"))
+    k.kubectl("run", "client", f"--image={AGNHOST}", "--restart=Never", "--", "pause")
+    k.kubectl("wait", "--for=condition=Ready", "pod/server", "pod/client", "--timeout=30s")
+    ip = k.kubectl("get", "pod", "server", "-o", "jsonpath={.status.podIP}").stdout
+    k.kubectl("exec", "client", "--", "/bin/sh", "-c", f"curl -q -s http://{ip}:8080/shutdown; true")
+    assert wait_for(lambda: status(k, "server").get("restartCount") == 1, timeout=20), status(k, "server")
+    terminated = status(k, "server")["lastState"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+
+
+def test_a_code_that_is_no_integer_is_answered_and_nothing_exits(k: Cluster) -> None:
+    k.kubectl("apply", "-f", "-", input=netexec("server", "Always"))
+    k.kubectl("run", "client", f"--image={AGNHOST}", "--restart=Never", "--", "pause")
+    k.kubectl("wait", "--for=condition=Ready", "pod/server", "pod/client", "--timeout=30s")
+    ip = k.kubectl("get", "pod", "server", "-o", "jsonpath={.status.podIP}").stdout
+    out = k.kubectl("exec", "client", "--", "curl", "-q", "-s", f"http://{ip}:8080/exit?code=x").stdout
+    assert out == "argument 'code' must be an integer [0-127] or empty, got \"x\"\n"
+    time.sleep(1)  # an exit would have been reported by now (a restart follows an exit at once)
+    assert status(k, "server")["restartCount"] == 0 and "running" in status(k, "server")["state"]

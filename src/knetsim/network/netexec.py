@@ -161,7 +161,7 @@ def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
     → ``NOW: <time.Now()>``; ``/hostname`` and ``/hostName`` → the hostname; ``/clientip`` → the client's ip:port;
     ``/echo?msg=&code=`` → msg with that status; ``/header?key=K`` → that request header (all of them as JSON
     without key); ``/healthz`` → 200 (the UDP server is up); ``/redirect?location=&code=`` → http.Redirect;
-    ``/exit`` and ``/shutdown`` → an empty 200 (asked by a tool in a live pod, ``/exit`` also ends netexec's
+    ``/exit`` and ``/shutdown`` → an empty 200 (asked by a tool in a live pod, they also end netexec's
     container: ``exit_request``); ``/shell`` is 501 here: a tool in a live pod runs the command in netexec's pod
     instead (``shell_command``, ``shell_reply``; the trace alone has no shell to run it in). ``/dial`` is answered
     by the tracer (``dial``)."""
@@ -227,7 +227,13 @@ def _netexec_http(pod: Pod, route: str, query: dict[str, str], method: str, clie
         return _text(200, json.dumps(canonical, separators=(",", ":"), sort_keys=True))
     if route == "/redirect":
         return _redirect(query, method)
-    if route in ("/exit", "/shutdown"):
+    if route == "/exit":
+        # exitHandler's argument checks: a bad one is answered, and netexec goes on (os.Exit otherwise).
+        code = query.get("code", "")
+        if code and not code.lstrip("-").isdigit():
+            return _text(200, f"argument 'code' must be an integer [0-127] or empty, got {json.dumps(code)}\n")
+        return _text(200, "")
+    if route == "/shutdown":
         return _text(200, "")
     if route == "/shell":
         return _text(501, "knetsim runs netexec's /shell commands only when a tool in a live pod asks\n")
@@ -351,13 +357,16 @@ def shell_command(state: ClusterState, trace: Trace, url: str) -> str | None:
 
 
 def exit_request(state: ClusterState, trace: Trace, url: str) -> int | None:
-    """The exit code of a ``/exit?code=N`` request a trace delivered to netexec, else None: exitHandler
-    (test/images/agnhost/netexec/netexec.go) calls os.Exit with ``code`` (empty: 0) before it answers; a code
-    that is no integer is answered instead, and the server goes on."""
+    """The exit code of a ``/exit?code=N`` (or ``/shutdown``) request a trace delivered to netexec, else None:
+    exitHandler (test/images/agnhost/netexec/netexec.go) calls os.Exit with ``code`` (empty: 0) before it
+    answers (after ``wait``, and a graceful ``timeout``, which the simulation does not wait out); a code that is
+    no integer is answered instead, and the server goes on; shutdownHandler exits 0."""
     backend = trace.backend
     if trace.outcome != "connected" or backend is None or not serves_netexec(state, backend.pod, backend.port, "TCP"):
         return None
     parts = urlsplit(url)
+    if parts.path == "/shutdown":
+        return 0  # shutdownHandler: os.Exit(0)
     if parts.path != "/exit":
         return None
     code = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}.get("code", "")
