@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.names import is_ip
-from ..network.netexec import raw_tcp_answer, shell_command, shell_reply, udp_answer
+from ..network.netexec import exit_request, raw_tcp_answer, shell_command, shell_reply, udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from ..network.wire import header_lines
 from .accesslog import Served
@@ -91,6 +91,10 @@ async def http_trace(ctx: Ctx, url: str, *, protocol: str = "TCP", method: str =
     if command is not None and ctx.peer_shell is not None:
         output, code = await ctx.peer_shell(t.backend.pod, command)
         t = dataclasses.replace(t, reply=shell_reply(output, code))
+    exit_code = exit_request(ctx.state, t, url) if ctx.peer_exit is not None else None
+    if exit_code is not None and ctx.peer_exit is not None:
+        # netexec's /exit ends its process: the kubelet sees its container exit with that code.
+        ctx.peer_exit(t.backend.pod, t.backend.port, exit_code)
     return t
 
 

@@ -13,7 +13,8 @@ a NetworkPolicy that blocks the control plane blocks the proxy too, as on a real
 * a dial that fails answers 503 ``error trying to reach service: dial tcp IP:PORT: …`` (upgradeaware's
   error responder), whatever the resource.
 
-Node proxies (the kubelet's own API on 10250) are not simulated, and say so.
+Node proxies (``nodes/NAME[:PORT]/proxy/PATH``) answer the kubelet's and kube-proxy's own endpoints from the
+API's objects (daemon/nodeproxy.py); another port of a node is dialled at its InternalIP like a pod's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiohttp import web
 
 from ..apiserver.errors import ApiError
 from ..apiserver.server import ApiServer
+from . import nodeproxy
 
 # Hop-by-hop lines a proxy never copies (RFC 9110 §7.6.1), and the length aiohttp computes itself.
 _NOT_COPIED = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
@@ -96,9 +98,21 @@ class ApiProxy:
 
         state = server.state
         if resource == "nodes":
-            raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the kubelet's own API, which "
-                                                      "nodes/NAME/proxy reaches")
-        scheme, ip, port = (_service_target if resource == "services" else _pod_target)(state, namespace, name)
+            split = split_scheme_name_port(name)
+            if split is None or (split[2] and not split[2].isdigit()):
+                raise ApiError(400, "BadRequest", f'invalid node request "{name}"')
+            node_scheme, node_name, node_port = split
+            node = nodeproxy.node_target(server, node_name)
+            answered = nodeproxy.answer(server, node, node_port, path)
+            if answered is not None:
+                return answered
+            addresses = [a.get("address") for a in (node.get("status") or {}).get("addresses") or ()
+                         if a.get("type") == "InternalIP" and a.get("address")]
+            if not addresses:
+                raise ApiError(503, "ServiceUnavailable", 'no preferred addresses found; known addresses: []')
+            scheme, ip, port = node_scheme or "http", str(addresses[0]), int(node_port)
+        else:
+            scheme, ip, port = (_service_target if resource == "services" else _pod_target)(state, namespace, name)
         if scheme == "https":
             raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the API server's proxy over HTTPS")
         host = f"[{ip}]" if ":" in ip else ip

@@ -206,6 +206,7 @@ class Container:
         self.killed = asyncio.Event()
         self.kill_code = 137
         self.oom_killed = False  # this run ended by the OOM killer: terminated with reason OOMKilled
+        self.exited = False  # this run's program exited by itself (netexec's /exit): its code, not a kill
         self.started_at: str | None = None  # when the first run started, if before this object (a restart)
         self.ephemeral = False  # a `kubectl debug` container: reported in ephemeralContainerStatuses
         self.init = False  # an init container: reported in initContainerStatuses
@@ -219,6 +220,15 @@ class Container:
         cgroup = self.kubelet.sandboxes.cgroups.get((self.uid, self.name))
         if cgroup is not None:
             cgroup.kill(Killed("Killed", 137))
+
+    def exit(self, code: int) -> None:
+        """The program exited with ``code`` by itself (os.Exit): the run ends as a command's would, and the
+        restartPolicy decides as for any exit."""
+        self.exited, self.kill_code = True, code
+        self.killed.set()
+        cgroup = self.kubelet.sandboxes.cgroups.get((self.uid, self.name))
+        if cgroup is not None:
+            cgroup.kill(Killed("Killed", code))
 
     def oom(self) -> None:
         """The OOM killer took the container's processes (the main one is killed with the others)."""
@@ -280,7 +290,8 @@ class Container:
                 # A server (no command: only its probes run here) has no process of the shell's.
                 self.proc = self._new_proc() if self.argv is not None else None
                 self.run_done = asyncio.Event()
-                if not self.oom_killed:  # an OOM kill that came before the run (a server's exec) still ends it
+                # An OOM kill or an exit that came before the run (a server's exec, netexec's /exit) still ends it.
+                if not self.oom_killed and not self.exited:
                     self.killed.clear()
                 if self.stdin and not self.attached.is_set():
                     with contextlib.suppress(TimeoutError):
@@ -294,7 +305,8 @@ class Container:
                     code = await self._main()
                 finally:
                     probes.cancel()
-                killed = self.killed.is_set()
+                killed = self.killed.is_set() and not self.exited
+                self.exited = False
                 oom, self.oom_killed = self.oom_killed, False
                 terminated = {"exitCode": code, "reason": "OOMKilled" if oom else "Completed" if code == 0 else "Error",
                               "startedAt": started_at, "finishedAt": now_rfc3339(),
@@ -363,6 +375,7 @@ class Kubelet:
         # Each container's files, cgroup and environment, and the shell context its commands run in.
         self.sandboxes = Sandboxes(server, self.lookup, self._oom_killed, self.served, self.flows.observe,
                                    lambda: self.tools, lambda: self.balancer)
+        self.sandboxes.peer_exit = self._program_exited
 
     @property
     def balancer(self) -> Any:
@@ -728,6 +741,23 @@ class Kubelet:
             if c is None:
                 return
         c.oom()
+
+    def _program_exited(self, pod_key: str, port: int, code: int) -> None:
+        """The program serving ``port`` of a pod exited by itself (agnhost netexec's /exit): its container's run
+        ends with ``code`` and restarts under the pod's restartPolicy."""
+        namespace, _, pod = pod_key.partition("/")
+        stored = self.server.store.get(("Pod", namespace, pod))
+        if stored is None:
+            return
+        specs = (stored.body.get("spec") or {}).get("containers") or []
+        spec_c = container_for(list(specs), port)  # the container declaring the port, else the first
+        if spec_c is None:
+            return
+        name, uid = str(spec_c.get("name")), str((stored.body.get("metadata") or {}).get("uid") or "")
+        log.info("container %s/%s/%s exited with %d", namespace, pod, name, code)
+        c = self.containers.get((namespace, pod), {}).get(name) or self._server_container(namespace, pod, uid, name)
+        if c is not None:
+            c.exit(code)
 
     def _server_container(self, namespace: str, pod: str, uid: str, name: str) -> Container | None:
         """A container the kubelet left to itself (a server: nothing of it is simulated) whose processes were

@@ -41,6 +41,8 @@ class Sandboxes:
         # Each running container's cgroup (its processes, its memory and CPU limits), per (uid, container).
         self.cgroups: dict[tuple[str, str], Cgroup] = {}
         self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
+        # (pod key, port, exit code): the program serving that port exits (the kubelet sets it).
+        self.peer_exit: Callable[[str, int, int], None] | None = None
 
     def forget(self, uid: str) -> None:
         """The pod is gone: its files, its environments, and its cgroups, whose processes (exec sessions
@@ -117,7 +119,7 @@ class Sandboxes:
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
         ctx = Ctx(state, pod, container, out, err, env, served=self._served, observed=self._observed,
                   tools=self._tools(), process=cgroup.process(container), balancer=self._balancer(),
-                  peer_shell=self._peer_shell)
+                  peer_shell=self._peer_shell, peer_exit=self.peer_exit)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.

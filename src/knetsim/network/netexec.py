@@ -154,16 +154,17 @@ def _text(status: int, body: str, extra: Mapping[str, str] | None = None) -> Rep
 
 def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
                  headers: Mapping[str, str]) -> Reply | None:
-    """The reply of an agnhost HTTP server on ``port`` of ``pod`` (netexec, serve-hostname, porter,
-    test-webserver, liveness), in its own words; None when no agnhost HTTP server listens there.
+    """The reply of an agnhost HTTP server on ``port`` of ``pod`` (netexec, serve-hostname, porter, test-webserver,
+    liveness), in its own words; None when no agnhost HTTP server listens there.
 
-    netexec (test/images/agnhost/netexec/netexec.go): ``/`` and every unknown path (Go's ServeMux falls back to
-    "/") → ``NOW: <time.Now()>``; ``/hostname`` and ``/hostName`` → the hostname; ``/clientip`` → the client's
-    ip:port; ``/echo?msg=&code=`` → msg with that status; ``/header?key=K`` → that request header (all of them as
-    JSON without key); ``/healthz`` → 200 (the UDP server is up); ``/redirect?location=&code=`` → http.Redirect;
-    ``/exit`` and ``/shutdown`` → an empty 200 (the exit itself is not simulated); ``/shell`` is 501 here: a tool in a
-    live pod runs the command in netexec's pod instead (``shell_command``, ``shell_reply``; the trace alone has no
-    shell to run it in). ``/dial`` is answered by the tracer (``dial``)."""
+    netexec (test/images/agnhost/netexec/netexec.go): ``/`` and every unknown path (Go's ServeMux falls back to "/")
+    → ``NOW: <time.Now()>``; ``/hostname`` and ``/hostName`` → the hostname; ``/clientip`` → the client's ip:port;
+    ``/echo?msg=&code=`` → msg with that status; ``/header?key=K`` → that request header (all of them as JSON
+    without key); ``/healthz`` → 200 (the UDP server is up); ``/redirect?location=&code=`` → http.Redirect;
+    ``/exit`` and ``/shutdown`` → an empty 200 (asked by a tool in a live pod, they also end netexec's
+    container: ``exit_request``); ``/shell`` is 501 here: a tool in a live pod runs the command in netexec's pod
+    instead (``shell_command``, ``shell_reply``; the trace alone has no shell to run it in). ``/dial`` is answered
+    by the tracer (``dial``)."""
     program = _program_on(pod, port, "TCP")
     if program is None:
         return None
@@ -226,7 +227,13 @@ def _netexec_http(pod: Pod, route: str, query: dict[str, str], method: str, clie
         return _text(200, json.dumps(canonical, separators=(",", ":"), sort_keys=True))
     if route == "/redirect":
         return _redirect(query, method)
-    if route in ("/exit", "/shutdown"):
+    if route == "/exit":
+        # exitHandler's argument checks: a bad one is answered, and netexec goes on (os.Exit otherwise).
+        code = query.get("code", "")
+        if code and not code.lstrip("-").isdigit():
+            return _text(200, f"argument 'code' must be an integer [0-127] or empty, got {json.dumps(code)}\n")
+        return _text(200, "")
+    if route == "/shutdown":
         return _text(200, "")
     if route == "/shell":
         return _text(501, "knetsim runs netexec's /shell commands only when a tool in a live pod asks\n")
@@ -347,6 +354,28 @@ def shell_command(state: ClusterState, trace: Trace, url: str) -> str | None:
         return None
     query = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     return query.get("shellCommand") or query.get("cmd") or ""
+
+
+def exit_request(state: ClusterState, trace: Trace, url: str) -> int | None:
+    """The exit code of a ``/exit?code=N`` (or ``/shutdown``) request a trace delivered to netexec, else None:
+    exitHandler (test/images/agnhost/netexec/netexec.go) calls os.Exit with ``code`` (empty: 0) before it
+    answers (after ``wait``, and a graceful ``timeout``, which the simulation does not wait out); a code that is
+    no integer is answered instead, and the server goes on; shutdownHandler exits 0."""
+    backend = trace.backend
+    if trace.outcome != "connected" or backend is None or not serves_netexec(state, backend.pod, backend.port, "TCP"):
+        return None
+    parts = urlsplit(url)
+    if parts.path == "/shutdown":
+        return 0  # shutdownHandler: os.Exit(0)
+    if parts.path != "/exit":
+        return None
+    code = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}.get("code", "")
+    if code == "":
+        return 0
+    if not code.lstrip("-").isdigit():
+        return None
+    # os.Exit's status reaches the parent as one byte, as a process's exit status does.
+    return int(code) & 0xFF
 
 
 def shell_reply(output: str, code: int) -> Reply:

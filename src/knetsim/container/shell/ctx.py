@@ -285,6 +285,9 @@ class Ctx:
     # Runs a command in another pod's first container (agnhost netexec's /shell, asked by a tool here): (pod key,
     # script) → (combined output, exit code). None where no kubelet runs pods (offline): /shell is not answered.
     peer_shell: Callable[[str, str], Awaitable[tuple[str, int]]] | None = None
+    # Ends the program serving (pod key, port) with an exit code (agnhost netexec's /exit, asked by a tool here);
+    # None where no kubelet runs pods.
+    peer_exit: Callable[[str, int, int], None] | None = None
 
     def __post_init__(self) -> None:
         if self.process is not None:

@@ -1,0 +1,126 @@
+"""kube-apiserver's node proxy, ``nodes/[scheme:]NAME[:PORT]/proxy/PATH``: the kubelet's and kube-proxy's own HTTP APIs.
+
+Kubernetes' e2e framework reads a node's kubelet through the API server (``/api/v1/nodes/NAME/proxy/pods``,
+``.../healthz``, ``.../configz``) and kube-proxy's health check through ``nodes/NAME:10256/proxy/healthz``
+(test/e2e/network/kube_proxy.go, test/e2e/framework/kubelet). Upstream the API server resolves the target in
+pkg/registry/core/node/strategy.go ResourceLocation: no port (or the kubelet's 10250) is the kubelet over HTTPS,
+any other port is the node's InternalIP over HTTP. knetsim answers the kubelet's and kube-proxy's endpoints from
+the API's own objects (the simulated kubelets keep no state of their own); any other port is dialled through the
+simulated network, as the pod and service proxies are.
+
+Reply formats, each from its upstream source:
+
+* kubelet ``/healthz``: ``ok`` as text/plain (k8s.io/apiserver pkg/server/healthz, which the kubelet installs in
+  pkg/kubelet/server/server.go InstallDefaultHandlers);
+* kubelet ``/pods``: a v1 ``PodList`` of the pods bound to the node (pkg/kubelet/server/server.go getPods and
+  encodePods);
+* kubelet ``/configz``: ``{"kubeletconfig": {...}}``, the v1beta1 KubeletConfiguration's JSON field names
+  (k8s.io/component-base/configz; cmd/kubelet/app/server.go initConfigz); knetsim fills the fields its cluster
+  config decides and kind's kubeadm sets;
+* kubelet's other endpoints (``/metrics``, ``/stats``, ``/logs``, ...): 503, not simulated (a 404 would claim the
+  kubelet has no such endpoint); unknown paths: go-restful's ``404 page not found``;
+* kube-proxy ``:10256/healthz`` and ``/livez``: ``{"lastUpdated": "...","currentTime": "...", "nodeEligible": true}``
+  as Go's ``%q`` of a ``time.Time`` prints it (pkg/proxy/healthcheck/proxy_health.go healthzHandler); not eligible,
+  and 503, while the node is being deleted or carries the ``ToBeDeletedByClusterAutoscaler`` taint (SyncNode);
+  no kube-proxy runs on a Cilium kube-proxy-replacement cluster (``dataplane: ebpf``), so nothing listens there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from ..apiserver.errors import ApiError
+from ..apiserver.server import ApiServer
+
+KUBELET_PORT = 10250
+KUBE_PROXY_HEALTHZ_PORT = 10256
+# pkg/proxy/healthcheck: the taint cluster-autoscaler puts on a node it is about to remove.
+TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
+# The kubelet's endpoints (pkg/kubelet/server/server.go) whose state the simulation does not keep.
+_KUBELET_NOT_SIMULATED = ("/metrics", "/stats", "/spec", "/logs", "/runningpods", "/checkpoint", "/containerLogs",
+                          "/exec", "/run", "/attach", "/portForward", "/debug", "/cri")
+# The daemon's start, for the monotonic reading Go's time.Time.String() appends (m=+SECONDS).
+_STARTED = time.monotonic()
+
+
+def go_time(now: float | None = None) -> str:
+    """A wall-clock ``time.Time`` from ``time.Now()`` as Go's String() writes it: fraction without trailing
+    zeros, zone ``+0000 UTC``, and the monotonic clock reading ``m=+S.NNNNNNNNN``."""
+    now = time.time() if now is None else now
+    wall = datetime.fromtimestamp(now, UTC)
+    nanos = round((now % 1) * 1e9) % 1_000_000_000
+    fraction = f".{nanos:09d}".rstrip("0").rstrip(".")
+    mono = time.monotonic() - _STARTED
+    return (f"{wall:%Y-%m-%d %H:%M:%S}{fraction} +0000 UTC "
+            f"m=+{int(mono)}.{int((mono % 1) * 1e9):09d}")
+
+
+def _text(status: int, body: str, content_type: str = "text/plain") -> web.Response:
+    response = web.Response(status=status, text=body, content_type=content_type, charset="utf-8")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _kubelet(server: ApiServer, node: dict[str, Any], path: str) -> web.Response:
+    name = node["metadata"]["name"]
+    route = path.split("?", 1)[0].rstrip("/") or "/"
+    if route == "/healthz":
+        return _text(200, "ok")
+    if route == "/pods":
+        items = [s.body for s in server.store.list("Pod") if (s.body.get("spec") or {}).get("nodeName") == name]
+        return _text(200, json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}),
+                     "application/json")
+    if route == "/configz":
+        return _text(200, json.dumps({"kubeletconfig": _kubelet_config(server, name)}), "application/json")
+    if any(route == p or route.startswith(p + "/") for p in _KUBELET_NOT_SIMULATED):
+        raise ApiError(503, "ServiceUnavailable", f"knetsim does not simulate the kubelet's {route} endpoint")
+    return _text(404, "404 page not found")
+
+
+def _kubelet_config(server: ApiServer, name: str) -> dict[str, Any]:
+    config = server.config
+    node = next((n for n in config.nodes if n.name == name), None)
+    # v1beta1 KubeletConfiguration field names (k8s.io/kubelet/config/v1beta1/types.go); values as kind's kubeadm
+    # writes them (/var/lib/kubelet/config.yaml), the cluster's DNS and the node's pod capacity.
+    return {"enableServer": True, "staticPodPath": "/etc/kubernetes/manifests", "syncFrequency": "1m0s",
+            "address": "0.0.0.0", "port": KUBELET_PORT, "healthzPort": 10248, "healthzBindAddress": "127.0.0.1",
+            "clusterDomain": config.cluster_domain, "clusterDNS": [config.dns_service_ip],
+            "maxPods": node.max_pods if node is not None else config.max_pods, "cgroupDriver": "systemd",
+            "failSwapOn": False, "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock"}
+
+
+def _kube_proxy(node: dict[str, Any], path: str) -> web.Response:
+    route = path.split("?", 1)[0]
+    if route not in ("/healthz", "/livez"):
+        return _text(404, "404 page not found")  # Go's http.ServeMux
+    now = go_time()
+    # The simulated proxier is always in sync, so lastUpdated is the current time, as a healthy kube-proxy says.
+    if route == "/livez":
+        return _text(200, f'{{"lastUpdated": "{now}","currentTime": "{now}"}}', "application/json")
+    eligible = not node["metadata"].get("deletionTimestamp") and not any(
+        t.get("key") == TO_BE_DELETED_TAINT for t in (node.get("spec") or {}).get("taints") or ())
+    return _text(200 if eligible else 503,
+                 f'{{"lastUpdated": "{now}","currentTime": "{now}", "nodeEligible": {str(eligible).lower()}}}',
+                 "application/json")
+
+
+def node_target(server: ApiServer, name: str) -> dict[str, Any]:
+    """The stored Node the request names, or the API server's 404."""
+    stored = server.store.get(("Node", "", name))
+    if stored is None:
+        raise ApiError(404, "NotFound", f'nodes "{name}" not found', {"name": name, "kind": "nodes"})
+    return stored.body
+
+
+def answer(server: ApiServer, node: dict[str, Any], port: str, path: str) -> web.Response | None:
+    """The kubelet's or kube-proxy's reply, or None when the port is neither's (dial the node's address)."""
+    if port in ("", str(KUBELET_PORT)):
+        return _kubelet(server, node, path)
+    if port == str(KUBE_PROXY_HEALTHZ_PORT) and server.config.dataplane != "ebpf":
+        return _kube_proxy(node, path)
+    return None
