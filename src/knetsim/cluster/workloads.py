@@ -34,6 +34,7 @@ from .config import ClusterConfig
 from .images import pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
+from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -486,9 +487,11 @@ def _subject(body: Mapping[str, Any]) -> str:
 
 
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
-                          config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None) -> list[Notice]:
+                          config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None,
+                          configmaps: ConfigMaps | None = None) -> list[Notice]:
     """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs. ``services``:
-    the (namespace, name) of every Service, for init containers that wait for one."""
+    the (namespace, name) of every Service, for init containers that wait for one; ``configmaps``: their
+    data, for a CoreDNS whose Corefile keeps it from starting."""
     notices: list[Notice] = []
     node_by_name = {n.name: n for n in nodes}
     used: set[str] = set()
@@ -539,7 +542,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps)
     return notices
 
 
@@ -648,7 +651,8 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
 
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
-               services: frozenset[tuple[str, str]] | None = None) -> dict[str, Any]:
+               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None
+               ) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -683,7 +687,9 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
             "waiting": {"reason": err.reason, "message": err.message}}
         return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": ready and err is None,
                 "started": err is None, "restartCount": 0, "state": state}
-    return {
+    crash = coredns_startup_error(body, configmaps, frozenset({config.dns_service_ip}), config.upstream_nameservers
+                                  ) if configmaps and config is not None and not failed else None
+    status = {
         "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
         "hostIPs": [{"ip": h} for h in host_ips or (host_ip,)],
@@ -699,3 +705,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         ],
         "containerStatuses": [container_status(c) for c in containers],
     }
+    if crash is not None:
+        meta = body.get("metadata") or {}
+        crash_loop_status(status, crash[0], str(meta.get("name")), str(meta.get("namespace") or "default"))
+    return status

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..model.corefile import startup_error
+from ..model.programs import image_repository
 from ..model.timestamps import parse_rfc3339
 from .naming import pod_template_hash
 
@@ -96,4 +98,58 @@ def stateful_set_status(sts: Mapping[str, Any], pods: list[Mapping[str, Any]]) -
     status = _nonzero({"observedGeneration": observed_generation(sts), "replicas": len(pods)},
                       (("readyReplicas", ready), ("currentReplicas", len(pods)), ("updatedReplicas", len(pods))))
     status.update(currentRevision=revision, updateRevision=revision, collisionCount=0, availableReplicas=ready)
+    return status
+
+
+# --- a container that exits at start ---------------------------------------------------------------------
+
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, Any]]  # (namespace, name) -> data
+
+
+def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: frozenset[str],
+                          resolv_conf: tuple[str, ...]) -> tuple[str, str] | None:
+    """(container name, the line CoreDNS prints as it exits) for a CoreDNS container of ``pod`` whose
+    Corefile (the ``Corefile`` key of a ConfigMap volume of the pod, as the coredns Deployment mounts
+    ``kube-system/coredns``) keeps it from starting; None when it starts or knetsim cannot tell (no such
+    ConfigMap in the input: kubeadm's Corefile is assumed, which starts)."""
+    spec = pod.get("spec") or {}
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    text: str | None = None
+    for volume in spec.get("volumes") or []:
+        source = volume.get("configMap") if isinstance(volume, Mapping) else None
+        if isinstance(source, Mapping):
+            data = configmaps.get((namespace, str(source.get("name") or ""))) or {}
+            if isinstance(data, Mapping) and isinstance(data.get("Corefile"), str):
+                text = data["Corefile"]
+                break
+    if text is None:
+        # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); knetsim's
+        # built-in kube-system omits the volume, so the name is taken as kubeadm writes it.
+        data = configmaps.get((namespace, "coredns")) or {}
+        text = data.get("Corefile") if isinstance(data, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    for container in spec.get("containers") or []:
+        if isinstance(container, Mapping) and image_repository(str(container.get("image") or "")).endswith("coredns"):
+            error = startup_error(text, own, resolv_conf)
+            return (str(container.get("name")), error) if error else None
+    return None
+
+
+def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str) -> dict[str, Any]:
+    """``status`` (a Running pod's) with ``container`` exiting at start: waiting in CrashLoopBackOff after its
+    first restart (exit code 1), as ``kubectl get pods`` shows it, and the pod not Ready. The offline build has
+    no clock: one restart and the first back-off (10 s) stand for "it keeps crashing"."""
+    message = f"containers with unready status: [{container}]"
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady"):
+            condition.update(status="False", reason="ContainersNotReady", message=message)
+    for entry in status.get("containerStatuses") or []:
+        if entry.get("name") == container:
+            entry.update(ready=False, started=False, restartCount=1,
+                         state={"waiting": {"reason": "CrashLoopBackOff", "message": (
+                             f"back-off 10s restarting failed container={container} pod={pod_name}_{namespace}")}},
+                         lastState={"terminated": {"exitCode": 1, "reason": "Error"}})
+        else:
+            entry["ready"] = False
     return status
