@@ -11,7 +11,8 @@ from tests.e2e.conftest import KUBECTL, Cluster, start, stop, wait_for
 # This module starts its own cluster: it breaks kube-system's DNS.
 pytestmark = pytest.mark.live
 
-LOOPING = ".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . 127.0.0.1\n    loop\n}\n"
+LOOPING = (".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . 127.0.0.1\n"
+           "    loop\n}\n")
 REPAIRED = LOOPING.replace("127.0.0.1", "/etc/resolv.conf")
 
 
