@@ -34,7 +34,7 @@ from .config import ClusterConfig
 from .images import pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
-from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status
+from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status, exec_probe_verdict
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -558,7 +558,14 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     for raw_container in (body.get("spec") or {}).get("containers") or []:
         container = parse_container(raw_container)
         probe = container.readiness_probe
-        if probe is None or probe.action == "exec" or probe.port is None:
+        if probe is not None and probe.action == "exec" and isinstance(raw_container, Mapping):
+            mounts = [str(m.get("mountPath") or "") for m in raw_container.get("volumeMounts") or []]
+            passes, output = exec_probe_verdict(raw_container, raw_container.get("readinessProbe") or {}, mounts)
+            if passes is False:
+                return False, "ContainersNotReady", (
+                    f"readiness probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}")
+            continue
+        if probe is None or probe.port is None:
             continue
         port = probe.port
         if isinstance(port, str) and not port.isdigit():

@@ -153,3 +153,45 @@ def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, nam
         else:
             entry["ready"] = False
     return status
+
+
+# --- exec probes ---------------------------------------------------------------------------------------------
+
+# The images whose files and tools the live kubelet's exec probe runs in (kubelet.kubelet.SHELL_IMAGES): elsewhere
+# it takes an exec probe as passing, and so does the offline build.
+EXEC_IMAGES = frozenset({"agnhost", "busybox", "alpine", "curl", "netshoot", "network-multitool", "ubuntu", "debian",
+                         "dnsutils", "jessie-dnsutils", "dnstools", "fedora", "centos", "toolbox"})
+
+
+def exec_probe_verdict(container: Mapping[str, Any], probe: Mapping[str, Any],
+                       volume_paths: Iterable[str] = ()) -> tuple[bool | None, str]:
+    """(passes, output) of an exec probe, as the live kubelet's run of it in the simulated shell ends; passes
+    None when knetsim cannot tell offline (the pod is then taken as Ready, and the doctor says so).
+
+    Judged: ``true``/``false``, and a file test (``cat F``, ``test -f F``, ``test -e F``, ``[ -f F ]``, ``ls F``)
+    of a path under ``/tmp`` (empty in these images) that no volume mounts and the container's own command does
+    not mention (the "touch /tmp/healthy" idiom of Kubernetes' liveness example: then it depends on time)."""
+    argv = [str(a) for a in ((probe.get("exec") or {}).get("command") or [])]
+    if image_repository(str(container.get("image") or "")) not in EXEC_IMAGES or not argv:
+        return None, ""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash") and argv[1] == "-c":
+        argv = argv[2].split()
+    program, rest = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if program == "true" and not rest:
+        return True, ""
+    if program == "false" and not rest:
+        return False, ""
+    path = ""
+    if program in ("cat", "ls") and len(rest) == 1:
+        path = rest[0]
+    elif program in ("test", "[") and len(rest) >= 2 and rest[0] in ("-f", "-e"):
+        path = rest[1]
+    if not path.startswith("/tmp/"):
+        return None, ""
+    own = " ".join(str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])])
+    if path in own or any(path.startswith(p.rstrip("/") + "/") for p in volume_paths if p.startswith("/tmp")):
+        return None, ""
+    # busybox's messages (container/applets.py): cat and ls say why, test says nothing.
+    output = {"cat": f"cat: can't open '{path}': No such file or directory\n",
+              "ls": f"ls: {path}: No such file or directory\n"}.get(program, "")
+    return False, output

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
 from ..model.programs import image_repository
 from .checks import Finding, _owner_ref
@@ -106,6 +107,9 @@ def exec_probe_caveats(state: ClusterState, pod: Pod) -> list[Finding]:
             probe = c.get(field)
             if not isinstance(probe, Mapping) or not isinstance(probe.get("exec"), Mapping):
                 continue
+            mounts = [str(m.get("mountPath") or "") for m in c.get("volumeMounts") or []]
+            if exec_probe_verdict(c, probe, mounts)[0] is not None:
+                continue  # judged: a failing readiness probe is the pod's not-Ready reason
             command = " ".join(str(a) for a in probe["exec"].get("command") or [])
             out.append(Finding(
                 "ExecProbeNotJudged", "info", "kubelet", f"Pod {pod.key}",
