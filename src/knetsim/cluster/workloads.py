@@ -546,8 +546,9 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
     return notices
 
 
-def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
-    """(ready, reason, message) for a simulated pod, following knetsim's readiness rules."""
+def _readiness(body: Mapping[str, Any], judge_exec: bool = False) -> tuple[bool, str, str]:
+    """(ready, reason, message) for a simulated pod, following knetsim's readiness rules. ``judge_exec``: the
+    offline build judges exec probes (live, the kubelet's prober runs them and its results decide)."""
     meta = body.get("metadata") or {}
     if (meta.get("annotations") or {}).get(READY_ANNOTATION) == "false":
         return False, "ContainersNotReady", f"annotation {READY_ANNOTATION}=\"false\""
@@ -558,14 +559,14 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     for raw_container in (body.get("spec") or {}).get("containers") or []:
         container = parse_container(raw_container)
         probe = container.readiness_probe
-        if probe is not None and probe.action == "exec" and isinstance(raw_container, Mapping):
+        if probe is not None and probe.action == "exec" and judge_exec and isinstance(raw_container, Mapping):
             mounts = [str(m.get("mountPath") or "") for m in raw_container.get("volumeMounts") or []]
             passes, output = exec_probe_verdict(raw_container, raw_container.get("readinessProbe") or {}, mounts)
             if passes is False:
                 return False, "ContainersNotReady", (
                     f"readiness probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}")
             continue
-        if probe is None or probe.port is None:
+        if probe is None or probe.action == "exec" or probe.port is None:
             continue
         port = probe.port
         if isinstance(port, str) and not port.isdigit():
@@ -665,7 +666,9 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     With ``config``, each container's image is checked against the registry model
     (``cluster.images``): a container whose image cannot be pulled waits (ErrImagePull,
     InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
-    its first pull attempt."""
+    its first pull attempt. ``configmaps`` (the offline build's ConfigMaps, even none) marks the offline build: a
+    CoreDNS whose Corefile keeps it from starting crash-loops and exec probes are judged here; live, the
+    kubelet runs both."""
     blocked = _init_blocked(body, services, config.cluster_domain if config else "cluster.local") \
         if services is not None else None
     if blocked is not None:
@@ -678,7 +681,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
                                                                               "IfNotPresent"))
              for c in containers if config is not None and isinstance(c, Mapping)}
     failed = sorted(str(name) for name, err in pulls.items() if err is not None)
-    ready, reason, message = _readiness(body)
+    ready, reason, message = _readiness(body, judge_exec=configmaps is not None)
     if failed:
         ready, reason, message = False, "ContainersNotReady", f"containers with unready status: [{' '.join(failed)}]"
     flag = "True" if ready else "False"
