@@ -26,10 +26,12 @@ spec:
 {container}""" + SERVICE
 
 
-# The page's "My pod stays pending": no node takes it (a nodeSelector no node matches; resource requests are
-# not modelled by knetsim's scheduler).
+# The page's "My pod stays pending": no node takes it (a nodeSelector no node matches).
 PENDING = pod("    image: nginx:1.27\n", spec="  nodeSelector: {disktype: ssd}\n")
 PENDING_FIXED = pod("    image: nginx:1.27\n")
+# The page's first example: more CPU requested than any node has.
+TOO_BIG = pod("    image: nginx:1.27\n    resources: {requests: {cpu: \"100\"}}\n")
+TOO_BIG_FIXED = pod("    image: nginx:1.27\n    resources: {requests: {cpu: 100m}}\n")
 # "My pod stays waiting": an image that cannot be pulled (a typo in its name).
 IMAGE_TYPO = pod("    image: nignx:1.27\n")
 IMAGE_FIXED = pod("    image: nginx:1.27\n")
@@ -57,6 +59,8 @@ EXEC_PROBE = pod("    image: nginx:1.27\n    readinessProbe:\n      exec:\n     
 
 SCENARIOS = {
     "pending": (PENDING, PENDING_FIXED, "PodsUnschedulable", "scheduler", "Service default/app", "nodeSelector"),
+    "resources": (TOO_BIG, TOO_BIG_FIXED, "PodsUnschedulable", "scheduler", "Service default/app",
+                  "kubectl set resources pod/app -n default --requests=cpu=100m"),
     "image": (IMAGE_TYPO, IMAGE_FIXED, "ImagePullError", "kubelet", "Pod default/app",
               "kubectl set image pod/app -n default app=nginx:1.27"),
     "crashing": (CRASHING, CRASHING_FIXED, "ContainerExits", "kubelet", "Pod default/app", "sleep 3600"),
@@ -98,3 +102,10 @@ def test_an_exec_probe_offline_is_assumed_to_pass_and_said_so() -> None:
     assert len(caveat) == 1 and caveat[0].severity == "info" and caveat[0].subject == "Pod default/app"
     assert "runs `cat /tmp/healthy`" in caveat[0].message and "taken as Ready" in caveat[0].message
     assert "kubectl exec pod/app -n default -c app -- cat /tmp/healthy" in caveat[0].fix
+
+
+def test_a_pod_larger_than_every_node_is_pending_with_the_schedulers_words() -> None:
+    cluster = Cluster.from_yaml(TOO_BIG, strict=False)
+    finding = next(f for f in cluster.doctor().findings if f.code == "PodsUnschedulable")
+    assert "2 Insufficient cpu" in finding.message and "No preemption victims found" in finding.message
+    assert cluster.state.pods["default/app"].phase == "Pending"

@@ -30,7 +30,7 @@ from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
 from ..model.programs import probe_status, waited_names
 from . import rollout
-from .config import ClusterConfig
+from .config import ClusterConfig, cpu_millis
 from .images import pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -301,6 +301,27 @@ def feasible(spec: Mapping[str, Any], node: Node) -> bool:
 _TAINT_REASON = "node(s) had untolerated taint {{{key}: {value}}}"
 _AFFINITY_REASON = "node(s) didn't match Node's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
+INSUFFICIENT_CPU = "Insufficient cpu"
+
+
+def _millis(quantity: Any) -> int:
+    try:
+        return cpu_millis(str(quantity))
+    except ValueError:
+        return 0
+
+
+def requested_cpu(spec: Mapping[str, Any]) -> int:
+    """The pod's CPU request in millicores: its containers' requests (a limit alone is the request, as the API
+    server defaults it); init containers run one at a time, so the largest of them counts if it is larger."""
+    def one(c: Any) -> int:
+        resources = c.get("resources") if isinstance(c, Mapping) else None
+        if not isinstance(resources, Mapping):
+            return 0
+        value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
+        return _millis(value) if value is not None else 0
+    apps = sum(one(c) for c in spec.get("containers") or [])
+    return max([apps, *(one(c) for c in spec.get("initContainers") or [])])
 # Pods left Pending for one reason are noticed one by one up to this many, then counted (100,000 replicas on full
 # nodes are one line more, not 99,784 warnings).
 NOTICES_PER_SHAPE = 5
@@ -323,6 +344,10 @@ def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int) -> str 
             return _TAINT_REASON.format(key=taint.get("key", ""), value=taint.get("value", ""))
     if not feasible(spec, node):
         return _AFFINITY_REASON
+    wanted = requested_cpu(spec)
+    if wanted and node.allocatable_cpu and wanted > _millis(node.allocatable_cpu):
+        # NodeResourcesFit, for a pod larger than the node (the requests of the pods already there are not summed).
+        return INSUFFICIENT_CPU
     if pods_on_node >= max_pods(node):
         return TOO_MANY_PODS
     return None
@@ -337,7 +362,7 @@ def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int
     for node in nodes:
         reason = unfit_reason(spec, node, load.get(node.name, 0)) or TOO_MANY_PODS
         reasons[reason] = reasons.get(reason, 0) + 1
-        after = ("No preemption victims found for incoming pod" if reason == TOO_MANY_PODS
+        after = ("No preemption victims found for incoming pod" if reason in (TOO_MANY_PODS, INSUFFICIENT_CPU)
                  else "Preemption is not helpful for scheduling")
         preemption[after] = preemption.get(after, 0) + 1
 
@@ -407,10 +432,12 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             if shape not in heaps:
                 heaps[shape] = [(load[control_plane.name], order[control_plane.name], control_plane.name)]
         else:
-            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity")],
+            cpu = requested_cpu(spec)
+            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity"), cpu],
                                sort_keys=True)
             if shape not in heaps:
-                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)]
+                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)
+                                and not (cpu and n.allocatable_cpu and cpu > _millis(n.allocatable_cpu))]
                 heapq.heapify(heaps[shape])
         heap = heaps[shape]
         while heap and (heap[0][0] != load[heap[0][2]] or load[heap[0][2]] >= capacity[heap[0][2]]):
