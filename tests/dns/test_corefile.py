@@ -116,7 +116,7 @@ def test_forwarding_loop_with_the_loop_plugin_crash_loops():
     text = KUBEADM.replace("forward . /etc/resolv.conf", "forward . 127.0.0.1")
     broken = cluster_from(CLIENT + corefile_map(text))
     outage = coredns_of(broken.state).outage
-    assert outage is not None and outage.code == "CoreDNSForwardLoop" and "Loop (127.0.0.1 -> :53) detected" in \
+    assert outage is not None and outage.code == "CoreDNSForwardLoop" and "Loop (127.0.0.1:53 -> :53) detected" in \
         outage.message
     assert broken.dns("web", "default/client").outcome == "timeout"
     # Forwarding to kube-dns itself without the loop plugin: cluster names answer, the rest SERVFAIL.

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.doctor.scenarios import CLIENT, INIT_WAITS, NAME_LABEL, UNKNOWN, web  # noqa: E402
+from tests.doctor.test_debug_running_pods import CRASHING, EXEC_PROBE, SERVICE  # noqa: E402
 
 DOC = ROOT / "docs" / "doctor.md"
 ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
@@ -187,7 +188,19 @@ spec:
 SCENARIO_TEXTS = [web(300), web(3, image="nginx:1.277"), UNKNOWN, NAME_LABEL, SERVICE_BASE, INGRESSES]
 # After examples/: its selector typo is the better example of SelectorMatchesNothing. The env URL first: the DNS
 # checks report an init container's wait under a code of their own where they run.
-LATE_TEXTS = [CLIENT, INIT_WAITS]
+COREFILE = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data:
+  Corefile: |
+    .:53 {
+        kubernetes cluster.local in-addr.arpa ip6.arpa
+        forward . FORWARD
+        loop
+    }
+"""
+LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE,
+              COREFILE.replace("FORWARD", "127.0.0.1"), COREFILE.replace("FORWARD", "bogus.example")]
 
 
 @cache

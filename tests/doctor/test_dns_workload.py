@@ -244,7 +244,7 @@ def test_systemd_resolved_stub_on_the_node_is_a_forwarding_loop():
 
     broken = cluster_from(DNSUTILS, config=ClusterConfig(upstream_nameservers=("127.0.0.53",)))
     found = [f for f in errors(broken) if f.code == "CoreDNSForwardLoop"]
-    assert found and "Loop (127.0.0.1 -> :53) detected" in found[0].message
+    assert found and "Loop (127.0.0.1:53 -> :53) detected" in found[0].message
 
 
 def test_a_pod_looking_up_a_service_that_does_not_exist():

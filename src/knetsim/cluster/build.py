@@ -288,7 +288,9 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
     state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes))
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config,
-                                               frozenset((d.namespace, d.name) for d in by_kind.get("Service", []))))
+                                               frozenset((d.namespace, d.name) for d in by_kind.get("Service", [])),
+                                               {(d.namespace, d.name): d.body.get("data") or {}
+                                                for d in by_kind.get("ConfigMap", [])}))
     for body, source in pod_bodies:
         pod = Pod.parse(body, source)
         state.pods[pod.key] = pod

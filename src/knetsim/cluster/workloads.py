@@ -30,10 +30,11 @@ from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Node, Pod, parse_container, stable_uid
 from ..model.programs import probe_status, waited_names
 from . import rollout
-from .config import ClusterConfig
+from .config import ClusterConfig, cpu_millis
 from .images import pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
+from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status, exec_probe_verdict
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -300,6 +301,27 @@ def feasible(spec: Mapping[str, Any], node: Node) -> bool:
 _TAINT_REASON = "node(s) had untolerated taint {{{key}: {value}}}"
 _AFFINITY_REASON = "node(s) didn't match Node's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
+INSUFFICIENT_CPU = "Insufficient cpu"
+
+
+def _millis(quantity: Any) -> int:
+    try:
+        return cpu_millis(str(quantity))
+    except ValueError:
+        return 0
+
+
+def requested_cpu(spec: Mapping[str, Any]) -> int:
+    """The pod's CPU request in millicores: its containers' requests (a limit alone is the request, as the API
+    server defaults it); init containers run one at a time, so the largest of them counts if it is larger."""
+    def one(c: Any) -> int:
+        resources = c.get("resources") if isinstance(c, Mapping) else None
+        if not isinstance(resources, Mapping):
+            return 0
+        value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
+        return _millis(value) if value is not None else 0
+    apps = sum(one(c) for c in spec.get("containers") or [])
+    return max([apps, *(one(c) for c in spec.get("initContainers") or [])])
 # Pods left Pending for one reason are noticed one by one up to this many, then counted (100,000 replicas on full
 # nodes are one line more, not 99,784 warnings).
 NOTICES_PER_SHAPE = 5
@@ -322,6 +344,10 @@ def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int) -> str 
             return _TAINT_REASON.format(key=taint.get("key", ""), value=taint.get("value", ""))
     if not feasible(spec, node):
         return _AFFINITY_REASON
+    wanted = requested_cpu(spec)
+    if wanted and node.allocatable_cpu and wanted > _millis(node.allocatable_cpu):
+        # NodeResourcesFit, for a pod larger than the node (the requests of the pods already there are not summed).
+        return INSUFFICIENT_CPU
     if pods_on_node >= max_pods(node):
         return TOO_MANY_PODS
     return None
@@ -336,7 +362,7 @@ def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int
     for node in nodes:
         reason = unfit_reason(spec, node, load.get(node.name, 0)) or TOO_MANY_PODS
         reasons[reason] = reasons.get(reason, 0) + 1
-        after = ("No preemption victims found for incoming pod" if reason == TOO_MANY_PODS
+        after = ("No preemption victims found for incoming pod" if reason in (TOO_MANY_PODS, INSUFFICIENT_CPU)
                  else "Preemption is not helpful for scheduling")
         preemption[after] = preemption.get(after, 0) + 1
 
@@ -406,10 +432,12 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             if shape not in heaps:
                 heaps[shape] = [(load[control_plane.name], order[control_plane.name], control_plane.name)]
         else:
-            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity")],
+            cpu = requested_cpu(spec)
+            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity"), cpu],
                                sort_keys=True)
             if shape not in heaps:
-                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)]
+                heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)
+                                and not (cpu and n.allocatable_cpu and cpu > _millis(n.allocatable_cpu))]
                 heapq.heapify(heaps[shape])
         heap = heaps[shape]
         while heap and (heap[0][0] != load[heap[0][2]] or load[heap[0][2]] >= capacity[heap[0][2]]):
@@ -486,9 +514,11 @@ def _subject(body: Mapping[str, Any]) -> str:
 
 
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
-                          config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None) -> list[Notice]:
+                          config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None,
+                          configmaps: ConfigMaps | None = None) -> list[Notice]:
     """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs. ``services``:
-    the (namespace, name) of every Service, for init containers that wait for one."""
+    the (namespace, name) of every Service, for init containers that wait for one; ``configmaps``: their
+    data, for a CoreDNS whose Corefile keeps it from starting."""
     notices: list[Notice] = []
     node_by_name = {n.name: n for n in nodes}
     used: set[str] = set()
@@ -539,12 +569,13 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps)
     return notices
 
 
-def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
-    """(ready, reason, message) for a simulated pod, following knetsim's readiness rules."""
+def _readiness(body: Mapping[str, Any], judge_exec: bool = False) -> tuple[bool, str, str]:
+    """(ready, reason, message) for a simulated pod, following knetsim's readiness rules. ``judge_exec``: the
+    offline build judges exec probes (live, the kubelet's prober runs them and its results decide)."""
     meta = body.get("metadata") or {}
     if (meta.get("annotations") or {}).get(READY_ANNOTATION) == "false":
         return False, "ContainersNotReady", f"annotation {READY_ANNOTATION}=\"false\""
@@ -555,6 +586,13 @@ def _readiness(body: Mapping[str, Any]) -> tuple[bool, str, str]:
     for raw_container in (body.get("spec") or {}).get("containers") or []:
         container = parse_container(raw_container)
         probe = container.readiness_probe
+        if probe is not None and probe.action == "exec" and judge_exec and isinstance(raw_container, Mapping):
+            mounts = [str(m.get("mountPath") or "") for m in raw_container.get("volumeMounts") or []]
+            passes, output = exec_probe_verdict(raw_container, raw_container.get("readinessProbe") or {}, mounts)
+            if passes is False:
+                return False, "ContainersNotReady", (
+                    f"readiness probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}")
+            continue
         if probe is None or probe.action == "exec" or probe.port is None:
             continue
         port = probe.port
@@ -648,13 +686,16 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
 
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
-               services: frozenset[tuple[str, str]] | None = None) -> dict[str, Any]:
+               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None
+               ) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
     (``cluster.images``): a container whose image cannot be pulled waits (ErrImagePull,
     InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
-    its first pull attempt."""
+    its first pull attempt. ``configmaps`` (the offline build's ConfigMaps, even none) marks the offline build: a
+    CoreDNS whose Corefile keeps it from starting crash-loops and exec probes are judged here; live, the
+    kubelet runs both."""
     blocked = _init_blocked(body, services, config.cluster_domain if config else "cluster.local") \
         if services is not None else None
     if blocked is not None:
@@ -667,7 +708,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
                                                                               "IfNotPresent"))
              for c in containers if config is not None and isinstance(c, Mapping)}
     failed = sorted(str(name) for name, err in pulls.items() if err is not None)
-    ready, reason, message = _readiness(body)
+    ready, reason, message = _readiness(body, judge_exec=configmaps is not None)
     if failed:
         ready, reason, message = False, "ContainersNotReady", f"containers with unready status: [{' '.join(failed)}]"
     flag = "True" if ready else "False"
@@ -683,7 +724,9 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
             "waiting": {"reason": err.reason, "message": err.message}}
         return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": ready and err is None,
                 "started": err is None, "restartCount": 0, "state": state}
-    return {
+    crash = coredns_startup_error(body, configmaps, frozenset({config.dns_service_ip}), config.upstream_nameservers
+                                  ) if configmaps and config is not None and not failed else None
+    status = {
         "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
         "hostIPs": [{"ip": h} for h in host_ips or (host_ip,)],
@@ -699,3 +742,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         ],
         "containerStatuses": [container_status(c) for c in containers],
     }
+    if crash is not None:
+        meta = body.get("metadata") or {}
+        crash_loop_status(status, crash[0], str(meta.get("name")), str(meta.get("namespace") or "default"))
+    return status

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..model.corefile import startup_error
+from ..model.programs import image_repository
 from ..model.timestamps import parse_rfc3339
 from .naming import pod_template_hash
 
@@ -97,3 +99,99 @@ def stateful_set_status(sts: Mapping[str, Any], pods: list[Mapping[str, Any]]) -
                       (("readyReplicas", ready), ("currentReplicas", len(pods)), ("updatedReplicas", len(pods))))
     status.update(currentRevision=revision, updateRevision=revision, collisionCount=0, availableReplicas=ready)
     return status
+
+
+# --- a container that exits at start ---------------------------------------------------------------------
+
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, Any]]  # (namespace, name) -> data
+
+
+def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: frozenset[str],
+                          resolv_conf: tuple[str, ...]) -> tuple[str, str] | None:
+    """(container name, the line CoreDNS prints as it exits) for a CoreDNS container of ``pod`` whose
+    Corefile (the ``Corefile`` key of a ConfigMap volume of the pod, as the coredns Deployment mounts
+    ``kube-system/coredns``) keeps it from starting; None when it starts or knetsim cannot tell (no such
+    ConfigMap in the input: kubeadm's Corefile is assumed, which starts)."""
+    spec = pod.get("spec") or {}
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    text: str | None = None
+    for volume in spec.get("volumes") or []:
+        source = volume.get("configMap") if isinstance(volume, Mapping) else None
+        if isinstance(source, Mapping):
+            data = configmaps.get((namespace, str(source.get("name") or ""))) or {}
+            if isinstance(data, Mapping) and isinstance(data.get("Corefile"), str):
+                text = data["Corefile"]
+                break
+    if text is None:
+        # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); knetsim's
+        # built-in kube-system omits the volume, so the name is taken as kubeadm writes it.
+        data = configmaps.get((namespace, "coredns")) or {}
+        text = data.get("Corefile") if isinstance(data, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    for container in spec.get("containers") or []:
+        if isinstance(container, Mapping) and image_repository(str(container.get("image") or "")).endswith("coredns"):
+            error = startup_error(text, own, resolv_conf)
+            return (str(container.get("name")), error) if error else None
+    return None
+
+
+def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str) -> dict[str, Any]:
+    """``status`` (a Running pod's) with ``container`` exiting at start: waiting in CrashLoopBackOff after its
+    first restart (exit code 1), as ``kubectl get pods`` shows it, and the pod not Ready. The offline build has
+    no clock: one restart and the first back-off (10 s) stand for "it keeps crashing"."""
+    message = f"containers with unready status: [{container}]"
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady"):
+            condition.update(status="False", reason="ContainersNotReady", message=message)
+    for entry in status.get("containerStatuses") or []:
+        if entry.get("name") == container:
+            entry.update(ready=False, started=False, restartCount=1,
+                         state={"waiting": {"reason": "CrashLoopBackOff", "message": (
+                             f"back-off 10s restarting failed container={container} pod={pod_name}_{namespace}")}},
+                         lastState={"terminated": {"exitCode": 1, "reason": "Error"}})
+        else:
+            entry["ready"] = False
+    return status
+
+
+# --- exec probes ---------------------------------------------------------------------------------------------
+
+# The images whose files and tools the live kubelet's exec probe runs in (kubelet.kubelet.SHELL_IMAGES): elsewhere
+# it takes an exec probe as passing, and so does the offline build.
+EXEC_IMAGES = frozenset({"agnhost", "busybox", "alpine", "curl", "netshoot", "network-multitool", "ubuntu", "debian",
+                         "dnsutils", "jessie-dnsutils", "dnstools", "fedora", "centos", "toolbox"})
+
+
+def exec_probe_verdict(container: Mapping[str, Any], probe: Mapping[str, Any],
+                       volume_paths: Iterable[str] = ()) -> tuple[bool | None, str]:
+    """(passes, output) of an exec probe, as the live kubelet's run of it in the simulated shell ends; passes
+    None when knetsim cannot tell offline (the pod is then taken as Ready, and the doctor says so).
+
+    Judged: ``true``/``false``, and a file test (``cat F``, ``test -f F``, ``test -e F``, ``[ -f F ]``, ``ls F``)
+    of a path under ``/tmp`` (empty in these images) that no volume mounts and the container's own command does
+    not mention (the "touch /tmp/healthy" idiom of Kubernetes' liveness example: then it depends on time)."""
+    argv = [str(a) for a in ((probe.get("exec") or {}).get("command") or [])]
+    if image_repository(str(container.get("image") or "")) not in EXEC_IMAGES or not argv:
+        return None, ""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash") and argv[1] == "-c":
+        argv = argv[2].split()
+    program, rest = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if program == "true" and not rest:
+        return True, ""
+    if program == "false" and not rest:
+        return False, ""
+    path = ""
+    if program in ("cat", "ls") and len(rest) == 1:
+        path = rest[0]
+    elif program in ("test", "[") and len(rest) >= 2 and rest[0] in ("-f", "-e"):
+        path = rest[1]
+    if not path.startswith("/tmp/"):
+        return None, ""
+    own = " ".join(str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])])
+    if path in own or any(path.startswith(p.rstrip("/") + "/") for p in volume_paths if p.startswith("/tmp")):
+        return None, ""
+    # busybox's messages (container/applets.py): cat and ls say why, test says nothing.
+    output = {"cat": f"cat: can't open '{path}': No such file or directory\n",
+              "ls": f"ls: {path}: No such file or directory\n"}.get(program, "")
+    return False, output

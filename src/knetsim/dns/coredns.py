@@ -158,6 +158,10 @@ def coredns_of(state: ClusterState) -> CoreDNS:
         crash = _plugin_problems(state, corefile, pods, problems, failing)
         if crash is not None:
             problems.append(crash)
+    if any(p.code in ("CorefileInvalid", "CoreDNSForwardLoop") and p.effect == "all" for p in problems):
+        # The pods are not Ready because CoreDNS exits at start (the build gives them CrashLoopBackOff): the
+        # Corefile finding names the cause, a second one about readiness would only send the reader to logs.
+        problems = [p for p in problems if p.code != "CoreDNSNotReady"]
     return CoreDNS(corefile, source, explicit, replicas, len(pods), len(ready), tuple(problems), tuple(failing))
 
 
@@ -202,7 +206,7 @@ def _plugin_problems(state: ClusterState, corefile: Corefile, pods: list, proble
             if block.plugin("loop") is not None and crash is None:
                 crash = Problem(
                     "CoreDNSForwardLoop", f"ConfigMap {CONFIGMAP}",
-                    f'CoreDNS exits at start: plugin/loop: Loop (127.0.0.1 -> :53) detected for zone "{zone}" '
+                    f'CoreDNS exits at start: plugin/loop: Loop (127.0.0.1:53 -> :53) detected for zone "{zone}" '
                     f"(line {fwd.line}: forward to {where} sends queries back to CoreDNS itself). The pods "
                     "crash-loop and every DNS query times out",
                     f"forward to a resolver outside the cluster (e.g. `forward . /etc/resolv.conf` with a node "

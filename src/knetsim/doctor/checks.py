@@ -233,6 +233,10 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
                    f"{' '.join(owner.split(' ')[1:])}), add nodes, or raise maxPods (nodes / maxPods in the "
                    "cluster config)")
             patch = _scale_patch(state, [by_name[e.pod] for e in selected], [by_name[e.pod] for e in unscheduled])
+        elif "Insufficient cpu" in reason:
+            fix = ("the pods request more CPU than a node has (kubectl describe nodes: Allocatable cpu): lower "
+                   f"resources.requests.cpu (kubectl set resources {owner} --requests=cpu=100m), or add bigger "
+                   "nodes (nodes[].cpu in the cluster config)")
         else:
             fix = ("let a node take the pods: their nodeSelector, node affinity and tolerations must match a node "
                    "(kubectl get nodes --show-labels; kubectl describe node shows its taints)")

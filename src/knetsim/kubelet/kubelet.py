@@ -43,6 +43,7 @@ from ..apiserver.events import Recorder, involved
 from ..apiserver.store import Change, Write
 from ..cluster.images import pull_error
 from ..cluster.workloads import pod_status
+from ..cluster.workloadstatus import coredns_startup_error
 from ..container.accesslog import Served, container_for, log_line
 from ..container.cgroup import Cgroup, Killed
 from ..model.jsonvalue import json_copy
@@ -189,6 +190,7 @@ class Container:
         self.name = str(spec.get("name"))
         self.image = str(spec.get("image") or "")
         self.argv = argv  # None: a server, which runs until it is killed (a failing liveness probe)
+        self.exit_line: str | None = None  # set: the program prints it and exits 1 each time it starts
         self.tty, self.stdin, self.stdin_once = bool(spec.get("tty")), bool(spec.get("stdin")), \
             bool(spec.get("stdinOnce"))
         self.restart_policy = restart_policy
@@ -256,6 +258,10 @@ class Container:
 
     async def _command(self) -> int:
         assert self.proc is not None and self.argv is not None
+        if self.exit_line is not None:
+            # A program that exits at start (CoreDNS with a Corefile it refuses): its last words, exit code 1.
+            await self.err(self.exit_line + "\n")
+            return 1
         try:
             return await self.proc.run(self.argv)
         except Exception as exc:  # a tool bug must not leave the pod Running forever
@@ -681,11 +687,30 @@ class Kubelet:
 
     def _container(self, key: tuple[str, str], uid: str, spec_c: Mapping[str, Any], restarts: int) -> Container | None:
         argv = runnable(spec_c)
-        if argv is None and not schedules(spec_c):
-            return None  # a server without probes: nothing here ever changes its state
         stored = self.server.store.get(("Pod", key[0], key[1]))
+        exit_line = self._startup_error(stored.body, spec_c) if stored is not None else None
+        if argv is None and exit_line is None and not schedules(spec_c):
+            return None  # a server without probes: nothing here ever changes its state
         policy = str(((stored.body if stored else {}).get("spec") or {}).get("restartPolicy") or "Always")
-        return Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
+        if exit_line is not None:
+            argv = container_argv(spec_c) or [image_name(str(spec_c.get("image") or ""))]
+        c = Container(self, key[0], key[1], uid, spec_c, argv, policy, restarts)
+        c.exit_line = exit_line
+        return c
+
+    def _startup_error(self, pod: Mapping[str, Any], spec_c: Mapping[str, Any]) -> str | None:
+        """The line a CoreDNS container prints as it exits at start because of its Corefile (the ConfigMap
+        as the API server holds it now, so each restart reads the current one), or None."""
+        namespace = str(pod["metadata"].get("namespace") or "default")
+        names = {"coredns", *(str(v["configMap"].get("name") or "") for v in (pod.get("spec") or {}).get("volumes")
+                              or [] if isinstance(v, Mapping) and isinstance(v.get("configMap"), Mapping))}
+        configmaps = {(namespace, name): body.get("data") or {} for name in sorted(names)
+                      if (body := self.lookup("ConfigMap", namespace, name)) is not None}
+        one = dict(pod, spec=dict(pod.get("spec") or {}, containers=[spec_c]))
+        config = self.server.config
+        crash = coredns_startup_error(one, configmaps, frozenset({config.dns_service_ip}),
+                                      config.upstream_nameservers)
+        return crash[1] if crash else None
 
     # --- images -----------------------------------------------------------------------------
 

@@ -1,0 +1,111 @@
+"""Kubernetes' "Debug Running Pods" (kubernetes.io/docs/tasks/debug/debug-application/debug-running-pod/),
+restated as objects, broken and repaired: for each break the doctor names the layer, the object and a fix, and
+the repaired objects (the fix applied) give no such finding."""
+
+from __future__ import annotations
+
+import pytest
+
+from knetsim import Cluster
+
+SERVICE = """---
+apiVersion: v1
+kind: Service
+metadata: {name: app}
+spec: {selector: {app: app}, ports: [{port: 80}]}
+"""
+
+
+def pod(container: str, *, spec: str = "") -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata: {{name: app, labels: {{app: app}}}}
+spec:
+{spec}  containers:
+  - name: app
+{container}""" + SERVICE
+
+
+# The page's "My pod stays pending": no node takes it (a nodeSelector no node matches).
+PENDING = pod("    image: nginx:1.27\n", spec="  nodeSelector: {disktype: ssd}\n")
+PENDING_FIXED = pod("    image: nginx:1.27\n")
+# The page's first example: more CPU requested than any node has.
+TOO_BIG = pod("    image: nginx:1.27\n    resources: {requests: {cpu: \"100\"}}\n")
+TOO_BIG_FIXED = pod("    image: nginx:1.27\n    resources: {requests: {cpu: 100m}}\n")
+# "My pod stays waiting": an image that cannot be pulled (a typo in its name).
+IMAGE_TYPO = pod("    image: nignx:1.27\n")
+IMAGE_FIXED = pod("    image: nginx:1.27\n")
+# "My pod is crashing": a command that fails.
+CRASHING = pod('    image: busybox:1.36\n    command: ["sh", "-c", "echo starting; exit 1"]\n')
+CRASHING_FIXED = pod('    image: busybox:1.36\n    command: ["sh", "-c", "echo starting; sleep 3600"]\n')
+# A container whose command ends (`echo`): Completed, then restarted for ever.
+EXITS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: toolbox}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: toolbox}}
+  template:
+    metadata: {labels: {app: toolbox}}
+    spec:
+      containers:
+      - name: toolbox
+        image: busybox:1.36
+"""
+EXITS_FIXED = EXITS + '        command: ["sleep", "3600"]\n'
+EXITS += '        command: ["echo", "hello"]\n'
+# An exec probe knetsim cannot run offline: assumed to pass, and said so.
+EXEC_PROBE = pod("    image: nginx:1.27\n    readinessProbe:\n      exec:\n        command: [cat, /tmp/healthy]\n")
+
+SCENARIOS = {
+    "pending": (PENDING, PENDING_FIXED, "PodsUnschedulable", "scheduler", "Service default/app", "nodeSelector"),
+    "resources": (TOO_BIG, TOO_BIG_FIXED, "PodsUnschedulable", "scheduler", "Service default/app",
+                  "kubectl set resources pod/app -n default --requests=cpu=100m"),
+    "image": (IMAGE_TYPO, IMAGE_FIXED, "ImagePullError", "kubelet", "Pod default/app",
+              "kubectl set image pod/app -n default app=nginx:1.27"),
+    "crashing": (CRASHING, CRASHING_FIXED, "ContainerExits", "kubelet", "Pod default/app", "sleep 3600"),
+    "exits": (EXITS, EXITS_FIXED, "ContainerExits", "kubelet", "Deployment default/toolbox",
+              "kubectl logs deployment/toolbox -n default -c toolbox --previous"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_break_is_named_and_the_repair_clears_it(name: str) -> None:
+    broken, fixed, code, layer, subject, fix = SCENARIOS[name]
+    found = [f for f in Cluster.from_yaml(broken).doctor().findings if f.code == code]
+    assert found, [f.code for f in Cluster.from_yaml(broken).doctor().findings]
+    assert (found[0].layer, found[0].subject, found[0].severity) == (layer, subject, "error")
+    assert fix in found[0].fix, found[0].fix
+    after = Cluster.from_yaml(fixed).doctor().findings
+    assert not [f for f in after if f.severity == "error"], [(f.code, f.message) for f in after]
+
+
+def test_the_exit_code_and_what_runs_are_named() -> None:
+    finding = next(f for f in Cluster.from_yaml(CRASHING).doctor().findings if f.code == "ContainerExits")
+    assert "runs `sh -c 'echo starting; exit 1'`, which exits with code 1 (Error)" in finding.message
+    grouped = next(f for f in Cluster.from_yaml(EXITS).doctor().findings if f.code == "ContainerExits")
+    assert grouped.message.startswith("2 pods of Deployment default/toolbox")
+    assert "runs `echo hello`, which exits with code 0 (Completed)" in grouped.message
+
+
+def test_a_pod_that_runs_its_task_once_is_not_crashing() -> None:
+    once = CRASHING.replace("spec:\n", "spec:\n  restartPolicy: Never\n", 1)
+    assert "ContainerExits" not in [f.code for f in Cluster.from_yaml(once).doctor().findings]
+    interactive = pod("    image: busybox:1.36\n    stdin: true\n    tty: true\n")
+    assert "ContainerExits" not in [f.code for f in Cluster.from_yaml(interactive).doctor().findings]
+
+
+def test_an_exec_probe_offline_is_assumed_to_pass_and_said_so() -> None:
+    cluster = Cluster.from_yaml(EXEC_PROBE)
+    assert cluster.state.pods["default/app"].ready
+    caveat = [f for f in cluster.doctor().findings if f.code == "ExecProbeNotJudged"]
+    assert len(caveat) == 1 and caveat[0].severity == "info" and caveat[0].subject == "Pod default/app"
+    assert "runs `cat /tmp/healthy`" in caveat[0].message and "taken as Ready" in caveat[0].message
+    assert "kubectl exec pod/app -n default -c app -- cat /tmp/healthy" in caveat[0].fix
+
+
+def test_a_pod_larger_than_every_node_is_pending_with_the_schedulers_words() -> None:
+    cluster = Cluster.from_yaml(TOO_BIG, strict=False)
+    finding = next(f for f in cluster.doctor().findings if f.code == "PodsUnschedulable")
+    assert "2 Insufficient cpu" in finding.message and "No preemption victims found" in finding.message
+    assert cluster.state.pods["default/app"].phase == "Pending"
