@@ -460,14 +460,18 @@ def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: End
                 rules = [(rule.action, rule_set(index, policy, rule, src, dst, ctx))
                          for rule in policy.rules(direction) if rule.action != LOG]
             for action, matched in rules:
-                hit = matched - taken
-                if not hit:
+                # The set algebra is most of a matrix's time: a rule that matches nothing, or the first that
+                # matches (nothing taken yet), costs no complement.
+                if matched.is_empty:
+                    continue
+                hit = matched if taken.is_empty else matched - taken
+                if hit.is_empty:
                     continue
                 if action == ALLOW:
                     accepted = accepted | hit
                 if action in (ALLOW, DENY):
                     decided = decided | hit
-                taken = taken | hit
+                taken = hit if taken.is_empty else taken | hit
         if tier.default_action == DENY:
             decided = decided | ~taken
         out.append((accepted, decided))
