@@ -17,6 +17,10 @@ inside a team of namespaces so the answer grows linearly with the cluster, as be
 explains.
 
 Target (2-core machine, issue 30 "Done means"): < 3 s and < 500 MB for 10,000 pods.
+Measured 2026-12-06 (shared machine, CPU time): 15.1 s / 436 MB before the Calico work of that day
+(pods grouped by address piece, egress first, candidate policies by namespace and required label), 8.6 s /
+437 MB after. The rest is the pair-by-pair set algebra (policy/ports.py, tiers.combine): reaching 3 s
+needs the Calico tiers vectorised over classes as the Kubernetes tiers are (policy/matrix.py).
 """
 
 from __future__ import annotations
