@@ -120,9 +120,15 @@ def lint(filenames: tuple[str, ...], namespace: str | None, cluster_config: str 
               help="ClusterNetworkPolicies of this tier instead of NetworkPolicies.")
 @click.option("--priority", type=click.IntRange(0, 1000), default=50, show_default=True,
               help="The ClusterNetworkPolicies' priority (with --tier).")
+@click.option("--format", "dialect", type=click.Choice(["kubernetes", "calico", "cilium", "antrea"],
+                                                       case_sensitive=False),
+              default="kubernetes", show_default=True,
+              help="The policies' kind: Kubernetes NetworkPolicy, or the CNI's own (Calico NetworkPolicy, "
+                   "CiliumNetworkPolicy, Antrea NetworkPolicy), proven under that CNI.")
 @output_option("text", "yaml", "json")
 def generate(filenames: tuple[str, ...], namespace: str | None, cluster_config: str | None, flows: tuple[str, ...],
-             declared: str | None, include_dropped: bool, tier: str | None, priority: int, output: str) -> None:
+             declared: str | None, include_dropped: bool, tier: str | None, priority: int, dialect: str,
+             output: str) -> None:
     """Least-privilege policies from observed traffic, proven against it.
 
     One NetworkPolicy per workload of the namespaces the connections touch (or -n), allowing
@@ -135,19 +141,24 @@ def generate(filenames: tuple[str, ...], namespace: str | None, cluster_config: 
     from ..policy.generate import GenerateError
 
     cluster = load_cluster(filenames, namespace, cluster_config)
+    dialect = dialect.lower()
+    if dialect != "kubernetes" and tier:
+        _input_error(GenerateError(f"--tier writes ClusterNetworkPolicies, --format {dialect} the CNI's own kind: "
+                                   "give one of them"))
     try:
         observed, source = _observed(cluster, flows, declared, include_dropped)
         from ..policy.generate import generate as make
 
         made = make(cluster.state, observed, namespaces=[namespace] if namespace else None,
-                    tier=tier.capitalize() if tier else None, priority=priority, source=source)
+                    tier=tier.capitalize() if tier else None, priority=priority, source=source,
+                    dialect=dialect)
     except GenerateError as exc:
         _input_error(exc)
         return
     if not made.policies:
         _input_error(GenerateError("no workload to write a policy for: the connections touch only the system's "
                                    "own pods (give -n NAMESPACE to lock one down anyway)"))
-    proof, changes = _prove(cluster, made, tier is not None)
+    proof, changes = _prove(cluster, made, tier is not None or dialect != "kubernetes")
     if output == "json":
         emit({"policies": made.policies, "notes": made.notes, "proof": proof.to_dict(),
               "diff": changes.to_dict()}, "json")
@@ -246,13 +257,18 @@ def _prove(cluster: Any, made: Any, tiered: bool) -> tuple[Any, Any]:
     from ..policy.generate import prove
 
     policy_kinds = ("NetworkPolicy", "CiliumNetworkPolicy", "ClusterNetworkPolicy", "AdminNetworkPolicy",
-                    "BaselineAdminNetworkPolicy")
+                    "BaselineAdminNetworkPolicy", "CiliumClusterwideNetworkPolicy", "GlobalNetworkPolicy")
     generated = [Document(Source(GENERATED, i + 1), body) for i, body in enumerate(made.policies)]
     scope = {w.split("/", 1)[0] for w in made.workloads}
     alone = [d for d in cluster.documents if d.kind not in policy_kinds] + generated
     after = [d for d in cluster.documents
              if tiered or not (d.kind == "NetworkPolicy" and (d.namespace or cluster.namespace) in scope)] + generated
     config = cluster.state.config
+    if made.dialect != "kubernetes":
+        import dataclasses
+
+        # The proof holds in the dialect: the generated set evaluated by that CNI's own engine.
+        config = dataclasses.replace(config, cni=made.dialect)
     proof = prove(Cluster.from_documents(alone, namespace=cluster.namespace, config=config, strict=False).state,
                   made)
     applied = Cluster.from_documents(after, namespace=cluster.namespace, config=config, strict=False)

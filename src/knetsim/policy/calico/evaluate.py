@@ -24,6 +24,7 @@ rule), ``tier_sets`` for every port at once (``(accepted, decided)`` per tier, f
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ from .model import (
     NetworkSet,
     PortSpec,
 )
+from .selector import AND as SELECTOR_AND
+from .selector import EQ as SELECTOR_EQ
 
 CALICO_NAMESPACE = "projectcalico.org/namespace"
 CALICO_ORCHESTRATOR = "projectcalico.org/orchestrator"
@@ -73,6 +76,7 @@ class CalicoIndex:
     namespace_labels: Callable[[str], Mapping[str, str]] | None = None
     _pod_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
     _applicable: dict[tuple[str, str, str], list[CalicoPolicy]] = field(default_factory=dict)
+    _candidates: dict[tuple[str, str], _Candidates] = field(default_factory=dict)
 
     def pod_labels(self, pod: Any) -> Mapping[str, str]:
         found = self._pod_labels.get(pod.key)
@@ -139,6 +143,54 @@ def _namespace_labels(ctx: MatchContext, namespace: str) -> Mapping[str, str]:
     return {**ctx.namespace_labels(namespace), CALICO_NAME: namespace}
 
 
+@dataclass
+class _Candidates:
+    """A tier's policies for one direction, bucketed by what a pod must have to be selected, so a pod is tested
+    against the few that could select it rather than all of them (1,000 policies x 10,000 pods otherwise):
+    a namespaced policy by its namespace, a global one by a ``label == 'value'`` its selector requires (a
+    top-level term, or one of a top-level ``&&``), the rest tested for every pod. Positions keep the order."""
+
+    anywhere: list[tuple[int, CalicoPolicy]]
+    by_namespace: dict[str, list[tuple[int, CalicoPolicy]]]
+    by_label: dict[tuple[str, str], list[tuple[int, CalicoPolicy]]]
+
+    def of(self, namespace: str, labels: Mapping[str, str]) -> list[CalicoPolicy]:
+        found = [*self.anywhere, *self.by_namespace.get(namespace, ())]
+        for item in labels.items():
+            found += self.by_label.get(item, ())
+        found.sort(key=lambda pair: pair[0])
+        return [p for _, p in found]
+
+
+def _required_label(selector: Any) -> tuple[str, str] | None:
+    if selector is None:
+        return None
+    terms = selector.operands if selector.op == SELECTOR_AND else (selector,)
+    for term in terms:
+        if term.op == SELECTOR_EQ and term.label:
+            return (term.label, term.values[0])
+    return None
+
+
+def _candidates(index: CalicoIndex, tier: str, direction: str) -> _Candidates:
+    found = index._candidates.get((tier, direction))
+    if found is None:
+        found = _Candidates([], {}, {})
+        for position, policy in enumerate(index.policies.get(tier, ())):
+            if not policy.applies(direction):
+                continue
+            entry = (position, policy)
+            required = _required_label(policy.selector) if policy.k8s is None else None
+            if policy.k8s is not None or policy.namespace:
+                found.by_namespace.setdefault(policy.namespace, []).append(entry)
+            elif required is not None:
+                found.by_label.setdefault(required, []).append(entry)
+            else:
+                found.anywhere.append(entry)
+        index._candidates[(tier, direction)] = found
+    return found
+
+
 def applicable(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, ctx: MatchContext
                ) -> list[CalicoPolicy]:
     """The tier's policies that select ``pod`` for ``direction``, in order (asked once per pod: the matrix asks
@@ -146,18 +198,24 @@ def applicable(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, c
     key = (tier.name, pod.key, direction)
     found = index._applicable.get(key)
     if found is None:
-        found = index._applicable[key] = [p for p in index.policies.get(tier.name, ())
-                                          if selects(index, p, pod, direction, ctx)]
+        candidates = _candidates(index, tier.name, direction).of(pod.namespace, index.pod_labels(pod))
+        found = index._applicable[key] = [p for p in candidates if selects(index, p, pod, direction, ctx)]
     return found
 
 
 # --- matching a rule ------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=65536)
+def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    # Parsed once per address: a matrix asks for the same pods' addresses for every pair.
+    return ipaddress.ip_address(ip)
+
+
 def _in_nets(ip: str, nets: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
     if not ip:
         return False
-    address = ipaddress.ip_address(ip)
+    address = _address(ip)
     return any(address.version == n.version and address in n for n in nets)
 
 
@@ -460,14 +518,18 @@ def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: End
                 rules = [(rule.action, rule_set(index, policy, rule, src, dst, ctx))
                          for rule in policy.rules(direction) if rule.action != LOG]
             for action, matched in rules:
-                hit = matched - taken
-                if not hit:
+                # The set algebra is most of a matrix's time: a rule that matches nothing, or the first that
+                # matches (nothing taken yet), costs no complement.
+                if matched.is_empty:
+                    continue
+                hit = matched if taken.is_empty else matched - taken
+                if hit.is_empty:
                     continue
                 if action == ALLOW:
                     accepted = accepted | hit
                 if action in (ALLOW, DENY):
                     decided = decided | hit
-                taken = taken | hit
+                taken = hit if taken.is_empty else taken | hit
         if tier.default_action == DENY:
             decided = decided | ~taken
         out.append((accepted, decided))
