@@ -498,7 +498,7 @@ def commit_batch(store: Store, writes: Iterable[Write], meta: Mapping[str, str] 
     """The in-process writers' path into the store (kube-controller-manager's clients, without the HTTP
     hop): ``writes`` and bookkeeping ``meta`` in one transaction. ``durable=False`` (the controllers')
     leaves the disk write for the next flush, which their batching exists for; such writes are counted
-    for the loop guard. ``by`` names the writer, for a refused status write's log line.
+    for the loop guard. ``by`` names the writer in the registry logger's debug lines (who wrote what).
 
     What the writes are was decided by the helpers beside this one, which apply the rules a client's
     request meets: ``deletion`` and ``finalizer_done`` (the delete path), ``status_write`` (the kind's
@@ -507,6 +507,9 @@ def commit_batch(store: Store, writes: Iterable[Write], meta: Mapping[str, str] 
     writes = list(writes)
     if not writes and not meta:
         return []
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s writes %s", by, ", ".join(f"{'-' if w.body is None else ''}{w.key[0]} {w.key[1]}/{w.key[2]}"
+                                             for w in writes))
     return store.commit(writes, dict(meta) if meta else None, durable=durable)
 
 
