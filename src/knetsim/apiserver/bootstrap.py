@@ -23,7 +23,7 @@ from ..model.admission import FieldValidation
 from ..model.jsonvalue import json_copy
 from ..model.strategy import apply_defaults
 from .customresources import builtin_writes
-from .registry import Registry, Target, WriteOptions, storage_version
+from .registry import Registry, Target, WriteOptions, commit_batch, storage_version
 from .resources import BY_KIND
 from .store import Stored, Write
 
@@ -60,12 +60,12 @@ def bootstrap(registry: Registry, phase: int) -> None:
         # Each in turn, so a later one sees the earlier (a namespace exists, a ClusterIP is held); one
         # transaction on disk for all of them (the controllers' batching).
         prepared = registry.prepare_create(Target(r, namespace, "", ""), json_copy(body), SYSTEM)
-        store.commit([prepared.write], durable=False)
+        commit_batch(store, [prepared.write], by="bootstrap")
         prepared.finish(committed=True)
     if phase == PHASES[0]:  # the control plane serves the custom kinds' CRDs from the start
         writes.extend(builtin_writes(store, registry.clock()))
     if writes:
-        store.commit(writes, durable=False)
+        commit_batch(store, writes, by="bootstrap")
     store.flush()
 
 

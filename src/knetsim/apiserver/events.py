@@ -15,6 +15,7 @@ from typing import Any
 
 from ..model.jsonvalue import json_copy
 from ..model.timestamps import now_rfc3339, parse_rfc3339
+from .registry import commit_batch
 from .store import Write
 
 
@@ -90,12 +91,13 @@ class Recorder:
                 body = json_copy(stored.body)
                 body["count"] = int(body.get("count") or 1) + 1
                 body["lastTimestamp"] = now
-                self.store.commit([Write(previous[0], body, "controller")])
+                commit_batch(self.store, [Write(previous[0], body, "controller")], by=self.component,
+                             durable=True)
                 self.seen[key] = (previous[0], previous[1])
                 return
         names = EventNames(now, self.store.meta)
         write = make_event(names, involved_ref, reason, message, self.component, now, host=host, type_=type_)
-        self.store.commit([write], {"eventseq": str(names.count)})
+        commit_batch(self.store, [write], {"eventseq": str(names.count)}, by=self.component, durable=True)
         self.seen[key] = (write.key, clock)
 
     def forget(self, uid: str) -> None:

@@ -28,7 +28,7 @@ from ..model import admission
 from ..model.admission import AdmissionError, FieldValidation
 from ..model.jsonvalue import json_copy
 from .events import EventNames, make_event
-from .registry import Registry
+from .registry import Registry, commit_batch
 from .resources import BY_KIND
 from .shape import shape_error
 from .store import Key, Write
@@ -126,5 +126,6 @@ def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
         events.append(make_event(names, involved, "Quarantined", f"{kind} {namespace + '/' if namespace else ''}"
                                  f"{name} was not served: {reason}"[:1024], "knetsim-apiserver", now,
                                  type_="Warning"))
-    store.commit([*rewrites, *events], {ADMISSION_MARK: admission_version(), "eventseq": str(names.count)})
+    commit_batch(store, [*rewrites, *events], {ADMISSION_MARK: admission_version(), "eventseq": str(names.count)},
+                 by="recheck", durable=True)
     return quarantined

@@ -7,6 +7,9 @@
             finalize) and ValidateUpdate; an object being deleted whose last finalizer goes is deleted
     scale:  /scale's replicas become the object's own update
     delete: preconditions ─ now, or marked (deletionTimestamp) until its finalizers are done
+    batch:  the server's own writers in process (controllers, kubelet, events, bootstrap, recheck):
+            ``commit_batch``, one transaction, not flushed at once; a ``/status`` write among them
+            (``status_write``) is taken by the kind's status strategy and validated first
 
 What differs per kind is its strategy (``model.strategy``, ``registry/*/strategy.go`` upstream), the
 same the offline loader and the start-up recheck run through ``model.admission``; what a kind's REST
@@ -17,8 +20,9 @@ emptying a namespace the namespace controller's.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -38,7 +42,9 @@ from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
 from .resources import BY_KIND, Resource
-from .store import Key, Store, Stored, Write
+from .store import Change, Key, Store, Stored, Write
+
+log = logging.getLogger(__name__)
 
 SYSTEM_METADATA = ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink")
 
@@ -487,6 +493,45 @@ class Registry:
 # How the generic store words AlreadyExists for a name whose object is still being deleted.
 BEING_DELETED = "object is being deleted: "
 ORPHAN_FINALIZER = "orphan"
+def commit_batch(store: Store, writes: Iterable[Write], meta: Mapping[str, str] | None = None, *, by: str,
+                 durable: bool = False) -> list[Change]:
+    """The in-process writers' path into the store (kube-controller-manager's clients, without the HTTP
+    hop): ``writes`` and bookkeeping ``meta`` in one transaction. ``durable=False`` (the controllers')
+    leaves the disk write for the next flush, which their batching exists for; such writes are counted
+    for the loop guard. ``by`` names the writer in the registry logger's debug lines (who wrote what).
+
+    What the writes are was decided by the helpers beside this one, which apply the rules a client's
+    request meets: ``deletion`` and ``finalizer_done`` (the delete path), ``status_write`` (the kind's
+    status strategy and validation). Every ``store.commit`` outside the store is in this module
+    (``tests/test_writes_through_registry.py`` holds that)."""
+    writes = list(writes)
+    if not writes and not meta:
+        return []
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s writes %s", by, ", ".join(f"{'-' if w.body is None else ''}{w.key[0]} {w.key[1]}/{w.key[2]}"
+                                             for w in writes))
+    return store.commit(writes, dict(meta) if meta else None, durable=durable)
+
+
+def status_write(stored: Stored, key: Key, new: dict[str, Any], *, by: str) -> Write | None:
+    """A ``/status`` write of ``new`` over ``stored``, as kube-apiserver's status strategy takes it: only
+    the status (and what the kind's status may carry in metadata) comes from ``new``, then the kind's
+    update validation runs for the status subresource. None: nothing changes, or the write is refused
+    (logged, naming the writer and the fields; the API server would answer 422 and the writer retry)."""
+    r = BY_KIND.get(key[0])
+    if r is None:
+        return Write(key, new, stored.managed)  # a kind without a strategy here: stored as written
+    sub = admission.strategy(kind_of(r)).subresource_update("status")
+    taken = sub.take(new, stored.body) if sub is not None else new
+    if _same_object(taken, stored.body):
+        return None
+    errors = admission.validation_errors(taken, kind_of(r), stored.body, "status")  # with the status rules
+    if errors:
+        log.error("%s: status of %s %s/%s refused: %s", by, *key, "; ".join(str(e) for e in errors))
+        return None
+    return Write(key, taken, stored.managed)
+
+
 FOREGROUND_FINALIZER = "foregroundDeletion"
 NAMESPACE_FINALIZER = "kubernetes"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..apiserver.events import EventNames, involved, make_event
-from ..apiserver.registry import Registry, deletion, finalizer_done
+from ..apiserver.registry import Registry, commit_batch, deletion, finalizer_done
 from ..apiserver.store import Change, Key, Store, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
@@ -157,5 +157,5 @@ class Batch:
         if self._names is not None and self._names.count != self._start:
             self.meta["eventseq"] = str(self._names.count)
         if self.writes or self.meta:
-            self.store.commit(self.writes, self.meta, durable=False)
+            commit_batch(self.store, self.writes, self.meta, by="controller", durable=False)
         self.writes, self.meta, self._names = [], {}, None

@@ -18,7 +18,10 @@ object changes.
 An object of the wrong shape (a ``spec`` that is a string: what an older store or a gap in admission
 may hold) is this boundary's to catch, once: it is left out of the indexes and of the typed views
 (``unreadable`` names it, with why), and a line in the log says so; the controllers and the
-ClusterState never see it, and the API still serves it as it is.
+ClusterState never see it, and the API still serves it as it is. A built-in kind with Go types is not
+checked again here: every write of one goes through the registry, whose decoder is the same check, and
+a store from another version is rechecked at start (``apiserver.recheck``); the check stays for custom
+kinds and kinds knetsim has no types for.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from typing import Any
 
+from ..apiserver.registry import kind_of
+from ..apiserver.resources import BY_KIND
 from ..apiserver.shape import shape_error
 from ..apiserver.store import Change, Key, Store
 from ..cluster.state import WORKLOAD_KINDS
@@ -40,6 +46,14 @@ log = logging.getLogger("knetsim.controllers")
 SHAPE_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError)  # a reader meets the wrong type
 API_SOURCE = Source("<api>", 1)
 SELECTED = ("Pod", "ReplicaSet", "EndpointSlice")
+
+
+@cache
+def decoded_at_admission(kind: str) -> bool:
+    """Does the registry decode every write of ``kind`` into its Go types (a built-in kind, not a CRD's)?
+    Then its shape was checked where it was written, by the check ``shape_error`` would repeat."""
+    r = BY_KIND.get(kind)
+    return r is not None and not r.crd and kind_of(r).definition is not None
 SELECTING = ("Service", *WORKLOAD_KINDS)
 
 
@@ -111,10 +125,10 @@ class Informer:
 
     def _add(self, key: Key, body: Mapping[str, Any]) -> None:
         stored = self.store.objects.get(key)
-        if stored is None or stored.managed == "user":
-            # What a client wrote passed admission, which may not check every type of every kind (a store
-            # from another version was rechecked at start): its shape is checked once here. The
-            # controllers' own objects are knetsim's making.
+        if (stored is None or stored.managed == "user") and not decoded_at_admission(key[0]):
+            # What a client wrote passed admission, which checks the types of built-in kinds only (a store
+            # from another version was rechecked at start): a custom or untyped kind's shape is checked
+            # once here. The controllers' own objects are knetsim's making.
             problem = shape_error(key[0], body)
             if problem is not None:
                 self.left_out(key, problem)

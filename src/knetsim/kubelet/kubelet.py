@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..apiserver.events import Recorder, involved
-from ..apiserver.store import Change, Write
+from ..apiserver.registry import commit_batch, status_write
+from ..apiserver.store import Change
 from ..cluster.images import pull_error
 from ..cluster.workloads import pod_status
 from ..cluster.workloadstatus import coredns_startup_error
@@ -614,7 +615,9 @@ class Kubelet:
         complete(pod, status)
         stamp_conditions(status, old, now_rfc3339())
         new = {**pod, "metadata": dict(pod["metadata"]), "status": status}
-        self.server.store.commit([Write(("Pod", key[0], key[1]), new, stored.managed)])
+        write = status_write(stored, ("Pod", key[0], key[1]), new, by="kubelet")
+        if write is not None:
+            commit_batch(self.server.store, [write], by="kubelet", durable=True)
         waiting = {cs.get("name") for cs in status.get("containerStatuses") or []
                    if "waiting" in (cs.get("state") or {})}
         for spec_c in pod["spec"].get("containers") or []:

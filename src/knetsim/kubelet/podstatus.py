@@ -17,14 +17,14 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..apiserver.store import Write
+from ..apiserver.registry import commit_batch, status_write
 from ..cluster import workloads as core_workloads
 from ..model.jsonvalue import json_copy
 from ..model.timestamps import now_rfc3339
 from . import initcontainers
 
 if TYPE_CHECKING:
-    from ..apiserver.store import Store
+    from ..apiserver.store import Key, Store, Stored
 
 
 def apply_phase(status: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -237,7 +237,7 @@ class PodStatusWriter:
         if "running" in state or "terminated" in state:
             entry["containerID"] = container_id
         if new != stored.body:
-            self.store.commit([Write(key, new, stored.managed)])
+            self._write_status(stored, key, new)
 
     def container_state(self, namespace: str, pod: str, uid: str, container: str, state: dict[str, Any],
                         last_state: dict[str, Any] | None = None, restarts: int | None = None,
@@ -286,7 +286,14 @@ class PodStatusWriter:
         if status != stored.body.get("status"):
             new = json_copy(stored.body)
             new["status"] = status
-            self.store.commit([Write(key, new, stored.managed)])
+            self._write_status(stored, key, new)
+
+    def _write_status(self, stored: Stored, key: Key, new: dict[str, Any]) -> None:
+        """Through the registry's status path, as the kubelet's PATCH of pods/status would go: flushed at
+        once (a pod's state is what a user waits on after a restart)."""
+        write = status_write(stored, key, new, by="kubelet")
+        if write is not None:
+            commit_batch(self.store, [write], by="kubelet", durable=True)
 
 
 def _keep_explanation(status: dict[str, Any], core: Mapping[str, Any]) -> None:
