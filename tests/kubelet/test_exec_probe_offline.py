@@ -1,13 +1,10 @@
 """Exec probes offline judged as the live kubelet's run of them in the simulated shell ends: a file test of a path
 nothing creates fails (the pod is not Ready, busybox's message says why), a command knetsim cannot judge offline is
-taken as passing and the doctor says so. The live half checks the kubelet agrees."""
+taken as passing and the doctor says so. test_exec_probe_live.py checks the live kubelet agrees."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from tests.e2e.conftest import KUBECTL, Cluster, start, stop, wait_for
 from tests.helpers import knetsim as run
 
 from knetsim import Cluster as Offline
@@ -61,27 +58,3 @@ def test_true_passes_without_a_caveat() -> None:
     cluster = Offline.from_yaml(ALWAYS)
     assert cluster.state.pods["default/always"].ready
     assert "ExecProbeNotJudged" not in [f.code for f in cluster.doctor().findings]
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
-    cluster = start(tmp_path_factory.mktemp("execprobe"))
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
-
-
-@pytest.mark.live
-def test_the_live_kubelet_agrees(live: Cluster) -> None:
-    live.kubectl("apply", "-f", "-", input="---\n".join([MISSING_FILE, ALWAYS]))
-
-    def ready(name: str) -> str:
-        return live.kubectl("get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].ready}").stdout
-
-    assert wait_for(lambda: ready("always") == "true", timeout=30)
-    assert wait_for(lambda: "can't open '/tmp/healthy'" in live.kubectl("describe", "pod", "nofile").stdout,
-                    timeout=30)
-    assert ready("nofile") == "false"
