@@ -9,6 +9,7 @@ import pytest
 
 from knetsim import printers
 from knetsim.apiserver import patch, proto
+from knetsim.model.jsonvalue import merge_patch
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (119, "119s"), (125, "2m5s"), (600, "10m"),
@@ -31,7 +32,7 @@ def test_strategic_merge_by_key_with_delete_and_order() -> None:
 
 
 def test_merge_and_json_patch() -> None:
-    assert patch.merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
+    assert merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
     doc = {"metadata": {"labels": {"x": "1"}}, "l": [1, 2]}
     out = patch.json_patch(doc, [{"op": "add", "path": "/metadata/labels/y", "value": "2"},
                                  {"op": "remove", "path": "/l/0"}, {"op": "test", "path": "/l/0", "value": 2}])

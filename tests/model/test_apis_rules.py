@@ -31,24 +31,12 @@ from knetsim.model import cel
 from knetsim.model import crd as crds
 from knetsim.model.apis import catalog
 from knetsim.model.apis.generate import custom_resource_definition
+from knetsim.model.jsonvalue import merge_patch
 
 from .. import upstream
 
 CASES = Path(__file__).resolve().parent.parent / "data" / "api-rules"
 BLOCKED = "<nil>: Invalid value: null: some validation rules were not checked"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge key by key, null deletes, anything else (lists too) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 @dataclass(frozen=True)

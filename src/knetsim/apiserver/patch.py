@@ -19,21 +19,6 @@ class PatchError(ValueError):
     """A patch that cannot be applied (HTTP 422 or 400, as the API server answers)."""
 
 
-# --- JSON merge patch ------------------------------------------------------------------
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
-
-
 # --- JSON patch --------------------------------------------------------------------------
 
 

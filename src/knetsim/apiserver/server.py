@@ -27,6 +27,7 @@ from aiohttp import web
 
 from ..cluster.config import ClusterConfig
 from ..model import versions
+from ..model.jsonvalue import merge_patch
 from ..model.labels import Selector
 from ..model.loader import InputTooHostile, load_yaml_documents, loads_json_bounded
 from ..model.schema import GoNumber, json_object_pairs
@@ -629,7 +630,7 @@ class ApiServer:
             if ctype == "application/json-patch+json":
                 result = patch.json_patch(base, doc)
             elif ctype == "application/merge-patch+json":
-                result = patch.merge_patch(base, doc)
+                result = merge_patch(base, doc)
             elif ctype == "application/strategic-merge-patch+json" and r.crd:
                 # Custom resources have no patch strategies: kube-apiserver refuses the media type.
                 raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "

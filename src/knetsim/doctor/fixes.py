@@ -19,7 +19,7 @@ from typing import Any
 
 from ..cluster.build import build_cluster
 from ..cluster.state import COLLECTIONS, ClusterState
-from ..model.jsonvalue import json_copy
+from ..model.jsonvalue import json_copy, merge_patch
 from ..model.loader import BUILTIN, CONTROLLER, Document
 
 # kubectl's resource names, by kind: what `kubectl patch <resource> <name>` takes.
@@ -60,19 +60,6 @@ class Patch:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name, "type": self.type,
                 "patch": self.body}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: maps merge key by key, null deletes a key, anything else replaces."""
-    if not isinstance(patch, dict):
-        return json_copy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 def _pointer(path: str) -> list[str]:

@@ -15,3 +15,17 @@ def json_copy(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_copy(v) for v in value]
     return value
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: maps merge key by key, null deletes a key, anything else (lists too) replaces.
+    The API server applies a client's merge patch with it, and the doctor its own fixes."""
+    if not isinstance(patch, dict):
+        return json_copy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
