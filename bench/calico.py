@@ -41,7 +41,8 @@ from policy_gen import namespace_name, team  # noqa: E402
 TIERS = (("security", 100), ("platform", 200), ("network", 300), ("app", 400))
 TARGET_SECONDS = 3.0
 TARGET_MB = 500.0
-CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\ncni: calico\n"
+# maxPods: the kubelet takes 110 pods by default; the 10k-pod runs need room on two workers.
+CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\nmaxPods: 10000\ncni: calico\n"
 
 
 def tier_manifest(name: str, order: int) -> dict[str, Any]:

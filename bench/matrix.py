@@ -55,7 +55,8 @@ from knetsim.policy.ports import ConnSet  # noqa: E402
 
 KNETSIM = str(Path(sys.executable).with_name("knetsim"))
 # Pods need room: 100,000 pods on kind's two schedulable workers do not fit /24s.
-CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\n"
+# maxPods: the kubelet takes 110 pods by default; the 10k-pod runs need room on two workers.
+CLUSTER_CONFIG = "podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\nmaxPods: 10000\n"
 POD_NETWORK = ipaddress.ip_network("10.0.0.0/8")
 # As installed: bytecode cached (pip compiles NCA's at install; knetsim's is written by a warm-up run).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

@@ -228,7 +228,7 @@ def test_the_10k_pod_answer_stays_a_virtual_grid(browser: Any, tmp_path: Path) -
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "all.yaml").write_text(yaml.safe_dump_all(policy_gen.manifests(100, 9, 100), sort_keys=False))
-    (tmp_path / "cluster.yaml").write_text("podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\n")
+    (tmp_path / "cluster.yaml").write_text("podCIDR: 10.0.0.0/8\nnodeCIDRMask: 12\nmaxPods: 10000\n")
     path = tmp_path / "big.html"
     path.write_text(knetsim("matrix", "-f", str(tmp_path / "in"), "--cluster-config", str(tmp_path / "cluster.yaml"),
                             "-o", "html", "--port", "8001"))

@@ -180,3 +180,26 @@ def test_external_pieces_appear_when_ipblocks_are_used() -> None:
                        "192.0.3.0-255.255.255.255"]
     assert m.allowed_between("prod/web[Pod]", "192.0.2.0/24").is_empty
     assert m.allowed_between("prod/web[Pod]", "0.0.0.0-10.243.255.255").is_all
+
+
+def test_pods_the_nodes_have_no_room_for_are_named_not_dropped_silently(tmp_path: Path) -> None:
+    """A full cluster must not read as a smaller one: the Pending replicas are left out of the grid, and a
+    note says how many, why (the scheduler's own message), and of which workloads."""
+    (tmp_path / "app.yaml").write_text(yaml.safe_dump_all(
+        [ns("prod"), deployment("prod/web", {"tier": "front"}, 2), deployment("prod/big", {"tier": "batch"}, 6)],
+        sort_keys=False))
+    # Two workers with room for 5 pods each, kindnet and kube-proxy (and CoreDNS) among them: 8 replicas do not fit.
+    (tmp_path / "cluster.yaml").write_text("maxPods: 5\n")
+    config = ["--cluster-config", str(tmp_path / "cluster.yaml")]
+    grid = json.loads(run("matrix", "-f", str(tmp_path / "app.yaml"), *config, "--pods", "-o", "json"))
+    placed = [p for p in grid["pods"] if p.startswith("prod/")]
+    notes = [n for n in grid["notes"] if n.startswith("left out:")]
+    assert len(notes) == 1, grid["notes"]
+    found = re.fullmatch(r"left out: (\d+) pods with no address yet \(0/3 nodes are available: 1 node\(s\) had "
+                         r"untolerated taint \{node-role.kubernetes.io/control-plane: \}, 2 Too many pods\. .*\), "
+                         r"of (\d) workloads?: (.*)", notes[0])
+    assert found, notes[0]
+    assert len(placed) + int(found[1]) == 8 and len(placed) > 0
+    replicas = {"prod/web": 2, "prod/big": 6}
+    short = sorted(f"{w}[Deployment]" for w, n in replicas.items() if sum(p.startswith(w + "-") for p in placed) < n)
+    assert found[3].split(", ") == short and int(found[2]) == len(short)

@@ -250,11 +250,13 @@ class Container:
     async def err(self, text: str) -> None:
         await self._emit(2, text)
 
-    def _new_proc(self) -> Proc:
+    def _new_proc(self, restart: bool) -> Proc:
         from ..container.proc import Proc
 
+        # A restart gets a new writable layer. The first run keeps what an exec wrote: the pod can read Running
+        # (and an exec, a `kubectl cp`, land) a moment before this task starts its process.
         self.ctx = self.kubelet.sandboxes.shell_ctx(self.namespace, self.pod, self.uid, self.name, self.out, self.err,
-                                          fresh_fs=True)
+                                                    fresh_fs=restart)
         return Proc(self.ctx, self.tty, self.stdin)
 
     async def _command(self) -> int:
@@ -295,7 +297,7 @@ class Container:
                 self.log = self.kubelet.logs.get(self.namespace, self.pod, self.uid, self.name, self.restarts,
                                                  fresh=self.argv is not None or exits > 0)
                 # A server (no command: only its probes run here) has no process of the shell's.
-                self.proc = self._new_proc() if self.argv is not None else None
+                self.proc = self._new_proc(restart=exits > 0) if self.argv is not None else None
                 self.run_done = asyncio.Event()
                 # An OOM kill or an exit that came before the run (a server's exec, netexec's /exit) still ends it.
                 if not self.oom_killed and not self.exited:

@@ -922,10 +922,40 @@ def matrix(state: ClusterState, namespace: str | None = None, *, pods: bool = Fa
     ranges are the pieces ipBlocks cut, and with ``all_external`` the addresses outside the pod network even
     where no ipBlock cuts them."""
     index = policy_index(state)
-    members = [p for _, p in sorted(state.pods.items())
-               if (p.pod_ip or p.host_network)  # no address yet: it can neither send nor receive
-               and (include_system or not is_system_pod(p))
-               and (namespace is None or p.namespace == namespace)]
+    wanted = [p for _, p in sorted(state.pods.items())
+              if (include_system or not is_system_pod(p)) and (namespace is None or p.namespace == namespace)]
+    members = [p for p in wanted if p.pod_ip or p.host_network]  # no address yet: it can neither send nor receive
+    answer = _matrix(state, index, members, namespace, pods=pods, external=external, all_external=all_external,
+                     word_bits=word_bits)
+    answer.notes = (*answer.notes, *unaddressed_notes(state, [p for p in wanted if not (p.pod_ip or p.host_network)]))
+    return answer
+
+
+def unaddressed_notes(state: ClusterState, pods: list[Pod]) -> list[str]:
+    """One note per reason for the pods left out of the answer because they have no address (Pending: not
+    scheduled, or not started), naming their workloads: a full cluster must not read as a smaller one."""
+    cache: dict[tuple[str, str, str], tuple[str, str]] = {}
+    by_reason: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        kind, name = workload_of(state, pod, cache)
+        reason = next((str(c.get("message") or c.get("reason") or "") for c in (pod.raw.get("status") or {})
+                       .get("conditions") or () if c.get("type") == "PodScheduled" and c.get("status") == "False"),
+                      "") or f"phase {pod.phase}"
+        counts = by_reason.setdefault(reason, {})
+        workload = f"{pod.namespace}/{name}[{kind}]"
+        counts[workload] = counts.get(workload, 0) + 1
+    out = []
+    for reason, counts in sorted(by_reason.items()):
+        named = sorted(counts)
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        total = sum(counts.values())
+        out.append(f"left out: {total} pod{'s' if total != 1 else ''} with no address yet ({reason}), of "
+                   f"{len(named)} workload{'s' if len(named) != 1 else ''}: {shown}")
+    return out
+
+
+def _matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], namespace: str | None, *, pods: bool,
+            external: bool, all_external: bool, word_bits: int) -> Matrix:
     if index.calico is not None or index.cilium is not None:
         return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     if index.antrea is not None:
