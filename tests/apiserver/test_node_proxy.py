@@ -69,6 +69,35 @@ def test_the_kubelets_metrics_are_not_simulated_and_say_so(live: Live, nodes: li
     assert (status, body) == (404, "404 page not found")
 
 
+def test_the_kubelets_logs_are_the_nodes_pod_log_files(live: Live, nodes: list[str]) -> None:
+    """"Proxy version v1 should proxy logs on node using proxy subresource" (test/e2e/network/proxy.go) reads
+    `nodes/NAME/proxy/logs/`: the node's /var/log as Go's file server lists it, down to a container's CRI log."""
+    worker = nodes[-1]
+    live.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "talker", "namespace": "default"},
+        "spec": {"nodeName": worker, "containers": [{"name": "say", "image": "busybox:1.36",
+                                                     "command": ["sh", "-c", "echo hello from talker; sleep 3600"]}]}}))
+    try:
+        live.kubectl("wait", "--for=condition=Ready", "pod/talker", "--timeout=30s")
+        uid = live.kubectl("get", "pod", "talker", "-o", "jsonpath={.metadata.uid}").stdout
+        top = raw(live, f"/api/v1/nodes/{worker}/proxy/logs/")
+        assert top == ('<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n'
+                       '<a href="containers/">containers/</a>\n<a href="pods/">pods/</a>\n</pre>\n')
+        pod_dir = f"default_talker_{uid}"
+        assert f'<a href="{pod_dir}/">{pod_dir}/</a>' in raw(live, f"/api/v1/nodes/{worker}/proxy/logs/pods/")
+        assert pod_dir not in raw(live, f"/api/v1/nodes/{nodes[0]}/proxy/logs/pods/")
+        log = raw(live, f"/api/v1/nodes/{worker}/proxy/logs/pods/{pod_dir}/say/0.log")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z stdout F hello from talker\n", log), log
+        links = re.findall(r'href="(talker_default_say-[0-9a-f]{64}\.log)"',
+                           raw(live, f"/api/v1/nodes/{worker}/proxy/logs/containers/"))
+        assert len(links) == 1
+        assert raw(live, f"/api/v1/nodes/{worker}/proxy/logs/containers/{links[0]}") == log
+        status, body = live.request("GET", f"/api/v1/nodes/{worker}/proxy/logs/pods/{pod_dir}/say/7.log")
+        assert (status, body) == (404, "404 page not found")
+    finally:
+        live.kubectl("delete", "pod", "talker", "--wait=false")
+
+
 def test_kube_proxys_healthz(live: Live, nodes: list[str]) -> None:
     for node in nodes:
         health = json.loads(raw(live, f"/api/v1/nodes/{node}:10256/proxy/healthz"))

@@ -17,7 +17,12 @@ Reply formats, each from its upstream source:
 * kubelet ``/configz``: ``{"kubeletconfig": {...}}``, the v1beta1 KubeletConfiguration's JSON field names
   (k8s.io/component-base/configz; cmd/kubelet/app/server.go initConfigz); knetsim fills the fields its cluster
   config decides and kind's kubeadm sets;
-* kubelet's other endpoints (``/metrics``, ``/stats``, ``/logs``, ...): 503, not simulated (a 404 would claim the
+* kubelet ``/logs/``: the node's ``/var/log`` as Go's ``http.FileServer`` serves it (pkg/kubelet/server/server.go
+  getLogs → ServeLogs; net/http fs.go dirList for a directory): ``pods/`` holds ``NS_POD_UID/CONTAINER/N.log``
+  of the pods bound to the node, in the CRI log format the kubelet writes (the simulated kubelets keep them under
+  the state directory), and ``containers/`` the kubelet's ``POD_NS_CONTAINER-ID.log`` names for the current
+  runs; nothing else of a node's /var/log exists here;
+* kubelet's other endpoints (``/metrics``, ``/stats``, ...): 503, not simulated (a 404 would claim the
   kubelet has no such endpoint); unknown paths: go-restful's ``404 page not found``;
 * kube-proxy ``:10256/healthz`` and ``/livez``: ``{"lastUpdated": "...","currentTime": "...", "nodeEligible": true}``
   as Go's ``%q`` of a ``time.Time`` prints it (pkg/proxy/healthcheck/proxy_health.go healthzHandler); not eligible,
@@ -27,10 +32,13 @@ Reply formats, each from its upstream source:
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -42,7 +50,7 @@ KUBE_PROXY_HEALTHZ_PORT = 10256
 # pkg/proxy/healthcheck: the taint cluster-autoscaler puts on a node it is about to remove.
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 # The kubelet's endpoints (pkg/kubelet/server/server.go) whose state the simulation does not keep.
-_KUBELET_NOT_SIMULATED = ("/metrics", "/stats", "/spec", "/logs", "/runningpods", "/checkpoint", "/containerLogs",
+_KUBELET_NOT_SIMULATED = ("/metrics", "/stats", "/spec", "/runningpods", "/checkpoint", "/containerLogs",
                           "/exec", "/run", "/attach", "/portForward", "/debug", "/cri")
 # The daemon's start, for the monotonic reading Go's time.Time.String() appends (m=+SECONDS).
 _STARTED = time.monotonic()
@@ -77,9 +85,68 @@ def _kubelet(server: ApiServer, node: dict[str, Any], path: str) -> web.Response
                      "application/json")
     if route == "/configz":
         return _text(200, json.dumps({"kubeletconfig": _kubelet_config(server, name)}), "application/json")
+    if route == "/logs" or route.startswith("/logs/"):
+        return _logs(server, name, path.split("?", 1)[0][len("/logs"):])
     if any(route == p or route.startswith(p + "/") for p in _KUBELET_NOT_SIMULATED):
         raise ApiError(503, "ServiceUnavailable", f"knetsim does not simulate the kubelet's {route} endpoint")
     return _text(404, "404 page not found")
+
+
+def _dir_listing(names: list[str]) -> web.Response:
+    """A directory as Go's http.FileServer lists it (net/http fs.go dirList): sorted names, directories with a
+    trailing slash, each a link, in a <pre>."""
+    links = "".join(f'<a href="{quote(n)}">{html.escape(n, quote=False)}</a>\n' for n in sorted(names))
+    return _text(200, f'<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n{links}</pre>\n',
+                 "text/html")
+
+
+def _logs(server: ApiServer, node: str, rest: str) -> web.Response:
+    """The kubelet's ``/logs/`` for ``node``: the pods' log files the simulated kubelet keeps, and the
+    ``containers/`` names that point at them."""
+    parts = [p for p in rest.split("/") if p]
+    on_node = [s.body for s in server.store.list("Pod") if (s.body.get("spec") or {}).get("nodeName") == node]
+    pod_dirs = {f"{b['metadata']['namespace']}_{b['metadata']['name']}_{b['metadata'].get('uid', '')}": b
+                for b in on_node}
+    root = server.state_dir / "pods"
+    if not parts:
+        return _dir_listing(["containers/", "pods/"])
+    if parts[0] == "containers":
+        current = _container_links(on_node, root)
+        if len(parts) == 1:
+            return _dir_listing(sorted(current))
+        target = current.get(parts[1]) if len(parts) == 2 else None
+        return _log_file(target) if target is not None else _text(404, "404 page not found")
+    if parts[0] != "pods" or (len(parts) > 1 and parts[1] not in pod_dirs) or ".." in parts:
+        return _text(404, "404 page not found")
+    place = root.joinpath(*parts[1:])
+    if len(parts) == 1:
+        return _dir_listing([d + "/" for d in pod_dirs if (root / d).is_dir()])
+    if place.is_dir():
+        return _dir_listing([c.name + ("/" if c.is_dir() else "") for c in place.iterdir()])
+    return _log_file(place) if place.is_file() else _text(404, "404 page not found")
+
+
+def _container_links(pods: list[dict[str, Any]], root: Path) -> dict[str, Path]:
+    """/var/log/containers: ``POD_NS_CONTAINER-ID.log`` for each container's current run (the kubelet's symlink to
+    its file under /var/log/pods, pkg/kubelet/kuberuntime legacy log symlink)."""
+    links = {}
+    for body in pods:
+        meta = body["metadata"]
+        directory = root / f"{meta['namespace']}_{meta['name']}_{meta.get('uid', '')}"
+        for status in (body.get("status") or {}).get("containerStatuses") or ():
+            container_id = str(status.get("containerID") or "").split("://", 1)[-1]
+            log = directory / str(status.get("name")) / f"{int(status.get('restartCount') or 0)}.log"
+            if container_id and log.is_file():
+                links[f"{meta['name']}_{meta['namespace']}_{status.get('name')}-{container_id}.log"] = log
+    return links
+
+
+def _log_file(path: Path) -> web.Response:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return _text(404, "404 page not found")
+    return _text(200, text)  # Go sniffs a .log file's content type: text/plain; charset=utf-8
 
 
 def _kubelet_config(server: ApiServer, name: str) -> dict[str, Any]:
