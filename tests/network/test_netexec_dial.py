@@ -153,3 +153,99 @@ def test_nc_prints_what_the_udp_server_answers(cluster: Cluster) -> None:
             ["sh", "-c", "echo hostName | nc -w 1 -u node-port-service 90"]), 30)
     assert asyncio.run(go()) == 0
     assert "".join(out) in _netservers(cluster)
+
+
+# --- SCTP: netexec's --sctp-port, /dial?protocol=sctp and /agnhost connect --protocol=sctp ---------------------
+# [Feature:SCTPConnectivity] (test/e2e/network/networking.go "should function for pod-Service: sctp",
+# test/e2e/network/netpol's SCTP cases): netexec serves the UDP commands on an SCTP association too.
+SCTP_APP = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sctp-server, namespace: nettest, labels: {app: sctp}}
+spec:
+  containers:
+  - name: c
+    image: registry.k8s.io/e2e-test-images/agnhost:2.53
+    args: [netexec, --http-port=8080, --sctp-port=9090]
+    ports: [{containerPort: 9090, protocol: SCTP}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sctp, namespace: nettest}
+spec:
+  selector: {app: sctp}
+  ports: [{port: 5060, targetPort: 9090, protocol: SCTP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: test-container-pod, namespace: nettest}
+spec:
+  containers:
+  - name: c
+    image: registry.k8s.io/e2e-test-images/agnhost:2.53
+    args: [netexec, --http-port=8083]
+"""
+SCTP_DENY = """
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: tcp-only, namespace: nettest}
+spec:
+  podSelector: {matchLabels: {app: sctp}}
+  ingress: [{ports: [{port: 8080}]}]
+"""
+
+
+def _agnhost(cluster: Cluster, script: str) -> tuple[int, str]:
+    import asyncio
+
+    from knetsim.container import proc, shell
+    from knetsim.container.podfs import PodFS
+    from knetsim.kubelet.podconfig import pod_env, pod_files
+
+    state, err = cluster.state, []
+    pod = state.pods["nettest/test-container-pod"]
+
+    async def sink(text: str) -> None:
+        err.append(text)
+
+    async def go() -> int:
+        ctx = shell.Ctx(state, pod, "c", sink, sink, pod_env(state, pod, "c"), fs=PodFS(lambda: pod_files(state, pod)))
+        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
+    code = asyncio.run(go())
+    return code, "".join(err)
+
+
+def test_sctp_dial_reaches_the_pod_and_the_service() -> None:
+    cluster = Cluster.from_yaml(SCTP_APP)
+    server = cluster.state.pods["nettest/sctp-server"].pod_ip
+    service = cluster.state.services["nettest/sctp"].cluster_ip
+    assert _dial(cluster, f"request=hostname&protocol=sctp&host={server}&port=9090") == \
+        (200, {"responses": ["sctp-server"]})
+    assert _dial(cluster, f"request={quote('echo Hello')}&protocol=sctp&host={service}&port=5060&tries=2") == \
+        (200, {"responses": ["hello", "hello"]})
+    # Nothing listens on 9091: the association is aborted at once.
+    assert _dial(cluster, f"request=hostname&protocol=sctp&host={server}&port=9091") == \
+        (200, {"errors": ["sctp dial failed. err:connection refused"]})
+
+
+def test_sctp_dropped_by_policy_times_out_and_tcp_still_passes() -> None:
+    cluster = Cluster.from_yaml(SCTP_APP + SCTP_DENY)
+    service = cluster.state.services["nettest/sctp"].cluster_ip
+    assert _dial(cluster, f"request=hostname&protocol=sctp&host={service}&port=5060") == \
+        (200, {"errors": ["sctp dial failed. err:connection timed out"]})
+    server = cluster.state.pods["nettest/sctp-server"].pod_ip
+    assert _dial(cluster, f"request=hostname&protocol=http&host={server}&port=8080")[1] == \
+        {"responses": ["sctp-server"]}
+
+
+def test_agnhost_connect_over_sctp() -> None:
+    cluster = Cluster.from_yaml(SCTP_APP)
+    assert _agnhost(cluster, "/agnhost connect sctp.nettest:5060 --protocol=sctp --timeout=2s") == (0, "")
+    server = cluster.state.pods["nettest/sctp-server"].pod_ip
+    assert _agnhost(cluster, f"/agnhost connect {server}:9091 --protocol=sctp --timeout=2s") == \
+        (1, "OTHER: connection refused\n")
+    # connect.go starts its timer before dialling: with no --timeout it has fired at once.
+    assert _agnhost(cluster, "/agnhost connect sctp.nettest:5060 --protocol=sctp") == (1, "TIMEOUT\n")
+    denied = Cluster.from_yaml(SCTP_APP + SCTP_DENY)
+    assert _agnhost(denied, "/agnhost connect sctp.nettest:5060 --protocol=sctp --timeout=1s") == (1, "TIMEOUT\n")

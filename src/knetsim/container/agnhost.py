@@ -3,8 +3,9 @@
 agnhost (kubernetes/kubernetes ``test/images/agnhost/``) is one cobra binary with a subcommand per tool.
 The network e2e tests exec its client subcommands in their pods and read the exit code and stderr:
 
-* ``connect HOST:PORT [--timeout D] [--protocol tcp|udp|sctp] [--udp-data S]`` (connect/connect.go): exit 0
-  and silent when the connection opens (UDP: when the server answered); otherwise exit 1 with one line on
+* ``connect HOST:PORT [--timeout D] [--protocol tcp|udp|sctp] [--udp-data S] [--sctp-data S]``
+  (connect/connect.go): exit 0 and silent when the connection opens (UDP and SCTP: when the server answered,
+  SCTP within --timeout, which it needs); otherwise exit 1 with one line on
   stderr that starts with a fixed word: ``UNKNOWN:`` (bad argument), ``DNS:``, ``TIMEOUT``, ``REFUSED``,
   ``OTHER:``.
 * ``dns-suffix``, ``dns-server-list`` (dns/common.go, dns/dns.go): the search list and the nameservers of
@@ -28,7 +29,7 @@ import re
 from typing import Any
 
 from ..model.listeners import container_listens
-from ..network.netexec import udp_answer
+from ..network.netexec import sctp_answer, udp_answer
 from ..network.trace import KERNEL_CONNECT_TIMEOUT, RESOLVER_TIMEOUT
 from .applets import options
 from .nettools import resolved_ip, trace_request
@@ -134,10 +135,7 @@ async def _connect(ctx: Ctx, args: list[str]) -> int:
     if not port.isdigit():
         await ctx.err(f"DNS: lookup {'tcp' if protocol in ('', 'tcp') else protocol}/{port}: unknown port\n")
         return 1
-    if protocol == "sctp":
-        await ctx.err("OTHER: SCTP connections are not simulated by knetsim\n")
-        return 1
-    proto = "UDP" if protocol == "udp" else "TCP"
+    proto = {"udp": "UDP", "sctp": "SCTP"}.get(protocol, "TCP")
     t = trace_request(ctx, f"{host}:{port}", protocol=proto)
     if t.outcome in ("nxdomain", "dns-timeout"):
         if t.outcome == "dns-timeout":
@@ -148,6 +146,8 @@ async def _connect(ctx: Ctx, args: list[str]) -> int:
     remote = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
     if proto == "UDP":
         return await _connect_udp(ctx, t, remote, timeout, flags.get("udp-data", "hostname"))
+    if proto == "SCTP":
+        return await _connect_sctp(ctx, t, timeout, flags.get("sctp-data", "hostname"))
     if t.outcome == "connected":
         return 0
     if t.outcome == "timeout":
@@ -172,6 +172,22 @@ async def _connect_udp(ctx: Ctx, t: Any, remote: str, timeout: float, data: str)
     # No answer: connect.go reads until --timeout (for ever without one; the kernel's connect timeout here).
     await asyncio.sleep(timeout if timeout > 0 else KERNEL_CONNECT_TIMEOUT)
     await ctx.err(f"TIMEOUT: read udp {local}->{remote}: i/o timeout\n")
+    return 1
+
+
+async def _connect_sctp(ctx: Ctx, t: Any, timeout: float, data: str) -> int:
+    """connectSCTP: dial, write the data, read one answer, all within --timeout. Its timer starts at once, so with
+    no --timeout (0) it has fired before anything comes back: TIMEOUT, as the real command prints."""
+    if timeout <= 0:
+        await ctx.err("TIMEOUT\n")
+        return 1
+    if t.outcome == "connected" and sctp_answer(ctx.state, t, data + "\n"):
+        return 0
+    if t.outcome == "refused":
+        await ctx.err("OTHER: connection refused\n")  # the association's ABORT: ECONNREFUSED from sctp_connectx
+        return 1
+    await asyncio.sleep(timeout)
+    await ctx.err("TIMEOUT\n")
     return 1
 
 

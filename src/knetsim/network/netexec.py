@@ -57,11 +57,22 @@ def udp_answer(state: ClusterState, trace: Trace, request: str) -> str | None:
 
     netexec lower-cases and trims the datagram first (startUDPServer), so ``echo Hi`` answers ``hi``;
     serve-hostname --udp answers any datagram with the hostname; porter has no UDP server."""
+    return _message_answer(state, trace, request, "UDP")
+
+
+def sctp_answer(state: ClusterState, trace: Trace, request: str) -> str | None:
+    """What the backend an SCTP trace reached writes back to ``request`` on the association (None: nothing).
+    Only netexec serves SCTP among the known programs (``--sctp-port``; startSCTPServer answers the UDP
+    server's commands: hostname, echo, clientip)."""
+    return _message_answer(state, trace, request, "SCTP")
+
+
+def _message_answer(state: ClusterState, trace: Trace, request: str, protocol: str) -> str | None:
     backend = trace.backend
     if trace.outcome != "connected" or backend is None or backend.pod not in state.pods:
         return None
     pod = state.pods[backend.pod]
-    program = _program_on(pod, backend.port, "UDP")
+    program = _program_on(pod, backend.port, protocol)
     if program is None:
         return None
     if program.name in ("agnhost serve-hostname", "serve_hostname"):
@@ -311,7 +322,17 @@ def _one(state: ClusterState, protocol: str, target: str, request: str, connect:
             return "", f'Get "{url}": dial tcp {target}: connect: connection refused'
         return "", f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
     if protocol == "sctp":
-        return "", "sctp dial failed. err:knetsim does not simulate SCTP from netexec's /dial"
+        # dialSCTP: an association (refused at once by an ABORT when nothing listens), the request written, one
+        # read with a 5 s deadline.
+        t = connect(target, "SCTP")
+        if t.outcome == "refused":
+            return "", "sctp dial failed. err:connection refused"
+        if t.outcome != "connected":
+            return "", "sctp dial failed. err:connection timed out"
+        answer = sctp_answer(state, t, request)
+        if answer:
+            return answer, ""
+        return "", "reading from sctp connection failed. err:'i/o timeout'"
     t = connect(f"udp://{target}", "UDP")
     answer = udp_answer(state, t, request)
     if answer:
