@@ -75,3 +75,16 @@ def test_a_code_that_is_no_integer_is_answered_and_nothing_exits(k: Cluster) -> 
     assert out == "argument 'code' must be an integer [0-127] or empty, got \"x\"\n"
     time.sleep(1)  # an exit would have been reported by now (a restart follows an exit at once)
     assert status(k, "server")["restartCount"] == 0 and "running" in status(k, "server")["state"]
+
+
+def test_exit_and_shell_through_the_api_servers_pod_proxy(k: Cluster) -> None:
+    """The e2e framework also reaches netexec through `pods/NAME:PORT/proxy/` (test/e2e/network/proxy.go): /shell runs
+    in netexec's pod and /exit ends its container, as when a pod's curl asks."""
+    k.kubectl("apply", "-f", "-", input=netexec("server", "Always"))
+    k.kubectl("wait", "--for=condition=Ready", "pod/server", "--timeout=30s")
+    proxy = "/api/v1/namespaces/default/pods/server:8080/proxy"
+    shell = json.loads(k.kubectl("get", "--raw", f"{proxy}/shell?cmd=hostname").stdout)
+    assert shell == {"output": "server\n"}
+    k.kubectl("get", "--raw", f"{proxy}/exit?code=5")
+    assert wait_for(lambda: status(k, "server").get("restartCount") == 1, timeout=20), status(k, "server")
+    assert status(k, "server")["lastState"]["terminated"]["exitCode"] == 5

@@ -13,12 +13,16 @@ a NetworkPolicy that blocks the control plane blocks the proxy too, as on a real
 * a dial that fails answers 503 ``error trying to reach service: dial tcp IP:PORT: …`` (upgradeaware's
   error responder), whatever the resource.
 
+What a request makes a reached agnhost netexec do, it does here as from a pod's curl: ``/shell?cmd=`` runs its
+command in netexec's pod, ``/exit?code=N`` ends netexec's container with N (the kubelet restarts it).
+
 Node proxies (``nodes/NAME[:PORT]/proxy/PATH``) answer the kubelet's and kube-proxy's own endpoints from the
 API's objects (daemon/nodeproxy.py); another port of a node is dialled at its InternalIP like a pod's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -88,8 +92,18 @@ def _pod_target(state: Any, namespace: str, spec: str) -> tuple[str, str, int]:
     return scheme or "http", pod.pod_ip, int(port) if port else (443 if scheme == "https" else 80)
 
 
+# (pod key, script) → (combined output, exit code) of ``/bin/sh -c script`` in the pod; (pod key, port, code): the
+# program serving that port exits. The kubelet provides both (kubelet/sandbox.py).
+PeerShell = Callable[[str, str], Awaitable[tuple[str, int]]]
+PeerExit = Callable[[str, int, int], None]
+
+
 class ApiProxy:
     """The daemon's ProxyConnection: the API server's proxy, through the simulated network."""
+
+    def __init__(self, peer_shell: Callable[[], PeerShell | None] = lambda: None,
+                 peer_exit: Callable[[], PeerExit | None] = lambda: None) -> None:
+        self._peer_shell, self._peer_exit = peer_shell, peer_exit
 
     async def proxy(self, server: ApiServer, request: web.Request, resource: str, namespace: str, name: str,
                     path: str) -> web.StreamResponse:
@@ -121,6 +135,7 @@ class ApiProxy:
                        and p.labels.get("component") == "kube-apiserver"), "external")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("authorization", "host")}
         t = trace(state, source, url, method=request.method, headers=headers)
+        t = await self._netexec_effects(state, t, url)
         if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
             reply = t.reply
             response = web.Response(status=reply.status, body=reply.body.encode())
@@ -131,3 +146,19 @@ class ApiProxy:
         why = {"refused": "connect: connection refused", "timeout": "i/o timeout"}.get(
             t.outcome, "connect: no route to host")
         raise ApiError(503, "ServiceUnavailable", f"error trying to reach service: dial tcp {host}:{port}: {why}")
+
+    async def _netexec_effects(self, state: Any, t: Any, url: str) -> Any:
+        """netexec's /shell and /exit, reached through the proxy, act as they do when a pod's curl asks."""
+        import dataclasses
+
+        from ..network.netexec import exit_request, shell_command, shell_reply
+
+        peer_shell, peer_exit = self._peer_shell(), self._peer_exit()
+        command = shell_command(state, t, url) if peer_shell is not None else None
+        if command is not None and peer_shell is not None:
+            output, code = await peer_shell(t.backend.pod, command)
+            t = dataclasses.replace(t, reply=shell_reply(output, code))
+        exit_code = exit_request(state, t, url) if peer_exit is not None else None
+        if exit_code is not None and peer_exit is not None:
+            peer_exit(t.backend.pod, t.backend.port, exit_code)
+        return t

@@ -182,7 +182,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
     kubelet = Kubelet(server, tools)
     server.mounts.append(Mount(flows.handles, flows.bearer_only, flows.handler(kubelet.flows)))
     server.node = NodeStreams(kubelet)
-    server.proxy = ApiProxy()
+    server.proxy = ApiProxy(lambda: kubelet.sandboxes.peer_shell, lambda: kubelet.sandboxes.peer_exit)
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
                            logger=httplog.logger)
     await runner.setup()

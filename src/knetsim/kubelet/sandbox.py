@@ -75,7 +75,7 @@ class Sandboxes:
             self.filesystems[key] = PodFS()
         return self.filesystems[key]
 
-    async def _peer_shell(self, pod_key: str, script: str) -> tuple[str, int]:
+    async def peer_shell(self, pod_key: str, script: str) -> tuple[str, int]:
         """``/bin/sh -c SCRIPT`` in the first container of ``pod_key`` (agnhost netexec's /shell runs it so):
         its combined output and exit code."""
         namespace, _, name = pod_key.partition("/")
@@ -119,7 +119,7 @@ class Sandboxes:
         cgroup = self.cgroup(namespace, pod_name, uid, {**spec_c, "name": container}, fresh=fresh_fs)
         ctx = Ctx(state, pod, container, out, err, env, served=self._served, observed=self._observed,
                   tools=self._tools(), process=cgroup.process(container), balancer=self._balancer(),
-                  peer_shell=self._peer_shell, peer_exit=self.peer_exit)
+                  peer_shell=self.peer_shell, peer_exit=self.peer_exit)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
