@@ -414,7 +414,8 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
     policies = list(policies_extra)
     for name in names:
         security, notes = features.security_policy(ing.namespace, name, anns, {})
-        traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size)
+        traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size,
+                                                (ing.raw.get("metadata") or {}).get("annotations") or {})
         policies.extend(p for p in (security, traffic) if p is not None)
         if name == names[0]:
             for severity, message in [*notes, *more, *features.not_converted(anns)]:
