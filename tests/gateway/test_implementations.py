@@ -360,7 +360,7 @@ def test_migrate_ingress_for_nginx_gateway_fabric_and_migrate_check(tmp_path: Pa
         klass = next(o for o in data["objects"] if o["kind"] == "GatewayClass")
         assert klass["spec"]["controllerName"] == BY_KEY[key].controller_names[0]
         eg_objects = [o for o in data["objects"] if o["apiVersion"].startswith("gateway.envoyproxy.io/")]
-        dropped = [n for n in data["notes"] if "needs Envoy Gateway's" in n["message"]]
+        dropped = [n for n in data["notes"] if "written for Envoy Gateway as" in n["message"]]
         if key == "envoy-gateway":
             assert eg_objects and not dropped
         else:

@@ -151,6 +151,9 @@ class GatewayRouteResult:
     # backend): its body and content type, for the trace and the live listeners.
     reply: Reply | None = None
     mirrors: tuple[MirroredCopy, ...] = ()  # the RequestMirror copies of a proxied request
+    # Objects that reach this request on its implementation but that knetsim does not simulate (extensions.py):
+    # "Kind ns/name (why)", also among the notes.
+    unsimulated: tuple[str, ...] = ()
 
     @property
     def proxied(self) -> bool:
@@ -345,14 +348,16 @@ def _named_extensions(state: ClusterState, result: GatewayRouteResult, impl: Any
         if isinstance(raw.get("retry"), dict) and not impl.supports("HTTPRouteRetry"):
             notes.append(f"the rule's retry is ignored: {impl.title} does not claim HTTPRouteRetry")
     backends = [b.service for b in result.backends]
-    for label, why in extensions.unsimulated(state, impl, result.gateway, route_kind, route_key, backends):
-        notes.append(f"{label} {why}")
+    unsimulated = [f"{label} {why}" for label, why in
+                   extensions.unsimulated(state, impl, result.gateway, route_kind, route_key, backends)]
     if not reads_envoy:
-        for label in extensions.envoy_policies_targeting(state, result.gateway, route_kind, route_key):
-            notes.append(f"{label} is Envoy Gateway's: {impl.title} does not read it, so it does not apply")
+        unsimulated.extend(f"{label} is Envoy Gateway's: {impl.title} does not read it, so it does not apply"
+                           for label in extensions.envoy_policies_targeting(state, result.gateway, route_kind,
+                                                                            route_key))
+    notes.extend(unsimulated)
     if notes == list(result.notes):
         return result
-    return replace(result, notes=tuple(notes))
+    return replace(result, notes=tuple(notes), unsimulated=tuple(unsimulated))
 
 
 def answers(gctx: GatewayContext, reply: Any) -> str:
