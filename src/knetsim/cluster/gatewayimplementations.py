@@ -21,7 +21,9 @@ from the Gateway, so two runs print the same objects.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 REPORTS = "kubernetes-sigs/gateway-api conformance/reports/v1.6/"
 
@@ -464,6 +466,34 @@ def by_key(key: str) -> Implementation:
     if found is None:
         raise KeyError(f"unknown Gateway implementation {key!r} (known: {', '.join(BY_KEY)})")
     return found
+
+
+def _api_domain(group: str) -> str:
+    """The last two labels of an API group or controller name's domain (``gateway.envoyproxy.io`` → envoyproxy.io)."""
+    return ".".join(group.split("/", 1)[0].split(".")[-2:])
+
+
+def parameters_problem(impl: Implementation, ref: Mapping[str, Any] | None, namespace: str | None,
+                       exists: Callable[[str, str, str], bool]) -> str | None:
+    """Why a ``parametersRef`` (GatewayClass ``spec.parametersRef``, Gateway ``spec.infrastructure.parametersRef``)
+    is invalid, None when it is absent or resolves (``exists(kind, namespace, name)`` looks the referent up).
+
+    The API types (kubernetes-sigs/gateway-api ``apis/v1/gatewayclass_types.go`` and ``gateway_types.go``): a
+    referent that cannot be found or is of an unsupported kind SHOULD make the object ``Accepted: False`` with
+    reason ``InvalidParameters``; conformance ``gateway-invalid-parameters-ref.go`` (GatewayInvalidParametersRef)
+    names ``invalid.io/InvalidParameters``. Supported: a core kind (ConfigMap: Istio) or a kind of the
+    implementation's own API (its extension kinds' and controller name's domains). Read by the translation
+    (status) and by the infrastructure (a class that is not accepted gets no proxy)."""
+    if not ref:
+        return None
+    group, kind, name = str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+    domains = {_api_domain(k) for k in (*impl.extension_kinds, *impl.controller_names)}
+    what = f"{group + '/' if group else ''}{kind} {namespace + '/' if namespace else ''}{name}"
+    if group and _api_domain(group) not in domains:
+        return f"Invalid parametersRef: {what} is not a kind {impl.title} reads its parameters from"
+    if not exists(kind, namespace or "", name):
+        return f"Invalid parametersRef: {what} not found"
+    return None
 
 
 def supported_by(feature: str) -> list[Implementation]:
