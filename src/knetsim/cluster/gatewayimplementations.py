@@ -10,8 +10,15 @@ Each profile names the conformance report its features come from: the newest one
 kubernetes-sigs/gateway-api ``conformance/reports/v1.6/`` (read 2026-12-06). ``features`` is the union of
 the ``supportedFeatures`` of every conformance profile of that report (extended features: core ones are
 not listed in a report), which is what the implementation writes into ``GatewayClass.status.supportedFeatures``.
-Where an implementation published a report per channel (Cilium), both are kept and ``features`` is the
-experimental one's, the channel knetsim's CRDs come from.
+
+The Gateway API CRDs knetsim serves are the standard channel's (``model/apis``), as on a cluster with the
+standard install: a manifest using an experimental field (an HTTPRoute rule's ``retry``) is refused unless
+the input brings the experimental CRD, which then takes over its kind. Where an implementation published a
+report per channel (Cilium, whose operator reads the installed CRDs), the report simulated is that of the
+channel in force (``channel_in_force``: the HTTPRoute CRD's ``gateway.networking.k8s.io/channel``, standard
+unless the input brings another); an implementation with one report writes the same features whichever
+channel is installed, so that report is simulated on both (its features that need an experimental field —
+HTTPRouteRetry — are reachable only once the experimental CRD is in force).
 
 The infrastructure and the replies come from each project's documentation and source (cited per profile).
 Where a project leaves a name random (Kong Operator's ``generateName``), knetsim derives a stable suffix
@@ -21,8 +28,8 @@ from the Gateway, so two runs print the same objects.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 REPORTS = "kubernetes-sigs/gateway-api conformance/reports/v1.6/"
@@ -117,10 +124,16 @@ class Implementation:
     # Who writes its own replies on the wire (network/wire.py): "envoy" (lower-case fields, server: envoy),
     # "nginx" (nginx's own fields), "" (plain Date and Content-Length: a proxy knetsim has no wire model of).
     writer: str = "envoy"
+    channel: str = "standard"  # the Gateway API channel in force, which picks the report (for_channel)
 
     @property
     def report(self) -> Report:
-        return self.reports[0]
+        """The report of the channel in force where the implementation published one for it, else its newest."""
+        return next((r for r in self.reports if r.channel == self.channel), self.reports[0])
+
+    def for_channel(self, channel: str) -> Implementation:
+        """The profile as it runs with that channel's CRDs installed."""
+        return self if channel == self.channel else replace(self, channel=channel)
 
     @property
     def features(self) -> frozenset[str]:
@@ -458,6 +471,21 @@ DEFAULT = ENVOY_GATEWAY  # the class `migrate ingress` writes and the docs' exam
 
 def for_controller(controller_name: str) -> Implementation | None:
     return BY_CONTROLLER.get(controller_name)
+
+
+HTTPROUTE_CRD = "httproutes.gateway.networking.k8s.io"
+CHANNEL_ANNOTATION = "gateway.networking.k8s.io/channel"
+
+
+def channel_in_force(crds: Iterable[Mapping[str, Any]]) -> str:
+    """The Gateway API channel of the HTTPRoute CRD among ``crds`` (CustomResourceDefinition bodies: one in the
+    input takes over the kind), "standard" (knetsim's own) when none is there."""
+    for crd in crds:
+        meta = crd.get("metadata") if isinstance(crd, Mapping) else None
+        if isinstance(meta, Mapping) and meta.get("name") == HTTPROUTE_CRD:
+            channel = (meta.get("annotations") or {}).get(CHANNEL_ANNOTATION)
+            return channel if isinstance(channel, str) and channel else "standard"
+    return "standard"
 
 
 def by_key(key: str) -> Implementation:

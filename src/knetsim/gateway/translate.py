@@ -36,11 +36,17 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..cluster.gatewayimplementations import ENVOY_GATEWAY, IMPLEMENTATIONS, Implementation, for_controller
+from ..cluster.gatewayimplementations import (
+    ENVOY_GATEWAY,
+    IMPLEMENTATIONS,
+    Implementation,
+    channel_in_force,
+    for_controller,
+)
 from ..cluster.gatewayimplementations import parameters_problem as impl_parameters_problem
 from ..cluster.gatewayimplementations import proxy_service_name as impl_service_name
 from ..cluster.gatewayinfra import (
@@ -267,6 +273,10 @@ def _class_parameters(state: ClusterState, verdicts: dict[str, ClassVerdict]) ->
 
 def _translate(state: ClusterState, now: datetime) -> Translation:
     verdicts = _class_parameters(state, class_verdicts(list(state.gateway_classes.values())))
+    # Each implementation as it runs with the CRDs in force (a report per channel: Cilium).
+    channel = channel_in_force(o.raw for o in state.objects_of("CustomResourceDefinition"))
+    verdicts = {name: replace(v, implementation=v.implementation.for_channel(channel))
+                if v.implementation is not None else v for name, v in verdicts.items()}
     classes = {name: (state.gateway_classes[name], verdicts[name]) for name in sorted(state.gateway_classes)}
     gateways: dict[str, GatewayContext] = {}
     for key in sorted(state.gateways):
@@ -371,7 +381,7 @@ def _gateway_status(state: ClusterState, gctx: GatewayContext,
     pods = [p for p in state.pods_in(pod_namespace) if all(p.labels.get(k) == v for k, v in wanted.items())]
     gctx.proxy_pods_total = len(pods)
     gctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
-    replicas = "envoy" if impl is ENVOY_GATEWAY else impl.proxy_word
+    replicas = "envoy" if impl.key == ENVOY_GATEWAY.key else impl.proxy_word
     if not gctx.addresses:
         gctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
                             "No addresses have been assigned to the Gateway")
