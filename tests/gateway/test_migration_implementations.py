@@ -229,3 +229,31 @@ def test_a_retry_on_connect_failure_sends_a_failed_backend_handshake_to_another_
                                                           "httpStatusCodes": [503]}})
     assert codes_only.outcome == "backend-tls-failed"
     assert any("a failed TLS handshake is not retried" in n for n in codes_only.notes)
+
+
+def test_a_grpc_call_names_the_extension_objects_its_implementation_would_apply() -> None:
+    """Given the bank's GRPCRoute on kgateway (its class's controllerName changed) with a kgateway TrafficPolicy and
+    an Envoy Gateway SecurityPolicy on the route, then the gRPC call's answer names both: the TrafficPolicy as read
+    but not simulated, the SecurityPolicy as one kgateway does not read (it denies nothing)."""
+    from knetsim.gateway.grpc import call_from, route_grpc
+
+    target = [{"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "name": "payments"}]
+    extra = [{"apiVersion": "gateway.kgateway.dev/v1alpha1", "kind": "TrafficPolicy",
+              "metadata": {"name": "payments", "namespace": "bank"},
+              "spec": {"targetRefs": target, "buffer": {"maxRequestSize": "1Mi"}}},
+             {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "SecurityPolicy",
+              "metadata": {"name": "payments", "namespace": "bank"},
+              "spec": {"targetRefs": target, "authorization": {"defaultAction": "Deny"}}}]
+    docs = [d for p in (TLS_OLD, TLS_NEW, TLS_CA) for f in sorted(p.glob("*.yaml"))
+            for d in yaml.safe_load_all(f.read_text()) if d]
+    for d in docs:
+        if d["kind"] == "GatewayClass":
+            d["spec"]["controllerName"] = "kgateway.dev/kgateway"
+    state = Cluster.from_yaml(yaml.safe_dump_all([*docs, *extra])).state
+    result = route_grpc(state, "bank/eg-gateway", call_from("grpc.bank.example",
+                                                            "bank.payments.Payments/Pay", tls=True))
+    assert result.outcome == "proxied", result.summary
+    assert any(n.startswith("TrafficPolicy bank/payments (gateway.kgateway.dev) targets GRPCRoute bank/payments: "
+                            "kgateway applies it") for n in result.notes)
+    assert "SecurityPolicy bank/payments is Envoy Gateway's: kgateway does not read it, so it does not apply" \
+        in result.notes
