@@ -524,8 +524,9 @@ def parameters_problem(impl: Implementation, ref: Mapping[str, Any] | None, name
     return None
 
 
-def supported_by(feature: str) -> list[Implementation]:
-    return [i for i in IMPLEMENTATIONS if i.supports(feature)]
+def supported_by(feature: str, channel: str = "standard") -> list[Implementation]:
+    """The implementations whose report for ``channel`` (else their only one) claims ``feature``."""
+    return [i for i in IMPLEMENTATIONS if i.for_channel(channel).supports(feature)]
 
 
 def proxy_name(impl: Implementation, namespace: str, name: str, class_name: str) -> str | None:
