@@ -257,3 +257,23 @@ def test_a_grpc_call_names_the_extension_objects_its_implementation_would_apply(
                             "kgateway applies it") for n in result.notes)
     assert "SecurityPolicy bank/payments is Envoy Gateway's: kgateway does not read it, so it does not apply" \
         in result.notes
+
+
+def test_envoy_gateway_policy_fields_knetsim_does_not_run_are_named_on_the_answer() -> None:
+    """Given the converted route's BackendTrafficPolicy (affinity as loadBalancer) and a SecurityPolicy with a JWT
+    provider, then the answer names loadBalancer and jwt as in force but not simulated; the fields it runs are
+    not named."""
+    docs = [ingress({"affinity": "cookie"}), *WEB]
+    from knetsim.migration import convert
+
+    objects = convert(Cluster.from_yaml(yaml.safe_dump_all(docs)).state).objects
+    jwt = {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "SecurityPolicy",
+           "metadata": {"name": "jwt", "namespace": "default"},
+           "spec": {"targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "shop"}],
+                    "jwt": {"providers": [{"name": "p", "remoteJWKS": {"uri": "https://idp.example/jwks"}}]}}}
+    state = Cluster.from_yaml(yaml.safe_dump_all([*docs, *objects, jwt])).state
+    result = route(state, "default/eg-gateway", HTTPRequest("shop.example", "/"))
+    assert result.outcome == "proxied"
+    named = [n for n in result.notes if "knetsim reads but does not simulate these fields" in n]
+    assert [n.split(":")[0] for n in named] == ["SecurityPolicy default/jwt jwt",
+                                                "BackendTrafficPolicy default/shop-traffic loadBalancer"]

@@ -17,7 +17,7 @@ from typing import Any
 from ..cluster.gatewayimplementations import Implementation
 from ..cluster.state import ClusterState
 from ..model.objects import Object
-from .envoypolicies import EG_GROUP, POLICY_KINDS
+from .envoypolicies import EG_GROUP, POLICY_KINDS, Attached
 
 GW_GROUP = "gateway.networking.k8s.io"
 
@@ -76,3 +76,31 @@ def envoy_policies_targeting(state: ClusterState, gateway: str, route_kind: str,
     """``Kind ns/name`` of each Envoy Gateway policy that targets the Gateway or the route."""
     return [f"{kind} {obj.key}" for kind in POLICY_KINDS for obj in _objects(state, EG_GROUP, kind)
             if _hits(obj, gateway, route_kind, route, ()) is not None]
+
+
+# The fields of Envoy Gateway's policies envoypolicies.py and resilience.py simulate; any other field of a policy
+# in force (jwt, oidc, apiKeyAuth, loadBalancer, circuitBreaker, healthCheck, a global rate limit ...) is named.
+SIMULATED_FIELDS = {
+    "SecurityPolicy": frozenset({"targetRefs", "targetRef", "targetSelectors", "cors", "extAuth", "basicAuth",
+                                 "authorization"}),
+    "BackendTrafficPolicy": frozenset({"targetRefs", "targetRef", "targetSelectors", "requestBuffer", "rateLimit",
+                                       "retry", "timeout"}),
+    "ClientTrafficPolicy": frozenset({"targetRefs", "targetRef", "targetSelectors", "clientIPDetection"}),
+}
+
+
+def unsimulated_fields(policies: Attached) -> list[str]:
+    """``Kind ns/name fields a, b: read, not simulated`` for each Envoy Gateway policy in force with fields knetsim
+    does not run (a global rate limit too: only the local one is)."""
+    out = []
+    for policy in (policies.security, policies.traffic, policies.client):
+        if policy is None:
+            continue
+        fields = sorted(k for k in policy.spec if k not in SIMULATED_FIELDS.get(policy.kind, frozenset()))
+        rate = policy.spec.get("rateLimit")
+        if isinstance(rate, dict) and rate.get("global") is not None:
+            fields.append("rateLimit.global")
+        if fields:
+            out.append(f"{policy.label} {', '.join(fields)}: in force on Envoy Gateway; knetsim reads but does not "
+                       "simulate these fields, so this answer leaves them out")
+    return out

@@ -334,9 +334,11 @@ def _named_extensions(state: ClusterState, result: GatewayRouteResult, impl: Any
     route_key, rule = result.match.route, result.match.rule
     route_obj = state.http_routes.get(route_key) if route_kind == "HTTPRoute" else None
     raw = features.raw_rule(route_obj, rule) if route_obj is not None and rule is not None else {}
-    traffic = envoypolicies.attached(state, result.gateway, listener, route_kind, route_key,
-                                     result.match.rule_name).traffic if reads_envoy else None
+    in_force = envoypolicies.attached(state, result.gateway, listener, route_kind, route_key,
+                                      result.match.rule_name) if reads_envoy else envoypolicies.Attached()
+    traffic = in_force.traffic
     notes = list(result.notes)
+    notes.extend(extensions.unsimulated_fields(in_force))
     if result.proxied or result.outcome == NO_ENDPOINTS:
         retry = resilience.plan(state, impl, result.gateway, listener, route_kind, route_key, rule or 0,
                                 result.match.rule_name, raw)
