@@ -105,3 +105,20 @@ def test_the_channel_in_force_picks_ciliums_report() -> None:
     result = route(state, "default/eg", HTTPRequest("www.example.com", "/"))
     assert any(n.startswith("HTTPRoute default/backend rule 0 retry: up to 1 retries on connection failures")
                for n in result.notes)
+
+
+def test_the_rules_timeouts_are_named_as_the_implementation_runs_them() -> None:
+    """Given a rule with timeouts.request 10s, then on Envoy Gateway (HTTPRouteRequestTimeout claimed) the answer
+    names it in force; on NGINX Gateway Fabric (not claimed) it names it ignored."""
+    def notes(key: str) -> tuple[str, ...]:
+        docs = _docs(key, None, crd=False)
+        for d in docs:
+            if d["kind"] == "HTTPRoute":
+                d["spec"]["rules"][0]["timeouts"] = {"request": "10s"}
+        return route(_cluster(docs).state, "default/eg", HTTPRequest("www.example.com", "/")).notes
+
+    assert "timeouts.request 10s: in force, not reached (knetsim's endpoints connect and answer at once)" in \
+        notes("envoy-gateway")
+    ngf = notes("nginx-gateway-fabric")
+    assert "the rule's timeouts.request is ignored: NGINX Gateway Fabric does not claim HTTPRouteRequestTimeout" in ngf
+    assert not any(n.startswith("timeouts.request") for n in ngf)

@@ -101,13 +101,17 @@ def plan(state: ClusterState, impl: Implementation, gateway: str, listener: str 
     return policy_retry(envoypolicies.attached(state, gateway, listener, route_kind, route, rule_name).traffic)
 
 
-def timeouts(raw_rule: Mapping[str, Any], traffic: envoypolicies.Policy | None) -> list[str]:
+_TIMEOUT_FEATURES = {"request": "HTTPRouteRequestTimeout", "backendRequest": "HTTPRouteBackendTimeout"}
+
+
+def timeouts(raw_rule: Mapping[str, Any], traffic: envoypolicies.Policy | None,
+             impl: Implementation | None = None) -> list[str]:
     """The timeouts a request the rule took is subject to, each named (none changes an answer knetsim computes:
-    its endpoints accept and answer at once)."""
+    its endpoints accept and answer at once); the rule's own only where ``impl``'s report claims them."""
     out = []
     rule = _map(raw_rule.get("timeouts"))
-    for name in ("request", "backendRequest"):
-        if isinstance(rule.get(name), str):
+    for name, feature in _TIMEOUT_FEATURES.items():
+        if isinstance(rule.get(name), str) and (impl is None or impl.supports(feature)):
             out.append(f"timeouts.{name} {rule[name]}")
     spec = _map(traffic.spec.get("timeout")) if traffic is not None else {}
     for proto, fields in (("tcp", ("connectTimeout",)), ("http", ("requestTimeout", "connectionIdleTimeout",

@@ -345,10 +345,13 @@ def _named_extensions(state: ClusterState, result: GatewayRouteResult, impl: Any
         if retry is not None and not any(n.startswith(retry.source) for n in notes):
             notes.append(f"{retry.describe()} (knetsim's endpoints connect and answer at once and alike: no retry "
                          "changes this answer)")
-        for limit in resilience.timeouts(raw, traffic):
+        for limit in resilience.timeouts(raw, traffic, impl):
             notes.append(f"{limit.strip()}: in force, not reached (knetsim's endpoints connect and answer at once)")
         if isinstance(raw.get("retry"), dict) and not impl.supports("HTTPRouteRetry"):
             notes.append(f"the rule's retry is ignored: {impl.title} does not claim HTTPRouteRetry")
+        for name, feature in (("request", "HTTPRouteRequestTimeout"), ("backendRequest", "HTTPRouteBackendTimeout")):
+            if isinstance((raw.get("timeouts") or {}).get(name), str) and not impl.supports(feature):
+                notes.append(f"the rule's timeouts.{name} is ignored: {impl.title} does not claim {feature}")
     backends = [b.service for b in result.backends]
     unsimulated = [f"{label} {why}" for label, why in
                    extensions.unsimulated(state, impl, result.gateway, route_kind, route_key, backends)]
