@@ -4,20 +4,20 @@ and `route` answer as that implementation: what knetsim does not simulate is nam
 Restated from kubernetes-sigs/ingress2gateway's emitters (pkg/i2gw/emitters: Envoy Gateway's SecurityPolicy and
 BackendTrafficPolicy, kgateway's TrafficPolicy buffer, agentgateway's missing body limit, GKE's GCPBackendPolicy
 session affinity) and Envoy Gateway's retry (internal/xds/translator/route.go: previous_hosts, the default
-retry_on). The Envoy Gateway objects are validated against Envoy Gateway's own CRDs (test data, data/
-envoy-gateway-crds).
+retry_on). The Envoy Gateway objects are validated against Envoy Gateway's own CRDs (test data, fetched by commit
+and checked by sha256 through tests/upstream.py, never kept in the repository).
 """
 
 from __future__ import annotations
 
 import copy
-import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 from click.testing import CliRunner
+from tests.upstream import PinnedFile, pinned_text
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
@@ -25,7 +25,15 @@ from knetsim.gateway import route
 from knetsim.model.http import HTTPRequest
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = Path(__file__).parent / "data" / "envoy-gateway-crds"
+# envoyproxy/gateway's generated CRDs of the two policy kinds migrate writes (Apache-2.0), at a commit of 2026-08-21.
+_EG_COMMIT = "d32f28294245e454d20f81d323d626a90e660c1e"
+_EG_CRDS = "charts/gateway-helm/charts/crds/crds/generated/"
+ENVOY_GATEWAY_CRDS = (
+    PinnedFile("envoyproxy/gateway", _EG_COMMIT, _EG_CRDS + "gateway.envoyproxy.io_backendtrafficpolicies.yaml",
+               "cd75a4c222df5487aa9ca8957b48bcc3255eb25de02ed9153faf620bc160f786"),
+    PinnedFile("envoyproxy/gateway", _EG_COMMIT, _EG_CRDS + "gateway.envoyproxy.io_securitypolicies.yaml",
+               "6412914ec5b7c48f58b85f60a80767ba15a50c8d374480cf5f2d872e4a764466"),
+)
 TLS_OLD = ROOT / "examples" / "ingress-nginx-tls"
 TLS_CA = ROOT / "examples" / "ingress-nginx-tls-ca"
 TLS_NEW = ROOT / "examples" / "ingress-nginx-tls-gateway"
@@ -96,7 +104,7 @@ def test_the_envoy_gateway_policies_written_are_valid_for_envoy_gateways_crds(tm
     docs = [ingress({**EVERYTHING, "auth-type": "basic", "auth-secret": "users"}), *WEB]
     _old, new, data = migrate(tmp_path, docs, "envoy-gateway")
     crds = tmp_path / "crds.yaml"
-    crds.write_text("\n---\n".join(gzip.decompress(p.read_bytes()).decode() for p in sorted(CRDS.glob("*.gz"))))
+    crds.write_text("\n---\n".join(pinned_text(pin) for pin in ENVOY_GATEWAY_CRDS))
     kinds = {o["kind"] for o in data["objects"]}
     assert {"SecurityPolicy", "BackendTrafficPolicy"} <= kinds
     valid = CliRunner().invoke(cli, ["validate", "-f", str(crds), "-f", str(new)])
