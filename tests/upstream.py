@@ -231,5 +231,41 @@ def _parsed(base: Path, folders: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class PinnedFile:
+    """One upstream file outside the CRD bundles above (another project's CRD, say), fetched by commit into the
+    cache and checked against its sha256 as they are; the reference folder is not expected to hold it."""
+
+    repository: str
+    commit: str
+    path: str
+    sha256: str
+
+    def url(self, base: str = RAW) -> str:
+        return f"{base.rstrip('/')}/{self.repository}/{self.commit}/{self.path}"
+
+    @property
+    def relative(self) -> str:
+        return f"files/{self.repository.replace('/', '+')}/{self.commit[:12]}/{Path(self.path).name}"
+
+
+def pinned_text(pin: PinnedFile) -> str:
+    """The file's text from the cache (downloaded there first when missing); the test skips, saying why, when the
+    network is unreachable, and fails when the bytes are not the pinned ones."""
+    target = cache_dir() / pin.relative
+    if not (target.is_file() and _sha256(target.read_bytes()) == pin.sha256):
+        try:
+            data = _download(pin.url(os.environ.get("KNETSIM_UPSTREAM_URL", RAW)))
+        except Unreachable as error:
+            pytest.skip(f"{pin.repository}'s {pin.path} is not cached and the network is unreachable ({error})")
+        if _sha256(data) != pin.sha256:
+            raise AssertionError(f"{pin.url()}: sha256 {_sha256(data)}, pinned {pin.sha256}: not the released file")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return target.read_text(encoding="utf-8")
+
+
 STANDARD = ("gateway-api-v1.6.1/standard", "network-policy-api-v0.2.0/standard", "network-policy-api-v0.1.8/standard")
 EXPERIMENTAL = ("network-policy-api-v0.2.0/experimental",)

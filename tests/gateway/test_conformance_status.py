@@ -192,3 +192,31 @@ def test_retry_on_the_standard_channel_is_refused_by_the_api_server_naming_the_f
     text = str(raised.value)
     assert "HTTPRoute gateway-conformance-infra/retries" in text and 'unknown field "spec.rules[0].retry"' in text
 
+
+
+def _proxies(c: Cluster) -> list[str]:
+    """The per-Gateway objects: labelled with their Gateway's name (Envoy Gateway's owning-gateway-name too)."""
+    objs = [*c.state.services.values(), *(o for (k, _), o in c.state.others.items() if k == "Deployment")]
+    return sorted(f"{o.kind} {o.key} {v}" for o in objs
+                  for k, v in ((o.raw.get("metadata") or {}).get("labels") or {}).items() if k.endswith("gateway-name"))
+
+
+@pytest.mark.parametrize("key", ["envoy-gateway", "nginx-gateway-fabric", "kgateway"])
+def test_an_invalid_parameters_ref_provisions_no_proxy(key: str) -> None:
+    """gatewayclass_types.go and gateway_types.go: a class (or a Gateway) whose parametersRef does not resolve is not
+    accepted, so the implementation creates no proxy Deployment or Service for it; the valid class's other Gateways
+    keep theirs."""
+    docs = [d for d in yaml.safe_load_all((DATA / "conformance-base.yaml").read_text(encoding="utf-8")) if d]
+    for d in docs:
+        if d["kind"] == "GatewayClass":
+            d["spec"]["controllerName"] = BY_KEY[key].controller_names[0]
+    fine = Cluster.from_yaml(yaml.safe_dump_all(docs), namespace=INFRA, filename="class.yaml")
+    assert _proxies(fine)
+    one_invalid = _cluster(INVALID_PARAMETERS, BY_KEY[key].controller_names[0])
+    assert not any(p.endswith(" gateway-invalid-parameters-ref") for p in _proxies(one_invalid))
+    assert any(p.endswith(" same-namespace") for p in _proxies(one_invalid))
+    for d in docs:
+        if d["kind"] == "GatewayClass":
+            d["spec"]["parametersRef"] = {"group": "", "kind": "ConfigMap", "name": "absent", "namespace": INFRA}
+    invalid = Cluster.from_yaml(yaml.safe_dump_all(docs), namespace=INFRA, filename="class.yaml")
+    assert _proxies(invalid) == []

@@ -46,3 +46,38 @@ def test_nginx_gateway_fabric_class_live(tmp_path: Path) -> None:
         await c.server.settle()
         assert ("Service", "default", "eg-nginx") not in store and ("Deployment", "default", "eg-nginx") not in store
     run(tmp_path, scenario)
+
+
+def test_an_invalid_parameters_ref_provisions_nothing_live(tmp_path: Path) -> None:
+    """Given NGINX Gateway Fabric's class whose parametersRef names a ConfigMap that does not exist, then live the
+    class is Accepted False (InvalidParameters), its Gateway is neither accepted nor programmed (no status from
+    the implementation) and no proxy Deployment or Service is created; once the ConfigMap is created, the class is
+    accepted and the Gateway gets its proxy."""
+    async def scenario(c: Cluster) -> None:
+        for doc in load_paths([str(QUICKSTART)]).documents:
+            body = copy.deepcopy(doc.body)
+            if body["kind"] == "GatewayClass":
+                body["metadata"]["name"] = "nginx"
+                body["spec"]["controllerName"] = NGF
+                body["spec"]["parametersRef"] = {"group": "", "kind": "ConfigMap", "name": "proxy-params",
+                                                 "namespace": "default"}
+            if body["kind"] == "Gateway":
+                body["spec"]["gatewayClassName"] = "nginx"
+            c.create(body)
+        await c.server.settle()
+        store = c.server.store.objects
+        klass = store[("GatewayClass", "", "nginx")].body["status"]
+        accepted = next(x for x in klass["conditions"] if x["type"] == "Accepted")
+        assert (accepted["status"], accepted["reason"]) == ("False", "InvalidParameters")
+        assert "ConfigMap default/proxy-params not found" in accepted["message"]
+        assert not (store[("Gateway", "default", "eg")].body.get("status") or {}).get("conditions") or all(
+            x["reason"] == "Pending" for x in store[("Gateway", "default", "eg")].body["status"]["conditions"])
+        assert ("Service", "default", "eg-nginx") not in store and ("Deployment", "default", "eg-nginx") not in store
+        c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "proxy-params", "namespace": "default"},
+                  "data": {}})
+        await c.server.settle()
+        accepted = next(x for x in store[("GatewayClass", "", "nginx")].body["status"]["conditions"]
+                        if x["type"] == "Accepted")
+        assert accepted["status"] == "True"
+        assert ("Service", "default", "eg-nginx") in store and ("Deployment", "default", "eg-nginx") in store
+    run(tmp_path, scenario)

@@ -438,8 +438,11 @@ def _gateway_infra(views: dict[str, list[Object]], by_kind: dict[str, list[Docum
     labels = {d.name: {**((d.body.get("metadata") or {}).get("labels") or {}), "kubernetes.io/metadata.name": d.name}
               for d in by_kind.get("Namespace", [])}
     pods = [d for d in by_kind.get("Pod", []) if d.namespace == "envoy-gateway-system"]
+    def exists(kind: str, namespace: str, name: str) -> bool:
+        return any(d.name == name and d.namespace in (namespace, "") for d in by_kind.get(kind, []))
+
     for body in infra_manifests(views["GatewayClass"], views.get("Gateway", []),  # type: ignore[arg-type]
-                                views.get("ListenerSet", []), labels):  # type: ignore[arg-type]
+                                views.get("ListenerSet", []), labels, exists):  # type: ignore[arg-type]
         meta = body["metadata"]
         key = (body["kind"], meta.get("namespace", ""), meta["name"])
         if key in merged:

@@ -10,8 +10,15 @@ Each profile names the conformance report its features come from: the newest one
 kubernetes-sigs/gateway-api ``conformance/reports/v1.6/`` (read 2026-12-06). ``features`` is the union of
 the ``supportedFeatures`` of every conformance profile of that report (extended features: core ones are
 not listed in a report), which is what the implementation writes into ``GatewayClass.status.supportedFeatures``.
-Where an implementation published a report per channel (Cilium), both are kept and ``features`` is the
-experimental one's, the channel knetsim's CRDs come from.
+
+The Gateway API CRDs knetsim serves are the standard channel's (``model/apis``), as on a cluster with the
+standard install: a manifest using an experimental field (an HTTPRoute rule's ``retry``) is refused unless
+the input brings the experimental CRD, which then takes over its kind. Where an implementation published a
+report per channel (Cilium, whose operator reads the installed CRDs), the report simulated is that of the
+channel in force (``channel_in_force``: the HTTPRoute CRD's ``gateway.networking.k8s.io/channel``, standard
+unless the input brings another); an implementation with one report writes the same features whichever
+channel is installed, so that report is simulated on both (its features that need an experimental field —
+HTTPRouteRetry — are reachable only once the experimental CRD is in force).
 
 The infrastructure and the replies come from each project's documentation and source (cited per profile).
 Where a project leaves a name random (Kong Operator's ``generateName``), knetsim derives a stable suffix
@@ -21,7 +28,9 @@ from the Gateway, so two runs print the same objects.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 REPORTS = "kubernetes-sigs/gateway-api conformance/reports/v1.6/"
 
@@ -115,10 +124,16 @@ class Implementation:
     # Who writes its own replies on the wire (network/wire.py): "envoy" (lower-case fields, server: envoy),
     # "nginx" (nginx's own fields), "" (plain Date and Content-Length: a proxy knetsim has no wire model of).
     writer: str = "envoy"
+    channel: str = "standard"  # the Gateway API channel in force, which picks the report (for_channel)
 
     @property
     def report(self) -> Report:
-        return self.reports[0]
+        """The report of the channel in force where the implementation published one for it, else its newest."""
+        return next((r for r in self.reports if r.channel == self.channel), self.reports[0])
+
+    def for_channel(self, channel: str) -> Implementation:
+        """The profile as it runs with that channel's CRDs installed."""
+        return self if channel == self.channel else replace(self, channel=channel)
 
     @property
     def features(self) -> frozenset[str]:
@@ -458,6 +473,21 @@ def for_controller(controller_name: str) -> Implementation | None:
     return BY_CONTROLLER.get(controller_name)
 
 
+HTTPROUTE_CRD = "httproutes.gateway.networking.k8s.io"
+CHANNEL_ANNOTATION = "gateway.networking.k8s.io/channel"
+
+
+def channel_in_force(crds: Iterable[Mapping[str, Any]]) -> str:
+    """The Gateway API channel of the HTTPRoute CRD among ``crds`` (CustomResourceDefinition bodies: one in the
+    input takes over the kind), "standard" (knetsim's own) when none is there."""
+    for crd in crds:
+        meta = crd.get("metadata") if isinstance(crd, Mapping) else None
+        if isinstance(meta, Mapping) and meta.get("name") == HTTPROUTE_CRD:
+            channel = (meta.get("annotations") or {}).get(CHANNEL_ANNOTATION)
+            return channel if isinstance(channel, str) and channel else "standard"
+    return "standard"
+
+
 def by_key(key: str) -> Implementation:
     """The profile named ``key`` (its key, or a controllerName); KeyError naming the known keys otherwise."""
     found = BY_KEY.get(key) or BY_CONTROLLER.get(key)
@@ -466,8 +496,37 @@ def by_key(key: str) -> Implementation:
     return found
 
 
-def supported_by(feature: str) -> list[Implementation]:
-    return [i for i in IMPLEMENTATIONS if i.supports(feature)]
+def _api_domain(group: str) -> str:
+    """The last two labels of an API group or controller name's domain (``gateway.envoyproxy.io`` → envoyproxy.io)."""
+    return ".".join(group.split("/", 1)[0].split(".")[-2:])
+
+
+def parameters_problem(impl: Implementation, ref: Mapping[str, Any] | None, namespace: str | None,
+                       exists: Callable[[str, str, str], bool]) -> str | None:
+    """Why a ``parametersRef`` (GatewayClass ``spec.parametersRef``, Gateway ``spec.infrastructure.parametersRef``)
+    is invalid, None when it is absent or resolves (``exists(kind, namespace, name)`` looks the referent up).
+
+    The API types (kubernetes-sigs/gateway-api ``apis/v1/gatewayclass_types.go`` and ``gateway_types.go``): a
+    referent that cannot be found or is of an unsupported kind SHOULD make the object ``Accepted: False`` with
+    reason ``InvalidParameters``; conformance ``gateway-invalid-parameters-ref.go`` (GatewayInvalidParametersRef)
+    names ``invalid.io/InvalidParameters``. Supported: a core kind (ConfigMap: Istio) or a kind of the
+    implementation's own API (its extension kinds' and controller name's domains). Read by the translation
+    (status) and by the infrastructure (a class that is not accepted gets no proxy)."""
+    if not ref:
+        return None
+    group, kind, name = str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+    domains = {_api_domain(k) for k in (*impl.extension_kinds, *impl.controller_names)}
+    what = f"{group + '/' if group else ''}{kind} {namespace + '/' if namespace else ''}{name}"
+    if group and _api_domain(group) not in domains:
+        return f"Invalid parametersRef: {what} is not a kind {impl.title} reads its parameters from"
+    if not exists(kind, namespace or "", name):
+        return f"Invalid parametersRef: {what} not found"
+    return None
+
+
+def supported_by(feature: str, channel: str = "standard") -> list[Implementation]:
+    """The implementations whose report for ``channel`` (else their only one) claims ``feature``."""
+    return [i for i in IMPLEMENTATIONS if i.for_channel(channel).supports(feature)]
 
 
 def proxy_name(impl: Implementation, namespace: str, name: str, class_name: str) -> str | None:

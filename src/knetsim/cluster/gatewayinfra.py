@@ -24,12 +24,12 @@ status needs the routes: ``knetsim.gateway``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..model.labels import Selector
-from .gatewayimplementations import ENVOY_GATEWAY, Implementation, for_controller, proxy_namespace
+from .gatewayimplementations import ENVOY_GATEWAY, Implementation, for_controller, parameters_problem, proxy_namespace
 from .gatewayimplementations import proxy_name as impl_proxy_name
 from .gatewayimplementations import proxy_service_name as impl_service_name
 
@@ -130,12 +130,24 @@ def attached_listener_sets(gateway: Gateway, listener_sets: Iterable[ListenerSet
 
 
 def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listener_sets: Iterable[ListenerSet] = (),
-                    namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[dict[str, Any]]:
+                    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+                    exists: Callable[[str, str, str], bool] | None = None) -> list[dict[str, Any]]:
     """What the implementations of these classes create for these objects (nothing when no class names one).
 
     Per implementation with an accepted class: its control plane (cluster/gatewayimplementations.py), then
-    per Gateway of that class its proxy, named and placed as that implementation places it."""
+    per Gateway of that class its proxy, named and placed as that implementation places it. With ``exists``
+    (kind, namespace, name → found), a class whose ``parametersRef`` does not resolve is not accepted
+    (InvalidParameters), so its Gateways get no proxy: the implementation provisions nothing for them."""
     verdicts = class_verdicts(classes)
+    if exists is not None:
+        for c in classes:
+            verdict = verdicts.get(c.name)
+            if verdict is None or not verdict.accepted or verdict.implementation is None:
+                continue
+            ref = c.parameters_ref
+            namespace = str(ref.get("namespace") or "") or None if ref else None
+            if parameters_problem(verdict.implementation, ref, namespace, exists) is not None:
+                verdicts[c.name] = ClassVerdict(False, "InvalidParameters", "", True, verdict.implementation)
     sets = list(listener_sets)
     docs: list[dict[str, Any]] = []
     namespaces: set[str] = set()
@@ -152,9 +164,19 @@ def infra_manifests(classes: list[GatewayClass], gateways: list[Gateway], listen
         if verdict is None or not verdict.accepted or verdict.implementation is None:
             continue
         impl = verdict.implementation
+        if exists is not None and _gateway_parameters_invalid(impl, gw, exists):
+            continue  # gateway_types.go: rejected (InvalidParameters); nothing is provisioned for it
         attached = attached_listener_sets(gw, sets, namespace_labels or {}) if impl.supports("ListenerSet") else []
         docs.extend(_proxy(impl, gw, attached))
     return docs
+
+
+def _gateway_parameters_invalid(impl: Implementation, gw: Gateway, exists: Callable[[str, str, str], bool]) -> bool:
+    spec_infra = (gw.raw.get("spec") or {}).get("infrastructure") if isinstance(gw.raw, Mapping) else None
+    params = spec_infra.get("parametersRef") if isinstance(spec_infra, Mapping) else None
+    if not isinstance(params, Mapping):
+        return False
+    return parameters_problem(impl, params, gw.namespace, exists) is not None
 
 
 def is_proxy_pod(namespace: str, labels: Mapping[str, str]) -> bool:

@@ -26,7 +26,8 @@ from ..model.labels import Selector
 from .base import Controller, status_only
 
 KEY: Key = ("GatewayAPI", "", "")
-WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace"}
+# ConfigMap: a GatewayClass's parametersRef may name one (Istio's kind), and BackendTLSPolicy CA bundles are ones.
+WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace", "ConfigMap"}
 CONTROL_PLANE = Selector.from_map({"control-plane": "envoy-gateway"})
 PROXIES = Selector.from_map({"app.kubernetes.io/managed-by": "envoy-gateway"})
 AS_ENVOY_GATEWAY = WriteOptions(managed="controller")
@@ -66,7 +67,10 @@ class GatewayController(Controller):
                          if isinstance(s := self.informer.typed(k), gatewayapi.ListenerSet)]
         labels = {k[2]: dict(((self.informer.get(k) or {}).get("metadata") or {}).get("labels") or {})
                   for k in self.informer.keys("Namespace")}
-        self.keep_infrastructure(infra_manifests(classes, gateways, listener_sets, labels))
+        # A class whose parametersRef does not resolve is not accepted: its Gateways get no proxy.
+        self.keep_infrastructure(infra_manifests(classes, gateways, listener_sets, labels,
+                                                 lambda kind, ns, name: self.informer.get((kind, ns, name))
+                                                 is not None))
         if self.ctx.state is None or not any(self.informer.keys(kind) for kind in gatewayapi.KINDS):
             return
         from ..gateway import status_of, translate

@@ -616,11 +616,12 @@ def _buckets(policy: Policy, request: HTTPRequest, client: str) -> tuple[Bucket,
 
 
 def decide(state: ClusterState, gateway: str, listener: str | None, route_kind: str | None, route: str | None,
-           rule: int | None, rule_name: str | None, request: HTTPRequest, *, burst: int | None = None
-           ) -> Decision | None:
+           rule: int | None, rule_name: str | None, request: HTTPRequest, *, burst: int | None = None,
+           read_policies: bool = True) -> Decision | None:
     """Envoy Gateway's filters for a request the route ``route_kind`` ``ns/name`` (rule ``rule``) matched on
-    ``listener`` of Gateway ``ns/name``; None when no policy and no CORS filter applies."""
-    policies = attached(state, gateway, listener, route_kind, route, rule_name)
+    ``listener`` of Gateway ``ns/name``; None when no policy and no CORS filter applies. ``read_policies`` False:
+    an implementation that does not read Envoy Gateway's kinds (the rule's CORS filter still applies)."""
+    policies = attached(state, gateway, listener, route_kind, route, rule_name) if read_policies else Attached()
     cors_filter = _cors_filter(state, route_kind, route, rule)
     if not policies and cors_filter is None:
         return None

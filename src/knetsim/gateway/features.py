@@ -50,6 +50,11 @@ class FeatureUse:
     where: str  # the field path that uses it
 
 
+def raw_rule(route: Any, index: int) -> Mapping[str, Any]:
+    """Rule ``index`` of a route as written (fields the typed model does not read: timeouts, retry)."""
+    return _raw_rule(route, index)
+
+
 def _raw_rule(route: Any, index: int) -> Mapping[str, Any]:
     rules = ((route.raw or {}).get("spec") or {}).get("rules") or []
     if isinstance(rules, list) and index < len(rules) and isinstance(rules[index], Mapping):

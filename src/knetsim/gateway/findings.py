@@ -169,7 +169,7 @@ def _gateway(state: ClusterState, gctx: GatewayContext) -> list[GatewayFinding]:
         out.extend(_listener(state, lc, subject, "gateway"))
     impl = gctx.implementation
     for u in features.unsupported(features.gateway_features(gw), impl):
-        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        others = ", ".join(i.title for i in supported_by(u.feature, impl.channel)) or "none"
         out.append(GatewayFinding("GatewayFeatureUnsupported", "warning", subject, u.where,
                                   f"{impl.title} {impl.report.version}'s conformance report ({impl.report.path}) does "
                                   f"not claim {u.feature}: do not rely on {u.where} there (supported by {others})",
@@ -341,7 +341,7 @@ def _ignored_features(state: ClusterState, gctx: GatewayContext, rc: RouteContex
     route, impl = rc.route, gctx.implementation
     out = []
     for u in features.ignored(features.route_features(route, state.services), impl):
-        others = ", ".join(i.title for i in supported_by(u.feature)) or "none"
+        others = ", ".join(i.title for i in supported_by(u.feature, impl.channel)) or "none"
         out.append(GatewayFinding(f"{route.kind}FeatureIgnored", "warning", f"{route.kind} {route.key}", u.where,
                                   f"Gateway {gctx.gateway.key} runs {impl.title} {impl.report.version}, whose "
                                   f"conformance report ({impl.report.path}) does not claim {u.feature}: the route "
@@ -358,8 +358,8 @@ def _unsupported_feature(state: ClusterState, gctx: GatewayContext, rc: RouteCon
     route, impl = rc.route, gctx.implementation
     missing = features.refused(features.route_features(route, state.services), impl)
     where = "; ".join(
-        f"{u.feature} at {u.where} (supported by {', '.join(i.title for i in supported_by(u.feature)) or 'none'})"
-        for u in missing)
+        f"{u.feature} at {u.where} (supported by "
+        f"{', '.join(i.title for i in supported_by(u.feature, impl.channel)) or 'none'})" for u in missing)
     fields = ", ".join(u.where for u in missing)
     return GatewayFinding(f"{route.kind}UnsupportedFeature", "error", f"{route.kind} {route.key}",
                           f"spec.parentRefs[{ps.ref.index}]",

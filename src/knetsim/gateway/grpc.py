@@ -29,7 +29,7 @@ from ..cluster.state import ClusterState
 from ..model import saferegex
 from ..model.gatewayapi import GRPCRouteMatch
 from ..model.http import HTTPRequest, HTTPRequestError, plain
-from . import envoypolicies, hostnames
+from . import envoypolicies, extensions, hostnames, resilience
 from .backendtls import BackendHandshake
 from .handshake import TLSHandshake, handshake
 from .listeners import ListenerContext
@@ -52,7 +52,7 @@ from .router import (
     _is_address,
     route,
 )
-from .translate import GRPCEntry, ResolvedBackend
+from .translate import GRPCEntry, ResolvedBackend, translate
 from .upstream import backend_handshake, choose_endpoint, envoy_tls_failure, ready_endpoints, weighted_pick
 
 # The gRPC status a client reports when the proxy answers with an HTTP status itself
@@ -271,8 +271,22 @@ def _with_policies(state: ClusterState, result: GRPCRouteResult, listener: str) 
     local reply to a gRPC request into the gRPC status of its HTTP status), or the call goes on."""
     if result.match is None or result.route_kind != "GRPCRoute":
         return result
+    gctx = translate(state).gateways.get(result.gateway)
+    impl = gctx.implementation if gctx is not None else None
+    reads = impl is None or resilience.reads_envoy_policies(impl)
+    if impl is not None:
+        # Never silent: what reaches the call on its implementation but is not simulated is named on it.
+        named = [f"{label} {why}" for label, why in extensions.unsimulated(
+            state, impl, result.gateway, "GRPCRoute", result.match.route, [b.service for b in result.backends])]
+        if not reads:
+            named.extend(f"{label} is Envoy Gateway's: {impl.title} does not read it, so it does not apply"
+                         for label in extensions.envoy_policies_targeting(state, result.gateway, "GRPCRoute",
+                                                                          result.match.route))
+        if named:
+            result = replace(result, notes=(*result.notes, *named))
     decision = envoypolicies.decide(state, result.gateway, listener, "GRPCRoute", result.match.route,
-                                    result.match.rule, result.match.rule_name, result.call.http_request())
+                                    result.match.rule, result.match.rule_name, result.call.http_request(),
+                                    read_policies=reads)
     if decision is None:
         return result
     if not decision.answered or decision.status is None or decision.outcome is None:

@@ -33,7 +33,7 @@ from ..cluster.state import ClusterState
 from ..model import saferegex
 from ..model.gatewayapi import HeaderModifier
 from ..model.http import COMPARED_RESPONSE_HEADERS, HTTPRequest, HTTPRequestError, RouteAnswer, plain
-from . import envoypolicies, hostnames
+from . import envoypolicies, extensions, features, hostnames, resilience
 from .backendtls import BackendHandshake
 from .conditions import Type
 from .handshake import TLSHandshake, handshake
@@ -151,6 +151,9 @@ class GatewayRouteResult:
     # backend): its body and content type, for the trace and the live listeners.
     reply: Reply | None = None
     mirrors: tuple[MirroredCopy, ...] = ()  # the RequestMirror copies of a proxied request
+    # Objects that reach this request on its implementation but that knetsim does not simulate (extensions.py):
+    # "Kind ns/name (why)", also among the notes.
+    unsimulated: tuple[str, ...] = ()
 
     @property
     def proxied(self) -> bool:
@@ -295,8 +298,14 @@ def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str
     instead of the router's, or their headers (CORS) added to it."""
     if result.match is None:
         return result
+    gctx = translate(state).gateways.get(result.gateway)
+    impl = gctx.implementation if gctx is not None else None
+    reads = impl is None or resilience.reads_envoy_policies(impl)
+    if impl is not None:
+        result = _named_extensions(state, result, impl, listener, route_kind, reads)
     decision = envoypolicies.decide(state, result.gateway, listener, route_kind, result.match.route,
-                                    result.match.rule, result.match.rule_name, result.request, burst=burst)
+                                    result.match.rule, result.match.rule_name, result.request, burst=burst,
+                                    read_policies=reads)
     if decision is None:
         return result
     headers = {**result.response_headers, **decision.headers}
@@ -313,6 +322,47 @@ def with_policies(state: ClusterState, result: GatewayRouteResult, listener: str
                    summary=f"{result.request.method} {result.request.url} → {route_kind} {result.match.route} rule "
                            f"{result.match.rule} → {decision.why}",
                    response_headers=headers, policy=decision)
+
+
+def _named_extensions(state: ClusterState, result: GatewayRouteResult, impl: Any, listener: str | None,
+                      route_kind: str, reads_envoy: bool) -> GatewayRouteResult:
+    """What could change this answer that knetsim reads but does not simulate, named on it: the rule's timeouts
+    and retry (resilience.py), the implementation's own extension objects that target the route, its Gateway
+    or a backend Service (extensions.py), and Envoy Gateway's policies on an implementation that does not read
+    them."""
+    assert result.match is not None
+    route_key, rule = result.match.route, result.match.rule
+    route_obj = state.http_routes.get(route_key) if route_kind == "HTTPRoute" else None
+    raw = features.raw_rule(route_obj, rule) if route_obj is not None and rule is not None else {}
+    in_force = envoypolicies.attached(state, result.gateway, listener, route_kind, route_key,
+                                      result.match.rule_name) if reads_envoy else envoypolicies.Attached()
+    traffic = in_force.traffic
+    notes = list(result.notes)
+    notes.extend(extensions.unsimulated_fields(in_force))
+    if result.proxied or result.outcome == NO_ENDPOINTS:
+        retry = resilience.plan(state, impl, result.gateway, listener, route_kind, route_key, rule or 0,
+                                result.match.rule_name, raw)
+        if retry is not None and not any(n.startswith(retry.source) for n in notes):
+            notes.append(f"{retry.describe()} (knetsim's endpoints connect and answer at once and alike: no retry "
+                         "changes this answer)")
+        for limit in resilience.timeouts(raw, traffic, impl):
+            notes.append(f"{limit.strip()}: in force, not reached (knetsim's endpoints connect and answer at once)")
+        if isinstance(raw.get("retry"), dict) and not impl.supports("HTTPRouteRetry"):
+            notes.append(f"the rule's retry is ignored: {impl.title} does not claim HTTPRouteRetry")
+        for name, feature in (("request", "HTTPRouteRequestTimeout"), ("backendRequest", "HTTPRouteBackendTimeout")):
+            if isinstance((raw.get("timeouts") or {}).get(name), str) and not impl.supports(feature):
+                notes.append(f"the rule's timeouts.{name} is ignored: {impl.title} does not claim {feature}")
+    backends = [b.service for b in result.backends]
+    unsimulated = [f"{label} {why}" for label, why in
+                   extensions.unsimulated(state, impl, result.gateway, route_kind, route_key, backends)]
+    if not reads_envoy:
+        unsimulated.extend(f"{label} is Envoy Gateway's: {impl.title} does not read it, so it does not apply"
+                           for label in extensions.envoy_policies_targeting(state, result.gateway, route_kind,
+                                                                            route_key))
+    notes.extend(unsimulated)
+    if notes == list(result.notes):
+        return result
+    return replace(result, notes=tuple(notes), unsimulated=tuple(unsimulated))
 
 
 def answers(gctx: GatewayContext, reply: Any) -> str:
@@ -502,9 +552,14 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
                                   f"{answers(gctx, gctx.implementation.no_healthy_backend)}",
                                   reply=gctx.implementation.no_healthy_backend, **common)
     if chosen.tls is not None:
-        endpoint = choose_endpoint(ready_endpoints(state, chosen), _ident(request))
+        endpoints = ready_endpoints(state, chosen)
+        endpoint = choose_endpoint(endpoints, _ident(request))
         backend_hs = backend_handshake(state, chosen, endpoint, t.now, gctx.backend_client_chain) \
             if endpoint is not None else None
+        if backend_hs is not None and not backend_hs.verdict.ok and endpoint is not None:
+            backend_hs = _retried_handshake(state, t, gctx, lc, entry, chosen, endpoints, endpoint, backend_hs,
+                                            notes)
+            common["notes"] = tuple(notes)
         if backend_hs is not None:
             common["backend_tls"] = backend_hs
             if not backend_hs.verdict.ok:
@@ -520,6 +575,36 @@ def _route_listener(state: ClusterState, t: Any, gctx: GatewayContext, lc: Liste
         mirrored = f" (mirrored to {', '.join(sent)})" if sent else ""
     return GatewayRouteResult(request, key, PROXIED, None,
                               f"{target} → {where} → Service {chosen.describe()}{share}{mirrored}", **common)
+
+
+def _retried_handshake(state: ClusterState, t: Any, gctx: GatewayContext, lc: ListenerContext, entry: RouteEntry,
+                       chosen: Any, endpoints: list[Any], first: Any, failed: Any, notes: list[str]) -> Any:
+    """A failed TLS handshake with the chosen endpoint is a connection failure: where the retry in force retries
+    those (resilience.py), the request goes to the next ready endpoints (never one already tried) until a
+    handshake succeeds or the retries run out; the last handshake is the answer's."""
+    retry = resilience.plan(state, gctx.implementation, gctx.gateway.key, lc.name, "HTTPRoute", entry.route.key,
+                            entry.rule.index, entry.rule.name, features.raw_rule(entry.route, entry.rule.index))
+    if retry is None:
+        return failed
+    if not retry.on_connect_failure:
+        notes.append(f"{retry.describe()}: a failed TLS handshake is not retried")
+        return failed
+    start = endpoints.index(first)
+    others = [endpoints[(start + i) % len(endpoints)] for i in range(1, len(endpoints))][:retry.retries]
+    tried = [first.describe()]
+    hs = failed
+    for endpoint in others:
+        hs = backend_handshake(state, chosen, endpoint, t.now, gctx.backend_client_chain)
+        if hs is None:
+            return failed
+        tried.append(endpoint.describe())
+        if hs.verdict.ok:
+            notes.append(f"{retry.describe()}: the TLS handshake with {first.describe()} failed "
+                         f"({failed.failure()}); retried on {endpoint.describe()}, which succeeded")
+            return hs
+    notes.append(f"{retry.describe()}: the TLS handshake failed with every endpoint tried ({', '.join(tried)})"
+                 + ("" if len(others) == len(endpoints) - 1 else f"; {len(endpoints) - len(tried)} more not tried"))
+    return hs
 
 
 # --- the route table HTTPRoutes share with GRPCRoutes -------------------------------------------------

@@ -36,11 +36,18 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..cluster.gatewayimplementations import ENVOY_GATEWAY, IMPLEMENTATIONS, Implementation, for_controller
+from ..cluster.gatewayimplementations import (
+    ENVOY_GATEWAY,
+    IMPLEMENTATIONS,
+    Implementation,
+    channel_in_force,
+    for_controller,
+)
+from ..cluster.gatewayimplementations import parameters_problem as impl_parameters_problem
 from ..cluster.gatewayimplementations import proxy_service_name as impl_service_name
 from ..cluster.gatewayinfra import (
     ClassVerdict,
@@ -241,31 +248,12 @@ def _age(obj: Object) -> tuple[bool, str, str, str]:
     return (ts is None, ts or "", obj.namespace, obj.name)
 
 
-def _api_domain(group: str) -> str:
-    """The last two labels of an API group or controller name's domain (``gateway.envoyproxy.io`` → envoyproxy.io)."""
-    return ".".join(group.split("/", 1)[0].split(".")[-2:])
-
-
 def parameters_problem(state: ClusterState, impl: Implementation, ref: Mapping[str, Any] | None,
                        namespace: str | None) -> str | None:
-    """Why a ``parametersRef`` (GatewayClass ``spec.parametersRef``, Gateway ``spec.infrastructure.parametersRef``)
-    is invalid, None when it is absent or resolves.
-
-    The API types (kubernetes-sigs/gateway-api ``apis/v1/gatewayclass_types.go`` and ``gateway_types.go``): a
-    referent that cannot be found or is of an unsupported kind SHOULD make the object ``Accepted: False`` with
-    reason ``InvalidParameters``; conformance ``gateway-invalid-parameters-ref.go`` (GatewayInvalidParametersRef)
-    names ``invalid.io/InvalidParameters``. Supported: a core kind (ConfigMap: Istio) or a kind of the
-    implementation's own API (its extension kinds' and controller name's domains)."""
-    if not ref:
-        return None
-    group, kind, name = str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
-    domains = {_api_domain(k) for k in (*impl.extension_kinds, *impl.controller_names)}
-    what = f"{group + '/' if group else ''}{kind} {namespace + '/' if namespace else ''}{name}"
-    if group and _api_domain(group) not in domains:
-        return f"Invalid parametersRef: {what} is not a kind {impl.title} reads its parameters from"
-    if listeners.find_object(state, kind, namespace or "", name) is None:
-        return f"Invalid parametersRef: {what} not found"
-    return None
+    """Why a ``parametersRef`` is invalid, None when it is absent or resolves
+    (``cluster.gatewayimplementations.parameters_problem``, the referent looked up among the kept objects)."""
+    return impl_parameters_problem(impl, ref, namespace,
+                                   lambda kind, ns, name: listeners.find_object(state, kind, ns, name) is not None)
 
 
 def _class_parameters(state: ClusterState, verdicts: dict[str, ClassVerdict]) -> dict[str, ClassVerdict]:
@@ -285,6 +273,10 @@ def _class_parameters(state: ClusterState, verdicts: dict[str, ClassVerdict]) ->
 
 def _translate(state: ClusterState, now: datetime) -> Translation:
     verdicts = _class_parameters(state, class_verdicts(list(state.gateway_classes.values())))
+    # Each implementation as it runs with the CRDs in force (a report per channel: Cilium).
+    channel = channel_in_force(o.raw for o in state.objects_of("CustomResourceDefinition"))
+    verdicts = {name: replace(v, implementation=v.implementation.for_channel(channel))
+                if v.implementation is not None else v for name, v in verdicts.items()}
     classes = {name: (state.gateway_classes[name], verdicts[name]) for name in sorted(state.gateway_classes)}
     gateways: dict[str, GatewayContext] = {}
     for key in sorted(state.gateways):
@@ -389,7 +381,7 @@ def _gateway_status(state: ClusterState, gctx: GatewayContext,
     pods = [p for p in state.pods_in(pod_namespace) if all(p.labels.get(k) == v for k, v in wanted.items())]
     gctx.proxy_pods_total = len(pods)
     gctx.proxy_pods = [p.key for p in pods if p.ready and p.phase == "Running"]
-    replicas = "envoy" if impl is ENVOY_GATEWAY else impl.proxy_word
+    replicas = "envoy" if impl.key == ENVOY_GATEWAY.key else impl.proxy_word
     if not gctx.addresses:
         gctx.conditions.set(Type.PROGRAMMED, False, Reason.ADDRESS_NOT_ASSIGNED,
                             "No addresses have been assigned to the Gateway")

@@ -175,12 +175,13 @@ def burst_requests(state: ClusterState) -> list[HTTPRequest]:
     return out
 
 
-def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None,
-                    burst: int | None = None) -> tuple[RouteAnswer, str | None, tuple[tuple[str, int], ...]]:
+def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | None, burst: int | None = None,
+                    unsimulated: dict[str, list[str]] | None = None
+                    ) -> tuple[RouteAnswer, str | None, tuple[tuple[str, int], ...]]:
     name = gateway or gateway_for_host(state, request.host, request.effective_port, request.scheme,
                                        ingress_first=False)
     if name is None:
-        programmed = [k for k, g in translate(state).gateways.items() if g.proxy_pods and g.addresses]
+        programmed = [k for k, g in translate(state).gateways.items() if g.conditions.is_true("Programmed")]
         why = ("no Gateway accepts this host on port "
                f"{request.effective_port}/{request.scheme}" if programmed else "no programmed Gateway")
         return RouteAnswer(None, None, None, None, f"{request.method} {request.url}: {why}"), None, ()
@@ -197,23 +198,30 @@ def _gateway_answer(state: ClusterState, request: HTTPRequest, gateway: str | No
     # The weighted backends of the rule that answered: a request's own backend is one pick, the split is what a
     # weight change changes.
     split = tuple((f"{b.service}:{b.port}", b.weight) for b in result.backends) if result.redirect is None else ()
+    if unsimulated is not None:
+        for what in result.unsimulated:
+            unsimulated.setdefault(what, []).append(request.describe())
     return result.answer(), name, split
 
 
 def compare(state: ClusterState, request: HTTPRequest, gateway: str | None = None,
-            class_name: str | None = None) -> Comparison:
-    """One request through the Ingress side and the Gateway side (``check`` asks this of every request)."""
+            class_name: str | None = None, unsimulated: dict[str, list[str]] | None = None) -> Comparison:
+    """One request through the Ingress side and the Gateway side (``check`` asks this of every request);
+    ``unsimulated`` collects what the Gateway's answer names as read but not simulated, with the request."""
     try:
         ing = route_request(state, request, class_name).answer()
     except RouteError as exc:
         ing = RouteAnswer(None, None, None, None, str(exc))
-    gw, name, split = _gateway_answer(state, request, gateway)
+    gw, name, split = _gateway_answer(state, request, gateway, unsimulated=unsimulated)
     return Comparison(request, ing, gw, name, gateway_split=split)
 
 
 def check(state: ClusterState, gateway: str | None = None, class_name: str | None = None) -> CheckResult:
     result = CheckResult()
-    result.comparisons.extend(compare(state, req, gateway, class_name) for req in requests(state))
+    # What the Gateway side's answers name as read but not simulated (gateway/extensions.py): each becomes a
+    # caveat listing the requests whose answers it could change.
+    unsimulated: dict[str, list[str]] = {}
+    result.comparisons.extend(compare(state, req, gateway, class_name, unsimulated) for req in requests(state))
     for req in burst_requests(state):
         try:
             routed = route_request(state, req, class_name, burst=BURST)
@@ -226,6 +234,9 @@ def check(state: ClusterState, gateway: str | None = None, class_name: str | Non
         gw, name = tlsprobes.gateway_answer(state, probe, gateway)
         result.comparisons.append(Comparison(probe, tlsprobes.ingress_answer(state, probe, class_name), gw, name))
     result.caveats.extend(caveats(state))
+    for what, asked in sorted(unsimulated.items()):
+        shown = ", ".join(dict.fromkeys(asked[:5])) + (f" and {len(asked) - 5} more" if len(asked) > 5 else "")
+        result.caveats.append(Caveat(" ".join(what.split()[:2]), f"{what}: it could change the answers to {shown}"))
     return result
 
 

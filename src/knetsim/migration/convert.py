@@ -40,7 +40,7 @@ from ..ingress.controllers import NGINX_CONTROLLER_CLASS as NGINX_CONTROLLER
 from ..ingress.servers import Model, build, nginx_path_type
 from ..ingress.webhook import invalid_paths, path_message, strict_path_validation
 from ..model.objects import Ingress, IngressBackend
-from . import features
+from . import emitters, features
 
 API = "gateway.networking.k8s.io/v1"
 NGINX = PREFIX
@@ -99,21 +99,16 @@ def _backend_ref(state: ClusterState, ing: Ingress, backend: IngressBackend, whe
 
 def convert(state: ClusterState, gateway_class: str = "eg",
             implementation: Implementation = ENVOY_GATEWAY) -> Conversion:
-    """The Gateway API equivalent of the Ingresses ingress-nginx serves, for ``implementation`` (its GatewayClass;
-    Envoy Gateway's policies only where it is Envoy Gateway: for another, each is listed as not converted)."""
+    """The Gateway API equivalent of the Ingresses ingress-nginx serves, for ``implementation``: its GatewayClass,
+    and its own extension objects where Envoy Gateway's policies would be (``emitters.py``; what it has no
+    equivalent for is listed as not converted)."""
     out = _convert(state, gateway_class, implementation)
     if implementation is ENVOY_GATEWAY:
         return out
-    kept = []
-    for obj in out.objects:
-        if obj.get("apiVersion") != features.EG_API:
-            kept.append(obj)
-            continue
-        meta = obj["metadata"]
-        out.notes.append(Note(f"{meta.get('namespace', '')}/{meta['name']}", "metadata.annotations", "inexpressible",
-                              f"needs Envoy Gateway's {obj['kind']}, which {implementation.title} does not read: not "
-                              f"converted (its own extension kinds: {', '.join(implementation.extension_kinds)})"))
-    out.objects = kept
+    out.objects, changed = emitters.for_implementation(out.objects, implementation)
+    for subject, where, message in changed:
+        severity = "explicit" if "not converted" not in message else "inexpressible"
+        out.notes.append(Note(subject, where, severity, message))
     return out
 
 
@@ -414,7 +409,8 @@ def _routes(state: ClusterState, model: Model, ing: Ingress, gateway: str, tls_h
     policies = list(policies_extra)
     for name in names:
         security, notes = features.security_policy(ing.namespace, name, anns, {})
-        traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size)
+        traffic, more = features.traffic_policy(ing.namespace, name, anns, model.config.proxy_body_size,
+                                                (ing.raw.get("metadata") or {}).get("annotations") or {})
         policies.extend(p for p in (security, traffic) if p is not None)
         if name == names[0]:
             for severity, message in [*notes, *more, *features.not_converted(anns)]:

@@ -29,6 +29,7 @@ backend                   loadBalancer consistentHash (affinity cookie, upstream
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,10 +298,13 @@ def _cidr(entry: str) -> str:
     return entry if "/" in entry else (f"{entry}/128" if ":" in entry else f"{entry}/32")
 
 
-def traffic_policy(namespace: str, route: str, anns: IngressAnnotations, default_body: str
-                   ) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
+def traffic_policy(namespace: str, route: str, anns: IngressAnnotations, default_body: str,
+                   raw: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
     spec: dict[str, Any] = {"targetRefs": _target(route)}
     notes: list[tuple[str, str]] = []
+    resilience, resilience_notes = backend_resilience(raw or {})
+    spec.update(resilience)
+    notes.extend(resilience_notes)
     limits = anns.limits
     rules = []
     for limit, unit in ((limits.rps, "Second"), (limits.rpm, "Minute")):
@@ -379,6 +383,84 @@ def gateway_size(nginx_size: str) -> str | None:
     return f"{number}{ {'': '', 'k': 'Ki', 'm': 'Mi', 'g': 'Gi'}[unit] }"
 
 
+# proxy_next_upstream's conditions as Envoy Gateway's BackendTrafficPolicy retry triggers (nginx's
+# ngx_http_proxy_module; Envoy's router filter x-envoy-retry-on values, which Envoy Gateway's
+# retry.retryOn.triggers enumerates). "error" is a failure to connect, send or read the header; "timeout" the
+# connect timeout (a read timeout would need perRetry.timeout, which nginx has no counterpart for).
+_NEXT_UPSTREAM_TRIGGERS = {"error": ("connect-failure", "reset"), "timeout": ("connect-failure",)}
+_NEXT_UPSTREAM_CODES = {"http_500": 500, "http_502": 502, "http_503": 503, "http_504": 504, "http_403": 403,
+                        "http_404": 404, "http_429": 429}
+# The annotations backend_resilience() converts (not_converted() leaves them out).
+RESILIENCE_ANNOTATIONS = frozenset({"proxy-connect-timeout", "proxy-next-upstream", "proxy-next-upstream-tries"})
+
+
+def _seconds(value: str) -> int | None:
+    found = re.fullmatch(r"\s*(\d+)\s*s?\s*", value)
+    return int(found.group(1)) if found else None
+
+
+def backend_resilience(raw: Mapping[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """proxy-connect-timeout and proxy-next-upstream(-tries) as BackendTrafficPolicy ``timeout`` and ``retry``
+    (Envoy Gateway api/v1alpha1 timeout_types.go, retry_types.go): the fields, and a note per annotation."""
+    spec: dict[str, Any] = {}
+    notes: list[tuple[str, str]] = []
+    connect = raw.get(f"{PREFIX}proxy-connect-timeout")
+    if connect is not None:
+        seconds = _seconds(connect)
+        if seconds:
+            spec["timeout"] = {"tcp": {"connectTimeout": f"{seconds}s"}}
+            notes.append(("explicit", f"proxy-connect-timeout {connect}: BackendTrafficPolicy timeout.tcp."
+                                      f"connectTimeout {seconds}s (Envoy counts the backend TLS handshake in it, "
+                                      "nginx does not)"))
+        else:
+            notes.append(("inexpressible", f"proxy-connect-timeout {connect!r}: not a number of seconds, so "
+                                           "ingress-nginx ignores it; nothing written"))
+    conditions_text = raw.get(f"{PREFIX}proxy-next-upstream")
+    tries_text = raw.get(f"{PREFIX}proxy-next-upstream-tries")
+    if conditions_text is None and tries_text is None:
+        return spec, notes
+    # ingress-nginx's defaults (its ConfigMap): "error timeout", 3 tries (the first included).
+    conditions = (conditions_text if conditions_text is not None else "error timeout").split()
+    tries = _seconds(tries_text) if tries_text is not None else 3
+    if "off" in conditions:
+        spec["retry"] = {"numRetries": 0}
+        notes.append(("explicit", "proxy-next-upstream off: no retry (BackendTrafficPolicy retry.numRetries 0)"))
+        return spec, notes
+    if tries == 0:
+        notes.append(("inexpressible", "proxy-next-upstream-tries 0: nginx tries every server of the upstream; "
+                                       "Envoy needs a number: numRetries 2 written (Envoy Gateway's default)"))
+        tries = 3
+    triggers: list[str] = []
+    codes: list[int] = []
+    lost: list[str] = []
+    for condition in conditions:
+        if condition in _NEXT_UPSTREAM_TRIGGERS:
+            triggers.extend(t for t in _NEXT_UPSTREAM_TRIGGERS[condition] if t not in triggers)
+        elif condition in _NEXT_UPSTREAM_CODES:
+            codes.append(_NEXT_UPSTREAM_CODES[condition])
+        elif condition != "non_idempotent":
+            lost.append(condition)
+    if codes:
+        triggers.append("retriable-status-codes")
+    retry: dict[str, Any] = {"numRetries": max((tries or 1) - 1, 0)}
+    if triggers:
+        retry["retryOn"] = {"triggers": triggers}
+        if codes:
+            retry["retryOn"]["httpStatusCodes"] = sorted(codes)
+    spec["retry"] = retry
+    notes.append(("explicit", f"proxy-next-upstream {' '.join(conditions)} (tries {tries}): BackendTrafficPolicy "
+                              f"retry numRetries {retry['numRetries']} on {', '.join(triggers) or 'nothing'}"
+                              + (f" {sorted(codes)}" if codes else "")
+                              + "; Envoy Gateway retries on another endpoint (previous_hosts), as nginx tries the "
+                              "next server"))
+    if lost:
+        notes.append(("inexpressible", f"proxy-next-upstream {' '.join(lost)}: no Envoy retry trigger for it"))
+    if "non_idempotent" not in conditions and triggers:
+        notes.append(("explicit", "nginx never passes a POST, LOCK or PATCH to the next server (no non_idempotent); "
+                                  "Envoy retries any method"))
+    return spec, notes
+
+
 def not_converted(anns: IngressAnnotations) -> list[tuple[str, str]]:
     """Annotations the conversion cannot carry, each named."""
     notes: list[tuple[str, str]] = []
@@ -400,6 +482,8 @@ def not_converted(anns: IngressAnnotations) -> list[tuple[str, str]]:
                                        "is set on the EnvoyProxy, not per route)"))
     for name in anns.unsimulated:
         short = name[len(PREFIX):]
+        if short in RESILIENCE_ANNOTATIONS:
+            continue  # backend_resilience() writes them
         why = _TIMEOUT_NOTES.get(short, "no equivalent written by this conversion")
         notes.append(("inexpressible", f"{short}: not converted ({why})"))
     return notes
@@ -410,14 +494,13 @@ def not_converted(anns: IngressAnnotations) -> list[tuple[str, str]]:
 _WHOLE_REQUEST = ("for a bound on the whole backend request, set the HTTPRoute rule's timeouts.backendRequest "
                   "by hand (and timeouts.request at least as long; without it Envoy ends a request after 15 s)")
 _TIMEOUT_NOTES = {
+    "proxy-next-upstream-timeout": "nginx's proxy_next_upstream_timeout bounds the time spent passing a request to "
+                                   "the next server; Envoy bounds each try (BackendTrafficPolicy retry.perRetry."
+                                   "timeout) or the whole request (HTTPRoute timeouts.request), not that",
     "proxy-read-timeout": "nginx's proxy_read_timeout bounds the wait between two successive reads from the backend, "
                           "not the whole response; HTTPRoute timeouts.backendRequest bounds the whole backend "
                           f"request, so it is not the same limit; {_WHOLE_REQUEST}",
     "proxy-send-timeout": "nginx's proxy_send_timeout bounds the wait between two successive writes of the request "
                           "to the backend, not the whole transmission; neither Gateway API nor Envoy Gateway has a "
                           f"per-write limit; {_WHOLE_REQUEST}",
-    "proxy-connect-timeout": "nginx's proxy_connect_timeout bounds establishing the connection to the backend; the "
-                             "same limit is Envoy Gateway's BackendTrafficPolicy spec.timeout.tcp.connectTimeout "
-                             "(default 10 s, TLS handshake included), which this conversion does not write: set it "
-                             "by hand",
 }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.gatewayinfra import impl_container_port
 from ..cluster.state import ClusterState
@@ -38,6 +38,15 @@ _REASONS = {404: "Not Found", 421: "Misdirected Request", 500: "Internal Server 
             302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
 
 
+def _serving(gctx: Any) -> bool:
+    """Whether the Gateway answers clients: its proxy has an address and ready pods — or, for an implementation
+    whose proxy is a load balancer outside the cluster (GKE: nothing of it runs in the cluster), it is
+    programmed."""
+    if gctx.addresses and gctx.proxy_pods:
+        return True
+    return gctx.implementation.infrastructure.naming == "none" and gctx.conditions.is_true("Programmed")
+
+
 def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
                      ingress_first: bool = True) -> str | None:
     """The Gateway a client reaching ``host`` is assumed to talk to, or None (the Ingress controller).
@@ -48,7 +57,7 @@ def gateway_for_host(state: ClusterState, host: str, port: int, scheme: str, *,
     protocol = "HTTPS" if scheme == "https" else "TLS" if scheme == "tcp" else "HTTP"
     explicit, catch_all = [], []
     for key, gctx in translate(state).gateways.items():
-        if not gctx.addresses or not gctx.proxy_pods:
+        if not _serving(gctx):
             continue
         for lc in gctx.listeners:
             if lc.listener.port != port or lc.listener.protocol != protocol or not lc.programmed:

@@ -2,8 +2,10 @@
 
 Limits, patterns, defaults and rule messages are the API's (the same object is refused here and by
 a cluster with the v1.6.1 CRDs, with the same words); the descriptions are knetsim's. Fields of the
-experimental channel are left out, as the standard CRDs leave them out: a manifest that uses one
-(``spec.rules[0].retry``) is refused with ``unknown field``, as ``kubectl apply`` on such a cluster is.
+experimental channel are left out of the standard CRDs (the ones served), as upstream's are: a manifest that
+uses one (``spec.rules[0].retry``) is refused with ``unknown field``, as ``kubectl apply`` on such a cluster is,
+unless the input brings the experimental CRD. Of them only HTTPRoute's ``retry`` is declared here
+(``channel="experimental"``), the one a conformance report's features need (HTTPRouteRetry*).
 Other versions of these kinds (``gateway_v1beta1``, ``gateway_v1alpha2``, ``gateway_v1alpha3``)
 reuse these types, as upstream's Go does.
 """
@@ -727,6 +729,17 @@ class HTTPRouteTimeouts(Struct, rules=[
     backend_request = Field(Duration, "How long one request to a backend may take; no longer than request.")
 
 
+class HTTPRouteRetry(Struct):
+    """When the Gateway sends a failed backend request again (GEP-1731; experimental channel in v1.6.1)."""
+
+    codes = Field(ListOf(Integer("An HTTP status code of a backend answer to retry (400-599).", minimum=400,
+                                 maximum=599), list_type="set"),
+                  "The backend answers that are retried; 500, 502, 503 and 504 must be supported.")
+    attempts = Field(Integer(minimum=1), "How many times one request may be sent again; unset: the "
+                                         "implementation's number.")
+    backoff = Field(Duration, "The least time between two attempts.")
+
+
 def _replace_prefix_rule(within_backends: bool, member: str, message: str) -> Rule:
     uses = (f"has(f.{member}) && has(f.{member}.path) && f.{member}.path.type == 'ReplacePrefixMatch' && "
             f"has(f.{member}.path.replacePrefixMatch)")
@@ -765,6 +778,7 @@ class HTTPRouteRule(Struct, rules=[
                          "Where requests go, shared by weight. None (and no redirect): the Gateway answers 500; a "
                          "backend that cannot be resolved gets its share answered with 500.")
     timeouts = Field(HTTPRouteTimeouts, "Time limits for the rule's requests.")
+    retry = Field(HTTPRouteRetry, "Retries of the rule's failed backend requests.", channel="experimental")
 
 
 def _matches_total(guarded: bool) -> Rule:
