@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.doctor.scenarios import CLIENT, INIT_WAITS, NAME_LABEL, UNKNOWN, web  # noqa: E402
 from tests.doctor.test_debug_running_pods import CRASHING, EXEC_PROBE, SERVICE  # noqa: E402
+from tests.doctor.test_probe_restarts import LIVENESS_404, STARTUP_PORT, UNKNOWN_APP  # noqa: E402
 
 DOC = ROOT / "docs" / "doctor.md"
 ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
@@ -199,7 +200,7 @@ data:
         loop
     }
 """
-LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE,
+LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE, LIVENESS_404, STARTUP_PORT, UNKNOWN_APP,
               COREFILE.replace("FORWARD", "127.0.0.1"), COREFILE.replace("FORWARD", "bogus.example")]
 
 

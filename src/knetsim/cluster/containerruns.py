@@ -1,0 +1,243 @@
+"""What a pod's containers do, judged offline from the spec: their probes against the simulated app, and commands
+that end at once.
+
+The live kubelet (``kubelet/kubelet.py``, ``kubelet/prober.py``) runs both; the offline build has no clock, so it
+gives the state they settle in, and only where knetsim is certain:
+
+* a **readiness** probe that fails keeps the container unready (the pod is no endpoint);
+* a **startup** probe that fails, or a **liveness** probe that fails, makes the kubelet kill the container
+  (``failureThreshold`` failures in a row) and restart it under the CrashLoopBackOff backoff, for ever: the pod
+  reads ``CrashLoopBackOff``, not Ready. A killed server that stops cleanly on SIGTERM (nginx...) exits 0
+  (``Completed``), anything else is killed (137, ``Error``), as the live kubelet's ``Container.kill`` records;
+* a command that **exits at once** (``sh -c 'exit 1'``, ``echo hello``, ``sleep forever``: busybox's ``invalid
+  number``) under ``restartPolicy: Always`` is restarted for ever the same way, whatever its exit code
+  (``OnFailure`` only a non-zero one).
+
+"Certain" means: a probe's port where nothing listens (``model/listeners``: a known image's or program's
+listeners, else the declared containerPorts, the same rule the readiness of every pod follows), a path a known app
+answers outside 200-399 (``model/programs.probe_status``), HTTPS against plain HTTP, a named port the container
+does not declare, an exec probe whose end ``workloadstatus.exec_probe_verdict`` can tell. Anything else is taken as
+passing (the doctor's caveats say so). The prober's rules: kubernetes/kubernetes pkg/kubelet/prober/prober.go and
+worker.go (startup gates liveness and readiness; a liveness or startup failure kills the container).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.listeners import LISTEN_ANNOTATION
+from ..model.objects import parse_container
+from ..model.programs import image_repository, probe_status
+from .workloadstatus import exec_probe_verdict
+
+# Servers that exit 0 on the runtime's stop signal (their images' STOPSIGNAL/handlers): a probe kill reads
+# ``Completed`` for them, 137 ``Error`` for anything else. The live kubelet reads this set too.
+GRACEFUL_SERVERS = frozenset({"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"})
+
+# The probes of a container in the order the prober lets them run: startup first, then the others.
+PROBE_FIELDS = (("startupProbe", "startup"), ("livenessProbe", "liveness"), ("readinessProbe", "readiness"))
+_ACTIONS = ("httpGet", "tcpSocket", "grpc", "exec")
+
+# Images whose shell and tools are busybox's or a distribution's: their commands are what the pod says.
+SHELL_IMAGES = frozenset({"busybox", "alpine", "ubuntu", "debian", "fedora", "centos"})
+SHELLS = frozenset({"sh", "bash", "ash", "zsh", "dash"})
+ONE_SHOT = frozenset({"echo", "true", "false", "date", "env", "printenv", "hostname", "uname", "id", "whoami",
+                      "pwd", "ls", "cat", "nslookup", "wget", "curl", "dig", "host"})
+# Anything that can keep a script going: knetsim does not try to tell how long it lasts.
+WAITS = re.compile(r"\b(while|until|for|sleep|tail|httpd|nc|ncat|socat|wait|read|exec|trap|top|watch|yes|crond|"
+                   r"nginx|python\d?|node|java|ruby|perl|php|inotifyd|tini|dumb-init|agnhost|mysqld|redis-server)\b")
+EXIT = re.compile(r"\bexit\s+(\d+)")
+# busybox sleep's operands (container/applets.py's sleep): N[smhd], or inf/infinity.
+_SLEEP_OPERAND = re.compile(r"(\d+(?:\.\d+)?|\.\d+)[smhd]?|inf|infinity")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFailure:
+    """A probe of a container that fails for certain offline."""
+
+    container: str
+    field: str  # readinessProbe | livenessProbe | startupProbe
+    action: str  # httpGet | tcpSocket | grpc | exec
+    message: str  # "liveness probe of container 'web' failed: HTTP probe failed with statuscode: 404 (...)"
+
+    @property
+    def kind(self) -> str:
+        return self.field.removesuffix("Probe")
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """A container the kubelet restarts for ever: why, and how its last run ended."""
+
+    container: str
+    cause: str  # exits | liveness | startup
+    why: str  # what runs and how it ends, or the probe's failure
+    exit_code: int | None  # the last run's, when knetsim can tell
+    last_words: str = ""  # what the last run printed, when knetsim can tell
+    probe: ProbeFailure | None = None
+
+    @property
+    def reason(self) -> str:
+        """The terminated state's reason, as ``kubectl describe pod`` shows Last State."""
+        return "Completed" if self.exit_code == 0 else "Error"
+
+
+def _probe_action(probe: Mapping[str, Any]) -> str | None:
+    return next((a for a in _ACTIONS if isinstance(probe.get(a), Mapping)), None)
+
+
+def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], field: str,
+                  listening: set[tuple[int, str]], judge_exec: bool) -> ProbeFailure | None:
+    """The failure of the container's ``field`` probe when it fails for certain, else None. ``listening``: the
+    pod's (port, protocol) listeners; ``judge_exec``: judge exec probes (offline; live, the prober runs them)."""
+    probe = raw_container.get(field)
+    if not isinstance(probe, Mapping):
+        return None
+    action = _probe_action(probe)
+    if action is None:
+        return None
+    container = parse_container(raw_container)
+    kind = field.removesuffix("Probe")
+
+    def failed(message: str) -> ProbeFailure:
+        return ProbeFailure(container.name, field, action, message)
+
+    if action == "exec":
+        if not judge_exec:
+            return None
+        mounts = [str(m.get("mountPath") or "") for m in raw_container.get("volumeMounts") or []]
+        passes, output = exec_probe_verdict(raw_container, probe, mounts)
+        if passes is False:
+            return failed(f"{kind} probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}")
+        return None
+    handler = probe[action]
+    port: Any = handler.get("port")
+    if port is None:
+        return None
+    if isinstance(port, str) and not port.isdigit():
+        resolved = next((p.container_port for p in container.ports if p.name == port), None)
+        if resolved is None:
+            return failed(f"{kind} probe of container {container.name!r} names port {port!r}, "
+                          "which the container does not declare")
+        port = resolved
+    port = int(port)
+    scheme = str(handler.get("scheme") or "HTTP").upper() if action == "httpGet" else ""
+    if (port, "TCP") in listening and scheme == "HTTPS" and probe_status(container, port, "/") is not None:
+        # A known app that speaks plain HTTP there: Go's TLS client gets an HTTP reply to its handshake.
+        return failed(f"{kind} probe of container {container.name!r} failed: http: server "
+                      f"gave HTTP response to HTTPS client (port {port} speaks plain HTTP)")
+    if (port, "TCP") in listening and scheme == "HTTP":
+        # The kubelet's HTTP prober: 200-399 is success (pkg/probe/http/http.go), anything else a failure.
+        path = str(handler.get("path") or "/")
+        answered = probe_status(container, port, path)
+        if answered is not None and not 200 <= answered[0] < 400:
+            return failed(f"{kind} probe of container {container.name!r} failed: HTTP probe failed with statuscode: "
+                          f"{answered[0]} (GET {path} on port {port}, answered by {answered[1]})")
+    if (port, "TCP") not in listening:
+        meta = body.get("metadata") or {}
+        hint = f" (set the annotation {LISTEN_ANNOTATION} if it does)" if LISTEN_ANNOTATION not in (
+            meta.get("annotations") or {}) else ""
+        return failed(f"{kind} probe {action} of container {container.name!r} targets port {port}, "
+                      f"where nothing listens{hint}")
+    return None
+
+
+def _echoed(script: str) -> str | None:
+    """What a script of ``echo`` and ``exit`` commands prints, or None when it runs anything else."""
+    printed = []
+    for command in re.split(r"\s*(?:;|&&|\n)\s*", script.strip()):
+        if not command:
+            continue
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+        if words and words[0] == "echo":
+            printed.append(" ".join(words[1:]) + "\n")
+        elif not words or words[0] != "exit":
+            return None
+    return "".join(printed)
+
+
+def _bad_sleep(argv: list[str]) -> str | None:
+    """busybox sleep's complaint when an operand is not a duration (``sleep forever``), else None."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "sleep" or len(argv) < 2:
+        return None
+    bad = next((a for a in argv[1:] if not _SLEEP_OPERAND.fullmatch(a)), None)
+    return None if bad is None else f"sleep: invalid number '{bad}'\n"
+
+
+def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
+    """(what runs, exit code when knetsim can tell it, what it prints when knetsim can tell) for a container whose
+    process ends at once, or None when it keeps running or knetsim cannot tell."""
+    if container.get("stdin") or container.get("tty"):
+        return None  # `kubectl run -it`: the shell waits for its input
+    command = [str(a) for a in container.get("command") or []]
+    args = [str(a) for a in container.get("args") or []]
+    image = image_repository(str(container.get("image") or ""))
+    argv = command + args if command else args
+    if not argv:
+        # busybox's own `sh` with no stdin exits at once on a real node, but knetsim (live too: kubelet.runnable)
+        # keeps such a pod running as the client the examples use it as: not judged here, so both agree.
+        return None
+    if image not in SHELL_IMAGES:
+        return None  # its entrypoint may be a server that takes these as arguments
+    program = argv[0].rsplit("/", 1)[-1]
+    complaint = _bad_sleep(argv)
+    if complaint is not None:
+        return f"`{' '.join(argv)}`", 1, complaint
+    if program in SHELLS:
+        if len(argv) < 3 or argv[1] != "-c":
+            return None
+        script = argv[2]
+        try:
+            words = shlex.split(script)
+        except ValueError:
+            words = []
+        complaint = _bad_sleep(words) if not re.search(r"[;&|\n$`]", script) else None
+        if complaint is not None:
+            return f"`sh -c {script!r}`", 1, complaint
+        if WAITS.search(script):
+            return None
+        codes = EXIT.findall(script)
+        return f"`sh -c {script!r}`", int(codes[-1]) if codes else None, _echoed(script) or ""
+    if program in ONE_SHOT and program not in ("wget", "curl", "nslookup", "dig", "host", "cat", "ls"):
+        printed = " ".join(argv[1:]) + "\n" if program == "echo" else ""
+        return f"`{' '.join(argv)}`", 1 if program == "false" else 0, printed
+    return None
+
+
+def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exec: bool = True) -> list[Restart]:
+    """The containers of the pod the kubelet restarts for ever (CrashLoopBackOff), in spec order."""
+    spec = body.get("spec") or {}
+    policy = str(spec.get("restartPolicy") or "Always")
+    if policy == "Never":
+        return []
+    out = []
+    for raw in spec.get("containers") or []:
+        if not isinstance(raw, Mapping):
+            continue
+        name = str(raw.get("name"))
+        ends = exit_of(raw)
+        if ends is not None:
+            what, code, printed = ends
+            if policy == "OnFailure" and code == 0:
+                continue  # done: the pod Succeeds
+            how = ("exits with code 0 (Completed)" if code == 0 else f"exits with code {code} (Error)" if code
+                   else "runs to its end and exits")
+            out.append(Restart(name, "exits", f"runs {what}, which {how}", code, printed))
+            continue
+        for field, kind in PROBE_FIELDS[:2]:
+            failure = probe_failure(body, raw, field, listening, judge_exec)
+            if failure is not None:
+                graceful = image_repository(str(raw.get("image") or "")) in GRACEFUL_SERVERS
+                out.append(Restart(name, kind, failure.message, 0 if graceful else 137, probe=failure))
+                break  # a failing startup probe keeps the liveness probe from running
+    return out
+
+
+__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "exit_of", "probe_failure", "restarts"]
