@@ -80,6 +80,18 @@ spec:
 CRASH = pod('    command: ["sh", "-c", "echo starting; exit 1"]\n', name="crash")
 BAD_FLAG = pod('    command: ["sleep", "forever"]\n', name="sleepy")
 ECHO = pod('    command: ["echo", "hello"]\n', name="hello")
+# An env value from a ConfigMap key that is not there (a typo of DB_HOST), no `optional`: the container is never
+# created (CreateContainerConfigError), as the live kubelet reports it.
+CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config}
+data: {LOG_LEVEL: info, DB_HOST: db}
+---
+""" + deployment(NGINX + "        env:\n        - name: DB\n          valueFrom: {configMapKeyRef: {name: app-config, "
+                 "key: DB_HOTS}}\n", name="app").replace("replicas: 2", "replicas: 1")
+CONFIG_FIXED = CONFIG.replace("key: DB_HOTS", "key: DB_HOST")
+# A ConfigMap that is not among the objects read may be made elsewhere (a kustomize overlay, `kubectl create`).
+CONFIG_UNREAD = CONFIG.replace("name: app-config, key", "name: app-settings, key")
 
 
 def statuses(text: str) -> dict[str, str]:
@@ -206,3 +218,51 @@ def test_a_crash_looping_command_is_named_with_its_last_words() -> None:
     assert sleepy and "its last words: \"sleep: invalid number 'forever'\"" in sleepy[0].message
     assert sleepy[0].fix.startswith("give sleep a duration")
     assert errors(BAD_FLAG.replace("forever", "3600")) == []
+
+
+# --- a container its configuration keeps from being created ------------------------------------------------------
+
+
+def test_a_missing_configmap_key_keeps_the_container_from_being_created() -> None:
+    assert list(statuses(CONFIG).values()) == ["0/1 CreateContainerConfigError 0"]
+    pod = next(p for p in Cluster.from_yaml(CONFIG).state.pods.values() if p.namespace == "default")
+    assert pod.phase == "Pending" and not pod.ready
+    optional = CONFIG.replace("key: DB_HOTS}", "key: DB_HOTS, optional: true}")
+    assert list(statuses(optional).values()) == ["1/1 Running 0"]
+    assert list(statuses(CONFIG_FIXED).values()) == ["1/1 Running 0"]
+    # Not judged, and said so.
+    unread = CONFIG_UNREAD
+    assert list(statuses(unread).values()) == ["1/1 Running 0"]
+    note = findings(unread, "ConfigMapNotRead")
+    assert note and note[0].severity == "info" and "ConfigMap app-settings, which is not among the objects read" \
+        in note[0].message
+    assert errors(unread) == []
+
+
+def test_the_offline_words_are_the_live_kubelets() -> None:
+    from knetsim.kubelet.podconfig import waiting_states
+
+    for text in (CONFIG, CONFIG.replace("LOG_LEVEL: info", "LOG_LEVEL: info}\n---\napiVersion: v1\nkind: ConfigMap\n"
+                                        "metadata: {name: other}\ndata: {X: y")):
+        cluster = Cluster.from_yaml(text)
+        pod = next(p for p in cluster.state.pods.values() if p.namespace == "default")
+        stored = {("ConfigMap", o.namespace, o.name): o.raw for o in cluster.state.objects_of("ConfigMap")}
+        live = waiting_states(pod.raw, lambda kind, ns, name, stored=stored: stored.get((kind, ns, name)))
+        offline = pod.raw["status"]["containerStatuses"][0]["state"]["waiting"]
+        assert live == {"app": offline}, (live, offline)
+
+
+def test_a_misspelt_key_is_named_with_a_patch_that_works(tmp_path: Path) -> None:
+    found = findings(CONFIG, "ContainerConfigError")
+    assert len(found) == 1 and found[0].layer == "kubelet"
+    assert "couldn't find key DB_HOTS in ConfigMap default/app-config" in found[0].message
+    assert '"path":"/spec/template/spec/containers/0/env/0/valueFrom/configMapKeyRef/key","value":"DB_HOST"' \
+        in found[0].fix
+    assert "CreateContainerConfigError" in findings(CONFIG, "PodsNotReady")[0].fix
+    assert errors(CONFIG_FIXED) == []
+
+
+@needs_kubectl
+def test_the_printed_key_patch_applied_by_kubectl_clears_every_error(tmp_path: Path) -> None:
+    fix = findings(CONFIG, "ContainerConfigError")[0].fix
+    assert errors(apply_with_kubectl(CONFIG, fix, tmp_path)) == []

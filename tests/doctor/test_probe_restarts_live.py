@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from tests.e2e.conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
 
-from .test_probe_restarts import BAD_FLAG, LIVENESS_404, STARTUP_PORT, findings, statuses
+from .test_probe_restarts import BAD_FLAG, CONFIG, LIVENESS_404, STARTUP_PORT, findings, statuses
 
 pytestmark = pytest.mark.live  # starts a cluster of its own
 
@@ -74,3 +74,16 @@ def test_the_live_kubelet_crash_loops_the_pod_the_offline_build_does(live: Clust
             assert "sleep: invalid number 'forever'" in findings(text, code)[0].message
     finally:
         live.kubectl("delete", "-f", "-", "--wait=false", input=text)
+
+
+def test_the_live_kubelet_cannot_create_the_container_the_offline_build_cannot(live: Cluster) -> None:
+    assert list(statuses(CONFIG).values()) == ["0/1 CreateContainerConfigError 0"]
+    live.kubectl("apply", "-f", "-", input=CONFIG)
+    try:
+        def waiting() -> list[list[str]] | None:
+            found = rows(live, "-l app=app")
+            return found if found and all(r[1:3] == ["0/1", "CreateContainerConfigError"] for r in found) else None
+        assert wait_for(waiting, timeout=60), rows(live, "-l app=app")
+        assert "ContainerConfigError" in doctor(live)
+    finally:
+        live.kubectl("delete", "-f", "-", "--wait=false", input=CONFIG)

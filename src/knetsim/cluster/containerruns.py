@@ -211,6 +211,49 @@ def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
     return None
 
 
+def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """(ConfigMap name, key or None for a whole ``envFrom``) of each reference of the container's environment that
+    is not ``optional``, ``envFrom`` first, then ``env``: the order the kubelet resolves them in."""
+    out: list[tuple[str, str | None]] = []
+    for source in container.get("envFrom") or []:
+        ref = source.get("configMapRef") if isinstance(source, Mapping) else None
+        if isinstance(ref, Mapping) and not ref.get("optional"):
+            out.append((str(ref.get("name") or ""), None))
+    for var in container.get("env") or []:
+        value_from = var.get("valueFrom") if isinstance(var, Mapping) else None
+        if var.get("value") or not isinstance(value_from, Mapping):
+            continue
+        ref = value_from.get("configMapKeyRef")
+        if isinstance(ref, Mapping) and not ref.get("optional"):
+            out.append((str(ref.get("name") or ""), str(ref.get("key"))))
+    return out
+
+
+def config_error(body: Mapping[str, Any], container: Mapping[str, Any],
+                 configmaps: Mapping[tuple[str, str], Mapping[str, Any]]) -> str | None:
+    """The kubelet's CreateContainerConfigError message for a container whose environment names a key that a
+    ConfigMap of the input does not have and is not ``optional`` (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
+    makeEnvironmentVariables; the live kubelet's words are kubelet/podconfig.py's, which
+    tests/doctor/test_probe_restarts.py holds these to).
+
+    Not judged (None): a ConfigMap that is not among the objects read at all (made by a kustomize overlay, by
+    `kubectl create configmap` out of band: the doctor notes it), a pod whose ConfigMap volume cannot be set up
+    first (it waits in ContainerCreating), and Secrets (the offline build does not keep their data)."""
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    for volume in (body.get("spec") or {}).get("volumes") or []:
+        source = volume.get("configMap") if isinstance(volume, Mapping) else None
+        if isinstance(source, Mapping) and not source.get("optional") and (
+                namespace, str(source.get("name") or "")) not in configmaps:
+            return None
+    for name, key in configmap_refs(container):
+        data = configmaps.get((namespace, name))
+        if data is None:
+            continue  # not read: knetsim cannot tell the cluster lacks it (a later reference may still fail)
+        if key is not None and key not in data:
+            return f"couldn't find key {key} in ConfigMap {namespace}/{name}"
+    return None
+
+
 def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exec: bool = True) -> list[Restart]:
     """The containers of the pod the kubelet restarts for ever (CrashLoopBackOff), in spec order."""
     spec = body.get("spec") or {}
@@ -240,4 +283,5 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
     return out
 
 
-__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "exit_of", "probe_failure", "restarts"]
+__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
+           "probe_failure", "restarts"]

@@ -31,8 +31,8 @@ from ..model.objects import Node, Pod, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
-from .containerruns import probe_failure, restarts
-from .images import pull_error
+from .containerruns import config_error, probe_failure, restarts
+from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
 from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status
@@ -672,6 +672,14 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     pulls = {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
                                                                               "IfNotPresent"))
              for c in containers if config is not None and isinstance(c, Mapping)}
+    if configmaps is not None:
+        # Offline (live, the kubelet resolves it): a container whose environment names a ConfigMap key that is
+        # not there is never created; it waits as one whose image cannot be pulled does, the pod Pending.
+        for c in containers:
+            if isinstance(c, Mapping) and pulls.get(c.get("name")) is None:
+                missing = config_error(body, c, configmaps)
+                if missing is not None:
+                    pulls[c.get("name")] = PullError("CreateContainerConfigError", missing, missing)
     failed = sorted(str(name) for name, err in pulls.items() if err is not None)
     ready, reason, message = _readiness(body, judge_exec=configmaps is not None)
     if failed:

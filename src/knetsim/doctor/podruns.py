@@ -13,13 +13,18 @@ running as a client pod, live as offline.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
-from ..cluster.containerruns import restarts
+from ..cluster.containerruns import configmap_refs, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
-from .checks import Finding, _owner_ref
+from .checks import Finding, _owner_ref, _workload_object
+from .fixes import Patch, verified
 
 
 def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
@@ -45,6 +50,82 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             f"`kubectl logs {_owner_ref(state, pod)} -c {name} --previous`)",
             (f"restartPolicy {pod.restart_policy}",)))
     return out
+
+
+def config_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+    """A container the kubelet cannot create because its environment names a ConfigMap, or a key of one, that is
+    not there (CreateContainerConfigError: the pod stays Pending, no endpoint). A key that is a near miss of one
+    the ConfigMap has is repaired by a JSON patch of the workload, tried on a copy of the cluster first."""
+    out = []
+    statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
+    containers = [c for c in (pod.raw.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
+    for index, c in enumerate(containers):
+        waiting = ((statuses.get(c.get("name")) or {}).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "CreateContainerConfigError":
+            continue
+        message = str(waiting.get("message") or "")
+        name = str(c.get("name"))
+        fix = (f"create what the container's environment names (kubectl create configmap ... -n {pod.namespace}), "
+               "or mark the reference `optional: true` if the program can do without it")
+        patch = _key_patch(state, pod, index, c, message)
+        finding = Finding(
+            "ContainerConfigError", "error", "kubelet", f"Pod {pod.key}",
+            f"container {name!r} cannot be created: CreateContainerConfigError: {message}: the pod stays Pending "
+            "and is no endpoint until it is there (the kubelet retries)", fix,
+            (f"kubectl describe {_owner_ref(state, pod)}: Warning Failed  Error: {message}",), patch)
+        if patch is not None:
+            left = verified(state, patch, _config_still_missing(pod.namespace, patch.name, index))
+            finding = replace(finding, fix=patch.command) if left is None else replace(finding, patch=None)
+        out.append(finding)
+    read = {(o.namespace, o.name) for o in state.objects_of("ConfigMap")}
+    for c in containers:
+        unread = sorted({name for name, _ in configmap_refs(c) if (pod.namespace, name) not in read})
+        if unread:
+            out.append(Finding(
+                "ConfigMapNotRead", "info", "kubelet", f"Pod {pod.key}",
+                f"container {c.get('name')!r} takes its environment from ConfigMap {', '.join(unread)}, which is not "
+                "among the objects read: knetsim takes the container as created (a cluster without it reports "
+                "CreateContainerConfigError)",
+                f"give knetsim the ConfigMap too (-f its manifest), or check the cluster: kubectl get configmap "
+                f"{' '.join(unread)} -n {pod.namespace}"))
+    return out
+
+
+def _key_patch(state: ClusterState, pod: Pod, index: int, container: Mapping[str, Any], message: str) -> Any:
+    """The env key renamed to the ConfigMap's key it misspells (``DB_HOTS`` → ``DB_HOST``), for a workload's pods."""
+    owner = _workload_object(state, pod)
+    found = re.fullmatch(r"couldn't find key (.+) in ConfigMap ([^/]+)/(.+)", message)
+    if owner is None or found is None:
+        return None
+    key, namespace, name = found.groups()
+    configmap = next((o for o in state.objects_of("ConfigMap") if o.namespace == namespace and o.name == name), None)
+    keys = sorted((configmap.raw.get("data") or {}) if configmap is not None else {})
+    close = difflib.get_close_matches(key, keys, n=1)
+    if not close:
+        return None
+    template = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    env = (template[index] if index < len(template) else {}).get("env") or []
+    at = next((i for i, var in enumerate(env) if ((var.get("valueFrom") or {}).get("configMapKeyRef") or {}).get(
+        "key") == key), None)
+    if at is None:
+        return None
+    return Patch(owner.kind, owner.namespace, owner.name, "json", [{
+        "op": "replace", "path": f"/spec/template/spec/containers/{index}/env/{at}/valueFrom/configMapKeyRef/key",
+        "value": close[0]}])
+
+
+def _config_still_missing(namespace: str, owner: str, index: int) -> Any:
+    def check(fixed: ClusterState) -> str | None:
+        for p in fixed.pods.values():
+            workload = _workload_object(fixed, p) if p.namespace == namespace else None
+            if workload is None or workload.name != owner:
+                continue
+            for cs in (p.raw.get("status") or {}).get("containerStatuses") or []:
+                waiting = (cs.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") == "CreateContainerConfigError":
+                    return str(waiting.get("message"))
+        return None
+    return check
 
 
 def exec_probe_caveats(state: ClusterState, pod: Pod) -> list[Finding]:
