@@ -266,3 +266,11 @@ def test_a_misspelt_key_is_named_with_a_patch_that_works(tmp_path: Path) -> None
 def test_the_printed_key_patch_applied_by_kubectl_clears_every_error(tmp_path: Path) -> None:
     fix = findings(CONFIG, "ContainerConfigError")[0].fix
     assert errors(apply_with_kubectl(CONFIG, fix, tmp_path)) == []
+
+
+def test_the_overview_shows_the_status_kubectl_would() -> None:
+    result = CliRunner().invoke(cli, ["overview", "-f", "-"], input=CRASH + "---\n" + CONFIG)
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[3] for line in result.output.splitlines() if line.startswith("default/")}
+    assert rows["default/crash"] == "CrashLoopBackOff"
+    assert next(v for k, v in rows.items() if k.startswith("default/app-")) == "CreateContainerConfigError"
