@@ -274,3 +274,25 @@ def test_the_overview_shows_the_status_kubectl_would() -> None:
     rows = {line.split()[0]: line.split()[3] for line in result.output.splitlines() if line.startswith("default/")}
     assert rows["default/crash"] == "CrashLoopBackOff"
     assert next(v for k, v in rows.items() if k.startswith("default/app-")) == "CreateContainerConfigError"
+
+
+def test_a_port_an_unknown_image_does_not_declare_is_not_a_certain_failure() -> None:
+    # containerPort is informational: a process need not declare where it listens, so knetsim cannot tell.
+    undeclared = deployment("        image: registry.example.com/shop/api:2.1\n        livenessProbe:\n"
+                            "          tcpSocket: {port: 8080}\n", name="shop"
+                            ).replace("ports: [{port: 80}]", "ports: [{port: 80, targetPort: 8080}]")
+    assert set(statuses(undeclared).values()) == {"1/1 Running 0"}
+    note = findings(undeclared, "ProbeNotJudged")
+    assert note and "targets port 8080, which its image 'registry.example.com/shop/api:2.1' does not declare" \
+        in note[0].message
+    assert not findings(undeclared, "LivenessProbeFails")
+    # The same port on nginx, whose listeners knetsim knows, fails for certain.
+    known = undeclared.replace("registry.example.com/shop/api:2.1", "nginx:1.27")
+    assert set(statuses(known).values()) == {"0/1 CrashLoopBackOff 1"}
+
+
+def test_a_named_port_the_container_lacks_errors_and_never_kills() -> None:
+    # The prober cannot resolve the port: "Liveness probe errored", its result thrown away (worker.go doProbe).
+    named = BARE.replace("PORT", "health")
+    assert statuses(named)["solo"] == "1/1 Running 0"
+    assert not findings(named, "LivenessProbeFails")

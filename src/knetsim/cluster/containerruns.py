@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.listeners import LISTEN_ANNOTATION
+from ..model.listeners import LISTEN_ANNOTATION, container_listeners
 from ..model.objects import parse_container
 from ..model.programs import image_repository, probe_status
 from .workloadstatus import exec_probe_verdict
@@ -90,10 +90,22 @@ def _probe_action(probe: Mapping[str, Any]) -> str | None:
     return next((a for a in _ACTIONS if isinstance(probe.get(a), Mapping)), None)
 
 
+def unknown_port(body: Mapping[str, Any], raw_container: Mapping[str, Any], port: int,
+                 listening: set[tuple[int, str]]) -> bool:
+    """Is "nothing listens on ``port``" only knetsim's assumption? True for an image it does not know (its declared
+    containerPorts are assumed, and a process need not declare where it listens) when no annotation says."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    return (port, "TCP") not in listening and LISTEN_ANNOTATION not in annotations and \
+        not container_listeners(parse_container(raw_container)).known
+
+
 def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], field: str,
-                  listening: set[tuple[int, str]], judge_exec: bool) -> ProbeFailure | None:
+                  listening: set[tuple[int, str]], judge_exec: bool, kills: bool = False) -> ProbeFailure | None:
     """The failure of the container's ``field`` probe when it fails for certain, else None. ``listening``: the
-    pod's (port, protocol) listeners; ``judge_exec``: judge exec probes (offline; live, the prober runs them)."""
+    pod's (port, protocol) listeners; ``judge_exec``: judge exec probes (offline; live, the prober runs them).
+    ``kills``: judged as a liveness or startup probe, whose failure kills the container, so only where knetsim is
+    certain: a port nothing listens on fails only where it knows the container's listeners (readiness keeps its
+    older rule: the declared ports of an unknown image are where it listens)."""
     probe = raw_container.get(field)
     if not isinstance(probe, Mapping):
         return None
@@ -121,6 +133,10 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
     if isinstance(port, str) and not port.isdigit():
         resolved = next((p.container_port for p in container.ports if p.name == port), None)
         if resolved is None:
+            if kills:
+                # The prober cannot resolve the port: the probe errors and its result is thrown away
+                # (pkg/kubelet/prober/worker.go doProbe), so it never kills the container.
+                return None
             return failed(f"{kind} probe of container {container.name!r} names port {port!r}, "
                           "which the container does not declare")
         port = resolved
@@ -138,6 +154,8 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
             return failed(f"{kind} probe of container {container.name!r} failed: HTTP probe failed with statuscode: "
                           f"{answered[0]} (GET {path} on port {port}, answered by {answered[1]})")
     if (port, "TCP") not in listening:
+        if kills and unknown_port(body, raw_container, port, listening):
+            return None
         meta = body.get("metadata") or {}
         hint = f" (set the annotation {LISTEN_ANNOTATION} if it does)" if LISTEN_ANNOTATION not in (
             meta.get("annotations") or {}) else ""
@@ -275,7 +293,7 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
             out.append(Restart(name, "exits", f"runs {what}, which {how}", code, printed))
             continue
         for field, kind in PROBE_FIELDS[:2]:
-            failure = probe_failure(body, raw, field, listening, judge_exec)
+            failure = probe_failure(body, raw, field, listening, judge_exec, kills=True)
             if failure is not None:
                 graceful = image_repository(str(raw.get("image") or "")) in GRACEFUL_SERVERS
                 out.append(Restart(name, kind, failure.message, 0 if graceful else 137, probe=failure))
@@ -284,4 +302,4 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
 
 
 __all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
-           "probe_failure", "restarts"]
+           "probe_failure", "restarts", "unknown_port"]

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..cluster.containerruns import PROBE_FIELDS, ProbeFailure, probe_failure, restarts
+from ..cluster.containerruns import PROBE_FIELDS, ProbeFailure, probe_failure, restarts, unknown_port
 from ..cluster.state import ClusterState
-from ..model.listeners import pod_listens
+from ..model.listeners import LISTEN_ANNOTATION, pod_listens
 from ..model.objects import Pod, parse_container
 from ..model.programs import probe_status
 from .checks import Finding, _owner_ref, _workload_object
@@ -59,7 +59,7 @@ def _still_failing(namespace: str, owner: Any, pod_name: str, container: str, fi
         for pod in pods:
             for raw in (pod.raw.get("spec") or {}).get("containers") or []:
                 if isinstance(raw, Mapping) and raw.get("name") == container:
-                    failure = probe_failure(pod.raw, raw, field, set(pod_listens(pod)), True)
+                    failure = probe_failure(pod.raw, raw, field, set(pod_listens(pod)), True, kills=True)
                     if failure is not None:
                         return failure.message
             if not pod.ready and pod.node_name:
@@ -131,8 +131,9 @@ def _probe_text(probe: Mapping[str, Any], action: str) -> str:
 
 
 def probe_caveats(state: ClusterState, pod: Pod) -> list[Finding]:
-    """A liveness or startup httpGet probe on a port something listens on, of an app whose answers knetsim does
-    not know: taken as passing, and said so (exec probes have ExecProbeNotJudged)."""
+    """A liveness or startup probe knetsim cannot judge, taken as passing and said so: one on a port an image it
+    does not know does not declare (where such a process listens is unknown), or an httpGet of an app whose answers
+    it does not know (exec probes have ExecProbeNotJudged)."""
     out = []
     if not pod.node_name:
         return out
@@ -140,24 +141,36 @@ def probe_caveats(state: ClusterState, pod: Pod) -> list[Finding]:
     for raw in (pod.raw.get("spec") or {}).get("containers") or []:
         if not isinstance(raw, Mapping):
             continue
+        name = raw.get("name")
         for field, kind in PROBE_FIELDS[:2]:
             probe = raw.get(field)
-            handler = probe.get("httpGet") if isinstance(probe, Mapping) else None
-            if not isinstance(handler, Mapping) or probe_failure(pod.raw, raw, field, listening, True) is not None:
+            action = next((a for a in ("httpGet", "tcpSocket", "grpc") if isinstance(probe, Mapping)
+                           and isinstance(probe.get(a), Mapping)), None)
+            if action is None or probe_failure(pod.raw, raw, field, listening, True, kills=True) is not None:
                 continue
+            handler = probe[action]
             port: Any = handler.get("port")
             if isinstance(port, str) and not port.isdigit():
                 port = next((p.get("containerPort") for p in raw.get("ports") or [] if p.get("name") == port), None)
-            if port is None or probe_status(parse_container(raw), int(port), str(handler.get("path") or "/")):
+            if port is None:
                 continue
             path = str(handler.get("path") or "/")
-            out.append(Finding(
-                "ProbeNotJudged", "info", "kubelet", f"Pod {pod.key}",
-                f"the {kind} probe of container {raw.get('name')!r} asks GET {path} on port {port} of an app knetsim "
-                "does not know the answers of: it is taken as passing (if it fails, the kubelet restarts the "
-                "container for ever)",
-                f"check it where it runs: kubectl exec {_owner_ref(state, pod)} -c {raw.get('name')} -- wget -qO- "
-                f"http://localhost:{port}{path} (or kubectl describe pod: `Unhealthy` events)"))
+            if unknown_port(pod.raw, raw, int(port), listening):
+                message = (f"the {kind} probe of container {name!r} ({action}) targets port {port}, which its image "
+                           f"{raw.get('image')!r} does not declare, and knetsim does not know where that image "
+                           "listens: the probe is taken as passing (if nothing listens there, the kubelet restarts "
+                           "the container for ever)")
+                fix = (f"if the process listens on {port}, declare containerPort {port} (or annotate the pod "
+                       f"{LISTEN_ANNOTATION}: \"{port}\"); else aim the probe at the port it listens on")
+            elif action == "httpGet" and not probe_status(parse_container(raw), int(port), path):
+                message = (f"the {kind} probe of container {name!r} asks GET {path} on port {port} of an app knetsim "
+                           "does not know the answers of: it is taken as passing (if it fails, the kubelet restarts "
+                           "the container for ever)")
+                fix = (f"check it where it runs: kubectl exec {_owner_ref(state, pod)} -c {name} -- wget -qO- "
+                       f"http://localhost:{port}{path} (or kubectl describe pod: `Unhealthy` events)")
+            else:
+                continue
+            out.append(Finding("ProbeNotJudged", "info", "kubelet", f"Pod {pod.key}", message, fix))
             break
     return out
 
