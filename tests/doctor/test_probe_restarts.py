@@ -296,3 +296,28 @@ def test_a_named_port_the_container_lacks_errors_and_never_kills() -> None:
     named = BARE.replace("PORT", "health")
     assert statuses(named)["solo"] == "1/1 Running 0"
     assert not findings(named, "LivenessProbeFails")
+
+
+INIT_FAILS = """apiVersion: v1
+kind: Pod
+metadata: {name: initfail}
+spec:
+  initContainers:
+  - {name: setup, image: busybox:1.36, command: ["sh", "-c", "echo migrating; exit 2"]}
+  containers:
+  - {name: app, image: nginx:1.27}
+"""
+
+
+def test_an_init_container_that_fails_at_once_holds_the_pod_in_init_crashloopbackoff() -> None:
+    assert statuses(INIT_FAILS) == {"initfail": "0/1 Init:CrashLoopBackOff 1"}
+    pod = Cluster.from_yaml(INIT_FAILS).state.pods["default/initfail"]
+    assert pod.phase == "Pending" and not pod.ready
+    assert pod.raw["status"]["initContainerStatuses"][0]["lastState"] == {"terminated": {"exitCode": 2,
+                                                                                         "reason": "Error"}}
+    found = findings(INIT_FAILS, "ContainerExits")
+    assert found and "init container 'setup' runs `sh -c 'echo migrating; exit 2'`, which exits with code 2 " \
+        "(Error), its last words: 'migrating'" in found[0].message
+    assert "kubectl logs pod/initfail -n default -c setup --previous" in found[0].fix
+    fixed = INIT_FAILS.replace("exit 2", "exit 0")
+    assert statuses(fixed) == {"initfail": "1/1 Running 0"} and errors(fixed) == []

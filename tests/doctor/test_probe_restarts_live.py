@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from tests.e2e.conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
 
-from .test_probe_restarts import BAD_FLAG, CONFIG, LIVENESS_404, STARTUP_PORT, findings, statuses
+from .test_probe_restarts import BAD_FLAG, CONFIG, INIT_FAILS, LIVENESS_404, STARTUP_PORT, findings, statuses
 
 pytestmark = pytest.mark.live  # starts a cluster of its own
 
@@ -40,10 +40,11 @@ def rows(cluster: Cluster, selector: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.strip()]
 
 
-def crash_looping(cluster: Cluster, selector: str) -> list[list[str]] | None:
+def settled_as(cluster: Cluster, selector: str, expected: set[tuple[str, str]]) -> list[list[str]] | None:
+    """The pods' rows once every one shows the READY and STATUS the offline build gives, with RESTARTS >= 1."""
     found = rows(cluster, selector)
-    return found if found and all(r[1] == "0/1" and r[2] == "CrashLoopBackOff" and int(r[3]) >= 1
-                                  for r in found) else None
+    return found if found and {(r[1], r[2]) for r in found} == expected and all(int(r[3]) >= 1 for r in found) \
+        else None
 
 
 def doctor(cluster: Cluster) -> str:
@@ -52,26 +53,28 @@ def doctor(cluster: Cluster) -> str:
     return out.stdout + out.stderr
 
 
-@pytest.mark.parametrize(("text", "selector", "code"), [
-    (LIVENESS, "-l app=web", "LivenessProbeFails"),
-    (STARTUP, "-l app=api", "StartupProbeFails"),
-    (BAD_FLAG, "sleepy", "ContainerExits"),
+@pytest.mark.parametrize(("text", "selector", "code", "last_words"), [
+    (LIVENESS, "-l app=web", "LivenessProbeFails", None),
+    (STARTUP, "-l app=api", "StartupProbeFails", None),
+    (BAD_FLAG, "sleepy", "ContainerExits", ("sleepy", "app", "sleep: invalid number 'forever'")),
+    (INIT_FAILS, "initfail", "ContainerExits", ("initfail", "setup", "migrating")),
 ])
-def test_the_live_kubelet_crash_loops_the_pod_the_offline_build_does(live: Cluster, text: str, selector: str,
-                                                                     code: str) -> None:
-    offline = statuses(text)
-    assert offline and all(row.startswith("0/1 CrashLoopBackOff") for row in offline.values()), offline
+def test_the_live_kubelet_crash_loops_the_pod_the_offline_build_does(
+        live: Cluster, text: str, selector: str, code: str, last_words: tuple[str, str, str] | None) -> None:
+    offline = {tuple(row.split()[:2]) for row in statuses(text).values()}
+    assert offline in ({("0/1", "CrashLoopBackOff")}, {("0/1", "Init:CrashLoopBackOff")}), offline
     assert findings(text, code)
     live.kubectl("apply", "-f", "-", input=text)
     try:
-        found = wait_for(lambda: crash_looping(live, selector), timeout=60)
+        found = wait_for(lambda: settled_as(live, selector, offline), timeout=60)
         assert found, rows(live, selector)
         assert code in doctor(live)
-        if code == "ContainerExits":
+        if last_words is not None:
             # What the doctor quotes offline is what the container printed before it exited.
-            said = live.kubectl("logs", "sleepy", "--previous").stdout
-            assert "sleep: invalid number 'forever'" in said, said
-            assert "sleep: invalid number 'forever'" in findings(text, code)[0].message
+            pod, container, said = last_words
+            logs = live.kubectl("logs", pod, "-c", container, "--previous").stdout
+            assert said in logs, logs
+            assert said in findings(text, code)[0].message
     finally:
         live.kubectl("delete", "-f", "-", "--wait=false", input=text)
 

@@ -229,6 +229,28 @@ def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
     return None
 
 
+def init_crash(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
+    """(its index among the init containers that run to an end, and how it ends) for the first init container
+    whose command fails at once for certain: the kubelet runs it again under the CrashLoopBackOff backoff (an init
+    container restarts OnFailure unless the pod's policy is Never) and nothing after it starts (STATUS
+    Init:CrashLoopBackOff). None otherwise, and with restartPolicy Never (the pod fails instead: not judged here)."""
+    spec = body.get("spec") or {}
+    if str(spec.get("restartPolicy") or "Always") == "Never":
+        return None
+    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
+             "Always"]
+    for index, container in enumerate(inits):
+        ends = exit_of(container)
+        if ends is None:
+            return None  # it may run for a while or succeed: what follows is not certain
+        what, code, printed = ends
+        if code is None or code == 0:
+            continue  # done (or not certainly failing): the next one runs
+        return index, Restart(str(container.get("name")), "exits", f"runs {what}, which exits with code {code} "
+                              "(Error)", code, printed)
+    return None
+
+
 def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """(ConfigMap name, key or None for a whole ``envFrom``) of each reference of the container's environment that
     is not ``optional``, ``envFrom`` first, then ``env``: the order the kubelet resolves them in."""
@@ -302,4 +324,4 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
 
 
 __all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
-           "probe_failure", "restarts", "unknown_port"]
+           "init_crash", "probe_failure", "restarts", "unknown_port"]

@@ -31,7 +31,7 @@ from ..model.objects import Node, Pod, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
-from .containerruns import config_error, probe_failure, restarts
+from .containerruns import config_error, init_crash, probe_failure, restarts
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -663,8 +663,22 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     kubelet runs both."""
     blocked = _init_blocked(body, services, config.cluster_domain if config else "cluster.local") \
         if services is not None else None
+    # Offline (live, the kubelet runs it): an init container that fails at once is run again for ever, unless one
+    # before it already waits for ever.
+    crashing_init = init_crash(body) if configmaps is not None else None
+    if crashing_init is not None and (blocked is None or crashing_init[0] < blocked):
+        blocked = crashing_init[0]
+    else:
+        crashing_init = None
     if blocked is not None:
         status = _blocked_status(body, blocked)
+        if crashing_init is not None:
+            meta = body.get("metadata") or {}
+            failing = status["initContainerStatuses"][blocked]
+            failing.update(ready=False, started=False, restartCount=1, state={"waiting": {
+                "reason": "CrashLoopBackOff", "message": f"back-off 10s restarting failed container={failing['name']} "
+                f"pod={meta.get('name')}_{meta.get('namespace') or 'default'}"}},
+                lastState={"terminated": {"exitCode": crashing_init[1].exit_code, "reason": "Error"}})
         status.update(hostIP=host_ip, hostIPs=[{"ip": h} for h in host_ips or (host_ip,)], podIP=ip,
                       podIPs=[{"ip": i} for i in ips or (ip,)], qosClass="BestEffort")
         return status

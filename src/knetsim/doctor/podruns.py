@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..cluster.containerruns import configmap_refs, restarts
+from ..cluster.containerruns import configmap_refs, init_crash, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
@@ -30,6 +30,18 @@ from .fixes import Patch, verified
 def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
     """Containers whose command ends at once and which the kubelet restarts (restartPolicy Always, or OnFailure
     and a non-zero exit): the same judgement that gave the pod its CrashLoopBackOff status offline."""
+    crashing_init = init_crash(pod.raw)
+    if crashing_init is not None and pod.node_name:
+        restart = crashing_init[1]
+        said = restart.last_words.strip()
+        last = f", its last words: {said!r}" if said else ""
+        return [Finding(
+            "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {restart.container!r} {restart.why}{last}: the kubelet runs it again and again (STATUS "
+            "Init:CrashLoopBackOff) and the pod's containers never start, so it is never Ready",
+            "make the init container's command succeed (what it waits for or sets up must be there); its last "
+            f"run's output: `kubectl logs {_owner_ref(state, pod)} -c {restart.container} --previous`",
+            (f"restartPolicy {pod.restart_policy}",))]
     if pod.phase not in ("Running", ""):
         return []
     out = []
