@@ -40,6 +40,8 @@ NGINX = "        image: nginx:1.27\n        ports: [{containerPort: 80}]\n"
 # nginx's default site has no /healthz: 404, a failure for the kubelet's HTTP prober (200-399 passes).
 LIVENESS_404 = deployment(NGINX + "        livenessProbe:\n          httpGet: {path: /healthz, port: 80}\n")
 LIVENESS_FIXED = deployment(NGINX + "        livenessProbe:\n          httpGet: {path: /, port: 80}\n")
+# HTTPS against nginx's plain HTTP: Go's client gets an HTTP answer to its TLS handshake.
+LIVENESS_HTTPS = deployment(NGINX + "        livenessProbe:\n          httpGet: {path: /, port: 80, scheme: HTTPS}\n")
 # A startup probe on a port nginx does not listen on: the container is killed before it ever starts.
 STARTUP_PORT = deployment(NGINX + "        startupProbe:\n          tcpSocket: {port: 8080}\n          "
                           "failureThreshold: 30\n", name="api")
@@ -113,7 +115,7 @@ def errors(text: str) -> list[tuple[str, str]]:
 # --- the pods' status --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [LIVENESS_404, STARTUP_PORT, EXEC_FALSE, CRASH, BAD_FLAG, ECHO])
+@pytest.mark.parametrize("text", [LIVENESS_404, LIVENESS_HTTPS, STARTUP_PORT, EXEC_FALSE, CRASH, BAD_FLAG, ECHO])
 def test_a_container_restarted_for_ever_reads_crashloopbackoff_and_is_no_endpoint(text: str) -> None:
     rows = statuses(text)
     assert rows and all(row == "0/1 CrashLoopBackOff 1" for row in rows.values()), rows
@@ -171,7 +173,7 @@ def test_a_liveness_probe_on_a_404_path_is_named_with_a_patch_that_works(tmp_pat
 
 @needs_kubectl
 def test_the_printed_patch_applied_by_kubectl_clears_every_error(tmp_path: Path) -> None:
-    for broken in (LIVENESS_404, STARTUP_PORT):
+    for broken in (LIVENESS_404, STARTUP_PORT, LIVENESS_HTTPS):
         fix = next(f for f in Cluster.from_yaml(broken).doctor().findings
                    if f.code in ("LivenessProbeFails", "StartupProbeFails")).fix
         repaired = apply_with_kubectl(broken, fix, tmp_path)
@@ -321,3 +323,9 @@ def test_an_init_container_that_fails_at_once_holds_the_pod_in_init_crashloopbac
     assert "kubectl logs pod/initfail -n default -c setup --previous" in found[0].fix
     fixed = INIT_FAILS.replace("exit 2", "exit 0")
     assert statuses(fixed) == {"initfail": "1/1 Running 0"} and errors(fixed) == []
+
+
+def test_https_against_plain_http_is_fixed_by_the_scheme() -> None:
+    found = findings(LIVENESS_HTTPS, "LivenessProbeFails")
+    assert found and "http: server gave HTTP response to HTTPS client" in found[0].message
+    assert '"path":"/spec/template/spec/containers/0/livenessProbe/httpGet/scheme","value":"HTTP"' in found[0].fix

@@ -63,6 +63,7 @@ class ProbeFailure:
     field: str  # readinessProbe | livenessProbe | startupProbe
     action: str  # httpGet | tcpSocket | grpc | exec
     message: str  # "liveness probe of container 'web' failed: HTTP probe failed with statuscode: 404 (...)"
+    cause: str  # port (nothing listens, or a named port not declared) | status | scheme | exec
 
     @property
     def kind(self) -> str:
@@ -115,8 +116,8 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
     container = parse_container(raw_container)
     kind = field.removesuffix("Probe")
 
-    def failed(message: str) -> ProbeFailure:
-        return ProbeFailure(container.name, field, action, message)
+    def failed(message: str, cause: str) -> ProbeFailure:
+        return ProbeFailure(container.name, field, action, message, cause)
 
     if action == "exec":
         if not judge_exec:
@@ -124,7 +125,8 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
         mounts = [str(m.get("mountPath") or "") for m in raw_container.get("volumeMounts") or []]
         passes, output = exec_probe_verdict(raw_container, probe, mounts)
         if passes is False:
-            return failed(f"{kind} probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}")
+            return failed(f"{kind} probe of container {container.name!r} failed: {output.strip() or 'exit status 1'}",
+                          "exec")
         return None
     handler = probe[action]
     port: Any = handler.get("port")
@@ -138,21 +140,21 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
                 # (pkg/kubelet/prober/worker.go doProbe), so it never kills the container.
                 return None
             return failed(f"{kind} probe of container {container.name!r} names port {port!r}, "
-                          "which the container does not declare")
+                          "which the container does not declare", "port")
         port = resolved
     port = int(port)
     scheme = str(handler.get("scheme") or "HTTP").upper() if action == "httpGet" else ""
     if (port, "TCP") in listening and scheme == "HTTPS" and probe_status(container, port, "/") is not None:
         # A known app that speaks plain HTTP there: Go's TLS client gets an HTTP reply to its handshake.
         return failed(f"{kind} probe of container {container.name!r} failed: http: server "
-                      f"gave HTTP response to HTTPS client (port {port} speaks plain HTTP)")
+                      f"gave HTTP response to HTTPS client (port {port} speaks plain HTTP)", "scheme")
     if (port, "TCP") in listening and scheme == "HTTP":
         # The kubelet's HTTP prober: 200-399 is success (pkg/probe/http/http.go), anything else a failure.
         path = str(handler.get("path") or "/")
         answered = probe_status(container, port, path)
         if answered is not None and not 200 <= answered[0] < 400:
             return failed(f"{kind} probe of container {container.name!r} failed: HTTP probe failed with statuscode: "
-                          f"{answered[0]} (GET {path} on port {port}, answered by {answered[1]})")
+                          f"{answered[0]} (GET {path} on port {port}, answered by {answered[1]})", "status")
     if (port, "TCP") not in listening:
         if kills and unknown_port(body, raw_container, port, listening):
             return None
@@ -160,7 +162,7 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
         hint = f" (set the annotation {LISTEN_ANNOTATION} if it does)" if LISTEN_ANNOTATION not in (
             meta.get("annotations") or {}) else ""
         return failed(f"{kind} probe {action} of container {container.name!r} targets port {port}, "
-                      f"where nothing listens{hint}")
+                      f"where nothing listens{hint}", "port")
     return None
 
 

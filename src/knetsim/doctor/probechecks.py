@@ -33,11 +33,11 @@ def _repair(pod: Pod, index: int, raw: Mapping[str, Any], failure: ProbeFailure)
     probe = raw.get(failure.field) or {}
     handler = probe.get(failure.action) or {}
     tcp = sorted({port for port, proto in pod_listens(pod) if proto == "TCP"})
-    if "where nothing listens" in failure.message or "does not declare" in failure.message:
+    if failure.cause == "port":
         return ("port", tcp[0]) if len(tcp) == 1 else None
-    if "gave HTTP response to HTTPS client" in failure.message:
+    if failure.cause == "scheme":
         return "scheme", "HTTP"
-    if "HTTP probe failed with statuscode" in failure.message:
+    if failure.cause == "status":
         port = handler.get("port")
         if isinstance(port, str) and not port.isdigit():
             port = next((p.get("containerPort") for p in raw.get("ports") or [] if p.get("name") == port), None)
