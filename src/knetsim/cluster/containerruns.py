@@ -11,14 +11,20 @@ gives the state they settle in, and only where knetsim is certain:
   (``Completed``), anything else is killed (137, ``Error``), as the live kubelet's ``Container.kill`` records;
 * a command that **exits at once** (``sh -c 'exit 1'``, ``echo hello``, ``sleep forever``: busybox's ``invalid
   number``) under ``restartPolicy: Always`` is restarted for ever the same way, whatever its exit code
-  (``OnFailure`` only a non-zero one).
+  (``OnFailure`` only a non-zero one);
+* an **init container** whose command fails at once is run again the same way and nothing after it starts
+  (``Init:CrashLoopBackOff``, the pod Pending);
+* an env reference to a **ConfigMap key that is not there** keeps the container from being created
+  (``CreateContainerConfigError``, the pod Pending).
 
 "Certain" means: a probe's port where nothing listens (``model/listeners``: a known image's or program's
-listeners, else the declared containerPorts, the same rule the readiness of every pod follows), a path a known app
-answers outside 200-399 (``model/programs.probe_status``), HTTPS against plain HTTP, a named port the container
-does not declare, an exec probe whose end ``workloadstatus.exec_probe_verdict`` can tell. Anything else is taken as
-passing (the doctor's caveats say so). The prober's rules: kubernetes/kubernetes pkg/kubelet/prober/prober.go and
-worker.go (startup gates liveness and readiness; a liveness or startup failure kills the container).
+listeners; for readiness also an unknown image's declared containerPorts, the older rule every pod's readiness
+follows, while a liveness or startup probe of an unknown image on a port it does not declare is not judged), a
+path a known app answers outside 200-399 (``model/programs.probe_status``), HTTPS against plain HTTP, an exec probe
+whose end ``workloadstatus.exec_probe_verdict`` can tell, a key a ConfigMap of the input lacks. Anything else is
+taken as passing (the doctor's notes say so). The prober's rules: kubernetes/kubernetes pkg/kubelet/prober/prober.go
+and worker.go (startup gates liveness and readiness; a liveness or startup failure kills the container; an errored
+probe's result is thrown away).
 """
 
 from __future__ import annotations
