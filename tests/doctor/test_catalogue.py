@@ -22,6 +22,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.doctor.scenarios import CLIENT, INIT_WAITS, NAME_LABEL, UNKNOWN, web  # noqa: E402
 from tests.doctor.test_debug_running_pods import CRASHING, EXEC_PROBE, SERVICE  # noqa: E402
+from tests.doctor.test_probe_restarts import (  # noqa: E402
+    CONFIG,
+    CONFIG_UNREAD,
+    LIVENESS_404,
+    STARTUP_PORT,
+    UNKNOWN_APP,
+)
 
 DOC = ROOT / "docs" / "doctor.md"
 ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
@@ -199,7 +206,8 @@ data:
         loop
     }
 """
-LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE,
+LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE, LIVENESS_404, STARTUP_PORT, UNKNOWN_APP,
+              CONFIG, CONFIG_UNREAD,
               COREFILE.replace("FORWARD", "127.0.0.1"), COREFILE.replace("FORWARD", "bogus.example")]
 
 

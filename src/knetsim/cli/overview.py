@@ -24,8 +24,8 @@ def overview_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     click.echo("NODES")
     click.echo(tabulate(["NODE", "IP", "POD CIDR"], [[n["node"], n["ip"], n["podCIDR"]] for n in result.nodes]))
     click.echo("PODS")
-    click.echo(tabulate(["POD", "NODE", "IP", "READY"],
-                        [[p["pod"], p["node"] or "<none>", p["ip"] or "<none>",
+    click.echo(tabulate(["POD", "NODE", "IP", "STATUS", "READY"],
+                        [[p["pod"], p["node"] or "<none>", p["ip"] or "<none>", p["status"],
                           "yes" if p["ready"] else f"no ({p['reason']})"] for p in result.pods]))
     click.echo("SERVICES")
     rows = []

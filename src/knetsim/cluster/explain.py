@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..model.labels import Selector, closest_labels
+from ..printers import cells
 from .endpointslices import endpoint_ports, should_be_endpoint
 from .state import ClusterState
 
@@ -156,7 +157,9 @@ def overview(state: ClusterState, include_system: bool = False) -> Overview:
             "loadBalancer": list(svc.load_balancer_ips),
             "readyEndpoints": ready,
         })
-    pods = [{"pod": p.key, "node": p.node_name, "ip": p.pod_ip, "ready": p.ready, "reason": p.not_ready_reason}
+    # STATUS as `kubectl get pods` prints it (CrashLoopBackOff, CreateContainerConfigError, Init:0/1...).
+    pods = [{"pod": p.key, "node": p.node_name, "ip": p.pod_ip, "status": cells("Pod", p.raw, None)[2],
+             "ready": p.ready, "reason": p.not_ready_reason}
             for p in state.pods.values() if shown(p.namespace)]
     ingresses = []
     for ing in state.ingresses.values():

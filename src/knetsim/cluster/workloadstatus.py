@@ -136,22 +136,25 @@ def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: f
     return None
 
 
-def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str) -> dict[str, Any]:
-    """``status`` (a Running pod's) with ``container`` exiting at start: waiting in CrashLoopBackOff after its
-    first restart (exit code 1), as ``kubectl get pods`` shows it, and the pod not Ready. The offline build has
-    no clock: one restart and the first back-off (10 s) stand for "it keeps crashing"."""
-    message = f"containers with unready status: [{container}]"
-    for condition in status.get("conditions") or []:
-        if condition.get("type") in ("Ready", "ContainersReady"):
-            condition.update(status="False", reason="ContainersNotReady", message=message)
+def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str,
+                      exit_code: int | None = 1) -> dict[str, Any]:
+    """``status`` (a Running pod's) with ``container`` restarted for ever: waiting in CrashLoopBackOff after its
+    first restart, its last run ``exit_code`` (``Completed`` for 0, else ``Error``; None: knetsim cannot tell, no
+    Last State), as ``kubectl get pods`` shows it, and the pod not Ready. The offline build has no clock: one
+    restart and the first back-off (10 s) stand for "it keeps crashing". Called once per crashing container."""
     for entry in status.get("containerStatuses") or []:
         if entry.get("name") == container:
             entry.update(ready=False, started=False, restartCount=1,
                          state={"waiting": {"reason": "CrashLoopBackOff", "message": (
-                             f"back-off 10s restarting failed container={container} pod={pod_name}_{namespace}")}},
-                         lastState={"terminated": {"exitCode": 1, "reason": "Error"}})
-        else:
-            entry["ready"] = False
+                             f"back-off 10s restarting failed container={container} pod={pod_name}_{namespace}")}})
+            if exit_code is not None:
+                entry["lastState"] = {"terminated": {"exitCode": exit_code,
+                                                     "reason": "Completed" if exit_code == 0 else "Error"}}
+    unready = [str(e.get("name")) for e in status.get("containerStatuses") or [] if not e.get("ready")]
+    message = f"containers with unready status: [{' '.join(unready)}]"
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady"):
+            condition.update(status="False", reason="ContainersNotReady", message=message)
     return status
 
 

@@ -262,15 +262,27 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
                          for reason, names in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])))
         if len(not_ready) <= EXAMPLES_SHOWN:
             evidence = tuple(f"{e.pod}: {e.reason or 'not Ready'}" for e in not_ready)
-        pulling = any("containers with unready status" in r for r in reasons)
-        fix = ("make the image pullable (the ImagePullError finding of the pod names it)" if pulling else
+        # A container restarted for ever (CrashLoopBackOff) is unready for a reason of its own, named by the pod's
+        # finding (ContainerExits, LivenessProbeFails, StartupProbeFails); the rest of these pods wait for an image.
+        crashing = any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+                       for e in not_ready for c in (by_name[e.pod].raw.get("status") or {}).get("containerStatuses")
+                       or [] if isinstance(c, dict))
+        configless = any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CreateContainerConfigError"
+                         for e in not_ready for c in (by_name[e.pod].raw.get("status") or {}).get(
+                             "containerStatuses") or [] if isinstance(c, dict))
+        pulling = not crashing and not configless and any("containers with unready status" in r for r in reasons)
+        fix = ("the pods' containers are restarted for ever (STATUS CrashLoopBackOff): fix what the pod's "
+               "ContainerExits, LivenessProbeFails or StartupProbeFails finding names" if crashing else
+               "the pods' containers cannot be created (STATUS CreateContainerConfigError): fix what the pod's "
+               "ContainerConfigError finding names" if configless else
+               "make the image pullable (the ImagePullError finding of the pod names it)" if pulling else
                "fix the readiness probe or the container so it becomes Ready (kubectl describe pod shows the "
                f"probe); if the container listens on a port knetsim does not know, annotate the pod with "
                f"{LISTEN_ANNOTATION}")
         finding = Finding("PodsNotReady", severity, "endpoints", subject,
                           f"{len(not_ready)} of {len(selected)} selected pod(s) are not Ready: not-ready pods are "
                           "left out of the Service's endpoints", fix, evidence,
-                          None if pulling else _probe_patch(state, by_name[not_ready[0].pod]))
+                          None if pulling or crashing or configless else _probe_patch(state, by_name[not_ready[0].pod]))
         out.append(_offer(finding, state, _still_broken(svc, ("PodsNotReady",), (
             "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify))
     return out

@@ -13,86 +13,131 @@ running as a client pod, live as offline.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from ..cluster.containerruns import configmap_refs, init_crash, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
-from ..model.programs import image_repository
-from .checks import Finding, _owner_ref
-
-# Images whose shell and tools are busybox's or a distribution's: their commands are what the pod says.
-SHELL_IMAGES = frozenset({"busybox", "alpine", "ubuntu", "debian", "fedora", "centos"})
-SHELLS = frozenset({"sh", "bash", "ash", "zsh", "dash"})
-ONE_SHOT = frozenset({"echo", "true", "false", "date", "env", "printenv", "hostname", "uname", "id", "whoami",
-                      "pwd", "ls", "cat", "nslookup", "wget", "curl", "dig", "host"})
-# Anything that can keep a script going: knetsim does not try to tell how long it lasts.
-WAITS = re.compile(r"\b(while|until|for|sleep|tail|httpd|nc|ncat|socat|wait|read|exec|trap|top|watch|yes|crond|"
-                   r"nginx|python\d?|node|java|ruby|perl|php|inotifyd|tini|dumb-init|agnhost|mysqld|redis-server)\b")
-EXIT = re.compile(r"\bexit\s+(\d+)")
-
-
-def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None] | None:
-    """(what runs, exit code when knetsim can tell it) for a container whose process ends at once, or None
-    when it keeps running or knetsim cannot tell."""
-    if container.get("stdin") or container.get("tty"):
-        return None  # `kubectl run -it`: the shell waits for its input
-    command = [str(a) for a in container.get("command") or []]
-    args = [str(a) for a in container.get("args") or []]
-    image = image_repository(str(container.get("image") or ""))
-    argv = command + args if command else args
-    if not argv:
-        # busybox's own `sh` with no stdin exits at once on a real node, but knetsim (live too: kubelet.runnable)
-        # keeps such a pod running as the client the examples use it as: not judged here, so both agree.
-        return None
-    if image not in SHELL_IMAGES:
-        return None  # its entrypoint may be a server that takes these as arguments
-    program = argv[0].rsplit("/", 1)[-1]
-    if program in SHELLS:
-        if len(argv) < 3 or argv[1] != "-c":
-            return None
-        script = argv[2]
-        if WAITS.search(script):
-            return None
-        codes = EXIT.findall(script)
-        return f"`sh -c {script!r}`", int(codes[-1]) if codes else None
-    if program in ONE_SHOT and program not in ("wget", "curl", "nslookup", "dig", "host", "cat", "ls"):
-        return f"`{' '.join(argv)}`", 1 if program == "false" else 0
-    return None
-
-
-def _restarted(state: ClusterState, pod: Pod) -> bool:
-    """Does the kubelet restart the pod's containers when they exit? (Job pods and restartPolicy Never /
-    OnFailure-with-success are finished, not crashing.)"""
-    owner = pod.meta.owner
-    return pod.restart_policy == "Always" and not (owner is not None and owner.kind == "Job")
+from .checks import Finding, _owner_ref, _workload_object
+from .fixes import Patch, verified
 
 
 def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
-    if not _restarted(state, pod) or pod.phase not in ("Running", ""):
+    """Containers whose command ends at once and which the kubelet restarts (restartPolicy Always, or OnFailure
+    and a non-zero exit): the same judgement that gave the pod its CrashLoopBackOff status offline."""
+    crashing_init = init_crash(pod.raw)
+    if crashing_init is not None and pod.node_name:
+        restart = crashing_init[1]
+        said = restart.last_words.strip()
+        last = f", its last words: {said!r}" if said else ""
+        return [Finding(
+            "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {restart.container!r} {restart.why}{last}: the kubelet runs it again and again (STATUS "
+            "Init:CrashLoopBackOff) and the pod's containers never start, so it is never Ready",
+            "make the init container's command succeed (what it waits for or sets up must be there); its last "
+            f"run's output: `kubectl logs {_owner_ref(state, pod)} -c {restart.container} --previous`",
+            (f"restartPolicy {pod.restart_policy}",))]
+    if pod.phase not in ("Running", ""):
         return []
     out = []
-    for c in (pod.raw.get("spec") or {}).get("containers") or []:
-        if not isinstance(c, Mapping):
+    for restart in restarts(pod.raw, set()):
+        if restart.cause != "exits":
             continue
-        ends = exit_of(c)
-        if ends is None:
-            continue
-        what, code = ends
-        how = ("exits with code 0 (Completed)" if code == 0 else f"exits with code {code} (Error)" if code
-               else "runs to its end and exits")
-        name = str(c.get("name"))
+        name = restart.container
+        said = restart.last_words.strip()
+        last = f", its last words: {said!r}" if said else ""
+        sleep_fix = "give sleep a duration (`sleep 3600`, `sleep infinity`); " if "sleep: invalid number" in said \
+            else ""
         out.append(Finding(
             "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
-            f"container {name!r} runs {what}, which {how}: with restartPolicy Always the kubelet restarts it "
-            "again and again (RESTARTS climbs, STATUS CrashLoopBackOff), so the pod is never lastingly Ready",
-            "keep a process in the foreground: the server the container is for, or `sleep 3600` after a one-off "
-            f"task; run a task once as a Job or `kubectl run --restart=Never` (its last run's output: `kubectl "
-            f"logs {_owner_ref(state, pod)} -c {name} --previous`)",
+            f"container {name!r} {restart.why}{last}: with restartPolicy {pod.restart_policy} the kubelet restarts "
+            "it again and again (RESTARTS climbs, STATUS CrashLoopBackOff), so the pod is never lastingly Ready",
+            f"{sleep_fix}keep a process in the foreground: the server the container is for, or `sleep 3600` after a "
+            "one-off task; run a task once as a Job or `kubectl run --restart=Never` (its last run's output: "
+            f"`kubectl logs {_owner_ref(state, pod)} -c {name} --previous`)",
             (f"restartPolicy {pod.restart_policy}",)))
     return out
+
+
+def config_findings(state: ClusterState, pod: Pod) -> list[Finding]:
+    """A container the kubelet cannot create because its environment names a ConfigMap, or a key of one, that is
+    not there (CreateContainerConfigError: the pod stays Pending, no endpoint). A key that is a near miss of one
+    the ConfigMap has is repaired by a JSON patch of the workload, tried on a copy of the cluster first."""
+    out = []
+    statuses = {cs.get("name"): cs for cs in (pod.raw.get("status") or {}).get("containerStatuses") or []}
+    containers = [c for c in (pod.raw.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
+    for index, c in enumerate(containers):
+        waiting = ((statuses.get(c.get("name")) or {}).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "CreateContainerConfigError":
+            continue
+        message = str(waiting.get("message") or "")
+        name = str(c.get("name"))
+        fix = (f"create what the container's environment names (kubectl create configmap ... -n {pod.namespace}), "
+               "or mark the reference `optional: true` if the program can do without it")
+        patch = _key_patch(state, pod, index, c, message)
+        finding = Finding(
+            "ContainerConfigError", "error", "kubelet", f"Pod {pod.key}",
+            f"container {name!r} cannot be created: CreateContainerConfigError: {message}: the pod stays Pending "
+            "and is no endpoint until it is there (the kubelet retries)", fix,
+            (f"kubectl describe {_owner_ref(state, pod)}: Warning Failed  Error: {message}",), patch)
+        if patch is not None:
+            left = verified(state, patch, _config_still_missing(pod.namespace, patch.name, index))
+            finding = replace(finding, fix=patch.command) if left is None else replace(finding, patch=None)
+        out.append(finding)
+    read = {(o.namespace, o.name) for o in state.objects_of("ConfigMap")}
+    for c in containers:
+        unread = sorted({name for name, _ in configmap_refs(c) if (pod.namespace, name) not in read})
+        if unread:
+            out.append(Finding(
+                "ConfigMapNotRead", "info", "kubelet", f"Pod {pod.key}",
+                f"container {c.get('name')!r} takes its environment from ConfigMap {', '.join(unread)}, which is not "
+                "among the objects read: knetsim takes the container as created (a cluster without it reports "
+                "CreateContainerConfigError)",
+                f"give knetsim the ConfigMap too (-f its manifest), or check the cluster: kubectl get configmap "
+                f"{' '.join(unread)} -n {pod.namespace}"))
+    return out
+
+
+def _key_patch(state: ClusterState, pod: Pod, index: int, container: Mapping[str, Any], message: str) -> Any:
+    """The env key renamed to the ConfigMap's key it misspells (``DB_HOTS`` → ``DB_HOST``), for a workload's pods."""
+    owner = _workload_object(state, pod)
+    found = re.fullmatch(r"couldn't find key (.+) in ConfigMap ([^/]+)/(.+)", message)
+    if owner is None or found is None:
+        return None
+    key, namespace, name = found.groups()
+    configmap = next((o for o in state.objects_of("ConfigMap") if o.namespace == namespace and o.name == name), None)
+    keys = sorted((configmap.raw.get("data") or {}) if configmap is not None else {})
+    close = difflib.get_close_matches(key, keys, n=1)
+    if not close:
+        return None
+    template = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    env = (template[index] if index < len(template) else {}).get("env") or []
+    at = next((i for i, var in enumerate(env) if ((var.get("valueFrom") or {}).get("configMapKeyRef") or {}).get(
+        "key") == key), None)
+    if at is None:
+        return None
+    return Patch(owner.kind, owner.namespace, owner.name, "json", [{
+        "op": "replace", "path": f"/spec/template/spec/containers/{index}/env/{at}/valueFrom/configMapKeyRef/key",
+        "value": close[0]}])
+
+
+def _config_still_missing(namespace: str, owner: str, index: int) -> Any:
+    def check(fixed: ClusterState) -> str | None:
+        for p in fixed.pods.values():
+            workload = _workload_object(fixed, p) if p.namespace == namespace else None
+            if workload is None or workload.name != owner:
+                continue
+            for cs in (p.raw.get("status") or {}).get("containerStatuses") or []:
+                waiting = (cs.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") == "CreateContainerConfigError":
+                    return str(waiting.get("message"))
+        return None
+    return check
 
 
 def exec_probe_caveats(state: ClusterState, pod: Pod) -> list[Finding]:

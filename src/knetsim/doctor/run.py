@@ -32,7 +32,8 @@ from .fixes import Patch, verified
 from .ingresstls import ingress_tls_findings
 from .listenchecks import listener_caveats
 from .names import missing_service_findings, statefulset_findings
-from .podruns import container_exit_findings, exec_probe_caveats
+from .podruns import config_findings, container_exit_findings, exec_probe_caveats
+from .probechecks import probe_caveats, probe_restart_findings
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -280,7 +281,8 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
                             for f in found)
             continue
         found = [*dns_findings(state, pod), *missing_service_findings(state, pod), *image_findings(state, pod),
-                 *container_exit_findings(state, pod), *exec_probe_caveats(state, pod)]
+                 *container_exit_findings(state, pod), *exec_probe_caveats(state, pod),
+                 *probe_restart_findings(state, pod), *probe_caveats(state, pod), *config_findings(state, pod)]
         if key is not None:
             by_template[key] = (pod, found)
         findings.extend(found)

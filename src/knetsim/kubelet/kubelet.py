@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..apiserver.events import Recorder, involved
 from ..apiserver.registry import commit_batch, status_write
 from ..apiserver.store import Change
+from ..cluster.containerruns import GRACEFUL_SERVERS
 from ..cluster.images import pull_error
 from ..cluster.workloads import pod_status
 from ..cluster.workloadstatus import coredns_startup_error
@@ -69,9 +70,6 @@ log = logging.getLogger("knetsim.kubelet")
 
 ATTACH_WAIT = 10.0  # kubectl attaches within about a second of the pod turning Running
 BACKOFF_BASE, BACKOFF_MAX = 10.0, 300.0
-# Images whose server exits 0 on SIGTERM (a graceful shutdown), as a killed container reports it.
-GRACEFUL_SERVERS = {"nginx", "httpd", "caddy", "traefik", "envoy", "haproxy"}
-
 # Images whose entrypoint is a shell-ish userland (busybox applets, curl, dig...): their
 # commands are the ones the simulated shell imitates. Keyed by the last path component.
 # agnhost's image is built on busybox (test/images/agnhost/BASEIMAGE), so its pods run shell loops and execs too.
