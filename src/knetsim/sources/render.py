@@ -11,7 +11,9 @@ Rendering is done by the tools themselves, never by a home-made subset of them:
   ``base/service.yaml`` as kube-linter's reports do, and the objects are those ``kubectl apply -k`` sends.
 * Helm charts by Helm's own Go engine: the ``helm-python-sdk`` package (bindings of Helm v4's SDK, the
   ``helm`` extra) when installed, else the ``helm`` binary (``helm template``). Values are layered as
-  ``helm template`` layers them: the chart's values.yaml < each ``--values FILE`` in order < ``--set``.
+  ``helm template`` layers them: the chart's values.yaml < each ``--values FILE`` in order < ``--set`` <
+  ``--set-string`` < ``--set-file`` (helm's pkg/cli/values/options.go ``MergeValues`` applies the flags by kind
+  in that order, whatever their order on the command line).
   Each object's ``Source`` is its template file (``chart/templates/deployment.yaml``), as helm's
   ``# Source:`` lines say.
 
@@ -67,6 +69,8 @@ class HelmValues:
     files: tuple[str, ...] = ()  # --values FILE, in order
     set: tuple[str, ...] = ()  # --set key=value[,key=value], in order
     release_name: str = DEFAULT_RELEASE_NAME
+    set_string: tuple[str, ...] = ()  # --set-string key=value: every value stays a string ("123", "true")
+    set_file: tuple[str, ...] = ()  # --set-file key=path: the value is the file's content
 
 
 # --- which paths are charts ---------------------------------------------------------------------------------
@@ -378,8 +382,9 @@ def _helm_sdk_or_none() -> Any:
 
 
 def _user_values(values: HelmValues) -> dict[str, Any]:
-    """``--values`` files merged in order, then ``--set`` over them (Helm's ``values.Options.MergeValues``:
-    maps merge key by key, anything else replaces). Parsed by Helm's own parsers when the SDK is there."""
+    """``--values`` files merged in order, then ``--set``, ``--set-string`` and ``--set-file`` over them (Helm's
+    ``values.Options.MergeValues``: maps merge key by key, anything else replaces). Parsed by Helm's own parsers
+    when the SDK is there."""
     merged: dict[str, Any] = {}
     sdk = _helm_sdk_or_none()
     for path in values.files:
@@ -392,14 +397,19 @@ def _user_values(values: HelmValues) -> dict[str, Any]:
         except Exception as exc:
             raise _HelmFailure(f"failed to parse {path}: {exc}") from None
         merged = _merge_maps(merged, current if isinstance(current, dict) else {})
-    for expression in values.set:
-        if sdk is None:
-            continue  # the helm binary parses --set itself
-        try:
-            parsed = sdk.parse_set_string(expression)
-        except Exception as exc:
-            raise _HelmFailure(f"failed parsing --set data: {exc}") from None
-        merged = _merge_maps(merged, parsed)
+    if sdk is None:
+        return merged  # the helm binary parses --set, --set-string and --set-file itself
+    # Helm's own parsers (strvals): --set types its values (1 is an int, true a bool), --set-string keeps them
+    # strings, --set-file reads each value's file, relative to the working directory as helm does.
+    for flag, parse, expressions in (("--set", sdk.parse_set_string, values.set),
+                                     ("--set-string", sdk.parse_set_string_values, values.set_string),
+                                     ("--set-file", sdk.parse_set_file, values.set_file)):
+        for expression in expressions:
+            try:
+                parsed = parse(expression)
+            except Exception as exc:
+                raise _HelmFailure(f"failed parsing {flag} data: {exc}") from None
+            merged = _merge_maps(merged, parsed)
     return merged
 
 
@@ -439,8 +449,10 @@ def _render_with_binary(chart: str, values: HelmValues, namespace: str) -> dict[
     command = [helm, "template", values.release_name, chart, "--namespace", namespace]
     for path in values.files:
         command += ["--values", path]
-    for expression in values.set:
-        command += ["--set", expression]
+    for flag, expressions in (("--set", values.set), ("--set-string", values.set_string),
+                              ("--set-file", values.set_file)):
+        for expression in expressions:
+            command += [flag, expression]
     ok, out = _run(command)
     if not ok:
         raise _HelmFailure(out)
