@@ -28,6 +28,7 @@ from .checks import (
     service_findings,
 )
 from .dnschecks import client_targets, dns_workload_findings
+from .findingsources import with_sources
 from .fixes import Patch, verified
 from .ingresstls import ingress_tls_findings
 from .listenchecks import listener_caveats
@@ -251,6 +252,7 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
 def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subject: str | None = None,
              namespace: str | None = None) -> Report:
     """Every finding for the cluster, or for one Service/Ingress (``subject``) in ``namespace``."""
+    errors = list(errors)  # read twice: for their findings, and for where each refused object was written
     findings = admission_findings(errors)
     checked = []
     namespaces = {namespace} if namespace else None
@@ -327,7 +329,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         unique.setdefault((f.code, f.subject, f.message), f)
     grouped = group_by_owner(state, list(unique.values()))
     ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
-    return Report(tuple(ordered), tuple(sorted(checked)), counts)
+    return Report(tuple(with_sources(state, ordered, errors)), tuple(sorted(checked)), counts)
 
 
 # The DNS checks' own findings on a pod's lookups (doctor/dnschecks.py, where present): said once, by them.

@@ -8,7 +8,8 @@ Rendering is done by the tools themselves, never by a home-made subset of them:
   one-line wrapper kustomization that asks for ``buildMetadata: [originAnnotations]``: Kustomize then writes
   ``config.kubernetes.io/origin`` (the base or overlay file, or the generator's kustomization) on every object.
   The annotation becomes the object's ``Source`` and is removed from the object, so admission errors name
-  ``base/service.yaml`` as kube-linter's reports do, and the objects are those ``kubectl apply -k`` sends.
+  ``base/service.yaml`` as kube-linter's reports do (``overlays/prod -> base/service.yaml`` for a base's object
+  an overlay may have patched), and the objects are those ``kubectl apply -k`` sends.
 * Helm charts by Helm's own Go engine: the ``helm-python-sdk`` package (bindings of Helm v4's SDK, the
   ``helm`` extra) when installed, else the ``helm`` binary (``helm template``). Values are layered as
   ``helm template`` layers them: the chart's values.yaml < each ``--values FILE`` in order < ``--set`` <
@@ -56,6 +57,19 @@ INSTALL_KUSTOMIZE = ("install kustomize (https://kubectl.docs.kubernetes.io/inst
                      "whose `kubectl kustomize` bundles it")
 INSTALL_HELM = ("install Helm's engine: `pip install 'knetsim[helm]'` (the helm-python-sdk bindings of Helm v4) or "
                 "the helm binary (https://helm.sh/docs/intro/install/)")
+
+
+@dataclass(frozen=True, slots=True)
+class OverlaySource(Source):
+    """An object of a kustomization that came from a file outside it (a base): ``overlays/prod ->
+    base/service.yaml, document 1``. The base file is where the object is written, the overlay what may have
+    patched it (a JSON 6902 patch there breaks the base's object): a report names both, as the user must look at
+    both."""
+
+    overlay: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.overlay} -> {Source.__str__(self)}"
 
 
 class RenderUsageError(ValueError):
@@ -205,11 +219,22 @@ def _kustomize_documents(text: str, directory: str, roots: tuple[str, str] | Non
         if origin is not None and roots is not None:
             file = _origin_file(origin, directory, *roots)
             if file is not None:
-                source = Source(file, documents.find(file, doc.kind, doc.name) if "path" in origin else 1)
+                document = documents.find(file, doc.kind, doc.name) if "path" in origin else 1
+                source = (Source(file, document) if _inside(file, directory)
+                          else OverlaySource(file, document, overlay=directory))
         if strip and origin is not None:
             _remove_origin(doc.body)
         result.documents.append(Document(source, doc.body))
     return result
+
+
+def _inside(file: str, directory: str) -> bool:
+    """Is ``file`` one of the kustomization's own (its resources, its generators' kustomization)? A base's file
+    or a remote one is not."""
+    if "//" in file:
+        return False
+    relative = os.path.relpath(os.path.abspath(file), os.path.abspath(directory))
+    return relative != ".." and not relative.startswith(".." + os.sep)
 
 
 def _origin(body: dict[str, Any]) -> dict[str, Any] | None:
