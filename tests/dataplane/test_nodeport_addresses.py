@@ -126,3 +126,37 @@ def test_nftables_every_address_is_fib_local_but_never_loopback(config: Config) 
 def test_an_invalid_setting_is_refused_in_kube_proxys_words(config: Config, value: str, error: str) -> None:
     code, out = packet(WORKER, "iptables", config(value))
     assert code == 2 and error in out
+
+
+def kube_proxy_on_worker() -> str:
+    """The hostNetwork kube-proxy pod of node worker: its localhost is the node's."""
+    import json
+
+    result = CliRunner().invoke(cli, ["get", "pods", "-n", "kube-system", "-f", SHOP, "-o", "json"])
+    pods = json.loads(result.stdout)["items"]
+    return next(f"kube-system/{p['metadata']['name']}" for p in pods
+                if p["metadata"]["name"].startswith("kube-proxy-") and p["spec"]["nodeName"] == "worker")
+
+
+@pytest.mark.parametrize(("setting", "dataplane", "version", "outcome"), [
+    (None, "iptables", "1.38", "Outcome: connected (HTTP 200)"),
+    ("[primary]", "iptables", "1.38", "Outcome: refused"),
+    (None, "nftables", "1.38", "Outcome: refused"),
+    ("[172.18.0.0/16, 127.0.0.0/8]", "nftables", "1.38", "Outcome: connected (HTTP 200)"),
+    ("[172.18.0.0/16, 127.0.0.0/8]", "nftables", "1.37", "Outcome: refused"),
+])
+def test_trace_from_the_node_to_localhost_nodeport_follows_the_setting(
+        config: Config, setting: str | None, dataplane: str, version: str, outcome: str) -> None:
+    code, out = run("trace", "--from", kube_proxy_on_worker(), "http://localhost:30080/", "-f", SHOP,
+                    "--dataplane", dataplane, "--kubernetes-version", version, *config(setting))
+    assert outcome in out, out
+    assert code == (0 if "connected" in outcome else 1)
+    assert "127.0.0.1:30080 is NodePort 30080 of Service shop/web-np on node worker" in out
+    if "refused" in outcome:
+        assert "127.0.0.1:30080 is NodePort shop/web-np on localhost: kube-proxy's" in out  # and why
+
+
+def test_a_pods_own_localhost_is_still_the_pod(config: Config) -> None:
+    # Not a hostNetwork pod: localhost is its own network namespace, never kube-proxy's NodePort.
+    _, out = run("trace", "--from", "shop/deploy/web", "http://localhost:30080/", "-f", SHOP, *config(None))
+    assert "is the loopback address of" in out and "NodePort" not in out

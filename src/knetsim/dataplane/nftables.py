@@ -523,7 +523,7 @@ class _Tracer:
         result.notes.insert(0, f"{nodeports.join(packet.dst, packet.dport)} is NodePort {service} on localhost: "
                                f"kube-proxy's userspace proxy (KEP-6032, {nodeports.LOCALHOST_GATE}) accepts it "
                                f"({self.addresses.describe()} names loopback) and connects on to "
-                               f"{nodeports.join(self.node_ip, packet.dport)}, traced below")
+                               f"{nodeports.join(self.node_ip, packet.dport)}")
         return result
 
     def _run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
