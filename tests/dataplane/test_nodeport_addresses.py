@@ -160,3 +160,15 @@ def test_a_pods_own_localhost_is_still_the_pod(config: Config) -> None:
     # Not a hostNetwork pod: localhost is its own network namespace, never kube-proxy's NodePort.
     _, out = run("trace", "--from", "shop/deploy/web", "http://localhost:30080/", "-f", SHOP, *config(None))
     assert "is the loopback address of" in out and "NodePort" not in out
+
+
+def test_ipv6_loopback_never_takes_a_nodeport() -> None:
+    # iptables mode's every-local-address rule leaves ::1 out (no route_localnet for IPv6).
+    dual = str(Path(SHOP).parent / "dual-stack")
+    flags = ["-f", f"{dual}/app", "--cluster-config", f"{dual}/cluster.yaml"]
+    _, rules = run("render", "iptables", "--node", "worker", *flags)
+    assert f"{NODEPORTS_RULE} -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS" in rules
+    code, out = run("packet", "--src", "::1", "--dst", "::1", "--dport", "31215", "--node", "worker", *flags)
+    assert code == 1 and "Verdict:     NONE" in out
+    assert ("[::1]:31215 is NodePort dual/web6 on localhost: kube-proxy never serves NodePorts on IPv6 loopback "
+            "(there is no route_localnet)") in out

@@ -181,7 +181,9 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
         _write_service(w, entry, view, large)
     last = f"-m comment --comment {_q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')}"
     if node_ports.match_all:
-        w.rule("nat", "KUBE-SERVICES", f"{last} -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS")
+        # IPv6 localhost NodePorts never work (no route_localnet): ::1 is left out of every local address.
+        not_loopback = "! -d ::1/128 " if view.ipv6 else ""
+        w.rule("nat", "KUBE-SERVICES", f"{last} -m addrtype --dst-type LOCAL {not_loopback}-j KUBE-NODEPORTS")
     else:
         # One rule per node address the CIDRs take; a loopback one only where localhost NodePorts work (IPv4).
         for ip in node_ports.node_ips(view.node_ip):
