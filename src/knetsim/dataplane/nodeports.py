@@ -58,8 +58,8 @@ class NodePortAddresses:
         return self.contains(LOOPBACK[self.family])
 
     def node_ips(self, primary_ip: str) -> list[str]:
-        """The node's addresses these CIDRs take, in kube-proxy's order (interfaces: the node's IP, then
-        loopback); knetsim's nodes have those two addresses per family."""
+        """The node's addresses these CIDRs take: knetsim's nodes have two per family, their IP then loopback
+        (kube-proxy's GetNodeIPs returns a Go map's order: any order is its)."""
         local = [ip for ip in (primary_ip, LOOPBACK[self.family]) if ip]
         return [ip for ip in local if self.contains(ip)]
 
