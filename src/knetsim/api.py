@@ -97,6 +97,11 @@ class Cluster:
             # No cluster config given: a cluster read is analysed with the data plane it runs.
             config = dataclasses.replace(config, dataplane=got.dataplane[0])
             got.notes.append(f"data plane: {got.dataplane[0]} ({got.dataplane[1]})")
+        if not shaped and got.node_port_addresses is not None:
+            # Which node addresses take NodePorts (localhost among them or not) is the cluster's kube-proxy's.
+            addresses, where = got.node_port_addresses
+            config = dataclasses.replace(config, node_port_addresses=addresses)
+            got.notes.append(f"kube-proxy nodePortAddresses: {', '.join(addresses)} ({where})")
         # No namespace given: a live cluster's context namespace, as kubectl takes it (manifests included).
         namespace = namespace or (got.target.namespace if got.target is not None else "") or "default"
         cluster = cls._from_loaded(got.loaded, namespace=namespace, config=config, strict=strict,

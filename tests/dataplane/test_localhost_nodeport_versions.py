@@ -25,15 +25,17 @@ def packet(*args: str) -> tuple[int, str]:
     ("1.33", "Kubernetes 1.33 has no way to serve them on localhost"),
     ("1.36", "Kubernetes 1.36 has no way to serve them on localhost"),
     ("1.37", "Kubernetes 1.37 serves them there only with the alpha feature gate KubeProxyNFTablesLocalhostNodePorts "
-             "enabled and --nodeport-addresses primary,localhost"),
-    ("1.38", "on Kubernetes 1.38 (KubeProxyNFTablesLocalhostNodePorts on by default) --nodeport-addresses "
-             "primary,localhost would have kube-proxy's userspace proxy accept it (TCP only)"),
+             "enabled and nodePortAddresses naming loopback (e.g. [172.18.0.0/16, 127.0.0.0/8])"),
+    ("1.38", "on Kubernetes 1.38 (KubeProxyNFTablesLocalhostNodePorts on by default) nodePortAddresses naming "
+             "loopback (e.g. [172.18.0.0/16, 127.0.0.0/8]) would have kube-proxy's userspace proxy accept it (TCP "
+             "only)"),
 ])
 def test_nftables_says_why_localhost_nodeports_are_not_served(version: str, why: str) -> None:
     code, out = packet("--dataplane", "nftables", "--kubernetes-version", version)
     assert code == 1 and "Verdict:     NONE" in out
     assert ("Note: 127.0.0.1:30080 is NodePort shop/web-np on localhost: kube-proxy's nftables mode accepts "
-            "NodePorts on the node's primary IP only (--nodeport-addresses primary)") in out
+            "NodePorts only on the addresses nodePortAddresses takes (--nodeport-addresses primary (nftables mode's "
+            "default)), never on localhost") in out
     assert why in out
 
 

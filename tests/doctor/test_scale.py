@@ -62,13 +62,18 @@ def test_full_nodes_are_one_finding_that_says_so_not_a_readiness_probe() -> None
     assert len(finding.evidence) == 4 and finding.evidence[-1] == "... and 781 more"
 
 
+def web_line(path: Path) -> int:
+    """The line the Deployment starts at in ``path`` (where a finding about it points)."""
+    return path.read_text().splitlines().index("apiVersion: apps/v1") + 1
+
+
 def test_a_workloads_pods_share_one_finding(tmp_path: Path) -> None:
     path = tmp_path / "web.yaml"
     path.write_text(web(40, image="nginx:1.277"))
     result = CliRunner().invoke(cli, ["doctor", "-f", str(path)])
     assert result.exit_code == 1
     pulls = [line for line in result.output.splitlines() if ": ImagePullError" in line]
-    assert pulls == ["✗ ERROR   [kubelet] Deployment default/web: ImagePullError"]
+    assert pulls == [f"✗ ERROR   [kubelet] Deployment default/web ({path}:{web_line(path)}): ImagePullError"]
     assert "40 pods of Deployment default/web" in result.output and "... and 37 more" in result.output
     assert len(result.output.splitlines()) < 40
 

@@ -4,6 +4,7 @@ policy object a verdict leaves out is named on it (issue 30, items 1 and 6)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +222,9 @@ def test_trace_matrix_and_doctor_name_it(antrea_cluster: str) -> None:
     doc = json.loads(run("matrix", "-f", antrea_cluster, "-o", "json").output)
     assert any("acnp" in n for n in doc["notes"])
     doctor = " ".join(run("doctor", "-f", antrea_cluster).output.split())
-    assert "ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp: PolicyNotEvaluated" in doctor
+    # The finding names the file the policy was written in, after the object.
+    assert re.search(r"ClusterNetworkPolicy\.security\.antrea\.tanzu\.vmware\.com acnp \([^)]*\.yaml:\d+\): "
+                     "PolicyNotEvaluated", doctor)
     assert "unless ClusterNetworkPolicy.security.antrea.tanzu.vmware.com acnp" in doctor
 
 

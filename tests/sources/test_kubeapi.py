@@ -398,3 +398,34 @@ def test_a_cluster_read_live_is_analysed_with_the_data_plane_it_runs(
     assert result.stdout.startswith(first_line)
     notes = [line for line in result.stderr.splitlines() if "data plane:" in line]
     assert notes == ([f"Warning: {note}"] if note else [])
+
+
+def _proxy_config_with(text: str) -> dict[str, Any]:
+    return _config_map("kube-proxy", {"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                                                     f"kind: KubeProxyConfiguration\n{text}"})
+
+
+@pytest.mark.parametrize(("system", "rule", "note"), [
+    ([_daemonset("kube-proxy", ["--nodeport-addresses=primary"])], "-d 172.18.0.3 -j KUBE-NODEPORTS",
+     "kube-proxy nodePortAddresses: primary (its --nodeport-addresses flag)"),
+    ([_daemonset("kube-proxy"),
+      _proxy_config_with("mode: iptables\nnodePortAddresses: [172.18.0.0/16, 127.0.0.0/8]\n")],
+     "-d 127.0.0.1 -j KUBE-NODEPORTS",
+     "kube-proxy nodePortAddresses: 172.18.0.0/16, 127.0.0.0/8 (ConfigMap kube-system/kube-proxy)"),
+    ([_daemonset("kube-proxy"), _proxy_config_with("mode: iptables\nnodePortAddresses: null\n")],
+     "-m addrtype --dst-type LOCAL -j KUBE-NODEPORTS", None),
+])
+def test_a_cluster_read_live_takes_its_kube_proxys_nodeport_addresses(
+        tmp_path: Path, typo_objects: list[dict[str, Any]], system: list[dict[str, Any]], rule: str,
+        note: str | None) -> None:
+    """No --cluster-config: the node addresses that take NodePorts (localhost among them or not) are those the
+    cluster's kube-proxy takes, from its flag or its ConfigMap (dataplane/nodeports.py)."""
+    objects = [o for o in typo_objects if not (o["metadata"].get("namespace") == "kube-system" and (
+        o["kind"] == "DaemonSet" or o["metadata"]["name"].startswith(("kube-proxy-", "kindnet-"))))]
+    with fake_api([*objects, *system], token="") as api:
+        result = knetsim("render", "iptables", "--node", "worker", "--kubeconfig",
+                         write(tmp_path, kubeconfig_for(api.url, {})))
+    assert result.exit_code == 0, result.output
+    assert rule in result.stdout
+    notes = [line for line in result.stderr.splitlines() if "nodePortAddresses" in line]
+    assert notes == ([f"Warning: {note}"] if note else [])

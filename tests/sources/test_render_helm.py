@@ -209,3 +209,57 @@ def test_values_that_break_the_charts_schema_are_refused_in_helms_words(tmp_path
     assert result.exit_code == 2
     assert f"error: chart {chart}: values don't meet the specifications of the schema(s)" in result.output
     assert "at '/replicaCount': minimum: got 0, want 1" in result.output
+
+
+@needs_helm
+def test_set_string_keeps_a_value_a_string_that_set_would_make_a_number() -> None:
+    # --set types what it reads (helm's strvals): a label value 123 is an int, which the API server cannot decode.
+    typed = knetsim("validate", "-f", CHART, "--set", "labels.team=123")
+    assert typed.exit_code == 2
+    assert "cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string" in typed.output
+    web = objects("deployments", "-f", CHART, "--set-string", "labels.team=123")["Deployment release-name-shop-web"]
+    assert web["metadata"]["labels"]["team"] == "123"
+
+
+@needs_helm
+def test_set_string_wins_over_set_whatever_their_order() -> None:
+    # helm's MergeValues applies every --set, then every --set-string (pkg/cli/values/options.go).
+    web = objects("deployments", "-f", CHART, "--set-string", "labels.team=ops",
+                  "--set", "labels.team=dev")["Deployment release-name-shop-web"]
+    assert web["metadata"]["labels"]["team"] == "ops"
+
+
+@needs_helm
+def test_set_file_sets_a_value_to_the_content_of_a_file(tmp_path: Path) -> None:
+    team = tmp_path / "team.txt"
+    team.write_text("payments")
+    web = objects("deployments", "-f", CHART, "--set-file", f"labels.team={team}",
+                  "--set-string", "labels.team=ops")["Deployment release-name-shop-web"]
+    assert web["metadata"]["labels"]["team"] == "payments"  # --set-file comes last, as in helm
+
+
+@needs_helm
+def test_a_set_file_that_cannot_be_read_exit_2_in_helms_words() -> None:
+    result = knetsim("validate", "-f", CHART, "--set-file", "labels.team=nope.txt")
+    assert result.exit_code == 2
+    assert (f"error: chart {CHART}: failed parsing --set-file data: open nope.txt: no such file or directory"
+            in result.output)
+
+
+def test_the_helm_binary_is_given_set_string_and_set_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the SDK, helm itself parses the value flags: they are passed on as the user wrote them. The stand-in
+    # helm prints a ConfigMap holding the arguments it was given.
+    def no_sdk() -> Any:
+        raise render._NoEngine
+
+    monkeypatch.setattr(render, "_helm_sdk", no_sdk)
+    helm = tmp_path / "helm"
+    helm.write_text('#!/bin/sh\nprintf -- "---\\n# Source: shop/templates/args.yaml\\napiVersion: v1\\n'
+                    'kind: ConfigMap\\nmetadata: {name: args}\\ndata: {args: \\"%s\\"}\\n" "$*"\n')
+    helm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    values = HelmValues(set=("a=1",), set_string=("b=2",), set_file=("c=f.txt",))
+    loaded = HelmChart(CHART, values).read().loaded
+    assert not loaded.errors
+    assert loaded.documents[0].body["data"]["args"] == (
+        f"template release-name {CHART} --namespace default --set a=1 --set-string b=2 --set-file c=f.txt")

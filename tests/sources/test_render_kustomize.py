@@ -65,8 +65,9 @@ def test_each_object_remembers_its_base_or_overlay_file() -> None:
     loaded = Kustomization(OVERLAY).read().loaded
     assert not loaded.errors
     where = {d.describe(): str(d.source) for d in loaded.documents}
-    assert where["Service shop/prod-web"] == "examples/kustomize/base/service.yaml, document 1"
-    assert where["Deployment shop/prod-web"] == "examples/kustomize/base/deployment.yaml, document 1"
+    # A base's object names the overlay that may have patched it, then the base's file.
+    assert where["Service shop/prod-web"] == f"{OVERLAY} -> examples/kustomize/base/service.yaml, document 1"
+    assert where["Deployment shop/prod-web"] == f"{OVERLAY} -> examples/kustomize/base/deployment.yaml, document 1"
     assert where["Namespace shop"] == "examples/kustomize/overlays/prod/namespace.yaml, document 1"
     generated = [w for d, w in where.items() if d.startswith("ConfigMap")]
     assert generated == ["examples/kustomize/overlays/prod/kustomization.yaml, document 1"]
@@ -75,8 +76,8 @@ def test_each_object_remembers_its_base_or_overlay_file() -> None:
 def test_an_admission_error_names_the_base_file_the_patched_object_came_from() -> None:
     result = knetsim("validate", "-k", BROKEN)
     assert result.exit_code == 2
-    assert ("error: examples/kustomize/base/service.yaml, document 1: Service default/web: spec.ports[0].port: "
-            "Invalid value: 70000: must be between 1 and 65535, inclusive") in result.output
+    assert (f"error: {BROKEN} -> examples/kustomize/base/service.yaml, document 1: Service default/web: "
+            "spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive") in result.output
 
 
 def test_a_file_with_several_objects_names_the_document_of_each(tmp_path: Path) -> None:

@@ -95,11 +95,18 @@ def cluster_options(fn: F) -> F:
 
 
 def render_options(fn: F) -> F:
-    """``-k/--kustomize DIR`` (kubectl's) and ``helm template``'s ``--values``, ``--set``, ``--release-name``;
+    """``-k/--kustomize DIR`` (kubectl's) and ``helm template``'s ``--values``, ``--set``, ``--set-string``,
+    ``--set-file``, ``--release-name``;
     read by ``cluster_sources`` through ``file_sources`` (see docs/sources.md)."""
     fn = click.option("--release-name", "release_name", default=None, expose_value=False, callback=_remember,
                       metavar="NAME", help="Helm charts: the release name (helm template's NAME; default "
                                            "release-name).")(fn)
+    fn = click.option("--set-file", "set_file_values", multiple=True, expose_value=False, callback=_remember,
+                      metavar="KEY=PATH", help="Helm charts: set a value to the content of a file, as `helm "
+                                               "template --set-file` does (over --set-string). Repeatable.")(fn)
+    fn = click.option("--set-string", "set_string_values", multiple=True, expose_value=False, callback=_remember,
+                      metavar="KEY=VALUE", help="Helm charts: set values as strings, as `helm template "
+                                                "--set-string` does (over --set). Repeatable.")(fn)
     fn = click.option("--set", "set_values", multiple=True, expose_value=False, callback=_remember,
                       metavar="KEY=VALUE", help="Helm charts: set values as `helm template --set` does "
                                                 "(over --values). Repeatable.")(fn)
@@ -143,7 +150,9 @@ def _file_sources(filenames: Sequence[str], meta: dict[str, Any]) -> list[Source
 
     ctx = click.get_current_context(silent=True)
     values = HelmValues(tuple(meta.get("knetsim.values_files") or ()), tuple(meta.get("knetsim.set_values") or ()),
-                        meta.get("knetsim.release_name") or HelmValues().release_name)
+                        meta.get("knetsim.release_name") or HelmValues().release_name,
+                        tuple(meta.get("knetsim.set_string_values") or ()),
+                        tuple(meta.get("knetsim.set_file_values") or ()))
     try:
         sources = file_sources(filenames, sys.stdin, kustomize=meta.get("knetsim.kustomize"), values=values,
                                namespace=ctx.params.get("namespace") if ctx is not None else None)

@@ -20,7 +20,9 @@ def render_report(report: Report) -> str:
     lines = []
     for f in report.findings:
         icon, color = ICONS[f.severity]
-        lines.append(f"{click.style(icon, fg=color)} {f.severity.upper():<7} [{f.layer}] {f.subject}: {f.code}")
+        # The file the subject was written in, as kube-linter names it: where the fix goes.
+        where = f" ({f.source})" if f.source else ""
+        lines.append(f"{click.style(icon, fg=color)} {f.severity.upper():<7} [{f.layer}] {f.subject}{where}: {f.code}")
         lines.extend(textwrap.wrap(f.message, 110, initial_indent="    ", subsequent_indent="    "))
         for item in f.evidence:
             lines.append(f"    · {item}")

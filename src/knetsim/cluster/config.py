@@ -109,6 +109,9 @@ class ClusterConfig:
     # on kind's IPv6 docker network.
     lb_pool_v6: tuple[str, str] = ("fc00:f853:ccd:e793::c8", "fc00:f853:ccd:e793::fa")
     dataplane: str = "iptables"
+    # kube-proxy's nodePortAddresses (--nodeport-addresses): CIDRs, or ("primary",); () unset, which is every
+    # local address in iptables mode (127.0.0.1 included) and `primary` in nftables mode (dataplane/nodeports.py).
+    node_port_addresses: tuple[str, ...] = ()
     # The Kubernetes minor the live cluster runs (model/versions.py: admission, warnings, /version, discovery).
     kubernetes_version: str = NEWEST
     # The cluster's CNI, one of CNIS; None: not configured (knetsim.policy.cni finds or infers it).
@@ -211,7 +214,7 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
         "name", "nodes", "podCIDR", "nodeCIDRMask", "nodeCIDRMaskIPv6", "serviceCIDR", "ipFamily", "clusterDomain",
         "nodePortRange", "loadBalancerPool", "dataplane", "k8sServiceHost", "k8sServicePort", "hostSearch",
         "upstreamNameservers", "ingressController", "dnsTTL", "dnsPods", "images", "kind", "apiVersion",
-        "outside", "ciliumServiceTopology", "maxPods", "cni", "kubernetesVersion",
+        "outside", "ciliumServiceTopology", "maxPods", "cni", "kubernetesVersion", "nodePortAddresses",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -264,6 +267,8 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
                 raise ConfigError(f"{origin}: dataplane: Unsupported value: {data['dataplane']!r}: "
                                   f"supported values: {', '.join(DATAPLANES)}")
             kwargs["dataplane"] = data["dataplane"]
+        if "nodePortAddresses" in data:
+            kwargs["node_port_addresses"] = _node_port_addresses(data["nodePortAddresses"], origin)
         if "kubernetesVersion" in data:
             try:
                 kwargs["kubernetes_version"] = str(parse_kubernetes_version(str(data["kubernetesVersion"])))
@@ -317,6 +322,31 @@ def config_from_dict(data: dict[str, Any], origin: str = "cluster config") -> Cl
     if not 1 <= low <= high <= 65535:
         raise ConfigError(f"{origin}: nodePortRange: invalid range {low}-{high}")
     return config
+
+
+def _node_port_addresses(raw: Any, origin: str) -> tuple[str, ...]:
+    """kube-proxy's nodePortAddresses as its validation takes it (pkg/proxy/apis/config/validation
+    ``validateKubeProxyNodePortAddress``): a list of CIDRs, or the single word ``primary``; the flag's
+    comma-separated spelling is taken too."""
+    values = [v.strip() for v in raw.split(",")] if isinstance(raw, str) else raw
+    if not isinstance(values, list):
+        raise ConfigError(f"{origin}: nodePortAddresses: expected a list of CIDRs, or [primary]")
+    out = []
+    for i, value in enumerate(values):
+        text = str(value)
+        where = f"{origin}: nodePortAddresses[{i}]: Invalid value: \"{text}\""
+        if text == "primary":
+            if i != 0 or len(values) != 1:
+                raise ConfigError(f"{where}: can't use both 'primary' and CIDRs")
+        elif "/" not in text:
+            raise ConfigError(f"{where}: must be a valid CIDR")
+        else:
+            try:
+                ipaddress.ip_network(text, strict=False)
+            except ValueError:
+                raise ConfigError(f"{where}: must be a valid CIDR") from None
+        out.append(text)
+    return tuple(out)
 
 
 def _mode_of(families: tuple[str, ...]) -> str:

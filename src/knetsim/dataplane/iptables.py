@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..cluster.state import ClusterState
+from . import nodeports
 from .model import (
     AffinityMemory,
     EndpointInfo,
@@ -164,9 +165,11 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     w.rule("nat", "KUBE-POSTROUTING", f"-m comment --comment {_q('kubernetes service traffic requiring SNAT')} "
                                       "-j MASQUERADE --random-fully")
     w.rule("nat", "KUBE-MARK-MASQ", f"-j MARK --or-mark {MASQ_MARK}")
-    if not view.ipv6:
-        # localhostNodePorts is on by default for IPv4 (IPv6 has no route_localnet), so kube-proxy writes
-        # kubelet's guard too.
+    node_ports = nodeports.node_port_addresses(view.node_port_addresses, "iptables", view.family, view.node_ip)
+    localhost = nodeports.serves_localhost(node_ports)
+    if localhost:
+        # localhostNodePorts is on by default for IPv4 (IPv6 has no route_localnet): where the NodePort addresses
+        # take 127.0.0.1, kube-proxy sets route_localnet=1 and writes kubelet's guard too.
         w.chain("filter", "KUBE-FIREWALL")
         w.rule("filter", "KUBE-FIREWALL", f"-m comment --comment {_q('block incoming localnet connections')} "
                                           "-d 127.0.0.0/8 ! -s 127.0.0.0/8 "
@@ -176,9 +179,16 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     large = sum(len(e.endpoints) for e in view.ports) > 1000
     for entry in view.ports:
         _write_service(w, entry, view, large)
-    w.rule("nat", "KUBE-SERVICES",
-           f"-m comment --comment {_q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')} "
-           "-m addrtype --dst-type LOCAL -j KUBE-NODEPORTS")
+    last = f"-m comment --comment {_q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')}"
+    if node_ports.match_all:
+        # IPv6 localhost NodePorts never work (no route_localnet): ::1 is left out of every local address.
+        not_loopback = "! -d ::1/128 " if view.ipv6 else ""
+        w.rule("nat", "KUBE-SERVICES", f"{last} -m addrtype --dst-type LOCAL {not_loopback}-j KUBE-NODEPORTS")
+    else:
+        # One rule per node address the CIDRs take; a loopback one only where localhost NodePorts work (IPv4).
+        for ip in node_ports.node_ips(view.node_ip):
+            if ip != nodeports.LOOPBACK[view.family] or localhost:
+                w.rule("nat", "KUBE-SERVICES", f"{last} -d {ip} -j KUBE-NODEPORTS")
     w.rule("filter", "KUBE-FORWARD", "-m conntrack --ctstate INVALID -j DROP")
     w.rule("filter", "KUBE-FORWARD", f"-m comment --comment {_q('kubernetes forwarding rules')} -m mark --mark {mark} "
                                      "-j ACCEPT")
@@ -197,7 +207,7 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     for table in ("filter", "nat"):
         jumps: dict[str, list[str]] = {c: [] for c in BUILTIN[table]}
         for t, src, dst, comment, extra in JUMP_CHAINS:
-            if t != table or (dst == "KUBE-FIREWALL" and view.ipv6):
+            if t != table or (dst == "KUBE-FIREWALL" and not localhost):
                 continue
             args = " ".join(a for a in (extra, f"-m comment --comment {_q(comment)}" if comment else "") if a)
             # EnsureRule(Prepend): the last one ensured ends up first.
@@ -515,8 +525,9 @@ class _Tracer:
             result.verdict = "ACCEPT"
         else:
             result.verdict = "NONE"
-            result.notes.append("no kube-proxy rule matched: not a Service address/port on this node; "
-                                "the packet is routed unchanged")
+            refused = self._refused_node_port(packet)
+            result.notes.append(refused or "no kube-proxy rule matched: not a Service address/port on this node; "
+                                           "the packet is routed unchanged")
         for note in w.affinity:
             if note in w.unseen:
                 seps, seconds = w.unseen[note]
@@ -525,6 +536,19 @@ class _Tracer:
             result.notes.append(note)
         result.pinned, result.affinity = w.pinned, w.state
         return result
+
+    def _refused_node_port(self, packet: Packet) -> str:
+        """Why a NodePort on one of this node's addresses matched nothing: the NodePort addresses leave that
+        address out (dataplane/nodeports.py)."""
+        view = self.view
+        if view is None:
+            return ""
+        service = next((e.info.name_string for e in view.ports
+                        if e.info.node_port == packet.dport and e.info.protocol == packet.proto.upper()), None)
+        if service is None or int(ipaddress.ip_address(packet.dst)) not in self.local:
+            return ""
+        node_ports = nodeports.node_port_addresses(view.node_port_addresses, "iptables", view.family, view.node_ip)
+        return nodeports.refusal(node_ports, packet.dst, packet.dport, packet.proto, service)
 
     def _matches(self, r: Rule, w: _Walk) -> bool:
         if r.dst is not None and ((w.dst & r.dst[1]) == r.dst[0]) == r.dst[2]:

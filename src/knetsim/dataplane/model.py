@@ -265,6 +265,9 @@ class ProxyView:
     ports: tuple[PortEntry, ...]
     family: str = "IPv4"
     zone: str = ""  # the node's topology.kubernetes.io/zone
+    # kube-proxy's nodePortAddresses as the cluster config sets it (() unset; each mode's default and meaning:
+    # dataplane/nodeports.py).
+    node_port_addresses: tuple[str, ...] = ()
 
     @property
     def ipv6(self) -> bool:
@@ -475,7 +478,8 @@ def proxy_view(state: ClusterState, node: str | None, backend: Backend, family: 
     entries.sort(key=lambda e: (e.info.namespace, e.info.name, e.info.port_name, e.info.protocol))
     return ProxyView(node, node_ips[node], node_ips, state.config.pod_cidr_of(family) or state.config.pod_cidr,
                      next((c for c in state.config.service_cidrs if family_of_ip(c.split("/")[0]) == family),
-                          state.config.service_cidr), tuple(entries), family, zone)
+                          state.config.service_cidr), tuple(entries), family, zone,
+                     state.config.node_port_addresses)
 
 
 def proxy_views(state: ClusterState, node: str | None, backend: Backend) -> list[ProxyView]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cluster.state import ClusterState
-from ..model.versions import GATE, in_force
+from ..model.versions import in_force
+from . import nodeports
 from .model import (
     AffinityMemory,
     EndpointInfo,
@@ -180,7 +181,10 @@ class NftablesBackend:
             loopback = "::1" if view.ipv6 else "127.0.0.1"
             node_ports = {(e.info.protocol.lower(), e.info.node_port): e.info.name_string
                           for e in view.ports if e.info.node_port}
-            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services, node_ports)
+            addresses = nodeports.node_port_addresses(view.node_port_addresses, "nftables", view.family,
+                                                      view.node_ip)
+            return _Tracer(parse_ruleset(text), {view.node_ip, loopback}, ruleset.node, services, node_ports,
+                           addresses, view.node_ip)
 
         tracer = tracer_for(ruleset, packet, build)
         return tracer.run(packet, memory) if tracer is not None else no_family(self.name, ruleset.node, packet)
@@ -198,8 +202,19 @@ class _Out:
 def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     out = _Out(sets={n: [] for n, _, _ in SETS}, maps={n: [] for n, _, _ in MAPS})
     out.chains.update(_base_rules(view))
-    # nftables mode accepts NodePorts on the node's primary IP only, never on localhost.
-    out.sets["nodeport-ips"].append(view.node_ip)
+    # The NodePort addresses (`primary` unless nodePortAddresses says otherwise), never a loopback one: nftables
+    # mode has no route_localnet ("--nodeport-addresses includes localhost but localhost NodePorts are not
+    # supported"). Every local address is a `fib daddr type local` match instead of the set (which is deleted).
+    node_ports = nodeports.node_port_addresses(view.node_port_addresses, "nftables", view.family, view.node_ip)
+    if node_ports.match_all:
+        ip, loopback = _ip(view), "::1" if view.ipv6 else "127.0.0.0/8"
+        local = f"fib daddr type local {ip} daddr != {loopback} meta l4proto . th dport vmap"
+        out.chains["nodeport-endpoints-check"] = [f"{local} @no-endpoint-nodeports"]
+        out.chains["services"] = [out.chains["services"][0], f"{local} @service-nodeports"]
+        del out.sets["nodeport-ips"]
+    else:
+        out.sets["nodeport-ips"].extend(ip for ip in node_ports.node_ips(view.node_ip)
+                                        if ip != nodeports.LOOPBACK[view.family])
     for entry in view.ports:
         _write_service(out, entry, view)
     spec = dict(CHAINS)
@@ -207,7 +222,8 @@ def render_view(view: ProxyView) -> tuple[str, dict[str, int]]:
     lines = [f"# knetsim: kube-proxy nftables mode, node {view.node} ({view.node_ip})", *topology_comments(view),
              f"table {_ip(view)} {TABLE} {{", '\tcomment "rules for kube-proxy"']
     for name, typ, comment in SETS:
-        lines += _set_block("set", name, typ.format(addr=addr), comment, out.sets[name])
+        if name in out.sets:
+            lines += _set_block("set", name, typ.format(addr=addr), comment, out.sets[name])
     for name, timeout in out.affinity.items():
         lines += [f"\tset {name} {{", f"\t\ttype {addr}", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s",
                   "\t}"]
@@ -474,14 +490,43 @@ class _Walk:
 
 class _Tracer:
     def __init__(self, table: NftTable, local: set[str], node: str, services: dict[str, str],
-                 node_ports: dict[tuple[str, int], str] | None = None) -> None:
+                 node_ports: dict[tuple[str, int], str] | None = None,
+                 addresses: nodeports.NodePortAddresses | None = None, node_ip: str = "") -> None:
         self.t = table
         self.local = local
         self.node = node
         self.services = services
         self.node_ports = node_ports or {}  # (protocol, NodePort) -> the Service port's name
+        self.addresses = addresses  # what nodePortAddresses makes of this node's addresses
+        self.node_ip = node_ip
 
     def run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
+        proxied = self._userspace_proxy(packet, memory)
+        return proxied if proxied is not None else self._run(packet, memory)
+
+    def _userspace_proxy(self, packet: Packet, memory: AffinityMemory | None) -> TraceResult | None:
+        """``localhost:<NodePort>`` where KEP-6032's userspace proxy listens (nodePortAddresses names loopback, the
+        version has KubeProxyNFTablesLocalhostNodePorts on; TCP only): kube-proxy accepts the connection on the
+        loopback address and opens its own to the same NodePort on the node's address, which the rules serve."""
+        service = self.node_ports.get((packet.proto.lower(), packet.dport))
+        if service is None or self.addresses is None or not self.node_ip or packet.proto.upper() != "TCP":
+            return None
+        try:
+            loopback = ipaddress.ip_address(packet.dst).is_loopback
+        except ValueError:
+            return None
+        if not loopback or not nodeports.userspace_localhost(self.addresses, in_force()):
+            return None
+        onward = replace(packet, src=self.node_ip, dst=self.node_ip)
+        result = self._run(onward, memory)
+        result.packet = packet
+        result.notes.insert(0, f"{nodeports.join(packet.dst, packet.dport)} is NodePort {service} on localhost: "
+                               f"kube-proxy's userspace proxy (KEP-6032, {nodeports.LOCALHOST_GATE}) accepts it "
+                               f"({self.addresses.describe()} names loopback) and connects on to "
+                               f"{nodeports.join(self.node_ip, packet.dport)}")
+        return result
+
+    def _run(self, packet: Packet, memory: AffinityMemory | None = None) -> TraceResult:
         w = _Walk(packet.src, packet.dst, packet.proto.lower(), packet.dport, memory=memory)
         from_host = packet.src in self.local
         result = TraceResult("nftables", self.node, packet)
@@ -507,29 +552,14 @@ class _Tracer:
         return result
 
     def _localhost_node_port(self, packet: Packet) -> str:
-        """Why ``localhost:<NodePort>`` finds nothing, as the version in force says (model/versions.py,
-        KubeProxyNFTablesLocalhostNodePorts): knetsim's kube-proxy runs with the default --nodeport-addresses
-        (`primary`), which leaves loopback out on every version."""
-        try:
-            loopback = ipaddress.ip_address(packet.dst).is_loopback
-        except ValueError:
-            return ""
+        """Why a NodePort on one of this node's own addresses found nothing, as nodePortAddresses and the version
+        in force say (dataplane/nodeports.py; model/versions.py, KubeProxyNFTablesLocalhostNodePorts)."""
         service = self.node_ports.get((packet.proto.lower(), packet.dport))
-        if not loopback or service is None:
+        if service is None or packet.dst not in self.local:
             return ""
-        gate = GATE["KubeProxyNFTablesLocalhostNodePorts"]
-        version = in_force()
-        head = (f"{packet.dst}:{packet.dport} is NodePort {service} on localhost: kube-proxy's nftables mode "
-                "accepts NodePorts on the node's primary IP only (--nodeport-addresses primary)")
-        if version < gate.alpha:
-            return f"{head}, and Kubernetes {version} has no way to serve them on localhost; the packet is routed " \
-                   "unchanged and nothing listens"
-        if not version.enabled(gate.name):
-            return (f"{head}; Kubernetes {version} serves them there only with the alpha feature gate {gate.name} "
-                    "enabled and --nodeport-addresses primary,localhost; the packet is routed unchanged")
-        return (f"{head}; on Kubernetes {version} ({gate.name} on by default) --nodeport-addresses "
-                "primary,localhost would have kube-proxy's userspace proxy accept it (TCP only); the packet is "
-                "routed unchanged")
+        addresses = self.addresses or nodeports.node_port_addresses((), "nftables", "IPv6" if ":" in packet.dst
+                                                                    else "IPv4", "")
+        return nodeports.refusal(addresses, packet.dst, packet.dport, packet.proto, service, in_force())
 
     def _chain(self, name: str, w: _Walk, prob: float) -> str:
         for text, ops in self.t.chains.get(name, ()):

@@ -41,10 +41,12 @@ class Finding:
     evidence: tuple[str, ...] = field(default=())
     # The fix as the change kubectl applies (its command is ``fix``), tried on a copy of the cluster first.
     patch: Patch | None = None
+    # Where the subject was written: ``app.yaml:12`` (findingsources.py); None for objects of no file.
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {"code": self.code, "severity": self.severity, "layer": self.layer, "subject": self.subject,
-               "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
+               "source": self.source, "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
         if self.patch is not None:
             out["patch"] = self.patch.to_dict()
         return out
@@ -107,8 +109,7 @@ def _unknown_field_finding(error: ManifestError) -> Finding:
                          "the fields)")
     message = ("kubectl apply refuses this object (strict decoding); with --validate=false the API server would "
                "store it without the field. " + "; ".join(lines))
-    return Finding("UnknownField", "error", "api", error.subject, message, "; ".join(fixes),
-                   (str(error.source),) if error.source else ())
+    return Finding("UnknownField", "error", "api", error.subject, message, "; ".join(fixes))
 
 
 def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
@@ -125,9 +126,9 @@ def admission_findings(errors: Iterable[ManifestError]) -> list[Finding]:
                    "EndpointSlices can refer to them): add `name: http` (or similar) to each entry of spec.ports")
         elif isinstance(detail, FieldError) and detail.path.endswith("pathType"):
             fix = "set pathType: Prefix (or Exact); `kubectl create ingress --rule=host/path*=svc:port` gives Prefix"
+        # Where the object was written is the finding's source (findingsources.py), not evidence.
         out.append(Finding("RejectedByAPIServer", "error", "api", error.subject,
-                           f"the API server would reject this object: {detail}", fix,
-                           (str(error.source),) if error.source else ()))
+                           f"the API server would reject this object: {detail}", fix))
     return out
 
 

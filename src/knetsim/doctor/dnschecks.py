@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from ..cluster.state import ClusterState
 from ..dns import resolve
 from ..dns.coredns import coredns_of
+from ..dns.hostsfile import hosts_lookup
 from ..model.objects import Pod, parse_container
 from ..model.programs import dns_lookup_names, program_data_env, waited_names
 from .checks import SYSTEM_NAMESPACES, Finding, referenced_hosts
@@ -113,8 +114,8 @@ def lookup_findings(state: ClusterState, pod: Pod) -> list[Finding]:
         text = " ".join(str(w) for w in (*(raw.get("command") or []), *(raw.get("args") or [])))
         names = [*dns_lookup_names(text), *(m.group(1) for m in _URL_HOST.finditer(text))]
         for name in dict.fromkeys(names):
-            if not _cluster_shaped(state, name):
-                continue
+            if not _cluster_shaped(state, name) or hosts_lookup(state, pod, name) is not None:
+                continue  # /etc/hosts answers it before any DNS query (localhost, the pod's own hostname)
             resolution = resolve(state, pod, name)
             if resolution.ok or resolution.outcome != "nxdomain":
                 continue

@@ -28,6 +28,7 @@ from .checks import (
     service_findings,
 )
 from .dnschecks import client_targets, dns_workload_findings
+from .findingsources import with_sources
 from .fixes import Patch, verified
 from .ingresstls import ingress_tls_findings
 from .listenchecks import listener_caveats
@@ -221,15 +222,16 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
             continue
         owner = pod.meta.owner.name if pod.meta.owner else pod.name
         for host, port, where in client_targets(pod):
-            if host.split(".")[0] not in service_names:
-                continue  # words of a shell command, external hosts: not a Service of this cluster
-            resolution = resolve(state, pod, host)
-            if not resolution.ok or not resolution.values:
-                continue
-            svc = state.service_by_ip(resolution.values[0])
-            if svc is None or (svc.headless and port is None):
-                pass
-            ports = [port] if port else ([svc.ports[0].port] if svc is not None and svc.ports else [])
+            if _localhost_node_port(state, pod, host, port):
+                ports = [port]  # the node's localhost:<NodePort>: kube-proxy's nodePortAddresses decides
+            else:
+                if host.split(".")[0] not in service_names:
+                    continue  # words of a shell command, external hosts: not a Service of this cluster
+                resolution = resolve(state, pod, host)
+                if not resolution.ok or not resolution.values:
+                    continue
+                svc = state.service_by_ip(resolution.values[0])
+                ports = [port] if port else ([svc.ports[0].port] if svc is not None and svc.ports else [])
             for number in ports:
                 key = (pod.namespace, owner, f"{host}:{number}")
                 if key in seen:
@@ -240,6 +242,9 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
                     continue
                 failing = result.failing_hop
                 fix = next((f.fix for f in result.findings if f.fix), "")
+                if not fix and failing is not None and failing.layer == "dataplane" and \
+                        _localhost_node_port(state, pod, host, number):
+                    fix = _localhost_node_port_fix(state, pod, number)
                 layer = failing.layer if failing else "app"
                 out.append(Finding("ClientCannotConnect", _traffic_severity(failing), layer,
                                    f"Pod {pod.key}",
@@ -249,9 +254,34 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
     return out
 
 
+LOCALHOST_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _localhost_node_port(state: ClusterState, pod: Pod, host: str, port: int | None) -> bool:
+    """A hostNetwork pod (a node agent, a node-local client) configured with ``localhost:<NodePort>``: its localhost
+    is the node's, which serves the NodePort or not as kube-proxy's nodePortAddresses and mode say."""
+    return bool(pod.host_network and port and host in LOCALHOST_NAMES
+                and any(p.node_port == port for svc in state.services.values() for p in svc.ports))
+
+
+def _localhost_node_port_fix(state: ClusterState, pod: Pod, port: int) -> str:
+    """What serves a node-local client's NodePort: the node's own address, or kube-proxy's nodePortAddresses
+    taking loopback (iptables mode; nftables mode from 1.38, by its userspace proxy: dataplane/nodeports.py)."""
+    from ..model.versions import in_force, parse
+
+    node = state.nodes.get(pod.node_name or "")
+    address = f"{node.internal_ip}:{port}" if node is not None and node.internal_ip else f"the node's address:{port}"
+    fix = (f"connect to {address} (the node's address, where kube-proxy accepts NodePorts), or add 127.0.0.0/8 to "
+           "kube-proxy's nodePortAddresses (nodePortAddresses in the cluster config)")
+    if state.config.dataplane == "nftables" and in_force() < parse("1.38"):
+        fix += f"; nftables mode serves localhost NodePorts from Kubernetes 1.38 only (this is {in_force()})"
+    return fix
+
+
 def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subject: str | None = None,
              namespace: str | None = None) -> Report:
     """Every finding for the cluster, or for one Service/Ingress (``subject``) in ``namespace``."""
+    errors = list(errors)  # read twice: for their findings, and for where each refused object was written
     findings = admission_findings(errors)
     checked = []
     namespaces = {namespace} if namespace else None
@@ -329,7 +359,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         unique.setdefault((f.code, f.subject, f.message), f)
     grouped = group_by_owner(state, list(unique.values()))
     ordered = sorted(grouped, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
-    return Report(tuple(ordered), tuple(sorted(checked)), counts)
+    return Report(tuple(with_sources(state, ordered, errors)), tuple(sorted(checked)), counts)
 
 
 # The DNS checks' own findings on a pod's lookups (doctor/dnschecks.py, where present): said once, by them.

@@ -416,7 +416,9 @@ def validation_errors(obj: Mapping[str, Any], strategy: Strategy, namespaced: bo
     """Validate, or ValidateUpdate with ``old`` (of the main resource, or of a subresource write):
     ObjectMeta by the kind's name rule, then the kind's own rules, then what the write may change."""
     errors = validation.validate_object_meta(obj.get("metadata"), namespaced, strategy.name_rule)
-    errors += strategy.validate(obj)
+    # An update's legacy addresses the stored object holds stand as they are (KEP-4008 ratcheting).
+    with validation.ratcheting(old if strategy.kind in validation.RATCHETED_KINDS else None):
+        errors += strategy.validate(obj)
     if old is None:
         return errors + strategy.validate_create(obj)
     if subresource:

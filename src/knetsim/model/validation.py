@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .cron import ScheduleError, load_zone, schedule_error
@@ -922,11 +924,65 @@ def _mapped(ip: IPAddr) -> bool:
     return isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None
 
 
+# Validation ratcheting (KEP-4008) of the legacy fields: on an update, a value the stored object already holds is
+# checked as before StrictIPCIDRValidation, so an object stored by an older minor keeps its unchanged addresses
+# (apimachinery validation/ip.go: IsValidIPForLegacyField's validOldIPs, IsValidCIDRForLegacyField's
+# validOldCIDRs; the Service and NetworkPolicy strategies pass the old object's externalIPs,
+# loadBalancerSourceRanges and ipBlock CIDRs). Upstream compares the strings; knetsim stores a leading-0 address
+# as it reads it (``read_legacy_addresses``: 010.0.0.5 is kept as 10.0.0.5), so a value also ratchets when it
+# reads as one the stored object holds.
+_RATCHETED: ContextVar[frozenset[str]] = ContextVar("ratcheted_legacy_addresses", default=frozenset())
+_LEGACY_LISTS = ("externalIPs", "loadBalancerSourceRanges", "except")
+RATCHETED_KINDS = frozenset({"Service", "NetworkPolicy"})  # the kinds with legacy IP and CIDR fields
+
+
+@contextmanager
+def ratcheting(old: Mapping[str, Any] | None) -> Iterator[None]:
+    """Validate an update of ``old``: its legacy IPs and CIDRs stand as they are (KEP-4008)."""
+    token = _RATCHETED.set(frozenset(_legacy_values(old)) if old is not None else frozenset())
+    try:
+        yield
+    finally:
+        _RATCHETED.reset(token)
+
+
+def _legacy_values(node: Any) -> Iterator[str]:
+    """Every legacy IP and CIDR of an object, as written and as read: Service externalIPs and
+    loadBalancerSourceRanges, NetworkPolicy ipBlock cidr and except."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key in _LEGACY_LISTS and isinstance(value, list):
+                for item in value:
+                    yield from _forms(str(item).strip())
+            elif key == "ipBlock" and isinstance(value, Mapping) and value.get("cidr") is not None:
+                yield from _forms(str(value["cidr"]))
+                yield from _legacy_values(value)
+            else:
+                yield from _legacy_values(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _legacy_values(item)
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    """``value`` and the address (or CIDR) the sloppy parsers read it as."""
+    address, slash, length = value.partition("/")
+    ip = parse_ip_sloppy(address)
+    if ip is None or (slash and not (length.isascii() and length.isdigit())):
+        return (value,)
+    return value, f"{ip}/{int(length)}" if slash else str(ip)
+
+
+def _ratcheted(value: str) -> bool:
+    held = _RATCHETED.get()
+    return bool(held) and any(form in held for form in _forms(value))
+
+
 def legacy_ip_problems(value: str) -> list[str]:
-    """IsValidIPForLegacyField at the version in force."""
+    """IsValidIPForLegacyField at the version in force (a value the stored object holds: as before it)."""
     if parse_ip_sloppy(value) is None:
         return [_INVALID_IP]
-    if not in_force().enabled("StrictIPCIDRValidation"):
+    if not in_force().enabled("StrictIPCIDRValidation") or _ratcheted(value):
         return []
     strict = _strict_ip(value)
     problems = [] if strict is not None else ["must not have leading 0s"]
@@ -936,11 +992,11 @@ def legacy_ip_problems(value: str) -> list[str]:
 
 
 def legacy_cidr_problems(value: str) -> list[str]:
-    """IsValidCIDRForLegacyField at the version in force."""
+    """IsValidCIDRForLegacyField at the version in force (a value the stored object holds: as before it)."""
     parsed = parse_cidr_sloppy(value)
     if parsed is None:
         return [_INVALID_CIDR]
-    if not in_force().enabled("StrictIPCIDRValidation"):
+    if not in_force().enabled("StrictIPCIDRValidation") or _ratcheted(value):
         return []
     address, _, length = value.partition("/")
     strict = _strict_ip(address)

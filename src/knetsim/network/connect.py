@@ -235,6 +235,11 @@ def _loopback(run: _Run, src_pod: Pod | None, dst_ip: str) -> Trace:
         return run.fail("dataplane", "no-route", f"{dst_ip} is the client's own machine, outside the simulated "
                         "cluster")
     port = run.target.port
+    if src_pod.host_network and src_pod.node_name and any(
+            service_port_for(svc, port, run.protocol, node_port=True) for svc in run.state.services.values()):
+        # A hostNetwork pod's loopback is its node's, where kube-proxy's rules see localhost:<NodePort> (served or
+        # not as nodePortAddresses and the mode say: dataplane/nodeports.py).
+        return _to_node(run, src_pod, dst_ip, src_pod.node_name, dst_ip)
     run.hops.append(Hop("service", "skip", f"{dst_ip} is the loopback address of {src_pod.key}'s network namespace, "
                         "which all its containers share"))
     run.hops.append(Hop("dataplane", "skip", "over lo: no kube-proxy rules, no CNI"))
@@ -351,7 +356,9 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         run.hops.append(hop)
         if verdict != "DNAT" or not targets:
             _local_policy_finding(run, svc, verdict, node)
-            return run.finish("refused" if verdict == "REJECT" else "timeout")
+            # A loopback NodePort no rule takes reaches no listener: the kernel answers with a reset.
+            refused = verdict == "REJECT" or ipaddress.ip_address(node_ip).is_loopback
+            return run.finish("refused" if refused else "timeout")
         chosen = run.pick(targets, src_ip, f"{node_ip}:{port}", svc)
         # A pod sending to another node's NodePort leaves its own node before any DNAT: its
         # egress policy sees the node address and the NodePort.

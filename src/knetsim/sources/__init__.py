@@ -139,7 +139,8 @@ class Live:
         with connect(self.kubeconfig, self.context, timeout=self.timeout) as api:
             label = self.label or f"cluster {api.context}"
             got = read_cluster(api, label, progress=progress)
-            return Read(got.loaded, got.notes, api.target, at, frozenset(k.kind for k in READ), got.dataplane)
+            return Read(got.loaded, got.notes, api.target, at, frozenset(k.kind for k in READ), got.dataplane,
+                        got.node_port_addresses)
 
 
 @dataclass(slots=True)
@@ -151,6 +152,8 @@ class Read:
     # Kinds listed in full from a cluster: what it lacks of them, it lacks (no built-in system objects added).
     complete: frozenset[str] = frozenset()
     dataplane: tuple[str, str] | None = None  # what the cluster read runs (``live.data_plane``), and why
+    # kube-proxy's nodePortAddresses there (``live.node_port_addresses``), and where it is set.
+    node_port_addresses: tuple[tuple[str, ...], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +166,7 @@ class Preloaded:
     def read(self, progress: Progress | None = None) -> Read:
         loaded = LoadResult(list(self.got.loaded.documents), list(self.got.loaded.errors))
         return Read(loaded, list(self.got.notes), self.got.target, self.got.at, self.got.complete,
-                    self.got.dataplane)
+                    self.got.dataplane, self.got.node_port_addresses)
 
 
 Source = Manifests | Live | GitManifests | Preloaded | Kustomization | HelmChart
@@ -182,6 +185,7 @@ def read(sources: Sequence[Source], progress: Progress | None = None) -> Read:
         out.at = out.at or got.at
         out.complete |= got.complete
         out.dataplane = out.dataplane or got.dataplane
+        out.node_port_addresses = out.node_port_addresses or got.node_port_addresses
     return out
 
 

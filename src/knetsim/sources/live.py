@@ -64,6 +64,8 @@ class ClusterRead:
     seconds: float = 0.0
     # What moves Service traffic there, as its kube-system says (``data_plane``): (dataplane, why), or None.
     dataplane: tuple[str, str] | None = None
+    # kube-proxy's nodePortAddresses there (``node_port_addresses``): (addresses, where it is set), or None.
+    node_port_addresses: tuple[tuple[str, ...], str] | None = None
 
 
 def _version(info: KindInfo, served: dict[str, tuple[str, ...]]) -> str | None:
@@ -117,7 +119,15 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
             progress(f"{label}: {len(items)} {info.plural}")
     out.loaded.documents.extend(_definitions(api, label, served, out.notes, {k.kind for k in kinds}))
     out.loaded.documents.extend(_referenced_config_maps(api, label, out.loaded.documents, out.notes))
-    out.dataplane = data_plane(out.loaded.documents, lambda name: _config_map(api, name))
+    config_maps: dict[str, dict[str, Any] | None] = {}
+
+    def config_map(name: str) -> dict[str, Any] | None:
+        if name not in config_maps:  # each read once: the mode and the NodePort addresses share kube-proxy's
+            config_maps[name] = _config_map(api, name)
+        return config_maps[name]
+
+    out.dataplane = data_plane(out.loaded.documents, config_map)
+    out.node_port_addresses = node_port_addresses(out.loaded.documents, config_map)
     out.loaded.documents.extend(_corefile(api, label, out.loaded.documents))
     out.seconds = time.monotonic() - started
     return out
@@ -134,14 +144,7 @@ def data_plane(documents: Iterable[Document], config_map: Callable[[str], dict[s
     system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
 
     def runs(app: str, kind: str) -> dict[str, Any] | None:
-        for d in system:
-            meta = d.body.get("metadata") or {}
-            labels = meta.get("labels") or {}
-            name = str(meta.get("name") or "")
-            if d.kind == kind and (name == app or labels.get("k8s-app") == app or labels.get("component") == app
-                                   or (kind == "Pod" and name.startswith(f"{app}-"))):
-                return d.body
-        return None
+        return _runs(system, app, kind)
 
     kube_proxy = runs("kube-proxy", "DaemonSet") or runs("kube-proxy", "Pod")
     if kube_proxy is None:
@@ -164,23 +167,79 @@ def data_plane(documents: Iterable[Document], config_map: Callable[[str], dict[s
     return "iptables", f"kube-proxy runs in {mode} mode ({where}), which knetsim does not simulate: iptables stands in"
 
 
+def _runs(system: list[Document], app: str, kind: str) -> dict[str, Any] | None:
+    """The kube-system DaemonSet (or pod) of ``app``, by name or by the labels distributions give it."""
+    for d in system:
+        meta = d.body.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        name = str(meta.get("name") or "")
+        if d.kind == kind and (name == app or labels.get("k8s-app") == app or labels.get("component") == app
+                               or (kind == "Pod" and name.startswith(f"{app}-"))):
+            return d.body
+    return None
+
+
+def node_port_addresses(documents: Iterable[Document], config_map: Callable[[str], dict[str, Any] | None]
+                        ) -> tuple[tuple[str, ...], str] | None:
+    """kube-proxy's nodePortAddresses where it runs: its ``--nodeport-addresses`` flag (comma-separated), else
+    ``nodePortAddresses`` of the KubeProxyConfiguration in ConfigMap kube-system/kube-proxy. None: no kube-proxy,
+    or none set (the mode's default stands: dataplane/nodeports.py)."""
+    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+    kube_proxy = _runs(system, "kube-proxy", "DaemonSet") or _runs(system, "kube-proxy", "Pod")
+    if kube_proxy is None:
+        return None
+    flag = _flag(kube_proxy, "--nodeport-addresses")
+    if flag is not None:
+        found, where = tuple(a.strip() for a in flag.split(",") if a.strip()), "its --nodeport-addresses flag"
+    else:
+        conf = _kube_proxy_configuration(config_map("kube-proxy"))
+        listed = conf.get("nodePortAddresses") if conf is not None else None
+        found, where = tuple(str(a) for a in listed) if isinstance(listed, list) else (), \
+            "ConfigMap kube-system/kube-proxy"
+    # A kube-proxy that runs has a valid setting; anything else (a ConfigMap nobody reads) is not taken.
+    return (found, where) if found and all(a == "primary" or _is_cidr(a) for a in found) else None
+
+
+def _is_cidr(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return "/" in text
+
+
 def _flag_mode(owner: dict[str, Any]) -> str | None:
     """``--proxy-mode`` of kube-proxy's container, in a DaemonSet's pod template or a pod of its own."""
+    return _flag(owner, "--proxy-mode")
+
+
+def _flag(owner: dict[str, Any], flag: str) -> str | None:
+    """The value of ``flag`` (``--flag=V`` or ``--flag V``) in a container's command or args, in a DaemonSet's pod
+    template or a pod of its own."""
     spec = owner.get("spec") or {}
     pod_spec = (spec.get("template") or {}).get("spec") or {} if owner.get("kind") == "DaemonSet" else spec
     containers = pod_spec.get("containers") or []
     for container in containers if isinstance(containers, list) else []:
         args = [*(container.get("command") or []), *(container.get("args") or [])]
         for i, arg in enumerate(args):
-            if str(arg).startswith("--proxy-mode="):
+            if str(arg).startswith(f"{flag}="):
                 return str(arg).split("=", 1)[1]
-            if arg == "--proxy-mode" and i + 1 < len(args):
+            if arg == flag and i + 1 < len(args):
                 return str(args[i + 1])
     return None
 
 
 def _configured_mode(data: dict[str, Any] | None) -> str | None:
     """``mode`` of the KubeProxyConfiguration in kube-proxy's ConfigMap (``config.conf``); None without one."""
+    conf = _kube_proxy_configuration(data)
+    mode = conf.get("mode") if conf is not None else None
+    return str(mode) if mode is not None else ("" if conf is not None else None)
+
+
+def _kube_proxy_configuration(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The KubeProxyConfiguration of kube-proxy's ConfigMap (``config.conf``, as kubeadm and kind write it)."""
     import yaml
 
     text = (data or {}).get("config.conf")
@@ -188,8 +247,7 @@ def _configured_mode(data: dict[str, Any] | None) -> str | None:
         conf = yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
         return None
-    mode = conf.get("mode") if isinstance(conf, dict) else None
-    return str(mode) if mode is not None else ("" if isinstance(conf, dict) else None)
+    return conf if isinstance(conf, dict) else None
 
 
 def _config_map(api: KubeAPI, name: str) -> dict[str, Any] | None:

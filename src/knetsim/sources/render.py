@@ -8,10 +8,13 @@ Rendering is done by the tools themselves, never by a home-made subset of them:
   one-line wrapper kustomization that asks for ``buildMetadata: [originAnnotations]``: Kustomize then writes
   ``config.kubernetes.io/origin`` (the base or overlay file, or the generator's kustomization) on every object.
   The annotation becomes the object's ``Source`` and is removed from the object, so admission errors name
-  ``base/service.yaml`` as kube-linter's reports do, and the objects are those ``kubectl apply -k`` sends.
+  ``base/service.yaml`` as kube-linter's reports do (``overlays/prod -> base/service.yaml`` for a base's object
+  an overlay may have patched), and the objects are those ``kubectl apply -k`` sends.
 * Helm charts by Helm's own Go engine: the ``helm-python-sdk`` package (bindings of Helm v4's SDK, the
   ``helm`` extra) when installed, else the ``helm`` binary (``helm template``). Values are layered as
-  ``helm template`` layers them: the chart's values.yaml < each ``--values FILE`` in order < ``--set``.
+  ``helm template`` layers them: the chart's values.yaml < each ``--values FILE`` in order < ``--set`` <
+  ``--set-string`` < ``--set-file`` (helm's pkg/cli/values/options.go ``MergeValues`` applies the flags by kind
+  in that order, whatever their order on the command line).
   Each object's ``Source`` is its template file (``chart/templates/deployment.yaml``), as helm's
   ``# Source:`` lines say.
 
@@ -56,6 +59,19 @@ INSTALL_HELM = ("install Helm's engine: `pip install 'knetsim[helm]'` (the helm-
                 "the helm binary (https://helm.sh/docs/intro/install/)")
 
 
+@dataclass(frozen=True, slots=True)
+class OverlaySource(Source):
+    """An object of a kustomization that came from a file outside it (a base): ``overlays/prod ->
+    base/service.yaml, document 1``. The base file is where the object is written, the overlay what may have
+    patched it (a JSON 6902 patch there breaks the base's object): a report names both, as the user must look at
+    both."""
+
+    overlay: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.overlay} -> {Source.__str__(self)}"
+
+
 class RenderUsageError(ValueError):
     """A command line that asks for two incompatible things (``-f`` with ``-k``)."""
 
@@ -67,6 +83,8 @@ class HelmValues:
     files: tuple[str, ...] = ()  # --values FILE, in order
     set: tuple[str, ...] = ()  # --set key=value[,key=value], in order
     release_name: str = DEFAULT_RELEASE_NAME
+    set_string: tuple[str, ...] = ()  # --set-string key=value: every value stays a string ("123", "true")
+    set_file: tuple[str, ...] = ()  # --set-file key=path: the value is the file's content
 
 
 # --- which paths are charts ---------------------------------------------------------------------------------
@@ -201,11 +219,22 @@ def _kustomize_documents(text: str, directory: str, roots: tuple[str, str] | Non
         if origin is not None and roots is not None:
             file = _origin_file(origin, directory, *roots)
             if file is not None:
-                source = Source(file, documents.find(file, doc.kind, doc.name) if "path" in origin else 1)
+                document = documents.find(file, doc.kind, doc.name) if "path" in origin else 1
+                source = (Source(file, document) if _inside(file, directory)
+                          else OverlaySource(file, document, overlay=directory))
         if strip and origin is not None:
             _remove_origin(doc.body)
         result.documents.append(Document(source, doc.body))
     return result
+
+
+def _inside(file: str, directory: str) -> bool:
+    """Is ``file`` one of the kustomization's own (its resources, its generators' kustomization)? A base's file
+    or a remote one is not."""
+    if "//" in file:
+        return False
+    relative = os.path.relpath(os.path.abspath(file), os.path.abspath(directory))
+    return relative != ".." and not relative.startswith(".." + os.sep)
 
 
 def _origin(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -378,8 +407,9 @@ def _helm_sdk_or_none() -> Any:
 
 
 def _user_values(values: HelmValues) -> dict[str, Any]:
-    """``--values`` files merged in order, then ``--set`` over them (Helm's ``values.Options.MergeValues``:
-    maps merge key by key, anything else replaces). Parsed by Helm's own parsers when the SDK is there."""
+    """``--values`` files merged in order, then ``--set``, ``--set-string`` and ``--set-file`` over them (Helm's
+    ``values.Options.MergeValues``: maps merge key by key, anything else replaces). Parsed by Helm's own parsers
+    when the SDK is there."""
     merged: dict[str, Any] = {}
     sdk = _helm_sdk_or_none()
     for path in values.files:
@@ -392,14 +422,19 @@ def _user_values(values: HelmValues) -> dict[str, Any]:
         except Exception as exc:
             raise _HelmFailure(f"failed to parse {path}: {exc}") from None
         merged = _merge_maps(merged, current if isinstance(current, dict) else {})
-    for expression in values.set:
-        if sdk is None:
-            continue  # the helm binary parses --set itself
-        try:
-            parsed = sdk.parse_set_string(expression)
-        except Exception as exc:
-            raise _HelmFailure(f"failed parsing --set data: {exc}") from None
-        merged = _merge_maps(merged, parsed)
+    if sdk is None:
+        return merged  # the helm binary parses --set, --set-string and --set-file itself
+    # Helm's own parsers (strvals): --set types its values (1 is an int, true a bool), --set-string keeps them
+    # strings, --set-file reads each value's file, relative to the working directory as helm does.
+    for flag, parse, expressions in (("--set", sdk.parse_set_string, values.set),
+                                     ("--set-string", sdk.parse_set_string_values, values.set_string),
+                                     ("--set-file", sdk.parse_set_file, values.set_file)):
+        for expression in expressions:
+            try:
+                parsed = parse(expression)
+            except Exception as exc:
+                raise _HelmFailure(f"failed parsing {flag} data: {exc}") from None
+            merged = _merge_maps(merged, parsed)
     return merged
 
 
@@ -439,8 +474,10 @@ def _render_with_binary(chart: str, values: HelmValues, namespace: str) -> dict[
     command = [helm, "template", values.release_name, chart, "--namespace", namespace]
     for path in values.files:
         command += ["--values", path]
-    for expression in values.set:
-        command += ["--set", expression]
+    for flag, expressions in (("--set", values.set), ("--set-string", values.set_string),
+                              ("--set-file", values.set_file)):
+        for expression in expressions:
+            command += [flag, expression]
     ok, out = _run(command)
     if not ok:
         raise _HelmFailure(out)
