@@ -22,9 +22,12 @@ run: $(STAMP)
 	@echo "--- knetsim doctor -f examples/broken/selector-typo"
 	@$(BIN)/knetsim doctor -f examples/broken/selector-typo || test $$? -eq 1
 
+# The in-process suite runs on every core (pytest-xdist: its tests share nothing but read-only examples); the
+# live suite runs alone, one test at a time, so that no cluster under test waits on a neighbour's CPU.
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not live" -n auto
+	$(BIN)/python -m pytest -m live
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
