@@ -108,6 +108,9 @@ def _random_cluster(seed: int) -> list[dict[str, Any]]:
         objects.append(pod(f"{namespace}/p{i}", labels, ports=ports, udp=udp, node=node, tweak=tweak))
         if rng.random() < 0.3:  # a replica alike: one class of two pods
             objects.append(pod(f"{namespace}/p{i}-twin", labels, ports=ports, udp=udp, node=node, tweak=tweak))
+    if rng.random() < 0.5:  # a hostNetwork pod: it sends and receives as its node
+        objects.append(pod(f"{rng.choice(list(NAMESPACES))}/agent", {"app": "job"},
+                           node=rng.choice(["worker", "worker2"]), host_network=True))
     objects.append({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkSet",
                     "metadata": {"name": "docs", "labels": {"kind": "edge", "app": "web"}},
                     "spec": {"nets": ["192.0.2.0/25"]}})
@@ -194,7 +197,7 @@ def test_the_random_clusters_exercise_what_they_claim() -> None:
     for needle in ("action: Pass", "action: Deny", "action: Log", "namedPort", "8000:8100", "notSelector",
                    "namespaceSelector: global()", "serviceAccounts", "notNets", "notPorts", "ipBlock",
                    "defaultAction: Deny", "defaultAction: Pass", "GlobalNetworkPolicy", "serviceAccountSelector",
-                   "ipVersion", "notProtocol"):
+                   "ipVersion", "notProtocol", "hostNetwork: true"):
         if needle == "namedPort":
             assert "- http" in text or "- metrics" in text
             continue
