@@ -475,6 +475,8 @@ class CalicoTier:
         self.kubernetes_apart = kubernetes_apart
         self.policies = vectors.index.policies.get(tier.name, ())
         self._general: dict[str, np.ndarray] = {}
+        self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
+        self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
 
         def dead(rule: Any) -> bool:
             # A client's source port is an ephemeral one: a source port rule that does not take them all never
@@ -486,9 +488,12 @@ class CalicoTier:
         self._dead = dead
 
     def subjects(self, direction: str) -> list[tuple[Any, np.ndarray]]:
-        """The tier's policies for ``direction`` that select some class, in order, each with the classes."""
-        chosen = [(p, self.vectors.subject(p, direction)) for p in self.policies]
-        return [(p, s) for p, s in chosen if s.any()]
+        """The tier's policies for ``direction`` that select some class, in order, each with the classes (indices)."""
+        found = self._subjects.get(direction)
+        if found is None:
+            chosen = [(p, self.vectors.subject(p, direction)) for p in self.policies]
+            found = self._subjects[direction] = [(p, s) for p, s in chosen if len(s)]
+        return found
 
     def general(self, direction: str) -> np.ndarray:
         """The classes this tier computes row by row: all it selects, or (``kubernetes_apart``) those a Calico
@@ -498,8 +503,17 @@ class CalicoTier:
             found = np.zeros(self.classes.count, dtype=bool)
             for policy, subject in self.subjects(direction):
                 if policy.k8s is None or not self.kubernetes_apart:
-                    found |= subject
+                    found[subject] = True
             self._general[direction] = found
+        return found
+
+    def _chosen(self, direction: str) -> list[tuple[Any, np.ndarray]]:
+        """``subjects`` restricted to the classes computed row by row here (the same for every word)."""
+        found = self._chosen_by_direction.get(direction)
+        if found is None:
+            general = self.general(direction)
+            chosen = [(p, s[general[s]]) for p, s in self.subjects(direction)]
+            found = self._chosen_by_direction[direction] = [(p, s) for p, s in chosen if len(s)]
         return found
 
     def _rule_parts(self, policy: Any, direction: str, word: AtomWord) -> list[tuple[str, Any, np.ndarray,
@@ -530,9 +544,7 @@ class CalicoTier:
         n = self.classes.count
         dt = word.dtype
         full = word.full
-        general = self.general(direction)
-        chosen = [(p, s & general) for p, s in self.subjects(direction)]
-        chosen = [(p, s) for p, s in chosen if s.any()]
+        chosen = self._chosen(direction)
         parts = [self._rule_parts(p, direction, word) for p, _ in chosen]
         versions = self.vectors.versions
         any_version = any(part[5] is not None for rules in parts for part in rules)
@@ -540,10 +552,10 @@ class CalicoTier:
         # itself (its own side's identity, the named port an ingress rule resolves on it, its address family).
         signatures: list[list[Any]] = [[] for _ in range(n)]
         if any_version:
-            for c in np.nonzero(general)[0].tolist():
+            for c in np.nonzero(self.general(direction))[0].tolist():
                 signatures[c].append(("v", int(versions[c])))
         for k, (_, subject) in enumerate(chosen):
-            idx = np.nonzero(subject)[0].tolist()
+            idx = subject.tolist()
             for c in idx:
                 signatures[c].append(k)
             for r, (_, _, _, own, bits, _) in enumerate(parts[k]):
@@ -621,21 +633,29 @@ class CalicoKubernetesRows:
         self.name = f"{tier.name} (Kubernetes NetworkPolicy)"
         self.tier = tier
         self.prepared = prepared
+        self._by_direction: dict[str, list[PreparedPolicy]] = {}
 
-    def masks(self, direction: str, word: AtomWord) -> TierMasks:
+    def _own(self, direction: str) -> list[PreparedPolicy]:
+        """The policies isolating ``direction``, each restricted to the classes left to these rows."""
         import dataclasses
 
+        found = self._by_direction.get(direction)
+        if found is None:
+            general = self.tier.general(direction)
+            found = []
+            for prepared in self.prepared:
+                if prepared.rules(direction) is None:
+                    continue
+                selected = prepared.selected[~general[prepared.selected]]
+                if len(selected):
+                    found.append(dataclasses.replace(prepared, selected=selected))
+            self._by_direction[direction] = found
+        return found
+
+    def masks(self, direction: str, word: AtomWord) -> TierMasks:
         from .calico.model import DENY as CALICO_DENY
 
-        general = self.tier.general(direction)
-        own = []
-        for prepared in self.prepared:
-            if prepared.rules(direction) is None:
-                continue
-            selected = prepared.selected[~general[prepared.selected]]
-            if len(selected):
-                own.append(dataclasses.replace(prepared, selected=selected))
-        answer = NetworkPolicyTier(self.tier.classes, own, self.tier.atom_masks).masks(direction, word)
+        answer = NetworkPolicyTier(self.tier.classes, self._own(direction), self.tier.atom_masks).masks(direction, word)
         if self.tier.tier.default_action == CALICO_DENY:
             return answer
         # defaultAction Pass: only what a rule allows is decided. The same array serves as both: combining takes
@@ -758,6 +778,18 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
         keys, values = found[0]
         uniq, inverse = np.unique(values, return_inverse=True)
         rows = [(int(v),) for v in uniq.tolist()]
+    elif len(atoms) <= 64:
+        # Narrow words (a large cluster's dense arrays) that fit one 64-bit number together: one column, so the
+        # patterns are a 1-d unique, not a row-wise one (seconds at a million pairs).
+        # The first word in the highest bits: the patterns sort as the row-wise unique sorts them.
+        shifts = [len(atoms) - w.stop for w in words]
+        keys = _unique(np.concatenate([k for k, _ in found]))
+        packed = np.zeros(len(keys), dtype=np.uint64)
+        for shift, (k, v) in zip(shifts, found, strict=True):
+            packed[np.searchsorted(keys, k)] |= v.astype(np.uint64) << np.uint64(shift)
+        uniq, inverse = np.unique(packed, return_inverse=True)
+        rows = [tuple((value >> shift) & ((1 << (w.stop - w.start)) - 1)
+                      for w, shift in zip(words, shifts, strict=True)) for value in uniq.tolist()]
     else:
         keys = _unique(np.concatenate([k for k, _ in found]))
         table = np.zeros((len(keys), len(found)), dtype=np.uint64)
@@ -1317,11 +1349,23 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
         tiers.append(tier)
         if apart:
             tiers.append(CalicoKubernetesRows(tier, kubernetes))
-    pairs = class_pairs(classes, tiers, atoms, word_bits)
+    pairs = class_pairs(classes, tiers, atoms, min(word_bits, _word_bits_within(classes.count, DENSE_BUDGET)))
     rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
                    "evaluated under Calico's tiers over classes of pods alike"), [])
+
+
+DENSE_BUDGET = 100_000_000  # bytes of one classes x classes array of atom bits
+
+
+def _word_bits_within(n: int, budget: int) -> int:
+    """The widest word (64, 32, 16 or 8 atoms) whose classes x classes array fits ``budget``: a cluster of one class per
+    Deployment (10,000 of them) would otherwise hold several 800 MB arrays at once; narrower words cost more passes."""
+    for bits in (64, 32, 16):
+        if n * n * bits // 8 <= budget:
+            return bits
+    return 8
 
 
 def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]
