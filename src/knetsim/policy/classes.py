@@ -211,8 +211,11 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
 class Vectors:
     """Boolean vectors over classes for selectors and peers, each computed once."""
 
-    def __init__(self, state: ClusterState, classes: Classes, index: PolicyIndex) -> None:
+    def __init__(self, state: ClusterState, classes: Classes, index: PolicyIndex, *, keep_peers: bool = True) -> None:
         self.state = state
+        # keep_peers=False: no cache of peer vectors, for a caller that keeps them as indices (prepare(indices=True)):
+        # ten thousand namespace-local peers over ten thousand classes are 100 MB as vectors.
+        self.keep_peers = keep_peers
         self.c = classes
         self.index = index
         self.n = classes.count
@@ -306,7 +309,8 @@ class Vectors:
                 v = np.zeros(self.n, dtype=bool)
                 lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
                 v[lo:hi] = pods[lo:hi]
-        self._peer[key] = v
+        if self.keep_peers:
+            self._peer[key] = v
         return v
 
     def nodes(self, selector: Selector | None) -> np.ndarray:
@@ -371,14 +375,15 @@ class PreparedPolicy:
         return self.ingress if direction == "ingress" else self.egress
 
 
-def prepare(vectors: Vectors) -> list[PreparedPolicy]:
+def prepare(vectors: Vectors, *, indices: bool = False) -> list[PreparedPolicy]:
     """Every policy that selects some class, with its vectors (a policy that selects nothing changes nothing)."""
     out = []
     for policy in vectors.index.policies:
         sel = vectors.selected(policy)
         if not len(sel):
             continue
-        directions = [None if rules is None else tuple((rule, vectors.rule(rule)) for rule in rules)
+        directions = [None if rules is None else tuple((rule, np.nonzero(vectors.rule(rule))[0] if indices
+                                                        else vectors.rule(rule)) for rule in rules)
                       for rules in (policy.egress, policy.ingress)]
         out.append(PreparedPolicy(policy, sel, directions[0], directions[1]))
     return out

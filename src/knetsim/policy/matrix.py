@@ -150,7 +150,8 @@ class AtomMasks:
             lows.append(lo)
         self._named: dict[tuple[str, str], np.ndarray] = {}
         self._named_bits: dict[tuple[str, str, AtomWord], np.ndarray] = {}
-        self._rules: dict[tuple[int, AtomWord], int | np.ndarray] = {}
+        self._rules: dict[Any, int | np.ndarray] = {}
+        self._word: AtomWord | None = None
 
     def range_atoms(self, proto: str, lo: int, hi: int) -> tuple[int, int]:
         first, lows = self._lows[proto]
@@ -185,8 +186,17 @@ class AtomMasks:
         return cached
 
     def rule(self, rule: RuleShape, word: AtomWord) -> int | np.ndarray:
-        key = (id(rule), word)
-        cached = self._rules.get(key)
+        if word != self._word:
+            # One word at a time (class_pairs): a cache across words holds a vector per named-port rule per word.
+            self._rules.clear()
+            self._named_bits.clear()
+            self._word = word
+        try:
+            key: Any = (rule.ports, word)  # rules with the same ports share their atoms (and their vector)
+            cached = self._rules.get(key)
+        except TypeError:
+            key = (id(rule), word)
+            cached = self._rules.get(key)
         if cached is not None:
             return cached
         if rule.ports is None:
@@ -264,18 +274,23 @@ class NetworkPolicyTier:
                     if mask:
                         acc[peers] |= dt(mask)
                 elif direction == EGRESS:
-                    acc |= np.where(peers, mask, dt(0))  # a named port resolves on the peer (the destination)
+                    acc[peers] |= mask[peers]  # a named port resolves on the peer (the destination)
                 else:
-                    # ...and for ingress on the subject: one row block per distinct resolution.
+                    # ...and for ingress on the subject: one row block per distinct resolution. ``peers`` is a
+                    # boolean vector or the peers' indices (CalicoKubernetesRows keeps ten thousand of them small).
                     row_masks = mask[sel]
                     for value in sorted(set(row_masks.tolist())):
                         if value:
-                            accept[sel[row_masks == value]] |= np.where(peers, dt(value), dt(0))
+                            accept[np.ix_(sel[row_masks == value], _indices(peers))] |= dt(value)
             if acc.any():
                 accept[sel] |= acc
         isolated &= self.classes.kind == POD
         decided = np.where(isolated, word.full, dt(0)).astype(dt)[:, None]
         return TierMasks(accept, decided)
+
+
+def _indices(peers: np.ndarray) -> np.ndarray:
+    return np.nonzero(peers)[0] if peers.dtype == bool else peers
 
 
 class ClusterPolicyTier:
@@ -778,6 +793,7 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
         egress = direction_allowed(tiers, EGRESS, word)  # [src, dst]
         ingress = direction_allowed(tiers, INGRESS, word)  # [dst, src]
         keys, values = [], []
+        block = None
         for lo in range(0, n, ROW_BLOCK):
             hi = min(lo + ROW_BLOCK, n)
             block = np.bitwise_and(egress[lo:hi], ingress[:, lo:hi].T, out=egress[lo:hi])
@@ -786,7 +802,7 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
             s, d = np.nonzero(block)
             keys.append((s + lo).astype(np.int64) * n + d)
             values.append(block[s, d])
-        del egress, ingress
+        del egress, ingress, block  # the last block is a view: it would keep the whole egress array alive
         found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
                       np.concatenate(values) if values else np.zeros(0, word.dtype)))
     if len(found) == 1:
@@ -1349,11 +1365,13 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
 
     assert index.calico is not None
     calico_vectors = CalicoVectors(index.calico, index.ctx, classes)
-    k8s_vectors = Vectors(state, classes, index)
+    k8s_vectors = Vectors(state, classes, index, keep_peers=False)
     atoms = port_atoms(index, classes, calico_port_cuts(index, calico_vectors))
     atom_masks = AtomMasks(atoms, classes)
     rule_masks = CalicoRuleMasks(atoms, atom_masks, calico_vectors)
-    kubernetes = [p for p in prepare(k8s_vectors) if p.policy.kind == "NetworkPolicy"]
+    # The Kubernetes policies' peers as indices, uncached: ten thousand namespace-local peers as vectors over ten
+    # thousand classes would be 150 MB (the few rules CalicoTier asks for again are computed again).
+    kubernetes = [p for p in prepare(k8s_vectors, indices=True) if p.policy.kind == "NetworkPolicy"]
     tiers: list[Tier] = []
     for calico_tier in index.calico.tiers:
         policies = index.calico.policies.get(calico_tier.name, ())
