@@ -208,6 +208,13 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     return classes
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
 class Vectors:
     """Boolean vectors over classes for selectors and peers, each computed once."""
 
@@ -350,6 +357,23 @@ class Vectors:
             self._subjects[key] = cached
         return cached
 
+    def peer_indices(self, peer: Peer) -> np.ndarray:
+        """``peer`` as the sorted indices of the classes it matches; a peer of one namespace (most of them) is
+        found in that namespace's slice, without a vector over every class."""
+        if peer.kind not in ("ipblock", "network", "entity", "nodes", "domains") and peer.namespace_selector is None:
+            pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
+            lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
+            return np.nonzero(pods[lo:hi])[0] + lo
+        return np.nonzero(self.peer(peer))[0]
+
+    def rule_indices(self, rule: RuleShape) -> np.ndarray:
+        """``rule`` as the sorted indices of the peer classes it matches (``rule``, for ``prepare(indices=True)``)."""
+        if rule.peers is None:
+            return np.arange(self.n)
+        if len(rule.peers) == 1:
+            return self.peer_indices(rule.peers[0])
+        return _unique(np.concatenate([self.peer_indices(peer) for peer in rule.peers]))
+
     def rule(self, rule: RuleShape) -> np.ndarray:
         """The peer classes ``rule`` matches (shared with the cache: callers never write into it)."""
         if rule.peers is None:
@@ -382,7 +406,7 @@ def prepare(vectors: Vectors, *, indices: bool = False) -> list[PreparedPolicy]:
         sel = vectors.selected(policy)
         if not len(sel):
             continue
-        directions = [None if rules is None else tuple((rule, np.nonzero(vectors.rule(rule))[0] if indices
+        directions = [None if rules is None else tuple((rule, vectors.rule_indices(rule) if indices
                                                         else vectors.rule(rule)) for rule in rules)
                       for rules in (policy.egress, policy.ingress)]
         out.append(PreparedPolicy(policy, sel, directions[0], directions[1]))

@@ -402,7 +402,7 @@ class CalicoRuleMasks:
         self.atoms = atoms
         self.atom_masks = atom_masks
         self.vectors = vectors  # calico.vectors.CalicoVectors
-        self._rules: dict[tuple[int, AtomWord], int | np.ndarray] = {}
+        self._rules: dict[tuple[Any, ...], int | np.ndarray] = {}
 
     def _named_bits(self, name: str, proto: str, word: AtomWord) -> np.ndarray:
         numbers = self.vectors.named_port(name, proto)
@@ -426,7 +426,8 @@ class CalicoRuleMasks:
         return scalar if vector is None else vector | word.dtype(scalar)
 
     def rule(self, rule: Any, word: AtomWord) -> int | np.ndarray:
-        key = (id(rule), word)
+        # By what decides the bits, not by rule: a thousand policies repeat a handful of rule shapes.
+        key = (rule.protocol, rule.not_protocol, rule.destination.ports, rule.destination.not_ports, word)
         found = self._rules.get(key)
         if found is not None:
             return found
