@@ -11,7 +11,9 @@ not the pod count squared:
    ``decided``); the first tier that decides wins and what no tier decides is allowed.
    NetworkPolicy is one tier: a pod it isolates gets exactly what the selecting policies'
    rules allow, other pods pass. ClusterNetworkPolicy's admin and baseline tiers slot in
-   around it (``Tier``), and a cell can then say which tier decided.
+   around it (``Tier``), and a cell can then say which tier decided. On Calico, each of its tiers is
+   one (``CalicoTier``: ordered Allow/Deny/Pass rules and the end-of-tier deny, per group of subject
+   classes alike), over classes that Calico's selectors tell apart.
 3. **Class pairs.** ``egress(src) & ingress(dst)`` row block by row block; only the pairs
    with something allowed are kept (sparse, sorted), each with a pattern id.
 4. **Rows.** A row is a workload (``ns/name[Kind]``: Deployment, StatefulSet, DaemonSet,
