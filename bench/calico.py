@@ -17,10 +17,22 @@ inside a team of namespaces so the answer grows linearly with the cluster, as be
 explains.
 
 Target (2-core machine, issue 30 "Done means"): < 3 s and < 500 MB for 10,000 pods.
-Measured 2026-12-06 (shared machine, CPU time): 15.1 s / 436 MB before the Calico work of that day
-(pods grouped by address piece, egress first, candidate policies by namespace and required label), 8.6 s /
-437 MB after. The rest is the pair-by-pair set algebra (policy/ports.py, tiers.combine): reaching 3 s
-needs the Calico tiers vectorised over classes as the Kubernetes tiers are (policy/matrix.py).
+
+Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, the better of two runs):
+
+* before, each pair of classes walked through the engine (``matrix._pairwise_matrix``): 1,000 pods
+  (``--namespaces 100``) 63.8 s / 110 MB; 10,000 pods not run to the end (9,014 classes, 81 million
+  pairs: hours). The "8.6 s / 437 MB" once written here was about 200 pods: the kubelet's default
+  maxPods (110) left the rest Pending, which the matrix then did not say.
+* after, Calico's tiers vectorised over classes (``matrix.CalicoTier``, ``calico/vectors.py``): 1,000
+  pods 1.6 s / 134 MB (met); 10,000 pods 12.0 s / 734 MB (MISSED). Most of it is not the matrix:
+  reading the input alone (the same command with ``-n ns-0``, one namespace's rows) is 7.9-9.4 s /
+  461 MB: 20,000 manifests (1,000 namespaces, 9,000 Deployments, 10,000 NetworkPolicies) parsed,
+  admitted (validation is a third of it) and built into a cluster. The matrix adds ~3 s and ~270 MB:
+  9,014 classes (one per Deployment), 19 port atoms, so a classes x classes array of atom bits is
+  81 MB a byte and the atoms take three bytes (``matrix.DENSE_BUDGET``: one byte-wide word at a time).
+  Reaching the target needs the load path (model/loader, model/admission, cluster/build) about three
+  times faster, and the matrix's dense arrays replaced by sparse rows for isolated classes.
 """
 
 from __future__ import annotations

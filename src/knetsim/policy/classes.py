@@ -208,11 +208,21 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     return classes
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
 class Vectors:
     """Boolean vectors over classes for selectors and peers, each computed once."""
 
-    def __init__(self, state: ClusterState, classes: Classes, index: PolicyIndex) -> None:
+    def __init__(self, state: ClusterState, classes: Classes, index: PolicyIndex, *, keep_peers: bool = True) -> None:
         self.state = state
+        # keep_peers=False: no cache of peer vectors, for a caller that keeps them as indices (prepare(indices=True)):
+        # ten thousand namespace-local peers over ten thousand classes are 100 MB as vectors.
+        self.keep_peers = keep_peers
         self.c = classes
         self.index = index
         self.n = classes.count
@@ -306,7 +316,8 @@ class Vectors:
                 v = np.zeros(self.n, dtype=bool)
                 lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
                 v[lo:hi] = pods[lo:hi]
-        self._peer[key] = v
+        if self.keep_peers:
+            self._peer[key] = v
         return v
 
     def nodes(self, selector: Selector | None) -> np.ndarray:
@@ -346,6 +357,23 @@ class Vectors:
             self._subjects[key] = cached
         return cached
 
+    def peer_indices(self, peer: Peer) -> np.ndarray:
+        """``peer`` as the sorted indices of the classes it matches; a peer of one namespace (most of them) is
+        found in that namespace's slice, without a vector over every class."""
+        if peer.kind not in ("ipblock", "network", "entity", "nodes", "domains") and peer.namespace_selector is None:
+            pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
+            lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
+            return np.nonzero(pods[lo:hi])[0] + lo
+        return np.nonzero(self.peer(peer))[0]
+
+    def rule_indices(self, rule: RuleShape) -> np.ndarray:
+        """``rule`` as the sorted indices of the peer classes it matches (``rule``, for ``prepare(indices=True)``)."""
+        if rule.peers is None:
+            return np.arange(self.n)
+        if len(rule.peers) == 1:
+            return self.peer_indices(rule.peers[0])
+        return _unique(np.concatenate([self.peer_indices(peer) for peer in rule.peers]))
+
     def rule(self, rule: RuleShape) -> np.ndarray:
         """The peer classes ``rule`` matches (shared with the cache: callers never write into it)."""
         if rule.peers is None:
@@ -371,14 +399,15 @@ class PreparedPolicy:
         return self.ingress if direction == "ingress" else self.egress
 
 
-def prepare(vectors: Vectors) -> list[PreparedPolicy]:
+def prepare(vectors: Vectors, *, indices: bool = False) -> list[PreparedPolicy]:
     """Every policy that selects some class, with its vectors (a policy that selects nothing changes nothing)."""
     out = []
     for policy in vectors.index.policies:
         sel = vectors.selected(policy)
         if not len(sel):
             continue
-        directions = [None if rules is None else tuple((rule, vectors.rule(rule)) for rule in rules)
+        directions = [None if rules is None else tuple((rule, vectors.rule_indices(rule) if indices
+                                                        else vectors.rule(rule)) for rule in rules)
                       for rules in (policy.egress, policy.ingress)]
         out.append(PreparedPolicy(policy, sel, directions[0], directions[1]))
     return out

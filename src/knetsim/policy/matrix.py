@@ -11,7 +11,9 @@ not the pod count squared:
    ``decided``); the first tier that decides wins and what no tier decides is allowed.
    NetworkPolicy is one tier: a pod it isolates gets exactly what the selecting policies'
    rules allow, other pods pass. ClusterNetworkPolicy's admin and baseline tiers slot in
-   around it (``Tier``), and a cell can then say which tier decided.
+   around it (``Tier``), and a cell can then say which tier decided. On Calico, each of its tiers is
+   one (``CalicoTier``: ordered Allow/Deny/Pass rules and the end-of-tier deny, per group of subject
+   classes alike), over classes that Calico's selectors tell apart.
 3. **Class pairs.** ``egress(src) & ingress(dst)`` row block by row block; only the pairs
    with something allowed are kept (sparse, sorted), each with a pattern id.
 4. **Rows.** A row is a workload (``ns/name[Kind]``: Deployment, StatefulSet, DaemonSet,
@@ -63,9 +65,10 @@ class Atom(NamedTuple):
     hi: int
 
 
-def port_atoms(index: PolicyIndex, classes: Classes) -> list[Atom]:
-    """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0)."""
-    cuts: dict[str, set[int]] = {p: {1, 65536} for p in PROTOCOLS}
+def port_atoms(index: PolicyIndex, classes: Classes, extra_cuts: dict[str, set[int]] | None = None) -> list[Atom]:
+    """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0); ``extra_cuts``: more
+    boundaries per protocol (a CNI dialect's rules, which the index's policies do not hold)."""
+    cuts: dict[str, set[int]] = {p: {1, 65536, *(extra_cuts or {}).get(p, ())} for p in PROTOCOLS}
     for policy in (*index.policies, *index.cluster):
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
@@ -149,7 +152,8 @@ class AtomMasks:
             lows.append(lo)
         self._named: dict[tuple[str, str], np.ndarray] = {}
         self._named_bits: dict[tuple[str, str, AtomWord], np.ndarray] = {}
-        self._rules: dict[tuple[int, AtomWord], int | np.ndarray] = {}
+        self._rules: dict[Any, int | np.ndarray] = {}
+        self._word: AtomWord | None = None
 
     def range_atoms(self, proto: str, lo: int, hi: int) -> tuple[int, int]:
         first, lows = self._lows[proto]
@@ -184,8 +188,17 @@ class AtomMasks:
         return cached
 
     def rule(self, rule: RuleShape, word: AtomWord) -> int | np.ndarray:
-        key = (id(rule), word)
-        cached = self._rules.get(key)
+        if word != self._word:
+            # One word at a time (class_pairs): a cache across words holds a vector per named-port rule per word.
+            self._rules.clear()
+            self._named_bits.clear()
+            self._word = word
+        try:
+            key: Any = (rule.ports, word)  # rules with the same ports share their atoms (and their vector)
+            cached = self._rules.get(key)
+        except TypeError:
+            key = (id(rule), word)
+            cached = self._rules.get(key)
         if cached is not None:
             return cached
         if rule.ports is None:
@@ -263,18 +276,23 @@ class NetworkPolicyTier:
                     if mask:
                         acc[peers] |= dt(mask)
                 elif direction == EGRESS:
-                    acc |= np.where(peers, mask, dt(0))  # a named port resolves on the peer (the destination)
+                    acc[peers] |= mask[peers]  # a named port resolves on the peer (the destination)
                 else:
-                    # ...and for ingress on the subject: one row block per distinct resolution.
+                    # ...and for ingress on the subject: one row block per distinct resolution. ``peers`` is a
+                    # boolean vector or the peers' indices (CalicoKubernetesRows keeps ten thousand of them small).
                     row_masks = mask[sel]
                     for value in sorted(set(row_masks.tolist())):
                         if value:
-                            accept[sel[row_masks == value]] |= np.where(peers, dt(value), dt(0))
+                            accept[np.ix_(sel[row_masks == value], _indices(peers))] |= dt(value)
             if acc.any():
                 accept[sel] |= acc
         isolated &= self.classes.kind == POD
         decided = np.where(isolated, word.full, dt(0)).astype(dt)[:, None]
         return TierMasks(accept, decided)
+
+
+def _indices(peers: np.ndarray) -> np.ndarray:
+    return np.nonzero(peers)[0] if peers.dtype == bool else peers
 
 
 class ClusterPolicyTier:
@@ -356,6 +374,326 @@ class ClusterPolicyTier:
                         dec |= hit
                     taken |= hit
         return TierMasks(accept, decided, rows)
+
+
+# --- Calico's tiers -------------------------------------------------------------------------
+
+
+def _connset_bits(conn: ConnSet, atoms: Sequence[Atom], word: AtomWord) -> int:
+    """The atoms of ``word`` inside ``conn`` (atoms are cut finer than any set a rule names: one port decides)."""
+    bits = 0
+    for i in range(word.start, word.stop):
+        proto, lo, _ = atoms[i]
+        if conn.other if proto == OTHER else conn.contains(proto, lo):
+            bits |= 1 << (i - word.start)
+    return bits
+
+
+def _bits_and(a: int | np.ndarray, b: int | np.ndarray, word: AtomWord) -> int | np.ndarray:
+    if isinstance(a, int) and isinstance(b, int):
+        return a & b
+    return np.bitwise_and(a if not isinstance(a, int) else word.dtype(a),
+                          b if not isinstance(b, int) else word.dtype(b))
+
+
+class CalicoRuleMasks:
+    """What a Calico rule's protocol and destination ports match (``evaluate.rule_set`` but its source and
+    destination identities), as atom bits: a number, or one per destination class where a named port decides."""
+
+    def __init__(self, atoms: Sequence[Atom], atom_masks: AtomMasks, vectors: Any) -> None:
+        self.atoms = atoms
+        self.atom_masks = atom_masks
+        self.vectors = vectors  # calico.vectors.CalicoVectors
+        self._rules: dict[tuple[Any, ...], int | np.ndarray] = {}
+
+    def _named_bits(self, name: str, proto: str, word: AtomWord) -> np.ndarray:
+        numbers = self.vectors.named_port(name, proto)
+        first, lows = self.atom_masks._lows[proto]
+        idx = np.searchsorted(np.array(lows, dtype=np.int64), numbers, side="right") - 1 + first
+        idx = np.where(numbers > 0, idx, -1)
+        inside = (idx >= word.start) & (idx < word.stop)
+        shift = np.where(inside, idx - word.start, 0).astype(word.dtype)
+        return np.where(inside, np.left_shift(word.dtype(1), shift), word.dtype(0)).astype(word.dtype)
+
+    def _ports(self, specs: Sequence[Any], protocols: Sequence[str], word: AtomWord) -> int | np.ndarray:
+        scalar = 0
+        vector: np.ndarray | None = None
+        for proto in protocols:
+            for spec in specs:
+                if spec.name:  # resolves on the destination: nothing where it is no pod or has no such port
+                    bits = self._named_bits(spec.name, proto, word)
+                    vector = bits if vector is None else vector | bits
+                elif spec.hi >= 1:
+                    scalar |= word.span(*self.atom_masks.range_atoms(proto, max(spec.lo, 1), spec.hi))
+        return scalar if vector is None else vector | word.dtype(scalar)
+
+    def rule(self, rule: Any, word: AtomWord) -> int | np.ndarray:
+        # By what decides the bits, not by rule: a thousand policies repeat a handful of rule shapes.
+        key = (rule.protocol, rule.not_protocol, rule.destination.ports, rule.destination.not_ports, word)
+        found = self._rules.get(key)
+        if found is not None:
+            return found
+        from .calico.evaluate import _protocols
+
+        out: int | np.ndarray = _connset_bits(_protocols(rule), self.atoms, word)
+        protocols = [p for p in PROTOCOLS if rule.protocol == p]
+        if rule.destination.ports is not None:
+            out = _bits_and(out, self._ports(rule.destination.ports, protocols, word), word)
+        if rule.destination.not_ports:
+            excluded = self._ports(rule.destination.not_ports, protocols, word)
+            out = _bits_and(out, ~excluded if not isinstance(excluded, int) else int(word.full) & ~excluded, word)
+        self._rules[key] = out
+        return out
+
+
+def calico_port_cuts(index: PolicyIndex, vectors: Any) -> dict[str, set[int]]:
+    """The port boundaries of Calico's rules (destination ports and notPorts, named ports as they resolve)."""
+    assert index.calico is not None
+    cuts: dict[str, set[int]] = {p: set() for p in PROTOCOLS}
+    for policies in index.calico.policies.values():
+        for policy in policies:
+            for rule in (*policy.ingress, *policy.egress):
+                for proto in (p for p in PROTOCOLS if rule.protocol == p):
+                    for spec in (*(rule.destination.ports or ()), *rule.destination.not_ports):
+                        if spec.name:
+                            numbers = vectors.named_port(spec.name, proto)
+                            for number in sorted(set(numbers[numbers > 0].tolist())):
+                                cuts[proto].update((number, number + 1))
+                        elif spec.hi >= 1:
+                            cuts[proto].update((max(spec.lo, 1), spec.hi + 1))
+    return cuts
+
+
+class CalicoTier:
+    """One of Calico's tiers over classes (``calico/evaluate.side_sets``, vectorised): per subject class, the
+    tier's policies that select it in order, their rules in order, the first rule matching a (peer, atom)
+    deciding it (Allow, Deny) or passing it on (Pass; Log rules match nothing); what no rule takes is the tier's
+    defaultAction (the end-of-tier deny, or pass). A tier that selects a class says nothing about it.
+
+    Subject classes alike under the tier (the same selecting policies, the same answer of each rule's side that
+    is theirs, the same numbers for the named ports an ingress rule resolves on them) share one row, as in
+    ``ClusterPolicyTier``. With ``kubernetes_apart`` (the default tier), the classes only Kubernetes
+    NetworkPolicies select there are left to ``CalicoKubernetesRows``, which computes them as the NetworkPolicy
+    tier does, policy by policy: they are most of a cluster, and a row per class the slow way would cost seconds.
+    """
+
+    def __init__(self, tier: Any, classes: Classes, vectors: Any, k8s_vectors: Vectors, atom_masks: AtomMasks,
+                 rule_masks: CalicoRuleMasks, kubernetes_apart: bool) -> None:
+        from .calico.evaluate import _covers_ephemeral
+        from .calico.model import EPHEMERAL_PORTS
+
+        assert vectors.index is not None
+        self.tier = tier
+        self.name = tier.name
+        self.classes = classes
+        self.vectors = vectors
+        self.k8s_vectors = k8s_vectors
+        self.atom_masks = atom_masks
+        self.rule_masks = rule_masks
+        self.kubernetes_apart = kubernetes_apart
+        self.policies = vectors.index.policies.get(tier.name, ())
+        self._general: dict[str, np.ndarray] = {}
+        self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
+        self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
+
+        def dead(rule: Any) -> bool:
+            # A client's source port is an ephemeral one: a source port rule that does not take them all never
+            # matches (evaluate.rule_set).
+            if rule.source.ports is not None and not _covers_ephemeral(rule.source.ports):
+                return True
+            return any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
+                       for s in rule.source.not_ports)
+        self._dead = dead
+
+    def subjects(self, direction: str) -> list[tuple[Any, np.ndarray]]:
+        """The tier's policies for ``direction`` that select some class, in order, each with the classes (indices)."""
+        found = self._subjects.get(direction)
+        if found is None:
+            chosen = [(p, self.vectors.subject(p, direction)) for p in self.policies]
+            found = self._subjects[direction] = [(p, s) for p, s in chosen if len(s)]
+        return found
+
+    def general(self, direction: str) -> np.ndarray:
+        """The classes this tier computes row by row: all it selects, or (``kubernetes_apart``) those a Calico
+        policy of the tier selects."""
+        found = self._general.get(direction)
+        if found is None:
+            found = np.zeros(self.classes.count, dtype=bool)
+            for policy, subject in self.subjects(direction):
+                if policy.k8s is None or not self.kubernetes_apart:
+                    found[subject] = True
+            self._general[direction] = found
+        return found
+
+    def _chosen(self, direction: str) -> list[tuple[Any, np.ndarray]]:
+        """``subjects`` restricted to the classes computed row by row here (the same for every word)."""
+        found = self._chosen_by_direction.get(direction)
+        if found is None:
+            subjects = self.subjects(direction)
+            general = self.general(direction)
+            touching = _touching(general, [s for _, s in subjects])
+            found = [(subjects[k][0], subjects[k][1][general[subjects[k][1]]]) for k in touching]
+            self._chosen_by_direction[direction] = found
+        return found
+
+    def _rule_parts(self, policy: Any, direction: str, word: AtomWord) -> list[tuple[str, Any, np.ndarray,
+                                                                                  np.ndarray | None,
+                                                                                  int | np.ndarray, int | None]]:
+        """Per rule: (action, rule, peer-side classes, subject-side classes or None, atom bits, ipVersion)."""
+        from .calico.model import ALLOW, LOG
+
+        out = []
+        if policy.k8s is not None:
+            for rule in policy.k8s.rules(direction) or ():
+                out.append((ALLOW, rule, self.k8s_vectors.rule(rule), None, self.atom_masks.rule(rule, word), None))
+            return out
+        for rule in policy.rules(direction):
+            if rule.action == LOG or self._dead(rule):
+                continue
+            peer_side, own_side = (rule.source, rule.destination) if direction == INGRESS else \
+                (rule.destination, rule.source)
+            own = self.vectors.entity(policy, own_side)
+            out.append((rule.action, rule, self.vectors.entity(policy, peer_side), None if own.all() else own,
+                        self.rule_masks.rule(rule, word), rule.ip_version))
+        return out
+
+    def masks(self, direction: str, word: AtomWord) -> TierMasks:
+        from .calico.model import ALLOW
+        from .calico.model import DENY as CALICO_DENY
+
+        n = self.classes.count
+        dt = word.dtype
+        full = word.full
+        chosen = self._chosen(direction)
+        parts = [self._rule_parts(p, direction, word) for p, _ in chosen]
+        versions = self.vectors.versions
+        any_version = any(part[5] is not None for rules in parts for part in rules)
+        # A class's row depends on the policies that select it and on whatever of a rule is read on the class
+        # itself (its own side's identity, the named port an ingress rule resolves on it, its address family).
+        signatures: list[list[Any]] = [[] for _ in range(n)]
+        if any_version:
+            for c in np.nonzero(self.general(direction))[0].tolist():
+                signatures[c].append(("v", int(versions[c])))
+        for k, (_, subject) in enumerate(chosen):
+            idx = subject.tolist()
+            for c in idx:
+                signatures[c].append(k)
+            for r, (_, _, _, own, bits, _) in enumerate(parts[k]):
+                if own is not None:
+                    for c in idx:
+                        signatures[c].append((k, r, bool(own[c])))
+                if direction == INGRESS and not isinstance(bits, int):
+                    for c in idx:
+                        signatures[c].append((k, r, int(bits[c])))
+        rows = np.zeros(n, dtype=np.int64)
+        groups: dict[tuple[Any, ...], int] = {(): 0}  # row 0: classes the tier leaves to others (all zero)
+        first_of: list[int] = [-1]
+        for c, signature in enumerate(signatures):
+            if signature:
+                g = groups.setdefault(tuple(signature), len(groups))
+                if g == len(first_of):
+                    first_of.append(c)
+                rows[c] = g
+        accept = np.zeros((len(groups), n), dtype=dt)
+        decided = np.zeros((len(groups), n), dtype=dt)
+        cache: dict[tuple[Any, ...], np.ndarray] = {}
+        zero = dt(0)
+        for (signature, g), c0 in zip(list(groups.items())[1:], first_of[1:], strict=True):
+            acc, dec = accept[g], decided[g]
+            taken: np.ndarray | None = None
+            for k in (item for item in signature if isinstance(item, int)):
+                for action, _rule, peers, own, bits, version in parts[k]:
+                    if own is not None and not own[c0]:
+                        continue
+                    ok: Any = None  # the address family test, per peer (None: every peer passes it)
+                    if version is not None:
+                        if direction == INGRESS and versions[c0]:  # the destination's address decides
+                            if versions[c0] != version:
+                                continue
+                        elif direction == INGRESS:
+                            ok = (versions == version) | (versions == 0)
+                        else:
+                            own_ok = versions[c0] in (0, version)
+                            ok = np.where(versions != 0, versions == version, own_ok)
+                    value: Any
+                    if isinstance(bits, int):
+                        value = bits
+                    elif direction == INGRESS:
+                        value = int(bits[c0])  # a named port resolves on the destination: the subject
+                    else:
+                        value = bits
+                    if isinstance(value, int) and not value:
+                        continue
+                    key = (id(peers), value if isinstance(value, int) else id(value), None if ok is None else
+                           (direction, version, int(versions[c0])))
+                    hit = cache.get(key)
+                    if hit is None:
+                        where = peers if ok is None else peers & ok
+                        hit = np.where(where, dt(value) if isinstance(value, int) else value, zero).astype(dt)
+                        cache[key] = hit
+                    if taken is not None:
+                        hit = hit & ~taken
+                    if action == ALLOW:
+                        acc |= hit
+                    if action in (ALLOW, CALICO_DENY):
+                        dec |= hit
+                    taken = hit if taken is None else taken | hit
+            if self.tier.default_action == CALICO_DENY:
+                # The end-of-tier deny: what no rule of the selecting policies took.
+                dec |= full if taken is None else ~taken
+        return TierMasks(accept, decided, rows)
+
+
+def _touching(mask: np.ndarray, index_sets: Sequence[np.ndarray]) -> list[int]:
+    """Which of ``index_sets`` hold an index ``mask`` is True at, in one pass (ten thousand small numpy calls, one
+    a policy, took seconds)."""
+    if not index_sets:
+        return []
+    flat = np.concatenate(index_sets)
+    owner = np.repeat(np.arange(len(index_sets)), [len(s) for s in index_sets])
+    return _unique(owner[mask[flat]]).tolist()
+
+
+class CalicoKubernetesRows:
+    """The default tier's classes that only Kubernetes NetworkPolicies select there: an isolated class is allowed
+    what some rule allows and, by the end-of-tier deny, denied the rest (``NetworkPolicyTier``'s answer); with the
+    default tier's defaultAction set to Pass, the rest is passed on instead."""
+
+    def __init__(self, tier: CalicoTier, prepared: Sequence[PreparedPolicy]) -> None:
+        self.name = f"{tier.name} (Kubernetes NetworkPolicy)"
+        self.tier = tier
+        self.prepared = prepared
+        self._by_direction: dict[str, list[PreparedPolicy]] = {}
+
+    def _own(self, direction: str) -> list[PreparedPolicy]:
+        """The policies isolating ``direction``, each restricted to the classes left to these rows."""
+        import dataclasses
+
+        found = self._by_direction.get(direction)
+        if found is None:
+            general = self.tier.general(direction)
+            isolating = [p for p in self.prepared if p.rules(direction) is not None]
+            touching = set(_touching(general, [p.selected for p in isolating]))
+            found = []
+            for k, prepared in enumerate(isolating):
+                if k in touching:
+                    selected = prepared.selected[~general[prepared.selected]]
+                    if len(selected):
+                        found.append(dataclasses.replace(prepared, selected=selected))
+                else:
+                    found.append(prepared)
+            self._by_direction[direction] = found
+        return found
+
+    def masks(self, direction: str, word: AtomWord) -> TierMasks:
+        from .calico.model import DENY as CALICO_DENY
+
+        answer = NetworkPolicyTier(self.tier.classes, self._own(direction), self.tier.atom_masks).masks(direction, word)
+        if self.tier.tier.default_action == CALICO_DENY:
+            return answer
+        # defaultAction Pass: only what a rule allows is decided. The same array serves as both: combining takes
+        # accept & undecided into accept in place, and undecided & ~(accept & undecided) is undecided & ~accept.
+        return TierMasks(answer.accept, answer.accept)
 
 
 def direction_allowed(tiers: Sequence[Tier], direction: str, word: AtomWord) -> np.ndarray:
@@ -458,6 +796,7 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
         egress = direction_allowed(tiers, EGRESS, word)  # [src, dst]
         ingress = direction_allowed(tiers, INGRESS, word)  # [dst, src]
         keys, values = [], []
+        block = None
         for lo in range(0, n, ROW_BLOCK):
             hi = min(lo + ROW_BLOCK, n)
             block = np.bitwise_and(egress[lo:hi], ingress[:, lo:hi].T, out=egress[lo:hi])
@@ -466,13 +805,25 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
             s, d = np.nonzero(block)
             keys.append((s + lo).astype(np.int64) * n + d)
             values.append(block[s, d])
-        del egress, ingress
+        del egress, ingress, block  # the last block is a view: it would keep the whole egress array alive
         found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
                       np.concatenate(values) if values else np.zeros(0, word.dtype)))
     if len(found) == 1:
         keys, values = found[0]
         uniq, inverse = np.unique(values, return_inverse=True)
         rows = [(int(v),) for v in uniq.tolist()]
+    elif len(atoms) <= 64:
+        # Narrow words (a large cluster's dense arrays) that fit one 64-bit number together: one column, so the
+        # patterns are a 1-d unique, not a row-wise one (seconds at a million pairs).
+        # The first word in the highest bits: the patterns sort as the row-wise unique sorts them.
+        shifts = [len(atoms) - w.stop for w in words]
+        keys = _unique(np.concatenate([k for k, _ in found]))
+        packed = np.zeros(len(keys), dtype=np.uint64)
+        for shift, (k, v) in zip(shifts, found, strict=True):
+            packed[np.searchsorted(keys, k)] |= v.astype(np.uint64) << np.uint64(shift)
+        uniq, inverse = np.unique(packed, return_inverse=True)
+        rows = [tuple((value >> shift) & ((1 << (w.stop - w.start)) - 1)
+                      for w, shift in zip(words, shifts, strict=True)) for value in uniq.tolist()]
     else:
         keys = _unique(np.concatenate([k for k, _ in found]))
         table = np.zeros((len(keys), len(found)), dtype=np.uint64)
@@ -957,7 +1308,8 @@ def unaddressed_notes(state: ClusterState, pods: list[Pod]) -> list[str]:
 def _matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], namespace: str | None, *, pods: bool,
             external: bool, all_external: bool, word_bits: int) -> Matrix:
     if index.calico is not None or index.cilium is not None:
-        return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
+        return _calico_matrix(state, index, members, pods=pods, external=external, all_external=all_external,
+                              word_bits=word_bits)
     if index.antrea is not None:
         return _antrea_matrix(state, index, members, pods=pods, external=external, all_external=all_external)
     classes = build_classes(state, index, members, external=external, all_external=all_external)
@@ -981,11 +1333,12 @@ def _matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], namespa
 
 
 def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
-                   all_external: bool) -> Matrix:
-    """The matrix under Calico's tiers, pair by pair: pods are alike when their namespace, labels, service account
-    and named ports are (and their address, where Calico nets cut the pod network), and each pair of classes goes
-    through the engine's every-port answer. The vectorised tiers know Kubernetes selectors only; correctness
-    first, at the cost of n x n evaluations over classes."""
+                   all_external: bool, word_bits: int = WORD_BITS, pairwise: bool = False) -> Matrix:
+    """The matrix under Calico's tiers (or Cilium's walk): pods are alike when their namespace, labels, service
+    account and named ports are (and their address, where the CNI's nets cut the pod network). Calico's tiers are
+    vectorised over those classes (``CalicoTier``); Cilium's walk, and Calico's with ClusterNetworkPolicies in
+    its kube-admin and kube-baseline tiers, go pair by pair through the engine (``pairwise``: that way always,
+    the reference the vectorised answer must equal)."""
     from .calico.evaluate import service_account_of
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
@@ -998,9 +1351,57 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
+    # Note: ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, ordered by
+    # priority as order; CalicoTier does not interleave them (ClusterPolicyTier's rules are another shape), so such a
+    # cluster keeps the pair-by-pair walk.
+    if index.calico is not None and not index.cluster and not pairwise:
+        return _calico_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
     note = ("evaluated pair by pair under Calico's tiers" if index.calico is not None else
             "evaluated pair by pair under Cilium's deny-before-allow walk")
     return _pairwise_matrix(state, index, classes, pods=pods, note=note)
+
+
+def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes, *, pods: bool,
+                       word_bits: int) -> Matrix:
+    from .calico.model import DEFAULT_TIER as CALICO_DEFAULT_TIER
+    from .calico.vectors import CalicoVectors
+
+    assert index.calico is not None
+    calico_vectors = CalicoVectors(index.calico, index.ctx, classes)
+    k8s_vectors = Vectors(state, classes, index, keep_peers=False)
+    atoms = port_atoms(index, classes, calico_port_cuts(index, calico_vectors))
+    atom_masks = AtomMasks(atoms, classes)
+    rule_masks = CalicoRuleMasks(atoms, atom_masks, calico_vectors)
+    # The Kubernetes policies' peers as indices, uncached: ten thousand namespace-local peers as vectors over ten
+    # thousand classes would be 150 MB (the few rules CalicoTier asks for again are computed again).
+    kubernetes = [p for p in prepare(k8s_vectors, indices=True) if p.policy.kind == "NetworkPolicy"]
+    tiers: list[Tier] = []
+    for calico_tier in index.calico.tiers:
+        policies = index.calico.policies.get(calico_tier.name, ())
+        apart = calico_tier.name == CALICO_DEFAULT_TIER
+        if not policies and not apart:
+            continue
+        tier = CalicoTier(calico_tier, classes, calico_vectors, k8s_vectors, atom_masks, rule_masks, apart)
+        tiers.append(tier)
+        if apart:
+            tiers.append(CalicoKubernetesRows(tier, kubernetes))
+    pairs = class_pairs(classes, tiers, atoms, min(word_bits, _word_bits_within(classes.count, DENSE_BUDGET)))
+    rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
+                   "evaluated under Calico's tiers over classes of pods alike"), [])
+
+
+DENSE_BUDGET = 100_000_000  # bytes of one classes x classes array of atom bits
+
+
+def _word_bits_within(n: int, budget: int) -> int:
+    """The widest word (64, 32, 16 or 8 atoms) whose classes x classes array fits ``budget``: a cluster of one class per
+    Deployment (10,000 of them) would otherwise hold several 800 MB arrays at once; narrower words cost more passes."""
+    for bits in (64, 32, 16):
+        if n * n * bits // 8 <= budget:
+            return bits
+    return 8
 
 
 def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]
