@@ -128,6 +128,22 @@ def test_a_container_restarted_for_ever_reads_crashloopbackoff_and_is_no_endpoin
         assert endpoints and not any(e.ready for e in endpoints), endpoints
 
 
+def test_a_connection_straight_to_a_crash_looping_pod_is_refused() -> None:
+    """Past the Service (whose endpoints are not ready), to the pod's own address: between restarts no process holds
+    the port, so the kernel refuses; the hop names the container and why it is down."""
+    for text, port in ((LIVENESS_404, 80), (LIVENESS_FIXED, 80)):
+        cluster = Cluster.from_yaml(text + "---\n" + pod('    command: ["sleep", "3600"]\n', name="client"))
+        pod_ = next(p for p in cluster.state.pods.values() if p.namespace == "default" and p.name != "client")
+        t = cluster.trace("default/client", f"http://{pod_.pod_ip}:{port}/")
+        hop = next(h for h in t.hops if h.layer == "listener")
+        if text is LIVENESS_FIXED:
+            assert t.outcome == "connected" and hop.verdict == "ok"
+        else:
+            assert t.outcome == "refused", t.outcome
+            assert hop.detail == (f"container 'web' of {pod_.key}, which would listen on 80/TCP, is not running "
+                                  "(CrashLoopBackOff): connection refused")
+
+
 @pytest.mark.parametrize("text", [LIVENESS_FIXED, STARTUP_FIXED, EXEC_TRUE, UNKNOWN_APP,
                                   CRASH.replace("exit 1", "sleep 3600"), BAD_FLAG.replace("forever", "infinity")])
 def test_a_probe_that_passes_or_cannot_be_judged_leaves_the_pod_running(text: str) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model.listeners import LISTEN_ANNOTATION, listen_source, listeners_known, pod_listens
+from ..model.listeners import LISTEN_ANNOTATION, container_listens, listen_source, listeners_known, pod_listens
 from ..model.objects import Pod, Service, ServicePort
 
 LAYERS = ("dns", "service", "endpoints", "dataplane", "policy", "listener", "app")
@@ -222,7 +222,29 @@ def listening(pod: Pod, port: int, protocol: str) -> bool:
     return (port, protocol) in pod_listens(pod)
 
 
+# The waiting reasons of a container that is not running now and will not be soon: its port has no socket.
+_NOT_RUNNING = frozenset({"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "ErrImagePull",
+                          "ImagePullBackOff", "InvalidImageName", "RunContainerError"})
+
+
+def _down_serving(pod: Pod, port: int, protocol: str) -> tuple[str, str] | None:
+    """(container, waiting reason) of the container that would serve ``port`` while it is not running (a crash
+    loop, a config it waits for): between restarts no process holds the socket, so the kernel refuses."""
+    waiting = {str(cs.get("name")): str(((cs.get("state") or {}).get("waiting") or {}).get("reason") or "")
+               for cs in (pod.raw.get("status") or {}).get("containerStatuses") or () if isinstance(cs, dict)}
+    for container in pod.containers:
+        reason = waiting.get(container.name, "")
+        if reason in _NOT_RUNNING and (port, protocol) in container_listens(container):
+            return container.name, reason
+    return None
+
+
 def listener_hop(pod: Pod, port: int, protocol: str) -> Hop:
+    down = _down_serving(pod, port, protocol) if listening(pod, port, protocol) else None
+    if down is not None:
+        return Hop("listener", "fail",
+                   f"container {down[0]!r} of {pod.key}, which would listen on {port}/{protocol}, is not running "
+                   f"({down[1]}): connection refused", {"container": down[0], "waiting": down[1]})
     if listening(pod, port, protocol):
         return Hop("listener", "ok", f"{pod.key} listens on {port}/{protocol} ({listen_source(pod, port, protocol)})")
     ports = ", ".join(f"{p}/{proto}" for p, proto in pod_listens(pod)) or "nothing"
