@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..apiserver.events import EventNames, involved, make_event
-from ..apiserver.registry import Registry, commit_batch, deletion, finalizer_done
-from ..apiserver.store import Change, Key, Store, Write
+from ..apiserver.registry import Registry, commit_batch, deletion, finalizer_done, status_write
+from ..apiserver.store import Change, Key, Store, Stored, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
 from ..model.objects import stable_uid
@@ -89,7 +89,7 @@ class Controller:
         raise NotImplementedError
 
     def batch(self) -> Batch:
-        return Batch(self.store, self.ctx.clock())
+        return Batch(self.store, self.ctx.clock(), manager=self.name)
 
 
 @dataclass
@@ -100,6 +100,8 @@ class Batch:
     now: str
     writes: list[Write] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
+    # Who writes (the controller's name): the registry's log lines name it, as a refused status write.
+    manager: str = "controller"
 
     _names: EventNames | None = None
     _start: int = 0
@@ -133,6 +135,31 @@ class Batch:
             return  # what is stored already: a write would only wake every watcher to find nothing new
         self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
 
+    def put_status(self, key: Key, body: dict[str, Any]) -> None:
+        """Write ``body``'s status to ``key``, as a ``PUT .../status`` of it: the kind's status strategy takes
+        the status (and the metadata its status may carry) over the stored object, spec and generation stay,
+        and the status rules validate it (a refused write is logged and dropped, as a 422 the controller's
+        next sync would meet). A write to ``key`` earlier in this batch is the object it applies to: the
+        two become one write, as the spec-then-status of one sync lands together."""
+        stored = self.store.objects.get(key)
+        earlier = next((i for i in range(len(self.writes) - 1, -1, -1) if self.writes[i].key == key), None)
+        if earlier is not None:
+            pending = self.writes[earlier]
+            if pending.body is None:
+                return  # deleted in this batch
+            base = Stored(pending.body, stored.rv if stored is not None else 0, pending.managed)
+        elif stored is not None:
+            base = stored
+        else:
+            return  # gone: the API server would answer 404; the next sync sees it so
+        write = status_write(base, key, body, by=self.manager)
+        if write is None:
+            return
+        if earlier is not None:
+            self.writes[earlier] = write
+        else:
+            self.writes.append(write)
+
     def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:
         """Delete as a client of the API would: at once, or marked until the object's finalizers are done."""
         stored = self.store.objects.get(key)
@@ -157,5 +184,5 @@ class Batch:
         if self._names is not None and self._names.count != self._start:
             self.meta["eventseq"] = str(self._names.count)
         if self.writes or self.meta:
-            commit_batch(self.store, self.writes, self.meta, by="controller", durable=False)
+            commit_batch(self.store, self.writes, self.meta, by=self.manager, durable=False)
         self.writes, self.meta, self._names = [], {}, None

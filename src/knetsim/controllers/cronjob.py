@@ -239,7 +239,7 @@ class CronJobController(Controller):
         status = {k: v for k, v in cronjob["status"].items() if v not in (None, [])}
         if status != (body.get("status") or {}):
             self._written[key] = status
-            batch.put(key, {**body, "metadata": dict(body["metadata"]), "status": status})
+            batch.put_status(key, {**body, "status": status})
         batch.commit()
         if delay is not None:
             self.ctx.enqueue_after(self, key, max(0.0, delay))

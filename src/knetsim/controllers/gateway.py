@@ -83,7 +83,7 @@ class GatewayController(Controller):
                 status = status_of(state, obj, batch.now, translation=translation,
                                    previous=body.get("status") or {})
                 if status is not None and status != body.get("status"):
-                    batch.put(k, {**body, "metadata": dict(body["metadata"]), "status": status})
+                    batch.put_status(k, {**body, "status": status})
         batch.commit()
 
     def keep_infrastructure(self, desired: list[dict[str, Any]]) -> None:

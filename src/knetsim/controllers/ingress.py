@@ -38,5 +38,5 @@ class IngressStatus(Controller):
         if status is None:
             return
         batch = self.batch()
-        batch.put(key, {**ingress, "metadata": dict(ingress.get("metadata") or {}), "status": status})
+        batch.put_status(key, {**ingress, "status": status})
         batch.commit()

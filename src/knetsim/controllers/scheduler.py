@@ -57,7 +57,7 @@ class Scheduler(Controller):
             new = json_copy(pod)
             new["status"] = {"phase": "Pending", "conditions": [
                 {**condition, "lastProbeTime": None, "lastTransitionTime": batch.now}]}
-            batch.put(key, new)
+            batch.put_status(key, new)
             batch.event(new, "FailedScheduling", message, self.name, type_="Warning", host=CONTROL_PLANE_HOST,
                         action="Scheduling")
             batch.commit()
