@@ -29,11 +29,12 @@ KEY: Key = ("GatewayAPI", "", "")
 WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace"}
 CONTROL_PLANE = Selector.from_map({"control-plane": "envoy-gateway"})
 PROXIES = Selector.from_map({"app.kubernetes.io/managed-by": "envoy-gateway"})
-AS_ENVOY_GATEWAY = WriteOptions(managed="controller")
+AS_ENVOY_GATEWAY = WriteOptions(managed="controller", field_manager="envoy-gateway")
 
 
 class GatewayController(Controller):
     name = "envoy-gateway"
+    field_manager = "envoy-gateway"
 
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind in GATEWAY_API_KINDS:

@@ -47,6 +47,7 @@ def _inputs(body: Mapping[str, Any] | None) -> Any:
 
 class PodStart(Controller):
     name = "kubelet"
+    field_manager = "kubelet"
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
