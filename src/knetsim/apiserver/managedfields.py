@@ -19,6 +19,7 @@ operation ``Apply``.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -27,40 +28,62 @@ from . import patch
 
 Path = tuple[str, ...]
 NODE = "."
+# Every leaf is this one empty dict, and the path elements are interned: an object's entries repeat the same few
+# hundred names, and a stored body is never changed in place (the store's rule), so they can be shared.
+_LEAF: dict[str, Any] = {}
 
 # Set by the server alone: never a manager's (fieldmanager's stripMeta).
 _SERVER_METADATA = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                               "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
 
 
+class _Node:
+    """One node of a kind's schema, with what the field sets need read once, and its children kept (a map's
+    values share one node, so the tree is bounded by the schema, not by the objects' keys)."""
+
+    __slots__ = ("_children", "_items", "_schema", "atomic", "is_map", "list_type", "map_keys")
+
+    def __init__(self, schema: Any) -> None:  # a patch._Schema
+        node = schema.node
+        self._schema = schema
+        self._children: dict[str, _Node] = {}
+        self._items: _Node | None = None
+        # A map (``additionalProperties``) is owned as a whole too (``.``); a struct only through its fields.
+        self.is_map = bool(node) and "additionalProperties" in node and "properties" not in node
+        self.atomic = node.get("x-kubernetes-map-type") == "atomic"
+        self.list_type = node.get("x-kubernetes-list-type")
+        self.map_keys = tuple(node.get("x-kubernetes-list-map-keys") or ())
+
+    def prop(self, name: str) -> _Node:
+        key = "" if self.is_map or not self._schema.node else name
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = _Node(self._schema.prop(name))
+        return child
+
+    def items(self) -> _Node:
+        if self._items is None:
+            self._items = _Node(self._schema.items())
+        return self._items
+
+
 @cache
-def _schema(api_version: str, kind: str) -> Any:
+def _schema(api_version: str, kind: str) -> _Node:
     group, _, version = api_version.rpartition("/")
-    return patch.schema_for_kind(kind, group, version)
+    return _Node(patch.schema_for_kind(kind, group, version))
 
 
-def _is_map(schema: Any) -> bool:
-    """A map (``additionalProperties``) is owned as a whole too (``.``); a struct only through its fields."""
-    node = schema.node
-    return bool(node) and "additionalProperties" in node and "properties" not in node
-
-
-def _atomic(schema: Any) -> bool:
-    return schema.node.get("x-kubernetes-map-type") == "atomic"
-
-
-def _item_key(item: Any, schema: Any) -> str | None:
+def _item_key(item: Any, schema: _Node) -> str | None:
     """The path element of one item of a granular list, or None when the list is atomic."""
-    list_type = schema.node.get("x-kubernetes-list-type")
-    if list_type == "set":
+    if schema.list_type == "set":
         return "v:" + json.dumps(item, separators=(",", ":"))
-    keys = schema.node.get("x-kubernetes-list-map-keys")
-    if list_type == "map" and keys and isinstance(item, dict):
+    keys = schema.map_keys
+    if schema.list_type == "map" and keys and isinstance(item, dict):
         return "k:" + json.dumps({k: item[k] for k in keys if k in item}, separators=(",", ":"), sort_keys=True)
     return None
 
 
-def _granular_items(value: list[Any], schema: Any) -> dict[str, Any] | None:
+def _granular_items(value: list[Any], schema: _Node) -> dict[str, Any] | None:
     if not value:
         return None
     keyed: dict[str, Any] = {}
@@ -72,10 +95,10 @@ def _granular_items(value: list[Any], schema: Any) -> dict[str, Any] | None:
     return keyed
 
 
-def _all(value: Any, schema: Any, path: Path, out: set[Path]) -> None:
+def _all(value: Any, schema: _Node, path: Path, out: set[Path]) -> None:
     """Every field of ``value`` at ``path``."""
-    if isinstance(value, dict) and value and not _atomic(schema):
-        if _is_map(schema) and path:
+    if isinstance(value, dict) and value and not schema.atomic:
+        if schema.is_map and path:
             out.add((*path, NODE))
         for k, v in value.items():
             _all(v, schema.prop(k), (*path, f"f:{k}"), out)
@@ -87,18 +110,38 @@ def _all(value: Any, schema: Any, path: Path, out: set[Path]) -> None:
             if path:
                 out.add((*path, NODE))  # a granular list made by this write is its writer's as a whole too
             for key, item in keyed.items():
-                out.add((*path, key, NODE))
-                if isinstance(item, dict):
-                    _all(item, items, (*path, key), out)
+                if isinstance(item, dict) and item and not items.atomic:
+                    out.add((*path, key, NODE))  # an item with fields of its own is owned as a whole too
+                _all(item, items, (*path, key), out)
             return
     out.add(path)
 
 
-def _diff(old: Any, new: Any, schema: Any, path: Path, changed: set[Path], removed: set[Path]) -> None:
+def _tree(value: Any, schema: _Node, top: bool = False) -> dict[str, Any]:
+    """FieldsV1 of every field of ``value``: what ``_all`` lists, built nested at once (a create's entry)."""
+    if isinstance(value, dict) and value and not schema.atomic:
+        out: dict[str, Any] = {NODE: _LEAF} if schema.is_map and not top else {}
+        for k in sorted(value):
+            out[sys.intern(f"f:{k}")] = _tree(value[k], schema.prop(k))
+        return out
+    if isinstance(value, list):
+        keyed = _granular_items(value, schema)
+        if keyed is not None:
+            items = schema.items()
+            out = {NODE: _LEAF}
+            for key in sorted(keyed):
+                item = keyed[key]
+                out[key] = {NODE: _LEAF, **_tree(item, items)} if isinstance(item, dict) and item and \
+                    not items.atomic else _LEAF
+            return out
+    return _LEAF
+
+
+def _diff(old: Any, new: Any, schema: _Node, path: Path, changed: set[Path], removed: set[Path]) -> None:
     """Fields ``new`` added or changed over ``old`` (``changed``) and those it dropped (``removed``)."""
     if old is new or old == new:
         return
-    if isinstance(old, dict) and isinstance(new, dict) and not _atomic(schema) and old and new:
+    if isinstance(old, dict) and isinstance(new, dict) and not schema.atomic and old and new:
         for k, v in new.items():
             child, sub = schema.prop(k), (*path, f"f:{k}")
             if k in old:
@@ -144,24 +187,50 @@ def _tracked(body: Mapping[str, Any] | None, subresource: str, status_apart: boo
     return out
 
 
-def _decode(fields: Mapping[str, Any], path: Path, out: set[Path]) -> None:
-    for key, sub in fields.items():
-        if key == NODE:
-            out.add((*path, NODE))
-        elif isinstance(sub, dict) and sub:
-            _decode(sub, (*path, key), out)
-        else:
-            out.add((*path, key))
+def _edited(fields: Mapping[str, Any], add: set[Path], drop: set[Path]) -> dict[str, Any]:
+    """The set ``fields`` with ``add`` and without ``drop``, copying only the dicts on the paths it changes (the
+    rest stays shared with the entry it came from)."""
+    root = dict(fields)
+    owned = {id(root)}  # the dicts copied for this result (all alive while it is built, so ids are unique)
 
+    def own(parent: dict[str, Any], element: str) -> dict[str, Any]:
+        child = parent.get(element)
+        if child is None or id(child) not in owned:
+            child = dict(child) if child else {}
+            parent[element] = child
+            owned.add(id(child))
+        return child
 
-def _encode(paths: set[Path]) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
+    for path in sorted(drop):
+        if not _holds(root, path):
+            continue
+        chain = [root]
+        for element in path[:-1]:
+            chain.append(own(chain[-1], element))
+        if chain[-1].get(path[-1]):
+            continue  # a struct over members, not a member itself
+        del chain[-1][path[-1]]
+        for parent, element, child in zip(reversed(chain[:-1]), reversed(path[:-1]), reversed(chain[1:]),
+                                          strict=True):
+            if child:
+                break
+            del parent[element]  # emptied: a struct with no member left is no member either
+    for path in sorted(add):
         node = root
         for element in path[:-1]:
-            node = node.setdefault(element, {})
-        node.setdefault(path[-1], {})
+            node = own(node, element)
+        node.setdefault(sys.intern(path[-1]), _LEAF)
     return root
+
+
+def _holds(fields: Mapping[str, Any], path: Path) -> bool:
+    """Is ``path`` in the set ``fields`` (FieldsV1), as a leaf or a node?"""
+    node: Any = fields
+    for element in path:
+        if not isinstance(node, Mapping) or element not in node:
+            return False
+        node = node[element]
+    return True
 
 
 def _order(entry: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
@@ -178,6 +247,15 @@ def recorded(previous: list[dict[str, Any]], old: Mapping[str, Any] | None, new:
     sets no status field."""
     api_version = str(new.get("apiVersion") or "")
     schema = _schema(api_version, str(new.get("kind") or ""))
+    if old is None and not previous:  # a create: everything it set is its writer's
+        fields_v1 = _tree(_tracked(new, subresource, status_apart), schema, top=True)
+        if not fields_v1:
+            return []
+        entry = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": time,
+                 "fieldsType": "FieldsV1", "fieldsV1": fields_v1}
+        if subresource:
+            entry["subresource"] = subresource
+        return [entry]
     changed: set[Path] = set()
     removed: set[Path] = set()
     _diff(_tracked(old, subresource, status_apart), _tracked(new, subresource, status_apart), schema, (),
@@ -188,25 +266,29 @@ def recorded(previous: list[dict[str, Any]], old: Mapping[str, Any] | None, new:
         return previous
     gone = changed | removed
     entries: list[dict[str, Any]] = []
-    mine: set[Path] = set()
     mine_entry: dict[str, Any] | None = None
     for entry in previous:
-        fields: set[Path] = set()
-        _decode(entry.get("fieldsV1") or {}, (), fields)
         if (entry.get("manager"), entry.get("operation"), entry.get("apiVersion"), entry.get("subresource") or "") \
                 == (manager, operation, api_version, subresource):
-            mine, mine_entry = fields, entry
+            mine_entry = entry
             continue
-        kept = fields - gone
-        if kept == fields:
-            entries.append(entry)
-        elif kept:
-            entries.append({**entry, "fieldsV1": _encode(kept)})
-    mine = (mine | changed) - removed
-    if mine:
+        held = entry.get("fieldsV1") or {}
+        if not any(_holds(held, path) for path in gone):
+            entries.append(entry)  # nothing of it changed hands: kept as it is (the common case, and cheap)
+            continue
+        kept = _edited(held, set(), gone)
+        if kept:
+            entries.append({**entry, "fieldsV1": kept})
+    held = (mine_entry or {}).get("fieldsV1") or {}
+    if mine_entry is not None and all(_holds(held, path) for path in changed) and \
+            not any(_holds(held, path) for path in removed):
+        fields_v1 = held  # the same fields again (a status that moved on): only the time is new
+    else:
+        fields_v1 = _edited(held, changed, removed)
+    if fields_v1:
         entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
                  "time": time if changed or mine_entry is None else mine_entry.get("time", time),
-                 "fieldsType": "FieldsV1", "fieldsV1": _encode(mine)}
+                 "fieldsType": "FieldsV1", "fieldsV1": fields_v1}
         if subresource:
             entry["subresource"] = subresource
         entries.append(entry)

@@ -383,7 +383,7 @@ class Registry:
             sub = strategy.subresource_update(t.sub)
             if sub is None:
                 raise no_such_path()
-            new = sub.take(new, old.body)
+            new = json_copy(sub.take(new, old.body))  # its own: defaulting below changes it in place
         else:
             meta = new.setdefault("metadata", {})
             meta["name"] = t.name
