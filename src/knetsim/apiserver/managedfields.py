@@ -73,13 +73,23 @@ def _schema(api_version: str, kind: str) -> _Node:
     return _Node(patch.schema_for_kind(kind, group, version))
 
 
+def _json(value: Any) -> str:
+    """Compact JSON of a key's value: the plain strings and numbers keys are written by hand (json.dumps was
+    the most of a status write's cost), anything else by json."""
+    if isinstance(value, str) and value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _item_key(item: Any, schema: _Node) -> str | None:
     """The path element of one item of a granular list, or None when the list is atomic."""
     if schema.list_type == "set":
-        return "v:" + json.dumps(item, separators=(",", ":"))
+        return "v:" + _json(item)
     keys = schema.map_keys
     if schema.list_type == "map" and keys and isinstance(item, dict):
-        return "k:" + json.dumps({k: item[k] for k in keys if k in item}, separators=(",", ":"), sort_keys=True)
+        return "k:{" + ",".join(f'"{k}":{_json(item[k])}' for k in sorted(keys) if k in item) + "}"
     return None
 
 
@@ -117,13 +127,38 @@ def _all(value: Any, schema: _Node, path: Path, out: set[Path]) -> None:
     out.add(path)
 
 
+# Field sets repeat across objects (a set names fields, not values: every pod of a template has the same one), so
+# equal subtrees are one object, looked up by their keys and their children's identities. Bounded: emptied when
+# full (a child is kept alive by the parents that hold it, so an identity in a key is never reused while listed).
+_CANONICAL: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
+_CANONICAL_MAX = 50_000
+
+
+def _canonical(node: dict[str, Any]) -> dict[str, Any]:
+    if not node:
+        return _LEAF
+    key = tuple((k, id(v)) for k, v in node.items())
+    found = _CANONICAL.get(key)
+    if found is not None:
+        return found
+    if len(_CANONICAL) >= _CANONICAL_MAX:
+        _CANONICAL.clear()
+    _CANONICAL[key] = node
+    return node
+
+
+def _canonical_tree(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with every subtree its canonical one (a new entry's set, built by ``_edited``)."""
+    return _canonical({k: _canonical_tree(v) for k, v in node.items()}) if node else _LEAF
+
+
 def _tree(value: Any, schema: _Node, top: bool = False) -> dict[str, Any]:
     """FieldsV1 of every field of ``value``: what ``_all`` lists, built nested at once (a create's entry)."""
     if isinstance(value, dict) and value and not schema.atomic:
         out: dict[str, Any] = {NODE: _LEAF} if schema.is_map and not top else {}
         for k in sorted(value):
             out[sys.intern(f"f:{k}")] = _tree(value[k], schema.prop(k))
-        return out
+        return _canonical(out)
     if isinstance(value, list):
         keyed = _granular_items(value, schema)
         if keyed is not None:
@@ -131,9 +166,9 @@ def _tree(value: Any, schema: _Node, top: bool = False) -> dict[str, Any]:
             out = {NODE: _LEAF}
             for key in sorted(keyed):
                 item = keyed[key]
-                out[key] = {NODE: _LEAF, **_tree(item, items)} if isinstance(item, dict) and item and \
+                out[key] = _canonical({NODE: _LEAF, **_tree(item, items)}) if isinstance(item, dict) and item and \
                     not items.atomic else _LEAF
-            return out
+            return _canonical(out)
     return _LEAF
 
 
@@ -285,6 +320,8 @@ def recorded(previous: list[dict[str, Any]], old: Mapping[str, Any] | None, new:
         fields_v1 = held  # the same fields again (a status that moved on): only the time is new
     else:
         fields_v1 = _edited(held, changed, removed)
+        if mine_entry is None:
+            fields_v1 = _canonical_tree(fields_v1)
     if fields_v1:
         entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
                  "time": time if changed or mine_entry is None else mine_entry.get("time", time),
