@@ -116,6 +116,17 @@ class Batch:
 
     _names: EventNames | None = None
     _start: int = 0
+    # Where in ``writes`` each object's write is (put, put_status, delete, finalizer_done): a status write after a
+    # write of the same object in this batch joins it.
+    _at: dict[Key, int] = field(default_factory=dict)
+
+    def _write(self, write: Write) -> None:
+        at = self._at.get(write.key)
+        if at is not None:
+            self.writes[at] = write
+        else:
+            self._at[write.key] = len(self.writes)
+            self.writes.append(write)
 
     @property
     def names(self) -> EventNames:
@@ -149,6 +160,7 @@ class Batch:
             self.writes.append(controller_write(stored, key, body, by=self.manager, time=self.now))
         else:
             self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
+        self._at[key] = len(self.writes) - 1
 
     def put_status(self, key: Key, body: dict[str, Any]) -> None:
         """Write ``body``'s status to ``key``, as a ``PUT .../status`` of it: the kind's status strategy takes
@@ -157,7 +169,7 @@ class Batch:
         next sync would meet). A write to ``key`` earlier in this batch is the object it applies to: the
         two become one write, as the spec-then-status of one sync lands together."""
         stored = self.store.objects.get(key)
-        earlier = next((i for i in range(len(self.writes) - 1, -1, -1) if self.writes[i].key == key), None)
+        earlier = self._at.get(key)
         if earlier is not None:
             pending = self.writes[earlier]
             if pending.body is None:
@@ -168,12 +180,8 @@ class Batch:
         else:
             return  # gone: the API server would answer 404; the next sync sees it so
         write = status_write(base, key, body, by=self.manager)
-        if write is None:
-            return
-        if earlier is not None:
-            self.writes[earlier] = write
-        else:
-            self.writes.append(write)
+        if write is not None:
+            self._write(write)
 
     def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:
         """Delete as a client of the API would: at once, or marked until the object's finalizers are done."""
@@ -183,12 +191,14 @@ class Batch:
         write = deletion(key, stored, propagation, lambda: self.now)
         if write.body != stored.body:  # already marked: nothing more until its finalizers are done
             self.writes.append(write)
+            self._at[key] = len(self.writes) - 1
 
     def finalizer_done(self, key: Key, finalizer: str) -> None:
         stored = self.store.objects.get(key)
         write = finalizer_done(key, stored, finalizer) if stored is not None else None
         if write is not None:
             self.writes.append(write)
+            self._at[key] = len(self.writes) - 1
 
     def event(self, subject: Mapping[str, Any], reason: str, message: str, component: str, *,
               type_: str = "Normal", host: str = "", action: str = "", field_path: str = "") -> None:
@@ -200,4 +210,4 @@ class Batch:
             self.meta["eventseq"] = str(self._names.count)
         if self.writes or self.meta:
             commit_batch(self.store, self.writes, self.meta, by=self.manager, durable=False)
-        self.writes, self.meta, self._names = [], {}, None
+        self.writes, self.meta, self._names, self._at = [], {}, None, {}
