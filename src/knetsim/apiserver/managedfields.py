@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from . import patch
+from ..model import admission
+from ..model import schema as model_schema
 
 Path = tuple[str, ...]
 NODE = "."
@@ -37,40 +38,62 @@ _SERVER_METADATA = frozenset({"name", "namespace", "uid", "resourceVersion", "ge
                               "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
 
 
+def _resolved(node: Mapping[str, Any] | None, defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    while node and "$ref" in node:
+        node = defs.get(str(node["$ref"]).rsplit("/", 1)[-1])
+    if node and "allOf" in node and len(node["allOf"]) == 1:
+        return _resolved(node["allOf"][0], defs)
+    return node or {}
+
+
 class _Node:
     """One node of a kind's schema, with what the field sets need read once, and its children kept (a map's
     values share one node, so the tree is bounded by the schema, not by the objects' keys)."""
 
-    __slots__ = ("_children", "_items", "_schema", "atomic", "is_map", "list_type", "map_keys")
+    __slots__ = ("_children", "_defs", "_items", "_node", "atomic", "is_map", "list_type", "map_keys")
 
-    def __init__(self, schema: Any) -> None:  # a patch._Schema
-        node = schema.node
-        self._schema = schema
+    def __init__(self, node: Mapping[str, Any] | None, defs: Mapping[str, Any]) -> None:
+        self._node = node = _resolved(node, defs)
+        self._defs = defs
         self._children: dict[str, _Node] = {}
         self._items: _Node | None = None
         # A map (``additionalProperties``) is owned as a whole too (``.``); a struct only through its fields.
-        self.is_map = bool(node) and "additionalProperties" in node and "properties" not in node
+        self.is_map = "additionalProperties" in node and "properties" not in node
         self.atomic = node.get("x-kubernetes-map-type") == "atomic"
         self.list_type = node.get("x-kubernetes-list-type")
         self.map_keys = tuple(node.get("x-kubernetes-list-map-keys") or ())
 
     def prop(self, name: str) -> _Node:
-        key = "" if self.is_map or not self._schema.node else name
+        key = "" if self.is_map or not self._node else name
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = _Node(self._schema.prop(name))
+            props = self._node.get("properties") or {}
+            extra = self._node.get("additionalProperties")
+            child = self._children[key] = _Node(
+                props[name] if name in props else extra if isinstance(extra, dict) else None, self._defs)
         return child
 
     def items(self) -> _Node:
         if self._items is None:
-            self._items = _Node(self._schema.items())
+            self._items = _Node(self._node.get("items"), self._defs)
         return self._items
 
 
 @cache
 def _schema(api_version: str, kind: str) -> _Node:
+    """The kind's schema: a built-in kind's from the v1.35 definitions the server has loaded already, a custom
+    kind's from its CRD (self-contained); none (every list atomic, every object a struct) for a kind unknown."""
     group, _, version = api_version.rpartition("/")
-    return _Node(patch.schema_for_kind(kind, group, version))
+    name = model_schema.builtin_definition(group, version, kind)
+    if name is not None:
+        defs = model_schema.definitions()
+        return _Node(defs.get(name), defs)
+    try:
+        resolved = admission.resolve(api_version, kind)
+    except admission.AdmissionError:
+        resolved = None
+    crd = resolved.crd if resolved is not None else None
+    return _Node(crd.schema if crd is not None else None, {})
 
 
 def _json(value: Any) -> str:
@@ -131,7 +154,7 @@ def _all(value: Any, schema: _Node, path: Path, out: set[Path]) -> None:
 # equal subtrees are one object, looked up by their keys and their children's identities. Bounded: emptied when
 # full (a child is kept alive by the parents that hold it, so an identity in a key is never reused while listed).
 _CANONICAL: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
-_CANONICAL_MAX = 50_000
+_CANONICAL_MAX = 4096
 
 
 def _canonical(node: dict[str, Any]) -> dict[str, Any]:
