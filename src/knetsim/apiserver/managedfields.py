@@ -170,20 +170,6 @@ def _canonical(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-# Entries and lists of entries, shared the same way: the objects one controller writes in the same second with the
-# same field set have equal entries (a thousand pods, one entry).
-_SHARED: dict[tuple[Any, ...], Any] = {}
-
-
-def _shared(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if len(_SHARED) >= _CANONICAL_MAX:
-        _SHARED.clear()
-    shared = [_SHARED.setdefault(("entry", *((k, v if isinstance(v, str) else id(v)) for k, v in entry.items())),
-                                 entry) for entry in entries]
-    found: list[dict[str, Any]] = _SHARED.setdefault(("entries", *(id(e) for e in shared)), shared)
-    return found
-
-
 def _canonical_tree(node: dict[str, Any]) -> dict[str, Any]:
     """``node`` with every subtree its canonical one (a new entry's set, built by ``_edited``)."""
     return _canonical({k: _canonical_tree(v) for k, v in node.items()}) if node else _LEAF
@@ -327,7 +313,7 @@ def recorded(previous: list[dict[str, Any]], old: Mapping[str, Any] | None, new:
                  "fieldsType": "FieldsV1", "fieldsV1": fields_v1}
         if subresource:
             entry["subresource"] = subresource
-        return _shared([entry])
+        return [entry]
     changed: set[Path] = set()
     removed: set[Path] = set()
     _diff(_tracked(old, subresource, status_apart), _tracked(new, subresource, status_apart), schema, (),
@@ -366,7 +352,7 @@ def recorded(previous: list[dict[str, Any]], old: Mapping[str, Any] | None, new:
         if subresource:
             entry["subresource"] = subresource
         entries.append(entry)
-    return _shared(sorted(entries, key=_order))
+    return sorted(entries, key=_order)
 
 
 def with_managed_fields(body: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
