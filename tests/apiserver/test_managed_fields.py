@@ -79,6 +79,20 @@ def test_a_client_update_takes_the_fields_it_changes_from_their_manager(tmp_path
     asyncio.run(_run(tmp_path, scenario))
 
 
+def test_the_schedulers_unschedulable_condition_is_its_status_write(tmp_path: Path) -> None:
+    """A pod no node fits: kube-scheduler writes PodScheduled=False through /status, and owns that condition."""
+    async def scenario(c: Cluster) -> None:
+        c.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nowhere"},
+                  "spec": {"nodeSelector": {"disk": "none-has-it"}, "containers": [{"name": "c", "image": "nginx"}]}})
+        await c.server.settle()
+        pod = c.objects("Pod")["nowhere"]
+        assert pod["status"]["conditions"][0]["reason"] == "Unschedulable"
+        scheduler = _entries(pod)["kube-scheduler", "status"]
+        assert "k:{\"type\":\"PodScheduled\"}" in scheduler["fieldsV1"]["f:status"]["f:conditions"]
+        assert "f:spec" not in scheduler["fieldsV1"]
+    asyncio.run(_run(tmp_path, scenario))
+
+
 async def _run(tmp_path: Path, scenario: Any) -> None:
     async with running(tmp_path) as c:
         await scenario(c)
