@@ -10,8 +10,9 @@ from pathlib import Path
 
 import knetsim
 from knetsim.apiserver.registry import Registry, commit_batch, status_write
-from knetsim.apiserver.store import Store, Write
+from knetsim.apiserver.store import Key, Store, Write
 from knetsim.cluster.config import ClusterConfig
+from knetsim.controllers.base import Batch
 
 SRC = Path(knetsim.__file__).parent
 # The store defines commit; the registry is the one path that calls it.
@@ -83,3 +84,78 @@ def test_an_invalid_status_write_is_refused(tmp_path: Path) -> None:
     assert status_write(stored, key, bad, by="kubelet") is None
     commit_batch(store, [Write(key, None)], by="test")
     assert store.get(key) is None
+
+
+def _deployment(store: Store) -> Key:
+    registry = Registry(store, ClusterConfig())
+    from knetsim.apiserver.registry import Target, WriteOptions
+    from knetsim.apiserver.resources import BY_KIND
+    registry.create(Target(BY_KIND["Namespace"], "", "", ""), {"apiVersion": "v1", "kind": "Namespace",
+                                                               "metadata": {"name": "default"}}, WriteOptions())
+    labels = {"app": "web"}
+    registry.create(Target(BY_KIND["Deployment"], "default", "", ""),
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": labels},
+                     "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                              "template": {"metadata": {"labels": labels},
+                                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+                    WriteOptions())
+    return ("Deployment", "default", "web")
+
+
+def test_a_controllers_status_write_cannot_change_spec_or_labels(tmp_path: Path) -> None:
+    """``Batch.put_status`` is a ``PUT .../status``: the Deployment's status strategy keeps the stored spec, labels
+    and generation (pkg/registry/apps/deployment/strategy.go, deploymentStatusStrategy.PrepareForUpdate) and takes
+    the status; the write still bumps the resourceVersion."""
+    store = Store(tmp_path / "state.db")
+    key = _deployment(store)
+    stored = store.get(key)
+    assert stored is not None
+    batch = Batch(store, "2026-12-06T00:00:00Z", manager="deployment-controller")
+    batch.put_status(key, {**stored.body,
+                           "metadata": {**stored.body["metadata"], "labels": {"app": "hijacked"}, "generation": 7},
+                           "spec": {**stored.body["spec"], "replicas": 9},
+                           "status": {"replicas": 2, "observedGeneration": 1}})
+    batch.commit()
+    after = store.get(key)
+    assert after is not None
+    assert after.body["status"] == {"replicas": 2, "observedGeneration": 1}
+    assert after.body["spec"] == stored.body["spec"]
+    assert after.body["metadata"]["labels"] == {"app": "web"}
+    assert after.body["metadata"]["generation"] == 1
+    assert after.rv > stored.rv
+
+
+def test_a_sync_writing_spec_and_status_lands_as_one_write(tmp_path: Path) -> None:
+    """A ``put`` (the revision annotation) then a ``put_status`` of the same object in one batch: one write
+    carrying both, as the Deployment controller's Update then UpdateStatus land together."""
+    store = Store(tmp_path / "state.db")
+    key = _deployment(store)
+    stored = store.get(key)
+    assert stored is not None
+    annotated = {**stored.body, "metadata": {**stored.body["metadata"], "annotations": {"revision": "1"}}}
+    batch = Batch(store, "2026-12-06T00:00:00Z", manager="deployment-controller")
+    batch.put(key, annotated)
+    batch.put_status(key, {**annotated, "spec": {**stored.body["spec"], "paused": True}, "status": {"replicas": 2}})
+    assert len(batch.writes) == 1
+    batch.commit()
+    after = store.get(key)
+    assert after is not None
+    assert after.body["metadata"]["annotations"] == {"revision": "1"}
+    assert after.body["status"] == {"replicas": 2}
+    assert "paused" not in after.body["spec"]
+
+
+def test_a_controllers_invalid_status_write_is_dropped(tmp_path: Path) -> None:
+    """The status rules validate a controller's write: a label value no object may carry is refused, nothing is
+    written (the API server's 422), the stored object stays."""
+    store = Store(tmp_path / "state.db")
+    _pod(store)
+    key = ("Pod", "default", "web")
+    stored = store.get(key)
+    assert stored is not None
+    batch = Batch(store, "2026-12-06T00:00:00Z", manager="kubelet")
+    batch.put_status(key, {**stored.body, "metadata": {**stored.body["metadata"], "labels": {"app": "not valid!"}},
+                           "status": {"phase": "Running"}})
+    assert batch.writes == []
+    batch.commit()
+    assert store.get(key) == stored

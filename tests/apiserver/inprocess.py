@@ -13,10 +13,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from knetsim.apiserver.registry import Target, WriteOptions
+from knetsim.apiserver.registry import DeleteOptions, Target, WriteOptions
 from knetsim.apiserver.resources import BY_KIND
 from knetsim.apiserver.server import ApiServer
-from knetsim.apiserver.store import Write
 from knetsim.controllers import ControllerManager
 from knetsim.daemon.daemon import bring_up
 
@@ -40,7 +39,9 @@ class Cluster:
         self.server.registry.update(Target(r, "default", name, ""), old, body, WriteOptions())
 
     def delete(self, kind: str, name: str) -> None:
-        self.server.store.commit([Write((kind, "default", name), None)])
+        # As a client's DELETE (kubectl's Background propagation): the registry's delete path, finalizers and all.
+        r = BY_KIND[kind]
+        self.server.registry.delete(Target(r, "default" if r.namespaced else "", name, ""), DeleteOptions())
 
     def objects(self, kind: str) -> dict[str, dict[str, Any]]:
         return {s.body["metadata"]["name"]: s.body for s in self.server.store.list(kind, "default")}

@@ -36,16 +36,19 @@ from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.objects import Pod
 from ..model.schema import json_type_name
-from ..model.strategy import Propagation, Strategy
+from ..model.strategy import Propagation, StatusPolicy, Strategy
 from ..model.timestamps import now_rfc3339
 from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
+from .managedfields import recorded, with_managed_fields
 from .resources import BY_KIND, Resource
 from .store import Change, Key, Store, Stored, Write
 
 log = logging.getLogger(__name__)
 
+# What a write changes whatever it asks: an object that differs only there is the same object.
+SERVER_BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
 SYSTEM_METADATA = ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "managedFields", "selfLink")
 
 
@@ -67,6 +70,9 @@ class WriteOptions:
     # Who writes: a client ("user"), or a controller writing through the API as one would (Envoy Gateway
     # creating its proxy's Deployment and Service).
     managed: str = "user"
+    # The request's fieldManager, and Apply for a server-side apply patch: its managedFields entry (none without).
+    field_manager: str = ""
+    operation: str = "Update"
 
 
 @dataclass
@@ -352,6 +358,10 @@ class Registry:
         strategy.after_identity(obj)
         txn = storage.allocate(self, r, obj, None)
         obj["apiVersion"] = storage_version(r)
+        if opts.field_manager:
+            obj = with_managed_fields(obj, recorded(
+                [], None, obj, manager=opts.field_manager, time=meta["creationTimestamp"], operation=opts.operation,
+                status_apart=strategy.status == StatusPolicy.SUBRESOURCE))
         return Prepared(Write(key, obj, opts.managed), txn, decoded.warnings)
 
     def update(self, t: Target, old: Stored, body: dict[str, Any], opts: WriteOptions, *,
@@ -373,7 +383,7 @@ class Registry:
             sub = strategy.subresource_update(t.sub)
             if sub is None:
                 raise no_such_path()
-            new = sub.take(new, old.body)
+            new = json_copy(sub.take(new, old.body))  # its own: defaulting below changes it in place
         else:
             meta = new.setdefault("metadata", {})
             meta["name"] = t.name
@@ -385,6 +395,9 @@ class Registry:
                     meta[name] = old.body["metadata"][name]
                 else:
                     meta.pop(name, None)
+            # A request without managedFields keeps the stored ones (an explicit list replaces them).
+            if "managedFields" not in meta and old.body["metadata"].get("managedFields"):
+                meta["managedFields"] = old.body["metadata"]["managedFields"]
             strategy.for_update(new, old.body)
         admission.default(new, self.kind_of(r), t.namespace or "default")
         self._validate(r, new, old.body, t.sub)
@@ -409,6 +422,11 @@ class Registry:
             # The last finalizer of an object being deleted is gone: the update is its deletion.
             self._commit(Write(key, None), txn)
             return Written(new, decoded.warnings)
+        if opts.field_manager:
+            new = with_managed_fields(new, recorded(
+                list(new["metadata"].get("managedFields") or []), old.body, new, manager=opts.field_manager,
+                time=self.clock(), subresource=t.sub, operation=opts.operation,
+                status_apart=strategy.status == StatusPolicy.SUBRESOURCE))
         self._commit(Write(key, new, opts.managed), txn)  # a client write makes any object the client's
         stored = self.store.get(key)
         return Written(stored.body if stored else new, decoded.warnings)
@@ -529,7 +547,22 @@ def status_write(stored: Stored, key: Key, new: dict[str, Any], *, by: str) -> W
     if errors:
         log.error("%s: status of %s %s/%s refused: %s", by, *key, "; ".join(str(e) for e in errors))
         return None
+    previous = list(stored.body["metadata"].get("managedFields") or [])
+    taken = with_managed_fields(taken, recorded(previous, stored.body, taken, manager=by, time=now_rfc3339(),
+                                                subresource="status"))
     return Write(key, taken, stored.managed)
+
+
+def controller_write(stored: Stored | None, key: Key, body: dict[str, Any], *, by: str, time: str) -> Write:
+    """An in-process writer's create or update of a whole object (a controller's ``Batch.put``): its
+    managedFields entry recorded as for a client's, the writer its manager."""
+    r = BY_KIND.get(key[0])
+    if r is not None and body.get("metadata") is not None:
+        status_apart = admission.strategy(kind_of(r)).status == StatusPolicy.SUBRESOURCE
+        previous = list(stored.body["metadata"].get("managedFields") or []) if stored is not None else []
+        body = with_managed_fields(body, recorded(previous, stored.body if stored is not None else None, body,
+                                                  manager=by, time=time, status_apart=status_apart))
+    return Write(key, body, stored.managed if stored is not None else "controller")
 
 
 FOREGROUND_FINALIZER = "foregroundDeletion"
@@ -594,7 +627,7 @@ def _finalized(obj: Mapping[str, Any]) -> bool:
 
 def _same_object(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     def comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(obj, metadata={k: v for k, v in obj["metadata"].items() if k != "resourceVersion"})
+        return dict(obj, metadata={k: v for k, v in obj["metadata"].items() if k not in SERVER_BOOKKEEPING})
     return comparable(new) == comparable(old)
 
 

@@ -121,7 +121,8 @@ def write_options(query: Mapping[str, Any], kind: str, *, apply: bool = False) -
     if errors:
         raise invalid_options(kind, errors)
     # An empty fieldValidation is Warn (kube-apiserver's default since v1.27).
-    return WriteOptions(FieldValidation(mode or "Warn"), bool(dry_run))
+    return WriteOptions(FieldValidation(mode or "Warn"), bool(dry_run), field_manager=manager,
+                        operation="Apply" if apply else "Update")
 
 
 @dataclass(frozen=True)

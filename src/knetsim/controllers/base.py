@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..apiserver.events import EventNames, involved, make_event
-from ..apiserver.registry import Registry, commit_batch, deletion, finalizer_done
-from ..apiserver.store import Change, Key, Store, Write
+from ..apiserver.registry import (
+    SERVER_BOOKKEEPING,
+    Registry,
+    commit_batch,
+    controller_write,
+    deletion,
+    finalizer_done,
+    status_write,
+)
+from ..apiserver.store import Change, Key, Store, Stored, Write
 from ..cluster.config import ClusterConfig
 from ..cluster.state import ClusterState
 from ..model.objects import stable_uid
@@ -31,13 +39,13 @@ def being_deleted(body: Mapping[str, Any] | None) -> bool:
 
 
 def _same_as_stored(body: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
-    """``body`` is ``stored`` but for the resourceVersion (which a write replaces anyway)."""
+    """``body`` is ``stored`` but for the resourceVersion and managedFields (which a write replaces anyway)."""
     if body.keys() != stored.keys():
         return False
     meta, stored_meta = body.get("metadata") or {}, stored.get("metadata") or {}
     return all(body[k] == stored[k] for k in body if k != "metadata") and \
-        {k: v for k, v in meta.items() if k != "resourceVersion"} == \
-        {k: v for k, v in stored_meta.items() if k != "resourceVersion"}
+        {k: v for k, v in meta.items() if k not in SERVER_BOOKKEEPING} == \
+        {k: v for k, v in stored_meta.items() if k not in SERVER_BOOKKEEPING}
 
 
 def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
@@ -51,7 +59,7 @@ def status_only(change: Change, annotations: tuple[str, ...] = ()) -> bool:
         return False
 
     def meta(body: dict[str, Any]) -> dict[str, Any]:
-        m = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+        m = {k: v for k, v in (body.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
         if annotations and m.get("annotations"):
             m["annotations"] = {k: v for k, v in m["annotations"].items() if k not in annotations}
         return m
@@ -74,6 +82,9 @@ class Context:
 
 class Controller:
     name = "controller"
+    # The manager its writes are recorded under in managedFields: the binary upstream runs it in (client-go's
+    # default field manager is the User-Agent's program name).
+    field_manager = "kube-controller-manager"
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -89,7 +100,7 @@ class Controller:
         raise NotImplementedError
 
     def batch(self) -> Batch:
-        return Batch(self.store, self.ctx.clock())
+        return Batch(self.store, self.ctx.clock(), manager=self.field_manager)
 
 
 @dataclass
@@ -100,9 +111,22 @@ class Batch:
     now: str
     writes: list[Write] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
+    # Who writes: its managedFields entries' manager (and the name the registry's log lines give it).
+    manager: str = "kube-controller-manager"
 
     _names: EventNames | None = None
     _start: int = 0
+    # Where in ``writes`` each object's write is (put, put_status, delete, finalizer_done): a status write after a
+    # write of the same object in this batch joins it.
+    _at: dict[Key, int] = field(default_factory=dict)
+
+    def _write(self, write: Write) -> None:
+        at = self._at.get(write.key)
+        if at is not None:
+            self.writes[at] = write
+        else:
+            self._at[write.key] = len(self.writes)
+            self.writes.append(write)
 
     @property
     def names(self) -> EventNames:
@@ -125,13 +149,39 @@ class Batch:
             uid = stable_uid(kind, namespace, f"{name}@{self.store.rv + len(self.writes) + 1}")
         return uid
 
-    def put(self, key: Key, body: dict[str, Any]) -> None:
+    def put(self, key: Key, body: dict[str, Any], *, field_managed: bool = True) -> None:
         """Create or replace ``key``. ``body`` may share parts with stored objects (the store never changes
-        one in place); what the caller changes must be its own copy."""
+        one in place); what the caller changes must be its own copy. Its managedFields entry is recorded
+        (``field_managed=False``: a write the API server records none for, as a pod's binding)."""
         stored = self.store.objects.get(key)
         if stored is not None and _same_as_stored(body, stored.body):
             return  # what is stored already: a write would only wake every watcher to find nothing new
-        self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
+        if field_managed:
+            self.writes.append(controller_write(stored, key, body, by=self.manager, time=self.now))
+        else:
+            self.writes.append(Write(key, body, stored.managed if stored is not None else "controller"))
+        self._at[key] = len(self.writes) - 1
+
+    def put_status(self, key: Key, body: dict[str, Any]) -> None:
+        """Write ``body``'s status to ``key``, as a ``PUT .../status`` of it: the kind's status strategy takes
+        the status (and the metadata its status may carry) over the stored object, spec and generation stay,
+        and the status rules validate it (a refused write is logged and dropped, as a 422 the controller's
+        next sync would meet). A write to ``key`` earlier in this batch is the object it applies to: the
+        two become one write, as the spec-then-status of one sync lands together."""
+        stored = self.store.objects.get(key)
+        earlier = self._at.get(key)
+        if earlier is not None:
+            pending = self.writes[earlier]
+            if pending.body is None:
+                return  # deleted in this batch
+            base = Stored(pending.body, stored.rv if stored is not None else 0, pending.managed)
+        elif stored is not None:
+            base = stored
+        else:
+            return  # gone: the API server would answer 404; the next sync sees it so
+        write = status_write(base, key, body, by=self.manager)
+        if write is not None:
+            self._write(write)
 
     def delete(self, key: Key, propagation: Propagation = Propagation.BACKGROUND) -> None:
         """Delete as a client of the API would: at once, or marked until the object's finalizers are done."""
@@ -141,12 +191,14 @@ class Batch:
         write = deletion(key, stored, propagation, lambda: self.now)
         if write.body != stored.body:  # already marked: nothing more until its finalizers are done
             self.writes.append(write)
+            self._at[key] = len(self.writes) - 1
 
     def finalizer_done(self, key: Key, finalizer: str) -> None:
         stored = self.store.objects.get(key)
         write = finalizer_done(key, stored, finalizer) if stored is not None else None
         if write is not None:
             self.writes.append(write)
+            self._at[key] = len(self.writes) - 1
 
     def event(self, subject: Mapping[str, Any], reason: str, message: str, component: str, *,
               type_: str = "Normal", host: str = "", action: str = "", field_path: str = "") -> None:
@@ -157,5 +209,5 @@ class Batch:
         if self._names is not None and self._names.count != self._start:
             self.meta["eventseq"] = str(self._names.count)
         if self.writes or self.meta:
-            commit_batch(self.store, self.writes, self.meta, by="controller", durable=False)
-        self.writes, self.meta, self._names = [], {}, None
+            commit_batch(self.store, self.writes, self.meta, by=self.manager, durable=False)
+        self.writes, self.meta, self._names, self._at = [], {}, None, {}

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ..apiserver.errors import ApiError
-from ..apiserver.registry import Target, WriteOptions
+from ..apiserver.registry import SERVER_BOOKKEEPING, Target, WriteOptions
 from ..apiserver.resources import BY_KIND
 from ..apiserver.store import Change, Key, Write
 from ..model.cron import Schedule, ScheduleError, load_zone, parse
@@ -41,7 +41,7 @@ SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 CLOCK_OFFSET_ENV = "KNETSIM_TEST_CRONJOB_CLOCK_OFFSET"
 NEXT_SCHEDULE_DELTA = 0.1  # nextScheduleDelta: wake a little after the time, so it has passed
 RETRY_AFTER = 5.0  # a failed create is retried (upstream's rate-limited requeue starts at 5 ms; a user sees seconds)
-AS_CONTROLLER = WriteOptions(managed="controller")
+AS_CONTROLLER = WriteOptions(managed="controller", field_manager="kube-controller-manager")
 COMPONENT = "cronjob-controller"
 # The event correlator folds a repeat of the same event into its count within this window.
 AGGREGATE_WINDOW = timedelta(minutes=10)
@@ -239,7 +239,7 @@ class CronJobController(Controller):
         status = {k: v for k, v in cronjob["status"].items() if v not in (None, [])}
         if status != (body.get("status") or {}):
             self._written[key] = status
-            batch.put(key, {**body, "metadata": dict(body["metadata"]), "status": status})
+            batch.put_status(key, {**body, "status": status})
         batch.commit()
         if delay is not None:
             self.ctx.enqueue_after(self, key, max(0.0, delay))
@@ -408,7 +408,7 @@ class CronJobController(Controller):
 
 
 def _without_status(body: Mapping[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
     return {**{k: v for k, v in body.items() if k != "status"}, "metadata": meta}
 
 

@@ -77,7 +77,10 @@ class DeploymentController(Controller):
         for name in plan.deleted:
             batch.delete(("ReplicaSet", namespace, name))
         if plan.d != deployment:
-            batch.put(key, plan.d)
+            # The revision annotation rides with the status: upstream writes both with UpdateStatus
+            # (pkg/controller/deployment/sync.go, getNewReplicaSet and syncDeploymentStatus), and the Deployment's
+            # status strategy takes the annotations (not the labels) from it.
+            batch.put_status(key, plan.d)
         for type_, reason, message in plan.events:
             batch.event(plan.d, reason, message, self.name, type_=type_)
         batch.commit()

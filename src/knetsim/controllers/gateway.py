@@ -30,11 +30,12 @@ KEY: Key = ("GatewayAPI", "", "")
 WAKES = {*GATEWAY_API_KINDS, "Service", "Namespace", "ConfigMap"}
 CONTROL_PLANE = Selector.from_map({"control-plane": "envoy-gateway"})
 PROXIES = Selector.from_map({"app.kubernetes.io/managed-by": "envoy-gateway"})
-AS_ENVOY_GATEWAY = WriteOptions(managed="controller")
+AS_ENVOY_GATEWAY = WriteOptions(managed="controller", field_manager="envoy-gateway")
 
 
 class GatewayController(Controller):
     name = "envoy-gateway"
+    field_manager = "envoy-gateway"
 
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind in GATEWAY_API_KINDS:
@@ -87,7 +88,7 @@ class GatewayController(Controller):
                 status = status_of(state, obj, batch.now, translation=translation,
                                    previous=body.get("status") or {})
                 if status is not None and status != body.get("status"):
-                    batch.put(k, {**body, "metadata": dict(body["metadata"]), "status": status})
+                    batch.put_status(k, {**body, "status": status})
         batch.commit()
 
     def keep_infrastructure(self, desired: list[dict[str, Any]]) -> None:

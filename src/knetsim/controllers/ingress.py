@@ -17,6 +17,7 @@ from .informer import key_of
 
 class IngressStatus(Controller):
     name = "ingress-nginx-controller"
+    field_manager = "nginx-ingress-controller"  # its binary, whose name client-go's User-Agent carries
 
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind == "Ingress":
@@ -38,5 +39,5 @@ class IngressStatus(Controller):
         if status is None:
             return
         batch = self.batch()
-        batch.put(key, {**ingress, "metadata": dict(ingress.get("metadata") or {}), "status": status})
+        batch.put_status(key, {**ingress, "status": status})
         batch.commit()

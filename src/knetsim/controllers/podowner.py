@@ -159,5 +159,5 @@ class PodOwner(Controller):
 
     def write_status(self, key: Key, owner: dict[str, Any], status: dict[str, Any], batch: Batch) -> None:
         if status != owner.get("status"):
-            batch.put(key, {**owner, "metadata": dict(owner["metadata"]), "status": status})
+            batch.put_status(key, {**owner, "status": status})
 

@@ -28,6 +28,7 @@ def _unbound(body: Mapping[str, Any]) -> bool:
 
 class Scheduler(Controller):
     name = "default-scheduler"
+    field_manager = "kube-scheduler"
 
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind == "Pod" and change.type != "DELETED" and change.new is not None and _unbound(change.new):
@@ -57,14 +58,15 @@ class Scheduler(Controller):
             new = json_copy(pod)
             new["status"] = {"phase": "Pending", "conditions": [
                 {**condition, "lastProbeTime": None, "lastTransitionTime": batch.now}]}
-            batch.put(key, new)
+            batch.put_status(key, new)
             batch.event(new, "FailedScheduling", message, self.name, type_="Warning", host=CONTROL_PLANE_HOST,
                         action="Scheduling")
             batch.commit()
             return
         node = min(candidates, key=lambda n: (load[n.name], order[n.name]))
         new = {**pod, "metadata": dict(pod["metadata"]), "spec": {**spec, "nodeName": node.name}}
-        batch.put(key, new)
+        # pods/binding: the binding storage sets the node without a field manager (no managedFields entry).
+        batch.put(key, new, field_managed=False)
         batch.event(new, "Scheduled", f"Successfully assigned {key[1]}/{key[2]} to {node.name}", self.name,
                     host=CONTROL_PLANE_HOST, action="Binding")
         batch.commit()

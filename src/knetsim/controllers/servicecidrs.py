@@ -102,7 +102,9 @@ class ServiceCIDRController(Controller):
         if same and old is not None and old.get("lastTransitionTime"):
             condition["lastTransitionTime"] = old["lastTransitionTime"]
         new["status"] = {"conditions": [*(c for c in conditions if c.get("type") != "Ready"), condition]}
-        batch.put(key, new)
+        # Through /status, whose strategy takes the finalizers with the condition (a built-in kind's status
+        # strategy resets only the spec).
+        batch.put_status(key, new)
         batch.commit()
 
     def _ip_addresses(self, key: Key) -> None:

@@ -47,6 +47,7 @@ def _inputs(body: Mapping[str, Any] | None) -> Any:
 
 class PodStart(Controller):
     name = "kubelet"
+    field_manager = "kubelet"
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -86,7 +87,7 @@ class PodStart(Controller):
                 return
             stamp_conditions(status, pod.get("status") or {}, batch.now)
             if status != pod.get("status"):
-                batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})
+                batch.put_status(key, {**pod, "status": status})
         batch.commit()
 
     def start(self, key: Key, pod: dict[str, Any], batch: Batch) -> None:
@@ -116,7 +117,7 @@ class PodStart(Controller):
         complete(pod, status)
         stamp_conditions(status, {}, batch.now)
         started = {**pod, "metadata": dict(pod["metadata"]), "status": status}
-        batch.put(key, started)
+        batch.put_status(key, started)
         waiting = {cs.get("name") for cs in status.get("containerStatuses") or []
                    if "waiting" in (cs.get("state") or {})}
         spec = pod.get("spec") or {}
@@ -157,7 +158,7 @@ class PodStart(Controller):
         apply_phase(status, pod["spec"])
         stamp_conditions(status, old, batch.now)
         if status != old:
-            batch.put(key, {**pod, "metadata": dict(pod["metadata"]), "status": status})
+            batch.put_status(key, {**pod, "status": status})
 
     @staticmethod
     def _addresses(node: Node, ip: str, pod: Mapping[str, Any]) -> tuple[str, ...]:

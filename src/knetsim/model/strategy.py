@@ -44,17 +44,20 @@ class StatusPolicy(StrEnum):
 class SubresourceUpdate:
     """A subresource written by PUT or PATCH (``/status``, a Pod's ``/ephemeralcontainers``): the object
     to store is the old one with the part the subresource owns taken from the request, then checked
-    by the kind's rules and the subresource's own."""
+    by the kind's rules and the subresource's own. The object ``take`` returns may share parts with
+    both (the in-process status writers' path relies on it for speed): copy it before changing it."""
 
     take: Callable[[Mapping[str, Any], Mapping[str, Any]], Body]  # (request, old) → the new object
     validate: Callable[[Mapping[str, Any], Mapping[str, Any]], Errors] = lambda _new, _old: []
 
 
 def _take_status(new: Mapping[str, Any], old: Mapping[str, Any]) -> Body:
-    """The status strategy's PrepareForUpdate: everything from the old object but the new status."""
-    merged = json_copy(dict(old))
+    """The status strategy's PrepareForUpdate: everything from the old object but the new status (sharing
+    their parts; its metadata is its own)."""
+    merged = dict(old)
+    merged["metadata"] = dict(old.get("metadata") or {})
     if "status" in new:
-        merged["status"] = json_copy(new["status"])
+        merged["status"] = new["status"]
     else:
         merged.pop("status", None)
     return merged
@@ -99,7 +102,7 @@ def _status_with_metadata(kind: str) -> SubresourceUpdate:
             if name in kept:
                 continue
             if asked.get(name):
-                meta[name] = json_copy(asked[name])
+                meta[name] = asked[name]
             else:
                 meta.pop(name, None)
         return merged
@@ -417,11 +420,18 @@ def validation_errors(obj: Mapping[str, Any], strategy: Strategy, namespaced: bo
     ObjectMeta by the kind's name rule, then the kind's own rules, then what the write may change."""
     errors = validation.validate_object_meta(obj.get("metadata"), namespaced, strategy.name_rule)
     # An update's legacy addresses the stored object holds stand as they are (KEP-4008 ratcheting).
-    with validation.ratcheting(old if strategy.kind in validation.RATCHETED_KINDS else None):
+    ratchet = old if strategy.kind in validation.RATCHETED_KINDS else None
+    if subresource and old is not None:
+        # A subresource's ValidateUpdate checks the metadata and what the subresource writes, not again the rest
+        # it kept from the stored object (ValidatePodStatusUpdate validates no spec): the kind's rules run only
+        # on a part that changed. The controllers' and kubelet's many status writes need not pay for the spec.
+        if any(obj.get(k) != old.get(k) for k in obj.keys() | old.keys() if k not in ("metadata", "status")):
+            with validation.ratcheting(ratchet):
+                errors += strategy.validate(obj)
+        sub = strategy.subresource_update(subresource)
+        return errors + (sub.validate(obj, old) if sub is not None else [])
+    with validation.ratcheting(ratchet):
         errors += strategy.validate(obj)
     if old is None:
         return errors + strategy.validate_create(obj)
-    if subresource:
-        sub = strategy.subresource_update(subresource)
-        return errors + (sub.validate(obj, old) if sub is not None else [])
     return errors + strategy.validate_update(obj, old)
