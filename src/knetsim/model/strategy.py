@@ -346,7 +346,7 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
              validate_update=updates.validate_endpoint_slice_update, generation=True),
     Strategy("Ingress", validate=validation.validate_ingress, generation=True, status=StatusPolicy.SUBRESOURCE),
     Strategy("IngressClass", default=defaults.default_ingress_class, validate=validation.validate_ingress_class,
-             generation=True),
+             validate_update=updates.validate_ingress_class_update, generation=True),
     Strategy("NetworkPolicy", default=defaults.default_network_policy, validate=validation.validate_network_policy,
              generation=True),
     Strategy("ConfigMap", validate=validation.validate_config_map, validate_update=updates.validate_config_map_update),

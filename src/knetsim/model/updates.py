@@ -279,6 +279,14 @@ def validate_secret_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Er
     return errors + _immutable_data(new, old, ("data",))
 
 
+def validate_ingress_class_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
+    """ValidateIngressClassUpdate (pkg/apis/networking/validation): the controller is fixed at creation."""
+    controller = _spec(new).get("controller")
+    if controller != _spec(old).get("controller"):
+        return [Path("spec.controller").invalid(controller, IMMUTABLE)]
+    return []
+
+
 def validate_endpoint_slice_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Errors:
     if new.get("addressType") != old.get("addressType"):
         return [Path("addressType").invalid(new.get("addressType"), IMMUTABLE)]
