@@ -115,3 +115,43 @@ def test_ingressclass_api_should_support_creating_ingressclass_api_operations(k:
     finally:
         k.kubectl("delete", "ingressclasses", "-l", label, check=False)
     assert k.get_json("ingressclasses", "-l", label)["items"] == []
+
+
+def test_services_should_provide_secure_master_service(k: Cluster) -> None:
+    """Services should provide secure master service [Conformance]: the default namespace has the kubernetes
+    Service, port 443 named https."""
+    service = k.get_json("service", "kubernetes")
+    assert [(p["name"], p["port"], p["protocol"]) for p in service["spec"]["ports"]] == [("https", 443, "TCP")]
+
+
+def test_services_should_delete_a_collection_of_services(k: Cluster) -> None:
+    """Services should delete a collection of services [Conformance]: three labelled Services, one deletecollection
+    by the label, none left."""
+    for n in (1, 2, 3):
+        k.kubectl("create", "service", "clusterip", f"e2e-svc-{n}", "--tcp=8080:8080")
+        k.kubectl("label", "service", f"e2e-svc-{n}", "e2e-test-service=delete")
+    assert len(k.get_json("services", "-l", "e2e-test-service=delete")["items"]) == 3
+    k.kubectl("delete", "services", "-l", "e2e-test-service=delete")
+    assert k.get_json("services", "-l", "e2e-test-service=delete")["items"] == []
+
+
+def test_services_should_test_the_lifecycle_of_an_endpoint(k: Cluster) -> None:
+    """Services should test the lifecycle of an Endpoint [Conformance]: an Endpoints object made by hand is created,
+    listed by label in all namespaces, updated, patched, and deleted by a deletecollection."""
+    label = "test-endpoint-static=true"
+    k.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "testservice", "labels": {"test-endpoint-static": "true"}},
+        "subsets": [{"addresses": [{"ip": "10.0.0.24"}], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}]}))
+    assert [e["metadata"]["name"] for e in k.get_json("endpoints", "-A", "-l", label)["items"]] == ["testservice"]
+    body = k.get_json("endpoints", "testservice")
+    body["metadata"]["labels"]["test-service"] = "updated"
+    k.kubectl("replace", "-f", "-", input=json.dumps(body))
+    k.kubectl("patch", "endpoints", "testservice", "--type=merge", "-p", json.dumps(
+        {"subsets": [{"addresses": [{"ip": "10.0.0.25"}], "ports": [{"name": "http-test", "port": 8080}]}]}))
+    patched = k.get_json("endpoints", "testservice")
+    assert patched["metadata"]["labels"]["test-service"] == "updated"
+    assert patched["subsets"][0]["addresses"] == [{"ip": "10.0.0.25"}]
+    assert patched["subsets"][0]["ports"] == [{"name": "http-test", "port": 8080, "protocol": "TCP"}]
+    k.kubectl("delete", "endpoints", "-l", label)
+    assert k.get_json("endpoints", "-A", "-l", label)["items"] == []
