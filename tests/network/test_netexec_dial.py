@@ -133,26 +133,32 @@ def test_a_refused_port_is_an_error(cluster: Cluster) -> None:
 
 def test_nc_prints_what_the_udp_server_answers(cluster: Cluster) -> None:
     # The e2e jig's `echo hostName | nc -w 1 -u HOST PORT` reads the answering pod's name.
+    code, out = run_in(cluster, "nettest/test-container-pod", "echo hostName | nc -w 1 -u node-port-service 90")
+    assert code == 0
+    assert out in _netservers(cluster)
+
+
+def run_in(cluster: Cluster, pod_key: str, script: str) -> tuple[int, str]:
+    """(exit code, stdout and stderr together) of ``sh -c SCRIPT`` in the pod's first container, as an exec runs it."""
     import asyncio
 
     from knetsim.container import proc, shell
     from knetsim.container.podfs import PodFS
     from knetsim.kubelet.podconfig import pod_env, pod_files
 
-    state = cluster.state
-    pod = state.pods["nettest/test-container-pod"]
-    out: list[str] = []
+    state, out = cluster.state, []
+    pod = state.pods[pod_key]
+    container = pod.containers[0].name
 
     async def sink(text: str) -> None:
         out.append(text)
 
     async def go() -> int:
-        ctx = shell.Ctx(state, pod, "webserver", sink, sink, pod_env(state, pod, "webserver"),
+        ctx = shell.Ctx(state, pod, container, sink, sink, pod_env(state, pod, container),
                         fs=PodFS(lambda: pod_files(state, pod)))
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(
-            ["sh", "-c", "echo hostName | nc -w 1 -u node-port-service 90"]), 30)
-    assert asyncio.run(go()) == 0
-    assert "".join(out) in _netservers(cluster)
+        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
+    code = asyncio.run(go())
+    return code, "".join(out)
 
 
 # --- SCTP: netexec's --sctp-port, /dial?protocol=sctp and /agnhost connect --protocol=sctp ---------------------
@@ -197,23 +203,7 @@ spec:
 
 
 def _agnhost(cluster: Cluster, script: str) -> tuple[int, str]:
-    import asyncio
-
-    from knetsim.container import proc, shell
-    from knetsim.container.podfs import PodFS
-    from knetsim.kubelet.podconfig import pod_env, pod_files
-
-    state, err = cluster.state, []
-    pod = state.pods["nettest/test-container-pod"]
-
-    async def sink(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        ctx = shell.Ctx(state, pod, "c", sink, sink, pod_env(state, pod, "c"), fs=PodFS(lambda: pod_files(state, pod)))
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
-    code = asyncio.run(go())
-    return code, "".join(err)
+    return run_in(cluster, "nettest/test-container-pod", script)
 
 
 def test_sctp_dial_reaches_the_pod_and_the_service() -> None:
