@@ -444,3 +444,48 @@ def test_the_docs_liveness_example_restarts_after_ten_seconds(k: Cluster) -> Non
     assert wait_for(lambda: restarts() >= 1, timeout=30)
     events = k.kubectl("get", "events", "-n", ns, "-o", "json").stdout
     assert "Liveness probe failed: HTTP probe failed with statuscode: 500" in events
+
+
+def test_should_be_able_to_change_the_type_from_externalname_to_nodeport(k: Cluster) -> None:
+    """service.go "Services should be able to change the type from ExternalName to NodePort [Conformance]": the
+    Service gets a ClusterIP and a node port, and is reached through both and through a node's address."""
+    ns = k.namespace("services-extname-np")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "externalname-service", "namespace": ns},
+        "spec": {"type": "ExternalName", "externalName": "foo.example.com"}}))
+    k.kubectl("patch", "service", "externalname-service", "-n", ns, "--type=merge", "-p", json.dumps({
+        "spec": {"type": "NodePort", "externalName": None, "selector": {"name": "externalname-service"},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
+    spec = k.get_json("service", "externalname-service", "-n", ns)["spec"]
+    node_port = spec["ports"][0]["nodePort"]
+    assert spec["type"] == "NodePort" and spec["clusterIP"] not in ("", "None") and 30000 <= node_port <= 32767
+    k.kubectl("apply", "-f", "-", input=rc("externalname-service", ns, 2, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, "externalname-service")) == 2, timeout=20)
+    assert reachable(k, ns, "externalname-service", 80)
+    node_ip = k.kubectl("get", "nodes", "-o", "jsonpath={.items[1].status.addresses[0].address}").stdout
+    assert reachable(k, ns, node_ip, node_port)
+
+
+def test_should_be_able_to_change_the_type_from_nodeport_to_externalname(k: Cluster) -> None:
+    """service.go "Services should be able to change the type from NodePort to ExternalName [Conformance]": the
+    node port is released and the name becomes a CNAME to another Service, reached through it."""
+    ns = k.namespace("services-np-extname")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "externalsvc", "namespace": ns},
+        "spec": {"selector": {"name": "externalsvc"}, "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc("externalsvc", ns, 2, ["serve-hostname"]))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "nodeport-service", "namespace": ns},
+        "spec": {"type": "NodePort", "ports": [{"port": 80}]}}))
+    exec_pod(k, ns)
+    target = f"externalsvc.{ns}.svc.cluster.local"
+    k.kubectl("patch", "service", "nodeport-service", "-n", ns, "--type=merge", "-p", json.dumps({
+        "spec": {"type": "ExternalName", "externalName": target, "clusterIP": "", "clusterIPs": None,
+                 "ports": None}}))
+    spec = k.get_json("service", "nodeport-service", "-n", ns)["spec"]
+    assert spec["type"] == "ExternalName" and not spec.get("clusterIP") and not spec.get("ports")
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "nslookup", f"nodeport-service.{ns}.svc.cluster.local").stdout
+    assert f"canonical name = {target}" in out
+    assert wait_for(lambda: len(endpoints(k, ns, "externalsvc")) == 2, timeout=20)
+    assert reachable(k, ns, "nodeport-service", 80)
