@@ -155,3 +155,33 @@ def test_services_should_test_the_lifecycle_of_an_endpoint(k: Cluster) -> None:
     assert patched["subsets"][0]["ports"] == [{"name": "http-test", "port": 8080, "protocol": "TCP"}]
     k.kubectl("delete", "endpoints", "-l", label)
     assert k.get_json("endpoints", "-A", "-l", label)["items"] == []
+
+
+def test_endpointslice_should_support_creating_endpointslice_api_operations(k: Cluster) -> None:
+    """EndpointSlice should support creating EndpointSlice API operations [Conformance]: three hand-made slices
+    (managed by no controller) are created, got, listed by label here and in all namespaces, patched, replaced,
+    deleted one by one and by a deletecollection."""
+    label = "special-label=e2e-endpointslice-api"
+    for n in (1, 2, 3):
+        k.kubectl("create", "-f", "-", input=json.dumps({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": f"e2e-example-ing-{n}", "labels": {"special-label": "e2e-endpointslice-api"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["1.2.3.4", "5.6.7.8"]}],
+            "ports": [{"name": "example", "port": 9090, "protocol": "TCP"}]}))
+    assert k.get_json("endpointslice", "e2e-example-ing-1")["endpoints"][0]["addresses"] == ["1.2.3.4", "5.6.7.8"]
+    assert len(k.get_json("endpointslices", "-l", label)["items"]) == 3
+    assert len(k.get_json("endpointslices", "-A", "-l", label)["items"]) == 3
+    k.kubectl("patch", "endpointslice", "e2e-example-ing-1", "--type=merge", "-p",
+              '{"metadata": {"annotations": {"patched": "true"}}}')
+    body = k.get_json("endpointslice", "e2e-example-ing-1")
+    assert body["metadata"]["annotations"]["patched"] == "true"
+    body["metadata"]["annotations"]["updated"] = "true"
+    k.kubectl("replace", "-f", "-", input=json.dumps(body))
+    assert k.get_json("endpointslice", "e2e-example-ing-1")["metadata"]["annotations"]["updated"] == "true"
+    # No controller owns them: nothing rewrites or removes them behind the test's back.
+    assert k.get_json("endpointslice", "e2e-example-ing-2")["endpoints"][0]["addresses"] == ["1.2.3.4", "5.6.7.8"]
+    k.kubectl("delete", "endpointslice", "e2e-example-ing-1")
+    assert len(k.get_json("endpointslices", "-l", label)["items"]) == 2
+    k.kubectl("delete", "endpointslices", "-l", label)
+    assert k.get_json("endpointslices", "-l", label)["items"] == []
