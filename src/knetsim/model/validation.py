@@ -9,6 +9,7 @@ default IngressClasses) live in the allocators of ``cluster/``, like upstream's 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -888,8 +889,13 @@ IPAddr = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 _INVALID_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 _INVALID_CIDR = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+# The parsers below are pure functions of the text and return immutable addresses: a 10,000-policy input
+# repeats a handful of CIDRs tens of thousands of times (validation, warnings, the read-back), and parsing
+# each again was a tenth of admitting it. Bounded, so a hostile input's distinct values cannot grow the cache.
+_PARSED_CACHE = 8192
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def parse_ip_sloppy(value: str) -> IPAddr | None:
     """The address ParseIPSloppy reads: an IPv4 octet's leading 0s are decimal (``010`` is 10)."""
     if "%" in value:  # a zone: Go's parsers refuse it
@@ -904,6 +910,7 @@ def parse_ip_sloppy(value: str) -> IPAddr | None:
     return None
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def parse_cidr_sloppy(value: str) -> tuple[IPAddr, IPNet] | None:
     """(the address as written, its network) as ParseCIDRSloppy reads them; leading 0s in the prefix are decimal."""
     address, slash, length = value.partition("/")
@@ -913,6 +920,7 @@ def parse_cidr_sloppy(value: str) -> tuple[IPAddr, IPNet] | None:
     return ip, ipaddress.ip_network(f"{ip}/{int(length)}", strict=False)
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def _strict_ip(value: str) -> IPAddr | None:
     try:
         return ipaddress.ip_address(value) if "%" not in value else None
