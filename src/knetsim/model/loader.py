@@ -84,6 +84,11 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         from the events, only the objects themselves are held. Streams this builder does not handle
         (merge keys ``<<``, explicitly tagged collections) go through ``construct_document``."""
         self._plain_tags: dict[str, str] = {}
+        # One string object per distinct text (a plain scalar that reads as a string; a quoted one): 10,000
+        # pods' manifests hold 870,000 strings of 3,000 texts, 46 MB as separate objects. Admission and the
+        # cluster build keep the same objects, so the saving carries through the run.
+        self._plain_strings: dict[str, str] = {}
+        self._quoted_strings: dict[str, str] = {}
         # Per document, in order: whether ``check_aliases`` has to walk it (see ``_alias_target``).
         self.alias_walks: list[bool] = []
         self.get_event()  # StreamStart
@@ -107,16 +112,15 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         get_event, scalar = self.get_event, self._scalar
         scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
         mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
-        plain_strings = self._plain_tags  # a plain scalar's text -> its tag, resolved once
+        plain_strings = self._plain_strings  # a plain scalar's text that reads as a string -> its one object
         while True:
             event = get_event()
             kind = type(event)
             opens = False
             if kind is scalar_event:
                 # Most scalars are plain strings whose text was seen before: no call for those.
-                if event.tag is None and event.implicit[0] and plain_strings.get(event.value) == _STR:
-                    value = event.value
-                else:
+                value = plain_strings.get(event.value) if event.tag is None and event.implicit[0] else None
+                if value is None:
                     value = scalar(event)
             elif kind is alias_event:
                 if event.anchor not in anchors:
@@ -187,12 +191,19 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 tag = self._plain_tags.get(event.value)
                 if tag is None:
                     tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
-                    if len(self._plain_tags) < 65536:
+                    if len(self._plain_tags) < _DISTINCT_STRINGS:
                         self._plain_tags[event.value] = tag
             else:
                 tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag == _STR:
-            return event.value
+            text = event.value
+            strings = self._plain_strings if event.implicit[0] and event.tag is None else self._quoted_strings
+            known = strings.get(text)
+            if known is not None:
+                return known
+            if len(strings) < _DISTINCT_STRINGS:
+                strings[text] = text
+            return text
         if tag == "tag:yaml.org,2002:merge":
             raise _NotPlain()
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
@@ -200,6 +211,11 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         if constructor is None:
             return self.construct_object(node, deep=True)  # PyYAML's words for a tag it does not know
         return constructor(self, node)
+
+
+# How many distinct texts a stream's tables remember (plain scalars' tags, shared strings): bounded, so that a
+# stream of distinct values does not also fill the tables.
+_DISTINCT_STRINGS = 65536
 
 
 class _NotPlain(Exception):
