@@ -833,6 +833,30 @@ def _np_ports(ports: Any, path: Path) -> Errors:
     return errs
 
 
+# The label-only selectors (matchLabels and nothing else) found valid: 10,000 policies repeat a few of them tens
+# of thousands of times, and whether one is valid depends on its labels alone. Only valid ones are kept (an
+# invalid one is checked again, for its errors at its own path); bounded.
+_VALID_LABEL_SELECTORS: set[tuple[tuple[Any, Any], ...]] = set()
+_VALID_LABEL_SELECTORS_MAX = 4096
+
+
+def _policy_selector_errors(selector: Any, parent: Path, field_name: str) -> Errors:
+    """``validate_label_selector`` of a policy's selector at ``parent.field_name``, once per valid label set."""
+    labels = selector.get("matchLabels") if type(selector) is dict and len(selector) == 1 else None
+    if selector == {} or type(labels) is dict:
+        try:
+            key = tuple(labels.items()) if labels else ()
+            if key in _VALID_LABEL_SELECTORS:
+                return []
+        except TypeError:  # an unhashable value: never valid, checked below
+            key = None
+        errs = validate_label_selector(selector, parent.child(field_name))
+        if not errs and key is not None and len(_VALID_LABEL_SELECTORS) < _VALID_LABEL_SELECTORS_MAX:
+            _VALID_LABEL_SELECTORS.add(key)
+        return errs
+    return validate_label_selector(selector, parent.child(field_name))
+
+
 def _np_peers(peers: Any, path: Path) -> Errors:
     errs: Errors = []
     for i, peer in enumerate(peers or []):
@@ -844,7 +868,7 @@ def _np_peers(peers: Any, path: Path) -> Errors:
             errs.append(p.forbidden("may not specify both ipBlock and another peer"))
         for key in ("podSelector", "namespaceSelector"):
             if peer.get(key) is not None:
-                errs.extend(validate_label_selector(peer[key], p.child(key)))
+                errs.extend(_policy_selector_errors(peer[key], p, key))
         block = peer.get("ipBlock")
         if block is not None:
             errs.extend(_ip_block(block, p.child("ipBlock")))
@@ -1141,7 +1165,7 @@ def _warning_text(name: str) -> str:
 def validate_network_policy(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec") or {}
     path = Path("spec")
-    errs = validate_label_selector(spec.get("podSelector") or {}, path.child("podSelector"))
+    errs = _policy_selector_errors(spec.get("podSelector") or {}, path, "podSelector")
     for direction, peers_key in (("ingress", "from"), ("egress", "to")):
         for i, rule in enumerate(spec.get(direction) or []):
             p = path.child(direction).index(i)
