@@ -69,3 +69,40 @@ def test_list_items_need_a_kind() -> None:
     result = load_text("apiVersion: v1\nkind: List\nitems:\n- metadata: {name: x}\n", "l.yaml")
     assert [str(e) for e in result.errors] == [
         "l.yaml, document 1, items[0]: Object 'Kind' is missing in '{\"metadata\":{\"name\":\"x\"}}'"]
+
+
+def _laughs_after_a_small_document(levels: int) -> str:
+    """A harmless first document with a few aliases, then a document whose aliases nest ``levels`` deep."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\nsel: &s {team: a}\ncopies: [*s, *s]\n---\n"
+    text += "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: &a [lol, lol, lol, lol, lol]\n"
+    prev = "a"
+    for name in "bcdefghij"[:levels]:
+        text += f"  {name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]\n"
+        prev = name
+    return text
+
+
+def test_aliases_the_loader_clears_are_not_walked_and_the_others_still_are() -> None:
+    # The loader counts what each alias brings back; a document it clears is not walked again, so the
+    # refusal must still come for the nested aliases, and for an anchor that contains itself.
+    refused = load_text(_laughs_after_a_small_document(9), "laughs.yaml")
+    assert [str(e) for e in refused.errors] == [
+        "laughs.yaml, document 1: error converting YAML to JSON: yaml: document contains excessive aliasing"]
+    small = load_text(_laughs_after_a_small_document(2), "small.yaml")
+    assert small.errors == []
+    assert small.documents[0].body["copies"] == [{"team": "a"}, {"team": "a"}]
+    cycle = load_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: &d\n  self: *d\n", "c.yaml")
+    assert [str(e) for e in cycle.errors] == [
+        "c.yaml, document 1: error converting YAML to JSON: yaml: anchor contains itself"]
+
+
+def test_a_text_repeated_across_documents_is_held_once_and_still_typed_as_written() -> None:
+    # 10,000 pods' manifests repeat a few thousand texts 870,000 times: one object each keeps them small.
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {plain: shared, quoted: 'shared', n: '1'}\n"
+    result = load_text(doc % "a" + "---\n" + doc % "b" + "---\nkind: X\napiVersion: v1\nn: 1\nflag: yes\n", "f.yaml")
+    first, second, other = (d.body for d in result.documents)
+    assert first["data"] == second["data"] == {"plain": "shared", "quoted": "shared", "n": "1"}
+    assert first["data"]["plain"] is second["data"]["plain"]
+    assert first["data"]["quoted"] is second["data"]["quoted"]
+    assert first["kind"] is second["kind"]
+    assert other["n"] == 1 and other["flag"] is True  # a plain 1 is a number, yes a bool, as before

@@ -530,3 +530,25 @@ spec:
       paths:
       - {path: /, pathType: Prefix, backend: null}
 """)
+
+
+def test_a_repeated_policy_selector_is_judged_each_time_it_is_written() -> None:
+    # Valid label-only selectors are remembered once seen (thousands of policies repeat them); an invalid one
+    # must still be reported in every policy, at its own path, and a valid one never hides an invalid one.
+    policy = """
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: {name}}}
+spec:
+  podSelector: {{matchLabels: {{app: web}}}}
+  ingress:
+  - from:
+    - namespaceSelector: {{matchLabels: {{team: a}}}}
+    - podSelector: {{matchLabels: {{app: {app}}}}}
+"""
+    text = "---".join(policy.format(name=n, app=a) for n, a in (("one", "web"), ("two", "'-bad'"), ("three", "'-bad'")))
+    assert errors_of(text) == [
+        'spec.ingress[0].from[1].podSelector.matchLabels[app]: Invalid value: "-bad": a valid label must be an '
+        "empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"] * 2

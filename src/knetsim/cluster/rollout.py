@@ -132,8 +132,19 @@ def without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
     return out  # type: ignore[no-any-return]
 
 
+def _shallow_without_hash(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The template without its hash label, copying only the two dicts on the way to it."""
+    meta = template.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    if not isinstance(labels, dict) or HASH_LABEL not in labels:
+        return template
+    return {**template, "metadata": {**meta, "labels": {k: v for k, v in labels.items() if k != HASH_LABEL}}}
+
+
 def equal_ignore_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return without_hash(a) == without_hash(b)
+    # Equal without copying is equal once copied too; the deep copies decide the rest (a tuple in one is a
+    # list in the other once copied). Two deep copies per ReplicaSet were a tenth of building 10,000 pods.
+    return _shallow_without_hash(a) == _shallow_without_hash(b) or without_hash(a) == without_hash(b)
 
 
 def find_new_replica_set(d: Mapping[str, Any], rss: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.listeners import pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
@@ -144,6 +143,17 @@ def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str, o
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(template.get("spec") or {})}
 
 
+def _with_label(obj: Mapping[str, Any], outer: str, inner: str | None, hash_: str) -> dict[str, Any]:
+    """``obj`` with ``pod-template-hash: hash_`` in its ``outer[.inner]`` map (made when missing), copying only the
+    maps on the way to it."""
+    holder = dict(obj.get(outer) or {})
+    if inner is None:
+        holder["pod-template-hash"] = hash_
+    else:
+        holder[inner] = {**(holder.get(inner) or {}), "pod-template-hash": hash_}
+    return {**obj, outer: holder}
+
+
 def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str, Any], Source]],
                      nodes: list[Node]) -> WorkloadResult:
     """Create the ReplicaSets and Pods the controllers would; existing owned Pods count toward replicas."""
@@ -163,14 +173,14 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         spec = w.body["spec"]
         if (w.namespace, w.name) in deployments_with_rs:
             continue  # a snapshot: the Deployment's ReplicaSet is in the input already
-        template = json_copy(spec["template"])
-        hash_ = pod_template_hash(template)
+        hash_ = pod_template_hash(spec["template"])
         rs_name = f"{w.name}-{hash_}"
         if (w.namespace, rs_name) in existing_rs:
             continue
-        template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = hash_
-        selector = json_copy(spec["selector"])
-        selector.setdefault("matchLabels", {})["pod-template-hash"] = hash_
+        # The ReplicaSet's template is the Deployment's with the hash label: new dicts on the way to the label,
+        # the rest (the pod spec) shared, as the pods share it after (stored objects are never edited in place).
+        template = _with_label(spec["template"], "metadata", "labels", hash_)
+        selector = _with_label(spec["selector"], "matchLabels", None, hash_)
         labels = dict(template["metadata"]["labels"])
         rs_body = {
             "apiVersion": "apps/v1",

@@ -84,6 +84,13 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         from the events, only the objects themselves are held. Streams this builder does not handle
         (merge keys ``<<``, explicitly tagged collections) go through ``construct_document``."""
         self._plain_tags: dict[str, str] = {}
+        # One string object per distinct text (a plain scalar that reads as a string; a quoted one): 10,000
+        # pods' manifests hold 870,000 strings of 3,000 texts, 46 MB as separate objects. Admission and the
+        # cluster build keep the same objects, so the saving carries through the run.
+        self._plain_strings: dict[str, str] = {}
+        self._quoted_strings: dict[str, str] = {}
+        # Per document, in order: whether ``check_aliases`` has to walk it (see ``_alias_target``).
+        self.alias_walks: list[bool] = []
         self.get_event()  # StreamStart
         while not self.check_event(yaml.StreamEndEvent):
             self.get_event()  # DocumentStart
@@ -92,6 +99,10 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
 
     def _from_events(self) -> Any:
         anchors: dict[str, Any] = {}
+        # What the aliases of this document add once expanded (``_alias_target``); None: walk it whole.
+        self._aliased: int | None = 0
+        self._alias_sizes: dict[int, int] = {}
+        self.alias_walks.append(False)
         # The open collection (None: none yet), whether it is a list, and the key waiting for its value;
         # the collections it is inside are on the stack, each with its own.
         container: Any = None
@@ -101,22 +112,23 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         get_event, scalar = self.get_event, self._scalar
         scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
         mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
-        plain_strings = self._plain_tags  # a plain scalar's text -> its tag, resolved once
+        plain_strings = self._plain_strings  # a plain scalar's text that reads as a string -> its one object
         while True:
             event = get_event()
             kind = type(event)
             opens = False
             if kind is scalar_event:
                 # Most scalars are plain strings whose text was seen before: no call for those.
-                if event.tag is None and event.implicit[0] and plain_strings.get(event.value) == _STR:
-                    value = event.value
-                else:
+                value = plain_strings.get(event.value) if event.tag is None and event.implicit[0] else None
+                if value is None:
                     value = scalar(event)
             elif kind is alias_event:
                 if event.anchor not in anchors:
                     raise yaml.composer.ComposerError(None, None, f"found undefined alias {event.anchor!r}",
                                                       event.start_mark)
                 value = anchors[event.anchor]
+                if type(value) is dict or type(value) is list:
+                    self._alias_target(value, container, stack)
             elif kind is mapping_start or kind is sequence_start:
                 if event.tag not in (None, "!", _MAP, _SEQ):
                     raise _NotPlain()
@@ -149,6 +161,28 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                     stack.append((container, in_list, key))
                 container, in_list, key = value, kind is sequence_start, _NO_KEY
 
+    def _alias_target(self, target: Any, container: Any, stack: list[tuple[Any, bool, Any]]) -> None:
+        """Account for an alias to a collection, so that ``check_aliases`` walks only documents that may fail.
+
+        Once expanded, a document holds its written nodes plus, for each alias to a collection, a whole copy
+        of the collection with its own aliases expanded: the "aliased" count ``check_aliases`` weighs is at
+        most the sum of those copies' sizes (less when a repeated key dropped the alias). While that sum is
+        at most the 100 below which go-yaml never refuses, the document needs no walk. An alias to a
+        collection still open (one that contains itself) or a larger sum leaves the walk to decide."""
+        if self._aliased is None:
+            return
+        if target is container or any(target is outer for outer, _, _ in stack):
+            self._aliased = None
+        else:
+            try:
+                self._aliased += _expanded_size(target, self._alias_sizes)
+            except RecursionError:  # the walk refuses it in its own words
+                self._aliased = _ALIASED_FREE + 1
+            if self._aliased > _ALIASED_FREE:
+                self._aliased = None
+        if self._aliased is None:
+            self.alias_walks[-1] = True
+
     def _scalar(self, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
@@ -157,12 +191,19 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 tag = self._plain_tags.get(event.value)
                 if tag is None:
                     tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
-                    if len(self._plain_tags) < 65536:
+                    if len(self._plain_tags) < _DISTINCT_STRINGS:
                         self._plain_tags[event.value] = tag
             else:
                 tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag == _STR:
-            return event.value
+            text = event.value
+            strings = self._plain_strings if event.implicit[0] and event.tag is None else self._quoted_strings
+            known = strings.get(text)
+            if known is not None:
+                return known
+            if len(strings) < _DISTINCT_STRINGS:
+                strings[text] = text
+            return text
         if tag == "tag:yaml.org,2002:merge":
             raise _NotPlain()
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
@@ -170,6 +211,11 @@ class _YamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         if constructor is None:
             return self.construct_object(node, deep=True)  # PyYAML's words for a tag it does not know
         return constructor(self, node)
+
+
+# How many distinct texts a stream's tables remember (plain scalars' tags, shared strings): bounded, so that a
+# stream of distinct values does not also fill the tables.
+_DISTINCT_STRINGS = 65536
 
 
 class _NotPlain(Exception):
@@ -193,13 +239,17 @@ def many_objects() -> Iterator[None]:
             gc.enable()
 
 
-def yaml_documents(text: str) -> Iterator[Any]:
-    """The documents of a YAML stream as sigs.k8s.io/yaml reads them (see ``_YamlLoader``)."""
+def yaml_documents(text: str, alias_walks: list[bool] | None = None) -> Iterator[Any]:
+    """The documents of a YAML stream as sigs.k8s.io/yaml reads them (see ``_YamlLoader``).
+
+    ``alias_walks``, when given, gets for each document yielded whether ``check_aliases`` must walk it."""
     done = 0
     if "<<" not in text:
         loader = _YamlLoader(text)
         try:
             for document in loader.stream():
+                if alias_walks is not None:
+                    alias_walks.append(loader.alias_walks[-1])
                 yield document
                 done += 1
             return
@@ -209,6 +259,8 @@ def yaml_documents(text: str) -> Iterator[Any]:
             loader.dispose()
     for i, document in enumerate(yaml.load_all(text, Loader=_YamlLoader)):
         if i >= done:
+            if alias_walks is not None:
+                alias_walks.append(True)  # built by PyYAML (merge keys): nothing was counted
             yield document
 
 
@@ -237,23 +289,45 @@ def _alias_ratio_allowed(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - low) / (high - low)
 
 
-def check_aliases(text: str, documents: list[Any] | None = None) -> None:
+def check_aliases(text: str, documents: list[Any] | None = None, alias_walks: list[bool] | None = None) -> None:
     """Refuse a YAML stream whose aliases expand it beyond what go-yaml allows (the "billion laughs").
 
     PyYAML shares aliased nodes, so the load itself is cheap; the expansion happens later (every
     copy, every JSON encoding). go-yaml counts each node as often as an alias brings it back and
     stops with "document contains excessive aliasing"; this counts the same way over the loaded
     documents (each shared node visited once), and refuses a node that contains itself.
+    ``alias_walks`` (from ``yaml_documents``, one per document): the documents the loader could not
+    clear by itself; the others are not walked.
     """
     if "*" not in text:
         return  # no alias: the common case costs one scan
     if documents is None:
-        documents = list(yaml_documents(text))
-    for doc in documents:
+        alias_walks = []
+        documents = list(yaml_documents(text, alias_walks))
+    for i, doc in enumerate(documents):
+        if alias_walks is not None and i < len(alias_walks) and not alias_walks[i]:
+            continue
         expanded, distinct = _expansion(doc)
         aliased = expanded - distinct
         if aliased > 100 and expanded > 1000 and aliased / expanded > _alias_ratio_allowed(expanded):
             raise InputTooHostile("yaml: document contains excessive aliasing")
+
+
+# At most this many nodes brought back by aliases, a document is never refused (``check_aliases``).
+_ALIASED_FREE = 100
+
+
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """The nodes of a finished collection once its aliases are expanded, as ``_expansion`` counts them; ``sizes``
+    remembers the collections already sized (an alias brings back the same object)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    total = 1 + (len(node) if type(node) is dict else 0)
+    for child in (node.values() if type(node) is dict else node):
+        total += _expanded_size(child, sizes) if type(child) is dict or type(child) is list else 1
+    sizes[id(node)] = total
+    return total
 
 
 def _expansion(root: Any) -> tuple[int, int]:
@@ -294,8 +368,9 @@ def _expansion(root: Any) -> tuple[int, int]:
 def load_yaml_documents(text: str) -> list[Any]:
     """Every document of a YAML stream, bounded: aliases by check_aliases, nesting by libyaml (1000 levels)."""
     with many_objects():
-        documents = list(yaml_documents(text))
-    check_aliases(text, documents)
+        alias_walks: list[bool] = []
+        documents = list(yaml_documents(text, alias_walks))
+    check_aliases(text, documents, alias_walks)
     return documents
 
 
@@ -503,9 +578,10 @@ def load_text(text: str, filename: str, result: LoadResult | None = None) -> Loa
         return result
     document = 1
     bodies: list[Any] = []
+    alias_walks: list[bool] = []
     try:
         with many_objects():
-            for body in yaml_documents(text):
+            for body in yaml_documents(text, alias_walks):
                 bodies.append(body)
                 document += 1
     except yaml.YAMLError as exc:
@@ -514,7 +590,7 @@ def load_text(text: str, filename: str, result: LoadResult | None = None) -> Loa
         problem = getattr(exc, "problem", None) or str(exc)
         result.errors.append(LoadError(Source(filename, document), f"error parsing YAML{where}: {problem}"))
     try:
-        check_aliases(text, bodies)
+        check_aliases(text, bodies, alias_walks)
     except InputTooHostile as exc:
         result.errors.append(LoadError(Source(filename, 1), f"error converting YAML to JSON: {exc}"))
         return result

@@ -660,11 +660,33 @@ class NetworkPolicy(Object):
             _meta("NetworkPolicy", raw),
             raw,
             source,
-            pod_selector=Selector.from_label_selector(spec.get("podSelector") or {}),
+            pod_selector=_policy_selector(spec.get("podSelector") or {}),
             policy_types=tuple(spec.get("policyTypes") or ("Ingress",)),
             ingress=tuple(_rule(r, "from") for r in spec.get("ingress") or []),
             egress=tuple(_rule(r, "to") for r in spec.get("egress") or []),
         )
+
+
+# Policies repeat a few selectors (a namespace's team, an app's label) thousands of times; a Selector is frozen,
+# so the policies that write the same labels share one. Bounded: distinct selectors beyond it are made anew.
+_SHARED_SELECTORS: dict[tuple[tuple[str, str], ...], Selector] = {}
+_SHARED_SELECTORS_MAX = 4096
+
+
+def _policy_selector(raw: Mapping[str, Any]) -> Selector:
+    """``Selector.from_label_selector`` of a policy's selector, shared when it is labels only (strings, as admitted)."""
+    if type(raw) is not dict or (raw and (len(raw) != 1 or type(raw.get("matchLabels")) is not dict)):
+        return Selector.from_label_selector(raw)
+    labels = raw.get("matchLabels") or {}
+    if not all(type(k) is str and type(v) is str for k, v in labels.items()):
+        return Selector.from_label_selector(raw)
+    key = tuple(labels.items())
+    known = _SHARED_SELECTORS.get(key)
+    if known is None:
+        known = Selector.from_label_selector(raw)
+        if len(_SHARED_SELECTORS) < _SHARED_SELECTORS_MAX:
+            _SHARED_SELECTORS[key] = known
+    return known
 
 
 def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
@@ -675,10 +697,10 @@ def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
     if peers_raw:
         peers = tuple(
             PolicyPeer(
-                pod_selector=Selector.from_label_selector(p["podSelector"])
+                pod_selector=_policy_selector(p["podSelector"])
                 if p.get("podSelector") is not None
                 else None,
-                namespace_selector=Selector.from_label_selector(p["namespaceSelector"])
+                namespace_selector=_policy_selector(p["namespaceSelector"])
                 if p.get("namespaceSelector") is not None
                 else None,
                 ip_block=IPBlock(str(p["ipBlock"]["cidr"]), tuple(str(e) for e in p["ipBlock"].get("except") or ()))

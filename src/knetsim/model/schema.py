@@ -416,6 +416,8 @@ class _Decoder:
         raise self.fail(value, node, path, struct)
 
     def duplicates(self, value: dict[str, Any], path: tuple[Any, ...]) -> None:
+        if type(value) is dict:
+            return  # only DuplicateKeys (JSON that named a key twice) has any
         dups = getattr(value, "duplicates", None)
         if dups:
             self.strict.extend(f'duplicate field "{_display(path, key)}"' for key in dups)
@@ -432,11 +434,31 @@ class _Decoder:
                 continue
             if v is None:
                 continue
+            # The common fits decoded here; anything else (and every misfit, for its error) by ``value``.
             kind = field.kind
-            if kind == STRING and type(v) is str:
+            value_type = type(v)
+            if kind == STRING and value_type is str:
                 out[key] = v
+            elif kind == STRUCT and value_type is dict:
+                out[key] = self.struct(v, field, (*path, key))
+            elif kind == BOOL and value_type is bool:
+                out[key] = v
+            elif kind == LIST and value_type is list and field.item is not None and field.item.kind == STRUCT:
+                out[key] = self.struct_list(v, field.item, (*path, key), struct)
             else:
                 out[key] = self.value(v, field, (*path, key), struct)
+        return out
+
+    def struct_list(self, value: list[Any], item: TypeNode, path: tuple[Any, ...], struct: str) -> list[Any]:
+        """A list of structs (containers, ports, rules, peers), as ``value`` decodes it."""
+        out: list[Any] = []
+        for i, element in enumerate(value):
+            if element is None:
+                out.append(_zero(item))
+            elif type(element) is dict:
+                out.append(self.struct(element, item, (*path, f"[{i}]")))
+            else:
+                out.append(self.value(element, item, (*path, f"[{i}]"), struct))
         return out
 
 

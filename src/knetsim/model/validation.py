@@ -9,6 +9,7 @@ default IngressClasses) live in the allocators of ``cluster/``, like upstream's 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -832,6 +833,30 @@ def _np_ports(ports: Any, path: Path) -> Errors:
     return errs
 
 
+# The label-only selectors (matchLabels and nothing else) found valid: 10,000 policies repeat a few of them tens
+# of thousands of times, and whether one is valid depends on its labels alone. Only valid ones are kept (an
+# invalid one is checked again, for its errors at its own path); bounded.
+_VALID_LABEL_SELECTORS: set[tuple[tuple[Any, Any], ...]] = set()
+_VALID_LABEL_SELECTORS_MAX = 4096
+
+
+def _policy_selector_errors(selector: Any, parent: Path, field_name: str) -> Errors:
+    """``validate_label_selector`` of a policy's selector at ``parent.field_name``, once per valid label set."""
+    labels = selector.get("matchLabels") if type(selector) is dict and len(selector) == 1 else None
+    if selector == {} or type(labels) is dict:
+        try:
+            key = tuple(labels.items()) if labels else ()
+            if key in _VALID_LABEL_SELECTORS:
+                return []
+        except TypeError:  # an unhashable value: never valid, checked below
+            key = None
+        errs = validate_label_selector(selector, parent.child(field_name))
+        if not errs and key is not None and len(_VALID_LABEL_SELECTORS) < _VALID_LABEL_SELECTORS_MAX:
+            _VALID_LABEL_SELECTORS.add(key)
+        return errs
+    return validate_label_selector(selector, parent.child(field_name))
+
+
 def _np_peers(peers: Any, path: Path) -> Errors:
     errs: Errors = []
     for i, peer in enumerate(peers or []):
@@ -843,7 +868,7 @@ def _np_peers(peers: Any, path: Path) -> Errors:
             errs.append(p.forbidden("may not specify both ipBlock and another peer"))
         for key in ("podSelector", "namespaceSelector"):
             if peer.get(key) is not None:
-                errs.extend(validate_label_selector(peer[key], p.child(key)))
+                errs.extend(_policy_selector_errors(peer[key], p, key))
         block = peer.get("ipBlock")
         if block is not None:
             errs.extend(_ip_block(block, p.child("ipBlock")))
@@ -888,8 +913,13 @@ IPAddr = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 _INVALID_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 _INVALID_CIDR = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+# The parsers below are pure functions of the text and return immutable addresses: a 10,000-policy input
+# repeats a handful of CIDRs tens of thousands of times (validation, warnings, the read-back), and parsing
+# each again was a tenth of admitting it. Bounded, so a hostile input's distinct values cannot grow the cache.
+_PARSED_CACHE = 8192
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def parse_ip_sloppy(value: str) -> IPAddr | None:
     """The address ParseIPSloppy reads: an IPv4 octet's leading 0s are decimal (``010`` is 10)."""
     if "%" in value:  # a zone: Go's parsers refuse it
@@ -904,6 +934,7 @@ def parse_ip_sloppy(value: str) -> IPAddr | None:
     return None
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def parse_cidr_sloppy(value: str) -> tuple[IPAddr, IPNet] | None:
     """(the address as written, its network) as ParseCIDRSloppy reads them; leading 0s in the prefix are decimal."""
     address, slash, length = value.partition("/")
@@ -913,6 +944,7 @@ def parse_cidr_sloppy(value: str) -> tuple[IPAddr, IPNet] | None:
     return ip, ipaddress.ip_network(f"{ip}/{int(length)}", strict=False)
 
 
+@functools.lru_cache(maxsize=_PARSED_CACHE)
 def _strict_ip(value: str) -> IPAddr | None:
     try:
         return ipaddress.ip_address(value) if "%" not in value else None
@@ -1133,7 +1165,7 @@ def _warning_text(name: str) -> str:
 def validate_network_policy(body: Mapping[str, Any]) -> Errors:
     spec = body.get("spec") or {}
     path = Path("spec")
-    errs = validate_label_selector(spec.get("podSelector") or {}, path.child("podSelector"))
+    errs = _policy_selector_errors(spec.get("podSelector") or {}, path, "podSelector")
     for direction, peers_key in (("ingress", "from"), ("egress", "to")):
         for i, rule in enumerate(spec.get(direction) or []):
             p = path.child(direction).index(i)
