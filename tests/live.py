@@ -19,6 +19,7 @@ Address plan: DESIGN defaults (nodes 172.18.0.2-4, pods 10.244.0.0/16 a /24 per 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -300,9 +301,23 @@ def start(base: Path, cluster_config: str | None = None) -> Cluster:
     return Cluster(state, home, info, work)
 
 
-def down(state: Path, home: Path | None = None) -> None:
-    env = kube_free_env(home) if home is not None else None
-    subprocess.run(knetsim_argv("down", "--state", str(state)), capture_output=True, text=True, env=env, timeout=30)
+def down(state: Path) -> None:
+    """Stop the daemon of ``state`` as `knetsim down` does (SIGTERM, then wait for its lock to be free), in this
+    process: a `knetsim down` process per test module cost the suite half a second each; `knetsim down` itself
+    is tested as a command (tests/e2e/test_up_start_errors.py)."""
+    from knetsim.daemon.statedir import owner
+
+    pid = owner(state)
+    if not pid:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and owner(state):
+        time.sleep(0.02)
+    if owner(state):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def stop(cluster: Cluster) -> None:

@@ -92,7 +92,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
     try:
         yield LiveLab(state, home)
     finally:
-        down(state, home)
+        down(state)
 
 
 def policy_manifest(api_version: str, kind: str, metadata: str, spec: str) -> str:
