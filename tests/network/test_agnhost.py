@@ -7,15 +7,14 @@ connect/connect.go, dns/common.go. The e2e framework reads exactly these replies
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
 
 import pytest
+from tests.helpers import exec_in_pod
 
 from knetsim import Cluster
-from knetsim.container import proc, shell
 from knetsim.container.podfs import PodFS
 from knetsim.kubelet.podconfig import pod_env, pod_files
 
@@ -106,23 +105,8 @@ def get(cluster: Cluster, url: str, **kw: Any) -> tuple[int, str, dict[str, str]
 def sh(cluster: Cluster, script: str, pod: str = "client") -> tuple[int, str, str]:
     state = cluster.state
     target = state.pods[f"e2e/{pod}"]
-    out: list[str] = []
-    err: list[str] = []
-
-    async def o(text: str) -> None:
-        out.append(text)
-
-    async def e(text: str) -> None:
-        err.append(text)
-
-    async def go() -> int:
-        name = target.containers[0].name
-        ctx = shell.Ctx(state, target, name, o, e, pod_env(state, target, name),
-                        fs=PodFS(lambda: pod_files(state, target)))
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
-
-    code = asyncio.run(go())
-    return code, "".join(out), "".join(err)
+    return exec_in_pod(state, target, ["sh", "-c", script], env=pod_env(state, target, target.containers[0].name),
+                       fs=PodFS(lambda: pod_files(state, target)))
 
 
 # --- netexec's HTTP endpoints ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ import json
 from urllib.parse import quote
 
 import pytest
+from tests.helpers import exec_in_pod
 
 from knetsim import Cluster
 
@@ -140,25 +141,13 @@ def test_nc_prints_what_the_udp_server_answers(cluster: Cluster) -> None:
 
 def run_in(cluster: Cluster, pod_key: str, script: str) -> tuple[int, str]:
     """(exit code, stdout and stderr together) of ``sh -c SCRIPT`` in the pod's first container, as an exec runs it."""
-    import asyncio
-
-    from knetsim.container import proc, shell
     from knetsim.container.podfs import PodFS
     from knetsim.kubelet.podconfig import pod_env, pod_files
 
-    state, out = cluster.state, []
-    pod = state.pods[pod_key]
-    container = pod.containers[0].name
-
-    async def sink(text: str) -> None:
-        out.append(text)
-
-    async def go() -> int:
-        ctx = shell.Ctx(state, pod, container, sink, sink, pod_env(state, pod, container),
-                        fs=PodFS(lambda: pod_files(state, pod)))
-        return await asyncio.wait_for(proc.Proc(ctx, False, False).run(["sh", "-c", script]), 30)
-    code = asyncio.run(go())
-    return code, "".join(out)
+    state, pod = cluster.state, cluster.state.pods[pod_key]
+    code, out, err = exec_in_pod(state, pod, ["sh", "-c", script], env=pod_env(state, pod, pod.containers[0].name),
+                                 fs=PodFS(lambda: pod_files(state, pod)))
+    return code, out + err
 
 
 # --- SCTP: netexec's --sctp-port, /dial?protocol=sctp and /agnhost connect --protocol=sctp ---------------------
