@@ -336,10 +336,8 @@ def _workload_key(state: ClusterState, pod: Pod) -> str | None:
 
 
 def _scheduling_message(pod: Pod) -> str:
-    for condition in (pod.raw.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return str(condition.get("message") or condition.get("reason") or "Unschedulable")
-    return "the pod has no node"
+    why = pod.unschedulable()
+    return "the pod has no node" if why is None else why or "Unschedulable"
 
 
 def _capacity(node: Any) -> int:

@@ -268,6 +268,15 @@ class Pod(Object):
     def terminating(self) -> bool:
         return self.meta.deletion_timestamp is not None
 
+    def unschedulable(self) -> str | None:
+        """The scheduler's words on why the pod has no node (its PodScheduled=False condition's message, else its
+        reason, possibly empty); None when no such condition says so."""
+        for condition in (self.raw.get("status") or {}).get("conditions") or ():
+            if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled" \
+                    and condition.get("status") == "False":
+                return str(condition.get("message") or condition.get("reason") or "")
+        return None
+
     def named_port(self, name: str, protocol: str) -> int | None:
         """``podutil.FindPort`` for a named port: the first container port with that name and protocol."""
         for container in self.containers:

@@ -1289,9 +1289,7 @@ def unaddressed_notes(state: ClusterState, pods: list[Pod]) -> list[str]:
     by_reason: dict[str, dict[str, int]] = {}
     for pod in pods:
         kind, name = workload_of(state, pod, cache)
-        reason = next((str(c.get("message") or c.get("reason") or "") for c in (pod.raw.get("status") or {})
-                       .get("conditions") or () if c.get("type") == "PodScheduled" and c.get("status") == "False"),
-                      "") or f"phase {pod.phase}"
+        reason = pod.unschedulable() or f"phase {pod.phase}"
         counts = by_reason.setdefault(reason, {})
         workload = f"{pod.namespace}/{name}[{kind}]"
         counts[workload] = counts.get(workload, 0) + 1
