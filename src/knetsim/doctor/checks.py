@@ -265,12 +265,8 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
             evidence = tuple(f"{e.pod}: {e.reason or 'not Ready'}" for e in not_ready)
         # A container restarted for ever (CrashLoopBackOff) is unready for a reason of its own, named by the pod's
         # finding (ContainerExits, LivenessProbeFails, StartupProbeFails); the rest of these pods wait for an image.
-        crashing = any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
-                       for e in not_ready for c in (by_name[e.pod].raw.get("status") or {}).get("containerStatuses")
-                       or [] if isinstance(c, dict))
-        configless = any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CreateContainerConfigError"
-                         for e in not_ready for c in (by_name[e.pod].raw.get("status") or {}).get(
-                             "containerStatuses") or [] if isinstance(c, dict))
+        waiting = {r for e in not_ready for r in by_name[e.pod].waiting_reasons().values()}
+        crashing, configless = "CrashLoopBackOff" in waiting, "CreateContainerConfigError" in waiting
         pulling = not crashing and not configless and any("containers with unready status" in r for r in reasons)
         fix = ("the pods' containers are restarted for ever (STATUS CrashLoopBackOff): fix what the pod's "
                "ContainerExits, LivenessProbeFails or StartupProbeFails finding names" if crashing else

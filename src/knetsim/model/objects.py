@@ -268,6 +268,11 @@ class Pod(Object):
     def terminating(self) -> bool:
         return self.meta.deletion_timestamp is not None
 
+    def waiting_reasons(self) -> dict[str, str]:
+        """Each container status's waiting reason by container name ("" for a container that is not waiting)."""
+        return {str(cs.get("name")): str(((cs.get("state") or {}).get("waiting") or {}).get("reason") or "")
+                for cs in (self.raw.get("status") or {}).get("containerStatuses") or () if isinstance(cs, Mapping)}
+
     def unschedulable(self) -> str | None:
         """The scheduler's words on why the pod has no node (its PodScheduled=False condition's message, else its
         reason, possibly empty); None when no such condition says so."""

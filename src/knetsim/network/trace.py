@@ -230,8 +230,7 @@ _NOT_RUNNING = frozenset({"CrashLoopBackOff", "CreateContainerConfigError", "Cre
 def _down_serving(pod: Pod, port: int, protocol: str) -> tuple[str, str] | None:
     """(container, waiting reason) of the container that would serve ``port`` while it is not running (a crash
     loop, a config it waits for): between restarts no process holds the socket, so the kernel refuses."""
-    waiting = {str(cs.get("name")): str(((cs.get("state") or {}).get("waiting") or {}).get("reason") or "")
-               for cs in (pod.raw.get("status") or {}).get("containerStatuses") or () if isinstance(cs, dict)}
+    waiting = pod.waiting_reasons()
     for container in pod.containers:
         reason = waiting.get(container.name, "")
         if reason in _NOT_RUNNING and (port, protocol) in container_listens(container):
