@@ -26,7 +26,7 @@ What keeps the server responsive: every command runs in its container's cgroup (
 the interpreter ticks at every step (yielding the event loop, sleeping when over its CPU quota), and
 what a shell holds (variables, pipes, here-documents, ``$(...)`` output, a value being expanded) is
 counted against the container's memory, which OOM-kills it when full. Nesting (``sh -c`` in
-``$(...)`` in functions) stops at ``MAX_DEPTH``, pipes hold at most ``PIPE_CHUNKS`` unread chunks,
+``$(...)`` in functions) stops at ``MAX_DEPTH``, pipes hold at most ``PIPE_BYTES`` unread bytes (Linux's 64 KiB),
 and a script longer than ``MAX_SCRIPT`` is not parsed.
 
 The interpreter is one package, in the order a script goes through it (each module imports only the
@@ -54,7 +54,7 @@ from .ctx import (
     BUSYBOX_BANNER,
     MAX_DEPTH,
     MAX_SCRIPT,
-    PIPE_CHUNKS,
+    PIPE_BYTES,
     SHELL_BUILTINS,
     BrokenPipe,
     Ctx,
@@ -78,7 +78,7 @@ from .run import evaluate, reap, run_argv, run_line, run_script
 
 __all__ = [
     "BUILD_CHECK", "BUILTIN_TOOLS", "BUSYBOX_APPLETS", "BUSYBOX_BANNER", "FIELD_COST", "MAX_DEPTH", "MAX_SCRIPT",
-    "PIPE_CHUNKS", "SHELL_BUILTINS", "_REGISTERED", "BrokenPipe", "Ctx", "ExitShell", "FunctionReturn", "Input",
+    "PIPE_BYTES", "SHELL_BUILTINS", "_REGISTERED", "BrokenPipe", "Ctx", "ExitShell", "FunctionReturn", "Input",
     "LoopControl", "Node", "Part", "Pipe", "Redirections", "ShellError", "Sink", "Tool", "ToolError",
     "Unsupported", "evaluate", "expand_word", "expand_words", "parse", "reap", "register", "run_argv",
     "run_line", "run_script", "static_commands", "text_of",

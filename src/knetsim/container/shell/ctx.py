@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ...model.objects import Pod
 
 MAX_DEPTH = 40
-PIPE_CHUNKS = 64
+# A pipe's capacity, as Linux's default (pipe(7): 16 pages): a writer waits while this much is unread.
+PIPE_BYTES = 64 << 10
 BUILD_CHECK = 4096  # bytes: smaller values are counted when they are stored, not before they are made
 # Parsing holds the event loop (tree-sitter keeps the GIL) about 1 ms per KiB and 75 bytes per byte of script.
 MAX_SCRIPT = 64 << 10
@@ -198,10 +199,13 @@ class Input(Held):
 
 class Pipe(Held):
     """``a | b``: a's stdout feeds b's stdin; when b is gone, a's next write is a broken pipe. The
-    chunks in between are the writing process's memory (a pipe buffer is charged to its cgroup)."""
+    bytes in between are the writing process's memory (a pipe buffer is charged to its cgroup), at most
+    ``PIPE_BYTES`` and the chunk being written: a writer finding the pipe full waits, as write(2) blocks."""
 
     def __init__(self, process: Process | None = None) -> None:
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue(PIPE_CHUNKS)
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._room = asyncio.Event()
+        self._room.set()
         self.reader_gone = False
         self.process = process
         self.input = Input(self._read, process=process)
@@ -215,6 +219,8 @@ class Pipe(Held):
     async def _read(self) -> bytes:
         chunk = await self._queue.get()
         self._queued -= len(chunk)
+        if self._queued < PIPE_BYTES:
+            self._room.set()
         return chunk
 
     async def write(self, text: str) -> None:
@@ -222,22 +228,25 @@ class Pipe(Held):
             raise BrokenPipe()
         if text:
             data = as_bytes(text)
+            while self._queued >= PIPE_BYTES:
+                self._room.clear()
+                await self._room.wait()
+                if self.reader_gone:
+                    raise BrokenPipe()
             if self.process is not None:
                 self.process.grew(len(data))
                 await self.process.tick()
             self._queued += len(data)
-            await self._queue.put(data)
+            self._queue.put_nowait(data)
 
     def close_writer(self) -> None:
-        try:
-            self._queue.put_nowait(b"")
-        except asyncio.QueueFull:  # the reader is behind; it sees EOF after draining
-            asyncio.get_running_loop().create_task(self._queue.put(b""))
+        self._queue.put_nowait(b"")  # after what is unread: the reader sees EOF once it has drained it
 
     def close_reader(self) -> None:
         self.reader_gone = True
-        while not self._queue.empty():  # unblock a writer waiting on a full pipe
+        while not self._queue.empty():
             self._queued -= len(self._queue.get_nowait())
+        self._room.set()  # unblock a writer waiting on a full pipe: its write is a broken pipe
 
 
 async def discard(_text: str) -> None:
