@@ -13,11 +13,42 @@ from datetime import datetime
 from typing import Any
 
 from .. import printers
+from .resources import BY_KIND
 
 Obj = Mapping[str, Any]
 
 
+def _cni_columns(kind: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The printer columns of a CNI's kind (``kind``: the store's, ``ClusterNetworkPolicy.crd.antrea.io``), as its
+    upstream CRD's additionalPrinterColumns declare them (model.kinds), Age last; None for any other kind."""
+    r = BY_KIND.get(kind)
+    if r is None or not r.cni or r.key_kind == r.kind:
+        return None  # Cilium's kinds keep the printers' columns they had
+    return (*r.columns, ("Age", "date", ".metadata.creationTimestamp"))
+
+
+def _cni_cells(columns: tuple[tuple[str, str, str], ...], o: Obj, now: datetime) -> list[Any]:
+    """As the CRD table convertor fills them: the first value a column's path selects; none, an empty cell."""
+    out: list[Any] = [(o.get("metadata") or {}).get("name", "")]
+    for _name, kind, path in columns:
+        values = printers.jsonpath(o, path)
+        value = values[0] if values else None
+        if kind == "date":
+            out.append(printers.since(value, now))
+        elif value is None:
+            out.append("" if kind == "string" else None)
+        else:
+            out.append(value if kind in ("integer", "number", "boolean") else str(value))
+    return out
+
+
 def column_definitions(kind: str) -> list[dict[str, Any]]:
+    cni = _cni_columns(kind)
+    if cni is not None:
+        return [{"name": "Name", "type": "string", "format": "name", "priority": 0,
+                 "description": "Name must be unique within a namespace."},
+                *({"name": name, "type": "string" if t == "date" else t, "format": "", "priority": 0,
+                   "description": name} for name, t, _ in cni)]
     out: list[dict[str, Any]] = []
     for c in printers.column_defs(kind):
         if c.name == "Name" and c.priority == 0:
@@ -35,7 +66,9 @@ def partial_metadata(o: Obj) -> dict[str, Any]:
 
 
 def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"cells": printers.cells(kind, o, now or printers.utc_now())}
+    cni = _cni_columns(kind)
+    now = now or printers.utc_now()
+    out: dict[str, Any] = {"cells": _cni_cells(cni, o, now) if cni is not None else printers.cells(kind, o, now)}
     if include == "Object":
         out["object"] = dict(o)
     elif include != "None":

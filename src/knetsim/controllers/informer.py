@@ -231,9 +231,13 @@ class Informer:
         # Its declared view (model.kinds), the view's module imported at the first object of the kind: a
         # cluster without Gateway API objects (every start of the live cluster) never builds their classes.
         parser = view_of(key[0])
+        # A kind kept under its qualified name (``NetworkPolicy.projectcalico.org``: model.kinds.stored_kind) is
+        # read as the object says, as the offline build keeps it: Calico's and Antrea's readers ask for the
+        # kind and its group, and ClusterView keys it in ClusterState.others by the store's qualified kind.
+        kind = str(stored.body.get("kind") or key[0]) if "." in key[0] else key[0]
         try:
             obj = parser(stored.body, source) if parser is not None else \
-                Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
+                Object(kind, Meta.parse(kind, stored.body.get("metadata") or {}), stored.body, source)
         except SHAPE_ERRORS as exc:
             self.left_out(key, f"{type(exc).__name__}: {exc}")
             return None

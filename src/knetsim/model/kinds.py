@@ -254,12 +254,16 @@ def info_for(api_version: object, kind: str) -> KindInfo | None:
 
 
 def stored_kind(kind: str, api_version: object) -> str:
-    """The name an object's kind is kept under: ``kind`` itself, or ``Kind.group`` (kubectl's qualified form) when
-    BY_KIND names a kind of that name in another group. A ``projectcalico.org/v3`` NetworkPolicy or a
-    ``crd.antrea.io`` ClusterNetworkPolicy is not the Kubernetes kind of the same name: keyed by name alone it
-    would be read (and enforced) as one."""
-    info = BY_KIND.get(kind)
+    """The name an object's kind is kept under (ClusterState's others, the live store's keys): ``kind`` itself, or
+    ``Kind.group`` (kubectl's qualified form) for a CNI's kind that BY_KIND does not answer (Calico's, Antrea's:
+    two groups hold each of their names) and for a kind BY_KIND names in another group. A
+    ``projectcalico.org/v3`` NetworkPolicy or a ``crd.antrea.io`` ClusterNetworkPolicy is not the Kubernetes kind
+    of the same name: keyed by name alone it would be read (and enforced) as one."""
     group = group_of(api_version)
+    info = BY_KIND.get(kind)
+    row = BY_GROUP_KIND.get((group, kind))
+    if row is not None and row.cni and info is not row:
+        return row.qualified_kind
     if info is None or info.group == group or not group:
         return kind
     return f"{kind}.{group}"
