@@ -172,6 +172,10 @@ ANTREA_KINDS: tuple[KindInfo, ...] = (
 # names are not unique (Calico's and Antrea's NetworkPolicy, Tier): they are found by (group, kind), never in
 # BY_KIND, which keeps answering a bare name with the Kubernetes or knetsim kind.
 CNI_KINDS: tuple[KindInfo, ...] = (*_calico_kinds(), *ANTREA_KINDS)
+# A group whose objects are another group's in storage form: a cluster that serves both returns each object twice
+# (calico-apiserver keeps its projectcalico.org/v3 objects in the crd.projectcalico.org/v1 CRDs), so a reader of
+# a cluster reads the storage group only where the other is not served.
+STORAGE_GROUP_OF: dict[str, str] = {"crd.projectcalico.org": "projectcalico.org"}
 
 # Envoy Gateway's policies (the rows of its group above), read by knetsim.gateway from ClusterState.others.
 ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = tuple(k.kind for k in KINDS if k.group == "gateway.envoyproxy.io")
