@@ -285,7 +285,7 @@ def listed(objects: list[PolicyObject], cni: ClusterCNI | None = None) -> tuple[
         groups = sorted(g for g, owner in GROUPS.items() if owner == cni.name)
         out.append(f"{cni.display} runs in this cluster ({cni.evidence}) but none of its own policy kinds "
                    f"({', '.join(sorted(POLICY_KINDS[cni.name]))} of {' or '.join(groups)}) is in the input: a "
-                   "cluster read with --kubeconfig lists only the kinds knetsim knows, so if it has any, export them "
+                   "cluster read with --kubeconfig is read with them where it serves them; from files, export them "
                    "(kubectl get <kind>.<group> -A -o yaml) and add them with -f")
     return tuple(out)
 
