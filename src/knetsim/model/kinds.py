@@ -6,6 +6,11 @@ A built-in kind is one row of ``KINDS`` below; a custom kind knetsim defines is 
 derived from these rows: the Gateway API and cluster-policy kind sets, ClusterState's collections
 (``cluster/state.py``), the typed-view lookup (``view_of``) the informer and the offline build use, the
 printer columns and discovery. A kind declared twice (twice here, or here and in the catalog) stops the import.
+
+A CNI's kinds are rows too (Cilium's in ``KINDS``, Calico's and Antrea's in ``CNI_KINDS``), each naming the CNI
+that brings it. Their names are not unique (three NetworkPolicies, two Tiers), so they are found by (group, kind):
+``BY_GROUP_KIND``, ``info_for``; ``BY_KIND`` keeps answering a bare name with the Kubernetes or knetsim kind, and
+``stored_kind`` keeps a CNI's kind under ``Kind.group`` wherever objects are kept by kind.
 """
 
 from __future__ import annotations
