@@ -161,3 +161,94 @@ def test_antreas_kinds_are_printed_with_their_crds_columns_and_deleted(tmp_path:
     assert calico[0] == 404  # not a Calico cluster
     assert deleted[0] == 200 and gone[0] == 404
     assert others == []
+
+
+# --- a client's CRD of a kind knetsim does not serve -------------------------------------------------------------
+
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wd"]},
+             "versions": [
+                 {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                  "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                                               {"name": "Color", "type": "string", "jsonPath": ".spec.color",
+                                                "priority": 1}],
+                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                      "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1},
+                                                                "color": {"type": "string"}}},
+                      "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}},
+                 {"name": "v1beta1", "served": True, "storage": False,
+                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+             ]}}
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "default"},
+          "spec": {"size": 3, "color": "blue"}}
+
+
+def test_a_clients_crd_of_an_unknown_kind_is_served_as_an_api_server_serves_any_crd(tmp_path: Path) -> None:
+    widgets = "/apis/example.com/v1/namespaces/default/widgets"
+    answers, others = talk(tmp_path, None, [
+        ("POST", widgets, WIDGET, {}),  # before its CRD: not served
+        ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD, {}),
+        ("GET", "/apis", None, {"Accept": V2}),
+        ("POST", widgets, WIDGET, {}),
+        ("POST", widgets, {**WIDGET, "metadata": {"name": "w0", "namespace": "default"}, "spec": {"size": 0}}, {}),
+        ("GET", widgets, None, {"Accept": TABLE}),
+        ("GET", "/apis/example.com/v1beta1/namespaces/default/widgets/w1", None, {}),
+        ("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None, {}),
+        ("GET", "/apis/example.com/v1", None, {}),
+    ], then=lambda state: sorted(k for k in state.others if k[0] == "Widget"))
+    _, widgets_in_state = talk(tmp_path / "kept", None, [
+        ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD, {}),
+        ("POST", widgets, WIDGET, {})], then=lambda state: sorted(k for k in state.others if k[0] == "Widget"))
+    assert widgets_in_state == [("Widget", "default/w1")]  # in the state, as any kind knetsim keeps
+    before, crd, discovery, created, invalid, table, v1beta1, _deleted, after = answers
+    assert before[0] == 404
+    assert crd[0] == 201
+    resources = _resources(discovery[1], "example.com")
+    assert resources["widgets"]["shortNames"] == ["wd"] and resources["widgets"]["scope"] == "Namespaced"
+    assert created[0] == 201 and created[1]["metadata"]["generation"] == 1
+    assert invalid[0] == 422
+    assert invalid[1]["details"]["causes"][0]["field"] == "spec.size"
+    # The priority-0 additionalPrinterColumns, then Age, as kubectl get prints a CRD's kind.
+    assert [c["name"] for c in table[1]["columnDefinitions"]] == ["Name", "Size", "Age"]
+    assert table[1]["rows"][0]["cells"][:2] == ["w1", 3]
+    assert v1beta1[0] == 200 and v1beta1[1]["apiVersion"] == "example.com/v1beta1"
+    assert after[0] == 404  # its CRD deleted, the kind is no longer served, and its objects are gone with it
+    assert others == []
+
+
+def test_a_cnis_crd_applied_on_a_cluster_of_another_cni_serves_its_kind_with_the_cnis_rules(tmp_path: Path) -> None:
+    gnp_crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "globalnetworkpolicies.crd.projectcalico.org"},
+               "spec": {"group": "crd.projectcalico.org", "scope": "Cluster",
+                        "names": {"kind": "GlobalNetworkPolicy", "plural": "globalnetworkpolicies",
+                                  "singular": "globalnetworkpolicy"},
+                        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                            "type": "object", "properties": {"spec": {
+                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+    path = "/apis/crd.projectcalico.org/v1/globalnetworkpolicies"
+    v1 = {**GNP, "apiVersion": "crd.projectcalico.org/v1"}
+    answers, _ = talk(tmp_path, None, [
+        ("POST", path, v1, {}),
+        ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", gnp_crd, {}),
+        ("POST", path, v1, {}),
+        ("POST", path, {**v1, "metadata": {"name": "typo"}, "spec": {"selector": "app = = 'web'"}}, {}),
+    ])
+    assert [a[0] for a in answers] == [404, 201, 201, 422]
+    assert answers[3][1]["details"]["causes"][0]["field"] == "spec.selector"
+
+
+def test_a_clients_crd_kind_takes_merge_patches_and_refuses_strategic_ones(tmp_path: Path) -> None:
+    item = "/apis/example.com/v1/namespaces/default/widgets/w1"
+    answers, _ = talk(tmp_path, None, [
+        ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD, {}),
+        ("POST", "/apis/example.com/v1/namespaces/default/widgets", WIDGET, {}),
+        ("PATCH", item, {"spec": {"size": 5}}, {"Content-Type": "application/merge-patch+json"}),
+        ("PATCH", item, {"spec": {"size": 6}}, {"Content-Type": "application/strategic-merge-patch+json"}),
+    ])
+    merged, strategic = answers[2], answers[3]
+    assert merged[0] == 200 and merged[1]["spec"] == {"size": 5, "color": "blue"}
+    assert merged[1]["metadata"]["generation"] == 2
+    assert strategic[0] == 415  # custom resources have no patch strategies

@@ -120,7 +120,9 @@ def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
     for (kind, namespace, name), reason in quarantined:
         log.error("quarantined %s %s/%s: %s (kept in the store's quarantine table, not served)", kind, namespace,
                   name, reason)
-        involved = {"kind": kind, "namespace": namespace, "name": name or "unknown",
+        # The object's own kind (the store keys Calico's NetworkPolicy as NetworkPolicy.projectcalico.org).
+        involved = {"kind": BY_KIND[kind].kind if kind in BY_KIND else kind, "namespace": namespace,
+                    "name": name or "unknown",
                     "uid": f"{kind}/{namespace}/{name}", "apiVersion": BY_KIND[kind].api_version if kind in BY_KIND
                     else ""}
         events.append(make_event(names, involved, "Quarantined", f"{kind} {namespace + '/' if namespace else ''}"

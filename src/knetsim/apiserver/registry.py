@@ -92,6 +92,8 @@ def kind_of(r: Resource) -> Kind:
 
 def storage_version(r: Resource) -> str:
     """The apiVersion objects of this kind are stored at (a CRD's storage version; conversion None)."""
+    if r.storage:
+        return f"{r.group}/{r.storage}"  # a client CRD's storage version
     return BY_KIND[r.key_kind].api_version if r.key_kind in BY_KIND else r.api_version
 
 
@@ -245,14 +247,13 @@ class Registry:
         self.clock = clock
         self.services = ServiceAllocations(store, config)
         # Which definition admits each custom kind: knetsim's own, or a CRD a client applied (customresources.py).
-        self.custom = CustomDefinitions(store)
+        self.custom = CustomDefinitions(store, config.cni)
 
     def kind_of(self, r: Resource) -> Kind:
         return self.custom.kind_of(r)
 
-    @staticmethod
-    def strategy(r: Resource) -> Strategy:
-        return admission.strategy(kind_of(r))
+    def strategy(self, r: Resource) -> Strategy:
+        return admission.strategy(self.kind_of(r))
 
     @staticmethod
     def storage(r: Resource) -> Storage:
@@ -488,7 +489,10 @@ class Registry:
         if options.dry_run:
             return Deleted(marked if marked is not None else old.body, pending=marked is not None)
         if marked is None:
-            self.store.commit([Write(key, None)])
+            # A client's CRD takes the objects it alone served with it, as the CRD's customresourcecleanup
+            # finalizer has the API server delete them (apiextensions-apiserver, finalizer controller).
+            served = self.custom.objects_of(old.body) if r.kind == "CustomResourceDefinition" else []
+            self.store.commit([Write(key, None), *(Write(k, None) for k in served)])
             return Deleted(old.body)
         if marked != old.body:
             self.store.commit([Write(key, marked, old.managed)])

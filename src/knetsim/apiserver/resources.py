@@ -6,6 +6,7 @@ on their own: ``create configmap|secret|serviceaccount``), plus Events for ``des
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,19 @@ class Resource(KindInfo):
 
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ("status",)
+    # Served because a client applied its CRD (customresources.CustomDefinitions.served), and the version its
+    # objects are stored at (the CRD's storage version).
+    from_client_crd: bool = False
+    storage: str = ""
+
+    @property
+    def printer_columns(self) -> tuple[tuple[str, str, str], ...] | None:
+        """The columns its upstream or client CRD declares (name, type, jsonPath), Age last, for a kind whose
+        columns come from a CRD's additionalPrinterColumns rather than knetsim.printers: a client CRD's kind, a
+        CNI's kind kept under its qualified name. None: the printers' (Cilium's kinds keep theirs)."""
+        if not self.from_client_crd and (not self.cni or self.key_kind == self.kind):
+            return None
+        return (*self.columns, ("Age", "date", ".metadata.creationTimestamp"))
 
     @property
     def key_kind(self) -> str:
@@ -121,14 +135,15 @@ for _r in RESOURCES:
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 
-def served(cni: str | None = None) -> list[Resource]:
-    """The resources a cluster of this CNI serves (``cni`` None: the CNI-less cluster, Cilium's kinds as ever)."""
-    return [r for r in RESOURCES if r.served_with(cni)]
+def served(cni: str | None = None, extra: Iterable[Resource] = ()) -> list[Resource]:
+    """The resources a cluster of this CNI serves (``cni`` None: the CNI-less cluster, Cilium's kinds as ever),
+    and ``extra``, those its clients' CRDs make served."""
+    return [*(r for r in RESOURCES if r.served_with(cni)), *extra]
 
 
-def group_versions(cni: str | None = None) -> list[tuple[str, str]]:
+def group_versions(cni: str | None = None, extra: Iterable[Resource] = ()) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
-    for r in served(cni):
+    for r in served(cni, extra):
         if (r.group, r.version) not in seen:
             seen.append((r.group, r.version))
     return seen
@@ -148,11 +163,12 @@ def _subresource_entry(r: Resource, sub: str) -> dict[str, Any]:
     return {"subresource": sub, "responseKind": kind, "verbs": verbs}
 
 
-def aggregated_discovery(core: bool, served_as: str = "v2", cni: str | None = None) -> dict[str, Any]:
+def aggregated_discovery(core: bool, served_as: str = "v2", cni: str | None = None,
+                         extra: Iterable[Resource] = ()) -> dict[str, Any]:
     """``APIGroupDiscoveryList`` (apidiscovery.k8s.io) for ``/api``
     (core) or ``/apis``; ``served_as`` names the format, v2 or v2beta1 (the same shape)."""
     groups: dict[str, dict[str, Any]] = {}
-    for r in served(cni):
+    for r in served(cni, extra):
         if (r.group == "") != core:
             continue
         entry: dict[str, Any] = {
@@ -196,9 +212,9 @@ def version_priority(version: str) -> tuple[int, int, int]:
     return (level, -int(m.group(1)), -int(m.group(3) or 0))
 
 
-def api_group_list(cni: str | None = None) -> dict[str, Any]:
+def api_group_list(cni: str | None = None, extra: Iterable[Resource] = ()) -> dict[str, Any]:
     versions: dict[str, list[str]] = {}
-    for group, version in group_versions(cni):
+    for group, version in group_versions(cni, extra):
         if group:
             versions.setdefault(group, []).append(version)
     groups = []
@@ -208,16 +224,17 @@ def api_group_list(cni: str | None = None) -> dict[str, Any]:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(group: str, cni: str | None = None) -> dict[str, Any] | None:
-    for g in api_group_list(cni)["groups"]:
+def api_group(group: str, cni: str | None = None, extra: Iterable[Resource] = ()) -> dict[str, Any] | None:
+    for g in api_group_list(cni, extra)["groups"]:
         if g["name"] == group:
             return dict(g, kind="APIGroup", apiVersion="v1")
     return None
 
 
-def resource_list(group: str, version: str, cni: str | None = None) -> dict[str, Any] | None:
+def resource_list(group: str, version: str, cni: str | None = None,
+                  extra: Iterable[Resource] = ()) -> dict[str, Any] | None:
     items: list[dict[str, Any]] = []
-    for r in served(cni):
+    for r in served(cni, extra):
         if (r.group, r.version) != (group, version):
             continue
         entry: dict[str, Any] = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,

@@ -195,6 +195,10 @@ class ApiServer:
         # admitted, warned of and answered as that version's API server does (model/versions.py).
         self.kubernetes_version = versions.parse(self.config.kubernetes_version)
 
+    def _crd_served(self) -> list[Resource]:
+        """What clients' CRDs make served (customresources.CustomDefinitions.served), for discovery."""
+        return list(self.registry.custom.served.values())
+
     @property
     def state(self) -> Any:
         return self.state_source() if self.state_source is not None else None
@@ -295,7 +299,7 @@ class ApiServer:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[0] == "apis" and len(parts) >= 2:
             if len(parts) == 2:
-                g = resources.api_group(parts[1], self.config.cni)
+                g = resources.api_group(parts[1], self.config.cni, self._crd_served())
                 if g is None:
                     raise no_such_path()
                 return self._json(g)
@@ -303,7 +307,7 @@ class ApiServer:
         else:
             raise no_such_path()
         if not rest:
-            rl = resources.resource_list(group, version, self.config.cni)
+            rl = resources.resource_list(group, version, self.config.cni, self._crd_served())
             if rl is None:
                 raise no_such_path()
             return self._json(rl)
@@ -326,9 +330,10 @@ class ApiServer:
         (discovery.py); ``Vary: Accept`` so that caches keep the two apart, as kube-apiserver says."""
         choice = discovery.negotiate(request.headers.get("Accept", ""))
         if choice.aggregated is not None:
-            body = resources.aggregated_discovery(core, choice.aggregated, self.config.cni)
+            body = resources.aggregated_discovery(core, choice.aggregated, self.config.cni,
+                                                   self._crd_served())
         else:
-            body = resources.api_versions() if core else resources.api_group_list(self.config.cni)
+            body = resources.api_versions() if core else resources.api_group_list(self.config.cni, self._crd_served())
         if choice.media_type == "application/yaml":
             resp = web.Response(body=yaml.safe_dump(body, sort_keys=False).encode(),
                                 headers={"Content-Type": "application/yaml"})
@@ -343,7 +348,9 @@ class ApiServer:
             namespace, rest = rest[1], rest[2:]
         plural = rest[0]
         r = BY_PATH.get((group, version, plural))
-        if r is None or len(rest) > 3 or not r.served_with(self.config.cni):
+        if r is None or not r.served_with(self.config.cni):
+            r = self.registry.custom.served.get((group, version, plural))  # a client's CRD serves it, or none
+        if r is None or len(rest) > 3:
             raise no_such_path()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
@@ -405,7 +412,8 @@ class ApiServer:
     def _out(self, request: web.Request, r: Resource, obj: dict[str, Any]) -> Any:
         accept = request.headers.get("Accept", "")
         if "as=Table" in accept:
-            return tables.table(r.key_kind, [obj], str(self.store.rv), request.query.get("includeObject", "Metadata"))
+            return tables.table(r.key_kind, [obj], str(self.store.rv), request.query.get("includeObject", "Metadata"),
+                                columns=r.printer_columns)
         return as_served(r, obj)
 
     # --- reads -----------------------------------------------------------------------
@@ -456,7 +464,8 @@ class ApiServer:
         if chunk.remaining is not None:
             meta["remainingItemCount"] = chunk.remaining
         if "as=Table" in request.headers.get("Accept", ""):
-            table = tables.table(kind, items, str(rv), options.include_object or "Metadata")
+            table = tables.table(kind, items, str(rv), options.include_object or "Metadata",
+                                 columns=t.resource.printer_columns)
             table["metadata"] = meta
             return self._json(table)
         return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": meta,
@@ -501,7 +510,8 @@ class ApiServer:
             async def send(kind: str, obj: dict[str, Any]) -> None:
                 if as_table and kind != "ERROR":
                     body: Any = tables.table(t.resource.key_kind, [obj], obj["metadata"].get("resourceVersion", ""),
-                                             include, headers=not headers_sent[0])
+                                             include, headers=not headers_sent[0],
+                                             columns=t.resource.printer_columns)
                     headers_sent[0] = True
                 else:
                     body = as_served(t.resource, obj) if kind != "ERROR" else obj
@@ -632,7 +642,7 @@ class ApiServer:
                 result = patch.json_patch(base, doc)
             elif ctype == "application/merge-patch+json":
                 result = merge_patch(base, doc)
-            elif ctype == "application/strategic-merge-patch+json" and r.crd:
+            elif ctype == "application/strategic-merge-patch+json" and (r.crd or r.from_client_crd):
                 # Custom resources have no patch strategies: kube-apiserver refuses the media type.
                 raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
                                    "accepted media types include: application/json-patch+json, "

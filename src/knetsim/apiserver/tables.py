@@ -8,26 +8,20 @@ object, and the Completed condition of finished pods.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from .. import printers
-from .resources import BY_KIND
 
 Obj = Mapping[str, Any]
 
 
-def _cni_columns(kind: str) -> tuple[tuple[str, str, str], ...] | None:
-    """The printer columns of a CNI's kind (``kind``: the store's, ``ClusterNetworkPolicy.crd.antrea.io``), as its
-    upstream CRD's additionalPrinterColumns declare them (model.kinds), Age last; None for any other kind."""
-    r = BY_KIND.get(kind)
-    if r is None or not r.cni or r.key_kind == r.kind:
-        return None  # Cilium's kinds keep the printers' columns they had
-    return (*r.columns, ("Age", "date", ".metadata.creationTimestamp"))
+Columns = tuple[tuple[str, str, str], ...]  # a CRD's additionalPrinterColumns: (name, type, jsonPath)
 
 
-def _cni_cells(columns: tuple[tuple[str, str, str], ...], o: Obj, now: datetime) -> list[Any]:
+def _crd_cells(columns: Columns, o: Obj, now: datetime) -> list[Any]:
     """As the CRD table convertor fills them: the first value a column's path selects; none, an empty cell."""
     out: list[Any] = [(o.get("metadata") or {}).get("name", "")]
     for _name, kind, path in columns:
@@ -38,17 +32,19 @@ def _cni_cells(columns: tuple[tuple[str, str, str], ...], o: Obj, now: datetime)
         elif value is None:
             out.append("" if kind == "string" else None)
         else:
-            out.append(value if kind in ("integer", "number", "boolean") else str(value))
+            out.append(value if kind in ("integer", "number", "boolean") else
+                       json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
     return out
 
 
-def column_definitions(kind: str) -> list[dict[str, Any]]:
-    cni = _cni_columns(kind)
-    if cni is not None:
+def column_definitions(kind: str, columns: Columns | None = None) -> list[dict[str, Any]]:
+    """The Table's columns: ``columns`` when a CRD declares them (resources.Resource.printer_columns: a client's
+    CRD, a CNI's kind), else the printers' of ``kind``."""
+    if columns is not None:
         return [{"name": "Name", "type": "string", "format": "name", "priority": 0,
                  "description": "Name must be unique within a namespace."},
                 *({"name": name, "type": "string" if t == "date" else t, "format": "", "priority": 0,
-                   "description": name} for name, t, _ in cni)]
+                   "description": name} for name, t, _ in columns)]
     out: list[dict[str, Any]] = []
     for c in printers.column_defs(kind):
         if c.name == "Name" and c.priority == 0:
@@ -65,10 +61,11 @@ def partial_metadata(o: Obj) -> dict[str, Any]:
             "metadata": dict(meta) if isinstance(meta, Mapping) else {}}
 
 
-def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = None) -> dict[str, Any]:
-    cni = _cni_columns(kind)
+def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = None,
+        columns: Columns | None = None) -> dict[str, Any]:
     now = now or printers.utc_now()
-    out: dict[str, Any] = {"cells": _cni_cells(cni, o, now) if cni is not None else printers.cells(kind, o, now)}
+    cells = _crd_cells(columns, o, now) if columns is not None else printers.cells(kind, o, now)
+    out: dict[str, Any] = {"cells": cells}
     if include == "Object":
         out["object"] = dict(o)
     elif include != "None":
@@ -82,8 +79,8 @@ def row(kind: str, o: Obj, include: str = "Metadata", now: datetime | None = Non
 
 
 def table(kind: str, objects: list[Obj], resource_version: str, include: str = "Metadata",
-          headers: bool = True) -> dict[str, Any]:
+          headers: bool = True, columns: Columns | None = None) -> dict[str, Any]:
     now = printers.utc_now()
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-            "columnDefinitions": column_definitions(kind) if headers else [],
-            "rows": [row(kind, o, include, now) for o in objects]}
+            "columnDefinitions": column_definitions(kind, columns) if headers else [],
+            "rows": [row(kind, o, include, now, columns) for o in objects]}

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
+from ..apiserver.cnikinds import validation_errors as cni_validation_errors
 from ..apiserver.registry import kind_of
 from ..apiserver.resources import BY_KIND
 from ..apiserver.shape import shape_error
@@ -130,6 +131,11 @@ class Informer:
             # from another version was rechecked at start): a custom or untyped kind's shape is checked
             # once here. The controllers' own objects are knetsim's making.
             problem = shape_error(key[0], body)
+            r = BY_KIND.get(key[0])
+            if problem is None and r is not None and r.cni:
+                # A CNI's kind is read by its dialect in knetsim.policy: what that CNI refuses (what admission
+                # refuses of it: cnikinds) would stop the reader, as a misplaced type stops the others.
+                problem = "; ".join(str(e) for e in cni_validation_errors(r, body)) or None
             if problem is not None:
                 self.left_out(key, problem)
                 return
