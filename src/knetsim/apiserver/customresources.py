@@ -182,6 +182,11 @@ class CustomDefinitions:
         for fn in self.changed:
             fn()
 
+    def resource_of(self, key_kind: str) -> Resource | None:
+        """The resource (at its storage version) of a kind a client's CRD serves, by the kind its objects are
+        stored under; None for any other kind."""
+        return next((r for r in self.served.values() if r.key_kind == key_kind and r.version == r.storage), None)
+
     def objects_of(self, crd: dict[str, Any]) -> list[Key]:
         """The stored objects of the kind a client's CRD alone makes served (none for any other CRD)."""
         names = _names(crd)
