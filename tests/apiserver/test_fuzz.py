@@ -60,7 +60,8 @@ def _template(kind: str, name: str) -> dict[str, Any]:
     return body
 
 
-FUZZED = sorted(RESOURCES, key=lambda x: (x.kind, x.version))
+# What the fuzzed (CNI-less) cluster serves: Calico's and Antrea's kinds are served only where cni: names them.
+FUZZED = sorted((r for r in RESOURCES if r.served_with(None)), key=lambda x: (x.kind, x.version))
 
 
 @st.composite
@@ -220,7 +221,7 @@ def test_kubectl_reads_back_every_kind_the_fuzz_stored(store: Path, tmp_path: Pa
     try:
         live = Live(store, tmp_path, proc, info)
         assert {key[0] for key in _stored(store)} >= set(TEMPLATES), "the seeded store lost a kind"
-        for kind in sorted(BY_KIND):
+        for kind in sorted(k for k, r in BY_KIND.items() if r.served_with(None)):  # the CNI-less cluster's
             plural = BY_KIND[kind].plural + (f".{BY_KIND[kind].group}" if BY_KIND[kind].group else "")
             table = live.kubectl("get", plural, "-A", check=False)
             assert table.returncode == 0 and "Error" not in table.stderr, (kind, table.stderr)

@@ -63,3 +63,54 @@ def test_every_kind_with_a_collection_of_its_own_has_a_view_of_it():
                          "metadata": {"name": "x", **({"namespace": "ns"} if info.namespaced else {})}})
             assert obj.kind == info.kind
     assert view_of("ConfigMap") is None
+
+
+def test_a_kind_declared_twice_in_one_group_is_refused_and_one_name_in_two_groups_is_not():
+    from knetsim.model.kinds import CNI_KINDS, index_by_group_kind
+
+    calico_np = kinds.info_for("projectcalico.org/v3", "NetworkPolicy")
+    with pytest.raises(DuplicateKind, match=r"kind NetworkPolicy of group projectcalico\.org is declared twice"):
+        index_by_group_kind([*KINDS, *CNI_KINDS, dataclasses.replace(calico_np, version="v4")])
+    # Three NetworkPolicies (Kubernetes', Calico's, Antrea's) and two Tiers are rows side by side.
+    assert {k.group for k in kinds.BY_GROUP_KIND.values() if k.kind == "NetworkPolicy"} == {
+        "networking.k8s.io", "projectcalico.org", "crd.projectcalico.org", "crd.antrea.io"}
+
+
+def test_every_cni_kind_is_a_row_saying_which_cni_brings_it():
+    calico = {k.kind for k in kinds.BY_GROUP_KIND.values() if k.cni == "calico"}
+    assert calico == {"NetworkPolicy", "GlobalNetworkPolicy", "NetworkSet", "GlobalNetworkSet", "Tier",
+                      "StagedNetworkPolicy", "StagedGlobalNetworkPolicy", "StagedKubernetesNetworkPolicy"}
+    for kind in calico:  # both forms: calico-apiserver's v3 and the v1 CRDs that store it
+        assert kinds.info_for("projectcalico.org/v3", kind).cni == "calico"
+        assert kinds.info_for("crd.projectcalico.org/v1", kind).cni == "calico"
+    antrea = {k.kind for k in kinds.BY_GROUP_KIND.values() if k.cni == "antrea"}
+    assert antrea == {"ClusterNetworkPolicy", "NetworkPolicy", "Tier", "ClusterGroup", "Group"}
+    assert {k.kind for k in kinds.BY_GROUP_KIND.values() if k.cni == "cilium"} == {
+        "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"}
+    assert kinds.info_for("crd.antrea.io/v1beta1", "ClusterNetworkPolicy").short_names == ("acnp",)
+    assert kinds.info_for("projectcalico.org/v3", "GlobalNetworkPolicy").short_names[0] == "gnp"
+    assert kinds.info_for("example.com/v1", "NetworkPolicy") is None
+
+
+def test_a_bare_name_is_still_the_kubernetes_or_knetsim_kind():
+    assert BY_KIND["NetworkPolicy"].group == "networking.k8s.io"
+    assert BY_KIND["ClusterNetworkPolicy"].group == "policy.networking.k8s.io"
+    assert "GlobalNetworkPolicy" not in BY_KIND and "Tier" not in BY_KIND
+    assert kinds.resolve_kind("cnp").kind == "CiliumNetworkPolicy"  # Cilium's alias stays Cilium's
+
+
+def test_the_group_lists_are_derived_from_the_rows():
+    from knetsim.cluster import build
+    from knetsim.cluster.state import stored_kind
+    from knetsim.policy import cni
+    from knetsim.policy.antrea import model as antrea_model
+    from knetsim.policy.calico import model as calico_model
+
+    assert build.CALICO_GROUPS == calico_model.GROUPS == {"projectcalico.org", "crd.projectcalico.org"}
+    assert build.ANTREA_GROUPS == antrea_model.GROUPS == {"crd.antrea.io"}
+    assert {g for g, owner in cni.GROUPS.items() if owner == "calico"} == calico_model.GROUPS
+    assert cni.EVALUATED["antrea"] == {("crd.antrea.io", "NetworkPolicy"), ("crd.antrea.io", "ClusterNetworkPolicy")}
+    assert {"StagedNetworkPolicy", "StagedGlobalNetworkPolicy", "StagedKubernetesNetworkPolicy"} == cni.STAGED_KINDS
+    assert stored_kind("NetworkPolicy", "projectcalico.org/v3") == "NetworkPolicy.projectcalico.org"
+    assert stored_kind("NetworkPolicy", "networking.k8s.io/v1") == "NetworkPolicy"
+    assert stored_kind("ClusterNetworkPolicy", "crd.antrea.io/v1beta1") == "ClusterNetworkPolicy.crd.antrea.io"

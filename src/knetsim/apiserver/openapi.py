@@ -173,9 +173,10 @@ def gv_document(group: str, version: str) -> tuple[bytes, str]:
     return data, hashlib.sha512(data).hexdigest()[:32].upper()
 
 
-def index() -> dict[str, Any]:
+def index(cni: str | None = None) -> dict[str, Any]:
+    """The group-versions a cluster of this CNI serves (resources.served), each with its document's hash."""
     paths = {}
-    for group, version in group_versions():
+    for group, version in group_versions(cni):
         _, digest = gv_document(group, version)
         path = _gv_path(group, version)
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}

@@ -67,7 +67,7 @@ def _problem(registry: Registry, key: Key, body: dict[str, Any]) -> tuple[str | 
     """(why the object cannot be served, None), or (None, the object without the fields today's types do not
     have when it had some, else None). An object of the wrong shape is refused even where admission lets it
     through (a kind admitted untyped): no reader could read it; admission's words say why when it has any."""
-    r = BY_KIND.get(key[0])
+    r = BY_KIND.get(key[0]) or registry.custom.resource_of(key[0])  # a client's CRD's kind
     if r is None:
         return f"kind {key[0]} is not served by this version", None
     shape = shape_error(key[0], body)
@@ -120,7 +120,9 @@ def recheck(registry: Registry, now: str) -> list[tuple[Key, str]]:
     for (kind, namespace, name), reason in quarantined:
         log.error("quarantined %s %s/%s: %s (kept in the store's quarantine table, not served)", kind, namespace,
                   name, reason)
-        involved = {"kind": kind, "namespace": namespace, "name": name or "unknown",
+        # The object's own kind (the store keys Calico's NetworkPolicy as NetworkPolicy.projectcalico.org).
+        involved = {"kind": BY_KIND[kind].kind if kind in BY_KIND else kind, "namespace": namespace,
+                    "name": name or "unknown",
                     "uid": f"{kind}/{namespace}/{name}", "apiVersion": BY_KIND[kind].api_version if kind in BY_KIND
                     else ""}
         events.append(make_event(names, involved, "Quarantined", f"{kind} {namespace + '/' if namespace else ''}"

@@ -38,6 +38,7 @@ from ..model.objects import Pod
 from ..model.schema import json_type_name
 from ..model.strategy import Propagation, StatusPolicy, Strategy
 from ..model.timestamps import now_rfc3339
+from . import cnikinds
 from .allocation import AllocationFailed, ServiceAllocations, Txn
 from .customresources import CustomDefinitions
 from .errors import ApiError, conflict, from_admission, invalid, no_such_path, not_found, qualified
@@ -91,7 +92,9 @@ def kind_of(r: Resource) -> Kind:
 
 def storage_version(r: Resource) -> str:
     """The apiVersion objects of this kind are stored at (a CRD's storage version; conversion None)."""
-    return BY_KIND[r.kind].api_version if r.kind in BY_KIND else r.api_version
+    if r.storage:
+        return f"{r.group}/{r.storage}"  # a client CRD's storage version
+    return BY_KIND[r.key_kind].api_version if r.key_kind in BY_KIND else r.api_version
 
 
 def as_served(r: Resource, obj: dict[str, Any]) -> dict[str, Any]:
@@ -244,18 +247,17 @@ class Registry:
         self.clock = clock
         self.services = ServiceAllocations(store, config)
         # Which definition admits each custom kind: knetsim's own, or a CRD a client applied (customresources.py).
-        self.custom = CustomDefinitions(store)
+        self.custom = CustomDefinitions(store, config.cni)
 
     def kind_of(self, r: Resource) -> Kind:
         return self.custom.kind_of(r)
 
-    @staticmethod
-    def strategy(r: Resource) -> Strategy:
-        return admission.strategy(kind_of(r))
+    def strategy(self, r: Resource) -> Strategy:
+        return admission.strategy(self.kind_of(r))
 
     @staticmethod
     def storage(r: Resource) -> Storage:
-        return STORAGE.get(r.kind, GENERIC_STORAGE)
+        return STORAGE.get(r.key_kind, GENERIC_STORAGE)
 
     def lookup(self, kind: str) -> list[Mapping[str, Any]]:
         """The stored objects of a kind, for admission plugins that read the cluster."""
@@ -275,6 +277,8 @@ class Registry:
     def _validate(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
                   subresource: str = "") -> None:
         errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
+        if r.cni and not errors:
+            errors = cnikinds.validation_errors(r, obj)  # what Calico or Antrea refuse (cnikinds.py)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -282,8 +286,8 @@ class Registry:
         """The strategies' WarningsOnCreate/WarningsOnUpdate of the version in force (model/versions.py:
         deprecations, leading-0 addresses a version before StrictIPCIDRValidation admits), then those addresses
         spelled as every reader reads them, as offline admission does (validation.read_legacy_addresses)."""
-        if self.kind_of(r).crd is not None:
-            return
+        if self.kind_of(r).crd is not None or r.key_kind != r.kind:
+            return  # a custom kind, or a CNI's kind of a built-in's name (Calico's NetworkPolicy): not the built-in's
         warnings.extend(validation.warnings_on_create(r.kind, obj))
         validation.read_legacy_addresses(r.kind, obj)
 
@@ -345,7 +349,7 @@ class Registry:
         storage = self.storage(r)
         storage.admit(self, r, obj)
         name = meta.get("name", "")
-        key = (r.kind, meta.get("namespace", ""), name)
+        key = (r.key_kind, meta.get("namespace", ""), name)
         existing = self.store.get(key)
         if existing is not None:
             being_deleted = BEING_DELETED if existing.body["metadata"].get("deletionTimestamp") else ""
@@ -413,7 +417,7 @@ class Registry:
             if _spec_of(new) != _spec_of(old.body):
                 gen += 1
             new["metadata"]["generation"] = gen
-        key = (r.kind, t.namespace, t.name)
+        key = (r.key_kind, t.namespace, t.name)
         if opts.dry_run or _same_object(new, old.body):
             _finish(txn, committed=False)
             new["metadata"]["resourceVersion"] = str(old.rv)
@@ -455,7 +459,7 @@ class Registry:
         new = json_copy(old.body)
         new.setdefault("spec", {})["replicas"] = replicas
         self.update(Target(t.resource, t.namespace, t.name, ""), old, new, opts)
-        stored = self.store.get((t.resource.kind, t.namespace, t.name))
+        stored = self.store.get((t.resource.key_kind, t.namespace, t.name))
         return self.scale_of(stored.body if stored else new)
 
     # --- delete -----------------------------------------------------------------------
@@ -466,7 +470,7 @@ class Registry:
         ``foregroundDeletion`` as the propagation asks (the garbage collector does those), and a
         namespace's ``kubernetes`` (the namespace controller empties it first)."""
         r = t.resource
-        key = (r.kind, t.namespace, t.name)
+        key = (r.key_kind, t.namespace, t.name)
         old = self.store.get(key)
         if old is None:
             raise not_found(r, t.name)
@@ -485,7 +489,10 @@ class Registry:
         if options.dry_run:
             return Deleted(marked if marked is not None else old.body, pending=marked is not None)
         if marked is None:
-            self.store.commit([Write(key, None)])
+            # A client's CRD takes the objects it alone served with it, as the CRD's customresourcecleanup
+            # finalizer has the API server delete them (apiextensions-apiserver, finalizer controller).
+            served = self.custom.objects_of(old.body) if r.kind == "CustomResourceDefinition" else []
+            self.store.commit([Write(key, None), *(Write(k, None) for k in served)])
             return Deleted(old.body)
         if marked != old.body:
             self.store.commit([Write(key, marked, old.managed)])
@@ -503,7 +510,7 @@ class Registry:
     def _generate_name(self, r: Resource, base: str, namespace: str) -> str:
         for i in range(100):
             candidate = base + random_suffix(base, uuid.uuid4().hex, str(i))
-            if self.store.get((r.kind, namespace, candidate)) is None:
+            if self.store.get((r.key_kind, namespace, candidate)) is None:
                 return candidate
         raise ApiError(409, "AlreadyExists", f"no free name for generateName {base!r}")
 

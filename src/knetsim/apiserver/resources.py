@@ -6,11 +6,12 @@ on their own: ``create configmap|secret|serviceaccount``), plus Events for ``des
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..model import versions
-from ..model.kinds import KINDS, KindInfo
+from ..model.kinds import CILIUM, CNI_KINDS, KINDS, KindInfo, stored_kind
 from ..model.strategy import strategy_for
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -38,6 +39,31 @@ class Resource(KindInfo):
 
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ("status",)
+    # Served because a client applied its CRD (customresources.CustomDefinitions.served), and the version its
+    # objects are stored at (the CRD's storage version).
+    from_client_crd: bool = False
+    storage: str = ""
+
+    @property
+    def printer_columns(self) -> tuple[tuple[str, str, str], ...] | None:
+        """The columns its upstream or client CRD declares (name, type, jsonPath), Age last, for a kind whose
+        columns come from a CRD's additionalPrinterColumns rather than knetsim.printers: a client CRD's kind, a
+        CNI's kind kept under its qualified name. None: the printers' (Cilium's kinds keep theirs)."""
+        if not self.from_client_crd and (not self.cni or self.key_kind == self.kind):
+            return None
+        return (*self.columns, ("Age", "date", ".metadata.creationTimestamp"))
+
+    @property
+    def key_kind(self) -> str:
+        """The kind its objects are stored under (the store's Key): ``NetworkPolicy.projectcalico.org`` for Calico's,
+        so that it never meets the Kubernetes NetworkPolicy of the same name; the kind itself for every kind that
+        BY_KIND answers (model.kinds.stored_kind, which the offline build keeps ClusterState.others by)."""
+        return stored_kind(self.kind, self.api_version)
+
+    def served_with(self, cni: str | None) -> bool:
+        """Is it served on a cluster of this CNI? Calico's and Antrea's kinds only where the cluster config names
+        their CNI (their CRDs and calico-apiserver come with it); Cilium's everywhere, as before CNIs were named."""
+        return not self.cni or self.cni == CILIUM or self.cni == cni
 
     @property
     def prefix(self) -> str:
@@ -67,6 +93,21 @@ def _from_core() -> list[Resource]:
     return out
 
 
+def _from_cni(taken: set[str]) -> list[Resource]:
+    """The kinds a CNI brings (model.kinds CNI_KINDS). A short name a kind served before it already has stays that
+    kind's (``cnp`` is CiliumNetworkPolicy's, as kubectl's discovery order resolves it): it is left out here."""
+    out = []
+    for k in CNI_KINDS:
+        short = tuple(s for s in k.short_names if s not in taken)
+        out.append(Resource(k.kind, k.group, k.version, k.plural, k.namespaced, short, cni=k.cni, role=k.role,
+                            columns=k.columns, subresources=()))
+    return out
+
+
+def _aliases(resources: list[Resource]) -> set[str]:
+    return {alias for r in resources for alias in (r.plural, r.singular, *r.short_names)}
+
+
 def _from_crd(k: KindInfo) -> list[Resource]:
     """A custom kind at its storage version, then at every other served version (conversion None: the same
     object with another apiVersion, as the API server serves such CRDs)."""
@@ -82,20 +123,27 @@ def _from_crd(k: KindInfo) -> list[Resource]:
 
 # Every kind the core knows, simulated or only kept (ConfigMap, Secret, ServiceAccount), and the
 # Events the controllers write (the API server's own kind: the core never reads them).
-RESOURCES: tuple[Resource, ...] = (
-    *_from_core(),
-    Resource("Event", "", "v1", "events", True, ("ev",), subresources=(), simulated=False),
-)
+_CORE = [*_from_core(), Resource("Event", "", "v1", "events", True, ("ev",), subresources=(), simulated=False)]
+# ... and the CNIs' kinds, each served only on a cluster of its CNI (Resource.served_with).
+RESOURCES: tuple[Resource, ...] = (*_CORE, *_from_cni(_aliases(_CORE)))
 
+# By the kind the store keys them under (Resource.key_kind): a bare name is the Kubernetes or knetsim kind,
+# ``NetworkPolicy.projectcalico.org`` Calico's.
 BY_KIND: dict[str, Resource] = {}
 for _r in RESOURCES:
-    BY_KIND.setdefault(_r.kind, _r)  # the storage version: what the store holds
+    BY_KIND.setdefault(_r.key_kind, _r)  # the storage version: what the store holds
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 
-def group_versions() -> list[tuple[str, str]]:
+def served(cni: str | None = None, extra: Iterable[Resource] = ()) -> list[Resource]:
+    """The resources a cluster of this CNI serves (``cni`` None: the CNI-less cluster, Cilium's kinds as ever),
+    and ``extra``, those its clients' CRDs make served."""
+    return [*(r for r in RESOURCES if r.served_with(cni)), *extra]
+
+
+def group_versions(cni: str | None = None, extra: Iterable[Resource] = ()) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
-    for r in RESOURCES:
+    for r in served(cni, extra):
         if (r.group, r.version) not in seen:
             seen.append((r.group, r.version))
     return seen
@@ -115,11 +163,12 @@ def _subresource_entry(r: Resource, sub: str) -> dict[str, Any]:
     return {"subresource": sub, "responseKind": kind, "verbs": verbs}
 
 
-def aggregated_discovery(core: bool, served_as: str = "v2") -> dict[str, Any]:
+def aggregated_discovery(core: bool, served_as: str = "v2", cni: str | None = None,
+                         extra: Iterable[Resource] = ()) -> dict[str, Any]:
     """``APIGroupDiscoveryList`` (apidiscovery.k8s.io) for ``/api``
     (core) or ``/apis``; ``served_as`` names the format, v2 or v2beta1 (the same shape)."""
     groups: dict[str, dict[str, Any]] = {}
-    for r in RESOURCES:
+    for r in served(cni, extra):
         if (r.group == "") != core:
             continue
         entry: dict[str, Any] = {
@@ -163,9 +212,9 @@ def version_priority(version: str) -> tuple[int, int, int]:
     return (level, -int(m.group(1)), -int(m.group(3) or 0))
 
 
-def api_group_list() -> dict[str, Any]:
+def api_group_list(cni: str | None = None, extra: Iterable[Resource] = ()) -> dict[str, Any]:
     versions: dict[str, list[str]] = {}
-    for group, version in group_versions():
+    for group, version in group_versions(cni, extra):
         if group:
             versions.setdefault(group, []).append(version)
     groups = []
@@ -175,16 +224,17 @@ def api_group_list() -> dict[str, Any]:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
-    for g in api_group_list()["groups"]:
+def api_group(group: str, cni: str | None = None, extra: Iterable[Resource] = ()) -> dict[str, Any] | None:
+    for g in api_group_list(cni, extra)["groups"]:
         if g["name"] == group:
             return dict(g, kind="APIGroup", apiVersion="v1")
     return None
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
+def resource_list(group: str, version: str, cni: str | None = None,
+                  extra: Iterable[Resource] = ()) -> dict[str, Any] | None:
     items: list[dict[str, Any]] = []
-    for r in RESOURCES:
+    for r in served(cni, extra):
         if (r.group, r.version) != (group, version):
             continue
         entry: dict[str, Any] = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,

@@ -195,6 +195,10 @@ class ApiServer:
         # admitted, warned of and answered as that version's API server does (model/versions.py).
         self.kubernetes_version = versions.parse(self.config.kubernetes_version)
 
+    def _crd_served(self) -> list[Resource]:
+        """What clients' CRDs make served (customresources.CustomDefinitions.served), for discovery."""
+        return list(self.registry.custom.served.values())
+
     @property
     def state(self) -> Any:
         return self.state_source() if self.state_source is not None else None
@@ -280,12 +284,12 @@ class ApiServer:
                                openapi.OPENAPI_V2_PROTOBUF + "); JSON clients use /openapi/v3")
             return web.Response(body=openapi.v2_document(), headers={"Content-Type": openapi.OPENAPI_V2_PROTOBUF})
         if path == "/openapi/v3":
-            return self._json(openapi.index())
+            return self._json(openapi.index(self.config.cni))
         if path.startswith("/openapi/v3/"):
             gv = path[len("/openapi/v3/"):].split("/")
             group, version = ("", gv[1]) if gv[0] == "api" and len(gv) == 2 else (
                 (gv[1], gv[2]) if gv[0] == "apis" and len(gv) == 3 else ("?", "?"))
-            if (group, version) not in resources.group_versions():
+            if (group, version) not in resources.group_versions(self.config.cni):
                 raise no_such_path()
             data, _ = openapi.gv_document(group, version)
             return web.Response(body=data, headers={"Content-Type": "application/json",
@@ -295,7 +299,7 @@ class ApiServer:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[0] == "apis" and len(parts) >= 2:
             if len(parts) == 2:
-                g = resources.api_group(parts[1])
+                g = resources.api_group(parts[1], self.config.cni, self._crd_served())
                 if g is None:
                     raise no_such_path()
                 return self._json(g)
@@ -303,7 +307,7 @@ class ApiServer:
         else:
             raise no_such_path()
         if not rest:
-            rl = resources.resource_list(group, version)
+            rl = resources.resource_list(group, version, self.config.cni, self._crd_served())
             if rl is None:
                 raise no_such_path()
             return self._json(rl)
@@ -326,9 +330,10 @@ class ApiServer:
         (discovery.py); ``Vary: Accept`` so that caches keep the two apart, as kube-apiserver says."""
         choice = discovery.negotiate(request.headers.get("Accept", ""))
         if choice.aggregated is not None:
-            body = resources.aggregated_discovery(core, choice.aggregated)
+            body = resources.aggregated_discovery(core, choice.aggregated, self.config.cni,
+                                                   self._crd_served())
         else:
-            body = resources.api_versions() if core else resources.api_group_list()
+            body = resources.api_versions() if core else resources.api_group_list(self.config.cni, self._crd_served())
         if choice.media_type == "application/yaml":
             resp = web.Response(body=yaml.safe_dump(body, sort_keys=False).encode(),
                                 headers={"Content-Type": "application/yaml"})
@@ -343,6 +348,8 @@ class ApiServer:
             namespace, rest = rest[1], rest[2:]
         plural = rest[0]
         r = BY_PATH.get((group, version, plural))
+        if r is None or not r.served_with(self.config.cni):
+            r = self.registry.custom.served.get((group, version, plural))  # a client's CRD serves it, or none
         if r is None or len(rest) > 3:
             raise no_such_path()
         name = rest[1] if len(rest) > 1 else ""
@@ -405,13 +412,14 @@ class ApiServer:
     def _out(self, request: web.Request, r: Resource, obj: dict[str, Any]) -> Any:
         accept = request.headers.get("Accept", "")
         if "as=Table" in accept:
-            return tables.table(r.kind, [obj], str(self.store.rv), request.query.get("includeObject", "Metadata"))
+            return tables.table(r.key_kind, [obj], str(self.store.rv), request.query.get("includeObject", "Metadata"),
+                                columns=r.printer_columns)
         return as_served(r, obj)
 
     # --- reads -----------------------------------------------------------------------
 
     def _get(self, t: Target) -> dict[str, Any]:
-        stored = self.store.get((t.resource.kind, t.namespace, t.name))
+        stored = self.store.get((t.resource.key_kind, t.namespace, t.name))
         if stored is None:
             raise not_found(t.resource, t.name)
         return stored.body
@@ -420,7 +428,7 @@ class ApiServer:
         """A list, or one page of it (``paging``): at the current resourceVersion, or at the one a continue
         token or an exact resourceVersion names."""
         accept = make_filter(options.label_selector, options.field_selector)
-        kind = t.resource.kind
+        kind = t.resource.key_kind
         start, rv, exact = "", self.store.rv, False
         if options.continue_token:
             start, token_rv = paging.decode_continue(options.continue_token)
@@ -456,10 +464,11 @@ class ApiServer:
         if chunk.remaining is not None:
             meta["remainingItemCount"] = chunk.remaining
         if "as=Table" in request.headers.get("Accept", ""):
-            table = tables.table(kind, items, str(rv), options.include_object or "Metadata")
+            table = tables.table(kind, items, str(rv), options.include_object or "Metadata",
+                                 columns=t.resource.printer_columns)
             table["metadata"] = meta
             return self._json(table)
-        return self._json({"kind": f"{kind}List", "apiVersion": t.resource.api_version, "metadata": meta,
+        return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version, "metadata": meta,
                            "items": items})
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
@@ -480,7 +489,7 @@ class ApiServer:
                 return False
             return accept(obj)
 
-        watcher = Watcher(t.resource.kind, t.namespace, visible)
+        watcher = Watcher(t.resource.key_kind, t.namespace, visible)
         self.store.subscribe(watcher)
         try:
             rv_text = q.get("resourceVersion", "")
@@ -488,7 +497,8 @@ class ApiServer:
             if rv_text in ("", "0"):
                 await self.settle()
                 start = self.store.rv
-                initial = [("ADDED", s.body) for s in self.store.list(t.resource.kind, t.namespace) if visible(s.body)]
+                initial = [("ADDED", s.body) for s in self.store.list(t.resource.key_kind, t.namespace)
+                           if visible(s.body)]
             else:
                 start = requestoptions.parse_resource_version(rv_text)
                 await self._wait_for_resource_version(start)
@@ -499,8 +509,9 @@ class ApiServer:
 
             async def send(kind: str, obj: dict[str, Any]) -> None:
                 if as_table and kind != "ERROR":
-                    body: Any = tables.table(t.resource.kind, [obj], obj["metadata"].get("resourceVersion", ""),
-                                             include, headers=not headers_sent[0])
+                    body: Any = tables.table(t.resource.key_kind, [obj], obj["metadata"].get("resourceVersion", ""),
+                                             include, headers=not headers_sent[0],
+                                             columns=t.resource.printer_columns)
                     headers_sent[0] = True
                 else:
                     body = as_served(t.resource, obj) if kind != "ERROR" else obj
@@ -531,7 +542,7 @@ class ApiServer:
         for kind, obj in initial:
             await send(kind, obj)
         if rv_text not in ("", "0"):
-            history = self.store.since(t.resource.kind, start)
+            history = self.store.since(t.resource.key_kind, start)
             if history is None:
                 await send("ERROR", ApiError(410, "Expired", f"too old resource version: {start} "
                                                              f"({self.store.oldest_rv})").status())
@@ -599,7 +610,7 @@ class ApiServer:
         return self._respond(request, written, status_code, t.resource)
 
     async def _update(self, request: web.Request, t: Target, body: dict[str, Any]) -> web.Response:
-        old = self.store.get((t.resource.kind, t.namespace, t.name))
+        old = self.store.get((t.resource.key_kind, t.namespace, t.name))
         if old is None:
             raise not_found(t.resource, t.name)
         if t.sub == "scale":
@@ -610,7 +621,7 @@ class ApiServer:
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
         raw = await request.read()
         r = t.resource
-        key = (r.kind, t.namespace, t.name)
+        key = (r.key_kind, t.namespace, t.name)
         old = self.store.get(key)
         doc = parse_body(raw, ctype) if raw.strip() else None
         if ctype == "application/apply-patch+yaml":
@@ -631,7 +642,7 @@ class ApiServer:
                 result = patch.json_patch(base, doc)
             elif ctype == "application/merge-patch+json":
                 result = merge_patch(base, doc)
-            elif ctype == "application/strategic-merge-patch+json" and r.crd:
+            elif ctype == "application/strategic-merge-patch+json" and (r.crd or r.from_client_crd):
                 # Custom resources have no patch strategies: kube-apiserver refuses the media type.
                 raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
                                    "accepted media types include: application/json-patch+json, "
@@ -682,7 +693,7 @@ class ApiServer:
     async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
         accept = make_filter(q.get("labelSelector", ""), q.get("fieldSelector", ""))
-        items = [s for s in self.store.list(t.resource.kind, t.namespace) if accept(s.body)]
+        items = [s for s in self.store.list(t.resource.key_kind, t.namespace) if accept(s.body)]
         options = await self._delete_options(request)
         deleted = []
         for stored in items:

@@ -23,8 +23,11 @@ from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
 from ..model.kinds import (
+    ANTREA,
     BY_KIND,
+    CALICO,
     CLUSTER_SCOPED_BUILTINS,
+    CNI_GROUPS,
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
     KINDS,
@@ -57,11 +60,12 @@ from .system import ingress_nginx_status, system_manifests
 from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
-# Calico's API groups: its kinds are read by knetsim.policy (on a Calico cluster), not by a layer of the build.
-CALICO_GROUPS = frozenset({"projectcalico.org", "crd.projectcalico.org"})
+# Calico's API groups (its rows in model.kinds): its kinds are read by knetsim.policy (on a Calico cluster), not
+# by a layer of the build.
+CALICO_GROUPS = CNI_GROUPS[CALICO]
 # Antrea's policy kinds share their names with Kubernetes' (NetworkPolicy, ClusterNetworkPolicy): kept untyped,
 # keyed Kind.crd.antrea.io (state.stored_kind), read by knetsim.policy.antrea.
-ANTREA_GROUPS = frozenset({"crd.antrea.io"})
+ANTREA_GROUPS = CNI_GROUPS[ANTREA]
 INVALID_KEPT = "InvalidKept"  # notice code: an object validation refuses, kept (--validate=ignore)
 API_WARNING = "APIServerWarning"  # notice code: a warning the API server of the version in force sends
 UNKNOWN_FIELD = "UnknownField"  # notice code: a field the types do not know, dropped (fieldValidation=Warn)

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..model.kinds import BY_KIND, KINDS, OTHERS, WORKLOADS
+from ..model.kinds import stored_kind as stored_kind  # re-exported: where the build and the informer key others
 from ..model.labels import Selector
 from ..model.loader import CONTROLLER, Source
 from ..model.objects import (
@@ -71,18 +72,6 @@ WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "ReplicationController", "Stateful
 KEPT_AS_WORKLOADS = tuple(k.kind for k in KINDS if k.collection == WORKLOADS)
 # Every collection of a ClusterState, by attribute name.
 COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), WORKLOADS, OTHERS)
-
-
-def stored_kind(kind: str, api_version: object) -> str:
-    """The name an object's kind is kept under: ``kind`` itself, or ``Kind.group`` (kubectl's qualified form) when
-    knetsim knows a kind of that name in another group. A ``projectcalico.org/v3`` NetworkPolicy or a
-    ``crd.antrea.io`` ClusterNetworkPolicy is not the Kubernetes kind of the same name: keyed by name alone it
-    would be read (and enforced) as one."""
-    info = BY_KIND.get(kind)
-    group = str(api_version or "").rpartition("/")[0]
-    if info is None or info.group == group:
-        return kind
-    return f"{kind}.{group}" if group else kind
 
 
 def collection_of(kind: str) -> str:

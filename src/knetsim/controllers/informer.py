@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
+from ..apiserver.cnikinds import validation_errors as cni_validation_errors
 from ..apiserver.registry import kind_of
 from ..apiserver.resources import BY_KIND
 from ..apiserver.shape import shape_error
@@ -130,6 +131,11 @@ class Informer:
             # from another version was rechecked at start): a custom or untyped kind's shape is checked
             # once here. The controllers' own objects are knetsim's making.
             problem = shape_error(key[0], body)
+            r = BY_KIND.get(key[0])
+            if problem is None and r is not None and r.cni:
+                # A CNI's kind is read by its dialect in knetsim.policy: what that CNI refuses (what admission
+                # refuses of it: cnikinds) would stop the reader, as a misplaced type stops the others.
+                problem = "; ".join(str(e) for e in cni_validation_errors(r, body)) or None
             if problem is not None:
                 self.left_out(key, problem)
                 return
@@ -231,9 +237,13 @@ class Informer:
         # Its declared view (model.kinds), the view's module imported at the first object of the kind: a
         # cluster without Gateway API objects (every start of the live cluster) never builds their classes.
         parser = view_of(key[0])
+        # A kind kept under its qualified name (``NetworkPolicy.projectcalico.org``: model.kinds.stored_kind) is
+        # read as the object says, as the offline build keeps it: Calico's and Antrea's readers ask for the
+        # kind and its group, and ClusterView keys it in ClusterState.others by the store's qualified kind.
+        kind = str(stored.body.get("kind") or key[0]) if "." in key[0] else key[0]
         try:
             obj = parser(stored.body, source) if parser is not None else \
-                Object(key[0], Meta.parse(key[0], stored.body.get("metadata") or {}), stored.body, source)
+                Object(kind, Meta.parse(kind, stored.body.get("metadata") or {}), stored.body, source)
         except SHAPE_ERRORS as exc:
             self.left_out(key, f"{type(exc).__name__}: {exc}")
             return None

@@ -307,7 +307,7 @@ def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
         meta = obj.get("metadata")
         name = str(meta.get("name") or "") if isinstance(meta, dict) else ""  # untyped kinds: any shape
         raise invalid(kind, name, errors)
-    if kind.crd is None:
+    if kind.crd is None and kind.definition is not None:  # a built-in's (not a CNI's kind of its name)
         decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
         validation.read_legacy_addresses(kind.kind, obj)
     return obj, decoded

@@ -6,6 +6,11 @@ A built-in kind is one row of ``KINDS`` below; a custom kind knetsim defines is 
 derived from these rows: the Gateway API and cluster-policy kind sets, ClusterState's collections
 (``cluster/state.py``), the typed-view lookup (``view_of``) the informer and the offline build use, the
 printer columns and discovery. A kind declared twice (twice here, or here and in the catalog) stops the import.
+
+A CNI's kinds are rows too (Cilium's in ``KINDS``, Calico's and Antrea's in ``CNI_KINDS``), each naming the CNI
+that brings it. Their names are not unique (three NetworkPolicies, two Tiers), so they are found by (group, kind):
+``BY_GROUP_KIND``, ``info_for``; ``BY_KIND`` keeps answering a bare name with the Kubernetes or knetsim kind, and
+``stored_kind`` keeps a CNI's kind under ``Kind.group`` wherever objects are kept by kind.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from functools import partial
 from typing import Any
 
 from .apis.catalog import DEFINITIONS, GATEWAY_GROUP, POLICY_GROUP
+
+# The CNIs that bring kinds of their own (policy/cni.py names them the same).
+CALICO, CILIUM, ANTREA = "calico", "cilium", "antrea"
+# KindInfo.role: what a CNI's kind is to its policy engine.
+POLICY, STAGED, SET, TIER, GROUP = "policy", "staged", "set", "tier", "group"
 
 # The ClusterState collections that hold several kinds, keyed by (kind, "namespace/name"): workloads
 # (kept for `get`) and every kind without a collection of its own.
@@ -44,6 +54,15 @@ class KindInfo:
     # loads its model): the class's parse(raw, source), or parse_kind(kind, raw, source) for a class that
     # several kinds share. Empty: the generic Object.
     view: str = ""
+    # The CNI whose kind it is (served on a live cluster only when the cluster config names that CNI; read by
+    # knetsim.policy's dialect of it), empty for Kubernetes' and knetsim's own kinds.
+    cni: str = ""
+    # What the kind is to its CNI's policy engine: POLICY (decides connections), STAGED (a preview, never
+    # enforced), SET (addresses a policy selects), TIER (orders policies), GROUP (peers a policy names).
+    role: str = ""
+    # The printer columns its upstream CRD declares (additionalPrinterColumns, after Name): (name, type,
+    # jsonPath). Empty: Age only.
+    columns: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -57,6 +76,12 @@ class KindInfo:
     def qualified_plural(self) -> str:
         """``deployments.apps``, the name kubectl prints before ``/name`` for grouped kinds."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def qualified_kind(self) -> str:
+        """``NetworkPolicy.projectcalico.org``: the kind with its group, kubectl's way of naming one of several
+        kinds of one name."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
 
     @property
     def keyed_collection(self) -> bool:
@@ -90,10 +115,11 @@ KINDS: tuple[KindInfo, ...] = (
              collection="network_policies", view="model.objects:NetworkPolicy"),
     KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
     KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
-    KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp")),
+    KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp"),
+             cni=CILIUM, role=POLICY),
     # Cluster-scoped (cilium/cilium pkg/k8s/apis/cilium.io/v2 CiliumClusterwideNetworkPolicy; short names ccnp).
     KindInfo("CiliumClusterwideNetworkPolicy", "cilium.io", "v2", "ciliumclusterwidenetworkpolicies", False,
-             ("ccnp",)),
+             ("ccnp",), cni=CILIUM, role=POLICY),
     # The CRDs of the custom kinds (model.apis): served live, knetsim's own from the start; one in the input
     # or applied by a client takes over its kind.
     KindInfo("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False,
@@ -108,6 +134,53 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("BackendTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "backendtrafficpolicies", True, ("btp",)),
     KindInfo("ClientTrafficPolicy", "gateway.envoyproxy.io", "v1alpha1", "clienttrafficpolicies", True, ("ctp",)),
 )
+
+
+def _calico_kinds() -> tuple[KindInfo, ...]:
+    """Calico's policy kinds, at ``projectcalico.org/v3`` as calico-apiserver serves them and at
+    ``crd.projectcalico.org/v1``, the CRDs that store them (a cluster without calico-apiserver returns those).
+    Short names: calico-apiserver's REST storage (projectcalico/calico
+    apiserver/pkg/registry/projectcalico/rest/storage_calico.go); the v1 CRDs declare none
+    (libcalico-go/config/crd/crd.projectcalico.org_*.yaml)."""
+    rows = (  # kind, plural, namespaced, role, calico-apiserver's short names
+        ("NetworkPolicy", "networkpolicies", True, POLICY, ("cnp", "caliconetworkpolicy", "caliconetworkpolicies")),
+        ("GlobalNetworkPolicy", "globalnetworkpolicies", False, POLICY, ("gnp", "cgnp", "calicoglobalnetworkpolicies")),
+        ("StagedNetworkPolicy", "stagednetworkpolicies", True, STAGED, ()),
+        ("StagedGlobalNetworkPolicy", "stagedglobalnetworkpolicies", False, STAGED, ()),
+        ("StagedKubernetesNetworkPolicy", "stagedkubernetesnetworkpolicies", True, STAGED, ()),
+        ("NetworkSet", "networksets", True, SET, ("netsets",)),
+        ("GlobalNetworkSet", "globalnetworksets", False, SET, ()),
+        ("Tier", "tiers", False, TIER, ()),
+    )
+    return tuple(KindInfo(kind, group, version, plural, namespaced, short if group == "projectcalico.org" else (),
+                          cni=CALICO, role=role)
+                 for group, version in (("projectcalico.org", "v3"), ("crd.projectcalico.org", "v1"))
+                 for kind, plural, namespaced, role, short in rows)
+
+
+# Antrea's policy CRDs (antrea-io/antrea build/charts/antrea/crds/*.yaml): short names and printer columns as they
+# declare them, at the crd.antrea.io version Antrea stores.
+_ANTREA_POLICY_COLUMNS = (("Tier", "string", ".spec.tier"), ("Priority", "number", ".spec.priority"),
+                          ("Desired Nodes", "number", ".status.desiredNodesRealized"),
+                          ("Current Nodes", "number", ".status.currentNodesRealized"))
+ANTREA_KINDS: tuple[KindInfo, ...] = (
+    KindInfo("ClusterNetworkPolicy", "crd.antrea.io", "v1beta1", "clusternetworkpolicies", False, ("acnp",),
+             cni=ANTREA, role=POLICY, columns=_ANTREA_POLICY_COLUMNS),
+    KindInfo("NetworkPolicy", "crd.antrea.io", "v1beta1", "networkpolicies", True, ("anp",),
+             cni=ANTREA, role=POLICY, columns=_ANTREA_POLICY_COLUMNS),
+    KindInfo("Tier", "crd.antrea.io", "v1beta1", "tiers", False, ("tr",), cni=ANTREA, role=TIER,
+             columns=(("Priority", "integer", ".spec.priority"),)),
+    KindInfo("ClusterGroup", "crd.antrea.io", "v1beta1", "clustergroups", False, ("cg",), cni=ANTREA, role=GROUP),
+    KindInfo("Group", "crd.antrea.io", "v1beta1", "groups", True, ("grp",), cni=ANTREA, role=GROUP),
+)
+# The kinds a CNI brings besides Cilium's (which are rows of KINDS: their names are no Kubernetes kind's). Their
+# names are not unique (Calico's and Antrea's NetworkPolicy, Tier): they are found by (group, kind), never in
+# BY_KIND, which keeps answering a bare name with the Kubernetes or knetsim kind.
+CNI_KINDS: tuple[KindInfo, ...] = (*_calico_kinds(), *ANTREA_KINDS)
+# A group whose objects are another group's in storage form: a cluster that serves both returns each object twice
+# (calico-apiserver keeps its projectcalico.org/v3 objects in the crd.projectcalico.org/v1 CRDs), so a reader of
+# a cluster reads the storage group only where the other is not served.
+STORAGE_GROUP_OF: dict[str, str] = {"crd.projectcalico.org": "projectcalico.org"}
 
 # Envoy Gateway's policies (the rows of its group above), read by knetsim.gateway from ClusterState.others.
 ENVOY_GATEWAY_POLICY_KINDS: tuple[str, ...] = tuple(k.kind for k in KINDS if k.group == "gateway.envoyproxy.io")
@@ -158,8 +231,51 @@ def index(kinds: Iterable[KindInfo]) -> dict[str, KindInfo]:
     return out
 
 
+def index_by_group_kind(kinds: Iterable[KindInfo]) -> dict[tuple[str, str], KindInfo]:
+    """The kinds by (group, kind); one declared twice is an error."""
+    out: dict[tuple[str, str], KindInfo] = {}
+    for info in kinds:
+        if (info.group, info.kind) in out:
+            raise DuplicateKind(f"kind {info.kind} of group {info.group or 'core'} is declared twice (model/kinds.py "
+                                "KINDS, CNI_KINDS, model/apis/catalog.py)")
+        out[(info.group, info.kind)] = info
+    return out
+
+
 KINDS = (*KINDS, *_crd_kinds())
 BY_KIND = index(KINDS)
+# Every kind knetsim knows, a CNI's included, by (group, kind).
+BY_GROUP_KIND = index_by_group_kind((*KINDS, *CNI_KINDS))
+# The API groups of each CNI's kinds, derived from the rows.
+CNI_GROUPS: dict[str, frozenset[str]] = {
+    cni: frozenset(k.group for k in BY_GROUP_KIND.values() if k.cni == cni) for cni in (CALICO, CILIUM, ANTREA)}
+
+
+def group_of(api_version: object) -> str:
+    """``projectcalico.org`` of ``projectcalico.org/v3``; "" for the core group (``v1``)."""
+    return str(api_version or "").rpartition("/")[0]
+
+
+def info_for(api_version: object, kind: str) -> KindInfo | None:
+    """The row of ``kind`` in ``api_version``'s group: Calico's NetworkPolicy for ``projectcalico.org/v3``,
+    Kubernetes' for ``networking.k8s.io/v1``; None for a kind knetsim does not know in that group."""
+    return BY_GROUP_KIND.get((group_of(api_version), kind))
+
+
+def stored_kind(kind: str, api_version: object) -> str:
+    """The name an object's kind is kept under (ClusterState's others, the live store's keys): ``kind`` itself, or
+    ``Kind.group`` (kubectl's qualified form) for a CNI's kind that BY_KIND does not answer (Calico's, Antrea's:
+    two groups hold each of their names) and for a kind BY_KIND names in another group. A
+    ``projectcalico.org/v3`` NetworkPolicy or a ``crd.antrea.io`` ClusterNetworkPolicy is not the Kubernetes kind
+    of the same name: keyed by name alone it would be read (and enforced) as one."""
+    group = group_of(api_version)
+    info = BY_KIND.get(kind)
+    row = BY_GROUP_KIND.get((group, kind))
+    if row is not None and row.cni and info is not row:
+        return row.qualified_kind
+    if info is None or info.group == group or not group:
+        return kind
+    return f"{kind}.{group}"
 
 _VIEWS: dict[str, Callable[..., Any] | None] = {}
 

@@ -24,7 +24,7 @@ from typing import Any
 from . import defaults, updates, validation
 from .fielderr import FieldError
 from .jsonvalue import json_copy
-from .kinds import BY_KIND
+from .kinds import BY_KIND, info_for
 from .names import is_canonical_ip, is_dns1123_label, is_dns1123_subdomain
 from .validation import is_path_segment_name
 
@@ -382,11 +382,19 @@ def custom_strategy(kind: str, status_subresource: bool) -> Strategy:
                     status=StatusPolicy.SUBRESOURCE if status_subresource else StatusPolicy.CLIENT)
 
 
+_CNI_STRATEGIES: dict[str, Strategy] = {}
+
+
 def strategy_for(kind: str, api_version: str = "") -> Strategy:
     """The strategy of a built-in kind (a core/v1 Event's own; events.k8s.io Events are checked by
     their schema alone)."""
     if kind == "Event" and api_version not in ("", "v1"):
         return GENERIC
+    row = info_for(api_version, kind) if api_version else None
+    if row is not None and row.cni and BY_KIND.get(kind) is not row:
+        # A CNI's kind of a built-in's name (Calico's or Antrea's NetworkPolicy) is not the built-in: a custom
+        # resource's strategy (generation counted, status written with the object), its rules the CNI's.
+        return _CNI_STRATEGIES.setdefault(kind, custom_strategy(kind, False))
     found = STRATEGIES.get(kind)
     if found is not None:
         return found

@@ -34,44 +34,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
-from ..model.kinds import BY_KIND
+from ..model.kinds import ANTREA, BY_GROUP_KIND, BY_KIND, CALICO, CILIUM, POLICY, STAGED
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Object
 
-KINDNET, CALICO, CILIUM, ANTREA, FLANNEL = "kindnet", "calico", "cilium", "antrea", "flannel"
+KINDNET, FLANNEL = "kindnet", "flannel"  # CALICO, CILIUM, ANTREA: model.kinds, whose rows name them
 DISPLAY = {KINDNET: "kindnet", CALICO: "Calico", CILIUM: "Cilium", ANTREA: "Antrea", FLANNEL: "flannel"}
 CONFIGURED, DETECTED, INFERRED, DEFAULT = "configured", "detected", "inferred", "default"
 
-# The API groups each CNI's own kinds live in (projectcalico.org is the API server's, crd.projectcalico.org the
-# CRDs' storage form a live cluster returns without the Calico API server).
+# The API groups each CNI's own kinds live in, from their rows in model.kinds (projectcalico.org is the API
+# server's, crd.projectcalico.org the CRDs' storage form a live cluster returns without the Calico API server).
 GROUPS: dict[str, str] = {
-    "projectcalico.org": CALICO,
-    "crd.projectcalico.org": CALICO,
-    "cilium.io": CILIUM,
-    "crd.antrea.io": ANTREA,
-    "security.antrea.tanzu.vmware.com": ANTREA,  # the pre-v1.0 group of Antrea's policies
+    **{info.group: info.cni for info in BY_GROUP_KIND.values() if info.cni},
+    "security.antrea.tanzu.vmware.com": ANTREA,  # the pre-v1.0 group of Antrea's policies: no row, a caveat
 }
 # The kinds of those groups that decide connections (the sets, groups and tiers they refer to decide nothing alone).
 POLICY_KINDS: dict[str, frozenset[str]] = {
-    CALICO: frozenset({"NetworkPolicy", "GlobalNetworkPolicy", "StagedNetworkPolicy", "StagedGlobalNetworkPolicy",
-                       "StagedKubernetesNetworkPolicy"}),
-    CILIUM: frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"}),
-    ANTREA: frozenset({"NetworkPolicy", "ClusterNetworkPolicy"}),
-}
+    cni: frozenset(i.kind for i in BY_GROUP_KIND.values() if i.cni == cni and i.role in (POLICY, STAGED))
+    for cni in (CALICO, CILIUM, ANTREA)}
 # Calico never enforces a staged policy: it is a preview (projectcalico.org docs, "Stage, preview impacts...").
-STAGED_KINDS = frozenset({"StagedNetworkPolicy", "StagedGlobalNetworkPolicy", "StagedKubernetesNetworkPolicy"})
+STAGED_KINDS = frozenset(i.kind for i in BY_GROUP_KIND.values() if i.role == STAGED)
 # Which CNI enforces the built-in and network-policy-api kinds: flannel enforces none (it is only a pod
 # network); Cilium none of the network-policy-api kinds (cilium/cilium#23380).
 ENFORCES_NETWORK_POLICY = frozenset({KINDNET, CALICO, CILIUM, ANTREA})
 ENFORCES_CLUSTER_POLICY = frozenset({KINDNET, CALICO, ANTREA})
-# The kinds each CNI enforces that knetsim evaluates (beside NetworkPolicy and the cluster tiers).
+# The kinds each CNI enforces that knetsim evaluates (beside NetworkPolicy and the cluster tiers): every policy
+# row (policy/calico, policy/antrea, policy/cilium read them all; the pre-v1.0 Antrea group stays a caveat).
 EVALUATED: dict[str, frozenset[tuple[str, str]]] = {
-    CILIUM: frozenset({("cilium.io", "CiliumNetworkPolicy"), ("cilium.io", "CiliumClusterwideNetworkPolicy")}),
-    CALICO: frozenset({(g, k) for g in ("projectcalico.org", "crd.projectcalico.org")
-                       for k in ("NetworkPolicy", "GlobalNetworkPolicy")}),
-    # policy/antrea: the crd.antrea.io kinds (the pre-v1.0 security.antrea.tanzu.vmware.com group stays a caveat).
-    ANTREA: frozenset({("crd.antrea.io", "NetworkPolicy"), ("crd.antrea.io", "ClusterNetworkPolicy")}),
-}
+    cni: frozenset((i.group, i.kind) for i in BY_GROUP_KIND.values() if i.cni == cni and i.role == POLICY)
+    for cni in (CALICO, CILIUM, ANTREA)}
 
 # What a CNI's agent runs as: (namespace, DaemonSet name) and the pod labels it carries. Upstream manifests:
 # calico-node (projectcalico/calico manifests, the operator's calico-system), cilium (cilium/cilium's Helm
@@ -294,7 +285,7 @@ def listed(objects: list[PolicyObject], cni: ClusterCNI | None = None) -> tuple[
         groups = sorted(g for g, owner in GROUPS.items() if owner == cni.name)
         out.append(f"{cni.display} runs in this cluster ({cni.evidence}) but none of its own policy kinds "
                    f"({', '.join(sorted(POLICY_KINDS[cni.name]))} of {' or '.join(groups)}) is in the input: a "
-                   "cluster read with --kubeconfig lists only the kinds knetsim knows, so if it has any, export them "
+                   "cluster read with --kubeconfig is read with them where it serves them; from files, export them "
                    "(kubectl get <kind>.<group> -A -o yaml) and add them with -f")
     return tuple(out)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.kinds import KINDS, KindInfo
+from ..model.kinds import BY_KIND, CNI_KINDS, KINDS, STORAGE_GROUP_OF, KindInfo
 from ..model.loader import Document, LoadResult, Source
 from ..model.withheld import withhold
 from .kubeapi import ApiError, KubeAPI, KubeError
@@ -35,7 +35,8 @@ from .kubeapi import ApiError, KubeAPI, KubeError
 # CustomResourceDefinitions are not listed (a cluster with operators holds megabytes of them): only the ones of
 # the custom kinds knetsim defines are read, by name (``_definitions``), so that the cluster's own are in force.
 NOT_READ = frozenset({"Endpoints", "ConfigMap", "ServiceAccount", "IPAddress", "CustomResourceDefinition"})
-READ: tuple[KindInfo, ...] = tuple(k for k in KINDS if k.kind not in NOT_READ)
+# The CNIs' kinds are read too where the cluster serves them: policy answers follow the policy the cluster runs.
+READ: tuple[KindInfo, ...] = tuple(k for k in (*KINDS, *CNI_KINDS) if k.kind not in NOT_READ)
 # What a role without cluster-wide read of these may be refused; the analysis does without them.
 OPTIONAL = {
     "Secret": "Ingress TLS Secrets cannot be checked",
@@ -94,6 +95,8 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
         version = _version(info, served)
         if version is None:
             continue  # not served here (a CRD not installed): nothing of that kind exists
+        if STORAGE_GROUP_OF.get(info.group) in served:
+            continue  # the same objects, read at the group that serves them (Calico's v3)
 
         def paged(plural: str, count: int) -> None:
             if progress is not None:
@@ -112,7 +115,8 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
             raise
         items.sort(key=lambda o: (str((o.get("metadata") or {}).get("namespace") or ""),
                                   str((o.get("metadata") or {}).get("name") or "")))
-        out.counts[info.kind] = len(items)
+        # Counted by kind, or by Kind.group for a CNI's kind of a built-in's name (Calico's NetworkPolicy).
+        out.counts[info.kind if BY_KIND.get(info.kind) in (info, None) else info.qualified_kind] = len(items)
         source = ClusterObject(label, 1)
         out.loaded.documents.extend(Document(source, _clean(item, info)) for item in items)
         if progress is not None and len(items) >= 1000:

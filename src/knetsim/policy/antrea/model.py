@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...model.kinds import ANTREA, CNI_GROUPS
 from ...model.labels import Selector
 from ...model.loader import BUILTIN, Source
 from ..rules import IPRange, Port, ip_range
 
-GROUPS = frozenset({"crd.antrea.io"})
+GROUPS = CNI_GROUPS[ANTREA]  # its rows in model.kinds
 ACNP, ANNP = "ClusterNetworkPolicy", "NetworkPolicy"
 POLICY_KINDS = (ACNP, ANNP)
 TIER_KIND = "Tier"

@@ -25,10 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...model.kinds import CALICO, CNI_GROUPS
 from ...model.loader import BUILTIN, Source
 from .selector import Node, SelectorError, parse_field
 
-GROUPS = frozenset({"projectcalico.org", "crd.projectcalico.org"})
+# Calico's API groups, from its rows in model.kinds (projectcalico.org/v3 and the crd.projectcalico.org/v1 storage).
+GROUPS = CNI_GROUPS[CALICO]
 POLICY_KINDS = ("NetworkPolicy", "GlobalNetworkPolicy")
 STAGED_KINDS = ("StagedNetworkPolicy", "StagedGlobalNetworkPolicy", "StagedKubernetesNetworkPolicy")
 SET_KINDS = ("NetworkSet", "GlobalNetworkSet")

@@ -1,0 +1,81 @@
+"""Admission of a CNI's kinds on the live cluster: what Calico or Antrea would refuse is a 422.
+
+The kinds are rows of ``model.kinds`` (``CNI_KINDS``), served where the cluster config names their CNI
+(``resources.Resource.served_with``). Their rules are the ones knetsim.policy reads them by, so that the live
+cluster refuses exactly what an offline answer would set aside as refused: Calico's policies, tiers and network
+sets (policy/calico/model.py, its selector parser), Antrea's policies, tiers and groups (policy/antrea/model.py).
+Each reader's error names the field in apimachinery's ``field.Error`` form (``spec.selector: Invalid value: ...``),
+the wording calico-apiserver and Antrea's validating webhook answer with where knetsim knows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..model import admission
+from ..model.admission import AdmissionError, FieldValidation
+from ..model.fielderr import ErrorType, FieldError
+from ..model.kinds import ANTREA, CALICO, GROUP, POLICY, SET, STAGED, TIER
+from ..policy.antrea import model as antrea
+from ..policy.calico import model as calico
+from ..policy.calico.selector import SelectorError
+from .resources import Resource
+
+_TYPES = {t.label: t for t in ErrorType}
+
+
+def field_error(message: str) -> FieldError:
+    """``spec.order: Invalid value: ...`` as a FieldError whose text is the message itself (path, type, the rest)."""
+    path, sep, rest = message.partition(": ")
+    label, _, detail = rest.partition(": ")
+    if not sep or label not in _TYPES or " " in path:
+        return FieldError("", ErrorType.INVALID, detail=message)
+    return FieldError(path, _TYPES[label], detail=detail)
+
+
+def _kubernetes_policy_errors(body: Mapping[str, Any]) -> list[FieldError]:
+    """A StagedKubernetesNetworkPolicy's spec is a Kubernetes NetworkPolicy's (and ``stagedAction``): checked as
+    the API server checks one, its types and then its rules."""
+    kind = admission.resolve("networking.k8s.io/v1", "NetworkPolicy")
+    assert kind is not None
+    as_policy = {**body, "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}
+    try:
+        decoded = admission.decode(as_policy, kind, FieldValidation.IGNORE)
+    except AdmissionError as exc:
+        return [FieldError("spec", ErrorType.TYPE_INVALID, detail=exc.message.rpartition(": ")[2])]
+    return admission.validation_errors(admission.default(decoded.obj, kind), kind)
+
+
+def _calico(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
+    if r.role in (POLICY, STAGED):
+        return lambda body: calico.parse_policy(r.kind, body)
+    if r.role == TIER:
+        return calico.parse_tier
+    if r.role == SET:
+        return lambda body: calico.parse_network_set(r.kind, body)
+    return None
+
+
+def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
+    if r.role == POLICY:
+        return lambda body: antrea.parse_policy(r.kind, body)
+    if r.role == TIER:
+        return antrea.parse_tier
+    if r.role == GROUP:
+        return lambda body: antrea.parse_group(r.kind, body)
+    return None
+
+
+def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
+    """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind."""
+    if r.cni == CALICO and r.kind == "StagedKubernetesNetworkPolicy":
+        return _kubernetes_policy_errors(obj)
+    reader = _calico(r) if r.cni == CALICO else _antrea(r) if r.cni == ANTREA else None
+    if reader is None:
+        return []
+    try:
+        reader(obj)
+    except (calico.CalicoPolicyError, antrea.AntreaPolicyError, SelectorError) as exc:
+        return [field_error(str(exc))]
+    return []

@@ -1,0 +1,123 @@
+"""Antrea's policy kinds on ``knetsim up`` (``cni: antrea``) with the real kubectl and busybox: served with the
+printer columns of Antrea's CRDs (`kubectl get acnp`), enforced on `kubectl exec` traffic, named by
+`knetsim policy check` read through the cluster's kubeconfig.
+
+The objects restate Antrea's docs (antrea-io/antrea docs/antrea-network-policy.md): a ClusterNetworkPolicy that
+drops traffic in the SecurityOps tier, and a namespaced Antrea NetworkPolicy that rejects it in the default
+Application tier (a Reject answers at once, where a Drop leaves the client to time out).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from tests.live import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+
+pytestmark = pytest.mark.live  # starts a cluster of its own
+
+DROP_IN_SECURITYOPS = """\
+apiVersion: crd.antrea.io/v1beta1
+kind: ClusterNetworkPolicy
+metadata:
+  name: drop-client-to-web
+spec:
+  tier: securityops
+  priority: 5
+  appliedTo:
+  - podSelector:
+      matchLabels:
+        app: web
+  ingress:
+  - action: Drop
+    from:
+    - podSelector:
+        matchLabels:
+          run: client
+"""
+
+REJECT_IN_NAMESPACE = """\
+apiVersion: crd.antrea.io/v1beta1
+kind: NetworkPolicy
+metadata:
+  name: reject-to-web
+  namespace: default
+spec:
+  priority: 10
+  appliedTo:
+  - podSelector:
+      matchLabels:
+        app: web
+  ingress:
+  - action: Reject
+    from:
+    - podSelector: {}
+"""
+
+
+@pytest.fixture(scope="module")
+def antrea(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
+    c = start(tmp_path_factory.mktemp("antrea"), "cni: antrea\n")
+    try:
+        c.sh("kubectl run web --image=nginx:1.27 --labels=app=web --port=80 --expose")
+        c.sh("kubectl run client --image=busybox:1.36 -- sleep 3600")
+        wait_for(lambda: c.sh("kubectl get pod web client --no-headers").stdout.count("Running") == 2, 30)
+        yield c
+    finally:
+        stop(c)
+        text = c.daemon_log.read_text(errors="replace") if c.daemon_log.exists() else ""
+        assert "Traceback" not in text, text
+
+
+def wget(k: Cluster) -> subprocess.CompletedProcess[str]:
+    return k.sh("kubectl exec client -- wget -T 2 -qO- http://web", check=False, timeout=30)
+
+
+def policy_check(k: Cluster) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(knetsim_argv("policy", "check", "--from", "default/client", "--to", "default/web",
+                                       "--port", "80", "--kubeconfig", k.kubeconfig),
+                          capture_output=True, text=True, env=k.env(), timeout=120)
+
+
+def test_a_cluster_network_policy_drops_in_the_securityops_tier(antrea: Cluster) -> None:
+    k = antrea
+    assert "nginx" in wget(k).stdout
+    k.write("acnp.yaml", DROP_IN_SECURITYOPS)
+    assert k.sh("kubectl apply -f acnp.yaml").stdout.strip() == \
+        "clusternetworkpolicy.crd.antrea.io/drop-client-to-web created"
+    try:
+        table = k.sh("kubectl get acnp").stdout.split("\n")
+        assert table[0].split() == ["NAME", "TIER", "PRIORITY", "DESIRED", "NODES", "CURRENT", "NODES", "AGE"]
+        assert table[1].split()[:3] == ["drop-client-to-web", "securityops", "5"]
+        denied = wget(k)
+        assert denied.returncode != 0 and "timed out" in denied.stderr, denied
+        check = policy_check(k)
+        assert check.stdout.startswith("DENIED"), check.stdout + check.stderr
+        assert "dropped by ClusterNetworkPolicy.crd.antrea.io `drop-client-to-web` ingress[0] (Drop; Antrea tier " \
+               "`securityops`" in check.stdout
+    finally:
+        k.sh("kubectl delete -f acnp.yaml")
+    assert wait_for(lambda: "nginx" in wget(k).stdout, 10)
+
+
+def test_an_antrea_network_policy_rejects_in_its_namespace(antrea: Cluster) -> None:
+    k = antrea
+    k.write("anp.yaml", REJECT_IN_NAMESPACE)
+    k.sh("kubectl apply -f anp.yaml")
+    try:
+        # Antrea's namespaced kind and Kubernetes' share a name: each list holds only its own.
+        assert k.sh("kubectl get networkpolicies.crd.antrea.io -o name").stdout.split() == [
+            "networkpolicy.crd.antrea.io/reject-to-web"]
+        assert k.sh("kubectl get networkpolicies.networking.k8s.io").stderr.strip() == \
+            "No resources found in default namespace."
+        refused = wget(k)
+        assert refused.returncode != 0 and "timed out" not in refused.stderr, refused
+        check = policy_check(k)
+        assert "rejected (the client is refused) by NetworkPolicy.crd.antrea.io `default/reject-to-web` ingress[0] " \
+               "(Reject; Antrea tier `application`" in check.stdout, check.stdout
+    finally:
+        k.sh("kubectl delete -f anp.yaml")
+    assert wait_for(lambda: "nginx" in wget(k).stdout, 10)
