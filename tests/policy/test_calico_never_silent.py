@@ -125,6 +125,19 @@ def test_staged_policies_are_listed_and_change_nothing() -> None:
     assert "StagedGlobalNetworkPolicy.projectcalico.org deny-all: staged, never enforced" in v.notes[0]
 
 
+def test_an_ill_shaped_staged_kubernetes_policy_is_named_and_set_aside(tmp_path: Path) -> None:
+    """Its spec is a Kubernetes NetworkPolicy's: one the API server would refuse is a note, never a traceback."""
+    staged = {"apiVersion": "projectcalico.org/v3", "kind": "StagedKubernetesNetworkPolicy",
+              "metadata": {"name": "s", "namespace": "shop"}, "spec": {"podSelector": {}, "ingress": "nope"}}
+    (tmp_path / "in.yaml").write_text(yaml.safe_dump_all([*PODS, staged], sort_keys=False))
+    (tmp_path / "cluster.yaml").write_text("cni: calico\n")
+    for command in (["matrix"], ["policy", "check", "--from", "shop/a", "--to", "shop/b", "--port", "80"]):
+        out = run(*command, "-f", str(tmp_path / "in.yaml"), "--cluster-config", str(tmp_path / "cluster.yaml"))
+        assert out.exit_code == 0, out.output
+        assert "StagedKubernetesNetworkPolicy shop/s: spec: Invalid value" in out.output
+        assert "(the staged policy is ignored)" in out.output
+
+
 def test_flannel_enforces_no_network_policy_and_says_so() -> None:
     deny = netpol("shop/deny", {"podSelector": {}, "policyTypes": ["Ingress"]})
     s = build(deny, cni="flannel")

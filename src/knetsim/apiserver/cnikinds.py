@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..model import admission
-from ..model.admission import AdmissionError, FieldValidation
 from ..model.fielderr import ErrorType, FieldError
 from ..model.kinds import ANTREA, CALICO, GROUP, POLICY, SET, STAGED, TIER
 from ..policy.antrea import model as antrea
 from ..policy.calico import model as calico
+from ..policy.calico import staged
 from ..policy.calico.selector import SelectorError
 from .resources import Resource
 
@@ -32,19 +31,6 @@ def field_error(message: str) -> FieldError:
     if not sep or label not in _TYPES or " " in path:
         return FieldError("", ErrorType.INVALID, detail=message)
     return FieldError(path, _TYPES[label], detail=detail)
-
-
-def _kubernetes_policy_errors(body: Mapping[str, Any]) -> list[FieldError]:
-    """A StagedKubernetesNetworkPolicy's spec is a Kubernetes NetworkPolicy's (and ``stagedAction``): checked as
-    the API server checks one, its types and then its rules."""
-    kind = admission.resolve("networking.k8s.io/v1", "NetworkPolicy")
-    assert kind is not None
-    as_policy = {**body, "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}
-    try:
-        decoded = admission.decode(as_policy, kind, FieldValidation.IGNORE)
-    except AdmissionError as exc:
-        return [FieldError("spec", ErrorType.TYPE_INVALID, detail=exc.message.rpartition(": ")[2])]
-    return admission.validation_errors(admission.default(decoded.obj, kind), kind)
 
 
 def _calico(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
@@ -70,7 +56,7 @@ def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
 def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
     """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind."""
     if r.cni == CALICO and r.kind == "StagedKubernetesNetworkPolicy":
-        return _kubernetes_policy_errors(obj)
+        return staged.kubernetes_policy_errors(obj)
     reader = _calico(r) if r.cni == CALICO else _antrea(r) if r.cni == ANTREA else None
     if reader is None:
         return []

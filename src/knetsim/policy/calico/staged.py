@@ -9,11 +9,13 @@ one change, asked the same question.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...cluster.state import ClusterState
+from ...model import admission
+from ...model.fielderr import ErrorType, FieldError
 from ...model.objects import NetworkPolicy
 from ..rules import from_network_policy
 from . import model
@@ -45,6 +47,10 @@ def read_staged(state: ClusterState, problems: list[str]) -> list[StagedChange]:
             if spec.get("stagedAction", "Set") == "Delete":
                 policy = None
             elif obj.kind == "StagedKubernetesNetworkPolicy":
+                if errors := kubernetes_policy_errors(obj.raw):
+                    problems.append(f"{obj.source}: {ref}: {'; '.join(map(str, errors))} (the staged policy is "
+                                    "ignored)")
+                    continue
                 policy = _kubernetes(obj.raw)
             else:
                 policy = model.parse_policy(obj.kind, obj.raw, obj.source)
@@ -59,6 +65,20 @@ def read_staged(state: ClusterState, problems: list[str]) -> list[StagedChange]:
 def _fields(policy: model.CalicoPolicy) -> tuple[Any, ...]:
     return (policy.namespace, policy.name, policy.tier, policy.order, policy.selector, policy.namespace_selector,
             policy.service_account_selector, policy.types, policy.ingress, policy.egress, policy.source)
+
+
+def kubernetes_policy_errors(body: Mapping[str, Any]) -> list[FieldError]:
+    """A StagedKubernetesNetworkPolicy's spec is a Kubernetes NetworkPolicy's (and ``stagedAction``): what the API
+    server would refuse of that NetworkPolicy, its types and then its rules. The live cluster's admission and the
+    offline read both ask this, so neither reads a spec the other refuses."""
+    kind = admission.resolve("networking.k8s.io/v1", "NetworkPolicy")
+    assert kind is not None
+    as_policy = {**body, "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}
+    try:
+        decoded = admission.decode(as_policy, kind, admission.FieldValidation.IGNORE)
+    except admission.AdmissionError as exc:
+        return [FieldError("spec", ErrorType.TYPE_INVALID, detail=exc.message.rpartition(": ")[2])]
+    return admission.validation_errors(admission.default(decoded.obj, kind), kind)
 
 
 def _kubernetes(raw: dict[str, Any]) -> model.CalicoPolicy:
