@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from tests.live import live, no_controller_loop
+from tests.live import cluster, k, live, no_controller_loop
 
 from knetsim import Cluster
 
-# The live cluster's fixtures, for every folder: ``live`` (a daemon per module) and the loop guard every live
-# test runs under. tests/e2e/conftest.py adds ``cluster`` and ``k`` (`knetsim up`), tests/labs its own ``live``.
-__all__ = ["EXAMPLES", "ROOT", "cluster_from", "live", "no_controller_loop"]
+# The live cluster's fixtures, for every folder: ``live`` (a daemon per module), ``cluster`` (`knetsim up` per
+# module) and ``k`` (it, emptied after the test), and the loop guard every live test runs under; tests/labs
+# has its own ``live``.
+__all__ = ["EXAMPLES", "ROOT", "cluster", "cluster_from", "k", "live", "no_controller_loop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
