@@ -303,6 +303,16 @@ for _k in KINDS:
         _ALIASES.setdefault(_alias, _k)
 
 
+def names_of(info: KindInfo) -> frozenset[str]:
+    """What a user may call ``info`` on a command line: its qualified names (``globalnetworkpolicies.
+    projectcalico.org``, ``globalnetworkpolicy.projectcalico.org``), and those of its plain names (kind, plural,
+    singular, short names) that no kind of ``KINDS`` claims first (``clusternetworkpolicies`` stays the
+    network-policy-api kind's, ``acnp`` is Antrea's)."""
+    qualified = {info.qualified_plural, f"{info.singular}.{info.group}"} if info.group else set()
+    plain = {info.kind.lower(), info.plural, info.singular, *info.short_names}
+    return frozenset(qualified | {n for n in plain if _ALIASES.get(n, info) is info})
+
+
 def resolve_kind(name: str) -> KindInfo | None:
     """What ``kubectl get NAME`` would resolve: plural, singular, short name, or ``plural.group``."""
     return _ALIASES.get(name.lower())

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.kinds import BY_GROUP_KIND, CNI_GROUPS, names_of
+from ..model.kinds import CALICO as CALICO_CNI
 from . import cilium
 from . import cluster as cnp
 from .antrea.describe import AntreaPolicyDescription, describe_antrea
@@ -285,8 +287,8 @@ def _describe_cluster(state: ClusterState, kinds: tuple[str, ...], name: str) ->
     return out
 
 
-CALICO_GLOBAL_NAMES = frozenset({"globalnetworkpolicy", "globalnetworkpolicies", "gnp",
-                                 "globalnetworkpolicy.projectcalico.org", "globalnetworkpolicies.projectcalico.org"})
+CALICO_GLOBAL_NAMES = frozenset().union(*(names_of(BY_GROUP_KIND[(group, "GlobalNetworkPolicy")])
+                                          for group in CNI_GROUPS[CALICO_CNI]))
 
 
 def _describe_calico(state: ClusterState, kind: str, namespace: str, name: str) -> list[CalicoPolicyDescription]:
@@ -300,9 +302,7 @@ def _describe_calico(state: ClusterState, kind: str, namespace: str, name: str) 
         raise PolicyInputError(f"{kind}.projectcalico.org {name}: {exc} (the policy is ignored)") from None
 
 
-CILIUM_CLUSTERWIDE_NAMES = frozenset({"ccnp", "ciliumclusterwidenetworkpolicy", "ciliumclusterwidenetworkpolicies",
-                                      "ciliumclusterwidenetworkpolicy.cilium.io",
-                                      "ciliumclusterwidenetworkpolicies.cilium.io"})
+CILIUM_CLUSTERWIDE_NAMES = names_of(BY_GROUP_KIND[("cilium.io", cilium.CLUSTERWIDE_KIND)])
 
 
 def _describe_cilium(state: ClusterState, kind: str, key: str) -> list[CiliumPolicyDescription]:
@@ -320,7 +320,7 @@ def _describe_cilium(state: ClusterState, kind: str, key: str) -> list[CiliumPol
     return describe_cilium(state, read, index.ctx, index.cni.text(), index.cni.name == cnis.CILIUM, left_out)
 
 
-ANTREA_CLUSTER_NAMES = frozenset({"acnp", "clusternetworkpolicy.crd.antrea.io", "clusternetworkpolicies.crd.antrea.io"})
+ANTREA_CLUSTER_NAMES = names_of(BY_GROUP_KIND[("crd.antrea.io", ANTREA_ACNP)])
 
 
 def _describe_antrea(state: ClusterState, kind: str, namespace: str, name: str) -> list[AntreaPolicyDescription]:
