@@ -97,8 +97,8 @@ GATES = (
          source="kubernetes/kubernetes #130844 (alpha, 1.33), #134457 (GA, 1.35)"),
     Gate("KubeProxyNFTablesLocalhostNodePorts", "KEP-6032", alpha=_v("1.37"), beta=_v("1.38"), ga=None,
          what="kube-proxy's nftables mode serves NodePorts on localhost (127.0.0.1, ::1; TCP only, by a userspace "
-              "proxy on the loopback address) when --nodeport-addresses names loopback (`primary,localhost`); "
-              "the default `primary` still leaves localhost out",
+              "proxy on the loopback address) when --nodeport-addresses names a loopback CIDR (`172.18.0.0/16,"
+              "127.0.0.0/8`; kube-proxy takes `primary` only alone); the default `primary` still leaves localhost out",
          source="kubernetes/website feature-gates/kube-proxy-nf-tables-localhost-node-ports.md (alpha, off, "
                 "1.37); kubernetes/kubernetes CHANGELOG-1.38 #142490 (beta, on by default); kubernetes/enhancements "
                 "keps/sig-network/6032-localhost-nodeport-userspace-proxy"),
