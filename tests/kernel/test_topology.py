@@ -126,3 +126,30 @@ def test_ctrl_c_tears_down(no_leftovers):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode in (0, 130), err  # 0 only if it finished first
     assert not any(n.startswith(f"{PREFIX}{proc.pid}.") for n in list_netns())
+
+
+ALIASED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: aliased, namespace: default}
+spec:
+  hostAliases: [{ip: 192.0.2.7, hostnames: [legacy.corp, db.corp]}]
+  containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]
+"""
+
+
+def test_a_pods_hosts_file_is_the_kubelets_with_its_host_aliases():
+    """A real tool in the pod's namespace finds a hostAliases name, from the /etc/hosts the kubelet writes."""
+    from knetsim import Cluster
+    from knetsim.dns.hostsfile import hosts_file
+
+    state = Cluster.from_yaml(ALIASED).state
+    with Topology.build(state, "nftables") as t:
+        netns = t.netns_of("default/aliased")
+        hosts = subprocess.run(["ip", "netns", "exec", netns, "cat", "/etc/hosts"], capture_output=True, text=True,
+                               timeout=20).stdout
+        found = subprocess.run(["ip", "netns", "exec", netns, "getent", "hosts", "db.corp"], capture_output=True,
+                               text=True, timeout=20)
+    assert hosts == hosts_file(state, state.pods["default/aliased"])
+    assert "# Entries added by HostAliases.\n192.0.2.7\tlegacy.corp\tdb.corp\n" in hosts
+    assert found.stdout.split() == ["192.0.2.7", "legacy.corp", "db.corp"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from ..cluster.state import ClusterState
 from ..dataplane.model import default_node, endpoints_by_port, family_of_ip, service_ports
+from ..dns.hostsfile import hosts_file
 from ..dns.resolver import resolv_conf
 from ..model.listeners import pod_listens
 from ..model.objects import Pod
@@ -79,7 +80,7 @@ class PodPlan:
     mac: str
     listens: tuple[tuple[int, str], ...]
     resolv_conf: str = ""
-    hostname: str = ""
+    hosts_file: str = ""  # the kubelet's /etc/hosts for the pod (its hostAliases included)
     ips: tuple[str, ...] = ()  # every address of the pod (status.podIPs), ``ip`` first
 
     @property
@@ -257,7 +258,7 @@ def plan(state: ClusterState, owner: str, *, clients: Iterable[str] = (), client
         ips = tuple(a for a in p.pod_ips if family_of_ip(a) in families) if len(p.pod_ips) > 1 else ()
         pod_plans.append(PodPlan(p.key, ip, p.node_name, f"{owner}{netns_role(p.key)}", host_veth_name(p.key),
                                  pod_mac(p.key), pod_listens(p), resolv_conf(state, p).text(),
-                                 p.hostname or p.name, ips))
+                                 hosts_file(state, p), ips))
     for ip, (node, ports) in sorted(stubs.items(), key=lambda kv: (":" in kv[0], ipaddress.ip_address(kv[0]))):
         key = f"endpoint/{ip}"
         pod_plans.append(PodPlan(key, ip, node, f"{owner}ep-{_netns_safe(ip)}", host_veth_name(key), pod_mac(key),

@@ -269,9 +269,7 @@ class Topology:
             os.chmod(d, 0o755)
             # World-readable whatever the process umask (the daemon's is 077, for its secrets): the pod's
             # tools run as nobody and read these as their /etc.
-            for name, text in (("resolv.conf", pod.resolv_conf),
-                               ("hosts", "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n"
-                                         + "".join(f"{ip}\t{pod.hostname}\n" for ip in pod.addresses))):
+            for name, text in (("resolv.conf", pod.resolv_conf), ("hosts", pod.hosts_file)):
                 (d / name).write_text(text)
                 os.chmod(d / name, 0o644)
 
