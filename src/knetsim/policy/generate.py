@@ -39,6 +39,7 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.flows import DROPPED, FORWARDED, Flow, FlowEnd
 from ..model.objects import Pod
+from .generate_dialects import WRITERS, label_selector
 from .matrix import is_system_pod, matrix, workload_of
 from .ports import ConnSet
 from .render import Commented, commented_yaml, plain_value
@@ -356,23 +357,14 @@ class Generated:
         return sum(len(p["spec"].get(d) or ()) for p in self.policies for d in ("ingress", "egress"))
 
 
-def _selector(party: Party) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if party.selector:
-        out["matchLabels"] = dict(party.selector)
-    if party.expressions:
-        out["matchExpressions"] = [{"key": k, "operator": op, **({"values": list(v)} if v else {})}
-                                   for k, op, v in party.expressions]
-    return out
-
 
 def _np_peer(party: Party, namespace: str) -> dict[str, Any]:
     if party.kind != WORKLOAD:
         return {"ipBlock": {"cidr": party.ip if "/" in party.ip else f"{party.ip}/32"}}
     if party.namespace == namespace:
-        return {"podSelector": _selector(party)}
+        return {"podSelector": label_selector(party)}
     return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: party.namespace}},
-            "podSelector": _selector(party)}
+            "podSelector": label_selector(party)}
 
 
 def _port_name(catalog: Catalog, dst: Party, protocol: str, port: int) -> str | None:
@@ -484,7 +476,7 @@ def _network_policy(catalog: Catalog, party: Party, ingress: Sequence[Connection
     rules_out.append(Commented({"to": [DNS_PEER], "ports": DNS_PORTS},
                                [f"DNS, to kube-dns's pods ({seen}): every pod looks names up;",
                                 "TCP too: an answer too large for UDP is asked again over TCP"]))
-    spec: dict[str, Any] = {"podSelector": _selector(party), "policyTypes": ["Ingress", "Egress"],
+    spec: dict[str, Any] = {"podSelector": label_selector(party), "policyTypes": ["Ingress", "Egress"],
                             "ingress": rules_in or Commented([], ["nothing was seen to connect to it: none allowed"]),
                             "egress": rules_out}
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -496,7 +488,6 @@ def _network_policy(catalog: Catalog, party: Party, ingress: Sequence[Connection
 def _dialect_policy(catalog: Catalog, party: Party, ingress: Sequence[Connection], egress: Sequence[Connection],
                     dialect: str) -> dict[str, Any]:
     """The same peers and ports as ``_network_policy``, handed to the CNI's writer."""
-    from .generate_dialects import WRITERS
 
     into = [(conns[0].src, _ports(catalog, party, conns), [f"from {peer}:", *_evidence(conns)])
             for peer, conns in _grouped(ingress, "src").items()]
@@ -512,7 +503,7 @@ def _cnp_peer(party: Party) -> dict[str, Any]:
     if party.kind != WORKLOAD:
         return {"networks": [party.ip if "/" in party.ip else f"{party.ip}/32"]}
     return {"pods": {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: party.namespace}},
-                     "podSelector": _selector(party)}}
+                     "podSelector": label_selector(party)}}
 
 
 def _protocols(catalog: Catalog, dst: Party, conns: Sequence[Connection]) -> list[dict[str, Any]]:
@@ -560,7 +551,7 @@ def _cluster_policy(catalog: Catalog, party: Party, ingress: Sequence[Connection
     return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
             "metadata": {"name": f"{party.namespace}-{party.short}-least-privilege", "labels": dict(MANAGED_BY)},
             "spec": {"tier": tier, "priority": priority,
-                     "subject": {"pods": {"namespaceSelector": ns_selector, "podSelector": _selector(party)}},
+                     "subject": {"pods": {"namespaceSelector": ns_selector, "podSelector": label_selector(party)}},
                      "ingress": rules_in, "egress": rules_out}}
 
 

@@ -150,13 +150,15 @@ def cilium_policy(party: Any, ingress: list[tuple[Any, list[dict[str, Any]], lis
 def _antrea_peer(party: Any, namespace: str) -> dict[str, Any]:
     if party.kind != "workload":
         return {"ipBlock": {"cidr": _cidr(party)}}
-    out: dict[str, Any] = {"podSelector": _k8s_selector(party)}
+    out: dict[str, Any] = {"podSelector": label_selector(party)}
     if party.namespace != namespace:
         out["namespaceSelector"] = {"matchLabels": {NAMESPACE_NAME_LABEL: party.namespace}}
     return out
 
 
-def _k8s_selector(party: Any) -> dict[str, Any]:
+def label_selector(party: Any) -> dict[str, Any]:
+    """A party's pods as a Kubernetes label selector (matchLabels, matchExpressions): the podSelector of a
+    NetworkPolicy, a ClusterNetworkPolicy's subject, an Antrea appliedTo."""
     out: dict[str, Any] = {}
     if party.selector:
         out["matchLabels"] = dict(party.selector)
@@ -192,7 +194,7 @@ def antrea_policy(party: Any, ingress: list[tuple[Any, list[dict[str, Any]], lis
     return {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
             "metadata": {"name": f"{party.short}-least-privilege", "namespace": party.namespace},
             "spec": {"tier": "application", "priority": ANTREA_PRIORITY,
-                     "appliedTo": [{"podSelector": _k8s_selector(party)}],
+                     "appliedTo": [{"podSelector": label_selector(party)}],
                      "ingress": rules_in, "egress": rules_out}}
 
 
