@@ -15,10 +15,6 @@ from typing import Any
 
 from ..model.fielderr import ErrorType, FieldError
 from ..model.kinds import ANTREA, CALICO, GROUP, POLICY, SET, STAGED, TIER
-from ..policy.antrea import model as antrea
-from ..policy.calico import model as calico
-from ..policy.calico import staged
-from ..policy.calico.selector import SelectorError
 from .resources import Resource
 
 _TYPES = {t.label: t for t in ErrorType}
@@ -34,6 +30,8 @@ def field_error(message: str) -> FieldError:
 
 
 def _calico(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
+    from ..policy.calico import model as calico
+
     if r.role in (POLICY, STAGED):
         return lambda body: calico.parse_policy(r.kind, body)
     if r.role == TIER:
@@ -44,6 +42,8 @@ def _calico(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
 
 
 def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
+    from ..policy.antrea import model as antrea
+
     if r.role == POLICY:
         return lambda body: antrea.parse_policy(r.kind, body)
     if r.role == TIER:
@@ -54,7 +54,16 @@ def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
 
 
 def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
-    """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind."""
+    """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind. The CNI's
+    readers are imported here, on its first write: a daemon whose cluster holds no CNI kind never loads
+    knetsim.policy (the simulation loads with the first request that needs it)."""
+    if r.cni not in (CALICO, ANTREA):
+        return []
+    from ..policy.antrea import model as antrea
+    from ..policy.calico import model as calico
+    from ..policy.calico import staged
+    from ..policy.calico.selector import SelectorError
+
     if r.cni == CALICO and r.kind == "StagedKubernetesNetworkPolicy":
         return staged.kubernetes_policy_errors(obj)
     reader = _calico(r) if r.cni == CALICO else _antrea(r) if r.cni == ANTREA else None

@@ -37,6 +37,14 @@ log = logging.getLogger("knetsim.kubelet")
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+# client-go's WebSocket executor starts reading frames before it has registered its streams, and drops a frame
+# for a stream it does not have yet ("Unknown stream id 1, discarding message": an exec's whole output lost,
+# exit 0, when the command answers at once on a busy machine). A real cluster's first byte comes after the API
+# server has dialled the kubelet and the runtime has started the process; here it would come at once. So the
+# first frame waits for the client: for its first frame where it sends one (stdin data, the close of stdin, a
+# resize: each sent once its streams exist), at most STDIN_WAIT; otherwise STREAMS_GRACE after the upgrade.
+STREAMS_GRACE = 0.05
+STDIN_WAIT = 0.5
 MAX_FRAME = 4 << 20  # bytes a client may send in one frame (kubectl sends stdin in 32 KiB pieces)
 
 
@@ -65,7 +73,7 @@ async def handle(server: NodeView, kubelet: Kubelet, request: web.Request, t: Ta
     want_stdin = q.get("stdin") in ("true", "1")
     ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, heartbeat=None, max_msg_size=MAX_FRAME)
     await ws.prepare(request)
-    channels = Channels(ws, tty)
+    channels = Channels(ws, tty, want_stdin)
     if t.sub == "attach":
         await upgraded(channels, attach(kubelet, channels, t.namespace, t.name, container, want_stdin))
         return ws
@@ -98,8 +106,21 @@ async def upgraded(channels: Channels, work: Awaitable[None]) -> None:
 class Channels:
     """The output side of a v5 stream: stdout/stderr frames (a tty merges them, with CRLF), the status."""
 
-    def __init__(self, ws: web.WebSocketResponse, tty: bool) -> None:
+    def __init__(self, ws: web.WebSocketResponse, tty: bool, client_sends: bool = False) -> None:
         self.ws, self.tty = ws, tty
+        loop = asyncio.get_running_loop()
+        # When the first frame may go (see STREAMS_GRACE); None once it has gone.
+        self._hold_until: float | None = loop.time() + (STDIN_WAIT if client_sends or tty else STREAMS_GRACE)
+        self._client_spoke = asyncio.Event()
+
+    async def _client_ready(self) -> None:
+        if self._hold_until is None:
+            return
+        remaining = self._hold_until - asyncio.get_running_loop().time()
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._client_spoke.wait(), remaining)
+        self._hold_until = None
 
     @property
     def closed(self) -> bool:
@@ -111,6 +132,7 @@ class Channels:
         if self.tty:
             text = text.replace("\r\n", "\n").replace("\n", "\r\n")
             channel = STDOUT
+        await self._client_ready()
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await self.ws.send_bytes(bytes([channel]) + as_bytes(text))
 
@@ -126,6 +148,7 @@ class Channels:
         While ``room`` is clear (the command has not read what it was sent) no more is read from the socket,
         so a client that sends faster than the command reads is held back, as a full pipe holds a writer."""
         async for msg in self.ws:
+            self._client_spoke.set()
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue
             data: bytes = msg.data
@@ -158,6 +181,7 @@ class Channels:
     async def _close_with(self, status: dict[str, Any]) -> None:
         if self.ws.closed:
             return
+        await self._client_ready()
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await self.ws.send_bytes(bytes([ERROR]) + json.dumps(status).encode())
             await self.ws.close()
