@@ -489,3 +489,69 @@ def test_should_be_able_to_change_the_type_from_nodeport_to_externalname(k: Clus
     assert f"canonical name = {target}" in out
     assert wait_for(lambda: len(endpoints(k, ns, "externalsvc")) == 2, timeout=20)
     assert reachable(k, ns, "nodeport-service", 80)
+
+
+def test_granular_checks_pods_should_function_for_node_pod_communication_udp(k: Cluster) -> None:
+    """networking.go (test/e2e/common/network/networking.go) "Granular Checks: Pods should function for node-pod
+    communication: udp [LinuxOnly] [NodeConformance] [Conformance]": a hostNetwork pod sends `hostName` to each
+    netserver's UDP port with nc (the framework's DialFromNode, test/e2e/framework/network/utils.go) and reads back
+    its name."""
+    ns = k.namespace("node-pod-udp")
+    servers = netservers(k, ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
+        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
+                                                      "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+    for name, ip in servers:
+        cmd = f"echo hostName | nc -w 1 -u {ip} 8081 | grep -v '^\\s*$'"
+        out = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-x", "-c", cmd)
+        assert out.stdout.strip() == name
+
+
+def affinity_timeout_backends(k: Cluster, ns: str, name: str, service_type: str, timeout: int) -> None:
+    """service.go execAffinityTestForSessionAffinityTimeout: a Service of three serve-hostname pods with ClientIP
+    affinity of ``timeout`` seconds sticks (checkAffinity's 15 tries); past the timeout, a request may reach
+    another backend: up to 10 single requests, each after waiting timeout+1 s, until two differ."""
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": service_type, "selector": {"name": name}, "sessionAffinity": "ClientIP",
+                 "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": timeout}},
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 3, timeout=20)
+    svc = k.get_json("service", name, "-n", ns)
+    if service_type == "NodePort":
+        node = k.get_json("nodes")["items"][-1]
+        host = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        port = svc["spec"]["ports"][0]["nodePort"]
+    else:
+        host, port = svc["spec"]["clusterIP"], 80
+    hosts = affinity_hosts(k, ns, host, port)
+    assert len(hosts) == 15 and len(set(hosts)) == 1, hosts
+    seen = set()
+    for _ in range(10):
+        out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                        f"curl -q -s --connect-timeout 2 http://{host}:{port}/", check=False)
+        if out.returncode == 0:
+            seen.add(out.stdout)
+            if len(seen) > 1:
+                return
+            time.sleep(timeout + 1)
+    raise AssertionError(f"the same backend after the affinity timeout every time: {seen}")
+
+
+def test_should_have_session_affinity_timeout_work_for_service_with_type_clusterip(k: Cluster) -> None:
+    """service.go (test/e2e/network/service.go) "Services should have session affinity timeout work for service
+    with type clusterIP [LinuxOnly] [Conformance]", with a 2 s timeout where upstream waits 15 s: the data plane's
+    affinity entry expires on its clock (network/balance.py), not after a fixed number of requests."""
+    affinity_timeout_backends(k, k.namespace("services-affinity-timeout"), "affinity-clusterip-timeout", "ClusterIP",
+                              2)
+
+
+def test_should_have_session_affinity_timeout_work_for_nodeport_service(k: Cluster) -> None:
+    """service.go "Services should have session affinity timeout work for NodePort service [LinuxOnly]
+    [Conformance]", with a 2 s timeout: through a node's address and the NodePort."""
+    affinity_timeout_backends(k, k.namespace("services-affinity-np-timeout"), "affinity-nodeport-timeout", "NodePort",
+                              2)

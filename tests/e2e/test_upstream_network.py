@@ -1,0 +1,280 @@
+"""Kubernetes' own network e2e tests beyond the Service tests, restated for the real kubectl against `knetsim up`.
+
+Each test is one upstream test of kubernetes/kubernetes (file and the commit read named in its docstring), with the
+same objects, images, arguments and commands, run as the e2e framework runs them: `kubectl exec POD -- /bin/sh -c
+CMD` for a command in a pod, the API server's own paths for the proxy tests. docs/e2e.md lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from typing import Any
+
+from .conftest import Cluster, wait_for
+
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+HOST_PORT = 54323  # hostport.go's port
+
+
+def node_ip(k: Cluster, name: str) -> str:
+    node = k.get_json("node", name)
+    return next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+
+
+def host_port_pod(name: str, ns: str, host_ip: str, protocol: str, port: int = HOST_PORT, node: str = "",
+                  node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    """createHostPortPodOnNode (hostport.go, predicates.go): agnhost netexec on 8080 (HTTP and UDP), published as
+    ``port`` on ``host_ip``/``protocol``, ready once /hostname answers; bound with nodeName (hostport.go) or
+    placed by a nodeSelector (predicates.go)."""
+    spec: dict[str, Any] = {"containers": [{
+        "name": "agnhost", "image": AGNHOST, "args": ["netexec", "--http-port=8080", "--udp-port=8080"],
+        "ports": [{"hostPort": port, "containerPort": 8080, "protocol": protocol, "hostIP": host_ip}],
+        "readinessProbe": {"httpGet": {"path": "/hostname", "port": 8080, "scheme": "HTTP"}}}]}
+    if node:
+        spec["nodeName"] = node
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def test_hostport_validates_that_there_is_no_conflict_between_pods_with_same_hostport_but_different_hostip_and_protocol(
+        k: Cluster) -> None:
+    """hostport.go (test/e2e/network/hostport.go at 04791b4906602ffda5ccf9bc4c84d3329f1d7080) "HostPort validates
+    that there is no conflict between pods with same hostPort but different hostIP and protocol [LinuxOnly]
+    [Conformance]": three pods on one node share hostPort 54323 (127.0.0.1/TCP, the node's IP/TCP, the node's
+    IP/UDP), all run, and a hostNetwork pod on that node reaches each through its own address."""
+    ns = k.namespace("hostport")
+    node = "worker"
+    host_ip = node_ip(k, node)
+    for name, ip, protocol in (("pod1", "127.0.0.1", "TCP"), ("pod2", host_ip, "TCP"), ("pod3", host_ip, "UDP")):
+        k.kubectl("apply", "-f", "-", input=json.dumps(host_port_pod(name, ns, ip, protocol, node=node)))
+        k.kubectl("wait", "-n", ns, "--for=condition=Ready", f"pod/{name}", "--timeout=30s")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e2e-host-exec", "namespace": ns},
+        "spec": {"hostNetwork": True, "nodeName": node,
+                 "containers": [{"name": "e2e-host-exec", "image": AGNHOST}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/e2e-host-exec", "--timeout=30s")
+
+    def run(cmd: str) -> Any:
+        return k.kubectl("exec", "-n", ns, "e2e-host-exec", "-c", "e2e-host-exec", "--", "/bin/sh", "-c", cmd,
+                         check=False)
+
+    # The localhost address needs the node's own source address (no NAT from localhost to localhost otherwise).
+    pod1 = run(f"curl -g --connect-timeout 5 --interface {host_ip} http://127.0.0.1:{HOST_PORT}/hostname")
+    pod2 = run(f"curl -g --connect-timeout 5 http://{host_ip}:{HOST_PORT}/hostname")
+    pod3 = run(f"nc -vuz -w 5 {host_ip} {HOST_PORT}")
+    assert (pod1.returncode, pod1.stdout) == (0, "pod1"), pod1.stderr
+    assert (pod2.returncode, pod2.stdout) == (0, "pod2"), pod2.stderr
+    assert pod3.returncode == 0, pod3.stderr
+    # A port no pod publishes is refused by the node.
+    assert run(f"curl -g --connect-timeout 5 http://{host_ip}:{HOST_PORT + 1}/hostname").returncode == 7
+
+
+def test_schedulerpredicates_validates_that_there_exists_conflict_between_pods_with_same_hostport_and_protocol_but_one_using_0_0_0_0_hostip(  # noqa: E501
+        k: Cluster) -> None:
+    """predicates.go (test/e2e/scheduling/predicates.go at 79ccc0d961db227828fd4cda49e797fc215f63d2)
+    "SchedulerPredicates [Serial] validates that there exists conflict between pods with same hostPort and protocol
+    but one using 0.0.0.0 hostIP [Conformance]": on a node labelled for the test, pod4 holds 54322/TCP on every
+    address (hostIP unset); pod5 wants it on the node's IP and stays Pending, unschedulable, with the NodePorts
+    plugin's words. Beyond upstream: once pod4 is gone the scheduler tries pod5 again, and it runs there."""
+    ns = k.namespace("sched-pred")
+    node = "worker"
+    host_ip = node_ip(k, node)
+    label = "kubernetes.io/e2e-3f0c1a52-hostport"
+    k.kubectl("label", "node", node, f"{label}=95")
+    try:
+        selector = {label: "95"}
+        k.kubectl("apply", "-f", "-", input=json.dumps(host_port_pod("pod4", ns, "", "TCP", 54322,
+                                                                     node_selector=selector)))
+        k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/pod4", "--timeout=30s")
+        k.kubectl("apply", "-f", "-", input=json.dumps(host_port_pod("pod5", ns, host_ip, "TCP", 54322,
+                                                                     node_selector=selector)))
+
+        def unschedulable() -> str:
+            pod = k.get_json("pod", "pod5", "-n", ns)
+            return next((str(c.get("message")) for c in pod["status"].get("conditions") or []
+                         if c["type"] == "PodScheduled" and c["status"] == "False" and c["reason"] == "Unschedulable"),
+                        "")
+
+        message = wait_for(unschedulable)
+        assert "1 node(s) didn't have free ports for the requested pod ports" in message, message
+        assert "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod" in message
+        events = k.get_json("events", "-n", ns, "--field-selector", "involvedObject.name=pod5,reason=FailedScheduling")
+        assert [e["message"] for e in events["items"]] == [message]
+        assert k.get_json("pod", "pod5", "-n", ns)["status"]["phase"] == "Pending"
+        k.kubectl("delete", "pod", "pod4", "-n", ns)
+        k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/pod5", "--timeout=30s")
+        assert k.get_json("pod", "pod5", "-n", ns)["spec"]["nodeName"] == node
+    finally:
+        k.kubectl("label", "node", node, f"{label}-")
+
+
+# --- EndpointSlices written by hand ----------------------------------------------------------------------
+
+
+def netexec_container(name: str, port: int) -> dict[str, Any]:
+    """e2epod.NewAgnhostContainer(name, nil, [port/TCP], "netexec", "--http-port", port, "--udp-port", "-1")."""
+    return {"name": name, "image": AGNHOST, "args": ["netexec", "--http-port", str(port), "--udp-port", "-1"],
+            "ports": [{"containerPort": port, "protocol": "TCP"}]}
+
+
+def http_pod(name: str, ns: str) -> dict[str, Any]:
+    """endpointslice.go's backend: one pod, two netexec containers, on 8090 and 9090."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [netexec_container("container-handle-8090-request", 8090),
+                                    netexec_container("container-handle-9090-request", 9090)]}}
+
+
+def custom_slice(ns: str, service: str, ip: str, port_name: str, port: int) -> str:
+    """An EndpointSlice the test manages itself (not the controller): one ready address, one port."""
+    return json.dumps({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"generateName": "e2e-custom-slice", "namespace": ns,
+                     "labels": {"kubernetes.io/service-name": service,
+                                "endpointslice.kubernetes.io/managed-by": "e2e-test" + ns}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+        "ports": [{"name": port_name, "port": port, "protocol": "TCP"}]})
+
+
+def selectorless_service(k: Cluster, ns: str) -> str:
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "example-custom-endpoints", "namespace": ns},
+        "spec": {"ports": [{"name": "port80", "port": 80, "protocol": "TCP"},
+                           {"name": "port81", "port": 81, "protocol": "TCP"}]}}))
+    return str(k.get_json("service", "example-custom-endpoints", "-n", ns)["spec"]["clusterIP"])
+
+
+def exec_pod(k: Cluster, ns: str) -> None:
+    k.kubectl("run", "execpod", "-n", ns, f"--image={AGNHOST}", "--restart=Never", "--", "pause")
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/execpod", "--timeout=30s")
+
+
+def hostname_through(k: Cluster, ns: str, host: str, port: int) -> str:
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                    f"curl -q -s --connect-timeout 5 http://{host}:{port}/hostname", check=False)
+    return out.stdout if out.returncode == 0 else f"exit {out.returncode}: {out.stderr}"
+
+
+def test_endpointslice_should_support_a_service_with_multiple_ports_specified_in_multiple_endpointslices(
+        k: Cluster) -> None:
+    """endpointslice.go (test/e2e/network/endpointslice.go) "EndpointSlice should support a Service with multiple
+    ports specified in multiple EndpointSlices [Conformance]": a selector-less Service of ports 80 and 81, one
+    hand-made EndpointSlice per port (80 → the pod's 8090, 81 → its 9090), reached from a pod by ClusterIP and
+    by name."""
+    ns = k.namespace("endpointslice-ports")
+    cluster_ip = selectorless_service(k, ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps(http_pod("pod-handle-http-request", ns)))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/pod-handle-http-request", "--timeout=30s")
+    ip = k.get_json("pod", "pod-handle-http-request", "-n", ns)["status"]["podIP"]
+    k.kubectl("create", "-f", "-", input=custom_slice(ns, "example-custom-endpoints", ip, "port80", 8090))
+    k.kubectl("create", "-f", "-", input=custom_slice(ns, "example-custom-endpoints", ip, "port81", 9090))
+    exec_pod(k, ns)
+    for host in (cluster_ip, "example-custom-endpoints"):
+        for port in (80, 81):
+            assert wait_for(lambda h=host, p=port: hostname_through(k, ns, h, p) == "pod-handle-http-request"), \
+                (host, port, hostname_through(k, ns, host, port))
+
+
+def test_endpointslice_should_support_a_service_with_multiple_endpoint_ips_specified_in_multiple_endpointslices(
+        k: Cluster) -> None:
+    """endpointslice.go "EndpointSlice should support a Service with multiple endpoint IPs specified in multiple
+    EndpointSlices [Conformance]": two pods, one hand-made EndpointSlice each (port 80 → pod1's 8090, port 81 →
+    pod2's 9090): each Service port reaches its own pod."""
+    ns = k.namespace("endpointslice-ips")
+    cluster_ip = selectorless_service(k, ns)
+    for name in ("pod-handle-http-request-1", "pod-handle-http-request-2"):
+        k.kubectl("apply", "-f", "-", input=json.dumps(http_pod(name, ns)))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "--all", "--timeout=30s")
+    ip1 = k.get_json("pod", "pod-handle-http-request-1", "-n", ns)["status"]["podIP"]
+    ip2 = k.get_json("pod", "pod-handle-http-request-2", "-n", ns)["status"]["podIP"]
+    k.kubectl("create", "-f", "-", input=custom_slice(ns, "example-custom-endpoints", ip1, "port80", 8090))
+    k.kubectl("create", "-f", "-", input=custom_slice(ns, "example-custom-endpoints", ip2, "port81", 9090))
+    exec_pod(k, ns)
+    for host in (cluster_ip, "example-custom-endpoints"):
+        assert wait_for(lambda h=host: hostname_through(k, ns, h, 80) == "pod-handle-http-request-1"), host
+        assert wait_for(lambda h=host: hostname_through(k, ns, h, 81) == "pod-handle-http-request-2"), host
+
+
+# --- the API server's proxy -------------------------------------------------------------------------------
+
+
+def api_request(k: Cluster, method: str, path: str) -> tuple[int, str, dict[str, str]]:
+    """One request to the API server as the e2e framework's http.Client sends it (the kubeconfig's credentials,
+    redirects not followed): status, body, headers."""
+    token = (k.state / "token").read_text().strip()
+    url = f"https://127.0.0.1:{k.info['api_port']}{path}"
+    req = urllib.request.Request(url, method=method, headers={"Authorization": f"Bearer {token}"})
+    ctx = ssl.create_default_context(cafile=str(k.state / "serving.crt"))
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPSHandler(context=ctx))
+    try:
+        with opener.open(req, timeout=30) as resp:
+            return resp.status, resp.read().decode(), {k.lower(): v for k, v in resp.headers.items()}
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), {k.lower(): v for k, v in exc.headers.items()}
+
+
+def porter_json(k: Cluster, ns: str, labels: dict[str, str], service: str) -> None:
+    """proxy.go's backend: agnhost porter --json-response serving "foo" on 80, and a Service in front of it."""
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agnhost", "namespace": ns, "labels": labels},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "image": AGNHOST, "name": "agnhost", "command": ["/agnhost", "porter", "--json-response"],
+            "env": [{"name": "SERVE_PORT_80", "value": "foo"}]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=jsonpath={.status.phase}=Running", "pod/agnhost", "--timeout=30s")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": service, "namespace": ns, "labels": labels},
+        "spec": {"ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}], "selector": labels}}))
+    assert wait_for(lambda: k.get_json("endpointslices", "-n", ns, "-l", f"kubernetes.io/service-name={service}")[
+        "items"][0].get("endpoints"), timeout=20)
+
+
+def valid_verb_response(k: Cluster, path: str, verb: str) -> bool:
+    """proxy.go validateProxyVerbRequest: 200, and (but for HEAD) porter's JSON with "foo" and the verb sent."""
+    status, body, _ = api_request(k, verb, path)
+    if verb == "HEAD":
+        return status == 200 and body == ""
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        return False
+    return status == 200 and reply == {"Method": verb, "Body": "foo"}
+
+
+def test_proxy_version_v1_a_set_of_valid_responses_are_returned_for_both_pod_and_service_proxywithpath(
+        k: Cluster) -> None:
+    """proxy.go (test/e2e/network/proxy.go at 04791b4906602ffda5ccf9bc4c84d3329f1d7080) "Proxy version v1 A set of
+    valid responses are returned for both pod and service ProxyWithPath [Conformance]": every verb through
+    ``pods/agnhost/proxy/some/path/with/VERB`` and ``services/test-service/proxy/some/path/with/VERB`` reaches
+    porter, which echoes the verb."""
+    ns = k.namespace("proxy-path")
+    porter_json(k, ns, {"test": "response"}, "test-service")
+    for resource in ("pods/agnhost", "services/test-service"):
+        for verb in ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"):
+            path = f"/api/v1/namespaces/{ns}/{resource}/proxy/some/path/with/{verb}"
+            assert wait_for(lambda p=path, v=verb: valid_verb_response(k, p, v)), (verb, api_request(k, verb, path))
+
+
+def test_proxy_version_v1_a_set_of_valid_responses_are_returned_for_both_pod_and_service_proxy(k: Cluster) -> None:
+    """proxy.go "Proxy version v1 A set of valid responses are returned for both pod and service Proxy
+    [Conformance]": ``pods/agnhost/proxy?method=VERB`` and ``services/NAME/proxy?method=VERB`` reach porter for
+    DELETE, OPTIONS, PATCH, POST and PUT; GET and HEAD of that empty path are redirected (301) to ``proxy/``."""
+    ns = k.namespace("proxy-verbs")
+    porter_json(k, ns, {"e2e-test": "proxy-endpoints"}, "e2e-proxy-test-service")
+    for resource in ("pods/agnhost", "services/e2e-proxy-test-service"):
+        for verb in ("DELETE", "OPTIONS", "PATCH", "POST", "PUT"):
+            path = f"/api/v1/namespaces/{ns}/{resource}/proxy?method={verb}"
+            assert wait_for(lambda p=path, v=verb: valid_verb_response(k, p, v)), (verb, api_request(k, verb, path))
+        for verb in ("GET", "HEAD"):
+            path = f"/api/v1/namespaces/{ns}/{resource}/proxy?method={verb}"
+            status, _, headers = api_request(k, verb, path)
+            assert status == 301, (verb, status)
+            assert headers["location"] == f"/api/v1/namespaces/{ns}/{resource}/proxy/?method={verb}"
