@@ -33,6 +33,7 @@ from .config import ClusterConfig, cpu_millis
 from .containerruns import config_error, init_crash, probe_failure, restarts
 from .hostports import NODE_PORTS_REASON, HostPort
 from .hostports import conflicts as host_port_conflict
+from .hostports import wanted as wanted_host_ports
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -409,6 +410,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     pending = []
     # (namespace, labels, node) of every placed pod: what topologySpreadConstraints count.
     placed: list[tuple[str, Mapping[str, str], str]] = []
+    ports: dict[str, set[HostPort]] = {n.name: set() for n in nodes}  # the host ports each node's pods hold
     for body, source in pods:
         node_name = body.get("spec", {}).get("nodeName")
         if node_name:
@@ -416,6 +418,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                            str(node_name)))
             if node_name in load:
                 load[node_name] += 1
+                ports[node_name].update(wanted_host_ports(body.get("spec") or {}))
             else:
                 notices.append(Notice("NodeNotFound", f"spec.nodeName {node_name!r} is not a node of this cluster; "
                                       "the pod stays Pending", _subject(body), source))
@@ -446,6 +449,23 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                 continue
             spec["nodeName"] = name
             load[name] += 1
+            ports[name].update(wanted_host_ports(spec))  # the spread decides; the ports it takes are held after
+            unfit.clear()
+            placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
+            continue
+        wanted = wanted_host_ports(spec) if source is not BUILTIN else []
+        if wanted:
+            # Host ports make each placement change where the next pod fits: no shared heap, every node asked.
+            fits = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports[n.name]) is None]
+            if not fits:
+                message = fit_error(spec, nodes, load, ports)
+                notices.append(Notice("Unschedulable", message, _subject(body), source))
+                _pending(body, message)
+                continue
+            name = min(fits, key=lambda n: (load[n.name], order[n.name])).name
+            spec["nodeName"] = name
+            load[name] += 1
+            ports[name].update(wanted)
             unfit.clear()
             placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
             continue
