@@ -199,6 +199,66 @@ def test_endpointslice_should_support_a_service_with_multiple_endpoint_ips_speci
         assert wait_for(lambda h=host: hostname_through(k, ns, h, 81) == "pod-handle-http-request-2"), host
 
 
+def test_endpointslice_should_create_endpoints_and_endpointslices_for_pods_matching_a_service(k: Cluster) -> None:
+    """endpointslice.go "EndpointSlice should create Endpoints and EndpointSlices for Pods matching a Service
+    [Conformance]" (expectEndpointsAndSlices): a Service by number selecting pod1 (one subset, one slice), one by
+    named port selecting pod1 and pod2 (their ports differ: two subsets, two slices), one matching nothing (no
+    subset, one slice of no ports); the named one's slices come back once deleted."""
+    ns = k.namespace("endpointslice-matching")
+    on = "on"
+    for name, labels, port in (("pod1", {"pod1": on, "shared12": on}, 3000),
+                               ("pod2", {"pod2": on, "shared12": on}, 3001)):
+        k.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"containers": [{"name": "container1", "image": AGNHOST, "args": ["serve-hostname"],
+                                     "ports": [{"name": "example-name", "containerPort": port}]}]}}))
+    for name, selector, target in (("example-int-port", {"pod1": on}, 3000),
+                                   ("example-named-port", {"shared12": on}, "example-name"),
+                                   ("example-no-match", {"pod3": on}, 80)):
+        k.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": selector, "publishNotReadyAddresses": True,
+                     "ports": [{"name": "example", "port": 80, "targetPort": target, "protocol": "TCP"}]}}))
+    assert wait_for(lambda: all(p["status"].get("podIPs") for p in k.get_json("pods", "-n", ns)["items"]),
+                    timeout=20)
+    pods = {p["metadata"]["name"]: p for p in k.get_json("pods", "-n", ns)["items"]}
+
+    def shape(service: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """(Endpoints: (pod, port) per subset address; EndpointSlices: (pod, port) per endpoint, or ("", 0) for a
+        slice of no endpoints), each sorted; every reference names the pod by kind, namespace, name and uid."""
+        subsets = []
+        for subset in k.get_json("endpoints", service, "-n", ns).get("subsets") or []:
+            assert [(p["name"], p["protocol"]) for p in subset["ports"]] == [("example", "TCP")]
+            for address in [*subset.get("addresses", []), *subset.get("notReadyAddresses", [])]:
+                ref = address["targetRef"]
+                assert (ref["kind"], ref["namespace"], ref["uid"]) == ("Pod", ns, pods[ref["name"]]["metadata"]["uid"])
+                assert address["ip"] == pods[ref["name"]]["status"]["podIP"]
+                subsets.append((ref["name"], subset["ports"][0]["port"]))
+        slices = []
+        for es in k.get_json("endpointslices", "-n", ns, "-l", f"kubernetes.io/service-name={service}")["items"]:
+            ports = es.get("ports") or []
+            if not es.get("endpoints"):
+                assert ports == []
+                slices.append(("", 0))
+            for endpoint in es.get("endpoints") or []:
+                ref = endpoint["targetRef"]
+                assert (ref["kind"], ref["namespace"], ref["uid"]) == ("Pod", ns, pods[ref["name"]]["metadata"]["uid"])
+                assert [(p["name"], p["protocol"]) for p in ports] == [("example", "TCP")]
+                slices.append((ref["name"], ports[0]["port"]))
+        return sorted(subsets), sorted(slices)
+
+    assert wait_for(lambda: shape("example-int-port") == ([("pod1", 3000)], [("pod1", 3000)]), timeout=20), \
+        shape("example-int-port")
+    named = ([("pod1", 3000), ("pod2", 3001)], [("pod1", 3000), ("pod2", 3001)])
+    assert wait_for(lambda: shape("example-named-port") == named, timeout=20), shape("example-named-port")
+    assert len(k.get_json("endpoints", "example-named-port", "-n", ns)["subsets"]) == 2
+    assert len(k.get_json("endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=example-named-port")[
+        "items"]) == 2
+    assert wait_for(lambda: shape("example-no-match") == ([], [("", 0)]), timeout=20), shape("example-no-match")
+    k.kubectl("delete", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=example-named-port")
+    assert wait_for(lambda: shape("example-named-port") == named, timeout=20), shape("example-named-port")
+
+
 # --- the API server's proxy -------------------------------------------------------------------------------
 
 

@@ -32,13 +32,15 @@ def reachable(k: Cluster, ns: str, host: str, port: int | str) -> bool:
 
 
 def endpoints(k: Cluster, ns: str, name: str) -> dict[str, list[int]]:
-    """pod name → ports, from the Service's EndpointSlices (validateEndpointsPortsOrFail)."""
+    """pod name → ports, from the Service's EndpointSlices (validateEndpointsPortsOrFail): each port of a slice
+    for each of its endpoints, so a pod in a slice of no ports (one that has none of the Service's named target
+    ports, as the EndpointSlice controller groups it) counts for none."""
     found: dict[str, list[int]] = {}
     for s in k.get_json("endpointslices", "-n", ns, "-l", f"kubernetes.io/service-name={name}")["items"]:
         ports = sorted(p["port"] for p in s.get("ports") or [])
         for e in s.get("endpoints") or []:
             ref = (e.get("targetRef") or {}).get("name")
-            if ref:
+            if ref and ports:
                 found[ref] = sorted({*found.get(ref, []), *ports})
     return found
 
@@ -555,3 +557,178 @@ def test_should_have_session_affinity_timeout_work_for_nodeport_service(k: Clust
     [Conformance]", with a 2 s timeout: through a node's address and the NodePort."""
     affinity_timeout_backends(k, k.namespace("services-affinity-np-timeout"), "affinity-nodeport-timeout", "NodePort",
                               2)
+
+
+def test_should_be_able_to_switch_session_affinity_for_nodeport_service(k: Cluster) -> None:
+    """service.go "Services should be able to switch session affinity for NodePort service [LinuxOnly]
+    [Conformance]": through a node's address and the NodePort, requests spread over the backends without
+    affinity and stick to one with ClientIP."""
+    ns = k.namespace("services-affinity-np-switch")
+    name = "affinity-nodeport-transition"
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"name": name}, "sessionAffinity": "None",
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 3, timeout=20)
+    node_port = k.get_json("service", name, "-n", ns)["spec"]["ports"][0]["nodePort"]
+    node = k.get_json("nodes")["items"][-1]
+    node_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    assert len(set(affinity_hosts(k, ns, node_ip, node_port))) > 1
+    k.kubectl("patch", "service", name, "-n", ns, "-p", '{"spec":{"sessionAffinity":"ClientIP"}}')
+    assert wait_for(lambda: len(set(affinity_hosts(k, ns, node_ip, node_port))) == 1, timeout=10)
+
+
+def jig_pod(name: str, ns: str, labels: dict[str, str], ports: list[dict[str, object]], args: list[str]) -> str:
+    """service.go createPodOrFail: an agnhost pod with the jig's labels and the given container ports."""
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns,
+                                                                      "labels": labels},
+                       "spec": {"containers": [{"name": "agnhost", "image": AGNHOST, "args": args,
+                                                "ports": ports}]}})
+
+
+def service_reachable(k: Cluster, ns: str, pod: str, name: str) -> bool:
+    """jig.CheckServiceReachability for a ClusterIP Service: each of its ports by name and by ClusterIP, with the
+    framework's `echo hostName | nc -v -t -w 2 HOST PORT` from ``pod``."""
+    svc = k.get_json("service", name, "-n", ns)
+    for port in svc["spec"]["ports"]:
+        for host in (name, svc["spec"]["clusterIP"]):
+            out = k.kubectl("exec", "-n", ns, pod, "--", "/bin/sh", "-x", "-c",
+                            f"echo hostName | nc -v -t -w 2 {host} {port['port']}", check=False)
+            if out.returncode != 0:
+                return False
+    return True
+
+
+def test_should_be_updated_after_adding_or_deleting_ports(k: Cluster) -> None:
+    """service.go "Services should be updated after adding or deleting ports": a second Service port (81 → the
+    named port svc2) gets pod2 as its endpoint and is reached; once the port is deleted only pod1 is left."""
+    ns = k.namespace("services-edit-port")
+    labels = {"testid": "edit-port-test-7b1d"}
+    name = "edit-port-test"
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"selector": labels, "ports": [{"name": "portname1", "port": 80, "targetPort": "svc1"}]}}))
+    assert endpoints(k, ns, name) == {}
+    k.kubectl("apply", "-f", "-", input=jig_pod("pod1", ns, labels, [{"name": "svc1", "containerPort": 100}],
+                                                   ["netexec", "--http-port", "100"]))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100]}, timeout=20)
+    exec_pod(k, ns)
+    assert service_reachable(k, ns, "execpod", name)
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"ports": [
+        {"name": "portname1", "port": 80, "targetPort": "svc1"},
+        {"name": "portname2", "port": 81, "targetPort": "svc2"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("pod2", ns, labels, [{"name": "svc2", "containerPort": 101}],
+                                                   ["netexec", "--http-port", "101"]))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100], "pod2": [101]}, timeout=20), \
+        endpoints(k, ns, name)
+    assert wait_for(lambda: service_reachable(k, ns, "execpod", name))
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"ports": [
+        {"name": "portname1", "port": 80, "targetPort": "svc1"}]}}))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100]}, timeout=20), endpoints(k, ns, name)
+    assert service_reachable(k, ns, "execpod", name)
+    ip = k.get_json("service", name, "-n", ns)["spec"]["clusterIP"]
+    gone = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                     f"echo hostName | nc -v -t -w 2 {ip} 81", check=False)
+    assert gone.returncode != 0
+
+
+def test_should_allow_pods_to_hairpin_back_to_themselves_through_services(k: Cluster) -> None:
+    """service.go "Services should allow pods to hairpin back to themselves through services": the Service's only
+    backend reaches itself through the Service's name and ClusterIP."""
+    ns = k.namespace("services-hairpin")
+    labels = {"testid": "hairpin-test-2c4e"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hairpin-test", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("hairpin", ns, labels, [], ["netexec", "--http-port", "8080"]))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/hairpin", "--timeout=30s")
+    assert wait_for(lambda: endpoints(k, ns, "hairpin-test") == {"hairpin": [8080]}, timeout=20)
+    assert service_reachable(k, ns, "hairpin", "hairpin-test")
+
+
+def test_should_preserve_source_pod_ip_for_traffic_thru_service_cluster_ip(k: Cluster) -> None:
+    """service.go "Services should preserve source pod IP for traffic thru service cluster IP [LinuxOnly]": from
+    pause pods on two nodes, netexec's /clientip through the ClusterIP names each pod's own IP (execSourceIPTest)."""
+    ns = k.namespace("services-sourceip")
+    labels = {"testid": "sourceip-test-91aa"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sourceip-test", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("echo-sourceip", ns, labels, [], ["netexec", "--http-port", "8080"]))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/echo-sourceip", "--timeout=30s")
+    # createPausePodDeployment: one pause pod per node (required anti-affinity on the hostname).
+    pause = {"app": "pause-pod"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pause-pod", "namespace": ns},
+        "spec": {"replicas": 2, "selector": {"matchLabels": pause}, "template": {
+            "metadata": {"labels": pause},
+            "spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": pause}, "topologyKey": "kubernetes.io/hostname"}]}},
+                "containers": [{"name": "agnhost-pause", "image": AGNHOST, "args": ["pause"]}]}}}}))
+    k.kubectl("rollout", "status", "-n", ns, "deployment/pause-pod", "--timeout=30s")
+    pods = k.get_json("pods", "-n", ns, "-l", "app=pause-pod")["items"]
+    assert len({p["spec"]["nodeName"] for p in pods}) == 2
+    ip = k.get_json("service", "sourceip-test", "-n", ns)["spec"]["clusterIP"]
+    for pod in pods:
+        out = k.kubectl("exec", "-n", ns, pod["metadata"]["name"], "--", "/bin/sh", "-x", "-c",
+                        f"curl -q -s --connect-timeout 30 {ip}:8080/clientip").stdout
+        assert out.rsplit(":", 1)[0] == pod["status"]["podIP"], out
+
+
+def serve_hostname_service(k: Cluster, ns: str, name: str, replicas: int) -> tuple[set[str], str]:
+    """service.go StartServeHostnameService: a ReplicationController of serve-hostname and its Service on port 80
+    (target 9376); (the pods' names, the ClusterIP) once every pod is an endpoint."""
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": {"name": name}, "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, replicas, ["serve-hostname"]))
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == replicas, timeout=30)
+    pods = {p["metadata"]["name"] for p in k.get_json("pods", "-n", ns, "-l", f"name={name}")["items"]}
+    return pods, str(k.get_json("service", name, "-n", ns)["spec"]["clusterIP"])
+
+
+def served_hostnames(k: Cluster, ns: str, ip: str, expected: int) -> set[str]:
+    """verifyServeHostnameServiceUp's command from the exec pod: 50 times per expected pod,
+    `wget -q -T 1 -O - http://IP:80 | grep -v '^\\s*$'`, the answers as a set."""
+    script = (f"for i in $(seq 1 {50 * expected}); do wget -q -T 1 -O - http://{ip}:80 2>&1 || true; echo; done")
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c", script, check=False).stdout
+    return {line for line in out.splitlines() if line.strip()}
+
+
+def test_should_work_after_the_service_has_been_recreated(k: Cluster) -> None:
+    """service.go "Services should work after the service has been recreated": the pods answer through a new
+    ClusterIP once the Service is deleted and created again."""
+    ns = k.namespace("services-recreated")
+    pods, ip = serve_hostname_service(k, ns, "service-deletion", 1)
+    exec_pod(k, ns)
+    assert served_hostnames(k, ns, ip, 1) == pods
+    k.kubectl("delete", "service", "service-deletion", "-n", ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "service-deletion", "namespace": ns},
+        "spec": {"selector": {"name": "service-deletion"},
+                 "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
+    new_ip = k.get_json("service", "service-deletion", "-n", ns)["spec"]["clusterIP"]
+    assert wait_for(lambda: served_hostnames(k, ns, new_ip, 1) == pods, timeout=20)
+
+
+def test_should_be_able_to_up_and_down_services(k: Cluster) -> None:
+    """service.go "Services should be able to up and down services": of two Services, the stopped one's ClusterIP
+    answers no more while the other still serves all its pods; a third gets another ClusterIP and serves."""
+    ns = k.namespace("services-up-down")
+    exec_pod(k, ns)
+    pods1, ip1 = serve_hostname_service(k, ns, "up-down-1", 3)
+    pods2, ip2 = serve_hostname_service(k, ns, "up-down-2", 3)
+    assert served_hostnames(k, ns, ip1, 3) == pods1
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    # StopServeHostnameService: the RC and the Service go.
+    k.kubectl("delete", "rc,service", "up-down-1", "-n", ns)
+    down = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c",
+                     f"curl -g -s --connect-timeout 2 http://{ip1}:80 && echo service-down-failed", check=False)
+    assert down.returncode != 0 and "service-down-failed" not in down.stdout
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    pods3, ip3 = serve_hostname_service(k, ns, "up-down-3", 3)
+    assert ip3 != ip2
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    assert served_hostnames(k, ns, ip3, 3) == pods3
