@@ -338,3 +338,66 @@ def test_proxy_version_v1_a_set_of_valid_responses_are_returned_for_both_pod_and
             status, _, headers = api_request(k, verb, path)
             assert status == 301, (verb, status)
             assert headers["location"] == f"/api/v1/namespaces/{ns}/{resource}/proxy/?method={verb}"
+
+
+def test_proxy_version_v1_should_proxy_through_a_service_and_a_pod(k: Cluster) -> None:
+    """proxy.go "Proxy version v1 should proxy through a service and a pod [Conformance]": agnhost porter behind a
+    ReplicationController (the RC runner's template has port 80 first, then dest1, dest2, tlsdest1, tlsdest2) and
+    a Service of four ports; every path of the table answers its value through the API server, over HTTP and
+    HTTPS, an HTML answer's links rewritten to stay inside the proxy."""
+    ns = k.namespace("proxy-table")
+    labels = {"proxy-service-target": "true"}
+    name = "proxy-service-x7k2q"
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": labels, "ports": [
+            {"name": "portname1", "port": 80, "targetPort": "dest1"},
+            {"name": "portname2", "port": 81, "targetPort": 162},
+            {"name": "tlsportname1", "port": 443, "targetPort": "tlsdest1"},
+            {"name": "tlsportname2", "port": 444, "targetPort": 462}]}}))
+    env = {"SERVE_PORT_80": '<a href="/rewriteme">test</a>', "SERVE_PORT_1080": '<a href="/rewriteme">test</a>',
+           "SERVE_PORT_160": "foo", "SERVE_PORT_162": "bar", "SERVE_TLS_PORT_443": '<a href="/tlsrewriteme">test</a>',
+           "SERVE_TLS_PORT_460": "tls baz", "SERVE_TLS_PORT_462": "tls qux"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": 1, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{
+                "name": name, "image": AGNHOST, "command": ["/agnhost", "porter"],
+                "env": [{"name": key, "value": value} for key, value in env.items()],
+                "ports": [{"containerPort": 80}, {"name": "dest1", "containerPort": 160},
+                          {"name": "dest2", "containerPort": 162}, {"name": "tlsdest1", "containerPort": 460},
+                          {"name": "tlsdest2", "containerPort": 462}],
+                "readinessProbe": {"httpGet": {"port": 80}, "initialDelaySeconds": 1, "timeoutSeconds": 5,
+                                   "periodSeconds": 10}}]}}}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "proxy-service-target=true", "--timeout=30s")
+    pod = k.get_json("pods", "-n", ns, "-l", "proxy-service-target=true")["items"][0]["metadata"]["name"]
+    assert wait_for(lambda: k.get_json("endpoints", name, "-n", ns).get("subsets"), timeout=20)
+
+    def service(scheme: str, port: str) -> str:
+        return f"/api/v1/namespaces/{ns}/services/{':'.join(p for p in (scheme, name, port) if p)}/proxy"
+
+    def pod_url(scheme: str, port: str) -> str:
+        return f"/api/v1/namespaces/{ns}/pods/{':'.join(p for p in (scheme, pod, port) if p)}/proxy"
+
+    expectations = {
+        service("", "portname1") + "/": "foo",
+        service("http", "portname1") + "/": "foo",
+        service("", "portname2") + "/": "bar",
+        service("http", "portname2") + "/": "bar",
+        service("https", "tlsportname1") + "/": "tls baz",
+        service("https", "tlsportname2") + "/": "tls qux",
+        pod_url("", "") + "/": f'<a href="{pod_url("", "")}/rewriteme">test</a>',
+        pod_url("", "1080") + "/": f'<a href="{pod_url("", "1080")}/rewriteme">test</a>',
+        pod_url("http", "1080") + "/": f'<a href="{pod_url("http", "1080")}/rewriteme">test</a>',
+        pod_url("", "160") + "/": "foo",
+        pod_url("http", "160") + "/": "foo",
+        pod_url("", "162") + "/": "bar",
+        pod_url("http", "162") + "/": "bar",
+        pod_url("https", "443") + "/": f'<a href="{pod_url("https", "443")}/tlsrewriteme">test</a>',
+        pod_url("https", "460") + "/": "tls baz",
+        pod_url("https", "462") + "/": "tls qux",
+    }
+    for attempt in range(2):  # upstream: 20 attempts of each, for flakes a real network has
+        for path, value in expectations.items():
+            status, body, _ = api_request(k, "GET", path)
+            assert (status, body) == (200, value), (attempt, path)

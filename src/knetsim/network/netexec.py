@@ -167,10 +167,42 @@ def _go_now() -> str:
 
 
 def _text(status: int, body: str, extra: Mapping[str, str] | None = None) -> Reply:
-    # Go's net/http sniffs a handler's first bytes: plain text is "text/plain; charset=utf-8"; an empty body
-    # gets no Content-Type at all.
-    headers = {"content-type": "text/plain; charset=utf-8"} if body else {}
+    # Go's net/http sniffs a handler's first bytes when it set no Content-Type (http.DetectContentType); an empty
+    # body gets no Content-Type at all.
+    headers = {"content-type": sniff_content_type(body)} if body else {}
     return Reply(status, body, {**headers, **(extra or {})})
+
+
+# net/http/sniff.go's HTML signatures: after leading whitespace, one of these (ASCII case-insensitive) followed by
+# a space or ">" is HTML.
+_HTML_SIGNATURES = ("<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H1", "<DIV", "<FONT", "<TABLE", "<A",
+                    "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--")
+
+
+def sniff_content_type(body: str) -> str:
+    """http.DetectContentType for the text a Go handler writes: HTML, XML, else UTF-8 text (a simulated server
+    writes no binary)."""
+    data = body.lstrip("\t\n\x0c\r ")
+    upper = data[:16].upper()
+    for signature in _HTML_SIGNATURES:
+        if upper.startswith(signature) and data[len(signature):len(signature) + 1] in (" ", ">"):
+            return "text/html; charset=utf-8"
+    if data.startswith("<?xml"):
+        return "text/xml; charset=utf-8"
+    return "text/plain; charset=utf-8"
+
+
+def serves_tls(pod: Pod, port: int) -> bool | None:
+    """Does the agnhost server on ``port`` of ``pod`` speak TLS (porter's ``SERVE_TLS_PORT_<n>``)? False for
+    agnhost's plain HTTP servers, None when knetsim does not know what serves the port."""
+    program = _program_on(pod, port, "TCP")
+    if program is None:
+        return None
+    if program.name == "agnhost porter":
+        return _porter_value(pod, "SERVE_TLS_PORT_", port) is not None
+    if program.name in ("agnhost netexec", "agnhost serve-hostname", "agnhost liveness", "agnhost test-webserver"):
+        return False
+    return None
 
 
 def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
