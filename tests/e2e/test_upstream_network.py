@@ -401,3 +401,92 @@ def test_proxy_version_v1_should_proxy_through_a_service_and_a_pod(k: Cluster) -
         for path, value in expectations.items():
             status, body, _ = api_request(k, "GET", path)
             assert (status, body) == (200, value), (attempt, path)
+
+
+# --- ServiceCIDR and IPAddress (test/e2e/network/service_cidrs.go at e42d42714821a539bbe62db3fe2c7189f71c640f) --
+
+
+def watch_opens(k: Cluster, path: str) -> bool:
+    """A watch of ``path`` is accepted (the framework only checks that Watch returns no error)."""
+    status, _, _ = api_request(k, "GET", f"{path}{'&' if '?' in path else '?'}watch=1&timeoutSeconds=1")
+    return status == 200
+
+
+def test_servicecidr_and_ipaddress_api_should_support_servicecidr_api_operations(k: Cluster) -> None:
+    """service_cidrs.go "ServiceCIDR and IPAddress API should support ServiceCIDR API operations [Conformance]": the
+    default ServiceCIDR `kubernetes` is got, patched, updated, listed and watched."""
+    k.kubectl("get", "servicecidr", "kubernetes")
+    patched = k.kubectl("patch", "servicecidr", "kubernetes", "--type=merge", "-p",
+                        '{"metadata":{"annotations":{"patched":"true"}}}', "-o", "json").stdout
+    assert json.loads(patched)["metadata"]["annotations"]["patched"] == "true"
+    current = k.get_json("servicecidr", "kubernetes")
+    current["metadata"]["annotations"]["updated"] = "true"
+    updated = json.loads(k.kubectl("replace", "-f", "-", "-o", "json", input=json.dumps(current)).stdout)
+    assert updated["metadata"]["annotations"]["updated"] == "true"
+    assert k.get_json("servicecidrs")["items"]
+    assert watch_opens(k, "/apis/networking.k8s.io/v1/servicecidrs")
+
+
+def test_servicecidr_and_ipaddress_api_should_support_ipaddress_api_operations(k: Cluster) -> None:
+    """service_cidrs.go "ServiceCIDR and IPAddress API should support IPAddress API operations [Conformance]": two
+    IPAddresses with a parentRef of any resource are created, patched, updated, got, listed and watched by label,
+    deleted one by one and as a collection."""
+    parent = {"group": "mygroup", "resource": "myresources", "namespace": "foo", "name": "bar"}
+    addresses = [{"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+                  "metadata": {"name": name, "labels": {"type": kind}}, "spec": {"parentRef": parent}}
+                 for name, kind in (("255.255.255.255", "broadcast"), ("fe80::42:1dff:fe84:f9e2", "link-local"))]
+    try:
+        for address in addresses:
+            k.kubectl("create", "-f", "-", input=json.dumps(address))
+        patched = k.kubectl("patch", "ipaddress", "255.255.255.255", "--type=merge", "-p",
+                            '{"metadata":{"annotations":{"patched":"true"}}}', "-o", "json").stdout
+        assert json.loads(patched)["metadata"]["annotations"]["patched"] == "true"
+        current = k.get_json("ipaddress", "255.255.255.255")
+        current["metadata"]["annotations"]["updated"] = "true"
+        updated = json.loads(k.kubectl("replace", "-f", "-", "-o", "json", input=json.dumps(current)).stdout)
+        assert updated["metadata"]["annotations"]["updated"] == "true"
+        assert [i["metadata"]["name"] for i in k.get_json("ipaddresses", "-l", "type=broadcast")["items"]] == [
+            "255.255.255.255"]
+        assert watch_opens(k, "/apis/networking.k8s.io/v1/ipaddresses?labelSelector=type%3Dbroadcast")
+        k.kubectl("delete", "ipaddress", "255.255.255.255")
+        k.kubectl("delete", "ipaddresses", "-l", "type=link-local")
+        assert k.get_json("ipaddresses", "-l", "type=link-local")["items"] == []
+    finally:
+        k.kubectl("delete", "ipaddresses", "-l", "type in (broadcast,link-local)", "--ignore-not-found", check=False)
+
+
+def test_service_cidrs_should_create_services_and_serve_on_different_service_cidrs(k: Cluster) -> None:
+    """service_cidrs.go "Service CIDRs should create Services and serve on different Service CIDRs": a second
+    ServiceCIDR (203.0.113.0/24) becomes Ready, a NodePort Service gets 203.0.113.10 from it, and the Service is
+    reached by name, by that ClusterIP and by each node's NodePort (jig.CheckServiceReachability)."""
+    ns = k.namespace("servicecidrs")
+    k.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "test-svc-cidr"},
+        "spec": {"cidrs": ["203.0.113.0/24"]}}))
+    try:
+        def ready() -> bool:
+            conditions = k.get_json("servicecidr", "test-svc-cidr").get("status", {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        assert wait_for(ready, timeout=20)
+        labels = {"testid": "cidr1-test-5e0f"}
+        k.kubectl("create", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "cidr1-test", "namespace": ns},
+            "spec": {"type": "NodePort", "clusterIP": "203.0.113.10", "selector": labels,
+                     "ports": [{"port": 80, "name": "http", "protocol": "TCP", "targetPort": 9376}]}}))
+        k.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "cidr1-test", "namespace": ns},
+            "spec": {"replicas": 2, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+                "containers": [{"name": "agnhost", "image": AGNHOST, "args": ["serve-hostname"]}]}}}}))
+        exec_pod(k, ns)
+        k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "testid=cidr1-test-5e0f", "--timeout=30s")
+        node_port = k.get_json("service", "cidr1-test", "-n", ns)["spec"]["ports"][0]["nodePort"]
+        targets = [("cidr1-test", 80), ("203.0.113.10", 80)]
+        targets += [(node_ip(k, n["metadata"]["name"]), node_port) for n in k.get_json("nodes")["items"]]
+        for host, port in targets:
+            out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                            f"echo hostName | nc -v -t -w 2 {host} {port}", check=False)
+            assert out.returncode == 0, (host, port, out.stderr)
+    finally:
+        k.kubectl("delete", "service", "cidr1-test", "-n", ns, "--ignore-not-found", check=False)
+        k.kubectl("delete", "servicecidr", "test-svc-cidr", "--ignore-not-found", "--wait=false", check=False)
