@@ -112,6 +112,25 @@ def test_schedulerpredicates_validates_that_there_exists_conflict_between_pods_w
         k.kubectl("label", "node", node, f"{label}-")
 
 
+def test_the_kubelet_rejects_a_pod_bound_by_name_to_a_host_port_taken_on_its_node(k: Cluster) -> None:
+    """Past the scheduler (spec.nodeName), the kubelet's own admission checks host ports
+    (pkg/kubelet/lifecycle/predicate.go): the second pod wanting the node's 54321/TCP ends Failed, reason
+    NodePorts, "Pod was rejected: Predicate NodePorts failed: ...", with a Warning event of that reason."""
+    ns = k.namespace("hostport-admission")
+    node = "worker"
+    k.kubectl("apply", "-f", "-", input=json.dumps(host_port_pod("holder", ns, "", "TCP", 54321, node=node)))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/holder", "--timeout=30s")
+    k.kubectl("apply", "-f", "-", input=json.dumps(host_port_pod("late", ns, node_ip(k, node), "TCP", 54321,
+                                                                 node=node)))
+    reason = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+    assert wait_for(lambda: k.get_json("pod", "late", "-n", ns)["status"].get("phase") == "Failed")
+    status = k.get_json("pod", "late", "-n", ns)["status"]
+    assert (status["reason"], status["message"]) == ("NodePorts", f"Pod was rejected: {reason}")
+    events = k.get_json("events", "-n", ns, "--field-selector", "involvedObject.name=late")["items"]
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [("Warning", "NodePorts", reason)]
+    assert "NodePorts" in k.kubectl("get", "pod", "late", "-n", ns).stdout  # kubectl's STATUS column
+
+
 # --- EndpointSlices written by hand ----------------------------------------------------------------------
 
 
