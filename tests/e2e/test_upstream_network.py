@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import ssl
+import statistics
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -281,12 +283,17 @@ def test_endpointslice_should_create_endpoints_and_endpointslices_for_pods_match
 # --- the API server's proxy -------------------------------------------------------------------------------
 
 
-def api_request(k: Cluster, method: str, path: str) -> tuple[int, str, dict[str, str]]:
+def api_request(k: Cluster, method: str, path: str, body: Any = None) -> tuple[int, str, dict[str, str]]:
     """One request to the API server as the e2e framework's http.Client sends it (the kubeconfig's credentials,
-    redirects not followed): status, body, headers."""
+    redirects not followed, ``body`` as JSON): status, body, headers."""
     token = (k.state / "token").read_text().strip()
     url = f"https://127.0.0.1:{k.info['api_port']}{path}"
-    req = urllib.request.Request(url, method=method, headers={"Authorization": f"Bearer {token}"})
+    headers = {"Authorization": f"Bearer {token}"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     ctx = ssl.create_default_context(cafile=str(k.state / "serving.crt"))
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -509,3 +516,38 @@ def test_service_cidrs_should_create_services_and_serve_on_different_service_cid
     finally:
         k.kubectl("delete", "service", "cidr1-test", "-n", ns, "--ignore-not-found", check=False)
         k.kubectl("delete", "servicecidr", "test-svc-cidr", "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_service_endpoints_latency_should_not_be_very_high(k: Cluster) -> None:
+    """service_latency.go (test/e2e/network/service_latency.go) "Service endpoints latency should not be very high
+    [Conformance]", 50 Services where upstream makes 200: each new Service selecting the one pod of the RC
+    svc-latency-rc gets Endpoints with its address; the 50th percentile of the time from the Service's create to
+    its Endpoints must stay under 20 s and the 99th under 50 s (here both are fractions of a second)."""
+    ns = k.namespace("svc-latency")
+    labels = {"name": "svc-latency-rc"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "svc-latency-rc", "namespace": ns},
+        "spec": {"replicas": 1, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "svc-latency-rc", "image": AGNHOST, "args": ["pause"]}]}}}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "name=svc-latency-rc", "--timeout=30s")
+    created: dict[str, float] = {}
+    for _ in range(50):
+        status, body, _ = api_request(k, "POST", f"/api/v1/namespaces/{ns}/services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"generateName": "latency-svc-"},
+            "spec": {"ports": [{"protocol": "TCP", "port": 80}], "selector": labels}})
+        assert status == 201, body
+        created[json.loads(body)["metadata"]["name"]] = time.monotonic()
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + 60
+    while len(seen) < len(created) and time.monotonic() < deadline:
+        _, body, _ = api_request(k, "GET", f"/api/v1/namespaces/{ns}/endpoints")
+        now = time.monotonic()
+        for item in json.loads(body)["items"]:
+            name = item["metadata"]["name"]
+            subsets = item.get("subsets") or []
+            if name in created and name not in seen and subsets and subsets[0].get("addresses"):
+                seen[name] = now
+        time.sleep(0.05)
+    assert len(seen) == len(created), sorted(set(created) - set(seen))
+    latencies = sorted(seen[name] - created[name] for name in created)
+    assert statistics.median(latencies) < 20 and latencies[int(len(latencies) * 0.99) - 1] < 50, latencies
