@@ -732,3 +732,43 @@ def test_should_be_able_to_up_and_down_services(k: Cluster) -> None:
     assert ip3 != ip2
     assert served_hostnames(k, ns, ip2, 3) == pods2
     assert served_hostnames(k, ns, ip3, 3) == pods3
+
+
+def test_should_be_able_to_update_service_type_to_nodeport_listening_on_same_port_number_but_different_protocols(
+        k: Cluster) -> None:
+    """service.go "Services should be able to update service type to NodePort listening on same port number but
+    different protocols": a ClusterIP Service becomes NodePort with port 80 over TCP and over UDP, each with its own
+    node port, and the jig's netexec pods answer on both, through the name, the ClusterIP and every node's port
+    (jig.CheckServiceReachability: `nc -t` for TCP, `nc -u` reading the hostname back for UDP)."""
+    ns = k.namespace("services-np-tcp-udp")
+    name = "nodeport-update-service"
+    labels = {"testid": "nodeport-update-service-3c9d"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}}))
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {
+        "type": "NodePort", "ports": [
+            {"name": "tcp-port", "port": 80, "protocol": "TCP", "targetPort": 9376},
+            {"name": "udp-port", "port": 80, "protocol": "UDP", "targetPort": 9376}]}}))
+    svc = k.get_json("service", name, "-n", ns)
+    node_ports = {p["protocol"]: p["nodePort"] for p in svc["spec"]["ports"]}
+    assert set(node_ports) == {"TCP", "UDP"} and all(30000 <= p <= 32767 for p in node_ports.values())
+    # CreateTCPUDPServicePods: the jig's RC of netexec serving HTTP and UDP on the target port.
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": 2, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "netexec", "image": AGNHOST,
+                            "args": ["netexec", "--http-port=9376", "--udp-port=9376"]}]}}}}))
+    exec_pod(k, ns)
+    pods = {p["metadata"]["name"] for p in k.get_json("pods", "-n", ns, "-l", "testid=" + labels["testid"])["items"]}
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 2, timeout=20)
+    nodes = [next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+             for n in k.get_json("nodes")["items"]]
+    for protocol, flag in (("TCP", "-t"), ("UDP", "-u")):
+        targets = [(name, 80), (svc["spec"]["clusterIP"], 80)] + [(ip, node_ports[protocol]) for ip in nodes]
+        for host, port in targets:
+            out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                            f"echo hostName | nc -v {flag} -w 2 {host} {port}", check=False)
+            assert out.returncode == 0, (protocol, host, port, out.stderr)
+            if protocol == "UDP":
+                assert out.stdout in pods, (host, port, out.stdout)
