@@ -551,3 +551,28 @@ def test_service_endpoints_latency_should_not_be_very_high(k: Cluster) -> None:
     assert len(seen) == len(created), sorted(set(created) - set(seen))
     latencies = sorted(seen[name] - created[name] for name in created)
     assert statistics.median(latencies) < 20 and latencies[int(len(latencies) * 0.99) - 1] < 50, latencies
+
+
+def test_networking_should_check_kube_proxy_urls(k: Cluster) -> None:
+    """networking.go (test/e2e/network/networking.go) "Networking should check kube-proxy urls": from a hostNetwork
+    pod, kube-proxy's health check on localhost:10256 answers 200 with its lastUpdated JSON, and its metrics server
+    on localhost:10249 answers /proxyMode (the framework's GetSelfURL and GetSelfURLStatusCode commands); the
+    metrics server binds the node's loopback only."""
+    ns = k.namespace("kube-proxy-urls")
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
+        "spec": {"hostNetwork": True, "nodeName": "worker",
+                 "containers": [{"name": "agnhost-container", "image": AGNHOST, "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+
+    def run(cmd: str) -> str:
+        return str(k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-x", "-c", cmd).stdout)
+
+    healthz = run("curl -i -q -s --connect-timeout 1 http://localhost:10256/healthz")
+    assert healthz.splitlines()[0] == "HTTP/1.1 200 OK" and '"lastUpdated": ' in healthz, healthz
+    status = run("curl -s -o /dev/null -i -w '%{http_code}' --connect-timeout 1 http://localhost:10249/proxyMode")
+    assert status == "200"
+    assert run("curl -s --connect-timeout 1 http://localhost:10249/proxyMode") == "iptables"
+    outside = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-c",
+                        f"curl -s --connect-timeout 1 http://{node_ip(k, 'worker')}:10249/proxyMode", check=False)
+    assert outside.returncode == 7

@@ -21,6 +21,7 @@ from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
+from . import kubeproxy
 from .app import app_reply
 from .balance import Balancer
 from .dataplane import Candidate, dataplane_hop, usable_candidates
@@ -242,8 +243,10 @@ def _loopback(run: _Run, src_pod: Pod | None, dst_ip: str) -> Trace:
         # not as nodePortAddresses and the mode say: dataplane/nodeports.py).
         return _to_node(run, src_pod, dst_ip, src_pod.node_name, dst_ip)
     if src_pod.host_network and src_pod.node_name:
-        # The node's loopback: a pod's hostPort on 127.0.0.1 (or on every address) is forwarded from it.
-        trace = _to_host_port(run, src_pod, dst_ip, src_pod.node_name, dst_ip)
+        # The node's loopback: a pod's hostPort on 127.0.0.1 (or on every address) is forwarded from it, and the
+        # node's kube-proxy answers there.
+        trace = _to_host_port(run, src_pod, dst_ip, src_pod.node_name, dst_ip) or _to_kube_proxy(
+            run, src_pod.node_name, dst_ip)
         if trace is not None:
             return trace
     run.hops.append(Hop("service", "skip", f"{dst_ip} is the loopback address of {src_pod.key}'s network namespace, "
@@ -373,7 +376,7 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen, egress_to)
     # Not a NodePort: a pod may publish the port on the node (hostPort), or a host-network pod on that node
     # listen there (the API server on 6443).
-    trace = _to_host_port(run, src_pod, src_ip, node, node_ip)
+    trace = _to_host_port(run, src_pod, src_ip, node, node_ip) or _to_kube_proxy(run, node, node_ip)
     if trace is not None:
         return trace
     for pod in state.pods.values():
@@ -399,6 +402,27 @@ def _to_host_port(run: _Run, src_pod: Pod | None, src_ip: str, node: str, addres
     run.hops.append(Hop("dataplane", "ok", f"portmap on {node}: DNAT {join_host_port(address, port)} → "
                         f"{join_host_port(pod.pod_ip, container_port)}"))
     return deliver(run, src_pod, src_ip, Candidate(pod, pod.pod_ip, container_port, node))
+
+
+def _to_kube_proxy(run: _Run, node: str, address: str) -> Trace | None:
+    """A connection to the node's kube-proxy (its health check on 10256, its metrics server on the node's
+    127.0.0.1:10249: network/kubeproxy.py), or None when kube-proxy does not listen there."""
+    port = run.target.port
+    if not kubeproxy.listens(run.state.config.dataplane, address, port, run.protocol):
+        return None
+    stored = run.state.nodes.get(node)
+    pod = next((p for p in run.state.pods.values() if p.namespace == "kube-system" and p.node_name == node
+                and p.labels.get("k8s-app") == "kube-proxy"), None)
+    name = pod.key if pod is not None else f"kube-proxy on {node}"
+    run.hops.append(Hop("service", "skip", f"{join_host_port(address, port)} is node {node}'s; {name} (hostNetwork) "
+                        f"listens on {port}"))
+    run.hops.append(Hop("policy", "skip", "kube-proxy runs in the node's network namespace: no NetworkPolicy "
+                        "selects it"))
+    path = run.target.path + (f"?{run.target.query}" if run.target.query else "")
+    reply = (kubeproxy.healthz_reply(stored.raw if stored is not None else {}, path) if port == kubeproxy.HEALTHZ_PORT
+             else kubeproxy.metrics_reply(run.state.config.dataplane, path))
+    run.hops.append(Hop("app", "ok", f"{run.method} {path} → HTTP {reply.status} from {name}"))
+    return run.finish("connected", Backend(name, address, port), reply)
 
 
 def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candidate, protocol: str,
