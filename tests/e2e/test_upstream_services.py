@@ -677,11 +677,12 @@ def test_should_preserve_source_pod_ip_for_traffic_thru_service_cluster_ip(k: Cl
         assert out.rsplit(":", 1)[0] == pod["status"]["podIP"], out
 
 
-def serve_hostname_service(k: Cluster, ns: str, name: str, replicas: int) -> tuple[set[str], str]:
-    """service.go StartServeHostnameService: a ReplicationController of serve-hostname and its Service on port 80
-    (target 9376); (the pods' names, the ClusterIP) once every pod is an endpoint."""
+def serve_hostname_service(k: Cluster, ns: str, name: str, replicas: int,
+                           labels: dict[str, str] | None = None) -> tuple[set[str], str]:
+    """service.go StartServeHostnameService: a ReplicationController of serve-hostname and its Service (with
+    ``labels``) on port 80 (target 9376); (the pods' names, the ClusterIP) once every pod is an endpoint."""
     k.kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
         "spec": {"selector": {"name": name}, "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
     k.kubectl("apply", "-f", "-", input=rc(name, ns, replicas, ["serve-hostname"]))
     assert wait_for(lambda: len(endpoints(k, ns, name)) == replicas, timeout=30)
@@ -695,6 +696,13 @@ def served_hostnames(k: Cluster, ns: str, ip: str, expected: int) -> set[str]:
     script = (f"for i in $(seq 1 {50 * expected}); do wget -q -T 1 -O - http://{ip}:80 2>&1 || true; echo; done")
     out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c", script, check=False).stdout
     return {line for line in out.splitlines() if line.strip()}
+
+
+def served_down(k: Cluster, ns: str, ip: str) -> bool:
+    """verifyServeHostnameServiceDown's command from the exec pod: the ClusterIP answers nothing."""
+    down = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c",
+                     f"curl -g -s --connect-timeout 2 http://{ip}:80 && echo service-down-failed", check=False)
+    return down.returncode != 0 and "service-down-failed" not in down.stdout
 
 
 def test_should_work_after_the_service_has_been_recreated(k: Cluster) -> None:
@@ -724,9 +732,7 @@ def test_should_be_able_to_up_and_down_services(k: Cluster) -> None:
     assert served_hostnames(k, ns, ip2, 3) == pods2
     # StopServeHostnameService: the RC and the Service go.
     k.kubectl("delete", "rc,service", "up-down-1", "-n", ns)
-    down = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c",
-                     f"curl -g -s --connect-timeout 2 http://{ip1}:80 && echo service-down-failed", check=False)
-    assert down.returncode != 0 and "service-down-failed" not in down.stdout
+    assert served_down(k, ns, ip1)
     assert served_hostnames(k, ns, ip2, 3) == pods2
     pods3, ip3 = serve_hostname_service(k, ns, "up-down-3", 3)
     assert ip3 != ip2
@@ -772,3 +778,34 @@ def test_should_be_able_to_update_service_type_to_nodeport_listening_on_same_por
             assert out.returncode == 0, (protocol, host, port, out.stderr)
             if protocol == "UDP":
                 assert out.stdout in pods, (host, port, out.stdout)
+
+
+def proxy_label_toggle(k: Cluster, ns: str, label: dict[str, str], disabled: str, toggled: str) -> None:
+    """service.go's two tests of the labels kube-proxy ignores a Service by: the Service created with the label is
+    never served; the other is served, then not once labelled, then again once the label is removed."""
+    exec_pod(k, ns)
+    _, disabled_ip = serve_hostname_service(k, ns, disabled, 3, label)
+    pods, toggled_ip = serve_hostname_service(k, ns, toggled, 3)
+    assert served_hostnames(k, ns, toggled_ip, 3) == pods
+    assert served_down(k, ns, disabled_ip)
+    k.kubectl("patch", "service", toggled, "-n", ns, "--type=merge", "-p",
+              json.dumps({"metadata": {"labels": label}}))
+    assert wait_for(lambda: served_down(k, ns, toggled_ip), timeout=10)
+    k.kubectl("patch", "service", toggled, "-n", ns, "--type=merge", "-p",
+              json.dumps({"metadata": {"labels": {key: None for key in label}}}))
+    assert wait_for(lambda: served_hostnames(k, ns, toggled_ip, 3) == pods, timeout=10)
+    assert served_down(k, ns, disabled_ip)
+
+
+def test_should_implement_service_kubernetes_io_service_proxy_name(k: Cluster) -> None:
+    """service.go "Services should implement service.kubernetes.io/service-proxy-name": a Service labelled for
+    another proxy (foo-bar) is not served by kube-proxy, live and as the label comes and goes."""
+    proxy_label_toggle(k, k.namespace("services-proxy-name"), {"service.kubernetes.io/service-proxy-name": "foo-bar"},
+                       "service-proxy-disabled", "service-proxy-toggled")
+
+
+def test_should_implement_service_kubernetes_io_headless(k: Cluster) -> None:
+    """service.go "Services should implement service.kubernetes.io/headless": a Service labelled headless is not
+    served by kube-proxy, live and as the label comes and goes."""
+    proxy_label_toggle(k, k.namespace("services-headless-label"), {"service.kubernetes.io/headless": ""},
+                       "service-headless", "service-headless-toggled")
