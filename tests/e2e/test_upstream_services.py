@@ -809,3 +809,76 @@ def test_should_implement_service_kubernetes_io_headless(k: Cluster) -> None:
     served by kube-proxy, live and as the label comes and goes."""
     proxy_label_toggle(k, k.namespace("services-headless-label"), {"service.kubernetes.io/headless": ""},
                        "service-headless", "service-headless-toggled")
+
+
+def nodeport_service(name: str, ns: str, node_port: int | None = None) -> str:
+    port: dict[str, object] = {"port": 80, "protocol": "TCP"}
+    if node_port is not None:
+        port["nodePort"] = node_port
+    return json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+                       "spec": {"type": "NodePort", "selector": {"testid": name}, "ports": [port]}})
+
+
+def test_should_prevent_nodeport_collisions(k: Cluster) -> None:
+    """service.go "Services should prevent NodePort collisions": a second Service asking for the first one's node
+    port is refused ("port is already allocated"), then gets it once the first is deleted."""
+    ns = k.namespace("services-np-collision")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-1", ns))
+    port = k.get_json("service", "nodeport-collision-1", "-n", ns)["spec"]["ports"][0]["nodePort"]
+    out = k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-2", ns, port), check=False)
+    assert out.returncode == 1 and f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already " \
+        "allocated" in out.stderr, out.stderr
+    k.kubectl("delete", "service", "nodeport-collision-1", "-n", ns)
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-2", ns, port))
+
+
+def test_should_check_nodeport_out_of_range(k: Cluster) -> None:
+    """service.go "Services should check NodePort out-of-range": a node port outside 30000-32767 is refused on
+    create and on update, in the API server's words."""
+    ns = k.namespace("services-np-range")
+    words = "provided port is not in the valid range. The range of valid ports is 30000-32767"
+    out = k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-range-test", ns, 29999), check=False)
+    assert out.returncode == 1 and f"Invalid value: 29999: {words}" in out.stderr, out.stderr
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-range-test", ns))
+    out = k.kubectl("patch", "service", "nodeport-range-test", "-n", ns, "--type=json", "-p",
+                    '[{"op":"replace","path":"/spec/ports/0/nodePort","value":29999}]', check=False)
+    assert out.returncode == 1 and f"Invalid value: 29999: {words}" in out.stderr, out.stderr
+
+
+def test_should_release_nodeports_on_delete(k: Cluster) -> None:
+    """service.go "Services should release NodePorts on delete": once the Service is deleted nothing on the node
+    listens on its port (the framework's host exec pod runs `! ss -ant46 'sport = :PORT' | tail -n +2 | grep
+    LISTEN`), and a new Service gets the same node port."""
+    ns = k.namespace("services-np-release")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-reuse", ns))
+    port = k.get_json("service", "nodeport-reuse", "-n", ns)["spec"]["ports"][0]["nodePort"]
+    k.kubectl("delete", "service", "nodeport-reuse", "-n", ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hostexec", "namespace": ns},
+        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
+                                                      "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/hostexec", "--timeout=30s")
+    k.kubectl("exec", "-n", ns, "hostexec", "--", "/bin/sh", "-x", "-c",
+              f"! ss -ant46 'sport = :{port}' | tail -n +2 | grep LISTEN")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-reuse", ns, port))
+
+
+def test_should_be_possible_to_connect_to_a_service_via_externalip_when_the_external_ip_is_not_assigned_to_a_node(
+        k: Cluster) -> None:
+    """service.go "Services should be possible to connect to a service via ExternalIP when the external IP is not
+    assigned to a node": a ClusterIP Service with externalIPs 203.0.113.250 is reached on that address from a pod
+    (kube-proxy's rules take it, though no node holds it)."""
+    ns = k.namespace("services-externalip")
+    labels = {"testid": "externalip-test-8d21"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "externalip-test", "namespace": ns},
+        "spec": {"selector": labels, "externalIPs": ["203.0.113.250"],
+                 "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "externalip-test", "namespace": ns},
+        "spec": {"replicas": 2, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "agnhost", "image": AGNHOST, "args": ["serve-hostname"]}]}}}}))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, "externalip-test")) == 2, timeout=20)
+    assert reachable(k, ns, "203.0.113.250", 80)
+    assert reachable(k, ns, "externalip-test", 80)
