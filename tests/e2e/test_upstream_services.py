@@ -882,3 +882,25 @@ def test_should_be_possible_to_connect_to_a_service_via_externalip_when_the_exte
     assert wait_for(lambda: len(endpoints(k, ns, "externalip-test")) == 2, timeout=20)
     assert reachable(k, ns, "203.0.113.250", 80)
     assert reachable(k, ns, "externalip-test", 80)
+
+
+def test_should_connect_to_the_ports_exposed_by_restartable_init_containers(k: Cluster) -> None:
+    """service.go "Services should connect to the ports exposed by restartable init containers": a Service's
+    target port served by a sidecar (an init container with restartPolicy Always) next to a main container that
+    serves nothing; the exec pod reaches the sidecar's netexec through the Service."""
+    ns = k.namespace("services-sidecar-port")
+    labels = {"app": "sidecar-with-port"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sidecar-with-port", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"protocol": "TCP", "port": 80, "targetPort": 80}]}}))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecar-with-port", "namespace": ns, "labels": labels},
+        "spec": {"initContainers": [{"name": "sidecar", "image": AGNHOST, "restartPolicy": "Always",
+                                     "args": ["netexec", "--http-port", "80"],
+                                     "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
+                 "containers": [{"name": "main", "image": AGNHOST, "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/sidecar-with-port", "--timeout=30s")
+    exec_pod(k, ns)
+    assert wait_for(lambda: k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                                      "curl -q -s --connect-timeout 5 sidecar-with-port:80/hostname",
+                                      check=False).stdout == "sidecar-with-port", timeout=20)
