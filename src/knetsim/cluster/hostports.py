@@ -34,15 +34,17 @@ def _sanitized(ip: Any, protocol: Any, port: int) -> HostPort:
 
 def wanted(spec: Mapping[str, Any]) -> list[HostPort]:
     """The host ports a pod spec asks for: its containers' and its sidecars' (restartable init containers, which
-    run beside them)."""
-    containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
-    containers += [c for c in spec.get("initContainers") or ()
-                   if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
-    out = []
-    for container in containers:
-        for port in container.get("ports") or ():
-            if isinstance(port, Mapping) and isinstance(port.get("hostPort"), int) and port["hostPort"] > 0:
-                out.append(_sanitized(port.get("hostIP"), port.get("protocol"), port["hostPort"]))
+    run beside them). Asked for every pod the scheduler places, so the common pod (no hostPort) costs one pass."""
+    out: list[HostPort] = []
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            if not isinstance(container, Mapping) or (key == "initContainers"
+                                                      and container.get("restartPolicy") != "Always"):
+                continue
+            for port in container.get("ports") or ():
+                host_port = port.get("hostPort") if isinstance(port, Mapping) else None
+                if isinstance(host_port, int) and host_port > 0:
+                    out.append(_sanitized(port.get("hostIP"), port.get("protocol"), host_port))
     return out
 
 
