@@ -53,6 +53,10 @@ def run(state: Any, script: str | list[str], stdin: str | bytes | None = None, s
     ("case $HOSTNAME in web-*) echo web;; *) echo other;; esac", "web\n", 0),
     ("f() { return 3; }; f; echo $?", "3\n", 0),
     ("false || echo fallback && hostname | wc -c", "fallback\n21\n", 0),
+    # `!` negates a whole pipeline (the e2e framework's `! ss -ant46 'sport = :N' | tail -n +2 | grep LISTEN`).
+    ("! echo x | grep y; echo $?", "0\n", 0),
+    ("! echo x | grep x; echo $?", "x\n1\n", 0),
+    ("! false; echo $?", "0\n", 0),
     # curl -sf: a failure is the exit code alone; -w reports the status.
     ("curl -sf http://api:8080/ -o /dev/null -w '%{http_code}\\n'", "200\n", 0),
     ("curl -s http://nosuch; echo rc=$?", "rc=6\n", 0),

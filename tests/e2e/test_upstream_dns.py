@@ -134,3 +134,30 @@ def test_should_support_configurable_pod_dns_nameservers(k: Cluster) -> None:
     servers = k.kubectl("exec", "test-dns-nameservers", "--", "/agnhost", "dns-server-list").stdout.strip()
     suffix = k.kubectl("exec", "test-dns-nameservers", "--", "/agnhost", "dns-suffix").stdout.strip()
     assert (servers, suffix) == ("1.1.1.1", "resolv.conf.local")
+
+
+def test_should_resolve_dns_of_partial_qualified_names_for_services(k: Cluster) -> None:
+    """DNS should resolve DNS of partial qualified names for services [LinuxOnly] [Conformance]: from a pod of the
+    namespace, `dns-test-service`, `dns-test-service.NS` and `dns-test-service.NS.svc` resolve through the pod's
+    search path to the headless Service's pod (upstream asks `dig +search`, which jessie-dnsutils has and knetsim's
+    userland does not; here the pod's own resolver, with ndots:5, takes each name to netexec's /hostname). The
+    Services' SRV records are asked in full with the real dig (the search path is the pod's, not the host's)."""
+    ns = k.namespace("dns-partial")
+    pod = _pod("dns-test", {"dns-test": "true"}, hostname="dns-querier-1", subdomain="dns-test-service")
+    pod["metadata"]["namespace"] = ns
+    headless = _service("dns-test-service", {"dns-test": "true"}, headless=True)
+    regular = _service("test-service-2", {"dns-test": "true"})
+    for service in (headless, regular):
+        service["metadata"]["namespace"] = ns
+    _apply(k, pod, headless, regular)
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/dns-test", "--timeout=30s")
+    for name in ("dns-test-service", f"dns-test-service.{ns}", f"dns-test-service.{ns}.svc"):
+        out = k.kubectl("exec", "-n", ns, "dns-test", "--", "curl", "-s", "--connect-timeout", "2",
+                        f"http://{name}:8080/hostname", check=False)
+        assert (out.returncode, out.stdout) == (0, "dns-querier-1"), (name, out.stderr)
+    # A partial name of no Service is a resolver error (curl's 6), after every search domain.
+    assert k.kubectl("exec", "-n", ns, "dns-test", "--", "curl", "-s", f"http://nosuch.{ns}:8080/",
+                     check=False).returncode == 6
+    # A headless Service's SRV names its endpoints' port, a ClusterIP one's its own.
+    for service, port in (("dns-test-service", "8080"), ("test-service-2", "80")):
+        assert dig(k, "+short", f"_http._tcp.{service}.{ns}.svc.{DOMAIN}", "SRV").split()[2] == port

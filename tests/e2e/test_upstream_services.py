@@ -32,13 +32,15 @@ def reachable(k: Cluster, ns: str, host: str, port: int | str) -> bool:
 
 
 def endpoints(k: Cluster, ns: str, name: str) -> dict[str, list[int]]:
-    """pod name → ports, from the Service's EndpointSlices (validateEndpointsPortsOrFail)."""
+    """pod name → ports, from the Service's EndpointSlices (validateEndpointsPortsOrFail): each port of a slice
+    for each of its endpoints, so a pod in a slice of no ports (one that has none of the Service's named target
+    ports, as the EndpointSlice controller groups it) counts for none."""
     found: dict[str, list[int]] = {}
     for s in k.get_json("endpointslices", "-n", ns, "-l", f"kubernetes.io/service-name={name}")["items"]:
         ports = sorted(p["port"] for p in s.get("ports") or [])
         for e in s.get("endpoints") or []:
             ref = (e.get("targetRef") or {}).get("name")
-            if ref:
+            if ref and ports:
                 found[ref] = sorted({*found.get(ref, []), *ports})
     return found
 
@@ -489,3 +491,416 @@ def test_should_be_able_to_change_the_type_from_nodeport_to_externalname(k: Clus
     assert f"canonical name = {target}" in out
     assert wait_for(lambda: len(endpoints(k, ns, "externalsvc")) == 2, timeout=20)
     assert reachable(k, ns, "nodeport-service", 80)
+
+
+def test_granular_checks_pods_should_function_for_node_pod_communication_udp(k: Cluster) -> None:
+    """networking.go (test/e2e/common/network/networking.go) "Granular Checks: Pods should function for node-pod
+    communication: udp [LinuxOnly] [NodeConformance] [Conformance]": a hostNetwork pod sends `hostName` to each
+    netserver's UDP port with nc (the framework's DialFromNode, test/e2e/framework/network/utils.go) and reads back
+    its name."""
+    ns = k.namespace("node-pod-udp")
+    servers = netservers(k, ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
+        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
+                                                      "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+    for name, ip in servers:
+        cmd = f"echo hostName | nc -w 1 -u {ip} 8081 | grep -v '^\\s*$'"
+        out = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-x", "-c", cmd)
+        assert out.stdout.strip() == name
+
+
+def affinity_timeout_backends(k: Cluster, ns: str, name: str, service_type: str, timeout: int) -> None:
+    """service.go execAffinityTestForSessionAffinityTimeout: a Service of three serve-hostname pods with ClientIP
+    affinity of ``timeout`` seconds sticks (checkAffinity's 15 tries); past the timeout, a request may reach
+    another backend: up to 10 single requests, each after waiting timeout+1 s, until two differ."""
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": service_type, "selector": {"name": name}, "sessionAffinity": "ClientIP",
+                 "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": timeout}},
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 3, timeout=20)
+    svc = k.get_json("service", name, "-n", ns)
+    if service_type == "NodePort":
+        node = k.get_json("nodes")["items"][-1]
+        host = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        port = svc["spec"]["ports"][0]["nodePort"]
+    else:
+        host, port = svc["spec"]["clusterIP"], 80
+    hosts = affinity_hosts(k, ns, host, port)
+    assert len(hosts) == 15 and len(set(hosts)) == 1, hosts
+    seen = set()
+    for _ in range(10):
+        out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                        f"curl -q -s --connect-timeout 2 http://{host}:{port}/", check=False)
+        if out.returncode == 0:
+            seen.add(out.stdout)
+            if len(seen) > 1:
+                return
+            time.sleep(timeout + 1)
+    raise AssertionError(f"the same backend after the affinity timeout every time: {seen}")
+
+
+def test_should_have_session_affinity_timeout_work_for_service_with_type_clusterip(k: Cluster) -> None:
+    """service.go (test/e2e/network/service.go) "Services should have session affinity timeout work for service
+    with type clusterIP [LinuxOnly] [Conformance]", with a 2 s timeout where upstream waits 15 s: the data plane's
+    affinity entry expires on its clock (network/balance.py), not after a fixed number of requests."""
+    affinity_timeout_backends(k, k.namespace("services-affinity-timeout"), "affinity-clusterip-timeout", "ClusterIP",
+                              2)
+
+
+def test_should_have_session_affinity_timeout_work_for_nodeport_service(k: Cluster) -> None:
+    """service.go "Services should have session affinity timeout work for NodePort service [LinuxOnly]
+    [Conformance]", with a 2 s timeout: through a node's address and the NodePort."""
+    affinity_timeout_backends(k, k.namespace("services-affinity-np-timeout"), "affinity-nodeport-timeout", "NodePort",
+                              2)
+
+
+def test_should_be_able_to_switch_session_affinity_for_nodeport_service(k: Cluster) -> None:
+    """service.go "Services should be able to switch session affinity for NodePort service [LinuxOnly]
+    [Conformance]": through a node's address and the NodePort, requests spread over the backends without
+    affinity and stick to one with ClientIP."""
+    ns = k.namespace("services-affinity-np-switch")
+    name = "affinity-nodeport-transition"
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"name": name}, "sessionAffinity": "None",
+                 "ports": [{"port": 80, "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, 3, ["serve-hostname"]))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 3, timeout=20)
+    node_port = k.get_json("service", name, "-n", ns)["spec"]["ports"][0]["nodePort"]
+    node = k.get_json("nodes")["items"][-1]
+    node_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    assert len(set(affinity_hosts(k, ns, node_ip, node_port))) > 1
+    k.kubectl("patch", "service", name, "-n", ns, "-p", '{"spec":{"sessionAffinity":"ClientIP"}}')
+    assert wait_for(lambda: len(set(affinity_hosts(k, ns, node_ip, node_port))) == 1, timeout=10)
+
+
+def jig_pod(name: str, ns: str, labels: dict[str, str], ports: list[dict[str, object]], args: list[str]) -> str:
+    """service.go createPodOrFail: an agnhost pod with the jig's labels and the given container ports."""
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns,
+                                                                      "labels": labels},
+                       "spec": {"containers": [{"name": "agnhost", "image": AGNHOST, "args": args,
+                                                "ports": ports}]}})
+
+
+def service_reachable(k: Cluster, ns: str, pod: str, name: str) -> bool:
+    """jig.CheckServiceReachability for a ClusterIP Service: each of its ports by name and by ClusterIP, with the
+    framework's `echo hostName | nc -v -t -w 2 HOST PORT` from ``pod``."""
+    svc = k.get_json("service", name, "-n", ns)
+    for port in svc["spec"]["ports"]:
+        for host in (name, svc["spec"]["clusterIP"]):
+            out = k.kubectl("exec", "-n", ns, pod, "--", "/bin/sh", "-x", "-c",
+                            f"echo hostName | nc -v -t -w 2 {host} {port['port']}", check=False)
+            if out.returncode != 0:
+                return False
+    return True
+
+
+def test_should_be_updated_after_adding_or_deleting_ports(k: Cluster) -> None:
+    """service.go "Services should be updated after adding or deleting ports": a second Service port (81 → the
+    named port svc2) gets pod2 as its endpoint and is reached; once the port is deleted only pod1 is left."""
+    ns = k.namespace("services-edit-port")
+    labels = {"testid": "edit-port-test-7b1d"}
+    name = "edit-port-test"
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"selector": labels, "ports": [{"name": "portname1", "port": 80, "targetPort": "svc1"}]}}))
+    assert endpoints(k, ns, name) == {}
+    k.kubectl("apply", "-f", "-", input=jig_pod("pod1", ns, labels, [{"name": "svc1", "containerPort": 100}],
+                                                   ["netexec", "--http-port", "100"]))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100]}, timeout=20)
+    exec_pod(k, ns)
+    assert service_reachable(k, ns, "execpod", name)
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"ports": [
+        {"name": "portname1", "port": 80, "targetPort": "svc1"},
+        {"name": "portname2", "port": 81, "targetPort": "svc2"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("pod2", ns, labels, [{"name": "svc2", "containerPort": 101}],
+                                                   ["netexec", "--http-port", "101"]))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100], "pod2": [101]}, timeout=20), \
+        endpoints(k, ns, name)
+    assert wait_for(lambda: service_reachable(k, ns, "execpod", name))
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"ports": [
+        {"name": "portname1", "port": 80, "targetPort": "svc1"}]}}))
+    assert wait_for(lambda: endpoints(k, ns, name) == {"pod1": [100]}, timeout=20), endpoints(k, ns, name)
+    assert service_reachable(k, ns, "execpod", name)
+    ip = k.get_json("service", name, "-n", ns)["spec"]["clusterIP"]
+    gone = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                     f"echo hostName | nc -v -t -w 2 {ip} 81", check=False)
+    assert gone.returncode != 0
+
+
+def test_should_allow_pods_to_hairpin_back_to_themselves_through_services(k: Cluster) -> None:
+    """service.go "Services should allow pods to hairpin back to themselves through services": the Service's only
+    backend reaches itself through the Service's name and ClusterIP."""
+    ns = k.namespace("services-hairpin")
+    labels = {"testid": "hairpin-test-2c4e"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hairpin-test", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("hairpin", ns, labels, [], ["netexec", "--http-port", "8080"]))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/hairpin", "--timeout=30s")
+    assert wait_for(lambda: endpoints(k, ns, "hairpin-test") == {"hairpin": [8080]}, timeout=20)
+    assert service_reachable(k, ns, "hairpin", "hairpin-test")
+
+
+def test_should_preserve_source_pod_ip_for_traffic_thru_service_cluster_ip(k: Cluster) -> None:
+    """service.go "Services should preserve source pod IP for traffic thru service cluster IP [LinuxOnly]": from
+    pause pods on two nodes, netexec's /clientip through the ClusterIP names each pod's own IP (execSourceIPTest)."""
+    ns = k.namespace("services-sourceip")
+    labels = {"testid": "sourceip-test-91aa"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sourceip-test", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=jig_pod("echo-sourceip", ns, labels, [], ["netexec", "--http-port", "8080"]))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/echo-sourceip", "--timeout=30s")
+    # createPausePodDeployment: one pause pod per node (required anti-affinity on the hostname).
+    pause = {"app": "pause-pod"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pause-pod", "namespace": ns},
+        "spec": {"replicas": 2, "selector": {"matchLabels": pause}, "template": {
+            "metadata": {"labels": pause},
+            "spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": pause}, "topologyKey": "kubernetes.io/hostname"}]}},
+                "containers": [{"name": "agnhost-pause", "image": AGNHOST, "args": ["pause"]}]}}}}))
+    k.kubectl("rollout", "status", "-n", ns, "deployment/pause-pod", "--timeout=30s")
+    pods = k.get_json("pods", "-n", ns, "-l", "app=pause-pod")["items"]
+    assert len({p["spec"]["nodeName"] for p in pods}) == 2
+    ip = k.get_json("service", "sourceip-test", "-n", ns)["spec"]["clusterIP"]
+    for pod in pods:
+        out = k.kubectl("exec", "-n", ns, pod["metadata"]["name"], "--", "/bin/sh", "-x", "-c",
+                        f"curl -q -s --connect-timeout 30 {ip}:8080/clientip").stdout
+        assert out.rsplit(":", 1)[0] == pod["status"]["podIP"], out
+
+
+def serve_hostname_service(k: Cluster, ns: str, name: str, replicas: int,
+                           labels: dict[str, str] | None = None) -> tuple[set[str], str]:
+    """service.go StartServeHostnameService: a ReplicationController of serve-hostname and its Service (with
+    ``labels``) on port 80 (target 9376); (the pods' names, the ClusterIP) once every pod is an endpoint."""
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+        "spec": {"selector": {"name": name}, "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
+    k.kubectl("apply", "-f", "-", input=rc(name, ns, replicas, ["serve-hostname"]))
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == replicas, timeout=30)
+    pods = {p["metadata"]["name"] for p in k.get_json("pods", "-n", ns, "-l", f"name={name}")["items"]}
+    return pods, str(k.get_json("service", name, "-n", ns)["spec"]["clusterIP"])
+
+
+def served_hostnames(k: Cluster, ns: str, ip: str, expected: int) -> set[str]:
+    """verifyServeHostnameServiceUp's command from the exec pod: 50 times per expected pod,
+    `wget -q -T 1 -O - http://IP:80 | grep -v '^\\s*$'`, the answers as a set."""
+    script = (f"for i in $(seq 1 {50 * expected}); do wget -q -T 1 -O - http://{ip}:80 2>&1 || true; echo; done")
+    out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c", script, check=False).stdout
+    return {line for line in out.splitlines() if line.strip()}
+
+
+def served_down(k: Cluster, ns: str, ip: str) -> bool:
+    """verifyServeHostnameServiceDown's command from the exec pod: the ClusterIP answers nothing."""
+    down = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-c",
+                     f"curl -g -s --connect-timeout 2 http://{ip}:80 && echo service-down-failed", check=False)
+    return down.returncode != 0 and "service-down-failed" not in down.stdout
+
+
+def test_should_work_after_the_service_has_been_recreated(k: Cluster) -> None:
+    """service.go "Services should work after the service has been recreated": the pods answer through a new
+    ClusterIP once the Service is deleted and created again."""
+    ns = k.namespace("services-recreated")
+    pods, ip = serve_hostname_service(k, ns, "service-deletion", 1)
+    exec_pod(k, ns)
+    assert served_hostnames(k, ns, ip, 1) == pods
+    k.kubectl("delete", "service", "service-deletion", "-n", ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "service-deletion", "namespace": ns},
+        "spec": {"selector": {"name": "service-deletion"},
+                 "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}}))
+    new_ip = k.get_json("service", "service-deletion", "-n", ns)["spec"]["clusterIP"]
+    assert wait_for(lambda: served_hostnames(k, ns, new_ip, 1) == pods, timeout=20)
+
+
+def test_should_be_able_to_up_and_down_services(k: Cluster) -> None:
+    """service.go "Services should be able to up and down services": of two Services, the stopped one's ClusterIP
+    answers no more while the other still serves all its pods; a third gets another ClusterIP and serves."""
+    ns = k.namespace("services-up-down")
+    exec_pod(k, ns)
+    pods1, ip1 = serve_hostname_service(k, ns, "up-down-1", 3)
+    pods2, ip2 = serve_hostname_service(k, ns, "up-down-2", 3)
+    assert served_hostnames(k, ns, ip1, 3) == pods1
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    # StopServeHostnameService: the RC and the Service go.
+    k.kubectl("delete", "rc,service", "up-down-1", "-n", ns)
+    assert served_down(k, ns, ip1)
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    pods3, ip3 = serve_hostname_service(k, ns, "up-down-3", 3)
+    assert ip3 != ip2
+    assert served_hostnames(k, ns, ip2, 3) == pods2
+    assert served_hostnames(k, ns, ip3, 3) == pods3
+
+
+def test_should_be_able_to_update_service_type_to_nodeport_listening_on_same_port_number_but_different_protocols(
+        k: Cluster) -> None:
+    """service.go "Services should be able to update service type to NodePort listening on same port number but
+    different protocols": a ClusterIP Service becomes NodePort with port 80 over TCP and over UDP, each with its own
+    node port, and the jig's netexec pods answer on both, through the name, the ClusterIP and every node's port
+    (jig.CheckServiceReachability: `nc -t` for TCP, `nc -u` reading the hostname back for UDP)."""
+    ns = k.namespace("services-np-tcp-udp")
+    name = "nodeport-update-service"
+    labels = {"testid": "nodeport-update-service-3c9d"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}}))
+    k.kubectl("patch", "service", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {
+        "type": "NodePort", "ports": [
+            {"name": "tcp-port", "port": 80, "protocol": "TCP", "targetPort": 9376},
+            {"name": "udp-port", "port": 80, "protocol": "UDP", "targetPort": 9376}]}}))
+    svc = k.get_json("service", name, "-n", ns)
+    node_ports = {p["protocol"]: p["nodePort"] for p in svc["spec"]["ports"]}
+    assert set(node_ports) == {"TCP", "UDP"} and all(30000 <= p <= 32767 for p in node_ports.values())
+    # CreateTCPUDPServicePods: the jig's RC of netexec serving HTTP and UDP on the target port.
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": 2, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "netexec", "image": AGNHOST,
+                            "args": ["netexec", "--http-port=9376", "--udp-port=9376"]}]}}}}))
+    exec_pod(k, ns)
+    pods = {p["metadata"]["name"] for p in k.get_json("pods", "-n", ns, "-l", "testid=" + labels["testid"])["items"]}
+    assert wait_for(lambda: len(endpoints(k, ns, name)) == 2, timeout=20)
+    nodes = [next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+             for n in k.get_json("nodes")["items"]]
+    for protocol, flag in (("TCP", "-t"), ("UDP", "-u")):
+        targets = [(name, 80), (svc["spec"]["clusterIP"], 80)] + [(ip, node_ports[protocol]) for ip in nodes]
+        for host, port in targets:
+            out = k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                            f"echo hostName | nc -v {flag} -w 2 {host} {port}", check=False)
+            assert out.returncode == 0, (protocol, host, port, out.stderr)
+            if protocol == "UDP":
+                assert out.stdout in pods, (host, port, out.stdout)
+
+
+def proxy_label_toggle(k: Cluster, ns: str, label: dict[str, str], disabled: str, toggled: str) -> None:
+    """service.go's two tests of the labels kube-proxy ignores a Service by: the Service created with the label is
+    never served; the other is served, then not once labelled, then again once the label is removed."""
+    exec_pod(k, ns)
+    _, disabled_ip = serve_hostname_service(k, ns, disabled, 3, label)
+    pods, toggled_ip = serve_hostname_service(k, ns, toggled, 3)
+    assert served_hostnames(k, ns, toggled_ip, 3) == pods
+    assert served_down(k, ns, disabled_ip)
+    k.kubectl("patch", "service", toggled, "-n", ns, "--type=merge", "-p",
+              json.dumps({"metadata": {"labels": label}}))
+    assert wait_for(lambda: served_down(k, ns, toggled_ip), timeout=10)
+    k.kubectl("patch", "service", toggled, "-n", ns, "--type=merge", "-p",
+              json.dumps({"metadata": {"labels": {key: None for key in label}}}))
+    assert wait_for(lambda: served_hostnames(k, ns, toggled_ip, 3) == pods, timeout=10)
+    assert served_down(k, ns, disabled_ip)
+
+
+def test_should_implement_service_kubernetes_io_service_proxy_name(k: Cluster) -> None:
+    """service.go "Services should implement service.kubernetes.io/service-proxy-name": a Service labelled for
+    another proxy (foo-bar) is not served by kube-proxy, live and as the label comes and goes."""
+    proxy_label_toggle(k, k.namespace("services-proxy-name"), {"service.kubernetes.io/service-proxy-name": "foo-bar"},
+                       "service-proxy-disabled", "service-proxy-toggled")
+
+
+def test_should_implement_service_kubernetes_io_headless(k: Cluster) -> None:
+    """service.go "Services should implement service.kubernetes.io/headless": a Service labelled headless is not
+    served by kube-proxy, live and as the label comes and goes."""
+    proxy_label_toggle(k, k.namespace("services-headless-label"), {"service.kubernetes.io/headless": ""},
+                       "service-headless", "service-headless-toggled")
+
+
+def nodeport_service(name: str, ns: str, node_port: int | None = None) -> str:
+    port: dict[str, object] = {"port": 80, "protocol": "TCP"}
+    if node_port is not None:
+        port["nodePort"] = node_port
+    return json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+                       "spec": {"type": "NodePort", "selector": {"testid": name}, "ports": [port]}})
+
+
+def test_should_prevent_nodeport_collisions(k: Cluster) -> None:
+    """service.go "Services should prevent NodePort collisions": a second Service asking for the first one's node
+    port is refused ("port is already allocated"), then gets it once the first is deleted."""
+    ns = k.namespace("services-np-collision")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-1", ns))
+    port = k.get_json("service", "nodeport-collision-1", "-n", ns)["spec"]["ports"][0]["nodePort"]
+    out = k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-2", ns, port), check=False)
+    assert out.returncode == 1 and f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already " \
+        "allocated" in out.stderr, out.stderr
+    k.kubectl("delete", "service", "nodeport-collision-1", "-n", ns)
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-collision-2", ns, port))
+
+
+def test_should_check_nodeport_out_of_range(k: Cluster) -> None:
+    """service.go "Services should check NodePort out-of-range": a node port outside 30000-32767 is refused on
+    create and on update, in the API server's words."""
+    ns = k.namespace("services-np-range")
+    words = "provided port is not in the valid range. The range of valid ports is 30000-32767"
+    out = k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-range-test", ns, 29999), check=False)
+    assert out.returncode == 1 and f"Invalid value: 29999: {words}" in out.stderr, out.stderr
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-range-test", ns))
+    out = k.kubectl("patch", "service", "nodeport-range-test", "-n", ns, "--type=json", "-p",
+                    '[{"op":"replace","path":"/spec/ports/0/nodePort","value":29999}]', check=False)
+    assert out.returncode == 1 and f"Invalid value: 29999: {words}" in out.stderr, out.stderr
+
+
+def test_should_release_nodeports_on_delete(k: Cluster) -> None:
+    """service.go "Services should release NodePorts on delete": once the Service is deleted nothing on the node
+    listens on its port (the framework's host exec pod runs `! ss -ant46 'sport = :PORT' | tail -n +2 | grep
+    LISTEN`), and a new Service gets the same node port."""
+    ns = k.namespace("services-np-release")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-reuse", ns))
+    port = k.get_json("service", "nodeport-reuse", "-n", ns)["spec"]["ports"][0]["nodePort"]
+    k.kubectl("delete", "service", "nodeport-reuse", "-n", ns)
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hostexec", "namespace": ns},
+        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
+                                                      "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/hostexec", "--timeout=30s")
+    k.kubectl("exec", "-n", ns, "hostexec", "--", "/bin/sh", "-x", "-c",
+              f"! ss -ant46 'sport = :{port}' | tail -n +2 | grep LISTEN")
+    k.kubectl("create", "-f", "-", input=nodeport_service("nodeport-reuse", ns, port))
+
+
+def test_should_be_possible_to_connect_to_a_service_via_externalip_when_the_external_ip_is_not_assigned_to_a_node(
+        k: Cluster) -> None:
+    """service.go "Services should be possible to connect to a service via ExternalIP when the external IP is not
+    assigned to a node": a ClusterIP Service with externalIPs 203.0.113.250 is reached on that address from a pod
+    (kube-proxy's rules take it, though no node holds it)."""
+    ns = k.namespace("services-externalip")
+    labels = {"testid": "externalip-test-8d21"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "externalip-test", "namespace": ns},
+        "spec": {"selector": labels, "externalIPs": ["203.0.113.250"],
+                 "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 9376}]}}))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "externalip-test", "namespace": ns},
+        "spec": {"replicas": 2, "selector": labels, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "agnhost", "image": AGNHOST, "args": ["serve-hostname"]}]}}}}))
+    exec_pod(k, ns)
+    assert wait_for(lambda: len(endpoints(k, ns, "externalip-test")) == 2, timeout=20)
+    assert reachable(k, ns, "203.0.113.250", 80)
+    assert reachable(k, ns, "externalip-test", 80)
+
+
+def test_should_connect_to_the_ports_exposed_by_restartable_init_containers(k: Cluster) -> None:
+    """service.go "Services should connect to the ports exposed by restartable init containers": a Service's
+    target port served by a sidecar (an init container with restartPolicy Always) next to a main container that
+    serves nothing; the exec pod reaches the sidecar's netexec through the Service."""
+    ns = k.namespace("services-sidecar-port")
+    labels = {"app": "sidecar-with-port"}
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "sidecar-with-port", "namespace": ns},
+        "spec": {"selector": labels, "ports": [{"protocol": "TCP", "port": 80, "targetPort": 80}]}}))
+    k.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecar-with-port", "namespace": ns, "labels": labels},
+        "spec": {"initContainers": [{"name": "sidecar", "image": AGNHOST, "restartPolicy": "Always",
+                                     "args": ["netexec", "--http-port", "80"],
+                                     "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
+                 "containers": [{"name": "main", "image": AGNHOST, "args": ["pause"]}]}}))
+    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/sidecar-with-port", "--timeout=30s")
+    exec_pod(k, ns)
+    assert wait_for(lambda: k.kubectl("exec", "-n", ns, "execpod", "--", "/bin/sh", "-x", "-c",
+                                      "curl -q -s --connect-timeout 5 sidecar-with-port:80/hostname",
+                                      check=False).stdout == "sidecar-with-port", timeout=20)

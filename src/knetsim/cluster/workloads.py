@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import ipaddress
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,9 @@ from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
 from .containerruns import config_error, init_crash, probe_failure, restarts
+from .hostports import NODE_PORTS_REASON, HostPort
+from .hostports import conflicts as host_port_conflict
+from .hostports import wanted as wanted_host_ports
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -347,14 +350,18 @@ def max_pods(node: Node) -> int:
         return 110
 
 
-def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int) -> str | None:
-    """Why the scheduler's filters reject ``node`` for a pod with this spec (None: it fits)."""
+def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int,
+                 host_ports: Collection[HostPort] = ()) -> str | None:
+    """Why the scheduler's filters reject ``node`` for a pod with this spec (None: it fits), in the order of the
+    default profile's filters. ``host_ports``: those the node's pods already hold (cluster.hostports)."""
     tolerations = spec.get("tolerations") or []
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
             return _TAINT_REASON.format(key=taint.get("key", ""), value=taint.get("value", ""))
     if not feasible(spec, node):
         return _AFFINITY_REASON
+    if host_port_conflict(spec, host_ports):
+        return NODE_PORTS_REASON
     wanted = requested_cpu(spec)
     if wanted and node.allocatable_cpu and wanted > _millis(node.allocatable_cpu):
         # NodeResourcesFit, for a pod larger than the node (the requests of the pods already there are not summed).
@@ -364,16 +371,21 @@ def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int) -> str 
     return None
 
 
-def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int]) -> str:
+def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int],
+              host_ports: Mapping[str, Collection[HostPort]] | None = None) -> str:
     """The FailedScheduling message of a pod no node takes: each reason with its node count, sorted as the
     scheduler's FitError sorts them, then what preemption found (pods of equal priority are never victims, and
     a node that fails on anything but room is not helped by preemption)."""
     reasons: dict[str, int] = {}
     preemption: dict[str, int] = {}
     for node in nodes:
-        reason = unfit_reason(spec, node, load.get(node.name, 0)) or TOO_MANY_PODS
+        reason = unfit_reason(spec, node, load.get(node.name, 0), (host_ports or {}).get(node.name, ())) \
+            or TOO_MANY_PODS
         reasons[reason] = reasons.get(reason, 0) + 1
-        after = ("No preemption victims found for incoming pod" if reason in (TOO_MANY_PODS, INSUFFICIENT_CPU)
+        # Taken ports are freed by evicting their holder, so preemption looks for victims (and finds none of the
+        # pod's own priority).
+        after = ("No preemption victims found for incoming pod"
+                 if reason in (TOO_MANY_PODS, INSUFFICIENT_CPU, NODE_PORTS_REASON)
                  else "Preemption is not helpful for scheduling")
         preemption[after] = preemption.get(after, 0) + 1
 
@@ -398,6 +410,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     pending = []
     # (namespace, labels, node) of every placed pod: what topologySpreadConstraints count.
     placed: list[tuple[str, Mapping[str, str], str]] = []
+    ports: dict[str, set[HostPort]] = {n.name: set() for n in nodes}  # the host ports each node's pods hold
     for body, source in pods:
         node_name = body.get("spec", {}).get("nodeName")
         if node_name:
@@ -405,6 +418,7 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                            str(node_name)))
             if node_name in load:
                 load[node_name] += 1
+                ports[node_name].update(wanted_host_ports(body.get("spec") or {}))
             else:
                 notices.append(Notice("NodeNotFound", f"spec.nodeName {node_name!r} is not a node of this cluster; "
                                       "the pod stays Pending", _subject(body), source))
@@ -435,6 +449,23 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
                 continue
             spec["nodeName"] = name
             load[name] += 1
+            ports[name].update(wanted_host_ports(spec))  # the spread decides; the ports it takes are held after
+            unfit.clear()
+            placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
+            continue
+        wanted = wanted_host_ports(spec) if source is not BUILTIN else []
+        if wanted:
+            # Host ports make each placement change where the next pod fits: no shared heap, every node asked.
+            fits = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports[n.name]) is None]
+            if not fits:
+                message = fit_error(spec, nodes, load, ports)
+                notices.append(Notice("Unschedulable", message, _subject(body), source))
+                _pending(body, message)
+                continue
+            name = min(fits, key=lambda n: (load[n.name], order[n.name])).name
+            spec["nodeName"] = name
+            load[name] += 1
+            ports[name].update(wanted)
             unfit.clear()
             placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
             continue

@@ -308,6 +308,10 @@ class Informer:
     def node_load(self, node: str) -> int:
         return len(self._node_pods.get(node, ()))
 
+    def pods_on(self, node: str) -> list[Key]:
+        """The pods bound to ``node`` (sorted)."""
+        return sorted(self._node_pods.get(node, ()))
+
     def ip_in_use(self, ip: str) -> bool:
         return ip in self._pod_ips
 

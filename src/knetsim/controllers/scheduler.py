@@ -1,9 +1,10 @@
 """The scheduler: binds each pod without a node to the least-loaded node it may run on.
 
 Feasibility is the core's (``cluster.workloads.unfit_reason``: taints, nodeSelector, required node
-affinity, the node's pod capacity); the load is the number of pods bound to each node (the informer's
-index), ties broken by node order, as ``cluster.workloads.schedule`` places pods offline. A pod no node accepts stays
-Pending with ``PodScheduled=False`` (Unschedulable) and a FailedScheduling event.
+affinity, host ports another pod of the node holds, the node's pod capacity); the load is the number of
+pods bound to each node (the informer's index), ties broken by node order, as ``cluster.workloads.schedule``
+places pods offline. A pod no node accepts stays Pending with ``PodScheduled=False`` (Unschedulable) and a
+FailedScheduling event.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
+from ..cluster.hostports import HostPort
+from ..cluster.hostports import in_use as host_ports_in_use
+from ..cluster.hostports import wanted as wanted_host_ports
 from ..cluster.workloads import fit_error, unfit_reason
 from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.jsonvalue import json_copy
@@ -26,17 +30,38 @@ def _unbound(body: Mapping[str, Any]) -> bool:
     return not (body.get("spec") or {}).get("nodeName") and phase(body) not in TERMINAL
 
 
+def _frees_host_ports(change: Change) -> bool:
+    """Did a pod bound to a node and holding host ports leave it (deleted, or finished)?"""
+    old = change.old or {}
+    if not (old.get("spec") or {}).get("nodeName") or not wanted_host_ports(old.get("spec") or {}):
+        return False
+    return change.type == "DELETED" or (change.new is not None and phase(change.new) in TERMINAL
+                                        and phase(old) not in TERMINAL)
+
+
 class Scheduler(Controller):
     name = "default-scheduler"
     field_manager = "kube-scheduler"
 
     def handle(self, change: Change) -> Iterable[Key]:
-        if change.kind == "Pod" and change.type != "DELETED" and change.new is not None and _unbound(change.new):
+        if change.kind != "Pod":
+            return []
+        if change.type != "DELETED" and change.new is not None and _unbound(change.new):
             return [key_of("Pod", change.new)]
+        if _frees_host_ports(change):
+            # A bound pod that held host ports left its node: the pods that waited for free ports are tried again
+            # (the NodePorts plugin's queueing hint on a Pod delete, pkg/scheduler/framework/plugins/nodeports).
+            return [k for k in self.informer.keys("Pod")
+                    if _unbound(body := self.informer.get(k) or {}) and wanted_host_ports(body.get("spec") or {})]
         return []
 
     def resync(self) -> Iterable[Key]:
         return [k for k in self.informer.keys("Pod") if _unbound(self.informer.get(k) or {})]
+
+    def _host_ports(self, node: str) -> set[HostPort]:
+        """The host ports the running (not finished) pods bound to ``node`` hold."""
+        bodies = (self.informer.get(k) or {} for k in self.informer.pods_on(node))
+        return host_ports_in_use(body.get("spec") or {} for body in bodies if phase(body) not in TERMINAL)
 
     def sync(self, key: Key) -> None:
         pod = self.informer.get(key)
@@ -46,11 +71,12 @@ class Scheduler(Controller):
         spec = pod.get("spec") or {}
         order = {n.name: i for i, n in enumerate(nodes)}
         load = {n.name: self.informer.node_load(n.name) for n in nodes}
-        # Taints, nodeSelector, affinity, and room: the kubelet's maxPods (status.allocatable.pods).
-        candidates = [n for n in nodes if unfit_reason(spec, n, load[n.name]) is None]
+        ports = {n.name: self._host_ports(n.name) for n in nodes} if wanted_host_ports(spec) else {}
+        # Taints, nodeSelector, affinity, free host ports, and room: the kubelet's maxPods (status.allocatable.pods).
+        candidates = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports.get(n.name, ())) is None]
         batch = self.batch()
         if not candidates:
-            message = fit_error(spec, nodes, load)
+            message = fit_error(spec, nodes, load, ports)
             condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             status = pod.get("status") or {}
             if any({k: c.get(k) for k in condition} == condition for c in status.get("conditions") or []):

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from ..apiserver.errors import ApiError
+from ..apiserver.proxyhtml import is_html, path_prepend, rewrite_html
 from ..apiserver.server import ApiServer
 from . import nodeproxy
 
@@ -92,6 +94,14 @@ def _pod_target(state: Any, namespace: str, spec: str) -> tuple[str, str, int]:
     return scheme or "http", pod.pod_ip, int(port) if port else (443 if scheme == "https" else 80)
 
 
+def _serves_tls(state: Any, ip: str, port: int) -> bool | None:
+    """Does the server of the pod at ``ip`` speak TLS on ``port`` (None: knetsim does not know)?"""
+    from ..network.netexec import serves_tls
+
+    pod = state.pod_by_ip(ip)
+    return serves_tls(pod, port) if pod is not None else None
+
+
 # (pod key, script) → (combined output, exit code) of ``/bin/sh -c script`` in the pod; (pod key, port, code): the
 # program serving that port exits. The kubelet provides both (kubelet/sandbox.py).
 PeerShell = Callable[[str, str], Awaitable[tuple[str, int]]]
@@ -127,10 +137,18 @@ class ApiProxy:
             scheme, ip, port = node_scheme or "http", str(addresses[0]), int(node_port)
         else:
             scheme, ip, port = (_service_target if resource == "services" else _pod_target)(state, namespace, name)
-        if scheme == "https":
-            raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the API server's proxy over HTTPS")
         host = f"[{ip}]" if ":" in ip else ip
-        url = f"http://{host}:{port}{path}" + (f"?{request.query_string}" if request.query_string else "")
+        tls = _serves_tls(state, ip, port)
+        if scheme == "https" and tls is None:
+            raise ApiError(503, "ServiceUnavailable", "knetsim does not simulate the API server's proxy over HTTPS")
+        if scheme == "https" and tls is False:
+            # Go's TLS client reads the plain server's "HTTP/1.1 400" as a record (crypto/tls conn.go).
+            raise ApiError(503, "ServiceUnavailable",
+                           "error trying to reach service: tls: first record does not look like a TLS handshake")
+        if scheme == "http" and tls is True:
+            # net/http's server answers plain HTTP on a TLS port itself (server.go), and the proxy passes it on.
+            return web.Response(status=400, text="Client sent an HTTP request to an HTTPS server.\n")
+        url = f"{scheme}://{host}:{port}{path}" + (f"?{request.query_string}" if request.query_string else "")
         source = next((p.key for p in state.pods.values() if p.namespace == "kube-system"
                        and p.labels.get("component") == "kube-apiserver"), "external")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("authorization", "host")}
@@ -138,7 +156,13 @@ class ApiProxy:
         t = await self._netexec_effects(state, t, url)
         if t.outcome == "connected" and t.reply is not None and t.reply.status is not None:
             reply = t.reply
-            response = web.Response(status=reply.status, body=reply.body.encode())
+            body = reply.body
+            content_type = next((v for k, v in reply.headers.items() if k.lower() == "content-type"), "")
+            if is_html(content_type):
+                # The proxy's rewriting transport keeps the page's links inside the proxy (apiserver/proxyhtml.py).
+                body = rewrite_html(body, path_prepend(request.path, urlsplit(url).path or "/"),
+                                    (f"{host}:{port}", request.host))
+            response = web.Response(status=reply.status, body=body.encode())
             for key, value in reply.headers.items():
                 if key.lower() not in _NOT_COPIED:
                     response.headers[key] = value

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -44,28 +42,12 @@ from aiohttp import web
 
 from ..apiserver.errors import ApiError
 from ..apiserver.server import ApiServer
+from ..network import kubeproxy
 
 KUBELET_PORT = 10250
-KUBE_PROXY_HEALTHZ_PORT = 10256
-# pkg/proxy/healthcheck: the taint cluster-autoscaler puts on a node it is about to remove.
-TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 # The kubelet's endpoints (pkg/kubelet/server/server.go) whose state the simulation does not keep.
 _KUBELET_NOT_SIMULATED = ("/metrics", "/stats", "/spec", "/runningpods", "/checkpoint", "/containerLogs",
                           "/exec", "/run", "/attach", "/portForward", "/debug", "/cri")
-# The daemon's start, for the monotonic reading Go's time.Time.String() appends (m=+SECONDS).
-_STARTED = time.monotonic()
-
-
-def go_time(now: float | None = None) -> str:
-    """A wall-clock ``time.Time`` from ``time.Now()`` as Go's String() writes it: fraction without trailing
-    zeros, zone ``+0000 UTC``, and the monotonic clock reading ``m=+S.NNNNNNNNN``."""
-    now = time.time() if now is None else now
-    wall = datetime.fromtimestamp(now, UTC)
-    nanos = round((now % 1) * 1e9) % 1_000_000_000
-    fraction = f".{nanos:09d}".rstrip("0").rstrip(".")
-    mono = time.monotonic() - _STARTED
-    return (f"{wall:%Y-%m-%d %H:%M:%S}{fraction} +0000 UTC "
-            f"m=+{int(mono)}.{int((mono % 1) * 1e9):09d}")
 
 
 def _text(status: int, body: str, content_type: str = "text/plain") -> web.Response:
@@ -162,18 +144,12 @@ def _kubelet_config(server: ApiServer, name: str) -> dict[str, Any]:
 
 
 def _kube_proxy(node: dict[str, Any], path: str) -> web.Response:
-    route = path.split("?", 1)[0]
-    if route not in ("/healthz", "/livez"):
-        return _text(404, "404 page not found")  # Go's http.ServeMux
-    now = go_time()
-    # The simulated proxier is always in sync, so lastUpdated is the current time, as a healthy kube-proxy says.
-    if route == "/livez":
-        return _text(200, f'{{"lastUpdated": "{now}","currentTime": "{now}"}}', "application/json")
-    eligible = not node["metadata"].get("deletionTimestamp") and not any(
-        t.get("key") == TO_BE_DELETED_TAINT for t in (node.get("spec") or {}).get("taints") or ())
-    return _text(200 if eligible else 503,
-                 f'{{"lastUpdated": "{now}","currentTime": "{now}", "nodeEligible": {str(eligible).lower()}}}',
-                 "application/json")
+    # The reply is the one a pod on the node gets too (network/kubeproxy.py).
+    reply = kubeproxy.healthz_reply(node, path)
+    response = web.Response(status=reply.status, body=reply.body.encode())
+    for key, value in reply.headers.items():
+        response.headers[key] = value
+    return response
 
 
 def node_target(server: ApiServer, name: str) -> dict[str, Any]:
@@ -188,6 +164,6 @@ def answer(server: ApiServer, node: dict[str, Any], port: str, path: str) -> web
     """The kubelet's or kube-proxy's reply, or None when the port is neither's (dial the node's address)."""
     if port in ("", str(KUBELET_PORT)):
         return _kubelet(server, node, path)
-    if port == str(KUBE_PROXY_HEALTHZ_PORT) and server.config.dataplane != "ebpf":
+    if port == str(kubeproxy.HEALTHZ_PORT) and server.config.dataplane != "ebpf":
         return _kube_proxy(node, path)
     return None

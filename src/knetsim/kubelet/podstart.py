@@ -22,6 +22,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
+from ..cluster.hostports import NODE_PORTS_REASON
+from ..cluster.hostports import conflicts as host_port_conflict
+from ..cluster.hostports import in_use as host_ports_in_use
+from ..cluster.hostports import wanted as wanted_host_ports
 from ..cluster.workloads import pod_status
 from ..controllers.base import Batch, Context, Controller
 from ..controllers.informer import key_of
@@ -97,6 +101,9 @@ class PodStart(Controller):
             # A node this cluster does not have, or a Node a client wrote with no kubelet behind it: the pod
             # stays Pending, as with a kubelet that never comes.
             return
+        if self._host_ports_taken(key, pod, node_name):
+            self._reject(key, pod, batch, "NodePorts", f"Predicate NodePorts failed: {NODE_PORTS_REASON}")
+            return
         lookup = self._lookup
         if mount_error(pod, lookup) is not None:
             self._wait_for_volumes(key, pod, node.internal_ip, batch)
@@ -136,6 +143,26 @@ class PodStart(Controller):
                             field_path=path)
                 batch.event(started, "Started", f"Started container {name}", self.name, host=node_name,
                             field_path=path)
+
+    def _host_ports_taken(self, key: Key, pod: Mapping[str, Any], node: str) -> bool:
+        """The kubelet's admission (pkg/kubelet/lifecycle/predicate.go generalFilter): a pod bound to the node
+        by name, past the scheduler, may want a host port a pod already running there holds."""
+        spec = pod.get("spec") or {}
+        if not wanted_host_ports(spec):
+            return False
+        running = (self.informer.get(k) or {} for k in self.informer.pods_on(node) if k != key)
+        held = host_ports_in_use(body.get("spec") or {} for body in running
+                                 if (body.get("status") or {}).get("podIP")
+                                 and (body.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        return host_port_conflict(spec, held)
+
+    @staticmethod
+    def _reject(key: Key, pod: dict[str, Any], batch: Batch, reason: str, message: str) -> None:
+        """kubelet.rejectPod: a Warning event of the predicate's name, and the pod Failed, "Pod was rejected: "."""
+        rejected = {**pod, "status": {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}",
+                                      "startTime": batch.now}}
+        batch.put_status(key, rejected)
+        batch.event(rejected, reason, message, "kubelet", type_="Warning", host=str(pod["spec"]["nodeName"]))
 
     def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.informer.get((kind, namespace, name))

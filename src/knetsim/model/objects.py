@@ -174,6 +174,7 @@ class ContainerPort:
     protocol: str = "TCP"
     name: str = ""
     host_port: int | None = None
+    host_ip: str = ""  # the node address the hostPort is published on; "" (and 0.0.0.0) is every one
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +229,7 @@ def _parse_container(raw: Mapping[str, Any]) -> Container:
             str(p.get("protocol") or "TCP"),
             str(p.get("name") or ""),
             p.get("hostPort"),
+            str(p.get("hostIP") or ""),
         )
         for p in raw.get("ports") or []
         if int(p.get("containerPort") or 0) > 0  # one without a number (kept as written, --validate=ignore) names none

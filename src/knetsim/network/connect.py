@@ -10,6 +10,7 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from ..cluster.hostports import published
 from ..cluster.lookup import PodNotFound
 from ..cluster.lookup import resolve_pod as _resolve_pod
 from ..cluster.state import ClusterState
@@ -20,6 +21,7 @@ from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
 from ..policy.engine import PolicyInputError, evaluate
+from . import kubeproxy
 from .app import app_reply
 from .balance import Balancer
 from .dataplane import Candidate, dataplane_hop, usable_candidates
@@ -240,6 +242,13 @@ def _loopback(run: _Run, src_pod: Pod | None, dst_ip: str) -> Trace:
         # A hostNetwork pod's loopback is its node's, where kube-proxy's rules see localhost:<NodePort> (served or
         # not as nodePortAddresses and the mode say: dataplane/nodeports.py).
         return _to_node(run, src_pod, dst_ip, src_pod.node_name, dst_ip)
+    if src_pod.host_network and src_pod.node_name:
+        # The node's loopback: a pod's hostPort on 127.0.0.1 (or on every address) is forwarded from it, and the
+        # node's kube-proxy answers there.
+        trace = _to_host_port(run, src_pod, dst_ip, src_pod.node_name, dst_ip) or _to_kube_proxy(
+            run, src_pod.node_name, dst_ip)
+        if trace is not None:
+            return trace
     run.hops.append(Hop("service", "skip", f"{dst_ip} is the loopback address of {src_pod.key}'s network namespace, "
                         "which all its containers share"))
     run.hops.append(Hop("dataplane", "skip", "over lo: no kube-proxy rules, no CNI"))
@@ -365,7 +374,11 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
         egress_to = (node_ip, port) if src_pod is not None and src_pod.node_name != node else None
         trace = deliver(run, src_pod, src_ip, chosen, via=svc.key, egress_to=egress_to)
         return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen, egress_to)
-    # Not a NodePort: a host-network pod on that node may listen (the API server on 6443).
+    # Not a NodePort: a pod may publish the port on the node (hostPort), or a host-network pod on that node
+    # listen there (the API server on 6443).
+    trace = _to_host_port(run, src_pod, src_ip, node, node_ip) or _to_kube_proxy(run, node, node_ip)
+    if trace is not None:
+        return trace
     for pod in state.pods.values():
         if pod.host_network and pod.node_name == node and listening(pod, port, run.protocol):
             run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; {pod.key} (hostNetwork) listens "
@@ -374,6 +387,42 @@ def _to_node(run: _Run, src_pod: Pod | None, src_ip: str, node: str, node_ip: st
     run.hops.append(Hop("service", "skip", f"{node_ip} is node {node}; no NodePort {port}/{run.protocol}"))
     return run.fail("listener", "refused", f"nothing on node {node} listens on {port}/{run.protocol}: "
                     "the node's kernel answers with a reset")
+
+
+def _to_host_port(run: _Run, src_pod: Pod | None, src_ip: str, node: str, address: str) -> Trace | None:
+    """A connection to a node address the CNI's portmap plugin forwards to a pod (its ``hostPort`` on that
+    ``hostIP``, or on every address), or None when no pod publishes it."""
+    port = run.target.port
+    found = published(run.state.pods.values(), node, address, port, run.protocol)
+    if found is None:
+        return None
+    pod, container_port = found
+    run.hops.append(Hop("service", "skip", f"{join_host_port(address, port)} is node {node}'s; {pod.key} publishes "
+                        f"it (hostPort {port}/{run.protocol})"))
+    run.hops.append(Hop("dataplane", "ok", f"portmap on {node}: DNAT {join_host_port(address, port)} → "
+                        f"{join_host_port(pod.pod_ip, container_port)}"))
+    return deliver(run, src_pod, src_ip, Candidate(pod, pod.pod_ip, container_port, node))
+
+
+def _to_kube_proxy(run: _Run, node: str, address: str) -> Trace | None:
+    """A connection to the node's kube-proxy (its health check on 10256, its metrics server on the node's
+    127.0.0.1:10249: network/kubeproxy.py), or None when kube-proxy does not listen there."""
+    port = run.target.port
+    if not kubeproxy.listens(run.state.config.dataplane, address, port, run.protocol):
+        return None
+    stored = run.state.nodes.get(node)
+    pod = next((p for p in run.state.pods.values() if p.namespace == "kube-system" and p.node_name == node
+                and p.labels.get("k8s-app") == "kube-proxy"), None)
+    name = pod.key if pod is not None else f"kube-proxy on {node}"
+    run.hops.append(Hop("service", "skip", f"{join_host_port(address, port)} is node {node}'s; {name} (hostNetwork) "
+                        f"listens on {port}"))
+    run.hops.append(Hop("policy", "skip", "kube-proxy runs in the node's network namespace: no NetworkPolicy "
+                        "selects it"))
+    path = run.target.path + (f"?{run.target.query}" if run.target.query else "")
+    reply = (kubeproxy.healthz_reply(stored.raw if stored is not None else {}, path) if port == kubeproxy.HEALTHZ_PORT
+             else kubeproxy.metrics_reply(run.state.config.dataplane, path))
+    run.hops.append(Hop("app", "ok", f"{run.method} {path} → HTTP {reply.status} from {name}"))
+    return run.finish("connected", Backend(name, address, port), reply)
 
 
 def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candidate, protocol: str,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
@@ -150,6 +150,16 @@ def _porter_value(pod: Pod, prefix: str, port: int) -> str | None:
     return next((c.env[f"{prefix}{port}"] for c in pod.containers if f"{prefix}{port}" in c.env), None)
 
 
+def _porter_json(argv: Sequence[str]) -> bool:
+    """porter's --json-response, a cobra bool flag: ``--json-response``, ``--json-response=true``."""
+    for arg in argv:
+        if arg == "--json-response":
+            return True
+        if arg.startswith("--json-response="):
+            return arg.partition("=")[2].lower() in ("1", "t", "true")
+    return False
+
+
 def _go_now() -> str:
     # fmt's %v of time.Now(): wall clock, zone, then the monotonic reading Go appends ("m=+12.345678901").
     now = dt.datetime.now(dt.UTC)
@@ -157,10 +167,42 @@ def _go_now() -> str:
 
 
 def _text(status: int, body: str, extra: Mapping[str, str] | None = None) -> Reply:
-    # Go's net/http sniffs a handler's first bytes: plain text is "text/plain; charset=utf-8"; an empty body
-    # gets no Content-Type at all.
-    headers = {"content-type": "text/plain; charset=utf-8"} if body else {}
+    # Go's net/http sniffs a handler's first bytes when it set no Content-Type (http.DetectContentType); an empty
+    # body gets no Content-Type at all.
+    headers = {"content-type": sniff_content_type(body)} if body else {}
     return Reply(status, body, {**headers, **(extra or {})})
+
+
+# net/http/sniff.go's HTML signatures: after leading whitespace, one of these (ASCII case-insensitive) followed by
+# a space or ">" is HTML.
+_HTML_SIGNATURES = ("<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H1", "<DIV", "<FONT", "<TABLE", "<A",
+                    "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--")
+
+
+def sniff_content_type(body: str) -> str:
+    """http.DetectContentType for the text a Go handler writes: HTML, XML, else UTF-8 text (a simulated server
+    writes no binary)."""
+    data = body.lstrip("\t\n\x0c\r ")
+    upper = data[:16].upper()
+    for signature in _HTML_SIGNATURES:
+        if upper.startswith(signature) and data[len(signature):len(signature) + 1] in (" ", ">"):
+            return "text/html; charset=utf-8"
+    if data.startswith("<?xml"):
+        return "text/xml; charset=utf-8"
+    return "text/plain; charset=utf-8"
+
+
+def serves_tls(pod: Pod, port: int) -> bool | None:
+    """Does the agnhost server on ``port`` of ``pod`` speak TLS (porter's ``SERVE_TLS_PORT_<n>``)? False for
+    agnhost's plain HTTP servers, None when knetsim does not know what serves the port."""
+    program = _program_on(pod, port, "TCP")
+    if program is None:
+        return None
+    if program.name == "agnhost porter":
+        return _porter_value(pod, "SERVE_TLS_PORT_", port) is not None
+    if program.name in ("agnhost netexec", "agnhost serve-hostname", "agnhost liveness", "agnhost test-webserver"):
+        return False
+    return None
 
 
 def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
@@ -184,10 +226,16 @@ def agnhost_http(pod: Pod, port: int, method: str, path: str, client_ip: str,
     if program.name in ("agnhost serve-hostname", "serve_hostname"):
         return None if raw_tcp(program) else _text(200, pod_hostname(pod))
     if program.name == "agnhost porter":
-        # porter.go: every path answers the variable's value as it is (no newline).
+        # porter.go: every path answers the variable's value as it is (no newline); with --json-response, the
+        # jsonResponse struct {Method, Body} as application/json, whatever the method (the proxy e2e tests'
+        # check of each verb, test/e2e/network/proxy.go validateProxyVerbRequest).
         value = _porter_value(pod, "SERVE_PORT_", port) or _porter_value(pod, "SERVE_TCP_PORT_", port) \
             or _porter_value(pod, "SERVE_TLS_PORT_", port)
-        return None if value is None else _text(200, value)
+        if value is None:
+            return None
+        if _porter_json(program.argv):
+            return Reply(200, _go_json({"Method": method, "Body": value}), {"content-type": "application/json"})
+        return _text(200, value)
     if program.name == "agnhost test-webserver":
         # test-webserver.go: http.FileServer over the container's "/": a directory is listed as Go's dirList
         # writes it; a path the image does not have is Go's 404.
@@ -407,8 +455,14 @@ def shell_reply(output: str, code: int) -> Reply:
         result["error"] = f"exit status {code}"
     if output:
         result["output"] = output
-    body = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return Reply(200, _go_json(result, sort_keys=True), {"content-type": "text/plain; charset=utf-8"})
+
+
+def _go_json(value: Mapping[str, str], sort_keys: bool = False) -> str:
+    """``value`` as Go's json.Marshal writes it: compact, UTF-8 as it is, and <, >, &, U+2028 and U+2029 escaped
+    (its HTML-safe default). A map's keys are sorted; a struct's fields keep their order (``sort_keys`` False)."""
+    body = json.dumps(value, separators=(",", ":"), sort_keys=sort_keys, ensure_ascii=False)
     for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                           ("\u2029", "\\u2029")):
         body = body.replace(char, escaped)
-    return Reply(200, body, {"content-type": "text/plain; charset=utf-8"})
+    return body

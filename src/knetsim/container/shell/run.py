@@ -255,7 +255,12 @@ async def _negated(ctx: Ctx, node: Node) -> int:
 
 
 async def _pipeline(ctx: Ctx, node: Node) -> int:
-    stages = node.named_children
+    stages = list(node.named_children)
+    # `! a | b` negates the whole pipeline (POSIX 2.9.2); tree-sitter-bash binds the `!` to the first command, so it
+    # is taken off that stage and applied to the pipeline's status (the e2e framework's `! ss ... | grep LISTEN`).
+    negate = bool(stages) and stages[0].type == "negated_command" and bool(stages[0].named_children)
+    if negate:
+        stages[0] = stages[0].named_children[0]
     merge = [c.type == "|&" for c in node.children if not c.is_named and c.type in ("|", "|&")]
     pipes = [Pipe(ctx.process) for _ in stages[1:]]
     tasks = []
@@ -272,9 +277,8 @@ async def _pipeline(ctx: Ctx, node: Node) -> int:
         for t in tasks:
             t.cancel()
         raise
-    if "pipefail" in ctx.options:
-        return next((c for c in reversed(codes) if c), 0)
-    return codes[-1]
+    code = next((c for c in reversed(codes) if c), 0) if "pipefail" in ctx.options else codes[-1]
+    return (0 if code else 1) if negate else code
 
 
 async def _stage(ctx: Ctx, node: Node, reading: Pipe | None, writing: Pipe | None) -> int:
