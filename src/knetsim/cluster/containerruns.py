@@ -241,10 +241,40 @@ def init_crash(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
     """(its index among the init containers that run to an end, and how it ends) for the first init container
     whose command fails at once for certain: the kubelet runs it again under the CrashLoopBackOff backoff (an init
     container restarts OnFailure unless the pod's policy is Never) and nothing after it starts (STATUS
-    Init:CrashLoopBackOff). None otherwise, and with restartPolicy Never (the pod fails instead: not judged here)."""
+    Init:CrashLoopBackOff). None otherwise, and with restartPolicy Never (the pod fails instead: ``init_failure``)."""
     spec = body.get("spec") or {}
     if str(spec.get("restartPolicy") or "Always") == "Never":
         return None
+    return _first_failing_init(spec)
+
+
+def init_failure(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
+    """The same, for a ``restartPolicy: Never`` pod: its failing init container is never run again, the pod's
+    phase is Failed and kubectl's STATUS reads ``Init:Error`` for good (kubernetes/kubernetes
+    pkg/kubelet/kubelet_pods.go getPhase: a failed initialization under restartPolicy Never is PodFailed)."""
+    spec = body.get("spec") or {}
+    if str(spec.get("restartPolicy") or "Always") != "Never":
+        return None
+    return _first_failing_init(spec)
+
+
+def init_failed_status(status: dict[str, Any], index: int, restart: Restart) -> dict[str, Any]:
+    """``status`` (a pod's, blocked at init container ``index``) once that container has failed under
+    restartPolicy Never: terminated with its exit code, the pod Failed, the app containers never started."""
+    status["phase"] = "Failed"
+    failing = (status.get("initContainerStatuses") or [])[index]
+    failing.update(ready=False, started=False, restartCount=0, state={"terminated": {
+        "exitCode": restart.exit_code, "reason": "Error"}})
+    for entry in status.get("containerStatuses") or []:
+        # The kubelet never starts them: kubectl shows them waiting as it found them.
+        entry["state"] = {"waiting": {"reason": "PodInitializing"}}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Initialized":
+            condition["message"] = f"containers with incomplete status: [{restart.container}]"
+    return status
+
+
+def _first_failing_init(spec: Mapping[str, Any]) -> tuple[int, Restart] | None:
     inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
              "Always"]
     for index, container in enumerate(inits):
@@ -332,4 +362,4 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
 
 
 __all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
-           "init_crash", "probe_failure", "restarts", "unknown_port"]
+           "init_crash", "init_failed_status", "init_failure", "probe_failure", "restarts", "unknown_port"]

@@ -30,7 +30,7 @@ from ..model.objects import Node, Pod, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
-from .containerruns import config_error, init_crash, probe_failure, restarts
+from .containerruns import config_error, init_crash, init_failed_status, init_failure, probe_failure, restarts
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -680,8 +680,16 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         blocked = crashing_init[0]
     else:
         crashing_init = None
+    # restartPolicy Never: the failing init container is not run again, the pod fails (Init:Error).
+    failed_init = init_failure(body) if configmaps is not None else None
+    if failed_init is not None and (blocked is None or failed_init[0] < blocked):
+        blocked = failed_init[0]
+    else:
+        failed_init = None
     if blocked is not None:
         status = _blocked_status(body, blocked)
+        if failed_init is not None:
+            init_failed_status(status, *failed_init)
         if crashing_init is not None:
             meta = body.get("metadata") or {}
             failing = status["initContainerStatuses"][blocked]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..cluster.containerruns import configmap_refs, init_crash, restarts
+from ..cluster.containerruns import configmap_refs, init_crash, init_failure, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
@@ -42,6 +42,18 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             "make the init container's command succeed (what it waits for or sets up must be there); its last "
             f"run's output: `kubectl logs {_owner_ref(state, pod)} -c {restart.container} --previous`",
             (f"restartPolicy {pod.restart_policy}",))]
+    failed_init = init_failure(pod.raw)
+    if failed_init is not None and pod.node_name:
+        restart = failed_init[1]
+        said = restart.last_words.strip()
+        last = f", its last words: {said!r}" if said else ""
+        return [Finding(
+            "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {restart.container!r} {restart.why}{last}: with restartPolicy Never the kubelet does not "
+            "run it again, the pod has Failed (STATUS Init:Error) and its containers never start",
+            "make the init container's command succeed, then re-create the pod (a Failed pod is never retried): "
+            f"`kubectl logs {_owner_ref(state, pod)} -c {restart.container}` shows its output",
+            ("restartPolicy Never",))]
     if pod.phase not in ("Running", ""):
         return []
     out = []
