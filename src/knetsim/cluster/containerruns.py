@@ -289,46 +289,65 @@ def _first_failing_init(spec: Mapping[str, Any]) -> tuple[int, Restart] | None:
     return None
 
 
-def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """(ConfigMap name, key or None for a whole ``envFrom``) of each reference of the container's environment that
-    is not ``optional``, ``envFrom`` first, then ``env``: the order the kubelet resolves them in."""
-    out: list[tuple[str, str | None]] = []
+# The env fields that name a ConfigMap or a Secret: kind -> (envFrom's field, valueFrom's field).
+_ENV_SOURCES = {"ConfigMap": ("configMapRef", "configMapKeyRef"), "Secret": ("secretRef", "secretKeyRef")}
+
+
+def env_refs(container: Mapping[str, Any], kinds: tuple[str, ...] = ("ConfigMap",)
+             ) -> list[tuple[str, str, str | None]]:
+    """(kind, name, key or None for a whole ``envFrom``) of each reference to a ConfigMap or Secret (of ``kinds``)
+    of the container's environment that is not ``optional``, ``envFrom`` first, then ``env``, each in spec order:
+    the order the kubelet resolves them in."""
+    out: list[tuple[str, str, str | None]] = []
     for source in container.get("envFrom") or []:
-        ref = source.get("configMapRef") if isinstance(source, Mapping) else None
-        if isinstance(ref, Mapping) and not ref.get("optional"):
-            out.append((str(ref.get("name") or ""), None))
+        for kind in kinds:
+            ref = source.get(_ENV_SOURCES[kind][0]) if isinstance(source, Mapping) else None
+            if isinstance(ref, Mapping) and not ref.get("optional"):
+                out.append((kind, str(ref.get("name") or ""), None))
     for var in container.get("env") or []:
         value_from = var.get("valueFrom") if isinstance(var, Mapping) else None
         if var.get("value") or not isinstance(value_from, Mapping):
             continue
-        ref = value_from.get("configMapKeyRef")
-        if isinstance(ref, Mapping) and not ref.get("optional"):
-            out.append((str(ref.get("name") or ""), str(ref.get("key"))))
+        for kind in kinds:
+            ref = value_from.get(_ENV_SOURCES[kind][1])
+            if isinstance(ref, Mapping) and not ref.get("optional"):
+                out.append((kind, str(ref.get("name") or ""), str(ref.get("key"))))
     return out
 
 
-def config_error(body: Mapping[str, Any], container: Mapping[str, Any],
-                 configmaps: Mapping[tuple[str, str], Mapping[str, Any]]) -> str | None:
-    """The kubelet's CreateContainerConfigError message for a container whose environment names a key that a
-    ConfigMap of the input does not have and is not ``optional`` (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
-    makeEnvironmentVariables; the live kubelet's words are kubelet/podconfig.py's, which
-    tests/doctor/test_probe_restarts.py holds these to).
+def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """(ConfigMap name, key or None) of each non-optional ConfigMap reference of the container's environment."""
+    return [(name, key) for _, name, key in env_refs(container)]
 
-    Not judged (None): a ConfigMap that is not among the objects read at all (made by a kustomize overlay, by
-    `kubectl create configmap` out of band: the doctor notes it), a pod whose ConfigMap volume cannot be set up
-    first (it waits in ContainerCreating), and Secrets (the offline build does not keep their data)."""
+
+def config_error(body: Mapping[str, Any], container: Mapping[str, Any],
+                 configmaps: Mapping[tuple[str, str], Mapping[str, Any]],
+                 secrets: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str | None:
+    """The kubelet's CreateContainerConfigError message for a container whose environment names a key that a
+    ConfigMap (or a Secret: ``secrets``, their keys) of the input does not have and is not ``optional``
+    (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go makeEnvironmentVariables: "couldn't find key K in Secret
+    NS/NAME"; the live kubelet's words are kubelet/podconfig.py's, which tests/doctor/test_probe_restarts.py
+    holds these to).
+
+    Not judged (None): a ConfigMap or Secret that is not among the objects read at all (made by a kustomize
+    overlay, by `kubectl create secret` out of band: the doctor notes it), a pod whose ConfigMap or Secret volume
+    cannot be set up first (it waits in ContainerCreating)."""
     namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    sources = {"ConfigMap": configmaps, "Secret": secrets if secrets is not None else {}}
     for volume in (body.get("spec") or {}).get("volumes") or []:
-        source = volume.get("configMap") if isinstance(volume, Mapping) else None
-        if isinstance(source, Mapping) and not source.get("optional") and (
-                namespace, str(source.get("name") or "")) not in configmaps:
-            return None
-    for name, key in configmap_refs(container):
-        data = configmaps.get((namespace, name))
+        if not isinstance(volume, Mapping):
+            continue
+        for kind, field, name_field in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+            source = volume.get(field)
+            if isinstance(source, Mapping) and not source.get("optional") and (
+                    namespace, str(source.get(name_field) or "")) not in sources[kind]:
+                return None
+    for kind, name, key in env_refs(container, ("ConfigMap", "Secret") if secrets is not None else ("ConfigMap",)):
+        data = sources[kind].get((namespace, name))
         if data is None:
             continue  # not read: knetsim cannot tell the cluster lacks it (a later reference may still fail)
         if key is not None and key not in data:
-            return f"couldn't find key {key} in ConfigMap {namespace}/{name}"
+            return f"couldn't find key {key} in {kind} {namespace}/{name}"
     return None
 
 
@@ -361,5 +380,6 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
     return out
 
 
-__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
+__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "env_refs",
+           "exit_of",
            "init_crash", "init_failed_status", "init_failure", "probe_failure", "restarts", "unknown_port"]

@@ -526,10 +526,11 @@ def _subject(body: Mapping[str, Any]) -> str:
 
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
                           config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None,
-                          configmaps: ConfigMaps | None = None) -> list[Notice]:
+                          configmaps: ConfigMaps | None = None, secrets: ConfigMaps | None = None) -> list[Notice]:
     """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs. ``services``:
     the (namespace, name) of every Service, for init containers that wait for one; ``configmaps``: their
-    data, for a CoreDNS whose Corefile keeps it from starting."""
+    data, for a CoreDNS whose Corefile keeps it from starting; ``secrets``: the keys of the Secrets read, for env
+    references to a key a Secret lacks."""
     notices: list[Notice] = []
     node_by_name = {n.name: n for n in nodes}
     used: set[str] = set()
@@ -580,7 +581,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services, configmaps)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets)
     return notices
 
 
@@ -661,8 +662,8 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
 
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
-               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None
-               ) -> dict[str, Any]:
+               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None,
+               secrets: ConfigMaps | None = None) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -709,7 +710,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         # not there is never created; it waits as one whose image cannot be pulled does, the pod Pending.
         for c in containers:
             if isinstance(c, Mapping) and pulls.get(c.get("name")) is None:
-                missing = config_error(body, c, configmaps)
+                missing = config_error(body, c, configmaps, secrets)
                 if missing is not None:
                     pulls[c.get("name")] = PullError("CreateContainerConfigError", missing, missing)
     failed = sorted(str(name) for name, err in pulls.items() if err is not None)
