@@ -139,3 +139,25 @@ def test_an_init_container_that_fails_under_restart_policy_never_fails_the_pod_f
     fixed = Cluster.from_yaml(NEVER_INIT.replace("exit 3", "exit 0"))
     assert fixed.state.pods["default/task"].phase == "Running"
     assert "ContainerExits" not in [f.code for f in fixed.doctor().findings]
+
+
+def test_init_containers_that_wait_for_each_other_hold_the_pod_at_init() -> None:
+    # A file only the app container writes: the app container starts after every init container, so never.
+    waits_for_app = """apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  initContainers:
+  - {name: wait, image: busybox:1.36, command: [sh, -c, "while [ ! -f /shared/up ]; do sleep 1; done"]}
+  containers:
+  - {name: app, image: busybox:1.36, command: [sh, -c, "touch /shared/up; sleep 3600"]}
+"""
+    cluster = Cluster.from_yaml(waits_for_app)
+    assert cluster.state.pods["default/app"].phase == "Pending"
+    finding = next(f for f in cluster.doctor().findings if f.code == "InitContainersDeadlock")
+    assert "the app container 'app' writes" in finding.message and "Init:0/1" in finding.message
+    # An init container before it writes the file: it is through, nothing waits for ever.
+    written_first = waits_for_app.replace("  initContainers:\n", "  initContainers:\n  - {name: make, image: "
+                                          "busybox:1.36, command: [sh, -c, \"touch /shared/up\"]}\n")
+    assert "InitContainersDeadlock" not in [f.code for f in Cluster.from_yaml(written_first).doctor().findings]
+    assert Cluster.from_yaml(written_first).state.pods["default/app"].phase == "Running"

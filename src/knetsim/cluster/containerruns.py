@@ -289,6 +289,57 @@ def _first_failing_init(spec: Mapping[str, Any]) -> tuple[int, Restart] | None:
     return None
 
 
+# A script that waits for a file: `until [ -f /work/config ]`, `until test -e F`, `while [ ! -f F ]`.
+_WAITS_FOR_FILE = re.compile(r"\buntil\s+(?:\[\s*|test\s+)-[efs]\s+(\S+?)\s*\]?\s*;|"
+                             r"\bwhile\s+(?:\[\s*|test\s+)!\s+-[efs]\s+(\S+?)\s*\]?\s*;")
+# A script that makes a file: `echo x > F`, `>> F`, `touch F`, `cp SRC F`.
+_WRITES_FILE = r"(?:>>?\s*|\btouch\s+(?:-\S+\s+)*|\bcp\s+(?:-\S+\s+)*\S+\s+){}(?=$|[\s;&|)])"
+
+
+@dataclass(frozen=True, slots=True)
+class InitDeadlock:
+    """An init container that waits for a file only a container after it writes: never through."""
+
+    index: int  # among the init containers that run to an end
+    waiter: str
+    path: str
+    writer: str
+    writer_is_init: bool
+
+
+def _script(container: Mapping[str, Any]) -> str:
+    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in SHELLS and argv[1] == "-c":
+        return argv[2]
+    return ""
+
+
+def _writes(container: Mapping[str, Any], path: str) -> bool:
+    return bool(re.search(_WRITES_FILE.format(re.escape(path)), _script(container)))
+
+
+def init_deadlock(body: Mapping[str, Any]) -> InitDeadlock | None:
+    """The first init container whose script loops until a file exists that no container before it writes and a
+    container after it does (an init container later in the list, or an app container): init containers run one
+    at a time, each to its end before the next starts (kubernetes/kubernetes pkg/kubelet/kuberuntime
+    computeInitContainerActions), so it waits for ever and the pod stays Init:N/M. A file nobody here writes is
+    not judged (a volume may bring it)."""
+    spec = body.get("spec") or {}
+    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
+             "Always"]
+    apps = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    for index, container in enumerate(inits):
+        for match in _WAITS_FOR_FILE.finditer(_script(container)):
+            path = (match.group(1) or match.group(2)).strip("'\"")
+            if any(_writes(c, path) for c in inits[:index]):
+                continue
+            later = [(c, True) for c in inits[index + 1:]] + [(c, False) for c in apps]
+            writer = next(((c, is_init) for c, is_init in later if _writes(c, path)), None)
+            if writer is not None:
+                return InitDeadlock(index, str(container.get("name")), path, str(writer[0].get("name")), writer[1])
+    return None
+
+
 # The env fields that name a ConfigMap or a Secret: kind -> (envFrom's field, valueFrom's field).
 _ENV_SOURCES = {"ConfigMap": ("configMapRef", "configMapKeyRef"), "Secret": ("secretRef", "secretKeyRef")}
 
@@ -380,6 +431,21 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
     return out
 
 
-__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "env_refs",
-           "exit_of",
-           "init_crash", "init_failed_status", "init_failure", "probe_failure", "restarts", "unknown_port"]
+__all__ = [
+    "GRACEFUL_SERVERS",
+    "PROBE_FIELDS",
+    "InitDeadlock",
+    "ProbeFailure",
+    "Restart",
+    "config_error",
+    "configmap_refs",
+    "env_refs",
+    "exit_of",
+    "init_crash",
+    "init_deadlock",
+    "init_failed_status",
+    "init_failure",
+    "probe_failure",
+    "restarts",
+    "unknown_port",
+]

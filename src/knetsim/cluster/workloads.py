@@ -30,7 +30,15 @@ from ..model.objects import Node, Pod, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
-from .containerruns import config_error, init_crash, init_failed_status, init_failure, probe_failure, restarts
+from .containerruns import (
+    config_error,
+    init_crash,
+    init_deadlock,
+    init_failed_status,
+    init_failure,
+    probe_failure,
+    restarts,
+)
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
@@ -676,6 +684,10 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         if services is not None else None
     # Offline (live, the kubelet runs it): an init container that fails at once is run again for ever, unless one
     # before it already waits for ever.
+    # Offline: an init container waiting for a file only a later container writes never ends.
+    deadlock = init_deadlock(body) if configmaps is not None else None
+    if deadlock is not None and (blocked is None or deadlock.index < blocked):
+        blocked = deadlock.index
     crashing_init = init_crash(body) if configmaps is not None else None
     if crashing_init is not None and (blocked is None or crashing_init[0] < blocked):
         blocked = crashing_init[0]

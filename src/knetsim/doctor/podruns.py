@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..cluster.containerruns import env_refs, init_crash, init_failure, restarts
+from ..cluster.containerruns import env_refs, init_crash, init_deadlock, init_failure, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
@@ -42,6 +42,23 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             "make the init container's command succeed (what it waits for or sets up must be there); its last "
             f"run's output: `kubectl logs {_owner_ref(state, pod)} -c {restart.container} --previous`",
             (f"restartPolicy {pod.restart_policy}",))]
+    deadlock = init_deadlock(pod.raw)
+    if deadlock is not None and pod.node_name:
+        inits = [c for c in (pod.raw.get("spec") or {}).get("initContainers") or []
+                 if isinstance(c, Mapping) and c.get("restartPolicy") != "Always"]
+        writer = f"init container {deadlock.writer!r} writes, and it runs after" if deadlock.writer_is_init else \
+            f"the app container {deadlock.writer!r} writes, and it starts only once every init container is through"
+        return [Finding(
+            "InitContainersDeadlock", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {deadlock.waiter!r} ({deadlock.index + 1} of {len(inits)}) waits until "
+            f"{deadlock.path} exists, which only {writer}: init containers run one at a time, each to its "
+            f"end, so it waits for ever (STATUS Init:{deadlock.index}/{len(inits)}) and the pod is never Ready",
+            (f"write {deadlock.path} in an init container listed before {deadlock.waiter!r} (move "
+             f"{deadlock.writer!r} up), or drop the wait; initContainers cannot be changed on a running pod: "
+             f"edit {_owner_ref(state, pod)}'s manifest and apply it again" if deadlock.writer_is_init else
+             "do not wait in an init container for what the app container makes: a readiness probe, or a wait "
+             "inside the app container's own command"),
+            (f"kubectl logs {_owner_ref(state, pod)} -c {deadlock.waiter}: the wait repeats",))]
     failed_init = init_failure(pod.raw)
     if failed_init is not None and pod.node_name:
         restart = failed_init[1]
