@@ -5,8 +5,9 @@
 The corpus is tests/doctor/corpus/<scenario>/: the objects of a break restated from the Kubernetes docs' "Debug
 Services", "Debugging DNS Resolution" and "Debug Running Pods" pages (and the pages they lead to) or from the
 classic CKA/CKAD troubleshooting breaks, in ``broken/`` and ``repaired/``, and ``expect.yaml``: the source, the
-break class, the finding the doctor should give (layer, code, object) and ``expected: found`` or ``missed`` (with
-``why``). A scenario counts as found when, offline:
+break class, the finding the doctor should give (layer, code, object; optionally words its message or fix must
+hold, ``message_contains``/``fix_contains``, or ``no_patch`` where no patch can fix) and ``expected: found`` or
+``missed`` (with ``why``). A scenario counts as found when, offline:
 
 1. the doctor gives the expected finding on ``broken/`` (code, layer, object and severity);
 2. its fix works: a printed ``kubectl patch`` is applied to a copy of the broken objects (as the API server would
@@ -106,6 +107,12 @@ def judge(scenario: Scenario) -> Verdict:
     wanted = str(expect.get("fix_contains") or "")
     if wanted and wanted not in match.fix:
         return Verdict(scenario, True, "fails", repaired_errors, f"the fix does not say {wanted!r}: {match.fix}")
+    said = str(expect.get("message_contains") or "")
+    if said and said not in match.message:
+        return Verdict(scenario, False, "fails", repaired_errors, f"the finding does not say {said!r}: {match.message}")
+    if expect.get("no_patch") and match.patch is not None:
+        # A patch that cannot fix (pods listening on different ports) must not be offered.
+        return Verdict(scenario, True, "fails", repaired_errors, f"a patch is offered: {match.fix}")
     if match.patch is None:
         return Verdict(scenario, True, "repaired", repaired_errors,
                        "repaired/ still has errors" if repaired_errors else "")
