@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from tests.doctor.test_fixes_apply import apply_with_kubectl, needs_kubectl
 
@@ -390,3 +391,15 @@ def test_https_against_plain_http_is_fixed_by_the_scheme() -> None:
     found = findings(LIVENESS_HTTPS, "LivenessProbeFails")
     assert found and "http: server gave HTTP response to HTTPS client" in found[0].message
     assert '"path":"/spec/template/spec/containers/0/livenessProbe/httpGet/scheme","value":"HTTP"' in found[0].fix
+
+
+def test_a_missing_secret_the_kubelet_reported_is_an_error_and_no_note() -> None:
+    # Read from a live cluster: the kubelet's status says the Secret is not there; "not among the objects read"
+    # would contradict it.
+    body = next(d for d in yaml.safe_load_all(SECRET) if d and d["kind"] == "Deployment")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "labels": {"app": "app"}},
+           "spec": body["spec"]["template"]["spec"],
+           "status": {"phase": "Pending", "containerStatuses": [{"name": "app", "ready": False, "state": {"waiting": {
+               "reason": "CreateContainerConfigError", "message": 'secret "db" not found'}}}]}}
+    codes = [f.code for f in Cluster.from_yaml(yaml.safe_dump(pod)).doctor().findings]
+    assert "ContainerConfigError" in codes and "SecretNotRead" not in codes

@@ -129,8 +129,11 @@ def _not_read(state: ClusterState, pod: Pod, containers: list[Mapping[str, Any]]
     """A note per container whose environment names a ConfigMap or Secret (``kind``) that is not among the objects
     read: it may be made out of band (`kubectl create secret`, a kustomize generator), so it is not judged."""
     read = {(o.namespace, o.name) for o in state.objects_of(kind)}
+    waiting = pod.waiting_reasons()
     out = []
     for c in containers:
+        if waiting.get(str(c.get("name"))) == "CreateContainerConfigError":
+            continue  # the kubelet has said it is missing (a live cluster): ContainerConfigError names it
         unread = sorted({name for _, name, _ in env_refs(c, (kind,)) if (pod.namespace, name) not in read})
         if unread:
             out.append(Finding(
