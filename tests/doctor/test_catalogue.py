@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from bench.doctor_corpus import load as load_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -222,6 +223,9 @@ def produced() -> dict[str, str]:
     clusters = [Cluster.from_yaml(text, strict=False) for text in SCENARIO_TEXTS]
     clusters += [Cluster.from_paths([str(ROOT / "examples" / d)], strict=False) for d in SCENARIO_DIRS]
     clusters += [Cluster.from_yaml(text, strict=False) for text in LATE_TEXTS]
+    # Last, the corpus's broken states (tests/doctor/corpus/): the breaks no one here wrote give the examples the
+    # scenarios above lack.
+    clusters += [Cluster.from_paths([str(s.path / "broken")], strict=False) for s in load_corpus()]
     for cluster in clusters:
         for finding in cluster.doctor().findings:
             out.setdefault(finding.code, finding.message)

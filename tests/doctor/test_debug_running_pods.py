@@ -109,3 +109,55 @@ def test_a_pod_larger_than_every_node_is_pending_with_the_schedulers_words() -> 
     finding = next(f for f in cluster.doctor().findings if f.code == "PodsUnschedulable")
     assert "2 Insufficient cpu" in finding.message and "No preemption victims found" in finding.message
     assert cluster.state.pods["default/app"].phase == "Pending"
+
+
+NEVER_INIT = """apiVersion: v1
+kind: Pod
+metadata: {name: task}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - {name: setup, image: busybox:1.36, command: [sh, -c, "echo no config; exit 3"]}
+  containers:
+  - {name: main, image: busybox:1.36, command: [sleep, "3600"]}
+"""
+
+
+def test_an_init_container_that_fails_under_restart_policy_never_fails_the_pod_for_good() -> None:
+    # The kubelet does not run it again (Init:Error, phase Failed); with OnFailure it would crash-loop.
+    cluster = Cluster.from_yaml(NEVER_INIT)
+    pod = cluster.state.pods["default/task"]
+    assert pod.phase == "Failed" and not pod.ready
+    init = pod.raw["status"]["initContainerStatuses"][0]
+    assert init["state"] == {"terminated": {"exitCode": 3, "reason": "Error"}} and init["restartCount"] == 0
+    finding = next(f for f in cluster.doctor().findings if f.code == "ContainerExits")
+    assert (finding.layer, finding.subject, finding.severity) == ("kubelet", "Pod default/task", "error")
+    assert "STATUS Init:Error" in finding.message and "exits with code 3" in finding.message
+    assert "re-create the pod" in finding.fix
+    retried = Cluster.from_yaml(NEVER_INIT.replace("Never", "OnFailure"))
+    assert retried.state.pods["default/task"].phase == "Pending"
+    fixed = Cluster.from_yaml(NEVER_INIT.replace("exit 3", "exit 0"))
+    assert fixed.state.pods["default/task"].phase == "Running"
+    assert "ContainerExits" not in [f.code for f in fixed.doctor().findings]
+
+
+def test_init_containers_that_wait_for_each_other_hold_the_pod_at_init() -> None:
+    # A file only the app container writes: the app container starts after every init container, so never.
+    waits_for_app = """apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  initContainers:
+  - {name: wait, image: busybox:1.36, command: [sh, -c, "while [ ! -f /shared/up ]; do sleep 1; done"]}
+  containers:
+  - {name: app, image: busybox:1.36, command: [sh, -c, "touch /shared/up; sleep 3600"]}
+"""
+    cluster = Cluster.from_yaml(waits_for_app)
+    assert cluster.state.pods["default/app"].phase == "Pending"
+    finding = next(f for f in cluster.doctor().findings if f.code == "InitContainersDeadlock")
+    assert "the app container 'app' writes" in finding.message and "Init:0/1" in finding.message
+    # An init container before it writes the file: it is through, nothing waits for ever.
+    written_first = waits_for_app.replace("  initContainers:\n", "  initContainers:\n  - {name: make, image: "
+                                          "busybox:1.36, command: [sh, -c, \"touch /shared/up\"]}\n")
+    assert "InitContainersDeadlock" not in [f.code for f in Cluster.from_yaml(written_first).doctor().findings]
+    assert Cluster.from_yaml(written_first).state.pods["default/app"].phase == "Running"

@@ -117,3 +117,12 @@ def test_a_statefulset_without_its_governing_service() -> None:
     assert not findings(STATEFULSET + HEADLESS, "StatefulSetServiceMissing")
     not_headless = findings(STATEFULSET + HEADLESS.replace("  clusterIP: None\n", ""), "StatefulSetServiceNotHeadless")
     assert [f.severity for f in not_headless] == ["info"]
+
+
+def test_a_tool_options_value_is_not_a_name_it_looks_up() -> None:
+    # `nc -z -w 2 db 5432`: 2 is nc's timeout; it was read as a Service named '2' (a false ServiceNotFound).
+    from knetsim.doctor.names import _LOOKUP
+
+    for command, name in (("nc -z -w 2 db 5432", "db"), ("nc -w2 -z api 80", "api"), ("ping -c 3 -W 1 web", "web"),
+                          ("nslookup -type=a mydb", "mydb"), ("nc -zv db 80", "db")):
+        assert [m.group(1) for m in _LOOKUP.finditer(command)] == [name], command

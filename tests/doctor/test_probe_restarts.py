@@ -6,9 +6,11 @@ tests/doctor/test_debug_running_pods.py does for the "Debug Running Pods" page).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from tests.doctor.test_fixes_apply import apply_with_kubectl, needs_kubectl
 
@@ -286,6 +288,50 @@ def test_the_printed_key_patch_applied_by_kubectl_clears_every_error(tmp_path: P
     assert errors(apply_with_kubectl(CONFIG, fix, tmp_path)) == []
 
 
+# The same with a Secret: a secretKeyRef to a key the Secret lacks (the kubelet's words: "couldn't find key passwd
+# in Secret default/db"), and an envFrom secretRef to a Secret that is not among the objects read.
+SECRET = """apiVersion: v1
+kind: Secret
+metadata: {name: db}
+type: Opaque
+stringData: {password: s3cret}
+---
+""" + deployment(NGINX + "        env:\n        - name: DB_PASSWORD\n          valueFrom: {secretKeyRef: {name: db, "
+                 "key: passwd}}\n", name="app").replace("replicas: 2", "replicas: 1")
+
+
+def test_a_missing_secret_key_keeps_the_container_from_being_created_and_its_patch_works(tmp_path: Path) -> None:
+    assert list(statuses(SECRET).values()) == ["0/1 CreateContainerConfigError 0"]
+    found = findings(SECRET, "ContainerConfigError")
+    assert len(found) == 1 and found[0].layer == "kubelet" and found[0].subject.startswith("Pod default/app-")
+    assert "couldn't find key passwd in Secret default/db" in found[0].message
+    assert '"path":"/spec/template/spec/containers/0/env/0/valueFrom/secretKeyRef/key","value":"password"' \
+        in found[0].fix
+    assert errors(SECRET.replace("key: passwd", "key: password")) == []
+    assert list(statuses(SECRET.replace("key: passwd}", "key: passwd, optional: true}")).values()) == \
+        ["1/1 Running 0"]
+    if shutil.which("kubectl"):
+        assert errors(apply_with_kubectl(SECRET, found[0].fix, tmp_path)) == []
+
+
+def test_a_secret_not_read_is_a_note_and_the_offline_words_are_the_live_kubelets() -> None:
+    from knetsim.kubelet.podconfig import waiting_states
+
+    unread = SECRET.replace("valueFrom: {secretKeyRef: {name: db, key: passwd}}",
+                            "valueFrom: {secretKeyRef: {name: db, key: password}}\n        envFrom: "
+                            "[{secretRef: {name: api-extra}}]")
+    assert list(statuses(unread).values()) == ["1/1 Running 0"]
+    note = findings(unread, "SecretNotRead")
+    assert note and note[0].severity == "info" and "Secret api-extra, which is not among the objects read" \
+        in note[0].message
+    assert errors(unread) == []
+    cluster = Cluster.from_yaml(SECRET)
+    pod = next(p for p in cluster.state.pods.values() if p.namespace == "default")
+    stored = {("Secret", o.namespace, o.name): o.raw for o in cluster.state.objects_of("Secret")}
+    live = waiting_states(pod.raw, lambda kind, ns, name: stored.get((kind, ns, name)))
+    assert live == {"app": pod.raw["status"]["containerStatuses"][0]["state"]["waiting"]}
+
+
 def test_the_overview_shows_the_status_kubectl_would() -> None:
     result = CliRunner().invoke(cli, ["overview", "-f", "-"], input=CRASH + "---\n" + CONFIG)
     assert result.exit_code == 0, result.output
@@ -345,3 +391,15 @@ def test_https_against_plain_http_is_fixed_by_the_scheme() -> None:
     found = findings(LIVENESS_HTTPS, "LivenessProbeFails")
     assert found and "http: server gave HTTP response to HTTPS client" in found[0].message
     assert '"path":"/spec/template/spec/containers/0/livenessProbe/httpGet/scheme","value":"HTTP"' in found[0].fix
+
+
+def test_a_missing_secret_the_kubelet_reported_is_an_error_and_no_note() -> None:
+    # Read from a live cluster: the kubelet's status says the Secret is not there; "not among the objects read"
+    # would contradict it.
+    body = next(d for d in yaml.safe_load_all(SECRET) if d and d["kind"] == "Deployment")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "labels": {"app": "app"}},
+           "spec": body["spec"]["template"]["spec"],
+           "status": {"phase": "Pending", "containerStatuses": [{"name": "app", "ready": False, "state": {"waiting": {
+               "reason": "CreateContainerConfigError", "message": 'secret "db" not found'}}}]}}
+    codes = [f.code for f in Cluster.from_yaml(yaml.safe_dump(pod)).doctor().findings]
+    assert "ContainerConfigError" in codes and "SecretNotRead" not in codes

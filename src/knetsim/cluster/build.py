@@ -294,7 +294,11 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config,
                                                frozenset((d.namespace, d.name) for d in by_kind.get("Service", [])),
                                                {(d.namespace, d.name): d.body.get("data") or {}
-                                                for d in by_kind.get("ConfigMap", [])}))
+                                                for d in by_kind.get("ConfigMap", [])},
+                                               # A Secret's keys: data and the stringData the API server folds in.
+                                               {(d.namespace, d.name): {**(d.body.get("data") or {}),
+                                                                        **(d.body.get("stringData") or {})}
+                                                for d in by_kind.get("Secret", [])}))
     for body, source in pod_bodies:
         pod = Pod.parse(body, source)
         state.pods[pod.key] = pod

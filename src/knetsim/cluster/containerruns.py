@@ -241,10 +241,40 @@ def init_crash(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
     """(its index among the init containers that run to an end, and how it ends) for the first init container
     whose command fails at once for certain: the kubelet runs it again under the CrashLoopBackOff backoff (an init
     container restarts OnFailure unless the pod's policy is Never) and nothing after it starts (STATUS
-    Init:CrashLoopBackOff). None otherwise, and with restartPolicy Never (the pod fails instead: not judged here)."""
+    Init:CrashLoopBackOff). None otherwise, and with restartPolicy Never (the pod fails instead: ``init_failure``)."""
     spec = body.get("spec") or {}
     if str(spec.get("restartPolicy") or "Always") == "Never":
         return None
+    return _first_failing_init(spec)
+
+
+def init_failure(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
+    """The same, for a ``restartPolicy: Never`` pod: its failing init container is never run again, the pod's
+    phase is Failed and kubectl's STATUS reads ``Init:Error`` for good (kubernetes/kubernetes
+    pkg/kubelet/kubelet_pods.go getPhase: a failed initialization under restartPolicy Never is PodFailed)."""
+    spec = body.get("spec") or {}
+    if str(spec.get("restartPolicy") or "Always") != "Never":
+        return None
+    return _first_failing_init(spec)
+
+
+def init_failed_status(status: dict[str, Any], index: int, restart: Restart) -> dict[str, Any]:
+    """``status`` (a pod's, blocked at init container ``index``) once that container has failed under
+    restartPolicy Never: terminated with its exit code, the pod Failed, the app containers never started."""
+    status["phase"] = "Failed"
+    failing = (status.get("initContainerStatuses") or [])[index]
+    failing.update(ready=False, started=False, restartCount=0, state={"terminated": {
+        "exitCode": restart.exit_code, "reason": "Error"}})
+    for entry in status.get("containerStatuses") or []:
+        # The kubelet never starts them: kubectl shows them waiting as it found them.
+        entry["state"] = {"waiting": {"reason": "PodInitializing"}}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Initialized":
+            condition["message"] = f"containers with incomplete status: [{restart.container}]"
+    return status
+
+
+def _first_failing_init(spec: Mapping[str, Any]) -> tuple[int, Restart] | None:
     inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
              "Always"]
     for index, container in enumerate(inits):
@@ -259,46 +289,116 @@ def init_crash(body: Mapping[str, Any]) -> tuple[int, Restart] | None:
     return None
 
 
-def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """(ConfigMap name, key or None for a whole ``envFrom``) of each reference of the container's environment that
-    is not ``optional``, ``envFrom`` first, then ``env``: the order the kubelet resolves them in."""
-    out: list[tuple[str, str | None]] = []
+# A script that waits for a file: `until [ -f /work/config ]`, `until test -e F`, `while [ ! -f F ]`.
+_WAITS_FOR_FILE = re.compile(r"\buntil\s+(?:\[\s*|test\s+)-[efs]\s+(\S+?)\s*\]?\s*;|"
+                             r"\bwhile\s+(?:\[\s*|test\s+)!\s+-[efs]\s+(\S+?)\s*\]?\s*;")
+# A script that makes a file: `echo x > F`, `>> F`, `touch F`, `cp SRC F`.
+_WRITES_FILE = r"(?:>>?\s*|\btouch\s+(?:-\S+\s+)*|\bcp\s+(?:-\S+\s+)*\S+\s+){}(?=$|[\s;&|)])"
+
+
+@dataclass(frozen=True, slots=True)
+class InitDeadlock:
+    """An init container that waits for a file only a container after it writes: never through."""
+
+    index: int  # among the init containers that run to an end
+    waiter: str
+    path: str
+    writer: str
+    writer_is_init: bool
+
+
+def _script(container: Mapping[str, Any]) -> str:
+    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in SHELLS and argv[1] == "-c":
+        return argv[2]
+    return ""
+
+
+def _writes(container: Mapping[str, Any], path: str) -> bool:
+    return bool(re.search(_WRITES_FILE.format(re.escape(path)), _script(container)))
+
+
+def init_deadlock(body: Mapping[str, Any]) -> InitDeadlock | None:
+    """The first init container whose script loops until a file exists that no container before it writes and a
+    container after it does (an init container later in the list, or an app container): init containers run one
+    at a time, each to its end before the next starts (kubernetes/kubernetes pkg/kubelet/kuberuntime
+    computeInitContainerActions), so it waits for ever and the pod stays Init:N/M. A file nobody here writes is
+    not judged (a volume may bring it)."""
+    spec = body.get("spec") or {}
+    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping) and c.get("restartPolicy") !=
+             "Always"]
+    apps = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    for index, container in enumerate(inits):
+        for match in _WAITS_FOR_FILE.finditer(_script(container)):
+            path = (match.group(1) or match.group(2)).strip("'\"")
+            if any(_writes(c, path) for c in inits[:index]):
+                continue
+            later = [(c, True) for c in inits[index + 1:]] + [(c, False) for c in apps]
+            writer = next(((c, is_init) for c, is_init in later if _writes(c, path)), None)
+            if writer is not None:
+                return InitDeadlock(index, str(container.get("name")), path, str(writer[0].get("name")), writer[1])
+    return None
+
+
+# The env fields that name a ConfigMap or a Secret: kind -> (envFrom's field, valueFrom's field).
+_ENV_SOURCES = {"ConfigMap": ("configMapRef", "configMapKeyRef"), "Secret": ("secretRef", "secretKeyRef")}
+
+
+def env_refs(container: Mapping[str, Any], kinds: tuple[str, ...] = ("ConfigMap",)
+             ) -> list[tuple[str, str, str | None]]:
+    """(kind, name, key or None for a whole ``envFrom``) of each reference to a ConfigMap or Secret (of ``kinds``)
+    of the container's environment that is not ``optional``, ``envFrom`` first, then ``env``, each in spec order:
+    the order the kubelet resolves them in."""
+    out: list[tuple[str, str, str | None]] = []
     for source in container.get("envFrom") or []:
-        ref = source.get("configMapRef") if isinstance(source, Mapping) else None
-        if isinstance(ref, Mapping) and not ref.get("optional"):
-            out.append((str(ref.get("name") or ""), None))
+        for kind in kinds:
+            ref = source.get(_ENV_SOURCES[kind][0]) if isinstance(source, Mapping) else None
+            if isinstance(ref, Mapping) and not ref.get("optional"):
+                out.append((kind, str(ref.get("name") or ""), None))
     for var in container.get("env") or []:
         value_from = var.get("valueFrom") if isinstance(var, Mapping) else None
         if var.get("value") or not isinstance(value_from, Mapping):
             continue
-        ref = value_from.get("configMapKeyRef")
-        if isinstance(ref, Mapping) and not ref.get("optional"):
-            out.append((str(ref.get("name") or ""), str(ref.get("key"))))
+        for kind in kinds:
+            ref = value_from.get(_ENV_SOURCES[kind][1])
+            if isinstance(ref, Mapping) and not ref.get("optional"):
+                out.append((kind, str(ref.get("name") or ""), str(ref.get("key"))))
     return out
 
 
-def config_error(body: Mapping[str, Any], container: Mapping[str, Any],
-                 configmaps: Mapping[tuple[str, str], Mapping[str, Any]]) -> str | None:
-    """The kubelet's CreateContainerConfigError message for a container whose environment names a key that a
-    ConfigMap of the input does not have and is not ``optional`` (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
-    makeEnvironmentVariables; the live kubelet's words are kubelet/podconfig.py's, which
-    tests/doctor/test_probe_restarts.py holds these to).
+def configmap_refs(container: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """(ConfigMap name, key or None) of each non-optional ConfigMap reference of the container's environment."""
+    return [(name, key) for _, name, key in env_refs(container)]
 
-    Not judged (None): a ConfigMap that is not among the objects read at all (made by a kustomize overlay, by
-    `kubectl create configmap` out of band: the doctor notes it), a pod whose ConfigMap volume cannot be set up
-    first (it waits in ContainerCreating), and Secrets (the offline build does not keep their data)."""
+
+def config_error(body: Mapping[str, Any], container: Mapping[str, Any],
+                 configmaps: Mapping[tuple[str, str], Mapping[str, Any]],
+                 secrets: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str | None:
+    """The kubelet's CreateContainerConfigError message for a container whose environment names a key that a
+    ConfigMap (or a Secret: ``secrets``, their keys) of the input does not have and is not ``optional``
+    (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go makeEnvironmentVariables: "couldn't find key K in Secret
+    NS/NAME"; the live kubelet's words are kubelet/podconfig.py's, which tests/doctor/test_probe_restarts.py
+    holds these to).
+
+    Not judged (None): a ConfigMap or Secret that is not among the objects read at all (made by a kustomize
+    overlay, by `kubectl create secret` out of band: the doctor notes it), a pod whose ConfigMap or Secret volume
+    cannot be set up first (it waits in ContainerCreating)."""
     namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    sources = {"ConfigMap": configmaps, "Secret": secrets if secrets is not None else {}}
     for volume in (body.get("spec") or {}).get("volumes") or []:
-        source = volume.get("configMap") if isinstance(volume, Mapping) else None
-        if isinstance(source, Mapping) and not source.get("optional") and (
-                namespace, str(source.get("name") or "")) not in configmaps:
-            return None
-    for name, key in configmap_refs(container):
-        data = configmaps.get((namespace, name))
+        if not isinstance(volume, Mapping):
+            continue
+        for kind, field, name_field in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+            source = volume.get(field)
+            if isinstance(source, Mapping) and not source.get("optional") and (
+                    namespace, str(source.get(name_field) or "")) not in sources[kind]:
+                return None
+    for kind, name, key in env_refs(container, ("ConfigMap", "Secret") if secrets is not None else ("ConfigMap",)):
+        data = sources[kind].get((namespace, name))
         if data is None:
             continue  # not read: knetsim cannot tell the cluster lacks it (a later reference may still fail)
         if key is not None and key not in data:
-            return f"couldn't find key {key} in ConfigMap {namespace}/{name}"
+            return f"couldn't find key {key} in {kind} {namespace}/{name}"
     return None
 
 
@@ -331,5 +431,21 @@ def restarts(body: Mapping[str, Any], listening: set[tuple[int, str]], judge_exe
     return out
 
 
-__all__ = ["GRACEFUL_SERVERS", "PROBE_FIELDS", "ProbeFailure", "Restart", "config_error", "configmap_refs", "exit_of",
-           "init_crash", "probe_failure", "restarts", "unknown_port"]
+__all__ = [
+    "GRACEFUL_SERVERS",
+    "PROBE_FIELDS",
+    "InitDeadlock",
+    "ProbeFailure",
+    "Restart",
+    "config_error",
+    "configmap_refs",
+    "env_refs",
+    "exit_of",
+    "init_crash",
+    "init_deadlock",
+    "init_failed_status",
+    "init_failure",
+    "probe_failure",
+    "restarts",
+    "unknown_port",
+]

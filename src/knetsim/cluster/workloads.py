@@ -30,7 +30,15 @@ from ..model.objects import Node, Pod, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
-from .containerruns import config_error, init_crash, probe_failure, restarts
+from .containerruns import (
+    config_error,
+    init_crash,
+    init_deadlock,
+    init_failed_status,
+    init_failure,
+    probe_failure,
+    restarts,
+)
 from .hostports import NODE_PORTS_REASON, HostPort
 from .hostports import conflicts as host_port_conflict
 from .hostports import wanted as wanted_host_ports
@@ -557,10 +565,11 @@ def _subject(body: Mapping[str, Any]) -> str:
 
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
                           config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None,
-                          configmaps: ConfigMaps | None = None) -> list[Notice]:
+                          configmaps: ConfigMaps | None = None, secrets: ConfigMaps | None = None) -> list[Notice]:
     """Give every scheduled pod without ``status`` an IP and a status; honour snapshot IPs. ``services``:
     the (namespace, name) of every Service, for init containers that wait for one; ``configmaps``: their
-    data, for a CoreDNS whose Corefile keeps it from starting."""
+    data, for a CoreDNS whose Corefile keeps it from starting; ``secrets``: the keys of the Secrets read, for env
+    references to a key a Secret lacks."""
     notices: list[Notice] = []
     node_by_name = {n.name: n for n in nodes}
     used: set[str] = set()
@@ -611,7 +620,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services, configmaps)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets)
     return notices
 
 
@@ -692,8 +701,8 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
 
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
-               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None
-               ) -> dict[str, Any]:
+               services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None,
+               secrets: ConfigMaps | None = None) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -706,13 +715,25 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         if services is not None else None
     # Offline (live, the kubelet runs it): an init container that fails at once is run again for ever, unless one
     # before it already waits for ever.
+    # Offline: an init container waiting for a file only a later container writes never ends.
+    deadlock = init_deadlock(body) if configmaps is not None else None
+    if deadlock is not None and (blocked is None or deadlock.index < blocked):
+        blocked = deadlock.index
     crashing_init = init_crash(body) if configmaps is not None else None
     if crashing_init is not None and (blocked is None or crashing_init[0] < blocked):
         blocked = crashing_init[0]
     else:
         crashing_init = None
+    # restartPolicy Never: the failing init container is not run again, the pod fails (Init:Error).
+    failed_init = init_failure(body) if configmaps is not None else None
+    if failed_init is not None and (blocked is None or failed_init[0] < blocked):
+        blocked = failed_init[0]
+    else:
+        failed_init = None
     if blocked is not None:
         status = _blocked_status(body, blocked)
+        if failed_init is not None:
+            init_failed_status(status, *failed_init)
         if crashing_init is not None:
             meta = body.get("metadata") or {}
             failing = status["initContainerStatuses"][blocked]
@@ -732,7 +753,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         # not there is never created; it waits as one whose image cannot be pulled does, the pod Pending.
         for c in containers:
             if isinstance(c, Mapping) and pulls.get(c.get("name")) is None:
-                missing = config_error(body, c, configmaps)
+                missing = config_error(body, c, configmaps, secrets)
                 if missing is not None:
                     pulls[c.get("name")] = PullError("CreateContainerConfigError", missing, missing)
     failed = sorted(str(name) for name, err in pulls.items() if err is not None)

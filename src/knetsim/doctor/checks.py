@@ -267,9 +267,15 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
         # finding (ContainerExits, LivenessProbeFails, StartupProbeFails); the rest of these pods wait for an image.
         waiting = {r for e in not_ready for r in by_name[e.pod].waiting_reasons().values()}
         crashing, configless = "CrashLoopBackOff" in waiting, "CreateContainerConfigError" in waiting
-        pulling = not crashing and not configless and any("containers with unready status" in r for r in reasons)
+        # Containers still waiting for their pod's init containers (STATUS Init:N/M, Init:Error).
+        initializing = not crashing and not configless and "PodInitializing" in waiting
+        pulling = not crashing and not configless and not initializing and \
+            any("containers with unready status" in r for r in reasons)
         fix = ("the pods' containers are restarted for ever (STATUS CrashLoopBackOff): fix what the pod's "
                "ContainerExits, LivenessProbeFails or StartupProbeFails finding names" if crashing else
+               "the pods' init containers never finish (STATUS Init:N/M or Init:Error), so their containers never "
+               "start: fix what the pod's InitContainerWaitsForName, InitContainersDeadlock or ContainerExits "
+               "finding names" if initializing else
                "the pods' containers cannot be created (STATUS CreateContainerConfigError): fix what the pod's "
                "ContainerConfigError finding names" if configless else
                "make the image pullable (the ImagePullError finding of the pod names it)" if pulling else
@@ -279,7 +285,8 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
         finding = Finding("PodsNotReady", severity, "endpoints", subject,
                           f"{len(not_ready)} of {len(selected)} selected pod(s) are not Ready: not-ready pods are "
                           "left out of the Service's endpoints", fix, evidence,
-                          None if pulling or crashing or configless else _probe_patch(state, by_name[not_ready[0].pod]))
+                          None if pulling or crashing or configless or initializing else
+                          _probe_patch(state, by_name[not_ready[0].pod]))
         out.append(_offer(finding, state, _still_broken(svc, ("PodsNotReady",), (
             "PodsUnschedulable", "NamedPortMissing", "ProtocolMismatch", "TargetPortNotListening")), fix, verify))
     return out

@@ -121,6 +121,12 @@ def lookup_findings(state: ClusterState, pod: Pod) -> list[Finding]:
                 continue
             first, *rest = name.split(".")
             namespace = rest[0] if rest and rest[0] in state.namespaces else pod.namespace
+            if f"{namespace}/{first}" in state.services:
+                # The Service is there. Either the pod's own resolver does not ask the cluster DNS (said here), or
+                # the cluster DNS cannot answer it (a Corefile without the kubernetes plugin: its finding says so).
+                if _bypasses_cluster_dns(state, pod):
+                    out.append(_resolver_finding(pod, raw, name, f"{namespace}/{first}", resolution.outcome))
+                continue
             elsewhere = sorted(s.namespace for s in state.services.values() if s.name == first)
             fix = (f"use {first}.{elsewhere[0]} (the Service lives in namespace {elsewhere[0]})" if elsewhere else
                    f"create Service {first} in namespace {namespace} (kubectl -n {namespace} expose deployment "
@@ -132,6 +138,35 @@ def lookup_findings(state: ClusterState, pod: Pod) -> list[Finding]:
                 f"container {raw.get('name')!r} looks up {name!r}, which does not resolve (NXDOMAIN): there is no "
                 f"Service {first!r} in namespace {namespace}", fix, (f"{name}: {resolution.outcome}",)))
     return out
+
+
+def _bypasses_cluster_dns(state: ClusterState, pod: Pod) -> bool:
+    spec = pod.raw.get("spec") or {}
+    policy = str(spec.get("dnsPolicy") or "ClusterFirst")
+    if policy == "None":
+        servers = ((spec.get("dnsConfig") or {}).get("nameservers")) or []
+        return state.config.dns_service_ip not in servers
+    return policy == "Default" or (policy == "ClusterFirst" and bool(spec.get("hostNetwork")))
+
+
+def _resolver_finding(pod: Pod, raw: dict, name: str, service: str, outcome: str) -> Finding:
+    """A name of an existing Service that the pod cannot resolve because its DNS policy does not send it to the
+    cluster DNS: ``dnsPolicy: Default`` (the node's resolv.conf), a hostNetwork pod with ``ClusterFirst`` (which
+    then behaves as Default: kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy),
+    or ``None`` with nameservers of its own."""
+    spec = pod.raw.get("spec") or {}
+    policy = str(spec.get("dnsPolicy") or "ClusterFirst")
+    host_network = bool(spec.get("hostNetwork"))
+    wanted = "ClusterFirstWithHostNet" if host_network else "ClusterFirst"
+    why = (f"a hostNetwork pod with dnsPolicy {policy} uses its node's resolver" if host_network and
+           policy == "ClusterFirst" else f"dnsPolicy {policy} sends its lookups to "
+           + ("its dnsConfig nameservers" if policy == "None" else "its node's resolver"))
+    return Finding(
+        "NameDoesNotResolve", "error", "dns", f"Pod {pod.key}",
+        f"container {raw.get('name')!r} looks up {name!r}, which does not resolve ({outcome.upper()}) although "
+        f"Service {service} exists: {why}, which knows no cluster names",
+        f"set spec.dnsPolicy: {wanted} in the pod's template (a bare pod is re-created: the field cannot be "
+        "changed on a running pod)", (f"{name}: {outcome}", f"dnsPolicy {policy}, hostNetwork {host_network}"))
 
 
 def dns_workload_findings(state: ClusterState, namespaces: Iterable[str] | None = None) -> list[Finding]:

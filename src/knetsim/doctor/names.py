@@ -23,8 +23,12 @@ from .checks import Finding, resolution_of
 _NAME = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
 # A lookup tool and its name argument (options skipped); a shell substitution may follow the name
 # (`myservice.$(cat .../namespace).svc.cluster.local`, the init-container example of the Kubernetes docs).
-_LOOKUP = re.compile(r"\b(?:nslookup|getent\s+hosts|dig(?:\s+\+\S+)*|host|ping(?:\s+-c\s*\d+)?|"
-                     r"nc(?:\s+-[a-z]+)*)\s+(" + _NAME + r")(\.?\$[({][^\s;]*)?(?=$|[\s;:)'\"])")
+# Options are skipped with their values where the tool takes one (`nc -w 2 db 5432`: 2 is the timeout, not a
+# host; busybox nc's -w/-i/-p/-q, ping's -c/-W/-w/-i/-s, nslookup's -type=A).
+_LOOKUP = re.compile(r"\b(?:nslookup(?:\s+-\S+)*|getent\s+hosts|dig(?:\s+\+\S+)*|host|"
+                     r"ping(?:\s+(?:-[a-zA-Z]*[cwWis]\s*\d+|-[a-zA-Z]+))*|"
+                     r"nc(?:\s+(?:-[a-zA-Z]*[wipqW]\s*\d+|-[a-zA-Z]+))*)\s+(" + _NAME + r")(\.?\$[({][^\s;]*)?"
+                     r"(?=$|[\s;:)'\"])")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://(" + _NAME + r")(?::\d+)?(?=$|[/\s?#;'\"])")
 _HOST_PORT = re.compile(r"^(" + _NAME + r"):(\d{1,5})$")
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..cluster.containerruns import configmap_refs, init_crash, restarts
+from ..cluster.containerruns import env_refs, init_crash, init_deadlock, init_failure, restarts
 from ..cluster.state import ClusterState
 from ..cluster.workloadstatus import exec_probe_verdict
 from ..model.objects import Pod
@@ -42,6 +42,35 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             "make the init container's command succeed (what it waits for or sets up must be there); its last "
             f"run's output: `kubectl logs {_owner_ref(state, pod)} -c {restart.container} --previous`",
             (f"restartPolicy {pod.restart_policy}",))]
+    deadlock = init_deadlock(pod.raw)
+    if deadlock is not None and pod.node_name:
+        inits = [c for c in (pod.raw.get("spec") or {}).get("initContainers") or []
+                 if isinstance(c, Mapping) and c.get("restartPolicy") != "Always"]
+        writer = f"init container {deadlock.writer!r} writes, and it runs after" if deadlock.writer_is_init else \
+            f"the app container {deadlock.writer!r} writes, and it starts only once every init container is through"
+        return [Finding(
+            "InitContainersDeadlock", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {deadlock.waiter!r} ({deadlock.index + 1} of {len(inits)}) waits until "
+            f"{deadlock.path} exists, which only {writer}: init containers run one at a time, each to its "
+            f"end, so it waits for ever (STATUS Init:{deadlock.index}/{len(inits)}) and the pod is never Ready",
+            (f"write {deadlock.path} in an init container listed before {deadlock.waiter!r} (move "
+             f"{deadlock.writer!r} up), or drop the wait; initContainers cannot be changed on a running pod: "
+             f"edit {_owner_ref(state, pod)}'s manifest and apply it again" if deadlock.writer_is_init else
+             "do not wait in an init container for what the app container makes: a readiness probe, or a wait "
+             "inside the app container's own command"),
+            (f"kubectl logs {_owner_ref(state, pod)} -c {deadlock.waiter}: the wait repeats",))]
+    failed_init = init_failure(pod.raw)
+    if failed_init is not None and pod.node_name:
+        restart = failed_init[1]
+        said = restart.last_words.strip()
+        last = f", its last words: {said!r}" if said else ""
+        return [Finding(
+            "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
+            f"init container {restart.container!r} {restart.why}{last}: with restartPolicy Never the kubelet does not "
+            "run it again, the pod has Failed (STATUS Init:Error) and its containers never start",
+            "make the init container's command succeed, then re-create the pod (a Failed pod is never retried): "
+            f"`kubectl logs {_owner_ref(state, pod)} -c {restart.container}` shows its output",
+            ("restartPolicy Never",))]
     if pod.phase not in ("Running", ""):
         return []
     out = []
@@ -77,7 +106,8 @@ def config_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             continue
         message = str(waiting.get("message") or "")
         name = str(c.get("name"))
-        fix = (f"create what the container's environment names (kubectl create configmap ... -n {pod.namespace}), "
+        what = "secret generic" if re.search(r"in Secret |^secret ", message) else "configmap"
+        fix = (f"create what the container's environment names (kubectl create {what} ... -n {pod.namespace}), "
                "or mark the reference `optional: true` if the program can do without it")
         patch = _key_patch(state, pod, index, c, message)
         finding = Finding(
@@ -89,40 +119,54 @@ def config_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             left = verified(state, patch, _config_still_missing(pod.namespace, patch.name, index))
             finding = replace(finding, fix=patch.command) if left is None else replace(finding, patch=None)
         out.append(finding)
-    read = {(o.namespace, o.name) for o in state.objects_of("ConfigMap")}
+    out += _not_read(state, pod, containers, "ConfigMap", code="ConfigMapNotRead")
+    out += _not_read(state, pod, containers, "Secret", code="SecretNotRead")
+    return out
+
+
+def _not_read(state: ClusterState, pod: Pod, containers: list[Mapping[str, Any]], kind: str, *,
+              code: str) -> list[Finding]:
+    """A note per container whose environment names a ConfigMap or Secret (``kind``) that is not among the objects
+    read: it may be made out of band (`kubectl create secret`, a kustomize generator), so it is not judged."""
+    read = {(o.namespace, o.name) for o in state.objects_of(kind)}
+    waiting = pod.waiting_reasons()
+    out = []
     for c in containers:
-        unread = sorted({name for name, _ in configmap_refs(c) if (pod.namespace, name) not in read})
+        if waiting.get(str(c.get("name"))) == "CreateContainerConfigError":
+            continue  # the kubelet has said it is missing (a live cluster): ContainerConfigError names it
+        unread = sorted({name for _, name, _ in env_refs(c, (kind,)) if (pod.namespace, name) not in read})
         if unread:
             out.append(Finding(
-                "ConfigMapNotRead", "info", "kubelet", f"Pod {pod.key}",
-                f"container {c.get('name')!r} takes its environment from ConfigMap {', '.join(unread)}, which is not "
-                "among the objects read: knetsim takes the container as created (a cluster without it reports "
-                "CreateContainerConfigError)",
-                f"give knetsim the ConfigMap too (-f its manifest), or check the cluster: kubectl get configmap "
-                f"{' '.join(unread)} -n {pod.namespace}"))
+                code, "info", "kubelet", f"Pod {pod.key}",
+                f"container {c.get('name')!r} takes its environment from {kind} {', '.join(unread)}, which is "
+                "not among the objects read: knetsim takes the container as created (a cluster without it "
+                "reports CreateContainerConfigError)",
+                f"give knetsim the {kind} too (-f its manifest), or check the cluster: kubectl get "
+                f"{kind.lower()} {' '.join(unread)} -n {pod.namespace}"))
     return out
 
 
 def _key_patch(state: ClusterState, pod: Pod, index: int, container: Mapping[str, Any], message: str) -> Any:
     """The env key renamed to the ConfigMap's key it misspells (``DB_HOTS`` → ``DB_HOST``), for a workload's pods."""
     owner = _workload_object(state, pod)
-    found = re.fullmatch(r"couldn't find key (.+) in ConfigMap ([^/]+)/(.+)", message)
+    found = re.fullmatch(r"couldn't find key (.+) in (ConfigMap|Secret) ([^/]+)/(.+)", message)
     if owner is None or found is None:
         return None
-    key, namespace, name = found.groups()
-    configmap = next((o for o in state.objects_of("ConfigMap") if o.namespace == namespace and o.name == name), None)
-    keys = sorted((configmap.raw.get("data") or {}) if configmap is not None else {})
+    key, kind, namespace, name = found.groups()
+    source = next((o for o in state.objects_of(kind) if o.namespace == namespace and o.name == name), None)
+    keys = sorted({**(source.raw.get("data") or {}), **(source.raw.get("stringData") or {})}) if source else []
+    ref_field = "configMapKeyRef" if kind == "ConfigMap" else "secretKeyRef"
     close = difflib.get_close_matches(key, keys, n=1)
     if not close:
         return None
     template = (((owner.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
     env = (template[index] if index < len(template) else {}).get("env") or []
-    at = next((i for i, var in enumerate(env) if ((var.get("valueFrom") or {}).get("configMapKeyRef") or {}).get(
+    at = next((i for i, var in enumerate(env) if ((var.get("valueFrom") or {}).get(ref_field) or {}).get(
         "key") == key), None)
     if at is None:
         return None
     return Patch(owner.kind, owner.namespace, owner.name, "json", [{
-        "op": "replace", "path": f"/spec/template/spec/containers/{index}/env/{at}/valueFrom/configMapKeyRef/key",
+        "op": "replace", "path": f"/spec/template/spec/containers/{index}/env/{at}/valueFrom/{ref_field}/key",
         "value": close[0]}])
 
 

@@ -209,6 +209,10 @@ def _traffic_severity(failing: Any) -> str:
     if failing is not None and failing.layer == "listener" and "(it listens on nothing)" in detail \
             and "; assumed:" in detail:
         return "warning"
+    if failing is not None and "knetsim does not simulate what answers there" in detail:
+        # An endpoint written by hand outside the pod network (an external database behind a selector-less
+        # Service): knetsim cannot know whether it answers, so it is a note, never an error.
+        return "info"
     return "error"
 
 
@@ -246,6 +250,12 @@ def _client_traffic(state: ClusterState, namespaces: set[str] | None) -> list[Fi
                         _localhost_node_port(state, pod, host, number):
                     fix = _localhost_node_port_fix(state, pod, number)
                 layer = failing.layer if failing else "app"
+                if failing is not None and failing.layer == "endpoints" and "no selector" in failing.detail:
+                    # A selector-less Service's endpoints are written by hand: there is no selector to fix.
+                    svc_name = host.split(".")[0]
+                    fix = (f"Service {svc_name} has no selector, so nothing writes its endpoints: create an "
+                           f"EndpointSlice labelled kubernetes.io/service-name: {svc_name} with the addresses "
+                           "that serve it, or give the Service a selector matching the serving pods")
                 out.append(Finding("ClientCannotConnect", _traffic_severity(failing), layer,
                                    f"Pod {pod.key}",
                                    f"{pod.key} is configured to reach {host}:{number} ({where}); the connection "

@@ -447,10 +447,18 @@ class Kubelet:
         for (ns, name), cs in self.containers.items():
             pod = state.pods.get(f"{ns}/{name}")
             for c in cs.values():
-                if c.ctx is not None:
-                    c.ctx.state = state
-                    if pod is not None:
-                        c.ctx.pod = pod
+                if c.ctx is None:
+                    continue
+                # Every shell of the container's process, not only its first: a script runs in subshells
+                # (`sh -c`, loops, $(...)) that copied the cluster they started with, and an `until nslookup
+                # mydb` loop must see the Service created after it started.
+                process = c.ctx.process
+                scopes = [c.ctx, *(list(process.scopes.values()) if process is not None else [])]
+                for scope in scopes:
+                    if hasattr(scope, "state"):
+                        scope.state = state
+                        if pod is not None:
+                            scope.pod = pod
 
     def _stop(self, key: tuple[str, str], uid: str) -> None:
         for pk in [k for k in self.pullers if k[0] == uid]:

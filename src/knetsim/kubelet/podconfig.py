@@ -320,6 +320,11 @@ def pod_files(state: Any, pod: Any) -> dict[str, str]:
     hostname = (pod.node_name if spec.get("hostNetwork") and pod.node_name else None) or spec.get("hostname") \
         or pod.name
     files = {"/etc/hostname": hostname + "\n"}
+    if spec.get("automountServiceAccountToken") is not False:
+        # The service account volume (kube-api-access-*) holds the pod's namespace, without a newline: scripts
+        # read it with $(cat ...), the Init Containers page's example among them. Its token and ca.crt are not
+        # simulated.
+        files["/var/run/secrets/kubernetes.io/serviceaccount/namespace"] = pod.namespace
     if state is not None:
         files["/etc/hosts"] = hosts_file(state, pod)
         files["/etc/resolv.conf"] = resolv_conf(state, pod).text()
