@@ -49,7 +49,7 @@ async def _frames(live: Live, stdin: bool, speak_after: float | None) -> tuple[f
             # Nothing may arrive while the client is still silent.
             try:
                 early = await ws.receive(timeout=speak_after)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 early = None
             assert early is None, early
             await ws.send_bytes(bytes([CLOSE, STDIN]))
