@@ -5,24 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 
-import pytest
-from tests.e2e.conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+from tests.live import Cluster, knetsim_argv, wait_for
 
-# This module starts clusters itself (tests/live.py marks the fixtures' users).
-pytestmark = pytest.mark.live
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
-    cluster = start(tmp_path_factory.mktemp("fixlive"))
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+# This module starts clusters itself (tests/cluster.py marks the fixtures' users).
 
 
 def doctor(cluster: Cluster) -> dict:
@@ -41,26 +27,26 @@ def fix_of(report: dict, code: str) -> str:
     return fix
 
 
-def test_a_selector_with_a_wrong_key_is_fixed_by_the_printed_patch(live: Cluster) -> None:
-    live.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2")
-    live.kubectl("create", "service", "clusterip", "web", "--tcp=80:80")
+def test_a_selector_with_a_wrong_key_is_fixed_by_the_printed_patch(cluster: Cluster) -> None:
+    cluster.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2")
+    cluster.kubectl("create", "service", "clusterip", "web", "--tcp=80:80")
     # `kubectl set selector` replaces the selector: appp=web selects nothing; a strategic merge patch of
     # app=web would keep appp and still select nothing.
-    live.kubectl("set", "selector", "service", "web", "appp=web")
-    assert wait_for(lambda: "SelectorMatchesNothing" in codes(doctor(live)), timeout=30)
-    fix = fix_of(doctor(live), "SelectorMatchesNothing")
+    cluster.kubectl("set", "selector", "service", "web", "appp=web")
+    assert wait_for(lambda: "SelectorMatchesNothing" in codes(doctor(cluster)), timeout=30)
+    fix = fix_of(doctor(cluster), "SelectorMatchesNothing")
     assert "--type=merge" in fix and '"appp":null' in fix
-    live.sh(fix)
-    assert live.get_json("service", "web")["spec"]["selector"] == {"app": "web"}
-    assert wait_for(lambda: not codes(doctor(live)) & {"SelectorMatchesNothing", "PodsNotReady"}, timeout=30)
+    cluster.sh(fix)
+    assert cluster.get_json("service", "web")["spec"]["selector"] == {"app": "web"}
+    assert wait_for(lambda: not codes(doctor(cluster)) & {"SelectorMatchesNothing", "PodsNotReady"}, timeout=30)
 
 
-def test_a_wrong_target_port_is_fixed_by_the_printed_patch(live: Cluster) -> None:
-    live.kubectl("create", "deployment", "api", "--image=nginx:1.27", "--replicas=2")
-    live.kubectl("create", "service", "clusterip", "api", "--tcp=80:8080")
-    assert wait_for(lambda: "TargetPortNotListening" in codes(doctor(live)), timeout=30)
-    fix = fix_of(doctor(live), "TargetPortNotListening")
+def test_a_wrong_target_port_is_fixed_by_the_printed_patch(cluster: Cluster) -> None:
+    cluster.kubectl("create", "deployment", "api", "--image=nginx:1.27", "--replicas=2")
+    cluster.kubectl("create", "service", "clusterip", "api", "--tcp=80:8080")
+    assert wait_for(lambda: "TargetPortNotListening" in codes(doctor(cluster)), timeout=30)
+    fix = fix_of(doctor(cluster), "TargetPortNotListening")
     assert "--type=json" in fix
-    live.sh(fix)
-    assert live.get_json("service", "api")["spec"]["ports"][0]["targetPort"] == 80
-    assert wait_for(lambda: "TargetPortNotListening" not in codes(doctor(live)), timeout=30)
+    cluster.sh(fix)
+    assert cluster.get_json("service", "api")["spec"]["ports"][0]["targetPort"] == 80
+    assert wait_for(lambda: "TargetPortNotListening" not in codes(doctor(cluster)), timeout=30)

@@ -6,14 +6,11 @@ and the doctor through --kubeconfig names the same break."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
-from tests.e2e.conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+from tests.live import Cluster, knetsim_argv, wait_for
 
 from .test_probe_restarts import BAD_FLAG, CONFIG, INIT_FAILS, LIVENESS_404, STARTUP_PORT, findings, statuses
-
-pytestmark = pytest.mark.live  # starts a cluster of its own
 
 # The live prober keeps time: one failure kills (failureThreshold 1) and probes run each second, so the crash loop
 # shows within seconds. The offline build reads the same objects (it has no clock: thresholds do not change it).
@@ -22,17 +19,6 @@ LIVENESS = LIVENESS_404.replace("replicas: 2", "replicas: 1").replace(
     "httpGet: {path: /healthz, port: 80}\n", "httpGet: {path: /healthz, port: 80}" + FAST)
 STARTUP = STARTUP_PORT.replace("replicas: 2", "replicas: 1").replace(
     "tcpSocket: {port: 8080}\n          failureThreshold: 30\n", "tcpSocket: {port: 8080}" + FAST)
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
-    cluster = start(tmp_path_factory.mktemp("probes29"))
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
 
 
 def rows(cluster: Cluster, selector: str) -> list[list[str]]:
@@ -60,33 +46,33 @@ def doctor(cluster: Cluster) -> str:
     (INIT_FAILS, "initfail", "ContainerExits", ("initfail", "setup", "migrating")),
 ])
 def test_the_live_kubelet_crash_loops_the_pod_the_offline_build_does(
-        live: Cluster, text: str, selector: str, code: str, last_words: tuple[str, str, str] | None) -> None:
+        cluster: Cluster, text: str, selector: str, code: str, last_words: tuple[str, str, str] | None) -> None:
     offline = {tuple(row.split()[:2]) for row in statuses(text).values()}
     assert offline in ({("0/1", "CrashLoopBackOff")}, {("0/1", "Init:CrashLoopBackOff")}), offline
     assert findings(text, code)
-    live.kubectl("apply", "-f", "-", input=text)
+    cluster.kubectl("apply", "-f", "-", input=text)
     try:
-        found = wait_for(lambda: settled_as(live, selector, offline), timeout=60)
-        assert found, rows(live, selector)
-        assert code in doctor(live)
+        found = wait_for(lambda: settled_as(cluster, selector, offline), timeout=60)
+        assert found, rows(cluster, selector)
+        assert code in doctor(cluster)
         if last_words is not None:
             # What the doctor quotes offline is what the container printed before it exited.
             pod, container, said = last_words
-            logs = live.kubectl("logs", pod, "-c", container, "--previous").stdout
+            logs = cluster.kubectl("logs", pod, "-c", container, "--previous").stdout
             assert said in logs, logs
             assert said in findings(text, code)[0].message
     finally:
-        live.kubectl("delete", "-f", "-", "--wait=false", input=text)
+        cluster.kubectl("delete", "-f", "-", "--wait=false", input=text)
 
 
-def test_the_live_kubelet_cannot_create_the_container_the_offline_build_cannot(live: Cluster) -> None:
+def test_the_live_kubelet_cannot_create_the_container_the_offline_build_cannot(cluster: Cluster) -> None:
     assert list(statuses(CONFIG).values()) == ["0/1 CreateContainerConfigError 0"]
-    live.kubectl("apply", "-f", "-", input=CONFIG)
+    cluster.kubectl("apply", "-f", "-", input=CONFIG)
     try:
         def waiting() -> list[list[str]] | None:
-            found = rows(live, "-l app=app")
+            found = rows(cluster, "-l app=app")
             return found if found and all(r[1:3] == ["0/1", "CreateContainerConfigError"] for r in found) else None
-        assert wait_for(waiting, timeout=60), rows(live, "-l app=app")
-        assert "ContainerConfigError" in doctor(live)
+        assert wait_for(waiting, timeout=60), rows(cluster, "-l app=app")
+        assert "ContainerConfigError" in doctor(cluster)
     finally:
-        live.kubectl("delete", "-f", "-", "--wait=false", input=CONFIG)
+        cluster.kubectl("delete", "-f", "-", "--wait=false", input=CONFIG)
