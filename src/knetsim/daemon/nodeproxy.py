@@ -42,7 +42,6 @@ from aiohttp import web
 
 from ..apiserver.errors import ApiError
 from ..apiserver.server import ApiServer
-from ..network import kubeproxy
 
 KUBELET_PORT = 10250
 # The kubelet's endpoints (pkg/kubelet/server/server.go) whose state the simulation does not keep.
@@ -145,6 +144,8 @@ def _kubelet_config(server: ApiServer, name: str) -> dict[str, Any]:
 
 def _kube_proxy(node: dict[str, Any], path: str) -> web.Response:
     # The reply is the one a pod on the node gets too (network/kubeproxy.py).
+    from ..network import kubeproxy
+
     reply = kubeproxy.healthz_reply(node, path)
     response = web.Response(status=reply.status, body=reply.body.encode())
     for key, value in reply.headers.items():
@@ -162,6 +163,8 @@ def node_target(server: ApiServer, name: str) -> dict[str, Any]:
 
 def answer(server: ApiServer, node: dict[str, Any], port: str, path: str) -> web.Response | None:
     """The kubelet's or kube-proxy's reply, or None when the port is neither's (dial the node's address)."""
+    from ..network import kubeproxy  # here: the daemon starts without knetsim.network (test_observe_and_generate)
+
     if port in ("", str(KUBELET_PORT)):
         return _kubelet(server, node, path)
     if port == str(kubeproxy.HEALTHZ_PORT) and server.config.dataplane != "ebpf":
