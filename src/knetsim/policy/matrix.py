@@ -695,6 +695,52 @@ class CalicoKubernetesRows:
         # accept & undecided into accept in place, and undecided & ~(accept & undecided) is undecided & ~accept.
         return TierMasks(answer.accept, answer.accept)
 
+    def sparse_masks(self, direction: str, word: AtomWord) -> Any:
+        """``masks`` as ``sparse_rows.SparseTier``: two group rows (nothing; isolated: all denied) and a cell per
+        (subject, peer) a rule allows something, so ten thousand subjects cost their rules' peers, not a row each."""
+        from .calico.model import DENY as CALICO_DENY
+        from .sparse_rows import SparseTier, or_reduce
+
+        n = self.tier.classes.count
+        dt = word.dtype
+        isolates = self.tier.tier.default_action == CALICO_DENY
+        rows = np.zeros(n, dtype=np.int64)
+        keys: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for prepared in self._own(direction):
+            rules = prepared.rules(direction)
+            if rules is None:
+                continue
+            sel = prepared.selected
+            if isolates:
+                rows[sel] = 1
+            for rule, peers in rules:
+                peers = _indices(peers)
+                if not len(peers):
+                    continue
+                mask = self.tier.atom_masks.rule(rule, word)
+                cells = (sel.astype(np.int64)[:, None] * n + peers[None, :]).reshape(-1)
+                if isinstance(mask, int):
+                    if not mask:
+                        continue
+                    bits = np.full(len(cells), mask, dtype=dt)
+                elif direction == EGRESS:  # a named port resolves on the peer, the destination
+                    bits = np.broadcast_to(mask[peers][None, :], (len(sel), len(peers))).reshape(-1)
+                else:  # ...and for ingress on the subject
+                    bits = np.broadcast_to(mask[sel][:, None], (len(sel), len(peers))).reshape(-1)
+                keys.append(cells)
+                values.append(bits.astype(dt, copy=False))
+        cell_keys, cell_accept = or_reduce(np.concatenate(keys) if keys else np.zeros(0, np.int64),
+                                           np.concatenate(values) if values else np.zeros(0, dt))
+        nonzero = cell_accept != 0
+        cell_keys, cell_accept = cell_keys[nonzero], cell_accept[nonzero]
+        accept = np.zeros((2, 1), dtype=dt)
+        decided = np.array([[0], [word.full]], dtype=dt)
+        # Isolated (the end-of-tier deny): what a rule allows is accepted, the rest denied; with Pass, only what a
+        # rule allows is decided.
+        cell_decided = np.full(len(cell_keys), word.full, dtype=dt) if isolates else cell_accept
+        return SparseTier(accept, decided, rows, cell_keys, cell_accept, cell_decided)
+
 
 def direction_allowed(tiers: Sequence[Tier], direction: str, word: AtomWord) -> np.ndarray:
     """``[subject, peer]`` atom bits allowed in ``direction``: the first tier that decides wins; default allow."""
@@ -786,6 +832,31 @@ class ClassPairs:
 ROW_BLOCK = 1024  # source classes per block: bounds the dense temporaries to ROW_BLOCK x classes
 
 
+def sparse_class_pairs(classes: Classes, tiers: Sequence[Any], atoms: Sequence[Atom],
+                       word_bits: int = WORD_BITS) -> ClassPairs:
+    """``class_pairs`` without a classes x classes array (``sparse_rows``): each tier gives group rows (and the cells
+    that differ from them, ``sparse_masks``), so memory follows the distinct rows and the answer."""
+    from .sparse_rows import combine, grouped, join
+
+    n = classes.count
+    first_external = int(np.searchsorted(classes.kind, EXTERNAL))
+    words = [AtomWord(i, min(i + word_bits, len(atoms))) for i in range(0, len(atoms), word_bits)]
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per word: (keys, values)
+    for word in words:
+        directions = []
+        for direction in (EGRESS, INGRESS):
+            sparse = []
+            for tier in tiers:
+                if hasattr(tier, "sparse_masks"):
+                    sparse.append(tier.sparse_masks(direction, word))
+                else:
+                    m = tier.masks(direction, word)
+                    sparse.append(grouped(m.accept, m.decided, m.rows, n))
+            directions.append(combine(sparse, n, word.full, word.dtype))
+        found.append(join(directions[0], directions[1], n, first_external))
+    return _merge_words(found, words, atoms, n)
+
+
 def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
                 word_bits: int = WORD_BITS) -> ClassPairs:
     n = classes.count
@@ -808,6 +879,12 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
         del egress, ingress, block  # the last block is a view: it would keep the whole egress array alive
         found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
                       np.concatenate(values) if values else np.zeros(0, word.dtype)))
+    return _merge_words(found, words, atoms, n)
+
+
+def _merge_words(found: list[tuple[np.ndarray, np.ndarray]], words: Sequence[AtomWord], atoms: Sequence[Atom],
+                 n: int) -> ClassPairs:
+    """The pairs of every word (sorted keys ``src * n + dst`` and their bits) as one ClassPairs with patterns."""
     if len(found) == 1:
         keys, values = found[0]
         uniq, inverse = np.unique(values, return_inverse=True)
@@ -1383,23 +1460,11 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
         tiers.append(tier)
         if apart:
             tiers.append(CalicoKubernetesRows(tier, kubernetes))
-    pairs = class_pairs(classes, tiers, atoms, min(word_bits, _word_bits_within(classes.count, DENSE_BUDGET)))
+    pairs = sparse_class_pairs(classes, tiers, atoms, word_bits)
     rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
                    "evaluated under Calico's tiers over classes of pods alike"), [])
-
-
-DENSE_BUDGET = 100_000_000  # bytes of one classes x classes array of atom bits
-
-
-def _word_bits_within(n: int, budget: int) -> int:
-    """The widest word (64, 32, 16 or 8 atoms) whose classes x classes array fits ``budget``: a cluster of one class per
-    Deployment (10,000 of them) would otherwise hold several 800 MB arrays at once; narrower words cost more passes."""
-    for bits in (64, 32, 16):
-        if n * n * bits // 8 <= budget:
-            return bits
-    return 8
 
 
 def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]
