@@ -230,6 +230,7 @@ class Vectors:
         self._sel: dict[Selector, np.ndarray] = {}
         self._ns: dict[Selector, np.ndarray] = {}
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
+        self._peer_indices: dict[tuple[Any, ...], np.ndarray] = {}
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
         self._subjects: dict[tuple[Selector, Selector | None], np.ndarray] = {}
@@ -364,7 +365,12 @@ class Vectors:
             pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
             lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
             return np.nonzero(pods[lo:hi])[0] + lo
-        return np.nonzero(self.peer(peer))[0]
+        # Kept as indices even when peer vectors are not: ten thousand policies name the same few namespace peers.
+        key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
+        found = self._peer_indices.get(key)
+        if found is None:
+            found = self._peer_indices[key] = np.nonzero(self.peer(peer))[0]
+        return found
 
     def rule_indices(self, rule: RuleShape) -> np.ndarray:
         """``rule`` as the sorted indices of the peer classes it matches (``rule``, for ``prepare(indices=True)``)."""

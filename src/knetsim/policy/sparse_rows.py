@@ -114,12 +114,25 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     exc_combo: list[np.ndarray] = []
     exc_peer: list[np.ndarray] = []
     exc_value: list[np.ndarray] = []
+    # A tier whose group 0 says nothing (the classes none of its policies select) is skipped for those rows: a
+    # class is selected in one tier or two, not in all of them.
+    silent = [not tier.accept[0].any() and not tier.decided[0].any() for tier in tiers]
     for lo in range(0, len(combos), COMBO_BLOCK):
         picked = combos[lo:lo + COMBO_BLOCK]
         allowed = np.zeros((len(picked), n), dtype=dtype)
         undecided = np.full((len(picked), n), full, dtype=dtype)
         for t, tier in enumerate(tiers):
-            acc, dec = tier.accept[picked[:, t]], tier.decided[picked[:, t]]
+            groups = picked[:, t]
+            if silent[t]:
+                touched = np.flatnonzero(groups)
+                if not len(touched):
+                    continue
+                if len(touched) < len(groups):
+                    acc, dec = tier.accept[groups[touched]], tier.decided[groups[touched]]
+                    allowed[touched] |= acc & undecided[touched]
+                    undecided[touched] &= ~dec
+                    continue
+            acc, dec = tier.accept[groups], tier.decided[groups]
             allowed |= acc & undecided
             undecided &= ~dec
         allowed |= undecided
