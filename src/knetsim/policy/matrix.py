@@ -482,8 +482,7 @@ class CalicoTier:
 
     def __init__(self, tier: Any, classes: Classes, vectors: Any, k8s_vectors: Vectors, atom_masks: AtomMasks,
                  rule_masks: CalicoRuleMasks, kubernetes_apart: bool) -> None:
-        from .calico.evaluate import _covers_ephemeral
-        from .calico.model import EPHEMERAL_PORTS
+        from .calico.evaluate import misses_clients
 
         assert vectors.index is not None
         self.tier = tier
@@ -499,14 +498,7 @@ class CalicoTier:
         self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
         self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
 
-        def dead(rule: Any) -> bool:
-            # A client's source port is an ephemeral one: a source port rule that does not take them all never
-            # matches (evaluate.rule_set).
-            if rule.source.ports is not None and not _covers_ephemeral(rule.source.ports):
-                return True
-            return any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
-                       for s in rule.source.not_ports)
-        self._dead = dead
+        self._dead = misses_clients  # a rule no client connection matches (its source ports)
 
     def subjects(self, direction: str) -> list[tuple[Any, np.ndarray]]:
         """The tier's policies for ``direction`` that select some class, in order, each with the classes (indices)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-COMBO_BLOCK = 512  # combined rows walked at a time: bounds the temporaries to COMBO_BLOCK x classes
+COMBO_BLOCK = 128  # combined rows walked at a time: bounds the temporaries to COMBO_BLOCK x classes
 
 
 @dataclass(frozen=True)

@@ -314,9 +314,19 @@ def _port_set(specs: Sequence[PortSpec], protocols: Sequence[str], dst: Endpoint
     return ConnSet.of(out)
 
 
-def _covers_ephemeral(specs: Sequence[PortSpec]) -> bool:
+def covers_ephemeral(specs: Sequence[PortSpec]) -> bool:
+    """Whether ``specs`` take every ephemeral port (a client's source port is one of them, which one unknown)."""
     lo, hi = EPHEMERAL_PORTS
     return any(not s.name and s.lo <= lo and s.hi >= hi for s in specs)
+
+
+def misses_clients(rule: CalicoRule) -> bool:
+    """A rule whose source ``ports`` do not take every ephemeral port, or whose ``notPorts`` take one, matches no
+    client connection: it never matches (here and in the matrix's ``CalicoTier``)."""
+    if rule.source.ports is not None and not covers_ephemeral(rule.source.ports):
+        return True
+    return any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
+               for s in rule.source.not_ports)
 
 
 def rule_set(index: CalicoIndex, policy: CalicoPolicy, rule: CalicoRule, src: Endpoint, dst: Endpoint,
@@ -332,10 +342,7 @@ def rule_set(index: CalicoIndex, policy: CalicoPolicy, rule: CalicoRule, src: En
     out = _protocols(rule)
     protocols = [p for p in PROTOCOLS if rule.protocol == p]
     # A client's source port is one of the ephemeral ports: a source port rule matches only if it takes them all.
-    if rule.source.ports is not None and not _covers_ephemeral(rule.source.ports):
-        return ConnSet.none()
-    if rule.source.not_ports and any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
-                                     for s in rule.source.not_ports):
+    if misses_clients(rule):
         return ConnSet.none()
     if rule.destination.ports is not None:
         out = out & _port_set(rule.destination.ports, protocols, dst)
