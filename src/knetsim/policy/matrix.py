@@ -1429,6 +1429,8 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     # cluster keeps the pair-by-pair walk.
     if index.calico is not None and not index.cluster and not pairwise:
         return _calico_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
+    if index.cilium is not None and not pairwise:
+        return _cilium_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
     note = ("evaluated pair by pair under Calico's tiers" if index.calico is not None else
             "evaluated pair by pair under Cilium's deny-before-allow walk")
     return _pairwise_matrix(state, index, classes, pods=pods, note=note)
@@ -1463,6 +1465,63 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
                    "evaluated under Calico's tiers over classes of pods alike"), [])
+
+
+def _representatives(classes: Classes) -> list[Endpoint]:
+    """Per class, the endpoint the pair-by-pair walk asks: its first member, an external range's first address."""
+    from ipaddress import IPv4Address
+
+    return [Endpoint("external", str(IPv4Address(key[2]))) if key[0] == EXTERNAL else members[0]
+            for key, members in zip(classes.keys, classes.members, strict=True)]
+
+
+def _cilium_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes, *, pods: bool,
+                       word_bits: int) -> Matrix:
+    """Cilium's walk over classes (``cilium/vectors.py``): a deny tier, then an allow tier with default deny."""
+    from .cilium.vectors import CiliumSide
+
+    assert index.cilium is not None
+    ends = _representatives(classes)
+    # The named ports of Cilium's own rules (deny rules, clusterwide policies), which the Kubernetes vocabulary the
+    # classes were cut with does not hold: resolved on each class's first pod, as the walk resolves them.
+    for policy in index.cilium.policies:
+        for direction in (EGRESS, INGRESS):
+            for rule in (*(policy.rules(direction) or ()), *(policy.deny_rules(direction) or ())):
+                for p in rule.ports or ():
+                    if isinstance(p.port, str):
+                        for proto in p.protocols():
+                            if (p.port, proto) not in classes.named:
+                                classes.named[(p.port, proto)] = np.array(
+                                    [-1 if ep.kind != "pod" or ep.pod is None else
+                                     (ep.pod.named_port(p.port, proto) or -1) for ep in ends], dtype=np.int64)
+    atoms = port_atoms(index, classes, cilium_port_cuts(index, classes))
+    atom_masks = AtomMasks(atoms, classes)
+    side = CiliumSide(index.cilium, index.on_node, classes, ends, atom_masks)
+    pairs = sparse_class_pairs(classes, side.tiers(), atoms, word_bits)
+    rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
+                   "evaluated under Cilium's deny-before-allow walk over classes of pods alike"), [])
+
+
+def cilium_port_cuts(index: PolicyIndex, classes: Classes) -> dict[str, set[int]]:
+    """The port boundaries of Cilium's rules, allow and deny (named ports as they resolve on the classes)."""
+    assert index.cilium is not None
+    cuts: dict[str, set[int]] = {p: set() for p in PROTOCOLS}
+    for policy in index.cilium.policies:
+        for direction in (EGRESS, INGRESS):
+            for rule in (*(policy.rules(direction) or ()), *(policy.deny_rules(direction) or ())):
+                for p in rule.ports or ():
+                    for proto in p.protocols():
+                        if p.port is None:
+                            continue
+                        if isinstance(p.port, int):
+                            cuts[proto].update((p.port, (p.end_port or p.port) + 1))
+                        else:
+                            numbers = classes.named.get((p.port, proto))
+                            if numbers is not None:
+                                cuts[proto].update(x for v in set(numbers[numbers > 0].tolist()) for x in (v, v + 1))
+    return cuts
 
 
 def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]
