@@ -494,6 +494,12 @@ class CalicoTier:
         self.rule_masks = rule_masks
         self.kubernetes_apart = kubernetes_apart
         self.policies = vectors.index.policies.get(tier.name, ())
+        # kube-admin and kube-baseline hold the ClusterNetworkPolicies of their tier beside any Calico policy there
+        # (calico/evaluate._members).
+        from .calico.evaluate import CLUSTER_TIER_OF
+
+        cluster_tier = CLUSTER_TIER_OF.get(tier.name)
+        self.cluster = [p for p in k8s_vectors.index.cluster if p.tier == cluster_tier] if cluster_tier else []
         self._general: dict[str, np.ndarray] = {}
         self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
         self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
@@ -508,6 +514,11 @@ class CalicoTier:
             # that by label columns (ten thousand of them asked pod by pod took a second).
             chosen = [(p, self.k8s_vectors.selected(p.k8s) if p.k8s is not None and p.applies(direction)
                        else self.vectors.subject(p, direction)) for p in self.policies]
+            if self.cluster:
+                from .calico.evaluate import member_order
+
+                chosen = sorted([*((p, np.flatnonzero(self.k8s_vectors.subject(p))) for p in self.cluster
+                                   if p.rules(direction)), *chosen], key=lambda item: member_order(item[0]))
             found = self._subjects[direction] = [(p, s) for p, s in chosen if len(s)]
         return found
 
@@ -518,7 +529,7 @@ class CalicoTier:
         if found is None:
             found = np.zeros(self.classes.count, dtype=bool)
             for policy, subject in self.subjects(direction):
-                if policy.k8s is None or not self.kubernetes_apart:
+                if isinstance(policy, ClusterPolicy) or policy.k8s is None or not self.kubernetes_apart:
                     found[subject] = True
             self._general[direction] = found
         return found
@@ -541,6 +552,13 @@ class CalicoTier:
         from .calico.model import ALLOW, LOG
 
         out = []
+        if isinstance(policy, ClusterPolicy):
+            from .calico.evaluate import CLUSTER_ACTION
+
+            for rule in policy.rules(direction):
+                out.append((CLUSTER_ACTION[rule.action], rule, self.k8s_vectors.rule(rule), None,
+                            self.atom_masks.rule(rule, word), None))
+            return out
         if policy.k8s is not None:
             for rule in policy.k8s.rules(direction) or ():
                 out.append((ALLOW, rule, self.k8s_vectors.rule(rule), None, self.atom_masks.rule(rule, word), None))
@@ -1409,9 +1427,9 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
                    all_external: bool, word_bits: int = WORD_BITS, pairwise: bool = False) -> Matrix:
     """The matrix under Calico's tiers (or Cilium's walk): pods are alike when their namespace, labels, service
     account and named ports are (and their address, where the CNI's nets cut the pod network). Calico's tiers are
-    vectorised over those classes (``CalicoTier``); Cilium's walk, and Calico's with ClusterNetworkPolicies in
-    its kube-admin and kube-baseline tiers, go pair by pair through the engine (``pairwise``: that way always,
-    the reference the vectorised answer must equal)."""
+    vectorised over those classes (``CalicoTier``, ClusterNetworkPolicies in kube-admin and kube-baseline
+    included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
+    instead: the reference the vectorised answers must equal."""
     from .calico.evaluate import service_account_of
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
@@ -1424,10 +1442,9 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
-    # Note: ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, ordered by
-    # priority as order; CalicoTier does not interleave them (ClusterPolicyTier's rules are another shape), so such a
-    # cluster keeps the pair-by-pair walk.
-    if index.calico is not None and not index.cluster and not pairwise:
+    # ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, their priority as
+    # order: CalicoTier interleaves them.
+    if index.calico is not None and not pairwise:
         return _calico_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
     if index.cilium is not None and not pairwise:
         return _cilium_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
@@ -1438,6 +1455,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
 def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes, *, pods: bool,
                        word_bits: int) -> Matrix:
+    from .calico.evaluate import CLUSTER_TIER_OF
     from .calico.model import DEFAULT_TIER as CALICO_DEFAULT_TIER
     from .calico.vectors import CalicoVectors
 
@@ -1454,7 +1472,8 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
     for calico_tier in index.calico.tiers:
         policies = index.calico.policies.get(calico_tier.name, ())
         apart = calico_tier.name == CALICO_DEFAULT_TIER
-        if not policies and not apart:
+        cluster_tier = CLUSTER_TIER_OF.get(calico_tier.name)
+        if not policies and not apart and not any(p.tier == cluster_tier for p in index.cluster):
             continue
         tier = CalicoTier(calico_tier, classes, calico_vectors, k8s_vectors, atom_masks, rule_masks, apart)
         tiers.append(tier)

@@ -429,13 +429,15 @@ def _members(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, ctx
         if tier.name in CLUSTER_TIER_OF else []
     if not cluster:
         return list(calico_policies)
+    return sorted([*cluster, *calico_policies], key=member_order)
 
-    def order(p: CalicoPolicy | ClusterPolicy) -> tuple[bool, float, str]:
-        if isinstance(p, CalicoPolicy):
-            return p.sort_key()
-        return (False, 1000.0 if p.priority is None else float(p.priority), p.name)
 
-    return sorted([*cluster, *calico_policies], key=order)
+def member_order(p: CalicoPolicy | ClusterPolicy) -> tuple[bool, float, str]:
+    """A tier member's place in Calico's order: a ClusterNetworkPolicy's priority is its order (here and in the
+    matrix's ``CalicoTier``)."""
+    if isinstance(p, CalicoPolicy):
+        return p.sort_key()
+    return (False, 1000.0 if p.priority is None else float(p.priority), p.name)
 
 
 def _ref(p: CalicoPolicy | ClusterPolicy) -> str:
@@ -498,7 +500,7 @@ def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: E
 
 # --- one side, every port ---------------------------------------------------------------------------------------------
 
-_CLUSTER_ACTION = {CLUSTER_ACCEPT: ALLOW, CLUSTER_DENY: DENY, CLUSTER_PASS: PASS}
+CLUSTER_ACTION = {CLUSTER_ACCEPT: ALLOW, CLUSTER_DENY: DENY, CLUSTER_PASS: PASS}
 
 
 def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, ctx: MatchContext
@@ -516,7 +518,7 @@ def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: End
         for policy in members:
             rules: list[tuple[str, ConnSet]]
             if isinstance(policy, ClusterPolicy):
-                rules = [(_CLUSTER_ACTION[rule.action], rule_connections(rule, dst)) for rule in policy.rules(direction)
+                rules = [(CLUSTER_ACTION[rule.action], rule_connections(rule, dst)) for rule in policy.rules(direction)
                          if any(peer_matches(None, peer, peer_ep, ctx) for peer in rule.peers)]
             elif policy.k8s is not None:
                 rules = [(ALLOW, rule_connections(rule, dst)) for rule in policy.k8s.rules(direction) or ()
