@@ -573,9 +573,10 @@ class CalicoTier:
                         self.rule_masks.rule(rule, word), rule.ip_version))
         return out
 
-    def masks(self, direction: str, word: AtomWord) -> TierMasks:
+    def masks(self, direction: str, word: AtomWord, compact: bool = False) -> Any:
         from .calico.model import ALLOW
         from .calico.model import DENY as CALICO_DENY
+        from .sparse_rows import GroupRowsBuilder, SparseTier
 
         n = self.classes.count
         dt = word.dtype
@@ -610,12 +611,21 @@ class CalicoTier:
                 if g == len(first_of):
                     first_of.append(c)
                 rows[c] = g
-        accept = np.zeros((len(groups), n), dtype=dt)
-        decided = np.zeros((len(groups), n), dtype=dt)
+        # Compressed group rows (``sparse_rows.GroupRows``) for class_pairs; dense ones for deciding_tiers' callers.
+        accepts = GroupRowsBuilder(n, dt, full) if compact else None
+        decideds = GroupRowsBuilder(n, dt, full) if compact else None
+        accept = np.zeros((1 if compact else len(groups), n), dtype=dt)
+        decided = np.zeros((1 if compact else len(groups), n), dtype=dt)
+        if accepts is not None and decideds is not None:
+            accepts.add(accept[0])
+            decideds.add(decided[0])
         cache: dict[tuple[Any, ...], np.ndarray] = {}
         zero = dt(0)
         for (signature, g), c0 in zip(list(groups.items())[1:], first_of[1:], strict=True):
-            acc, dec = accept[g], decided[g]
+            if compact:
+                acc, dec = np.zeros(n, dtype=dt), np.zeros(n, dtype=dt)
+            else:
+                acc, dec = accept[g], decided[g]
             taken: np.ndarray | None = None
             for k in (item for item in signature if isinstance(item, int)):
                 for action, _rule, peers, own, bits, version in parts[k]:
@@ -646,7 +656,8 @@ class CalicoTier:
                     if hit is None:
                         where = peers if ok is None else peers & ok
                         hit = np.where(where, dt(value) if isinstance(value, int) else value, zero).astype(dt)
-                        cache[key] = hit
+                        if not compact:
+                            cache[key] = hit
                     if taken is not None:
                         hit = hit & ~taken
                     if action == ALLOW:
@@ -657,7 +668,17 @@ class CalicoTier:
             if self.tier.default_action == CALICO_DENY:
                 # The end-of-tier deny: what no rule of the selecting policies took.
                 dec |= full if taken is None else ~taken
+            if accepts is not None and decideds is not None:
+                accepts.add(acc)
+                decideds.add(dec)
+        if accepts is not None and decideds is not None:
+            return SparseTier(accepts.done(), decideds.done(), rows, np.zeros(0, np.int64), np.zeros(0, dt),
+                              np.zeros(0, dt))
         return TierMasks(accept, decided, rows)
+
+    def sparse_masks(self, direction: str, word: AtomWord) -> Any:
+        """``masks`` as ``sparse_rows.SparseTier`` with compressed group rows."""
+        return self.masks(direction, word, compact=True)
 
 
 def _touching(mask: np.ndarray, index_sets: Sequence[np.ndarray]) -> list[int]:

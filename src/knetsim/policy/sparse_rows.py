@@ -30,14 +30,93 @@ import numpy as np
 COMBO_BLOCK = 128  # combined rows walked at a time: bounds the temporaries to COMBO_BLOCK x classes
 
 
+class GroupRows:
+    """A ``[group, peer]`` table kept as each row's common value and the peers where the row differs (compressed row
+    storage): a tier of a thousand groups over ten thousand classes would be tens of megabytes dense, and most of a
+    row is its common value."""
+
+    def __init__(self, base: np.ndarray, indptr: np.ndarray, peers: np.ndarray, values: np.ndarray, n: int) -> None:
+        self.base = base
+        self.indptr = indptr
+        self.peers = peers
+        self.values = values
+        self.n = n
+        self.dtype = base.dtype
+
+    @classmethod
+    def of(cls, rows: Sequence[np.ndarray], n: int, dtype: Any, full: Any) -> GroupRows:
+        """From dense rows, one per group (each compressed as it comes: the caller need not hold them all)."""
+        builder = GroupRowsBuilder(n, dtype, full)
+        for row in rows:
+            builder.add(row)
+        return builder.done()
+
+    def silent_row0(self) -> bool:
+        return not self.base[0] and self.indptr[1] == 0
+
+    def gather(self, groups: np.ndarray) -> np.ndarray:
+        """The dense rows of ``groups`` (``[len(groups), n]``)."""
+        out = np.repeat(self.base[groups][:, None], self.n, axis=1)
+        lo, hi = self.indptr[groups], self.indptr[groups + 1]
+        counts = hi - lo
+        total = int(counts.sum())
+        if total:
+            row = np.repeat(np.arange(len(groups)), counts)
+            pos = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+            out[row, self.peers[pos]] = self.values[pos]
+        return out
+
+    def at(self, groups: np.ndarray, peers: np.ndarray) -> np.ndarray:
+        """``table[groups, peers]``, cell by cell."""
+        # Keys group * n + peer (sorted, as the rows are), made for the call: kept, they would outweigh the rows.
+        wide = np.int32 if len(self.base) * self.n < 2**31 else np.int64
+        owner = np.repeat(np.arange(len(self.base), dtype=wide), np.diff(self.indptr))
+        keys = owner * wide(self.n) + self.peers.astype(wide, copy=False)
+        del owner
+        hit, value = _lookup(keys, self.values, (groups * self.n + peers).astype(wide))
+        return np.where(hit, value, self.base[groups])
+
+
+class GroupRowsBuilder:
+    """``GroupRows`` row by row."""
+
+    def __init__(self, n: int, dtype: Any, full: Any) -> None:
+        self.n, self.dtype, self.full = n, dtype, full
+        self.base: list[Any] = []
+        self.counts: list[int] = [0]
+        self.peers: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+
+    def add(self, row: np.ndarray) -> None:
+        base = _common(row[None, :], self.full)[0]
+        differ = np.flatnonzero(row != base).astype(np.int32)
+        self.base.append(base)
+        self.counts.append(len(differ))
+        self.peers.append(differ)
+        self.values.append(row[differ])
+
+    def done(self) -> GroupRows:
+        return GroupRows(np.array(self.base, dtype=self.dtype), np.cumsum(self.counts),
+                         np.concatenate(self.peers) if self.peers else np.zeros(0, np.int32),
+                         np.concatenate(self.values) if self.values else np.zeros(0, self.dtype), self.n)
+
+
+def _gather(table: np.ndarray | GroupRows, groups: np.ndarray) -> np.ndarray:
+    return table.gather(groups) if isinstance(table, GroupRows) else table[groups]
+
+
+def _silent_row0(table: np.ndarray | GroupRows) -> bool:
+    return table.silent_row0() if isinstance(table, GroupRows) else not table[0].any()
+
+
 @dataclass(frozen=True)
 class SparseTier:
     """One tier's answer for one direction: ``accept``/``decided`` rows (``[group, peer]``, or ``[group, 1]`` for a
     row alike for every peer), ``rows[subject]`` its group; ``keys`` (sorted, unique ``subject * n + peer``) with
     ``cell_accept``/``cell_decided``: the cells whose answer is not their group row's."""
 
-    accept: np.ndarray
-    decided: np.ndarray
+    accept: np.ndarray | GroupRows
+    decided: np.ndarray | GroupRows
     rows: np.ndarray
     keys: np.ndarray
     cell_accept: np.ndarray
@@ -71,8 +150,10 @@ def or_reduce(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
     return keys[starts], np.bitwise_or.reduceat(values, starts)
 
 
-def _at(table: np.ndarray, rows: np.ndarray, peers: np.ndarray) -> np.ndarray:
+def _at(table: np.ndarray | GroupRows, rows: np.ndarray, peers: np.ndarray) -> np.ndarray:
     """``table[rows, peers]`` where ``table`` may hold one column for every peer."""
+    if isinstance(table, GroupRows):
+        return table.at(rows, peers)
     return table[rows, 0] if table.shape[1] == 1 else table[rows, peers]
 
 
@@ -116,7 +197,7 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     exc_value: list[np.ndarray] = []
     # A tier whose group 0 says nothing (the classes none of its policies select) is skipped for those rows: a
     # class is selected in one tier or two, not in all of them.
-    silent = [not tier.accept[0].any() and not tier.decided[0].any() for tier in tiers]
+    silent = [_silent_row0(tier.accept) and _silent_row0(tier.decided) for tier in tiers]
     for lo in range(0, len(combos), COMBO_BLOCK):
         picked = combos[lo:lo + COMBO_BLOCK]
         allowed = np.zeros((len(picked), n), dtype=dtype)
@@ -128,11 +209,11 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
                 if not len(touched):
                     continue
                 if len(touched) < len(groups):
-                    acc, dec = tier.accept[groups[touched]], tier.decided[groups[touched]]
+                    acc, dec = _gather(tier.accept, groups[touched]), _gather(tier.decided, groups[touched])
                     allowed[touched] |= acc & undecided[touched]
                     undecided[touched] &= ~dec
                     continue
-            acc, dec = tier.accept[groups], tier.decided[groups]
+            acc, dec = _gather(tier.accept, groups), _gather(tier.decided, groups)
             allowed |= acc & undecided
             undecided &= ~dec
         allowed |= undecided
@@ -246,4 +327,4 @@ def _unique_values(values: np.ndarray) -> list[Any]:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))].tolist()
 
 
-__all__ = ["SparseDirection", "SparseTier", "combine", "grouped", "join", "or_reduce"]
+__all__ = ["GroupRows", "GroupRowsBuilder", "SparseDirection", "SparseTier", "combine", "grouped", "join", "or_reduce"]
