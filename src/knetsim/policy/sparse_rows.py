@@ -88,7 +88,14 @@ class GroupRowsBuilder:
         self.values: list[np.ndarray] = []
 
     def add(self, row: np.ndarray) -> None:
-        base = _common(row[None, :], self.full)[0]
+        nonzero = np.count_nonzero(row)
+        # Mostly nothing (an accept row), mostly everything (an end-of-tier deny's decided row), or else the mode.
+        if nonzero * 2 <= self.n:
+            base = row.dtype.type(0)
+        elif np.count_nonzero(row == self.full) * 2 >= self.n:
+            base = self.full
+        else:
+            base = _common(row[None, :], self.full)[0]
         differ = np.flatnonzero(row != base).astype(np.int32)
         self.base.append(base)
         self.counts.append(len(differ))
@@ -241,7 +248,7 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     if len(cells):
         keep = ~_lookup(cells, np.zeros(len(cells), dtype=np.int8), keys)[0]
         keys, values = keys[keep], values[keep]
-        cell_values = _walk_cells(tiers, cells, n, full, dtype)
+        cell_values = _walk_cells(tiers, silent, cells, n, full, dtype)
         keys = np.concatenate((keys, cells))
         values = np.concatenate((values, cell_values))
     order = np.argsort(keys, kind="stable")
@@ -260,14 +267,22 @@ def _union(arrays: Sequence[np.ndarray]) -> np.ndarray:
     return joined[np.concatenate(([True], joined[1:] != joined[:-1]))]
 
 
-def _walk_cells(tiers: Sequence[SparseTier], cells: np.ndarray, n: int, full: Any, dtype: Any) -> np.ndarray:
+def _walk_cells(tiers: Sequence[SparseTier], silent: Sequence[bool], cells: np.ndarray, n: int, full: Any,
+                dtype: Any) -> np.ndarray:
     """The tiers walked for the cells some tier names (each tier's cell where it has one, else its group row)."""
     subjects, peers = cells // n, cells % n
     allowed = np.zeros(len(cells), dtype=dtype)
     undecided = np.full(len(cells), full, dtype=dtype)
-    for tier in tiers:
+    for tier, quiet in zip(tiers, silent, strict=True):
         groups = tier.rows[subjects]
-        acc, dec = _at(tier.accept, groups, peers), _at(tier.decided, groups, peers)
+        if quiet:  # group 0 says nothing: only the cells of the other groups are looked up
+            touched = np.flatnonzero(groups)
+            acc, dec = np.zeros(len(cells), dtype=dtype), np.zeros(len(cells), dtype=dtype)
+            if len(touched):
+                acc[touched] = _at(tier.accept, groups[touched], peers[touched])
+                dec[touched] = _at(tier.decided, groups[touched], peers[touched])
+        else:
+            acc, dec = _at(tier.accept, groups, peers), _at(tier.decided, groups, peers)
         if len(tier.keys):
             hit, cell_acc = _lookup(tier.keys, tier.cell_accept, cells)
             _, cell_dec = _lookup(tier.keys, tier.cell_decided, cells)
