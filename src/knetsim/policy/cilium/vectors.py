@@ -7,10 +7,11 @@ what a deny rule matches as denied, then an allow tier that, for an isolated cla
 matches and denies the rest. Subject classes that read the same (the same selecting policies and, where a rule
 reads them, the same node, the same pod for the names its DNS lookups learn, the same named ports) share one row.
 
-Each rule's peer is matched against every class's representative by the walk's own ``evaluate._peer``, once
-per distinct (policy, rule, peer, what the subject decides of it): the cost is classes x distinct peers, not
-classes squared x rules. ``tests/policy/test_cilium_matrix_vectorised.py`` holds this equal to the pair-by-pair
-walk.
+A peer of pods (namespace and pod selectors, most peers) is matched over every class at once by label columns,
+as ``rules.peer_matches`` reads them; every other peer (entities, CIDRs, toServices, toFQDNs) by the walk's own
+``evaluate._peer`` on each class's representative. Either is done once per distinct peer (and, where the subject
+decides, per node or pod): the cost is classes x distinct peers, not classes squared x rules.
+``tests/policy/test_cilium_matrix_vectorised.py`` holds this equal to the pair-by-pair walk.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ class CiliumSide:
         self.atom_masks = atom_masks
         self.n = classes.count
         self._peers: dict[tuple[Any, ...], np.ndarray] = {}
+        self._selected: dict[tuple[str, Any], np.ndarray] = {}
+        self._pod_mask: np.ndarray | None = None
+        self._namespace_of: np.ndarray | None = None
+        self._label_pairs: dict[tuple[str, str], np.ndarray] | None = None
+        self._label_keys: dict[str, np.ndarray] | None = None
+        self.index_ctx = on_node("")  # namespace labels are the same seen from any node
         self._groups: dict[str, tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]] = {}
 
     def tiers(self) -> list[Any]:
@@ -98,21 +105,112 @@ class CiliumSide:
 
     def peers(self, policy: CiliumPolicy, rule: Rule, direction: str, subject: int) -> np.ndarray:
         """The classes ``rule`` of ``policy`` matches as peers of subject class ``subject`` (``evaluate._peer``)."""
+        if rule.peers is None:
+            return np.ones(self.n, dtype=bool)
+        found = np.zeros(self.n, dtype=bool)
+        for peer in rule.peers:
+            found |= self._peer(policy, rule, peer, subject)
+        return found
+
+    def _peer(self, policy: CiliumPolicy, rule: Rule, peer: Any, subject: int) -> np.ndarray:
+        """One peer over every class, cached by what decides it (so a thousand policies naming one peer share it)."""
         end = self.ends[subject]
         assert end.pod is not None
-        reads = (end.pod.node_name if _reads_node(policy, direction) else None,
-                 end.pod.key if _reads_pod(policy, direction) else None)
-        key = (id(policy), direction, id(rule), reads)
+        if peer.kind == "fqdn":  # the policy's own DNS match, and the names this pod's lookups learn
+            key: tuple[Any, ...] = ("fqdn", id(policy), rule.index, peer.index, end.pod.key, end.pod.node_name)
+        else:
+            node = end.pod.node_name if peer.kind == "entity" and peer.entity in NODE_ENTITIES else None
+            key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity,
+                   node)
         found = self._peers.get(key)
+        if found is None:
+            if peer.kind == "pods":
+                found = self._pods_peer(peer)
+            else:
+                ctx = self.on_node(end.pod.node_name)
+                found = np.array([_peer(self.index, policy, rule, peer, ep, end.pod, ctx) for ep in self.ends],
+                                 dtype=bool)
+            self._peers[key] = found
+        return found
+
+    # --- a pods peer (namespace and pod selectors) by label columns: rules.peer_matches over every class ---------
+
+    def _pods_peer(self, peer: Any) -> np.ndarray:
+        if self._pod_mask is None:
+            self._pod_mask = np.array([ep.kind == "pod" and ep.pod is not None for ep in self.ends], dtype=bool)
+            self._namespace_of = np.array([ep.pod.namespace if ep.kind == "pod" and ep.pod is not None else ""
+                                           for ep in self.ends], dtype=object)
+        found = self._pod_mask.copy()
+        if peer.namespace_selector is None:
+            found &= self._namespace_of == (peer.namespace or "")
+        else:
+            found &= self._namespaces_matching(peer.namespace_selector)
+        if peer.pod_selector is not None:
+            found &= self._selector(peer.pod_selector)
+        return found
+
+    def _namespaces_matching(self, selector: Any) -> np.ndarray:
+        key = ("namespaces", selector)
+        found = self._selected.get(key)
+        if found is None:
+            assert self._namespace_of is not None
+            picked = {ns for ns in set(self._namespace_of.tolist()) if ns and
+                      selector.matches(self.index_ctx.namespace_labels(ns))}
+            found = self._selected[key] = np.isin(self._namespace_of, np.array(sorted(picked), dtype=object))
+        return found
+
+    def _selector(self, selector: Any) -> np.ndarray:
+        """``Selector.matches`` over every class's first pod's labels, requirement by requirement."""
+        from ...model.labels import DOES_NOT_EXIST, EQUALS, EXISTS, IN, NOT_EQUALS, NOT_IN
+
+        key = ("pods", selector)
+        found = self._selected.get(key)
         if found is not None:
             return found
-        if rule.peers is None:
-            found = np.ones(self.n, dtype=bool)
+        if self._label_pairs is None:
+            pairs: dict[tuple[str, str], list[int]] = {}
+            for c, ep in enumerate(self.ends):
+                if ep.kind == "pod" and ep.pod is not None:
+                    for pair in ep.pod.labels.items():
+                        pairs.setdefault(pair, []).append(c)
+            self._label_pairs = {pair: np.array(v, dtype=np.int64) for pair, v in pairs.items()}
+            by_key: dict[str, list[int]] = {}
+            for (k, _), v in pairs.items():
+                by_key.setdefault(k, []).extend(v)
+            self._label_keys = {k: np.array(v, dtype=np.int64) for k, v in by_key.items()}
+        assert self._label_keys is not None
+
+        def having(label: str, values: Any = None) -> np.ndarray:
+            out = np.zeros(self.n, dtype=bool)
+            assert self._label_pairs is not None and self._label_keys is not None
+            if values is None:
+                idx = self._label_keys.get(label)
+                if idx is not None:
+                    out[idx] = True
+                return out
+            for value in values:
+                idx = self._label_pairs.get((label, value))
+                if idx is not None:
+                    out[idx] = True
+            return out
+
+        if selector.nothing:
+            found = np.zeros(self.n, dtype=bool)
         else:
-            ctx = self.on_node(end.pod.node_name)
-            found = np.array([any(_peer(self.index, policy, rule, peer, ep, end.pod, ctx) for peer in rule.peers)
-                              for ep in self.ends], dtype=bool)
-        self._peers[key] = found
+            found = np.ones(self.n, dtype=bool)
+            for r in selector.requirements:
+                if r.op in (EQUALS, IN):
+                    found &= having(r.key, r.values)
+                elif r.op in (NOT_EQUALS, NOT_IN):
+                    found &= ~having(r.key, r.values)
+                elif r.op == EXISTS:
+                    found &= having(r.key)
+                elif r.op == DOES_NOT_EXIST:
+                    found &= ~having(r.key)
+                else:  # Gt / Lt: asked label map by label map
+                    found &= np.array([ep.kind == "pod" and ep.pod is not None and r.matches(ep.pod.labels)
+                                       for ep in self.ends], dtype=bool)
+        self._selected[key] = found
         return found
 
 
