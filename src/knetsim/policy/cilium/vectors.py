@@ -76,19 +76,32 @@ class CiliumSide:
         rows = np.zeros(self.n, dtype=np.int64)
         groups: dict[tuple[Any, ...], int] = {}
         firsts: list[tuple[int, list[CiliumPolicy]]] = [(-1, [])]
-        position = {id(p): k for k, p in enumerate(self.index.policies)}
-        for c in np.flatnonzero(self.classes.kind == POD).tolist():
-            end = self.ends[c]
-            pod = end.pod
-            assert pod is not None
-            ctx = self.on_node(pod.node_name)
-            selecting = self.index.selecting(pod, direction, ctx)
-            if not selecting:
+        # Which policies select each class (``CiliumIndex.selecting``, in the index's order), policy by policy over
+        # label columns: asking every policy of every class is classes x policies calls.
+        policies = self.index.policies
+        selecting_of: list[list[int]] = [[] for _ in range(self.n)]
+        reads_node: set[int] = set()
+        reads_pod: set[int] = set()
+        for k, policy in enumerate(policies):
+            if not policy.applies(direction):
                 continue
-            signature: list[Any] = [tuple(position[id(p)] for p in selecting)]
-            if any(_reads_node(p, direction) for p in selecting):
+            if _reads_node(policy, direction):
+                reads_node.add(k)
+            if _reads_pod(policy, direction):
+                reads_pod.add(k)
+            for c in self._selected_by(policy).tolist():
+                selecting_of[c].append(k)
+        for c in np.flatnonzero(self.classes.kind == POD).tolist():
+            if not selecting_of[c]:
+                continue
+            pod = self.ends[c].pod
+            assert pod is not None
+            positions = tuple(selecting_of[c])
+            selecting = [policies[k] for k in positions]
+            signature: list[Any] = [positions]
+            if reads_node.intersection(positions):
                 signature.append(("node", pod.node_name))
-            if any(_reads_pod(p, direction) for p in selecting):
+            if reads_pod.intersection(positions):
                 signature.append(("pod", pod.key))
             if direction == INGRESS:  # a named port resolves on the subject (its every named port, Cilium's too)
                 signature.append(("ports", tuple(sorted((p.name, p.protocol, p.container_port)
@@ -103,17 +116,33 @@ class CiliumSide:
         found = self._groups[direction] = (rows, firsts)
         return found
 
+    def _selected_by(self, policy: CiliumPolicy) -> np.ndarray:
+        """The pod classes ``policy`` selects (``CiliumPolicy.selects`` over every class's first pod)."""
+        self._pods_peer_setup()
+        assert self._pod_mask is not None
+        if policy.clusterwide:
+            found = self._pod_mask.copy()
+            if policy.namespaces is not None:
+                found &= self._namespaces_matching(policy.namespaces)
+            found &= self._selector(policy.policy.selector)
+            return np.flatnonzero(found)
+        lo, hi = self.classes.ns_slices.get(policy.policy.namespace, (0, 0))
+        return np.flatnonzero(self._pod_mask[lo:hi] & self._selector(policy.policy.selector)[lo:hi]) + lo
+
     def peers(self, policy: CiliumPolicy, rule: Rule, direction: str, subject: int) -> np.ndarray:
         """The classes ``rule`` of ``policy`` matches as peers of subject class ``subject`` (``evaluate._peer``)."""
         if rule.peers is None:
-            return np.ones(self.n, dtype=bool)
-        found = np.zeros(self.n, dtype=bool)
-        for peer in rule.peers:
-            found |= self._peer(policy, rule, peer, subject)
-        return found
+            return np.arange(self.n)
+        if not rule.peers:  # a rule with an empty peer list matches no peer
+            return np.zeros(0, dtype=np.int64)
+        if len(rule.peers) == 1:
+            return self._peer(policy, rule, rule.peers[0], subject)
+        # Repeated indices are harmless to the callers' ``hits[peers] |= bits``.
+        return np.concatenate([self._peer(policy, rule, peer, subject) for peer in rule.peers])
 
     def _peer(self, policy: CiliumPolicy, rule: Rule, peer: Any, subject: int) -> np.ndarray:
-        """One peer over every class, cached by what decides it (so a thousand policies naming one peer share it)."""
+        """The classes one peer matches (sorted indices: ten thousand namespace-local peers as vectors would be
+        hundreds of megabytes), cached by what decides it, so a thousand policies naming one peer share it."""
         end = self.ends[subject]
         assert end.pod is not None
         if peer.kind == "fqdn":  # the policy's own DNS match, and the names this pod's lookups learn
@@ -128,26 +157,32 @@ class CiliumSide:
                 found = self._pods_peer(peer)
             else:
                 ctx = self.on_node(end.pod.node_name)
-                found = np.array([_peer(self.index, policy, rule, peer, ep, end.pod, ctx) for ep in self.ends],
-                                 dtype=bool)
+                found = np.flatnonzero([_peer(self.index, policy, rule, peer, ep, end.pod, ctx) for ep in self.ends])
             self._peers[key] = found
         return found
 
     # --- a pods peer (namespace and pod selectors) by label columns: rules.peer_matches over every class ---------
 
-    def _pods_peer(self, peer: Any) -> np.ndarray:
+    def _pods_peer_setup(self) -> None:
         if self._pod_mask is None:
             self._pod_mask = np.array([ep.kind == "pod" and ep.pod is not None for ep in self.ends], dtype=bool)
             self._namespace_of = np.array([ep.pod.namespace if ep.kind == "pod" and ep.pod is not None else ""
                                            for ep in self.ends], dtype=object)
-        found = self._pod_mask.copy()
+
+    def _pods_peer(self, peer: Any) -> np.ndarray:
+        self._pods_peer_setup()
+        assert self._pod_mask is not None
         if peer.namespace_selector is None:
-            found &= self._namespace_of == (peer.namespace or "")
-        else:
-            found &= self._namespaces_matching(peer.namespace_selector)
+            # One namespace: its slice of the classes (pod classes sort by namespace).
+            lo, hi = self.classes.ns_slices.get(peer.namespace or "", (0, 0))
+            found = self._pod_mask[lo:hi].copy()
+            if peer.pod_selector is not None:
+                found &= self._selector(peer.pod_selector)[lo:hi]
+            return np.flatnonzero(found) + lo
+        found = self._pod_mask & self._namespaces_matching(peer.namespace_selector)
         if peer.pod_selector is not None:
             found &= self._selector(peer.pod_selector)
-        return found
+        return np.flatnonzero(found)
 
     def _namespaces_matching(self, selector: Any) -> np.ndarray:
         key = ("namespaces", selector)
@@ -223,39 +258,47 @@ class _CiliumTier:
         self.name = "Cilium deny rules" if deny else "Cilium allow rules"
 
     def sparse_masks(self, direction: str, word: Any) -> Any:
-        from ..sparse_rows import grouped
+        from ..sparse_rows import GroupRowsBuilder, SparseTier
 
         side = self.side
         n = side.n
         dt = word.dtype
         rows, firsts = side.groups(direction)
-        accept = np.zeros((len(firsts), n), dtype=dt)
-        decided = np.zeros((len(firsts), n), dtype=dt)
-        for g, (c, selecting) in enumerate(firsts):
-            if g == 0:
-                continue
+        # Group rows compressed as they are made: ten thousand groups of ten thousand classes would be gigabytes.
+        accepts, decideds = GroupRowsBuilder(n, dt, word.full), GroupRowsBuilder(n, dt, word.full)
+        nothing = np.zeros(n, dtype=dt)
+        everything = np.full(n, word.full, dtype=dt)
+        accepts.add(nothing)
+        decideds.add(nothing)
+        for c, selecting in firsts[1:]:
             if not self.deny and not any(p.isolates(direction) for p in selecting):
-                continue  # not isolated: what no deny rule takes is allowed
+                accepts.add(nothing)  # not isolated: what no deny rule takes is allowed
+                decideds.add(nothing)
+                continue
             hits = np.zeros(n, dtype=dt)
             for policy in selecting:
                 for rule in (policy.deny_rules(direction) if self.deny else policy.rules(direction)) or ():
                     peers = side.peers(policy, rule, direction, c)
+                    if not len(peers):
+                        continue
                     mask = side.atom_masks.rule(rule, word)
                     if isinstance(mask, int):
                         if mask:
-                            hits |= np.where(peers, dt(mask), dt(0))
+                            hits[peers] |= dt(mask)
                     elif direction == INGRESS:
                         value = int(mask[c])  # a named port resolves on the subject, the destination
                         if value:
-                            hits |= np.where(peers, dt(value), dt(0))
+                            hits[peers] |= dt(value)
                     else:
-                        hits |= np.where(peers, mask, dt(0)).astype(dt)  # ...on egress, on the peer
+                        hits[peers] |= mask[peers].astype(dt)  # ...on egress, on the peer
             if self.deny:
-                decided[g] = hits
+                accepts.add(nothing)
+                decideds.add(hits)
             else:
-                accept[g] = hits
-                decided[g] = word.full
-        return grouped(accept, decided, rows, n)
+                accepts.add(hits)
+                decideds.add(everything)
+        empty = np.zeros(0, dtype=np.int64)
+        return SparseTier(accepts.done(), decideds.done(), rows, empty, np.zeros(0, dt), np.zeros(0, dt))
 
 
 __all__ = ["CiliumSide"]
