@@ -63,57 +63,69 @@ class CiliumSide:
         self._label_pairs: dict[tuple[str, str], np.ndarray] | None = None
         self._label_keys: dict[str, np.ndarray] | None = None
         self.index_ctx = on_node("")  # namespace labels are the same seen from any node
-        self._groups: dict[str, tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]] = {}
+        self._groups: dict[tuple[str, bool], tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]] = {}
+        self._selecting_of: dict[str, list[list[int]]] = {}
 
     def tiers(self) -> list[Any]:
         return [_CiliumTier(self, deny=True), _CiliumTier(self, deny=False)]
 
-    def groups(self, direction: str) -> tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]:
-        """``rows[class]`` (0: no policy selects it, or it is no pod) and per group its first class and policies."""
-        found = self._groups.get(direction)
+    def _selecting(self, direction: str) -> list[list[int]]:
+        """Per class, the positions of the policies selecting it for ``direction`` (``CiliumIndex.selecting``, in the
+        index's order), found policy by policy over label columns: asking every policy of every class is classes x
+        policies calls."""
+        found = self._selecting_of.get(direction)
+        if found is None:
+            found = [[] for _ in range(self.n)]
+            for k, policy in enumerate(self.index.policies):
+                if policy.applies(direction):
+                    for c in self._selected_by(policy).tolist():
+                        found[c].append(k)
+            self._selecting_of[direction] = found
+        return found
+
+    def groups(self, direction: str, deny: bool) -> tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]:
+        """For the deny tier (``deny``) or the allow tier: ``rows[class]`` (0: the tier says nothing of it) and per
+        group its first class and the policies whose rules the tier reads. Each tier groups by what it reads: a
+        clusterwide deny over every class is one deny row, however many distinct allow rows the classes have."""
+        key = (direction, deny)
+        found = self._groups.get(key)
         if found is not None:
             return found
+        policies = self.index.policies
         rows = np.zeros(self.n, dtype=np.int64)
         groups: dict[tuple[Any, ...], int] = {}
         firsts: list[tuple[int, list[CiliumPolicy]]] = [(-1, [])]
-        # Which policies select each class (``CiliumIndex.selecting``, in the index's order), policy by policy over
-        # label columns: asking every policy of every class is classes x policies calls.
-        policies = self.index.policies
-        selecting_of: list[list[int]] = [[] for _ in range(self.n)]
-        reads_node: set[int] = set()
-        reads_pod: set[int] = set()
-        for k, policy in enumerate(policies):
-            if not policy.applies(direction):
-                continue
-            if _reads_node(policy, direction):
-                reads_node.add(k)
-            if _reads_pod(policy, direction):
-                reads_pod.add(k)
-            for c in self._selected_by(policy).tolist():
-                selecting_of[c].append(k)
+        selecting_of = self._selecting(direction)
         for c in np.flatnonzero(self.classes.kind == POD).tolist():
             if not selecting_of[c]:
                 continue
+            if deny:
+                positions = tuple(k for k in selecting_of[c] if policies[k].deny_rules(direction))
+            elif any(policies[k].isolates(direction) for k in selecting_of[c]):
+                positions = tuple(k for k in selecting_of[c] if policies[k].rules(direction))
+            else:
+                continue  # not isolated: what no deny rule takes is allowed
+            if deny and not positions:
+                continue
             pod = self.ends[c].pod
             assert pod is not None
-            positions = tuple(selecting_of[c])
-            selecting = [policies[k] for k in positions]
+            read = [policies[k] for k in positions]
             signature: list[Any] = [positions]
-            if reads_node.intersection(positions):
+            if any(_reads_node(p, direction) for p in read):
                 signature.append(("node", pod.node_name))
-            if reads_pod.intersection(positions):
+            if any(_reads_pod(p, direction) for p in read):
                 signature.append(("pod", pod.key))
-            if direction == INGRESS:  # a named port resolves on the subject (its every named port, Cilium's too)
+            if direction == INGRESS and positions:  # a named port resolves on the subject (its every named port)
                 signature.append(("ports", tuple(sorted((p.name, p.protocol, p.container_port)
                                                         for container in pod.containers for p in container.ports
                                                         if p.name))))
-            key = tuple(signature)
-            g = groups.get(key)
+            group_key = tuple(signature)
+            g = groups.get(group_key)
             if g is None:
-                g = groups[key] = len(firsts)
-                firsts.append((c, selecting))
+                g = groups[group_key] = len(firsts)
+                firsts.append((c, read))
             rows[c] = g
-        found = self._groups[direction] = (rows, firsts)
+        found = self._groups[key] = (rows, firsts)
         return found
 
     def _selected_by(self, policy: CiliumPolicy) -> np.ndarray:
@@ -263,18 +275,14 @@ class _CiliumTier:
         side = self.side
         n = side.n
         dt = word.dtype
-        rows, firsts = side.groups(direction)
+        rows, firsts = side.groups(direction, self.deny)
         # Group rows compressed as they are made: ten thousand groups of ten thousand classes would be gigabytes.
         accepts, decideds = GroupRowsBuilder(n, dt, word.full), GroupRowsBuilder(n, dt, word.full)
         nothing = np.zeros(n, dtype=dt)
         everything = np.full(n, word.full, dtype=dt)
         accepts.add(nothing)
         decideds.add(nothing)
-        for c, selecting in firsts[1:]:
-            if not self.deny and not any(p.isolates(direction) for p in selecting):
-                accepts.add(nothing)  # not isolated: what no deny rule takes is allowed
-                decideds.add(nothing)
-                continue
+        for c, selecting in firsts[1:]:  # the allow tier's groups are the isolated classes
             hits = np.zeros(n, dtype=dt)
             for policy in selecting:
                 for rule in (policy.deny_rules(direction) if self.deny else policy.rules(direction)) or ():
