@@ -102,6 +102,11 @@ class GroupRowsBuilder:
         self.peers.append(differ)
         self.values.append(row[differ])
 
+    def add_constant(self, value: Any) -> None:
+        """A row of one value for every peer."""
+        self.base.append(self.dtype(value))
+        self.counts.append(0)
+
     def done(self) -> GroupRows:
         return GroupRows(np.array(self.base, dtype=self.dtype), np.cumsum(self.counts),
                          np.concatenate(self.peers) if self.peers else np.zeros(0, np.int32),

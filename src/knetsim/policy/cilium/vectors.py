@@ -62,6 +62,7 @@ class CiliumSide:
         self._namespace_of: np.ndarray | None = None
         self._label_pairs: dict[tuple[str, str], np.ndarray] | None = None
         self._label_keys: dict[str, np.ndarray] | None = None
+        self._namespace_labels: list[Any] | None = None
         self.index_ctx = on_node("")  # namespace labels are the same seen from any node
         self._groups: dict[tuple[str, bool], tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]] = {}
         self._selecting_of: dict[str, list[list[int]]] = {}
@@ -200,10 +201,12 @@ class CiliumSide:
         key = ("namespaces", selector)
         found = self._selected.get(key)
         if found is None:
-            assert self._namespace_of is not None
-            picked = {ns for ns in set(self._namespace_of.tolist()) if ns and
-                      selector.matches(self.index_ctx.namespace_labels(ns))}
-            found = self._selected[key] = np.isin(self._namespace_of, np.array(sorted(picked), dtype=object))
+            # Per namespace of the classes, then spread over the classes (``ns_of`` -1, no pod: the trailing False).
+            if self._namespace_labels is None:
+                self._namespace_labels = [self.index_ctx.namespace_labels(ns) for ns in self.classes.namespaces]
+            per_namespace = np.array([selector.matches(labels) for labels in self._namespace_labels] + [False],
+                                     dtype=bool)
+            found = self._selected[key] = per_namespace[self.classes.ns_of]
         return found
 
     def _selector(self, selector: Any) -> np.ndarray:
@@ -279,7 +282,6 @@ class _CiliumTier:
         # Group rows compressed as they are made: ten thousand groups of ten thousand classes would be gigabytes.
         accepts, decideds = GroupRowsBuilder(n, dt, word.full), GroupRowsBuilder(n, dt, word.full)
         nothing = np.zeros(n, dtype=dt)
-        everything = np.full(n, word.full, dtype=dt)
         accepts.add(nothing)
         decideds.add(nothing)
         for c, selecting in firsts[1:]:  # the allow tier's groups are the isolated classes
@@ -300,11 +302,11 @@ class _CiliumTier:
                     else:
                         hits[peers] |= mask[peers].astype(dt)  # ...on egress, on the peer
             if self.deny:
-                accepts.add(nothing)
+                accepts.add_constant(0)
                 decideds.add(hits)
             else:
                 accepts.add(hits)
-                decideds.add(everything)
+                decideds.add_constant(word.full)
         empty = np.zeros(0, dtype=np.int64)
         return SparseTier(accepts.done(), decideds.done(), rows, empty, np.zeros(0, dt), np.zeros(0, dt))
 
