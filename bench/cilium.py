@@ -15,16 +15,18 @@ every Kubernetes NetworkPolicy is walked with it, as Cilium enforces them togeth
 
 Reference: bench/calico.py's target for the same cluster size, < 3 s and < 500 MB.
 
-Measured 2026-12-06 on the shared 2-core machine (load average 4-7):
+Measured 2026-12-06 on the shared 2-core machine (load average 2.6-4.4; CPU the better of two runs):
 
-* before, each pair of classes through the walk (``matrix._pairwise_matrix``): 1,000 pods 8.1 s for the matrix
-  alone (in process, after reading); 10,000 pods not run (9,000 classes, 81 million pairs).
-* vectorised over classes (``cilium/vectors.py``; the first version matched every peer on every class through
-  the walk's own function and found each class's selecting policies by asking every policy): 10,000 pods 74 s
-  of CPU for the whole process; with pods peers and the selecting policies over label columns, peers kept as
-  indices and group rows compressed: 1,000 pods 0.36 s for the matrix in process (identical to the pair-by-pair
-  answer); 10,000 pods 8.1 s CPU, 9.2 s with the output of the whole process (about 4.5 s of it reading the
-  20,000 manifests, as in bench/calico.py).
+* before, each pair of classes through the walk (``matrix._pairwise_matrix``): 1,000 pods (``--namespaces 100``)
+  9.25 s / 82 MB; 10,000 pods not run (9,000 classes, 81 million pairs: hours).
+* after, the walk over classes (``cilium/vectors.py``: a deny tier and an allow tier, each grouping the classes
+  by the policies whose rules it reads; pods peers and the selecting policies found over label columns; group
+  rows compressed): 1,000 pods 1.48 s / 85 MB, the answer identical to the pair-by-pair one; 10,000 pods
+  9.33 s / 417 MB (time MISSED by 6.3 s). About 4.5 s of it is reading the 20,000 manifests (as in
+  bench/calico.py); the matrix stage is ~3 s in process, most of it the allow tier's 9,000 group rows (one per
+  Deployment: each class is selected by its own policy) combined as dense rows over the classes, 9,000 x 9,000
+  cells in blocks. Sparse cells for that tier, as Calico's default tier has for its Kubernetes policies, would
+  take that to the size of the answer.
 """
 
 from __future__ import annotations
