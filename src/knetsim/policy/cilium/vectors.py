@@ -273,6 +273,8 @@ class _CiliumTier:
         self.name = "Cilium deny rules" if deny else "Cilium allow rules"
 
     def sparse_masks(self, direction: str, word: Any) -> Any:
+        if not self.deny:
+            return self._allow_cells(direction, word)
         from ..sparse_rows import GroupRowsBuilder, SparseTier
 
         side = self.side
@@ -309,6 +311,42 @@ class _CiliumTier:
                 decideds.add_constant(word.full)
         empty = np.zeros(0, dtype=np.int64)
         return SparseTier(accepts.done(), decideds.done(), rows, empty, np.zeros(0, dt), np.zeros(0, dt))
+
+
+    def _allow_cells(self, direction: str, word: Any) -> Any:
+        """The allow tier as two group rows (not isolated: nothing; isolated: everything denied) and a cell per
+        (subject, peer) an allow rule matches: one row per isolated group would be a dense row over the classes for
+        each Deployment, its own policy selecting it."""
+        from ..sparse_rows import SparseTier, cross_cells
+
+        side = self.side
+        n = side.n
+        dt = word.dtype
+        groups, firsts = side.groups(direction, False)
+        order = np.argsort(groups, kind="stable")
+        starts = np.searchsorted(groups[order], np.arange(len(firsts) + 1))
+        items: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for g, (c, selecting) in enumerate(firsts):
+            if g == 0:
+                continue
+            members = order[starts[g]:starts[g + 1]]
+            for policy in selecting:
+                for rule in policy.rules(direction) or ():
+                    peers = side.peers(policy, rule, direction, c)
+                    if not len(peers):
+                        continue
+                    mask = side.atom_masks.rule(rule, word)
+                    if isinstance(mask, int):
+                        bits = np.full(len(peers), mask, dtype=dt)
+                    elif direction == INGRESS:  # a named port resolves on the subject (alike in the group)
+                        bits = np.full(len(peers), int(mask[c]), dtype=dt)
+                    else:  # ...on egress, on the peer
+                        bits = mask[peers].astype(dt)
+                    items.append((members, peers, bits))
+        keys, accept = cross_cells(items, n, dt)
+        rows = (groups != 0).astype(np.int64)
+        return SparseTier(np.zeros((2, 1), dtype=dt), np.array([[0], [word.full]], dtype=dt), rows, keys, accept,
+                          np.full(len(keys), word.full, dtype=dt))
 
 
 __all__ = ["CiliumSide"]
