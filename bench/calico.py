@@ -56,9 +56,10 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   above). So reading and building alone take ~4.5 s against 3 s for everything: the target needs a
   faster YAML front end and admission done once per distinct shape (a template, a selector) rather
   than once per object, not more trimming of the steps.
-* the matrix without classes x classes arrays (issue 30; load average 3.7-4.4, the commit before and after run
-  back to back, CPU the better of two, every output byte-identical to the commit before's): 10,000 pods
-  9.70 -> 7.23 s / 628 -> 483 MB (memory MET, time MISSED by 4.2 s); 1,000 pods 1.31 s / 102 MB. The tiers are
+* the matrix without classes x classes arrays (issue 30; the commit before and after run back to back, twice, at
+  load average 1.3-4.4, CPU the better of two, every output byte-identical to the commit before's): 10,000 pods
+  9.70-10.24 -> 7.23-7.83 s / 628 -> 485 MB (memory MET, time MISSED by 4.2-4.8 s); 1,000 pods 1.31-1.44 s /
+  103 MB. The tiers are
   combined as shared group rows plus the cells that differ (policy/sparse_rows.py): per distinct combination of
   the tiers' groups (1,002 here) one row over the classes, kept as its common value and the peers that differ,
   the Kubernetes policies' rules as (subject, peer) cells (390,000 egress, 150,000 ingress), the two directions
