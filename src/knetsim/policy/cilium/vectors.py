@@ -4,8 +4,10 @@
 everything when none of them isolates it) minus their deny rules. Over classes that is two tiers, in the order
 Cilium applies them (Documentation/security/policy/language.rst, "Deny Policies"): a deny tier that decides
 what a deny rule matches as denied, then an allow tier that, for an isolated class, accepts what an allow rule
-matches and denies the rest. Subject classes that read the same (the same selecting policies and, where a rule
-reads them, the same node, the same pod for the names its DNS lookups learn, the same named ports) share one row.
+matches and denies the rest. Subject classes that read the same (the same policies with rules for the tier and,
+where a rule reads them, the same node, the same pod for the names its DNS lookups learn, the same named ports)
+share one group; the deny tier keeps a row per group (a clusterwide deny is one row for every class), the allow
+tier a cell per (subject, peer) an allow rule matches (a Deployment's own policy would be a row per class).
 
 A peer of pods (namespace and pod selectors, most peers) is matched over every class at once by label columns,
 as ``rules.peer_matches`` reads them; every other peer (entities, CIDRs, toServices, toFQDNs) by the walk's own
@@ -273,23 +275,25 @@ class _CiliumTier:
         self.name = "Cilium deny rules" if deny else "Cilium allow rules"
 
     def sparse_masks(self, direction: str, word: Any) -> Any:
-        if not self.deny:
-            return self._allow_cells(direction, word)
+        return self._deny_rows(direction, word) if self.deny else self._allow_cells(direction, word)
+
+    def _deny_rows(self, direction: str, word: Any) -> Any:
+        """The deny tier as one row per group of classes the same deny rules select (compressed as made): what a
+        deny rule matches is decided, as denied."""
         from ..sparse_rows import GroupRowsBuilder, SparseTier
 
         side = self.side
         n = side.n
         dt = word.dtype
-        rows, firsts = side.groups(direction, self.deny)
-        # Group rows compressed as they are made: ten thousand groups of ten thousand classes would be gigabytes.
+        rows, firsts = side.groups(direction, True)
         accepts, decideds = GroupRowsBuilder(n, dt, word.full), GroupRowsBuilder(n, dt, word.full)
-        nothing = np.zeros(n, dtype=dt)
-        accepts.add(nothing)
-        decideds.add(nothing)
-        for c, selecting in firsts[1:]:  # the allow tier's groups are the isolated classes
+        for _ in firsts:
+            accepts.add_constant(0)  # a deny tier accepts nothing
+        decideds.add_constant(0)  # group 0: no deny rule selects the class
+        for c, selecting in firsts[1:]:
             hits = np.zeros(n, dtype=dt)
             for policy in selecting:
-                for rule in (policy.deny_rules(direction) if self.deny else policy.rules(direction)) or ():
+                for rule in policy.deny_rules(direction) or ():
                     peers = side.peers(policy, rule, direction, c)
                     if not len(peers):
                         continue
@@ -303,15 +307,9 @@ class _CiliumTier:
                             hits[peers] |= dt(value)
                     else:
                         hits[peers] |= mask[peers].astype(dt)  # ...on egress, on the peer
-            if self.deny:
-                accepts.add_constant(0)
-                decideds.add(hits)
-            else:
-                accepts.add(hits)
-                decideds.add_constant(word.full)
+            decideds.add(hits)
         empty = np.zeros(0, dtype=np.int64)
         return SparseTier(accepts.done(), decideds.done(), rows, empty, np.zeros(0, dt), np.zeros(0, dt))
-
 
     def _allow_cells(self, direction: str, word: Any) -> Any:
         """The allow tier as two group rows (not isolated: nothing; isolated: everything denied) and a cell per
