@@ -20,7 +20,7 @@ from knetsim.cluster.config import ClusterConfig
 from knetsim.policy import matrix as matrix_module
 from knetsim.policy.matrix import matrix
 
-from .helpers import netpol, ns, pod
+from .helpers import clusterpolicy, netpol, ns, pod
 
 NAMESPACES = {"shop": {"env": "prod", "team": "a"}, "pay": {"env": "prod", "team": "b"},
               "dev": {"env": "dev", "team": "a"}, "ops": {"env": "ops"}}
@@ -161,6 +161,41 @@ def _random_cluster(seed: int) -> list[dict[str, Any]]:
     return objects
 
 
+def _cluster_policies(seed: int) -> list[dict[str, Any]]:
+    """ClusterNetworkPolicies (Calico's kube-admin and kube-baseline tiers) and Calico policies placed in those tiers,
+    ordered among them by priority as order: from a generator of their own, so the seeds above stay as they were."""
+    rng = random.Random(seed + 1000)
+    objects: list[dict[str, Any]] = []
+    for k in range(rng.randint(2, 5)):
+        tier = rng.choice(["Admin", "Admin", "Baseline"])
+        subject: dict[str, Any] = rng.choice([
+            {"namespaces": {"matchLabels": {"env": "prod"}}},
+            {"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": rng.choice(APPS)}}}},
+            {"pods": {"namespaceSelector": {"matchLabels": {"team": "a"}}, "podSelector": {}}}])
+        pods = {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": rng.choice(APPS)}}}
+        peer = rng.choice([{"namespaces": {"matchLabels": {"env": rng.choice(["prod", "dev", "ops"])}}}, {"pods": pods},
+                           {"networks": [rng.choice(["192.0.2.0/24", "10.244.0.0/16", "0.0.0.0/0"])]}])
+        rule: dict[str, Any] = {"name": f"r{k}", "action": rng.choice(["Accept", "Deny", "Pass"])}
+        if rng.random() < 0.5:
+            port = rng.choice([{"number": 80}, {"range": {"start": 8000, "end": 8100}}])
+            rule["protocols"] = [{"tcp": {"destinationPort": port}}]
+        if rng.random() < 0.2:
+            rule["protocols"] = [{"destinationNamedPort": rng.choice(["http", "metrics"])}]
+        direction = rng.choice(["ingress", "egress"])
+        if "networks" in peer and direction == "ingress":
+            direction = "egress"  # networks are egress peers only
+        rule["from" if direction == "ingress" else "to"] = [peer]
+        objects.append(clusterpolicy(f"cnp-{k}", tier, rng.choice([10, 20, 20, 1000]), subject,
+                                     **{direction: [rule]}))
+    if rng.random() < 0.6:  # a Calico policy in kube-admin, ordered among the cluster policies
+        objects.append({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+                        "metadata": {"name": "kube-admin.calico-there"},
+                        "spec": {"tier": "kube-admin", "order": rng.choice([5, 20, 2000]),
+                                 "selector": rng.choice(SELECTORS),
+                                 "ingress": [_random_rule(rng, True) for _ in range(rng.randint(1, 2))]}})
+    return objects
+
+
 def _answers(state: Any, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     vectorised = matrix(state, **kwargs).to_dict()
     with monkeypatch.context() as patch:
@@ -190,6 +225,21 @@ def test_vectorised_calico_matrix_equals_the_pair_by_pair_walk(seed: int, monkey
         assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
                            f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
         assert len(got) > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorised_calico_matrix_with_cluster_network_policies_equals_the_walk(seed: int,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    text = yaml.safe_dump_all([*_random_cluster(seed), *_cluster_policies(seed)], sort_keys=False)
+    state = Cluster.from_yaml(text, config=ClusterConfig(cni="calico")).state
+    assert "ClusterNetworkPolicy" in text
+    for kwargs in ({"pods": True, "all_external": True}, {"pods": False, "word_bits": 3}):
+        vectorised, pairwise = _answers(state, monkeypatch, **kwargs)
+        assert "evaluated under Calico's tiers over classes of pods alike" in vectorised["notes"]
+        got, want = _cells(vectorised), _cells(pairwise)
+        differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+        assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
+                           f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
 
 
 def test_the_random_clusters_exercise_what_they_claim() -> None:

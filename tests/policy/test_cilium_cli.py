@@ -93,7 +93,7 @@ def test_matrix_includes_them(files: tuple[str, str]) -> None:
     # The deny-only policy puts the client in default deny for egress (the manifest's own note): nothing leaves it.
     assert ("cilium-test/client", "cilium-test/echo") not in pairs
     assert pairs[("cilium-test/echo", "cilium-test/client")] == "all"  # ingress: all, and no deny for a pod
-    assert "evaluated pair by pair under Cilium's deny-before-allow walk" in data["notes"]
+    assert "evaluated under Cilium's deny-before-allow walk over classes of pods alike" in data["notes"]
 
 
 def test_trace_stops_at_the_deny_rule(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def test_egress_deny_wins_over_an_allow_and_is_named(config: dict[str, Any]) -> 
     m = matrix(s, pods=True)
     assert not m.allowed_between(f"{TEST_NS}/client", f"{TEST_NS}/echo-same-node").contains("TCP", 8080)
     assert m.allowed_between(f"{TEST_NS}/client", f"{TEST_NS}/echo-same-node").contains("TCP", 8081)
-    assert "evaluated pair by pair under Cilium's deny-before-allow walk" in m.notes
+    assert "evaluated under Cilium's deny-before-allow walk over classes of pods alike" in m.notes
     assert v.to_dict()["egress"]["cilium"]["deniedBy"].startswith("CiliumNetworkPolicy cilium-test/client-egress")
 
 

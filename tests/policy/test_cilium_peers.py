@@ -173,7 +173,7 @@ def test_fqdn_match_pattern() -> None:
     assert evaluate(s, CLIENT, "8.8.8.8", 443).allowed
     assert not evaluate(s, CLIENT, "1.1.1.1", 443).allowed
     m = matrix(s, pods=True)
-    assert "evaluated pair by pair under Cilium's deny-before-allow walk" in m.notes
+    assert "evaluated under Cilium's deny-before-allow walk over classes of pods alike" in m.notes
 
 
 def test_lint_and_doctor_name_an_fqdn_rule_without_its_dns_rule() -> None:

@@ -230,6 +230,8 @@ class Vectors:
         self._sel: dict[Selector, np.ndarray] = {}
         self._ns: dict[Selector, np.ndarray] = {}
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
+        self._peer_indices: dict[tuple[Any, ...], np.ndarray] = {}
+        self._ns_pairs: dict[tuple[str, str], np.ndarray] | None = None
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
         self._subjects: dict[tuple[Selector, Selector | None], np.ndarray] = {}
@@ -270,11 +272,34 @@ class Vectors:
     def namespaces(self, selector: Selector) -> np.ndarray:
         cached = self._ns.get(selector)
         if cached is None:
-            ns_match = np.array([selector.matches(self.state.namespace_labels(ns)) for ns in self.c.namespaces]
-                                + [False], dtype=bool)
+            equal = selector.equality_map()
+            if equal is not None:
+                # matchLabels only (most namespace selectors): columns of the namespaces' label pairs, not a
+                # Selector.matches per namespace per selector (a hundred selectors x a thousand namespaces).
+                ns_match = np.zeros(len(self.c.namespaces) + 1, dtype=bool)
+                ns_match[:-1] = True
+                for key, value in equal.items():
+                    ns_match[:-1] &= self._namespace_pair(key, value)
+            else:
+                ns_match = np.array([selector.matches(self.state.namespace_labels(ns)) for ns in self.c.namespaces]
+                                    + [False], dtype=bool)
             cached = ns_match[self.c.ns_of]  # ns_of == -1 picks the trailing False
             self._ns[selector] = cached
         return cached
+
+    def _namespace_pair(self, key: str, value: str) -> np.ndarray:
+        """Per namespace of the classes: does it carry label ``key=value``."""
+        if self._ns_pairs is None:
+            pairs: dict[tuple[str, str], list[int]] = {}
+            for i, ns in enumerate(self.c.namespaces):
+                for pair in self.state.namespace_labels(ns).items():
+                    pairs.setdefault(pair, []).append(i)
+            self._ns_pairs = {pair: np.array(idx, dtype=np.int64) for pair, idx in pairs.items()}
+        out = np.zeros(len(self.c.namespaces), dtype=bool)
+        idx = self._ns_pairs.get((key, value))
+        if idx is not None:
+            out[idx] = True
+        return out
 
     def ipblock(self, peer: Peer) -> np.ndarray:
         r = peer.ip_range
@@ -364,7 +389,12 @@ class Vectors:
             pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
             lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
             return np.nonzero(pods[lo:hi])[0] + lo
-        return np.nonzero(self.peer(peer))[0]
+        # Kept as indices even when peer vectors are not: ten thousand policies name the same few namespace peers.
+        key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
+        found = self._peer_indices.get(key)
+        if found is None:
+            found = self._peer_indices[key] = np.nonzero(self.peer(peer))[0]
+        return found
 
     def rule_indices(self, rule: RuleShape) -> np.ndarray:
         """``rule`` as the sorted indices of the peer classes it matches (``rule``, for ``prepare(indices=True)``)."""

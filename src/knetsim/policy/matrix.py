@@ -69,6 +69,7 @@ def port_atoms(index: PolicyIndex, classes: Classes, extra_cuts: dict[str, set[i
     """Maximal (protocol, lo, hi) ranges that no rule tells apart, plus (OTHER, 0, 0); ``extra_cuts``: more
     boundaries per protocol (a CNI dialect's rules, which the index's policies do not hold)."""
     cuts: dict[str, set[int]] = {p: {1, 65536, *(extra_cuts or {}).get(p, ())} for p in PROTOCOLS}
+    named: set[tuple[str, str]] = set()
     for policy in (*index.policies, *index.cluster):
         for direction in (INGRESS, EGRESS):
             for rule in policy.rules(direction) or ():
@@ -79,10 +80,12 @@ def port_atoms(index: PolicyIndex, classes: Classes, extra_cuts: dict[str, set[i
                         if isinstance(p.port, int):
                             cuts[proto].update((p.port, (p.end_port or p.port) + 1))
                         else:
-                            numbers = classes.named.get((p.port, proto))
-                            if numbers is not None:
-                                for number in sorted(set(numbers[numbers > 0].tolist())):
-                                    cuts[proto].update((number, number + 1))
+                            named.add((p.port, proto))
+    for name, proto in sorted(named):  # once per name: ten thousand rules name a few ports
+        numbers = classes.named.get((name, proto))
+        if numbers is not None:
+            for number in sorted(set(numbers[numbers > 0].tolist())):
+                cuts[proto].update((number, number + 1))
     atoms = []
     for proto in sorted(PROTOCOLS):
         points = sorted(cuts[proto])
@@ -479,8 +482,7 @@ class CalicoTier:
 
     def __init__(self, tier: Any, classes: Classes, vectors: Any, k8s_vectors: Vectors, atom_masks: AtomMasks,
                  rule_masks: CalicoRuleMasks, kubernetes_apart: bool) -> None:
-        from .calico.evaluate import _covers_ephemeral
-        from .calico.model import EPHEMERAL_PORTS
+        from .calico.evaluate import misses_clients
 
         assert vectors.index is not None
         self.tier = tier
@@ -492,24 +494,31 @@ class CalicoTier:
         self.rule_masks = rule_masks
         self.kubernetes_apart = kubernetes_apart
         self.policies = vectors.index.policies.get(tier.name, ())
+        # kube-admin and kube-baseline hold the ClusterNetworkPolicies of their tier beside any Calico policy there
+        # (calico/evaluate._members).
+        from .calico.evaluate import CLUSTER_TIER_OF
+
+        cluster_tier = CLUSTER_TIER_OF.get(tier.name)
+        self.cluster = [p for p in k8s_vectors.index.cluster if p.tier == cluster_tier] if cluster_tier else []
         self._general: dict[str, np.ndarray] = {}
         self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
         self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
 
-        def dead(rule: Any) -> bool:
-            # A client's source port is an ephemeral one: a source port rule that does not take them all never
-            # matches (evaluate.rule_set).
-            if rule.source.ports is not None and not _covers_ephemeral(rule.source.ports):
-                return True
-            return any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
-                       for s in rule.source.not_ports)
-        self._dead = dead
+        self._dead = misses_clients  # a rule no client connection matches (its source ports)
 
     def subjects(self, direction: str) -> list[tuple[Any, np.ndarray]]:
         """The tier's policies for ``direction`` that select some class, in order, each with the classes (indices)."""
         found = self._subjects.get(direction)
         if found is None:
-            chosen = [(p, self.vectors.subject(p, direction)) for p in self.policies]
+            # A Kubernetes NetworkPolicy selects by its podSelector in its namespace: the Kubernetes vectors answer
+            # that by label columns (ten thousand of them asked pod by pod took a second).
+            chosen = [(p, self.k8s_vectors.selected(p.k8s) if p.k8s is not None and p.applies(direction)
+                       else self.vectors.subject(p, direction)) for p in self.policies]
+            if self.cluster:
+                from .calico.evaluate import member_order
+
+                chosen = sorted([*((p, np.flatnonzero(self.k8s_vectors.subject(p))) for p in self.cluster
+                                   if p.rules(direction)), *chosen], key=lambda item: member_order(item[0]))
             found = self._subjects[direction] = [(p, s) for p, s in chosen if len(s)]
         return found
 
@@ -520,7 +529,7 @@ class CalicoTier:
         if found is None:
             found = np.zeros(self.classes.count, dtype=bool)
             for policy, subject in self.subjects(direction):
-                if policy.k8s is None or not self.kubernetes_apart:
+                if isinstance(policy, ClusterPolicy) or policy.k8s is None or not self.kubernetes_apart:
                     found[subject] = True
             self._general[direction] = found
         return found
@@ -543,6 +552,13 @@ class CalicoTier:
         from .calico.model import ALLOW, LOG
 
         out = []
+        if isinstance(policy, ClusterPolicy):
+            from .calico.evaluate import CLUSTER_ACTION
+
+            for rule in policy.rules(direction):
+                out.append((CLUSTER_ACTION[rule.action], rule, self.k8s_vectors.rule(rule), None,
+                            self.atom_masks.rule(rule, word), None))
+            return out
         if policy.k8s is not None:
             for rule in policy.k8s.rules(direction) or ():
                 out.append((ALLOW, rule, self.k8s_vectors.rule(rule), None, self.atom_masks.rule(rule, word), None))
@@ -557,9 +573,10 @@ class CalicoTier:
                         self.rule_masks.rule(rule, word), rule.ip_version))
         return out
 
-    def masks(self, direction: str, word: AtomWord) -> TierMasks:
+    def masks(self, direction: str, word: AtomWord, compact: bool = False) -> Any:
         from .calico.model import ALLOW
         from .calico.model import DENY as CALICO_DENY
+        from .sparse_rows import GroupRowsBuilder, SparseTier
 
         n = self.classes.count
         dt = word.dtype
@@ -594,12 +611,21 @@ class CalicoTier:
                 if g == len(first_of):
                     first_of.append(c)
                 rows[c] = g
-        accept = np.zeros((len(groups), n), dtype=dt)
-        decided = np.zeros((len(groups), n), dtype=dt)
+        # Compressed group rows (``sparse_rows.GroupRows``) for class_pairs; dense ones for deciding_tiers' callers.
+        accepts = GroupRowsBuilder(n, dt, full) if compact else None
+        decideds = GroupRowsBuilder(n, dt, full) if compact else None
+        accept = np.zeros((1 if compact else len(groups), n), dtype=dt)
+        decided = np.zeros((1 if compact else len(groups), n), dtype=dt)
+        if accepts is not None and decideds is not None:
+            accepts.add(accept[0])
+            decideds.add(decided[0])
         cache: dict[tuple[Any, ...], np.ndarray] = {}
         zero = dt(0)
         for (signature, g), c0 in zip(list(groups.items())[1:], first_of[1:], strict=True):
-            acc, dec = accept[g], decided[g]
+            if compact:
+                acc, dec = np.zeros(n, dtype=dt), np.zeros(n, dtype=dt)
+            else:
+                acc, dec = accept[g], decided[g]
             taken: np.ndarray | None = None
             for k in (item for item in signature if isinstance(item, int)):
                 for action, _rule, peers, own, bits, version in parts[k]:
@@ -630,7 +656,8 @@ class CalicoTier:
                     if hit is None:
                         where = peers if ok is None else peers & ok
                         hit = np.where(where, dt(value) if isinstance(value, int) else value, zero).astype(dt)
-                        cache[key] = hit
+                        if not compact:
+                            cache[key] = hit
                     if taken is not None:
                         hit = hit & ~taken
                     if action == ALLOW:
@@ -641,7 +668,17 @@ class CalicoTier:
             if self.tier.default_action == CALICO_DENY:
                 # The end-of-tier deny: what no rule of the selecting policies took.
                 dec |= full if taken is None else ~taken
+            if accepts is not None and decideds is not None:
+                accepts.add(acc)
+                decideds.add(dec)
+        if accepts is not None and decideds is not None:
+            return SparseTier(accepts.done(), decideds.done(), rows, np.zeros(0, np.int64), np.zeros(0, dt),
+                              np.zeros(0, dt))
         return TierMasks(accept, decided, rows)
+
+    def sparse_masks(self, direction: str, word: AtomWord) -> Any:
+        """``masks`` as ``sparse_rows.SparseTier`` with compressed group rows."""
+        return self.masks(direction, word, compact=True)
 
 
 def _touching(mask: np.ndarray, index_sets: Sequence[np.ndarray]) -> list[int]:
@@ -694,6 +731,77 @@ class CalicoKubernetesRows:
         # defaultAction Pass: only what a rule allows is decided. The same array serves as both: combining takes
         # accept & undecided into accept in place, and undecided & ~(accept & undecided) is undecided & ~accept.
         return TierMasks(answer.accept, answer.accept)
+
+    def sparse_masks(self, direction: str, word: AtomWord) -> Any:
+        """``masks`` as ``sparse_rows.SparseTier``: two group rows (nothing; isolated: all denied) and a cell per
+        (subject, peer) a rule allows something, so ten thousand subjects cost their rules' peers, not a row each."""
+        from .calico.model import DENY as CALICO_DENY
+        from .sparse_rows import SparseTier, or_reduce
+
+        n = self.tier.classes.count
+        dt = word.dtype
+        isolates = self.tier.tier.default_action == CALICO_DENY
+        rows = np.zeros(n, dtype=np.int64)
+        # Every (subjects, peers, ports) of every rule, crossed in one vectorised pass: ten thousand policies' few
+        # cells each, a handful of numpy calls apiece, took a second.
+        subjects: list[np.ndarray] = []
+        peer_lists: list[np.ndarray] = []
+        scalars: list[int] = []
+        vector_of: list[int] = []  # per item: which named-port vector gives its bits (-1: the scalar)
+        vectors: dict[int, tuple[int, np.ndarray]] = {}
+        for prepared in self._own(direction):
+            rules = prepared.rules(direction)
+            if rules is None:
+                continue
+            sel = prepared.selected
+            if isolates:
+                rows[sel] = 1
+            for rule, peers in rules:
+                peers = _indices(peers)
+                if not len(peers) or not len(sel):
+                    continue
+                mask = self.tier.atom_masks.rule(rule, word)
+                if isinstance(mask, int):
+                    if not mask:
+                        continue
+                    scalars.append(mask)
+                    vector_of.append(-1)
+                else:
+                    scalars.append(0)
+                    vector_of.append(vectors.setdefault(id(mask), (len(vectors), mask))[0])
+                subjects.append(sel)
+                peer_lists.append(peers)
+        if subjects:
+            a = np.array([len(x) for x in subjects], dtype=np.int64)
+            b = np.array([len(x) for x in peer_lists], dtype=np.int64)
+            sizes = a * b
+            total = int(sizes.sum())
+            item = np.repeat(np.arange(len(subjects)), sizes)
+            within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            widths = b[item]
+            subject = np.concatenate(subjects).astype(np.int64)[np.repeat(np.cumsum(a) - a, sizes) + within // widths]
+            peer = np.concatenate(peer_lists).astype(np.int64)[np.repeat(np.cumsum(b) - b, sizes) + within % widths]
+            del within, widths
+            bits = np.array(scalars, dtype=dt)[item]
+            which = np.array(vector_of, dtype=np.int64)[item]
+            del item
+            if vectors:
+                table = np.stack([v for _, v in sorted(vectors.values(), key=lambda kv: kv[0])]).astype(dt)
+                named = which >= 0
+                # A named port resolves on the destination: the peer on egress, the subject on ingress.
+                target = peer if direction == EGRESS else subject
+                bits[named] = table[which[named], target[named]]
+            cell_keys, cell_accept = or_reduce(subject * n + peer, bits)
+        else:
+            cell_keys, cell_accept = np.zeros(0, np.int64), np.zeros(0, dt)
+        nonzero = cell_accept != 0
+        cell_keys, cell_accept = cell_keys[nonzero], cell_accept[nonzero]
+        accept = np.zeros((2, 1), dtype=dt)
+        decided = np.array([[0], [word.full]], dtype=dt)
+        # Isolated (the end-of-tier deny): what a rule allows is accepted, the rest denied; with Pass, only what a
+        # rule allows is decided.
+        cell_decided = np.full(len(cell_keys), word.full, dtype=dt) if isolates else cell_accept
+        return SparseTier(accept, decided, rows, cell_keys, cell_accept, cell_decided)
 
 
 def direction_allowed(tiers: Sequence[Tier], direction: str, word: AtomWord) -> np.ndarray:
@@ -786,6 +894,31 @@ class ClassPairs:
 ROW_BLOCK = 1024  # source classes per block: bounds the dense temporaries to ROW_BLOCK x classes
 
 
+def sparse_class_pairs(classes: Classes, tiers: Sequence[Any], atoms: Sequence[Atom],
+                       word_bits: int = WORD_BITS) -> ClassPairs:
+    """``class_pairs`` without a classes x classes array (``sparse_rows``): each tier gives group rows (and the cells
+    that differ from them, ``sparse_masks``), so memory follows the distinct rows and the answer."""
+    from .sparse_rows import combine, grouped, join
+
+    n = classes.count
+    first_external = int(np.searchsorted(classes.kind, EXTERNAL))
+    words = [AtomWord(i, min(i + word_bits, len(atoms))) for i in range(0, len(atoms), word_bits)]
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per word: (keys, values)
+    for word in words:
+        directions = []
+        for direction in (EGRESS, INGRESS):
+            sparse = []
+            for tier in tiers:
+                if hasattr(tier, "sparse_masks"):
+                    sparse.append(tier.sparse_masks(direction, word))
+                else:
+                    m = tier.masks(direction, word)
+                    sparse.append(grouped(m.accept, m.decided, m.rows, n))
+            directions.append(combine(sparse, n, word.full, word.dtype))
+        found.append(join(directions[0], directions[1], n, first_external))
+    return _merge_words(found, words, atoms, n)
+
+
 def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
                 word_bits: int = WORD_BITS) -> ClassPairs:
     n = classes.count
@@ -808,6 +941,12 @@ def class_pairs(classes: Classes, tiers: Sequence[Tier], atoms: Sequence[Atom],
         del egress, ingress, block  # the last block is a view: it would keep the whole egress array alive
         found.append((np.concatenate(keys) if keys else np.zeros(0, np.int64),
                       np.concatenate(values) if values else np.zeros(0, word.dtype)))
+    return _merge_words(found, words, atoms, n)
+
+
+def _merge_words(found: list[tuple[np.ndarray, np.ndarray]], words: Sequence[AtomWord], atoms: Sequence[Atom],
+                 n: int) -> ClassPairs:
+    """The pairs of every word (sorted keys ``src * n + dst`` and their bits) as one ClassPairs with patterns."""
     if len(found) == 1:
         keys, values = found[0]
         uniq, inverse = np.unique(values, return_inverse=True)
@@ -1334,9 +1473,9 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
                    all_external: bool, word_bits: int = WORD_BITS, pairwise: bool = False) -> Matrix:
     """The matrix under Calico's tiers (or Cilium's walk): pods are alike when their namespace, labels, service
     account and named ports are (and their address, where the CNI's nets cut the pod network). Calico's tiers are
-    vectorised over those classes (``CalicoTier``); Cilium's walk, and Calico's with ClusterNetworkPolicies in
-    its kube-admin and kube-baseline tiers, go pair by pair through the engine (``pairwise``: that way always,
-    the reference the vectorised answer must equal)."""
+    vectorised over those classes (``CalicoTier``, ClusterNetworkPolicies in kube-admin and kube-baseline
+    included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
+    instead: the reference the vectorised answers must equal."""
     from .calico.evaluate import service_account_of
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
@@ -1349,11 +1488,12 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
-    # Note: ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, ordered by
-    # priority as order; CalicoTier does not interleave them (ClusterPolicyTier's rules are another shape), so such a
-    # cluster keeps the pair-by-pair walk.
-    if index.calico is not None and not index.cluster and not pairwise:
+    # ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, their priority as
+    # order: CalicoTier interleaves them.
+    if index.calico is not None and not pairwise:
         return _calico_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
+    if index.cilium is not None and not pairwise:
+        return _cilium_vectorised(state, index, classes, pods=pods, word_bits=word_bits)
     note = ("evaluated pair by pair under Calico's tiers" if index.calico is not None else
             "evaluated pair by pair under Cilium's deny-before-allow walk")
     return _pairwise_matrix(state, index, classes, pods=pods, note=note)
@@ -1361,6 +1501,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
 def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes, *, pods: bool,
                        word_bits: int) -> Matrix:
+    from .calico.evaluate import CLUSTER_TIER_OF
     from .calico.model import DEFAULT_TIER as CALICO_DEFAULT_TIER
     from .calico.vectors import CalicoVectors
 
@@ -1377,29 +1518,75 @@ def _calico_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes
     for calico_tier in index.calico.tiers:
         policies = index.calico.policies.get(calico_tier.name, ())
         apart = calico_tier.name == CALICO_DEFAULT_TIER
-        if not policies and not apart:
+        cluster_tier = CLUSTER_TIER_OF.get(calico_tier.name)
+        if not policies and not apart and not any(p.tier == cluster_tier for p in index.cluster):
             continue
         tier = CalicoTier(calico_tier, classes, calico_vectors, k8s_vectors, atom_masks, rule_masks, apart)
         tiers.append(tier)
         if apart:
             tiers.append(CalicoKubernetesRows(tier, kubernetes))
-    pairs = class_pairs(classes, tiers, atoms, min(word_bits, _word_bits_within(classes.count, DENSE_BUDGET)))
+    pairs = sparse_class_pairs(classes, tiers, atoms, word_bits)
     rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
     return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
                    "evaluated under Calico's tiers over classes of pods alike"), [])
 
 
-DENSE_BUDGET = 100_000_000  # bytes of one classes x classes array of atom bits
+def _representatives(classes: Classes) -> list[Endpoint]:
+    """Per class, the endpoint the pair-by-pair walk asks: its first member, an external range's first address."""
+    from ipaddress import IPv4Address
+
+    return [Endpoint("external", str(IPv4Address(key[2]))) if key[0] == EXTERNAL else members[0]
+            for key, members in zip(classes.keys, classes.members, strict=True)]
 
 
-def _word_bits_within(n: int, budget: int) -> int:
-    """The widest word (64, 32, 16 or 8 atoms) whose classes x classes array fits ``budget``: a cluster of one class per
-    Deployment (10,000 of them) would otherwise hold several 800 MB arrays at once; narrower words cost more passes."""
-    for bits in (64, 32, 16):
-        if n * n * bits // 8 <= budget:
-            return bits
-    return 8
+def _cilium_vectorised(state: ClusterState, index: PolicyIndex, classes: Classes, *, pods: bool,
+                       word_bits: int) -> Matrix:
+    """Cilium's walk over classes (``cilium/vectors.py``): a deny tier, then an allow tier with default deny."""
+    from .cilium.vectors import CiliumSide
+
+    assert index.cilium is not None
+    ends = _representatives(classes)
+    # The named ports of Cilium's own rules (deny rules, clusterwide policies), which the Kubernetes vocabulary the
+    # classes were cut with does not hold: resolved on each class's first pod, as the walk resolves them.
+    for policy in index.cilium.policies:
+        for direction in (EGRESS, INGRESS):
+            for rule in (*(policy.rules(direction) or ()), *(policy.deny_rules(direction) or ())):
+                for p in rule.ports or ():
+                    if isinstance(p.port, str):
+                        for proto in p.protocols():
+                            if (p.port, proto) not in classes.named:
+                                classes.named[(p.port, proto)] = np.array(
+                                    [-1 if ep.kind != "pod" or ep.pod is None else
+                                     (ep.pod.named_port(p.port, proto) or -1) for ep in ends], dtype=np.int64)
+    atoms = port_atoms(index, classes, cilium_port_cuts(index, classes))
+    atom_masks = AtomMasks(atoms, classes)
+    side = CiliumSide(index.cilium, index.on_node, classes, ends, atom_masks)
+    pairs = sparse_class_pairs(classes, side.tiers(), atoms, word_bits)
+    rows, row_notes = (pod_rows(classes), []) if pods else workload_rows(state, classes)
+    return Matrix(state, classes, rows, pairs, atoms, "pod" if pods else "workload",
+                  (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state),
+                   "evaluated under Cilium's deny-before-allow walk over classes of pods alike"), [])
+
+
+def cilium_port_cuts(index: PolicyIndex, classes: Classes) -> dict[str, set[int]]:
+    """The port boundaries of Cilium's rules, allow and deny (named ports as they resolve on the classes)."""
+    assert index.cilium is not None
+    cuts: dict[str, set[int]] = {p: set() for p in PROTOCOLS}
+    for policy in index.cilium.policies:
+        for direction in (EGRESS, INGRESS):
+            for rule in (*(policy.rules(direction) or ()), *(policy.deny_rules(direction) or ())):
+                for p in rule.ports or ():
+                    for proto in p.protocols():
+                        if p.port is None:
+                            continue
+                        if isinstance(p.port, int):
+                            cuts[proto].update((p.port, (p.end_port or p.port) + 1))
+                        else:
+                            numbers = classes.named.get((p.port, proto))
+                            if numbers is not None:
+                                cuts[proto].update(x for v in set(numbers[numbers > 0].tolist()) for x in (v, v + 1))
+    return cuts
 
 
 def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]

@@ -314,9 +314,19 @@ def _port_set(specs: Sequence[PortSpec], protocols: Sequence[str], dst: Endpoint
     return ConnSet.of(out)
 
 
-def _covers_ephemeral(specs: Sequence[PortSpec]) -> bool:
+def covers_ephemeral(specs: Sequence[PortSpec]) -> bool:
+    """Whether ``specs`` take every ephemeral port (a client's source port is one of them, which one unknown)."""
     lo, hi = EPHEMERAL_PORTS
     return any(not s.name and s.lo <= lo and s.hi >= hi for s in specs)
+
+
+def misses_clients(rule: CalicoRule) -> bool:
+    """A rule whose source ``ports`` do not take every ephemeral port, or whose ``notPorts`` take one, matches no
+    client connection: it never matches (here and in the matrix's ``CalicoTier``)."""
+    if rule.source.ports is not None and not covers_ephemeral(rule.source.ports):
+        return True
+    return any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
+               for s in rule.source.not_ports)
 
 
 def rule_set(index: CalicoIndex, policy: CalicoPolicy, rule: CalicoRule, src: Endpoint, dst: Endpoint,
@@ -332,10 +342,7 @@ def rule_set(index: CalicoIndex, policy: CalicoPolicy, rule: CalicoRule, src: En
     out = _protocols(rule)
     protocols = [p for p in PROTOCOLS if rule.protocol == p]
     # A client's source port is one of the ephemeral ports: a source port rule matches only if it takes them all.
-    if rule.source.ports is not None and not _covers_ephemeral(rule.source.ports):
-        return ConnSet.none()
-    if rule.source.not_ports and any(not s.name and s.lo <= EPHEMERAL_PORTS[1] and s.hi >= EPHEMERAL_PORTS[0]
-                                     for s in rule.source.not_ports):
+    if misses_clients(rule):
         return ConnSet.none()
     if rule.destination.ports is not None:
         out = out & _port_set(rule.destination.ports, protocols, dst)
@@ -422,13 +429,15 @@ def _members(index: CalicoIndex, tier: CalicoTier, pod: Any, direction: str, ctx
         if tier.name in CLUSTER_TIER_OF else []
     if not cluster:
         return list(calico_policies)
+    return sorted([*cluster, *calico_policies], key=member_order)
 
-    def order(p: CalicoPolicy | ClusterPolicy) -> tuple[bool, float, str]:
-        if isinstance(p, CalicoPolicy):
-            return p.sort_key()
-        return (False, 1000.0 if p.priority is None else float(p.priority), p.name)
 
-    return sorted([*cluster, *calico_policies], key=order)
+def member_order(p: CalicoPolicy | ClusterPolicy) -> tuple[bool, float, str]:
+    """A tier member's place in Calico's order: a ClusterNetworkPolicy's priority is its order (here and in the
+    matrix's ``CalicoTier``)."""
+    if isinstance(p, CalicoPolicy):
+        return p.sort_key()
+    return (False, 1000.0 if p.priority is None else float(p.priority), p.name)
 
 
 def _ref(p: CalicoPolicy | ClusterPolicy) -> str:
@@ -491,7 +500,7 @@ def decide_side(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: E
 
 # --- one side, every port ---------------------------------------------------------------------------------------------
 
-_CLUSTER_ACTION = {CLUSTER_ACCEPT: ALLOW, CLUSTER_DENY: DENY, CLUSTER_PASS: PASS}
+CLUSTER_ACTION = {CLUSTER_ACCEPT: ALLOW, CLUSTER_DENY: DENY, CLUSTER_PASS: PASS}
 
 
 def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: Endpoint, ctx: MatchContext
@@ -509,7 +518,7 @@ def side_sets(index: CalicoIndex, direction: str, pod_ep: Endpoint, peer_ep: End
         for policy in members:
             rules: list[tuple[str, ConnSet]]
             if isinstance(policy, ClusterPolicy):
-                rules = [(_CLUSTER_ACTION[rule.action], rule_connections(rule, dst)) for rule in policy.rules(direction)
+                rules = [(CLUSTER_ACTION[rule.action], rule_connections(rule, dst)) for rule in policy.rules(direction)
                          if any(peer_matches(None, peer, peer_ep, ctx) for peer in rule.peers)]
             elif policy.k8s is not None:
                 rules = [(ALLOW, rule_connections(rule, dst)) for rule in policy.k8s.rules(direction) or ()
