@@ -111,6 +111,14 @@ def test_a_pod_larger_than_every_node_is_pending_with_the_schedulers_words() -> 
     assert cluster.state.pods["default/app"].phase == "Pending"
 
 
+def test_a_pod_no_node_selects_is_pending_with_the_schedulers_words() -> None:
+    """kube-scheduler's NodeAffinity filter says whose affinity did not match: the Pod's."""
+    pinned = pod("    image: busybox:1.36\n").replace("spec:\n", "spec:\n  nodeSelector: {disk: ssd}\n", 1)
+    cluster = Cluster.from_yaml(pinned, strict=False)
+    finding = next(f for f in cluster.doctor().findings if f.code == "PodsUnschedulable")
+    assert "node(s) didn't match Pod's node affinity/selector" in finding.message, finding.message
+
+
 NEVER_INIT = """apiVersion: v1
 kind: Pod
 metadata: {name: task}
