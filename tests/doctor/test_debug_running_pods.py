@@ -111,6 +111,49 @@ def test_a_pod_larger_than_every_node_is_pending_with_the_schedulers_words() -> 
     assert cluster.state.pods["default/app"].phase == "Pending"
 
 
+def test_a_pod_no_node_selects_is_pending_with_the_schedulers_words() -> None:
+    """kube-scheduler's NodeAffinity filter says whose affinity did not match: the Pod's."""
+    pinned = pod("    image: busybox:1.36\n").replace("spec:\n", "spec:\n  nodeSelector: {disk: ssd}\n", 1)
+    cluster = Cluster.from_yaml(pinned, strict=False)
+    finding = next(f for f in cluster.doctor().findings if f.code == "PodsUnschedulable")
+    assert "node(s) didn't match Pod's node affinity/selector" in finding.message, finding.message
+
+
+HOST_PORTS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: first}
+spec:
+  nodeSelector: {kubernetes.io/hostname: worker}
+  containers: [{name: web, image: nginx:1.27, ports: [{containerPort: 80, hostPort: 8080}]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: second}
+spec:
+  nodeSelector: {kubernetes.io/hostname: worker}
+  containers: [{name: web, image: nginx:1.27, ports: [{containerPort: 80, hostPort: 8080}]}]
+"""
+
+
+def test_a_pod_pending_for_a_taken_host_port_is_named_with_the_way_out() -> None:
+    """No Service selects these pods, so no Service's check names them: the pod that never runs is named itself."""
+    findings = [f for f in Cluster.from_yaml(HOST_PORTS, strict=False).doctor().findings
+                if f.code == "PodsUnschedulable"]
+    assert [(f.subject, f.severity) for f in findings] == [("Pod default/second", "warning")]
+    assert "didn't have free ports for the requested pod ports" in findings[0].message
+    assert "already holds the hostPort" in findings[0].fix and "drop hostPort" in findings[0].fix
+
+
+def test_a_pending_pod_a_service_selects_is_named_once_by_the_service() -> None:
+    service = ("---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+               "spec:\n  selector: {app: web}\n  ports: [{port: 80}]\n")
+    labelled = HOST_PORTS.replace("metadata: {name: second}", "metadata: {name: second, labels: {app: web}}")
+    findings = [f for f in Cluster.from_yaml(labelled + service, strict=False).doctor().findings
+                if f.code == "PodsUnschedulable"]
+    assert [f.subject for f in findings] == ["Service default/web"]
+
+
 NEVER_INIT = """apiVersion: v1
 kind: Pod
 metadata: {name: task}

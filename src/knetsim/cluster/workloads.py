@@ -321,7 +321,7 @@ def feasible(spec: Mapping[str, Any], node: Node) -> bool:
 # pkg/scheduler/framework/plugins: tainttoleration, nodeaffinity, noderesources/fit.go), in the order the default
 # profile runs them: a node reports the first filter it fails.
 _TAINT_REASON = "node(s) had untolerated taint {{{key}: {value}}}"
-_AFFINITY_REASON = "node(s) didn't match Node's node affinity/selector"
+_AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
 INSUFFICIENT_CPU = "Insufficient cpu"
 

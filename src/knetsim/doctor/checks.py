@@ -234,13 +234,8 @@ def _readiness_findings(state: ClusterState, svc: Service, selected: list[Any], 
                    f"{' '.join(owner.split(' ')[1:])}), add nodes, or raise maxPods (nodes / maxPods in the "
                    "cluster config)")
             patch = _scale_patch(state, [by_name[e.pod] for e in selected], [by_name[e.pod] for e in unscheduled])
-        elif "Insufficient cpu" in reason:
-            fix = ("the pods request more CPU than a node has (kubectl describe nodes: Allocatable cpu): lower "
-                   f"resources.requests.cpu (kubectl set resources {owner} --requests=cpu=100m), or add bigger "
-                   "nodes (nodes[].cpu in the cluster config)")
         else:
-            fix = ("let a node take the pods: their nodeSelector, node affinity and tolerations must match a node "
-                   "(kubectl get nodes --show-labels; kubectl describe node shows its taints)")
+            fix = unscheduled_fix(reason, owner)
         finding = Finding(
             "PodsUnschedulable", severity, "scheduler", subject,
             f"{len(unscheduled)} of {len(selected)} selected pod(s) are Pending: no node takes them, so they have no "
@@ -336,6 +331,34 @@ def _scale_patch(state: ClusterState, pods: list[Pod], unscheduled: list[Pod]) -
 def _workload_key(state: ClusterState, pod: Pod) -> str | None:
     owner = _workload_object(state, pod)
     return f"{owner.kind} {owner.key}" if owner is not None else None
+
+
+def unscheduled_fix(reason: str, owner: str) -> str:
+    """What lets a node take pods the scheduler refused for ``reason`` (its FailedScheduling message), besides
+    the full nodes (which the caller answers with a checked scale)."""
+    if "Insufficient cpu" in reason:
+        return ("the pods request more CPU than a node has (kubectl describe nodes: Allocatable cpu): lower "
+                f"resources.requests.cpu (kubectl set resources {owner} --requests=cpu=100m), or add bigger "
+                "nodes (nodes[].cpu in the cluster config)")
+    if "didn't have free ports for the requested pod ports" in reason:
+        # The scheduler's NodePorts filter: one pod per node for each hostIP/protocol/hostPort.
+        return ("another pod on the node already holds the hostPort (one pod per node may publish a host address, "
+                "protocol and port: kubectl get pods -A -o wide, and each pod's ports[].hostPort): drop hostPort "
+                "(a Service reaches the pods without it), give the pods another hostPort or hostIP, or let them "
+                "spread over nodes (nodeSelector, more nodes)")
+    return ("let a node take the pods: their nodeSelector, node affinity and tolerations must match a node "
+            "(kubectl get nodes --show-labels; kubectl describe node shows its taints)")
+
+
+def unscheduled_pod_findings(state: ClusterState, pod: Pod, selected_by_service: bool) -> list[Finding]:
+    """A pod no node takes that no Service selects (a Service's own check names those it selects, with what they
+    cost it): the scheduler's words and the way out, for a pod that never runs at all."""
+    if pod.node_name or selected_by_service or pod.phase in ("Succeeded", "Failed"):
+        return []
+    reason = _scheduling_message(pod)
+    return [Finding("PodsUnschedulable", "warning", "scheduler", f"Pod {pod.key}",
+                    f"the pod is Pending: no node takes it, so it never runs. The scheduler says: {reason}",
+                    unscheduled_fix(reason, _owner_ref(state, pod)))]
 
 
 def _scheduling_message(pod: Pod) -> str:

@@ -26,6 +26,7 @@ from .checks import (
     examples,
     image_findings,
     service_findings,
+    unscheduled_pod_findings,
 )
 from .dnschecks import client_targets, dns_workload_findings
 from .findingsources import with_sources
@@ -326,6 +327,15 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
         if key is not None:
             by_template[key] = (pod, found)
         findings.extend(found)
+    # Pending pods no Service selects (one a Service selects is named by that Service's check): asked per pod,
+    # not per template, as some of a ReplicaSet's pods may have found a node and others not.
+    selectors = [(svc.namespace, svc.selector) for svc in state.services.values() if svc.selector]
+    for pod in state.pods.values():
+        if pod.node_name or pod.namespace in SYSTEM_NAMESPACES or (namespaces and pod.namespace not in namespaces):
+            continue
+        selected = any(ns == pod.namespace and all(pod.labels.get(k) == v for k, v in sel.items())
+                       for ns, sel in selectors)
+        findings.extend(unscheduled_pod_findings(state, pod, selected))
     findings.extend(statefulset_findings(state, namespaces))
     # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop"): -n keeps
     # the namespace's errors and warnings (a DNS egress block); its notes (pods no policy isolates) are hygiene,
