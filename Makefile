@@ -24,12 +24,13 @@ run: $(STAMP)
 
 # The in-process suite runs on every core (pytest-xdist: its tests share nothing but read-only examples). The
 # live suite mostly waits (on kubectl, on a crash loop's back-off, on a probe's period: about half a core in a
-# serial run), so two of its modules run side by side, each module on one worker with its own cluster
-# (--dist loadfile); the few tests that compare latency with a quiet machine (marked `alone`) run last, alone.
+# serial run), so three of its modules run side by side, each module on one worker with its own cluster
+# (--dist loadfile: about a core and a half in all); the few tests that compare latency with a quiet machine
+# (marked `alone`) run last, alone.
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -m "not live" -n auto
-	$(BIN)/python -m pytest -m "live and not alone" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -m "live and not alone" -n 3 --dist loadfile
 	$(BIN)/python -m pytest -m "live and alone"
 
 lint: $(STAMP)
