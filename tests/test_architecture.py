@@ -12,6 +12,7 @@ To redraw the map yourself: ``python tests/test_architecture.py`` prints each pa
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -50,9 +51,10 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """module → the project modules it imports (``from pkg import name`` counts ``pkg.name`` when that
-    is a module)."""
+    is a module). Parsed once per process: three tests read it, and parsing every module takes seconds."""
     mods = modules()
     graph: dict[str, set[str]] = defaultdict(set)
     for name, path in mods.items():
