@@ -32,6 +32,7 @@ from .dnschecks import client_targets, dns_workload_findings
 from .findingsources import with_sources
 from .fixes import Patch, verified
 from .ingresstls import ingress_tls_findings
+from .kubeproxy import kube_proxy_findings
 from .listenchecks import listener_caveats
 from .names import missing_service_findings, statefulset_findings
 from .podruns import config_findings, container_exit_findings, exec_probe_caveats
@@ -352,6 +353,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
     findings.extend(dns_workload_findings(state, namespaces))
     findings.extend(listener_caveats(state, namespaces))
     findings.extend(dataplane_findings(state))
+    findings.extend(kube_proxy_findings(state))
     checked.extend(f"Ingress {i.key}" for i in state.ingresses.values() if not namespaces or i.namespace in namespaces)
     # Every namespaced Gateway API kind the gateway findings speak of (routes of each kind, ListenerSets,
     # BackendTLSPolicies) can be checked and named as the subject.
