@@ -129,3 +129,24 @@ ALLOW_DNS = {
     "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
                 "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
 }
+
+
+def vectorised_and_pairwise(state: ClusterState, monkeypatch: Any, **kwargs: Any) -> tuple[dict[str, Any],
+                                                                                        dict[str, Any]]:
+    """The matrix of a Calico or Cilium cluster as ``matrix`` gives it (vectorised over classes), and the same
+    matrix walked pair by pair through the engine: the reference the vectorised answer must equal."""
+    import functools
+
+    from knetsim.policy import matrix as matrix_module
+
+    vectorised = matrix_module.matrix(state, **kwargs).to_dict()
+    with monkeypatch.context() as patch:
+        patch.setattr(matrix_module, "_calico_matrix",
+                      functools.partial(matrix_module._calico_matrix, pairwise=True))
+        pairwise = matrix_module.matrix(state, **kwargs).to_dict()
+    return vectorised, pairwise
+
+
+def matrix_cells(doc: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """A ``matrix -o json`` document's connections by (from, to)."""
+    return {(c["from"], c["to"]): (c["allowed"], c.get("partly")) for c in doc["connections"]}

@@ -8,7 +8,6 @@ default tier. A disagreement in any cell fails, naming the seed and the cell."""
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import Any
 
@@ -17,10 +16,8 @@ import yaml
 
 from knetsim import Cluster
 from knetsim.cluster.config import ClusterConfig
-from knetsim.policy import matrix as matrix_module
-from knetsim.policy.matrix import matrix
 
-from .helpers import clusterpolicy, netpol, ns, pod
+from .helpers import clusterpolicy, matrix_cells, netpol, ns, pod, vectorised_and_pairwise
 
 NAMESPACES = {"shop": {"env": "prod", "team": "a"}, "pay": {"env": "prod", "team": "b"},
               "dev": {"env": "dev", "team": "a"}, "ops": {"env": "ops"}}
@@ -196,17 +193,6 @@ def _cluster_policies(seed: int) -> list[dict[str, Any]]:
     return objects
 
 
-def _answers(state: Any, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    vectorised = matrix(state, **kwargs).to_dict()
-    with monkeypatch.context() as patch:
-        patch.setattr(matrix_module, "_calico_matrix",
-                      functools.partial(matrix_module._calico_matrix, pairwise=True))
-        pairwise = matrix(state, **kwargs).to_dict()
-    return vectorised, pairwise
-
-
-def _cells(doc: dict[str, Any]) -> dict[tuple[str, str], Any]:
-    return {(c["from"], c["to"]): (c["allowed"], c.get("partly")) for c in doc["connections"]}
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -215,12 +201,12 @@ def test_vectorised_calico_matrix_equals_the_pair_by_pair_walk(seed: int, monkey
     state = Cluster.from_yaml(text, config=ClusterConfig(cni="calico")).state
     # word_bits=3: the atoms over several narrow words, as a cluster of ten thousand classes has them.
     for kwargs in ({"pods": True, "all_external": True}, {"pods": False}, {"pods": False, "word_bits": 3}):
-        vectorised, pairwise = _answers(state, monkeypatch, **kwargs)
+        vectorised, pairwise = vectorised_and_pairwise(state, monkeypatch, **kwargs)
         assert "evaluated under Calico's tiers over classes of pods alike" in vectorised["notes"]
         assert "evaluated pair by pair under Calico's tiers" in pairwise["notes"]
         key = "pods" if kwargs["pods"] else "workloads"
         assert vectorised[key] == pairwise[key]
-        got, want = _cells(vectorised), _cells(pairwise)
+        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
         differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
         assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
                            f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
@@ -234,9 +220,9 @@ def test_vectorised_calico_matrix_with_cluster_network_policies_equals_the_walk(
     state = Cluster.from_yaml(text, config=ClusterConfig(cni="calico")).state
     assert "ClusterNetworkPolicy" in text
     for kwargs in ({"pods": True, "all_external": True}, {"pods": False, "word_bits": 3}):
-        vectorised, pairwise = _answers(state, monkeypatch, **kwargs)
+        vectorised, pairwise = vectorised_and_pairwise(state, monkeypatch, **kwargs)
         assert "evaluated under Calico's tiers over classes of pods alike" in vectorised["notes"]
-        got, want = _cells(vectorised), _cells(pairwise)
+        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
         differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
         assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
                            f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"

@@ -9,7 +9,6 @@ cell."""
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import Any
 
@@ -18,10 +17,8 @@ import yaml
 
 from knetsim import Cluster
 from knetsim.cluster.config import ClusterConfig
-from knetsim.policy import matrix as matrix_module
-from knetsim.policy.matrix import matrix
 
-from .helpers import cnp, netpol, ns, pod
+from .helpers import cnp, matrix_cells, netpol, ns, pod, vectorised_and_pairwise
 
 NAMESPACES = {"shop": {"env": "prod"}, "pay": {"env": "prod"}, "dev": {"env": "dev"}}
 APPS = ["web", "api", "db"]
@@ -123,17 +120,6 @@ def _random_cluster(seed: int) -> list[dict[str, Any]]:
     return objects
 
 
-def _answers(state: Any, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    vectorised = matrix(state, **kwargs).to_dict()
-    with monkeypatch.context() as patch:
-        patch.setattr(matrix_module, "_calico_matrix",
-                      functools.partial(matrix_module._calico_matrix, pairwise=True))
-        pairwise = matrix(state, **kwargs).to_dict()
-    return vectorised, pairwise
-
-
-def _cells(doc: dict[str, Any]) -> dict[tuple[str, str], Any]:
-    return {(c["from"], c["to"]): (c["allowed"], c.get("partly")) for c in doc["connections"]}
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -142,12 +128,12 @@ def test_vectorised_cilium_matrix_equals_the_pair_by_pair_walk(seed: int, monkey
     config = ClusterConfig(dataplane="ebpf") if seed % 2 else ClusterConfig(cni="cilium")
     state = Cluster.from_yaml(text, config=config).state
     for kwargs in ({"pods": True, "all_external": True}, {"pods": False}, {"pods": False, "word_bits": 3}):
-        vectorised, pairwise = _answers(state, monkeypatch, **kwargs)
+        vectorised, pairwise = vectorised_and_pairwise(state, monkeypatch, **kwargs)
         assert "evaluated under Cilium's deny-before-allow walk over classes of pods alike" in vectorised["notes"]
         assert "evaluated pair by pair under Cilium's deny-before-allow walk" in pairwise["notes"]
         key = "pods" if kwargs["pods"] else "workloads"
         assert vectorised[key] == pairwise[key]
-        got, want = _cells(vectorised), _cells(pairwise)
+        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
         differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
         assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
                            f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
