@@ -384,16 +384,21 @@ def test_granular_checks_pods_should_function_for_intra_pod_communication_http(k
             assert json.loads(out) == {"responses": [name]}, (protocol, out)
 
 
-def test_granular_checks_pods_should_function_for_node_pod_communication_http(k: Cluster) -> None:
-    """networking.go "Granular Checks: Pods should function for node-pod communication: http [LinuxOnly]
-    [NodeConformance] [Conformance]": a hostNetwork pod curls each netserver's /hostName."""
-    ns = k.namespace("node-pod-test")
-    servers = netservers(k, ns)
+def host_test_container_pod(k: Cluster, ns: str) -> None:
+    """The framework's host-test-container-pod: agnhost pausing on the node's network, Ready."""
     k.kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
         "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
                                                       "args": ["pause"]}]}}))
     k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+
+
+def test_granular_checks_pods_should_function_for_node_pod_communication_http(k: Cluster) -> None:
+    """networking.go "Granular Checks: Pods should function for node-pod communication: http [LinuxOnly]
+    [NodeConformance] [Conformance]": a hostNetwork pod curls each netserver's /hostName."""
+    ns = k.namespace("node-pod-test")
+    servers = netservers(k, ns)
+    host_test_container_pod(k, ns)
     for name, ip in servers:
         cmd = f"curl -g -q -s --max-time 15 --connect-timeout 1 http://{ip}:8083/hostName | grep -v '^\\s*$'"
         out = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-c", cmd).stdout
@@ -500,11 +505,7 @@ def test_granular_checks_pods_should_function_for_node_pod_communication_udp(k: 
     its name."""
     ns = k.namespace("node-pod-udp")
     servers = netservers(k, ns)
-    k.kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-test-container-pod", "namespace": ns},
-        "spec": {"hostNetwork": True, "containers": [{"name": "agnhost-container", "image": AGNHOST,
-                                                      "args": ["pause"]}]}}))
-    k.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/host-test-container-pod", "--timeout=30s")
+    host_test_container_pod(k, ns)
     for name, ip in servers:
         cmd = f"echo hostName | nc -w 1 -u {ip} 8081 | grep -v '^\\s*$'"
         out = k.kubectl("exec", "-n", ns, "host-test-container-pod", "--", "/bin/sh", "-x", "-c", cmd)
