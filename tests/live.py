@@ -324,12 +324,13 @@ def stop(cluster: Cluster) -> None:
     down(cluster.state)
 
 
-@live_fixture
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One `knetsim up` per test module; no test may cause a traceback in its log."""
+@contextlib.contextmanager
+def running(base: Path, cluster_config: str | None = None) -> Iterator[Cluster]:
+    """`knetsim up` in ``base`` (with the cluster config's text, if any) for the block, stopped after it; no test
+    may cause a traceback in its log. A module whose cluster needs a config of its own makes its fixture of it."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp("e2e"))
+    c = start(base, cluster_config)
     try:
         yield c
     finally:
@@ -337,6 +338,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         # An unexpected server error is logged with a traceback; no test may cause one.
         text = c.daemon_log.read_text(errors="replace") if c.daemon_log.exists() else ""
         assert "Traceback" not in text, text
+
+
+@live_fixture
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One `knetsim up` per test module."""
+    with running(tmp_path_factory.mktemp("e2e")) as c:
+        yield c
 
 
 @pytest.fixture
