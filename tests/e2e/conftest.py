@@ -28,10 +28,11 @@ from tests.live import (
     k,
     knetsim_argv,
     needs_curl,
+    running,
     start,
     stop,
     wait_for,
 )
 
 __all__ = ["CLEAN_KINDS", "CURL", "DIG", "KUBECTL", "SYSTEM_NAMESPACES", "Cluster", "cluster", "controller_loops",
-           "dig", "k", "knetsim_argv", "needs_curl", "start", "stop", "wait_for"]
+           "dig", "k", "knetsim_argv", "needs_curl", "running", "start", "stop", "wait_for"]

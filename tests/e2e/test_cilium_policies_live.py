@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conftest import KUBECTL, Cluster, start, stop, wait_for
+from .conftest import Cluster, running, wait_for
 
 pytestmark = pytest.mark.live  # starts a cluster of its own
 
@@ -56,13 +56,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def cilium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp("cilium"), "cni: cilium\n")
-    try:
+    with running(tmp_path_factory.mktemp("cilium"), "cni: cilium\n") as c:
         yield c
-    finally:
-        stop(c)
 
 
 def test_clusterwide_and_deny_rules_live(cilium: Cluster) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from knetsim.cluster.config import ConfigError, config_from_dict
 
-from .conftest import KUBECTL, Cluster, dig, start, stop, wait_for
+from .conftest import Cluster, dig, running, wait_for
 
 APP = """
 apiVersion: apps/v1
@@ -59,13 +59,8 @@ pytestmark = [pytest.mark.live,
 
 @pytest.fixture(scope="module")
 def dual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp("dual"), "ipFamily: dual\n")
-    try:
+    with running(tmp_path_factory.mktemp("dual"), "ipFamily: dual\n") as c:
         yield c
-    finally:
-        stop(c)
 
 
 def test_a_prefer_dual_stack_service_answers_a_and_aaaa_on_the_live_dns(dual: Cluster) -> None:

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from tests.doctor.test_healthy_examples import HEALTHY, LAB_BREAKS
 
-from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+from .conftest import Cluster, knetsim_argv, running, wait_for
 
 pytestmark = pytest.mark.live  # starts a cluster of its own
 
@@ -127,13 +127,8 @@ nodes:
 
 @pytest.fixture(scope="module")
 def calico_zones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp("calico-zones"), CALICO_ZONES)
-    try:
+    with running(tmp_path_factory.mktemp("calico-zones"), CALICO_ZONES) as c:
         yield c
-    finally:
-        stop(c)
 
 
 def test_calico_and_zones_read_live_raise_no_alarm(calico_zones: Cluster):

@@ -28,7 +28,7 @@ from knetsim.dataplane import render
 from knetsim.dataplane.ciliumhost import save_text
 from knetsim.sources import Live
 
-from .conftest import KUBECTL, Cluster, knetsim_argv, start, stop, wait_for
+from .conftest import Cluster, knetsim_argv, running, wait_for
 
 # This module starts clusters itself (tests/live.py marks the fixtures' users).
 pytestmark = pytest.mark.live
@@ -40,16 +40,8 @@ DOC = ROOT / "docs" / "dataplane.md"
 
 @pytest.fixture(scope="module")
 def kpr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp("kpr"), (EXAMPLE / "cluster-config.yaml").read_text())
-    try:
+    with running(tmp_path_factory.mktemp("kpr"), (EXAMPLE / "cluster-config.yaml").read_text()) as c:
         yield c
-    finally:
-        stop(c)
-        log = c.state / "daemon.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
-        assert "Traceback" not in text, text
 
 
 def transcript(doc: Path, heading: str) -> list[tuple[str, str]]:

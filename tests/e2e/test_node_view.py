@@ -18,7 +18,7 @@ from knetsim.cluster.config import load_config
 from knetsim.dataplane import render
 from knetsim.sources import Live
 
-from .conftest import KUBECTL, Cluster, start, stop
+from .conftest import Cluster, running
 
 # This module starts clusters itself (tests/live.py marks the fixtures' users).
 pytestmark = pytest.mark.live
@@ -33,13 +33,8 @@ ZONED_NODES = """nodes:
 
 @pytest.fixture(scope="module", params=["iptables", "nftables"])
 def plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Cluster]]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
-    c = start(tmp_path_factory.mktemp(request.param), f"dataplane: {request.param}\n{ZONED_NODES}")
-    try:
+    with running(tmp_path_factory.mktemp(request.param), f"dataplane: {request.param}\n{ZONED_NODES}") as c:
         yield request.param, c
-    finally:
-        stop(c)
 
 
 def on_node(cluster: Cluster, node: str, script: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import KUBECTL, Cluster, start, stop, wait_for
+from .conftest import Cluster, running, wait_for
 
 # This module starts clusters itself (tests/live.py marks the fixtures' users).
 pytestmark = pytest.mark.live
@@ -46,20 +46,15 @@ spec:
 
 @pytest.fixture(scope="module")
 def zones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed: the end-to-end suite drives the real kubectl")
     if not APP.is_dir():
         pytest.skip("examples/zones is not in this checkout")
-    c = start(tmp_path_factory.mktemp("zones"), CONFIG)
-    try:
+    with running(tmp_path_factory.mktemp("zones"), CONFIG) as c:
         c.kubectl("apply", "-f", str(APP))
         c.kubectl("apply", "-f", "-", input=DUAL)
         # Every pod of the example running.
         assert wait_for(lambda: c.kubectl("get", "pods", "-n", "zones", "--field-selector=status.phase!=Running",
                                           "-o", "name").stdout == "", timeout=30)
         yield c
-    finally:
-        stop(c)
 
 
 def slices(c: Cluster, service: str) -> list[dict]:
