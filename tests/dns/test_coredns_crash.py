@@ -19,8 +19,10 @@ BROKEN = {
 
 
 def _corefile(forward: str) -> str:
+    # `ready` answers the readiness probe kubeadm's coredns Deployment asks (:8181/ready): without it the pods run 0/1.
     return f""".:53 {{
     errors
+    ready
     kubernetes cluster.local in-addr.arpa ip6.arpa {{
        fallthrough in-addr.arpa ip6.arpa
     }}
@@ -79,4 +81,4 @@ def test_startup_error_is_coredns_own_line() -> None:
     # Without `loop`, CoreDNS starts (and forwarded names fail later): not a crash.
     assert startup_error(_corefile("forward . 127.0.0.1").replace("    loop\n", "")) is None
     bad = startup_error(_corefile("forward . bogus.example"))
-    assert bad == "/etc/coredns/Corefile:6 - Error during parsing: not an IP address or file: 'bogus.example'"
+    assert bad == "/etc/coredns/Corefile:7 - Error during parsing: not an IP address or file: 'bogus.example'"

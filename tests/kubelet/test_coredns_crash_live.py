@@ -1,12 +1,16 @@
 """A Corefile CoreDNS cannot start with, live: the kubelet restarts the coredns containers, ``kubectl get pods``
-shows CrashLoopBackOff with RESTARTS climbing, and ``kubectl logs`` shows CoreDNS's own last line."""
+shows CrashLoopBackOff with RESTARTS climbing, and ``kubectl logs`` shows CoreDNS's own last line; a Corefile
+without the ready plugin leaves the pods Running but not Ready."""
 
 from __future__ import annotations
 
-from tests.live import Cluster, wait_for
+import json
+import subprocess
 
-LOOPING = (".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . 127.0.0.1\n"
-           "    loop\n}\n")
+from tests.live import Cluster, knetsim_argv, wait_for
+
+LOOPING = (".:53 {\n    errors\n    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n"
+           "    forward . 127.0.0.1\n    loop\n}\n")
 REPAIRED = LOOPING.replace("127.0.0.1", "/etc/resolv.conf")
 
 
@@ -36,6 +40,29 @@ def test_looping_corefile_crash_loops_then_recovers(cluster: Cluster) -> None:
     assert wait_for(lambda: int(coredns_rows(cluster)[0][3]) > first, timeout=30), "RESTARTS did not climb"
     logs = cluster.kubectl("-n", "kube-system", "logs", rows[0][0]).stdout
     assert 'plugin/loop: Loop (127.0.0.1:53 -> :53) detected for zone "."' in logs, logs
+
+    path = cluster.write("Corefile", REPAIRED)
+    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")
+    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
+    restart_coredns(cluster)
+    assert wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
+                    all(r[1:4] == ["1/1", "Running", "0"] for r in rows), timeout=30), coredns_rows(cluster)
+
+
+def test_a_corefile_without_ready_leaves_the_pods_running_but_not_ready(cluster: Cluster) -> None:
+    """kubeadm's readiness probe asks the ready plugin on :8181: a Corefile without it leaves the coredns pods
+    Running 0/1 (refused, never restarted), and the doctor read live names the missing plugin."""
+    path = cluster.write("Corefile", REPAIRED.replace("    ready\n", ""))
+    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns", "--ignore-not-found")
+    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
+    restart_coredns(cluster)
+    unready = wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
+                       all(r[1:3] == ["0/1", "Running"] for r in rows) and rows, timeout=30)
+    assert unready, coredns_rows(cluster)
+    doctor = subprocess.run(knetsim_argv("doctor", "--kubeconfig", cluster.kubeconfig, "-o", "json"),
+                            capture_output=True, text=True, env=cluster.env(), timeout=120)
+    found = [f for f in json.loads(doctor.stdout)["findings"] if f["code"] == "CoreDNSNotReady"]
+    assert found and "no `ready` plugin" in found[0]["message"], doctor.stdout
 
     path = cluster.write("Corefile", REPAIRED)
     cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")

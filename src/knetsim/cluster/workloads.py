@@ -45,7 +45,7 @@ from .hostports import wanted as wanted_host_ports
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
-from .workloadstatus import ConfigMaps, coredns_startup_error, crash_loop_status
+from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -795,6 +795,8 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     name, namespace = str(meta.get("name")), str(meta.get("namespace") or "default")
     if crash is not None:
         crash_loop_status(status, crash[0], name, namespace)
+    elif (refused := coredns_refused_probe(body, configmaps)) is not None:
+        _not_ready(status, refused)
     elif configmaps is not None and not failed:
         # Offline only: live, the kubelet runs the commands and the probes and writes what follows.
         # Where the pod listens matters to its probes only (and costs a parse: 100,000 replicas come this way).
@@ -803,3 +805,31 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         for restart in restarts(body, listening):
             crash_loop_status(status, restart.container, name, namespace, restart.exit_code)
     return status
+
+
+def coredns_refused_probe(body: Mapping[str, Any], configmaps: ConfigMaps | None) -> str | None:
+    """The CoreDNS container whose readiness probe asks a port its Corefile does not open (kubeadm's probe asks
+    the ready plugin on 8181): refused, so the pod stays 0/1, offline as the live prober finds it
+    (kubelet/prober.py asks coredns_closed_port too)."""
+    if not configmaps:
+        return None
+    for container in (body.get("spec") or {}).get("containers") or []:
+        probe = container.get("readinessProbe") if isinstance(container, Mapping) else None
+        handler = probe.get("httpGet") if isinstance(probe, Mapping) else None
+        port = handler.get("port") if isinstance(handler, Mapping) else None
+        if isinstance(port, int) and coredns_closed_port(body, container, port, configmaps):
+            return str(container.get("name"))
+    return None
+
+
+def _not_ready(status: dict[str, Any], container: str) -> None:
+    """``status`` with ``container`` running but not Ready (its readiness probe fails), as the kubelet writes it."""
+    for entry in status.get("containerStatuses") or []:
+        if entry.get("name") == container:
+            entry["ready"] = False
+    unready = [str(e.get("name")) for e in status.get("containerStatuses") or [] if not e.get("ready")]
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady"):
+            condition.update(status="False", reason="ContainersNotReady",
+                             message=f"containers with unready status: [{' '.join(unready)}]")
+

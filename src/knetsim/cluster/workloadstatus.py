@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model.corefile import startup_error
+from ..model.corefile import CorefileError, parse_corefile, startup_error
 from ..model.programs import image_repository
 from ..model.timestamps import parse_rfc3339
 from .naming import pod_template_hash
@@ -106,34 +106,73 @@ def stateful_set_status(sts: Mapping[str, Any], pods: list[Mapping[str, Any]]) -
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, Any]]  # (namespace, name) -> data
 
 
-def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: frozenset[str],
-                          resolv_conf: tuple[str, ...]) -> tuple[str, str] | None:
-    """(container name, the line CoreDNS prints as it exits) for a CoreDNS container of ``pod`` whose
-    Corefile (the ``Corefile`` key of a ConfigMap volume of the pod, as the coredns Deployment mounts
-    ``kube-system/coredns``) keeps it from starting; None when it starts or knetsim cannot tell (no such
-    ConfigMap in the input: kubeadm's Corefile is assumed, which starts)."""
+def coredns_corefile(pod: Mapping[str, Any], configmaps: ConfigMaps) -> str | None:
+    """The Corefile a CoreDNS pod reads: the ``Corefile`` key of a ConfigMap volume of the pod (the coredns
+    Deployment mounts ``kube-system/coredns``); None when no such ConfigMap is known (kubeadm's Corefile is then
+    assumed)."""
     spec = pod.get("spec") or {}
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-    text: str | None = None
     for volume in spec.get("volumes") or []:
         source = volume.get("configMap") if isinstance(volume, Mapping) else None
         if isinstance(source, Mapping):
             data = configmaps.get((namespace, str(source.get("name") or ""))) or {}
             if isinstance(data, Mapping) and isinstance(data.get("Corefile"), str):
-                text = data["Corefile"]
-                break
+                return data["Corefile"]
+    # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); knetsim's
+    # built-in kube-system omits the volume, so the name is taken as kubeadm writes it.
+    data = configmaps.get((namespace, "coredns")) or {}
+    text = data.get("Corefile") if isinstance(data, Mapping) else None
+    return text if isinstance(text, str) else None
+
+
+def _is_coredns(container: Any) -> bool:
+    return isinstance(container, Mapping) and image_repository(str(container.get("image") or "")).endswith("coredns")
+
+
+def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: frozenset[str],
+                          resolv_conf: tuple[str, ...]) -> tuple[str, str] | None:
+    """(container name, the line CoreDNS prints as it exits) for a CoreDNS container of ``pod`` whose
+    Corefile (``coredns_corefile``) keeps it from starting; None when it starts or knetsim cannot tell (no such
+    ConfigMap in the input: kubeadm's Corefile is assumed, which starts)."""
+    text = coredns_corefile(pod, configmaps)
     if text is None:
-        # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); knetsim's
-        # built-in kube-system omits the volume, so the name is taken as kubeadm writes it.
-        data = configmaps.get((namespace, "coredns")) or {}
-        text = data.get("Corefile") if isinstance(data, Mapping) else None
-    if not isinstance(text, str):
         return None
-    for container in spec.get("containers") or []:
-        if isinstance(container, Mapping) and image_repository(str(container.get("image") or "")).endswith("coredns"):
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if _is_coredns(container):
             error = startup_error(text, own, resolv_conf)
             return (str(container.get("name")), error) if error else None
     return None
+
+
+# The ports CoreDNS opens for its side plugins, at their default addresses (coredns.io/plugins: ready ":8181",
+# health ":8080", prometheus "localhost:9153" in the plugin, ":9153" in kubeadm's Corefile): each only where its
+# plugin is in the Corefile.
+SIDE_PLUGIN_PORTS = {"ready": 8181, "health": 8080, "prometheus": 9153}
+
+
+def coredns_closed_port(pod: Mapping[str, Any], container: Mapping[str, Any], port: int,
+                        configmaps: ConfigMaps) -> bool:
+    """Is ``port`` one of CoreDNS's side-plugin ports that its Corefile does not open? (A Corefile without
+    ``ready`` leaves 8181 closed, so kubeadm's readiness probe is refused and the pods stay 0/1.) False for any
+    other image or port, and when the Corefile is not known."""
+    if not _is_coredns(container) or port not in SIDE_PLUGIN_PORTS.values():
+        return False
+    text = coredns_corefile(pod, configmaps)
+    if text is None:
+        return False
+    try:
+        corefile = parse_corefile(text)
+    except CorefileError:
+        return False  # it does not start at all: coredns_startup_error says so
+    opened = set()
+    for block in corefile.blocks:
+        for name, default in SIDE_PLUGIN_PORTS.items():
+            directive = block.plugin(name)
+            if directive is not None:
+                address = directive.args[0] if directive.args else ""  # `ready [ADDRESS]`, `health [ADDRESS]`
+                tail = address.rpartition(":")[2]
+                opened.add(int(tail) if tail.isdigit() else default)
+    return port not in opened
 
 
 def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str,

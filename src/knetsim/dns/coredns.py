@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Any
 
 from ..cluster.state import ClusterState
 from .corefile import Corefile, CorefileError, ServerBlock, default_corefile, forward_targets, parse_corefile
@@ -128,6 +129,13 @@ def coredns_of(state: ClusterState) -> CoreDNS:
             f"{state.config.dns_service_ip} (the kubelet's clusterDNS), where nothing answers",
             f"recreate Service {SERVICE} with clusterIP {state.config.dns_service_ip}, selector k8s-app=kube-dns "
             "and ports 53/UDP, 53/TCP", "all"))
+    elif pods and not ready and corefile is not None and _probes_closed_ready_port(corefile, pods):
+        problems.append(Problem(
+            "CoreDNSNotReady", f"Deployment {DEPLOYMENT}",
+            f"none of the {len(pods)} CoreDNS pod(s) is Ready: the Corefile has no `ready` plugin, so nothing "
+            f"answers their readiness probe on :{READY_PORT} (connection refused); kube-dns has no ready endpoints "
+            "and every DNS query times out", f"add `ready` to the Corefile's `.:53` block: {EDIT}, then {RESTART}",
+            "all"))
     elif pods and not ready:
         problems.append(Problem(
             "CoreDNSNotReady", f"Deployment {DEPLOYMENT}",
@@ -163,6 +171,17 @@ def coredns_of(state: ClusterState) -> CoreDNS:
         # Corefile finding names the cause, a second one about readiness would only send the reader to logs.
         problems = [p for p in problems if p.code != "CoreDNSNotReady"]
     return CoreDNS(corefile, source, explicit, replicas, len(pods), len(ready), tuple(problems), tuple(failing))
+
+
+READY_PORT = 8181  # the ready plugin's default address, which kubeadm's readiness probe asks
+
+
+def _probes_closed_ready_port(corefile: Corefile, pods: list[Any]) -> bool:
+    """The pods' readiness probe asks the ready plugin's port, and no server block of the Corefile has it."""
+    if any(b.plugin("ready") is not None for b in corefile.blocks):
+        return False
+    return any(((c.get("readinessProbe") or {}).get("httpGet") or {}).get("port") == READY_PORT
+               for p in pods for c in (p.raw.get("spec") or {}).get("containers") or [] if isinstance(c, dict))
 
 
 def _is_loopback(host: str) -> bool:

@@ -99,6 +99,22 @@ def port_of(container: Mapping[str, Any], port: Any) -> int:
     return int(text)
 
 
+def _closed_by_config(state: Any, pod: Pod, container: Mapping[str, Any], port: int) -> bool:
+    """A port the image opens only where its configuration says so, and this one does not: CoreDNS's side
+    plugins (a Corefile without ``ready`` leaves 8181 closed), judged by the function the offline build asks
+    (cluster/workloadstatus.coredns_closed_port) on the ConfigMaps the API server holds now."""
+    from ..cluster.workloadstatus import coredns_closed_port
+
+    if state is None:
+        return False
+    volumes = (pod.raw.get("spec") or {}).get("volumes") or []
+    names = {"coredns", *(str(v["configMap"].get("name") or "") for v in volumes
+                          if isinstance(v, Mapping) and isinstance(v.get("configMap"), Mapping))}
+    configmaps = {(pod.namespace, name): obj.raw.get("data") or {} for name in sorted(names)
+                  if (obj := state.others.get(("ConfigMap", f"{pod.namespace}/{name}"))) is not None}
+    return coredns_closed_port(pod.raw, container, port, configmaps)
+
+
 def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, str]:
     """(success, output) of an httpGet, tcpSocket or grpc probe against the simulated pod."""
     from ..network.app import app_reply
@@ -110,7 +126,7 @@ def network_result(state: Any, pod: Pod, container: Mapping[str, Any], spec: Map
     host = str(handler.get("host") or pod.pod_ip or "")
     addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     refused = f"dial tcp {addr}: connect: connection refused"
-    up = listening(pod, port, "TCP")
+    up = listening(pod, port, "TCP") and not _closed_by_config(state, pod, container, port)
     if action == "tcpSocket":
         return up, "" if up else refused
     if action == "grpc":
