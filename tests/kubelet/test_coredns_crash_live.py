@@ -19,15 +19,23 @@ def coredns_rows(cluster: Cluster) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.strip()]
 
 
-def restart_coredns(cluster: Cluster) -> None:
-    # A running CoreDNS keeps the Corefile it started with (reload refuses a broken one): new pods read it.
+def use_corefile(cluster: Cluster, text: str) -> None:
+    """kube-system/coredns with this Corefile, and new coredns pods to read it (a running CoreDNS keeps the
+    Corefile it started with: reload refuses a broken one)."""
+    path = cluster.write("Corefile", text)
+    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns", "--ignore-not-found")
+    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
     cluster.kubectl("-n", "kube-system", "delete", "pods", "-l", "k8s-app=kube-dns", "--wait=false")
 
 
+def assert_recovers(cluster: Cluster) -> None:
+    use_corefile(cluster, REPAIRED)
+    assert wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
+                    all(r[1:4] == ["1/1", "Running", "0"] for r in rows), timeout=30), coredns_rows(cluster)
+
+
 def test_looping_corefile_crash_loops_then_recovers(cluster: Cluster) -> None:
-    path = cluster.write("Corefile", LOOPING)
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
-    restart_coredns(cluster)
+    use_corefile(cluster, LOOPING)
 
     def crashing() -> list[list[str]] | None:
         rows = coredns_rows(cluster)
@@ -41,21 +49,13 @@ def test_looping_corefile_crash_loops_then_recovers(cluster: Cluster) -> None:
     logs = cluster.kubectl("-n", "kube-system", "logs", rows[0][0]).stdout
     assert 'plugin/loop: Loop (127.0.0.1:53 -> :53) detected for zone "."' in logs, logs
 
-    path = cluster.write("Corefile", REPAIRED)
-    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
-    restart_coredns(cluster)
-    assert wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
-                    all(r[1:4] == ["1/1", "Running", "0"] for r in rows), timeout=30), coredns_rows(cluster)
+    assert_recovers(cluster)
 
 
 def test_a_corefile_without_ready_leaves_the_pods_running_but_not_ready(cluster: Cluster) -> None:
     """kubeadm's readiness probe asks the ready plugin on :8181: a Corefile without it leaves the coredns pods
     Running 0/1 (refused, never restarted), and the doctor read live names the missing plugin."""
-    path = cluster.write("Corefile", REPAIRED.replace("    ready\n", ""))
-    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns", "--ignore-not-found")
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
-    restart_coredns(cluster)
+    use_corefile(cluster, REPAIRED.replace("    ready\n", ""))
     unready = wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
                        all(r[1:3] == ["0/1", "Running"] for r in rows) and rows, timeout=30)
     assert unready, coredns_rows(cluster)
@@ -64,9 +64,4 @@ def test_a_corefile_without_ready_leaves_the_pods_running_but_not_ready(cluster:
     found = [f for f in json.loads(doctor.stdout)["findings"] if f["code"] == "CoreDNSNotReady"]
     assert found and "no `ready` plugin" in found[0]["message"], doctor.stdout
 
-    path = cluster.write("Corefile", REPAIRED)
-    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
-    restart_coredns(cluster)
-    assert wait_for(lambda: (rows := coredns_rows(cluster)) and len(rows) == 2 and
-                    all(r[1:4] == ["1/1", "Running", "0"] for r in rows), timeout=30), coredns_rows(cluster)
+    assert_recovers(cluster)
