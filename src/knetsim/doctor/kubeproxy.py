@@ -7,8 +7,8 @@ node restarts; a Service created after that answers nothing there). With Cilium'
 (data plane ``ebpf``) there is no kube-proxy to ask about.
 
 Only a kube-proxy DaemonSet that was read is judged (manifests of an app alone say nothing of kube-system). The
-packet and trace answers still program every node: they do not model a node without kube-proxy, and the finding
-says so.
+packet and trace answers still program every node: they do not model a node without kube-proxy; the finding
+says so, and so does a trace from such a node (network/tracer.py).
 """
 
 from __future__ import annotations
@@ -16,34 +16,24 @@ from __future__ import annotations
 from typing import Any
 
 from ..cluster.state import ClusterState
-from ..model.objects import Pod
+from ..network.kubeproxy import KUBE_PROXY, kube_proxy_nodes
 from .checks import SYSTEM_NAMESPACES, Finding, examples
 from .fixes import Patch, verified
-
-KUBE_PROXY = "kube-system/kube-proxy"
-
-
-def _runs_kube_proxy(pod: Pod) -> bool:
-    owner = pod.meta.owner
-    return (pod.namespace == "kube-system" and owner is not None and owner.kind == "DaemonSet"
-            and owner.name == "kube-proxy" and pod.phase == "Running")
 
 
 def _without_kube_proxy(state: ClusterState) -> list[str]:
     """The nodes that carry workloads (no NoSchedule or NoExecute taint, or a pod of a user's namespace on them)
     where no kube-proxy pod runs. A tainted control-plane node without one is left out: no app pod runs there to
     miss it, as a kube-proxy DaemonSet without tolerations leaves it."""
-    covered = {p.node_name for p in state.pods.values() if _runs_kube_proxy(p)}
+    covered = kube_proxy_nodes(state) or frozenset()
     hosting = {p.node_name for p in state.pods.values() if p.node_name and p.namespace not in SYSTEM_NAMESPACES}
     return sorted(name for name, node in state.nodes.items() if name not in covered and (
         name in hosting or not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in node.taints)))
 
 
 def kube_proxy_findings(state: ClusterState, *, verify: bool = True) -> list[Finding]:
-    if state.config.dataplane == "ebpf":
-        return []
     daemonset = state.workloads.get(("DaemonSet", KUBE_PROXY))
-    if daemonset is None:
+    if daemonset is None or kube_proxy_nodes(state) is None:
         return []
     missing = _without_kube_proxy(state)
     if not missing:

@@ -12,12 +12,17 @@ A hostNetwork pod reaches them on its node (``curl localhost:10256/healthz``, th
   reaches it.
 
 No kube-proxy runs on a Cilium kube-proxy-replacement cluster (``dataplane: ebpf``).
+
+Which nodes run a kube-proxy pod (``kube_proxy_nodes``): the doctor names the nodes without one (the docs' "Is
+the kube-proxy working?"), and a trace from a pod on such a node says that knetsim programs its Service rules
+all the same.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import time
+import weakref
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +35,29 @@ METRICS_PORT = 10249
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 # Where Go's monotonic clock reading (m=+SECONDS) starts: this process's start.
 _STARTED = time.monotonic()
+
+
+KUBE_PROXY = "kube-system/kube-proxy"
+_COVERED: weakref.WeakKeyDictionary[Any, frozenset[str] | None] = weakref.WeakKeyDictionary()
+
+
+def kube_proxy_nodes(state: Any) -> frozenset[str] | None:
+    """The nodes where a pod of the kube-proxy DaemonSet (kube-system/kube-proxy) runs; None where there is no
+    kube-proxy to ask about: no such DaemonSet was read, or the data plane is Cilium's replacement. Kept per
+    state (read-only once built): every trace asks it."""
+    if state in _COVERED:
+        return _COVERED[state]
+    covered: frozenset[str] | None = None
+    if state.config.dataplane != "ebpf" and ("DaemonSet", KUBE_PROXY) in state.workloads:
+        covered = frozenset(p.node_name for p in state.pods.values() if _runs_kube_proxy(p))
+    _COVERED[state] = covered
+    return covered
+
+
+def _runs_kube_proxy(pod: Any) -> bool:
+    owner = pod.meta.owner
+    return (pod.namespace == "kube-system" and owner is not None and owner.kind == "DaemonSet"
+            and owner.name == "kube-proxy" and pod.phase == "Running")
 
 
 def go_time(now: float | None = None) -> str:

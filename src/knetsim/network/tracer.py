@@ -15,6 +15,7 @@ from ..cluster.state import ClusterState
 from .balance import Balancer
 from .connect import _dns_stage, _Run, connect_ip, resolve_pod
 from .external import through_ingress, trace_external
+from .kubeproxy import kube_proxy_nodes
 from .trace import EXTERNAL_CLIENT_IP, Hop, Trace, TraceInputError, choose, parse_target
 
 # How many times one connection may lead to another (netexec's /dial dialling a /dial...): a real chain stops
@@ -60,5 +61,11 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
                             "its resolver returns; knetsim picks one deterministically)"))
     # The source is the pod's own address of the destination's family (a dual-stack pod has one of each).
     src = next((ip for ip in pod.pod_ips if (":" in ip) == (":" in family_first[pick])), pod.pod_ip)
+    covered = kube_proxy_nodes(state) if plane == state.config.dataplane else None
+    if covered is not None and pod.node_name not in covered:
+        # Never silent: the doctor names the node (KubeProxyNotRunning); what follows is not what that node does.
+        run.hops.append(Hop("dataplane", "info", f"no kube-proxy pod runs on node {pod.node_name}: a real node "
+                            "keeps no Service rules written since it stopped; knetsim programs them all the same (it "
+                            "does not model a node without kube-proxy)"))
     return connect_ip(run, pod, src, family_first[pick], pod.node_name)
 
