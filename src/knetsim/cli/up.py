@@ -227,7 +227,16 @@ def _foreground(cmd: list[str], state_dir: Path) -> None:
     ports included, printed once it is ready, as a detached start prints them; Ctrl-C stops it, start-up
     included. The child has a session of its own, so the terminal's SIGINT reaches this process only, which
     stops the daemon with SIGTERM: a signal in the middle of its imports would otherwise end in a traceback."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
+    # Held from before the daemon starts until this process can stop it: a Ctrl-C inside Popen (the child already
+    # forked) or before the handlers below would leave the daemon running, holding this terminal's output.
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, held))
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        raise
 
     def stop_on(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # `kill`, or the terminal closing: the daemon goes with this process, as Ctrl-C
@@ -236,6 +245,7 @@ def _foreground(cmd: list[str], state_dir: Path) -> None:
         signal.signal(sig, stop_on)
     info = None
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a signal held meanwhile is raised here, in this try
         info = _wait_ready(proc, state_dir, lambda: [])
         _print_ready(info)
         click.echo("# Ctrl-C stops the cluster", err=True)
