@@ -150,3 +150,14 @@ def vectorised_and_pairwise(state: ClusterState, monkeypatch: Any, **kwargs: Any
 def matrix_cells(doc: dict[str, Any]) -> dict[tuple[str, str], Any]:
     """A ``matrix -o json`` document's connections by (from, to)."""
     return {(c["from"], c["to"]): (c["allowed"], c.get("partly")) for c in doc["connections"]}
+
+
+def assert_same_cells(vectorised: dict[str, Any], pairwise: dict[str, Any], label: str) -> dict[tuple[str, str], Any]:
+    """Every cell of the vectorised matrix is the pair-by-pair walk's (the first difference named with ``label``,
+    the seed and options); the vectorised cells."""
+    got, want = matrix_cells(vectorised), matrix_cells(pairwise)
+    differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    assert not differ, f"{label}: {len(differ)} cells differ, first {differ[0]}: " \
+                       f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
+    return got
+

@@ -17,7 +17,7 @@ import yaml
 from knetsim import Cluster
 from knetsim.cluster.config import ClusterConfig
 
-from .helpers import clusterpolicy, matrix_cells, netpol, ns, pod, vectorised_and_pairwise
+from .helpers import assert_same_cells, clusterpolicy, netpol, ns, pod, vectorised_and_pairwise
 
 NAMESPACES = {"shop": {"env": "prod", "team": "a"}, "pay": {"env": "prod", "team": "b"},
               "dev": {"env": "dev", "team": "a"}, "ops": {"env": "ops"}}
@@ -206,10 +206,7 @@ def test_vectorised_calico_matrix_equals_the_pair_by_pair_walk(seed: int, monkey
         assert "evaluated pair by pair under Calico's tiers" in pairwise["notes"]
         key = "pods" if kwargs["pods"] else "workloads"
         assert vectorised[key] == pairwise[key]
-        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
-        differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-        assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
-                           f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
+        got = assert_same_cells(vectorised, pairwise, f"seed {seed} {kwargs}")
         assert len(got) > 0
 
 
@@ -222,10 +219,7 @@ def test_vectorised_calico_matrix_with_cluster_network_policies_equals_the_walk(
     for kwargs in ({"pods": True, "all_external": True}, {"pods": False, "word_bits": 3}):
         vectorised, pairwise = vectorised_and_pairwise(state, monkeypatch, **kwargs)
         assert "evaluated under Calico's tiers over classes of pods alike" in vectorised["notes"]
-        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
-        differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-        assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
-                           f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
+        assert_same_cells(vectorised, pairwise, f"seed {seed} {kwargs}")
 
 
 def test_the_random_clusters_exercise_what_they_claim() -> None:

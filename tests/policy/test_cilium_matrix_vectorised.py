@@ -18,7 +18,7 @@ import yaml
 from knetsim import Cluster
 from knetsim.cluster.config import ClusterConfig
 
-from .helpers import cnp, matrix_cells, netpol, ns, pod, vectorised_and_pairwise
+from .helpers import assert_same_cells, cnp, netpol, ns, pod, vectorised_and_pairwise
 
 NAMESPACES = {"shop": {"env": "prod"}, "pay": {"env": "prod"}, "dev": {"env": "dev"}}
 APPS = ["web", "api", "db"]
@@ -133,10 +133,7 @@ def test_vectorised_cilium_matrix_equals_the_pair_by_pair_walk(seed: int, monkey
         assert "evaluated pair by pair under Cilium's deny-before-allow walk" in pairwise["notes"]
         key = "pods" if kwargs["pods"] else "workloads"
         assert vectorised[key] == pairwise[key]
-        got, want = matrix_cells(vectorised), matrix_cells(pairwise)
-        differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-        assert not differ, f"seed {seed} {kwargs}: {len(differ)} cells differ, first {differ[0]}: " \
-                           f"vectorised {got.get(differ[0])}, pair by pair {want.get(differ[0])}"
+        got = assert_same_cells(vectorised, pairwise, f"seed {seed} {kwargs}")
         assert len(got) > 0
 
 
