@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matrix import KNETSIM, Run, run  # noqa: E402
+from matrix import Run, knetsim_matrix  # noqa: E402
 
 TARGET_SECONDS = 3.0
 TARGET_MB = 500.0
@@ -70,9 +70,7 @@ def write_input(directory: Path, namespaces: int) -> None:
 
 
 def cilium_matrix(directory: Path, out: Path) -> Run:
-    config = directory.parent / "cluster.yaml"
-    config.write_text(CLUSTER_CONFIG)
-    return run([KNETSIM, "matrix", "-f", str(directory), "--cluster-config", str(config), "-o", "json"], out)
+    return knetsim_matrix(directory, out, "-o", "json", cluster_config=CLUSTER_CONFIG)
 
 
 def main() -> int:

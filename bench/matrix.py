@@ -119,9 +119,11 @@ def write_input(directory: Path, namespaces: int, pods_per_namespace: int | None
 # --- targets ------------------------------------------------------------------------------
 
 
-def knetsim_matrix(directory: Path, out: Path, *extra: str) -> Run:
+def knetsim_matrix(directory: Path, out: Path, *extra: str, cluster_config: str = CLUSTER_CONFIG) -> Run:
+    """One cold `knetsim matrix -f DIRECTORY` with ``cluster_config`` (bench/calico.py and bench/cilium.py pass
+    their CNI's), its output in ``out``."""
     config = directory.parent / "cluster.yaml"
-    config.write_text(CLUSTER_CONFIG)
+    config.write_text(cluster_config)
     return run([KNETSIM, "matrix", "-f", str(directory), "--cluster-config", str(config), *extra], out)
 
 
