@@ -27,14 +27,19 @@ from .checks import Finding, _owner_ref, _workload_object
 from .fixes import Patch, verified
 
 
+def _last_words(output: str) -> str:
+    """``, its last words: '...'`` of a container's last output, or nothing when it said nothing."""
+    said = output.strip()
+    return f", its last words: {said!r}" if said else ""
+
+
 def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
     """Containers whose command ends at once and which the kubelet restarts (restartPolicy Always, or OnFailure
     and a non-zero exit): the same judgement that gave the pod its CrashLoopBackOff status offline."""
     crashing_init = init_crash(pod.raw)
     if crashing_init is not None and pod.node_name:
         restart = crashing_init[1]
-        said = restart.last_words.strip()
-        last = f", its last words: {said!r}" if said else ""
+        last = _last_words(restart.last_words)
         return [Finding(
             "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
             f"init container {restart.container!r} {restart.why}{last}: the kubelet runs it again and again (STATUS "
@@ -62,8 +67,7 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
     failed_init = init_failure(pod.raw)
     if failed_init is not None and pod.node_name:
         restart = failed_init[1]
-        said = restart.last_words.strip()
-        last = f", its last words: {said!r}" if said else ""
+        last = _last_words(restart.last_words)
         return [Finding(
             "ContainerExits", "error", "kubelet", f"Pod {pod.key}",
             f"init container {restart.container!r} {restart.why}{last}: with restartPolicy Never the kubelet does not "
@@ -79,7 +83,7 @@ def container_exit_findings(state: ClusterState, pod: Pod) -> list[Finding]:
             continue
         name = restart.container
         said = restart.last_words.strip()
-        last = f", its last words: {said!r}" if said else ""
+        last = _last_words(said)
         sleep_fix = "give sleep a duration (`sleep 3600`, `sleep infinity`); " if "sleep: invalid number" in said \
             else ""
         out.append(Finding(
