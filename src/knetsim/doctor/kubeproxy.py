@@ -17,8 +17,8 @@ from typing import Any
 
 from ..cluster.state import ClusterState
 from ..network.kubeproxy import KUBE_PROXY, kube_proxy_nodes
-from .checks import SYSTEM_NAMESPACES, Finding, examples
-from .fixes import Patch, verified
+from .checks import SYSTEM_NAMESPACES, Finding, _offer, examples
+from .fixes import Patch
 
 
 def _without_kube_proxy(state: ClusterState) -> list[str]:
@@ -58,8 +58,5 @@ def kube_proxy_findings(state: ClusterState, *, verify: bool = True) -> list[Fin
         finding = Finding(finding.code, finding.severity, finding.layer, finding.subject,
                           f"{message}. Its nodeSelector ({labels}) matches none of them", look,
                           finding.evidence, patch)
-        left = verified(state, patch, lambda fixed: ", ".join(_without_kube_proxy(fixed)) or None) if verify \
-            else None
-        finding = Finding(finding.code, finding.severity, finding.layer, finding.subject, finding.message,
-                          patch.command if left is None else look, finding.evidence, patch if left is None else None)
+        finding = _offer(finding, state, lambda fixed: ", ".join(_without_kube_proxy(fixed)) or None, look, verify)
     return [finding]
