@@ -159,9 +159,9 @@ def _up(port: int, dns_port: int, ingress_port: int, state: str, foreground: boo
     if foreground:
         _foreground(cmd, state_dir)
     with open(state_dir / "daemon.log", "ab") as logfile:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
-                                start_new_session=True, close_fds=True)
+        proc = _spawn(cmd, stdout=logfile, stderr=logfile, close_fds=True)
     try:
+        _release()  # a Ctrl-C held meanwhile is raised here, in this try
         info = _wait_ready(proc, state_dir, lambda: _log_tail(state_dir))
     except KeyboardInterrupt:
         # Ctrl-C while it starts: the daemon (in a session of its own, so it did not see the signal) is stopped
@@ -212,6 +212,28 @@ def _wait_ready(proc: subprocess.Popen[bytes], state_dir: Path, tail: Any) -> di
     sys.exit(EXIT_NEGATIVE)
 
 
+# Held in this process from before the daemon starts until the try that stops it on Ctrl-C: a signal inside Popen
+# (the child already forked) or before that try would leave the daemon running, with no `export` line printed and,
+# under --foreground, holding the terminal's output.
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def _spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """The daemon, in a session of its own, started with ``_HELD`` held here (the caller ``_release``s them inside
+    the try that stops it) and released in the child."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD), **kwargs)
+    except BaseException:
+        _release()
+        raise
+
+
+def _release() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.terminate()
@@ -227,16 +249,7 @@ def _foreground(cmd: list[str], state_dir: Path) -> None:
     ports included, printed once it is ready, as a detached start prints them; Ctrl-C stops it, start-up
     included. The child has a session of its own, so the terminal's SIGINT reaches this process only, which
     stops the daemon with SIGTERM: a signal in the middle of its imports would otherwise end in a traceback."""
-    # Held from before the daemon starts until this process can stop it: a Ctrl-C inside Popen (the child already
-    # forked) or before the handlers below would leave the daemon running, holding this terminal's output.
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, held))
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-        raise
+    proc = _spawn(cmd)
 
     def stop_on(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # `kill`, or the terminal closing: the daemon goes with this process, as Ctrl-C
@@ -245,7 +258,7 @@ def _foreground(cmd: list[str], state_dir: Path) -> None:
         signal.signal(sig, stop_on)
     info = None
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a signal held meanwhile is raised here, in this try
+        _release()  # a signal held meanwhile is raised here, in this try
         info = _wait_ready(proc, state_dir, lambda: [])
         _print_ready(info)
         click.echo("# Ctrl-C stops the cluster", err=True)
