@@ -60,10 +60,17 @@ def hop(t, layer: str):  # type: ignore[no-untyped-def]
     return next(h for h in t.hops if h.layer == layer)
 
 
-@pytest.mark.parametrize(("dataplane", "agent"), [("iptables", "kindnetd"), ("nftables", "kindnetd"),
-                                                  ("ebpf", "Cilium")])
-def test_a_pod_reaches_example_com_through_its_node(dataplane: str, agent: str) -> None:
-    cluster = cluster_from(CLIENT, config=config_from_dict({"dataplane": dataplane}))
+@pytest.mark.parametrize(("dataplane", "cni", "agent", "rule"), [
+    ("iptables", None, "kindnetd", "kindnet-masq"), ("nftables", None, "kindnetd", "kindnet-masq"),
+    ("ebpf", None, "Cilium", "bpf.masquerade"),
+    # Another CNI masquerades by its own agent's rule, whatever kube-proxy's mode.
+    ("iptables", "calico", "calico-node (felix)", "cali-nat-outgoing"),
+    ("nftables", "antrea", "antrea-agent", "ANTREA-POSTROUTING"),
+    ("iptables", "flannel", "flanneld", "FLANNEL-POSTRTG"),
+    ("iptables", "cilium", "Cilium", "CILIUM_POST_nat"),
+])
+def test_a_pod_reaches_example_com_through_its_node(dataplane: str, cni: str | None, agent: str, rule: str) -> None:
+    cluster = cluster_from(CLIENT, config=config_from_dict({"dataplane": dataplane, **({"cni": cni} if cni else {})}))
     t = run(cluster, "http://example.com/")
     assert t.outcome == "connected"
     assert (t.backend.pod, t.backend.ip, t.backend.port) == ("example.com", "93.184.215.14", 80)
@@ -71,6 +78,7 @@ def test_a_pod_reaches_example_com_through_its_node(dataplane: str, agent: str) 
     assert "example.com → example.com. → 93.184.215.14" in hop(t, "dns").detail
     snat = hop(t, "dataplane").data["snat"]
     assert snat == {"from": "10.244.1.2", "to": "172.18.0.3", "by": agent}
+    assert rule in hop(t, "dataplane").detail
 
 
 def test_the_outside_answers_as_a_plain_web_server() -> None:

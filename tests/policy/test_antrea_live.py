@@ -114,3 +114,13 @@ def test_an_antrea_network_policy_rejects_in_its_namespace(antrea: Cluster) -> N
     finally:
         k.sh("kubectl delete -f anp.yaml")
     assert wait_for(lambda: "nginx" in wget(k).stdout, 10)
+
+
+def test_the_cluster_runs_antreas_agents_not_kindnet(antrea: Cluster) -> None:
+    """What `kubectl get pods -n kube-system` shows on an Antrea cluster: antrea-agent on each node, and kube-proxy."""
+    pods = antrea.sh("kubectl get pods -n kube-system -l app=antrea,component=antrea-agent -o wide --no-headers"
+                     ).stdout.splitlines()
+    assert len(pods) == 3 and all(line.split()[2] == "Running" for line in pods), pods
+    assert sorted(line.split()[6] for line in pods) == ["control-plane", "worker", "worker2"]
+    daemonsets = antrea.sh("kubectl get daemonsets -n kube-system -o name").stdout.split()
+    assert "daemonset.apps/antrea-agent" in daemonsets and "daemonset.apps/kindnet" not in daemonsets

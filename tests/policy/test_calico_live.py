@@ -133,3 +133,12 @@ def test_what_calico_refuses_is_refused_by_kubectl_apply(calico: Cluster) -> Non
     out = k.sh("kubectl apply -f typo.yaml", check=False)
     assert out.returncode != 0
     assert 'The GlobalNetworkPolicy "default-deny" is invalid: spec.selector: Invalid value: ' in out.stderr, out.stderr
+
+
+def test_the_cluster_runs_calicos_agents_not_kindnet(calico: Cluster) -> None:
+    """What `kubectl get pods -n kube-system` shows on a Calico cluster: calico-node on each node beside kube-proxy."""
+    pods = calico.sh("kubectl get pods -n kube-system -l k8s-app=calico-node -o wide --no-headers").stdout.splitlines()
+    assert len(pods) == 3 and all(line.split()[2] == "Running" for line in pods), pods
+    assert sorted(line.split()[6] for line in pods) == ["control-plane", "worker", "worker2"]
+    daemonsets = calico.sh("kubectl get daemonsets -n kube-system -o name").stdout.split()
+    assert "daemonset.apps/calico-node" in daemonsets and "daemonset.apps/kindnet" not in daemonsets

@@ -39,6 +39,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
     if config.ingress_controller:
         namespaces.append("ingress-nginx")
+    if config.cni == "flannel":
+        namespaces.append("kube-flannel")
     docs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]
     for i, node in enumerate(config.nodes):
         labels = {
@@ -151,20 +153,33 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
 
 
 def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
-    """What carries pod and Service traffic on every node, per data plane.
+    """What carries pod and Service traffic on every node: the CNI's agents and kube-proxy.
 
-    iptables and nftables: kind's own CNI (kindnetd) and kube-proxy in that mode. ebpf: the cluster
-    of seed 000, ``kubeadm init --skip-phases=addon/kube-proxy`` then ``helm install cilium
-    --set kubeProxyReplacement=true``: no kube-proxy and no kindnet; Cilium's agent DaemonSet, its
-    Envoy DaemonSet (the L7 proxy, a separate DaemonSet by default since Cilium 1.16), the operator
-    and the ``hubble-peer`` Service, named and labelled as the chart names them."""
-    if config.dataplane != "ebpf":
-        return [
-            _daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
-                       "docker.io/kindest/kindnetd:v20250512-df8de77b"),
-            _daemonset("kube-proxy", {"k8s-app": "kube-proxy"},
-                       f"registry.k8s.io/kube-proxy:{kubernetes_version()}"),
-        ]
+    Unset or kindnet: kind's own CNI (kindnetd) and kube-proxy in the data plane's mode. Calico, Antrea and
+    flannel: their manifest installs (``_calico``, ``_antrea``, ``_flannel``) beside kube-proxy. Cilium: the
+    cluster of seed 000, ``kubeadm init --skip-phases=addon/kube-proxy`` then ``helm install cilium
+    --set kubeProxyReplacement=true`` on ``dataplane: ebpf`` (no kube-proxy); on the other data planes the
+    same agents beside kube-proxy."""
+    kube_proxy = _daemonset("kube-proxy", {"k8s-app": "kube-proxy"},
+                            f"registry.k8s.io/kube-proxy:{kubernetes_version()}")
+    if config.cni == "calico":
+        return [*_calico(), kube_proxy]
+    if config.cni == "antrea":
+        return [*_antrea(), kube_proxy]
+    if config.cni == "flannel":
+        return [*_flannel(), kube_proxy]
+    if config.cni != "cilium" and config.dataplane != "ebpf":
+        return [_daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
+                           "docker.io/kindest/kindnetd:v20250512-df8de77b"), kube_proxy]
+    cilium = _cilium()
+    # Cilium beside kube-proxy (cni: cilium on the iptables or nftables data plane): the chart's
+    # kubeProxyReplacement=false install keeps kubeadm's kube-proxy DaemonSet.
+    return cilium if config.dataplane == "ebpf" else [*cilium, kube_proxy]
+
+
+def _cilium() -> list[dict[str, Any]]:
+    """Cilium's agent DaemonSet, its Envoy DaemonSet (the L7 proxy, a separate DaemonSet by default since Cilium
+    1.16), the operator and the ``hubble-peer`` Service, named and labelled as the chart names them."""
     part_of = {"app.kubernetes.io/part-of": "cilium"}
     agent = _daemonset("cilium", {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent", **part_of},
                        CILIUM_IMAGE, container="cilium-agent", selector={"k8s-app": "cilium"})
@@ -213,6 +228,90 @@ def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
                  "ports": [{"name": "peer-service", "port": 443, "protocol": "TCP", "targetPort": 4244}]},
     }
     return [agent, envoy, operator, hubble_peer]
+
+
+# The other CNIs as their upstream manifests install them, named and labelled as there (the names are what
+# `kubectl get pods -n kube-system` shows and what knetsim.policy.cni recognises on a cluster read through
+# --kubeconfig). Only identity is kept: probes, init containers and volumes are left out, since the
+# simulated agents run no program of their own to answer them.
+CALICO_VERSION = "v3.32.1"  # projectcalico/calico manifests/calico.yaml at tag v3.32.1
+ANTREA_VERSION = "v2.7.0"  # antrea-io/antrea build/yamls/antrea.yml at tag v2.7.0
+FLANNEL_VERSION = "v0.27.4"  # flannel-io/flannel Documentation/kube-flannel.yml
+
+
+def _system_deployment(name: str, namespace: str, labels: dict[str, str], selector: dict[str, str],
+                       container: str, image: str, **pod_spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": dict(selector)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {**pod_spec, "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"},
+                                                     *_TOLERATE_CONTROL_PLANE],
+                         "containers": [{"name": container, "image": image}]},
+            },
+        },
+    }
+
+
+def _calico() -> list[dict[str, Any]]:
+    """calico.yaml (the manifest install, kube-system): the calico-node agent on every node, and
+    calico-kube-controllers (one replica: only one may be active)."""
+    node = _daemonset("calico-node", {"k8s-app": "calico-node"}, f"quay.io/calico/node:{CALICO_VERSION}")
+    spec = node["spec"]["template"]["spec"]
+    spec.update({"priorityClassName": "system-node-critical", "serviceAccountName": "calico-node",
+                 "nodeSelector": {"kubernetes.io/os": "linux"}})
+    controllers = _system_deployment(
+        "calico-kube-controllers", "kube-system", {"k8s-app": "calico-kube-controllers"},
+        {"k8s-app": "calico-kube-controllers"}, "calico-kube-controllers",
+        f"quay.io/calico/kube-controllers:{CALICO_VERSION}", priorityClassName="system-cluster-critical",
+        serviceAccountName="calico-kube-controllers", nodeSelector={"kubernetes.io/os": "linux"})
+    return [node, controllers]
+
+
+def _antrea() -> list[dict[str, Any]]:
+    """antrea.yml (kube-system): antrea-agent on every node (with its OVS container), antrea-controller, and the
+    ``antrea`` Service in front of the controller's API port."""
+    agent_labels = {"app": "antrea", "component": "antrea-agent"}
+    agent = _daemonset("antrea-agent", agent_labels, f"antrea/antrea-agent-ubuntu:{ANTREA_VERSION}")
+    template = agent["spec"]["template"]
+    template["metadata"]["annotations"] = {"kubectl.kubernetes.io/default-container": "antrea-agent"}
+    image = template["spec"]["containers"][0]["image"]
+    template["spec"].update({"priorityClassName": "system-node-critical", "serviceAccountName": "antrea-agent",
+                             "containers": [{"name": "antrea-agent", "image": image,
+                                             "ports": [{"name": "api", "containerPort": 10350,
+                                                        "protocol": "TCP"}]},
+                                            {"name": "antrea-ovs", "image": image}]})
+    controller_labels = {"app": "antrea", "component": "antrea-controller"}
+    controller = _system_deployment(
+        "antrea-controller", "kube-system", controller_labels, controller_labels, "antrea-controller",
+        f"antrea/antrea-controller-ubuntu:{ANTREA_VERSION}", hostNetwork=True,
+        priorityClassName="system-cluster-critical", serviceAccountName="antrea-controller",
+        nodeSelector={"kubernetes.io/os": "linux"})
+    controller["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "api", "containerPort": 10349, "protocol": "TCP"}]
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "antrea", "namespace": "kube-system", "labels": {"app": "antrea"}},
+        "spec": {"selector": controller_labels,
+                 "ports": [{"port": 443, "protocol": "TCP", "targetPort": "api"}]},
+    }
+    return [agent, controller, service]
+
+
+def _flannel() -> list[dict[str, Any]]:
+    """kube-flannel.yml: flanneld on every node, in a namespace of its own (``kube-flannel``)."""
+    ds = _daemonset("kube-flannel-ds", {"app": "flannel", "k8s-app": "flannel", "tier": "node"},
+                    f"ghcr.io/flannel-io/flannel:{FLANNEL_VERSION}", container="kube-flannel")
+    ds["metadata"]["namespace"] = "kube-flannel"
+    ds["spec"]["template"]["spec"].update({"priorityClassName": "system-node-critical",
+                                           "serviceAccountName": "flannel"})
+    return [ds]
 
 
 def _coredns() -> dict[str, Any]:

@@ -12,6 +12,9 @@ masquerades Service traffic):
   default the agent installs an iptables ``MASQUERADE`` rule instead, with the same result): traffic
   to the pod CIDR (``ipv4-native-routing-cidr``) and the nodes keeps its pod source, the rest leaves
   with the node's.
+
+On a cluster whose CNI is not kind's (``cni:`` in the cluster config), that CNI's own agent does it,
+with the same result for traffic leaving the cluster, by its own iptables rule (``_CNI_RULES``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,20 @@ from dataclasses import dataclass
 from ..cluster.state import ClusterState
 
 KINDNET_TABLE = "kindnet-masq"
+
+# The other CNIs' masquerading of pod traffic bound outside the pod network: (agent, the rule in words).
+# Calico: felix's NAT-outgoing chain for an IP pool with natOutgoing (the default pool has it;
+# projectcalico/calico felix/rules/nat.go). Antrea: antrea-agent's iptables rule (antrea-io/antrea
+# pkg/agent/route/route_linux.go). flannel: flanneld --ip-masq (the kube-flannel.yml default). Cilium
+# beside kube-proxy: the agent's iptables rule (the chart's default, enable-bpf-masquerade=false).
+_CNI_RULES = {
+    "calico": ("calico-node (felix)", "Calico's iptables rule (nat chain cali-nat-outgoing: from an IP pool with "
+               "natOutgoing to outside every IP pool, MASQUERADE)"),
+    "antrea": ("antrea-agent", "Antrea's iptables rule (nat chain ANTREA-POSTROUTING: \"Antrea: masquerade Pod "
+               "to external packets\", MASQUERADE)"),
+    "flannel": ("flanneld", "flannel's iptables rule (nat chain FLANNEL-POSTRTG, flanneld --ip-masq: MASQUERADE)"),
+    "cilium": ("Cilium", "Cilium's iptables rule (nat chain CILIUM_POST_nat: MASQUERADE)"),
+}
 
 
 def kindnet_table(pod_cidr: str, node_ips: list[str] | tuple[str, ...], family: str = "IPv4") -> str:
@@ -42,7 +59,7 @@ class EgressMasquerade:
     dataplane: str
     node: str
     node_ip: str
-    agent: str  # who does it: kindnetd or Cilium
+    agent: str  # who does it: kindnetd, the CNI's agent or Cilium
     how: str  # in words, for a trace
     exempt: tuple[str, ...]  # destinations (CIDRs) that keep the pod's source
     nft_table_name: str = ""
@@ -75,6 +92,9 @@ def egress_masquerade(state: ClusterState, node: str, family: str | None = None)
     if config.dataplane == "ebpf":
         return EgressMasquerade("ebpf", node, node_ip, "Cilium",
                                 "Cilium's BPF masquerading (bpf.masquerade) on the node's egress device", exempt)
+    if config.cni in _CNI_RULES:
+        agent, rule = _CNI_RULES[config.cni]
+        return EgressMasquerade(config.dataplane, node, node_ip, agent, rule, exempt)
     table = "ip6" if family == "IPv6" else "ip"
     return EgressMasquerade(config.dataplane, node, node_ip, "kindnetd",
                             f"kindnetd's nftables rule (table {table} {KINDNET_TABLE}, chain postrouting: "

@@ -48,7 +48,7 @@ from .rules import (
 )
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
-                               "local-path-storage", "envoy-gateway-system"})
+                               "local-path-storage", "envoy-gateway-system", "kube-flannel", "calico-system"})
 SEVERITIES = ("error", "warning", "info")
 
 
