@@ -95,8 +95,8 @@ def test_matrix_follows_antrea_pair_by_pair(cluster: str) -> None:
 
 def test_validate_says_the_kinds_are_read_as_antrea_does(cluster: str) -> None:
     result = CliRunner().invoke(cli, ["validate", "-f", cluster])
-    assert "is Antrea's and its CustomResourceDefinition is not in the input: kept unchecked; policy answers read " \
-           "it as Antrea does" in result.output
+    assert "is Antrea's and its CustomResourceDefinition is not in the input: checked by Antrea's fields as knetsim " \
+           "declares them; policy answers read it as Antrea does" in result.output
     assert "kept but not simulated" not in result.output
 
 

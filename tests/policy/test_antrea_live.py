@@ -124,3 +124,17 @@ def test_the_cluster_runs_antreas_agents_not_kindnet(antrea: Cluster) -> None:
     assert sorted(line.split()[6] for line in pods) == ["control-plane", "worker", "worker2"]
     daemonsets = antrea.sh("kubectl get daemonsets -n kube-system -o name").stdout.split()
     assert "daemonset.apps/antrea-agent" in daemonsets and "daemonset.apps/kindnet" not in daemonsets
+
+
+def test_a_field_out_of_place_is_refused_and_explain_shows_the_fields(antrea: Cluster) -> None:
+    """Antrea's CRD takes `fqdn` only in an egress peer: in an ingress peer the API server refuses it by name."""
+    k = antrea
+    peer = "    - podSelector:\n        matchLabels:\n          run: client"
+    assert peer in DROP_IN_SECURITYOPS
+    k.write("fqdn-in.yaml", DROP_IN_SECURITYOPS.replace(peer, "    - fqdn: example.com"))
+    out = k.sh("kubectl apply -f fqdn-in.yaml", check=False)
+    assert out.returncode == 1
+    assert 'ClusterNetworkPolicy in version "v1beta1" cannot be handled as a ClusterNetworkPolicy: strict decoding ' \
+           'error: unknown field "spec.ingress[0].from[0].fqdn"' in out.stderr, out.stderr
+    explained = k.sh("kubectl explain acnp.spec.egress.to").stdout
+    assert "fqdn\t<string>" in explained and "namespaces\t<Object>" in explained, explained

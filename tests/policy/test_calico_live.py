@@ -142,3 +142,18 @@ def test_the_cluster_runs_calicos_agents_not_kindnet(calico: Cluster) -> None:
     assert sorted(line.split()[6] for line in pods) == ["control-plane", "worker", "worker2"]
     daemonsets = calico.sh("kubectl get daemonsets -n kube-system -o name").stdout.split()
     assert "daemonset.apps/calico-node" in daemonsets and "daemonset.apps/kindnet" not in daemonsets
+
+
+def test_a_misspelt_field_is_refused_and_explain_shows_the_fields(calico: Cluster) -> None:
+    """calico-apiserver decodes strictly (kubectl asks fieldValidation=Strict): `selectr` is refused, not stored as
+    an ignored key of a policy that would then select every endpoint; --validate=false drops it, as a server does."""
+    k = calico
+    k.write("misspelt.yaml", DEFAULT_DENY.replace("selector: all()", "selectr: all()"))
+    out = k.sh("kubectl apply -f misspelt.yaml", check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == 'Error from server (BadRequest): error when creating "misspelt.yaml": ' \
+        'GlobalNetworkPolicy in version "v3" cannot be handled as a GlobalNetworkPolicy: strict decoding error: ' \
+        'unknown field "spec.selectr"', out.stderr
+    assert k.sh("kubectl get gnp -o name").stdout == ""
+    explained = k.sh("kubectl explain globalnetworkpolicy.spec.ingress.destination").stdout
+    assert "KIND:       GlobalNetworkPolicy" in explained and "notNets\t<[]string>" in explained, explained

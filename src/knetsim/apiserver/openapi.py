@@ -39,6 +39,7 @@ def definitions() -> dict[str, Any]:
     if "io.k8s.apimachinery.pkg.util.intstr.IntOrString" in defs:
         defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": "string", "format": "int-or-string"}
     defs.update(_crd_definitions())
+    defs.update(_cni_definitions())
     return defs
 
 
@@ -69,16 +70,45 @@ def _crd_definitions() -> dict[str, Any]:
     for (group, version, kind), crd in all_versions(_CUSTOM.values()).items():
         if not any(r.crd and (r.group, r.version, r.kind) == (group, version, kind) for r in RESOURCES):
             continue
-        schema = _convert(crd.schema)
-        props = dict(schema.get("properties") or {})
-        props["metadata"] = {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1."
-                                                 "ObjectMeta"}],
-                             "description": "Standard object's metadata. More info: https://git.k8s.io/community/"
-                                            "contributors/devel/sig-architecture/api-conventions.md#metadata"}
-        schema = {**schema, "properties": props,
-                  "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": kind}]}
-        out[crd_schema_name(group, version, kind)] = schema
+        out[crd_schema_name(group, version, kind)] = _with_object_meta(_convert(crd.schema), group, version, kind)
     return out
+
+
+def _cni_definitions() -> dict[str, Any]:
+    """The CNIs' kinds' schemas (model.apis.cni), as their CRDs (or calico-apiserver) publish them: ``kubectl
+    explain globalnetworkpolicy.spec`` on a Calico cluster. A client's CRD of such a kind takes its place."""
+    from ..model.admission import cni_fields
+
+    out: dict[str, Any] = {}
+    for r in RESOURCES:
+        fields = cni_fields(r.group, r.kind) if r.cni else None
+        if fields is None or any((g, k) == (r.group, r.kind) for g, _, k in _CUSTOM):
+            continue
+        out[crd_schema_name(r.group, r.version, r.kind)] = _with_object_meta(_int_or_string(_convert(fields)),
+                                                                              r.group, r.version, r.kind)
+    return out
+
+
+def _int_or_string(node: Any) -> Any:
+    """Int-or-string fields typed as the built-in IntOrString is (``string``, format ``int-or-string``), which
+    ``kubectl explain`` shows as ``<IntOrString>``."""
+    if isinstance(node, list):
+        return [_int_or_string(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _int_or_string(v) for k, v in node.items()}
+    if out.get("x-kubernetes-int-or-string") and "type" not in out:
+        out.update({"type": "string", "format": "int-or-string"})
+    return out
+
+
+def _with_object_meta(schema: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]:
+    props = dict(schema.get("properties") or {})
+    props["metadata"] = {"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+                         "description": "Standard object's metadata. More info: https://git.k8s.io/community/"
+                                        "contributors/devel/sig-architecture/api-conventions.md#metadata"}
+    return {**schema, "properties": props,
+            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": kind}]}
 
 
 def _convert(node: Any, in_properties: bool = False) -> Any:

@@ -31,6 +31,7 @@ from ..model.kinds import (
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
     KINDS,
+    info_for,
     view_of,
 )
 from ..model.loader import BUILTIN, CONTROLLER, Document, Source, many_objects
@@ -125,7 +126,8 @@ def input_crds(documents: Iterable[Document]) -> dict[tuple[str, str, str], CRDV
 
 def _describe(doc: Document, namespace: str) -> str:
     """``Service shop/web``: the namespace the object would get, as errors name it."""
-    info = BY_KIND.get(doc.kind)
+    # By group first: Calico's GlobalNetworkPolicy has no namespace, and no row of BY_KIND names it.
+    info = info_for(doc.body.get("apiVersion"), doc.kind) or BY_KIND.get(doc.kind)
     cluster_scoped = (info is not None and not info.namespaced) or doc.kind in CLUSTER_SCOPED_BUILTINS
     if doc.namespace or cluster_scoped or not isinstance(doc.body.get("metadata"), dict):
         return doc.describe()
@@ -177,14 +179,12 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             continue
         admitted = Document(doc.source, body)
         out.identities.append((_stored_kind(admitted), admitted.namespace, admitted.name, admitted.source))
-        if kind is None and _group(doc.body) in CALICO_GROUPS:
+        cni = "Calico" if _group(doc.body) in CALICO_GROUPS else "Antrea" if _group(doc.body) in ANTREA_GROUPS else ""
+        if kind is None and cni:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
-                                      "Calico's and its CustomResourceDefinition is not in the input: kept unchecked; "
-                                      "policy answers read it as Calico does", admitted.describe(), doc.source))
-        elif kind is None and _group(doc.body) in ANTREA_GROUPS:
-            out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
-                                      "Antrea's and its CustomResourceDefinition is not in the input: kept unchecked; "
-                                      "policy answers read it as Antrea does", admitted.describe(), doc.source))
+                                      f"{cni}'s and its CustomResourceDefinition is not in the input: checked by "
+                                      f"{cni}'s fields as knetsim declares them; policy answers read it as {cni} does",
+                                      admitted.describe(), doc.source))
         elif kind is None:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       "not known to knetsim and its CustomResourceDefinition is not in the input; "

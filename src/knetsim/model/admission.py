@@ -32,7 +32,7 @@ from typing import Any
 from . import crd as crds
 from . import schema, validation
 from .fielderr import ErrorType, FieldError
-from .kinds import BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
+from .kinds import ANTREA, BY_KIND, CALICO, CLUSTER_SCOPED_BUILTINS, CNI_GROUPS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
 from .strategy import Strategy, custom_strategy, default_object, strategy_for
 from .strategy import validation_errors as kind_validation_errors
@@ -145,6 +145,11 @@ def resolve(api_version: str, kind: str, extra_crds: Mapping[tuple[str, str, str
     return None
 
 
+def _replaced(extra_crds: Mapping[tuple[str, str, str], crds.CRDVersion] | None) -> set[tuple[str, str]]:
+    """The (group, kind)s whose CRD the input brings: that CRD decides their fields, not knetsim's."""
+    return {(group, kind) for group, _, kind in (extra_crds or {})}
+
+
 def handled_as(kind: Kind, detail: str) -> str:
     """How kube-apiserver frames a body it cannot decode."""
     return f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {detail}'
@@ -160,20 +165,34 @@ def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidatio
         except schema.DecodeError as exc:
             raise AdmissionError(400, "BadRequest", handled_as(kind, str(exc))) from None
         obj, strict = decoded.obj, list(decoded.strict)
-    elif kind.crd is not None:
+    else:
+        fields = kind.crd.schema if kind.crd is not None else cni_fields(kind.group, kind.kind)
+        if fields is None:
+            return Decoded(dict(body))
         try:
             meta = schema.decode_field(body.get("metadata"), OBJECT_META, "metadata")
         except schema.DecodeError as exc:
             raise AdmissionError(400, "BadRequest", handled_as(kind, str(exc))) from None
-        obj, strict = crds.prune({**body, "metadata": meta.obj}, kind.crd)
+        obj, strict = crds.prune_to_schema({**body, "metadata": meta.obj}, fields)
         strict = [*meta.strict, *strict]
-    else:
-        return Decoded(dict(body))
     unknown = [s.split('"', 2)[1] for s in strict if s.startswith("unknown field")]
     if strict and field_validation == FieldValidation.STRICT:
         raise AdmissionError(400, "BadRequest", handled_as(kind, "strict decoding error: " + ", ".join(strict)),
                              unknown_fields=unknown)
     return Decoded(obj, strict if field_validation == FieldValidation.WARN else [], unknown)
+
+
+def cni_fields(group: str, kind: str) -> dict[str, Any] | None:
+    """The fields of a CNI's own kind (Calico's, Antrea's: model.apis.cni), whose objects are decoded by them as
+    the CNI's API server or CRD decodes them; None for every other kind. Imported on the first such object."""
+    if group not in _CNI_FIELD_GROUPS:
+        return None
+    from .apis.cni import object_schema
+
+    return object_schema(group, kind)
+
+
+_CNI_FIELD_GROUPS = CNI_GROUPS[CALICO] | CNI_GROUPS[ANTREA]
 
 
 def strategy(kind: Kind) -> Strategy:
@@ -281,7 +300,14 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
     typed decoder cannot read (the 400) is still refused: it has no typed form to analyse."""
     kind = resolve(str(body.get("apiVersion") or ""), str(body.get("kind") or ""), extra_crds)
     if kind is None:
-        return dict(body), Decoded(dict(body)), None
+        # A kind knetsim keeps as read; a CNI's own (not in BY_KIND: its names are Kubernetes kinds' too) is still
+        # decoded by its fields, so a misspelt field is refused as that CNI's API server refuses it.
+        group, version = split_api_version(str(body.get("apiVersion") or ""))
+        kind_name = str(body.get("kind") or "")
+        if (group, kind_name) in _replaced(extra_crds) or cni_fields(group, kind_name) is None:
+            return dict(body), Decoded(dict(body)), None
+        decoded = decode(body, Kind(group, version, kind_name), field_validation)
+        return decoded.obj, decoded, None
     obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation,
                             keep_invalid=keep_invalid, stored=stored)
     return obj, decoded, kind

@@ -24,7 +24,7 @@ import copy
 import ipaddress
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -211,14 +211,20 @@ def prune(body: dict[str, Any], crd: CRDVersion) -> tuple[dict[str, Any], list[s
 
     apiVersion, kind and metadata are kept as they are (metadata is ObjectMeta, the caller's).
     """
+    return prune_to_schema(body, crd.schema)
+
+
+def prune_to_schema(body: Mapping[str, Any], object_schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``prune`` by a whole object's schema (a CRD version's, or the fields model.apis.cni declares for a CNI's
+    kind)."""
     strict: list[str] = []
     obj = {k: v for k, v in body.items() if k in ("apiVersion", "kind", "metadata")}
-    properties = crd.schema.get("properties") or {}
+    properties = object_schema.get("properties") or {}
     for key, value in body.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue
         sub = properties.get(key)
-        if sub is None and not crd.schema.get("x-kubernetes-preserve-unknown-fields"):
+        if sub is None and not object_schema.get("x-kubernetes-preserve-unknown-fields"):
             strict.append(f'unknown field "{key}"')
             continue
         if value is None and sub is not None and not sub.get("nullable"):

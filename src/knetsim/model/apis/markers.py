@@ -162,6 +162,29 @@ def Int64(doc: str = "", **markers: Any) -> Integer:
 
 
 @dataclass(frozen=True)
+class Number(Type):
+    """Go's float64 (``type: number``): Calico's policy and tier ``order``, Antrea's ``priority``."""
+
+    doc: str = ""
+    rules: tuple[Rule, ...] = ()
+
+    def node(self, channel: str = STANDARD) -> dict[str, Any]:
+        return _common({"type": "number"}, self.rules, channel)
+
+
+@dataclass(frozen=True)
+class IntOrString(Type):
+    """apimachinery's IntOrString and types like it (a port number or a name or range, a protocol number or
+    name): ``x-kubernetes-int-or-string``."""
+
+    doc: str = ""
+    rules: tuple[Rule, ...] = ()
+
+    def node(self, channel: str = STANDARD) -> dict[str, Any]:
+        return _common({"x-kubernetes-int-or-string": True}, self.rules, channel)
+
+
+@dataclass(frozen=True)
 class Boolean(Type):
     doc: str = ""
     rules: tuple[Rule, ...] = ()
@@ -316,5 +339,5 @@ def schema(ref: TypeRef, channel: str = STANDARD) -> dict[str, Any]:
     return node
 
 
-__all__ = ["EXPERIMENTAL", "STANDARD", "Boolean", "Field", "Int32", "Int64", "Integer", "ListOf", "MapOf", "Rule",
-           "String", "Struct", "Type", "TypeRef", "json_name", "schema"]
+__all__ = ["EXPERIMENTAL", "STANDARD", "Boolean", "Field", "Int32", "Int64", "IntOrString", "Integer", "ListOf",
+           "MapOf", "Number", "Rule", "String", "Struct", "Type", "TypeRef", "json_name", "schema"]
