@@ -375,6 +375,51 @@ def test_lint_finds_a_selector_typo_and_a_pass_into_the_profile() -> None:
         "passes ingress of prod/web (and maybe others) to later tiers, where no policy selects it")
 
 
+def test_lint_finds_a_rule_no_packet_reaches() -> None:
+    """A catch-all Deny of a lower order decides every ingress of prod/web before the Allow of the later policy;
+    a catch-all Log goes on, and a catch-all of other pods hides nothing."""
+    from knetsim.policy.lint import lint
+
+    deny_first = gnp("deny-web", {"order": 10, "selector": "app == 'web'", "ingress": [{"action": "Deny"}]})
+    allow_later = gnp("allow-api-to-web", {"order": 20, "selector": "app == 'web'",
+                                           "ingress": [{"action": "Allow", "source": {"selector": "app == 'api'"}}]})
+    s = build(deny_first, allow_later)
+    shadowed = [f for f in lint(s) if f.code == "CalicoRuleShadowed"]
+    assert [(f.subject, f.message) for f in shadowed] == [(
+        "GlobalNetworkPolicy allow-api-to-web",
+        "spec.ingress[0] (Allow) is never reached: spec.ingress[0] (Deny) in GlobalNetworkPolicy deny-web, which "
+        "comes first in tier `default`, matches every packet of the same pods")]
+    assert not allowed(s, "prod/api", "prod/web", 80)  # what the finding says: the Allow never applies
+    logging = gnp("deny-web", {"order": 10, "selector": "app == 'web'", "ingress": [{"action": "Log"}]})
+    other_pods = gnp("deny-web", {"order": 10, "selector": "app == 'db'", "ingress": [{"action": "Deny"}]})
+    for first in (logging, other_pods):
+        assert not [f for f in lint(build(first, allow_later)) if f.code == "CalicoRuleShadowed"]
+
+
+def test_lint_names_a_tier_whose_end_of_tier_deny_hides_later_policies() -> None:
+    """Tier security (no defaultAction: Deny) lets monitoring reach prod/web; the Kubernetes policy that admits
+    prod/api in the default tier never sees api's traffic, which security drops at its end. With defaultAction
+    Pass, the later policy decides and no finding is left."""
+    from knetsim.policy.lint import lint
+
+    security = gnp("security.web-monitoring", {"tier": "security", "order": 10, "selector": "app == 'web'",
+                                               "ingress": [{"action": "Allow",
+                                                            "source": {"selector": "app == 'monitoring'"}}]})
+    api_to_web = netpol("prod/api-to-web", {"podSelector": {"matchLabels": {"app": "web"}},
+                                            "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "api"}}}]}]})
+    s = build(tier("security", 100), security, api_to_web)
+    assert not allowed(s, "prod/api", "prod/web", 80)
+    [finding] = [f for f in lint(s) if f.code == "CalicoTierEndDeny"]
+    assert (finding.subject, finding.severity) == ("Tier.projectcalico.org security", "warning")
+    assert finding.message == (
+        "its policies select prod/web for ingress, and ingress none of their rules match is denied at the end of the "
+        "tier (defaultAction Deny, a Tier's default): it never reaches the later NetworkPolicy prod/api-to-web")
+    assert finding.fix.startswith("if the later tiers should decide, set spec.defaultAction: Pass on Tier security")
+    passing = build(tier("security", 100, "Pass"), security, api_to_web)
+    assert allowed(passing, "prod/api", "prod/web", 80)
+    assert not [f for f in lint(passing) if f.code == "CalicoTierEndDeny"]
+
+
 def test_profile_labels_of_namespace_and_service_account() -> None:
     # Calico's profiles apply the namespace's labels as pcns.<key> and the service account's as pcsa.<key>.
     by_profiles = gnp("prod-shop", {"selector": "pcns.env == 'prod' && pcsa.team == 'shop'",
