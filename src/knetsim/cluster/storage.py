@@ -199,8 +199,7 @@ def _provisioned(claim: Mapping[str, Any], cls: Mapping[str, Any], node: str) ->
     return {
         "apiVersion": "v1", "kind": "PersistentVolume",
         "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": LOCAL_PATH,
-                                                   "local.path.provisioner/selected-node": node},
-                     "finalizers": ["kubernetes.io/pv-protection"]},
+                                                   "local.path.provisioner/selected-node": node}},
         "spec": {"accessModes": list(spec.get("accessModes") or []),
                  "capacity": {"storage": requested_storage(claim)},
                  "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": meta["name"],
