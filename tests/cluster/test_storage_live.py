@@ -110,7 +110,7 @@ def test_a_claim_without_access_modes_is_refused(k: Cluster) -> None:
     out = k.kubectl("apply", "-n", ns, "-f", "-", input=text, check=False)
     assert out.returncode != 0
     assert "spec.accessModes: Required value: at least 1 access mode is required" in out.stderr
-    # A bound claim's spec is fixed: its class cannot be changed.
+    # A claim's spec is fixed once it is created (only a bound claim's storage request may grow).
     _apply(k, ns, CLAIM.format(name="data", cls=""))
     patch = json.dumps({"spec": {"accessModes": ["ReadWriteMany"]}})
     out = k.kubectl("patch", "pvc", "data", "-n", ns, "--type=merge", "-p", patch, check=False)
