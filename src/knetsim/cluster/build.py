@@ -291,6 +291,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     pod_bodies += expanded.pods
     # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
     volumes = storage.offline_volumes(by_kind)
+    storage.provision_offline(state, by_kind, volumes, [], before_scheduling=True)
     state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes, volumes))
     storage.provision_offline(state, by_kind, volumes, [b for b, _ in pod_bodies])
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config,

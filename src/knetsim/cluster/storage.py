@@ -315,12 +315,16 @@ def offline_volumes(by_kind: Mapping[str, list[Document]]) -> Volumes:
 
 
 def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], volumes: Volumes,
-                      pods: list[Mapping[str, Any]]) -> None:
+                      pods: list[Mapping[str, Any]], *, before_scheduling: bool = False) -> None:
     """The PV controller and local-path provisioner over the built pods: claims bound (their documents replaced),
-    volumes made or reclaimed; a claim left waiting for a reason of its own is a notice."""
+    volumes made or reclaimed; a claim left waiting for a reason of its own is a notice. ``before_scheduling``:
+    the claims of Immediate classes only, which the PV controller binds before any pod needs them (so the
+    scheduler finds them bound), without notices (the pass after scheduling gives them)."""
     claims = by_kind.get("PersistentVolumeClaim", [])
     pvs = {d.name: d for d in by_kind.get("PersistentVolume", [])}
     for i, doc in enumerate(claims):
+        if before_scheduling and volumes.delayed(doc.body):
+            continue
         plan = plan_claim(doc.body, volumes, pods)
         if plan.volume is not None:
             pvs[plan.volume["metadata"]["name"]] = Document(CONTROLLER, apply_defaults(plan.volume))
@@ -332,9 +336,11 @@ def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], v
                 pvs[name] = Document(pvs[name].source, claimed(pvs[name].body, plan.claim))
             if name in pvs:
                 volumes.volumes[name] = pvs[name].body
-        if plan.event is not None and plan.event[0] == "Warning":
+        if plan.event is not None and plan.event[0] == "Warning" and not before_scheduling:
             state.warn(plan.event[1], plan.event[2], f"PersistentVolumeClaim {doc.namespace}/{doc.name}", doc.source)
     for name, doc in sorted(pvs.items()):
+        if before_scheduling:
+            break
         verdict = plan_volume(doc.body, volumes)
         if verdict == "delete":
             del pvs[name]
