@@ -1,6 +1,7 @@
 """Storage on `knetsim up`, through the real kubectl, as on a kind cluster: the default StorageClass `standard`
 (local-path, WaitForFirstConsumer), a claim Pending until its first consumer is scheduled, then a volume on that
-pod's node and the claim Bound; deleting the claim deletes the volume; a pod whose claim does not exist stays
+pod's node and the claim Bound; a claim deleted while a pod mounts it waits for the pod (pvc-protection), then
+its volume goes with it; a pod whose claim does not exist stays
 Pending with the scheduler's words, and runs once the claim is created; a claim of a class that does not exist
 says so in its events; a claim without access modes is refused with the API server's words."""
 
@@ -71,9 +72,14 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
     term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
     assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
 
-    # Reclaim policy Delete: the claim's volume goes with it.
+    # pvc-protection: a claim a running pod mounts waits, Terminating, until the pod is gone.
+    assert "kubernetes.io/pvc-protection" in claim["metadata"]["finalizers"]
+    k.kubectl("delete", "pvc", "data", "-n", ns, "--wait=false")
+    assert k.kubectl("get", "pvc", "data", "-n", ns, "--no-headers").stdout.split()[1] == "Terminating"
+    assert volume_name in k.kubectl("get", "pv", "-o", "name").stdout
     k.kubectl("delete", "pod", "db", "-n", ns)
-    k.kubectl("delete", "pvc", "data", "-n", ns)
+    assert wait_for(lambda: not k.kubectl("get", "pvc", "-n", ns, "-o", "name").stdout.strip())
+    # Reclaim policy Delete: the claim's volume goes with it.
     assert wait_for(lambda: volume_name not in k.kubectl("get", "pv", "-o", "name").stdout)
 
 

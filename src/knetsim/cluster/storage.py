@@ -216,6 +216,16 @@ def _provisioned(claim: Mapping[str, Any], cls: Mapping[str, Any], node: str) ->
     }
 
 
+def claim_in_use(claim: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> bool:
+    """Does a pod bound to a node and not finished mount the claim (the pvc-protection controller's podUsesPVC: the
+    kubelet never starts a pod whose claim is being deleted, so an unscheduled pod does not hold it)?"""
+    meta = claim.get("metadata") or {}
+    return any((p.get("metadata") or {}).get("namespace", "default") == (meta.get("namespace") or "default")
+               and (p.get("spec") or {}).get("nodeName")
+               and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+               and meta.get("name") in claim_names(p.get("spec") or {}) for p in pods)
+
+
 def first_consumer_node(claim: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> str | None:
     """The node of the first scheduled pod (by name) that mounts the claim: where a WaitForFirstConsumer volume
     is made."""

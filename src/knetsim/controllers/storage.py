@@ -1,10 +1,12 @@
-"""Claims and volumes live: kube-controller-manager's PV controller with kind's local-path provisioner.
+"""Claims and volumes live: kube-controller-manager's PV controller with kind's local-path provisioner, and its
+pvc-protection controller.
 
 The decisions are the core's (``cluster.storage``: ``plan_claim`` binds a claim, makes its volume on its first
 consumer's node, or says why it waits; ``plan_volume`` reclaims a volume whose claim is gone), as the offline
-build makes them. A claim is looked at again when it changes, when a pod that mounts it is bound to a node (its
-first consumer), when a StorageClass comes or goes, and when a volume it names does; a volume when its claim
-goes. An event is recorded when what the claim waits for changes, not at every look.
+build makes them. A claim being deleted keeps its finalizer while a running pod mounts it (``kubectl get pvc``
+shows it Terminating). A claim is looked at again when it changes, when a pod that mounts it is bound to a node
+(its first consumer) or goes, when a StorageClass comes or goes, and when a volume it names does; a volume when
+its claim goes. An event is recorded when what the claim waits for changes, not at every look.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
-from ..cluster.storage import Volumes, claim_names, claimed, plan_claim, plan_volume
+from ..cluster.storage import Volumes, claim_in_use, claim_names, claimed, plan_claim, plan_volume
+from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.objects import stable_uid
+from ..model.storage import PVC_PROTECTION
 from ..model.strategy import apply_defaults
-from .base import Controller
+from .base import Controller, being_deleted
 
 CLAIM, VOLUME, CLASS = "PersistentVolumeClaim", "PersistentVolume", "StorageClass"
 
@@ -38,12 +42,15 @@ class PersistentVolumeController(Controller):
                 return [*self._volumes_of(key[1], key[2]), key]
             return [key]
         if change.kind == "Pod":
-            new = change.new or {}
-            if change.type == "DELETED" or not (new.get("spec") or {}).get("nodeName") or \
-                    ((change.old or {}).get("spec") or {}).get("nodeName"):
-                return ()  # only a pod just bound to a node is a claim's first consumer
             namespace = str(meta.get("namespace") or "")
-            return [(CLAIM, namespace, name) for name in claim_names(new.get("spec") or {})]
+            claims = [(CLAIM, namespace, name) for name in claim_names(change.obj.get("spec") or {})]
+            if change.type == "DELETED" or phase(change.obj) in TERMINAL:
+                # A claim being deleted may have waited for this pod (pvc-protection).
+                return [k for k in claims if being_deleted(self.informer.get(k))]
+            new = change.new or {}
+            if not (new.get("spec") or {}).get("nodeName") or ((change.old or {}).get("spec") or {}).get("nodeName"):
+                return ()  # only a pod just bound to a node is a claim's first consumer
+            return claims
         if change.kind == CLASS:
             return [k for k in self.informer.keys(CLAIM) if not ((self.informer.get(k) or {}).get("spec") or {})
                     .get("volumeName")]
@@ -82,8 +89,14 @@ class PersistentVolumeController(Controller):
         volumes = self._view(key[1])
         pods = [b for name in self.informer.names("Pod", key[1])
                 if (b := self.informer.get(("Pod", key[1], name))) is not None]
-        plan = plan_claim(claim, volumes, pods)
         batch = self.batch()
+        if being_deleted(claim):
+            # The pvc-protection controller: the claim goes once no running pod mounts it.
+            if PVC_PROTECTION in (claim["metadata"].get("finalizers") or []) and not claim_in_use(claim, pods):
+                batch.finalizer_done(key, PVC_PROTECTION)
+                batch.commit()
+            return
+        plan = plan_claim(claim, volumes, pods)
         if plan.volume is not None:
             body = apply_defaults(plan.volume)
             body["metadata"].update(uid=stable_uid(VOLUME, "", body["metadata"]["name"]),

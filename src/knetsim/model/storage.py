@@ -31,6 +31,9 @@ PV_RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
 CLASS_RECLAIM_POLICIES = ("Delete", "Retain")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+# The StorageObjectInUseProtection admission plugin's finalizer: a claim a running pod mounts is not deleted
+# until that pod is gone (the pvc-protection controller removes it).
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
 # The volume sources a PersistentVolume may name (one of them): the in-tree ones and CSI.
 _PV_SOURCES = ("awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc", "flexVolume",
                "flocker", "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local", "nfs",
@@ -236,8 +239,11 @@ def default_classes(classes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
 
 
 def admit_claim(obj: dict[str, Any], classes: Iterable[Mapping[str, Any]]) -> str | None:
-    """A new claim that names no class (storageClassName absent, not "") gets the default class. Returns the
-    name it set, if any."""
+    """A new claim gets the pvc-protection finalizer (StorageObjectInUseProtection), and one that names no class
+    (storageClassName absent, not "") the default class (DefaultStorageClass). Returns the class it set, if any."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta, dict) and PVC_PROTECTION not in (meta.get("finalizers") or []):
+        meta["finalizers"] = [*(meta.get("finalizers") or []), PVC_PROTECTION]
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
         return None
