@@ -72,6 +72,17 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
     term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
     assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
 
+    # kind's standard class does not allow expansion (PersistentVolumeClaimResize); a smaller request is refused
+    # by validation.
+    grow = json.dumps({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
+    out = k.kubectl("patch", "pvc", "data", "-n", ns, "--type=merge", "-p", grow, check=False)
+    assert out.returncode != 0
+    assert ('persistentvolumeclaims "data" is forbidden: only dynamically provisioned pvc can be resized and the '
+            "storageclass that provisions the pvc must support resize") in out.stderr
+    shrink = json.dumps({"spec": {"resources": {"requests": {"storage": "512Mi"}}}})
+    out = k.kubectl("patch", "pvc", "data", "-n", ns, "--type=merge", "-p", shrink, check=False)
+    assert "spec.resources.requests.storage: Forbidden: field can not be less than previous value" in out.stderr
+
     # pvc-protection: a claim a running pod mounts waits, Terminating, until the pod is gone.
     assert "kubernetes.io/pvc-protection" in claim["metadata"]["finalizers"]
     k.kubectl("delete", "pvc", "data", "-n", ns, "--wait=false")

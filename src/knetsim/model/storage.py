@@ -252,3 +252,23 @@ def admit_claim(obj: dict[str, Any], classes: Iterable[Mapping[str, Any]]) -> st
         return None
     spec["storageClassName"] = str(found[0]["metadata"]["name"])
     return spec["storageClassName"]
+
+
+# --- the PersistentVolumeClaimResize admission plugin -----------------------------------------
+
+
+def resize_refusal(new: Mapping[str, Any], old: Mapping[str, Any],
+                   classes: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why a claim's storage request may not grow (None: it does not grow, or may): only a bound claim of a class
+    that allows expansion (kind's `standard` does not) can be resized."""
+    before, after = quantity_value(requested_storage(old) or 0), quantity_value(requested_storage(new) or 0)
+    if before is None or after is None or after <= before:
+        return None
+    if ((old.get("status") or {}).get("phase")) != "Bound":
+        return "Only bound persistent volume claims can be expanded"
+    name = (new.get("spec") or {}).get("storageClassName") or ""
+    found = next((c for c in classes if (c.get("metadata") or {}).get("name") == name), None) if name else None
+    if found is None or not found.get("allowVolumeExpansion"):
+        return ("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must "
+                "support resize")
+    return None
