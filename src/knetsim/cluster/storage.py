@@ -313,12 +313,19 @@ def claimed(volume: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, An
 # --- offline: the build runs the same decisions once, after the scheduler ------------------------
 
 
+def _stored(body: Mapping[str, Any]) -> bool:
+    """Read from a cluster (or its snapshot): its status is the cluster's own, taken as it is, as a pod the cluster
+    holds without a node is taken as Pending there (a volume the reader may not list is no reason to call its
+    claim Lost)."""
+    return bool((body.get("metadata") or {}).get("resourceVersion"))
+
+
 def offline_volumes(by_kind: Mapping[str, list[Document]]) -> Volumes:
     """The storage objects of an offline build, each new claim through the DefaultStorageClass plugin (in place,
     as the API server stores it)."""
     classes = [d.body for d in by_kind.get("StorageClass", [])]
     for doc in by_kind.get("PersistentVolumeClaim", []):
-        if not (doc.body.get("metadata") or {}).get("resourceVersion"):  # a snapshot's claims were admitted there
+        if not _stored(doc.body):  # a cluster's claims were admitted there
             admit_claim(doc.body, classes)
     return Volumes.of((d.body for d in by_kind.get("PersistentVolumeClaim", [])), classes,
                       (d.body for d in by_kind.get("PersistentVolume", [])))
@@ -333,7 +340,7 @@ def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], v
     claims = by_kind.get("PersistentVolumeClaim", [])
     pvs = {d.name: d for d in by_kind.get("PersistentVolume", [])}
     for i, doc in enumerate(claims):
-        if before_scheduling and volumes.delayed(doc.body):
+        if (before_scheduling and volumes.delayed(doc.body)) or _stored(doc.body):
             continue
         plan = plan_claim(doc.body, volumes, pods)
         if plan.volume is not None:
@@ -351,6 +358,8 @@ def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], v
     for name, doc in sorted(pvs.items()):
         if before_scheduling:
             break
+        if _stored(doc.body):
+            continue
         verdict = plan_volume(doc.body, volumes)
         if verdict == "delete":
             del pvs[name]
