@@ -71,6 +71,28 @@ def test_a_pod_mounting_a_claim_gets_a_volume_on_its_node_and_the_claim_is_bound
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [pod.node_name]}]}]
 
 
+def test_the_replicas_sharing_a_claim_follow_its_volume_to_one_node() -> None:
+    deployment = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx:1.27, volumeMounts: [{name: data, mountPath: /data}]}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"""
+    cluster = Cluster.from_yaml(CLAIM.format(name="data", cls="") + "---\n" + deployment)
+    nodes = {p.node_name for p in cluster.state.pods.values() if p.namespace == "default"}
+    claim = _others(cluster, "PersistentVolumeClaim")["default/data"]
+    assert len(nodes) == 1 and claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] in nodes
+    volume = _others(cluster, "PersistentVolume")[claim["spec"]["volumeName"]]
+    assert volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == \
+        sorted(nodes)
+
+
 def test_a_pod_whose_claim_does_not_exist_stays_pending_with_the_schedulers_words() -> None:
     cluster = Cluster.from_yaml(POD.format(name="db", claim="db-data", extra=""))
     pod = cluster.state.pods["default/db"]

@@ -25,6 +25,18 @@ spec:
   containers: [{{name: app, image: nginx:1.27, volumeMounts: [{{name: data, mountPath: /data}}]}}]
   volumes: [{{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}]
 """
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx:1.27, volumeMounts: [{name: data, mountPath: /data}]}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"""
 
 
 def _apply(k: Cluster, ns: str, text: str) -> None:
@@ -92,6 +104,22 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
     assert wait_for(lambda: not k.kubectl("get", "pvc", "-n", ns, "-o", "name").stdout.strip())
     # Reclaim policy Delete: the claim's volume goes with it.
     assert wait_for(lambda: volume_name not in k.kubectl("get", "pv", "-o", "name").stdout)
+
+
+def test_the_replicas_sharing_a_claim_follow_its_volume_to_one_node(k: Cluster) -> None:
+    ns = k.namespace("shared")
+    _apply(k, ns, CLAIM.format(name="data", cls="") + "---\n" + DEPLOYMENT)
+
+    def placed() -> set[str] | None:
+        pods = k.get_json("pods", "-n", ns)["items"]
+        if len(pods) != 3 or any(p.get("status", {}).get("phase") != "Running" for p in pods):
+            return None
+        return {p["spec"]["nodeName"] for p in pods}
+    nodes = wait_for(placed, 30)
+    assert nodes is not None and len(nodes) == 1
+    claim = k.get_json("pvc", "data", "-n", ns)
+    assert claim["status"]["phase"] == "Bound"
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] in nodes
 
 
 def test_a_pod_whose_claim_does_not_exist_stays_pending_with_the_schedulers_words(k: Cluster) -> None:

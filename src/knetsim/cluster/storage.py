@@ -38,6 +38,10 @@ CLAIM_DELETING = 'persistentvolumeclaim "{name}" is being deleted'
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 NODE_CONFLICT = "node(s) had volume node affinity conflict"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+# The node the scheduler chose for an unbound WaitForFirstConsumer claim (its PreBind writes it on the claim): the
+# provisioner makes the volume there, and the claim's other pods may go nowhere else.
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 # The PV controller's events on a claim.
 WAIT_FOR_CONSUMER = "waiting for first consumer to be created before binding"
@@ -112,12 +116,20 @@ def _affinity_allows(volume: Mapping[str, Any], labels: Mapping[str, str]) -> bo
                for t in terms)
 
 
+def _selected_node(claim: Mapping[str, Any]) -> str | None:
+    return ((claim.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
+
+
 def node_reason(volumes: Volumes, namespace: str, spec: Mapping[str, Any], node: Node) -> str | None:
-    """VolumeBinding's Filter on one node: a bound claim's volume must exist and its node affinity take the node."""
+    """VolumeBinding's Filter on one node: a bound claim's volume must exist and its node affinity take the node;
+    an unbound claim already given a node (another of its pods went there first) takes that node only."""
     for name in claim_names(spec):
         claim = volumes.claims.get((namespace, name)) or {}
         bound = (claim.get("spec") or {}).get("volumeName")
         if not bound:
+            selected = _selected_node(claim)
+            if selected and selected != node.name:
+                return BIND_CONFLICT
             continue
         volume = volumes.volumes.get(str(bound))
         if volume is None:
@@ -125,6 +137,24 @@ def node_reason(volumes: Volumes, namespace: str, spec: Mapping[str, Any], node:
         if not _affinity_allows(volume, node.labels):
             return NODE_CONFLICT
     return None
+
+
+def claims_to_select(volumes: Volumes, namespace: str, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The pod's unbound WaitForFirstConsumer claims no node was chosen for yet: the node the pod is bound to
+    becomes theirs."""
+    out = []
+    for name in claim_names(spec):
+        claim = volumes.claims.get((namespace, name))
+        if claim is not None and not (claim.get("spec") or {}).get("volumeName") and volumes.delayed(claim) \
+                and not _selected_node(claim):
+            out.append((namespace, name))
+    return out
+
+
+def with_selected_node(claim: Mapping[str, Any], node: str) -> dict[str, Any]:
+    meta = dict(claim.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), SELECTED_NODE: node}
+    return {**claim, "metadata": meta}
 
 
 def unschedulable_message(reason: str, nodes: int) -> str:
@@ -162,7 +192,7 @@ def _bound(claim: Mapping[str, Any], volume: Mapping[str, Any], node: str | None
         annotations.update({"volume.beta.kubernetes.io/storage-provisioner": provisioner,
                             "volume.kubernetes.io/storage-provisioner": provisioner})
     if node:
-        annotations["volume.kubernetes.io/selected-node"] = node
+        annotations[SELECTED_NODE] = node
     out["metadata"]["annotations"] = annotations
     out["spec"]["volumeName"] = volume["metadata"]["name"]
     vspec = volume.get("spec") or {}
@@ -254,7 +284,7 @@ def plan_claim(claim: Mapping[str, Any], volumes: Volumes, pods: Iterable[Mappin
         return ClaimPlan(_bound(claim, volume))
     class_name = spec.get("storageClassName") or ""
     delayed = volumes.delayed(claim)
-    node = first_consumer_node(claim, pods) if delayed else None
+    node = (_selected_node(claim) or first_consumer_node(claim, pods)) if delayed else None
     if not delayed or node is not None:
         match = [v for v in sorted(volumes.volumes.values(), key=lambda v: str(v["metadata"]["name"]))
                  if _fits(claim, v) and (node is None or _affinity_allows(v, {"kubernetes.io/hostname": node}))]
@@ -339,10 +369,17 @@ def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], v
     scheduler finds them bound), without notices (the pass after scheduling gives them)."""
     claims = by_kind.get("PersistentVolumeClaim", [])
     pvs = {d.name: d for d in by_kind.get("PersistentVolume", [])}
+    # The pods of each claim, found once: 100,000 replicas are not read again for every claim.
+    users: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for pod in pods if claims else ():
+        for name in claim_names(pod.get("spec") or {}):
+            users.setdefault((str((pod.get("metadata") or {}).get("namespace") or "default"), name), []).append(pod)
     for i, doc in enumerate(claims):
         if (before_scheduling and volumes.delayed(doc.body)) or _stored(doc.body):
             continue
-        plan = plan_claim(doc.body, volumes, pods)
+        # The scheduler may have chosen the claim's node (its selected-node annotation, kept in ``volumes``).
+        body = dict(volumes.claims.get((doc.namespace, doc.name)) or doc.body)
+        plan = plan_claim(body, volumes, users.get((doc.namespace or "default", doc.name), []))
         if plan.volume is not None:
             pvs[plan.volume["metadata"]["name"]] = Document(CONTROLLER, apply_defaults(plan.volume))
         if plan.claim is not None:

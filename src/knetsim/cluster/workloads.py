@@ -45,7 +45,15 @@ from .hostports import wanted as wanted_host_ports
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
-from .storage import Volumes, claim_names, node_reason, prefilter, unschedulable_message
+from .storage import (
+    Volumes,
+    claim_names,
+    claims_to_select,
+    node_reason,
+    prefilter,
+    unschedulable_message,
+    with_selected_node,
+)
 from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status
 
 READY_ANNOTATION = "knetsim.io/ready"
@@ -430,6 +438,17 @@ def volume_verdict(volumes: Volumes | None, body: Mapping[str, Any],
     return None, lambda node: node_reason(volumes, namespace, spec, node)
 
 
+def select_claims_node(volumes: Volumes, body: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
+    """The scheduler's PreBind for a pod bound to ``node``: its WaitForFirstConsumer claims without a node get it
+    (in ``volumes``, so the claim's next pod is held to it). Returns the claims so annotated."""
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    out = []
+    for key in claims_to_select(volumes, namespace, body.get("spec") or {}):
+        volumes.claims[key] = with_selected_node(volumes.claims[key], node)
+        out.append(volumes.claims[key])
+    return out
+
+
 def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
              volumes: Volumes | None = None) -> list[Notice]:
     """Fill ``spec.nodeName`` for unscheduled pods (in place). Returns notices for unschedulable pods.
@@ -500,6 +519,8 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
                 continue
             name = min(fits, key=lambda n: (load[n.name], order[n.name])).name
             spec["nodeName"] = name
+            if volume_filter is not None and volumes is not None:
+                select_claims_node(volumes, body, name)
             load[name] += 1
             ports[name].update(wanted)
             unfit.clear()

@@ -17,7 +17,7 @@ from ..cluster.hostports import HostPort
 from ..cluster.hostports import in_use as host_ports_in_use
 from ..cluster.hostports import wanted as wanted_host_ports
 from ..cluster.storage import Volumes, claim_names
-from ..cluster.workloads import fit_error, unfit_reason, volume_verdict
+from ..cluster.workloads import fit_error, select_claims_node, unfit_reason, volume_verdict
 from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.jsonvalue import json_copy
 from ..model.objects import Node
@@ -111,6 +111,11 @@ class Scheduler(Controller):
             batch.commit()
             return
         node = min(candidates, key=lambda n: (load[n.name], order[n.name]))
+        if volume_filter is not None:
+            # PreBind: the pod's WaitForFirstConsumer claims are given its node (the provisioner makes their
+            # volume there, and their other pods follow).
+            for claim in select_claims_node(self._volumes(key[1]), pod, node.name):
+                batch.put(("PersistentVolumeClaim", key[1], str(claim["metadata"]["name"])), claim)
         new = {**pod, "metadata": dict(pod["metadata"]), "spec": {**spec, "nodeName": node.name}}
         # pods/binding: the binding storage sets the node without a field manager (no managedFields entry).
         batch.put(key, new, field_managed=False)
