@@ -8,6 +8,7 @@ says so in its events; a claim without access modes is refused with the API serv
 from __future__ import annotations
 
 import json
+import re
 
 from tests.live import Cluster, wait_for
 
@@ -79,6 +80,10 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
     assert row[:6] == ["data", "Bound", volume_name, "1Gi", "RWO", "standard"]
     pv_row = k.kubectl("get", "pv", volume_name, "--no-headers").stdout.split()
     assert pv_row[:7] == [volume_name, "1Gi", "RWO", "Delete", "Bound", f"{ns}/data", "standard"]
+    described = k.kubectl("describe", "pvc", "data", "-n", ns).stdout
+    fields = dict(re.findall(r"^(Status|Volume|Used By):\s+(\S+)$", described, re.M))
+    assert fields == {"Status": "Bound", "Volume": volume_name, "Used By": "db"}
+    assert f"Successfully provisioned volume {volume_name}" in described
     volume = k.get_json("pv", volume_name)
     node = k.get_json("pod", "db", "-n", ns)["spec"]["nodeName"]
     term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
