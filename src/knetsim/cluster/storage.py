@@ -207,9 +207,11 @@ def _fits(claim: Mapping[str, Any], volume: Mapping[str, Any]) -> bool:
     spec, vspec = claim.get("spec") or {}, volume.get("spec") or {}
     ref = vspec.get("claimRef")
     meta = claim.get("metadata") or {}
-    if ref and (ref.get("name"), ref.get("namespace")) != (meta.get("name"), meta.get("namespace")):
-        return False
-    if ((volume.get("status") or {}).get("phase") or "Available") not in ("Available", "Pending") and not ref:
+    if ref and ((ref.get("name"), ref.get("namespace") or "default") != (meta.get("name"),
+                                                                          meta.get("namespace") or "default")
+                or (ref.get("uid") and ref.get("uid") != _uid(claim, "PersistentVolumeClaim"))):
+        return False  # another claim's, or a claim of this name that was deleted (a Released volume keeps it)
+    if ((volume.get("status") or {}).get("phase") or "Available") not in ("Available", "Pending", "Bound"):
         return False
     if (vspec.get("storageClassName") or "") != (spec.get("storageClassName") or ""):
         return False
