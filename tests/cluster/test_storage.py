@@ -93,6 +93,44 @@ spec:
         sorted(nodes)
 
 
+STATEFULSET = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: nginx:1.27, volumeMounts: [{name: www, mountPath: /usr/share/nginx/html}]}]
+  volumeClaimTemplates:
+  - metadata: {name: www, labels: {tier: storage}}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
+
+
+def test_a_statefulset_gets_a_claim_per_pod_from_its_templates() -> None:
+    cluster = Cluster.from_yaml(STATEFULSET)
+    claims = _others(cluster, "PersistentVolumeClaim")
+    assert sorted(claims) == ["default/www-web-0", "default/www-web-1"]
+    for ordinal in (0, 1):
+        claim = claims[f"default/www-web-{ordinal}"]
+        assert claim["metadata"]["labels"] == {"tier": "storage", "app": "web"}
+        assert claim["spec"]["storageClassName"] == "standard"
+        assert claim["status"]["phase"] == "Bound"
+        pod = cluster.state.pods[f"default/web-{ordinal}"]
+        assert pod.raw["spec"]["volumes"] == [{"name": "www", "persistentVolumeClaim": {"claimName":
+                                                                                         f"www-web-{ordinal}"}}]
+        volume = _others(cluster, "PersistentVolume")[claim["spec"]["volumeName"]]
+        assert volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0][
+            "values"] == [pod.node_name]
+    # A claim given beside the set is its own: the controller makes only the missing ones.
+    given = CLAIM.format(name="www-web-0", cls="").replace("1Gi", "5Gi")
+    claims = _others(Cluster.from_yaml(STATEFULSET + "---\n" + given), "PersistentVolumeClaim")
+    assert claims["default/www-web-0"]["spec"]["resources"]["requests"]["storage"] == "5Gi"
+
+
 def test_a_pod_whose_claim_does_not_exist_stays_pending_with_the_schedulers_words() -> None:
     cluster = Cluster.from_yaml(POD.format(name="db", claim="db-data", extra=""))
     pod = cluster.state.pods["default/db"]

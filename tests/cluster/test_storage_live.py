@@ -38,6 +38,21 @@ spec:
       containers: [{name: web, image: nginx:1.27, volumeMounts: [{name: data, mountPath: /data}]}]
       volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
 """
+STATEFULSET = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: nginx:1.27, volumeMounts: [{name: www, mountPath: /usr/share/nginx/html}]}]
+  volumeClaimTemplates:
+  - metadata: {name: www}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
 
 
 def _apply(k: Cluster, ns: str, text: str) -> None:
@@ -125,6 +140,18 @@ def test_the_replicas_sharing_a_claim_follow_its_volume_to_one_node(k: Cluster) 
     claim = k.get_json("pvc", "data", "-n", ns)
     assert claim["status"]["phase"] == "Bound"
     assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] in nodes
+
+
+def test_a_statefulset_gets_a_bound_claim_per_pod(k: Cluster) -> None:
+    ns = k.namespace("sts")
+    _apply(k, ns, STATEFULSET)
+    assert wait_for(lambda: [r.split()[:2] for r in k.kubectl("get", "pvc", "-n", ns, "--no-headers").stdout
+                             .splitlines()] == [["www-web-0", "Bound"], ["www-web-1", "Bound"]], 30)
+    for ordinal in (0, 1):
+        pod = k.get_json("pod", f"web-{ordinal}", "-n", ns)
+        assert {"name": "www", "persistentVolumeClaim": {"claimName": f"www-web-{ordinal}"}} in pod["spec"]["volumes"]
+    assert "create Claim www-web-0 Pod web-0 in StatefulSet web success" in \
+        k.kubectl("get", "events", "-n", ns).stdout
 
 
 def test_a_pod_whose_claim_does_not_exist_stays_pending_with_the_schedulers_words(k: Cluster) -> None:

@@ -290,6 +290,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
                   if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
     # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
+    storage.add_claims(by_kind, expanded.claims)
     volumes = storage.offline_volumes(by_kind)
     storage.provision_offline(state, by_kind, volumes, [], before_scheduling=True)
     state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes, volumes))

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.loader import CONTROLLER, Document
 from ..model.objects import Node, stable_uid
@@ -407,3 +408,55 @@ def provision_offline(state: ClusterState, by_kind: dict[str, list[Document]], v
                                                                      "phase": "Released"}})
     if pvs:
         by_kind["PersistentVolume"] = [pvs[n] for n in sorted(pvs)]
+
+
+# --- a StatefulSet's claims: one per volumeClaimTemplate and pod ------------------------------------
+
+
+def statefulset_claims(sts: Mapping[str, Any], pod: str) -> list[dict[str, Any]]:
+    """The claims the StatefulSet controller makes for its pod ``pod`` (getPersistentVolumeClaims): each
+    volumeClaimTemplate as ``<template>-<pod>`` in the set's namespace, labelled with the template's labels and the
+    set's selector."""
+    spec, meta = sts.get("spec") or {}, sts.get("metadata") or {}
+    match = (spec.get("selector") or {}).get("matchLabels") or {}
+    out = []
+    for template in spec.get("volumeClaimTemplates") or []:
+        tmeta = template.get("metadata") or {}
+        claim_meta: dict[str, Any] = {"name": f"{tmeta.get('name')}-{pod}",
+                                      "namespace": meta.get("namespace") or "default",
+                                      "labels": {**(tmeta.get("labels") or {}), **match}}
+        if tmeta.get("annotations"):
+            claim_meta["annotations"] = dict(tmeta["annotations"])
+        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": claim_meta,
+                    "spec": json_copy(template.get("spec") or {})})
+    return out
+
+
+def mount_statefulset_claims(pod: dict[str, Any], sts: Mapping[str, Any]) -> None:
+    """The StatefulSet controller's updateStorage: each volumeClaimTemplate is the pod's volume of its name, its
+    own claim (a template volume of the same name is replaced)."""
+    templates = (sts.get("spec") or {}).get("volumeClaimTemplates") or []
+    if not templates:
+        return
+    spec = pod.setdefault("spec", {})
+    volumes = [v for v in spec.get("volumes") or []
+               if v.get("name") not in {(t.get("metadata") or {}).get("name") for t in templates}]
+    for template in templates:
+        name = (template.get("metadata") or {}).get("name")
+        volumes.append({"name": name, "persistentVolumeClaim": {"claimName": f"{name}-{pod['metadata']['name']}"}})
+    spec["volumes"] = volumes
+
+
+def add_claims(by_kind: dict[str, list[Document]], claims: Iterable[dict[str, Any]]) -> None:
+    """The claims controllers made (a StatefulSet's), beside those given: one already there is kept, as the
+    controller only creates a claim that does not exist."""
+    docs = by_kind.setdefault("PersistentVolumeClaim", [])
+    have = {(d.namespace, d.name) for d in docs}
+    for claim in claims:
+        key = (str(claim["metadata"]["namespace"]), str(claim["metadata"]["name"]))
+        if key not in have:
+            have.add(key)
+            docs.append(Document(CONTROLLER, apply_defaults(claim)))
+    docs.sort(key=lambda d: (d.namespace, d.name))
+    if not docs:
+        del by_kind["PersistentVolumeClaim"]

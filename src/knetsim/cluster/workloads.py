@@ -49,8 +49,10 @@ from .storage import (
     Volumes,
     claim_names,
     claims_to_select,
+    mount_statefulset_claims,
     node_reason,
     prefilter,
+    statefulset_claims,
     unschedulable_message,
     with_selected_node,
 )
@@ -88,6 +90,8 @@ class WorkloadResult:
     notices: list[Notice] = field(default_factory=list)
     # "ns/name" of existing pods a controller would delete (more pods than replicas).
     surplus: list[str] = field(default_factory=list)
+    # The claims of the new StatefulSet pods (their volumeClaimTemplates), made if they do not exist.
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
@@ -259,6 +263,8 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
                 body["spec"]["hostname"] = name
                 if service_name:
                     body["spec"]["subdomain"] = service_name
+                mount_statefulset_claims(body, w.body)
+                result.claims.extend(statefulset_claims(w.body, name))
                 result.pods.append((body, source))
         elif w.kind == "DaemonSet":
             taken = {b.get("spec", {}).get("nodeName") for b in existing}
