@@ -192,6 +192,13 @@ kind: PersistentVolumeClaim
 metadata: {name: nomodes}
 spec: {}
 ---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: gigabytes}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1GB}}
+---
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: fast}
@@ -210,5 +217,8 @@ volumeBindingMode: Later
     assert "PersistentVolumeClaim default/nomodes: spec.resources[storage]: Required value" in text
     assert 'StorageClass fast: volumeBindingMode: Unsupported value: "Later": supported values: "Immediate", ' \
            '"WaitForFirstConsumer"' in text
+    # Not a quantity: refused as the API server decodes it (1G or 1Gi is).
+    assert "PersistentVolumeClaim default/gigabytes: PersistentVolumeClaim in version \"v1\" cannot be handled as a " \
+           "PersistentVolumeClaim: quantities must match the regular expression" in text
     assert "storage.yaml, document 1" in text
     assert "Traceback" not in text
