@@ -557,8 +557,9 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
                                     "VolumeAttributesClass", "Age", "*VolumeMode"), _claim),
     "PersistentVolume": (_defs("Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass",
                                "VolumeAttributesClass", "Reason", "Age", "*VolumeMode"), _volume),
-    "StorageClass": ([*_defs("Provisioner", "ReclaimPolicy", "VolumeBindingMode"),
-                      ColumnDef("AllowVolumeExpansion", "boolean"), *_defs("Age")], _storage_class),
+    # AllowVolumeExpansion is declared a string column and filled with a bool (pkg/printers/internalversion).
+    "StorageClass": (_defs("Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"),
+                     _storage_class),
     # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
     # Without a creation time, Go's zero time in RFC 3339.
     "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
@@ -698,5 +699,6 @@ def columns(kind: str) -> list[Column]:
 
 
 def row(kind: str, body: Obj, now: datetime | None = None) -> list[str]:
-    """All cells of the row as text, in ``columns(kind)`` order (NAME first, but for Events)."""
-    return [str(c) for c in cells(kind, body, now)]
+    """All cells of the row as text, in ``columns(kind)`` order (NAME first, but for Events); a bool as Go's %v
+    prints it (kubectl: ``false``)."""
+    return [("true" if c else "false") if isinstance(c, bool) else str(c) for c in cells(kind, body, now)]
