@@ -35,7 +35,7 @@ SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", 
 class Finding:
     code: str
     severity: str  # error | warning | info
-    layer: str  # api | dns | service | endpoints | dataplane | policy | listener | ingress | code
+    layer: str  # api | dns | service | endpoints | dataplane | policy | listener | ingress | code | scheduler | storage
     subject: str  # "Service shop/web"
     message: str
     fix: str = ""
