@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .model.labels import Selector
+from .model.storage import access_modes_text
 from .model.timestamps import parse_rfc3339
 
 log = logging.getLogger("knetsim.printers")
@@ -475,6 +476,42 @@ def _ip_address(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), parent]
 
 
+def _claim(o: Obj, now: datetime | None) -> list[Any]:
+    """printPersistentVolumeClaim: the size and modes are the bound volume's, empty until then."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        capacity = str((status.get("capacity") or {}).get("storage") or "")
+        modes = access_modes_text(status.get("accessModes"))
+    return [meta.get("name", ""), phase, spec.get("volumeName") or "", capacity, modes,
+            spec.get("storageClassName") or "", spec.get("volumeAttributesClassName") or "<unset>", age(o, now),
+            spec.get("volumeMode") or "<unset>"]
+
+
+def _volume(o: Obj, now: datetime | None) -> list[Any]:
+    """printPersistentVolume."""
+    meta, spec, status = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    ref = spec.get("claimRef") or {}
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
+    phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
+    return [meta.get("name", ""), str((spec.get("capacity") or {}).get("storage") or ""),
+            access_modes_text(spec.get("accessModes")), spec.get("persistentVolumeReclaimPolicy") or "", phase, claim,
+            spec.get("storageClassName") or "", spec.get("volumeAttributesClassName") or "<unset>",
+            status.get("reason") or "", age(o, now), spec.get("volumeMode") or "<unset>"]
+
+
+def _storage_class(o: Obj, now: datetime | None) -> list[Any]:
+    """printStorageClass: the default class is named with " (default)"."""
+    meta = o.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    default = "true" in (annotations.get("storageclass.kubernetes.io/is-default-class"),
+                         annotations.get("storageclass.beta.kubernetes.io/is-default-class"))
+    return [str(meta.get("name", "")) + (" (default)" if default else ""), o.get("provisioner", ""),
+            o.get("reclaimPolicy") or "Delete", o.get("volumeBindingMode") or "Immediate",
+            bool(o.get("allowVolumeExpansion")), age(o, now)]
+
+
 def _default(o: Obj, now: datetime | None) -> list[Any]:
     return [(o.get("metadata") or {}).get("name", ""), age(o, now)]
 
@@ -516,6 +553,13 @@ PRINTERS: dict[str, tuple[list[ColumnDef], Callable[[Obj, datetime | None], list
     "ServiceAccount": (_defs("Secrets#", "Age"), _serviceaccount),
     "ServiceCIDR": (_defs("CIDRs", "Age"), _service_cidr),
     "IPAddress": (_defs("ParentRef"), _ip_address),
+    "PersistentVolumeClaim": (_defs("Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+                                    "VolumeAttributesClass", "Age", "*VolumeMode"), _claim),
+    "PersistentVolume": (_defs("Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass",
+                               "VolumeAttributesClass", "Reason", "Age", "*VolumeMode"), _volume),
+    # AllowVolumeExpansion is declared a string column and filled with a bool (pkg/printers/internalversion).
+    "StorageClass": (_defs("Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"),
+                     _storage_class),
     # The default table convertor kube-apiserver gives CRDs: the name and the creation time, not an age.
     # Without a creation time, Go's zero time in RFC 3339.
     "CustomResourceDefinition": ([ColumnDef("Created At", "date")], lambda o, now: [
@@ -655,5 +699,6 @@ def columns(kind: str) -> list[Column]:
 
 
 def row(kind: str, body: Obj, now: datetime | None = None) -> list[str]:
-    """All cells of the row as text, in ``columns(kind)`` order (NAME first, but for Events)."""
-    return [str(c) for c in cells(kind, body, now)]
+    """All cells of the row as text, in ``columns(kind)`` order (NAME first, but for Events); a bool as Go's %v
+    prints it (kubectl: ``false``)."""
+    return [("true" if c else "false") if isinstance(c, bool) else str(c) for c in cells(kind, body, now)]

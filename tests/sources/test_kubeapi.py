@@ -132,7 +132,7 @@ def test_only_the_kinds_knetsim_analyses_are_listed_and_only_where_served(kind: 
     assert knetsim("get", "pods", "-A", "--kubeconfig", path).exit_code == 0
     listed = {r.path for r in api.requests if r.path not in ("/version", "/api", "/apis")}
     assert listed == {"/api/v1/namespaces", "/api/v1/nodes", "/api/v1/pods", "/api/v1/services", "/api/v1/secrets",
-                      "/api/v1/replicationcontrollers",
+                      "/api/v1/replicationcontrollers", "/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes",
                       "/apis/apps/v1/deployments", "/apis/apps/v1/replicasets", "/apis/apps/v1/statefulsets",
                       "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs", "/apis/batch/v1/cronjobs",
                       "/apis/discovery.k8s.io/v1/endpointslices",

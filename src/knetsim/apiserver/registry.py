@@ -36,6 +36,7 @@ from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.objects import Pod
 from ..model.schema import json_type_name
+from ..model.storage import resize_refusal
 from ..model.strategy import Propagation, StatusPolicy, Strategy
 from ..model.timestamps import now_rfc3339
 from . import cnikinds
@@ -120,8 +121,9 @@ def check_resource_version(r: Resource, name: str, want: Any, current: int) -> N
 
 
 class Storage:
-    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
-        """Validating admission webhooks of a create or update, after validation; raises ApiError."""
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """Validating admission (plugins, webhooks) of a create or an update (``old``: the stored object), after
+        validation; raises ApiError."""
 
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         """Allocation that must succeed before the write (ClusterIPs, NodePorts); raises ApiError.
@@ -130,7 +132,7 @@ class Storage:
 
 
 class IngressStorage(Storage):
-    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any]) -> None:
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         """ingress-nginx's webhook (validate.nginx.ingress.kubernetes.io), as kind installs it with the
         controller: regex characters in an Exact/Prefix path are refused (strict-validate-path-type)."""
         # Imported at the first Ingress write: a server that never sees one does not load ingress-nginx's model.
@@ -163,6 +165,17 @@ class IngressStorage(Storage):
             errors = webhook.annotation_errors(obj, {str(k): str(v) for k, v in data.items()} if data else None)
             if errors:
                 raise ApiError(400, "BadRequest", webhook.annotation_denial(errors))
+
+
+class ClaimStorage(Storage):
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """The PersistentVolumeClaimResize admission plugin (plugin/pkg/admission/storage/persistentvolume/resize):
+        a claim's storage grows only when bound and its class allows expansion; a 403, as NewForbidden words it."""
+        why = resize_refusal(obj, old, registry.lookup("StorageClass")) if old is not None else None
+        if why is not None:
+            name = str(obj["metadata"]["name"])
+            raise ApiError(403, "Forbidden", f'{r.plural} "{name}" is forbidden: {why}',
+                           {"name": name, "group": r.group, "kind": r.plural})
 
 
 class ServiceStorage(Storage):
@@ -198,7 +211,8 @@ def _keep_allocated(r: Resource, obj: dict[str, Any], spec: dict[str, Any], old:
         spec["healthCheckNodePort"] = ospec["healthCheckNodePort"]
 
 
-STORAGE: dict[str, Storage] = {"Service": ServiceStorage(), "Ingress": IngressStorage()}
+STORAGE: dict[str, Storage] = {"Service": ServiceStorage(), "Ingress": IngressStorage(),
+                               "PersistentVolumeClaim": ClaimStorage()}
 GENERIC_STORAGE = Storage()
 
 
@@ -409,7 +423,7 @@ class Registry:
             self._version_warnings(r, new, decoded.warnings)
         storage = self.storage(r)
         if not t.sub:
-            storage.admit(self, r, new)
+            storage.admit(self, r, new, old.body)
         txn = storage.allocate(self, r, new, old.body) if not t.sub else None
         new["apiVersion"] = storage_version(r)
         if strategy.generation:

@@ -50,7 +50,7 @@ from ..model.objects import (
     Service,
 )
 from ..model.strategy import apply_defaults, strategy_for
-from . import rollout, servicecidrs
+from . import rollout, servicecidrs, storage
 from .config import ClusterConfig
 from .endpointslices import describe_drift, reconcile
 from .gatewayinfra import infra_manifests
@@ -290,7 +290,11 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
                   if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
     # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
-    state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes))
+    storage.add_claims(by_kind, expanded.claims)
+    volumes = storage.offline_volumes(by_kind)
+    storage.provision_offline(state, by_kind, volumes, [], before_scheduling=True)
+    state.notices.extend(schedule([p for p in pod_bodies if not from_live_cluster(p[0])], nodes, volumes))
+    storage.provision_offline(state, by_kind, volumes, [b for b, _ in pod_bodies])
     state.notices.extend(assign_ips_and_status(pod_bodies, nodes, config,
                                                frozenset((d.namespace, d.name) for d in by_kind.get("Service", [])),
                                                {(d.namespace, d.name): d.body.get("data") or {}

@@ -14,6 +14,7 @@ from ..model.objects import INGRESS_CLASS_ANNOTATION
 from ..model.versions import in_force, release
 from .config import ClusterConfig, family_of
 from .servicecidrs import default_service_cidr
+from .storage import standard_storage_class
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOLERATE_CONTROL_PLANE = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
@@ -147,6 +148,8 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
                             ("kube-scheduler", 10259)):
         docs.append(_static_pod(component, control_plane, port, kubernetes_version()))
+    # kind's default StorageClass (its local-path provisioner's volumes are made by cluster.storage).
+    docs.append(standard_storage_class())
     if config.ingress_controller:
         docs.extend(_ingress_nginx())
     return docs

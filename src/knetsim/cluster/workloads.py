@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import ipaddress
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,17 @@ from .hostports import wanted as wanted_host_ports
 from .images import PullError, pull_error
 from .naming import pod_template_hash, random_suffix
 from .state import Notice
+from .storage import (
+    Volumes,
+    claim_names,
+    claims_to_select,
+    mount_statefulset_claims,
+    node_reason,
+    prefilter,
+    statefulset_claims,
+    unschedulable_message,
+    with_selected_node,
+)
 from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status
 
 READY_ANNOTATION = "knetsim.io/ready"
@@ -79,6 +90,8 @@ class WorkloadResult:
     notices: list[Notice] = field(default_factory=list)
     # "ns/name" of existing pods a controller would delete (more pods than replicas).
     surplus: list[str] = field(default_factory=list)
+    # The claims of the new StatefulSet pods (their volumeClaimTemplates), made if they do not exist.
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
@@ -250,6 +263,8 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
                 body["spec"]["hostname"] = name
                 if service_name:
                     body["spec"]["subdomain"] = service_name
+                mount_statefulset_claims(body, w.body)
+                result.claims.extend(statefulset_claims(w.body, name))
                 result.pods.append((body, source))
         elif w.kind == "DaemonSet":
             taken = {b.get("spec", {}).get("nodeName") for b in existing}
@@ -347,6 +362,8 @@ def requested_cpu(spec: Mapping[str, Any]) -> int:
 # Pods left Pending for one reason are noticed one by one up to this many, then counted (100,000 replicas on full
 # nodes are one line more, not 99,784 warnings).
 NOTICES_PER_SHAPE = 5
+# VolumeBinding's verdict on one node (cluster.storage.node_reason): None when the pod's volumes allow it.
+VolumeFilter = Callable[[Node], str | None]
 
 
 def max_pods(node: Node) -> int:
@@ -359,9 +376,10 @@ def max_pods(node: Node) -> int:
 
 
 def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int,
-                 host_ports: Collection[HostPort] = ()) -> str | None:
+                 host_ports: Collection[HostPort] = (), volume_filter: VolumeFilter | None = None) -> str | None:
     """Why the scheduler's filters reject ``node`` for a pod with this spec (None: it fits), in the order of the
-    default profile's filters. ``host_ports``: those the node's pods already hold (cluster.hostports)."""
+    default profile's filters. ``host_ports``: those the node's pods already hold (cluster.hostports);
+    ``volume_filter``: VolumeBinding's verdict on the node (cluster.storage.node_reason), run last."""
     tolerations = spec.get("tolerations") or []
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
@@ -376,19 +394,20 @@ def unfit_reason(spec: Mapping[str, Any], node: Node, pods_on_node: int,
         return INSUFFICIENT_CPU
     if pods_on_node >= max_pods(node):
         return TOO_MANY_PODS
-    return None
+    return volume_filter(node) if volume_filter is not None else None
 
 
 def fit_error(spec: Mapping[str, Any], nodes: list[Node], load: Mapping[str, int],
-              host_ports: Mapping[str, Collection[HostPort]] | None = None) -> str:
+              host_ports: Mapping[str, Collection[HostPort]] | None = None,
+              volume_filter: VolumeFilter | None = None) -> str:
     """The FailedScheduling message of a pod no node takes: each reason with its node count, sorted as the
     scheduler's FitError sorts them, then what preemption found (pods of equal priority are never victims, and
     a node that fails on anything but room is not helped by preemption)."""
     reasons: dict[str, int] = {}
     preemption: dict[str, int] = {}
     for node in nodes:
-        reason = unfit_reason(spec, node, load.get(node.name, 0), (host_ports or {}).get(node.name, ())) \
-            or TOO_MANY_PODS
+        reason = unfit_reason(spec, node, load.get(node.name, 0), (host_ports or {}).get(node.name, ()),
+                              volume_filter) or TOO_MANY_PODS
         reasons[reason] = reasons.get(reason, 0) + 1
         # Taken ports are freed by evicting their holder, so preemption looks for victims (and finds none of the
         # pod's own priority).
@@ -410,8 +429,36 @@ def _pending(body: dict[str, Any], message: str) -> None:
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]}
 
 
-def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> list[Notice]:
-    """Fill ``spec.nodeName`` for unscheduled pods (in place). Returns notices for unschedulable pods."""
+def volume_verdict(volumes: Volumes | None, body: Mapping[str, Any],
+                   nodes: list[Node]) -> tuple[str | None, VolumeFilter | None]:
+    """What the pod's claims say before any node is tried: the FailedScheduling message when no node can help
+    (a claim missing, being deleted, or unbound for an Immediate class), else the per-node filter (None: the pod
+    mounts no claim)."""
+    spec = body.get("spec") or {}
+    if volumes is None or not claim_names(spec):
+        return None, None
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    blocked = prefilter(volumes, namespace, spec)
+    if blocked is not None:
+        return unschedulable_message(blocked, len(nodes)), None
+    return None, lambda node: node_reason(volumes, namespace, spec, node)
+
+
+def select_claims_node(volumes: Volumes, body: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
+    """The scheduler's PreBind for a pod bound to ``node``: its WaitForFirstConsumer claims without a node get it
+    (in ``volumes``, so the claim's next pod is held to it). Returns the claims so annotated."""
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    out = []
+    for key in claims_to_select(volumes, namespace, body.get("spec") or {}):
+        volumes.claims[key] = with_selected_node(volumes.claims[key], node)
+        out.append(volumes.claims[key])
+    return out
+
+
+def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
+             volumes: Volumes | None = None) -> list[Notice]:
+    """Fill ``spec.nodeName`` for unscheduled pods (in place). Returns notices for unschedulable pods.
+    ``volumes``: the cluster's claims, volumes and classes, which a pod mounting a claim waits for."""
     notices = []
     load = {n.name: 0 for n in nodes}
     control_plane = next((n for n in nodes if "node-role.kubernetes.io/control-plane" in n.labels), None)
@@ -444,6 +491,11 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
     told: dict[tuple[str, str], int] = {}  # Unschedulable notices per (shape, message): a few, then a count
     for body, source in pending:
         spec = body.setdefault("spec", {})
+        refused, volume_filter = volume_verdict(volumes, body, nodes)
+        if refused is not None:
+            notices.append(Notice("Unschedulable", refused, _subject(body), source))
+            _pending(body, refused)
+            continue
         if spec.get("topologySpreadConstraints"):
             name = _spread(body, [n for n in nodes if feasible(spec, n) and load[n.name] < capacity[n.name]],
                            placed, load, order)
@@ -462,16 +514,19 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node]) -> li
             placed.append((str(body["metadata"].get("namespace", "")), body["metadata"].get("labels") or {}, name))
             continue
         wanted = wanted_host_ports(spec) if source is not BUILTIN else []
-        if wanted:
-            # Host ports make each placement change where the next pod fits: no shared heap, every node asked.
-            fits = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports[n.name]) is None]
+        if wanted or volume_filter is not None:
+            # Host ports make each placement change where the next pod fits, and a claim's volume may pin the pod
+            # to a node: no shared heap, every node asked.
+            fits = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports[n.name], volume_filter) is None]
             if not fits:
-                message = fit_error(spec, nodes, load, ports)
+                message = fit_error(spec, nodes, load, ports, volume_filter)
                 notices.append(Notice("Unschedulable", message, _subject(body), source))
                 _pending(body, message)
                 continue
             name = min(fits, key=lambda n: (load[n.name], order[n.name])).name
             spec["nodeName"] = name
+            if volume_filter is not None and volumes is not None:
+                select_claims_node(volumes, body, name)
             load[name] += 1
             ports[name].update(wanted)
             unfit.clear()

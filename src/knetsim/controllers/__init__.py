@@ -29,6 +29,7 @@ from .replicationcontroller import ReplicationControllerManager
 from .scheduler import Scheduler
 from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
+from .storage import PersistentVolumeController
 
 # In the order their work usually flows (a changed key is queued for each in this order): workloads
 # make pods and the scheduler places them; then the node starts them (the kubelet's PodStart, which
@@ -40,7 +41,7 @@ UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
     EndpointSliceController, EndpointSliceMirroringController, EndpointsController, IngressStatus,
-    GatewayController, ServiceCIDRController, GarbageCollector, NamespaceController,
+    GatewayController, ServiceCIDRController, PersistentVolumeController, GarbageCollector, NamespaceController,
 )
 
 __all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]

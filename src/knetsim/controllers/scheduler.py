@@ -16,7 +16,8 @@ from ..apiserver.store import Change, Key
 from ..cluster.hostports import HostPort
 from ..cluster.hostports import in_use as host_ports_in_use
 from ..cluster.hostports import wanted as wanted_host_ports
-from ..cluster.workloads import fit_error, unfit_reason
+from ..cluster.storage import Volumes, claim_names
+from ..cluster.workloads import fit_error, select_claims_node, unfit_reason, volume_verdict
 from ..cluster.workloadstatus import TERMINAL, phase
 from ..model.jsonvalue import json_copy
 from ..model.objects import Node
@@ -44,6 +45,14 @@ class Scheduler(Controller):
     field_manager = "kube-scheduler"
 
     def handle(self, change: Change) -> Iterable[Key]:
+        if change.kind in ("PersistentVolumeClaim", "StorageClass") and change.type != "DELETED":
+            # A claim that appears or is bound, or a class that appears, may let a waiting pod through
+            # (VolumeBinding's queueing hints on PVC and StorageClass events).
+            namespace = str((change.obj.get("metadata") or {}).get("namespace") or "")
+            name = str(change.obj["metadata"]["name"])
+            return [k for k in self.informer.keys("Pod") if _unbound(body := self.informer.get(k) or {})
+                    and ((change.kind == "StorageClass" and claim_names(body.get("spec") or {}))
+                         or (k[1] == namespace and name in claim_names(body.get("spec") or {})))]
         if change.kind != "Pod":
             return []
         if change.type != "DELETED" and change.new is not None and _unbound(change.new):
@@ -63,6 +72,14 @@ class Scheduler(Controller):
         bodies = (self.informer.get(k) or {} for k in self.informer.pods_on(node))
         return host_ports_in_use(body.get("spec") or {} for body in bodies if phase(body) not in TERMINAL)
 
+    def _volumes(self, namespace: str) -> Volumes:
+        """The claims of the pod's namespace, the classes and the volumes, as VolumeBinding reads them."""
+        def bodies(kind: str, ns: str | None = None) -> list[Mapping[str, Any]]:
+            return [b for k in self.informer.keys(kind) if (ns is None or k[1] == ns)
+                    and (b := self.informer.get(k)) is not None]
+        return Volumes.of(bodies("PersistentVolumeClaim", namespace), bodies("StorageClass"),
+                          bodies("PersistentVolume"))
+
     def sync(self, key: Key) -> None:
         pod = self.informer.get(key)
         if pod is None or not _unbound(pod):
@@ -72,11 +89,15 @@ class Scheduler(Controller):
         order = {n.name: i for i, n in enumerate(nodes)}
         load = {n.name: self.informer.node_load(n.name) for n in nodes}
         ports = {n.name: self._host_ports(n.name) for n in nodes} if wanted_host_ports(spec) else {}
-        # Taints, nodeSelector, affinity, free host ports, and room: the kubelet's maxPods (status.allocatable.pods).
-        candidates = [n for n in nodes if unfit_reason(spec, n, load[n.name], ports.get(n.name, ())) is None]
+        # The pod's claims first (VolumeBinding's PreFilter: a claim missing, deleting, or unbound for an Immediate
+        # class refuses every node), then per node: taints, nodeSelector, affinity, free host ports, room (the
+        # kubelet's maxPods, status.allocatable.pods), and a bound volume's node affinity.
+        refused, volume_filter = volume_verdict(self._volumes(key[1]) if claim_names(spec) else None, pod, nodes)
+        candidates = [] if refused is not None else [
+            n for n in nodes if unfit_reason(spec, n, load[n.name], ports.get(n.name, ()), volume_filter) is None]
         batch = self.batch()
         if not candidates:
-            message = fit_error(spec, nodes, load, ports)
+            message = refused or fit_error(spec, nodes, load, ports, volume_filter)
             condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
             status = pod.get("status") or {}
             if any({k: c.get(k) for k in condition} == condition for c in status.get("conditions") or []):
@@ -90,6 +111,11 @@ class Scheduler(Controller):
             batch.commit()
             return
         node = min(candidates, key=lambda n: (load[n.name], order[n.name]))
+        if volume_filter is not None:
+            # PreBind: the pod's WaitForFirstConsumer claims are given its node (the provisioner makes their
+            # volume there, and their other pods follow).
+            for claim in select_claims_node(self._volumes(key[1]), pod, node.name):
+                batch.put(("PersistentVolumeClaim", key[1], str(claim["metadata"]["name"])), claim)
         new = {**pod, "metadata": dict(pod["metadata"]), "spec": {**spec, "nodeName": node.name}}
         # pods/binding: the binding storage sets the node without a field manager (no managedFields entry).
         batch.put(key, new, field_managed=False)

@@ -19,6 +19,7 @@ from ..cluster.build import ManifestError
 from ..cluster.endpointslices import find_port
 from ..cluster.explain import explain_endpoints
 from ..cluster.state import ClusterState
+from ..cluster.storage import NODE_CONFLICT, UNBOUND_IMMEDIATE
 from ..cluster.workloads import max_pods
 from ..model.fielderr import ErrorType, FieldError
 from ..model.listeners import LISTEN_ANNOTATION, listeners_known, pod_listens
@@ -34,7 +35,7 @@ SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", 
 class Finding:
     code: str
     severity: str  # error | warning | info
-    layer: str  # api | dns | service | endpoints | dataplane | policy | listener | ingress | code
+    layer: str  # api | dns | service | endpoints | dataplane | policy | listener | ingress | code | scheduler | storage
     subject: str  # "Service shop/web"
     message: str
     fix: str = ""
@@ -340,6 +341,21 @@ def unscheduled_fix(reason: str, owner: str) -> str:
         return ("the pods request more CPU than a node has (kubectl describe nodes: Allocatable cpu): lower "
                 f"resources.requests.cpu (kubectl set resources {owner} --requests=cpu=100m), or add bigger "
                 "nodes (nodes[].cpu in the cluster config)")
+    claim = re.search(r'persistentvolumeclaim "([^"]+)" (not found|is being deleted)', reason)
+    if claim is not None and claim.group(2) == "not found":
+        return (f"create the PersistentVolumeClaim {claim.group(1)} the pods mount, in their namespace (kubectl get "
+                "pvc), or make the pods' volumes[].persistentVolumeClaim.claimName name a claim that exists")
+    if claim is not None:
+        return (f"the PersistentVolumeClaim {claim.group(1)} is being deleted (it waits for the pods using it to go: "
+                "finalizer kubernetes.io/pvc-protection): give the pods a claim that stays")
+    if UNBOUND_IMMEDIATE in reason:
+        return ("the pods' PersistentVolumeClaims are not bound and will not be (kubectl describe pvc shows why: a "
+                "StorageClass that does not exist, or no PersistentVolume that fits): fix the claim, as its "
+                "StorageClassNotFound finding says where there is one")
+    if NODE_CONFLICT in reason:
+        return ("the pods' volumes live on nodes the pods cannot run on (kubectl get pv -o yaml: spec.nodeAffinity; "
+                "a local-path volume stays on the node it was made on): let the pods run on that node (nodeSelector, "
+                "tolerations), or give them a new claim")
     if "didn't have free ports for the requested pod ports" in reason:
         # The scheduler's NodePorts filter: one pod per node for each hostIP/protocol/hostPort.
         return ("another pod on the node already holds the hostPort (one pod per node may publish a host address, "

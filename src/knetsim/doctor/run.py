@@ -37,6 +37,7 @@ from .listenchecks import listener_caveats
 from .names import missing_service_findings, statefulset_findings
 from .podruns import config_findings, container_exit_findings, exec_probe_caveats
 from .probechecks import probe_caveats, probe_restart_findings
+from .storagechecks import storage_class_findings
 from .topology import topology_findings
 
 GATEWAY_SUBJECT_KINDS = ("Gateway", *ROUTE_KINDS, "ListenerSet", "BackendTLSPolicy")
@@ -338,6 +339,7 @@ def diagnose(state: ClusterState, errors: Iterable[ManifestError] = (), *, subje
                        for ns, sel in selectors)
         findings.extend(unscheduled_pod_findings(state, pod, selected))
     findings.extend(statefulset_findings(state, namespaces))
+    findings.extend(storage_class_findings(state, namespaces))
     # A policy finding is about a policy (its namespace/name) or a whole namespace ("Namespace shop"): -n keeps
     # the namespace's errors and warnings (a DNS egress block); its notes (pods no policy isolates) are hygiene,
     # shown by the run over every namespace.

@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from . import crd as crds
-from . import schema, validation
+from . import schema, storage, validation
 from .fielderr import ErrorType, FieldError
 from .kinds import ANTREA, BY_KIND, CALICO, CLUSTER_SCOPED_BUILTINS, CNI_GROUPS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
@@ -257,6 +257,8 @@ def admit_create(obj: dict[str, Any], kind: Kind, lookup: Lookup) -> None:
     """The mutating admission plugins of a create, after defaulting and before validation."""
     if kind.kind == "Ingress" and kind.group == "networking.k8s.io":
         default_ingress_class(obj, lookup("IngressClass"))
+    elif kind.kind == "PersistentVolumeClaim" and kind.group == "":
+        storage.admit_claim(obj, lookup("StorageClass"))  # DefaultStorageClass
 
 
 # A value the simulation has to interpret (an address, a CIDR, a selector, a port, a protocol) that does not

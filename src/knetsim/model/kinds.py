@@ -114,6 +114,11 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", True, ("netpol",),
              collection="network_policies", view="model.objects:NetworkPolicy"),
     KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", False, ()),
+    # Storage: a pod mounting a claim waits for it (the scheduler's VolumeBinding), and kind's local-path
+    # provisioner makes a claim's volume on its first consumer's node (cluster/storage.py).
+    KindInfo("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True, ("pvc",)),
+    KindInfo("PersistentVolume", "", "v1", "persistentvolumes", False, ("pv",)),
+    KindInfo("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, ("sc",)),
     KindInfo("IPAddress", "networking.k8s.io", "v1", "ipaddresses", False, ("ip",)),
     KindInfo("CiliumNetworkPolicy", "cilium.io", "v2", "ciliumnetworkpolicies", True, ("cnp", "ciliumnp"),
              cni=CILIUM, role=POLICY),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from . import defaults, updates, validation
+from . import defaults, storage, updates, validation
 from .fielderr import FieldError
 from .jsonvalue import json_copy
 from .kinds import BY_KIND, info_for
@@ -367,6 +367,13 @@ STRATEGIES: dict[str, Strategy] = {s.kind: s for s in (
     # per allocated ClusterIP, named by the address itself (ValidateIPAddressName).
     Strategy("ServiceCIDR", validate=validation.validate_service_cidr, status=StatusPolicy.SUBRESOURCE),
     Strategy("IPAddress", validate=validation.validate_ip_address, name_rule=is_canonical_ip),
+    # Storage (model/storage.py): a claim's and a volume's status are the PV controller's.
+    Strategy("PersistentVolumeClaim", default=storage.default_claim, validate=storage.validate_claim,
+             validate_update=storage.validate_claim_update, status=StatusPolicy.SUBRESOURCE),
+    Strategy("PersistentVolume", default=storage.default_volume, validate=storage.validate_volume,
+             status=StatusPolicy.SUBRESOURCE),
+    Strategy("StorageClass", default=storage.default_storage_class, validate=storage.validate_storage_class,
+             validate_update=storage.validate_storage_class_update),
 )}
 
 # Kinds knetsim serves no strategy of its own for, but admits from manifests (v1.35's other built-in

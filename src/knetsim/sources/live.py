@@ -42,6 +42,11 @@ OPTIONAL = {
     "Secret": "Ingress TLS Secrets cannot be checked",
     "Node": "nodes are inferred from the pods' nodeName and hostIP",
     "ServiceCIDR": "the cluster config's serviceCIDR stands in for the cluster's ServiceCIDRs",
+    # PersistentVolumes and StorageClasses are cluster-scoped and not in the `view` role: a reader of every
+    # namespace may be refused them (and a narrower role the claims).
+    "PersistentVolumeClaim": "pods' claims are taken as the pods' status says",
+    "PersistentVolume": "claims are taken as their status says",
+    "StorageClass": "claims' StorageClasses cannot be checked",
 }
 
 Progress = Callable[[str], None]
