@@ -85,6 +85,23 @@ def test_declarative_shop_ingress_routes_by_host_and_path(k: Cluster) -> None:
     assert "Ingress Class:    nginx" in describe
 
 
+def test_a_pod_inside_the_cluster_reaches_the_backends_through_the_controller_service(k: Cluster) -> None:
+    """A client pod calling the controller's Service (as an in-cluster smoke test does) is routed as a client
+    outside is: by its Host header, to the backend the rule names; without a host the rules name, the
+    controller's default backend answers 404."""
+    backends(k)
+    k.write("ingress.yaml", SHOP_INGRESS)
+    k.sh("kubectl apply -f ingress.yaml")
+    k.sh("kubectl run probe --image=busybox:1.36 -- sleep 3600")
+    wait_for_running = k.sh("kubectl wait --for=condition=Ready pod/probe --timeout=30s", check=False)
+    assert wait_for_running.returncode == 0, wait_for_running.stderr
+    controller = "http://ingress-nginx-controller.ingress-nginx.svc.cluster.local"
+    routed = k.sh(f"kubectl exec probe -- wget -qO- -T 3 --header 'Host: shop.example.com' {controller}/api")
+    assert routed.stdout.startswith("NOW: "), routed.stdout  # agnhost netexec behind /api
+    unrouted = k.sh(f"kubectl exec probe -- wget -qO- -T 3 {controller}/api", check=False)
+    assert unrouted.returncode != 0 and "404 Not Found" in unrouted.stderr, unrouted
+
+
 def test_imperative_create_ingress_gives_prefix_path_types(k: Cluster) -> None:
     backends(k)
     assert k.sh(CREATE_INGRESS).stdout == "ingress.networking.k8s.io/shop created\n"

@@ -62,6 +62,9 @@ class _Run:
     balancer: Balancer | None = None
     # (source pod, url, protocol) → a further trace, for a server that connects onwards (netexec's /dial).
     dial: Callable[[str, str, str], Trace] | None = None
+    # (this run, the request's host) → the rest of the trace through an Ingress controller's routing, for a
+    # request that reached a controller pod from inside the cluster (external.through_ingress, given by tracer.py).
+    ingress: Callable[[_Run, str], Trace] | None = None
 
     def pick(self, targets: list[Candidate], client: str, frontend: str, svc: Service) -> Candidate:
         """This connection's backend among ``targets``: one trace picks deterministically from the client and the
@@ -496,6 +499,12 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                                         "(a named containerPort is safest)"))
         return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
+    if run.ingress is not None and src_pod is not None and request is None and _controller_http_port(state, dst_pod,
+                                                                                                   port):
+        # ingress-nginx routes what reaches it from inside the cluster as it routes a client's from outside: by
+        # the Host header (or the name the client used), to the backend's endpoints, as its own pod.
+        host = next((v for k, v in run.headers.items() if k.lower() == "host"), run.target.host)
+        return run.ingress(run, host.rsplit(":", 1)[0] if host.count(":") == 1 else host)
     src_ref: Pod | str = src_pod if src_pod is not None else src_ip
     reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, request or run.target, run.method,
                                  run.headers, client_ip=backend.client_ip)
@@ -510,6 +519,17 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)
+
+
+def _controller_http_port(state: ClusterState, pod: Pod, port: int) -> bool:
+    """Is ``port`` where the Ingress controller ``pod`` runs serves HTTP or HTTPS (its ``http``/``https``
+    containerPorts, 80 and 443 by default)?"""
+    from ..ingress.controllers import controllers_among
+
+    if not controllers_among([pod]):
+        return False
+    served = {p.container_port for c in pod.containers for p in c.ports if p.name in ("http", "https")}
+    return port in (served or {80, 443})
 
 
 __all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target"]

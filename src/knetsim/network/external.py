@@ -116,7 +116,8 @@ def through_ingress(run: _Run, host: str) -> Trace:
         from .trace import TraceInputError
 
         raise TraceInputError(str(exc)) from None
-    if not _is_ip(host):
+    from_outside = run.source.startswith("external")
+    if not _is_ip(host) and from_outside:
         run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with "
                             "public DNS, assumed to point at the ingress controller"))
     # What the annotations ask the controller to answer itself (a redirect, 401/403 to a client without

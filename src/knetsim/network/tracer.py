@@ -41,6 +41,7 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     if _onward < MAX_ONWARD:
         run.dial = lambda src, url, proto: trace(state, src, url, protocol=proto, dataplane=dataplane,
                                                  balancer=balancer, _onward=_onward + 1)
+    run.ingress = through_ingress
     if source == "external":
         if entry == "ingress":
             run.source = f"external ({EXTERNAL_CLIENT_IP})"

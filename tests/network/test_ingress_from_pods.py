@@ -1,0 +1,45 @@
+"""A request from a pod to the Ingress controller's Service: ingress-nginx routes it as it routes a client's from
+outside (by the Host header, to the backend's endpoints, as its own pod), where it used to end at the controller
+with a made-up 200. The live twin is tests/e2e/test_ingress.py."""
+
+from __future__ import annotations
+
+from tests.conftest import EXAMPLES
+
+from knetsim import Cluster
+from knetsim.network.tracer import trace
+
+PROBE = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: probe, labels: {app: probe}}
+spec: {containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]}
+"""
+CONTROLLER = "http://ingress-nginx-controller.ingress-nginx.svc.cluster.local/api"
+
+
+def shop_with_probe(tmp_path) -> Cluster:  # type: ignore[no-untyped-def]
+    (tmp_path / "probe.yaml").write_text(PROBE)
+    return Cluster.from_paths([str(EXAMPLES / "shop"), str(tmp_path / "probe.yaml")])
+
+
+def test_the_host_header_routes_to_the_backend_from_the_controllers_own_pod(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    t = trace(shop_with_probe(tmp_path).state, "default/probe", CONTROLLER, headers={"Host": "shop.example.com"})
+    assert t.outcome == "connected" and t.reply.status == 200
+    assert t.backend.pod.startswith("shop/api-")
+    layers = [h.layer for h in t.hops]
+    assert layers == ["dns", "service", "endpoints", "dataplane", "policy", "listener", "ingress", "service",
+                      "endpoints", "dataplane", "policy", "listener", "app"]
+    routed = next(h for h in t.hops if h.layer == "ingress")
+    assert "Ingress shop/shop rule 0 (host shop.example.com) path /api (Prefix) → Service shop/api:8080" in \
+        routed.detail
+    # The backend's NetworkPolicy judges the controller pod, not the probe: shop admits the ingress-nginx namespace.
+    backend_policy = [h for h in t.hops if h.layer == "policy"][1]
+    assert "egress: no policy selects ingress-nginx/ingress-nginx-controller-" in backend_policy.detail
+    assert "allowed by NetworkPolicy shop/allow-from-ingress" in backend_policy.detail
+
+
+def test_a_host_no_rule_names_gets_the_default_backends_404(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    t = trace(shop_with_probe(tmp_path).state, "default/probe", CONTROLLER)
+    assert t.reply.status == 404
+    assert [f.code for f in t.findings] == ["IngressNoMatch"]
