@@ -62,9 +62,10 @@ class _Run:
     balancer: Balancer | None = None
     # (source pod, url, protocol) → a further trace, for a server that connects onwards (netexec's /dial).
     dial: Callable[[str, str, str], Trace] | None = None
-    # (this run, the request's host) → the rest of the trace through an Ingress controller's routing, for a
-    # request that reached a controller pod from inside the cluster (external.through_ingress, given by tracer.py).
-    ingress: Callable[[_Run, str], Trace] | None = None
+    # (this run, the pod reached, its port) → the rest of the trace through the routing of a proxy that pod runs
+    # (an Ingress controller, a Gateway's proxy), or None: given by tracer.py (external.into_ingress_controller,
+    # gateway.into_gateway_proxy), so that this module imports neither.
+    proxy: Callable[[_Run, Pod, int], Trace | None] | None = None
 
     def pick(self, targets: list[Candidate], client: str, frontend: str, svc: Service) -> Candidate:
         """This connection's backend among ``targets``: one trace picks deterministically from the client and the
@@ -73,6 +74,11 @@ class _Run:
             return targets[choose(targets, f"{client}->{frontend}")]
         timeout = svc.session_affinity_timeout if svc.session_affinity == "ClientIP" else None
         return targets[self.balancer.pick(targets, client, frontend, timeout)]
+
+    def request_host(self) -> str:
+        """The host the request names: its Host header without the port, else the name or address dialled."""
+        host = next((v for k, v in self.headers.items() if k.lower() == "host"), self.target.host)
+        return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
     def finish(self, outcome: str, backend: Backend | None = None, reply: Reply | None = None) -> Trace:
         return Trace(self.source, str(self.target), self.protocol, outcome, backend, tuple(self.hops),
@@ -499,12 +505,12 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                                         "(a named containerPort is safest)"))
         return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
-    if run.ingress is not None and src_pod is not None and request is None and _controller_http_port(state, dst_pod,
-                                                                                                   port):
-        # ingress-nginx routes what reaches it from inside the cluster as it routes a client's from outside: by
-        # the Host header (or the name the client used), to the backend's endpoints, as its own pod.
-        host = next((v for k, v in run.headers.items() if k.lower() == "host"), run.target.host)
-        return run.ingress(run, host.rsplit(":", 1)[0] if host.count(":") == 1 else host)
+    if run.proxy is not None and request is None and not any(h.layer in ("ingress", "gateway") for h in run.hops):
+        # A proxy routes what reaches its pod from inside the cluster (or through a NodePort) as it routes a client
+        # of its own entry: an Ingress controller or a Gateway's proxy, by the Host header, as its own pod.
+        routed = run.proxy(run, dst_pod, port)
+        if routed is not None:
+            return routed
     src_ref: Pod | str = src_pod if src_pod is not None else src_ip
     reply_hop, reply = app_reply(state, run.dataplane, src_ref, dst_pod, port, request or run.target, run.method,
                                  run.headers, client_ip=backend.client_ip)
@@ -519,17 +525,6 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)
-
-
-def _controller_http_port(state: ClusterState, pod: Pod, port: int) -> bool:
-    """Is ``port`` where the Ingress controller ``pod`` runs serves HTTP or HTTPS (its ``http``/``https``
-    containerPorts, 80 and 443 by default)?"""
-    from ..ingress.controllers import controllers_among
-
-    if not controllers_among([pod]):
-        return False
-    served = {p.container_port for c in pod.containers for p in c.ports if p.name in ("http", "https")}
-    return port in (served or {80, 443})
 
 
 __all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target"]

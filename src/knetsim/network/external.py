@@ -208,6 +208,21 @@ def through_ingress(run: _Run, host: str) -> Trace:
     return trace
 
 
+def into_ingress_controller(run: _Run, pod: Pod, port: int) -> Trace | None:
+    """A request that reached an Ingress controller pod on its HTTP or HTTPS port (its ``http``/``https``
+    containerPorts, 80 and 443 by default) other than through its own entry: a pod calling the controller's
+    Service, a client its NodePort. The controller routes it as any other: by its Host header (or the name the
+    client used). None for any other pod or port."""
+    from ..ingress.controllers import controllers_among
+
+    if run.target.scheme not in ("http", "https") or not controllers_among([pod]):
+        return None
+    served = {p.container_port for c in pod.containers for p in c.ports if p.name in ("http", "https")}
+    if port not in (served or {80, 443}):
+        return None
+    return through_ingress(run, run.request_host())
+
+
 def nginx_reply(status: int) -> Reply:
     """An answer the controller's nginx writes itself: its own page for ``status``."""
     from ..ingress import errorpages

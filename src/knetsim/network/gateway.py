@@ -26,6 +26,7 @@ from ..gateway.streams import route_stream
 from ..gateway.upstream import ENVOY_TLS_VERIFY_FAILED
 from ..ingress import host_matches
 from ..model.http import HTTPRequest, HTTPRequestError
+from ..model.objects import Pod
 from ..policy.engine import evaluate
 from .dataplane import usable_candidates
 from .trace import EXTERNAL_CLIENT_IP, Backend, Finding, Hop, Reply, Trace, TraceInputError, choose
@@ -88,7 +89,26 @@ def _ingress_names(state: ClusterState, host: str) -> bool:
     return any(r.host and host_matches(r.host, host) for ing in state.ingresses.values() for r in ing.rules)
 
 
-def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
+def into_gateway_proxy(run: _Run, pod: Pod, port: int) -> Trace | None:
+    """An HTTP request that reached a Gateway's proxy pod on a listener's port other than through the Gateway's
+    address from outside (a pod calling the proxy's Service): the Gateway routes it as any other, by its Host
+    header. None for any other pod, port or scheme (a TCP, TLS or UDP stream keeps the connection's own path)."""
+    if run.target.scheme not in ("http", "https"):
+        return None
+    for key, gctx in translate(run.state).gateways.items():
+        if pod.key not in gctx.proxy_pods:
+            continue
+        listener_port = next((lc.listener.port for lc in gctx.listeners
+                              if impl_container_port(gctx.implementation, lc.listener.port) == port), None)
+        if listener_port is None:
+            return None
+        return through_gateway(run, key, run.request_host(), entered_at=listener_port)
+    return None
+
+
+def through_gateway(run: _Run, gateway: str, host: str, entered_at: int | None = None) -> Trace:
+    """A request to Gateway ``gateway`` from outside, or (``entered_at``: the listener port) one that already
+    reached its proxy pod from inside, whose leg to the pod was traced."""
     from .connect import deliver
 
     state = run.state
@@ -100,14 +120,15 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
     path = target.path + (f"?{target.query}" if target.query else "")
     try:
         request = HTTPRequest(run.headers.get("Host") or run.headers.get("host") or host, path, run.method, scheme,
-                              target.port, headers)
+                              entered_at or target.port, headers)
         result = route(state, gateway, request, explain=False)
     except (HTTPRequestError, GatewayRouteError) as exc:
         raise TraceInputError(str(exc)) from None
     gctx = translate(state).gateways[gateway]
     address = gctx.addresses[0] if gctx.addresses else "?"
-    run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with public "
-                        f"DNS, assumed to point at Gateway {gateway} ({address})"))
+    if entered_at is None:
+        run.hops.append(Hop("dns", "info", f"{host} is not a cluster name: an external client resolves it with "
+                            f"public DNS, assumed to point at Gateway {gateway} ({address})"))
     proxy_key = result.proxy_pod
     proxy = state.pods.get(proxy_key) if proxy_key else None
     if proxy is None and gctx.implementation.infrastructure.naming == "none":
@@ -124,10 +145,11 @@ def through_gateway(run: _Run, gateway: str, host: str) -> Trace:
                                     "kubectl get gateway -o wide: the Gateway needs an accepted GatewayClass, an "
                                     "address and a ready proxy pod"))
         return run.finish("no-route")
-    # The first leg: client → LoadBalancer → proxy pod, client address preserved (Local policy).
+    # The first leg: client → LoadBalancer → proxy pod, client address preserved (Local policy); traced already
+    # for a request that entered at the pod.
     proxy_port = impl_container_port(gctx.implementation, target.port)  # Envoy Gateway's shifts privileged ports
     leg = evaluate(state, EXTERNAL_CLIENT_IP, proxy, proxy_port, "TCP")
-    if not leg.ingress.allowed:
+    if entered_at is None and not leg.ingress.allowed:
         run.hops.append(Hop("policy", "fail", f"ingress of {proxy.key}: {leg.ingress.reason} — the client's "
                             "connection to the Gateway is dropped", {"policy": leg.to_dict()}))
         run.findings.append(Finding("PolicyDrop", "policy", f"a NetworkPolicy isolates the Gateway's proxy pod "

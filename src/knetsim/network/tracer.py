@@ -12,15 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..cluster.state import ClusterState
+from ..model.objects import Pod
 from .balance import Balancer
 from .connect import _dns_stage, _Run, connect_ip, resolve_pod
-from .external import through_ingress, trace_external
+from .external import into_ingress_controller, through_ingress, trace_external
+from .gateway import into_gateway_proxy
 from .kubeproxy import kube_proxy_nodes
 from .trace import EXTERNAL_CLIENT_IP, Hop, Trace, TraceInputError, choose, parse_target
 
 # How many times one connection may lead to another (netexec's /dial dialling a /dial...): a real chain stops
 # at its clients' timeouts; a trace stops here, the innermost dial refused.
 MAX_ONWARD = 4
+
+
+def _through_proxy(run: _Run, pod: Pod, port: int) -> Trace | None:
+    """The routing of the proxy ``pod`` runs, for a request that reached it on ``port`` (connect.deliver)."""
+    return into_ingress_controller(run, pod, port) or into_gateway_proxy(run, pod, port)
 
 
 def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP", method: str = "GET",
@@ -41,7 +48,7 @@ def trace(state: ClusterState, source: str, target: str, *, protocol: str = "TCP
     if _onward < MAX_ONWARD:
         run.dial = lambda src, url, proto: trace(state, src, url, protocol=proto, dataplane=dataplane,
                                                  balancer=balancer, _onward=_onward + 1)
-    run.ingress = through_ingress
+    run.proxy = _through_proxy
     if source == "external":
         if entry == "ingress":
             run.source = f"external ({EXTERNAL_CLIENT_IP})"

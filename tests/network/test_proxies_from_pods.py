@@ -1,6 +1,6 @@
-"""A request from a pod to the Ingress controller's Service: ingress-nginx routes it as it routes a client's from
-outside (by the Host header, to the backend's endpoints, as its own pod), where it used to end at the controller
-with a made-up 200. The live twin is tests/e2e/test_ingress.py."""
+"""A request from a pod to the Ingress controller's Service, or to a Gateway's proxy Service: the proxy routes it as
+it routes a client's from outside (by the Host header, to the backend's endpoints, as its own pod), where it used
+to end at the proxy with a made-up 200. The live twin is tests/e2e/test_ingress.py."""
 
 from __future__ import annotations
 
@@ -43,3 +43,20 @@ def test_a_host_no_rule_names_gets_the_default_backends_404(tmp_path) -> None:  
     t = trace(shop_with_probe(tmp_path).state, "default/probe", CONTROLLER)
     assert t.reply.status == 404
     assert [f.code for f in t.findings] == ["IngressNoMatch"]
+
+
+def test_a_gateways_proxy_routes_a_pods_request_by_its_httproute(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "probe.yaml").write_text(PROBE)
+    state = Cluster.from_paths([str(EXAMPLES / "gateway" / "quickstart"), str(tmp_path / "probe.yaml")]).state
+    proxy = next(s for s in state.services.values() if s.namespace == "envoy-gateway-system" and
+                 s.name.startswith("envoy-default-eg-"))
+    for target in (f"http://{proxy.name}.envoy-gateway-system/", f"http://{proxy.load_balancer_ips[0]}/"):
+        t = trace(state, "default/probe", target, headers={"Host": "www.example.com"})
+        assert t.outcome == "connected" and t.reply.status == 200, target
+        assert t.backend.pod.startswith("default/backend-"), target
+        routed = next(h for h in t.hops if h.layer == "gateway")
+        assert "→ HTTPRoute default/backend rule 0 match 0 (PathPrefix /) → Service default/backend:3000" in \
+            routed.detail
+    missed = trace(state, "default/probe", f"http://{proxy.name}.envoy-gateway-system/",
+                   headers={"Host": "nothing.example.com"})
+    assert missed.reply.status == 404 and [f.code for f in missed.findings] == ["GatewayNoMatch"]
