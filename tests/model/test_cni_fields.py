@@ -10,11 +10,12 @@ CiliumNetworkPolicy whose ``ingress`` is misspelt ``ingres`` would select its po
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.helpers import knetsim
 
-from knetsim.model.apis.cni import ROOTS
+from knetsim.model.apis.cni import ROOTS, object_schema
 from knetsim.model.kinds import CILIUM, CNI_KINDS, KINDS
 
 PODS = """\
@@ -245,3 +246,67 @@ def test_a_refused_cilium_policy_is_left_out_of_the_answer(tmp_path: Path) -> No
     assert 'unknown field "spec.ingres"' in misspelt.stderr
     spelt = knetsim(*args, "-f", write(tmp_path, PODS, policy))
     assert spelt.stdout.startswith("DENIED"), spelt.output
+
+
+def _cilium_crd_paths() -> set[str]:
+    """Every property path of cilium/cilium's CRD (pkg/k8s/apis/cilium.io/client/crds/v2/
+    ciliumnetworkpolicies.yaml, main; ciliumclusterwidenetworkpolicies.yaml has the same), read off it."""
+    sel = {"matchExpressions": {"key": {}, "operator": {}, "values": {}}, "matchLabels": {}}
+    icmps = {"fields": {"family": {}, "type": {}}}
+    cidr_set = {"cidr": {}, "cidrGroupRef": {}, "cidrGroupSelector": sel, "except": {}}
+    groups = {"aws": {"labels": {}, "region": {}, "securityGroupsIds": {}, "securityGroupsNames": {}}}
+    ports = {"ports": {"endPort": {}, "port": {}, "protocol": {}}}
+    secret = {"name": {}, "namespace": {}}
+    tls = {"certificate": {}, "privateKey": {}, "secret": secret, "trustedCA": {}}
+    fqdn = {"matchName": {}, "matchPattern": {}}
+    port_rule = {**ports, "listener": {"envoyConfig": {"kind": {}, "name": {}}, "name": {}, "priority": {}},
+                 "originatingTLS": tls, "terminatingTLS": tls, "serverNames": {},
+                 "rules": {"dns": fqdn, "http": {"headerMatches": {"mismatch": {}, "name": {}, "secret": secret,
+                                                                   "value": {}},
+                                                 "headers": {}, "host": {}, "method": {}, "path": {}}}}
+    services = {"k8sService": {"namespace": {}, "serviceName": {}},
+                "k8sServiceSelector": {"namespace": {}, "selector": sel}}
+    egress = {"icmps": icmps, "toCIDR": {}, "toCIDRSet": cidr_set, "toEndpoints": sel, "toEntities": {},
+              "toGroups": groups, "toNodes": sel, "toRequires": {}, "toServices": services}
+    ingress = {"fromCIDR": {}, "fromCIDRSet": cidr_set, "fromEndpoints": sel, "fromEntities": {},
+               "fromGroups": groups, "fromNodes": sel, "fromRequires": {}, "icmps": icmps}
+    rule = {"description": {}, "enableDefaultDeny": {"egress": {}, "ingress": {}}, "endpointSelector": sel,
+            "egress": {**egress, "authentication": {"mode": {}}, "toFQDNs": fqdn, "toPorts": port_rule},
+            "egressDeny": {**egress, "toPorts": ports},
+            "ingress": {**ingress, "authentication": {"mode": {}}, "toPorts": port_rule},
+            "ingressDeny": {**ingress, "toPorts": ports},
+            "labels": {"key": {}, "source": {}, "value": {}}, "log": {"value": {}}, "nodeSelector": sel}
+    node_status = {"annotations": {}, "enforcing": {}, "error": {}, "lastUpdated": {}, "localPolicyRevision": {},
+                   "ok": {}}
+    conditions = {"lastTransitionTime": {}, "message": {}, "reason": {}, "status": {}, "type": {}}
+    tree = {"apiVersion": {}, "kind": {}, "metadata": {}, "spec": rule, "specs": rule,
+            "status": {"conditions": conditions, "derivativePolicies": node_status}}
+
+    def walk(node: dict, prefix: str) -> Iterator[str]:
+        for key, sub in node.items():
+            yield prefix + key
+            yield from walk(sub, f"{prefix}{key}.")
+    return set(walk(tree, ""))
+
+
+def _schema_paths(node: dict, prefix: str = "") -> Iterator[str]:
+    """Property paths, through list items and map values (a path names no index or key, as the CRD's tree)."""
+    while True:
+        inner = node.get("items") or node.get("additionalProperties")
+        if not isinstance(inner, dict) or not ("properties" in inner or "items" in inner):
+            break
+        node = inner
+    for key, sub in (node.get("properties") or {}).items():
+        yield prefix + key
+        yield from _schema_paths(sub, f"{prefix}{key}.")
+
+
+def test_every_field_of_ciliums_crd_is_declared_no_false_alarm() -> None:
+    """A field the CRD has and knetsim lacks would refuse a valid policy. What knetsim adds is what older
+    releases take (v1.18's kafka/l7proto/l7 rules, status.nodes before v1.15)."""
+    upstream = _cilium_crd_paths()
+    for kind in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"):
+        declared = set(_schema_paths(object_schema("cilium.io", kind) or {}))
+        assert upstream - declared == set()
+        extra = {p.split(".")[-1] if "rules." in p else p.split(".")[1] for p in declared - upstream}
+        assert extra <= {"kafka", "l7proto", "l7", "role", "apiKey", "apiVersion", "clientID", "topic", "nodes"}
