@@ -89,3 +89,23 @@ def test_clusterwide_and_deny_rules_live(cilium: Cluster) -> None:
     code, err = nc("client", echo)
     assert code == 1 and "timeout" in err
     assert nc("client", web)[0] == 0 and nc("other", web)[0] == 0
+
+
+def test_a_misspelt_field_is_refused_and_explain_shows_the_fields(cilium: Cluster) -> None:
+    """The CRD's structural schema decodes strictly (kubectl asks fieldValidation=Strict): `egres` is refused.
+    Stored as an ignored key, the policy would keep its egressDeny and lose its allow-all egress rule: every
+    connection of the client would be dropped."""
+    k = cilium
+    k.write("misspelt.yaml", POLICIES.split("---\n")[1].replace("  egress:", "  egres:")
+            .replace("name: client-egress-to-echo-deny", "name: misspelt"))
+    out = k.sh("kubectl apply -f misspelt.yaml", check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == 'Error from server (BadRequest): error when creating "misspelt.yaml": ' \
+        'CiliumNetworkPolicy in version "v2" cannot be handled as a CiliumNetworkPolicy: strict decoding error: ' \
+        'unknown field "spec.egres"', out.stderr
+    assert "misspelt" not in k.sh("kubectl get cnp -o name").stdout
+    explained = k.sh("kubectl explain cnp.spec.egress.toFQDNs").stdout
+    assert "KIND:       CiliumNetworkPolicy" in explained, explained
+    assert "matchName\t<string>" in explained and "matchPattern\t<string>" in explained, explained
+    clusterwide = k.sh("kubectl explain ccnp.spec.ingressDeny.toPorts").stdout
+    assert "ports\t<[]Object>" in clusterwide and "rules\t" not in clusterwide, clusterwide

@@ -81,7 +81,8 @@ def _cni_definitions() -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for r in RESOURCES:
-        fields = cni_fields(r.group, r.kind) if r.cni else None
+        # Cilium's rows carry no ``cni`` (they are served on every cluster): cni_fields knows the CNIs' groups.
+        fields = cni_fields(r.group, r.kind)
         if fields is None or any((g, k) == (r.group, r.kind) for g, _, k in _CUSTOM):
             continue
         out[crd_schema_name(r.group, r.version, r.kind)] = _with_object_meta(_int_or_string(_convert(fields)),

@@ -32,7 +32,7 @@ from typing import Any
 from . import crd as crds
 from . import schema, storage, validation
 from .fielderr import ErrorType, FieldError
-from .kinds import ANTREA, BY_KIND, CALICO, CLUSTER_SCOPED_BUILTINS, CNI_GROUPS, KindInfo
+from .kinds import ANTREA, BY_KIND, CALICO, CILIUM, CLUSTER_SCOPED_BUILTINS, CNI_GROUPS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
 from .strategy import Strategy, custom_strategy, default_object, strategy_for
 from .strategy import validation_errors as kind_validation_errors
@@ -192,7 +192,7 @@ def cni_fields(group: str, kind: str) -> dict[str, Any] | None:
     return object_schema(group, kind)
 
 
-_CNI_FIELD_GROUPS = CNI_GROUPS[CALICO] | CNI_GROUPS[ANTREA]
+_CNI_FIELD_GROUPS = CNI_GROUPS[CALICO] | CNI_GROUPS[CILIUM] | CNI_GROUPS[ANTREA]
 
 
 def strategy(kind: Kind) -> Strategy:
