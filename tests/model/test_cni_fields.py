@@ -310,3 +310,15 @@ def test_every_field_of_ciliums_crd_is_declared_no_false_alarm() -> None:
         assert upstream - declared == set()
         extra = {p.split(".")[-1] if "rules." in p else p.split(".")[1] for p in declared - upstream}
         assert extra <= {"kafka", "l7proto", "l7", "role", "apiKey", "apiVersion", "clientID", "topic", "nodes"}
+
+
+def test_a_value_of_the_wrong_type_or_a_missing_action_is_refused_as_the_crd_refuses_it(tmp_path: Path) -> None:
+    """Calico's CRD types its fields: a string where rules go, or a rule without its action, is refused with
+    apiextensions' words (the CRD form a cluster without calico-apiserver stores), never read as an empty policy."""
+    cases = ((DENY_B + "  ingress: allow-all\n",
+              'spec.ingress: Invalid value: "string": spec.ingress in body must be of type array: "string"'),
+             (DENY_B + "  ingress: [{source: {selector: app == 'a'}}]\n", "spec.ingress[0].action: Required value"))
+    for text, said in cases:
+        result = knetsim("validate", "-f", write(tmp_path, text))
+        assert result.exit_code == 2, result.output
+        assert f"GlobalNetworkPolicy deny-to-b: {said}" in result.output

@@ -220,7 +220,20 @@ def validation_errors(obj: dict[str, Any], kind: Kind, old: dict[str, Any] | Non
     without ``old``, an update's with it (what may change), a subresource write's its own."""
     if kind.crd is not None:
         return validate_object_meta(obj.get("metadata"), kind.namespaced) + crds.validate_custom(obj, kind.crd, old)
-    return kind_validation_errors(obj, strategy(kind), kind.namespaced, old, subresource)
+    return kind_validation_errors(obj, strategy(kind), kind.namespaced, old, subresource) + cni_type_errors(obj, kind)
+
+
+def cni_type_errors(obj: dict[str, Any], kind: Kind) -> list[FieldError]:
+    """A CNI's kind's values of the wrong JSON type, or a required field missing (``spec.types: Invalid value:
+    "object": spec.types in body must be of type array``), as the CNI's CRD refuses them; [] for other kinds."""
+    if kind.crd is not None or kind.definition is not None:
+        return []
+    fields = cni_fields(kind.group, kind.kind)
+    if fields is None:
+        return []
+    # Only types and required fields are declared: no CEL rule was skipped, so apiextensions' closing line about
+    # unchecked rules is not said.
+    return [e for e in crds.validate(obj, fields) if e.path != "<nil>"]
 
 
 # --- admission plugins: the cluster's say in a write, after the kind's own defaulting -------
@@ -308,7 +321,14 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
         kind_name = str(body.get("kind") or "")
         if (group, kind_name) in _replaced(extra_crds) or cni_fields(group, kind_name) is None:
             return dict(body), Decoded(dict(body)), None
-        decoded = decode(body, Kind(group, version, kind_name), field_validation)
+        cni_kind = Kind(group, version, kind_name)
+        decoded = decode(body, cni_kind, field_validation)
+        errors = cni_type_errors(decoded.obj, cni_kind)
+        if errors and keep_invalid and not unreadable_as_written(errors):
+            decoded.refused = errors
+        elif errors:
+            meta = decoded.obj.get("metadata")
+            raise invalid(cni_kind, str(meta.get("name") or "") if isinstance(meta, dict) else "", errors)
         return decoded.obj, decoded, None
     obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation,
                             keep_invalid=keep_invalid, stored=stored)
