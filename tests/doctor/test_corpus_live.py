@@ -1,6 +1,7 @@
 """The corpus's breaks on `knetsim up` (tests/doctor/corpus/, the scenarios marked ``live``): each broken state
 applied with the real kubectl, and `knetsim doctor --kubeconfig -n NS` names the same layer, code and object as
-offline; the repaired state, applied after it, gives no error.
+offline; the patch it prints, applied with kubectl, clears the finding; the repaired state, applied after it,
+gives no error.
 
 Where the objects go: those of ``default`` (or of no namespace) into a namespace of the test's own; a scenario's
 own namespaces (frontend, backend, shop, ...) as they are, created first and deleted after (each module has a
@@ -144,6 +145,9 @@ def check_scenario(scenario: Scenario, k: Cluster, while_broken: Callable[[Clust
         assert named(report), [(f["code"], f["subject"], f["severity"]) for f in report["findings"]]
         if while_broken is not None:
             while_broken(k)
+        finding = next(f for f in report["findings"] if named({"findings": [f]}))
+        if finding.get("patch"):
+            the_printed_patch_clears_it_live(k, finding, subject_namespace(expect["subject"], broken_ns))
     remove(k, broken, broken_ns)
 
     repaired = placed(scenario, "repaired", repaired_ns)
@@ -156,6 +160,20 @@ def check_scenario(scenario: Scenario, k: Cluster, while_broken: Callable[[Clust
         report = settle(k, ns, lambda r: not errors(r), timeout=20)
         assert not errors(report), [(f["code"], f["subject"], f["message"]) for f in errors(report)]
     remove(k, repaired, repaired_ns)
+
+
+def the_printed_patch_clears_it_live(k: Cluster, finding: dict[str, Any], namespace: str) -> None:
+    """The fix the live doctor prints, applied to the live objects with kubectl as a user would paste it: the
+    doctor asked again no longer gives the finding (pods the patch rolls out may take their probes' time)."""
+    patch = finding["patch"]
+    k.kubectl("-n", patch["namespace"], "patch", str(patch["kind"]).lower(), patch["name"],
+              f"--type={patch['type']}", "-p", json.dumps(patch["patch"]))
+
+    def cleared(report: dict[str, Any]) -> bool:
+        return not any((f["code"], f["subject"]) == (finding["code"], finding["subject"]) for f in report["findings"])
+    report = settle(k, namespace, cleared, timeout=60)
+    assert cleared(report), (finding["fix"], [f["message"] for f in report["findings"]
+                                              if (f["code"], f["subject"]) == (finding["code"], finding["subject"])])
 
 
 def refused_by_the_api_server(scenario: Scenario, k: Cluster, broken: list[dict[str, Any]]) -> None:
