@@ -124,9 +124,10 @@ def errors(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in report["findings"] if f["severity"] == "error"]
 
 
-def check_scenario(scenario: Scenario, k: Cluster, while_broken: Callable[[Cluster], None] | None = None) -> None:
-    """Broken named as offline, repaired clean: the whole live check of one scenario (``while_broken`` checks
-    the cluster itself while the break holds)."""
+def check_scenario(scenario: Scenario, k: Cluster, while_broken: Callable[[Cluster], None] | None = None,
+                   once_repaired: Callable[[Cluster], None] | None = None) -> None:
+    """Broken named as offline, repaired clean: the whole live check of one scenario (``while_broken`` and
+    ``once_repaired`` check the cluster itself while the break holds and once the repaired objects are in)."""
     expect = scenario.expect
     short = scenario.name[:40].rstrip("-")
     broken_ns, repaired_ns = k.namespace(f"b-{short}"), k.namespace(f"r-{short}")
@@ -159,6 +160,8 @@ def check_scenario(scenario: Scenario, k: Cluster, while_broken: Callable[[Clust
     for ns in namespaces:
         report = settle(k, ns, lambda r: not errors(r), timeout=20)
         assert not errors(report), [(f["code"], f["subject"], f["message"]) for f in errors(report)]
+    if once_repaired is not None:
+        once_repaired(k)
     remove(k, repaired, repaired_ns)
 
 

@@ -85,8 +85,22 @@ def restored(k: Cluster, request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
 @pytest.mark.parametrize("scenario", cases(SYSTEM_LIVE))
 def test_the_live_doctor_names_the_break_of_a_system_object(scenario: Scenario, restored: Cluster) -> None:
-    def dns_behaves_as_the_break_says(cluster: Cluster) -> None:
+    def behaves_as_the_break_says(cluster: Cluster) -> None:
+        # A readiness probe refused takes its failureThreshold times its period (30 s) to take a pod out.
         for name, status in (scenario.expect.get("live_dig") or {}).items():
             assert wait_for(lambda n=name, st=status: dig_status(cluster, n) == st, timeout=60, interval=1), \
                 (name, status, dig_status(cluster, name))
-    check_scenario(scenario, restored, while_broken=dns_behaves_as_the_break_says)
+        for selector in scenario.expect.get("live_no_pods") or []:
+            assert wait_for(lambda sel=selector: not system_pods(cluster, sel), timeout=30, interval=1), \
+                (selector, system_pods(cluster, selector))
+
+    def dns_answers_once_repaired(cluster: Cluster) -> None:
+        assert wait_for(lambda: dig_status(cluster, KUBERNETES_NAME) == "NOERROR", timeout=60, interval=1), \
+            dig_status(cluster, KUBERNETES_NAME)
+    check_scenario(scenario, restored, while_broken=behaves_as_the_break_says, once_repaired=dns_answers_once_repaired)
+
+
+def system_pods(cluster: Cluster, selector: str) -> list[str]:
+    """The names of kube-system's pods with these labels that are not on their way out."""
+    pods = cluster.get_json("pods", "-n", "kube-system", "-l", selector)["items"]
+    return [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
