@@ -5,6 +5,8 @@ cluster, so they follow DNS config changes); ``/dev/null``, ``/dev/stdout`` and 
 are devices the shell handles itself. Files a command writes (``wget -O /tmp/page``, ``echo x >
 /tmp/f``) live in memory for as long as the container does (a restart gets a fresh writable
 layer, as with a real runtime), bounded so that no command can grow the server without limit.
+Under an emptyDir's mount path the files are the pod's (``Volume``): every container that mounts it sees
+them, an init container's writes reach the containers after it, and a restart keeps them.
 
 Errors are ``FsError`` with the errno name the shell and applets turn into their own words
 (ash: ``can't create X: nonexistent directory``; cat: ``can't open 'X': No such file or directory``).
