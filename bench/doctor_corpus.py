@@ -43,6 +43,12 @@ class Scenario:
     def found_expected(self) -> bool:
         return self.expect.get("expected", "found") == "found"
 
+    @property
+    def live(self) -> bool:
+        """Also run on `knetsim up` (tests/doctor/test_corpus_live*.py): named through --kubeconfig, or refused by
+        the API server in the words the offline finding quotes (``live: refused``)."""
+        return self.expect.get("live") in (True, "refused")
+
     def documents(self, state: str) -> list[dict[str, Any]]:
         docs: list[dict[str, Any]] = []
         for file in sorted((self.path / state).glob("*.yaml")):
@@ -125,23 +131,27 @@ def judge(scenario: Scenario) -> Verdict:
 
 
 def table(verdicts: list[Verdict]) -> str:
-    """Markdown: per break class, found/total and the scenarios missed; then the overall rate."""
+    """Markdown: per break class, found/total, how many also run live and the scenarios missed; then the overall
+    rate."""
     by_class: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
         by_class[str(v.scenario.expect["class"])].append(v)
-    lines = ["| break class | scenarios | found | missed |", "|---|---|---|---|"]
+    lines = ["| break class | scenarios | found | live | missed |", "|---|---|---|---|---|"]
     for cls in sorted(by_class):
         group = by_class[cls]
         missed = [v.scenario.name for v in group if not v.found]
         lines.append(f"| {cls} | {len(group)} | {sum(v.found for v in group)} | "
-                     f"{', '.join(missed) if missed else '—'} |")
+                     f"{sum(v.scenario.live for v in group)} | {', '.join(missed) if missed else '—'} |")
     found = sum(v.found for v in verdicts)
     clean = sum(not v.repaired_errors for v in verdicts)
+    live = [v for v in verdicts if v.scenario.live]
     lines.append(f"| **all** | {len(verdicts)} | {found} ({100 * found // max(len(verdicts), 1)}%) | "
-                 f"{len(verdicts) - found} |")
+                 f"{len(live)} | {len(verdicts) - found} |")
     lines.append("")
     lines.append(f"Fixes verified by applying the printed patch: {sum(v.fix == 'patch' for v in verdicts)}; "
-                 f"repaired states without an error: {clean} of {len(verdicts)}.")
+                 f"repaired states without an error: {clean} of {len(verdicts)}. Run live on `knetsim up` too: "
+                 f"{len(live)} ({sum(v.scenario.expect.get('live') == 'refused' for v in live)} of them refused "
+                 "by the API server, as `kubectl apply` is told).")
     return "\n".join(lines)
 
 

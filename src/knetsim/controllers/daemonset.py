@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..apiserver.store import Change, Key
+from ..cluster.workloads import feasible
 from ..cluster.workloadstatus import daemon_set_status, is_active
 from .base import Batch
 from .podowner import PodOwner
@@ -27,6 +28,15 @@ class DaemonSetController(PodOwner):
 
     def manage(self, key: Key, ds: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
         active = [p for p in pods if is_active(p)]
+        # A node the template no longer accepts (a nodeSelector edited to a label no node has) loses its daemon
+        # pod, as upstream's podsShouldBeOnNode decides (kubernetes/kubernetes pkg/controller/daemon/
+        # daemon_controller.go): otherwise a kube-proxy pinned nowhere would keep running everywhere.
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        accepted = {node.name for node in self.nodes() if feasible(spec, node)}
+        for pod in [p for p in active if (p.get("spec") or {}).get("nodeName") not in accepted]:
+            meta = pod["metadata"]
+            self.delete_pod(ds, meta["namespace"], meta["name"], batch)
+            active.remove(pod)
         plan = self.expand(ds, active)
         for pod, _source in plan.pods:
             self.create_pod(ds, pod, batch)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import posixpath
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..container.accesslog import Served
 from ..container.cgroup import Cgroup, Killed
-from ..container.podfs import PodFS
+from ..container.podfs import PodFS, Volume
 from ..model.objects import Pod
 from .node import NodeView
 from .podconfig import ConfigError, container_env, mounted_files, pod_env, pod_files
@@ -38,6 +39,9 @@ class Sandboxes:
         self._lookup, self._on_oom = lookup, on_oom
         self._served, self._observed, self._tools, self._balancer = served, observed, tools, balancer
         self.filesystems: dict[tuple[str, str], PodFS] = {}
+        # The pods' emptyDir volumes, per (uid, volume name): shared by the containers that mount them (an init
+        # container's files are there for the next one) and kept across container restarts, for the pod's life.
+        self.volumes: dict[tuple[str, str], Volume] = {}
         # Each running container's cgroup (its processes, its memory and CPU limits), per (uid, container).
         self.cgroups: dict[tuple[str, str], Cgroup] = {}
         self.envs: dict[tuple[str, str], dict[str, str]] = {}  # (uid, container) → its env, fixed at its start
@@ -49,6 +53,8 @@ class Sandboxes:
         included) are killed."""
         for fk in [k for k in self.filesystems if k[0] == uid]:
             self.filesystems.pop(fk)
+        for vk in [k for k in self.volumes if k[0] == uid]:
+            self.volumes.pop(vk)
         for gk in [k for k in self.cgroups if k[0] == uid]:
             self.cgroups.pop(gk).kill(Killed("Killed", 137))
         for ek in [k for k in self.envs if k[0] == uid]:
@@ -74,6 +80,15 @@ class Sandboxes:
         if fresh or key not in self.filesystems:
             self.filesystems[key] = PodFS()
         return self.filesystems[key]
+
+    def empty_dirs(self, uid: str, body: Mapping[str, Any], spec_c: Mapping[str, Any]) -> dict[str, Volume]:
+        """The container's emptyDir mounts (mount path → the pod's volume); a subPath mount is left out, as
+        knetsim gives it no directory of its own."""
+        empty = {str(v.get("name")) for v in (body.get("spec") or {}).get("volumes") or []
+                 if isinstance(v, Mapping) and "emptyDir" in v}
+        return {PodFS.resolve(str(m["mountPath"])): self.volumes.setdefault((uid, str(m["name"])), Volume())
+                for m in spec_c.get("volumeMounts") or []
+                if isinstance(m, Mapping) and m.get("name") in empty and m.get("mountPath") and not m.get("subPath")}
 
     async def peer_shell(self, pod_key: str, script: str) -> tuple[str, int]:
         """``/bin/sh -c SCRIPT`` in the first container of ``pod_key`` (agnhost netexec's /shell runs it so):
@@ -122,13 +137,17 @@ class Sandboxes:
                   peer_shell=self.peer_shell, peer_exit=self.peer_exit)
         fresh = fresh_fs or (uid, container) not in self.filesystems
         fs = self.filesystem(uid, container, fresh=fresh_fs)
+        fs.volumes = self.empty_dirs(uid, body, spec_c)
         # `kubectl debug node/NAME`: the node's root mounted (hostPath /), at /host.
         node_roots = host_root_mounts(body, spec_c)
         if fresh:
             for mount in spec_c.get("volumeMounts") or []:
                 if mount.get("mountPath") and not mount.get("subPath"):
+                    path = PodFS.resolve(str(mount["mountPath"]))
                     with contextlib.suppress(OSError):
-                        fs.mkdir(PodFS.resolve(str(mount["mountPath"])), parents=True)
+                        # The directories above a volume's mount path exist in the container too.
+                        fs.mkdir(posixpath.dirname(path), parents=True)
+                        fs.mkdir(path, parents=True)
             for root in node_roots:
                 for directory in NODE_DIRS:
                     with contextlib.suppress(OSError):
