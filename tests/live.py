@@ -252,6 +252,15 @@ class Cluster:
         path.write_text(text)
         return path
 
+    def use_corefile(self, text: str | None = None) -> None:
+        """kube-system/coredns (kubeadm's ConfigMap, there from the start) with this Corefile, as a user edits it;
+        None puts kubeadm's own back."""
+        from knetsim.model.corefile import default_corefile
+
+        path = self.write("Corefile", default_corefile() if text is None else text)
+        self.sh(f"kubectl -n kube-system create configmap coredns --from-file=Corefile={path} --dry-run=client "
+                "-o yaml | kubectl replace -f -")
+
     def namespace(self, name: str) -> str:
         """Create a namespace the cleanup deletes after the test."""
         self.kubectl("create", "namespace", name)

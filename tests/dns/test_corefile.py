@@ -71,7 +71,9 @@ def test_default_cluster_is_healthy_and_unchanged():
     cluster = cluster_from(CLIENT)
     dns = coredns_of(cluster.state)
     assert dns.problems == () and dns.serving and dns.replicas == 2 and dns.ready_pods == 2
-    assert dns.corefile_source == "kubeadm's default Corefile"
+    # kubeadm's ConfigMap is there from the start, as on kind, holding kubeadm's Corefile.
+    assert dns.corefile_source == "ConfigMap kube-system/coredns" and not dns.explicit
+    assert cluster.state.others[("ConfigMap", "kube-system/coredns")].raw["data"]["Corefile"] == KUBEADM
     assert cluster.dns("web", "default/client").values == ("10.96.7.7",)
     # An explicit ConfigMap with kubeadm's Corefile answers the same.
     same = cluster_from(CLIENT + corefile_map(KUBEADM))

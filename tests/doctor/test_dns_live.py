@@ -44,12 +44,26 @@ def test_scaled_to_zero_then_back(cluster: Cluster):
 def test_a_looping_corefile_read_through_the_kubeconfig(cluster: Cluster):
     corefile = ".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . 127.0.0.1\n" \
                "    loop\n}\n"
-    path = cluster.write("Corefile", corefile)
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
+    cluster.use_corefile(corefile)
     try:
         assert wait_for(lambda: not answers(cluster))
         report = doctor(cluster)
         assert "CoreDNSForwardLoop" in report and "ConfigMap kube-system/coredns" in report
     finally:
-        cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")
+        cluster.use_corefile()
     assert wait_for(lambda: answers(cluster), timeout=20)
+
+
+def test_the_corefile_is_where_kind_keeps_it(cluster: Cluster):
+    """kubeadm's coredns ConfigMap is there from the start, mounted by the Deployment at /etc/coredns: `kubectl -n
+    kube-system edit cm coredns` is how a CKA task changes the cluster's DNS (the test above changes it so)."""
+    from knetsim.model.corefile import default_corefile
+
+    corefile = cluster.kubectl("-n", "kube-system", "get", "configmap", "coredns", "-o",
+                               "jsonpath={.data.Corefile}").stdout
+    assert corefile == default_corefile()
+    spec = cluster.get_json("deployment", "coredns", "-n", "kube-system")["spec"]["template"]["spec"]
+    assert spec["volumes"] == [{"name": "config-volume", "configMap": {
+        "name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}], "defaultMode": 420}}]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": "config-volume", "mountPath": "/etc/coredns",
+                                                      "readOnly": True}]

@@ -102,15 +102,14 @@ def test_a_vpc_resolver_upstream_is_a_note_live(cluster: Cluster):
     read live, the doctor says it could not check it, and reports no error for it."""
     from knetsim.dns.corefile import default_corefile
 
-    path = cluster.write("Corefile", default_corefile().replace("forward . /etc/resolv.conf", "forward . 10.0.0.2"))
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
+    cluster.use_corefile(default_corefile().replace("forward . /etc/resolv.conf", "forward . 10.0.0.2"))
     try:
         findings = wait_for(lambda: [f for f in doctor(cluster) if f["code"].startswith(("CoreDNS", "Corefile"))],
                             timeout=10, interval=0.5)
         assert [(f["severity"], f["code"]) for f in findings] == [("info", "CoreDNSUpstreamUnknown")], findings
         assert not [f for f in doctor(cluster) if f["severity"] == "error" and "kube-system" in f["subject"]]
     finally:
-        cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns")
+        cluster.use_corefile()
 
 
 # Calico as the CNI (examples/calico/cluster.yaml) on the four nodes of examples/zones/cluster.yaml.

@@ -22,9 +22,7 @@ def coredns_rows(cluster: Cluster) -> list[list[str]]:
 def use_corefile(cluster: Cluster, text: str) -> None:
     """kube-system/coredns with this Corefile, and new coredns pods to read it (a running CoreDNS keeps the
     Corefile it started with: reload refuses a broken one)."""
-    path = cluster.write("Corefile", text)
-    cluster.kubectl("-n", "kube-system", "delete", "configmap", "coredns", "--ignore-not-found")
-    cluster.kubectl("-n", "kube-system", "create", "configmap", "coredns", f"--from-file=Corefile={path}")
+    cluster.use_corefile(text)
     cluster.kubectl("-n", "kube-system", "delete", "pods", "-l", "k8s-app=kube-dns", "--wait=false")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.corefile import default_corefile
 from ..model.jsonvalue import json_copy
 from ..model.objects import INGRESS_CLASS_ANNOTATION
 from ..model.versions import in_force, release
@@ -143,6 +144,10 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
         }
     )
     docs.append(_coredns())
+    # kubeadm's coredns ConfigMap, which the Deployment mounts: `kubectl -n kube-system edit cm coredns` is how a
+    # Corefile is changed on kind, and the DNS answers follow it.
+    docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"},
+                 "data": {"Corefile": system_corefile(config)}})
     docs.extend(node_network_manifests(config))
     control_plane = next((n.name for n in config.nodes if n.control_plane), config.nodes[0].name)
     for component, port in (("etcd", 2381), ("kube-apiserver", 6443), ("kube-controller-manager", 10257),
@@ -153,6 +158,12 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     if config.ingress_controller:
         docs.extend(_ingress_nginx())
     return docs
+
+
+def system_corefile(config: ClusterConfig) -> str:
+    """kubeadm's Corefile with the cluster config's DNS settings (dnsTTL, dnsPods), as the cluster answers them."""
+    return default_corefile(config.cluster_domain).replace("ttl 30", f"ttl {config.dns_ttl}").replace(
+        "pods insecure", f"pods {config.dns_pods}")
 
 
 def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
@@ -344,8 +355,13 @@ def _coredns() -> dict[str, Any]:
                             ],
                             "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}},
                             "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}},
+                            "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns",
+                                              "readOnly": True}],
                         }
                     ],
+                    "volumes": [{"name": "config-volume",
+                                 "configMap": {"name": "coredns",
+                                               "items": [{"key": "Corefile", "path": "Corefile"}]}}],
                 },
             },
         },

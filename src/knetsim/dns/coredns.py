@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..model.loader import BUILTIN
 from .corefile import Corefile, CorefileError, ServerBlock, default_corefile, forward_targets, parse_corefile
 
 DEPLOYMENT = "kube-system/coredns"
@@ -78,7 +79,9 @@ def _corefile_text(state: ClusterState) -> tuple[str, str, bool]:
     if cm is not None:
         data = cm.raw.get("data") or {}
         if isinstance(data.get("Corefile"), str):
-            return data["Corefile"], f"ConfigMap {CONFIGMAP}", True
+            # The cluster's own (knetsim's kind-like kube-system) holds the cluster config's DNS settings; one the
+            # input or a client brings decides them itself.
+            return data["Corefile"], f"ConfigMap {CONFIGMAP}", cm.source.file != BUILTIN.file
     return default_corefile(state.config.cluster_domain), "kubeadm's default Corefile", False
 
 
