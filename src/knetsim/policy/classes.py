@@ -231,6 +231,7 @@ class Vectors:
         self._ns: dict[Selector, np.ndarray] = {}
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
         self._peer_indices: dict[tuple[Any, ...], np.ndarray] = {}
+        self._own_namespace_indices: dict[tuple[str | None, Selector | None], np.ndarray] = {}
         self._ns_pairs: dict[tuple[str, str], np.ndarray] | None = None
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
@@ -386,9 +387,15 @@ class Vectors:
         """``peer`` as the sorted indices of the classes it matches; a peer of one namespace (most of them) is
         found in that namespace's slice, without a vector over every class."""
         if peer.kind not in ("ipblock", "network", "entity", "nodes", "domains") and peer.namespace_selector is None:
-            pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
-            lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
-            return np.nonzero(pods[lo:hi])[0] + lo
+            # Remembered too (shared: callers never write into it): a namespace's policies repeat their peers (44,000
+            # peers of 10,000 policies are 11,000 distinct), each a few small numpy calls.
+            own = (peer.namespace, peer.pod_selector)
+            found = self._own_namespace_indices.get(own)
+            if found is None:
+                pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
+                lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
+                found = self._own_namespace_indices[own] = np.nonzero(pods[lo:hi])[0] + lo
+            return found
         # Kept as indices even when peer vectors are not: ten thousand policies name the same few namespace peers.
         key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
         found = self._peer_indices.get(key)

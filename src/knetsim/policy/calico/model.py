@@ -20,6 +20,7 @@ network policy", "Network policy", "Tier", "Network set", "Global network set") 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -225,11 +226,17 @@ def _selector(value: Any, field: str) -> Node | None:
         raise CalicoPolicyError(str(exc)) from None
 
 
+@functools.lru_cache(maxsize=4096)
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    # Parsed once per distinct text (a network is immutable): a thousand policies repeat a few nets.
+    return ipaddress.ip_network(text, strict=False)
+
+
 def _nets(value: Any, field: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     out = []
     for i, text in enumerate(_list(value, field)):
         try:
-            out.append(ipaddress.ip_network(str(text), strict=False))
+            out.append(_network(str(text)))
         except ValueError:
             raise CalicoPolicyError(f"{field}[{i}]: Invalid value: {str(text)!r}: not a CIDR") from None
     return tuple(out)
