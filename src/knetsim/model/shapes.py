@@ -22,9 +22,10 @@ from .versions import in_force
 # the callers use the cache for creates only.
 SpecRules = Callable[[Mapping[str, Any]], list[FieldError]]
 
-# At most this many distinct valid specs are remembered: a stream of all-distinct specs does not grow the table
-# without bound (each key is the spec's text).
-_REMEMBERED = 16384
+# At most this many distinct valid values are remembered, each of at most this many characters of text: the live
+# daemon admits for days, and a table of all-distinct large specs must not grow without bound (at most ~16 MB).
+_REMEMBERED = 4096
+_LONGEST = 4096
 
 _valid: set[tuple[Any, ...]] = set()
 
@@ -40,7 +41,7 @@ def known_valid(key: tuple[Any, ...]) -> bool:
 
 
 def remember_valid(key: tuple[Any, ...]) -> None:
-    if len(_valid) < _REMEMBERED:
+    if len(_valid) < _REMEMBERED and len(key[-1]) <= _LONGEST:
         _valid.add(key)
 
 
