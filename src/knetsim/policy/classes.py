@@ -56,14 +56,18 @@ def _selector_keys(selector: Selector | None) -> Iterable[str]:
 def _ipv4_ranges(policies: Sequence[Policy | ClusterPolicy],
                  kind: str = "ipblock") -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
     out = []
+    # Policies share one IPRange per distinct block (rules.ip_range): its spans are made once per object here.
+    spans: dict[int, tuple[int, int, tuple[tuple[int, int], ...]]] = {}
     for policy in policies:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction) or ():
                 for peer in rule.peers or ():
                     r = peer.ip_range
                     if peer.kind == kind and r is not None and r.cidr.version == 4:
-                        ex = tuple(_span(e) for e in r.excepts)
-                        out.append((*_span(r.cidr), ex))
+                        found = spans.get(id(r))
+                        if found is None:
+                            found = spans[id(r)] = (*_span(r.cidr), tuple(_span(e) for e in r.excepts))
+                        out.append(found)
     return out
 
 
