@@ -70,10 +70,10 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   0.15, combining 0.35, joining 0.1) and ~110 MB; the rows and JSON 0.25. Reading and building the cluster is
   still ~4.4 s of the 7.2 and 307 MB of the 483, as above: the 3 s target needs that path rebuilt (a faster YAML
   front end, admission once per distinct shape), which this change did not touch.
-* admission once per distinct shape, and the policy views and the matrix's peers likewise (issue 30, 2026-12-07; the
-  commit before and after run interleaved, ten whole processes each at load average 2.3-4.3, every output
-  byte-identical to the commit before's): 10,000 pods 7.02 -> 6.25 s CPU the better of ten (7.50 -> 6.71 s the median
-  of the five quieter pairs) / 497 -> 470-474 MB (memory MET, time MISSED by ~3.3 s). What changed: validation
+* admission once per distinct shape, and the policy views and the matrix's peers likewise (issue 30, 2026-12-07; this
+  script with ``--runs 3``, the commit before and after it interleaved, twice each, at load average 3.5-4.2, every
+  output byte-identical to the commit before's): 10,000 pods 7.18-7.35 -> 6.34-6.56 s / 484 -> 462 MB (memory MET,
+  time MISSED by ~3.4 s). What changed: validation
   remembers the specs and the NetworkPolicy rules it found valid, keyed by their text (``model/shapes.py``: 9,000
   Deployments hold 9 distinct specs, 10,000 policies 1,200 distinct rules; only "valid" is reused, so an invalid one is
   still checked, and its errors named at its own path, every time; the version in force is in the key; an update, which
@@ -94,7 +94,7 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   (deprecation, packaging), a YAML 1.1 scalar gate that needs a tokenizer of its own, and one string object per scalar
   where the current reader shares 870,000 scalars of 3,000 texts (46 MB, above). Not done. The reader's floor:
   walking libyaml's 1.7 million events through PyYAML's C binding and doing nothing with them takes as long as reading
-  (2.0 s against 2.0 s, one loaded run): the reader's own work is not where its time goes. Where ~6.3 s go now:
+  (2.0 s against 2.0 s, one loaded run): the reader's own work is not where its time goes. Where ~6.4 s go now:
   imports 0.3, reading 1.7, admission 1.2 (decoding 0.4, validation 0.4, the rest 0.4), the rest of the build ~1.4,
   the matrix ~1.6, the JSON ~0.25. The 3 s target needs a YAML reader that does not make a Python object and two
   marks per event, and a build that does not make a typed view, a uid and a status per object; trimming steps will
