@@ -73,7 +73,7 @@ def test_deployments_of_one_spec_are_admitted_and_an_invalid_one_is_still_refuse
         admission.admit(deployment(name, 2))
     assert 'Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1' in refusal(deployment("d", -1))
     assert 'Deployment.apps "e" is invalid: spec.replicas: Invalid value: -1' in refusal(deployment("e", -1))
-    # Equal but for the type of one value: a different key, checked on its own.
+    # Equal but for one value (an image left empty): a different key, checked on its own.
     typed = deployment("f", 2)
     typed["spec"]["template"]["spec"]["containers"][0]["image"] = ""
     assert "spec.template.spec.containers[0].image: Required value" in refusal(typed)
