@@ -316,7 +316,24 @@ def _entity(raw: Any, field: str, protocol: str | None) -> EntityRule:
     )
 
 
+# A thousand policies repeat a few hundred rules: a CalicoRule is frozen, so equal rules at the same index share one,
+# made once. Keyed by the rule's text (``repr``: exact for the values YAML and JSON give); an error is raised anew,
+# naming its own field; bounded.
+_SHARED_RULES: dict[tuple[int, str], CalicoRule] = {}
+_SHARED_RULES_MAX = 4096
+
+
 def _rule(raw: Any, index: int, field: str) -> CalicoRule:
+    key = (index, repr(raw))
+    known = _SHARED_RULES.get(key)
+    if known is None:
+        known = _new_rule(raw, index, field)
+        if len(_SHARED_RULES) < _SHARED_RULES_MAX:
+            _SHARED_RULES[key] = known
+    return known
+
+
+def _new_rule(raw: Any, index: int, field: str) -> CalicoRule:
     body = _mapping(raw, field)
     action = body.get("action")
     if action not in ACTIONS:
