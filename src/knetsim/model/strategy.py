@@ -26,6 +26,7 @@ from .fielderr import FieldError
 from .jsonvalue import json_copy
 from .kinds import BY_KIND, info_for
 from .names import is_canonical_ip, is_dns1123_label, is_dns1123_subdomain
+from .shapes import spec_errors
 from .validation import is_path_segment_name
 
 Errors = list[FieldError]
@@ -429,6 +430,12 @@ def default_object(obj: Body, namespaced: bool | None, namespace: str = "default
     return obj
 
 
+# The kinds' rules that read nothing of an object but its ``spec`` (validation.validate_workload: spec.replicas,
+# spec.selector, spec.template), for specs that repeat: 9,000 Deployments of bench/calico.py hold 9 distinct specs.
+# NetworkPolicy specs repeat less (7,400 of 10,000 there): validate_network_policy remembers its rules instead.
+_SPEC_ONLY_RULES = (validation.validate_workload,)
+
+
 def validation_errors(obj: Mapping[str, Any], strategy: Strategy, namespaced: bool | None,
                       old: Mapping[str, Any] | None = None, subresource: str = "") -> Errors:
     """Validate, or ValidateUpdate with ``old`` (of the main resource, or of a subresource write):
@@ -445,6 +452,11 @@ def validation_errors(obj: Mapping[str, Any], strategy: Strategy, namespaced: bo
                 errors += strategy.validate(obj)
         sub = strategy.subresource_update(subresource)
         return errors + (sub.validate(obj, old) if sub is not None else [])
+    if old is None and strategy.validate in _SPEC_ONLY_RULES:
+        # A create, by rules that read the spec alone: an equal spec found valid before is valid (model/shapes.py).
+        with validation.ratcheting(None):
+            errors += spec_errors(strategy.validate, obj)
+        return errors + strategy.validate_create(obj)
     with validation.ratcheting(ratchet):
         errors += strategy.validate(obj)
     if old is None:

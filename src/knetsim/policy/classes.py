@@ -56,14 +56,18 @@ def _selector_keys(selector: Selector | None) -> Iterable[str]:
 def _ipv4_ranges(policies: Sequence[Policy | ClusterPolicy],
                  kind: str = "ipblock") -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
     out = []
+    # Policies share one IPRange per distinct block (rules.ip_range): its spans are made once per object here.
+    spans: dict[int, tuple[int, int, tuple[tuple[int, int], ...]]] = {}
     for policy in policies:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction) or ():
                 for peer in rule.peers or ():
                     r = peer.ip_range
                     if peer.kind == kind and r is not None and r.cidr.version == 4:
-                        ex = tuple(_span(e) for e in r.excepts)
-                        out.append((*_span(r.cidr), ex))
+                        found = spans.get(id(r))
+                        if found is None:
+                            found = spans[id(r)] = (*_span(r.cidr), tuple(_span(e) for e in r.excepts))
+                        out.append(found)
     return out
 
 
@@ -231,6 +235,7 @@ class Vectors:
         self._ns: dict[Selector, np.ndarray] = {}
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
         self._peer_indices: dict[tuple[Any, ...], np.ndarray] = {}
+        self._own_namespace_indices: dict[tuple[str | None, Selector | None], np.ndarray] = {}
         self._ns_pairs: dict[tuple[str, str], np.ndarray] | None = None
         self._ip: dict[Any, np.ndarray] = {}
         self._policy_sel: dict[tuple[str, Selector], np.ndarray] = {}
@@ -386,9 +391,15 @@ class Vectors:
         """``peer`` as the sorted indices of the classes it matches; a peer of one namespace (most of them) is
         found in that namespace's slice, without a vector over every class."""
         if peer.kind not in ("ipblock", "network", "entity", "nodes", "domains") and peer.namespace_selector is None:
-            pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
-            lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
-            return np.nonzero(pods[lo:hi])[0] + lo
+            # Remembered too (shared: callers never write into it): a namespace's policies repeat their peers (44,000
+            # peers of 10,000 policies are 11,000 distinct), each a few small numpy calls.
+            own = (peer.namespace, peer.pod_selector)
+            found = self._own_namespace_indices.get(own)
+            if found is None:
+                pods = self.pod_mask if peer.pod_selector is None else self.selector(peer.pod_selector)
+                lo, hi = self.c.ns_slices.get(peer.namespace or "", (0, 0))
+                found = self._own_namespace_indices[own] = np.nonzero(pods[lo:hi])[0] + lo
+            return found
         # Kept as indices even when peer vectors are not: ten thousand policies name the same few namespace peers.
         key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
         found = self._peer_indices.get(key)

@@ -268,6 +268,13 @@ class Policy:
 
 
 def ip_range(cidr: str, excepts: tuple[str, ...] = ()) -> IPRange:
+    return _ip_range(cidr, tuple(excepts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_range(cidr: str, excepts: tuple[str, ...]) -> IPRange:
+    # Parsed once per distinct block (an IPRange is immutable): 10,000 policies repeat a few CIDRs, and parsing
+    # one is ~20 us of ipaddress.
     return IPRange(ipaddress.ip_network(cidr, strict=False),
                    tuple(ipaddress.ip_network(e, strict=False) for e in excepts))
 

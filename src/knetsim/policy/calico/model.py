@@ -20,6 +20,7 @@ network policy", "Network policy", "Tier", "Network set", "Global network set") 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -225,11 +226,17 @@ def _selector(value: Any, field: str) -> Node | None:
         raise CalicoPolicyError(str(exc)) from None
 
 
+@functools.lru_cache(maxsize=4096)
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    # Parsed once per distinct text (a network is immutable): a thousand policies repeat a few nets.
+    return ipaddress.ip_network(text, strict=False)
+
+
 def _nets(value: Any, field: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     out = []
     for i, text in enumerate(_list(value, field)):
         try:
-            out.append(ipaddress.ip_network(str(text), strict=False))
+            out.append(_network(str(text)))
         except ValueError:
             raise CalicoPolicyError(f"{field}[{i}]: Invalid value: {str(text)!r}: not a CIDR") from None
     return tuple(out)
@@ -309,7 +316,24 @@ def _entity(raw: Any, field: str, protocol: str | None) -> EntityRule:
     )
 
 
+# A thousand policies repeat a few hundred rules: a CalicoRule is frozen, so equal rules at the same index share one,
+# made once. Keyed by the rule's text (``repr``: exact for the values YAML and JSON give); an error is raised anew,
+# naming its own field; bounded.
+_SHARED_RULES: dict[tuple[int, str], CalicoRule] = {}
+_SHARED_RULES_MAX = 4096
+
+
 def _rule(raw: Any, index: int, field: str) -> CalicoRule:
+    key = (index, repr(raw))
+    known = _SHARED_RULES.get(key)
+    if known is None:
+        known = _new_rule(raw, index, field)
+        if len(_SHARED_RULES) < _SHARED_RULES_MAX:
+            _SHARED_RULES[key] = known
+    return known
+
+
+def _new_rule(raw: Any, index: int, field: str) -> CalicoRule:
     body = _mapping(raw, field)
     action = body.get("action")
     if action not in ACTIONS:

@@ -1,0 +1,57 @@
+"""Admission once per distinct shape: the "no errors" verdict of a kind's rules, remembered by content.
+
+Generated and templated manifests repeat: 9,000 Deployments from a handful of pod templates, 10,000
+NetworkPolicies of a few rule shapes. A kind's own rules (``Strategy.validate``) whose input is the object's
+``spec`` alone give the same verdict for every spec equal to one already checked. Only the verdict "valid" is
+reused: an invalid spec is checked again every time, so its errors are computed for the object they name, as
+before. The key is the spec's ``repr``: text made in C, exact for the JSON values a decoded object holds (``1``,
+``1.0``, ``True`` and ``"1"`` read differently; a different key order is a different key, a miss and no harm),
+about a tenth of the rules' own cost (measured on bench/calico.py's input: ~2 us against ~25 us a Deployment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .fielderr import FieldError
+from .versions import in_force
+
+# Rules that read nothing of an object but its ``spec`` (and the feature gates of the version in force, which are
+# part of the key), such as ``validate_workload``. Ratcheting (an update's stored values) is not part of the key:
+# the callers use the cache for creates only.
+SpecRules = Callable[[Mapping[str, Any]], list[FieldError]]
+
+# At most this many distinct valid values are remembered, each of at most this many characters of text: the live
+# daemon admits for days, and a table of all-distinct large specs must not grow without bound (at most ~16 MB).
+_REMEMBERED = 4096
+_LONGEST = 4096
+
+_valid: set[tuple[Any, ...]] = set()
+
+
+def content_key(rules: object, value: Any) -> tuple[Any, ...]:
+    """What a verdict of ``rules`` on ``value`` depends on: the rules, the version in force (its feature gates),
+    the value's text."""
+    return (rules, in_force(), type(value), repr(value))
+
+
+def known_valid(key: tuple[Any, ...]) -> bool:
+    return key in _valid
+
+
+def remember_valid(key: tuple[Any, ...]) -> None:
+    if len(_valid) < _REMEMBERED and len(key[-1]) <= _LONGEST:
+        _valid.add(key)
+
+
+def spec_errors(rules: SpecRules, obj: Mapping[str, Any]) -> list[FieldError]:
+    """``rules(obj)``, or no errors at once when an equal spec was already found valid by the same rules under
+    the same Kubernetes version."""
+    key = content_key(rules, obj.get("spec"))
+    if key in _valid:
+        return []
+    errors = rules(obj)
+    if not errors:
+        remember_valid(key)
+    return errors

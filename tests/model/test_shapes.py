@@ -1,0 +1,79 @@
+"""Admission once per distinct shape (model/shapes.py): a spec or rule equal to one found valid is valid without
+being checked again; nothing else changes. These pin what a user could otherwise see change: an invalid object
+after a valid one of the same shape is still refused with its own paths, the version in force is part of the
+verdict, and ratcheting still decides on an update."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from knetsim.model import admission, versions
+from knetsim.model.admission import AdmissionError, resolve, validation_errors
+
+
+def policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": ingress}}
+
+
+def deployment(name: str, replicas: int, image: str = "nginx:1.27") -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": image}]}}}}
+
+
+GOOD = {"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 80}]}
+BAD = {"from": [{"ipBlock": {"cidr": "10.0.0.0/33"}}], "ports": [{"port": 80}]}
+
+
+def refusal(body: dict[str, Any]) -> str:
+    with pytest.raises(AdmissionError) as info:
+        admission.admit(copy.deepcopy(body))
+    return info.value.message
+
+
+def test_a_rule_equal_to_a_valid_one_is_admitted_wherever_it_sits() -> None:
+    admission.admit(policy("a", [GOOD]))
+    admission.admit(policy("b", [GOOD | {"ports": [{"port": 81}]}, GOOD]))
+    admission.admit(policy("c", [{"from": [{"podSelector": {}}]}, GOOD]))
+
+
+def test_an_invalid_rule_is_refused_every_time_at_its_own_path() -> None:
+    first = refusal(policy("a", [BAD]))
+    again = refusal(policy("b", [GOOD, BAD]))
+    assert 'NetworkPolicy.networking.k8s.io "a" is invalid: spec.ingress[0].from[0].ipBlock.cidr' in first
+    assert 'NetworkPolicy.networking.k8s.io "b" is invalid: spec.ingress[1].from[0].ipBlock.cidr' in again
+
+
+def test_the_version_in_force_is_part_of_the_verdict() -> None:
+    # 10.0.0.5/8 has bits beyond its prefix: valid before StrictIPCIDRValidation (1.35), refused with it (1.38).
+    loose = policy("a", [{"from": [{"ipBlock": {"cidr": "10.0.0.5/8"}}]}])
+    with versions.using(versions.parse("1.35")):
+        admission.admit(copy.deepcopy(loose))
+    with versions.using(versions.parse("1.38")):
+        assert "must not have bits set beyond the prefix length" in refusal(loose)
+
+
+def test_an_update_still_ratchets_and_a_create_of_the_same_rule_is_still_refused() -> None:
+    held = policy("a", [{"from": [{"ipBlock": {"cidr": "192.168.0.5/24"}}]}])
+    kind = resolve(held["apiVersion"], held["kind"])
+    with versions.using(versions.parse("1.38")):
+        assert validation_errors(copy.deepcopy(held), kind, copy.deepcopy(held)) == []
+        created = [str(e) for e in validation_errors(copy.deepcopy(held), kind)]
+    assert len(created) == 1 and "must not have bits set beyond the prefix length" in created[0]
+
+
+def test_deployments_of_one_spec_are_admitted_and_an_invalid_one_is_still_refused() -> None:
+    for name in ("a", "b", "c"):
+        admission.admit(deployment(name, 2))
+    assert 'Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1' in refusal(deployment("d", -1))
+    assert 'Deployment.apps "e" is invalid: spec.replicas: Invalid value: -1' in refusal(deployment("e", -1))
+    # Equal but for one value (an image left empty): a different key, checked on its own.
+    typed = deployment("f", 2)
+    typed["spec"]["template"]["spec"]["containers"][0]["image"] = ""
+    assert "spec.template.spec.containers[0].image: Required value" in refusal(typed)
