@@ -33,13 +33,13 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import math
-import re
 import time
 import weakref
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from ..model.quantity import quantity
 
 DEFAULT_MEMORY = 32 << 20  # bytes, a container without resources.limits.memory
 MAX_MEMORY = 64 << 20  # bytes: a larger limit is capped here (one copy of it takes the loop ~50 ms)
@@ -48,31 +48,6 @@ PERIOD = 0.1  # seconds, the CFS period (cpu.cfs_period_us = 100000)
 SLICE = 0.005  # seconds a process runs before it yields the event loop
 NODE_SHARE = 0.5  # of each period, what all pod processes together may run
 OOM_EXIT = 137  # 128 + SIGKILL
-
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)$")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal(10**3),
-            "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15),
-            "E": Decimal(10**18)}
-
-
-def quantity(text: Any) -> Decimal | None:
-    """A resource.Quantity's value (``64Mi``, ``500m``, ``1e9``, ``2``), or None when it is none."""
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return Decimal(str(text))
-    m = _QUANTITY.match(str(text).strip()) if isinstance(text, str) else None
-    if m is None:
-        return None
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    suffix = m.group(2)
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix[:1] in ("e", "E"):
-        return number.scaleb(int(suffix[1:]))
-    return number * _DECIMAL[suffix]
 
 
 def limits_of(container: Mapping[str, Any]) -> tuple[int, float | None]:

@@ -57,6 +57,7 @@ from ..model.http import EXTERNAL_CLIENT, HTTPRequest
 from ..model.kinds import ENVOY_GATEWAY_POLICY_KINDS
 from ..model.objects import Object
 from ..model.programs import http_status, program_of
+from ..model.quantity import quantity
 
 EG_GROUP = "gateway.envoyproxy.io"
 POLICY_KINDS = ENVOY_GATEWAY_POLICY_KINDS
@@ -487,12 +488,9 @@ def _ext_auth(state: ClusterState, policy: Policy, request: HTTPRequest) -> _Ver
                     {k.lower(): v for k, v in answer_headers.items()})
 
 
-def _bytes(quantity: Any) -> int | None:
-    found = re.fullmatch(r"(\d+)(Ki|Mi|Gi|k|M|G)?", str(quantity).strip())
-    if found is None:
-        return None
-    unit = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "k": 1000, "M": 1000**2, "G": 1000**3, None: 1}
-    return int(found.group(1)) * unit[found.group(2)]
+def _bytes(limit: Any) -> int | None:
+    value = quantity(limit)
+    return int(value) if value is not None and value >= 0 else None
 
 
 def _buffer(policy: Policy, request: HTTPRequest) -> _Verdict | None:

@@ -30,6 +30,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .quantity import QUANTITY as QUANTITY_TEXT
+
 KUBERNETES_VERSION = "v1.35.0"
 _DEFS_PREFIX = "#/$defs/"
 
@@ -39,8 +41,7 @@ STRUCT, MAP, LIST, STRING, INT32, INT64, FLOAT, BOOL, INT_OR_STRING, QUANTITY, T
 _INT_RANGE = {INT32: (-(2**31), 2**31 - 1), INT64: (-(2**63), 2**63 - 1)}
 # Go's name for a JSON value's type, as UnmarshalTypeError prints it.
 _JSON_TYPE = {str: "string", bool: "bool", int: "number", float: "number", dict: "object", list: "array"}
-# resource.ParseQuantity's grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go).
-_QUANTITY = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE]|)$")
+# resource.ParseQuantity's refusal (k8s.io/apimachinery/pkg/api/resource/quantity.go); the grammar: model/quantity.py.
 _QUANTITY_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
@@ -370,7 +371,7 @@ class _Decoder:
         if kind == QUANTITY:
             if isinstance(value, int | float) and type(value) is not bool:
                 return value if type(value) is int else float(value)
-            if type(value) is str and _QUANTITY.match(value.strip()):
+            if type(value) is str and QUANTITY_TEXT.match(value.strip()):
                 return value
             if type(value) is str:
                 raise DecodeError(_QUANTITY_ERROR)

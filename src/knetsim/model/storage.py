@@ -12,13 +12,13 @@ plugin/pkg/admission/storage/storageclass/setdefault/admission.go. Facts and mes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from .fielderr import FieldError, Path
 from .names import is_dns1123_subdomain
+from .quantity import quantity
 
 Errors = list[FieldError]
 
@@ -40,25 +40,9 @@ _PV_SOURCES = ("awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cind
                "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
                "vsphereVolume")
 
-_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-           "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3")}
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE]|)$")
-
-
 def quantity_value(text: Any) -> Decimal | None:
     """A resource.Quantity's value (``1Gi`` → 1073741824); None when it does not parse."""
-    m = _QUANTITY.match(str(text).strip())
-    if m is None:
-        return None
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    suffix = m.group(2)
-    if suffix[:1] in ("e", "E"):
-        return number * (Decimal(10) ** int(suffix[1:]))
-    return number * _SUFFIX[suffix]
+    return quantity(text)
 
 
 def requested_storage(claim: Mapping[str, Any]) -> Any:
