@@ -234,3 +234,18 @@ def test_a_corefile_serving_another_port_answers_nothing():
     outage = coredns_of(broken.state).outage
     assert outage is not None and outage.code == "CorefileNoPort53"
     assert broken.dns("web", "default/client").outcome == "timeout"
+
+
+def test_a_ready_plugin_moved_off_its_port_leaves_the_pods_unready_and_says_where():
+    """`ready :8282` opens the plugin elsewhere: kubeadm's readiness probe still asks :8181, is refused, and the
+    pods stay 0/1; the finding names both addresses (one function decides for the prober and the doctor)."""
+    from knetsim.doctor import diagnose
+
+    moved = cluster_from(CLIENT + corefile_map(KUBEADM.replace("    ready\n", "    ready :8282\n")))
+    dns = coredns_of(moved.state)
+    assert dns.ready_pods == 0 and not dns.serving
+    [problem] = [p for p in dns.problems if p.code == "CoreDNSNotReady"]
+    assert "the Corefile's `ready` plugin listens on :8282, not on :8181 where their readiness probe asks" in \
+        problem.message
+    assert "give `ready` its default address (`ready` alone, :8181)" in problem.fix
+    assert any(f.code == "CoreDNSNotReady" for f in diagnose(moved.state).findings)

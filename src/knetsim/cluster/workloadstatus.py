@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model.corefile import CorefileError, parse_corefile, startup_error
+from ..model.corefile import Corefile, CorefileError, parse_corefile, startup_error
 from ..model.programs import image_repository
 from ..model.timestamps import parse_rfc3339
 from .naming import pod_template_hash
@@ -118,8 +118,8 @@ def coredns_corefile(pod: Mapping[str, Any], configmaps: ConfigMaps) -> str | No
             data = configmaps.get((namespace, str(source.get("name") or ""))) or {}
             if isinstance(data, Mapping) and isinstance(data.get("Corefile"), str):
                 return data["Corefile"]
-    # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); knetsim's
-    # built-in kube-system omits the volume, so the name is taken as kubeadm writes it.
+    # kubeadm's Deployment mounts ConfigMap ``coredns`` of its namespace (volume config-volume); a Deployment read
+    # without its volumes (a trimmed manifest) is taken to mount it as kubeadm writes it.
     data = configmaps.get((namespace, "coredns")) or {}
     text = data.get("Corefile") if isinstance(data, Mapping) else None
     return text if isinstance(text, str) else None
@@ -164,6 +164,11 @@ def coredns_closed_port(pod: Mapping[str, Any], container: Mapping[str, Any], po
         corefile = parse_corefile(text)
     except CorefileError:
         return False  # it does not start at all: coredns_startup_error says so
+    return port not in opened_side_ports(corefile)
+
+
+def opened_side_ports(corefile: Corefile) -> set[int]:
+    """The side-plugin ports a Corefile opens: each plugin's address (``ready :8282``) or its default."""
     opened = set()
     for block in corefile.blocks:
         for name, default in SIDE_PLUGIN_PORTS.items():
@@ -172,7 +177,7 @@ def coredns_closed_port(pod: Mapping[str, Any], container: Mapping[str, Any], po
                 address = directive.args[0] if directive.args else ""  # `ready [ADDRESS]`, `health [ADDRESS]`
                 tail = address.rpartition(":")[2]
                 opened.add(int(tail) if tail.isdigit() else default)
-    return port not in opened
+    return opened
 
 
 def crash_loop_status(status: dict[str, Any], container: str, pod_name: str, namespace: str,

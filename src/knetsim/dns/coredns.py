@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.state import ClusterState
+from ..cluster.workloadstatus import SIDE_PLUGIN_PORTS, opened_side_ports
 from ..model.loader import BUILTIN
 from .corefile import Corefile, CorefileError, ServerBlock, default_corefile, forward_targets, parse_corefile
 
@@ -132,13 +133,18 @@ def coredns_of(state: ClusterState) -> CoreDNS:
             f"{state.config.dns_service_ip} (the kubelet's clusterDNS), where nothing answers",
             f"recreate Service {SERVICE} with clusterIP {state.config.dns_service_ip}, selector k8s-app=kube-dns "
             "and ports 53/UDP, 53/TCP", "all"))
-    elif pods and not ready and corefile is not None and _probes_closed_ready_port(corefile, pods):
+    elif pods and not ready and corefile is not None and (closed := _probe_port_closed(corefile, pods)):
+        plugin = next(name for name, port in SIDE_PLUGIN_PORTS.items() if port == closed)
+        moved = next((d for b in corefile.blocks if (d := b.plugin(plugin)) is not None and d.args), None)
+        why = (f"the Corefile has no `{plugin}` plugin, so nothing answers their readiness probe on :{closed}"
+               if moved is None else f"the Corefile's `{plugin}` plugin listens on {moved.args[0]}, not on :{closed} "
+               "where their readiness probe asks")
+        fix = (f"add `{plugin}` to the Corefile's `.:53` block: {EDIT}, then {RESTART}" if moved is None else
+               f"give `{plugin}` its default address (`{plugin}` alone, :{closed}): {EDIT}, then {RESTART}")
         problems.append(Problem(
             "CoreDNSNotReady", f"Deployment {DEPLOYMENT}",
-            f"none of the {len(pods)} CoreDNS pod(s) is Ready: the Corefile has no `ready` plugin, so nothing "
-            f"answers their readiness probe on :{READY_PORT} (connection refused); kube-dns has no ready endpoints "
-            "and every DNS query times out", f"add `ready` to the Corefile's `.:53` block: {EDIT}, then {RESTART}",
-            "all"))
+            f"none of the {len(pods)} CoreDNS pod(s) is Ready: {why} (connection refused); kube-dns has no ready "
+            "endpoints and every DNS query times out", fix, "all"))
     elif pods and not ready:
         problems.append(Problem(
             "CoreDNSNotReady", f"Deployment {DEPLOYMENT}",
@@ -176,15 +182,19 @@ def coredns_of(state: ClusterState) -> CoreDNS:
     return CoreDNS(corefile, source, explicit, replicas, len(pods), len(ready), tuple(problems), tuple(failing))
 
 
-READY_PORT = 8181  # the ready plugin's default address, which kubeadm's readiness probe asks
 
 
-def _probes_closed_ready_port(corefile: Corefile, pods: list[Any]) -> bool:
-    """The pods' readiness probe asks the ready plugin's port, and no server block of the Corefile has it."""
-    if any(b.plugin("ready") is not None for b in corefile.blocks):
-        return False
-    return any(((c.get("readinessProbe") or {}).get("httpGet") or {}).get("port") == READY_PORT
-               for p in pods for c in (p.raw.get("spec") or {}).get("containers") or [] if isinstance(c, dict))
+def _probe_port_closed(corefile: Corefile, pods: list[Any]) -> int | None:
+    """The side-plugin port the pods' readiness probe asks that the Corefile does not open (kubeadm's probe asks
+    the ready plugin's :8181), as the kubelet's prober finds it closed (cluster/workloadstatus.py decides both)."""
+    opened = opened_side_ports(corefile)
+    for pod in pods:
+        for container in (pod.raw.get("spec") or {}).get("containers") or []:
+            port = ((container.get("readinessProbe") or {}).get("httpGet") or {}).get("port") \
+                if isinstance(container, dict) else None
+            if port in SIDE_PLUGIN_PORTS.values() and port not in opened:
+                return int(port)
+    return None
 
 
 def _is_loopback(host: str) -> bool:
