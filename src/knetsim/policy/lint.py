@@ -197,17 +197,20 @@ def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any])
 def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
-        if policy.kind != "NetworkPolicy":
+        if policy.kind not in ("NetworkPolicy", "CiliumNetworkPolicy"):
             continue
         pods = state.pods_in(policy.namespace)
+        field = "podSelector" if policy.kind == "NetworkPolicy" else "endpointSelector"
         # One pod of each group labelled alike stands for the group.
         if not any(policy.selector.matches(group[0][1].pod.labels)
                    for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None):
             out.append(Finding(
                 "PolicySelectsNothing", "warning", _subject(policy),
-                f"spec.podSelector ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
+                f"spec.{field} ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
                 + _hint(policy.selector, [p.labels for p in pods]),
-                "fix the podSelector labels, or delete the policy"))
+                f"fix the {field} labels, or delete the policy"))
+        if policy.kind != "NetworkPolicy":
+            continue  # a Cilium policy's peers are its own (endpoints, entities, CIDRs): not read here
         for direction in (INGRESS, EGRESS):
             side = "from" if direction == INGRESS else "to"
             for rule in policy.rules(direction) or ():
@@ -622,7 +625,7 @@ def _cilium(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     from .cilium.evaluate import fqdns_without_dns_rule
 
     pods = [p for _, p in sorted(state.pods.items()) if p.pod_ip and not p.host_network]
-    out = []
+    out = _cilium_selects_nothing(index, [p for _, p in sorted(state.pods.items()) if not p.host_network])
     for blind in fqdns_without_dns_rule(index.cilium, pods, lambda p: index.on_node(p.node_name)):
         shown = ", ".join(blind.pods[:5]) + (", …" if len(blind.pods) > 5 else "")
         out.append(Finding(
@@ -633,6 +636,26 @@ def _cilium(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             "add an egress rule to kube-dns (k8s-app: kube-dns in kube-system) on port 53 with "
             f"toPorts[].rules.dns: [{{matchPattern: \"*\"}}] (or a matchName/matchPattern covering "
             f"{blind.match.name or blind.match.pattern})"))
+    return out
+
+
+def _cilium_selects_nothing(index: PolicyIndex, pods: list[Pod]) -> list[Finding]:
+    """A CiliumClusterwideNetworkPolicy whose endpointSelector picks no pod right now (a one-letter typo leaves the
+    pods it was written for open); namespaced Cilium policies are ``_selects_nothing``'s (index.policies)."""
+    assert index.cilium is not None
+    out = []
+    seen: set[str] = set()
+    for policy in index.cilium.policies:
+        if not policy.clusterwide or policy.ref in seen or not (policy.applies(INGRESS) or policy.applies(EGRESS)):
+            continue
+        seen.add(policy.ref)
+        if any(policy.selects(pod, index.ctx.namespace_labels(pod.namespace)) for pod in pods):
+            continue
+        selector = policy.policy.selector
+        out.append(Finding("PolicySelectsNothing", "warning", policy.ref,
+                           f"spec.endpointSelector ({selector.formatted()}) selects no pod in any namespace"
+                           + _hint(selector, [p.labels for p in pods]),
+                           "fix the endpointSelector labels, or delete the policy"))
     return out
 
 

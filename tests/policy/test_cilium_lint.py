@@ -1,0 +1,39 @@
+"""A Cilium policy whose endpointSelector selects no pod (a one-letter typo) is named with the label that would
+match, namespaced or clusterwide, as a Kubernetes NetworkPolicy's podSelector is: it used to be silent, and the
+pods it was written for read only as "selected by no policy"."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from knetsim import Cluster
+from knetsim.cluster.config import ClusterConfig
+from knetsim.policy.lint import lint
+
+WEB = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+       "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}}
+
+
+def policy(kind: str, app: str) -> dict:
+    meta = {"name": "web-in"} if kind == "CiliumClusterwideNetworkPolicy" else {"name": "web-in",
+                                                                                "namespace": "default"}
+    return {"apiVersion": "cilium.io/v2", "kind": kind, "metadata": meta,
+            "spec": {"endpointSelector": {"matchLabels": {"app": app}}, "ingress": [{"fromEntities": ["cluster"]}]}}
+
+
+@pytest.mark.parametrize(("kind", "subject", "where"), [
+    ("CiliumNetworkPolicy", "CiliumNetworkPolicy default/web-in", "namespace default"),
+    ("CiliumClusterwideNetworkPolicy", "CiliumClusterwideNetworkPolicy web-in", "any namespace"),
+])
+def test_an_endpoint_selector_typo_is_named_with_the_label_that_would_match(kind: str, subject: str,
+                                                                            where: str) -> None:
+    def findings(app: str) -> list:
+        text = yaml.safe_dump_all([WEB, policy(kind, app)])
+        state = Cluster.from_yaml(text, config=ClusterConfig(cni="cilium")).state
+        return [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+    [finding] = findings("wbe")
+    assert (finding.subject, finding.severity) == (subject, "warning")
+    assert finding.message == (f"spec.endpointSelector (app=wbe) selects no pod in {where}; app=wbe is not on any of "
+                               "them, nearest is app=web (value differs by 1 character(s))")
+    assert findings("web") == []
