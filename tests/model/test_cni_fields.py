@@ -322,3 +322,20 @@ def test_a_value_of_the_wrong_type_or_a_missing_action_is_refused_as_the_crd_ref
         result = knetsim("validate", "-f", write(tmp_path, text))
         assert result.exit_code == 2, result.output
         assert f"GlobalNetworkPolicy deny-to-b: {said}" in result.output
+
+
+def test_validate_refuses_what_the_cnis_own_admission_refuses(tmp_path: Path) -> None:
+    """Beyond the fields: a Calico selector that does not parse (calico-apiserver's 422) and an Antrea policy in a
+    tier that does not exist (Antrea's webhook) are refused by `knetsim validate` as by `kubectl apply` live; a
+    Tier the input creates is one that exists."""
+    result = knetsim("validate", "-f", write(tmp_path, DENY_B.replace("app == 'b'", "app = = 'b'")))
+    assert result.exit_code == 2
+    assert ('GlobalNetworkPolicy.projectcalico.org "deny-to-b" is invalid: spec.selector: Invalid value: '
+            "\"app = = 'b'\"") in result.output
+    in_tier = ANTREA_FQDN_INGRESS.replace("ingress:", "egress:").replace("from:", "to:").replace(
+        "priority: 5", "priority: 5\n  tier: securityopps")
+    result = knetsim("validate", "-f", write(tmp_path, in_tier))
+    assert result.exit_code == 2
+    assert 'spec.tier: Not found: "securityopps": tier securityopps does not exist' in result.output
+    tier = "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: securityopps}\nspec: {priority: 10}\n"
+    assert knetsim("validate", "-f", write(tmp_path, tier, in_tier)).exit_code == 0

@@ -138,3 +138,20 @@ def test_a_field_out_of_place_is_refused_and_explain_shows_the_fields(antrea: Cl
            'error: unknown field "spec.ingress[0].from[0].fqdn"' in out.stderr, out.stderr
     explained = k.sh("kubectl explain acnp.spec.egress.to").stdout
     assert "fqdn\t<string>" in explained and "namespaces\t<Object>" in explained, explained
+
+
+def test_a_policy_in_a_tier_that_does_not_exist_is_refused(antrea: Cluster) -> None:
+    """Antrea's webhook refuses a policy whose tier does not exist (validateTierForPolicy); created first, the Tier
+    lets the same policy in."""
+    k = antrea
+    k.write("tiered.yaml", DROP_IN_SECURITYOPS.replace("tier: securityops", "tier: web-tier"))
+    out = k.sh("kubectl apply -f tiered.yaml", check=False)
+    assert out.returncode == 1 and "spec.tier: Not found: \"web-tier\": tier web-tier does not exist" in out.stderr, out
+    k.write("tier.yaml", "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: web-tier}\n"
+                         "spec: {priority: 10}\n")
+    k.sh("kubectl apply -f tier.yaml")
+    try:
+        k.sh("kubectl apply -f tiered.yaml")
+        k.sh("kubectl delete -f tiered.yaml")
+    finally:
+        k.sh("kubectl delete -f tier.yaml")

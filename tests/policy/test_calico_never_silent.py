@@ -281,3 +281,21 @@ def test_the_issue_reproducer_through_the_cli(tmp_path: Path) -> None:
     assert "PodsNotIsolated" not in run("doctor", "-f", str(path)).output
     doc = json.loads(run("matrix", "-f", str(path), "-o", "json").output)
     assert doc["connections"] == []
+
+
+def test_the_doctor_names_a_deny_the_cni_would_refuse() -> None:
+    """A deny-all whose selector does not parse (Calico refuses it: it never exists on the cluster) and an Antrea
+    policy in a tier that does not exist: the doctor says what was set aside, instead of reading as clean."""
+    from knetsim.policy.lint import lint
+
+    broken = {**DENY_ALL, "spec": {"selector": "app = = 'b'", "types": ["Ingress"]}}
+    [finding] = [f for f in lint(build(broken, cni="calico")) if f.code == "PolicySetAside"]
+    assert finding.severity == "warning"
+    assert "GlobalNetworkPolicy.projectcalico.org deny-all: spec.selector: Invalid value: \"app = = 'b'\"" in \
+        finding.message
+    antrea = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "ClusterNetworkPolicy", "metadata": {"name": "drop"},
+              "spec": {"tier": "securityopps", "priority": 5, "appliedTo": [{"podSelector": {}}],
+                       "ingress": [{"action": "Drop", "from": [{"podSelector": {}}]}]}}
+    [finding] = [f for f in lint(build(antrea, cni="antrea")) if f.code == "PolicySetAside"]
+    assert "spec.tier: Not found: 'securityopps': Antrea refuses a policy whose tier does not exist" in finding.message
+    assert not [f for f in lint(build(DENY_ALL, cni="calico")) if f.code == "PolicySetAside"]

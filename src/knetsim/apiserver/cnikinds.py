@@ -53,10 +53,12 @@ def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
     return None
 
 
-def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
+def validation_errors(r: Resource, obj: Mapping[str, Any],
+                      tier_exists: Callable[[str], bool] | None = None) -> list[FieldError]:
     """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind. The CNI's
     readers are imported here, on its first write: a daemon whose cluster holds no CNI kind never loads
-    knetsim.policy (the simulation loads with the first request that needs it)."""
+    knetsim.policy (the simulation loads with the first request that needs it). ``tier_exists``: whether the
+    cluster holds an Antrea Tier of that name (Antrea's webhook refuses a policy in a tier that does not exist)."""
     if r.cni not in (CALICO, ANTREA):
         return []
     from ..policy.antrea import model as antrea
@@ -70,7 +72,11 @@ def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
     if reader is None:
         return []
     try:
-        reader(obj)
+        read = reader(obj)
     except (calico.CalicoPolicyError, antrea.AntreaPolicyError, SelectorError) as exc:
         return [field_error(str(exc))]
+    tier = getattr(read, "tier", None) if r.cni == ANTREA and r.role == POLICY else None
+    if tier and tier not in antrea.STATIC_TIERS and tier_exists is not None and not tier_exists(tier):
+        # antrea-io/antrea pkg/controller/networkpolicy/validate.go, validateTierForPolicy.
+        return [FieldError("spec.tier", ErrorType.NOT_FOUND, tier, f"tier {tier} does not exist")]
     return []

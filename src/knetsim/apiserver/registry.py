@@ -33,6 +33,7 @@ from ..model import admission, validation
 from ..model.admission import AdmissionError, FieldValidation, Kind
 from ..model.fielderr import ErrorType, FieldError
 from ..model.jsonvalue import json_copy
+from ..model.kinds import stored_kind
 from ..model.labels import Selector
 from ..model.objects import Pod
 from ..model.schema import json_type_name
@@ -292,7 +293,9 @@ class Registry:
                   subresource: str = "") -> None:
         errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
         if r.cni and not errors:
-            errors = cnikinds.validation_errors(r, obj)  # what Calico or Antrea refuse (cnikinds.py)
+            errors = cnikinds.validation_errors(  # what Calico or Antrea refuse (cnikinds.py)
+                r, obj, lambda tier: any(str((t.get("metadata") or {}).get("name")) == tier
+                                         for t in self.lookup(stored_kind("Tier", r.api_version))))
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 

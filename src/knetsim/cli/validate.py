@@ -26,6 +26,7 @@ def validate_command(filenames: tuple[str, ...], namespace: str | None, cluster_
     cluster = load_cluster(filenames, namespace, cluster_config, report=False, simulate=False)
     print_notices(cluster)
     _print_definitions(cluster)
+    cluster.errors.extend(_cni_refusals(cluster))
     if cluster.errors:
         # Every file's errors, even when another file does not parse; then the verdict.
         rejected = len({str(e.source) for e in cluster.errors if e not in cluster.unreadable})
@@ -102,6 +103,35 @@ def _print_definitions(cluster: Cluster) -> None:
     in_force = definitions_in_force([d.body for d in cluster.documents], input_crds(cluster.documents))
     for source, kinds in in_force.items():
         click.echo(f"{', '.join(kinds)}: checked against {source}")
+
+
+def _cni_refusals(cluster: Cluster) -> list[ManifestError]:
+    """What Calico's API server or Antrea's webhook refuses beyond the fields (a selector that does not parse, an
+    action it does not know): the check the live cluster's admission runs (apiserver/cnikinds.py), so that
+    `validate` does not pass what `kubectl apply` would be refused."""
+    from ..model.kinds import CNI_GROUPS, group_of
+
+    groups = frozenset().union(*CNI_GROUPS.values())
+    candidates = [d for d in cluster.documents if group_of(d.body.get("apiVersion")) in groups]
+    if not candidates:
+        return []
+    from ..apiserver.cnikinds import validation_errors
+    from ..apiserver.resources import RESOURCES
+    from ..model.admission import Kind, invalid
+
+    by_group_kind = {(r.group, r.kind): r for r in RESOURCES if r.cni}
+    refused = {str(e.source) for e in cluster.errors}
+    tiers = {(group_of(d.body.get("apiVersion")), d.name) for d in candidates if d.kind == "Tier"}
+    out = []
+    for doc in candidates:
+        resource = by_group_kind.get((group_of(doc.body.get("apiVersion")), doc.kind))
+        if resource is None or str(doc.source) in refused:
+            continue
+        errors = validation_errors(resource, doc.body, lambda tier, group=resource.group: (group, tier) in tiers)
+        if errors:
+            kind = Kind(resource.group, resource.version, resource.kind, namespaced=resource.namespaced)
+            out.append(ManifestError(doc.source, doc.describe(), invalid(kind, doc.name, errors).message))
+    return out
 
 
 COMMANDS = [validate_command]

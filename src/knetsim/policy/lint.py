@@ -674,14 +674,30 @@ def _left_out(index: PolicyIndex) -> list[Finding]:
     return out
 
 
+def _set_aside(index: PolicyIndex) -> list[Finding]:
+    """What the CNI's readers refuse or leave out (a Calico selector that does not parse, an Antrea tier that does
+    not exist, a rule part knetsim does not simulate), grouped in one finding: the verdicts name each line as a
+    note, and the doctor must not read as clean a cluster whose deny was set aside."""
+    if not index.problems:
+        return []
+    shown = list(index.problems[:3])
+    more = f" (and {len(index.problems) - 3} more: knetsim policy check or matrix lists them all)" \
+        if len(index.problems) > 3 else ""
+    return [Finding("PolicySetAside", "warning", "policies",
+                    f"{len(index.problems)} policy object(s) or part(s) left out of every answer, as the CNI refuses "
+                    f"them or knetsim does not simulate them: {'; '.join(shown)}{more}",
+                    "correct each as its line says: a policy the CNI refuses never exists on the cluster "
+                    "(kubectl apply fails), so what it was written to deny stays open")]
+
+
 def lint(state: ClusterState) -> list[Finding]:
     """Every finding, errors first, then by subject and code."""
     index = policy_index(state)
     matched = _PeerPods(state, index)
     findings = (_selects_nothing(state, index, matched) + _not_isolated(state, index) + _dns(state, index)
                 + _service_ports(state, index, matched) + _and_or(state, index, matched)
-                + cluster_lint(state, index) + _left_out(index) + _calico(state, index) + _cilium(state, index)
-                + _antrea(state, index))
+                + cluster_lint(state, index) + _left_out(index) + _set_aside(index) + _calico(state, index)
+                + _cilium(state, index) + _antrea(state, index))
     return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.subject, f.code, f.message))
 
 
