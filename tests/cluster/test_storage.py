@@ -8,24 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
+from tests.cluster.storage_manifests import CLAIM, POD, SHARED_CLAIM_DEPLOYMENT, STATEFULSET
 
 from knetsim import Cluster
 from knetsim.cli.main import cli
-
-CLAIM = """apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {{name: {name}}}
-spec:
-  {cls}accessModes: [ReadWriteOnce]
-  resources: {{requests: {{storage: 1Gi}}}}
-"""
-POD = """apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  {extra}containers: [{{name: app, image: nginx:1.27, volumeMounts: [{{name: data, mountPath: /data}}]}}]
-  volumes: [{{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}]
-"""
 
 
 def _others(cluster: Cluster, kind: str) -> dict[str, dict]:
@@ -72,19 +58,7 @@ def test_a_pod_mounting_a_claim_gets_a_volume_on_its_node_and_the_claim_is_bound
 
 
 def test_the_replicas_sharing_a_claim_follow_its_volume_to_one_node() -> None:
-    deployment = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: nginx:1.27, volumeMounts: [{name: data, mountPath: /data}]}]
-      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-"""
-    cluster = Cluster.from_yaml(CLAIM.format(name="data", cls="") + "---\n" + deployment)
+    cluster = Cluster.from_yaml(CLAIM.format(name="data", cls="") + "---\n" + SHARED_CLAIM_DEPLOYMENT)
     nodes = {p.node_name for p in cluster.state.pods.values() if p.namespace == "default"}
     claim = _others(cluster, "PersistentVolumeClaim")["default/data"]
     assert len(nodes) == 1 and claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] in nodes
@@ -93,21 +67,6 @@ spec:
         sorted(nodes)
 
 
-STATEFULSET = """apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: web}
-spec:
-  serviceName: web
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27, volumeMounts: [{name: www, mountPath: /usr/share/nginx/html}]}]
-  volumeClaimTemplates:
-  - metadata: {name: www, labels: {tier: storage}}
-    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
-"""
 
 
 def test_a_statefulset_gets_a_claim_per_pod_from_its_templates() -> None:

@@ -10,49 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from tests.cluster.storage_manifests import CLAIM, POD, SHARED_CLAIM_DEPLOYMENT, STATEFULSET
 from tests.live import Cluster, wait_for
-
-CLAIM = """apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {{name: {name}}}
-spec:
-  {cls}accessModes: [ReadWriteOnce]
-  resources: {{requests: {{storage: 1Gi}}}}
-"""
-POD = """apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  containers: [{{name: app, image: nginx:1.27, volumeMounts: [{{name: data, mountPath: /data}}]}}]
-  volumes: [{{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}]
-"""
-DEPLOYMENT = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: nginx:1.27, volumeMounts: [{name: data, mountPath: /data}]}]
-      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-"""
-STATEFULSET = """apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: web}
-spec:
-  serviceName: web
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27, volumeMounts: [{name: www, mountPath: /usr/share/nginx/html}]}]
-  volumeClaimTemplates:
-  - metadata: {name: www}
-    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
-"""
 
 
 def _apply(k: Cluster, ns: str, text: str) -> None:
@@ -85,7 +44,7 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
                     _events(k, ns, "PersistentVolumeClaim", "data"))
     assert "WaitForFirstConsumer" in _events(k, ns, "PersistentVolumeClaim", "data")
 
-    _apply(k, ns, POD.format(name="db", claim="data"))
+    _apply(k, ns, POD.format(name="db", claim="data", extra=""))
     assert wait_for(lambda: k.get_json("pod", "db", "-n", ns).get("status", {}).get("phase") == "Running", 20)
     assert wait_for(lambda: k.get_json("pvc", "data", "-n", ns)["status"].get("phase") == "Bound")
     claim = k.get_json("pvc", "data", "-n", ns)
@@ -128,7 +87,7 @@ def test_a_claim_waits_for_its_first_consumer_then_binds_on_its_node(k: Cluster)
 
 def test_the_replicas_sharing_a_claim_follow_its_volume_to_one_node(k: Cluster) -> None:
     ns = k.namespace("shared")
-    _apply(k, ns, CLAIM.format(name="data", cls="") + "---\n" + DEPLOYMENT)
+    _apply(k, ns, CLAIM.format(name="data", cls="") + "---\n" + SHARED_CLAIM_DEPLOYMENT)
 
     def placed() -> set[str] | None:
         pods = k.get_json("pods", "-n", ns)["items"]
@@ -156,7 +115,7 @@ def test_a_statefulset_gets_a_bound_claim_per_pod(k: Cluster) -> None:
 
 def test_a_pod_whose_claim_does_not_exist_stays_pending_with_the_schedulers_words(k: Cluster) -> None:
     ns = k.namespace("missing")
-    _apply(k, ns, POD.format(name="db", claim="db-data"))
+    _apply(k, ns, POD.format(name="db", claim="db-data", extra=""))
     words = ('0/3 nodes are available: persistentvolumeclaim "db-data" not found. preemption: 0/3 nodes are '
              "available: 3 Preemption is not helpful for scheduling.")
     assert wait_for(lambda: words in " ".join(k.kubectl("describe", "pod", "db", "-n", ns).stdout.split()))
@@ -175,7 +134,7 @@ def test_a_claim_of_a_class_that_does_not_exist_says_so(k: Cluster) -> None:
     assert wait_for(lambda: 'storageclass.storage.k8s.io "gp2" not found' in
                     _events(k, ns, "PersistentVolumeClaim", "data"))
     assert "ProvisioningFailed" in _events(k, ns, "PersistentVolumeClaim", "data")
-    _apply(k, ns, POD.format(name="db", claim="data"))
+    _apply(k, ns, POD.format(name="db", claim="data", extra=""))
     assert wait_for(lambda: "pod has unbound immediate PersistentVolumeClaims" in
                     " ".join(k.kubectl("describe", "pod", "db", "-n", ns).stdout.split()))
 
