@@ -339,3 +339,15 @@ def test_validate_refuses_what_the_cnis_own_admission_refuses(tmp_path: Path) ->
     assert 'spec.tier: Not found: "securityopps": tier securityopps does not exist' in result.output
     tier = "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: securityopps}\nspec: {priority: 10}\n"
     assert knetsim("validate", "-f", write(tmp_path, tier, in_tier)).exit_code == 0
+
+
+def test_a_namespaced_cni_policy_is_checked_by_its_cni_and_an_old_requires_selector_is_kept(tmp_path: Path) -> None:
+    """Calico's and Antrea's NetworkPolicy share the Kubernetes kind's name: validate checks them by group, as their
+    CNI refuses them. Cilium's deprecated fromRequires took endpoint selectors in earlier releases: kept."""
+    calico_np = ("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: np, namespace: default}\n"
+                 "spec: {selector: app = 'web', types: [Ingress]}\n")
+    result = knetsim("validate", "-f", write(tmp_path, calico_np))
+    assert result.exit_code == 2 and 'NetworkPolicy.projectcalico.org "np" is invalid: spec.selector' in result.output
+    requires = ("apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: req, namespace: default}\n"
+                "spec:\n  endpointSelector: {}\n  ingress: [{fromRequires: [{matchLabels: {env: prod}}]}]\n")
+    assert knetsim("validate", "-f", write(tmp_path, requires)).exit_code == 0

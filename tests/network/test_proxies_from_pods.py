@@ -60,3 +60,34 @@ def test_a_gateways_proxy_routes_a_pods_request_by_its_httproute(tmp_path) -> No
     missed = trace(state, "default/probe", f"http://{proxy.name}.envoy-gateway-system/",
                    headers={"Host": "nothing.example.com"})
     assert missed.reply.status == 404 and [f.code for f in missed.findings] == ["GatewayNoMatch"]
+
+
+def test_the_scheme_must_match_the_controllers_port(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Plain HTTP to the controller's TLS port gets nginx's 400 page; TLS to its plain port fails the handshake."""
+    state = shop_with_probe(tmp_path).state
+    host = {"Host": "shop.example.com"}
+    plain = trace(state, "default/probe", "http://ingress-nginx-controller.ingress-nginx:443/api", headers=host)
+    assert plain.reply.status == 400 and "The plain HTTP request was sent to HTTPS port" in plain.reply.body
+    tls = trace(state, "default/probe", "https://ingress-nginx-controller.ingress-nginx:80/api", headers=host)
+    assert tls.outcome == "refused" and tls.reply is None
+    assert "the TLS handshake fails" in tls.hops[-1].detail
+
+
+def test_an_ingress_whose_backend_is_the_controller_loops_and_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    loop = """\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: loop, namespace: ingress-nginx}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: loop.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: ingress-nginx-controller, port: {number: 80}}}}
+"""
+    (tmp_path / "loop.yaml").write_text(loop)
+    state = Cluster.from_paths([str(EXAMPLES / "shop"), str(tmp_path / "loop.yaml")]).state
+    t = trace(state, "external", "http://loop.example.com/")
+    assert t.reply.status == 500
+    assert [f.code for f in t.findings] == ["IngressBackendLoop"]

@@ -443,3 +443,12 @@ def test_calico_policies_in_kube_admin_are_ordered_with_the_cluster_policies_by_
     assert not allowed(build(admin_deny, after), "dev/tool", "prod/api", 8080)
     assert connections(build(admin_deny, before), "dev/tool", "prod/api").is_all
     assert connections(build(admin_deny, after), "dev/tool", "prod/api").is_empty
+
+
+def test_apply_on_forward_leaves_the_policys_pods_as_they_are() -> None:
+    """applyOnForward adds forwarded host traffic; the deny-all still selects every pod (only doNotTrack and preDNAT
+    make a policy one of host endpoints alone)."""
+    deny = gnp("deny-all", {"selector": "all()", "applyOnForward": True, "types": ["Ingress", "Egress"]})
+    assert not allowed(build(deny), "prod/web", "prod/api", 8080)
+    host_only = gnp("deny-all", {"selector": "all()", "applyOnForward": True, "preDNAT": True, "types": ["Ingress"]})
+    assert allowed(build(host_only), "prod/web", "prod/api", 8080)

@@ -37,3 +37,12 @@ def test_an_endpoint_selector_typo_is_named_with_the_label_that_would_match(kind
     assert finding.message == (f"spec.endpointSelector (app=wbe) selects no pod in {where}; app=wbe is not on any of "
                                "them, nearest is app=web (value differs by 1 character(s))")
     assert findings("web") == []
+
+
+def test_a_selector_on_a_label_cilium_derives_is_not_called_a_typo() -> None:
+    """io.cilium.k8s.policy.serviceaccount is a label Cilium gives each endpoint, not one of the pod's: knetsim
+    cannot tell whether it selects anything, so it raises no "selects nothing" with a wrong nearest label."""
+    by_account = policy("CiliumNetworkPolicy", "web")
+    by_account["spec"]["endpointSelector"] = {"matchLabels": {"io.cilium.k8s.policy.serviceaccount": "default"}}
+    state = Cluster.from_yaml(yaml.safe_dump_all([WEB, by_account]), config=ClusterConfig(cni="cilium")).state
+    assert not [f for f in lint(state) if f.code == "PolicySelectsNothing"]

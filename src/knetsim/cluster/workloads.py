@@ -309,11 +309,13 @@ def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) -
     return False
 
 
-def feasible(spec: Mapping[str, Any], node: Node) -> bool:
-    """May a pod with this spec run on ``node``: taints tolerated, nodeSelector and required node affinity met."""
+def feasible(spec: Mapping[str, Any], node: Node, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> bool:
+    """May a pod with this spec run on ``node``: taints of ``effects`` tolerated, nodeSelector and required node
+    affinity met. A pod already running there stays unless a NoExecute taint evicts it (``effects=("NoExecute",)``:
+    upstream's podsShouldBeOnNode keeps a daemon pod on a node a NoSchedule taint only closes to new ones)."""
     tolerations = spec.get("tolerations") or []
     for taint in node.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+        if taint.get("effect") in effects and not _tolerates(tolerations, taint):
             return False
     for key, value in (spec.get("nodeSelector") or {}).items():
         if node.labels.get(key) != str(value):

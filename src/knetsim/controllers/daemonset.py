@@ -28,11 +28,12 @@ class DaemonSetController(PodOwner):
 
     def manage(self, key: Key, ds: dict[str, Any], pods: list[dict[str, Any]], batch: Batch) -> None:
         active = [p for p in pods if is_active(p)]
-        # A node the template no longer accepts (a nodeSelector edited to a label no node has) loses its daemon
-        # pod, as upstream's podsShouldBeOnNode decides (kubernetes/kubernetes pkg/controller/daemon/
-        # daemon_controller.go): otherwise a kube-proxy pinned nowhere would keep running everywhere.
+        # A node the template no longer accepts (a nodeSelector edited to a label no node has, a NoExecute taint it
+        # does not tolerate) loses its daemon pod, as upstream's podsShouldBeOnNode decides (kubernetes/kubernetes
+        # pkg/controller/daemon/daemon_controller.go): otherwise a kube-proxy pinned nowhere would keep running
+        # everywhere. A NoSchedule taint only keeps new pods off: a running one stays.
         spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        accepted = {node.name for node in self.nodes() if feasible(spec, node)}
+        accepted = {node.name for node in self.nodes() if feasible(spec, node, effects=("NoExecute",))}
         for pod in [p for p in active if (p.get("spec") or {}).get("nodeName") not in accepted]:
             meta = pod["metadata"]
             self.delete_pod(ds, meta["namespace"], meta["name"], batch)

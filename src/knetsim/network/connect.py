@@ -505,9 +505,10 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
                                         "(a named containerPort is safest)"))
         return Trace(run.source, str(run.target), run.protocol, "refused", backend, tuple(run.hops),
                      tuple(run.findings), None, run.dataplane)
-    if run.proxy is not None and request is None and not any(h.layer in ("ingress", "gateway") for h in run.hops):
+    if run.proxy is not None and request is None:
         # A proxy routes what reaches its pod from inside the cluster (or through a NodePort) as it routes a client
-        # of its own entry: an Ingress controller or a Gateway's proxy, by the Host header, as its own pod.
+        # of its own entry: an Ingress controller or a Gateway's proxy, by the Host header, as its own pod. A proxy
+        # reached again by its own proxied request says so (a loop), so this never recurses without end.
         routed = run.proxy(run, dst_pod, port)
         if routed is not None:
             return routed
@@ -525,6 +526,16 @@ def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via:
     run.hops.append(reply_hop)
     return Trace(run.source, str(run.target), run.protocol, "connected", backend, tuple(run.hops),
                  tuple(run.findings), reply, run.dataplane)
+
+
+def proxy_loop(run: _Run, pod: Pod, finding: Finding, reply: Reply) -> Trace:
+    """A proxy (an Ingress controller, a Gateway's proxy) whose routed request comes back to it: it routes it again,
+    and again, until it runs out of connections, and the client gets an error (``reply``)."""
+    run.findings.append(replace(finding, message=f"{finding.message}: each request comes back to {pod.key}, which "
+                                                "routes it again"))
+    run.hops.append(Hop("app", "fail", f"{pod.key} receives its own proxied request and routes it to itself again: "
+                        "the request loops until the proxy runs out of connections; the client gets a 5xx"))
+    return run.finish("connected", None, reply)
 
 
 __all__ = ["EXTERNAL_CLIENT_IP", "connect_ip", "deliver", "dns_reachable", "parse_target"]

@@ -217,10 +217,30 @@ def into_ingress_controller(run: _Run, pod: Pod, port: int) -> Trace | None:
 
     if run.target.scheme not in ("http", "https") or not controllers_among([pod]):
         return None
-    served = {p.container_port for c in pod.containers for p in c.ports if p.name in ("http", "https")}
-    if port not in (served or {80, 443}):
+    served = {p.container_port: p.name for c in pod.containers for p in c.ports if p.name in ("http", "https")}
+    kind = served.get(port) if served else {80: "http", 443: "https"}.get(port)
+    if kind is None:
         return None
+    if any(h.layer == "ingress" for h in run.hops):
+        from .connect import proxy_loop
+
+        return proxy_loop(run, pod, Finding("IngressBackendLoop", "ingress", "the Ingress's backend is the "
+                                            "controller's own Service", "point the Ingress at the application's "
+                                            "Service, not at the controller's"), nginx_reply(500))
+    if run.target.scheme == "http" and kind == "https":
+        # nginx's answer to plain HTTP on an ssl listener (ngx_http_special_response.c, the 497 page, sent as 400).
+        run.hops.append(Hop("app", "fail", f"{pod.key} listens with TLS on {port}: nginx answers a plain HTTP "
+                            "request there with 400 (The plain HTTP request was sent to HTTPS port)"))
+        return run.finish("connected", None, Reply(400, PLAIN_HTTP_TO_HTTPS, {"Content-Type": "text/html"}, "nginx"))
+    if run.target.scheme == "https" and kind == "http":
+        return run.fail("app", "refused", f"{pod.key} speaks plain HTTP on {port}: the TLS handshake fails (curl: "
+                        "wrong version number); use http:// or the https port")
     return through_ingress(run, run.request_host())
+
+
+PLAIN_HTTP_TO_HTTPS = ("<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n"
+                       "<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>The plain HTTP request was "
+                       "sent to HTTPS port</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 
 
 def nginx_reply(status: int) -> Reply:

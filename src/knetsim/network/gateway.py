@@ -102,6 +102,13 @@ def into_gateway_proxy(run: _Run, pod: Pod, port: int) -> Trace | None:
                               if impl_container_port(gctx.implementation, lc.listener.port) == port), None)
         if listener_port is None:
             return None
+        if any(h.layer == "gateway" for h in run.hops):
+            from .connect import proxy_loop
+
+            return proxy_loop(run, pod, Finding("GatewayBackendLoop", "gateway", f"a route of Gateway {key} sends "
+                                                "to the Gateway's own proxy Service", "point the route at the "
+                                                "application's Service, not at the Gateway's"),
+                              Reply(500, "", {}, gctx.implementation.writer))
         return through_gateway(run, key, run.request_host(), entered_at=listener_port)
     return None
 

@@ -197,7 +197,7 @@ def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any])
 def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
     for policy in index.policies:
-        if policy.kind not in ("NetworkPolicy", "CiliumNetworkPolicy"):
+        if policy.kind not in ("NetworkPolicy", "CiliumNetworkPolicy") or _cilium_derived(policy.selector):
             continue
         pods = state.pods_in(policy.namespace)
         field = "podSelector" if policy.kind == "NetworkPolicy" else "endpointSelector"
@@ -639,6 +639,13 @@ def _cilium(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
+def _cilium_derived(selector: Selector) -> bool:
+    """Does the selector ask for a label Cilium derives for an endpoint (io.cilium.k8s.policy.serviceaccount,
+    io.cilium.k8s.policy.cluster...) rather than one of the pod's own? knetsim matches pods by their own labels only,
+    so "selects nothing" would be its limit, not the user's typo."""
+    return any(r.key.startswith(("io.cilium.", "io.kubernetes.")) for r in selector.requirements)
+
+
 def _cilium_selects_nothing(index: PolicyIndex, pods: list[Pod]) -> list[Finding]:
     """A CiliumClusterwideNetworkPolicy whose endpointSelector picks no pod right now (a one-letter typo leaves the
     pods it was written for open); namespaced Cilium policies are ``_selects_nothing``'s (index.policies)."""
@@ -646,7 +653,8 @@ def _cilium_selects_nothing(index: PolicyIndex, pods: list[Pod]) -> list[Finding
     out = []
     seen: set[str] = set()
     for policy in index.cilium.policies:
-        if not policy.clusterwide or policy.ref in seen or not (policy.applies(INGRESS) or policy.applies(EGRESS)):
+        if not policy.clusterwide or policy.ref in seen or not (policy.applies(INGRESS) or policy.applies(EGRESS)) \
+                or _cilium_derived(policy.policy.selector):
             continue
         seen.add(policy.ref)
         if any(policy.selects(pod, index.ctx.namespace_labels(pod.namespace)) for pod in pods):

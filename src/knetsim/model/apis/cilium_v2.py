@@ -19,7 +19,7 @@ Only structure is declared, as for Calico's and Antrea's kinds: no enums or patt
 
 from __future__ import annotations
 
-from .markers import Boolean, Field, Int32, Int64, Integer, IntOrString, ListOf, MapOf, String, Struct
+from .markers import Boolean, Field, Int32, Int64, Integer, IntOrString, ListOf, MapOf, String, Struct, Untyped
 from .meta import LabelSelector, Object
 
 
@@ -199,12 +199,14 @@ class PortDenyRule(Struct):
 
 
 _SELECTORS = "Endpoints by their labels (any of the selectors); `[{}]` is every endpoint."
-_DEPRECATED = "Deprecated; must be empty."
+# Deprecated: endpoint selectors every peer had to match too in earlier releases; the newest CRD declares a list of
+# strings that must stay empty. Either form is kept (knetsim names the field as not simulated).
+_DEPRECATED = "Deprecated: label requirements every peer had to meet too (endpoint selectors in earlier releases)."
 
 
 class _IngressCommon(Struct):
     from_endpoints = Field(ListOf(EndpointSelector), _SELECTORS)
-    from_requires = Field(ListOf(String()), _DEPRECATED)
+    from_requires = Field(ListOf(Untyped()), _DEPRECATED)
     from_cidr = Field(ListOf(String()), "Addresses outside the cluster, as CIDRs.", json="fromCIDR")
     from_cidr_set = Field(ListOf(CIDRRule), "Addresses outside the cluster, as CIDRs less exceptions.",
                           json="fromCIDRSet")
@@ -231,7 +233,7 @@ class IngressDenyRule(_IngressCommon):
 
 class _EgressCommon(Struct):
     to_endpoints = Field(ListOf(EndpointSelector), _SELECTORS)
-    to_requires = Field(ListOf(String()), _DEPRECATED)
+    to_requires = Field(ListOf(Untyped()), _DEPRECATED)
     to_cidr = Field(ListOf(String()), "Addresses outside the cluster, as CIDRs.", json="toCIDR")
     to_cidr_set = Field(ListOf(CIDRRule), "Addresses outside the cluster, as CIDRs less exceptions.",
                         json="toCIDRSet")

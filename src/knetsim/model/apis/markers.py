@@ -185,6 +185,18 @@ class IntOrString(Type):
 
 
 @dataclass(frozen=True)
+class Untyped(Type):
+    """A value of any shape, kept as written (``x-kubernetes-preserve-unknown-fields``): for a field whose type
+    changed between the releases a definition covers."""
+
+    doc: str = ""
+    rules: tuple[Rule, ...] = ()
+
+    def node(self, channel: str = STANDARD) -> dict[str, Any]:
+        return _common({"x-kubernetes-preserve-unknown-fields": True}, self.rules, channel)
+
+
+@dataclass(frozen=True)
 class Boolean(Type):
     doc: str = ""
     rules: tuple[Rule, ...] = ()
@@ -340,4 +352,4 @@ def schema(ref: TypeRef, channel: str = STANDARD) -> dict[str, Any]:
 
 
 __all__ = ["EXPERIMENTAL", "STANDARD", "Boolean", "Field", "Int32", "Int64", "IntOrString", "Integer", "ListOf",
-           "MapOf", "Number", "Rule", "String", "Struct", "Type", "TypeRef", "json_name", "schema"]
+           "MapOf", "Number", "Rule", "String", "Struct", "Type", "TypeRef", "Untyped", "json_name", "schema"]

@@ -391,8 +391,9 @@ def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) ->
     ingress = tuple(_rule(r, i, f"spec.ingress[{i}]") for i, r in enumerate(_list(spec.get("ingress"),
                                                                                   "spec.ingress")))
     egress = tuple(_rule(r, i, f"spec.egress[{i}]") for i, r in enumerate(_list(spec.get("egress"), "spec.egress")))
-    if spec.get("doNotTrack") or spec.get("preDNAT") or spec.get("applyOnForward"):
-        # Those act on host endpoints only; knetsim has none, so the policy selects no pod.
+    if spec.get("doNotTrack") or spec.get("preDNAT"):
+        # Those act on host endpoints only; knetsim has none, so the policy selects no pod. (applyOnForward alone
+        # adds forwarded host traffic and leaves the policy's pods as they are: docs.tigera.io, GlobalNetworkPolicy.)
         ingress, egress = (), ()
         types: frozenset[str] = frozenset()
     else:
