@@ -26,7 +26,8 @@ from ..model.jsonvalue import json_copy
 from ..model.labels import Selector
 from ..model.loader import CONTROLLER, Document
 from ..model.objects import Node, stable_uid
-from ..model.storage import DEFAULT_CLASS_ANNOTATION, admit_claim, quantity_value, requested_storage
+from ..model.quantity import quantity
+from ..model.storage import DEFAULT_CLASS_ANNOTATION, admit_claim, requested_storage
 from ..model.strategy import apply_defaults
 from .state import ClusterState
 
@@ -218,7 +219,7 @@ def _fits(claim: Mapping[str, Any], volume: Mapping[str, Any]) -> bool:
         return False
     if (vspec.get("volumeMode") or "Filesystem") != (spec.get("volumeMode") or "Filesystem"):
         return False
-    want, have = quantity_value(requested_storage(claim) or 0), quantity_value(
+    want, have = quantity(requested_storage(claim) or 0), quantity(
         (vspec.get("capacity") or {}).get("storage") or 0)
     if want is None or have is None or have < want:
         return False

@@ -13,7 +13,6 @@ plugin/pkg/admission/storage/storageclass/setdefault/admission.go. Facts and mes
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 from .fielderr import FieldError, Path
@@ -39,10 +38,6 @@ _PV_SOURCES = ("awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cind
                "flocker", "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local", "nfs",
                "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
                "vsphereVolume")
-
-def quantity_value(text: Any) -> Decimal | None:
-    """A resource.Quantity's value (``1Gi`` → 1073741824); None when it does not parse."""
-    return quantity(text)
 
 
 def requested_storage(claim: Mapping[str, Any]) -> Any:
@@ -95,7 +90,7 @@ def _access_modes(modes: Any, path: Path, required_detail: str) -> Errors:
 
 
 def _positive(value: Any, path: Path) -> Errors:
-    amount = quantity_value(value)
+    amount = quantity(value)
     if amount is not None and amount <= 0:
         return [path.invalid(str(value), "must be greater than zero")]
     return []
@@ -140,7 +135,7 @@ def validate_claim_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Err
             "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound "
             f"claims (changed: {', '.join(changed)})"))
     if bound:
-        before, after = quantity_value(old_size), quantity_value(new_size)
+        before, after = quantity(old_size), quantity(new_size)
         if before is not None and after is not None and after < before:
             errs.append(Path("spec").child("resources", "requests", "storage").forbidden(
                 "field can not be less than previous value"))
@@ -245,7 +240,7 @@ def resize_refusal(new: Mapping[str, Any], old: Mapping[str, Any],
                    classes: Iterable[Mapping[str, Any]]) -> str | None:
     """Why a claim's storage request may not grow (None: it does not grow, or may): only a bound claim of a class
     that allows expansion (kind's `standard` does not) can be resized."""
-    before, after = quantity_value(requested_storage(old) or 0), quantity_value(requested_storage(new) or 0)
+    before, after = quantity(requested_storage(old) or 0), quantity(requested_storage(new) or 0)
     if before is None or after is None or after <= before:
         return None
     if ((old.get("status") or {}).get("phase")) != "Bound":
