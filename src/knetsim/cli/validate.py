@@ -109,10 +109,9 @@ def _cni_refusals(cluster: Cluster) -> list[ManifestError]:
     """What Calico's API server or Antrea's webhook refuses beyond the fields (a selector that does not parse, an
     action it does not know): the check the live cluster's admission runs (apiserver/cnikinds.py), so that
     `validate` does not pass what `kubectl apply` would be refused."""
-    from ..model.kinds import CNI_GROUPS, group_of
+    from ..model.kinds import ALL_CNI_GROUPS, group_of
 
-    groups = frozenset().union(*CNI_GROUPS.values())
-    candidates = [d for d in cluster.documents if group_of(d.body.get("apiVersion")) in groups]
+    candidates = [d for d in cluster.documents if group_of(d.body.get("apiVersion")) in ALL_CNI_GROUPS]
     if not candidates:
         return []
     from ..apiserver.cnikinds import validation_errors

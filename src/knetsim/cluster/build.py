@@ -23,6 +23,7 @@ from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.fielderr import FieldError
 from ..model.kinds import (
+    ALL_CNI_GROUPS,
     ANTREA,
     BY_KIND,
     CALICO,
@@ -215,10 +216,9 @@ def validate_documents(documents: list[Document], config: ClusterConfig | None =
     them is reported), so a large input is not held twice."""
     config = config or ClusterConfig()
     taken = list(documents)
-    cni_groups = frozenset().union(*CNI_GROUPS.values())
     # A CNI's kinds by group too: Calico's and Antrea's NetworkPolicy share the Kubernetes kind's name.
     documents[:] = [d for d in taken if d.kind == "CustomResourceDefinition" or d.kind not in BY_KIND
-                    or BY_KIND[d.kind].crd or _group(d.body) in cni_groups]
+                    or BY_KIND[d.kind].crd or _group(d.body) in ALL_CNI_GROUPS]
     with many_objects():
         result = admit(taken, namespace, validation, keep=lambda d: d.kind == "Service")
     state = ClusterState(config=config)

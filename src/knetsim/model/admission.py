@@ -32,7 +32,7 @@ from typing import Any
 from . import crd as crds
 from . import schema, storage, validation
 from .fielderr import ErrorType, FieldError
-from .kinds import ANTREA, BY_KIND, CALICO, CILIUM, CLUSTER_SCOPED_BUILTINS, CNI_GROUPS, KindInfo
+from .kinds import ALL_CNI_GROUPS, BY_KIND, CLUSTER_SCOPED_BUILTINS, KindInfo
 from .objects import DEFAULT_CLASS_ANNOTATION, INGRESS_CLASS_ANNOTATION
 from .strategy import Strategy, custom_strategy, default_object, strategy_for
 from .strategy import validation_errors as kind_validation_errors
@@ -185,14 +185,12 @@ def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidatio
 def cni_fields(group: str, kind: str) -> dict[str, Any] | None:
     """The fields of a CNI's own kind (Calico's, Antrea's: model.apis.cni), whose objects are decoded by them as
     the CNI's API server or CRD decodes them; None for every other kind. Imported on the first such object."""
-    if group not in _CNI_FIELD_GROUPS:
+    if group not in ALL_CNI_GROUPS:
         return None
     from .apis.cni import object_schema
 
     return object_schema(group, kind)
 
-
-_CNI_FIELD_GROUPS = CNI_GROUPS[CALICO] | CNI_GROUPS[CILIUM] | CNI_GROUPS[ANTREA]
 
 
 def strategy(kind: Kind) -> Strategy:
@@ -323,12 +321,7 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
             return dict(body), Decoded(dict(body)), None
         cni_kind = Kind(group, version, kind_name)
         decoded = decode(body, cni_kind, field_validation)
-        errors = cni_type_errors(decoded.obj, cni_kind)
-        if errors and keep_invalid and not unreadable_as_written(errors):
-            decoded.refused = errors
-        elif errors:
-            meta = decoded.obj.get("metadata")
-            raise invalid(cni_kind, str(meta.get("name") or "") if isinstance(meta, dict) else "", errors)
+        _refuse_or_keep(decoded, decoded.obj, cni_kind, cni_type_errors(decoded.obj, cni_kind), keep_invalid)
         return decoded.obj, decoded, None
     obj, decoded = admit_as(body, kind, namespace=namespace, field_validation=field_validation,
                             keep_invalid=keep_invalid, stored=stored)
@@ -349,16 +342,23 @@ def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
     decoded = decode(body, kind, field_validation)
     obj = default(decoded.obj, kind, namespace)
     errors = validation_errors(obj, kind, old=obj) if stored else validation_errors(obj, kind)
+    _refuse_or_keep(decoded, obj, kind, errors, keep_invalid)
+    if kind.crd is None and kind.definition is not None:  # a built-in's (not a CNI's kind of its name)
+        decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
+        validation.read_legacy_addresses(kind.kind, obj)
+    return obj, decoded
+
+
+def _refuse_or_keep(decoded: Decoded, obj: dict[str, Any], kind: Kind, errors: list[FieldError],
+                    keep_invalid: bool) -> None:
+    """Validation errors refuse the object (the 422), or with ``keep_invalid`` come back in ``decoded.refused``
+    unless they leave it unreadable as written."""
     if errors and keep_invalid and not unreadable_as_written(errors):
         decoded.refused = errors
     elif errors:
         meta = obj.get("metadata")
         name = str(meta.get("name") or "") if isinstance(meta, dict) else ""  # untyped kinds: any shape
         raise invalid(kind, name, errors)
-    if kind.crd is None and kind.definition is not None:  # a built-in's (not a CNI's kind of its name)
-        decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
-        validation.read_legacy_addresses(kind.kind, obj)
-    return obj, decoded
 
 
 def definitions_in_force(bodies: Iterable[Mapping[str, Any]],

@@ -254,6 +254,8 @@ BY_GROUP_KIND = index_by_group_kind((*KINDS, *CNI_KINDS))
 # The API groups of each CNI's kinds, derived from the rows.
 CNI_GROUPS: dict[str, frozenset[str]] = {
     cni: frozenset(k.group for k in BY_GROUP_KIND.values() if k.cni == cni) for cni in (CALICO, CILIUM, ANTREA)}
+# Every CNI's groups together: where a kind is the CNI's rather than Kubernetes' whatever its name.
+ALL_CNI_GROUPS: frozenset[str] = frozenset().union(*CNI_GROUPS.values())
 
 
 def group_of(api_version: object) -> str:
