@@ -46,3 +46,13 @@ def test_a_selector_on_a_label_cilium_derives_is_not_called_a_typo() -> None:
     by_account["spec"]["endpointSelector"] = {"matchLabels": {"io.cilium.k8s.policy.serviceaccount": "default"}}
     state = Cluster.from_yaml(yaml.safe_dump_all([WEB, by_account]), config=ClusterConfig(cni="cilium")).state
     assert not [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+
+
+def test_each_spec_of_a_clusterwide_policy_is_judged_on_its_own() -> None:
+    """A `specs` list is one rule per entry: the second one's typo is named (`#specs[1]`) though the first selects."""
+    ccnp = policy("CiliumClusterwideNetworkPolicy", "web")
+    rule = ccnp.pop("spec")
+    ccnp["specs"] = [rule, {**rule, "endpointSelector": {"matchLabels": {"app": "wbe"}}}]
+    state = Cluster.from_yaml(yaml.safe_dump_all([WEB, ccnp]), config=ClusterConfig(cni="cilium")).state
+    assert [f.subject for f in lint(state) if f.code == "PolicySelectsNothing"] == [
+        "CiliumClusterwideNetworkPolicy web-in#specs[1]"]

@@ -651,12 +651,10 @@ def _cilium_selects_nothing(index: PolicyIndex, pods: list[Pod]) -> list[Finding
     pods it was written for open); namespaced Cilium policies are ``_selects_nothing``'s (index.policies)."""
     assert index.cilium is not None
     out = []
-    seen: set[str] = set()
-    for policy in index.cilium.policies:
-        if not policy.clusterwide or policy.ref in seen or not (policy.applies(INGRESS) or policy.applies(EGRESS)) \
+    for policy in index.cilium.policies:  # one per spec (a `specs` list names each ``#specs[i]``)
+        if not policy.clusterwide or not (policy.applies(INGRESS) or policy.applies(EGRESS)) \
                 or _cilium_derived(policy.policy.selector):
             continue
-        seen.add(policy.ref)
         if any(policy.selects(pod, index.ctx.namespace_labels(pod.namespace)) for pod in pods):
             continue
         selector = policy.policy.selector
