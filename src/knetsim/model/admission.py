@@ -317,7 +317,7 @@ def admit(body: Mapping[str, Any], *, namespace: str = "default",
         # decoded by its fields, so a misspelt field is refused as that CNI's API server refuses it.
         group, version = split_api_version(str(body.get("apiVersion") or ""))
         kind_name = str(body.get("kind") or "")
-        if (group, kind_name) in _replaced(extra_crds) or cni_fields(group, kind_name) is None:
+        if cni_fields(group, kind_name) is None or (group, kind_name) in _replaced(extra_crds):
             return dict(body), Decoded(dict(body)), None
         cni_kind = Kind(group, version, kind_name)
         decoded = decode(body, cni_kind, field_validation)
