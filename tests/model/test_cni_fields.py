@@ -336,7 +336,8 @@ def test_validate_refuses_what_the_cnis_own_admission_refuses(tmp_path: Path) ->
         "priority: 5", "priority: 5\n  tier: securityopps")
     result = knetsim("validate", "-f", write(tmp_path, in_tier))
     assert result.exit_code == 2
-    assert 'spec.tier: Not found: "securityopps": tier securityopps does not exist' in result.output
+    assert ('admission webhook "acnpvalidator.antrea.io" denied the request: tier securityopps does not exist'
+            in result.output)
     tier = "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: securityopps}\nspec: {priority: 10}\n"
     assert knetsim("validate", "-f", write(tmp_path, tier, in_tier)).exit_code == 0
 

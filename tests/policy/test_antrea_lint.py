@@ -7,7 +7,7 @@ from __future__ import annotations
 from knetsim.policy.engine import policy_index
 from knetsim.policy.lint import lint
 
-from .test_antrea_reachability import acnp, build, labels, rule
+from .test_antrea_reachability import acnp, build, dropped, labels, rule
 
 X = [{"namespaceSelector": labels(ns="x")}]
 
@@ -30,11 +30,14 @@ def test_applied_to_nothing_names_the_policy() -> None:
     assert any("group 'nope': no such ClusterGroup: it selects nothing" in p for p in policy_index(s).problems)
 
 
-def test_pass_in_baseline_changes_nothing() -> None:
-    found = codes(build(acnp("base", 1, X, tier="baseline", ingress=[rule("Pass")])))
-    assert found["AntreaPassInBaseline"] == [
-        "ClusterNetworkPolicy.crd.antrea.io base: spec.ingress[0] passes to Kubernetes NetworkPolicy, which Antrea "
-        "evaluates before the baseline tier: the Pass changes nothing"]
+def test_a_pass_in_the_baseline_tier_is_refused_as_antreas_webhook_refuses_it() -> None:
+    """A Pass in the baseline tier would hand over to Kubernetes NetworkPolicy, already evaluated: Antrea's webhook
+    refuses the policy (validate.go validateTierForPassAction), so it is left out and named, and drops nothing."""
+    s = build(acnp("base", 1, X, tier="baseline", ingress=[rule("Pass"), rule("Drop")]))
+    assert dropped(s) == set()
+    assert any("ClusterNetworkPolicy.crd.antrea.io base: admission webhook \"acnpvalidator.antrea.io\" denied the "
+               "request: `Pass` action should not be set for Baseline Tier policy rules" in p
+               for p in policy_index(s).problems)
 
 
 def test_a_rule_after_a_catch_all_is_shadowed() -> None:

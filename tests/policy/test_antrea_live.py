@@ -146,7 +146,10 @@ def test_a_policy_in_a_tier_that_does_not_exist_is_refused(antrea: Cluster) -> N
     k = antrea
     k.write("tiered.yaml", DROP_IN_SECURITYOPS.replace("tier: securityops", "tier: web-tier"))
     out = k.sh("kubectl apply -f tiered.yaml", check=False)
-    assert out.returncode == 1 and "spec.tier: Not found: \"web-tier\": tier web-tier does not exist" in out.stderr, out
+    # The webhook's refusal as kubectl prints it: a 400 with no reason, so no "(BadRequest)".
+    assert out.returncode == 1 and out.stderr.strip() == (
+        'Error from server: error when creating "tiered.yaml": admission webhook "acnpvalidator.antrea.io" denied the '
+        'request: tier web-tier does not exist'), out
     k.write("tier.yaml", "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: web-tier}\n"
                          "spec: {priority: 10}\n")
     k.sh("kubectl apply -f tier.yaml")
@@ -155,3 +158,68 @@ def test_a_policy_in_a_tier_that_does_not_exist_is_refused(antrea: Cluster) -> N
         k.sh("kubectl delete -f tiered.yaml")
     finally:
         k.sh("kubectl delete -f tier.yaml")
+
+
+def test_the_webhook_refuses_what_antrea_refuses_in_its_words(antrea: Cluster) -> None:
+    """antrea-controller's webhook (validate.go) after the schema: appliedTo on the policy and on a rule, a Pass in the
+    baseline tier, a Tier on a priority taken or reserved, a Tier's priority changed, a Tier still named by a policy
+    or one of Antrea's own deleted. Nothing refused is stored."""
+    k = antrea
+    both = DROP_IN_SECURITYOPS.replace("    from:\n", "    appliedTo:\n    - podSelector: {}\n    from:\n")
+    k.write("both.yaml", both)
+    out = k.sh("kubectl apply -f both.yaml", check=False)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        'Error from server: error when creating "both.yaml": admission webhook "acnpvalidator.antrea.io" denied the '
+        'request: appliedTo should not be set in both spec and rules'), out
+    k.write("pass.yaml", DROP_IN_SECURITYOPS.replace("securityops", "baseline").replace("Drop", "Pass"))
+    out = k.sh("kubectl apply -f pass.yaml", check=False)
+    assert out.returncode == 1 and out.stderr.strip().endswith(
+        "denied the request: `Pass` action should not be set for Baseline Tier policy rules"), out
+    assert k.sh("kubectl get acnp").stderr.strip() == "No resources found"
+
+    for priority, reason in ((100, "tier ops priority 100 overlaps with existing Tier"),
+                             (251, "tier ops priority 251 is reserved")):
+        k.write("ops.yaml", f"apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {{name: ops}}\n"
+                            f"spec: {{priority: {priority}}}\n")
+        out = k.sh("kubectl apply -f ops.yaml", check=False)
+        assert out.returncode == 1 and out.stderr.strip() == (
+            f'Error from server: error when creating "ops.yaml": admission webhook "tiervalidator.antrea.io" denied '
+            f'the request: {reason}'), out
+    k.write("ops.yaml", "apiVersion: crd.antrea.io/v1beta1\nkind: Tier\nmetadata: {name: ops}\nspec: {priority: 30}\n")
+    k.sh("kubectl apply -f ops.yaml")
+    k.write("in-ops.yaml", DROP_IN_SECURITYOPS.replace("tier: securityops", "tier: ops"))
+    k.sh("kubectl apply -f in-ops.yaml")
+    try:
+        out = k.sh("kubectl patch tier ops --type=merge -p '{\"spec\":{\"priority\":40}}'", check=False)
+        assert out.returncode == 1 and out.stderr.strip().endswith(
+            'admission webhook "tiervalidator.antrea.io" denied the request: update to Tier priority is not '
+            'allowed'), out
+        out = k.sh("kubectl delete tier ops", check=False)
+        assert out.returncode == 1 and out.stderr.strip() == (
+            'Error from server: admission webhook "tiervalidator.antrea.io" denied the request: tier ops is '
+            'referenced by 1 Antrea ClusterNetworkPolicies'), out
+    finally:
+        k.sh("kubectl delete -f in-ops.yaml")
+    k.sh("kubectl delete tier ops")
+    assert k.sh("kubectl get tiers").stderr.strip() == "No resources found"
+
+
+def test_a_service_account_peer_takes_the_pods_running_as_it(antrea: Cluster) -> None:
+    """A peer by service account (docs/antrea-network-policy.md, "ServiceAccount based selection"): the client runs as
+    `default`, so a Drop from `default/default` drops it and a Drop from another account does not."""
+    k = antrea
+    policy = DROP_IN_SECURITYOPS.replace("    - podSelector:\n        matchLabels:\n          run: client\n",
+                                         "    - serviceAccount:\n        name: default\n        namespace: default\n")
+    assert "serviceAccount" in policy
+    k.write("by-account.yaml", policy)
+    k.sh("kubectl apply -f by-account.yaml")
+    try:
+        denied = wget(k)
+        assert denied.returncode != 0 and "timed out" in denied.stderr, denied
+        assert policy_check(k).stdout.startswith("DENIED")
+        k.write("by-account.yaml", policy.replace("name: default\n        namespace", "name: robot\n        namespace"))
+        k.sh("kubectl apply -f by-account.yaml")
+        assert wait_for(lambda: "nginx" in wget(k).stdout, 10)
+        assert policy_check(k).stdout.startswith("ALLOWED")
+    finally:
+        k.sh("kubectl delete -f by-account.yaml")

@@ -25,22 +25,24 @@ from .helpers import netpol
 PODS = [f"{n}/{p}" for n in "xyz" for p in "abc"]
 
 
-def world() -> list[dict[str, Any]]:
+def world(account: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Namespaces x, y, z with pods a, b, c each; ``account``: the service account a pod ("y/b") runs as."""
     out: list[dict[str, Any]] = []
     for n in "xyz":
         out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {"ns": n}}})
         for i, p in enumerate("abc"):
+            spec: dict[str, Any] = {"nodeName": ["worker", "worker2", "control-plane"][i], "containers": [
+                {"name": "c", "image": "busybox",
+                 "ports": [{"containerPort": 80, "name": "serve-80"}, {"containerPort": 81, "name": "serve-81"}]}]}
+            if (account or {}).get(f"{n}/{p}"):
+                spec["serviceAccountName"] = (account or {})[f"{n}/{p}"]
             out.append({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": p, "namespace": n, "labels": {"pod": p}},
-                        "spec": {"nodeName": ["worker", "worker2", "control-plane"][i], "containers": [
-                            {"name": "c", "image": "busybox",
-                             "ports": [{"containerPort": 80, "name": "serve-80"},
-                                       {"containerPort": 81, "name": "serve-81"}]}]}})
+                        "metadata": {"name": p, "namespace": n, "labels": {"pod": p}}, "spec": spec})
     return out
 
 
-def build(*objects: dict[str, Any], cni: str | None = "antrea") -> Any:
-    return Cluster.from_yaml(yaml.safe_dump_all([*world(), *objects], sort_keys=False),
+def build(*objects: dict[str, Any], cni: str | None = "antrea", account: dict[str, str] | None = None) -> Any:
+    return Cluster.from_yaml(yaml.safe_dump_all([*world(account), *objects], sort_keys=False),
                              config=ClusterConfig(cni=cni)).state
 
 
@@ -151,7 +153,8 @@ def test_custom_tiers_by_their_priority() -> None:
 def test_a_policy_naming_a_missing_tier_is_refused_and_named() -> None:
     s = build(acnp("lost", 1, X, tier="nowhere", ingress=[rule("Drop")]))
     assert dropped(s) == set()
-    assert any("spec.tier: Not found: 'nowhere'" in p for p in policy_index(s).problems)
+    assert any('admission webhook "acnpvalidator.antrea.io" denied the request: tier nowhere does not exist' in p
+               for p in policy_index(s).problems)
 
 
 # --- testACNPRulePriority: equal-priority policies interleave rule by rule -----------------------------------------

@@ -297,5 +297,6 @@ def test_the_doctor_names_a_deny_the_cni_would_refuse() -> None:
               "spec": {"tier": "securityopps", "priority": 5, "appliedTo": [{"podSelector": {}}],
                        "ingress": [{"action": "Drop", "from": [{"podSelector": {}}]}]}}
     [finding] = [f for f in lint(build(antrea, cni="antrea")) if f.code == "PolicySetAside"]
-    assert "spec.tier: Not found: 'securityopps': Antrea refuses a policy whose tier does not exist" in finding.message
+    assert ('admission webhook "acnpvalidator.antrea.io" denied the request: tier securityopps does not exist'
+            in finding.message)
     assert not [f for f in lint(build(DENY_ALL, cni="calico")) if f.code == "PolicySetAside"]

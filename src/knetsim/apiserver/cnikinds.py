@@ -5,7 +5,8 @@ The kinds are rows of ``model.kinds`` (``CNI_KINDS``), served where the cluster 
 cluster refuses exactly what an offline answer would set aside as refused: Calico's policies, tiers and network
 sets (policy/calico/model.py, its selector parser), Antrea's policies, tiers and groups (policy/antrea/model.py).
 Each reader's error names the field in apimachinery's ``field.Error`` form (``spec.selector: Invalid value: ...``),
-the wording calico-apiserver and Antrea's validating webhook answer with where knetsim knows it.
+the wording calico-apiserver answers with where knetsim knows it. Antrea's validating webhook runs after them, and
+its refusal is a 400 in the webhook's words (policy/antrea/webhook.py).
 """
 
 from __future__ import annotations
@@ -53,12 +54,10 @@ def _antrea(r: Resource) -> Callable[[Mapping[str, Any]], object] | None:
     return None
 
 
-def validation_errors(r: Resource, obj: Mapping[str, Any],
-                      tier_exists: Callable[[str], bool] | None = None) -> list[FieldError]:
-    """What the CNI refuses of ``obj`` (a write of ``r``, decoded and defaulted); [] for any other kind. The CNI's
-    readers are imported here, on its first write: a daemon whose cluster holds no CNI kind never loads
-    knetsim.policy (the simulation loads with the first request that needs it). ``tier_exists``: whether the
-    cluster holds an Antrea Tier of that name (Antrea's webhook refuses a policy in a tier that does not exist)."""
+def validation_errors(r: Resource, obj: Mapping[str, Any]) -> list[FieldError]:
+    """What the CNI's API or schema refuses of ``obj`` (a write of ``r``, decoded and defaulted) by its field; [] for
+    any other kind. The CNI's readers are imported here, on its first write: a daemon whose cluster holds no CNI kind
+    never loads knetsim.policy (the simulation loads with the first request that needs it)."""
     if r.cni not in (CALICO, ANTREA):
         return []
     from ..policy.antrea import model as antrea
@@ -72,11 +71,35 @@ def validation_errors(r: Resource, obj: Mapping[str, Any],
     if reader is None:
         return []
     try:
-        read = reader(obj)
+        reader(obj)
     except (calico.CalicoPolicyError, antrea.AntreaPolicyError, SelectorError) as exc:
         return [field_error(str(exc))]
-    tier = getattr(read, "tier", None) if r.cni == ANTREA and r.role == POLICY else None
-    if tier and tier not in antrea.STATIC_TIERS and tier_exists is not None and not tier_exists(tier):
-        # antrea-io/antrea pkg/controller/networkpolicy/validate.go, validateTierForPolicy.
-        return [FieldError("spec.tier", ErrorType.NOT_FOUND, tier, f"tier {tier} does not exist")]
     return []
+
+
+def webhook_denial(r: Resource, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None,
+                   stored: Callable[[str], list[Mapping[str, Any]]]) -> str | None:
+    """What Antrea's validating webhook refuses of a write (``obj``; ``old`` on an update) or of a delete (``obj``
+    None, ``old`` the stored object), in the words the API server answers with; None when it admits or the kind is
+    not one it validates. ``stored(kind)``: the Antrea objects of that kind the cluster holds."""
+    if r.cni != ANTREA or r.kind not in ("ClusterNetworkPolicy", "NetworkPolicy", "Tier"):
+        return None
+    from ..policy.antrea import webhook
+
+    if r.kind == "Tier":
+        if obj is None:
+            assert old is not None
+            reason = webhook.tier_delete_reason(str(old["metadata"].get("name") or ""),
+                                                [*stored("ClusterNetworkPolicy"), *stored("NetworkPolicy")])
+        elif old is not None:
+            reason = webhook.tier_update_reason(obj, old)
+        else:
+            reason = webhook.tier_create_reason(obj, [(str(t["metadata"].get("name") or ""),
+                                                       (t.get("spec") or {}).get("priority"))
+                                                      for t in stored("Tier")])
+    elif obj is None:
+        return None  # the policy validators admit every delete
+    else:
+        tiers = {str(t["metadata"].get("name") or "") for t in stored("Tier")}
+        reason = webhook.policy_reason(obj, tiers.__contains__)
+    return webhook.message(r.kind, reason) if reason else None

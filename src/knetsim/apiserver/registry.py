@@ -131,6 +131,9 @@ class Storage:
         The transaction is committed with the write or reverted when the write does not happen."""
         return None
 
+    def admit_delete(self, registry: Registry, r: Resource, old: dict[str, Any]) -> None:
+        """Validating admission of a delete (the webhooks that watch DELETE); raises ApiError."""
+
 
 class IngressStorage(Storage):
     def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
@@ -212,8 +215,30 @@ def _keep_allocated(r: Resource, obj: dict[str, Any], spec: dict[str, Any], old:
         spec["healthCheckNodePort"] = ospec["healthCheckNodePort"]
 
 
+class AntreaStorage(Storage):
+    """antrea-controller's validating webhook (crdvalidator.antrea.io) on Antrea's policies and Tiers: a refusal is
+    a 400 with no reason, the webhook's message framed by the API server (cnikinds.webhook_denial)."""
+
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        self._deny(cnikinds.webhook_denial(r, obj, old, self._stored(registry, r)))
+
+    def admit_delete(self, registry: Registry, r: Resource, old: dict[str, Any]) -> None:
+        self._deny(cnikinds.webhook_denial(r, None, old, self._stored(registry, r)))
+
+    @staticmethod
+    def _stored(registry: Registry, r: Resource) -> Callable[[str], list[Mapping[str, Any]]]:
+        return lambda kind: registry.lookup(stored_kind(kind, r.api_version))
+
+    @staticmethod
+    def _deny(message: str | None) -> None:
+        if message:
+            raise ApiError(400, "", message)
+
+
 STORAGE: dict[str, Storage] = {"Service": ServiceStorage(), "Ingress": IngressStorage(),
-                               "PersistentVolumeClaim": ClaimStorage()}
+                               "PersistentVolumeClaim": ClaimStorage(),
+                               **{f"{kind}.crd.antrea.io": AntreaStorage()
+                                  for kind in ("ClusterNetworkPolicy", "NetworkPolicy", "Tier")}}
 GENERIC_STORAGE = Storage()
 
 
@@ -293,9 +318,7 @@ class Registry:
                   subresource: str = "") -> None:
         errors = admission.validation_errors(obj, self.kind_of(r), old, subresource)
         if r.cni and not errors:
-            errors = cnikinds.validation_errors(  # what Calico or Antrea refuse (cnikinds.py)
-                r, obj, lambda tier: any(str((t.get("metadata") or {}).get("name")) == tier
-                                         for t in self.lookup(stored_kind("Tier", r.api_version))))
+            errors = cnikinds.validation_errors(r, obj)  # what Calico or Antrea refuse by the field (cnikinds.py)
         if errors:
             raise invalid(r, str(obj["metadata"].get("name") or ""), errors)
 
@@ -502,6 +525,7 @@ class Registry:
             raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(r)} "{t.name}": '
                            f"Precondition failed: UID in precondition: {options.precondition_uid}, UID in object "
                            f"meta: {meta.get('uid', '')}", {"name": t.name, "kind": r.plural})
+        self.storage(r).admit_delete(self, r, old.body)
         marked = marked_for_deletion(old.body, options.propagation or self.strategy(r).default_propagation, self.clock)
         if options.dry_run:
             return Deleted(marked if marked is not None else old.body, pending=marked is not None)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import click
 
 from ..api import Cluster, InputError
@@ -114,22 +117,34 @@ def _cni_refusals(cluster: Cluster) -> list[ManifestError]:
     candidates = [d for d in cluster.documents if group_of(d.body.get("apiVersion")) in ALL_CNI_GROUPS]
     if not candidates:
         return []
-    from ..apiserver.cnikinds import validation_errors
+    from ..apiserver.cnikinds import validation_errors, webhook_denial
     from ..apiserver.resources import RESOURCES
     from ..model.admission import Kind, invalid
 
     by_group_kind = {(r.group, r.kind): r for r in RESOURCES if r.cni}
     refused = {str(e.source) for e in cluster.errors}
-    tiers = {(group_of(d.body.get("apiVersion")), d.name) for d in candidates if d.kind == "Tier"}
+    admitted: list[Any] = []  # the documents admitted so far, in the order `kubectl apply -f` sends them
+
+    def stored(group: str, index: int) -> Callable[[str], list[Mapping[str, Any]]]:
+        # A policy may name a Tier anywhere in the input (a second apply admits it); a Tier meets the Tiers before it.
+        return lambda kind: [d.body for d in (candidates if kind != "Tier" else admitted[:index])
+                             if d.kind == kind and group_of(d.body.get("apiVersion")) == group]
+
     out = []
     for doc in candidates:
         resource = by_group_kind.get((group_of(doc.body.get("apiVersion")), doc.kind))
         if resource is None or str(doc.source) in refused:
             continue
-        errors = validation_errors(resource, doc.body, lambda tier, group=resource.group: (group, tier) in tiers)
+        errors = validation_errors(resource, doc.body)
         if errors:
             kind = Kind(resource.group, resource.version, resource.kind, namespaced=resource.namespaced)
             out.append(ManifestError(doc.source, doc.describe(), invalid(kind, doc.name, errors).message))
+            continue
+        denial = webhook_denial(resource, doc.body, None, stored(resource.group, len(admitted)))
+        if denial:
+            out.append(ManifestError(doc.source, doc.describe(), denial))
+            continue
+        admitted.append(doc)
     return out
 
 

@@ -179,7 +179,8 @@ def antrea_policy(party: Any, ingress: list[tuple[Any, list[dict[str, Any]], lis
         Commented({"name": _rule_name("from", peer), "action": "Allow", "from": [_antrea_peer(peer, party.namespace)],
                    "ports": [{"protocol": p["protocol"], "port": p["port"]} for p in ports]}, comment)
         for peer, ports, comment in ingress]
-    rules_in.append(Commented({"name": "drop-the-rest", "action": "Drop"}, ["every other source"]))
+    # Rule names are unique within a policy, or Antrea's webhook refuses it (validate.go validateRuleName).
+    rules_in.append(Commented({"name": "drop-other-sources", "action": "Drop"}, ["every other source"]))
     rules_out: list[Any] = [
         Commented({"name": _rule_name("to", peer), "action": "Allow", "to": [_antrea_peer(peer, party.namespace)],
                    "ports": [{"protocol": p["protocol"], "port": p["port"]} for p in ports]}, comment)
@@ -190,7 +191,7 @@ def antrea_policy(party: Any, ingress: list[tuple[Any, list[dict[str, Any]], lis
                  "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
          "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
         ["DNS, to kube-dns's pods (UDP, and TCP for large answers): every pod looks names up"]))
-    rules_out.append(Commented({"name": "drop-the-rest", "action": "Drop"}, ["every other destination"]))
+    rules_out.append(Commented({"name": "drop-other-destinations", "action": "Drop"}, ["every other destination"]))
     return {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
             "metadata": {"name": f"{party.short}-least-privilege", "namespace": party.namespace},
             "spec": {"tier": "application", "priority": ANTREA_PRIORITY,

@@ -14,7 +14,7 @@ it. Codes:
 * ``CalicoSelectorMatchesNothing`` / ``CalicoPassToProfile``: see ``calico/lint.py``;
 * ``CiliumFQDNWithoutDNSRule``: a ``toFQDNs`` rule whose names no ``toPorts.rules.dns`` rule lets the
   selected pods look up: Cilium learns the addresses only from lookups its DNS proxy saw, so it allows nothing;
-* ``AntreaAppliedToNothing`` / ``AntreaPassInBaseline`` / ``AntreaRuleShadowed``: see ``antrea/lint.py``;
+* ``AntreaAppliedToNothing`` / ``AntreaRuleShadowed``: see ``antrea/lint.py``;
 * ``PolicyNotEvaluated`` / ``PolicyNotEnforced``: a policy object every answer leaves out,
   because knetsim does not evaluate its kind though the cluster's CNI enforces it, or because
   the CNI does not enforce it (``cni.py``; the doctor shows these as its own findings).

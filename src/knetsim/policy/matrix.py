@@ -1681,8 +1681,10 @@ def _cilium_ranges(index: PolicyIndex) -> list[tuple[int, int, tuple[tuple[int, 
 
 def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
                    all_external: bool) -> Matrix:
-    """The matrix under Antrea's tiers, pair by pair: pods are alike when their namespace, labels and named ports
-    are (and their address, where an Antrea ipBlock cuts the pod network)."""
+    """The matrix under Antrea's tiers, pair by pair: pods are alike when their namespace, labels, service account
+    (a peer may name it) and named ports are (and their address, where an Antrea ipBlock cuts the pod network)."""
+    from .calico.evaluate import service_account_of
+
     assert index.antrea is not None
     ranges: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
     for block in _antrea_blocks(index):
@@ -1694,7 +1696,7 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     def identity(pod: Pod) -> Any:
         ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
                              if p.name))
-        return (tuple(sorted(pod.labels.items())), ports, piece(pod.pod_ip))
+        return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, piece(pod.pod_ip))
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)

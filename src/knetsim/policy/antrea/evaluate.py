@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..calico.evaluate import service_account_of
 from ..ports import ConnSet
 from ..rules import INGRESS, Endpoint, MatchContext, first_port, rule_connections
 from .model import (
@@ -106,6 +107,9 @@ def selection_matches(index: AntreaIndex, policy: AntreaPolicy, sel: Selection, 
     if ep.kind != "pod" or ep.pod is None:
         return False  # selectors take pods only; a hostNetwork pod's traffic is its node's
     pod = ep.pod
+    if sel.service_account is not None:  # the pods of that namespace running as it (crd_utils.go)
+        namespace, name = sel.service_account
+        return pod.namespace == namespace and service_account_of(pod) == name
     if sel.same_namespace:
         if pod.namespace != subject_namespace:
             return False

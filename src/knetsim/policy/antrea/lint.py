@@ -1,10 +1,8 @@
 """Antrea policies that are valid but probably not what was meant (reused by ``policy lint`` and ``doctor``).
 
 * ``AntreaAppliedToNothing``: a policy (or every rule of it, with rule-level appliedTo) applies to no
-  pod right now: a selector typo, a group that does not exist; it decides nothing today;
-* ``AntreaPassInBaseline``: a Pass rule in the baseline tier: Pass hands the traffic to Kubernetes
-  NetworkPolicy (pkg/apis/crd/v1beta1/types.go, RuleActionPass), which was evaluated before the
-  baseline tier, so it changes nothing — the traffic is allowed unless a later rule decides;
+  pod right now: a selector typo, a group that does not exist; it decides nothing today (a Pass in the baseline
+  tier, which would change nothing, is refused by Antrea's webhook: webhook.py);
 * ``AntreaRuleShadowed``: a rule no connection can reach, because an earlier rule of the same tier
   (a lower priority, or earlier in the policy) applies to the same pods and matches every peer and
   port it does.
@@ -18,7 +16,7 @@ from ...cluster.state import ClusterState
 from ..findings import Finding
 from ..rules import EGRESS, INGRESS, MatchContext
 from .evaluate import AntreaIndex, applies, ordered_rules, selects
-from .model import BASELINE_TIER, PASS, AntreaRule
+from .model import AntreaRule
 
 
 def _pods(state: ClusterState) -> list[Any]:
@@ -39,16 +37,6 @@ def antrea_lint(state: ClusterState, index: AntreaIndex, ctx: MatchContext) -> l
                                    "applies to no pod right now (its appliedTo selects none)",
                                    "fix the appliedTo selector or group (or the pods' labels): the policy decides "
                                    "nothing today"))
-            if tier.name == BASELINE_TIER:
-                for direction in (INGRESS, EGRESS):
-                    for rule in policy.rules(direction):
-                        if rule.action == PASS:
-                            out.append(Finding(
-                                "AntreaPassInBaseline", "info", policy.ref,
-                                f"spec.{direction}[{rule.index}] passes to Kubernetes NetworkPolicy, which Antrea "
-                                "evaluates before the baseline tier: the Pass changes nothing",
-                                "use Allow (or Drop) in the baseline tier, or move the policy to a tier before "
-                                "Kubernetes NetworkPolicy"))
         for direction in (INGRESS, EGRESS):
             out += _shadowed(index, tier, direction, pods, ctx)
     return out

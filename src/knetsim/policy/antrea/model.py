@@ -6,8 +6,8 @@ NetworkPolicyPeer, PeerNamespaces, AppliedTo, Tier, ClusterGroup/Group GroupSpec
 
 * static tiers ``emergency`` 50, ``securityops`` 100, ``networkops`` 150, ``platform`` 200,
   ``application`` 250 (the default ``tier``) and ``baseline`` 253; a Tier object has its own
-  ``priority`` (custom tiers are below 250); lower priority first; tier names match case-insensitively
-  (the docs write ``tier: securityOps``);
+  ``priority`` (0-255, none taken or reserved: webhook.py); lower priority first; a policy names a static tier
+  by its CamelCase name or its Tier object's lower-case one (webhook.py refuses any other spelling);
 * ``priority`` is a float, 1.0-10000.0, lower first, whatever the kind (ClusterNetworkPolicy or
   NetworkPolicy); rules by (policy priority, place in the policy), so rules of equal-priority
   policies interleave; equal (priority, place) is undefined upstream ("enforced
@@ -16,7 +16,8 @@ NetworkPolicyPeer, PeerNamespaces, AppliedTo, Tier, ClusterGroup/Group GroupSpec
   (types.go: "will not be evaluated by Antrea NetworkPolicy or ClusterNetworkPolicy");
 * ``appliedTo`` at the policy level, or on every rule (never both);
 * peers: ``podSelector``, ``namespaceSelector``, ``namespaces: {match: Self}`` (ACNP only),
-  ``ipBlock``, ``group`` (a ClusterGroup for an ACNP, a Group of the policy's namespace for an ANNP);
+  ``ipBlock`` (beside selectors, the ipBlock alone), ``group`` (a ClusterGroup for an ACNP, a Group of the
+  policy's namespace for an ANNP), ``serviceAccount`` (the pods of that namespace running as it);
   in an ACNP a podSelector alone selects pods of every namespace, in an ANNP of its own namespace;
 * no isolation: traffic no Antrea rule matches goes on (to Kubernetes NetworkPolicy, then Baseline).
 """
@@ -60,11 +61,14 @@ class Selection:
     same_namespace: bool = False  # namespaces: {match: Self}
     ip_block: IPRange | None = None
     group: str = ""  # a ClusterGroup (ACNP) or a Group of the policy's namespace (ANNP)
+    service_account: tuple[str, str] | None = None  # (namespace, name): the pods running as it
 
     def describe(self) -> str:
         parts = []
         if self.group:
             parts.append(f"group {self.group}")
+        if self.service_account is not None:
+            parts.append(f"serviceAccount {'/'.join(self.service_account)}")
         if self.pod_selector is not None:
             parts.append(f"pods {self.pod_selector.formatted()}")
         if self.namespace_selector is not None:
@@ -181,10 +185,14 @@ def _ip_block(value: Any, field: str) -> IPRange:
     cidr = body.get("cidr")
     if not cidr:
         raise AntreaPolicyError(f"{field}.cidr: Required value")
-    try:
-        return ip_range(str(cidr), tuple(str(e) for e in _list(body.get("except"), f"{field}.except")))
-    except ValueError:
-        raise AntreaPolicyError(f"{field}.cidr: Invalid value: {cidr!r}: not a CIDR") from None
+    excepts = tuple(str(e) for e in _list(body.get("except"), f"{field}.except"))
+    for path, text in ((f"{field}.cidr", str(cidr)), *((f"{field}.except[{i}]", e) for i, e in enumerate(excepts))):
+        try:
+            ip_range(text)
+        except ValueError:  # the CRD's `format: cidr`, in apiextensions' words
+            raise AntreaPolicyError(f'{path}: Invalid value: "{text}": {path} in body must be of type cidr: '
+                                    f'"{text}"') from None
+    return ip_range(str(cidr), excepts)  # an except outside the cidr is the webhook's to refuse (webhook.py)
 
 
 def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -> Selection:
@@ -199,18 +207,21 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
         raise AntreaPolicyError(f"{field}.namespaces.match: Unsupported value: {match!r}: supported values: Self")
     if namespaces and not cluster:
         raise AntreaPolicyError(f"{field}.namespaces: Forbidden: only an Antrea ClusterNetworkPolicy may set it")
-    selection = Selection(
+    account = _mapping(body.get("serviceAccount"), f"{field}.serviceAccount")
+    for key in ("name", "namespace") if account else ():
+        if not account.get(key):
+            raise AntreaPolicyError(f"{field}.serviceAccount.{key}: Required value")
+    # A group, an ipBlock or a service account beside other fields: the webhook refuses the first and the last
+    # (webhook.py); an ipBlock beside selectors is admitted, and Antrea reads the ipBlock alone (crd_utils.go,
+    # toAntreaPeerForCRD), as selection_matches does.
+    return Selection(
         index,
         _selector(body.get("podSelector"), f"{field}.podSelector"),
         _selector(body.get("namespaceSelector"), f"{field}.namespaceSelector"),
         bool(namespaces),
         _ip_block(body["ipBlock"], f"{field}.ipBlock") if peer and body.get("ipBlock") is not None else None,
-        str(body.get("group") or ""))
-    if selection.group and (selection.pod_selector or selection.namespace_selector or selection.ip_block):
-        raise AntreaPolicyError(f"{field}.group: Invalid value: a group cannot be set with other selectors")
-    if selection.ip_block is not None and (selection.pod_selector or selection.namespace_selector):
-        raise AntreaPolicyError(f"{field}.ipBlock: Invalid value: an ipBlock cannot be set with selectors")
-    return selection
+        str(body.get("group") or ""),
+        (str(account["namespace"]), str(account["name"])) if account else None)
 
 
 def _ports(value: Any, field: str) -> tuple[Port, ...] | None:
@@ -224,13 +235,9 @@ def _ports(value: Any, field: str) -> tuple[Port, ...] | None:
             raise AntreaPolicyError(f"{field}[{i}].protocol: Unsupported value: {body.get('protocol')!r}: supported "
                                     "values: TCP, UDP, SCTP")
         port = body.get("port")
-        end = body.get("endPort")
-        if end is not None and not isinstance(port, int):
-            raise AntreaPolicyError(f"{field}[{i}].endPort: Invalid value: endPort needs a numeric port")
-        if isinstance(port, int) and end is not None and int(end) < port:
-            raise AntreaPolicyError(f"{field}[{i}].endPort: Invalid value: {end}: below port {port}")
+        end = body.get("endPort")  # without a numeric port at or below it, the webhook refuses it (webhook.py)
         out.append(Port(i, protocol, port if port is None or isinstance(port, int) else str(port),
-                        int(end) if end is not None else None))
+                        int(end) if isinstance(end, int) and isinstance(port, int) and end >= port else None))
     return tuple(out)
 
 
@@ -251,7 +258,7 @@ def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) ->
                        for i, a in enumerate(_list(applied, f"{field}.appliedTo"))) if applied else None
     unsupported = tuple(k for k in ("toServices", "protocols", "l7Protocols") if body.get(k))
     unsupported += tuple(f"{side}[{i}].{k}" for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))
-                         for k in ("fqdn", "serviceAccount", "nodeSelector", "scope") if isinstance(p, Mapping)
+                         for k in ("fqdn", "nodeSelector", "scope") if isinstance(p, Mapping)
                          and p.get(k))
     # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
     return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
@@ -275,12 +282,7 @@ def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) ->
                     for i, r in enumerate(_list(spec.get("ingress"), "spec.ingress")))
     egress = tuple(_rule(r, i, f"spec.egress[{i}]", "egress", cluster=cluster)
                    for i, r in enumerate(_list(spec.get("egress"), "spec.egress")))
-    per_rule = [r for r in (*ingress, *egress) if r.applied_to is not None]
-    if applied_to is not None and per_rule:
-        raise AntreaPolicyError("spec.appliedTo: Invalid value: appliedTo is set on the policy and on rules: set it "
-                                "in one place only")
-    if applied_to is None and len(per_rule) != len(ingress) + len(egress):
-        raise AntreaPolicyError("spec.appliedTo: Required value: without a policy appliedTo, every rule needs one")
+    # appliedTo on the policy and on rules, on neither, or on some rules only: the webhook's (webhook.py)
     tier = str(spec.get("tier") or DEFAULT_TIER).lower()
     return AntreaPolicy(kind, "" if cluster else str(meta.get("namespace") or "default"), str(meta.get("name") or ""),
                         tier, float(priority), applied_to, ingress, egress, source)
@@ -295,8 +297,9 @@ def parse_tier(raw: Mapping[str, Any]) -> AntreaTier:
         return AntreaTier(name, STATIC_TIERS[name])
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise AntreaPolicyError(f"spec.priority: Invalid value: {priority!r}: expected an integer")
-    if priority >= STATIC_TIERS[DEFAULT_TIER]:
-        raise AntreaPolicyError(f"spec.priority: Invalid value: {priority}: a custom tier's priority must be below 250")
+    if not 0 <= priority <= 255:  # the Tier CRD's schema; a reserved or taken priority is the webhook's (webhook.py)
+        bound = "greater than or equal to 0" if priority < 0 else "less than or equal to 255"
+        raise AntreaPolicyError(f"spec.priority: Invalid value: {priority}: spec.priority in body should be {bound}")
     return AntreaTier(name, float(priority))
 
 

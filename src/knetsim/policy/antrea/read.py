@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...cluster.state import ClusterState
-from . import model
+from . import model, webhook
 from .evaluate import AntreaIndex, build
 
 
@@ -28,23 +28,43 @@ def antrea_objects(state: ClusterState, kinds: Sequence[str]) -> list[Any]:
 
 
 def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
-    """The index, or None without any Antrea policy; each object Antrea would refuse is named in ``problems``."""
-    policies: list[model.AntreaPolicy] = []
-    for obj in antrea_objects(state, model.POLICY_KINDS):
-        try:
-            policies.append(model.parse_policy(obj.kind, obj.raw, obj.source))
-        except model.AntreaPolicyError as exc:
-            problems.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}: {exc}")
-    if not policies:
+    """The index, or None without any Antrea policy; each object Antrea would refuse is named in ``problems``: what
+    the CRD's schema refuses by its field, what antrea-controller's webhook refuses in the webhook's words."""
+    policy_objects = antrea_objects(state, model.POLICY_KINDS)
+    if not policy_objects:
         return None
     tiers = {t.name: t for t in model.BUILTIN_TIERS}
+    custom: list[tuple[str, int]] = []
     for obj in antrea_objects(state, (model.TIER_KIND,)):
         try:
             tier = model.parse_tier(obj.raw)
         except model.AntreaPolicyError as exc:
             problems.append(f"{obj.source}: Tier.crd.antrea.io {obj.name}: {exc}")
             continue
+        if tier.name in webhook.STATIC_TIERS:
+            continue  # antrea-controller's own Tier objects
+        # Read in name order: of two Tiers with one priority, the later is the one the webhook refused.
+        reason = webhook.tier_create_reason(obj.raw, custom)
+        if reason:
+            problems.append(f"{obj.source}: Tier.crd.antrea.io {obj.name}: {webhook.message('Tier', reason)}")
+            continue
+        custom.append((obj.name, int(tier.priority)))
         tiers[tier.name] = tier
+    tier_names = {name for name, _ in custom}
+    policies: list[model.AntreaPolicy] = []
+    for obj in policy_objects:
+        try:
+            policy = model.parse_policy(obj.kind, obj.raw, obj.source)
+        except model.AntreaPolicyError as exc:
+            problems.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}: {exc}")
+            continue
+        reason = webhook.policy_reason(obj.raw, tier_names.__contains__)
+        if reason:
+            problems.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}: {webhook.message(obj.kind, reason)}")
+            continue
+        policies.append(policy)
+    if not policies:
+        return None
     groups = []
     for obj in antrea_objects(state, model.GROUP_KINDS):
         try:
@@ -54,10 +74,6 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
     known_groups = {(g.namespace, g.name) for g in groups}
     kept = []
     for policy in policies:
-        if policy.tier not in tiers:
-            problems.append(f"{policy.source}: {policy.ref}: spec.tier: Not found: {policy.tier!r}: Antrea refuses a "
-                            "policy whose tier does not exist")
-            continue
         if policy.kind == model.ANNP and policy.tier == model.BASELINE_TIER:
             problems.append(f"{policy.source}: {policy.ref}: spec.tier: Invalid value: 'baseline': only a "
                             "ClusterNetworkPolicy may be in the baseline tier")
