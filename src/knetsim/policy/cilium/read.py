@@ -11,7 +11,9 @@ fqdn.go, cidr.go, l4.go):
   (language.rst, "Deny Policies"); deny rules carry no L7 part (``PortDenyRule``);
 * ``fromEndpoints``/``toEndpoints``: label selectors, implicitly limited to the policy's namespace in a
   CiliumNetworkPolicy unless they name ``io.kubernetes.pod.namespace`` (a clusterwide policy's are not
-  limited); ``{}`` is every pod of that scope; label prefixes ``k8s:``/``any:`` are dropped;
+  limited); ``{}`` is every pod of that scope; label prefixes ``k8s:``/``any:`` are dropped; selectors match
+  the endpoint's labels (``labels.py``: the service account and the cluster name are labels there), and a key
+  Cilium may derive but knetsim does not is named in a note;
 * ``fromEntities``/``toEntities`` (entity.go's list), ``fromCIDR``/``toCIDR``, ``fromCIDRSet``/``toCIDRSet``
   with ``except`` (CIDR rules never match cluster endpoints or nodes: cilium/cilium#9209);
 * ``toServices`` (``k8sService`` by ``serviceName``/``namespace``, ``k8sServiceSelector`` by ``selector``
