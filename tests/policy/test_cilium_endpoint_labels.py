@@ -171,3 +171,21 @@ def test_describe_counts_the_pods_an_account_peer_matches(tmp_path: Path) -> Non
     out = run("policy", "describe", "-f", files[0], "--cluster-config", files[1], "default/k8s-svc-account")
     assert out.exit_code == 0, out.output
     assert "pods with io.cilium.k8s.policy.serviceaccount=luke in namespace default [1 pod(s)]" in out.output
+
+
+def test_lint_names_a_misspelt_account_in_a_peer(tmp_path: Path) -> None:
+    """`policy lint` judges fromEndpoints/toEndpoints on the endpoints' labels: the docs' policy is clean, and with
+    `luke` misspelt its rule matches no pod, named with the account the pods do have."""
+    clean = run("policy", "lint", "-f", write(tmp_path, SVC_ACCOUNT_POLICY)[0], "--cluster-config",
+                str(tmp_path / "cluster.yaml"), "-o", "json")
+    assert not [f for f in json.loads(clean.output)["findings"]
+                if f["code"] in ("PeerSelectsNothing", "PolicySelectsNothing")]
+    misspelt = json.loads(json.dumps(SVC_ACCOUNT_POLICY).replace('"luke"', '"lkue"'))
+    files = write(tmp_path, misspelt)
+    found = json.loads(run("policy", "lint", "-f", files[0], "--cluster-config", files[1], "-o", "json").output)[
+        "findings"]
+    [peer] = [f for f in found if f["code"] == "PeerSelectsNothing"]
+    assert peer["subject"] == "CiliumNetworkPolicy default/k8s-svc-account"
+    assert peer["message"].startswith("spec.ingress[0].fromEndpoints[0] (pods with "
+                                      "io.cilium.k8s.policy.serviceaccount=lkue")
+    assert "nearest is io.cilium.k8s.policy.serviceaccount=luke" in peer["message"]

@@ -247,6 +247,56 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
                             "PeerSelectsNothing", "warning", _subject(policy),
                             f"{where} ({peer.describe()}) matches no pod" + _hint(peer.pod_selector, scope),
                             "fix the selector labels; the rule allows nothing from this peer today"))
+    return out + _cilium_peers_select_nothing(state, index)
+
+
+def _cilium_peers_select_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    """A Cilium policy's fromEndpoints/toEndpoints selector (allow or deny) that matches no pod, judged on the labels
+    Cilium gives the endpoint: a misspelt service account in a peer leaves the rule matching nothing."""
+    from .cilium.evaluate import endpoints_peer_matches
+
+    if index.cilium is not None:
+        policies = [p for p in index.cilium.policies if p.policy.kind != "NetworkPolicy"]
+        cluster = index.cilium.cluster
+    else:  # plain CiliumNetworkPolicies, read into the NetworkPolicy shape
+        policies = [CiliumPolicy(p) for p in index.policies if p.kind == "CiliumNetworkPolicy"]
+        cluster = cilium_labels.cluster_name(state)
+    if not policies:
+        return []
+    # A pods peer reads a pod's namespace, labels and service account: one pod of each such group stands for it.
+    alike: dict[tuple[Any, ...], Endpoint] = {}
+    for pod in state.pods.values():
+        if not pod.host_network:
+            alike.setdefault((pod.namespace, tuple(sorted(pod.labels.items())), cilium_labels.service_account(pod)),
+                             Endpoint("pod", pod.pod_ip, pod, pod.node_name))
+    ends = [alike[k] for k in sorted(alike)]
+    found: dict[Peer, bool] = {}
+    out = []
+    for policy in policies:
+        for section in ("ingress", "ingressDeny", "egress", "egressDeny"):
+            direction = section.removesuffix("Deny")
+            side = "from" if direction == INGRESS else "to"
+            rules = policy.rules(direction) if section == direction else policy.deny_rules(direction)
+            for rule in rules or ():
+                for peer in rule.peers or ():
+                    if peer.kind != "pods":
+                        continue
+                    key = dataclasses.replace(peer, index=0)
+                    if key not in found:
+                        found[key] = any(endpoints_peer_matches(policy, peer, ep, index.ctx, cluster) for ep in ends)
+                    if found[key]:
+                        continue
+                    selector = peer.pod_selector
+                    endpoint = selector is not None and cilium_labels.reads_endpoint_labels(selector)
+                    scope = [cilium_labels.endpoint_labels(ep.pod, cluster) if endpoint else ep.pod.labels
+                             for ep in ends if ep.pod is not None and (peer.namespace_selector is None or
+                                                                       peer.namespace_selector.matches(
+                                                                           index.ctx.namespace_labels(ep.pod.namespace)))]
+                    out.append(Finding(
+                        "PeerSelectsNothing", "warning", policy.ref,
+                        f"{_cilium_spec(policy)}.{section}[{rule.index}].{side}Endpoints[{peer.index}] "
+                        f"({peer.describe()}) matches no pod" + _hint(selector, scope),
+                        "fix the selector labels; the rule matches no pod through this peer today"))
     return out
 
 
