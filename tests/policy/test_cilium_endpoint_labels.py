@@ -189,3 +189,18 @@ def test_lint_names_a_misspelt_account_in_a_peer(tmp_path: Path) -> None:
     assert peer["message"].startswith("spec.ingress[0].fromEndpoints[0] (pods with "
                                       "io.cilium.k8s.policy.serviceaccount=lkue")
     assert "nearest is io.cilium.k8s.policy.serviceaccount=luke" in peer["message"]
+
+
+def test_a_label_ciliums_default_filter_leaves_out_is_named(tmp_path: Path) -> None:
+    """Cilium selects by an endpoint's identity labels, and its default filter (pkg/labelsfilter; the docs' page
+    "Limiting Identity-Relevant Labels") leaves out statefulset.kubernetes.io/pod-name: on Cilium's defaults such a
+    selector matches no pod. The agent's --labels can keep it, so knetsim matches the pod's labels and says so."""
+    policy = json.loads(json.dumps(SVC_ACCOUNT_POLICY))
+    policy["spec"]["ingress"][0]["fromEndpoints"] = [{"matchLabels": {"statefulset.kubernetes.io/pod-name": "db-0"}}]
+    files = write(tmp_path, policy)
+    answer = check(files, "default/luke", "default/leia")
+    assert ("spec.ingress[0].fromEndpoints[0]: statefulset.kubernetes.io/pod-name is a label Cilium's default "
+            "identity-relevant label filter leaves out of an endpoint's identity (pkg/labelsfilter): on Cilium this "
+            "selector matches no pod unless the agent's --labels keeps it") in answer.output
+    clean = check(write(tmp_path, SVC_ACCOUNT_POLICY), "default/luke", "default/leia")
+    assert "identity-relevant" not in clean.output and "does not model" not in clean.output

@@ -13,10 +13,17 @@ A Cilium agent does not match a pod's own labels: it matches the endpoint's, whi
 
 Every other ``io.cilium.``/``io.kubernetes.`` key (the Istio sidecar label, a policy's own rule labels) is not
 modelled: a selector on one is matched against the pod's own labels and each answer says so (``unmodelled``).
+
+Nor is the agent's identity-relevant label filter (pkg/labelsfilter/filter.go; Documentation/operations/
+performance/scalability/identity-relevant-labels.rst): by default it leaves labels such as ``pod-template-hash``
+or ``statefulset.kubernetes.io/pod-name`` out of the identity policies select by, but ``--labels`` changes that,
+and knetsim cannot see the agent's flags. A selector on one is matched against the pod's own labels and each answer
+says that on Cilium's defaults it matches no pod (``filtered_by_default``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -71,6 +78,20 @@ def matches(selector: Selector, pod: Any, cluster: str) -> bool:
     return selector.matches(pod.labels)
 
 
+# The default exclusive patterns of pkg/labelsfilter (each a regular expression a key must start with), as the
+# identity-relevant-labels page lists them; the io.kubernetes ones are ``unmodelled``'s.
+_FILTERED_BY_DEFAULT = re.compile(
+    r"kubernetes\.io|statefulset\.kubernetes\.io/pod-name|apps\.kubernetes\.io/pod-index"
+    r"|batch\.kubernetes\.io/job-completion-index|batch\.kubernetes\.io/controller-uid|.*beta\.kubernetes\.io"
+    r"|k8s\.io|pod-template-generation|pod-template-hash|controller-revision-hash|annotation|controller-uid"
+    r"|etcd_node")
+
+
+def filtered_by_default(keys: Iterable[str]) -> list[str]:
+    """Of a selector's ``keys``, those Cilium's default label filter leaves out of an endpoint's identity."""
+    return sorted({k for k in keys if not k.startswith("io.") and _FILTERED_BY_DEFAULT.match(k)})
+
+
 def unmodelled(keys: Iterable[str]) -> list[str]:
     """Of a selector's ``keys``, those naming a label Cilium may give an endpoint but knetsim does not derive."""
     return sorted({k for k in keys if k.startswith(("io.cilium.", "io.kubernetes."))
@@ -78,4 +99,5 @@ def unmodelled(keys: Iterable[str]) -> list[str]:
 
 
 __all__ = ["CLUSTER_LABEL", "DEFAULT_CLUSTER", "DERIVED", "SERVICE_ACCOUNT_LABEL", "cluster_name",
-           "endpoint_labels", "matches", "reads_endpoint_labels", "service_account", "unmodelled"]
+           "endpoint_labels", "filtered_by_default", "matches", "reads_endpoint_labels", "service_account",
+           "unmodelled"]

@@ -42,6 +42,7 @@ from .labels import (
     DEFAULT_CLUSTER,
     NAMESPACE_LABEL_PREFIX,
     POD_NAMESPACE_LABEL,
+    filtered_by_default,
     matches,
     reads_endpoint_labels,
     unmodelled,
@@ -194,6 +195,10 @@ def _split_selector(raw: Any, where: str, labels: list[str] | None = None
         labels += [f"{where}: {key} is a label Cilium may give an endpoint that knetsim does not model (it derives "
                    "only the service account, the cluster name and the namespace's): this answer may differ from "
                    "Cilium's" for key in unmodelled([r.key for r in reqs])]
+        labels += [f"{where}: {key} is a label Cilium's default identity-relevant label filter leaves out of an "
+                   "endpoint's identity (pkg/labelsfilter): on Cilium this selector matches no pod unless the agent's "
+                   "--labels keeps it; knetsim matches the pod's own labels"
+                   for key in filtered_by_default([r.key for r in reqs])]
     pod, pod_ns, ns_labels = [], [], []
     for r in reqs:
         if r.key == POD_NAMESPACE_LABEL:
