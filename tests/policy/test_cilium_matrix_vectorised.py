@@ -3,7 +3,8 @@ through the engine (``cilium/evaluate.side_set``) on randomised but seeded clust
 CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy (with a namespace restriction), Kubernetes NetworkPolicies
 beside them, ingress/egress allow rules and ingressDeny/egressDeny, endpoints by labels and by namespace, entities
 (world, cluster, host, remote-node, kube-apiserver, all), CIDRs with except, toServices, toFQDNs with and without
-their DNS rule, ports by number, name and protocol, enableDefaultDeny false, hostNetwork pods and replicas alike.
+their DNS rule, ports by number, name and protocol, enableDefaultDeny false, hostNetwork pods and replicas alike,
+service accounts and selectors on the label Cilium derives from them.
 Both Cilium settings (kube-proxy replacement or not). A disagreement in any cell fails, naming the seed and the
 cell."""
 

@@ -214,15 +214,15 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
             # One pod of each group labelled alike stands for the group.
             selects = any(policy.selector.matches(group[0][1].pod.labels)
                           for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None)
-            candidates = [p.labels for p in pods]
+            endpoint = False
         else:
             # Judged on the labels Cilium gives the endpoint (cilium/labels.py): a service account is one, so a
             # typo in its name is found like any other.
             field, where = "endpointSelector", f"{_cilium_spec(policy)}.endpointSelector"
             endpoint = cilium_labels.reads_endpoint_labels(policy.selector)
             selects = any(cilium_labels.matches(policy.selector, p, cluster) for p in pods if not p.host_network)
-            candidates = [cilium_labels.endpoint_labels(p, cluster) if endpoint else p.labels for p in pods]
         if not selects:
+            candidates = [cilium_labels.endpoint_labels(p, cluster) if endpoint else p.labels for p in pods]
             out.append(Finding(
                 "PolicySelectsNothing", "warning", _subject(policy),
                 f"{where} ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"

@@ -352,5 +352,4 @@ def side_set(index: CiliumIndex, direction: str, pod_ep: Endpoint, peer_ep: Endp
 
 
 __all__ = ["BlindFQDN", "CiliumDecision", "CiliumHit", "CiliumIndex", "build", "decide_side", "endpoints_peer_matches",
-           "fqdn_addresses",
-           "fqdns_without_dns_rule", "lookup_allowed", "representative_name", "side_set"]
+           "fqdn_addresses", "fqdns_without_dns_rule", "lookup_allowed", "representative_name", "side_set"]
