@@ -171,6 +171,8 @@ def test_describe_counts_the_pods_an_account_peer_matches(tmp_path: Path) -> Non
     out = run("policy", "describe", "-f", files[0], "--cluster-config", files[1], "default/k8s-svc-account")
     assert out.exit_code == 0, out.output
     assert "pods with io.cilium.k8s.policy.serviceaccount=luke in namespace default [1 pod(s)]" in out.output
+    assert ("Applies to:   pods with io.cilium.k8s.policy.serviceaccount=leia in namespace default "
+            "(1: default/leia)") in out.output
 
 
 def test_lint_names_a_misspelt_account_in_a_peer(tmp_path: Path) -> None:
