@@ -206,3 +206,28 @@ def test_a_label_ciliums_default_filter_leaves_out_is_named(tmp_path: Path) -> N
             "selector matches no pod unless the agent's --labels keeps it") in answer.output
     clean = check(write(tmp_path, SVC_ACCOUNT_POLICY), "default/luke", "default/leia")
     assert "identity-relevant" not in clean.output and "does not model" not in clean.output
+
+
+def test_a_reserved_label_in_from_endpoints_is_its_entity(tmp_path: Path) -> None:
+    """`fromEndpoints: [{matchLabels: {"reserved:host": ""}}]` is the host entity (cilium/cilium's own policy tests
+    write it so; entity.go maps each entity to its reserved label): it used to drop the whole policy as invalid.
+    An endpointSelector on a reserved identity (reserved:host: a host policy) is left out with a note, as
+    nodeSelector is."""
+    policy = json.loads(json.dumps(SVC_ACCOUNT_POLICY))
+    policy["spec"]["ingress"][0]["fromEndpoints"] = [{"matchLabels": {"reserved:world": ""}}]
+    files = write(tmp_path, policy)
+    world = run("policy", "check", "-f", files[0], "--cluster-config", files[1], "--from", "192.0.2.1",
+                "--to", "default/leia", "--port", "80")
+    assert world.exit_code == 0, world.output
+    assert "allowed by CiliumNetworkPolicy default/k8s-svc-account ingress[0].from[0]" in world.output
+    assert check(files, "default/luke", "default/leia").exit_code == 1  # a pod is not `world`
+    mixed = json.loads(json.dumps(policy).replace('"reserved:world": ""', '"reserved:world": "", "app": "x"'))
+    refused = check(write(tmp_path, mixed), "default/luke", "default/leia")
+    assert "spec.ingress[0].fromEndpoints[0]: reserved label 'reserved:world': a reserved identity carries no " \
+        "other label" in refused.output
+    host = json.loads(json.dumps(SVC_ACCOUNT_POLICY))
+    host["spec"]["endpointSelector"] = {"matchLabels": {"reserved:host": ""}}
+    left_out = check(write(tmp_path, host), "default/vader", "default/leia")
+    assert left_out.exit_code == 0
+    assert ("spec.endpointSelector: selects the reserved identity reserved:host (not a pod): host and "
+            "reserved-identity policies are not simulated: this spec is left out") in left_out.output

@@ -212,6 +212,34 @@ def _split_selector(raw: Any, where: str, labels: list[str] | None = None
     return Selector(tuple(sorted(pod, key=lambda r: r.key))), pod_ns, ns_labels
 
 
+def _selector_keys(raw: Any) -> list[str]:
+    """The label keys a selector object names (matchLabels and matchExpressions), as written."""
+    if not isinstance(raw, Mapping):
+        return []
+    keys = [str(k) for k in (raw.get("matchLabels") or {})]
+    return keys + [str(e.get("key")) for e in raw.get("matchExpressions") or [] if isinstance(e, Mapping)]
+
+
+# Reserved identities a selector can name that are entities knetsim has (entity.go maps each entity to its
+# reserved label; ``all`` and ``cluster`` are sets of identities, not one label).
+_RESERVED_ENTITIES = frozenset(ENTITIES) - {"all", "cluster", "none"}
+
+
+def _reserved_entity(raw: Any, where: str) -> str | None:
+    """The entity a fromEndpoints/toEndpoints selector names by its reserved label (``reserved:host: ""`` is the
+    ``host`` entity: the reserved identities carry only their reserved label), or None for a selector of pods."""
+    keys = _selector_keys(raw)
+    reserved = [k for k in keys if k.startswith("reserved:")]
+    if not reserved:
+        return None
+    name = reserved[0].removeprefix("reserved:")
+    if len(keys) > 1 or name not in _RESERVED_ENTITIES:
+        raise CiliumPolicyError(f"{where}: reserved label {reserved[0]!r}: a reserved identity carries no other "
+                                "label, so name one alone (reserved:host, reserved:world...), or use "
+                                "fromEntities/toEntities")
+    return name
+
+
 def _endpoint_peer(index: int, namespace: str, raw: Any, where: str, labels: list[str] | None = None) -> Peer:
     """``namespace`` "": a clusterwide policy's peer, limited to no namespace unless it names one."""
     pod, pod_ns, ns_labels = _split_selector(raw, where, labels)
@@ -314,7 +342,10 @@ def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, d
                     unsimulated += [f"{where}.toPorts[{i}].rules.{f}" for f in _UNSIMULATED_L7 if rules.get(f)]
     peers: list[Peer] = []
     for sel in raw.get(f"{side}Endpoints") or []:
-        peers.append(_endpoint_peer(len(peers), namespace, sel, f"{where}.{side}Endpoints[{len(peers)}]", labels))
+        at = f"{where}.{side}Endpoints[{len(peers)}]"
+        entity = _reserved_entity(sel, at)
+        peers.append(_endpoint_peer(len(peers), namespace, sel, at, labels) if entity is None
+                     else Peer(len(peers), "entity", entity=entity))
     for entity in raw.get(f"{side}Entities") or []:
         if entity not in ENTITIES:
             raise CiliumPolicyError(f"{where}.{side}Entities: Unsupported value: {entity!r}: "
@@ -401,6 +432,13 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
         if "nodeSelector" in spec:
             notes.append(f"{where}.nodeSelector: host policies (a node's own traffic) are not simulated: this spec is "
                          "left out")
+            continue
+        reserved = [k for k in _selector_keys(spec.get("endpointSelector")) if k.startswith("reserved:")]
+        if reserved:
+            # `reserved:host` selects the nodes (a host policy, as nodeSelector does); the other reserved identities
+            # (health, ingress...) are endpoints knetsim has none of.
+            notes.append(f"{where}.endpointSelector: selects the reserved identity {reserved[0]} (not a pod): host "
+                         "and reserved-identity policies are not simulated: this spec is left out")
             continue
         labels: list[str] = []
         selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector",
