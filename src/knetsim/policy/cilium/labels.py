@@ -12,7 +12,8 @@ A Cilium agent does not match a pod's own labels: it matches the endpoint's, whi
   ``default`` unless set).
 
 Every other ``io.cilium.``/``io.kubernetes.`` key (the Istio sidecar label, a policy's own rule labels) is not
-modelled: a selector on one is matched against the pod's own labels and each answer says so (``unmodelled``).
+modelled: here no endpoint carries an ``io.cilium.k8s`` one, an ``io.kubernetes`` one is the pod's own, and each
+answer says the result may differ from Cilium's (``unmodelled``).
 
 Nor is the agent's identity-relevant label filter (pkg/labelsfilter/filter.go; Documentation/operations/
 performance/scalability/identity-relevant-labels.rst): by default it leaves labels such as ``pod-template-hash``
