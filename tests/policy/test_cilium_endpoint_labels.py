@@ -231,3 +231,21 @@ def test_a_reserved_label_in_from_endpoints_is_its_entity(tmp_path: Path) -> Non
     assert left_out.exit_code == 0
     assert ("spec.endpointSelector: selects the reserved identity reserved:host (not a pod): host and "
             "reserved-identity policies are not simulated: this spec is left out") in left_out.output
+
+
+def test_trace_follows_the_service_account_policy(tmp_path: Path) -> None:
+    files = write(tmp_path, SVC_ACCOUNT_POLICY)
+    state = Cluster.from_yaml(Path(files[0]).read_text(), config=ClusterConfig(cni="cilium")).state
+    leia = state.pods["default/leia"].pod_ip
+
+    def trace(src: str, path: str = "/public") -> Any:
+        return run("trace", "-f", files[0], "--cluster-config", files[1], "--from", src, f"http://{leia}:80{path}")
+    luke = trace("default/luke")
+    assert luke.exit_code == 0, luke.output
+    assert "ingress: allowed by CiliumNetworkPolicy default/k8s-svc-account ingress[0].from[0].toPorts.ports[0]" \
+        in luke.output
+    vader = trace("default/vader")
+    assert vader.exit_code != 0 and "Outcome: timeout" in vader.output
+    # The docs' HTTP rule: luke may GET /public only; Cilium's proxy answers anything else itself.
+    private = trace("default/luke", "/private")
+    assert private.exit_code != 0 and "Outcome: connected (HTTP 403)" in private.output
