@@ -39,13 +39,27 @@ def test_an_endpoint_selector_typo_is_named_with_the_label_that_would_match(kind
     assert findings("web") == []
 
 
-def test_a_selector_on_a_label_cilium_derives_is_not_called_a_typo() -> None:
-    """io.cilium.k8s.policy.serviceaccount is a label Cilium gives each endpoint, not one of the pod's: knetsim
-    cannot tell whether it selects anything, so it raises no "selects nothing" with a wrong nearest label."""
-    by_account = policy("CiliumNetworkPolicy", "web")
-    by_account["spec"]["endpointSelector"] = {"matchLabels": {"io.cilium.k8s.policy.serviceaccount": "default"}}
-    state = Cluster.from_yaml(yaml.safe_dump_all([WEB, by_account]), config=ClusterConfig(cni="cilium")).state
-    assert not [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+@pytest.mark.parametrize("kind", ["CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"])
+def test_a_service_account_selector_is_judged_on_the_endpoints_labels(kind: str) -> None:
+    """io.cilium.k8s.policy.serviceaccount is a label Cilium gives each endpoint (the pod's serviceAccountName,
+    `default` when unset): a selector on the right name selects the pod, and a typo in the name is found, with the
+    account the pod has as the nearest label."""
+    def findings(account: str, cluster: str = "default", *more: dict) -> list:
+        by_account = policy(kind, "web")
+        by_account["spec"]["endpointSelector"] = {"matchLabels": {
+            "k8s:io.cilium.k8s.policy.serviceaccount": account, "io.cilium.k8s.policy.cluster": cluster}}
+        text = yaml.safe_dump_all([WEB, by_account, *more])
+        state = Cluster.from_yaml(text, config=ClusterConfig(cni="cilium")).state
+        return [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+    assert findings("default") == []
+    [typo] = findings("defualt")
+    assert "io.cilium.k8s.policy.serviceaccount=defualt is not on any of them, nearest is " \
+        "io.cilium.k8s.policy.serviceaccount=default" in typo.message
+    assert typo.message.startswith("spec.endpointSelector (")
+    assert len(findings("default", "prod")) == 1  # the cluster is named `default` unless cilium-config says...
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": {"cluster-name": "prod"}}
+    assert findings("default", "prod", config) == []  # ...otherwise (the agent's cluster-name)
 
 
 def test_each_spec_of_a_clusterwide_policy_is_judged_on_its_own() -> None:
@@ -54,5 +68,16 @@ def test_each_spec_of_a_clusterwide_policy_is_judged_on_its_own() -> None:
     rule = ccnp.pop("spec")
     ccnp["specs"] = [rule, {**rule, "endpointSelector": {"matchLabels": {"app": "wbe"}}}]
     state = Cluster.from_yaml(yaml.safe_dump_all([WEB, ccnp]), config=ClusterConfig(cni="cilium")).state
-    assert [f.subject for f in lint(state) if f.code == "PolicySelectsNothing"] == [
-        "CiliumClusterwideNetworkPolicy web-in#specs[1]"]
+    [finding] = [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+    assert finding.subject == "CiliumClusterwideNetworkPolicy web-in#specs[1]"
+    assert finding.message.startswith("specs[1].endpointSelector (app=wbe) selects no pod")
+
+
+def test_a_namespaced_policys_spec_is_named_by_its_place_in_specs() -> None:
+    cilium = policy("CiliumNetworkPolicy", "web")
+    rule = cilium.pop("spec")
+    cilium["specs"] = [rule, {**rule, "endpointSelector": {"matchLabels": {"app": "wbe"}}}]
+    state = Cluster.from_yaml(yaml.safe_dump_all([WEB, cilium]), config=ClusterConfig(cni="cilium")).state
+    [finding] = [f for f in lint(state) if f.code == "PolicySelectsNothing"]
+    assert finding.subject == "CiliumNetworkPolicy default/web-in#specs[1]"
+    assert finding.message.startswith("specs[1].endpointSelector (app=wbe) selects no pod in namespace default")

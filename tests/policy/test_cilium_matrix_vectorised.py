@@ -3,12 +3,14 @@ through the engine (``cilium/evaluate.side_set``) on randomised but seeded clust
 CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy (with a namespace restriction), Kubernetes NetworkPolicies
 beside them, ingress/egress allow rules and ingressDeny/egressDeny, endpoints by labels and by namespace, entities
 (world, cluster, host, remote-node, kube-apiserver, all), CIDRs with except, toServices, toFQDNs with and without
-their DNS rule, ports by number, name and protocol, enableDefaultDeny false, hostNetwork pods and replicas alike.
+their DNS rule, ports by number, name and protocol, enableDefaultDeny false, hostNetwork pods and replicas alike,
+service accounts and selectors on the label Cilium derives from them.
 Both Cilium settings (kube-proxy replacement or not). A disagreement in any cell fails, naming the seed and the
 cell."""
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -117,9 +119,33 @@ def _random_cluster(seed: int) -> list[dict[str, Any]]:
             "policyTypes": ["Ingress"],
             "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": rng.choice(APPS)}}}],
                          "ports": [{"port": rng.choice([80, "http"])}]}]}))
+    return _with_accounts(objects, seed)
+
+
+ACCOUNTS = ["default", "sa-a", "sa-b"]
+
+
+def _with_accounts(objects: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Service accounts on the pods (a twin may run under another one than its labels' twin) and selectors on the
+    label Cilium derives from it, drawn from a generator of their own so the rest of each seed's cluster stays
+    as it was."""
+    rng = random.Random(f"accounts-{seed}")
+    objects = copy.deepcopy(objects)  # DNS_RULE is shared: a selector added to it must not reach other seeds
+    for obj in objects:
+        if obj["kind"] == "Pod" and rng.random() < 0.6:
+            obj["spec"]["serviceAccountName"] = rng.choice(ACCOUNTS)
+        if obj["kind"] not in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"):
+            continue
+        spec = obj["spec"]
+        selectors = [spec.setdefault("endpointSelector", {})]
+        for section in ("ingress", "egress", "ingressDeny", "egressDeny"):
+            for rule in spec.get(section) or ():
+                selectors += rule.get("fromEndpoints") or rule.get("toEndpoints") or []
+        for selector in selectors:
+            if rng.random() < 0.25:
+                key = rng.choice(["io.cilium.k8s.policy.serviceaccount", "k8s:io.cilium.k8s.policy.serviceaccount"])
+                selector.setdefault("matchLabels", {})[key] = rng.choice(ACCOUNTS)
     return objects
-
-
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -143,5 +169,5 @@ def test_the_random_clusters_exercise_what_they_claim() -> None:
     for needle in ("ingressDeny", "egressDeny", "CiliumClusterwideNetworkPolicy", "toEntities", "fromEntities",
                    "remote-node", "kube-apiserver", "toCIDRSet", "except", "toServices", "toFQDNs", "matchPattern",
                    "enableDefaultDeny", "hostNetwork: true", "port: http", "protocol: ANY", "NetworkPolicy",
-                   "dns:"):
+                   "dns:", "serviceAccountName: sa-a", "io.cilium.k8s.policy.serviceaccount: sa-b"):
         assert needle in text, needle

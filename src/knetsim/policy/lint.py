@@ -30,6 +30,8 @@ from typing import Any
 from ..cluster.state import ClusterState
 from ..model.labels import Selector, closest_labels
 from ..model.objects import Pod
+from .cilium import labels as cilium_labels
+from .cilium.read import CiliumPolicy
 from .cluster_lint import cluster_lint
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
 from .findings import Finding
@@ -194,20 +196,37 @@ def _hint(selector: Selector | None, candidates: Iterable[dict[str, str] | Any])
     return "".join(f"; {w} is not on any of them, nearest is {n} ({how})" for w, n, how in near[:2])
 
 
+def _cilium_spec(policy: Policy | CiliumPolicy) -> str:
+    """The spec a Cilium policy's selector sits in: ``spec``, or ``specs[i]`` (the name's ``#specs[i]``)."""
+    name = policy.policy.name if isinstance(policy, CiliumPolicy) else policy.name
+    return name.partition("#")[2] or "spec"
+
+
 def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods) -> list[Finding]:
     out = []
+    cluster = cilium_labels.cluster_name(state)
     for policy in index.policies:
-        if policy.kind not in ("NetworkPolicy", "CiliumNetworkPolicy") or _cilium_derived(policy.selector):
+        if policy.kind not in ("NetworkPolicy", "CiliumNetworkPolicy"):
             continue
         pods = state.pods_in(policy.namespace)
-        field = "podSelector" if policy.kind == "NetworkPolicy" else "endpointSelector"
-        # One pod of each group labelled alike stands for the group.
-        if not any(policy.selector.matches(group[0][1].pod.labels)
-                   for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None):
+        if policy.kind == "NetworkPolicy":
+            field, where = "podSelector", "spec.podSelector"
+            # One pod of each group labelled alike stands for the group.
+            selects = any(policy.selector.matches(group[0][1].pod.labels)
+                          for group in matched.groups.get(policy.namespace, {}).values() if group[0][1].pod is not None)
+            endpoint = False
+        else:
+            # Judged on the labels Cilium gives the endpoint (cilium/labels.py): a service account is one, so a
+            # typo in its name is found like any other.
+            field, where = "endpointSelector", f"{_cilium_spec(policy)}.endpointSelector"
+            endpoint = cilium_labels.reads_endpoint_labels(policy.selector)
+            selects = any(cilium_labels.matches(policy.selector, p, cluster) for p in pods if not p.host_network)
+        if not selects:
+            candidates = [cilium_labels.endpoint_labels(p, cluster) if endpoint else p.labels for p in pods]
             out.append(Finding(
                 "PolicySelectsNothing", "warning", _subject(policy),
-                f"spec.{field} ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
-                + _hint(policy.selector, [p.labels for p in pods]),
+                f"{where} ({policy.selector.formatted()}) selects no pod in namespace {policy.namespace}"
+                + _hint(policy.selector, candidates),
                 f"fix the {field} labels, or delete the policy"))
         if policy.kind != "NetworkPolicy":
             continue  # a Cilium policy's peers are its own (endpoints, entities, CIDRs): not read here
@@ -228,6 +247,56 @@ def _selects_nothing(state: ClusterState, index: PolicyIndex, matched: _PeerPods
                             "PeerSelectsNothing", "warning", _subject(policy),
                             f"{where} ({peer.describe()}) matches no pod" + _hint(peer.pod_selector, scope),
                             "fix the selector labels; the rule allows nothing from this peer today"))
+    return out + _cilium_peers_select_nothing(state, index)
+
+
+def _cilium_peers_select_nothing(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    """A Cilium policy's fromEndpoints/toEndpoints selector (allow or deny) that matches no pod, judged on the labels
+    Cilium gives the endpoint: a misspelt service account in a peer leaves the rule matching nothing."""
+    from .cilium.evaluate import endpoints_peer_matches
+
+    if index.cilium is not None:
+        policies = [p for p in index.cilium.policies if p.policy.kind != "NetworkPolicy"]
+        cluster = index.cilium.cluster
+    else:  # plain CiliumNetworkPolicies, read into the NetworkPolicy shape
+        policies = [CiliumPolicy(p) for p in index.policies if p.kind == "CiliumNetworkPolicy"]
+        cluster = cilium_labels.cluster_name(state)
+    if not policies:
+        return []
+    # A pods peer reads a pod's namespace, labels and service account: one pod of each such group stands for it.
+    alike: dict[tuple[Any, ...], Endpoint] = {}
+    for pod in state.pods.values():
+        if not pod.host_network:
+            alike.setdefault((pod.namespace, tuple(sorted(pod.labels.items())), cilium_labels.service_account(pod)),
+                             Endpoint("pod", pod.pod_ip, pod, pod.node_name))
+    ends = [alike[k] for k in sorted(alike)]
+    found: dict[Peer, bool] = {}
+    out = []
+    for policy in policies:
+        for section in ("ingress", "ingressDeny", "egress", "egressDeny"):
+            direction = section.removesuffix("Deny")
+            side = "from" if direction == INGRESS else "to"
+            rules = policy.rules(direction) if section == direction else policy.deny_rules(direction)
+            for rule in rules or ():
+                for peer in rule.peers or ():
+                    if peer.kind != "pods":
+                        continue
+                    key = dataclasses.replace(peer, index=0)
+                    if key not in found:
+                        found[key] = any(endpoints_peer_matches(policy, peer, ep, index.ctx, cluster) for ep in ends)
+                    if found[key]:
+                        continue
+                    selector = peer.pod_selector
+                    endpoint = selector is not None and cilium_labels.reads_endpoint_labels(selector)
+                    scope = [cilium_labels.endpoint_labels(ep.pod, cluster) if endpoint else ep.pod.labels
+                             for ep in ends if ep.pod is not None and (peer.namespace_selector is None or
+                                                                       peer.namespace_selector.matches(
+                                                                           index.ctx.namespace_labels(ep.pod.namespace)))]
+                    out.append(Finding(
+                        "PeerSelectsNothing", "warning", policy.ref,
+                        f"{_cilium_spec(policy)}.{section}[{rule.index}].{side}Endpoints[{peer.index}] "
+                        f"({peer.describe()}) matches no pod" + _hint(selector, scope),
+                        "fix the selector labels; the rule matches no pod through this peer today"))
     return out
 
 
@@ -639,28 +708,23 @@ def _cilium(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     return out
 
 
-def _cilium_derived(selector: Selector) -> bool:
-    """Does the selector ask for a label Cilium derives for an endpoint (io.cilium.k8s.policy.serviceaccount,
-    io.cilium.k8s.policy.cluster...) rather than one of the pod's own? knetsim matches pods by their own labels only,
-    so "selects nothing" would be its limit, not the user's typo."""
-    return any(r.key.startswith(("io.cilium.", "io.kubernetes.")) for r in selector.requirements)
-
-
 def _cilium_selects_nothing(index: PolicyIndex, pods: list[Pod]) -> list[Finding]:
     """A CiliumClusterwideNetworkPolicy whose endpointSelector picks no pod right now (a one-letter typo leaves the
     pods it was written for open); namespaced Cilium policies are ``_selects_nothing``'s (index.policies)."""
     assert index.cilium is not None
     out = []
+    cluster = index.cilium.cluster
     for policy in index.cilium.policies:  # one per spec (a `specs` list names each ``#specs[i]``)
-        if not policy.clusterwide or not (policy.applies(INGRESS) or policy.applies(EGRESS)) \
-                or _cilium_derived(policy.policy.selector):
+        if not policy.clusterwide or not (policy.applies(INGRESS) or policy.applies(EGRESS)):
             continue
-        if any(policy.selects(pod, index.ctx.namespace_labels(pod.namespace)) for pod in pods):
+        if any(policy.selects(pod, index.ctx.namespace_labels(pod.namespace), cluster) for pod in pods):
             continue
         selector = policy.policy.selector
+        endpoint = cilium_labels.reads_endpoint_labels(selector)
+        candidates = [cilium_labels.endpoint_labels(p, cluster) if endpoint else p.labels for p in pods]
         out.append(Finding("PolicySelectsNothing", "warning", policy.ref,
-                           f"spec.endpointSelector ({selector.formatted()}) selects no pod in any namespace"
-                           + _hint(selector, [p.labels for p in pods]),
+                           f"{_cilium_spec(policy)}.endpointSelector ({selector.formatted()}) selects no pod in any "
+                           "namespace" + _hint(selector, candidates),
                            "fix the endpointSelector labels, or delete the policy"))
     return out
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from ...cluster.state import ClusterState
 from ...model.objects import Pod
-from ..rules import INGRESS, Endpoint, MatchContext, Peer, Rule, namespaces_text, peer_matches
+from ..rules import INGRESS, Endpoint, MatchContext, Peer, Rule, namespaces_text
+from .evaluate import endpoints_peer_matches
+from .labels import cluster_name
 from .read import CiliumPolicy
 
 ORDER_TEXT = ("Cilium's order: a connection matching a deny rule (ingressDeny/egressDeny) of any policy selecting "
@@ -88,7 +90,8 @@ class CiliumPolicyDescription:
         return "\n".join(lines) + "\n"
 
 
-def _peer_text(state: ClusterState, policy: CiliumPolicy, rule: Rule, peer: Peer, ctx: MatchContext) -> str:
+def _peer_text(state: ClusterState, policy: CiliumPolicy, rule: Rule, peer: Peer, ctx: MatchContext,
+               cluster: str) -> str:
     if peer.kind == "service":
         return f"the endpoints of Service(s) {peer.entity} (toServices)"
     if peer.kind == "fqdn":
@@ -101,12 +104,12 @@ def _peer_text(state: ClusterState, policy: CiliumPolicy, rule: Rule, peer: Peer
         pods = "every pod" if peer.pod_selector is None or peer.pod_selector.empty else (
             f"pods with {peer.pod_selector.formatted()}")
         matched = [k for k, p in sorted(state.pods.items())
-                   if peer_matches(policy.policy, peer, Endpoint("pod", p.pod_ip, p, p.node_name), ctx)]
+                   if endpoints_peer_matches(policy, peer, Endpoint("pod", p.pod_ip, p, p.node_name), ctx, cluster)]
         return f"{pods} in {namespaces_text(peer.namespace_selector)} [{len(matched)} pod(s)]"
     return peer.describe()
 
 
-def _rules(state: ClusterState, policy: CiliumPolicy, ctx: MatchContext) -> tuple[CiliumRuleText, ...]:
+def _rules(state: ClusterState, policy: CiliumPolicy, ctx: MatchContext, cluster: str) -> tuple[CiliumRuleText, ...]:
     out = []
     for section, rules in (("ingressDeny", policy.ingress_deny), ("egressDeny", policy.egress_deny),
                            ("ingress", policy.rules("ingress")), ("egress", policy.rules("egress"))):
@@ -114,7 +117,8 @@ def _rules(state: ClusterState, policy: CiliumPolicy, ctx: MatchContext) -> tupl
             if rule.peers == () and rule.ports == ():
                 out.append(CiliumRuleText(section, rule.index, (), (), empty=True))
                 continue
-            peers = None if rule.peers is None else tuple(_peer_text(state, policy, rule, p, ctx) for p in rule.peers)
+            peers = None if rule.peers is None else tuple(_peer_text(state, policy, rule, p, ctx, cluster)
+                                                                  for p in rule.peers)
             ports = None
             if rule.ports is not None:
                 ports = []
@@ -135,6 +139,7 @@ def describe_cilium(state: ClusterState, policies: list[CiliumPolicy], ctx: Matc
     """One description per spec; ``left_out``: the fields (or host-policy specs) knetsim does not simulate,
     named on each."""
     out = []
+    cluster = cluster_name(state)
     for policy in policies:
         p = policy.policy
         who = "every pod" if p.selector.empty else f"pods with {p.selector.formatted()}"
@@ -146,12 +151,12 @@ def describe_cilium(state: ClusterState, policies: list[CiliumPolicy], ctx: Matc
             applies = f"{who} in namespace {p.namespace}"
         pods: list[Pod] = sorted(state.pods.values(), key=lambda x: x.key)
         selected = tuple(x.key for x in pods if not x.host_network
-                         and policy.selects(x, ctx.namespace_labels(x.namespace)))
+                         and policy.selects(x, ctx.namespace_labels(x.namespace), cluster))
         default_deny = tuple((d, policy.isolates(d)) for d in ("ingress", "egress") if policy.applies(d))
         notes = tuple(left_out or ()) + (() if enforced else (
             f"not enforced: the cluster's {cni} is not Cilium (set cni: cilium, or dataplane: ebpf)",))
         out.append(CiliumPolicyDescription(p.kind, p.namespace, p.name, applies, selected, default_deny,
-                                           _rules(state, policy, ctx), cni, notes))
+                                           _rules(state, policy, ctx, cluster), cni, notes))
     return out
 
 

@@ -23,11 +23,13 @@ import dataclasses
 import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...cluster.state import ClusterState
 from ...model.objects import Pod
 from ..ports import ConnSet
 from ..rules import INGRESS, Endpoint, MatchContext, Peer, Rule, peer_matches, rule_connections
+from .labels import DEFAULT_CLUSTER, cluster_name, endpoint_labels, reads_endpoint_labels
 from .read import CiliumPolicy, DNSMatch
 
 DNS_PORT = 53
@@ -96,6 +98,7 @@ class CiliumIndex:
     dns_servers: tuple[Endpoint, ...]  # the cluster's DNS pods (k8s-app=kube-dns in kube-system)
     outside: Mapping[str, tuple[str, ...]]  # name -> addresses the cluster's DNS forwards to
     control_plane: frozenset[str]  # nodes running kube-apiserver
+    cluster: str = DEFAULT_CLUSTER  # the endpoints' io.cilium.k8s.policy.cluster label (labels.py)
     _selecting: dict[tuple[str, str], list[CiliumPolicy]] = field(default_factory=dict, init=False, repr=False,
                                                                   compare=False)
 
@@ -105,7 +108,7 @@ class CiliumIndex:
         if found is None:
             labels = ctx.namespace_labels(pod.namespace)
             found = self._selecting[key] = [p for p in self.policies
-                                            if p.applies(direction) and p.selects(pod, labels)]
+                                            if p.applies(direction) and p.selects(pod, labels, self.cluster)]
         return found
 
 
@@ -120,7 +123,7 @@ def build(state: ClusterState, policies: list[CiliumPolicy]) -> CiliumIndex:
                 if p.labels.get("k8s-app") == "kube-dns" and p.pod_ip)
     outside = {name: host.addresses for name, host in sorted(state.config.outside.hosts.items())}
     control_plane = frozenset(n.name for n in state.nodes.values() if CONTROL_PLANE_LABEL in n.labels)
-    return CiliumIndex(tuple(policies), services, dns, outside, control_plane)
+    return CiliumIndex(tuple(policies), services, dns, outside, control_plane, cluster_name(state))
 
 
 def _service_addresses(state: ClusterState, peer: Peer) -> frozenset[str]:
@@ -247,7 +250,25 @@ def _peer(index: CiliumIndex, policy: CiliumPolicy, rule: Rule, peer: Peer, ep: 
         if match is None or ep.kind != "external":
             return False
         return ep.ip in fqdn_addresses(index, match, subject, ctx)[0]
+    return endpoints_peer_matches(policy, peer, ep, ctx, index.cluster)
+
+
+def endpoints_peer_matches(policy: CiliumPolicy, peer: Peer, ep: Endpoint, ctx: MatchContext, cluster: str) -> bool:
+    """A pods peer (fromEndpoints/toEndpoints) or any NetworkPolicy-shaped one, as Cilium matches it."""
+    if peer.kind == "pods" and peer.pod_selector is not None and reads_endpoint_labels(peer.pod_selector):
+        # The selector reads a label of Cilium's endpoint (the service account, the cluster name): the namespace
+        # as rules.peer_matches reads it, the labels as Cilium gives them.
+        if ep.kind != "pod" or ep.pod is None:
+            return False
+        return peer_matches(policy.policy, _any_pod(peer), ep, ctx) and \
+            peer.pod_selector.matches(endpoint_labels(ep.pod, cluster))
     return peer_matches(policy.policy, peer, ep, ctx)
+
+
+@lru_cache(maxsize=4096)
+def _any_pod(peer: Peer) -> Peer:
+    """``peer`` with its pod selector left out: its namespace part alone."""
+    return dataclasses.replace(peer, pod_selector=None)
 
 
 def _first_peer(index: CiliumIndex, policy: CiliumPolicy, rule: Rule, ep: Endpoint, subject: Pod,
@@ -330,5 +351,5 @@ def side_set(index: CiliumIndex, direction: str, pod_ep: Endpoint, peer_ep: Endp
     return allowed - denied if denied else allowed
 
 
-__all__ = ["BlindFQDN", "CiliumDecision", "CiliumHit", "CiliumIndex", "build", "decide_side", "fqdn_addresses",
-           "fqdns_without_dns_rule", "lookup_allowed", "representative_name", "side_set"]
+__all__ = ["BlindFQDN", "CiliumDecision", "CiliumHit", "CiliumIndex", "build", "decide_side", "endpoints_peer_matches",
+           "fqdn_addresses", "fqdns_without_dns_rule", "lookup_allowed", "representative_name", "side_set"]

@@ -11,7 +11,9 @@ fqdn.go, cidr.go, l4.go):
   (language.rst, "Deny Policies"); deny rules carry no L7 part (``PortDenyRule``);
 * ``fromEndpoints``/``toEndpoints``: label selectors, implicitly limited to the policy's namespace in a
   CiliumNetworkPolicy unless they name ``io.kubernetes.pod.namespace`` (a clusterwide policy's are not
-  limited); ``{}`` is every pod of that scope; label prefixes ``k8s:``/``any:`` are dropped;
+  limited); ``{}`` is every pod of that scope; label prefixes ``k8s:``/``any:`` are dropped; selectors match
+  the endpoint's labels (``labels.py``: the service account and the cluster name are labels there), and a key
+  Cilium may derive but knetsim does not is named in a note;
 * ``fromEntities``/``toEntities`` (entity.go's list), ``fromCIDR``/``toCIDR``, ``fromCIDRSet``/``toCIDRSet``
   with ``except`` (CIDR rules never match cluster endpoints or nodes: cilium/cilium#9209);
 * ``toServices`` (``k8sService`` by ``serviceName``/``namespace``, ``k8sServiceSelector`` by ``selector``
@@ -36,12 +38,19 @@ from typing import Any
 from ...model.labels import EQUALS, Requirement, Selector
 from ...model.objects import Object, Pod
 from ..rules import INGRESS, NAMESPACE_NAME_LABEL, HTTPRule, Peer, Policy, Port, Rule, ip_range
+from .labels import (
+    DEFAULT_CLUSTER,
+    NAMESPACE_LABEL_PREFIX,
+    POD_NAMESPACE_LABEL,
+    filtered_by_default,
+    matches,
+    reads_endpoint_labels,
+    unmodelled,
+)
 
 KIND = "CiliumNetworkPolicy"
 CLUSTERWIDE_KIND = "CiliumClusterwideNetworkPolicy"
 KINDS = (KIND, CLUSTERWIDE_KIND)
-POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
-NAMESPACE_LABEL_PREFIX = "io.cilium.k8s.namespace.labels."
 # pkg/policy/api/entity.go: the entities a rule may name.
 ENTITIES = ("all", "world", "world-ipv4", "world-ipv6", "cluster", "host", "remote-node", "kube-apiserver",
             "health", "init", "ingress", "unmanaged", "none")
@@ -120,13 +129,15 @@ class CiliumPolicy:
     def applies(self, direction: str) -> bool:
         return self.rules(direction) is not None or self.deny_rules(direction) is not None
 
-    def selects(self, pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
+    def selects(self, pod: Pod, namespace_labels: Mapping[str, str], cluster: str = DEFAULT_CLUSTER) -> bool:
+        """Does the endpointSelector pick ``pod``? Matched on the endpoint's labels (``labels.py``): the service
+        account and cluster name are labels there."""
         if self.clusterwide:
             if self.namespaces is not None and not self.namespaces.matches(namespace_labels):
                 return False
         elif pod.namespace != self.policy.namespace:
             return False
-        return self.policy.selector.matches(pod.labels)
+        return matches(self.policy.selector, pod, cluster)
 
     def dns_allowlist(self, rule: int, port: int) -> tuple[DNSMatch, ...] | None:
         return next((m for r, p, m in self.dns if r == rule and p == port), None)
@@ -141,11 +152,18 @@ class CiliumPolicy:
             return True
         if not (self.default_deny_ingress and self.default_deny_egress) or self.fqdns:
             return True
+        # The NetworkPolicy-shaped evaluation matches a pod's own labels; the service account and cluster name are
+        # labels of Cilium's endpoint only (labels.py).
+        if reads_endpoint_labels(self.policy.selector):
+            return True
         for direction in ("ingress", "egress"):
             for rule in self.rules(direction) or ():
                 for peer in rule.peers or ():
                     if peer.kind in ("service", "fqdn", "nodes") or (peer.kind == "entity"
                                                            and peer.entity not in BASIC_ENTITIES):
+                        return True
+                    if peer.kind == "pods" and peer.pod_selector is not None \
+                            and reads_endpoint_labels(peer.pod_selector):
                         return True
         return False
 
@@ -157,8 +175,10 @@ def _strip(key: str) -> str:
     return key
 
 
-def _split_selector(raw: Any, where: str) -> tuple[Selector, list[Requirement], list[Requirement]]:
-    """(pod selector, pod-namespace requirements, namespace-label requirements) of a Cilium selector."""
+def _split_selector(raw: Any, where: str, labels: list[str] | None = None
+                    ) -> tuple[Selector, list[Requirement], list[Requirement]]:
+    """(pod selector, pod-namespace requirements, namespace-label requirements) of a Cilium selector; the keys of an
+    endpoint's labels knetsim does not derive are named in ``labels`` (a note on every answer)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -171,6 +191,14 @@ def _split_selector(raw: Any, where: str) -> tuple[Selector, list[Requirement], 
             raise CiliumPolicyError(f"{where}.matchExpressions[{i}].operator: Unsupported value: "
                                     f"{expr.get('operator')!r}")
         reqs.append(Requirement(_strip(str(expr.get("key"))), op, tuple(str(v) for v in expr.get("values") or ())))
+    if labels is not None:
+        labels += [f"{where}: {key} is a label Cilium may give an endpoint that knetsim does not model (it derives "
+                   "only the service account, the cluster name and the namespace's): this answer may differ from "
+                   "Cilium's" for key in unmodelled([r.key for r in reqs])]
+        labels += [f"{where}: {key} is a label Cilium's default identity-relevant label filter leaves out of an "
+                   "endpoint's identity (pkg/labelsfilter): on Cilium this selector matches no pod unless the agent's "
+                   "--labels keeps it; knetsim matches the pod's own labels"
+                   for key in filtered_by_default([r.key for r in reqs])]
     pod, pod_ns, ns_labels = [], [], []
     for r in reqs:
         if r.key == POD_NAMESPACE_LABEL:
@@ -184,9 +212,37 @@ def _split_selector(raw: Any, where: str) -> tuple[Selector, list[Requirement], 
     return Selector(tuple(sorted(pod, key=lambda r: r.key))), pod_ns, ns_labels
 
 
-def _endpoint_peer(index: int, namespace: str, raw: Any, where: str) -> Peer:
+def _selector_keys(raw: Any) -> list[str]:
+    """The label keys a selector object names (matchLabels and matchExpressions), as written."""
+    if not isinstance(raw, Mapping):
+        return []
+    keys = [str(k) for k in (raw.get("matchLabels") or {})]
+    return keys + [str(e.get("key")) for e in raw.get("matchExpressions") or [] if isinstance(e, Mapping)]
+
+
+# Reserved identities a selector can name that are entities knetsim has (entity.go maps each entity to its
+# reserved label; ``all`` and ``cluster`` are sets of identities, not one label).
+_RESERVED_ENTITIES = frozenset(ENTITIES) - {"all", "cluster", "none"}
+
+
+def _reserved_entity(raw: Any, where: str) -> str | None:
+    """The entity a fromEndpoints/toEndpoints selector names by its reserved label (``reserved:host: ""`` is the
+    ``host`` entity: the reserved identities carry only their reserved label), or None for a selector of pods."""
+    keys = _selector_keys(raw)
+    reserved = [k for k in keys if k.startswith("reserved:")]
+    if not reserved:
+        return None
+    name = reserved[0].removeprefix("reserved:")
+    if len(keys) > 1 or name not in _RESERVED_ENTITIES:
+        raise CiliumPolicyError(f"{where}: reserved label {reserved[0]!r}: a reserved identity carries no other "
+                                "label, so name one alone (reserved:host, reserved:world...), or use "
+                                "fromEntities/toEntities")
+    return name
+
+
+def _endpoint_peer(index: int, namespace: str, raw: Any, where: str, labels: list[str] | None = None) -> Peer:
     """``namespace`` "": a clusterwide policy's peer, limited to no namespace unless it names one."""
-    pod, pod_ns, ns_labels = _split_selector(raw, where)
+    pod, pod_ns, ns_labels = _split_selector(raw, where, labels)
     if not pod_ns and namespace:
         pod_ns = [Requirement(NAMESPACE_NAME_LABEL, EQUALS, (namespace,))]
     ns_selector = Selector(tuple(sorted(pod_ns + ns_labels, key=lambda r: r.key)))
@@ -270,7 +326,8 @@ _UNSIMULATED_L7 = ("kafka", "l7", "l7proto")
 
 def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, deny: bool = False,
           dns: list[tuple[int, int, tuple[DNSMatch, ...]]] | None = None,
-          fqdns: list[tuple[int, int, DNSMatch]] | None = None, unsimulated: list[str] | None = None) -> Rule:
+          fqdns: list[tuple[int, int, DNSMatch]] | None = None, unsimulated: list[str] | None = None,
+          labels: list[str] | None = None) -> Rule:
     if not isinstance(raw, Mapping):
         raise CiliumPolicyError(f"{where}: must be an object")
     side = "from" if direction == "ingress" else "to"
@@ -285,7 +342,10 @@ def _rule(index: int, namespace: str, raw: Any, direction: str, where: str, *, d
                     unsimulated += [f"{where}.toPorts[{i}].rules.{f}" for f in _UNSIMULATED_L7 if rules.get(f)]
     peers: list[Peer] = []
     for sel in raw.get(f"{side}Endpoints") or []:
-        peers.append(_endpoint_peer(len(peers), namespace, sel, f"{where}.{side}Endpoints[{len(peers)}]"))
+        at = f"{where}.{side}Endpoints[{len(peers)}]"
+        entity = _reserved_entity(sel, at)
+        peers.append(_endpoint_peer(len(peers), namespace, sel, at, labels) if entity is None
+                     else Peer(len(peers), "entity", entity=entity))
     for entity in raw.get(f"{side}Entities") or []:
         if entity not in ENTITIES:
             raise CiliumPolicyError(f"{where}.{side}Entities: Unsupported value: {entity!r}: "
@@ -373,7 +433,16 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
             notes.append(f"{where}.nodeSelector: host policies (a node's own traffic) are not simulated: this spec is "
                          "left out")
             continue
-        selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector")
+        reserved = [k for k in _selector_keys(spec.get("endpointSelector")) if k.startswith("reserved:")]
+        if reserved:
+            # `reserved:host` selects the nodes (a host policy, as nodeSelector does); the other reserved identities
+            # (health, ingress...) are endpoints knetsim has none of.
+            notes.append(f"{where}.endpointSelector: selects the reserved identity {reserved[0]} (not a pod): host "
+                         "and reserved-identity policies are not simulated: this spec is left out")
+            continue
+        labels: list[str] = []
+        selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector",
+                                                      labels)
         namespaces = Selector(tuple(sorted(pod_ns + ns_labels, key=lambda r: r.key))) if clusterwide else None
         directions: dict[str, tuple[Rule, ...] | None] = {}
         dns: list[tuple[int, int, tuple[DNSMatch, ...]]] = []
@@ -385,7 +454,8 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
             deny = direction != base
             directions[direction] = None if not rules else tuple(
                 _rule(i, namespace, r, base, f"{where}.{direction}[{i}]", deny=deny,
-                      dns=None if deny else dns, fqdns=None if deny else fqdns, unsimulated=unsimulated)
+                      dns=None if deny else dns, fqdns=None if deny else fqdns, unsimulated=unsimulated,
+                      labels=labels)
                 for i, r in enumerate(rules))
         default_deny = spec.get("enableDefaultDeny")
         ingress_dd = _flag(default_deny, "ingress", f"{where}.enableDefaultDeny")
@@ -396,6 +466,7 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
         out.append(CiliumPolicy(policy, clusterwide, namespaces, directions["ingressDeny"], directions["egressDeny"],
                                 ingress_dd is not False, egress_dd is not False, tuple(dns), tuple(fqdns),
                                 tuple(unsimulated)))
+        notes += labels
     for policy in out:
         notes += [f"{field}: not simulated (this answer reads the rest of the rule)" for field in policy.unsimulated]
     return out, notes

@@ -26,6 +26,7 @@ import numpy as np
 from ..classes import POD, Classes
 from ..rules import INGRESS, Endpoint, Rule
 from .evaluate import CiliumIndex, _peer
+from .labels import endpoint_labels, reads_endpoint_labels
 from .read import CiliumPolicy
 
 NODE_ENTITIES = ("host", "remote-node")
@@ -62,8 +63,7 @@ class CiliumSide:
         self._selected: dict[tuple[str, Any], np.ndarray] = {}
         self._pod_mask: np.ndarray | None = None
         self._namespace_of: np.ndarray | None = None
-        self._label_pairs: dict[tuple[str, str], np.ndarray] | None = None
-        self._label_keys: dict[str, np.ndarray] | None = None
+        self._tables: dict[bool, tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]] = {}
         self._namespace_labels: list[Any] | None = None
         self.index_ctx = on_node("")  # namespace labels are the same seen from any node
         self._groups: dict[tuple[str, bool], tuple[np.ndarray, list[tuple[int, list[CiliumPolicy]]]]] = {}
@@ -211,37 +211,49 @@ class CiliumSide:
             found = self._selected[key] = per_namespace[self.classes.ns_of]
         return found
 
+    def _labels_of(self, ep: Endpoint, endpoint: bool) -> Any:
+        """A class's first pod's labels: its own, or (``endpoint``) the ones Cilium gives its endpoint."""
+        assert ep.pod is not None
+        return endpoint_labels(ep.pod, self.index.cluster) if endpoint else ep.pod.labels
+
+    def _label_tables(self, endpoint: bool) -> tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]:
+        """(label pair -> classes having it, label key -> classes having it), over the pods' own labels or over their
+        endpoints' (the service account and cluster name added: asked only by selectors that read them)."""
+        found = self._tables.get(endpoint)
+        if found is None:
+            pairs: dict[tuple[str, str], list[int]] = {}
+            for c, ep in enumerate(self.ends):
+                if ep.kind == "pod" and ep.pod is not None:
+                    for pair in self._labels_of(ep, endpoint).items():
+                        pairs.setdefault(pair, []).append(c)
+            by_key: dict[str, list[int]] = {}
+            for (k, _), v in pairs.items():
+                by_key.setdefault(k, []).extend(v)
+            found = self._tables[endpoint] = ({pair: np.array(v, dtype=np.int64) for pair, v in pairs.items()},
+                                              {k: np.array(v, dtype=np.int64) for k, v in by_key.items()})
+        return found
+
     def _selector(self, selector: Any) -> np.ndarray:
-        """``Selector.matches`` over every class's first pod's labels, requirement by requirement."""
+        """``Selector.matches`` over every class's first pod's labels (its endpoint's, when the selector reads a label
+        Cilium owns: ``labels.py``), requirement by requirement."""
         from ...model.labels import DOES_NOT_EXIST, EQUALS, EXISTS, IN, NOT_EQUALS, NOT_IN
 
         key = ("pods", selector)
         found = self._selected.get(key)
         if found is not None:
             return found
-        if self._label_pairs is None:
-            pairs: dict[tuple[str, str], list[int]] = {}
-            for c, ep in enumerate(self.ends):
-                if ep.kind == "pod" and ep.pod is not None:
-                    for pair in ep.pod.labels.items():
-                        pairs.setdefault(pair, []).append(c)
-            self._label_pairs = {pair: np.array(v, dtype=np.int64) for pair, v in pairs.items()}
-            by_key: dict[str, list[int]] = {}
-            for (k, _), v in pairs.items():
-                by_key.setdefault(k, []).extend(v)
-            self._label_keys = {k: np.array(v, dtype=np.int64) for k, v in by_key.items()}
-        assert self._label_keys is not None
+        endpoint = reads_endpoint_labels(selector)
+        label_pairs, label_keys = self._label_tables(endpoint)
 
         def having(label: str, values: Any = None) -> np.ndarray:
             out = np.zeros(self.n, dtype=bool)
-            assert self._label_pairs is not None and self._label_keys is not None
             if values is None:
-                idx = self._label_keys.get(label)
+                idx = label_keys.get(label)
                 if idx is not None:
                     out[idx] = True
                 return out
             for value in values:
-                idx = self._label_pairs.get((label, value))
+                idx = label_pairs.get((label, value))
                 if idx is not None:
                     out[idx] = True
             return out
@@ -260,8 +272,8 @@ class CiliumSide:
                 elif r.op == DOES_NOT_EXIST:
                     found &= ~having(r.key)
                 else:  # Gt / Lt: asked label map by label map
-                    found &= np.array([ep.kind == "pod" and ep.pod is not None and r.matches(ep.pod.labels)
-                                       for ep in self.ends], dtype=bool)
+                    found &= np.array([ep.kind == "pod" and ep.pod is not None
+                                       and r.matches(self._labels_of(ep, endpoint)) for ep in self.ends], dtype=bool)
         self._selected[key] = found
         return found
 
