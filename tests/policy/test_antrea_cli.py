@@ -113,3 +113,34 @@ def test_the_fix_of_a_baseline_drop_is_a_networkpolicy() -> None:
     assert evaluate(s, "z/a", "x/a", 80).ingress.fix("TCP/80").endswith(
         "add an Allow (or Pass) rule for this traffic (TCP/80) in a tier evaluated before it, or in its tier at a "
         "lower priority")
+
+
+def test_to_services_drops_traffic_to_the_cluster_ip_and_not_to_the_endpoint(tmp_path: Path) -> None:
+    """docs/antrea-network-policy.md, "ACNP for toServices rule" and "toServices egress rules": the rule matches the
+    Service's cluster IP (AntreaProxy's Service group), and "direct access to the Endpoints of this Service is not
+    affected". A Drop from z/a to Service x/web: `trace` to the Service times out in that rule; to the pod's own
+    address it connects; `policy describe` says what the rule matches."""
+    web = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "x"},
+           "spec": {"selector": {"pod": "a"}, "ports": [{"port": 80}]}}
+    drop = acnp("acnp-drop-to-services", 5, [{"podSelector": labels(pod="a"), "namespaceSelector": labels(ns="z")}],
+                tier="securityops", egress=[{"action": "Drop", "name": "DropToServices",
+                                             "toServices": [{"name": "web", "namespace": "x"}]}])
+    path = tmp_path / "svc.yaml"
+    path.write_text(yaml.safe_dump_all([*world(), web, drop], sort_keys=False))
+    cluster = str(path)
+    state = Cluster.from_yaml(path.read_text()).state
+    via_service = run("trace", "-f", cluster, "--from", "z/a", "web.x:80").output
+    assert "Outcome: timeout" in via_service, via_service
+    assert "egress of z/a: dropped by ClusterNetworkPolicy.crd.antrea.io `acnp-drop-to-services` egress[0] " \
+           "`DropToServices` (Drop; Antrea tier `securityops`" in via_service
+    direct = run("trace", "-f", cluster, "--from", "z/a", f"{state.pods['x/a'].pod_ip}:80").output
+    assert "Outcome: connected" in direct, direct
+    other = run("trace", "-f", cluster, "--from", "z/b", "web.x:80").output
+    assert "Outcome: connected" in other, other
+    text = run("policy", "describe", "-f", cluster, "acnp/acnp-drop-to-services").output
+    assert "Rule 1 (spec.egress[0] `DropToServices`): Drop to Service x/web (by its cluster IP); any port of it" \
+           in text, text
+    assert "not simulated" not in text
+    notes = json.loads(run("matrix", "-f", cluster, "-o", "json").output)["notes"]
+    assert any("toServices rules (ClusterNetworkPolicy.crd.antrea.io acnp-drop-to-services egress[0]) match only "
+               "traffic addressed to a Service's cluster IP" in n for n in notes), notes

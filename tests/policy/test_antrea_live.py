@@ -223,3 +223,39 @@ def test_a_service_account_peer_takes_the_pods_running_as_it(antrea: Cluster) ->
         assert policy_check(k).stdout.startswith("ALLOWED")
     finally:
         k.sh("kubectl delete -f by-account.yaml")
+
+
+def test_to_services_drops_the_cluster_ip_and_not_the_pod(antrea: Cluster) -> None:
+    """docs/antrea-network-policy.md, "toServices egress rules": a Drop to Service default/web stops `wget
+    http://web` (the cluster IP) and leaves the pod's own address reachable ("direct access to the Endpoints of this
+    Service is not affected")."""
+    k = antrea
+    k.write("to-services.yaml", """\
+apiVersion: crd.antrea.io/v1beta1
+kind: ClusterNetworkPolicy
+metadata:
+  name: acnp-drop-to-services
+spec:
+  priority: 5
+  tier: securityops
+  appliedTo:
+  - podSelector:
+      matchLabels:
+        run: client
+  egress:
+  - action: Drop
+    name: DropToServices
+    toServices:
+    - name: web
+      namespace: default
+""")
+    k.sh("kubectl apply -f to-services.yaml")
+    try:
+        denied = wget(k)
+        assert denied.returncode != 0 and "timed out" in denied.stderr, denied
+        pod_ip = k.sh("kubectl get pod web -o jsonpath={.status.podIP}").stdout.strip()
+        direct = k.sh(f"kubectl exec client -- wget -T 2 -qO- http://{pod_ip}", check=False, timeout=30)
+        assert "nginx" in direct.stdout, direct
+    finally:
+        k.sh("kubectl delete -f to-services.yaml")
+    assert wait_for(lambda: "nginx" in wget(k).stdout, 10)

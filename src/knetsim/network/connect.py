@@ -20,7 +20,7 @@ from ..dns.hostsfile import hosts_lookup
 from ..dns.resolver import lookup_addresses
 from ..model.names import is_ip as _is_ip
 from ..model.objects import Pod, Service
-from ..policy.engine import PolicyInputError, evaluate
+from ..policy.engine import PolicyInputError, endpoint, evaluate
 from . import kubeproxy
 from .app import app_reply
 from .balance import Balancer
@@ -314,8 +314,8 @@ def _via_service(run: _Run, src_pod: Pod | None, src_ip: str, svc: Service, dst_
         _local_policy_finding(run, svc, verdict, node)
         return run.finish("refused" if verdict == "REJECT" else "timeout")
     chosen = run.pick(targets, src_ip, f"{dst_ip}:{port}", svc)
-    trace = deliver(run, src_pod, src_ip, chosen, via=svc.key)
-    return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen)
+    trace = deliver(run, src_pod, src_ip, chosen, via=svc.key, to_service=svc.key)
+    return _check_other_backends(run, trace, src_pod, src_ip, targets, chosen, to_service=svc.key)
 
 
 def _local_policy_finding(run: _Run, svc: Service, verdict: str, node: str) -> None:
@@ -333,7 +333,7 @@ def _local_policy_finding(run: _Run, svc: Service, verdict: str, node: str) -> N
 
 
 def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: str, targets: list[Candidate],
-                          chosen: Candidate, egress_to: tuple[str, int] | None = None) -> Trace:
+                          chosen: Candidate, egress_to: tuple[str, int] | None = None, to_service: str = "") -> Trace:
     """Would the other backends behave the same? Intermittent failures hide here."""
     differing = []
     for other in targets:
@@ -341,7 +341,7 @@ def _check_other_backends(run: _Run, trace: Trace, src_pod: Pod | None, src_ip: 
             continue
         ok = listening(other.pod, other.port, run.protocol)
         if ok:
-            ok = _policy(run.state, src_pod, src_ip, other, run.protocol, egress_to)[0]
+            ok = _policy(run.state, src_pod, src_ip, other, run.protocol, egress_to, to_service)[0]
         if ok != trace.connected:
             differing.append(other.pod.key)
     if differing:
@@ -435,8 +435,10 @@ def _to_kube_proxy(run: _Run, node: str, address: str) -> Trace | None:
 
 
 def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candidate, protocol: str,
-            egress_to: tuple[str, int] | None = None) -> tuple[bool, str, dict[str, object], object]:
-    """(allowed, detail, data, deciding side) for the hop to ``target``.
+            egress_to: tuple[str, int] | None = None, to_service: str = ""
+            ) -> tuple[bool, str, dict[str, object], object]:
+    """(allowed, detail, data, deciding side) for the hop to ``target``; ``to_service``: the Service whose virtual
+    IP the packet was addressed to (a rule may match on it: Antrea's toServices).
 
     Egress belongs to the sending pod, whatever the address translation; ingress sees the
     source after SNAT (a masqueraded NodePort arrives from a node address). Without NAT both
@@ -449,6 +451,8 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
     dst: Pod | str = target.pod if target.pod is not None else target.ip
     if target.pod is not None and target.ip != target.pod.pod_ip and target.ip in target.pod.pod_ips:
         dst = target.ip
+    if to_service:
+        dst = replace(endpoint(state, dst), service=to_service)
     if seen is sender and egress_to is None:
         verdict = evaluate(state, sender, dst, target.port, protocol)
         egress, ingress, data = verdict.egress, verdict.ingress, {"policy": verdict.to_dict()}
@@ -471,12 +475,13 @@ def _policy(state: ClusterState, src_pod: Pod | None, src_ip: str, target: Candi
 
 
 def deliver(run: _Run, src_pod: Pod | None, src_ip: str, target: Candidate, via: str = "",
-            egress_to: tuple[str, int] | None = None, request: Target | None = None) -> Trace:
+            egress_to: tuple[str, int] | None = None, request: Target | None = None, to_service: str = "") -> Trace:
     """policy → listener → app, on the post-DNAT address and port of ``target``. ``request`` is the HTTP
-    request as a proxy in between forwards it (a rewritten path), the app's input when given."""
+    request as a proxy in between forwards it (a rewritten path), the app's input when given; ``to_service``:
+    the Service whose virtual IP the packet was addressed to (a proxy's upstream is an endpoint: none)."""
     state = run.state
     port = target.port
-    allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to)
+    allowed, detail, data, side = _policy(state, src_pod, src_ip, target, run.protocol, egress_to, to_service)
     backend = Backend(target.name, target.ip, port, target.snat or src_ip)
     if not allowed:
         fix = side.fix(f"{run.protocol}/{port}") if side is not None else ""  # type: ignore[attr-defined]

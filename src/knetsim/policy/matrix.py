@@ -1700,7 +1700,14 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
-    return _pairwise_matrix(state, index, classes, pods=pods, note="evaluated pair by pair under Antrea's tiers")
+    note = "evaluated pair by pair under Antrea's tiers"
+    by_service = [f"{policy.ref} egress[{rule.index}]" for tier in index.antrea.policies.values() for policy in tier
+                  for rule in policy.egress if rule.to_services]
+    if by_service:
+        # A toServices rule matches traffic addressed to a Service's cluster IP; the matrix's pairs are pod to pod.
+        note += (f"; toServices rules ({', '.join(by_service)}) match only traffic addressed to a Service's cluster "
+                 "IP, which these pod-to-pod pairs are not: `knetsim trace SRC SERVICE:PORT` shows them")
+    return _pairwise_matrix(state, index, classes, pods=pods, note=note)
 
 
 def _antrea_blocks(index: PolicyIndex) -> list[Any]:

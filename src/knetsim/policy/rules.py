@@ -42,6 +42,9 @@ class Endpoint:
     ip: str
     pod: Pod | None = None
     node: str = ""
+    # The Service (``ns/name``) whose virtual IP the connection was addressed to, before the data plane's DNAT
+    # chose this endpoint; "" for a connection to the endpoint itself. Antrea's toServices matches on it.
+    service: str = ""
 
     @property
     def name(self) -> str:

@@ -139,6 +139,8 @@ def selects(index: AntreaIndex, policy: AntreaPolicy, pod: Any, direction: str, 
 
 def _peer_matches(index: AntreaIndex, policy: AntreaPolicy, rule: AntreaRule, peer_ep: Endpoint, pod: Any,
                   ctx: MatchContext) -> bool:
+    if rule.to_services:  # never with `to` (the webhook refuses both): the Service the packet was addressed to
+        return peer_ep.service in rule.to_services
     if rule.peers is None:
         return True
     return any(selection_matches(index, policy, p, peer_ep, ctx, pod.namespace) for p in rule.peers)

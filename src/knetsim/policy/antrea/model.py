@@ -88,9 +88,14 @@ class AntreaRule:
     peers: tuple[Selection, ...] | None  # None: every peer (no from/to)
     ports: tuple[Port, ...] | None  # None: every port and protocol
     applied_to: tuple[Selection, ...] | None = None  # rule-level appliedTo
-    unsupported: tuple[str, ...] = ()  # read but not simulated (toServices, fqdn, ...)
+    unsupported: tuple[str, ...] = ()  # read but not simulated (fqdn, ...)
+    # An egress rule's toServices: ``ns/name`` of Services, matched on traffic addressed to their cluster IP
+    # (AntreaProxy marks it with the Service's group), never on traffic to an endpoint's own address.
+    to_services: tuple[str, ...] = ()
 
     def text(self) -> str:
+        if self.to_services:
+            return f"Service {', '.join(self.to_services)} (by its cluster IP); any port of it"
         peers = "; ".join(p.describe() for p in self.peers) if self.peers is not None else "any peer"
         ports = ", ".join(p.describe() for p in self.ports) if self.ports is not None else "any port"
         return f"{peers}; {ports}"
@@ -256,13 +261,20 @@ def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) ->
     applied = body.get("appliedTo")
     applied_to = tuple(_selection(a, i, f"{field}.appliedTo[{i}]", cluster=cluster, peer=False)
                        for i, a in enumerate(_list(applied, f"{field}.appliedTo"))) if applied else None
-    unsupported = tuple(k for k in ("toServices", "protocols", "l7Protocols") if body.get(k))
+    unsupported = tuple(k for k in ("protocols", "l7Protocols") if body.get(k))
+    to_services = []
+    for i, ref in enumerate(_list(body.get("toServices"), f"{field}.toServices") if side == "to" else ()):
+        ref = _mapping(ref, f"{field}.toServices[{i}]")
+        for key in ("name", "namespace"):
+            if not ref.get(key):
+                raise AntreaPolicyError(f"{field}.toServices[{i}].{key}: Required value")
+        to_services.append(f"{ref['namespace']}/{ref['name']}")
     unsupported += tuple(f"{side}[{i}].{k}" for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))
                          for k in ("fqdn", "nodeSelector", "scope") if isinstance(p, Mapping)
                          and p.get(k))
     # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
     return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
-                      _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported)
+                      _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported, tuple(to_services))
 
 
 def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) -> AntreaPolicy:
