@@ -49,6 +49,9 @@ def _pod(store: Store) -> None:
     from knetsim.apiserver.resources import BY_KIND
     registry.create(Target(BY_KIND["Namespace"], "", "", ""), {"apiVersion": "v1", "kind": "Namespace",
                                                                "metadata": {"name": "default"}}, WriteOptions())
+    # No controller runs here: the account the pod is admitted with is made as the service account controller would.
+    registry.create(Target(BY_KIND["ServiceAccount"], "default", "", ""),
+                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}, WriteOptions())
     registry.create(Target(BY_KIND["Pod"], "default", "", ""),
                     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}, WriteOptions())

@@ -182,6 +182,26 @@ class ClaimStorage(Storage):
                            {"name": name, "group": r.group, "kind": r.plural})
 
 
+class PodStorage(Storage):
+    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """The ServiceAccount admission plugin's check on a new pod: the account it runs as exists (its default,
+        ``default``, was given with the pod's defaults: model/defaults.admit_service_account); a 403."""
+        why = missing_service_account(obj, registry.store) if old is None else None
+        if why is not None:
+            name = str(obj["metadata"]["name"])
+            raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: {why}', {"name": name, "kind": "pods"})
+
+
+def missing_service_account(pod: Mapping[str, Any], store: Store) -> str | None:
+    """Why the ServiceAccount admission plugin refuses ``pod`` (plugin/pkg/admission/serviceaccount/admission.go,
+    Validate: the account must exist), in its words; None when it admits (a mirror pod names none)."""
+    account = str((pod.get("spec") or {}).get("serviceAccountName") or "")
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    if not account or store.get(("ServiceAccount", namespace, account)) is not None:
+        return None
+    return f'error looking up service account {namespace}/{account}: serviceaccount "{account}" not found'
+
+
 class ServiceStorage(Storage):
     def allocate(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> Txn | None:
         spec = obj.setdefault("spec", {})
@@ -236,7 +256,7 @@ class AntreaStorage(Storage):
 
 
 STORAGE: dict[str, Storage] = {"Service": ServiceStorage(), "Ingress": IngressStorage(),
-                               "PersistentVolumeClaim": ClaimStorage(),
+                               "PersistentVolumeClaim": ClaimStorage(), "Pod": PodStorage(),
                                **{f"{kind}.crd.antrea.io": AntreaStorage()
                                   for kind in ("ClusterNetworkPolicy", "NetworkPolicy", "Tier")}}
 GENERIC_STORAGE = Storage()

@@ -279,6 +279,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     _gateway_infra(gateway_views, by_kind, merged)
 
     _namespaces(state, by_kind, docs)
+    _default_service_accounts(state)
     _nodes(state, by_kind, config)
     nodes = list(state.nodes.values())
 
@@ -308,6 +309,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for body, source in pod_bodies:
         pod = Pod.parse(body, source)
         state.pods[pod.key] = pod
+    _service_accounts_assumed(state, by_kind, pod_bodies)
     for w in workload_inputs:
         _keep(state, w.body, w.source)
     for body, source in expanded.workloads:
@@ -522,6 +524,41 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
                        f"apply would fail with: namespaces \"{name}\" not found)", doc.describe(), doc.source)
         body = apply_defaults({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         state.namespaces[name] = Namespace.parse(body, CONTROLLER)
+
+
+def _default_service_accounts(state: ClusterState) -> None:
+    """The service account controller's ``default`` in every namespace not being deleted, as a live cluster has it
+    (controllers/serviceaccount.py)."""
+    for name, namespace in sorted(state.namespaces.items()):
+        if namespace.meta.deletion_timestamp is None and ("ServiceAccount", f"{name}/default") not in state.others:
+            _keep_other(state, Document(CONTROLLER, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                                     "metadata": {"name": "default", "namespace": name}}))
+
+
+def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Document]],
+                              pod_bodies: list[tuple[dict[str, Any], Source]]) -> None:
+    """A pod runs as an account the input does not hold: the API server would refuse it (the ServiceAccount admission
+    plugin; a workload's controller records FailedCreate and makes no pod). Offline the account is assumed to exist,
+    as a namespace is, and said once per account."""
+    accounts = {(d.namespace, d.name) for d in by_kind.get("ServiceAccount", [])} | \
+        {(namespace, "default") for namespace in state.namespaces}
+    for body, source in pod_bodies:
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        account, namespace = str(spec.get("serviceAccountName") or ""), str(meta.get("namespace") or "")
+        if not account or (namespace, account) in accounts or from_live_cluster(body):
+            continue
+        accounts.add((namespace, account))
+        owner = next(iter(meta.get("ownerReferences") or ()), None)
+        refused = f"error looking up service account {namespace}/{account}: serviceaccount \"{account}\" not found"
+        if owner is not None:
+            subject = f"{owner.get('kind')} {namespace}/{owner.get('name')}"
+            name = meta.get("generateName") or meta.get("name")
+            would = f"its pods would not be created (FailedCreate: pods \"{name}\" is forbidden: {refused})"
+        else:
+            subject = f"Pod {namespace}/{meta.get('name')}"
+            would = f"kubectl apply would fail with: pods \"{meta.get('name')}\" is forbidden: {refused}"
+        state.warn("ServiceAccountAssumed", f"service account {account!r} is not in the input; assumed to exist in "
+                   f"namespace {namespace!r} ({would})", subject, source)
 
 
 def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: ClusterConfig) -> None:

@@ -6,6 +6,7 @@ input, so ``kube-dns`` gets its EndpointSlice from the real EndpointSlice contro
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -157,7 +158,20 @@ def system_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     docs.append(standard_storage_class())
     if config.ingress_controller:
         docs.extend(_ingress_nginx())
-    return docs
+    return [*docs[:len(namespaces)], *_service_accounts(docs), *docs[len(namespaces):]]  # each in its namespace
+
+
+def _service_accounts(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ServiceAccounts the add-ons run as, which their manifests create before their workloads (kubeadm's
+    coredns and kube-proxy, each CNI's, ingress-nginx's); ``default`` in each namespace is the service account
+    controller's."""
+    named: dict[tuple[str, str], None] = {}
+    for doc in docs:
+        spec = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if doc.get("kind") in ("Deployment", "DaemonSet", "StatefulSet") and spec.get("serviceAccountName"):
+            named[(str(doc["metadata"].get("namespace") or ""), str(spec["serviceAccountName"]))] = None
+    return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
+            for namespace, name in named]
 
 
 def system_corefile(config: ClusterConfig) -> str:
@@ -396,6 +410,10 @@ def _static_pod(component: str, node: str, port: int, version: str) -> dict[str,
             "name": f"{component}-{node}",
             "namespace": "kube-system",
             "labels": {"component": component, "tier": "control-plane"},
+            # The kubelet's mirror of a static pod (the manifest's hash in config.mirror): no account is admitted
+            # for it.
+            "annotations": {"kubernetes.io/config.mirror": hashlib.md5(f"{component}/{node}".encode()).hexdigest(),
+                            "kubernetes.io/config.source": "file"},
         },
         "spec": {
             "nodeName": node,

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.defaults import admit_service_account
 from ..model.labels import Selector
 from ..model.listeners import pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
@@ -164,7 +165,9 @@ def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str, o
     # The spec is the pod's own dict (the scheduler writes nodeName into it); what it holds (containers,
     # volumes) is shared by the pods of one template, which nothing below the controllers changes. A deep
     # copy per pod was the largest single cost of loading 10,000 pods.
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(template.get("spec") or {})}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(template.get("spec") or {})}
+    admit_service_account(pod)  # a controller's pod passes the API server's admission too
+    return pod
 
 
 def _with_label(obj: Mapping[str, Any], outer: str, inner: str | None, hash_: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
 from .replicationcontroller import ReplicationControllerManager
 from .scheduler import Scheduler
+from .serviceaccount import ServiceAccountsController
 from .servicecidrs import ServiceCIDRController
 from .statefulset import StatefulSetController
 from .storage import PersistentVolumeController
@@ -36,8 +37,8 @@ from .storage import PersistentVolumeController
 # daemon.wire puts between the two, since the node is not this program); then the pods' addresses
 # feed endpoints, routes' status, and the garbage collector and the namespace controller clean up.
 UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
-    CronJobController, DeploymentController, ReplicaSetController, ReplicationControllerManager,
-    StatefulSetController, DaemonSetController, JobController, Scheduler,
+    ServiceAccountsController, CronJobController, DeploymentController, ReplicaSetController,
+    ReplicationControllerManager, StatefulSetController, DaemonSetController, JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
     EndpointSliceController, EndpointSliceMirroringController, EndpointsController, IngressStatus,

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..apiserver.registry import missing_service_account
 from ..apiserver.store import Change, Key
 from ..cluster.naming import random_suffix
 from ..cluster.workloads import WorkloadInput, WorkloadResult, expand_workloads
@@ -65,6 +66,11 @@ class PodOwner(Controller):
     def handle(self, change: Change) -> Iterable[Key]:
         if change.kind == self.kind:
             return [] if status_only(change) else [key_of(change.kind, change.obj)]
+        if change.kind == "ServiceAccount" and change.type == "ADDED":
+            # An account a refused pod waited for: the namespace's owners try again (a sync that lacks nothing
+            # writes nothing).
+            namespace = str((change.obj.get("metadata") or {}).get("namespace") or "")
+            return [k for k in self.informer.keys(self.kind) if k[1] == namespace]
         if change.kind != "Pod":
             return []
         keys: list[Key] = []
@@ -142,6 +148,14 @@ class PodOwner(Controller):
 
     def create_pod(self, owner: Mapping[str, Any], pod: dict[str, Any], batch: Batch) -> None:
         meta = pod["metadata"]
+        refused = missing_service_account(pod, self.store)
+        if refused is not None:
+            # The API server refuses the pod (the ServiceAccount admission plugin): the owner records it and tries
+            # again when an account appears in the namespace (``handle``).
+            batch.event(owner, "FailedCreate", self.failed_message(owner, meta.get("generateName") or meta["name"],
+                                                                   f"is forbidden: {refused}"),
+                        self.name, type_="Warning")
+            return
         meta["uid"] = batch.new_uid("Pod", meta["namespace"], meta["name"])
         meta["creationTimestamp"] = batch.now
         batch.put(("Pod", meta["namespace"], meta["name"]), pod)
@@ -153,6 +167,10 @@ class PodOwner(Controller):
 
     def created_message(self, owner: Mapping[str, Any], pod: str) -> str:
         return f"Created pod: {pod}"
+
+    def failed_message(self, owner: Mapping[str, Any], pod: str, why: str) -> str:
+        """replica_set.go's (and the DaemonSet's and Job's) FailedCreate: the API error as the client prints it."""
+        return f'Error creating: pods "{pod}" {why}'
 
     def deleted_message(self, owner: Mapping[str, Any], pod: str) -> str:
         return f"Deleted pod: {pod}"

@@ -79,5 +79,9 @@ class StatefulSetController(PodOwner):
     def created_message(self, owner: Mapping[str, Any], pod: str) -> str:
         return f"create Pod {pod} in StatefulSet {owner['metadata']['name']} successful"
 
+    def failed_message(self, owner: Mapping[str, Any], pod: str, why: str) -> str:
+        # stateful_pod_control.go recordPodEvent: the operation, then the API error.
+        return f'create Pod {pod} in StatefulSet {owner["metadata"]["name"]} failed error: pods "{pod}" {why}'
+
     def deleted_message(self, owner: Mapping[str, Any], pod: str) -> str:
         return f"delete Pod {pod} in StatefulSet {owner['metadata']['name']} successful"

@@ -132,7 +132,8 @@ KINDS: tuple[KindInfo, ...] = (
     # Read and kept (an Ingress's TLS Secret, a Pod's ConfigMap) but not simulated.
     KindInfo("ConfigMap", "", "v1", "configmaps", True, ("cm",), simulated=False),
     KindInfo("Secret", "", "v1", "secrets", True, (), simulated=False),
-    KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",), simulated=False),
+    # Read: a pod runs as one, and the API server refuses a pod whose account does not exist.
+    KindInfo("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",)),
     # Envoy Gateway's policies (its CRDs come with it): the built-in Gateway controller is Envoy Gateway's,
     # and knetsim.gateway applies them to the requests its Gateways route.
     KindInfo("SecurityPolicy", "gateway.envoyproxy.io", "v1alpha1", "securitypolicies", True, ("sp",)),

@@ -1,0 +1,46 @@
+"""The service account controller: every namespace has a ``default`` ServiceAccount.
+
+kube-controller-manager's ``serviceaccount-controller`` (kubernetes pkg/controller/serviceaccount/
+serviceaccounts_controller.go) makes the ServiceAccounts it manages — only ``default`` — in each namespace that
+is not being deleted: when the namespace appears and whenever that ServiceAccount is deleted. Pods need it: the
+ServiceAccount admission plugin gives a pod without one ``serviceAccountName: default`` and refuses a pod whose
+account does not exist (apiserver/registry.py, ``PodStorage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..apiserver.store import Change, Key
+from .base import Controller, being_deleted
+
+DEFAULT_ACCOUNT = "default"
+
+
+class ServiceAccountsController(Controller):
+    name = "serviceaccount-controller"
+
+    def handle(self, change: Change) -> Iterable[Key]:
+        meta = change.obj.get("metadata") or {}
+        if change.kind == "Namespace" and change.type != "DELETED":
+            return [("Namespace", "", str(meta.get("name") or ""))]
+        if change.kind == "ServiceAccount" and change.type == "DELETED" and meta.get("name") == DEFAULT_ACCOUNT:
+            return [("Namespace", "", str(meta.get("namespace") or ""))]
+        return []
+
+    def resync(self) -> Iterable[Key]:
+        return self.informer.keys("Namespace")
+
+    def sync(self, key: Key) -> None:
+        namespace = key[2]
+        body = self.informer.get(key)
+        if body is None or being_deleted(body):
+            return  # NamespaceLifecycle refuses new objects in a namespace being deleted
+        account = ("ServiceAccount", namespace, DEFAULT_ACCOUNT)
+        if self.store.objects.get(account) is not None:
+            return
+        batch = self.batch()
+        batch.put(account, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+            "name": DEFAULT_ACCOUNT, "namespace": namespace, "uid": batch.new_uid(*account),
+            "creationTimestamp": batch.now}})
+        batch.commit()
