@@ -77,3 +77,47 @@ def test_deployments_of_one_spec_are_admitted_and_an_invalid_one_is_still_refuse
     typed = deployment("f", 2)
     typed["spec"]["template"]["spec"]["containers"][0]["image"] = ""
     assert "spec.template.spec.containers[0].image: Required value" in refusal(typed)
+
+
+def calico_policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy", "metadata": {"name": name},
+            "spec": {"selector": "app == 'web'", "types": ["Ingress"], "ingress": ingress}}
+
+
+ALLOW = {"action": "Allow", "protocol": "TCP", "destination": {"ports": [80]}}
+
+
+def test_a_calico_rule_equal_to_a_valid_one_is_admitted_and_a_mistyped_one_is_refused_at_its_path() -> None:
+    admission.admit(calico_policy("a", [ALLOW]))
+    admission.admit(calico_policy("b", [ALLOW, ALLOW]))
+    mistyped = ALLOW | {"action": ["Allow"]}
+    for name, rules, at in (("c", [mistyped], 0), ("d", [ALLOW, mistyped], 1), ("e", [mistyped, ALLOW], 0)):
+        assert refusal(calico_policy(name, rules)) == (
+            f'GlobalNetworkPolicy.projectcalico.org "{name}" is invalid: spec.ingress[{at}].action: Invalid value: '
+            f'"array": spec.ingress[{at}].action in body must be of type string: "array"')
+
+
+def test_a_crd_item_rule_is_still_checked_for_every_item_equal_or_not() -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {"parts": {
+                            "type": "array", "items": {
+                                "type": "object", "properties": {"size": {"type": "integer"}},
+                                "x-kubernetes-validations": [{"rule": "self.size < 10",
+                                                              "message": "too big"}]}}}}}}}}]}}
+    from knetsim.model.crd import source_of, versions_of
+
+    extra = {(v.group, v.version, v.kind): v for v in versions_of(crd, source_of(crd, "test"))}
+
+    def widget(name: str, sizes: list[int]) -> dict[str, Any]:
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"parts": [{"size": s} for s in sizes]}}
+
+    admission.admit(widget("a", [1, 1]), extra_crds=extra)
+    with pytest.raises(AdmissionError) as info:
+        admission.admit(widget("b", [1, 12, 12]), extra_crds=extra)
+    assert [str(e) for e in info.value.errors] == [
+        'spec.parts[1]: Invalid value: "object": too big', 'spec.parts[2]: Invalid value: "object": too big']
