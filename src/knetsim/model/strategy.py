@@ -391,11 +391,25 @@ def custom_strategy(kind: str, status_subresource: bool) -> Strategy:
 
 
 _CNI_STRATEGIES: dict[str, Strategy] = {}
+# strategy_for's answers, which depend on nothing but its arguments: admission asks twice an object (defaulting,
+# validation), 42,000 times for bench/calico.py's input. Bounded: the live daemon is asked of any kind sent.
+_FOUND: dict[tuple[str, str], Strategy] = {}
+_FOUND_MAX = 1024
 
 
 def strategy_for(kind: str, api_version: str = "") -> Strategy:
     """The strategy of a built-in kind (a core/v1 Event's own; events.k8s.io Events are checked by
     their schema alone)."""
+    key = (kind, api_version)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _strategy_for(kind, api_version)
+        if len(_FOUND) < _FOUND_MAX:
+            _FOUND[key] = found
+    return found
+
+
+def _strategy_for(kind: str, api_version: str) -> Strategy:
     if kind == "Event" and api_version not in ("", "v1"):
         return GENERIC
     row = info_for(api_version, kind) if api_version else None

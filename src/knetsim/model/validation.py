@@ -13,7 +13,7 @@ import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -978,9 +978,15 @@ _LEGACY_LISTS = ("externalIPs", "loadBalancerSourceRanges", "except")
 RATCHETED_KINDS = frozenset({"Service", "NetworkPolicy"})  # the kinds with legacy IP and CIDR fields
 
 
-@contextmanager
-def ratcheting(old: Mapping[str, Any] | None) -> Iterator[None]:
+def ratcheting(old: Mapping[str, Any] | None) -> AbstractContextManager[None]:
     """Validate an update of ``old``: its legacy IPs and CIDRs stand as they are (KEP-4008)."""
+    if old is None and not _RATCHETED.get():
+        return nullcontext()  # a create outside any update: nothing ratchets already (each create asks this)
+    return _ratcheting(old)
+
+
+@contextmanager
+def _ratcheting(old: Mapping[str, Any] | None) -> Iterator[None]:
     token = _RATCHETED.set(frozenset(_legacy_values(old)) if old is not None else frozenset())
     try:
         yield
