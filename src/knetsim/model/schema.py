@@ -523,18 +523,18 @@ def _fast_struct(value: dict[str, Any], node: TypeNode) -> dict[str, Any]:
     fields = node.fields
     out: dict[str, Any] = {}
     for key, v in value.items():
-        field = fields.get(key) if type(key) is str else None
+        field = fields.get(key)  # the fields are named by strings: a key of another type is not found either
         if field is None:
             raise _Misfit
-        if v is None:
-            continue
-        kind = field.kind
         value_type = type(v)
-        if kind == STRING and value_type is str:
-            out[key] = v
-        elif kind == STRUCT and value_type is dict:
+        if value_type is str:
+            if field.kind == STRING:
+                out[key] = v
+            else:
+                out[key] = _fast_value(v, field)
+        elif value_type is dict and field.kind == STRUCT:
             out[key] = _fast_struct(v, field)
-        else:
+        elif v is not None:
             out[key] = _fast_value(v, field)
     return out
 
