@@ -121,3 +121,15 @@ def test_a_crd_item_rule_is_still_checked_for_every_item_equal_or_not() -> None:
         admission.admit(widget("b", [1, 12, 12]), extra_crds=extra)
     assert [str(e) for e in info.value.errors] == [
         'spec.parts[1]: Invalid value: "object": too big', 'spec.parts[2]: Invalid value: "object": too big']
+
+
+def test_keys_tell_apart_every_value_that_reads_differently_and_equal_values_share_one() -> None:
+    from knetsim.model.schema import DuplicateKeys, GoNumber
+    from knetsim.model.shapes import content_key
+
+    values = [1, 1.0, True, "1", GoNumber("1.0"), [1], {"a": 1}, DuplicateKeys(a=1), None, ""]
+    keys = [content_key("rules", v) for v in values]
+    assert len(set(keys)) == len(values)
+    shared = "x" * 40
+    assert content_key("rules", {"a": shared, "b": shared}) == content_key("rules", {"a": "x" * 40, "b": "x" * 40})
+    assert content_key("rules", {"a": 1}) != content_key("other rules", {"a": 1})

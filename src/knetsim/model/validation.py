@@ -1115,7 +1115,9 @@ def service_name_problems(name: str) -> list[str]:
 def warnings_on_create(kind: str, body: Mapping[str, Any]) -> list[str]:
     """The warnings the API server sends with a created object it admits (the strategies' WarningsOnCreate) that
     depend on the version in force: non-standard legacy IPs and CIDRs, and deprecations (model/versions.py)."""
-    spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
+    spec = body.get("spec")
+    if type(spec) is not dict and not isinstance(spec, Mapping):  # the ABC's check is slow: dicts skip it
+        spec = {}
     version = in_force()
     out: list[str] = []
     if kind == "Service":
@@ -1134,7 +1136,7 @@ def warnings_on_create(kind: str, body: Mapping[str, Any]) -> list[str]:
             for i, rule in enumerate(spec.get(direction) or []):
                 for j, peer in enumerate((rule or {}).get(peers_key) or []):
                     block = (peer or {}).get("ipBlock")
-                    if not isinstance(block, Mapping):
+                    if block is None or not isinstance(block, Mapping):  # most peers have none
                         continue
                     at = f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock"
                     cidr = str(block.get("cidr") or "")
@@ -1152,30 +1154,29 @@ def read_legacy_addresses(kind: str, body: dict[str, Any]) -> None:
     and the CNI plugins read it), so the layers above parse one form. In place; the warning keeps what was
     written."""
     spec = body.get("spec")
-    if not isinstance(spec, dict):
-        return
-
-    def ip(value: Any) -> Any:
-        parsed = parse_ip_sloppy(str(value)) if isinstance(value, str) and _strict_ip(value) is None else None
-        return str(parsed) if parsed is not None else value
-
-    def cidr(value: Any) -> Any:
-        return _cidr_as_read(value) if isinstance(value, str) else value
-
-    if kind == "Service":
+    if kind == "Service" and isinstance(spec, dict):
         if isinstance(spec.get("externalIPs"), list):
-            spec["externalIPs"] = [ip(v) for v in spec["externalIPs"]]
+            spec["externalIPs"] = [_legacy_ip(v) for v in spec["externalIPs"]]
         if isinstance(spec.get("loadBalancerSourceRanges"), list):
-            spec["loadBalancerSourceRanges"] = [cidr(v) for v in spec["loadBalancerSourceRanges"]]
-    elif kind == "NetworkPolicy":
+            spec["loadBalancerSourceRanges"] = [_legacy_cidr(v) for v in spec["loadBalancerSourceRanges"]]
+    elif kind == "NetworkPolicy" and isinstance(spec, dict):
         for direction, peers_key in (("ingress", "from"), ("egress", "to")):
             for rule in spec.get(direction) or []:
                 for peer in (rule or {}).get(peers_key) or []:
                     block = (peer or {}).get("ipBlock")
                     if isinstance(block, dict):
-                        block["cidr"] = cidr(block.get("cidr"))
+                        block["cidr"] = _legacy_cidr(block.get("cidr"))
                         if isinstance(block.get("except"), list):
-                            block["except"] = [cidr(v) for v in block["except"]]
+                            block["except"] = [_legacy_cidr(v) for v in block["except"]]
+
+
+def _legacy_ip(value: Any) -> Any:
+    parsed = parse_ip_sloppy(str(value)) if isinstance(value, str) and _strict_ip(value) is None else None
+    return str(parsed) if parsed is not None else value
+
+
+def _legacy_cidr(value: Any) -> Any:
+    return _cidr_as_read(value) if isinstance(value, str) else value
 
 
 @functools.lru_cache(maxsize=_PARSED_CACHE)
