@@ -133,3 +133,45 @@ def test_keys_tell_apart_every_value_that_reads_differently_and_equal_values_sha
     shared = "x" * 40
     assert content_key("rules", {"a": shared, "b": shared}) == content_key("rules", {"a": "x" * 40, "b": "x" * 40})
     assert content_key("rules", {"a": 1}) != content_key("other rules", {"a": 1})
+
+
+# --- admitted specs: a Deployment's spec decoded, defaulted and checked once per spec as written -------------------
+
+
+def test_deployments_of_one_written_spec_are_stored_alike_each_with_its_own_copy(monkeypatch: pytest.MonkeyPatch,
+                                                                                   ) -> None:
+    import json
+
+    from knetsim.model import shapes
+
+    written = deployment("first", 3, image="nginx:1.29")
+    first, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    second, _, _ = admission.admit(copy.deepcopy(written) | {"metadata": {"name": "second"}}, namespace="team-b")
+    assert second["metadata"] == {"name": "second", "namespace": "team-b"}
+    assert second["spec"] == first["spec"] and second["spec"] is not first["spec"]
+    assert second["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    second["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
+    third, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    assert third["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.29"
+    # The same object, stored from scratch: equal, key order included.
+    monkeypatch.setattr(shapes, "_ADMITTED", {})
+    fresh, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    assert json.dumps(fresh) == json.dumps(third)
+
+
+def test_a_remembered_spec_does_not_excuse_the_rest_of_the_object() -> None:
+    written = deployment("ok", 2, image="nginx:1.30")
+    admission.admit(copy.deepcopy(written))
+    bad_name = copy.deepcopy(written) | {"metadata": {"name": "Not_A_Name"}}
+    assert 'Deployment.apps "Not_A_Name" is invalid: metadata.name: Invalid value: "Not_A_Name"' in refusal(bad_name)
+    typo = copy.deepcopy(written) | {"metadata": {"name": "ok", "Labels": {"a": "b"}}}
+    assert refusal(typo).endswith('strict decoding error: unknown field "metadata.Labels"')
+
+
+def test_a_spec_admitted_under_ignore_with_an_unknown_field_is_still_refused_under_strict() -> None:
+    written = deployment("typo", 2, image="nginx:1.31")
+    written["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    admission.admit(copy.deepcopy(written), field_validation=admission.FieldValidation.IGNORE)
+    admission.admit(copy.deepcopy(written), field_validation=admission.FieldValidation.IGNORE)
+    assert refusal(written).endswith(
+        'strict decoding error: unknown field "spec.template.spec.containers[0].imagePullPolicyy"')
