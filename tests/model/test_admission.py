@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from knetsim import Cluster, InputError
 from knetsim.cli.main import cli
-from knetsim.model import admission
+from knetsim.model import admission, schema
 from knetsim.model.admission import AdmissionError, FieldValidation
 from knetsim.model.loader import InputTooHostile, check_aliases, load_text
 from knetsim.model.schema import loads_json
@@ -420,3 +420,39 @@ def test_a_pod_on_a_node_knetsim_does_not_know_is_analysed(tmp_path) -> None:
 def test_python_api_stays_strict_by_default() -> None:
     with pytest.raises(InputError):
         Cluster.from_yaml(SHOP_WITH_ONE_BAD)
+
+
+# --- the decoder's two paths (model/schema.py: a fast one for bodies that fit, the path-naming one otherwise) ----
+
+
+def test_a_body_that_fits_decodes_as_go_would_nulls_and_integral_floats_included() -> None:
+    body = deploy({"replicas": 3.0, "paused": None, "template": {
+        "metadata": {"labels": {"app": "web", "empty": None, 7: "seven"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx", "args": ["-x", None],
+                                 "ports": [{"containerPort": 80}, None],
+                                 "resources": {"limits": {"cpu": "500m", "memory": 1.5}}}]}}})
+    decoded = schema.decode(body, "io.k8s.api.apps.v1.Deployment")
+    assert decoded.strict == ()
+    assert decoded.obj["spec"]["replicas"] == 3 and type(decoded.obj["spec"]["replicas"]) is int
+    assert "paused" not in decoded.obj["spec"]
+    template = decoded.obj["spec"]["template"]
+    assert template["metadata"]["labels"] == {"app": "web", "empty": "", "7": "seven"}
+    # null in a list is the element's zero value: "" for a string, an empty ContainerPort for a port
+    assert template["spec"]["containers"][0] == {
+        "name": "web", "image": "nginx", "args": ["-x", ""], "ports": [{"containerPort": 80}, {}],
+        "resources": {"limits": {"cpu": "500m", "memory": 1.5}}}
+
+
+def test_a_misfit_deep_in_a_body_is_named_by_its_whole_path() -> None:
+    body = deploy({"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+        {"name": "web", "image": "nginx", "ports": [{"containerPort": 80}, {"containerPort": "eighty"}]}]}}})
+    assert refused(body).message.endswith(
+        "json: cannot unmarshal string into Go struct field ContainerPort.spec.template.spec.containers.ports."
+        "containerPort of type int32")
+    body = deploy({"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+        {"name": "web", "image": "nginx", "ports": [{"containerPort": 80, "hostPortt": 81}]}]}}})
+    assert refused(body).message.endswith(
+        'strict decoding error: unknown field "spec.template.spec.containers[0].ports[0].hostPortt"')
+    body = loads_json(json.dumps(deploy({})).replace('"image": "nginx:1.27"', '"image": "a", "image": "b"'))
+    assert refused(body).message.endswith(
+        'strict decoding error: duplicate field "spec.template.spec.containers[0].image"')

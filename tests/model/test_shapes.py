@@ -77,3 +77,101 @@ def test_deployments_of_one_spec_are_admitted_and_an_invalid_one_is_still_refuse
     typed = deployment("f", 2)
     typed["spec"]["template"]["spec"]["containers"][0]["image"] = ""
     assert "spec.template.spec.containers[0].image: Required value" in refusal(typed)
+
+
+def calico_policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy", "metadata": {"name": name},
+            "spec": {"selector": "app == 'web'", "types": ["Ingress"], "ingress": ingress}}
+
+
+ALLOW = {"action": "Allow", "protocol": "TCP", "destination": {"ports": [80]}}
+
+
+def test_a_calico_rule_equal_to_a_valid_one_is_admitted_and_a_mistyped_one_is_refused_at_its_path() -> None:
+    admission.admit(calico_policy("a", [ALLOW]))
+    admission.admit(calico_policy("b", [ALLOW, ALLOW]))
+    mistyped = ALLOW | {"action": ["Allow"]}
+    for name, rules, at in (("c", [mistyped], 0), ("d", [ALLOW, mistyped], 1), ("e", [mistyped, ALLOW], 0)):
+        assert refusal(calico_policy(name, rules)) == (
+            f'GlobalNetworkPolicy.projectcalico.org "{name}" is invalid: spec.ingress[{at}].action: Invalid value: '
+            f'"array": spec.ingress[{at}].action in body must be of type string: "array"')
+
+
+def test_a_crd_item_rule_is_still_checked_for_every_item_equal_or_not() -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {"parts": {
+                            "type": "array", "items": {
+                                "type": "object", "properties": {"size": {"type": "integer"}},
+                                "x-kubernetes-validations": [{"rule": "self.size < 10",
+                                                              "message": "too big"}]}}}}}}}}]}}
+    from knetsim.model.crd import source_of, versions_of
+
+    extra = {(v.group, v.version, v.kind): v for v in versions_of(crd, source_of(crd, "test"))}
+
+    def widget(name: str, sizes: list[int]) -> dict[str, Any]:
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"parts": [{"size": s} for s in sizes]}}
+
+    admission.admit(widget("a", [1, 1]), extra_crds=extra)
+    with pytest.raises(AdmissionError) as info:
+        admission.admit(widget("b", [1, 12, 12]), extra_crds=extra)
+    assert [str(e) for e in info.value.errors] == [
+        'spec.parts[1]: Invalid value: "object": too big', 'spec.parts[2]: Invalid value: "object": too big']
+
+
+def test_keys_tell_apart_every_value_that_reads_differently_and_equal_values_share_one() -> None:
+    from knetsim.model.schema import DuplicateKeys, GoNumber
+    from knetsim.model.shapes import content_key
+
+    values = [1, 1.0, True, "1", GoNumber("1.0"), [1], {"a": 1}, DuplicateKeys(a=1), None, ""]
+    keys = [content_key("rules", v) for v in values]
+    assert len(set(keys)) == len(values)
+    shared = "x" * 40
+    assert content_key("rules", {"a": shared, "b": shared}) == content_key("rules", {"a": "x" * 40, "b": "x" * 40})
+    assert content_key("rules", {"a": 1}) != content_key("other rules", {"a": 1})
+
+
+# --- admitted specs: a Deployment's spec decoded, defaulted and checked once per spec as written -------------------
+
+
+def test_deployments_of_one_written_spec_are_stored_alike_each_with_its_own_copy(monkeypatch: pytest.MonkeyPatch,
+                                                                                   ) -> None:
+    import json
+
+    from knetsim.model import shapes
+
+    written = deployment("first", 3, image="nginx:1.29")
+    first, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    second, _, _ = admission.admit(copy.deepcopy(written) | {"metadata": {"name": "second"}}, namespace="team-b")
+    assert second["metadata"] == {"name": "second", "namespace": "team-b"}
+    assert second["spec"] == first["spec"] and second["spec"] is not first["spec"]
+    assert second["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    second["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
+    third, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    assert third["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.29"
+    # The same object, stored from scratch: equal, key order included.
+    monkeypatch.setattr(shapes, "_ADMITTED", {})
+    fresh, _, _ = admission.admit(copy.deepcopy(written), namespace="team-a")
+    assert json.dumps(fresh) == json.dumps(third)
+
+
+def test_a_remembered_spec_does_not_excuse_the_rest_of_the_object() -> None:
+    written = deployment("ok", 2, image="nginx:1.30")
+    admission.admit(copy.deepcopy(written))
+    bad_name = copy.deepcopy(written) | {"metadata": {"name": "Not_A_Name"}}
+    assert 'Deployment.apps "Not_A_Name" is invalid: metadata.name: Invalid value: "Not_A_Name"' in refusal(bad_name)
+    typo = copy.deepcopy(written) | {"metadata": {"name": "ok", "Labels": {"a": "b"}}}
+    assert refusal(typo).endswith('strict decoding error: unknown field "metadata.Labels"')
+
+
+def test_a_spec_admitted_under_ignore_with_an_unknown_field_is_still_refused_under_strict() -> None:
+    written = deployment("typo", 2, image="nginx:1.31")
+    written["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    admission.admit(copy.deepcopy(written), field_validation=admission.FieldValidation.IGNORE)
+    admission.admit(copy.deepcopy(written), field_validation=admission.FieldValidation.IGNORE)
+    assert refusal(written).endswith(
+        'strict decoding error: unknown field "spec.template.spec.containers[0].imagePullPolicyy"')

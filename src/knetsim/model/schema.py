@@ -503,10 +503,97 @@ def _base64_error(text: str) -> int | None:
     return len(text) - len(text) % 4 if len(text) % 4 else len(text)
 
 
+class _Misfit(Exception):
+    """The fast decoder met something it leaves to ``_Decoder`` (a misfit, an unknown or duplicate field)."""
+
+
+# The fast decoder's fallback for the leaf kinds it does not take itself (quantities, times, floats, bytes, raw
+# JSON): they never record a strict error, so one shared decoder serves; a value that fails there is decoded
+# again by a fresh ``_Decoder``, which names its path.
+_LEAVES = _Decoder()
+
+
+def _fast_struct(value: dict[str, Any], node: TypeNode) -> dict[str, Any]:
+    """``_Decoder.struct`` for a body that decodes cleanly, without the field paths that only errors print.
+
+    Why: most admitted objects fit their types; carrying a path tuple, the Go struct name and the strict list
+    through every field cost ~40% of decoding (bench/calico.py's 20,000 built-in objects: ~0.30 -> ~0.17 s).
+    Anything else (an unknown or duplicate field, a value that does not fit) raises ``_Misfit`` or DecodeError,
+    and ``decode`` starts again with ``_Decoder``, so every message and every dropped field is as before."""
+    fields = node.fields
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        field = fields.get(key)  # the fields are named by strings: a key of another type is not found either
+        if field is None:
+            raise _Misfit
+        value_type = type(v)
+        if value_type is str:
+            if field.kind == STRING:
+                out[key] = v
+            else:
+                out[key] = _fast_value(v, field)
+        elif value_type is dict and field.kind == STRUCT:
+            out[key] = _fast_struct(v, field)
+        elif v is not None:
+            out[key] = _fast_value(v, field)
+    return out
+
+
+def _fast_value(v: Any, node: TypeNode) -> Any:
+    """``_Decoder.value`` for a value that fits (``_fast_struct``)."""
+    kind = node.kind
+    value_type = type(v)
+    if kind == LIST and value_type is list:
+        item = node.item
+        assert item is not None
+        if item.kind == STRUCT:
+            return [_zero(item) if e is None else _fast_struct(e, item) if type(e) is dict else _fast_value(e, item)
+                    for e in v]
+        return [_zero(item) if e is None else _fast_value(e, item) for e in v]
+    if kind == MAP and value_type is dict:
+        item = node.item
+        assert item is not None
+        if item.kind == STRING:
+            result: dict[str, Any] = {}
+            for k, element in v.items():
+                if type(element) is str:
+                    result[k if type(k) is str else _key(k)] = element
+                elif element is None:
+                    result[k if type(k) is str else _key(k)] = ""
+                else:
+                    raise _Misfit
+            return result
+        return {_key(k): (_zero(item) if e is None else _fast_value(e, item)) for k, e in v.items()}
+    if kind == STRUCT:
+        if value_type is dict:
+            return _fast_struct(v, node)
+        raise _Misfit
+    if kind in (STRING, BOOL):
+        if value_type is (str if kind == STRING else bool):
+            return v
+        raise _Misfit
+    if kind in (INT32, INT64, INT_OR_STRING) and value_type is int:
+        low, high = _INT_RANGE[INT64 if kind == INT64 else INT32]
+        if low <= v <= high:
+            return v
+        raise _Misfit
+    if kind == INT_OR_STRING and value_type is str:
+        return v
+    if kind in (LIST, MAP):
+        raise _Misfit  # not a list, not a map: the error is _Decoder's to word
+    return _LEAVES.value(v, node, (), "")
+
+
 def decode(body: dict[str, Any], definition: str) -> Decoded:
     """Decode ``body`` into the Go type of ``definition``; raises DecodeError when a value does not fit."""
+    node = node_for_definition(definition)
+    if type(body) is dict:  # a DuplicateKeys body has its duplicates to report
+        try:
+            return Decoded(_fast_struct(body, node), ())
+        except (_Misfit, DecodeError):
+            pass  # decoded again below, where each path is known: the error or the strict list names it
     decoder = _Decoder()
-    obj = decoder.struct(body, node_for_definition(definition), ())
+    obj = decoder.struct(body, node, ())
     return Decoded(obj, tuple(decoder.strict))
 
 

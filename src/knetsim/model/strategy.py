@@ -391,11 +391,25 @@ def custom_strategy(kind: str, status_subresource: bool) -> Strategy:
 
 
 _CNI_STRATEGIES: dict[str, Strategy] = {}
+# strategy_for's answers, which depend on nothing but its arguments: admission asks twice an object (defaulting,
+# validation), 42,000 times for bench/calico.py's input. Bounded: the live daemon is asked of any kind sent.
+_FOUND: dict[tuple[str, str], Strategy] = {}
+_FOUND_MAX = 1024
 
 
 def strategy_for(kind: str, api_version: str = "") -> Strategy:
     """The strategy of a built-in kind (a core/v1 Event's own; events.k8s.io Events are checked by
     their schema alone)."""
+    key = (kind, api_version)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _strategy_for(kind, api_version)
+        if len(_FOUND) < _FOUND_MAX:
+            _FOUND[key] = found
+    return found
+
+
+def _strategy_for(kind: str, api_version: str) -> Strategy:
     if kind == "Event" and api_version not in ("", "v1"):
         return GENERIC
     row = info_for(api_version, kind) if api_version else None
@@ -421,12 +435,18 @@ def apply_defaults(body: Mapping[str, Any], namespace: str = "default") -> Body:
 def default_object(obj: Body, namespaced: bool | None, namespace: str = "default") -> Body:
     """The scheme's defaulting of a decoded built-in object, in place: its namespace (cluster-scoped
     kinds lose theirs, as BeforeCreate does), then the kind's SetDefaults."""
+    default_object_namespace(obj, namespaced, namespace)
+    strategy_for(str(obj.get("kind") or ""), str(obj.get("apiVersion") or "")).default(obj)
+    return obj
+
+
+def default_object_namespace(obj: Body, namespaced: bool | None, namespace: str = "default") -> Body:
+    """``default_object``'s first step alone: the object's namespace, set or dropped by the kind's scope."""
     meta = obj.setdefault("metadata", {})
     if namespaced is False:
         meta.pop("namespace", None)
     elif namespaced and not meta.get("namespace"):
         meta["namespace"] = namespace
-    strategy_for(str(obj.get("kind") or ""), str(obj.get("apiVersion") or "")).default(obj)
     return obj
 
 
@@ -434,13 +454,25 @@ def default_object(obj: Body, namespaced: bool | None, namespace: str = "default
 # spec.selector, spec.template), for specs that repeat: 9,000 Deployments of bench/calico.py hold 9 distinct specs.
 # NetworkPolicy specs repeat less (7,400 of 10,000 there): validate_network_policy remembers its rules instead.
 _SPEC_ONLY_RULES = (validation.validate_workload,)
+# The kinds' defaulting that writes nothing of an object but its ``spec`` (model/defaults.py).
+_SPEC_ONLY_DEFAULTS = (defaults.default_deployment, defaults.default_replicaset, defaults.default_daemonset)
+
+
+def spec_shaped(strategy: Strategy) -> bool:
+    """Whether the kind's defaulting and own rules read nothing of an object but its spec, so that a create's
+    stored spec and its verdict depend on the spec as written alone (model/shapes.py's admitted specs)."""
+    return strategy.validate in _SPEC_ONLY_RULES and strategy.default in _SPEC_ONLY_DEFAULTS
 
 
 def validation_errors(obj: Mapping[str, Any], strategy: Strategy, namespaced: bool | None,
-                      old: Mapping[str, Any] | None = None, subresource: str = "") -> Errors:
+                      old: Mapping[str, Any] | None = None, subresource: str = "", *,
+                      spec_valid: bool = False) -> Errors:
     """Validate, or ValidateUpdate with ``old`` (of the main resource, or of a subresource write):
-    ObjectMeta by the kind's name rule, then the kind's own rules, then what the write may change."""
+    ObjectMeta by the kind's name rule, then the kind's own rules, then what the write may change.
+    ``spec_valid``: a create whose spec is one the kind's spec-only rules found valid (``spec_shaped``)."""
     errors = validation.validate_object_meta(obj.get("metadata"), namespaced, strategy.name_rule)
+    if spec_valid and old is None and not subresource and spec_shaped(strategy):
+        return errors + strategy.validate_create(obj)
     # An update's legacy addresses the stored object holds stand as they are (KEP-4008 ratcheting).
     ratchet = old if strategy.kind in validation.RATCHETED_KINDS else None
     if subresource and old is not None:
