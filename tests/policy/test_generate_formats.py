@@ -150,3 +150,16 @@ def test_a_kubernetes_selector_in_calicos_language(selector: Any, expressions: A
     party = Party()
     party.selector, party.expressions = selector, expressions  # type: ignore[attr-defined]
     assert calico_selector(party) == text
+
+
+@pytest.mark.parametrize("fmt", ["calico", "cilium", "antrea"])
+def test_what_is_generated_is_admitted_by_the_cnis_api_and_webhook(intended: Path, fmt: str, tmp_path: Path) -> None:
+    """What `policy generate` writes must be applicable: `validate` (the CRDs' fields and types, calico-apiserver's
+    checks, Antrea's webhook: two rules of one name were refused there) admits every document with the shop."""
+    out = tmp_path / f"{fmt}.yaml"
+    out.write_text(generate(intended, fmt).stdout)
+    config = tmp_path / "cluster.yaml"
+    config.write_text(f"cni: {fmt}\n")
+    result = run("validate", "-f", str(SHOP), "-f", str(out), "--cluster-config", str(config))
+    assert result.exit_code == 0, result.output
+    assert "denied the request" not in result.output and "is invalid" not in result.output
