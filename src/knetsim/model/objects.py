@@ -47,14 +47,25 @@ class Meta:
     namespace: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
-    uid: str = ""
+    written_uid: str = ""  # metadata.uid as the manifest has it ("" when it has none)
     creation_timestamp: str | None = None
     owner: OwnerRef | None = None
     deletion_timestamp: str | None = None
+    # The kind of an object parsed from a manifest (``parse``): its uid, when not written, derives from its identity.
+    kind: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def uid(self) -> str:
+        """metadata.uid, or for an object parsed without one its ``stable_uid``. Derived when read, not when parsed:
+        building 10,000 pods parsed 40,000 objects' metadata (pods, policies, workloads) and hashed each identity
+        (~2 us, 0.08 s), while only the pods an EndpointSlice targets and the Services owning one are ever read."""
+        if self.written_uid or not self.kind:
+            return self.written_uid
+        return stable_uid(self.kind, self.namespace, self.name)
 
     @classmethod
     def parse(cls, kind: str, meta: Mapping[str, Any]) -> Meta:
@@ -70,10 +81,11 @@ class Meta:
             namespace=namespace,
             labels=_strings(meta.get("labels")),
             annotations=_strings(meta.get("annotations")),
-            uid=str(meta.get("uid") or stable_uid(kind, namespace, name)),
+            written_uid=str(meta.get("uid") or ""),
             creation_timestamp=meta.get("creationTimestamp"),
             owner=owner,
             deletion_timestamp=meta.get("deletionTimestamp"),
+            kind=kind,
         )
 
 
