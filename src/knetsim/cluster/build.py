@@ -261,7 +261,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             state.warn("Duplicate", f"defined again at {doc.source}; the later definition wins",
                        f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}", user[key].source)
         user[key] = doc
-    docs = [user[k] for k in sorted(user)]
+    user_keys = sorted(user)
+    docs = [user[k] for k in user_keys]
 
     snapshot_has_system = any(d.kind == "Pod" and d.namespace == "kube-system" for d in docs)
     system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)
@@ -270,8 +271,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         # A snapshot shows its own kube-system; ours would only add phantom pods.
         system = [d for d in system if d.kind not in ("Pod", *WORKLOAD_KINDS)]
     merged: dict[tuple[str, str, str], Document] = {(d.kind, d.namespace, d.name): d for d in system}
-    for d in docs:
-        merged[(_stored_kind(d), d.namespace, d.name)] = d
+    merged.update((key, user[key]) for key in user_keys)  # keyed as `user` is
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
@@ -507,9 +507,11 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
         state.namespaces[ns.name] = ns
     missing: dict[str, Document] = {}
     for doc in docs:
-        info = BY_KIND.get(doc.kind)
-        if doc.namespace and doc.namespace not in state.namespaces and (info is None or info.namespaced):
-            missing.setdefault(doc.namespace, doc)
+        namespace = doc.namespace
+        if namespace and namespace not in state.namespaces and namespace not in missing:
+            info = BY_KIND.get(doc.kind)
+            if info is None or info.namespaced:
+                missing[namespace] = doc
     for name, doc in sorted(missing.items()):
         if from_live_cluster(doc.body):
             # It exists on the cluster the object was read from; what the snapshot lacks is its labels.
@@ -565,16 +567,20 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
 def _workload_status(state: ClusterState) -> None:
     """The status each workload's controller would write for the pods it made (cluster.workloadstatus,
     the live controllers' own computation; no conditions or times: the offline build has no clock)."""
+    # Each workload's pods, in no particular order: the statuses count them, nothing reads their order.
     owned: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for pod in sorted(state.pods.values(), key=lambda p: p.key):
-        if pod.meta.owner:
-            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod.raw)
+    for pod in state.pods.values():
+        owner = pod.meta.owner
+        if owner:
+            owned.setdefault((pod.namespace, owner.kind, owner.name), []).append(pod.raw)
+    workloads = sorted(state.workloads.items())
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
-    for (kind, _), obj in sorted(state.workloads.items()):
+    for (kind, _), obj in workloads:
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
             rs_by_deploy.setdefault((obj.namespace, obj.meta.owner.name), []).append(obj)
     # ReplicaSets first: a Deployment's status adds theirs up.
-    for (kind, _), obj in sorted(state.workloads.items(), key=lambda kv: (kv[0][0] == "Deployment", kv[0])):
+    for (kind, _), obj in [*(w for w in workloads if w[0][0] != "Deployment"),
+                           *(w for w in workloads if w[0][0] == "Deployment")]:
         if obj.raw.get("status") and from_live_cluster(obj.raw):
             continue
         pods = [p for p in owned.get((obj.namespace, kind, obj.name), []) if is_active(p)]

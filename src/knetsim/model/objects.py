@@ -8,6 +8,7 @@ views, never on dicts, so field access is checked and cheap.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -718,13 +719,24 @@ def _policy_selector(raw: Mapping[str, Any]) -> Selector:
 
 
 # Policies repeat their rules too (10,000 policies of bench/calico.py hold 1,200 distinct ones): a PolicyRule is
-# frozen, so the policies that write equal rules share one, made once. Keyed by the rule's text (``repr``: exact
-# for the JSON values an admitted object holds); bounded as the selectors are.
-_SHARED_RULES: dict[tuple[str, str], PolicyRule] = {}
+# frozen, so the policies that write equal rules share one, made once. Keyed by the rule's content (``content_key``);
+# bounded as the selectors are.
+_SHARED_RULES: dict[tuple[str, bytes | str], PolicyRule] = {}
+
+
+def content_key(raw: Any) -> bytes | str:
+    """A key equal for equal JSON-like values (dicts in the same key order, exact types: True is not 1): marshal's
+    bytes, 2 us for a policy rule where ``repr`` took 4.5 (36,000 rules of bench/calico.py: 0.09 s saved). Version 2
+    writes no back-references or interning marks, so the bytes depend on content alone. A value marshal refuses
+    (a type it does not write, a str subclass) is keyed by its ``repr``, which never equals marshal's bytes."""
+    try:
+        return marshal.dumps(raw, 2)
+    except ValueError:
+        return repr(raw)
 
 
 def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
-    key = (peers_key, repr(raw))
+    key = (peers_key, content_key(raw))
     known = _SHARED_RULES.get(key)
     if known is None:
         known = _new_rule(raw, peers_key)
