@@ -13,6 +13,8 @@ import hashlib
 import json
 from typing import Any
 
+from ..model.objects import content_key
+
 # k8s.io/apimachinery/pkg/util/rand: "bcdfghjklmnpqrstvwxz2456789"
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -34,8 +36,27 @@ def fnv32a(data: bytes) -> int:
     return h
 
 
+# The template's sorted JSON is itself ~9 us (json.dumps with sort_keys), and 9,000 Deployments of bench/calico.py
+# hold 9 distinct templates in as many dicts: the label is remembered per template content (``content_key``, 2-4 us),
+# within a bound (templates of a few KB: a few MB at most).
+_TEMPLATE_HASHES: dict[tuple[bytes, int], str] = {}
+_TEMPLATE_HASHES_MAX = 2048
+
+
 def pod_template_hash(template: Any, collision_count: int = 0) -> str:
     """The ``pod-template-hash`` label: FNV-32a of the template, printed in decimal, safe-encoded."""
+    key = content_key(template)
+    if not isinstance(key, bytes):  # not marshal's exact bytes: a repr could match a template whose JSON differs
+        return _template_hash(template, collision_count)
+    known = _TEMPLATE_HASHES.get((key, collision_count))
+    if known is None:
+        known = _template_hash(template, collision_count)
+        if len(_TEMPLATE_HASHES) < _TEMPLATE_HASHES_MAX:
+            _TEMPLATE_HASHES[(key, collision_count)] = known
+    return known
+
+
+def _template_hash(template: Any, collision_count: int) -> str:
     data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += collision_count.to_bytes(4, "little")

@@ -543,8 +543,10 @@ def schedule(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
                 heaps[shape] = [(load[control_plane.name], order[control_plane.name], control_plane.name)]
         else:
             cpu = requested_cpu(spec)
-            shape = json.dumps([spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity"), cpu],
-                               sort_keys=True)
+            constraints = [spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity")]
+            # Most pods constrain nothing: their shape is json.dumps' own text for it, without the ~5 us call.
+            shape = (f"[null, null, null, {cpu}]" if constraints == [None, None, None]
+                     else json.dumps([*constraints, cpu], sort_keys=True))
             if shape not in heaps:
                 heaps[shape] = [(load[n.name], order[n.name], n.name) for n in nodes if feasible(spec, n)
                                 and not (cpu and n.allocatable_cpu and cpu > _millis(n.allocatable_cpu))]
