@@ -204,12 +204,12 @@ def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
         return None  # `kubectl run -it`: the shell waits for its input
     command = [str(a) for a in container.get("command") or []]
     args = [str(a) for a in container.get("args") or []]
-    image = image_repository(str(container.get("image") or ""))
     argv = command + args if command else args
     if not argv:
         # busybox's own `sh` with no stdin exits at once on a real node, but knetsim (live too: kubelet.runnable)
         # keeps such a pod running as the client the examples use it as: not judged here, so both agree.
         return None
+    image = image_repository(str(container.get("image") or ""))  # after the common case: parsing it is dearer
     if image not in SHELL_IMAGES:
         return None  # its entrypoint may be a server that takes these as arguments
     program = argv[0].rsplit("/", 1)[-1]

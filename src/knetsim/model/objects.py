@@ -220,17 +220,27 @@ def _probe(spec: Any) -> Probe | None:
 
 
 _CONTAINERS: dict[int, tuple[Mapping[str, Any], Container]] = {}
+# The same container is also written in many templates (bench/calico.py: 9,000 Deployments, 9 distinct containers,
+# 9,009 container dicts): a view per distinct content (``content_key``, ~2 us against ~7 us to parse one), bounded.
+_CONTAINERS_BY_CONTENT: dict[bytes, Container] = {}
+_CONTAINERS_BY_CONTENT_MAX = 4096
 
 
 def parse_container(raw: Mapping[str, Any]) -> Container:
     """The typed view of a container; the replicas of one template share their container dicts, so the
-    view is built once per dict (keyed by identity, the dict kept alive beside its view)."""
+    view is built once per dict (keyed by identity, the dict kept alive beside its view), and equal containers of
+    other templates share it too (a view reads nothing but the dict's content)."""
     hit = _CONTAINERS.get(id(raw))
     if hit is not None and hit[0] is raw:
         return hit[1]
     if len(_CONTAINERS) > 65536:
         _CONTAINERS.clear()
-    container = _parse_container(raw)
+    content = content_key(raw)
+    container = _CONTAINERS_BY_CONTENT.get(content) if isinstance(content, bytes) else None
+    if container is None:
+        container = _parse_container(raw)
+        if isinstance(content, bytes) and len(_CONTAINERS_BY_CONTENT) < _CONTAINERS_BY_CONTENT_MAX:
+            _CONTAINERS_BY_CONTENT[content] = container
     _CONTAINERS[id(raw)] = (raw, container)
     return container
 
