@@ -353,17 +353,20 @@ def _millis(quantity: Any) -> int:
         return 0
 
 
+def _container_cpu(c: Any) -> int:
+    resources = c.get("resources") if isinstance(c, Mapping) else None
+    if not resources or not isinstance(resources, Mapping):  # most pods ask nothing: {} needs no ABC check
+        return 0
+    value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
+    return _millis(value) if value is not None else 0
+
+
 def requested_cpu(spec: Mapping[str, Any]) -> int:
     """The pod's CPU request in millicores: its containers' requests (a limit alone is the request, as the API
     server defaults it); init containers run one at a time, so the largest of them counts if it is larger."""
-    def one(c: Any) -> int:
-        resources = c.get("resources") if isinstance(c, Mapping) else None
-        if not isinstance(resources, Mapping):
-            return 0
-        value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get("cpu")
-        return _millis(value) if value is not None else 0
-    apps = sum(one(c) for c in spec.get("containers") or [])
-    return max([apps, *(one(c) for c in spec.get("initContainers") or [])])
+    apps = sum(_container_cpu(c) for c in spec.get("containers") or [])
+    inits = spec.get("initContainers")
+    return max([apps, *(_container_cpu(c) for c in inits)]) if inits else apps
 # Pods left Pending for one reason are noticed one by one up to this many, then counted (100,000 replicas on full
 # nodes are one line more, not 99,784 warnings).
 NOTICES_PER_SHAPE = 5
@@ -880,6 +883,8 @@ def coredns_refused_probe(body: Mapping[str, Any], configmaps: ConfigMaps | None
         return None
     for container in (body.get("spec") or {}).get("containers") or []:
         probe = container.get("readinessProbe") if isinstance(container, Mapping) else None
+        if not probe:
+            continue  # the common container: no probe, and no ABC checks of nothing (10,000 pods ask)
         handler = probe.get("httpGet") if isinstance(probe, Mapping) else None
         port = handler.get("port") if isinstance(handler, Mapping) else None
         if isinstance(port, int) and coredns_closed_port(body, container, port, configmaps):
