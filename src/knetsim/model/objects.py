@@ -701,8 +701,8 @@ class NetworkPolicy(Object):
             source,
             pod_selector=_policy_selector(spec.get("podSelector") or {}),
             policy_types=tuple(spec.get("policyTypes") or ("Ingress",)),
-            ingress=tuple(_rule(r, "from") for r in spec.get("ingress") or []),
-            egress=tuple(_rule(r, "to") for r in spec.get("egress") or []),
+            ingress=_rules(spec.get("ingress"), "from"),
+            egress=_rules(spec.get("egress"), "to"),
         )
 
 
@@ -743,6 +743,25 @@ def content_key(raw: Any) -> bytes | str:
         return marshal.dumps(raw, 2)
     except ValueError:
         return repr(raw)
+
+
+# And whole lists of rules: one key for a policy's ingress (or egress) rather than one per rule (10,000 policies:
+# 20,000 lists of 36,000 rules, ~1.7 us a list against ~2 us a rule).
+_SHARED_RULE_LISTS: dict[tuple[str, bytes], tuple[PolicyRule, ...]] = {}
+
+
+def _rules(raw: Any, peers_key: str) -> tuple[PolicyRule, ...]:
+    if not raw:
+        return ()
+    key = content_key(raw)
+    if isinstance(key, bytes):
+        known = _SHARED_RULE_LISTS.get((peers_key, key))
+        if known is not None:
+            return known
+    rules = tuple(_rule(r, peers_key) for r in raw)
+    if isinstance(key, bytes) and len(_SHARED_RULE_LISTS) < _SHARED_SELECTORS_MAX:
+        _SHARED_RULE_LISTS[(peers_key, key)] = rules
+    return rules
 
 
 def _rule(raw: Mapping[str, Any], peers_key: str) -> PolicyRule:
