@@ -114,7 +114,7 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
     certain: a port nothing listens on fails only where it knows the container's listeners (readiness keeps its
     older rule: the declared ports of an unknown image are where it listens)."""
     probe = raw_container.get(field)
-    if not isinstance(probe, Mapping):
+    if not probe or not isinstance(probe, Mapping):  # most containers have none: no ABC check of None
         return None
     action = _probe_action(probe)
     if action is None:

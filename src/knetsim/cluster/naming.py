@@ -19,9 +19,14 @@ from ..model.objects import content_key
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
 
+# Each byte's letter (the byte modulo the alphabet's length) as a translation table: bytes.translate maps a digest
+# in one C call where a join over a generator took ~1 us a name (one per pod).
+_LETTER_OF_BYTE = bytes(ord(ALPHANUMS[b % len(ALPHANUMS)]) for b in range(256))
+
+
 def safe_encode(text: str) -> str:
     """``rand.SafeEncodeString``: each byte mapped into the alphabet."""
-    return "".join(ALPHANUMS[b % len(ALPHANUMS)] for b in text.encode())
+    return text.encode().translate(_LETTER_OF_BYTE).decode()
 
 
 # A byte at a time in Python, FNV is the dearest step of creating a Deployment's ReplicaSet (~50 us for a
@@ -66,7 +71,7 @@ def _template_hash(template: Any, collision_count: int) -> str:
 def random_suffix(*parts: str, length: int = 5) -> str:
     """A stand-in for ``rand.String(length)``, seeded by ``parts``."""
     digest = hashlib.sha256("\x00".join(parts).encode()).digest()
-    return "".join(ALPHANUMS[b % len(ALPHANUMS)] for b in digest[:length])
+    return digest[:length].translate(_LETTER_OF_BYTE).decode()
 
 
 def stable_index(text: str, modulo: int) -> int:

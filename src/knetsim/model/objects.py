@@ -77,17 +77,11 @@ class Meta:
             if ref.get("controller"):
                 owner = OwnerRef(str(ref.get("kind")), str(ref.get("name")), str(ref.get("uid", "")))
                 break
-        return cls(
-            name=name,
-            namespace=namespace,
-            labels=_strings(meta.get("labels")),
-            annotations=_strings(meta.get("annotations")),
-            written_uid=str(meta.get("uid") or ""),
-            creation_timestamp=meta.get("creationTimestamp"),
-            owner=owner,
-            deletion_timestamp=meta.get("deletionTimestamp"),
-            kind=kind,
-        )
+        # Positional, in the fields' order: 40,000 objects of a 10,000-pod build come this way, and keywords cost
+        # a quarter of the constructor.
+        return cls(name, namespace, _strings(meta.get("labels")), _strings(meta.get("annotations")),
+                   str(meta.get("uid") or ""), meta.get("creationTimestamp"), owner, meta.get("deletionTimestamp"),
+                   kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,15 +332,19 @@ class Pod(Object):
             subdomain=str(spec.get("subdomain") or ""),
             # Sidecars (init containers with restartPolicy Always) run beside the app: FindPort
             # searches their named ports too, and they may be what listens.
-            containers=tuple(parse_container(c) for c in [
-                *(spec.get("containers") or []),
-                *(c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)
-                  and c.get("restartPolicy") == "Always"),
-            ]),
+            containers=tuple(parse_container(c) for c in [*(spec.get("containers") or []), *_sidecars(spec)]),
             dns_policy=str(spec.get("dnsPolicy") or "ClusterFirst"),
             dns_config=spec.get("dnsConfig"),
             restart_policy=str(spec.get("restartPolicy") or "Always"),
         )
+
+
+def _sidecars(spec: Mapping[str, Any]) -> list[Any]:
+    """The init containers with restartPolicy Always, which run beside the app containers."""
+    inits = spec.get("initContainers")
+    if not inits:
+        return []
+    return [c for c in inits if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
 
 
 def _pod_readiness(status: Mapping[str, Any]) -> tuple[bool, str]:
