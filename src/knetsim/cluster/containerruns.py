@@ -202,6 +202,8 @@ def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
     process ends at once, or None when it keeps running or knetsim cannot tell."""
     if container.get("stdin") or container.get("tty"):
         return None  # `kubectl run -it`: the shell waits for its input
+    if not container.get("command") and not container.get("args"):
+        return None  # the image's own entrypoint (most containers): nothing to judge, as for an empty argv below
     command = [str(a) for a in container.get("command") or []]
     args = [str(a) for a in container.get("args") or []]
     argv = command + args if command else args
