@@ -180,7 +180,10 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             continue
         admitted = Document(doc.source, body)
         out.identities.append((_stored_kind(admitted), admitted.namespace, admitted.name, admitted.source))
-        cni = "Calico" if _group(doc.body) in CALICO_GROUPS else "Antrea" if _group(doc.body) in ANTREA_GROUPS else ""
+        cni = ""
+        if kind is None:  # only an unknown kind's notice names its CNI: the group is not looked at for the rest
+            group = _group(doc.body)
+            cni = "Calico" if group in CALICO_GROUPS else "Antrea" if group in ANTREA_GROUPS else ""
         if kind is None and cni:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       f"{cni}'s and its CustomResourceDefinition is not in the input: checked by "
