@@ -99,8 +99,12 @@ class BuildResult:
 def from_live_cluster(body: dict[str, Any]) -> bool:
     """Was this object read from a real cluster (``kubectl get -o yaml``) rather than written by hand?"""
     meta = body.get("metadata") or {}
-    return isinstance(meta, dict) and bool(meta.get("uid") or meta.get("resourceVersion")
-                                           or meta.get("creationTimestamp"))
+    return isinstance(meta, dict) and _stored_by_a_cluster(meta)
+
+
+def _stored_by_a_cluster(meta: dict[str, Any]) -> bool:
+    """``from_live_cluster`` of an object whose metadata dict is at hand: what only a cluster's store writes."""
+    return bool(meta.get("uid") or meta.get("resourceVersion") or meta.get("creationTimestamp"))
 
 
 @dataclass(slots=True)
@@ -393,7 +397,7 @@ def _first_generation(state: ClusterState) -> None:
     for name in COLLECTIONS:
         for obj in getattr(state, name).values():
             meta = obj.raw.get("metadata")
-            if not isinstance(meta, dict) or "generation" in meta or from_live_cluster(obj.raw):
+            if not isinstance(meta, dict) or "generation" in meta or _stored_by_a_cluster(meta):
                 continue
             if obj.kind not in counted:
                 counted[obj.kind] = _counts_generation(obj.kind)
