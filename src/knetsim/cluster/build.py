@@ -99,8 +99,12 @@ class BuildResult:
 def from_live_cluster(body: dict[str, Any]) -> bool:
     """Was this object read from a real cluster (``kubectl get -o yaml``) rather than written by hand?"""
     meta = body.get("metadata") or {}
-    return isinstance(meta, dict) and bool(meta.get("uid") or meta.get("resourceVersion")
-                                           or meta.get("creationTimestamp"))
+    return isinstance(meta, dict) and _stored_by_a_cluster(meta)
+
+
+def _stored_by_a_cluster(meta: dict[str, Any]) -> bool:
+    """``from_live_cluster`` of an object whose metadata dict is at hand: what only a cluster's store writes."""
+    return bool(meta.get("uid") or meta.get("resourceVersion") or meta.get("creationTimestamp"))
 
 
 @dataclass(slots=True)
@@ -180,7 +184,10 @@ def admit(documents: Iterable[Document], namespace: str = "default",
             continue
         admitted = Document(doc.source, body)
         out.identities.append((_stored_kind(admitted), admitted.namespace, admitted.name, admitted.source))
-        cni = "Calico" if _group(doc.body) in CALICO_GROUPS else "Antrea" if _group(doc.body) in ANTREA_GROUPS else ""
+        cni = ""
+        if kind is None:  # only an unknown kind's notice names its CNI: the group is not looked at for the rest
+            group = _group(doc.body)
+            cni = "Calico" if group in CALICO_GROUPS else "Antrea" if group in ANTREA_GROUPS else ""
         if kind is None and cni:
             out.notices.append(Notice("UnknownKind", f"kind {doc.kind} in version {doc.body.get('apiVersion')} is "
                                       f"{cni}'s and its CustomResourceDefinition is not in the input: checked by "
@@ -261,7 +268,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             state.warn("Duplicate", f"defined again at {doc.source}; the later definition wins",
                        f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}", user[key].source)
         user[key] = doc
-    docs = [user[k] for k in sorted(user)]
+    user_keys = sorted(user)
+    docs = [user[k] for k in user_keys]
 
     snapshot_has_system = any(d.kind == "Pod" and d.namespace == "kube-system" for d in docs)
     system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)
@@ -270,8 +278,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         # A snapshot shows its own kube-system; ours would only add phantom pods.
         system = [d for d in system if d.kind not in ("Pod", *WORKLOAD_KINDS)]
     merged: dict[tuple[str, str, str], Document] = {(d.kind, d.namespace, d.name): d for d in system}
-    for d in docs:
-        merged[(_stored_kind(d), d.namespace, d.name)] = d
+    merged.update((key, user[key]) for key in user_keys)  # keyed as `user` is
     by_kind: dict[str, list[Document]] = {}
     for key in sorted(merged):
         by_kind.setdefault(key[0], []).append(merged[key])
@@ -392,7 +399,7 @@ def _first_generation(state: ClusterState) -> None:
     for name in COLLECTIONS:
         for obj in getattr(state, name).values():
             meta = obj.raw.get("metadata")
-            if not isinstance(meta, dict) or "generation" in meta or from_live_cluster(obj.raw):
+            if not isinstance(meta, dict) or "generation" in meta or _stored_by_a_cluster(meta):
                 continue
             if obj.kind not in counted:
                 counted[obj.kind] = _counts_generation(obj.kind)
@@ -497,10 +504,23 @@ def _group(body: dict[str, Any]) -> str:
     return str(body.get("apiVersion") or "").rpartition("/")[0]
 
 
+# stored_kind per (kind, apiVersion): asked twice for each of 20,000 documents (admission, then the build) of a
+# few dozen distinct pairs. Bounded: an input of many made-up kinds only stops being remembered.
+_STORED_KINDS: dict[tuple[str, str], str] = {}
+
+
 def _stored_kind(doc: Document) -> str:
     """The kind a document is grouped and kept under (``NetworkPolicy.projectcalico.org`` for a kind name knetsim
     knows in another group), so that a foreign group's kind never takes a built-in kind's path."""
-    return stored_kind(doc.kind, doc.body.get("apiVersion"))
+    kind, api_version = doc.kind, doc.body.get("apiVersion")
+    if type(api_version) is not str:
+        return stored_kind(kind, api_version)
+    known = _STORED_KINDS.get((kind, api_version))
+    if known is None:
+        known = stored_kind(kind, api_version)
+        if len(_STORED_KINDS) < 1024:
+            _STORED_KINDS[(kind, api_version)] = known
+    return known
 
 
 def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: list[Document]) -> None:
@@ -509,9 +529,11 @@ def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: l
         state.namespaces[ns.name] = ns
     missing: dict[str, Document] = {}
     for doc in docs:
-        info = BY_KIND.get(doc.kind)
-        if doc.namespace and doc.namespace not in state.namespaces and (info is None or info.namespaced):
-            missing.setdefault(doc.namespace, doc)
+        namespace = doc.namespace
+        if namespace and namespace not in state.namespaces and namespace not in missing:
+            info = BY_KIND.get(doc.kind)
+            if info is None or info.namespaced:
+                missing[namespace] = doc
     for name, doc in sorted(missing.items()):
         if from_live_cluster(doc.body):
             # It exists on the cluster the object was read from; what the snapshot lacks is its labels.
@@ -602,16 +624,20 @@ def _nodes(state: ClusterState, by_kind: dict[str, list[Document]], config: Clus
 def _workload_status(state: ClusterState) -> None:
     """The status each workload's controller would write for the pods it made (cluster.workloadstatus,
     the live controllers' own computation; no conditions or times: the offline build has no clock)."""
+    # Each workload's pods, in no particular order: the statuses count them, nothing reads their order.
     owned: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for pod in sorted(state.pods.values(), key=lambda p: p.key):
-        if pod.meta.owner:
-            owned.setdefault((pod.namespace, pod.meta.owner.kind, pod.meta.owner.name), []).append(pod.raw)
+    for pod in state.pods.values():
+        owner = pod.meta.owner
+        if owner:
+            owned.setdefault((pod.namespace, owner.kind, owner.name), []).append(pod.raw)
+    workloads = sorted(state.workloads.items())
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
-    for (kind, _), obj in sorted(state.workloads.items()):
+    for (kind, _), obj in workloads:
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
             rs_by_deploy.setdefault((obj.namespace, obj.meta.owner.name), []).append(obj)
     # ReplicaSets first: a Deployment's status adds theirs up.
-    for (kind, _), obj in sorted(state.workloads.items(), key=lambda kv: (kv[0][0] == "Deployment", kv[0])):
+    for (kind, _), obj in [*(w for w in workloads if w[0][0] != "Deployment"),
+                           *(w for w in workloads if w[0][0] == "Deployment")]:
         if obj.raw.get("status") and from_live_cluster(obj.raw):
             continue
         pods = [p for p in owned.get((obj.namespace, kind, obj.name), []) if is_active(p)]

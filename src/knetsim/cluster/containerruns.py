@@ -114,7 +114,7 @@ def probe_failure(body: Mapping[str, Any], raw_container: Mapping[str, Any], fie
     certain: a port nothing listens on fails only where it knows the container's listeners (readiness keeps its
     older rule: the declared ports of an unknown image are where it listens)."""
     probe = raw_container.get(field)
-    if not isinstance(probe, Mapping):
+    if not probe or not isinstance(probe, Mapping):  # most containers have none: no ABC check of None
         return None
     action = _probe_action(probe)
     if action is None:
@@ -202,14 +202,16 @@ def exit_of(container: Mapping[str, Any]) -> tuple[str, int | None, str] | None:
     process ends at once, or None when it keeps running or knetsim cannot tell."""
     if container.get("stdin") or container.get("tty"):
         return None  # `kubectl run -it`: the shell waits for its input
+    if not container.get("command") and not container.get("args"):
+        return None  # the image's own entrypoint (most containers): nothing to judge, as for an empty argv below
     command = [str(a) for a in container.get("command") or []]
     args = [str(a) for a in container.get("args") or []]
-    image = image_repository(str(container.get("image") or ""))
     argv = command + args if command else args
     if not argv:
         # busybox's own `sh` with no stdin exits at once on a real node, but knetsim (live too: kubelet.runnable)
         # keeps such a pod running as the client the examples use it as: not judged here, so both agree.
         return None
+    image = image_repository(str(container.get("image") or ""))  # after the common case: parsing it is dearer
     if image not in SHELL_IMAGES:
         return None  # its entrypoint may be a server that takes these as arguments
     program = argv[0].rsplit("/", 1)[-1]

@@ -67,9 +67,9 @@ def replica_set_status(rs: Mapping[str, Any], pods: list[Mapping[str, Any]], now
         labels = (pod.get("metadata") or {}).get("labels") or {}
         if all(labels.get(k) == v for k, v in template_labels.items()):
             fully += 1
-        if is_ready(pod):
+        since = ready_since(pod)  # None: not Ready (is_ready's test, in the same pass)
+        if since is not None:
             ready += 1
-            since = ready_since(pod) or 0.0
             if now is None or not min_ready or since + min_ready <= now:
                 available += 1
             else:
