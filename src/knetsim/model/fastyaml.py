@@ -1,0 +1,295 @@
+"""A faster reader for large YAML streams: rapidyaml parses, its JSON is read by ``json.loads``.
+
+Why: libyaml through PyYAML's C binding makes a Python object and two marks for each of its events; 10,000 pods'
+manifests (20,000 documents, 10 MB, 1.7 million events) take 2.0 s that way, and walking the events while doing
+nothing with them takes as long. rapidyaml (PyPI ``rapidyaml``, module ``ryml``, C++) parses the same stream, emits it
+as JSON and ``json.loads`` reads that in ~0.55 s (parse 0.28, emit 0.08, json 0.18), 0.8 s with the checks below.
+
+The two readers do not read YAML alike: rapidyaml follows YAML 1.2 / JSON for plain scalars, knetsim follows
+YAML 1.1 as PyYAML resolves it (``yes``/``on``, ``012`` octal, ``1_000``, ``1:20``, ``~``...), and rapidyaml accepts a
+few streams libyaml refuses. So this path answers only when its reading is the reference one, and otherwise
+answers None and the caller reads the stream with libyaml (every error message and position stay libyaml's):
+
+* scalars, by construction: a plain scalar reads as something other than its own text, in either reader, only if
+  it has no blank or flow character and starts with a character PyYAML's resolvers key on (or, for rapidyaml,
+  a sign, digit or dot, or is one of its words true/false/null/inf/nan/infinity). Every such run of the text is
+  read by both readers (in block and in flow context, batched in one document each) and any difference, type
+  included, sends the stream to libyaml. Keys: a run ending in ``:`` is read as a one-key mapping, so ``12: x``
+  (an int key in PyYAML, a string in JSON) differs and falls back.
+* constructs JSON cannot carry or the readers disagree on are refused before parsing (``_refused``): anchors,
+  aliases, tags, ``<<`` merge keys, directives, explicit ``?`` keys, empty or spaced keys, collections as keys,
+  tabs, carriage returns, YAML 1.1 line breaks and characters libyaml does not accept, unknown escapes.
+* any rapidyaml or JSON error, or a document that is not a mapping (or empty), falls back.
+
+``tests/model/test_fastyaml.py`` reads every YAML file of the repository and generated tricky streams both ways.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+try:  # optional: without the wheel every stream is read by libyaml
+    import ryml
+except ImportError:  # pragma: no cover - depends on the installation
+    ryml = None
+
+# Below this a stream is read by libyaml: it takes < 15 ms there, and the fast path's fixed costs (and silencing
+# stderr) are not worth it for the small manifests the live cluster and most commands read.
+MIN_CHARS = 64 * 1024
+# rapidyaml's tree costs ~19 bytes per byte of YAML (190 MB for 10 MB): the stream is parsed in pieces of about
+# this size, cut before a ``---`` line. Measured on the 10k-pod bench (read, and RSS once read): 64 kB pieces
+# 0.47 s / 104 MB, 256 kB 0.56 s / 112 MB, 1 MB 0.60 s / 125 MB (libyaml: 1.5 s / 108 MB).
+CHUNK_CHARS = 1 << 16
+
+# Characters libyaml refuses (outside YAML 1.1's printable set), or reads as line breaks where rapidyaml does not
+# (NEL, LS, PS), or that the two treat differently (tab, CR, BOM): any of them sends the stream to libyaml.
+_REFUSED_CHARS = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_PRINTABLE_ASCII = bytes([10, *range(0x20, 0x7F)])
+# Double-quoted escapes both readers expand alike (``\\x``, ``\\u``, ``\\U`` checked apart: no surrogates).
+_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.|\n|$)")
+_SIMPLE_ESCAPES = frozenset("\\" + c for c in '0abtnvfre "/\\N_LP\n')
+# A collection used as a key, or a key separated from its colon (``a : b``): refused.
+_ODD_KEY = re.compile(r"[\]}][ ]*:(?:[ \n]|$)|[ \n\[{,]:(?:[ \n]|$)|^:(?:[ \n]|$)")
+# Where a node starts on its line: only indentation and ``- `` before it, or a ``:``, ``[``, ``{``, ``,``, ``-``,
+# ``?`` (and blanks) just before it. An ``&``, ``*``, ``!``, ``@`` or backquote there is an anchor, alias, tag
+# or reserved indicator; elsewhere (``a && b`` in a Calico selector) it is text.
+_NODE_START = re.compile(r"(?:^|[:\[{,?-])[ ]*$|^[ ]*(?:-[ ]+)*$", re.MULTILINE)
+_INDICATORS = "&*!@`?"
+_INDICATOR = re.compile(f"[{re.escape(_INDICATORS)}]")
+_FLOW = re.compile(r"[\[\]{},]")
+# rapidyaml's words (JSON literals, and its float specials, which it rewrites: ``inf`` -> ``.inf``), and YAML 1.1's
+# bools and nulls, in any case.
+_WORDS = frozenset(("true", "false", "null", "yes", "no", "on", "off", "inf", "nan", "infinity", "~"))
+_NUMBER_START = "+-.0123456789"
+
+
+def available() -> bool:
+    return ryml is not None
+
+
+def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_firsts: str = "",
+                   distinct_strings: int = 65536, chunk_chars: int = CHUNK_CHARS) -> list[Any] | None:
+    """The documents of ``text`` as ``reference`` (the libyaml reader) reads them, or None: read it with libyaml.
+
+    ``reference`` reads a small stream (raising on an error); ``resolver_firsts`` holds the first characters the
+    reference's implicit resolvers key on (its other plain scalars are strings). Equal strings are one object, as
+    the reference gives them, up to ``distinct_strings`` distinct texts (``_share_strings``)."""
+    if ryml is None or threading.current_thread() is not threading.main_thread():
+        return None  # rapidyaml reports errors on fd 2, silenced below only on the main thread
+    try:
+        if _refused(text):
+            return None
+        words: set[str] = set()
+        # Piece by piece: all the stream's words at once are a million objects (~50 MB) for ~1,200 distinct.
+        for chunk in _chunks(text, chunk_chars):
+            words.update(chunk.split())
+        if not _scalars_agree(words, reference, resolver_firsts):
+            return None
+        if not _no_node_indicators(text):
+            return None
+        documents: list[Any] = []
+        shared: dict[str, str] = {}
+        buffer = _JsonBuffer()
+        with _quiet_stderr():
+            for chunk in _chunks(text, chunk_chars):
+                read = _ryml_documents(chunk, buffer)
+                if read is None:
+                    return None
+                _share_strings(read, shared, distinct_strings)
+                documents.extend(read)
+    except (ValueError, RecursionError, MemoryError, TypeError):  # json's errors, nesting, emit_json's None
+        return None
+    except Exception as exc:  # rapidyaml's exceptions (ExceptionBasic and its kinds)
+        if type(exc).__module__.startswith("ryml"):
+            return None
+        raise
+    if not all(type(document) is dict or document is None for document in documents):
+        return None  # a root scalar or list: rapidyaml takes some libyaml refuses (``--- >`` at column 0)
+    return documents
+
+
+def _refused(text: str) -> bool:
+    if text.isascii():  # a deletion over the bytes: 10 ms on 10 MB where the regex takes 35
+        if text.encode("ascii").translate(None, _PRINTABLE_ASCII):
+            return True
+    elif _REFUSED_CHARS.search(text):
+        return True
+    if "<<" in text or text.startswith("%") or "\n%" in text:
+        return True
+    if "\\" in text:
+        for escape in set(_ESCAPE.findall(text)):
+            if len(escape) > 2:
+                code = int(escape[2:], 16)
+                if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                    return True
+            elif escape not in _SIMPLE_ESCAPES:
+                return True  # libyaml refuses it in double quotes; a backslash elsewhere is text: both read it so
+    # Checked only when a colon follows a blank or bracket at all (a regex over 10 MB costs ~0.05 s).
+    if " :" in text or "\n:" in text or text.startswith(":") or re.search(r"[\[\]{},][ ]*:", text):
+        return _ODD_KEY.search(text) is not None
+    return False
+
+
+def _no_node_indicators(text: str) -> bool:
+    """No anchor, alias, tag, explicit key or reserved indicator where a node starts (see ``_NODE_START``)."""
+    for match in _INDICATOR.finditer(text):  # 1,600 in the 10k-pod bench (Calico's ``&&``): 0.03 s
+        start = match.start()
+        if _NODE_START.search(text, text.rfind("\n", 0, start) + 1, start):
+            return False
+    return True
+
+
+def _candidates(words: set[str], resolver_firsts: str) -> set[str]:
+    """The runs of the text that either reader might read as other than their own text (see the module's doc)."""
+    # ``!``, ``&``, ``*`` (PyYAML's ``tag:yaml.org,2002:yaml`` resolver) start a node only as indicators, refused
+    # by ``_no_node_indicators``; elsewhere (``a && b``) they are inside a longer scalar, a string in both readers.
+    firsts = "".join(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS))
+    found: set[str] = set()
+    for word in words:
+        for part in (_FLOW.split(word) if _FLOW.search(word) else (word,)):
+            if not part or part == "-":
+                continue  # a sequence's dash, not a scalar
+            if part[0] in firsts or part.rstrip(":").lower() in _WORDS:
+                found.add(part)
+    return found
+
+
+def _scalars_agree(words: set[str], reference: Callable[[str], list[Any]], resolver_firsts: str) -> bool:
+    runs = sorted(_candidates(words, resolver_firsts))
+    if not runs:
+        return True
+    for layout in ("- {}\n", "- [{} ]\n"):  # the blank: ``[key: ]`` is a pair in both readers
+        batch = "".join(layout.format(run) for run in runs)
+        try:
+            expected = reference(batch)
+        except Exception:
+            expected = None
+        if expected is not None:
+            with _quiet_stderr():
+                got = _ryml_documents(batch)
+            if got is None or not _same(expected, got):
+                return False
+            continue
+        # One run the reference refuses (``=``, ``1:2:x`` in flow...): each alone; both must refuse it, or agree.
+        for run in runs:
+            text = layout.format(run)
+            try:
+                expected = reference(text)
+            except Exception:
+                expected = None
+            with _quiet_stderr():
+                try:
+                    got = _ryml_documents(text)
+                except Exception:
+                    got = None
+            if (expected is None) != (got is None) or (expected is not None and not _same(expected, got)):
+                return False
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, types included (``True`` is not ``1``, ``1.0`` is not ``1``), keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(_same(ka, kb) and _same(va, vb)
+                                        for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True))
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is float:
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+def _share_strings(documents: list[Any], shared: dict[str, str], limit: int) -> None:
+    """One string object per distinct text (``shared``: text -> its object), as the libyaml reader makes them: json
+    shares only the keys of one call. 10,000 pods' manifests hold 870,000 strings of 3,000 texts, 46 MB apart; the
+    walk costs ~0.1 s. Done chunk by chunk, so that the next chunk's strings reuse the memory of the copies freed."""
+
+    def walk(node: Any) -> None:
+        if type(node) is dict:
+            for key, value in node.items():
+                kind = type(value)
+                if kind is str:
+                    known = shared.get(value)
+                    if known is None:
+                        if len(shared) < limit:
+                            shared[value] = value
+                    else:
+                        node[key] = known
+                elif kind is dict or kind is list:
+                    walk(value)
+        else:
+            for i, value in enumerate(node):
+                kind = type(value)
+                if kind is str:
+                    known = shared.get(value)
+                    if known is None:
+                        if len(shared) < limit:
+                            shared[value] = value
+                    else:
+                        node[i] = known
+                elif kind is dict or kind is list:
+                    walk(value)
+
+    walk(documents)
+
+
+def _chunks(text: str, size: int) -> Iterator[str]:
+    start = 0
+    while len(text) - start > size:
+        cut = text.find("\n---", start + size)
+        while cut >= 0 and text[cut + 4:cut + 5] not in ("", " ", "\n"):
+            cut = text.find("\n---", cut + 4)
+        if cut < 0:
+            break
+        yield text[start:cut + 1]
+        start = cut + 1
+    yield text[start:]
+
+
+class _JsonBuffer:
+    """Where rapidyaml writes a piece's JSON, reused piece after piece: ``ryml.emit_json`` leaks the text it
+    returns (0.15.2: 200 emits of 165 kB grow the process by 33 MB), emitting into a buffer of ours does not."""
+
+    def __init__(self) -> None:
+        self.data = bytearray(1 << 18)
+
+
+def _ryml_documents(text: str, buffer: _JsonBuffer | None = None) -> list[Any] | None:
+    buffer = buffer or _JsonBuffer()
+    tree = ryml.parse_in_arena(text.encode())
+    root = tree.root_id()
+    failed, size = ryml.emit_json_to_substr(tree, root, buffer.data)
+    if failed:
+        buffer.data = bytearray(size + (size >> 2))
+        failed, size = ryml.emit_json_to_substr(tree, root, buffer.data)
+        if failed:  # pragma: no cover - rapidyaml asked for more than it then wrote
+            return None
+    stream = tree.is_stream(root)
+    del tree  # the tree is the large part (~19 bytes per byte of YAML); the JSON text is read next
+    data = json.loads(buffer.data[:size])
+    if stream:
+        return data if type(data) is list else None
+    return [data]
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """rapidyaml prints its parse errors on fd 2 before raising; the fallback reports libyaml's instead."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
