@@ -127,7 +127,8 @@ def _refused(text: str) -> bool:
         for escape in set(_ESCAPE.findall(text)):
             if len(escape) > 2:
                 code = int(escape[2:], 16)
-                if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                # A surrogate libyaml refuses; an ASCII character could spell a word the scalar check never saw.
+                if code < 0x80 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
                     return True
             elif escape not in _SIMPLE_ESCAPES:
                 return True  # libyaml refuses it in double quotes; a backslash elsewhere is text: both read it so
@@ -146,51 +147,67 @@ def _no_node_indicators(text: str) -> bool:
     return True
 
 
-def _candidates(words: set[str], resolver_firsts: str) -> set[str]:
-    """The runs of the text that either reader might read as other than their own text (see the module's doc)."""
+def _candidates(words: set[str], resolver_firsts: str) -> tuple[set[str], set[str]]:
+    """The runs of the text that either reader might read as other than their own text (see the module's doc):
+    (plain runs, the texts of one-word quoted scalars). rapidyaml's JSON rewrites its float words even quoted
+    (``'.Inf'`` becomes ``".inf"``, a key too), so a quoted word that looks like a number is checked as well."""
     # ``!``, ``&``, ``*`` (PyYAML's ``tag:yaml.org,2002:yaml`` resolver) start a node only as indicators, refused
     # by ``_no_node_indicators``; elsewhere (``a && b``) they are inside a longer scalar, a string in both readers.
     firsts = "".join(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS))
-    found: set[str] = set()
+    plain: set[str] = set()
+    quoted: set[str] = set()
     for word in words:
         for part in (_FLOW.split(word) if _FLOW.search(word) else (word,)):
             if not part or part == "-":
                 continue  # a sequence's dash, not a scalar
             if part[0] in firsts or part.rstrip(":").lower() in _WORDS:
-                found.add(part)
-    return found
+                plain.add(part)
+            elif part[0] in "'\"":
+                core = part.strip("'\":")
+                if core and (core[0] in firsts or core.lower() in _WORDS):
+                    quoted.add(core)
+    return plain, quoted
+
+
+# How a run is checked: alone in a block and a flow sequence (the blank: ``[key: ]`` is a pair in both readers),
+# and a quoted word as a value and as a key, in both quoting styles.
+_PLAIN_LAYOUTS = ("- {}\n", "- [{} ]\n")
+_QUOTED_LAYOUTS = ("- '{}'\n", "- '{}': v\n", '- "{}"\n', '- "{}": v\n')
 
 
 def _scalars_agree(words: set[str], reference: Callable[[str], list[Any]], resolver_firsts: str) -> bool:
-    runs = sorted(_candidates(words, resolver_firsts))
+    plain, quoted = _candidates(words, resolver_firsts)
+    checks = [(layout, sorted(plain)) for layout in _PLAIN_LAYOUTS]
+    checks += [(layout, sorted(text for text in quoted if layout[2] not in text)) for layout in _QUOTED_LAYOUTS]
+    return all(_runs_agree(layout, runs, reference) for layout, runs in checks)
+
+
+def _runs_agree(layout: str, runs: list[str], reference: Callable[[str], list[Any]]) -> bool:
     if not runs:
         return True
-    for layout in ("- {}\n", "- [{} ]\n"):  # the blank: ``[key: ]`` is a pair in both readers
-        batch = "".join(layout.format(run) for run in runs)
+    batch = "".join(layout.format(run) for run in runs)
+    try:
+        expected = reference(batch)
+    except Exception:
+        expected = None
+    if expected is not None:
+        with _quiet_stderr():
+            got = _ryml_documents(batch)
+        return got is not None and _same(expected, got)
+    # One run the reference refuses (``=``, ``1:2:x`` in flow...): each alone; both must refuse it, or agree.
+    for run in runs:
+        text = layout.format(run)
         try:
-            expected = reference(batch)
+            expected = reference(text)
         except Exception:
             expected = None
-        if expected is not None:
-            with _quiet_stderr():
-                got = _ryml_documents(batch)
-            if got is None or not _same(expected, got):
-                return False
-            continue
-        # One run the reference refuses (``=``, ``1:2:x`` in flow...): each alone; both must refuse it, or agree.
-        for run in runs:
-            text = layout.format(run)
+        with _quiet_stderr():
             try:
-                expected = reference(text)
+                got = _ryml_documents(text)
             except Exception:
-                expected = None
-            with _quiet_stderr():
-                try:
-                    got = _ryml_documents(text)
-                except Exception:
-                    got = None
-            if (expected is None) != (got is None) or (expected is not None and not _same(expected, got)):
-                return False
+                got = None
+        if (expected is None) != (got is None) or (expected is not None and not _same(expected, got)):
+            return False
     return True
 
 
