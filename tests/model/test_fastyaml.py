@@ -7,6 +7,7 @@ answered by the fast path, so that every error message and its position stay lib
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,10 @@ def test_plain_strings_and_numbers_take_the_fast_way() -> None:
     "--- >\nfoo\n---\nb: 1\n", "--- |\n  x\n", "---\nplain\n", "- a\n- b\n", "a: [\n", "a: {\n", "]\n", "}\n",
     "a: b: c: d\n", "\u00e9t\u00e9: \u65e5\u672c\n", "k: x\u2028y\n", "k: x\x85y\n", "\ufeffa: 1\n", "k: a\x01b\n",
     "k: a\x7fb\n", "a:\tb\n", "a: 1\r\nb: 2\r\n", "k:\n\t- a\n", "k: \"\t\"\n",
+    # found by fuzzing (each once read by rapidyaml where libyaml refuses it, or read differently)
+    "...\n---\n", '"k": ]"Infinity"\n', "k: ]x\n", "k: }x\n", "k: ,x\n", "k: [a, , b]\n", "k: {:}\n",
+    '{a: 1, :"x": y}\n', "--- {we\nb: c}\n", "k:\n- {from: a, to: b, 80}\n", "k:\n- {p: %TCP, q: 1}\n",
+    "k: {a, 012: b}\n", "k: [x, %y]\n", "k: %TCP\n", "k: {a: %b}\n",
     # long lines and deep nesting
     "k: " + "x" * 100_000 + "\n", "k: " + "[" * 2000 + "]" * 2000 + "\n",
     "".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v\n",
@@ -217,3 +222,56 @@ def test_fast_path_parse_errors_print_nothing(capfd: pytest.CaptureFixture[str])
 def test_key_and_value_forms_together(combo: tuple[str, str]) -> None:
     key, value = combo
     same_or_aside(f"{key}: {value}\nlist:\n- {key}\n- {value}\nflow: {{{key}: [{value}]}}\n")
+
+
+# Seeded fuzzing (deterministic): random data dumped in every PyYAML style, and the repository's files mutated.
+LEAVES = [*SCALARS, "a b", "x: y", "a #b", "http://x:80/y", "a,b", "a]b", "x\ty", "\u3000", " lead", "trail ",
+          "multi\nline", "multi\n\nline\n", "", "'", '"', "\\", "- x", "? y", ": z", "&a", "*a", "!t", "%x", "@x",
+          "`x", "|", ">", "#", "{", "}", "[", "]", ",", "a: b: c", "\x85", "\u2028", "long " * 30, 12, 1.5, True,
+          None, -3, 0, 1e20, float("inf")]
+MUTATIONS = [" ", "\n", ":", "- ", "#", "'", '"', "  ", "\n  ", "yes", "012", "]", ",", "[", "{", "}", "? ", ": ",
+             "-", "|", ">", "&a ", "*a", "!x ", "...", "---", "\n---\n", "~", "@", "%", "\\", '"\\', "1e3", ".inf"]
+
+
+def random_data(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 3 or roll < 0.4:
+        return rng.choice(LEAVES)
+    if roll < 0.7:
+        return {str(rng.choice(LEAVES)) if rng.random() < 0.8 else rng.choice(LEAVES): random_data(rng, depth + 1)
+                for _ in range(rng.randint(0, 4))}
+    return [random_data(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(text) + 1)
+        if rng.random() < 0.3 and text:
+            text = text[:at] + text[at + rng.randint(1, 5):]
+        else:
+            text = text[:at] + rng.choice(MUTATIONS) + text[at:]
+    return text
+
+
+def test_random_documents_in_every_style_read_the_same() -> None:
+    rng = random.Random(30)
+    answered = 0
+    for _ in range(400):
+        documents = [random_data(rng) for _ in range(rng.randint(1, 4))]
+        documents = [d if isinstance(d, dict) else {"k": d} for d in documents]
+        text = yaml.safe_dump_all(documents, default_flow_style=rng.choice([False, True, None]),
+                                  default_style=rng.choice([None, None, "'", '"', "|"]), width=rng.choice([20, 1000]),
+                                  allow_unicode=rng.random() < 0.5, explicit_start=rng.random() < 0.5,
+                                  explicit_end=rng.random() < 0.2, sort_keys=False)
+        if rng.random() < 0.3:
+            text = mutate(rng, text)
+        answered += same_or_aside(text, chunk_chars=rng.choice([1, 100, 1 << 16]))
+    assert answered > 50
+
+
+def test_mutated_repository_files_read_the_same_or_go_to_libyaml() -> None:
+    rng = random.Random(30)
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in repository_yaml_files()]
+    texts = [text for text in texts if len(text) < 20_000]
+    for _ in range(400):
+        same_or_aside(mutate(rng, rng.choice(texts)), chunk_chars=rng.choice([1, 100, 1 << 16]))
