@@ -35,10 +35,21 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-try:  # optional: without the wheel every stream is read by libyaml
-    import ryml
-except ImportError:  # pragma: no cover - depends on the installation
-    ryml = None
+_NOT_LOADED: Any = object()
+ryml: Any = _NOT_LOADED  # the module once imported, None without the wheel (every stream then read by libyaml)
+
+
+def _rapidyaml() -> Any:
+    """rapidyaml, imported at the first large stream: its import (with ``deprecation`` and ``packaging``) takes
+    24 ms warm, 100 ms cold, which every command reading only small manifests would pay at start."""
+    global ryml
+    if ryml is _NOT_LOADED:
+        try:
+            import ryml as module
+        except ImportError:  # pragma: no cover - depends on the installation
+            module = None
+        ryml = module
+    return ryml
 
 # Below this a stream is read by libyaml: it takes < 15 ms there, and the fast path's fixed costs (and silencing
 # stderr) are not worth it for the small manifests the live cluster and most commands read.
@@ -75,7 +86,7 @@ _NUMBER_START = "+-.0123456789"
 
 
 def available() -> bool:
-    return ryml is not None
+    return _rapidyaml() is not None
 
 
 def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_firsts: str = "",
@@ -85,7 +96,7 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
     ``reference`` reads a small stream (raising on an error); ``resolver_firsts`` holds the first characters the
     reference's implicit resolvers key on (its other plain scalars are strings). Equal strings are one object, as
     the reference gives them, up to ``distinct_strings`` distinct texts (``_share_strings``)."""
-    if ryml is None or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or _rapidyaml() is None:
         return None  # rapidyaml reports errors on fd 2, silenced below only on the main thread
     try:
         if not _no_node_indicators(text) or _refused(text):  # the first is the cheaper (anchors: 0.03 s)
