@@ -275,3 +275,12 @@ def test_mutated_repository_files_read_the_same_or_go_to_libyaml() -> None:
     texts = [text for text in texts if len(text) < 20_000]
     for _ in range(400):
         same_or_aside(mutate(rng, rng.choice(texts)), chunk_chars=rng.choice([1, 100, 1 << 16]))
+
+
+def test_one_document_too_large_to_cut_goes_to_libyaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"n{i}"}} for i in range(50)]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+    assert fast(text) is not None
+    monkeypatch.setattr(fastyaml, "MAX_PIECE_CHARS", len(text) - 1)  # its rapidyaml tree would be ~19x its size
+    assert fast(text) is None
+    assert len(loader.load_text(text, "list.yaml").documents) == 50

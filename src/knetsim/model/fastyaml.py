@@ -58,6 +58,9 @@ MIN_CHARS = 64 * 1024
 # this size, cut before a ``---`` line. Measured on the 10k-pod bench (read, and RSS once read): 64 kB pieces
 # 0.47 s / 104 MB, 256 kB 0.56 s / 112 MB, 1 MB 0.60 s / 125 MB (libyaml: 1.5 s / 108 MB).
 CHUNK_CHARS = 1 << 16
+# A piece can only be cut between documents: one document larger than this (a ``kind: List`` from ``kubectl get -o
+# yaml``; 100,000 pods are 400 MB, a 7.6 GB tree) goes to libyaml, whose event reader holds only the objects.
+MAX_PIECE_CHARS = 4 << 20
 
 # Characters libyaml refuses (outside YAML 1.1's printable set), or reads as line breaks where rapidyaml does not
 # (NEL, LS, PS), or that the two treat differently (tab, CR, BOM): any of them sends the stream to libyaml.
@@ -104,6 +107,8 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
         words: set[str] = set()
         # Piece by piece: all the stream's words at once are a million objects (~50 MB) for ~1,200 distinct.
         for chunk in _chunks(text, chunk_chars):
+            if len(chunk) > MAX_PIECE_CHARS:
+                return None  # one large document (a ``kind: List``): its tree would not be bounded
             words.update(chunk.split())
         if not _scalars_agree(words, reference, resolver_firsts):
             return None
@@ -117,12 +122,8 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
                     return None
                 _share_strings(read, shared, distinct_strings)
                 documents.extend(read)
-    except (ValueError, RecursionError, MemoryError, TypeError):  # json's errors, nesting, emit_json's None
+    except Exception:  # rapidyaml's errors, json's, nesting: whatever it is, libyaml reads and reports it
         return None
-    except Exception as exc:  # rapidyaml's exceptions (ExceptionBasic and its kinds)
-        if type(exc).__module__.startswith("ryml"):
-            return None
-        raise
     if not all(type(document) is dict or document is None for document in documents):
         return None  # a root scalar or list: rapidyaml takes some libyaml refuses (``--- >`` at column 0)
     return documents
