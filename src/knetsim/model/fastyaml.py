@@ -92,6 +92,7 @@ _FLOW = re.compile(r"[\[\]{},]")
 # bools and nulls, in any case.
 _WORDS = frozenset(("true", "false", "null", "yes", "no", "on", "off", "inf", "nan", "infinity", "~"))
 _NUMBER_START = "+-.0123456789"
+_GLUED = re.compile("[\"']:")
 
 
 def available() -> bool:
@@ -252,10 +253,18 @@ def _candidates(words: set[str], resolver_firsts: str) -> tuple[set[str], set[st
                 continue  # a sequence's dash, not a scalar
             if part[0] in firsts or part.rstrip(":").lower() in _WORDS:
                 plain.add(part)
-            elif part[0] in "'\"":
-                core = part.strip("'\":")
+            if part[0] in "'\"":  # a quoted scalar's start: the text up to its closing quote (a key's, too)
+                core = part[1:].split(part[0], 1)[0]
                 if core and (core[0] in firsts or core.lower() in _WORDS):
                     quoted.add(core)
+            for glued in _GLUED.split(part)[1:]:  # JSON's ``"k":yes`` (in flow): a plain scalar after a quoted key
+                run = glued.rstrip(":")
+                if run and (run[0] in firsts or run.lower() in _WORDS):
+                    plain.add(run)
+                elif run and run[0] in "'\"":
+                    core = run[1:].split(run[0], 1)[0]
+                    if core and (core[0] in firsts or core.lower() in _WORDS):
+                        quoted.add(core)
     return plain, quoted
 
 
