@@ -130,6 +130,7 @@ def test_plain_strings_and_numbers_take_the_fast_way() -> None:
     "...\n---\n", '"k": ]"Infinity"\n', "k: ]x\n", "k: }x\n", "k: ,x\n", "k: [a, , b]\n", "k: {:}\n",
     '{a: 1, :"x": y}\n', "--- {we\nb: c}\n", "k:\n- {from: a, to: b, 80}\n", "k:\n- {p: %TCP, q: 1}\n",
     "k: {a, 012: b}\n", "k: [x, %y]\n", "k: %TCP\n", "k: {a: %b}\n", 'k: {"a":yes}\n', 'k: {"a":012}\n',
+    "--- {k:\" 'a #b'}\n", "k: [a, b] # c\n", "9\": '''\n ':\nx:\n", "k: 'a\n  b': 1\n", 'k: "a\n  b": 1\n',
     'k: ["a":yes]\n', "k: {'a':yes}\n", 'k: {"inf":1}\n', 'k: {"a":.inf}\n', "k:yes\n", "k: {a:yes}\n",
     # long lines and deep nesting
     "k: " + "x" * 100_000 + "\n", "k: " + "[" * 2000 + "]" * 2000 + "\n",

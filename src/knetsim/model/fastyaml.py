@@ -92,6 +92,7 @@ _FLOW = re.compile(r"[\[\]{},]")
 # bools and nulls, in any case.
 _WORDS = frozenset(("true", "false", "null", "yes", "no", "on", "off", "inf", "nan", "infinity", "~"))
 _NUMBER_START = "+-.0123456789"
+_QUOTED_KEY_END = re.compile("[\"'](?=:(?:[ \n]|$))")
 _GLUED = re.compile("[\"']:")
 
 
@@ -158,7 +159,7 @@ def _refused(text: str) -> bool:
     odd_key_possible = " :" in text or "\n:" in text or text.startswith(":") or re.search(r"[\[\]{},][ ]*:", text)
     if odd_key_possible and _ODD_KEY.search(text):
         return True
-    return _flow_lines_refused(text)
+    return _flow_lines_refused(text) or _multiline_quoted_key(text)
 
 
 def _flow_lines_refused(text: str) -> bool:
@@ -178,8 +179,27 @@ def _flow_lines_refused(text: str) -> bool:
         line = text[line_start:line_end]
         if line.count("[") + line.count("{") > line.count("]") + line.count("}") or _FLOW_MISPLACED.search(line):
             return True
+        if " #" in line:  # a comment, or text, inside flow: the readers disagree (``{k:" 'a #b'}``)
+            return True
         if "{" in line and not _keyed_flow_mappings(line):
             return True
+    return False
+
+
+def _multiline_quoted_key(text: str) -> bool:
+    """A quoted scalar over several lines used as a key (``'a\n b': 1``): rapidyaml takes it, libyaml refuses
+    implicit keys longer than a line. Seen where a quote and a colon end a key whose line holds no opening quote."""
+    passed_until = {"'": -1, '"': -1}  # per quote: the end of the last line found fine (later keys on it are too)
+    for match in _QUOTED_KEY_END.finditer(text):
+        end = match.start()
+        quote = text[end]
+        if end < passed_until[quote]:
+            continue
+        line_start = text.rfind("\n", 0, end) + 1
+        if text.count(quote, line_start, end + 1) < 2:
+            return True
+        line_end = text.find("\n", end)
+        passed_until[quote] = line_end if line_end >= 0 else len(text)
     return False
 
 
