@@ -130,7 +130,12 @@ def test_plain_strings_and_numbers_take_the_fast_way() -> None:
     "...\n---\n", '"k": ]"Infinity"\n', "k: ]x\n", "k: }x\n", "k: ,x\n", "k: [a, , b]\n", "k: {:}\n",
     '{a: 1, :"x": y}\n', "--- {we\nb: c}\n", "k:\n- {from: a, to: b, 80}\n", "k:\n- {p: %TCP, q: 1}\n",
     "k: {a, 012: b}\n", "k: [x, %y]\n", "k: %TCP\n", "k: {a: %b}\n", 'k: {"a":yes}\n', 'k: {"a":012}\n',
-    "--- {k:\" 'a #b'}\n", "k: [a, b] # c\n", "9\": '''\n ':\nx:\n", "k: 'a\n  b': 1\n", 'k: "a\n  b": 1\n',
+    "s: |3.\n---\ns: {}\ne:\n", "k: | x\n  y\n", "k: |-2\n   y\n", "k: >+ # c\n  y\n", "k: |0\n y\n",
+    "'':\n- '':\n  - ''\n   '':\n  '':\n", "k: '\n  v'\n", "k:\n- 'x'\n- 'y'\n", "k: 'v'\n  # c\nb: 1\n",
+    'k: "long\\\n\n  \\ line"\n', "k:\n- '' -\n",
+    "s:\n- {t:3} t:\n", "k:\n- '''' f:\n", "k: 'a\n  b' c\n", "k: x 'y' z\n",
+    "k: a == 'b' && c == 'd'\n", "--- {k:\" 'a #b'}\n", "k: [a, b] # c\n",
+    "9\": '''\n ':\nx:\n", "k: 'a\n  b': 1\n", 'k: "a\n  b": 1\n',
     'k: ["a":yes]\n', "k: {'a':yes}\n", 'k: {"inf":1}\n', 'k: {"a":.inf}\n', "k:yes\n", "k: {a:yes}\n",
     # long lines and deep nesting
     "k: " + "x" * 100_000 + "\n", "k: " + "[" * 2000 + "]" * 2000 + "\n",

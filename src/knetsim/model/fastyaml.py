@@ -75,7 +75,8 @@ _REFUSED_CHARS = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\
 _PRINTABLE_ASCII = bytes([10, *range(0x20, 0x7F)])
 # Double-quoted escapes both readers expand alike (``\\x``, ``\\u``, ``\\U`` checked apart: no surrogates).
 _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.|\n|$)")
-_SIMPLE_ESCAPES = frozenset("\\" + c for c in '0abtnvfre "/\\N_LP\n')
+# An escaped line break is not among them: followed by an empty line, the two readers fold it differently.
+_SIMPLE_ESCAPES = frozenset("\\" + c for c in '0abtnvfre "/\\N_LP')
 # A collection used as a key, or a key separated from its colon (``a : b``): refused.
 _ODD_KEY = re.compile(r"[\]}][ ]*:(?:[ \n]|$)|[ \n\[{,]:|^:")
 # On a line holding flow characters: one starting a node where libyaml refuses it and rapidyaml takes it as text
@@ -86,13 +87,17 @@ _FLOW_MISPLACED = re.compile(r"(?:^|[:\-,])[ ]*[\]},]|[\[{][ ]*,")
 # or reserved indicator; elsewhere (``a && b`` in a Calico selector) it is text.
 _NODE_START = re.compile(r"(?:^|[:\[{,?-])[ ]*$|^[ ]*(?:-[ ]+)*$", re.MULTILINE)
 _INDICATORS = "&*!@`?%"
-_INDICATOR = re.compile(f"[{re.escape(_INDICATORS)}]")
+_INDICATOR = re.compile(f"[{re.escape(_INDICATORS)}|>]")
+# A block scalar's header: indentation and chomping indicators in either order, then only a comment.
+_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ ]+#[^\n]*|[ ]*)(?:\n|$)")
 _FLOW = re.compile(r"[\[\]{},]")
 # rapidyaml's words (JSON literals, and its float specials, which it rewrites: ``inf`` -> ``.inf``), and YAML 1.1's
 # bools and nulls, in any case.
 _WORDS = frozenset(("true", "false", "null", "yes", "no", "on", "off", "inf", "nan", "infinity", "~"))
 _NUMBER_START = "+-.0123456789"
 _QUOTED_KEY_END = re.compile("[\"'](?=:(?:[ \n]|$))")
+_AFTER_NODE = re.compile(r"[\]}\"'][ ]+(?=[^ #\n,\]}:])")
+_NODE_END_LINE = re.compile(r"[\]}\"'][ ]*\n")
 _GLUED = re.compile("[\"']:")
 
 
@@ -159,7 +164,8 @@ def _refused(text: str) -> bool:
     odd_key_possible = " :" in text or "\n:" in text or text.startswith(":") or re.search(r"[\[\]{},][ ]*:", text)
     if odd_key_possible and _ODD_KEY.search(text):
         return True
-    return _flow_lines_refused(text) or _multiline_quoted_key(text)
+    return (_flow_lines_refused(text) or _multiline_quoted_key(text) or _content_after_node(text)
+            or _deeper_after_node(text))
 
 
 def _flow_lines_refused(text: str) -> bool:
@@ -200,6 +206,37 @@ def _multiline_quoted_key(text: str) -> bool:
             return True
         line_end = text.find("\n", end)
         passed_until[quote] = line_end if line_end >= 0 else len(text)
+    return False
+
+
+def _content_after_node(text: str) -> bool:
+    """More on a line after a quoted scalar or a flow collection that started a node (``- 'a' - b``, ``- {a: 1} b:``):
+    libyaml refuses it, rapidyaml reads on. The closing quote or bracket is followed by text, and its line's first
+    such quote or opening bracket starts a node (a quoted word inside a plain scalar, ``a == 'b' && c``, does not),
+    or the line holds no opening one (the scalar began on a line above)."""
+    for match in _AFTER_NODE.finditer(text):
+        end = match.start()
+        line_start = text.rfind("\n", 0, end) + 1
+        closer = text[end]
+        opener = {"]": "[", "}": "{"}.get(closer, closer)
+        first = text.find(opener, line_start, end)
+        if first < 0 or _NODE_START.search(text, line_start, first):
+            return True
+    return False
+
+
+def _deeper_after_node(text: str) -> bool:
+    """A line indented deeper than the one before, when that one ends with a quote or a closing bracket (a finished
+    node: ``- 'a'`` then ``   b: 1``): libyaml refuses it, rapidyaml attaches it somewhere. (Also refused, needlessly,
+    when the quote opens a scalar continued below; rare in manifests.)"""
+    for match in _NODE_END_LINE.finditer(text):
+        line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+        next_start = match.end()
+        next_end = text.find("\n", next_start)
+        next_line = text[next_start:next_end if next_end >= 0 else len(text)]
+        next_text = next_line.lstrip(" ")
+        if next_text and next_text[0] != "#" and len(next_line) - len(next_text) > len(line) - len(line.lstrip(" ")):
+            return True
     return False
 
 
@@ -250,10 +287,12 @@ def _keyed_flow_mappings(line: str) -> bool:
 
 
 def _no_node_indicators(text: str) -> bool:
-    """No anchor, alias, tag, explicit key or reserved indicator where a node starts (see ``_NODE_START``)."""
+    """No anchor, alias, tag, explicit key or reserved indicator where a node starts (see ``_NODE_START``), and
+    every block scalar header there well formed (rapidyaml takes ``|3.``, libyaml refuses it)."""
     for match in _INDICATOR.finditer(text):  # 1,600 in the 10k-pod bench (Calico's ``&&``): 0.03 s
         start = match.start()
-        if _NODE_START.search(text, text.rfind("\n", 0, start) + 1, start):
+        well_formed_block = text[start] in "|>" and _BLOCK_HEADER.match(text, start)
+        if not well_formed_block and _NODE_START.search(text, text.rfind("\n", 0, start) + 1, start):
             return False
     return True
 
