@@ -164,7 +164,10 @@ def _refused(text: str) -> bool:
     odd_key_possible = " :" in text or "\n:" in text or text.startswith(":") or re.search(r"[\[\]{},][ ]*:", text)
     if odd_key_possible and _ODD_KEY.search(text):
         return True
-    return (_flow_lines_refused(text) or _multiline_quoted_key(text) or _content_after_node(text)
+    # The line checks below cost 0.03-0.05 s each on 10 MB; the ``in`` tests (a few ms) skip those that cannot match.
+    return (_flow_lines_refused(text)
+            or (("':" in text or '":' in text) and _multiline_quoted_key(text))
+            or (("' " in text or '" ' in text or "] " in text or "} " in text) and _content_after_node(text))
             or _deeper_after_node(text))
 
 
