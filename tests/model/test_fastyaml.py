@@ -291,3 +291,41 @@ def test_one_document_too_large_to_cut_goes_to_libyaml(monkeypatch: pytest.Monke
     monkeypatch.setattr(fastyaml, "MAX_PIECE_CHARS", len(text) - 1)  # its rapidyaml tree would be ~19x its size
     assert fast(text) is None
     assert len(loader.load_text(text, "list.yaml").documents) == 50
+
+
+def mutate_lines(rng: random.Random, text: str) -> str:
+    """Indentation changed, lines joined, split, repeated or swapped: the structural mistakes people make."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 2)):
+        at = rng.randrange(len(lines))
+        roll = rng.random()
+        if roll < 0.4:
+            shift = rng.choice([-4, -2, -1, 1, 2, 4])
+            indent = len(lines[at]) - len(lines[at].lstrip(" "))
+            lines[at] = " " * shift + lines[at] if shift > 0 else lines[at][min(-shift, indent):]
+        elif roll < 0.55 and at + 1 < len(lines):
+            lines[at] += " " + lines.pop(at + 1).lstrip()
+        elif roll < 0.7:
+            cut = rng.randrange(len(lines[at]) + 1)
+            lines[at:at + 1] = [lines[at][:cut], " " * rng.randint(0, 6) + lines[at][cut:]]
+        elif roll < 0.85:
+            lines.insert(at, lines[rng.randrange(len(lines))])
+        else:
+            other = rng.randrange(len(lines))
+            lines[at], lines[other] = lines[other], lines[at]
+    return "\n".join(lines)
+
+
+def test_lines_mutated_read_the_same_or_go_to_libyaml() -> None:
+    rng = random.Random(30)
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in repository_yaml_files()]
+    texts = [text for text in texts if len(text) < 8_000]
+    for _ in range(400):
+        if rng.random() < 0.5:
+            text = rng.choice(texts)
+        else:
+            documents = [random_data(rng) for _ in range(rng.randint(1, 3))]
+            text = yaml.safe_dump_all([d if isinstance(d, dict) else {"k": d} for d in documents],
+                                      default_flow_style=rng.choice([False, None]),
+                                      default_style=rng.choice([None, None, "'", '"', "|"]), sort_keys=False)
+        same_or_aside(mutate_lines(rng, text), chunk_chars=rng.choice([1, 100, 1 << 16]))
