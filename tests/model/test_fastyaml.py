@@ -317,10 +317,10 @@ def mutate_lines(rng: random.Random, text: str) -> str:
 
 
 def test_lines_mutated_read_the_same_or_go_to_libyaml() -> None:
-    rng = random.Random(30)
+    rng = random.Random(1)  # without the structural refusals, 4 of these 1,500 streams are read where libyaml refuses
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in repository_yaml_files()]
     texts = [text for text in texts if len(text) < 8_000]
-    for _ in range(400):
+    for _ in range(1500):
         if rng.random() < 0.5:
             text = rng.choice(texts)
         else:
