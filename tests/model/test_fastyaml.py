@@ -329,3 +329,19 @@ def test_lines_mutated_read_the_same_or_go_to_libyaml() -> None:
                                       default_flow_style=rng.choice([False, None]),
                                       default_style=rng.choice([None, None, "'", '"', "|"]), sort_keys=False)
         same_or_aside(mutate_lines(rng, text), chunk_chars=rng.choice([1, 100, 1 << 16]))
+
+
+def test_a_piece_with_yaml11_forms_is_read_by_libyaml_the_rest_the_fast_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `defaultMode: 0644` is the int 420 in YAML 1.1 (as sigs.k8s.io/yaml reads it), "0644" in JSON's reading.
+    odd = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: odd}\nspec:\n  volumes:\n  - name: v\n"
+           "    configMap: {name: c, defaultMode: 0644, optional: yes}\n")
+    text = bench_like_stream(100) + odd + "---\n" + bench_like_stream(100).replace("name: p", "name: q")
+    pieces: list[str] = []
+    real = loader._reference_documents
+    documents = fastyaml.read_documents(text, lambda t: pieces.append(t) or real(t), loader._RESOLVER_FIRSTS,
+                                        chunk_chars=2000)
+    assert documents is not None and fastyaml._same(documents, reference(text))
+    odd_pod = next(d for d in documents if d["metadata"]["name"] == "odd")
+    assert odd_pod["spec"]["volumes"][0]["configMap"] == {"name": "c", "defaultMode": 420, "optional": True}
+    read_by_libyaml = [p for p in pieces if "kind: Pod" in p]
+    assert len(read_by_libyaml) == 1 and "0644" in read_by_libyaml[0] and len(read_by_libyaml[0]) < 4000

@@ -111,31 +111,40 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
 
     ``reference`` reads a small stream (raising on an error); ``resolver_firsts`` holds the first characters the
     reference's implicit resolvers key on (its other plain scalars are strings). Equal strings are one object, as
-    the reference gives them, up to ``distinct_strings`` distinct texts (``_share_strings``)."""
+    the reference gives them, up to ``distinct_strings`` distinct texts (``_share_strings``). A piece holding a
+    scalar the two readers read differently (YAML 1.1's ``defaultMode: 0644``, ``yes``) is read by ``reference``."""
     if threading.current_thread() is not threading.main_thread() or _rapidyaml() is None:
         return None  # rapidyaml reports errors on fd 2, silenced below only on the main thread
     try:
         if not _no_node_indicators(text) or _refused(text):  # the first is the cheaper (anchors: 0.03 s)
             return None
-        words: set[str] = set()
+        firsts = "".join(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS))
+        runs_of_word: dict[str, frozenset[str]] = {}
+        piece_runs: list[set[str]] = []  # per piece, the runs its words hold (quoted ones marked, ``_runs``)
         # Piece by piece: all the stream's words at once are a million objects (~50 MB) for ~1,200 distinct.
         for chunk in _chunks(text, chunk_chars):
             if len(chunk) > MAX_PIECE_CHARS:
                 return None  # one large document (a ``kind: List``): its tree would not be bounded
-            words.update(chunk.split())
-        if not _scalars_agree(words, reference, resolver_firsts):
-            return None
+            runs: set[str] = set()
+            for word in set(chunk.split()):
+                found = runs_of_word.get(word)
+                if found is None:
+                    found = runs_of_word[word] = _runs(word, firsts)
+                if found:
+                    runs |= found
+            piece_runs.append(runs)
+        differing = _differing_runs(set().union(*piece_runs), reference)
         documents: list[Any] = []
         shared: dict[str, str] = {}
         buffer = _JsonBuffer()
         with _quiet_stderr():
-            for chunk in _chunks(text, chunk_chars):
-                read = _ryml_documents(chunk, buffer)
+            for chunk, runs in zip(_chunks(text, chunk_chars), piece_runs, strict=True):
+                read = reference(chunk) if runs & differing else _ryml_documents(chunk, buffer)
                 if read is None:
                     return None
                 _share_strings(read, shared, distinct_strings)
                 documents.extend(read)
-    except Exception:  # rapidyaml's errors, json's, nesting: whatever it is, libyaml reads and reports it
+    except Exception:  # rapidyaml's errors, json's, libyaml's, nesting: libyaml reads the stream and reports it
         return None
     if not all(type(document) is dict or document is None for document in documents):
         return None  # a root scalar or list: rapidyaml takes some libyaml refuses (``--- >`` at column 0)
@@ -300,34 +309,36 @@ def _no_node_indicators(text: str) -> bool:
     return True
 
 
-def _candidates(words: set[str], resolver_firsts: str) -> tuple[set[str], set[str]]:
-    """The runs of the text that either reader might read as other than their own text (see the module's doc):
-    (plain runs, the texts of one-word quoted scalars). rapidyaml's JSON rewrites its float words even quoted
-    (``'.Inf'`` becomes ``".inf"``, a key too), so a quoted word that looks like a number is checked as well."""
-    # ``!``, ``&``, ``*`` (PyYAML's ``tag:yaml.org,2002:yaml`` resolver) start a node only as indicators, refused
-    # by ``_no_node_indicators``; elsewhere (``a && b``) they are inside a longer scalar, a string in both readers.
-    firsts = "".join(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS))
-    plain: set[str] = set()
-    quoted: set[str] = set()
-    for word in words:
-        for part in (_FLOW.split(word) if _FLOW.search(word) else (word,)):
-            if not part or part == "-":
-                continue  # a sequence's dash, not a scalar
-            if part[0] in firsts or part.rstrip(":").lower() in _WORDS:
-                plain.add(part)
-            if part[0] in "'\"":  # a quoted scalar's start: the text up to its closing quote (a key's, too)
-                core = part[1:].split(part[0], 1)[0]
-                if core and (core[0] in firsts or core.lower() in _WORDS):
-                    quoted.add(core)
-            for glued in _GLUED.split(part)[1:]:  # JSON's ``"k":yes`` (in flow): a plain scalar after a quoted key
-                run = glued.rstrip(":")
-                if run and (run[0] in firsts or run.lower() in _WORDS):
-                    plain.add(run)
-                elif run and run[0] in "'\"":
-                    core = run[1:].split(run[0], 1)[0]
-                    if core and (core[0] in firsts or core.lower() in _WORDS):
-                        quoted.add(core)
-    return plain, quoted
+_QUOTED = "\0"  # marks a quoted run among a word's runs (no stream here holds a NUL: ``_refused``)
+
+
+def _runs(word: str, firsts: str) -> frozenset[str]:
+    """The runs of a word that either reader might read as other than their own text (see the module's doc): plain
+    ones, and marked with ``_QUOTED`` the texts of one-word quoted scalars (rapidyaml's JSON rewrites its float
+    words even quoted: ``'.Inf'`` becomes ``".inf"``, a key too). ``firsts``: the characters such a run starts with.
+    ``!``, ``&``, ``*`` (PyYAML's ``tag:yaml.org,2002:yaml`` resolver) are not among them: they start a node only as
+    indicators, refused by ``_no_node_indicators``; elsewhere (``a && b``) they are inside a longer scalar."""
+    found: set[str] = set()
+
+    def quoted(run: str) -> None:  # a quoted scalar's start: the text up to its closing quote
+        core = run[1:].split(run[0], 1)[0]
+        if core and (core[0] in firsts or core.lower() in _WORDS):
+            found.add(_QUOTED + core)
+
+    for part in (_FLOW.split(word) if _FLOW.search(word) else (word,)):
+        if not part or part == "-":
+            continue  # a sequence's dash, not a scalar
+        if part[0] in firsts or part.rstrip(":").lower() in _WORDS:
+            found.add(part)
+        if part[0] in "'\"":
+            quoted(part)
+        for glued in _GLUED.split(part)[1:]:  # JSON's ``"k":yes`` (in flow): a plain scalar after a quoted key
+            run = glued.rstrip(":")
+            if run and (run[0] in firsts or run.lower() in _WORDS):
+                found.add(run)
+            elif run and run[0] in "'\"":
+                quoted(run)
+    return frozenset(found)
 
 
 # How a run is checked: alone in a block and a flow sequence (the blank: ``[key: ]`` is a pair in both readers),
@@ -336,26 +347,37 @@ _PLAIN_LAYOUTS = ("- {}\n", "- [{} ]\n")
 _QUOTED_LAYOUTS = ("- '{}'\n", "- '{}': v\n", '- "{}"\n', '- "{}": v\n')
 
 
-def _scalars_agree(words: set[str], reference: Callable[[str], list[Any]], resolver_firsts: str) -> bool:
-    plain, quoted = _candidates(words, resolver_firsts)
-    checks = [(layout, sorted(plain)) for layout in _PLAIN_LAYOUTS]
-    checks += [(layout, sorted(text for text in quoted if layout[2] not in text)) for layout in _QUOTED_LAYOUTS]
-    return all(_runs_agree(layout, runs, reference) for layout, runs in checks)
+def _differing_runs(runs: set[str], reference: Callable[[str], list[Any]]) -> set[str]:
+    """The runs (``_runs``) the two readers read differently, types included, in any of their layouts."""
+    plain = sorted(run for run in runs if run[0] != _QUOTED)
+    quoted = sorted(run[1:] for run in runs if run[0] == _QUOTED)
+    differing = set()
+    for layout in _PLAIN_LAYOUTS:
+        differing |= _differing_in(layout, plain, reference)
+    for layout in _QUOTED_LAYOUTS:
+        differing |= {_QUOTED + run for run in _differing_in(layout, [r for r in quoted if layout[2] not in r],
+                                                              reference)}
+    return differing
 
 
-def _runs_agree(layout: str, runs: list[str], reference: Callable[[str], list[Any]]) -> bool:
+def _differing_in(layout: str, runs: list[str], reference: Callable[[str], list[Any]]) -> set[str]:
     if not runs:
-        return True
-    batch = "".join(layout.format(run) for run in runs)
+        return set()
+    batch = "".join(layout.format(run) for run in runs)  # one document: a list of one item per run
     try:
         expected = reference(batch)
     except Exception:
         expected = None
-    if expected is not None:
+    if expected is not None and len(expected) == 1 and type(expected[0]) is list and len(expected[0]) == len(runs):
         with _quiet_stderr():
-            got = _ryml_documents(batch)
-        return got is not None and _same(expected, got)
-    # One run the reference refuses (``=``, ``1:2:x`` in flow...): each alone; both must refuse it, or agree.
+            try:
+                got = _ryml_documents(batch)
+            except Exception:
+                got = None
+        if got is not None and len(got) == 1 and type(got[0]) is list and len(got[0]) == len(runs):
+            return {run for run, a, b in zip(runs, expected[0], got[0], strict=True) if not _same(a, b)}
+    # A run one reader refuses (``=``, ``1:2:x`` in flow...): each alone; both must refuse it, or agree.
+    differing = set()
     for run in runs:
         text = layout.format(run)
         try:
@@ -368,8 +390,8 @@ def _runs_agree(layout: str, runs: list[str], reference: Callable[[str], list[An
             except Exception:
                 got = None
         if (expected is None) != (got is None) or (expected is not None and not _same(expected, got)):
-            return False
-    return True
+            differing.add(run)
+    return differing
 
 
 def _same(a: Any, b: Any) -> bool:
