@@ -244,11 +244,17 @@ def _deeper_after_node(text: str) -> bool:
     for match in _NODE_END_LINE.finditer(text):
         line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
         next_start = match.end()
-        next_end = text.find("\n", next_start)
-        next_line = text[next_start:next_end if next_end >= 0 else len(text)]
-        next_text = next_line.lstrip(" ")
-        if next_text and next_text[0] != "#" and len(next_line) - len(next_text) > len(line) - len(line.lstrip(" ")):
-            return True
+        while next_start < len(text):  # the next line holding more than blanks or a comment
+            next_end = text.find("\n", next_start)
+            next_line = text[next_start:next_end if next_end >= 0 else len(text)]
+            next_text = next_line.lstrip(" ")
+            if next_text and next_text[0] != "#":
+                if len(next_line) - len(next_text) > len(line) - len(line.lstrip(" ")):
+                    return True
+                break
+            if next_end < 0:
+                break
+            next_start = next_end + 1
     return False
 
 
