@@ -164,7 +164,7 @@ def write_input(directory: Path, namespaces: int, count: int) -> None:
     # In a child process, as bench/matrix.py does: a parent's peak RSS is carried into the children it forks.
     directory.mkdir(parents=True, exist_ok=True)
     code = ("import sys, yaml, policy_gen, calico\n"
-            "d = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)\n"
+            "d = policy_gen.manifest_dumper()  # no anchors, as real manifests\n"
             "n, count = int(sys.argv[3]), int(sys.argv[4])\n"
             "with open(sys.argv[1], 'w') as f:\n"
             "    yaml.dump_all(policy_gen.manifests(n, 9, 10), f, Dumper=d, sort_keys=False)\n"

@@ -36,6 +36,21 @@ TEAM_SIZE = 10
 EXCEPT_SUBNETS = 8
 
 
+def manifest_dumper() -> type:
+    """PyYAML's dumper writing every shared dict in full, without ``&id001``/``*id001``: the generators share
+    dicts between manifests, and real manifests (helm template, kustomize build, kubectl get -o yaml) carry
+    no anchors, so the benches read what users feed."""
+    import yaml
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class NoAnchorDumper(base):  # type: ignore[misc, valid-type]
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return NoAnchorDumper
+
+
 def namespace_name(n: int) -> str:
     return f"ns-{n}"
 

@@ -18,6 +18,8 @@ from typing import IO, Any
 
 import yaml
 
+from knetsim.model import fastyaml
+
 try:  # libyaml is ~10x faster; the wheels ship it, a source build may not
     _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
@@ -242,7 +244,19 @@ def many_objects() -> Iterator[None]:
 def yaml_documents(text: str, alias_walks: list[bool] | None = None) -> Iterator[Any]:
     """The documents of a YAML stream as sigs.k8s.io/yaml reads them (see ``_YamlLoader``).
 
-    ``alias_walks``, when given, gets for each document yielded whether ``check_aliases`` must walk it."""
+    ``alias_walks``, when given, gets for each document yielded whether ``check_aliases`` must walk it.
+    A large stream is read by rapidyaml when that reading is provably this one (``fastyaml``)."""
+    if len(text) >= fastyaml.MIN_CHARS:
+        documents = fastyaml.read_documents(text, _reference_documents, _RESOLVER_FIRSTS, _DISTINCT_STRINGS)
+        if documents is not None:
+            if alias_walks is not None:
+                alias_walks.extend(False for _ in documents)  # no alias: the fast path refuses them
+            yield from documents
+            return
+    yield from _libyaml_documents(text, alias_walks)
+
+
+def _libyaml_documents(text: str, alias_walks: list[bool] | None = None) -> Iterator[Any]:
     done = 0
     if "<<" not in text:
         loader = _YamlLoader(text)
@@ -268,6 +282,15 @@ _YamlLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
 }
+
+# The first characters PyYAML's implicit resolvers key on: any other plain scalar reads as a string.
+_RESOLVER_FIRSTS = "".join(sorted(first for first in _YamlLoader.yaml_implicit_resolvers if first))
+
+
+def _reference_documents(text: str) -> list[Any]:
+    """A small stream read by libyaml alone (the fast path checks its scalars' readings against this)."""
+    return list(_libyaml_documents(text))
+
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # A manifest file larger than this is not a manifest (`-f /dev/zero`, a disk image...): refuse it
