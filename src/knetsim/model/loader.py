@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import yaml
 
-from knetsim.model import fastyaml
+from . import fastyaml
 
 try:  # libyaml is ~10x faster; the wheels ship it, a source build may not
     _BaseLoader: type = yaml.CSafeLoader
