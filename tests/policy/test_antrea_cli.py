@@ -141,6 +141,9 @@ def test_to_services_drops_traffic_to_the_cluster_ip_and_not_to_the_endpoint(tmp
     assert "Rule 1 (spec.egress[0] `DropToServices`): Drop to Service x/web (by its cluster IP); any port of it" \
            in text, text
     assert "not simulated" not in text
+    check = run("policy", "check", "-f", cluster, "--from", "z/a", "--to", "x/a", "--port", "80").output
+    assert check.startswith("ALLOWED") and "ClusterNetworkPolicy.crd.antrea.io acnp-drop-to-services egress[0] " \
+        "(Drop) matches what z/a addresses to Service x/web by its cluster IP, not this connection" in check, check
     notes = json.loads(run("matrix", "-f", cluster, "-o", "json").output)["notes"]
     assert any("toServices rules (ClusterNetworkPolicy.crd.antrea.io acnp-drop-to-services egress[0]) match only "
                "traffic addressed to a Service's cluster IP" in n for n in notes), notes

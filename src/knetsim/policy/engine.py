@@ -790,6 +790,8 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
         eg = _direction(index, EGRESS, s, d, protocol, number)
         ing = _direction(index, INGRESS, d, s, protocol, number)
     extra = list(notes(index, state))
+    if index.antrea is not None and s.pod is not None and not d.service:
+        extra += antrea.service_rule_notes(index.antrea, s.pod, index.on_node(s.pod.node_name))
     for ep in (s, d):
         if ep.pod is not None and ep.kind == "pod" and not ep.ip:
             extra.append(f"{ep.pod.key} has no IP yet (phase {ep.pod.phase}): it cannot send or receive")

@@ -284,5 +284,18 @@ def side_sets(index: AntreaIndex, direction: str, pod_ep: Endpoint, peer_ep: End
     return out, passed
 
 
+def service_rule_notes(index: AntreaIndex, pod: Any, ctx: MatchContext) -> list[str]:
+    """The toServices rules that apply to ``pod``'s egress, for an answer about a connection to an endpoint's own
+    address, which they never match (they match what is addressed to the Service's cluster IP)."""
+    out = []
+    for tier in index.tiers:
+        for policy, rule in applicable_rules(index, tier, "egress", pod, ctx):
+            if rule.to_services:
+                out.append(f"{policy.ref} egress[{rule.index}] ({rule.action}) matches what {pod.key} addresses to "
+                           f"Service {', '.join(rule.to_services)} by its cluster IP, not this connection to an "
+                           "endpoint's own address: `knetsim trace` to the Service meets it")
+    return out
+
+
 __all__ = ["AntreaDecision", "AntreaIndex", "AntreaMatch", "applies", "build", "decide", "ordered_rules",
-           "selection_matches", "selects", "side_sets"]
+           "selection_matches", "selects", "service_rule_notes", "side_sets"]
