@@ -102,8 +102,12 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
     keys: set[str] = set()
     named: set[tuple[str, str]] = set()
     seen: set[int] = set()  # rules are shared between policies (rules.SharedRules): each read once
+    seen_selectors: set[int] = set()  # and so are selectors (one object per distinct one)
     for p in policies:
-        keys.update(_selector_keys(p.selector if isinstance(p, Policy) else p.pod_selector))
+        selector = p.selector if isinstance(p, Policy) else p.pod_selector
+        if id(selector) not in seen_selectors:
+            seen_selectors.add(id(selector))
+            keys.update(_selector_keys(selector))
         for direction in ("ingress", "egress"):
             for rule in p.rules(direction) or ():
                 if id(rule) in seen:
@@ -150,13 +154,14 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
                 bounds_set.update((start, start + 1))
     bounds = sorted(bounds_set)
 
-    def atom(ip: str) -> int:
-        if not cluster_matters or not ip:
-            return -1
+    if cluster_matters:
         # inet_pton is strict dotted-quad IPv4 and ~20x faster than ipaddress (one call per pod); socket loads only
         # for an input whose ipBlocks cut the pod network (it is 3% of a cold start otherwise).
         from socket import AF_INET, inet_pton
 
+    def atom(ip: str) -> int:
+        if not cluster_matters or not ip:
+            return -1
         try:
             number = int.from_bytes(inet_pton(AF_INET, ip), "big")
         except OSError:
