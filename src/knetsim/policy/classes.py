@@ -230,7 +230,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
 
 
 def _unique(values: np.ndarray) -> np.ndarray:
-    ordered = np.sort(values)
+    ordered = np.sort(values, kind="stable")  # concatenated sorted peers, which timsort merges in linear time
     if len(ordered) < 2:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]

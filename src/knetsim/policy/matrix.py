@@ -109,7 +109,7 @@ def atoms_to_connset(atoms: Sequence[Atom], bits: Sequence[bool]) -> ConnSet:
 
 def _unique(values: np.ndarray) -> np.ndarray:
     """``np.unique`` of a 1-d array without its masked-array check, which imports numpy.ma (15 ms of a cold start)."""
-    ordered = np.sort(values)
+    ordered = np.sort(values, kind="stable")  # callers join sorted runs, which timsort merges in linear time
     if len(ordered) < 2:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
@@ -785,13 +785,14 @@ class CalicoKubernetesRows:
         scalars: list[int] = []
         vector_of: list[int] = []  # per item: which named-port vector gives its bits (-1: the scalar)
         vectors: dict[int, tuple[int, np.ndarray]] = {}
+        isolated: list[np.ndarray] = []  # marked in one assignment: ten thousand small ones cost more
         for prepared in self._own(direction):
             rules = prepared.rules(direction)
             if rules is None:
                 continue
             sel = prepared.selected
             if isolates:
-                rows[sel] = 1
+                isolated.append(sel)
             for rule, peers in rules:
                 peers = _indices(peers)
                 if not len(peers) or not len(sel):
@@ -807,6 +808,8 @@ class CalicoKubernetesRows:
                     vector_of.append(vectors.setdefault(id(mask), (len(vectors), mask))[0])
                 subjects.append(sel)
                 peer_lists.append(peers)
+        if isolated:
+            rows[np.concatenate(isolated)] = 1
         if subjects:
             a = np.array([len(x) for x in subjects], dtype=np.int64)
             b = np.array([len(x) for x in peer_lists], dtype=np.int64)
