@@ -225,9 +225,7 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     if not tiers or n == 0:
         return SparseDirection(np.full(n, full, dtype=dtype), np.zeros(0, np.int64), np.zeros(0, dtype))
     # Subjects with the same group in every tier get the same row but for the tiers' cells.
-    signature = np.stack([t.rows for t in tiers], axis=1)
-    combos, combo_of = np.unique(signature, axis=0, return_inverse=True)
-    combo_of = np.asarray(combo_of).reshape(-1)
+    combos, combo_of = _distinct_rows([t.rows for t in tiers])
     combo_base = np.zeros(len(combos), dtype=dtype)
     exc_combo: list[np.ndarray] = []
     exc_peer: list[np.ndarray] = []
@@ -285,6 +283,22 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     keys, values = keys[order], values[order]
     differ = values != base[keys // n] if len(keys) else np.zeros(0, dtype=bool)
     return SparseDirection(base, keys[differ], values[differ])
+
+
+def _distinct_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)``: the distinct rows in the same order and
+    each row's index among them. Group numbers fit one int64 together (the first column most significant, so the
+    order is the same): a 1-d unique, where the row-wise one sorts a structured view (~10 ms at 10,000 classes)."""
+    signature = np.stack(columns, axis=1)
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if len(signature) and min(int(c.min()) for c in columns) >= 0 and np.prod(radix, dtype=float) < 2.0**62:
+        packed = np.zeros(len(signature), dtype=np.int64)
+        for column, base in zip(columns, radix, strict=True):
+            packed = packed * base + column
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        return signature[first], np.asarray(inverse).reshape(-1)
+    combos, inverse = np.unique(signature, axis=0, return_inverse=True)
+    return combos, np.asarray(inverse).reshape(-1)
 
 
 def _union(arrays: Sequence[np.ndarray]) -> np.ndarray:
