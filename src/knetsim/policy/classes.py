@@ -473,14 +473,16 @@ class PreparedPolicy:
 def prepare(vectors: Vectors, *, indices: bool = False) -> list[PreparedPolicy]:
     """Every policy that selects some class, with its vectors (a policy that selects nothing changes nothing)."""
     out = []
+    # Once per policy and rule (10,000 and 36,000 at the Calico bench): the lookups are hoisted.
+    of_rule = vectors.rule_indices if indices else vectors.rule
+    selected = vectors.selected
     for policy in vectors.index.policies:
-        sel = vectors.selected(policy)
+        sel = selected(policy)
         if not len(sel):
             continue
-        directions = [None if rules is None else tuple((rule, vectors.rule_indices(rule) if indices
-                                                        else vectors.rule(rule)) for rule in rules)
-                      for rules in (policy.egress, policy.ingress)]
-        out.append(PreparedPolicy(policy, sel, directions[0], directions[1]))
+        egress, ingress = policy.egress, policy.ingress
+        out.append(PreparedPolicy(policy, sel, None if egress is None else tuple([(r, of_rule(r)) for r in egress]),
+                                  None if ingress is None else tuple([(r, of_rule(r)) for r in ingress])))
     return out
 
 
