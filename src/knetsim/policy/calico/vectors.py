@@ -128,7 +128,7 @@ class CalicoVectors:
         self._parsed: list[ipaddress.IPv4Address | ipaddress.IPv6Address | None] | None = None
         self._ns_vectors: dict[Node, np.ndarray] = {}
         self._slices: dict[str, np.ndarray] = {}
-        self._subjects: dict[tuple[int, str], np.ndarray] = {}
+        self._subjects: dict[int, tuple[CalicoPolicy, np.ndarray]] = {}
         self._k8s: dict[tuple[str, Any], np.ndarray] = {}
         self._entities: dict[tuple[str, int], tuple[EntityRule, np.ndarray]] = {}
         self._addresses: dict[tuple[Any, Any], np.ndarray] = {}
@@ -183,13 +183,13 @@ class CalicoVectors:
     def subject(self, policy: CalicoPolicy, direction: str) -> np.ndarray:
         """The classes ``policy`` selects for ``direction`` (``evaluate.selects``, over classes), as sorted indices:
         a policy selects few of ten thousand classes, and a vector per policy would cost hundreds of megabytes."""
-        key = (id(policy), direction)
-        found = self._subjects.get(key)
-        if found is not None:
-            return found
         if not policy.applies(direction):
-            found = np.zeros(0, dtype=np.int64)
-        elif policy.k8s is not None:
+            return np.zeros(0, dtype=np.int64)
+        # Which classes it selects does not depend on the direction: a policy of both types is asked twice.
+        entry = self._subjects.get(id(policy))
+        if entry is not None:
+            return entry[1]
+        if policy.k8s is not None:
             found = self._k8s_selected(policy)
         else:
             picked = self.is_pod.copy()
@@ -202,7 +202,7 @@ class CalicoVectors:
             assert policy.selector is not None
             picked &= self.pod_labels.matches(policy.selector)
             found = np.nonzero(picked)[0]
-        self._subjects[key] = found
+        self._subjects[id(policy)] = (policy, found)  # the policy kept in the entry: its id stays its own
         return found
 
     def _k8s_selected(self, policy: CalicoPolicy) -> np.ndarray:
