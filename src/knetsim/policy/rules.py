@@ -289,19 +289,22 @@ class SharedRules:
     """
 
     def __init__(self) -> None:
-        self._local: dict[int, bool] = {}
+        self._local: dict[int, tuple[Any, bool]] = {}  # does a peer of the rule mean "this namespace"
         self._rules: dict[tuple[int, int, str], tuple[Any, Rule]] = {}
 
+    def _key(self, raw: Any, index: int, namespace: str) -> tuple[int, int, str]:
+        found = self._local.get(id(raw))
+        if found is None:
+            found = self._local[id(raw)] = (raw, raw.peers is not None and any(
+                p.ip_block is None and p.namespace_selector is None for p in raw.peers))
+        return id(raw), index, namespace if found[1] else ""
+
     def get(self, raw: Any, index: int, namespace: str) -> Rule | None:
-        local = self._local.get(id(raw))
-        if local is None:
-            local = self._local[id(raw)] = raw.peers is not None and any(
-                p.ip_block is None and p.namespace_selector is None for p in raw.peers)
-        found = self._rules.get((id(raw), index, namespace if local else ""))
+        found = self._rules.get(self._key(raw, index, namespace))
         return None if found is None else found[1]
 
     def put(self, raw: Any, index: int, namespace: str, rule: Rule) -> None:
-        self._rules[(id(raw), index, namespace if self._local[id(raw)] else "")] = (raw, rule)
+        self._rules[self._key(raw, index, namespace)] = (raw, rule)
 
 
 def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) -> Policy:
