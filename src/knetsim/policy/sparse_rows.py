@@ -56,7 +56,8 @@ class GroupRows:
 
     def gather(self, groups: np.ndarray) -> np.ndarray:
         """The dense rows of ``groups`` (``[len(groups), n]``)."""
-        out = np.repeat(self.base[groups][:, None], self.n, axis=1)
+        out = np.empty((len(groups), self.n), dtype=self.dtype)
+        out[...] = self.base[groups][:, None]  # a broadcast fill: np.repeat is ~1.4x slower here
         lo, hi = self.indptr[groups], self.indptr[groups + 1]
         counts = hi - lo
         total = int(counts.sum())
@@ -245,8 +246,16 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
                     continue
                 if len(touched) < len(groups):
                     acc, dec = _gather(tier.accept, groups[touched]), _gather(tier.decided, groups[touched])
-                    allowed[touched] |= acc & undecided[touched]
-                    undecided[touched] &= ~dec
+                    first, last = int(touched[0]), int(touched[-1])
+                    if last - first + 1 == len(touched):
+                        # Consecutive combos (they sort by group, the first tiers first; a tier's usually are):
+                        # combined in place through views, not copied out and back by fancy indexing.
+                        allowed_rows, undecided_rows = allowed[first:last + 1], undecided[first:last + 1]
+                        allowed_rows |= acc & undecided_rows  # acc may be one column for every peer
+                        undecided_rows &= ~dec
+                    else:
+                        allowed[touched] |= acc & undecided[touched]
+                        undecided[touched] &= ~dec
                     continue
             acc, dec = _gather(tier.accept, groups), _gather(tier.decided, groups)
             allowed |= acc & undecided
