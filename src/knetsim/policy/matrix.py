@@ -420,6 +420,7 @@ class CalicoRuleMasks:
         self.atom_masks = atom_masks
         self.vectors = vectors  # calico.vectors.CalicoVectors
         self._rules: dict[tuple[Any, ...], int | np.ndarray] = {}
+        self._by_rule: dict[tuple[int, int], tuple[Any, int | np.ndarray]] = {}
 
     def _named_bits(self, name: str, proto: str, word: AtomWord) -> np.ndarray:
         numbers = self.vectors.named_port(name, proto)
@@ -443,6 +444,16 @@ class CalicoRuleMasks:
         return scalar if vector is None else vector | word.dtype(scalar)
 
     def rule(self, rule: Any, word: AtomWord) -> int | np.ndarray:
+        # First by the rule object (kept in the entry, so its id stays its own): policies share one CalicoRule per
+        # distinct rule, and the key below hashes tuples of dataclasses.
+        by_rule = self._by_rule.get((id(rule), word.start))
+        if by_rule is not None:
+            return by_rule[1]
+        out = self._rule(rule, word)
+        self._by_rule[(id(rule), word.start)] = (rule, out)
+        return out
+
+    def _rule(self, rule: Any, word: AtomWord) -> int | np.ndarray:
         # By what decides the bits, not by rule: a thousand policies repeat a handful of rule shapes.
         key = (rule.protocol, rule.not_protocol, rule.destination.ports, rule.destination.not_ports, word)
         found = self._rules.get(key)
@@ -520,6 +531,7 @@ class CalicoTier:
         self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
 
         self._dead = misses_clients  # a rule no client connection matches (its source ports)
+        self._everyone: dict[int, bool] = {}
 
     def subjects(self, direction: str) -> list[tuple[Any, np.ndarray]]:
         """The tier's policies for ``direction`` that select some class, in order, each with the classes (indices)."""
@@ -584,7 +596,12 @@ class CalicoTier:
             peer_side, own_side = (rule.source, rule.destination) if direction == INGRESS else \
                 (rule.destination, rule.source)
             own = self.vectors.entity(policy, own_side)
-            out.append((rule.action, rule, self.vectors.entity(policy, peer_side), None if own.all() else own,
+            # Whether the side is every class, once per vector (the vectors are CalicoVectors' cached ones, alive
+            # while the tier is; 5,000 rules share a few dozen).
+            everyone = self._everyone.get(id(own))
+            if everyone is None:
+                everyone = self._everyone[id(own)] = bool(own.all())
+            out.append((rule.action, rule, self.vectors.entity(policy, peer_side), None if everyone else own,
                         self.rule_masks.rule(rule, word), rule.ip_version))
         return out
 
