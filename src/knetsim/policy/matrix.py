@@ -619,14 +619,19 @@ class CalicoTier:
         any_version = any(part[5] is not None for rules in parts for part in rules)
         # A class's row depends on the policies that select it and on whatever of a rule is read on the class
         # itself (its own side's identity, the named port an ingress rule resolves on it, its address family).
-        signatures: list[list[Any]] = [[] for _ in range(n)]
+        # Only the classes the tier computes get one (a few hundred of ten thousand): a dict, not a list per class.
+        signatures: dict[int, list[Any]] = {}
         if any_version:
             for c in np.nonzero(self.general(direction))[0].tolist():
-                signatures[c].append(("v", int(versions[c])))
+                signatures[c] = [("v", int(versions[c]))]
         for k, (_, subject) in enumerate(chosen):
             idx = subject.tolist()
             for c in idx:
-                signatures[c].append(k)
+                found = signatures.get(c)
+                if found is None:
+                    signatures[c] = [k]
+                else:
+                    found.append(k)
             for r, (_, _, _, own, bits, _) in enumerate(parts[k]):
                 if own is not None:
                     for c in idx:
@@ -637,12 +642,11 @@ class CalicoTier:
         rows = np.zeros(n, dtype=np.int64)
         groups: dict[tuple[Any, ...], int] = {(): 0}  # row 0: classes the tier leaves to others (all zero)
         first_of: list[int] = [-1]
-        for c, signature in enumerate(signatures):
-            if signature:
-                g = groups.setdefault(tuple(signature), len(groups))
-                if g == len(first_of):
-                    first_of.append(c)
-                rows[c] = g
+        for c in sorted(signatures):
+            g = groups.setdefault(tuple(signatures[c]), len(groups))
+            if g == len(first_of):
+                first_of.append(c)
+            rows[c] = g
         # The rules each group applies, in order, each as (action, what its hit vector is made of): groups whose
         # lists are equal have equal rows (the same rules of policies alike over the same peers: at 10,000 pods,
         # 201 groups a tier for ~100 distinct lists), so they become one group, and class_pairs combines fewer.
