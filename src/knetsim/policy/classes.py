@@ -124,19 +124,21 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
 
 def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], *, external: bool = True,
                   all_external: bool = False, identity: Callable[[Pod], Any] | None = None,
-                  extra_ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]] = ()) -> Classes:
+                  extra_ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]] = (),
+                  ipblocks: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]] | None = None) -> Classes:
     """The classes of ``pods`` (in name order), plus the external pieces when ``external``: those the ipBlocks
     cut, none when no policy has one; with ``all_external``, the address space outside the pod network even
     then (what a diff or an exposure report compares, whether or not an ipBlock names it). ``identity``: more of
     a pod that tells classes apart (for policies whose selectors the vocabulary does not know, Calico's);
-    ``extra_ranges``: more IPv4 ranges that cut the external pieces (Calico's nets and network sets)."""
+    ``extra_ranges``: more IPv4 ranges that cut the external pieces (Calico's nets and network sets);
+    ``ipblocks``: the policies' own ranges when the caller has read them already (``_ipv4_ranges``)."""
     policies = index.policies
     key_list, named_list = _vocabulary((*policies, *index.cluster))
     named_set = set(named_list)
 
     # ClusterNetworkPolicy `networks` match every address, pod and node IPs too, whatever the data plane.
     networks = _ipv4_ranges(index.cluster, "network")
-    ranges = _ipv4_ranges(policies) + networks + list(extra_ranges)
+    ranges = (_ipv4_ranges(policies) if ipblocks is None else list(ipblocks)) + networks + list(extra_ranges)
     pod_net = ipaddress.ip_network(state.config.pod_cidr)
     bounds_set = {0, _IPV4_END}
     for lo, hi, ex in ranges:

@@ -1578,9 +1578,12 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
     instead: the reference the vectorised answers must equal."""
     from .calico.evaluate import service_account_of
+    from .classes import _ipv4_ranges
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
-    piece = _range_piece(index, ranges)
+    # The NetworkPolicies' ipBlocks cut both the pieces and the classes: read once (10,000 policies' rules).
+    ipblocks = _ipv4_ranges(index.policies)
+    piece = _range_piece(index, ranges, ipblocks)
 
     def identity(pod: Pod) -> Any:
         ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
@@ -1588,7 +1591,7 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
         return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, piece(pod.pod_ip))
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
-                            identity=identity, extra_ranges=ranges)
+                            identity=identity, extra_ranges=ranges, ipblocks=ipblocks)
     # ClusterNetworkPolicies sit in kube-admin and kube-baseline among Calico's own policies, their priority as
     # order: CalicoTier interleaves them.
     if index.calico is not None and not pairwise:
@@ -1690,7 +1693,8 @@ def cilium_port_cuts(index: PolicyIndex, classes: Classes) -> dict[str, set[int]
     return cuts
 
 
-def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]]
+def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]],
+                 ipblocks: Sequence[tuple[int, int, tuple[tuple[int, int], ...]]] | None = None
                  ) -> Callable[[str], Any]:
     """The piece of the address space a pod's address falls in, cut by every range a policy names (the CNI's nets
     and CIDRs, the NetworkPolicies' ipBlocks and their excepts, the cluster policies' networks): two pods in one
@@ -1703,7 +1707,8 @@ def _range_piece(index: PolicyIndex, ranges: Sequence[tuple[int, int, tuple[tupl
 
     if not ranges:
         return lambda ip: ""
-    every = [*ranges, *_ipv4_ranges(index.policies), *_ipv4_ranges(index.cluster, "network")]
+    every = [*ranges, *(_ipv4_ranges(index.policies) if ipblocks is None else ipblocks),
+             *_ipv4_ranges(index.cluster, "network")]
     bounds = sorted({b for lo, hi, ex in every for b in (lo, hi, *(e for span in ex for e in span))})
 
     def piece(ip: str) -> Any:
