@@ -292,19 +292,20 @@ class SharedRules:
         self._local: dict[int, tuple[Any, bool]] = {}  # does a peer of the rule mean "this namespace"
         self._rules: dict[tuple[int, int, str], tuple[Any, Rule]] = {}
 
-    def _key(self, raw: Any, index: int, namespace: str) -> tuple[int, int, str]:
+    def key(self, raw: Any, index: int, namespace: str) -> tuple[int, int, str]:
+        """Where the Rule of ``raw`` at ``index`` in a policy of ``namespace`` is kept."""
         found = self._local.get(id(raw))
         if found is None:
             found = self._local[id(raw)] = (raw, raw.peers is not None and any(
                 p.ip_block is None and p.namespace_selector is None for p in raw.peers))
         return id(raw), index, namespace if found[1] else ""
 
-    def get(self, raw: Any, index: int, namespace: str) -> Rule | None:
-        found = self._rules.get(self._key(raw, index, namespace))
+    def get(self, key: tuple[int, int, str]) -> Rule | None:
+        found = self._rules.get(key)
         return None if found is None else found[1]
 
-    def put(self, raw: Any, index: int, namespace: str, rule: Rule) -> None:
-        self._rules[self._key(raw, index, namespace)] = (raw, rule)
+    def put(self, key: tuple[int, int, str], raw: Any, rule: Rule) -> None:
+        self._rules[key] = (raw, rule)
 
 
 def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) -> Policy:
@@ -315,7 +316,8 @@ def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) ->
         out = []
         for i, rule in enumerate(raw_rules):
             if shared is not None:
-                found = shared.get(rule, i, np.namespace)
+                key = shared.key(rule, i, np.namespace)
+                found = shared.get(key)
                 if found is not None:
                     out.append(found)
                     continue
@@ -327,7 +329,7 @@ def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) ->
                 ports = tuple(Port(k, p.protocol, p.port, p.end_port) for k, p in enumerate(rule.ports))
             made = Rule(i, peers, ports)
             if shared is not None:
-                shared.put(rule, i, np.namespace, made)
+                shared.put(key, rule, made)
             out.append(made)
         return tuple(out)
 
