@@ -529,6 +529,7 @@ class CalicoTier:
         self._general: dict[str, np.ndarray] = {}
         self._subjects: dict[str, list[tuple[Any, np.ndarray]]] = {}
         self._chosen_by_direction: dict[str, list[tuple[Any, np.ndarray]]] = {}
+        self._k8s_selected: list[np.ndarray | None] | None = None
 
         self._dead = misses_clients  # a rule no client connection matches (its source ports)
         self._everyone: dict[int, bool] = {}
@@ -539,8 +540,13 @@ class CalicoTier:
         if found is None:
             # A Kubernetes NetworkPolicy selects by its podSelector in its namespace: the Kubernetes vectors answer
             # that by label columns (ten thousand of them asked pod by pod took a second).
-            chosen = [(p, self.k8s_vectors.selected(p.k8s) if p.k8s is not None and p.applies(direction)
-                       else self.vectors.subject(p, direction)) for p in self.policies]
+            if self._k8s_selected is None:
+                # Both directions ask (the default tier holds every Kubernetes NetworkPolicy: ten thousand).
+                selected = self.k8s_vectors.selected
+                self._k8s_selected = [None if p.k8s is None else selected(p.k8s) for p in self.policies]
+            subject = self.vectors.subject
+            chosen = [(p, found if found is not None and p.applies(direction) else subject(p, direction))
+                      for p, found in zip(self.policies, self._k8s_selected, strict=True)]
             if self.cluster:
                 from .calico.evaluate import member_order
 
