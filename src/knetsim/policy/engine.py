@@ -52,6 +52,7 @@ from .rules import (
     MatchContext,
     Policy,
     Rule,
+    SharedRules,
     first_peer,
     first_port,
     from_network_policy,
@@ -161,11 +162,12 @@ def build_index(state: ClusterState) -> PolicyIndex:
     # kube-proxy replacement: they follow the CNI, not the data plane.
     ebpf = cni.name == cnis.CILIUM
     policies, unenforced, problems = [], [], []
+    shared_rules = SharedRules()
     for _, np in sorted(state.network_policies.items()):
         if cni.name not in cnis.ENFORCES_NETWORK_POLICY:
             break  # each named by a caveat (cni.caveats)
         try:
-            policies.append(from_network_policy(np))
+            policies.append(from_network_policy(np, shared_rules))
         except ValueError as exc:  # only an object analysed as written (--validate=ignore) can get here
             problems.append(f"{np.source}: NetworkPolicy {np.key}: {exc}")
     cilium_policies: list[cilium.CiliumPolicy] = []

@@ -282,17 +282,58 @@ def _ip_range(cidr: str, excepts: tuple[str, ...]) -> IPRange:
                    tuple(ipaddress.ip_network(e, strict=False) for e in excepts))
 
 
-def from_network_policy(np: NetworkPolicy) -> Policy:
+class SharedRules:
+    """The Rules of many NetworkPolicies made once per distinct rule (for ``from_network_policy``).
+
+    The typed views already share one PolicyRule per distinct rule text (10,000 policies of the Calico bench hold
+    36,000 rules, ~1,200 distinct), so a Rule is keyed by that object's identity, its position and, when a peer
+    means "this namespace" (a podSelector alone), the policy's namespace. Each entry keeps its PolicyRule alive, so
+    an id is never reused while the cache lives; callers keep one for one index build, not beyond.
+    """
+
+    def __init__(self) -> None:
+        self._local: dict[int, tuple[Any, bool]] = {}  # does a peer of the rule mean "this namespace"
+        self._rules: dict[tuple[int, int, str], tuple[Any, Rule]] = {}
+
+    def key(self, raw: Any, index: int, namespace: str) -> tuple[int, int, str]:
+        """Where the Rule of ``raw`` at ``index`` in a policy of ``namespace`` is kept."""
+        found = self._local.get(id(raw))
+        if found is None:
+            found = self._local[id(raw)] = (raw, raw.peers is not None and any(
+                p.ip_block is None and p.namespace_selector is None for p in raw.peers))
+        return id(raw), index, namespace if found[1] else ""
+
+    def get(self, key: tuple[int, int, str]) -> Rule | None:
+        found = self._rules.get(key)
+        return None if found is None else found[1]
+
+    def put(self, key: tuple[int, int, str], raw: Any, rule: Rule) -> None:
+        self._rules[key] = (raw, rule)
+
+
+def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) -> Policy:
+    """``np`` as the engine reads it; ``shared``: Rules made for earlier policies, reused where the rule is the same
+    (building them took 0.18 s of the 10,000-policy bench's index, for ~1,200 distinct ones)."""
+
     def rules(raw_rules: tuple[Any, ...]) -> tuple[Rule, ...]:
         out = []
         for i, rule in enumerate(raw_rules):
+            if shared is not None:
+                key = shared.key(rule, i, np.namespace)
+                found = shared.get(key)
+                if found is not None:
+                    out.append(found)
+                    continue
             peers = None
             if rule.peers is not None:
                 peers = tuple(_peer(j, np.namespace, p) for j, p in enumerate(rule.peers))
             ports = None
             if rule.ports is not None:
                 ports = tuple(Port(k, p.protocol, p.port, p.end_port) for k, p in enumerate(rule.ports))
-            out.append(Rule(i, peers, ports))
+            made = Rule(i, peers, ports)
+            if shared is not None:
+                shared.put(key, rule, made)
+            out.append(made)
         return tuple(out)
 
     return Policy(

@@ -56,7 +56,8 @@ class GroupRows:
 
     def gather(self, groups: np.ndarray) -> np.ndarray:
         """The dense rows of ``groups`` (``[len(groups), n]``)."""
-        out = np.repeat(self.base[groups][:, None], self.n, axis=1)
+        out = np.empty((len(groups), self.n), dtype=self.dtype)
+        out[...] = self.base[groups][:, None]  # a broadcast fill: np.repeat is ~1.4x slower here
         lo, hi = self.indptr[groups], self.indptr[groups + 1]
         counts = hi - lo
         total = int(counts.sum())
@@ -225,9 +226,7 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     if not tiers or n == 0:
         return SparseDirection(np.full(n, full, dtype=dtype), np.zeros(0, np.int64), np.zeros(0, dtype))
     # Subjects with the same group in every tier get the same row but for the tiers' cells.
-    signature = np.stack([t.rows for t in tiers], axis=1)
-    combos, combo_of = np.unique(signature, axis=0, return_inverse=True)
-    combo_of = np.asarray(combo_of).reshape(-1)
+    combos, combo_of = _distinct_rows([t.rows for t in tiers])
     combo_base = np.zeros(len(combos), dtype=dtype)
     exc_combo: list[np.ndarray] = []
     exc_peer: list[np.ndarray] = []
@@ -247,8 +246,16 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
                     continue
                 if len(touched) < len(groups):
                     acc, dec = _gather(tier.accept, groups[touched]), _gather(tier.decided, groups[touched])
-                    allowed[touched] |= acc & undecided[touched]
-                    undecided[touched] &= ~dec
+                    first, last = int(touched[0]), int(touched[-1])
+                    if last - first + 1 == len(touched):
+                        # Consecutive combos (they sort by group, the first tiers first; a tier's usually are):
+                        # combined in place through views, not copied out and back by fancy indexing.
+                        allowed_rows, undecided_rows = allowed[first:last + 1], undecided[first:last + 1]
+                        allowed_rows |= acc & undecided_rows  # acc may be one column for every peer
+                        undecided_rows &= ~dec
+                    else:
+                        allowed[touched] |= acc & undecided[touched]
+                        undecided[touched] &= ~dec
                     continue
             acc, dec = _gather(tier.accept, groups), _gather(tier.decided, groups)
             allowed |= acc & undecided
@@ -287,13 +294,31 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
     return SparseDirection(base, keys[differ], values[differ])
 
 
+def _distinct_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)``: the distinct rows in the same order and
+    each row's index among them. Group numbers fit one int64 together (the first column most significant, so the
+    order is the same): a 1-d unique, where the row-wise one sorts a structured view (~10 ms at 10,000 classes)."""
+    signature = np.stack(columns, axis=1)
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if len(signature) and min(int(c.min()) for c in columns) >= 0 and np.prod(radix, dtype=float) < 2.0**62:
+        packed = np.zeros(len(signature), dtype=np.int64)
+        for column, base in zip(columns, radix, strict=True):
+            packed = packed * base + column
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        return signature[first], np.asarray(inverse).reshape(-1)
+    combos, inverse = np.unique(signature, axis=0, return_inverse=True)
+    return combos, np.asarray(inverse).reshape(-1)
+
+
 def _union(arrays: Sequence[np.ndarray]) -> np.ndarray:
     present = [a for a in arrays if len(a)]
     if not present:
         return np.zeros(0, dtype=np.int64)
     if len(present) == 1:
         return present[0]
-    joined = np.sort(np.concatenate(present))
+    # Stable (timsort) merges the already sorted arrays in linear time: ~15x quicker than the default sort on
+    # join's 590,000 keys at 10,000 pods.
+    joined = np.sort(np.concatenate(present), kind="stable")
     return joined[np.concatenate(([True], joined[1:] != joined[:-1]))]
 
 
