@@ -99,6 +99,23 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   rest of the build ~1.4, the matrix ~1.6, the JSON ~0.25. The 3 s target needs a YAML reader that does not make a
   Python object and two marks per event, and a build that does not make a typed view, a uid and a status per object;
   trimming steps will not reach it.
+* the stages rebuilt side by side (issue 30, 2026-12-07, later; the commit before, e09f901, and after run interleaved,
+  three times each on a quiet machine, load 1.5-2, CPU user+sys, every output byte-identical to e09f901's): 10,000 pods
+  6.35-6.75 -> 3.90-4.04 s / 481 -> 451 MB (memory MET, time MISSED by ~0.9 s); 1,000 pods 1.48-1.53 -> 1.09 s /
+  105 -> 103 MB. The input is now written without YAML anchors (``policy_gen.manifest_dumper``): PyYAML's dumper
+  anchored the dicts the generator shares, which no manifest from helm, kustomize or kubectl carries; the anchored
+  input (rapidyaml steps aside at its first anchor) reads 4.7 s. What changed, by stage (in process, GC off, each
+  helper's own interleaved figures): reading 1.64 -> 0.79 s (``model/fastyaml.py``: rapidyaml parses 64 kB pieces
+  and its JSON is read by ``json.loads``, only where every scalar and construct is proven to read as libyaml reads
+  it; else libyaml, errors and positions included); admission 1.23 -> 0.70 s (decoding without field paths until
+  a misfit, Calico list items and Deployment specs admitted once per content, names and lookups remembered); the
+  rest of the build 1.49 -> 0.94 s (template hashes, container views and policy rule lists shared by content, a uid
+  derived when read, the DNS address once per service range); the matrix 1.67 -> 1.09 s (one Rule per distinct
+  NetworkPolicy rule, Calico groups with the same rules and hits merged: 1,002 combined rows -> 206 and 602, sorted
+  joins and 1-d uniques, the JSON rows in one pass). Where the ~3.9 s go now: imports 0.3, reading 0.8, admission
+  0.7, the rest of the build 1.0, the matrix 1.05. The profile is flat (no function above 0.15 s of self time): the
+  remaining second is Python's per-object work spread over 40,000 objects, which only a columnar build (policies
+  and pods as tables rather than objects) would remove.
 """
 
 from __future__ import annotations
