@@ -420,30 +420,18 @@ def _share_strings(documents: list[Any], shared: dict[str, str], limit: int) -> 
     walk costs ~0.1 s. Done chunk by chunk, so that the next chunk's strings reuse the memory of the copies freed."""
 
     def walk(node: Any) -> None:
-        if type(node) is dict:
-            for key, value in node.items():
-                kind = type(value)
-                if kind is str:
-                    known = shared.get(value)
-                    if known is None:
-                        if len(shared) < limit:
-                            shared[value] = value
-                    else:
-                        node[key] = known
-                elif kind is dict or kind is list:
-                    walk(value)
-        else:
-            for i, value in enumerate(node):
-                kind = type(value)
-                if kind is str:
-                    known = shared.get(value)
-                    if known is None:
-                        if len(shared) < limit:
-                            shared[value] = value
-                    else:
-                        node[i] = known
-                elif kind is dict or kind is list:
-                    walk(value)
+        # A dict's values by key, a list's by index: the same replacement either way (json already shares keys).
+        for slot, value in (node.items() if type(node) is dict else enumerate(node)):
+            kind = type(value)
+            if kind is str:
+                known = shared.get(value)
+                if known is None:
+                    if len(shared) < limit:
+                        shared[value] = value
+                else:
+                    node[slot] = known
+            elif kind is dict or kind is list:
+                walk(value)
 
     walk(documents)
 
