@@ -45,7 +45,7 @@ def test_every_namespace_has_default_and_every_pod_an_account() -> None:
 def test_an_account_the_input_lacks_is_named_with_what_the_api_server_would_say() -> None:
     cluster = cluster_from(WEB)
     said = [n for n in cluster.notices if n.code == "ServiceAccountAssumed"]
-    assert len(said) == 1 and said[0].subject.startswith("ReplicaSet shop/web-"), said
+    assert len(said) == 1 and said[0].subject == "Deployment shop/web", said
     assert said[0].message.startswith("service account 'web' is not in the input; assumed to exist in namespace "
                                       "'shop' (its pods would not be created (FailedCreate: pods \"web-")
     assert said[0].message.endswith('is forbidden: error looking up service account shop/web: serviceaccount "web" '

@@ -65,3 +65,26 @@ def test_a_deployment_waits_for_its_account(k: Cluster) -> None:
     k.sh("kubectl -n robots create serviceaccount robot")
     assert wait_for(lambda: k.sh("kubectl -n robots get pods -l app=robotic --no-headers").stdout.count("\n") == 2,
                     10)
+
+
+def test_the_account_is_checked_as_the_plugin_checks_it(k: Cluster) -> None:
+    """Before validation (a pod both invalid and of a missing account is a 403), naming a generated pod by its
+    generateName as admission sees it, refusing a mirror pod that names an account; an update is given no account
+    (found by review)."""
+    k.sh("kubectl create namespace probes", check=False)
+    k.write("gen.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {generateName: gen-, namespace: probes}\n"
+                        "spec: {serviceAccountName: ghost, containers: [{name: c, image: busybox:1.36}]}\n")
+    out = k.sh("kubectl create -f gen.yaml", check=False)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        'Error from server (Forbidden): error when creating "gen.yaml": pods "gen-" is forbidden: error looking up '
+        'service account probes/ghost: serviceaccount "ghost" not found'), out
+    k.write("invalid.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: probes}\n"
+                            "spec: {serviceAccountName: ghost, containers: [{name: C, image: busybox:1.36}]}\n")
+    out = k.sh("kubectl create -f invalid.yaml", check=False)
+    assert "(Forbidden)" in out.stderr and "is invalid" not in out.stderr, out
+    k.write("mirror.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: mirrored, namespace: probes, annotations: "
+                           "{kubernetes.io/config.mirror: abc}}\nspec: {serviceAccountName: default, containers: "
+                           "[{name: c, image: busybox:1.36}]}\n")
+    out = k.sh("kubectl create -f mirror.yaml", check=False)
+    assert out.returncode == 1 and out.stderr.strip().endswith(
+        'pods "mirrored" is forbidden: a mirror pod may not reference service accounts'), out

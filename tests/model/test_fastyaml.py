@@ -346,3 +346,15 @@ def test_a_piece_with_yaml11_forms_is_read_by_libyaml_the_rest_the_fast_way(monk
     assert odd_pod["spec"]["volumes"][0]["configMap"] == {"name": "c", "defaultMode": 420, "optional": True}
     read_by_libyaml = [p for p in pieces if "kind: Pod" in p]
     assert len(read_by_libyaml) == 1 and "0644" in read_by_libyaml[0] and len(read_by_libyaml[0]) < 4000
+
+
+@pytest.mark.parametrize("key", ["k" * 1100 + ": v\n", "'" + "k" * 1100 + "': v\n", "a:\n  " + "k" * 1100 + ": v\n",
+                                 "a: {" + "k" * 1100 + ": v}\n", "- " + "k" * 1100 + ": v\n"])
+def test_a_key_longer_than_libyaml_takes_goes_to_libyaml(key: str) -> None:
+    """libyaml (and go-yaml) take a simple key of at most 1024 characters, rapidyaml any: such a stream is libyaml's to
+    refuse (found by review: the fast path read it as a mapping)."""
+    text = key + bench_like_stream(200)
+    assert isinstance(reference(text), Exception)
+    assert fast(text) is None
+    long_value = "a: " + "v" * 1100 + "\n" + bench_like_stream(200)  # a long value is no long key
+    assert fast(long_value) is not None and same_or_aside(long_value)

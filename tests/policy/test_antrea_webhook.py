@@ -65,6 +65,17 @@ CASES = [
     ("toServices beside to",
      [acnp("p", 1, X, egress=[rule("Drop", X, None, side="to", toServices=[{"name": "s", "namespace": "x"}])])],
      ACNP_HOOK + "`toServices` cannot be used with `to`, `ports` or `protocols`"),
+    ("two identical unnamed rules", [acnp("p", 1, X, ingress=[rule("Drop"), rule("Drop")])],
+     ACNP_HOOK + "rules names must be unique within the policy"),
+    ("an fqdn of characters DNS has not",
+     [acnp("p", 1, X, egress=[rule("Drop", [{"fqdn": "web_1.example.com"}], None, side="to")])],
+     ACNP_HOOK + "invalid characters in egress rule fqdn field: web_1.example.com"),
+    ("a Reject to a multicast group",
+     [acnp("p", 1, X, egress=[rule("Reject", [{"ipBlock": {"cidr": "225.1.2.3/32"}}], None, side="to")])],
+     ACNP_HOOK + "multicast does not support action Pass or Reject"),
+    ("layer 7 rules while the L7NetworkPolicy gate is off",
+     [acnp("p", 1, X, ingress=[rule("Allow", l7Protocols=[{"http": {"path": "/"}}])])],
+     ACNP_HOOK + "layer 7 protocols can only be used when L7NetworkPolicy is enabled"),
     ("a Tier on a static tier's priority", [tier("ops", 100)],
      TIER_HOOK + "tier ops priority 100 overlaps with existing Tier"),
     ("a Tier on a reserved priority", [tier("ops", 254)], TIER_HOOK + "tier ops priority 254 is reserved"),
@@ -119,3 +130,36 @@ def test_a_service_account_peer_takes_the_pods_running_as_it() -> None:
     assert dropped(s) == {("y/b", f"x/{p}") for p in "abc"}
     s = build(*robot, policy)
     assert dropped(s) == set()
+
+
+def test_the_build_and_validate_refuse_the_same_of_two_tiers_on_one_priority(tmp_path: Path) -> None:
+    """The webhook refuses the later of two Tiers on one priority (in `kubectl apply -f` order, not by name); a policy
+    finds its Tier wherever the input holds it; the build and `validate` agree (found by review: they did not)."""
+    objects = [tier("z-ops", 30), tier("a-ops", 30), acnp("in-z", 1, X, tier="z-ops", ingress=[rule("Drop")])]
+    path = tmp_path / "tiers.yaml"
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    result = knetsim("validate", "-f", str(path))
+    assert result.exit_code == 2 and result.output.count("denied the request") == 1
+    assert TIER_HOOK + "tier a-ops priority 30 overlaps with existing Tier" in result.output
+    problems = policy_index(build(*objects)).problems
+    assert [p for p in problems if "denied the request" in p] == [
+        next(p for p in problems if "Tier.crd.antrea.io a-ops" in p)]
+    assert dropped(build(*objects)) == ns_pairs("x", "x") | ns_pairs("y", "x") | ns_pairs("z", "x")
+    policy_first = [acnp("early", 1, X, tier="late-tier", ingress=[rule("Drop")]), tier("late-tier", 40)]
+    path.write_text(yaml.safe_dump_all(policy_first, sort_keys=False))
+    assert knetsim("validate", "-f", str(path)).exit_code == 0
+
+
+@pytest.mark.parametrize(("peer", "said"), [
+    ({"serviceAccount": {}}, "spec.ingress[0].from[0].serviceAccount.name: Required value"),
+    ({"ipBlock": {"cidr": "10.0.0.1"}}, 'spec.ingress[0].from[0].ipBlock.cidr: Invalid value: "10.0.0.1": '
+                                       'spec.ingress[0].from[0].ipBlock.cidr in body must be of type cidr'),
+])
+def test_the_schema_refuses_an_empty_account_and_an_address_for_a_cidr(tmp_path: Path, peer: dict[str, Any],
+                                                                       said: str) -> None:
+    """The CRD's `required: [name, namespace]` and `format: cidr` (Go's ParseCIDR: a prefix length is required); an
+    empty serviceAccount peer was read as "any pod" (found by review)."""
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump(acnp("p", 1, X, ingress=[rule("Drop", [peer])]), sort_keys=False))
+    result = knetsim("validate", "-f", str(path))
+    assert result.exit_code == 2 and said in result.output, result.output

@@ -31,6 +31,7 @@ from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
 from ..model import admission, validation
 from ..model.admission import AdmissionError, FieldValidation, Kind
+from ..model.defaults import MIRROR_ANNOTATION, admit_service_account
 from ..model.fielderr import ErrorType, FieldError
 from ..model.jsonvalue import json_copy
 from ..model.kinds import stored_kind
@@ -122,6 +123,10 @@ def check_resource_version(r: Resource, name: str, want: Any, current: int) -> N
 
 
 class Storage:
+    def mutate(self, registry: Registry, r: Resource, obj: dict[str, Any], name: str) -> None:
+        """Mutating admission of a create, before validation (``name``: the object's name, or its generateName
+        when the API server is to generate it); raises ApiError."""
+
     def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         """Validating admission (plugins, webhooks) of a create or an update (``old``: the stored object), after
         validation; raises ApiError."""
@@ -183,20 +188,22 @@ class ClaimStorage(Storage):
 
 
 class PodStorage(Storage):
-    def admit(self, registry: Registry, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        """The ServiceAccount admission plugin's check on a new pod: the account it runs as exists (its default,
-        ``default``, was given with the pod's defaults: model/defaults.admit_service_account); a 403."""
-        why = missing_service_account(obj, registry.store) if old is None else None
+    def mutate(self, registry: Registry, r: Resource, obj: dict[str, Any], name: str) -> None:
+        """The ServiceAccount admission plugin on a new pod (plugin/pkg/admission/serviceaccount/admission.go,
+        Admit): ``default`` for a pod that names no account, and the account must exist; a 403, before validation."""
+        admit_service_account(obj)
+        why = missing_service_account(obj, registry.store)
         if why is not None:
-            name = str(obj["metadata"]["name"])
             raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: {why}', {"name": name, "kind": "pods"})
 
 
 def missing_service_account(pod: Mapping[str, Any], store: Store) -> str | None:
-    """Why the ServiceAccount admission plugin refuses ``pod`` (plugin/pkg/admission/serviceaccount/admission.go,
-    Validate: the account must exist), in its words; None when it admits (a mirror pod names none)."""
+    """Why the ServiceAccount admission plugin refuses ``pod`` (plugin/pkg/admission/serviceaccount/admission.go:
+    a mirror pod may name no account; any other's must exist), in its words; None when it admits."""
     account = str((pod.get("spec") or {}).get("serviceAccountName") or "")
     namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    if MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
+        return "a mirror pod may not reference service accounts" if account else None
     if not account or store.get(("ServiceAccount", namespace, account)) is not None:
         return None
     return f'error looking up service account {namespace}/{account}: serviceaccount "{account}" not found'
@@ -397,6 +404,9 @@ class Registry:
             meta.pop("namespace", None)
         for name in SYSTEM_METADATA:
             meta.pop(name, None)
+        # What admission calls the object: its name, or before the API server generates one its generateName
+        # (apiserver's admission extractResourceName).
+        admitted_as = str(meta.get("name") or meta.get("generateName") or "")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(r, str(meta["generateName"]), meta.get("namespace", ""))
         strategy = self.strategy(r)
@@ -404,9 +414,10 @@ class Registry:
         admission.default(obj, self.kind_of(r), meta.get("namespace") or "default")
         self._namespace_lifecycle(r, meta.get("namespace", ""))
         admission.admit_create(obj, self.kind_of(r), self.lookup)
+        storage = self.storage(r)
+        storage.mutate(self, r, obj, admitted_as)
         self._validate(r, obj)
         self._version_warnings(r, obj, decoded.warnings)
-        storage = self.storage(r)
         storage.admit(self, r, obj)
         name = meta.get("name", "")
         key = (r.key_kind, meta.get("namespace", ""), name)

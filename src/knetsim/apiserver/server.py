@@ -13,7 +13,6 @@ bug can always be told apart.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
@@ -705,8 +704,12 @@ class ApiServer:
         for stored in items:
             meta = stored.body["metadata"]
             one = Target(t.resource, str(meta.get("namespace") or ""), str(meta["name"]), "")
-            with contextlib.suppress(ApiError):  # gone meanwhile: upstream's DeleteCollection skips it too
+            try:
                 deleted.append(self.registry.delete(one, options).obj)
+            except ApiError as exc:
+                if exc.code != 404:  # gone meanwhile: upstream's DeleteCollection skips that, and answers any other
+                    raise
+
         return self._json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
                            "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted})
 

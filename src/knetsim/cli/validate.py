@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -123,29 +123,30 @@ def _cni_refusals(cluster: Cluster) -> list[ManifestError]:
 
     by_group_kind = {(r.group, r.kind): r for r in RESOURCES if r.cni}
     refused = {str(e.source) for e in cluster.errors}
-    admitted: list[Any] = []  # the documents admitted so far, in the order `kubectl apply -f` sends them
-
-    def stored(group: str, index: int) -> Callable[[str], list[Mapping[str, Any]]]:
-        # A policy may name a Tier anywhere in the input (a second apply admits it); a Tier meets the Tiers before it.
-        return lambda kind: [d.body for d in (candidates if kind != "Tier" else admitted[:index])
-                             if d.kind == kind and group_of(d.body.get("apiVersion")) == group]
-
-    out = []
-    for doc in candidates:
-        resource = by_group_kind.get((group_of(doc.body.get("apiVersion")), doc.kind))
+    # Tiers first, in the order `kubectl apply -f` sends them (of two on one priority the webhook refuses the later);
+    # then the rest, a policy finding its Tier wherever the input holds it (a second apply admits it), as every
+    # answer reads them (policy/antrea/read.py).
+    tiers_first = sorted(range(len(candidates)), key=lambda i: (candidates[i].kind != "Tier", i))
+    admitted: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    found: dict[int, ManifestError] = {}
+    for i in tiers_first:
+        doc = candidates[i]
+        group = group_of(doc.body.get("apiVersion"))
+        resource = by_group_kind.get((group, doc.kind))
         if resource is None or str(doc.source) in refused:
             continue
         errors = validation_errors(resource, doc.body)
         if errors:
             kind = Kind(resource.group, resource.version, resource.kind, namespaced=resource.namespaced)
-            out.append(ManifestError(doc.source, doc.describe(), invalid(kind, doc.name, errors).message))
+            found[i] = ManifestError(doc.source, doc.describe(), invalid(kind, doc.name, errors).message)
             continue
-        denial = webhook_denial(resource, doc.body, None, stored(resource.group, len(admitted)))
+        denial = webhook_denial(resource, doc.body, None,
+                                lambda kind, group=group: admitted.get((group, kind), []))
         if denial:
-            out.append(ManifestError(doc.source, doc.describe(), denial))
+            found[i] = ManifestError(doc.source, doc.describe(), denial)
             continue
-        admitted.append(doc)
-    return out
+        admitted.setdefault((group, doc.kind), []).append(doc.body)
+    return [found[i] for i in sorted(found)]
 
 
 COMMANDS = [validate_command]

@@ -21,6 +21,7 @@ from typing import Any
 from ..model import admission
 from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
+from ..model.defaults import admit_service_account
 from ..model.fielderr import FieldError
 from ..model.kinds import (
     ALL_CNI_GROUPS,
@@ -293,6 +294,9 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # Workloads and pods.
     workload_inputs = [WorkloadInput(d.body, d.source) for k in WORKLOAD_KINDS for d in by_kind.get(k, [])]
     pod_bodies = [(d.body, d.source) for d in by_kind.get("Pod", [])]
+    for body, _ in pod_bodies:
+        if not from_live_cluster(body):
+            admit_service_account(body)  # the ServiceAccount admission plugin, as each pod's create meets it
     expanded = expand_workloads(workload_inputs, pod_bodies, nodes)
     # More pods than replicas (a snapshot after a scale-down): the controller would delete the surplus.
     surplus = set(expanded.surplus)
@@ -316,7 +320,7 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for body, source in pod_bodies:
         pod = Pod.parse(body, source)
         state.pods[pod.key] = pod
-    _service_accounts_assumed(state, by_kind, pod_bodies)
+    _service_accounts_assumed(state, by_kind, pod_bodies, [b for b, _ in expanded.workloads])
     for w in workload_inputs:
         _keep(state, w.body, w.source)
     for body, source in expanded.workloads:
@@ -558,10 +562,12 @@ def _default_service_accounts(state: ClusterState) -> None:
 
 
 def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Document]],
-                              pod_bodies: list[tuple[dict[str, Any], Source]]) -> None:
+                              pod_bodies: list[tuple[dict[str, Any], Source]], made: list[dict[str, Any]]) -> None:
     """A pod runs as an account the input does not hold: the API server would refuse it (the ServiceAccount admission
     plugin; a workload's controller records FailedCreate and makes no pod). Offline the account is assumed to exist,
     as a namespace is, and said once per account."""
+    parents = {(str(body["metadata"].get("namespace") or ""), str(body.get("kind")), str(body["metadata"]["name"])):
+               ref for body in made for ref in (body["metadata"].get("ownerReferences") or ())[:1]}
     accounts = {(d.namespace, d.name) for d in by_kind.get("ServiceAccount", [])} | \
         {(namespace, "default") for namespace in state.namespaces}
     for body, source in pod_bodies:
@@ -571,6 +577,8 @@ def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Docum
             continue
         accounts.add((namespace, account))
         owner = next(iter(meta.get("ownerReferences") or ()), None)
+        # A controller-made owner (a Deployment's ReplicaSet, a CronJob's Job) is named by what the input holds.
+        owner = parents.get((namespace, str((owner or {}).get("kind")), str((owner or {}).get("name"))), owner)
         refused = f"error looking up service account {namespace}/{account}: serviceaccount \"{account}\" not found"
         if owner is not None:
             subject = f"{owner.get('kind')} {namespace}/{owner.get('name')}"

@@ -177,27 +177,33 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror, whic
 
 
 def admit_service_account(pod: dict[str, Any]) -> None:
-    """The ServiceAccount admission plugin's default (plugin/pkg/admission/serviceaccount/admission.go): a pod
-    that names no account runs as ``default``; a mirror pod is left alone. ``serviceAccount`` is the deprecated
-    alias every v1 pod carries (pkg/apis/core/v1/conversion.go: read when ``serviceAccountName`` is empty, written
-    as its copy). Whether the account exists is the registry's to check (apiserver/registry.py, PodStorage)."""
+    """The ServiceAccount admission plugin's default on a new pod (plugin/pkg/admission/serviceaccount/admission.go):
+    a pod that names no account runs as ``default``; a mirror pod is left alone. Whether the account exists is the
+    registry's to check (apiserver/registry.py, PodStorage); an update is never given one."""
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
+    _account_alias(spec)
+    if not spec.get("serviceAccountName") and MIRROR_ANNOTATION not in \
+            ((pod.get("metadata") or {}).get("annotations") or {}):
+        spec["serviceAccountName"] = spec["serviceAccount"] = "default"
+
+
+def _account_alias(spec: dict[str, Any]) -> None:
+    """``serviceAccount``, the deprecated alias every v1 pod spec carries (pkg/apis/core/v1/conversion.go: read when
+    ``serviceAccountName`` is empty, written as its copy)."""
     name = spec.get("serviceAccountName") or spec.get("serviceAccount")
-    if not name and MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
-        return
-    spec["serviceAccountName"] = spec["serviceAccount"] = name or "default"
+    if name:
+        spec["serviceAccountName"] = spec["serviceAccount"] = name
 
 
 def default_pod(obj: dict[str, Any]) -> None:
-    """SetObjectDefaults_Pod: the PodSpec's defaults, then SetDefaults_Pod's, which only a Pod gets; then the
-    ServiceAccount admission plugin's account (every pod created passes it)."""
+    """SetObjectDefaults_Pod: the PodSpec's defaults, then SetDefaults_Pod's, which only a Pod gets."""
     spec = obj.get("spec")
     default_pod_spec(spec)
     if not isinstance(spec, dict):
         return
-    admit_service_account(obj)
+    _account_alias(spec)
     for key in ("containers", "initContainers"):
         for container in _list(spec.get(key)):
             if isinstance(container, dict):

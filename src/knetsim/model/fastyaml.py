@@ -173,11 +173,28 @@ def _refused(text: str) -> bool:
     odd_key_possible = " :" in text or "\n:" in text or text.startswith(":") or re.search(r"[\[\]{},][ ]*:", text)
     if odd_key_possible and _ODD_KEY.search(text):
         return True
+    if _long_key_possible(text):
+        return True
     # The line checks below cost 0.03-0.05 s each on 10 MB; the ``in`` tests (a few ms) skip those that cannot match.
     return (_flow_lines_refused(text)
             or (("':" in text or '":' in text) and _multiline_quoted_key(text))
             or (("' " in text or '" ' in text or "] " in text or "} " in text) and _content_after_node(text))
             or _deeper_after_node(text))
+
+
+# A line this long may hold a simple key longer than libyaml (and go-yaml) take: 1024 characters, where rapidyaml has
+# no limit. A colon that could end a key that far into the line sends the stream to libyaml (conservatively: the
+# line's indentation and a flow collection's opening are counted too; a compact JSON annotation has no such colon).
+_LONG_LINE = re.compile(r"^[^\n]{1024,}", re.MULTILINE)
+_KEY_END = re.compile(r":(?=[ ,\]}\n]|$)")
+
+
+def _long_key_possible(text: str) -> bool:
+    for line in _LONG_LINE.finditer(text):
+        end = _KEY_END.search(line.group(), 1023)
+        if end is not None:
+            return True
+    return False
 
 
 def _flow_lines_refused(text: str) -> bool:

@@ -193,6 +193,8 @@ def _ip_block(value: Any, field: str) -> IPRange:
     excepts = tuple(str(e) for e in _list(body.get("except"), f"{field}.except"))
     for path, text in ((f"{field}.cidr", str(cidr)), *((f"{field}.except[{i}]", e) for i, e in enumerate(excepts))):
         try:
+            if "/" not in text:  # format cidr is Go's net.ParseCIDR: an address alone is no CIDR
+                raise ValueError(text)
             ip_range(text)
         except ValueError:  # the CRD's `format: cidr`, in apiextensions' words
             raise AntreaPolicyError(f'{path}: Invalid value: "{text}": {path} in body must be of type cidr: '
@@ -212,8 +214,9 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
         raise AntreaPolicyError(f"{field}.namespaces.match: Unsupported value: {match!r}: supported values: Self")
     if namespaces and not cluster:
         raise AntreaPolicyError(f"{field}.namespaces: Forbidden: only an Antrea ClusterNetworkPolicy may set it")
+    given = body.get("serviceAccount") is not None  # `serviceAccount: {}` too: the CRD requires its two fields
     account = _mapping(body.get("serviceAccount"), f"{field}.serviceAccount")
-    for key in ("name", "namespace") if account else ():
+    for key in ("name", "namespace") if given else ():
         if not account.get(key):
             raise AntreaPolicyError(f"{field}.serviceAccount.{key}: Required value")
     # A group, an ipBlock or a service account beside other fields: the webhook refuses the first and the last
@@ -226,7 +229,7 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
         bool(namespaces),
         _ip_block(body["ipBlock"], f"{field}.ipBlock") if peer and body.get("ipBlock") is not None else None,
         str(body.get("group") or ""),
-        (str(account["namespace"]), str(account["name"])) if account else None)
+        (str(account["namespace"]), str(account["name"])) if given else None)
 
 
 def _ports(value: Any, field: str) -> tuple[Port, ...] | None:

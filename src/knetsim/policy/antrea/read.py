@@ -35,7 +35,9 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         return None
     tiers = {t.name: t for t in model.BUILTIN_TIERS}
     custom: list[tuple[str, int]] = []
-    for obj in antrea_objects(state, (model.TIER_KIND,)):
+    # In input order, as `kubectl apply -f` sends them: of two Tiers on one priority, the webhook refuses the later.
+    tier_objects = [o for o in state.others.values() if o.kind == model.TIER_KIND and _group(o.raw) in model.GROUPS]
+    for obj in sorted(tier_objects, key=lambda o: (o.source.file, o.source.document, o.source.item or 0)):
         try:
             tier = model.parse_tier(obj.raw)
         except model.AntreaPolicyError as exc:
@@ -43,7 +45,6 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
             continue
         if tier.name in webhook.STATIC_TIERS:
             continue  # antrea-controller's own Tier objects
-        # Read in name order: of two Tiers with one priority, the later is the one the webhook refused.
         reason = webhook.tier_create_reason(obj.raw, custom)
         if reason:
             problems.append(f"{obj.source}: Tier.crd.antrea.io {obj.name}: {webhook.message('Tier', reason)}")

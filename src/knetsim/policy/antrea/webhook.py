@@ -7,13 +7,17 @@ refusal ``kubectl apply`` prints as ``Error from server: error when creating "x.
 reason (the webhook sets only a message; the API server frames it, apiserver's webhook ``ToStatusErr``).
 
 Checks, reasons and their order: antrea-io/antrea ``pkg/controller/networkpolicy/validate.go`` (validatePolicy:
-tier, Pass in the baseline tier, rule names, appliedTo, peers, appliedTo Services, ports; the Tier validator's
+tier, Pass in the baseline tier, rule names as the mutating webhook completes them, appliedTo, peers, appliedTo
+Services, FQDNs, multicast, IGMP, layer 7 (the L7NetworkPolicy gate off, its default), ports; the Tier validator's
 create, update and delete). Each function here returns the first reason, or None when the webhook admits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +33,7 @@ STATIC_TIERS = {"emergency": 50, "securityops": 100, "networkops": 150, "platfor
 STATIC_TIER_NAMES = frozenset({"Emergency", "SecurityOps", "NetworkOps", "Platform", "Application", "Baseline"})
 RESERVED_PRIORITIES = frozenset({251, 252, 254, 255})
 MAX_TIERS = 20  # tier.go maxSupportedTiers, the static six included
+_FQDN_CHARS = re.compile(r"^[-0-9a-zA-Z.*]+$")  # validate.go allowedFQDNChars
 
 
 def message(kind: str, reason: str) -> str:
@@ -205,6 +210,77 @@ def _ports_reason(ingress: list[Mapping[str, Any]], egress: list[Mapping[str, An
     return None
 
 
+def _rule_names(ingress: list[Mapping[str, Any]], egress: list[Mapping[str, Any]]) -> list[str]:
+    """Each rule's name once Antrea's mutating webhook has named the unnamed ones (mutate.go generateRuleNames:
+    ``<direction>-<action>-<7 hex of a SHA-1 of the rule>``): two identical unnamed rules get one name, so the policy
+    is refused (its docs: a policy with duplicate rules is rejected). The hash here is of the rule's canonical JSON,
+    not Go's encoding of the typed rule: equal rules collide either way."""
+    names = []
+    for direction, rules in (("ingress", ingress), ("egress", egress)):
+        for rule in rules:
+            if rule.get("name"):
+                names.append(str(rule["name"]))
+                continue
+            digest = hashlib.sha1(json.dumps(rule, sort_keys=True, separators=(",", ":")).encode(),
+                                  usedforsecurity=False).hexdigest()
+            names.append(f"{direction}-{str(rule.get('action') or '').lower()}-{digest[:7]}")
+    return names
+
+
+def _protocol_reasons(ingress: list[Mapping[str, Any]], egress: list[Mapping[str, Any]]) -> str | None:
+    """validateFQDNSelectors, validateEgressMulticastAddress, validateMulticastIGMP, validateL7Protocols (with
+    L7NetworkPolicy off, as it is by default), in that order."""
+    for rule in egress:
+        for peer in _entries(rule.get("to")):
+            fqdn = peer.get("fqdn")
+            if fqdn and not _FQDN_CHARS.match(str(fqdn)):
+                return f"invalid characters in egress rule fqdn field: {fqdn}"
+    for rule in egress:
+        multicast = unicast = others = False
+        for peer in _entries(rule.get("to")):
+            block = peer.get("ipBlock")
+            if not isinstance(block, Mapping):
+                continue
+            try:
+                address = ipaddress.ip_network(str(block.get("cidr")), strict=False).network_address
+            except ValueError:
+                return f"invalid multicast groupAddress address (to.IPBlock.CIDR): invalid CIDR address: " \
+                       f"{block.get('cidr')}"
+            multicast, unicast = multicast or address.is_multicast, unicast or not address.is_multicast
+            others = others or any(_set(peer.get(k)) for k in ("podSelector", "namespaceSelector", "namespaces",
+                                                                 "externalEntitySelector", "serviceAccount",
+                                                                 "nodeSelector"))
+            if multicast and rule.get("action") in ("Pass", "Reject"):
+                return "multicast does not support action Pass or Reject"
+        if multicast and unicast:
+            return "can not set multicast groupAddress and unicast ip address at the same time"
+        if multicast and others:
+            return "can not set multicast groupAddress and selectors at the same time"
+    igmp = icmp = False
+    for rule in (*ingress, *egress):
+        for protocol in _entries(rule.get("protocols")):
+            if isinstance(protocol.get("igmp"), Mapping):
+                igmp = True
+                group = protocol["igmp"].get("groupAddress")
+                if group:
+                    try:
+                        multicast_group = ipaddress.ip_address(str(group)).is_multicast
+                    except ValueError:
+                        multicast_group = False
+                    if not multicast_group:
+                        return f"groupAddress {group} is not multicast address"
+                if rule.get("action") in ("Pass", "Reject"):
+                    return "protocol IGMP does not support Pass or Reject"
+            if isinstance(protocol.get("icmp"), Mapping):
+                icmp = True
+        if igmp and (rule.get("ports") or rule.get("toServices") or rule.get("from") or rule.get("to") or icmp):
+            return "protocol IGMP can not be used with other protocols or other properties like from, to"
+    for rule in (*ingress, *egress):
+        if rule.get("l7Protocols"):
+            return "layer 7 protocols can only be used when L7NetworkPolicy is enabled"
+    return None
+
+
 def policy_reason(raw: Mapping[str, Any], tier_exists: Callable[[str], bool] | None) -> str | None:
     """Why the webhook refuses an Antrea ClusterNetworkPolicy or NetworkPolicy (create or update), or None.
     ``tier_exists``: whether the cluster holds a Tier of that name (None: not known, not checked)."""
@@ -220,11 +296,12 @@ def policy_reason(raw: Mapping[str, Any], tier_exists: Callable[[str], bool] | N
         return f"tier {tier} does not exist"
     if tier.lower() == "baseline" and any(r.get("action") == "Pass" for r in (*ingress, *egress)):
         return "`Pass` action should not be set for Baseline Tier policy rules"
-    named = [str(r.get("name")) for r in (*ingress, *egress) if r.get("name")]
-    if len(named) != len(set(named)):  # an unnamed rule gets a unique name from Antrea's mutating webhook first
+    names = _rule_names(ingress, egress)
+    if len(names) != len(set(names)):
         return "rules names must be unique within the policy"
     return (_applied_to_reason(spec, ingress, egress) or _peers_reason(ingress, egress)
-            or _service_ingress_reason(spec, ingress) or _ports_reason(ingress, egress))
+            or _service_ingress_reason(spec, ingress) or _protocol_reasons(ingress, egress)
+            or _ports_reason(ingress, egress))
 
 
 def tier_create_reason(raw: Mapping[str, Any], others: Iterable[tuple[str, int]]) -> str | None:
