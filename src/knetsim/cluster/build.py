@@ -402,13 +402,17 @@ def _first_generation(state: ClusterState) -> None:
     counted: dict[str, bool] = {}
     for name in COLLECTIONS:
         for obj in getattr(state, name).values():
+            # The kind's answer first (a dict lookup): a kind that counts no generation (10,000 pods) needs none
+            # of the metadata checks below.
+            counts = counted.get(obj.kind)
+            if counts is None:
+                counts = counted[obj.kind] = _counts_generation(obj.kind)
+            if not counts:
+                continue
             meta = obj.raw.get("metadata")
             if not isinstance(meta, dict) or "generation" in meta or _stored_by_a_cluster(meta):
                 continue
-            if obj.kind not in counted:
-                counted[obj.kind] = _counts_generation(obj.kind)
-            if counted[obj.kind]:
-                meta["generation"] = 1
+            meta["generation"] = 1
 
 
 def _counts_generation(kind: str) -> bool:
