@@ -263,13 +263,16 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
 
     # Later documents replace earlier ones with the same identity, as repeated `kubectl apply` would.
     user: dict[tuple[str, str, str], Document] = {}
-    for doc in admitted:
-        key = (_stored_kind(doc), doc.namespace, doc.name)
+    # admit recorded each admitted document's identity (kind, namespace, name) in order, one per document when it
+    # keeps them all: read there, not computed again for each of 21,000 documents.
+    for doc, (kind, doc_namespace, name, _) in zip(admitted, result.identities, strict=True):
+        key = (kind, doc_namespace, name)
         if key in user:
             state.warn("Duplicate", f"defined again at {doc.source}; the later definition wins",
                        f"{doc.kind} {doc.namespace + '/' if doc.namespace else ''}{doc.name}", user[key].source)
         user[key] = doc
-    snapshot_has_system = any(d.kind == "Pod" and d.namespace == "kube-system" for d in user.values())
+    # The namespace from the key first (a tuple item, not two properties of each of 21,000 documents).
+    snapshot_has_system = any(key[1] == "kube-system" and doc.kind == "Pod" for key, doc in user.items())
     system = [Document(BUILTIN, apply_defaults(body)) for body in system_manifests(config)
               if body.get("kind") not in authoritative]
     if snapshot_has_system:
