@@ -22,16 +22,18 @@ _UID_NAMESPACE = uuid.UUID("6f1d1c7e-9a43-4d7e-9d55-6b6e6e657473")
 _UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 
 
+# The RFC 4122 variant (10xx) written over the digest's ninth byte's high nibble: its low two bits kept.
+_VARIANT_NIBBLE = {digit: "89ab"[int(digit, 16) & 0x3] for digit in "0123456789abcdef"}
+
+
 def stable_uid(kind: str, namespace: str, name: str) -> str:
     """A uid derived from identity, so the same manifests give the same uids on every run.
 
-    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per
-    call, a measurable share of loading 10,000 pods."""
-    digest = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per call, a
+    measurable share of loading 10,000 pods. The version (5) and variant nibbles are written into the SHA-1's hex
+    text rather than into its bytes before hexing (1.0 against 1.6 us; 18,000 owners of a 10,000-pod build)."""
+    h = hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT_NIBBLE[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 @dataclass(frozen=True, slots=True)
