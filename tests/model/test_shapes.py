@@ -50,6 +50,17 @@ def test_an_invalid_rule_is_refused_every_time_at_its_own_path() -> None:
     assert 'NetworkPolicy.networking.k8s.io "b" is invalid: spec.ingress[1].from[0].ipBlock.cidr' in again
 
 
+def test_a_list_of_rules_equal_to_a_valid_one_is_admitted_and_one_rule_changed_is_checked_at_its_path() -> None:
+    # A list of several rules found valid is remembered whole: an equal list is admitted, while a list that differs
+    # in one rule is a different list, each of its rules checked, the bad one named at its own index.
+    second = GOOD | {"ports": [{"port": 81}]}
+    admission.admit(policy("a", [GOOD, second]))
+    admission.admit(policy("b", [GOOD, second]))
+    message = refusal(policy("c", [GOOD, second, BAD]))
+    assert 'NetworkPolicy.networking.k8s.io "c" is invalid: spec.ingress[2].from[0].ipBlock.cidr' in message
+    assert "spec.ingress[0]" not in message and "spec.ingress[1]" not in message
+
+
 def test_the_version_in_force_is_part_of_the_verdict() -> None:
     # 10.0.0.5/8 has bits beyond its prefix: valid before StrictIPCIDRValidation (1.35), refused with it (1.38).
     loose = policy("a", [{"from": [{"ipBlock": {"cidr": "10.0.0.5/8"}}]}])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import ipaddress
 import json
+import socket
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -631,6 +632,24 @@ def _subject(body: Mapping[str, Any]) -> str:
 # --- IPAM and status ------------------------------------------------------------------
 
 
+class _PodRange:
+    """A node's pod CIDR as host-local IPAM walks it: its size and the text of its n-th address. An IPv4 address is
+    written from the integer by inet_ntoa (~0.3 us) rather than as an ipaddress object made and printed (~2 us), for
+    each of 10,000 pods; IPv6 keeps ipaddress, whose compressed form is the one Kubernetes prints."""
+
+    __slots__ = ("_base", "network", "size")
+
+    def __init__(self, network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> None:
+        self.network = network
+        self.size = network.num_addresses
+        self._base = int(network.network_address) if network.version == 4 else None
+
+    def address(self, index: int) -> str:
+        if self._base is not None:
+            return socket.inet_ntoa((self._base + index).to_bytes(4, "big"))
+        return str(self.network[index])
+
+
 def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list[Node],
                           config: ClusterConfig, services: frozenset[tuple[str, str]] | None = None,
                           configmaps: ConfigMaps | None = None, secrets: ConfigMaps | None = None) -> list[Notice]:
@@ -646,7 +665,7 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
         if ip:
             used.add(ip)
     cursors: dict[str, Any] = {}
-    networks: dict[str, Any] = {}  # parsed once per node: ipaddress is slow, and this runs per pod
+    networks: dict[str, _PodRange] = {}  # parsed once per node: ipaddress is slow, and this runs per pod
     # Bootstrap order for built-in pods (kube-system first: CoreDNS gets .2 and .3 as on kind).
     ordered = sorted(pods, key=lambda p: (p[1] is not BUILTIN, p[0]["metadata"].get("namespace") != "kube-system",
                                           p[0]["metadata"].get("namespace", ""), p[0]["metadata"]["name"]))
@@ -664,14 +683,14 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             ip = node.internal_ip
             extra = node.internal_ips[1:]
         else:
-            network = networks.get(node.name)
-            if network is None:
-                network = networks[node.name] = ipaddress.ip_network(node.pod_cidr)
+            range_ = networks.get(node.name)
+            if range_ is None:
+                range_ = networks[node.name] = _PodRange(ipaddress.ip_network(node.pod_cidr))
             cursor = cursors.get(node.name, 2)
             ip = ""
             offset = 0  # the host number taken: its index in the node's range
-            while cursor < network.num_addresses - 1:
-                candidate = str(network[cursor])
+            while cursor < range_.size - 1:
+                candidate = range_.address(cursor)
                 cursor += 1
                 if candidate not in used:
                     ip, offset = candidate, cursor - 1

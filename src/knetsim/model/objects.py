@@ -22,16 +22,18 @@ _UID_NAMESPACE = uuid.UUID("6f1d1c7e-9a43-4d7e-9d55-6b6e6e657473")
 _UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 
 
+# The RFC 4122 variant (10xx) written over the digest's ninth byte's high nibble: its low two bits kept.
+_VARIANT_NIBBLE = {digit: "89ab"[int(digit, 16) & 0x3] for digit in "0123456789abcdef"}
+
+
 def stable_uid(kind: str, namespace: str, name: str) -> str:
     """A uid derived from identity, so the same manifests give the same uids on every run.
 
-    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per
-    call, a measurable share of loading 10,000 pods."""
-    digest = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    uuid5(namespace, "kind/ns/name"), written out by hand: uuid.uuid5 builds two UUID objects per call, a
+    measurable share of loading 10,000 pods. The version (5) and variant nibbles are written into the SHA-1's hex
+    text rather than into its bytes before hexing (1.0 against 1.6 us; 18,000 owners of a 10,000-pod build)."""
+    h = hashlib.sha1(_UID_NAMESPACE_BYTES + f"{kind}/{namespace}/{name}".encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT_NIBBLE[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,28 +316,32 @@ class Pod(Object):
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}
         ready, reason = _pod_readiness(status)
+        pod_ip = status.get("podIP")
+        pod_ips = tuple(str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, Mapping) and p.get("ip")) \
+            or ((str(pod_ip),) if pod_ip else ())
+        # Sidecars (init containers with restartPolicy Always) run beside the app: FindPort searches their named
+        # ports too, and they may be what listens.
+        containers = spec.get("containers") or []
+        if spec.get("initContainers"):
+            containers = [*containers, *_sidecars(spec)]
+        # Positional, in the fields' order (Object's, then Pod's): each of a 10,000-pod build's pods comes this way,
+        # and eighteen keywords cost a quarter of the constructor.
         return cls(
-            "Pod",
-            _meta("Pod", raw),
-            raw,
-            source,
-            node_name=str(spec.get("nodeName") or ""),
-            pod_ip=str(status.get("podIP") or ""),
-            host_ip=str(status.get("hostIP") or ""),
-            pod_ips=tuple(str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, Mapping) and p.get("ip"))
-            or ((str(status["podIP"]),) if status.get("podIP") else ()),
-            phase=str(status.get("phase") or "Pending"),
-            ready=ready,
-            not_ready_reason=reason,
-            host_network=bool(spec.get("hostNetwork")),
-            hostname=str(spec.get("hostname") or ""),
-            subdomain=str(spec.get("subdomain") or ""),
-            # Sidecars (init containers with restartPolicy Always) run beside the app: FindPort
-            # searches their named ports too, and they may be what listens.
-            containers=tuple(parse_container(c) for c in [*(spec.get("containers") or []), *_sidecars(spec)]),
-            dns_policy=str(spec.get("dnsPolicy") or "ClusterFirst"),
-            dns_config=spec.get("dnsConfig"),
-            restart_policy=str(spec.get("restartPolicy") or "Always"),
+            "Pod", _meta("Pod", raw), raw, source,
+            str(spec.get("nodeName") or ""),  # node_name
+            str(pod_ip or ""),  # pod_ip
+            str(status.get("hostIP") or ""),  # host_ip
+            pod_ips,
+            str(status.get("phase") or "Pending"),  # phase
+            ready,
+            reason,  # not_ready_reason
+            bool(spec.get("hostNetwork")),  # host_network
+            str(spec.get("hostname") or ""),  # hostname
+            str(spec.get("subdomain") or ""),  # subdomain
+            tuple(parse_container(c) for c in containers),
+            str(spec.get("dnsPolicy") or "ClusterFirst"),  # dns_policy
+            spec.get("dnsConfig"),  # dns_config
+            str(spec.get("restartPolicy") or "Always"),  # restart_policy
         )
 
 

@@ -1224,7 +1224,16 @@ def validate_network_policy(body: Mapping[str, Any]) -> Errors:
     # wherever it sits; ratcheting (an update's stored CIDRs) is not in the key, so an update checks every rule.
     remember = not _RATCHETED.get()
     for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-        for i, rule in enumerate(spec.get(direction) or []):
+        rules = spec.get(direction) or []
+        # A list of several rules is keyed whole first: bench/calico.py's 9,000 egress lists of three rules are 800
+        # distinct lists of 109 distinct rules, so one key (~1.5 us) stands for three (~1 us each) nine times in ten.
+        # A list of one rule is its rule's key already.
+        list_key = shapes.content_key(("NetworkPolicy rules", peers_key), rules) \
+            if remember and len(rules) > 1 and type(rules) is list else None
+        if list_key is not None and shapes.known_valid(list_key):
+            continue
+        before = len(errs)
+        for i, rule in enumerate(rules):
             key = shapes.content_key(("NetworkPolicy rule", peers_key), rule) if remember else None
             if key is not None and shapes.known_valid(key):
                 continue
@@ -1234,6 +1243,8 @@ def validate_network_policy(body: Mapping[str, Any]) -> Errors:
             if key is not None and not rule_errs:
                 shapes.remember_valid(key)
             errs.extend(rule_errs)
+        if list_key is not None and len(errs) == before:
+            shapes.remember_valid(list_key)
     types = spec.get("policyTypes") or []
     if len(types) > 2:
         errs.append(path.child("policyTypes").invalid(go_slice([str(t) for t in types], "networking.PolicyType"),
