@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -390,3 +391,24 @@ def test_quotes_and_brackets_late_in_a_large_stream_read_as_libyaml_reads_them(s
     if same_or_aside(text):
         assert not isinstance(reference(text), Exception)
     assert same_or_aside(filler)
+
+
+def test_the_fast_searches_find_what_the_plain_regexes_find() -> None:
+    """``_long_lines`` and ``_each_char_finditer`` replace regexes that were 10-20x slower on 10 MB; on seeded random
+    texts (lines around 1024 characters, every character the checks key on) they find the same spans."""
+    rng = random.Random(30)
+    alphabet = "ab :\n{}[]'\",&*!@`?%|>#-"
+    layouts = [(r"[\]}\"'][ ]*\n", r"[ ]*\n", "]}\"'"), (r"[\]}\"'][ ]+(?=[^ #\n,\]}:])", r"[ ]+(?=[^ #\n,\]}:])",
+                                                         "]}\"'"),
+               ("[\"'](?=:(?:[ \\n]|$))", "(?=:(?:[ \\n]|$))", "'\""), (r"[\[\]{},][ ]*:", r"[ ]*:", "[]{},"),
+               ("[&*!@`?%|>]", "", "&*!@`?%|>")]
+    for _ in range(400):
+        if rng.random() < 0.5:
+            lines = ["x" * rng.choice([0, 1, 1022, 1023, 1024, 1025, 2100]) for _ in range(rng.randint(0, 6))]
+            text = "\n".join(lines) + rng.choice(["", "\n"])
+        else:
+            text = "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 5, 200, 3000])))
+        assert list(fastyaml._long_lines(text)) == re.findall(r"^[^\n]{1024,}", text, re.MULTILINE)
+        for pattern, tail, chars in layouts:
+            assert (sorted(m.span() for m in fastyaml._each_char_finditer(tail, chars, text))
+                    == [m.span() for m in re.finditer(pattern, text)])
