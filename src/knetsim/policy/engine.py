@@ -30,7 +30,7 @@ import ipaddress
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.state import ClusterState
 from ..model.labels import edit_distance
@@ -38,12 +38,9 @@ from ..model.objects import Pod
 from . import cilium
 from . import cluster as cnp
 from . import cni as cnis
-from .antrea import evaluate as antrea
-from .antrea.read import read as read_antrea
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
 from .calico.staged import StagedChange, read_staged, with_change
-from .cilium import evaluate as cilium_walk
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -75,6 +72,10 @@ from .tiers import (
     run,
     tier_sets,
 )
+
+if TYPE_CHECKING:
+    from .antrea import evaluate as antrea
+    from .cilium import evaluate as cilium_walk
 
 
 class PolicyInputError(ValueError):
@@ -218,9 +219,13 @@ def build_index(state: ClusterState) -> PolicyIndex:
             base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
             index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
     if ebpf and any(p.needs_walk for p in cilium_policies):
+        from .cilium import evaluate as cilium_walk  # Cilium's and Antrea's walks load where used: ~8 ms of start
+
         walked = [cilium.CiliumPolicy(p) for p in policies if p.kind == "NetworkPolicy"] + cilium_policies
         index = dataclasses.replace(index, cilium=cilium_walk.build(state, walked))
     if cni.name == cnis.ANTREA:
+        from .antrea.read import read as read_antrea
+
         found_antrea = read_antrea(state, problems)
         if found_antrea is not None:
             index = dataclasses.replace(index, antrea=found_antrea)
@@ -673,6 +678,8 @@ def _cilium_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
                                 f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    from .cilium import evaluate as cilium_walk
+
     decision = cilium_walk.decide_side(index.cilium, direction, pod_ep, peer_ep, protocol, port,
                                        index.on_node(pod.node_name))
     refs = tuple((ref.split(" ", 1)[0], ref.split(" ", 1)[1]) for ref in decision.isolating)
@@ -696,6 +703,8 @@ def _antrea_direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer
     if direction == INGRESS and peer_ep.kind == "node" and peer_ep.node == pod.node_name and pod.node_name:
         return DirectionVerdict(direction, pod.key, True, False, (), True, (), (), f"the source is {pod.key}'s own "
                                 f"node ({peer_ep.ip}): traffic from the node a pod runs on is always allowed")
+    from .antrea import evaluate as antrea
+
     ctx = index.on_node(pod.node_name)
     before = antrea.decide(index.antrea, direction, pod_ep, peer_ep, protocol, port, ctx, baseline=False)
     if before.decided:
@@ -722,6 +731,8 @@ def _antrea_direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, 
     """Every port at once: Antrea's tiers before NetworkPolicy, the engine's own tiers, the baseline tier."""
     assert pod_ep.pod is not None and index.antrea is not None
     pod = pod_ep.pod
+    from .antrea import evaluate as antrea
+
     ctx = index.on_node(pod.node_name)
     before, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=False)
     after, _ = antrea.side_sets(index.antrea, direction, pod_ep, peer_ep, ctx, baseline=True)
@@ -793,6 +804,8 @@ def evaluate(state: ClusterState, src: str | Pod | Endpoint, dst: str | Pod | En
         ing = _direction(index, INGRESS, d, s, protocol, number)
     extra = list(notes(index, state))
     if index.antrea is not None and s.pod is not None and not d.service:
+        from .antrea import evaluate as antrea
+
         extra += antrea.service_rule_notes(index.antrea, s.pod, index.on_node(s.pod.node_name))
     for ep in (s, d):
         if ep.pod is not None and ep.kind == "pod" and not ep.ip:
@@ -849,6 +862,8 @@ def _direction_set(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep
     if index.calico is not None:
         return combine(calico.side_sets(index.calico, direction, pod_ep, peer_ep, index.on_node(pod.node_name)))
     if index.cilium is not None:
+        from .cilium import evaluate as cilium_walk
+
         return cilium_walk.side_set(index.cilium, direction, pod_ep, peer_ep, index.on_node(pod.node_name))
     if index.antrea is not None:
         return _antrea_direction_set(index, direction, pod_ep, peer_ep)

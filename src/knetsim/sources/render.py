@@ -25,10 +25,6 @@ stops with exit code 2 and the tool's own words, naming the chart, the template 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tarfile
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +93,8 @@ def is_chart(path: str) -> bool:
     if p.is_dir():
         return (p / "Chart.yaml").is_file()
     if p.is_file() and p.name.endswith((".tgz", ".tar.gz")):
+        import tarfile  # here, as the other process and file modules below: ~7 ms every command would pay at start
+
         try:
             with tarfile.open(p, "r:gz") as archive:
                 return any(m.name.count("/") == 1 and m.name.endswith("/Chart.yaml") for m in archive.getmembers())
@@ -156,6 +154,8 @@ def _walk_with_charts(directory: Path) -> Iterator[tuple[str, bool]]:
 
 def kustomize_command() -> list[str] | None:
     """The renderer the user has: ``kustomize build``, else ``kubectl kustomize``."""
+    import shutil
+
     if found := shutil.which("kustomize"):
         return [found, "build"]
     if found := shutil.which("kubectl"):
@@ -178,6 +178,8 @@ def render_kustomization(directory: str) -> LoadResult:
             result.errors.append(LoadError(None, f"kustomize build {directory}: {out}"))
             return result
         return _kustomize_documents(out, directory, None, result, strip=False)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="knetsim-kustomize-") as wrapper:
         # Kustomize refuses an absolute path as a resource, but takes a relative one anywhere.
         relative = os.path.relpath(target.resolve(), wrapper)
@@ -308,6 +310,8 @@ class _DocumentFinder:
 
 def _run(command: list[str]) -> tuple[bool, str]:
     """(succeeded, stdout) or (failed, the tool's error in its own words)."""
+    import subprocess
+
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=RENDER_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
@@ -468,6 +472,8 @@ def _check_dependencies(loaded: Any) -> None:
 
 
 def _render_with_binary(chart: str, values: HelmValues, namespace: str) -> dict[str, str]:
+    import shutil
+
     helm = shutil.which("helm")
     if helm is None:
         raise _NoEngine
