@@ -329,6 +329,13 @@ def _walk_cells(tiers: Sequence[SparseTier], silent: Sequence[bool], cells: np.n
     allowed = np.zeros(len(cells), dtype=dtype)
     undecided = np.full(len(cells), full, dtype=dtype)
     for tier, quiet in zip(tiers, silent, strict=True):
+        if tier.keys is cells:
+            # The one tier naming cells (``_union`` gave its own keys back): each cell is its own, no group row nor
+            # search is read (two searches of 400,000 cells among themselves at 10,000 pods).
+            acc, dec = tier.cell_accept, tier.cell_decided
+            allowed |= acc & undecided
+            undecided &= ~dec
+            continue
         groups = tier.rows[subjects]
         if quiet:  # group 0 says nothing: only the cells of the other groups are looked up
             touched = np.flatnonzero(groups)
@@ -339,9 +346,9 @@ def _walk_cells(tiers: Sequence[SparseTier], silent: Sequence[bool], cells: np.n
         else:
             acc, dec = _at(tier.accept, groups, peers), _at(tier.decided, groups, peers)
         if len(tier.keys):
-            hit, cell_acc = _lookup(tier.keys, tier.cell_accept, cells)
-            _, cell_dec = _lookup(tier.keys, tier.cell_decided, cells)
-            acc, dec = np.where(hit, cell_acc, acc), np.where(hit, cell_dec, dec)
+            pos = np.minimum(np.searchsorted(tier.keys, cells), len(tier.keys) - 1)
+            hit = tier.keys[pos] == cells  # one search for both values
+            acc, dec = np.where(hit, tier.cell_accept[pos], acc), np.where(hit, tier.cell_decided[pos], dec)
         allowed |= acc & undecided
         undecided &= ~dec
     return allowed | undecided
