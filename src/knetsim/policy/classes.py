@@ -198,7 +198,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
                 continue
             groups[(EXTERNAL, "", lo, i)] = [Endpoint("external", atom_name(lo, hi))]
 
-    ordered = sorted(groups, key=lambda k: (k[0], k[1], repr(k[2:])))
+    ordered = sorted(groups, key=_class_order())
     namespaces = sorted({k[1] for k in ordered if k[0] == POD} | {p.namespace for p in policies})
     ns_index = {ns: i for i, ns in enumerate(namespaces)}
     kind = np.array([k[0] for k in ordered], dtype=np.int8)
@@ -229,6 +229,30 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
         by_key.setdefault(k, []).extend(idx)
     classes.label_keys = {k: np.array(sorted(v), dtype=np.int64) for k, v in by_key.items()}
     return classes
+
+
+def _class_order() -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """The order of the classes: kind, namespace, then the text of the rest of the key (``repr(key[2:])``).
+
+    The text is put together from each part's, and a tuple part's text (labels, named ports, an identity) is made
+    once per distinct part: 9,000 classes of the 10,000-pod bench share a few dozen of each, and the repr of every
+    whole key took 0.03 s. Parts hold strings and integers only, so equal parts have equal texts."""
+    texts: dict[tuple[Any, ...], str] = {}
+
+    def order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        parts = []
+        for part in key[2:]:
+            if type(part) is tuple:
+                text = texts.get(part)
+                if text is None:
+                    text = texts[part] = repr(part)
+                parts.append(text)
+            else:
+                parts.append(repr(part))
+        # repr of a tuple: its items' reprs joined, and a trailing comma for one item.
+        return key[0], key[1], "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    return order
 
 
 def _unique(values: np.ndarray) -> np.ndarray:
