@@ -67,3 +67,27 @@ def test_a_selector_split_by_namespace_answers_as_each_namespace_asked_alone(mon
             assert not m.allowed_between(f"{other}/web", f"{name}/api")
         answers.append(m.to_dict())
     assert answers[0] == answers[1]
+
+
+def test_a_rule_mixing_own_namespace_and_namespace_selector_peers_shares_only_the_latter() -> None:
+    """One from-list of a podSelector alone (this namespace) and a namespaceSelector: each policy's Rule is its own,
+    the namespaceSelector's Peer is one object (rules.SharedRules.peer), and each namespace admits its own web."""
+    mixed = {"podSelector": {"matchLabels": {"role": "api"}}, "policyTypes": ["Ingress"], "ingress": [
+        {"from": [{"podSelector": {"matchLabels": {"role": "web"}}},
+                  {"namespaceSelector": {"matchLabels": {"tier": "ops"}}}]}]}
+    objects = [ns("a"), ns("b"), ns("ops", tier="ops"),
+               pod("a/web", {"role": "web"}), pod("a/api", {"role": "api"}),
+               pod("b/web", {"role": "web"}), pod("b/api", {"role": "api"}),
+               pod("ops/probe", {"role": "probe"}),
+               netpol("a/api-in", mixed), netpol("b/api-in", mixed)]
+    index = policy_index(state(*objects))
+    a, b = (next(p for p in index.policies if p.key == key) for key in ("a/api-in", "b/api-in"))
+    assert a.ingress is not None and b.ingress is not None
+    assert a.ingress[0] is not b.ingress[0]
+    assert a.ingress[0].peers is not None and b.ingress[0].peers is not None
+    assert (a.ingress[0].peers[0].namespace, b.ingress[0].peers[0].namespace) == ("a", "b")
+    assert a.ingress[0].peers[1] is b.ingress[0].peers[1]
+    m = matrix(state(*objects), pods=True)
+    assert m.allowed_between("a/web", "a/api") and m.allowed_between("b/web", "b/api")
+    assert not m.allowed_between("a/web", "b/api") and not m.allowed_between("b/web", "a/api")
+    assert m.allowed_between("ops/probe", "a/api") and m.allowed_between("ops/probe", "b/api")

@@ -262,6 +262,7 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
+SMALL_UNION = 64  # Vectors.rule_indices: peers' indices joined as a Python set up to this many (numpy past it)
 SPLIT_AFTER = 8  # Vectors._namespace_part: asks of one selector before it is split by namespace (~30 us a split)
 
 
@@ -281,6 +282,7 @@ class Vectors:
         self._ns: dict[Selector, np.ndarray] = {}
         self._peer: dict[tuple[Any, ...], np.ndarray] = {}
         self._peer_indices: dict[tuple[Any, ...], np.ndarray] = {}
+        self._peer_indices_by_object: dict[int, tuple[Peer, np.ndarray]] = {}
         self._own_namespace_indices: dict[tuple[str | None, int], tuple[Selector | None, np.ndarray]] = {}
         self._rule_indices: dict[int, tuple[RuleShape, np.ndarray]] = {}
         self._ns_pairs: dict[tuple[str, str], np.ndarray] | None = None
@@ -484,11 +486,18 @@ class Vectors:
                 entry = self._own_namespace_indices[own] = (
                     peer.pod_selector, self._namespace_part(peer.pod_selector, peer.namespace or ""))
             return entry[1]
+        # First by the peer object (kept in the entry, so its id stays its own): policies share their Peers that
+        # read no namespace (rules.SharedRules.peer: 8,000 namespaceSelector peers of 10,000 policies are ~200
+        # objects), and the key below hashes two Selectors.
+        by_object = self._peer_indices_by_object.get(id(peer))
+        if by_object is not None:
+            return by_object[1]
         # Kept as indices even when peer vectors are not: ten thousand policies name the same few namespace peers.
         key = (peer.kind, peer.namespace, peer.namespace_selector, peer.pod_selector, peer.ip_range, peer.entity)
         found = self._peer_indices.get(key)
         if found is None:
             found = self._peer_indices[key] = np.nonzero(self.peer(peer))[0]
+        self._peer_indices_by_object[id(peer)] = (peer, found)
         return found
 
     def rule_indices(self, rule: RuleShape) -> np.ndarray:
@@ -503,7 +512,13 @@ class Vectors:
         elif len(rule.peers) == 1:
             indices = self.peer_indices(rule.peers[0])
         else:
-            indices = _unique(np.concatenate([self.peer_indices(peer) for peer in rule.peers]))
+            parts = [self.peer_indices(peer) for peer in rule.peers]
+            if sum(len(part) for part in parts) <= SMALL_UNION:
+                # A few indices (a namespace's pods and a small selected group): a Python set, ~1.6 us against ~3.5
+                # for the numpy sort, 8,000 rules of 10,000 policies.
+                indices = np.array(sorted(set().union(*[part.tolist() for part in parts])), dtype=np.intp)
+            else:
+                indices = _unique(np.concatenate(parts))
         self._rule_indices[id(rule)] = (rule, indices)
         return indices
 
