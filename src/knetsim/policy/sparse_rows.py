@@ -329,6 +329,13 @@ def _walk_cells(tiers: Sequence[SparseTier], silent: Sequence[bool], cells: np.n
     allowed = np.zeros(len(cells), dtype=dtype)
     undecided = np.full(len(cells), full, dtype=dtype)
     for tier, quiet in zip(tiers, silent, strict=True):
+        if tier.keys is cells:
+            # The one tier naming cells (``_union`` gave its own keys back): each cell is its own, no group row nor
+            # search is read (two searches of 400,000 cells among themselves at 10,000 pods).
+            acc, dec = tier.cell_accept, tier.cell_decided
+            allowed |= acc & undecided
+            undecided &= ~dec
+            continue
         groups = tier.rows[subjects]
         if quiet:  # group 0 says nothing: only the cells of the other groups are looked up
             touched = np.flatnonzero(groups)
@@ -339,9 +346,9 @@ def _walk_cells(tiers: Sequence[SparseTier], silent: Sequence[bool], cells: np.n
         else:
             acc, dec = _at(tier.accept, groups, peers), _at(tier.decided, groups, peers)
         if len(tier.keys):
-            hit, cell_acc = _lookup(tier.keys, tier.cell_accept, cells)
-            _, cell_dec = _lookup(tier.keys, tier.cell_decided, cells)
-            acc, dec = np.where(hit, cell_acc, acc), np.where(hit, cell_dec, dec)
+            pos = np.minimum(np.searchsorted(tier.keys, cells), len(tier.keys) - 1)
+            hit = tier.keys[pos] == cells  # one search for both values
+            acc, dec = np.where(hit, tier.cell_accept[pos], acc), np.where(hit, tier.cell_decided[pos], dec)
         allowed |= acc & undecided
         undecided &= ~dec
     return allowed | undecided
@@ -353,16 +360,29 @@ def join(egress: SparseDirection, ingress: SparseDirection, n: int, first_extern
     ``egress[src, dst] & ingress[dst, src]``; two external classes (they sort last) are no pair of the cluster's."""
     # The ingress exceptions turned round: (dst, src) cells as (src, dst) keys.
     ingress_keys = (ingress.keys % n) * n + ingress.keys // n
-    order = np.argsort(ingress_keys, kind="stable")
-    ingress_keys, ingress_values = ingress_keys[order], ingress.values[order]
-    named = _union([egress.keys, ingress_keys])
+    # The cells either direction names, each with the value of both: one stable sort of both key lists (each unique)
+    # gives the union and where each key landed in it. Searching the union for each list's keys took 0.04 s at
+    # 10,000 pods (515,000 cells); the sort merges what is already in order.
+    both = np.concatenate((egress.keys, ingress_keys))
+    order = np.argsort(both, kind="stable")
+    ordered = both[order]
+    del both
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    named = ordered[first]
+    del ordered
     found_keys, found_values = [], []
     if len(named):
         src, dst = named // n, named % n
-        hit, value = _lookup(egress.keys, egress.values, named)
-        out = np.where(hit, value, egress.base[src])
-        hit, value = _lookup(ingress_keys, ingress_values, named)
-        out &= np.where(hit, value, ingress.base[dst])
+        slot = np.cumsum(first) - 1  # per sorted key: its cell's index in ``named``
+        from_egress = order < len(egress.keys)
+        out = egress.base[src]
+        out[slot[from_egress]] = egress.values[order[from_egress]]
+        from_ingress = ~from_egress
+        incoming = ingress.base[dst]
+        incoming[slot[from_ingress]] = ingress.values[order[from_ingress] - len(egress.keys)]
+        out &= incoming
+        del slot, from_egress, from_ingress, incoming
         keep = (out != 0) & ~((src >= first_external) & (dst >= first_external))
         found_keys.append(named[keep])
         found_values.append(out[keep])

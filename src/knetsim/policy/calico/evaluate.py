@@ -77,21 +77,31 @@ class CalicoIndex:
     _pod_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
     _applicable: dict[tuple[str, str, str], list[CalicoPolicy]] = field(default_factory=dict)
     _candidates: dict[tuple[str, str], _Candidates] = field(default_factory=dict)
+    _profile_labels: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     def pod_labels(self, pod: Any) -> Mapping[str, str]:
-        found = self._pod_labels.get(pod.key)
+        key = pod.key
+        found = self._pod_labels.get(key)
         if found is None:
+            namespace = pod.namespace
             account = service_account_of(pod)
-            # The profiles' labels too: kns.<namespace> applies the namespace's as pcns.<key>, ksa.<ns>.<account>
-            # the service account's as pcsa.<key> (libcalico-go's conversion constants), each with its name.
-            namespace = self.namespace_labels(pod.namespace) if self.namespace_labels is not None else {}
-            found = self._pod_labels[pod.key] = {
-                **{f"{NAMESPACE_PREFIX}{k}": v for k, v in namespace.items()},
-                f"{NAMESPACE_PREFIX}{CALICO_NAME}": pod.namespace,
-                **{f"{ACCOUNT_PREFIX}{k}": v for k, v in self.service_account_labels(pod.namespace, account).items()},
-                **pod.labels, CALICO_NAMESPACE: pod.namespace, CALICO_ORCHESTRATOR: "k8s",
+            # The profiles' part is the same for every pod of a namespace and account: made once per pair (the
+            # 10,000-pod bench asked for it 9,000 times, for 1,000 pairs), merged in the same order as before.
+            profiles = self._profile_labels.get((namespace, account))
+            if profiles is None:
+                profiles = self._profile_labels[(namespace, account)] = self._profiles(namespace, account)
+            found = self._pod_labels[key] = {
+                **profiles, **pod.labels, CALICO_NAMESPACE: namespace, CALICO_ORCHESTRATOR: "k8s",
                 CALICO_SERVICE_ACCOUNT: account}
         return found
+
+    def _profiles(self, namespace: str, account: str) -> dict[str, str]:
+        """The profiles' labels: kns.<namespace> applies the namespace's as pcns.<key>, ksa.<ns>.<account> the
+        service account's as pcsa.<key> (libcalico-go's conversion constants), each with its name."""
+        labels = self.namespace_labels(namespace) if self.namespace_labels is not None else {}
+        return {**{f"{NAMESPACE_PREFIX}{k}": v for k, v in labels.items()},
+                f"{NAMESPACE_PREFIX}{CALICO_NAME}": namespace,
+                **{f"{ACCOUNT_PREFIX}{k}": v for k, v in self.service_account_labels(namespace, account).items()}}
 
     def policy_count(self) -> int:
         return sum(len(p) for p in self.policies.values())

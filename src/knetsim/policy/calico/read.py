@@ -68,9 +68,12 @@ def read(state: ClusterState, k8s_policies: Sequence[Policy],
         except model.CalicoPolicyError as exc:
             problems.append(f"{obj.source}: {obj.kind} {obj.key}: {exc}")
     # Kubernetes NetworkPolicies: the default tier, order 1000, their rules Allow rules.
+    # The four possible type sets made once, not a frozenset per policy (10,000 of them).
+    type_sets = {(i, e): frozenset(t for t, present in (("Ingress", i), ("Egress", e)) if present)
+                 for i in (False, True) for e in (False, True)}
     for p in k8s_policies:
         if p.kind == "NetworkPolicy":
-            types = frozenset(t for t, rules in (("Ingress", p.ingress), ("Egress", p.egress)) if rules is not None)
+            types = type_sets[(p.ingress is not None, p.egress is not None)]
             kept.append(model.CalicoPolicy("NetworkPolicy", p.namespace, p.name, model.DEFAULT_TIER,
                                            model.KUBERNETES_POLICY_ORDER, None, None, None, types, (), (), p.source,
                                            k8s=p))
