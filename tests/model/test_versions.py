@@ -309,3 +309,22 @@ def test_an_ingress_may_name_a_digit_first_service_where_the_service_may_exist(t
         assert 'spec.rules[0].http.paths[0].backend.service.name: Invalid value: "2048-game"' in result.output
     else:
         assert result.exit_code == 0, result.output
+
+
+def test_a_network_policys_one_walk_gives_the_two_walks_warnings_and_rewrites() -> None:
+    # admission reads a NetworkPolicy's ipBlocks once (validation.network_policy_addresses): the same warnings, from
+    # what was written, and the same decimal CIDRs as warnings_on_create then read_legacy_addresses.
+    import copy
+
+    import yaml
+
+    from knetsim.model.validation import network_policy_addresses, read_legacy_addresses, warnings_on_create
+    body = yaml.safe_load(POLICY)
+    body["spec"]["egress"] = [{"to": [{"podSelector": {}}, {"ipBlock": {"cidr": "10.0.0.1/8"}}]}]
+    with versions.using("1.35"):
+        two = copy.deepcopy(body)
+        expected = warnings_on_create("NetworkPolicy", two)
+        read_legacy_addresses("NetworkPolicy", two)
+        one = copy.deepcopy(body)
+        assert network_policy_addresses(one) == expected and len(expected) == 4
+    assert one == two and one["spec"]["ingress"][0]["from"][1]["ipBlock"]["except"] == ["10.1.0.0/16"]

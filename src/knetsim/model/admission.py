@@ -383,8 +383,11 @@ def admit_as(body: Mapping[str, Any], kind: Kind, *, namespace: str = "default",
         # Decoded without a strict error (Ignore would have dropped them unsaid), defaulted and valid.
         shapes.remember_admitted_spec(spec_key, obj["spec"])
     if kind.crd is None and kind.definition is not None:  # a built-in's (not a CNI's kind of its name)
-        decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
-        validation.read_legacy_addresses(kind.kind, obj)
+        if kind.kind == "NetworkPolicy":  # both in one walk of its peers (10,000 policies in bench/calico.py)
+            decoded.api_warnings = validation.network_policy_addresses(obj)
+        else:
+            decoded.api_warnings = validation.warnings_on_create(kind.kind, obj)
+            validation.read_legacy_addresses(kind.kind, obj)
     return obj, decoded
 
 

@@ -1192,6 +1192,37 @@ def read_legacy_addresses(kind: str, body: dict[str, Any]) -> None:
                             block["except"] = [_legacy_cidr(v) for v in block["except"]]
 
 
+def network_policy_addresses(body: dict[str, Any]) -> list[str]:
+    """``warnings_on_create`` then ``read_legacy_addresses`` of an admitted NetworkPolicy, in one walk of its
+    peers: each ipBlock's warnings from what was written, then its CIDRs spelled as read. Why: the two walks were
+    ~7 us of each of bench/calico.py's 10,000 policies (~0.04 + ~0.03 s); one walk does both for ~0.045 s."""
+    spec = body.get("spec")
+    if type(spec) is not dict:  # what the two walks make of an odd spec, as they make it
+        warnings = warnings_on_create("NetworkPolicy", body)
+        read_legacy_addresses("NetworkPolicy", body)
+        return warnings
+    out: list[str] = []
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            for j, peer in enumerate((rule or {}).get(peers_key) or []):
+                block = (peer or {}).get("ipBlock")
+                if block is None or not isinstance(block, Mapping):  # most peers have none
+                    continue
+                # warnings_on_create's words for this block (its comments say why), before the CIDRs are rewritten.
+                at = f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock"
+                cidr = str(block.get("cidr") or "")
+                if _cidr_warning_texts(cidr):
+                    out.extend(cidr_warnings(f"{at}.cidr", cidr))
+                for k, exc in enumerate(block.get("except") or []):
+                    if _cidr_warning_texts(str(exc)):
+                        out.extend(cidr_warnings(f"{at}.except[{k}]", str(exc)))
+                if isinstance(block, dict):  # read_legacy_addresses' rewrite
+                    block["cidr"] = _legacy_cidr(block.get("cidr"))
+                    if isinstance(block.get("except"), list):
+                        block["except"] = [_legacy_cidr(v) for v in block["except"]]
+    return out
+
+
 def _legacy_ip(value: Any) -> Any:
     parsed = parse_ip_sloppy(str(value)) if isinstance(value, str) and _strict_ip(value) is None else None
     return str(parsed) if parsed is not None else value
