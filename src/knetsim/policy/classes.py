@@ -108,17 +108,18 @@ def _vocabulary(policies: Sequence[Policy | ClusterPolicy]) -> tuple[list[str], 
         if id(selector) not in seen_selectors:
             seen_selectors.add(id(selector))
             keys.update(_selector_keys(selector))
-        for direction in ("ingress", "egress"):
-            for rule in p.rules(direction) or ():
-                if id(rule) in seen:
-                    continue
-                seen.add(id(rule))
-                for peer in rule.peers or ():
-                    if peer.kind != "nodes":  # a nodes peer's selector is over node labels
-                        keys.update(_selector_keys(peer.pod_selector))
-                for port in rule.ports or ():
-                    if isinstance(port.port, str):
-                        named.update((port.port, proto) for proto in port.protocols())
+        # Both directions' rules read straight from the fields (not ``rules(direction)``): 10,000 policies of the
+        # Calico bench, 20,000 method calls for 36,000 rules of which ~9,000 are distinct objects.
+        for rule in (*(p.ingress or ()), *(p.egress or ())):
+            if id(rule) in seen:
+                continue
+            seen.add(id(rule))
+            for peer in rule.peers or ():
+                if peer.kind != "nodes":  # a nodes peer's selector is over node labels
+                    keys.update(_selector_keys(peer.pod_selector))
+            for port in rule.ports or ():
+                if isinstance(port.port, str):
+                    named.update((port.port, proto) for proto in port.protocols())
     return sorted(keys), sorted(named)
 
 
@@ -171,13 +172,19 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
         return bisect.bisect_right(bounds, number) - 1
 
     groups: dict[tuple[Any, ...], list[Endpoint]] = {}
+    # The projection per distinct label map (by its items, in their order): the 10,000-pod bench's pods hold 9
+    # distinct ones, and hashing a few pairs is cheaper than projecting them again.
+    projections: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
     for pod in pods:
         ep = pod_endpoint(state, pod)
         if ep.kind == "node":
             class_key: tuple[Any, ...] = (NODE, "", ep.node, atom(ep.ip))
         else:
             labels = pod.labels
-            projected = tuple((k, labels[k]) for k in key_list if k in labels)
+            items = tuple(labels.items())
+            projected = projections.get(items)
+            if projected is None:
+                projected = projections[items] = tuple((k, labels[k]) for k in key_list if k in labels)
             # podutil.FindPort: the first container port with that name and protocol wins.
             ports: dict[tuple[str, str], int] = {}
             for container in pod.containers:
@@ -213,9 +220,15 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
             ns_slices[k[1]] = (lo, i + 1)
     named_arrays = {}
     if named_list:
-        port_maps = [dict(k[3]) if k[0] == POD else {} for k in ordered]  # once per class, not per named port
+        # Per distinct set of named ports, then spread by index: the 10,000-pod bench's 9,000 classes hold a few
+        # dozen of them, and a list over every class per named port (9 of them) took ~0.02 s.
+        port_sets: dict[tuple[Any, ...], int] = {}
+        no_ports: tuple[Any, ...] = ()
+        set_of_class = np.array([port_sets.setdefault(k[3] if k[0] == POD else no_ports, len(port_sets))
+                                 for k in ordered], dtype=np.intp)
+        port_maps = [dict(ports) for ports in port_sets]
         for nk in named_list:
-            named_arrays[nk] = np.array([ports.get(nk, -1) for ports in port_maps], dtype=np.int64)
+            named_arrays[nk] = np.array([ports.get(nk, -1) for ports in port_maps], dtype=np.int64)[set_of_class]
     classes = Classes(list(ordered), kind, ns_of, atom_of, namespaces, ns_slices, named_arrays,
                       [groups[k] for k in ordered], bounds)
     pairs: dict[tuple[str, str], list[int]] = {}

@@ -1599,10 +1599,17 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     ipblocks = _ipv4_ranges(index.policies)
     piece = _range_piece(index, ranges, ipblocks)
 
+    # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
+    sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+
     def identity(pod: Pod) -> Any:
         ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
                              if p.name))
-        return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, piece(pod.pod_ip))
+        items = tuple(pod.labels.items())
+        labels = sorted_labels.get(items)
+        if labels is None:
+            labels = sorted_labels[items] = tuple(sorted(items))
+        return (labels, service_account_of(pod), ports, piece(pod.pod_ip))
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges, ipblocks=ipblocks)
@@ -1813,10 +1820,17 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
             ranges.append((start, start + (1 << (32 - net.prefixlen)), ()))
     piece = _range_piece(index, ranges)
 
+    # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
+    sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+
     def identity(pod: Pod) -> Any:
         ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
                              if p.name))
-        return (tuple(sorted(pod.labels.items())), service_account_of(pod), ports, piece(pod.pod_ip))
+        items = tuple(pod.labels.items())
+        labels = sorted_labels.get(items)
+        if labels is None:
+            labels = sorted_labels[items] = tuple(sorted(items))
+        return (labels, service_account_of(pod), ports, piece(pod.pod_ip))
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)

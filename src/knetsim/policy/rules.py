@@ -292,7 +292,9 @@ class SharedRules:
     """
 
     def __init__(self) -> None:
-        self._local: dict[int, tuple[Any, bool]] = {}  # does a peer of the rule mean "this namespace"
+        # Per raw rule: does a peer of it mean "this namespace", and its Ports (they read no namespace, so the
+        # 8,100 namespace-local Rules of the 10,000-policy bench share ~1,200 Port tuples instead of making ~10,000).
+        self._local: dict[int, tuple[Any, bool, tuple[Port, ...] | None]] = {}
         self._rules: dict[tuple[int, int, str], tuple[Any, Rule]] = {}
         self._peers: dict[tuple[int, int], tuple[Any, Peer]] = {}
 
@@ -300,9 +302,15 @@ class SharedRules:
         """Where the Rule of ``raw`` at ``index`` in a policy of ``namespace`` is kept."""
         found = self._local.get(id(raw))
         if found is None:
-            found = self._local[id(raw)] = (raw, raw.peers is not None and any(
-                p.ip_block is None and p.namespace_selector is None for p in raw.peers))
+            found = self._remember(raw)
         return id(raw), index, namespace if found[1] else ""
+
+    def _remember(self, raw: Any) -> tuple[Any, bool, tuple[Port, ...] | None]:
+        ports = None if raw.ports is None else tuple([Port(k, p.protocol, p.port, p.end_port)
+                                                      for k, p in enumerate(raw.ports)])
+        found = self._local[id(raw)] = (raw, raw.peers is not None and any(
+            p.ip_block is None and p.namespace_selector is None for p in raw.peers), ports)
+        return found
 
     def get(self, key: tuple[int, int, str]) -> Rule | None:
         found = self._rules.get(key)
@@ -330,25 +338,24 @@ def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) ->
     namespace = np.namespace  # a property of the view: read once, not per rule and peer (58,000 reads at 10,000)
 
     def rules(raw_rules: tuple[Any, ...]) -> tuple[Rule, ...]:
+        if shared is None:
+            return tuple([_rule(i, namespace, rule) for i, rule in enumerate(raw_rules)])
+        # SharedRules.key and .get inlined: 36,000 rules at 10,000 policies, two method calls each cost ~0.02 s.
+        local, made_rules = shared._local, shared._rules
         out = []
         for i, rule in enumerate(raw_rules):
-            if shared is not None:
-                key = shared.key(rule, i, namespace)
-                found = shared.get(key)
-                if found is not None:
-                    out.append(found)
-                    continue
-            peers = None
-            if rule.peers is not None:
-                make_peer = _peer if shared is None else shared.peer
-                peers = tuple([make_peer(j, namespace, p) for j, p in enumerate(rule.peers)])
-            ports = None
-            if rule.ports is not None:
-                ports = tuple([Port(k, p.protocol, p.port, p.end_port) for k, p in enumerate(rule.ports)])
-            made = Rule(i, peers, ports)
-            if shared is not None:
-                shared.put(key, rule, made)
-            out.append(made)
+            about = local.get(id(rule))
+            if about is None:
+                about = shared._remember(rule)
+            key = (id(rule), i, namespace if about[1] else "")
+            found = made_rules.get(key)
+            if found is None:
+                peers = None
+                if rule.peers is not None:
+                    make_peer = shared.peer
+                    peers = tuple([make_peer(j, namespace, p) for j, p in enumerate(rule.peers)])
+                found = made_rules[key] = (rule, Rule(i, peers, about[2]))
+            out.append(found[1])
         return tuple(out)
 
     types = np.policy_types
@@ -358,6 +365,13 @@ def from_network_policy(np: NetworkPolicy, shared: SharedRules | None = None) ->
         rules(np.egress) if "Egress" in types else None,
         np.source,
     )
+
+
+def _rule(index: int, namespace: str, raw: Any) -> Rule:
+    peers = None if raw.peers is None else tuple([_peer(j, namespace, p) for j, p in enumerate(raw.peers)])
+    ports = None if raw.ports is None else tuple([Port(k, p.protocol, p.port, p.end_port)
+                                                  for k, p in enumerate(raw.ports)])
+    return Rule(index, peers, ports)
 
 
 def _peer(index: int, namespace: str, raw: Any) -> Peer:
