@@ -126,6 +126,11 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   views (matrix 0.94 -> 0.76 s). In process now: imports 0.23, reading ~0.5, admission 0.6, the rest of the build
   0.9, the matrix 0.8. Keeping a string object per scalar instead of sharing equal ones was measured and is slower
   (3.3 -> 3.6 s, 441 -> 457 MB): the walk pays for itself.
+* a third round (same day, later): the gate's literal searches by regex, one walk over a NetworkPolicy's ipBlocks
+  for its warnings and its legacy spellings, ports made once per raw rule, named-port columns and label projections
+  once per distinct set: ~0.1 s in process, within the whole process's noise. Interleaved with e09f901 on a host
+  slower than in the rounds above (e09f901 7.3-8.5 s): 4.1-4.4 s, the ratio 0.52-0.55, so about 3.2-3.3 s where
+  e09f901 takes 6.2-6.35 (target < 3 s: MISSED). Every output byte-identical.
 """
 
 from __future__ import annotations
