@@ -1153,21 +1153,41 @@ def warnings_on_create(kind: str, body: Mapping[str, Any]) -> list[str]:
         if spec.get("externalIPs") and version.warns("ExternalIPsDeprecated"):
             out.append(_warning_text("ExternalIPsDeprecated"))
     elif kind == "NetworkPolicy":
-        # pkg/registry/networking/networkpolicy/strategy.go networkPolicyWarnings: ingress peers, then egress.
-        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-            for i, rule in enumerate(spec.get(direction) or []):
-                for j, peer in enumerate((rule or {}).get(peers_key) or []):
-                    block = (peer or {}).get("ipBlock")
-                    if block is None or not isinstance(block, Mapping):  # most peers have none
-                        continue
-                    at = f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock"
-                    cidr = str(block.get("cidr") or "")
-                    if _cidr_warning_texts(cidr):  # a path is written only for a warning (seldom)
-                        out.extend(cidr_warnings(f"{at}.cidr", cidr))
-                    for k, exc in enumerate(block.get("except") or []):
-                        if _cidr_warning_texts(str(exc)):
-                            out.extend(cidr_warnings(f"{at}.except[{k}]", str(exc)))
+        for where, block in _ip_blocks(spec):
+            out.extend(_ip_block_warnings(where, block))
     return out
+
+
+def _ip_blocks(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[str, int, str, int], Mapping[str, Any]]]:
+    """Each peer's ipBlock of a NetworkPolicy spec with where it is (direction, rule, peers key, peer), ingress
+    then egress: pkg/registry/networking/networkpolicy/strategy.go networkPolicyWarnings' order."""
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            for j, peer in enumerate((rule or {}).get(peers_key) or []):
+                block = (peer or {}).get("ipBlock")
+                if block is not None and isinstance(block, Mapping):  # most peers have none
+                    yield (direction, i, peers_key, j), block
+
+
+def _ip_block_warnings(where: tuple[str, int, str, int], block: Mapping[str, Any]) -> list[str]:
+    """An ipBlock's CIDR warnings from what was written; its path is spelled only for a warning (seldom)."""
+    out: list[str] = []
+    direction, i, peers_key, j = where
+    cidr = str(block.get("cidr") or "")
+    if _cidr_warning_texts(cidr):
+        out.extend(cidr_warnings(f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock.cidr", cidr))
+    for k, exc in enumerate(block.get("except") or []):
+        if _cidr_warning_texts(str(exc)):
+            out.extend(cidr_warnings(f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock.except[{k}]", str(exc)))
+    return out
+
+
+def _read_ip_block(block: Mapping[str, Any]) -> None:
+    """An ipBlock's CIDRs spelled as read (read_legacy_addresses), in place."""
+    if isinstance(block, dict):
+        block["cidr"] = _legacy_cidr(block.get("cidr"))
+        if isinstance(block.get("except"), list):
+            block["except"] = [_legacy_cidr(v) for v in block["except"]]
 
 
 def read_legacy_addresses(kind: str, body: dict[str, Any]) -> None:
@@ -1182,14 +1202,8 @@ def read_legacy_addresses(kind: str, body: dict[str, Any]) -> None:
         if isinstance(spec.get("loadBalancerSourceRanges"), list):
             spec["loadBalancerSourceRanges"] = [_legacy_cidr(v) for v in spec["loadBalancerSourceRanges"]]
     elif kind == "NetworkPolicy" and isinstance(spec, dict):
-        for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-            for rule in spec.get(direction) or []:
-                for peer in (rule or {}).get(peers_key) or []:
-                    block = (peer or {}).get("ipBlock")
-                    if isinstance(block, dict):
-                        block["cidr"] = _legacy_cidr(block.get("cidr"))
-                        if isinstance(block.get("except"), list):
-                            block["except"] = [_legacy_cidr(v) for v in block["except"]]
+        for _, block in _ip_blocks(spec):
+            _read_ip_block(block)
 
 
 def network_policy_addresses(body: dict[str, Any]) -> list[str]:
@@ -1202,24 +1216,9 @@ def network_policy_addresses(body: dict[str, Any]) -> list[str]:
         read_legacy_addresses("NetworkPolicy", body)
         return warnings
     out: list[str] = []
-    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-        for i, rule in enumerate(spec.get(direction) or []):
-            for j, peer in enumerate((rule or {}).get(peers_key) or []):
-                block = (peer or {}).get("ipBlock")
-                if block is None or not isinstance(block, Mapping):  # most peers have none
-                    continue
-                # warnings_on_create's words for this block (its comments say why), before the CIDRs are rewritten.
-                at = f"spec.{direction}[{i}].{peers_key}[{j}].ipBlock"
-                cidr = str(block.get("cidr") or "")
-                if _cidr_warning_texts(cidr):
-                    out.extend(cidr_warnings(f"{at}.cidr", cidr))
-                for k, exc in enumerate(block.get("except") or []):
-                    if _cidr_warning_texts(str(exc)):
-                        out.extend(cidr_warnings(f"{at}.except[{k}]", str(exc)))
-                if isinstance(block, dict):  # read_legacy_addresses' rewrite
-                    block["cidr"] = _legacy_cidr(block.get("cidr"))
-                    if isinstance(block.get("except"), list):
-                        block["except"] = [_legacy_cidr(v) for v in block["except"]]
+    for where, block in _ip_blocks(spec):
+        out.extend(_ip_block_warnings(where, block))  # from what was written, then rewritten
+        _read_ip_block(block)
     return out
 
 
