@@ -43,7 +43,7 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         except model.AntreaPolicyError as exc:
             problems.append(f"{obj.source}: Tier.crd.antrea.io {obj.name}: {exc}")
             continue
-        if tier.name in webhook.STATIC_TIERS:
+        if tier.name in model.STATIC_TIERS:
             continue  # antrea-controller's own Tier objects
         reason = webhook.tier_create_reason(obj.raw, custom)
         if reason:

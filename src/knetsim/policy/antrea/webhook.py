@@ -22,15 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...model.names import is_label_value, is_qualified_name
+from .model import ACNP, ANNP, STATIC_TIERS
 
-ACNP, ANNP = "ClusterNetworkPolicy", "NetworkPolicy"
 # build/yamls/antrea.yml, the crdvalidator.antrea.io configuration's webhooks, by the kind each validates.
 WEBHOOKS = {ACNP: "acnpvalidator.antrea.io", ANNP: "annpvalidator.antrea.io", "Tier": "tiervalidator.antrea.io",
             "ClusterGroup": "clustergroupvalidator.antrea.io", "Group": "groupvalidator.antrea.io"}
-STATIC_TIERS = {"emergency": 50, "securityops": 100, "networkops": 150, "platform": 200, "application": 250,
-                "baseline": 253}
-# validate.go reservedTierPriorities: kept free around the static tiers at the bottom of the order.
+# tier.go staticTierSet: how a policy may name a static tier besides its Tier object's lower-case name.
 STATIC_TIER_NAMES = frozenset({"Emergency", "SecurityOps", "NetworkOps", "Platform", "Application", "Baseline"})
+# validate.go reservedTierPriorities: kept free around the static tiers at the bottom of the order.
 RESERVED_PRIORITIES = frozenset({251, 252, 254, 255})
 MAX_TIERS = 20  # tier.go maxSupportedTiers, the static six included
 _FQDN_CHARS = re.compile(r"^[-0-9a-zA-Z.*]+$")  # validate.go allowedFQDNChars
