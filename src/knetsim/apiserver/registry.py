@@ -31,7 +31,7 @@ from ..cluster.config import ClusterConfig
 from ..cluster.naming import random_suffix
 from ..model import admission, validation
 from ..model.admission import AdmissionError, FieldValidation, Kind
-from ..model.defaults import MIRROR_ANNOTATION, admit_service_account
+from ..model.defaults import MIRROR_ANNOTATION, account_not_found, admit_service_account
 from ..model.fielderr import ErrorType, FieldError
 from ..model.jsonvalue import json_copy
 from ..model.kinds import stored_kind
@@ -206,7 +206,7 @@ def missing_service_account(pod: Mapping[str, Any], store: Store) -> str | None:
         return "a mirror pod may not reference service accounts" if account else None
     if not account or store.get(("ServiceAccount", namespace, account)) is not None:
         return None
-    return f'error looking up service account {namespace}/{account}: serviceaccount "{account}" not found'
+    return account_not_found(namespace, account)
 
 
 class ServiceStorage(Storage):

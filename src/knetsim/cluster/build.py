@@ -21,7 +21,7 @@ from typing import Any
 from ..model import admission
 from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
-from ..model.defaults import admit_service_account
+from ..model.defaults import DEFAULT_ACCOUNT, account_not_found, admit_service_account, default_service_account
 from ..model.fielderr import FieldError
 from ..model.kinds import (
     ALL_CNI_GROUPS,
@@ -563,9 +563,9 @@ def _default_service_accounts(state: ClusterState) -> None:
     """The service account controller's ``default`` in every namespace not being deleted, as a live cluster has it
     (controllers/serviceaccount.py)."""
     for name, namespace in sorted(state.namespaces.items()):
-        if namespace.meta.deletion_timestamp is None and ("ServiceAccount", f"{name}/default") not in state.others:
-            _keep_other(state, Document(CONTROLLER, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                                     "metadata": {"name": "default", "namespace": name}}))
+        if namespace.meta.deletion_timestamp is None and \
+                ("ServiceAccount", f"{name}/{DEFAULT_ACCOUNT}") not in state.others:
+            _keep_other(state, Document(CONTROLLER, default_service_account(name)))
 
 
 def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Document]],
@@ -576,7 +576,7 @@ def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Docum
     parents = {(str(body["metadata"].get("namespace") or ""), str(body.get("kind")), str(body["metadata"]["name"])):
                ref for body in made for ref in (body["metadata"].get("ownerReferences") or ())[:1]}
     accounts = {(d.namespace, d.name) for d in by_kind.get("ServiceAccount", [])} | \
-        {(namespace, "default") for namespace in state.namespaces}
+        {(namespace, DEFAULT_ACCOUNT) for namespace in state.namespaces}
     for body, source in pod_bodies:
         meta, spec = body.get("metadata") or {}, body.get("spec") or {}
         account, namespace = str(spec.get("serviceAccountName") or ""), str(meta.get("namespace") or "")
@@ -586,7 +586,7 @@ def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Docum
         owner = next(iter(meta.get("ownerReferences") or ()), None)
         # A controller-made owner (a Deployment's ReplicaSet, a CronJob's Job) is named by what the input holds.
         owner = parents.get((namespace, str((owner or {}).get("kind")), str((owner or {}).get("name"))), owner)
-        refused = f"error looking up service account {namespace}/{account}: serviceaccount \"{account}\" not found"
+        refused = account_not_found(namespace, account)
         if owner is not None:
             subject = f"{owner.get('kind')} {namespace}/{owner.get('name')}"
             name = meta.get("generateName") or meta.get("name")

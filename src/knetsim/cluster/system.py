@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model.corefile import default_corefile
+from ..model.defaults import MIRROR_ANNOTATION
 from ..model.jsonvalue import json_copy
 from ..model.objects import INGRESS_CLASS_ANNOTATION
 from ..model.versions import in_force, release
@@ -412,7 +413,7 @@ def _static_pod(component: str, node: str, port: int, version: str) -> dict[str,
             "labels": {"component": component, "tier": "control-plane"},
             # The kubelet's mirror of a static pod (the manifest's hash in config.mirror): no account is admitted
             # for it.
-            "annotations": {"kubernetes.io/config.mirror": hashlib.md5(f"{component}/{node}".encode()).hexdigest(),
+            "annotations": {MIRROR_ANNOTATION: hashlib.md5(f"{component}/{node}".encode()).hexdigest(),
                             "kubernetes.io/config.source": "file"},
         },
         "spec": {

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..apiserver.store import Change, Key
+from ..model.defaults import DEFAULT_ACCOUNT, default_service_account
 from .base import Controller, being_deleted
-
-DEFAULT_ACCOUNT = "default"
 
 
 class ServiceAccountsController(Controller):
@@ -40,7 +39,7 @@ class ServiceAccountsController(Controller):
         if self.store.objects.get(account) is not None:
             return
         batch = self.batch()
-        batch.put(account, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
-            "name": DEFAULT_ACCOUNT, "namespace": namespace, "uid": batch.new_uid(*account),
-            "creationTimestamp": batch.now}})
+        body = default_service_account(namespace)
+        body["metadata"].update(uid=batch.new_uid(*account), creationTimestamp=batch.now)
+        batch.put(account, body)
         batch.commit()

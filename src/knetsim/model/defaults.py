@@ -174,6 +174,17 @@ def _requests_from_limits(container: dict[str, Any]) -> None:
 
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror, which the kubelet writes
+DEFAULT_ACCOUNT = "default"  # the account a pod that names none runs as, which every namespace has
+
+
+def default_service_account(namespace: str) -> dict[str, Any]:
+    """The service account controller's ``default`` of a namespace (the live controller and the offline build)."""
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": namespace}}
+
+
+def account_not_found(namespace: str, account: str) -> str:
+    """The ServiceAccount admission plugin's words for a pod whose account does not exist."""
+    return f'error looking up service account {namespace}/{account}: serviceaccount "{account}" not found'
 
 
 def admit_service_account(pod: dict[str, Any]) -> None:
@@ -186,7 +197,7 @@ def admit_service_account(pod: dict[str, Any]) -> None:
     _account_alias(spec)
     if not spec.get("serviceAccountName") and MIRROR_ANNOTATION not in \
             ((pod.get("metadata") or {}).get("annotations") or {}):
-        spec["serviceAccountName"] = spec["serviceAccount"] = "default"
+        spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_ACCOUNT
 
 
 def _account_alias(spec: dict[str, Any]) -> None:
