@@ -742,11 +742,18 @@ def content_key(raw: Any) -> bytes | str:
     """A key equal for equal JSON-like values (dicts in the same key order, exact types: True is not 1): marshal's
     bytes, 2 us for a policy rule where ``repr`` took 4.5 (36,000 rules of bench/calico.py: 0.09 s saved). Version 2
     writes no back-references or interning marks, so the bytes depend on content alone. A value marshal refuses
-    (a type it does not write, a str subclass) is keyed by its ``repr``, which never equals marshal's bytes."""
+    (a type it does not write, a subclass such as the JSON reader's GoNumber) is pickled, which names its class (its
+    bytes start with pickle's protocol mark, which no marshal version 2 output does); what pickle refuses too is
+    keyed by its ``repr``, a str, which never equals bytes."""
     try:
         return marshal.dumps(raw, 2)
     except ValueError:
-        return repr(raw)
+        import pickle  # seldom needed: not paid for at every command's start
+
+        try:
+            return pickle.dumps(raw, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # whatever a value holds that pickle refuses, its repr still tells it
+            return repr(raw)
 
 
 # And whole lists of rules: one key for a policy's ingress (or egress) rather than one per rule (10,000 policies:

@@ -15,11 +15,10 @@ against 0.064 s; pickle 0.051) and a tenth of the rules' own cost (~25 us a Depl
 from __future__ import annotations
 
 import copy
-import marshal
-import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import objects
 from .fielderr import FieldError
 from .versions import in_force
 
@@ -38,16 +37,9 @@ _valid: set[tuple[Any, ...]] = set()
 
 def content_key(rules: object, value: Any) -> tuple[Any, ...]:
     """What a verdict of ``rules`` on ``value`` depends on: the rules, the version in force (its feature gates),
-    the value's bytes (its text, should a value not pickle either)."""
-    try:
-        content: bytes | str = marshal.dumps(value, 2)
-    except ValueError:
-        try:
-            content = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-        except Exception:  # whatever a value holds that pickle refuses, its repr still tells it
-            content = repr(value)
+    the value's bytes (``objects.content_key``)."""
     version = in_force()  # by its numbers: its dataclass hash is Python code, run at every lookup
-    return (rules, version.major, version.minor, type(value), content)
+    return (rules, version.major, version.minor, type(value), objects.content_key(value))
 
 
 def known_valid(key: tuple[Any, ...]) -> bool:
