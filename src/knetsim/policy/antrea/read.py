@@ -36,8 +36,8 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
     tiers = {t.name: t for t in model.BUILTIN_TIERS}
     custom: list[tuple[str, int]] = []
     # In input order, as `kubectl apply -f` sends them: of two Tiers on one priority, the webhook refuses the later.
-    tier_objects = [o for o in state.others.values() if o.kind == model.TIER_KIND and _group(o.raw) in model.GROUPS]
-    for obj in sorted(tier_objects, key=lambda o: (o.source.file, o.source.document, o.source.item or 0)):
+    for obj in sorted(antrea_objects(state, (model.TIER_KIND,)),
+                      key=lambda o: (o.source.file, o.source.document, o.source.item or 0)):
         try:
             tier = model.parse_tier(obj.raw)
         except model.AntreaPolicyError as exc:
