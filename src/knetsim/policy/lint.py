@@ -47,6 +47,7 @@ from .rules import (
     Rule,
     address_key,
     peer_matches,
+    service_account_of,
 )
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "ingress-nginx",
@@ -267,7 +268,7 @@ def _cilium_peers_select_nothing(state: ClusterState, index: PolicyIndex) -> lis
     alike: dict[tuple[Any, ...], Endpoint] = {}
     for pod in state.pods.values():
         if not pod.host_network:
-            alike.setdefault((pod.namespace, tuple(sorted(pod.labels.items())), cilium_labels.service_account(pod)),
+            alike.setdefault((pod.namespace, tuple(sorted(pod.labels.items())), service_account_of(pod)),
                              Endpoint("pod", pod.pod_ip, pod, pod.node_name))
     ends = [alike[k] for k in sorted(alike)]
     found: dict[Peer, bool] = {}

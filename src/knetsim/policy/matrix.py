@@ -47,7 +47,7 @@ from .classes import EXTERNAL, NODE, POD, Classes, PreparedPolicy, Vectors, buil
 from .cluster import ACCEPT, DENY, ClusterPolicy, ClusterRule
 from .engine import PolicyIndex, caveat_notes, notes, policy_index
 from .ports import PROTOCOLS, ConnSet
-from .rules import EGRESS, INGRESS, Endpoint, RuleShape, address_key
+from .rules import EGRESS, INGRESS, Endpoint, RuleShape, address_key, service_account_of
 from .tiers import NETWORK_POLICY_TIER, ORDER
 
 OTHER = "OTHER"  # pseudo-protocol atom: what only a rule without ports allows
@@ -1591,7 +1591,6 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     vectorised over those classes (``CalicoTier``, ClusterNetworkPolicies in kube-admin and kube-baseline
     included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
     instead: the reference the vectorised answers must equal."""
-    from .calico.evaluate import service_account_of
     from .classes import _ipv4_ranges
 
     ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
@@ -1810,8 +1809,6 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
                    all_external: bool) -> Matrix:
     """The matrix under Antrea's tiers, pair by pair: pods are alike when their namespace, labels, service account
     (a peer may name it) and named ports are (and their address, where an Antrea ipBlock cuts the pod network)."""
-    from .calico.evaluate import service_account_of
-
     assert index.antrea is not None
     ranges: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
     for block in _antrea_blocks(index):

@@ -30,6 +30,13 @@ EGRESS = "egress"
 DIRECTIONS = (INGRESS, EGRESS)
 
 
+def service_account_of(pod: Any) -> str:
+    """The account a pod runs as, which Calico's, Cilium's and Antrea's selectors read: ``spec.serviceAccountName``
+    (or its deprecated alias ``serviceAccount``), else the ``default`` the ServiceAccount admission plugin fills in."""
+    spec = (getattr(pod, "raw", None) or {}).get("spec") or {}
+    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """One end of a connection as NetworkPolicy sees it.

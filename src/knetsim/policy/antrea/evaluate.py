@@ -24,9 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calico.evaluate import service_account_of
 from ..ports import ConnSet
-from ..rules import INGRESS, Endpoint, MatchContext, first_port, rule_connections
+from ..rules import INGRESS, Endpoint, MatchContext, first_port, rule_connections, service_account_of
 from .model import (
     ACNP,
     ALLOW,

@@ -35,7 +35,16 @@ from ..cluster import ADMIN, BASELINE, ClusterPolicy
 from ..cluster import DENY as CLUSTER_DENY
 from ..cluster import PASS as CLUSTER_PASS
 from ..ports import FULL, PROTOCOLS, ConnSet
-from ..rules import INGRESS, Endpoint, MatchContext, first_peer, first_port, peer_matches, rule_connections
+from ..rules import (
+    INGRESS,
+    Endpoint,
+    MatchContext,
+    first_peer,
+    first_port,
+    peer_matches,
+    rule_connections,
+    service_account_of,
+)
 from ..tiers import TierRuleMatch, first_match
 from .model import (
     ALLOW,
@@ -105,11 +114,6 @@ class CalicoIndex:
 
     def policy_count(self) -> int:
         return sum(len(p) for p in self.policies.values())
-
-
-def service_account_of(pod: Any) -> str:
-    spec = pod.raw.get("spec") or {}
-    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
 
 
 def build(policies: Sequence[CalicoPolicy], tiers: Sequence[CalicoTier], network_sets: Sequence[NetworkSet],

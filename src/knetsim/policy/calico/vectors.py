@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..classes import EXTERNAL, POD, Classes
-from ..rules import Endpoint, MatchContext
-from .evaluate import CalicoIndex, _address, _namespace_labels, entity_matches, service_account_of
+from ..rules import Endpoint, MatchContext, service_account_of
+from .evaluate import CalicoIndex, _address, _namespace_labels, entity_matches
 from .model import CalicoPolicy, EntityRule
 from .selector import ALL, AND, CONTAINS, ENDS, EQ, GLOBAL, HAS, IN, NE, NOT, NOT_IN, OR, STARTS, Node
 

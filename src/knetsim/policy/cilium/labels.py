@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...model.labels import Selector
+from ..rules import service_account_of
 
 SERVICE_ACCOUNT_LABEL = "io.cilium.k8s.policy.serviceaccount"
 CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
@@ -39,13 +40,6 @@ NAMESPACE_LABEL_PREFIX = "io.cilium.k8s.namespace.labels."
 CILIUM_OWNED_PREFIX = "io.cilium.k8s"
 DEFAULT_CLUSTER = "default"  # the agent's --cluster-name default (pkg/defaults ClusterName)
 DERIVED = frozenset({SERVICE_ACCOUNT_LABEL, CLUSTER_LABEL})
-
-
-def service_account(pod: Any) -> str:
-    """The pod's service account: ``spec.serviceAccountName`` (or the deprecated ``serviceAccount``), else the
-    ``default`` the ServiceAccount admission plugin fills in."""
-    spec = (getattr(pod, "raw", None) or {}).get("spec") or {}
-    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
 
 
 def cluster_name(state: Any) -> str:
@@ -59,7 +53,7 @@ def cluster_name(state: Any) -> str:
 def endpoint_labels(pod: Any, cluster: str) -> dict[str, str]:
     """The pod part of the endpoint's labels (the namespace part is matched as namespace requirements)."""
     out = {k: v for k, v in pod.labels.items() if not k.startswith(CILIUM_OWNED_PREFIX)}
-    out[SERVICE_ACCOUNT_LABEL] = service_account(pod)
+    out[SERVICE_ACCOUNT_LABEL] = service_account_of(pod)
     out[CLUSTER_LABEL] = cluster
     return out
 
@@ -100,5 +94,5 @@ def unmodelled(keys: Iterable[str]) -> list[str]:
 
 
 __all__ = ["CLUSTER_LABEL", "DEFAULT_CLUSTER", "DERIVED", "SERVICE_ACCOUNT_LABEL", "cluster_name",
-           "endpoint_labels", "filtered_by_default", "matches", "reads_endpoint_labels", "service_account",
+           "endpoint_labels", "filtered_by_default", "matches", "reads_endpoint_labels",
            "unmodelled"]
