@@ -26,6 +26,7 @@ from .manager import ControllerManager
 from .namespace import NamespaceController
 from .replicaset import ReplicaSetController
 from .replicationcontroller import ReplicationControllerManager
+from .rootcacert import RootCACertPublisher
 from .scheduler import Scheduler
 from .serviceaccount import ServiceAccountsController
 from .servicecidrs import ServiceCIDRController
@@ -37,7 +38,7 @@ from .storage import PersistentVolumeController
 # daemon.wire puts between the two, since the node is not this program); then the pods' addresses
 # feed endpoints, routes' status, and the garbage collector and the namespace controller clean up.
 UNTIL_SCHEDULED: tuple[Callable[[Context], Controller], ...] = (
-    ServiceAccountsController, CronJobController, DeploymentController, ReplicaSetController,
+    ServiceAccountsController, RootCACertPublisher, CronJobController, DeploymentController, ReplicaSetController,
     ReplicationControllerManager, StatefulSetController, DaemonSetController, JobController, Scheduler,
 )
 AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
@@ -45,4 +46,4 @@ AFTER_POD_START: tuple[Callable[[Context], Controller], ...] = (
     GatewayController, ServiceCIDRController, PersistentVolumeController, GarbageCollector, NamespaceController,
 )
 
-__all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager"]
+__all__ = ["AFTER_POD_START", "UNTIL_SCHEDULED", "Context", "Controller", "ControllerManager", "RootCACertPublisher"]

@@ -76,6 +76,8 @@ class Context:
     # The cluster as a ClusterState now, for a controller whose decisions read all of it (Gateway API).
     state: Callable[[], ClusterState] | None = None
     clock: Callable[[], str] = now_rfc3339
+    # The bundle that verifies the API server (PEM), None until it exists: what kube-root-ca.crt publishes.
+    root_ca: Callable[[], str | None] = lambda: None
     # Set by the manager: look at a key again after some seconds (deadlines, minReadySeconds).
     enqueue_after: Callable[[Controller, Key, float], None] = lambda ctl, key, delay: None
 

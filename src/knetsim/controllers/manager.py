@@ -103,9 +103,12 @@ class ControllerManager:
                 self.enqueue(ctl, key)
         self._timers[marker] = loop.call_later(max(0.0, delay), fire)
 
-    def start(self) -> None:
-        """Queue every key each controller knows of (the start-up resync)."""
+    def start(self, only: type[Controller] | None = None) -> None:
+        """Queue every key each controller knows of (the start-up resync); ``only``: of that controller alone,
+        when what it publishes has just become known (the root CA once the serving certificate exists)."""
         for ctl in self.controllers:
+            if only is not None and not isinstance(ctl, only):
+                continue
             for key in ctl.resync():
                 self._push(ctl, key)
         self._kick()

@@ -35,7 +35,7 @@ from ..apiserver.bootstrap import PHASES, bootstrap
 from ..apiserver.recheck import recheck
 from ..apiserver.server import ApiServer, Mount
 from ..cluster.config import ClusterConfig, ConfigError
-from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager
+from ..controllers import AFTER_POD_START, UNTIL_SCHEDULED, Context, ControllerManager, RootCACertPublisher
 from ..controllers.clusterview import ClusterView
 from ..controllers.informer import Informer
 from ..kubelet.kubelet import Kubelet
@@ -122,14 +122,30 @@ def wire(server: ApiServer) -> ControllerManager:
     informer = Informer(server.store)
     view = ClusterView(informer, server.config, server.state_listeners)
     controllers = (*UNTIL_SCHEDULED, PodStart, *AFTER_POD_START)
-    manager = ControllerManager(Context(server.store, informer, server.config, server.registry, view.state),
-                                controllers)
+    manager = ControllerManager(Context(server.store, informer, server.config, server.registry, view.state,
+                                        root_ca=_root_ca(server.state_dir)), controllers)
     manager.idle_hooks.append(view.publish_soon)
     manager.close_hooks.append(view.close)
     server.state_source = view.state
     server.mounts.append(Mount(explorer.handles, explorer.authorized, explorer.handle))
     server.consistency.append(manager.settle)
     return manager
+
+
+def _root_ca(state_dir: Path) -> Callable[[], str | None]:
+    """The bundle kube-root-ca.crt publishes: the serving certificate, which the kubeconfig trusts as the cluster's
+    CA (knetsim signs nothing else). None until the daemon has installed it (a new state dir's is made while the
+    cluster comes up); read once, since a state dir's certificate never changes."""
+    known: list[str] = []
+
+    def read() -> str | None:
+        if not known:
+            try:
+                known.append((state_dir / "serving.crt").read_text())
+            except OSError:
+                return None
+        return known[0]
+    return read
 
 
 def bring_up(server: ApiServer) -> ControllerManager:
@@ -187,6 +203,7 @@ async def start(state_dir: str | Path, port: int = 6443, host: str = "127.0.0.1"
                            logger=httplog.logger)
     await runner.setup()
     cert, key = ensure_cert(state, pending_cert)
+    manager.start(only=RootCACertPublisher)  # a new state dir's certificate exists only now
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
     sock = _bind(host, port)

@@ -313,6 +313,9 @@ def pod_env(state: Any, pod: Any, container: str) -> dict[str, str]:
     return env
 
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
 def pod_files(state: Any, pod: Any) -> dict[str, str]:
     """The files the kubelet writes into every container (``state`` None: before the cluster is built)."""
     spec = pod.raw.get("spec", {})
@@ -322,9 +325,14 @@ def pod_files(state: Any, pod: Any) -> dict[str, str]:
     files = {"/etc/hostname": hostname + "\n"}
     if spec.get("automountServiceAccountToken") is not False:
         # The service account volume (kube-api-access-*) holds the pod's namespace, without a newline: scripts
-        # read it with $(cat ...), the Init Containers page's example among them. Its token and ca.crt are not
-        # simulated.
-        files["/var/run/secrets/kubernetes.io/serviceaccount/namespace"] = pod.namespace
+        # read it with $(cat ...), the Init Containers page's example among them. Its ca.crt is the namespace's
+        # kube-root-ca.crt (the projected volume's configMap source), so `curl --cacert` verifies the API
+        # server; the token is not simulated.
+        files[f"{SERVICE_ACCOUNT_DIR}/namespace"] = pod.namespace
+        bundle = state.others.get(("ConfigMap", f"{pod.namespace}/kube-root-ca.crt")) if state is not None else None
+        ca = ((bundle.raw.get("data") or {}).get("ca.crt") if bundle is not None else None)
+        if isinstance(ca, str):
+            files[f"{SERVICE_ACCOUNT_DIR}/ca.crt"] = ca
     if state is not None:
         files["/etc/hosts"] = hosts_file(state, pod)
         files["/etc/resolv.conf"] = resolv_conf(state, pod).text()
