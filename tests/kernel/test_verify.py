@@ -90,10 +90,10 @@ def test_a_kernel_that_differs_is_reported(shop):
     text = format_report(report)
     # The ingress controller's egress is open; db-0's ingress (admits api only) was enforced on worker2.
     bad = next(r for r in report.disagree if r.flow.kind == "pod" and r.flow.host == "10.244.2.3"
-               and r.flow.source == "ingress-nginx/ingress-nginx-controller-57b9c9f65d-l8zrt")
+               and r.flow.source == "ingress-nginx/ingress-nginx-controller-578587bbb5-6jt9b")
     assert bad.expected.summary.startswith("timeout at policy")
     assert bad.kernel == "connected to shop/db-0"
-    assert ("DISAGREE  pod      ingress-nginx/ingress-nginx-controller-57b9c9f65d-l8zrt → 10.244.2.3:5432/TCP\n"
+    assert ("DISAGREE  pod      ingress-nginx/ingress-nginx-controller-578587bbb5-6jt9b → 10.244.2.3:5432/TCP\n"
             "  knetsim: timeout at policy: ingress of shop/db-0:") in text
 
 

@@ -214,6 +214,22 @@ def test_service_accounts_in_rules_and_policy_selector() -> None:
     assert not allowed(s, "prod/web", "prod/api", 8080) and allowed(s, "prod/db", "prod/api", 8080)
 
 
+def test_the_add_ons_run_as_their_own_accounts() -> None:
+    """A default deny whose one exception is DNS to CoreDNS by its account (``serviceAccounts: {names: [coredns]}``,
+    as Calico's guides write it): kubeadm's CoreDNS runs as ``coredns``, so the lookup is allowed and nothing else
+    is. Before, the add-ons ran as ``default`` and the exception matched nothing."""
+    dns_only = gnp("dns-only", {"selector": "all()", "types": ["Egress"], "egress": [
+        {"action": "Allow", "protocol": "UDP", "destination": {"serviceAccounts": {"names": ["coredns"]},
+                                                               "ports": [53]}}]})
+    s = build(dns_only)
+    coredns = sorted(p.key for p in s.pods.values() if p.labels.get("k8s-app") == "kube-dns")
+    # The static pods' mirrors name none (a mirror pod may not).
+    accounts = {p.raw["spec"].get("serviceAccountName") for p in s.pods.values() if p.namespace == "kube-system"}
+    assert accounts == {"coredns", "kube-proxy", "calico-node", "calico-kube-controllers", None}, accounts
+    assert coredns and all(allowed(s, "prod/web", c, 53, "UDP") for c in coredns)
+    assert not allowed(s, "prod/web", coredns[0], 9153) and not allowed(s, "prod/web", "prod/api", 8080)
+
+
 def test_nets_and_network_sets() -> None:
     external = {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkSet",
                 "metadata": {"name": "partners", "labels": {"role": "partner"}}, "spec": {"nets": ["192.0.2.0/24"]}}

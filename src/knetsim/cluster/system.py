@@ -190,7 +190,7 @@ def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     --set kubeProxyReplacement=true`` on ``dataplane: ebpf`` (no kube-proxy); on the other data planes the
     same agents beside kube-proxy."""
     kube_proxy = _daemonset("kube-proxy", {"k8s-app": "kube-proxy"},
-                            f"registry.k8s.io/kube-proxy:{kubernetes_version()}")
+                            f"registry.k8s.io/kube-proxy:{kubernetes_version()}", account="kube-proxy")
     if config.cni == "calico":
         return [*_calico(), kube_proxy]
     if config.cni == "antrea":
@@ -199,7 +199,7 @@ def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
         return [*_flannel(), kube_proxy]
     if config.cni != "cilium" and config.dataplane != "ebpf":
         return [_daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
-                           "docker.io/kindest/kindnetd:v20250512-df8de77b"), kube_proxy]
+                           "docker.io/kindest/kindnetd:v20250512-df8de77b", account="kindnet"), kube_proxy]
     cilium = _cilium()
     # Cilium beside kube-proxy (cni: cilium on the iptables or nftables data plane): the chart's
     # kubeProxyReplacement=false install keeps kubeadm's kube-proxy DaemonSet.
@@ -223,7 +223,7 @@ def _cilium() -> list[dict[str, Any]]:
     template["spec"]["serviceAccountName"] = "cilium"
     envoy = _daemonset("cilium-envoy", {"k8s-app": "cilium-envoy", "app.kubernetes.io/name": "cilium-envoy",
                                         "name": "cilium-envoy", **part_of},
-                       CILIUM_ENVOY_IMAGE, selector={"k8s-app": "cilium-envoy"})
+                       CILIUM_ENVOY_IMAGE, selector={"k8s-app": "cilium-envoy"}, account="cilium-envoy")
     envoy["spec"]["template"]["spec"]["priorityClassName"] = "system-node-critical"
     operator_labels = {"io.cilium/app": "operator", "name": "cilium-operator",
                        "app.kubernetes.io/name": "cilium-operator", **part_of}
@@ -356,6 +356,7 @@ def _coredns() -> dict[str, Any]:
                 "metadata": {"labels": labels},
                 "spec": {
                     "priorityClassName": "system-cluster-critical",
+                    "serviceAccountName": "coredns",  # kubeadm's CoreDNS add-on manifest
                     "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *_TOLERATE_CONTROL_PLANE],
                     "dnsPolicy": "Default",
                     "containers": [
@@ -384,7 +385,10 @@ def _coredns() -> dict[str, Any]:
 
 
 def _daemonset(name: str, labels: dict[str, str], image: str, *, container: str | None = None,
-               selector: dict[str, str] | None = None) -> dict[str, Any]:
+               selector: dict[str, str] | None = None, account: str | None = None) -> dict[str, Any]:
+    """A node agent on the host network. ``account``: the ServiceAccount its manifest runs it as (kubeadm's
+    kube-proxy, kind's kindnet); a policy that selects by account (Calico's serviceAccountSelector, Cilium's
+    io.cilium.k8s.policy.serviceaccount) sees it as on the real cluster."""
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -394,6 +398,7 @@ def _daemonset(name: str, labels: dict[str, str], image: str, *, container: str 
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
+                    **({"serviceAccountName": account} if account else {}),
                     "hostNetwork": True,
                     "tolerations": _TOLERATE_ALL,
                     "containers": [{"name": container or name, "image": image}],
@@ -450,6 +455,7 @@ def _ingress_nginx() -> list[dict[str, Any]]:
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
+                        "serviceAccountName": "ingress-nginx",  # ingress-nginx's deploy manifest
                         "nodeSelector": {"ingress-ready": "true", "kubernetes.io/os": "linux"},
                         "tolerations": _TOLERATE_CONTROL_PLANE,
                         "containers": [
