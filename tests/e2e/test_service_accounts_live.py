@@ -62,9 +62,23 @@ def test_a_deployment_waits_for_its_account(k: Cluster) -> None:
     assert 'Error creating: pods "robotic-' in events and ('is forbidden: error looking up service account '
                                                             'robots/robot: serviceaccount "robot" not found') in events
     assert k.sh("kubectl -n robots get pods -l app=robotic --no-headers", check=False).stdout == ""
+    # The ReplicaSet's ReplicaFailure condition, which the Deployment carries too: `kubectl describe` shows it.
+    refusal = ('is forbidden: error looking up service account robots/robot: serviceaccount "robot" not found')
+    for kind in ("rs", "deployment"):
+        [owner] = k.get_json("-n", "robots", kind, "-l" if kind == "rs" else "--field-selector",
+                             "app=robotic" if kind == "rs" else "metadata.name=robotic")["items"]
+        [failure] = [c for c in owner["status"]["conditions"] if c["type"] == "ReplicaFailure"]
+        assert (failure["status"], failure["reason"]) == ("True", "FailedCreate") and \
+            failure["message"].startswith('pods "robotic-') and failure["message"].endswith(refusal), failure
+    described = k.sh("kubectl -n robots describe deployment robotic").stdout
+    assert any(line.split() == ["ReplicaFailure", "True", "FailedCreate"] for line in described.splitlines()), \
+        described
     k.sh("kubectl -n robots create serviceaccount robot")
     assert wait_for(lambda: k.sh("kubectl -n robots get pods -l app=robotic --no-headers").stdout.count("\n") == 2,
                     10)
+    # Once the pods are made, the condition goes from both.
+    assert wait_for(lambda: "ReplicaFailure" not in k.sh("kubectl -n robots get rs,deployment -o "
+                                                         "jsonpath={..conditions[*].type}").stdout, 10)
 
 
 def test_the_account_is_checked_as_the_plugin_checks_it(k: Cluster) -> None:

@@ -293,6 +293,19 @@ def remove_condition(status: dict[str, Any], type_: str) -> None:
         status.pop("conditions", None)
 
 
+def replica_failure(new_rs: Mapping[str, Any] | None, all_rss: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Deployment's ReplicaFailure condition from its ReplicaSets' (the new one's first), as
+    ReplicaSetToDeploymentCondition makes it: the same fields, lastUpdateTime the lastTransitionTime."""
+    for rs in ([new_rs] if new_rs is not None else []) + all_rss:
+        condition = get_condition(rs.get("status") or {}, REPLICA_FAILURE)
+        if condition is not None:
+            return {"type": REPLICA_FAILURE, "status": condition.get("status"),
+                    "lastUpdateTime": condition.get("lastTransitionTime"),
+                    "lastTransitionTime": condition.get("lastTransitionTime"), "reason": condition.get("reason"),
+                    "message": condition.get("message")}
+    return None
+
+
 def has_progress_deadline(d: Mapping[str, Any]) -> bool:
     deadline = (d.get("spec") or {}).get("progressDeadlineSeconds")
     return deadline is not None and int(deadline) != 2**31 - 1
@@ -696,6 +709,13 @@ class Rollout:
             elif deployment_timed_out(self.d, status, self.now):
                 set_condition(status, new_condition(PROGRESSING, "False", TIMED_OUT,
                                                     f'ReplicaSet "{name}" has timed out progressing.', self.now))
+        # A ReplicaSet that cannot make its pods (a missing service account...) says so on the Deployment: the new
+        # one's ReplicaFailure first, else an old one's (progress.go, getReplicaFailures).
+        failure = replica_failure(new_rs, all_rss)
+        if failure is not None:
+            set_condition(status, failure)
+        else:
+            remove_condition(status, REPLICA_FAILURE)
         self.d["status"] = status
         progressing = get_condition(status, PROGRESSING)
         if has_progress_deadline(self.d) and progressing is not None and \

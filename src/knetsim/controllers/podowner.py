@@ -146,20 +146,23 @@ class PodOwner(Controller):
         batch.meta[seq_key] = str(i)
         return names
 
-    def create_pod(self, owner: Mapping[str, Any], pod: dict[str, Any], batch: Batch) -> None:
+    def create_pod(self, owner: Mapping[str, Any], pod: dict[str, Any], batch: Batch) -> str | None:
+        """Create ``pod``; None, or the API server's refusal as its error reads (``pods "web-" is forbidden: ...``),
+        which the owner's status may carry (a ReplicaSet's ReplicaFailure condition)."""
         meta = pod["metadata"]
         refused = missing_service_account(pod, self.store)
         if refused is not None:
             # The API server refuses the pod (the ServiceAccount admission plugin): the owner records it and tries
             # again when an account appears in the namespace (``handle``).
-            batch.event(owner, "FailedCreate", self.failed_message(owner, meta.get("generateName") or meta["name"],
-                                                                   f"is forbidden: {refused}"),
+            named = meta.get("generateName") or meta["name"]
+            batch.event(owner, "FailedCreate", self.failed_message(owner, named, f"is forbidden: {refused}"),
                         self.name, type_="Warning")
-            return
+            return f'pods "{named}" is forbidden: {refused}'
         meta["uid"] = batch.new_uid("Pod", meta["namespace"], meta["name"])
         meta["creationTimestamp"] = batch.now
         batch.put(("Pod", meta["namespace"], meta["name"]), pod)
         batch.event(owner, "SuccessfulCreate", self.created_message(owner, meta["name"]), self.name)
+        return None
 
     def delete_pod(self, owner: Mapping[str, Any], namespace: str, name: str, batch: Batch) -> None:
         batch.delete(("Pod", namespace, name))

@@ -13,9 +13,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.store import Key
+from ..cluster.rollout import REPLICA_FAILURE
 from ..cluster.workloadstatus import is_active, replica_set_status
 from .base import Batch
 from .podowner import PodOwner
+
+
+def replica_failure(status: dict[str, Any], before: dict[str, Any], failure: str | None, now: str) -> None:
+    """The ReplicaFailure condition (replica_set_utils.go, calculateStatus): set when this pass could not make a pod
+    (reason FailedCreate, the API error as its message) and the condition is not already there; kept while it is;
+    removed by the first pass that fails nothing. Pods this controller deletes never fail here (no FailedDelete)."""
+    current = next((c for c in before.get("conditions") or [] if c.get("type") == REPLICA_FAILURE), None)
+    if failure is not None and current is None:
+        current = {"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": now, "reason": "FailedCreate",
+                   "message": failure}
+    elif failure is None:
+        current = None
+    if current is not None:
+        status["conditions"] = [current]
 
 
 class ReplicaSetController(PodOwner):
@@ -27,6 +42,7 @@ class ReplicaSetController(PodOwner):
         active = [p for p in pods if is_active(p)]
         want = int((rs.get("spec") or {}).get("replicas", 1))
         step = self.burst(key, want - len(active))
+        failure: str | None = None
         if step:
             # This burst's share of the difference (BURST at most; the rest comes in later syncs).
             this_burst = {**rs, "spec": {**(rs.get("spec") or {}), "replicas": len(active) + step}}
@@ -34,11 +50,16 @@ class ReplicaSetController(PodOwner):
             for pod, name in zip([b for b, _ in plan.pods], self.fresh_names(key, len(plan.pods), batch,
                                                                             len(active)), strict=True):
                 pod["metadata"]["name"] = name
-                self.create_pod(rs, pod, batch)
+                failure = failure or self.create_pod(rs, pod, batch)
             for victim in plan.surplus:
                 namespace, _, name = victim.partition("/")
                 self.delete_pod(rs, namespace, name, batch)
-        self.write_status(key, rs, self.status(key, rs, active), batch)
+        status = self.status(key, rs, active)
+        if step or want <= len(active):  # a pass that waits for its next burst tried nothing: it changes nothing
+            replica_failure(status, rs.get("status") or {}, failure, batch.now)
+        elif conditions := (rs.get("status") or {}).get("conditions"):
+            status["conditions"] = conditions
+        self.write_status(key, rs, status, batch)
 
     def status(self, key: Key, rs: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
         status, wait = replica_set_status(rs, pods, datetime.now(UTC).timestamp())
