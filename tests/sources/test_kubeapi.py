@@ -429,3 +429,19 @@ def test_a_cluster_read_live_takes_its_kube_proxys_nodeport_addresses(
     assert rule in result.stdout
     notes = [line for line in result.stderr.splitlines() if "nodePortAddresses" in line]
     assert notes == ([f"Warning: {note}"] if note else [])
+
+
+def test_a_cilium_cluster_read_live_keeps_the_agents_cluster_name(tmp_path: Path,
+                                                                   typo_objects: list[dict[str, Any]]) -> None:
+    """A Cilium cluster's endpoints carry io.cilium.k8s.policy.cluster = its cilium-config cluster-name; read through
+    a kubeconfig, that ConfigMap's policy keys are read by name (nothing else of it is held), so a policy that
+    selects by the cluster name selects there as the agent does. Before, every cluster read live was `default`."""
+    from knetsim.policy.cilium.labels import cluster_name
+
+    config = _config_map("cilium-config", {"cluster-name": "prod-east", "enable-policy": "default",
+                                           "kube-proxy-replacement": "true", "ipam": "kubernetes"})
+    with fake_api([*typo_objects, _daemonset("cilium"), config], token="") as api:
+        cluster = Cluster.from_kubeconfig(write(tmp_path, kubeconfig_for(api.url, {})))
+    kept = cluster.state.others[("ConfigMap", "kube-system/cilium-config")].raw
+    assert kept["data"] == {"cluster-name": "prod-east", "enable-policy": "default"}
+    assert cluster_name(cluster.state) == "prod-east"

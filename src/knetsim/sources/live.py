@@ -9,7 +9,8 @@ listener's certificate is checked as Envoy Gateway checks it, while a private ke
 token is dropped the moment it arrives (``model/withheld.py``) and so reaches no output, cache or
 JSON. ConfigMaps are read by name where the analysis needs one: the CA bundles that
 ``caCertificateRefs`` name (a Gateway's client validation, a BackendTLSPolicy, Envoy Gateway's
-policies) and that a TLS server pod mounts for its client CAs (``TLS_CLIENT_CACERTS``).
+policies) and that a TLS server pod mounts for its client CAs (``TLS_CLIENT_CACERTS``), kube-proxy's (its
+mode), CoreDNS's (its Corefile) and, where Cilium runs, the policy keys of its cilium-config.
 v1 Endpoints are not read: the EndpointSlices say the same, and every Service of a
 real cluster has a mirror that would only repeat the deprecation warning.
 
@@ -138,6 +139,7 @@ def read_cluster(api: KubeAPI, label: str, *, kinds: Iterable[KindInfo] = READ,
     out.dataplane = data_plane(out.loaded.documents, config_map)
     out.node_port_addresses = node_port_addresses(out.loaded.documents, config_map)
     out.loaded.documents.extend(_corefile(api, label, out.loaded.documents))
+    out.loaded.documents.extend(_cilium_config(label, out.loaded.documents, config_map))
     out.seconds = time.monotonic() - started
     return out
 
@@ -279,6 +281,28 @@ def _corefile(api: KubeAPI, label: str, documents: list[Document]) -> list[Docum
         return []
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"},
             "data": {"Corefile": data["Corefile"]}}
+    return [Document(ClusterObject(label, 1), body)]
+
+
+# What of Cilium's agent configuration the policy answers read: the cluster name an endpoint's
+# io.cilium.k8s.policy.cluster label carries, and the policy enforcement mode (default, always, never).
+CILIUM_CONFIG_KEYS = ("cluster-name", "enable-policy")
+
+
+def _cilium_config(label: str, documents: list[Document], config_map: Callable[[str], dict[str, Any] | None]
+                   ) -> list[Document]:
+    """ConfigMap kube-system/cilium-config with the keys the policy answers read (``CILIUM_CONFIG_KEYS``), where
+    kube-system runs Cilium; read by name (already, for the data plane) unless ConfigMaps were listed."""
+    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+    if _runs(system, "cilium", "DaemonSet") is None or any(
+            d.kind == "ConfigMap" and d.namespace == "kube-system" and d.name == "cilium-config" for d in documents):
+        return []
+    data = config_map("cilium-config")
+    kept = {k: v for k, v in (data or {}).items() if k in CILIUM_CONFIG_KEYS and isinstance(v, str)}
+    if not kept:
+        return []
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": kept}
     return [Document(ClusterObject(label, 1), body)]
 
 
