@@ -430,3 +430,19 @@ def test_the_gate_refuses_a_stream_as_it_refuses_its_distinct_lines(monkeypatch:
             by_distinct_lines = fast(repeated) is None
             monkeypatch.setattr(fastyaml, "_GATE_LINES", -1)
             assert (fast(repeated) is None) == by_distinct_lines, repeated
+
+
+def test_pieces_of_every_size_between_large_documents_read_the_same() -> None:
+    """Ordinary pieces are parsed into one reused tree, a large document into a tree of its own: every piece
+    reads as libyaml reads it, whatever came before it (a stream, a single document, a larger or smaller tree)."""
+    large = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": [i, "v", {"x": i}]}}
+        for i in range(40)]})
+    small = ["k: v\n", "a: [1, {b: c}]\n", "b: {c: [d, 'e']}\n", "{}\n", "n: 0644\n"]  # 0644: a libyaml piece
+    rng = random.Random(4)
+    answered = 0
+    for _ in range(30):
+        text = "".join("---\n" + rng.choice([large, *small]) for _ in range(rng.randint(2, 8)))
+        for chunk_chars in (1, 50, 1000):
+            answered += same_or_aside(text, chunk_chars)
+    assert answered == 90

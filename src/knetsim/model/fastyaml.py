@@ -156,7 +156,7 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
         differing = _differing_runs(set().union(*piece_runs), reference)
         documents: list[Any] = []
         shared: dict[str, str] = {}
-        buffer = _JsonBuffer()
+        buffer = _JsonBuffer(chunk_chars)
         with _quiet_stderr():
             for chunk, runs in zip(_chunks(text, chunk_chars), piece_runs, strict=True):
                 read = reference(chunk) if runs & differing else _ryml_documents(chunk, buffer)
@@ -547,15 +547,33 @@ def _chunks(text: str, size: int) -> Iterator[str]:
 
 class _JsonBuffer:
     """Where rapidyaml writes a piece's JSON, reused piece after piece: ``ryml.emit_json`` leaks the text it
-    returns (0.15.2: 200 emits of 165 kB grow the process by 33 MB), emitting into a buffer of ours does not."""
+    returns (0.15.2: 200 emits of 165 kB grow the process by 33 MB), emitting into a buffer of ours does not.
 
-    def __init__(self) -> None:
+    The tree each piece is parsed into is reused too: a new tree grows to a piece's ~4,700 nodes by doubling,
+    copying and clearing its node array at each step (a tenth of the reading's instructions on the 10k-pod bench,
+    ~20 ms); a cleared tree keeps its capacity. Only for pieces of ordinary size: one large document's tree
+    (``MAX_PIECE_CHARS``) is not kept for the pieces after it."""
+
+    def __init__(self, piece_chars: int = CHUNK_CHARS) -> None:
         self.data = bytearray(1 << 18)
+        self.tree: Any = None
+        self.largest_kept = 4 * piece_chars  # a piece is cut at the first document end after piece_chars
+
+    def parsed(self, text: str) -> Any:
+        """``text`` parsed, in the reused tree when ``text`` is of a piece's ordinary size."""
+        if len(text) > self.largest_kept:
+            return ryml.parse_in_arena(text.encode())
+        if self.tree is None:
+            self.tree = ryml.Tree()
+        else:
+            self.tree.clear()  # rapidyaml parses into a tree's existing root: emptied first, capacity kept
+            self.tree.clear_arena()
+        return ryml.parse_in_arena(text.encode(), tree=self.tree)
 
 
 def _ryml_documents(text: str, buffer: _JsonBuffer | None = None) -> list[Any] | None:
     buffer = buffer or _JsonBuffer()
-    tree = ryml.parse_in_arena(text.encode())
+    tree = buffer.parsed(text)
     root = tree.root_id()
     failed, size = ryml.emit_json_to_substr(tree, root, buffer.data)
     if failed:
@@ -564,7 +582,8 @@ def _ryml_documents(text: str, buffer: _JsonBuffer | None = None) -> list[Any] |
         if failed:  # pragma: no cover - rapidyaml asked for more than it then wrote
             return None
     stream = tree.is_stream(root)
-    del tree  # the tree is the large part (~19 bytes per byte of YAML); the JSON text is read next
+    # A piece's own tree is the large part (~19 bytes per byte of YAML): freed before its JSON is read.
+    del tree
     data = json.loads(buffer.data[:size])
     if stream:
         return data if type(data) is list else None
