@@ -446,3 +446,18 @@ def test_pieces_of_every_size_between_large_documents_read_the_same() -> None:
         for chunk_chars in (1, 50, 1000):
             answered += same_or_aside(text, chunk_chars)
     assert answered == 90
+
+
+def test_the_resolvers_keyed_on_a_letter_read_only_words() -> None:
+    """The fast path checks a run starting with a letter only when it is one of its words (``fastyaml._WORDS``):
+    it may, because the loader's resolvers keyed on a letter are PyYAML's bool and null, and every text those read
+    (in any of their cases) is a word. A resolver added there (the timestamp one, ``2024-05-01``, starts with a
+    digit) must keep it so."""
+    tags = {tag for first, resolvers in loader._YamlLoader.yaml_implicit_resolvers.items() if first and first.isalpha()
+            for tag, _ in resolvers}
+    assert tags == {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"}
+    for first, resolvers in loader._YamlLoader.yaml_implicit_resolvers.items():
+        for _, regexp in resolvers if first and first.isalpha() else ():
+            for text in [*SCALARS, "ns-0", "name", "nO", "oN", "NuLL", "Off", "noise", "t", "f", "y", "n"]:
+                if text.startswith(first) and regexp.match(text):
+                    assert text.lower() in fastyaml._WORDS, text
