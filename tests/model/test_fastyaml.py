@@ -99,7 +99,7 @@ def test_plain_strings_and_numbers_take_the_fast_way() -> None:
     assert same_or_aside(text)
 
 
-@pytest.mark.parametrize("text", [
+TRICKY_STREAMS = [
     # quoting, escapes, folding, chomping
     'k: "a\\tb\\n\\\\ \\" \\/ \\x41 \\u00e9 \\U0001F600 \\0 \\a \\b \\v \\f \\r \\e \\N \\_ \\L \\P"\n',
     'k: "line\n  folded\n\n  kept"\n', "k: 'it''s\n  folded'\n", 'k: "esc\\\n  aped"\n', 'k: "\\ud800"\n',
@@ -142,7 +142,10 @@ def test_plain_strings_and_numbers_take_the_fast_way() -> None:
     # long lines and deep nesting
     "k: " + "x" * 100_000 + "\n", "k: " + "[" * 2000 + "]" * 2000 + "\n",
     "".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v\n",
-])
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_STREAMS)
 def test_tricky_streams_read_the_same_or_go_to_libyaml(text: str) -> None:
     same_or_aside(text)
     same_or_aside(text, chunk_chars=4)
@@ -412,3 +415,49 @@ def test_the_fast_searches_find_what_the_plain_regexes_find() -> None:
         for pattern, tail, chars in layouts:
             assert (sorted(m.span() for m in fastyaml._each_char_finditer(tail, chars, text))
                     == [m.span() for m in re.finditer(pattern, text)])
+
+
+def test_the_gate_refuses_a_stream_as_it_refuses_its_distinct_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate reads a stream's distinct lines, joined in any order, when they are few: it must refuse exactly the
+    streams it refuses reading the stream itself (``_GATE_LINES`` below zero)."""
+    rng = random.Random(7)
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in repository_yaml_files()]
+    streams = TRICKY_STREAMS + [mutate_lines(rng, rng.choice([t for t in texts if len(t) < 8_000]))
+                                for _ in range(300)]
+    for text in streams:
+        for repeated in (text, (text.rstrip("\n") + "\n---\n") * 3):
+            monkeypatch.setattr(fastyaml, "_GATE_LINES", 65536)
+            by_distinct_lines = fast(repeated) is None
+            monkeypatch.setattr(fastyaml, "_GATE_LINES", -1)
+            assert (fast(repeated) is None) == by_distinct_lines, repeated
+
+
+def test_pieces_of_every_size_between_large_documents_read_the_same() -> None:
+    """Ordinary pieces are parsed into one reused tree, a large document into a tree of its own: every piece
+    reads as libyaml reads it, whatever came before it (a stream, a single document, a larger or smaller tree)."""
+    large = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": [i, "v", {"x": i}]}}
+        for i in range(40)]})
+    small = ["k: v\n", "a: [1, {b: c}]\n", "b: {c: [d, 'e']}\n", "{}\n", "n: 0644\n"]  # 0644: a libyaml piece
+    rng = random.Random(4)
+    answered = 0
+    for _ in range(30):
+        text = "".join("---\n" + rng.choice([large, *small]) for _ in range(rng.randint(2, 8)))
+        for chunk_chars in (1, 50, 1000):
+            answered += same_or_aside(text, chunk_chars)
+    assert answered == 90
+
+
+def test_the_resolvers_keyed_on_a_letter_read_only_words() -> None:
+    """The fast path checks a run starting with a letter only when it is one of its words (``fastyaml._WORDS``):
+    it may, because the loader's resolvers keyed on a letter are PyYAML's bool and null, and every text those read
+    (in any of their cases) is a word. A resolver added there (the timestamp one, ``2024-05-01``, starts with a
+    digit) must keep it so."""
+    tags = {tag for first, resolvers in loader._YamlLoader.yaml_implicit_resolvers.items() if first and first.isalpha()
+            for tag, _ in resolvers}
+    assert tags == {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"}
+    for first, resolvers in loader._YamlLoader.yaml_implicit_resolvers.items():
+        for _, regexp in resolvers if first and first.isalpha() else ():
+            for text in [*SCALARS, "ns-0", "name", "nO", "oN", "NuLL", "Off", "noise", "t", "f", "y", "n"]:
+                if text.startswith(first) and regexp.match(text):
+                    assert text.lower() in fastyaml._WORDS, text

@@ -18,10 +18,11 @@ answers None and the caller reads the stream with libyaml (every error message a
   included, sends the stream to libyaml. Keys: a run ending in ``:`` is read as a one-key mapping, so ``12: x``
   (an int key in PyYAML, a string in JSON) differs and falls back.
 * constructs JSON cannot carry or the readers disagree on are refused before parsing (``_no_node_indicators``,
-  ``_refused``): anchors, aliases, tags, ``<<`` merge keys, directives, explicit ``?`` keys, empty or spaced keys,
-  collections as keys, flow collections over several lines, flow-mapping entries without a colon, a flow character
-  or reserved indicator starting a node, a leading ``...``, tabs, carriage returns, YAML 1.1 line breaks and
-  characters libyaml does not accept, escapes other than the common ones (and hex escapes spelling ASCII).
+  ``_lines_refused``, ``_deeper_after_node``): anchors, aliases, tags, ``<<`` merge keys, directives, explicit ``?``
+  keys, empty or spaced keys, collections as keys, flow collections over several lines, flow-mapping entries without
+  a colon, a flow character or reserved indicator starting a node, a leading ``...``, tabs, carriage returns, YAML
+  1.1 line breaks and characters libyaml does not accept, escapes other than the common ones (and hex escapes
+  spelling ASCII).
 * rapidyaml's JSON rewrites its float words even quoted (``'.Inf'`` becomes ``".inf"``): one-word quoted scalars
   that look like numbers or words are read by both readers too.
 * any rapidyaml or JSON error, or a document that is not a mapping (or empty), falls back.
@@ -122,11 +123,16 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
     if threading.current_thread() is not threading.main_thread() or _rapidyaml() is None:
         return None  # rapidyaml reports errors on fd 2, silenced below only on the main thread
     try:
-        if not _no_node_indicators(text) or _refused(text):  # the first is the cheaper (anchors: 0.03 s)
-            return None
-        firsts = "".join(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS))
+        # The resolvers keyed on a letter (PyYAML's bool and null) match only texts that are ``_WORDS`` in some case,
+        # and rapidyaml rewrites only its words: a run starting with a letter is checked when it is a word (the
+        # 10k-pod bench's ~2,200 runs like ``ns-0``, ``'ns-0'``, ``name:`` were 20 of the 30 ms the check takes).
+        firsts = "".join(sorted(set(_NUMBER_START + resolver_firsts) - set(_INDICATORS)
+                                - {first for first in resolver_firsts if first.isalpha()}))
         runs_of_word: dict[str, frozenset[str]] = {}
         piece_runs: list[set[str]] = []  # per piece, the runs its words hold (quoted ones marked, ``_runs``)
+        # The stream's distinct lines, for the gate (``_GATE_LINES``); None once too many to be worth keeping.
+        lines: set[str] | None = set()
+        lines_chars = 0
         # Piece by piece: all the stream's words at once are a million objects (~50 MB) for ~1,200 distinct.
         for chunk in _chunks(text, chunk_chars):
             if len(chunk) > MAX_PIECE_CHARS:
@@ -134,17 +140,27 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
             runs: set[str] = set()
             # The words of its distinct lines: the same set (a word never spans a line break), from ~60% fewer
             # strings, manifests repeating most lines (0.054 s -> 0.041 s on the 10k-pod bench).
-            for word in set(" ".join(set(chunk.split("\n"))).split()):
+            piece_lines = set(chunk.split("\n"))
+            for word in set(" ".join(piece_lines).split()):
                 found = runs_of_word.get(word)
                 if found is None:
                     found = runs_of_word[word] = _runs(word, firsts)
                 if found:
                     runs |= found
             piece_runs.append(runs)
+            if lines is not None:
+                new_lines = piece_lines - lines
+                lines |= new_lines
+                lines_chars += sum(map(len, new_lines))
+                if len(lines) > _GATE_LINES or lines_chars > _GATE_CHARS:
+                    lines = None  # a stream of mostly distinct lines: the gate reads the stream itself
+        gated = text if lines is None else "\n".join(lines)
+        if not _no_node_indicators(gated) or _lines_refused(gated) or _deeper_after_node(text):
+            return None
         differing = _differing_runs(set().union(*piece_runs), reference)
         documents: list[Any] = []
         shared: dict[str, str] = {}
-        buffer = _JsonBuffer()
+        buffer = _JsonBuffer(chunk_chars)
         with _quiet_stderr():
             for chunk, runs in zip(_chunks(text, chunk_chars), piece_runs, strict=True):
                 read = reference(chunk) if runs & differing else _ryml_documents(chunk, buffer)
@@ -159,7 +175,21 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
     return documents
 
 
-def _refused(text: str) -> bool:
+# The gate's checks but one (``_deeper_after_node``) each test one line at a time (``_lines_refused``): any line
+# failing refuses the stream. Manifests repeat their lines (the 10k-pod bench: 611,000 lines, 3,321 distinct, 81 kB
+# of 10 MB), so those checks read the stream's distinct lines, already split for the words, joined: 0.07-0.1 s ->
+# ~3 ms there. Up to this many distinct lines, of at most this many characters, are kept for it (~10 MB at most);
+# past that the checks read the stream itself.
+_GATE_LINES = 65536
+_GATE_CHARS = 4 << 20
+
+
+def _lines_refused(text: str) -> bool:
+    """A construct the two readers disagree on, or libyaml refuses, is on a line of ``text`` (with
+    ``_deeper_after_node``, which compares a line with the next, the gate's refusals). Each check looks within a line
+    (a regex never crosses a line break but to end at one, a search starts at its line's start), and a test of the
+    stream's start (``text.startswith``) is, with the same test after a line break, a test of every line's start:
+    so this is true of a stream exactly when it is true of the stream's distinct lines joined in any order."""
     if text.isascii():  # a deletion over the bytes: 10 ms on 10 MB where the regex takes 35
         if text.encode("ascii").translate(None, _PRINTABLE_ASCII):
             return True
@@ -193,8 +223,7 @@ def _refused(text: str) -> bool:
     return (_flow_lines_refused(text)
             or (((single and _has("':", text)) or (double and _has('":', text))) and _multiline_quoted_key(text))
             or (((single and _has("' ", text)) or (double and _has('" ', text)) or ("]" in text and _has("] ", text))
-                 or ("}" in text and _has("} ", text))) and _content_after_node(text))
-            or _deeper_after_node(text))
+                 or ("}" in text and _has("} ", text))) and _content_after_node(text)))
 
 
 def _has(literal: str, text: str) -> bool:
@@ -386,7 +415,7 @@ def _no_node_indicators(text: str) -> bool:
     return True
 
 
-_QUOTED = "\0"  # marks a quoted run among a word's runs (no stream here holds a NUL: ``_refused``)
+_QUOTED = "\0"  # marks a quoted run among a word's runs (no stream read here holds a NUL: ``_lines_refused``)
 
 
 def _runs(word: str, firsts: str) -> frozenset[str]:
@@ -522,15 +551,33 @@ def _chunks(text: str, size: int) -> Iterator[str]:
 
 class _JsonBuffer:
     """Where rapidyaml writes a piece's JSON, reused piece after piece: ``ryml.emit_json`` leaks the text it
-    returns (0.15.2: 200 emits of 165 kB grow the process by 33 MB), emitting into a buffer of ours does not."""
+    returns (0.15.2: 200 emits of 165 kB grow the process by 33 MB), emitting into a buffer of ours does not.
 
-    def __init__(self) -> None:
+    The tree each piece is parsed into is reused too: a new tree grows to a piece's ~4,700 nodes by doubling,
+    copying and clearing its node array at each step (a tenth of the reading's instructions on the 10k-pod bench,
+    ~20 ms); a cleared tree keeps its capacity. Only for pieces of ordinary size: one large document's tree
+    (``MAX_PIECE_CHARS``) is not kept for the pieces after it."""
+
+    def __init__(self, piece_chars: int = CHUNK_CHARS) -> None:
         self.data = bytearray(1 << 18)
+        self.tree: Any = None
+        self.largest_kept = 4 * piece_chars  # a piece is cut at the first document end after piece_chars
+
+    def parsed(self, text: str) -> Any:
+        """``text`` parsed, in the reused tree when ``text`` is of a piece's ordinary size."""
+        if len(text) > self.largest_kept:
+            return ryml.parse_in_arena(text.encode())
+        if self.tree is None:
+            self.tree = ryml.Tree()
+        else:
+            self.tree.clear()  # rapidyaml parses into a tree's existing root: emptied first, capacity kept
+            self.tree.clear_arena()
+        return ryml.parse_in_arena(text.encode(), tree=self.tree)
 
 
 def _ryml_documents(text: str, buffer: _JsonBuffer | None = None) -> list[Any] | None:
     buffer = buffer or _JsonBuffer()
-    tree = ryml.parse_in_arena(text.encode())
+    tree = buffer.parsed(text)
     root = tree.root_id()
     failed, size = ryml.emit_json_to_substr(tree, root, buffer.data)
     if failed:
@@ -539,7 +586,8 @@ def _ryml_documents(text: str, buffer: _JsonBuffer | None = None) -> list[Any] |
         if failed:  # pragma: no cover - rapidyaml asked for more than it then wrote
             return None
     stream = tree.is_stream(root)
-    del tree  # the tree is the large part (~19 bytes per byte of YAML); the JSON text is read next
+    # A piece's own tree is the large part (~19 bytes per byte of YAML): freed before its JSON is read.
+    del tree
     data = json.loads(buffer.data[:size])
     if stream:
         return data if type(data) is list else None
