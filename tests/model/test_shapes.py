@@ -215,11 +215,11 @@ def _admitted_as_one_input(bodies: list[dict[str, Any]]) -> tuple[list[str], lis
     stored = iter(result.documents)
     errors: dict[str, list[str]] = {}
     for error in result.errors:
-        errors.setdefault(error.subject.rpartition("/")[2], []).append(str(error.error))
+        errors.setdefault(error.subject.split()[-1].rpartition("/")[2], []).append(str(error.error))
     warnings: dict[str, list[str]] = {}
     for notice in result.notices:
         if notice.code == API_WARNING:
-            warnings.setdefault(notice.subject.rpartition("/")[2], []).append(notice.message)
+            warnings.setdefault(notice.subject.split()[-1].rpartition("/")[2], []).append(notice.message)
     out = []
     for body in bodies:
         name = body["metadata"]["name"]
@@ -267,3 +267,24 @@ def test_one_inputs_deployments_of_one_spec_share_it_and_admissions_outside_an_i
     assert objects[0]["spec"] is objects[1]["spec"]
     alone, _, _ = admission.admit(copy.deepcopy(bodies[0]))
     assert alone["spec"] == objects[0]["spec"] and alone["spec"] is not objects[0]["spec"]
+
+
+def test_one_inputs_calico_policies_share_their_pruned_rules_and_a_dropped_field_is_named_where_it_sits() -> None:
+    import yaml
+
+    deny = {"action": "Deny", "destination": {"nets": ["169.254.169.254/32"]}}
+    typo = ALLOW | {"protocl": "UDP"}
+    bodies = [calico_policy("a", [ALLOW, deny]), calico_policy("b", [deny, ALLOW]), calico_policy("c", [ALLOW, ALLOW]),
+              calico_policy("d", [ALLOW, typo]), calico_policy("e", [ALLOW])]
+    bodies[4]["spec"]["egress"] = [ALLOW]  # the same rule both ways: two objects in one policy
+    bodies[4]["spec"]["types"] = ["Ingress", "Egress"]
+    stored, objects = _admitted_as_one_input(bodies)
+    assert stored == _admitted_one_by_one(bodies)
+    assert stored[3].endswith('strict decoding error: unknown field "spec.ingress[1].protocl"')
+    by_name = {o["metadata"]["name"]: o["spec"] for o in objects}
+    assert by_name["b"]["ingress"][0] is by_name["a"]["ingress"][1]
+    assert by_name["e"]["ingress"][0] is by_name["a"]["ingress"][0]
+    assert by_name["c"]["ingress"][0] == by_name["c"]["ingress"][1] and \
+        by_name["c"]["ingress"][0] is not by_name["c"]["ingress"][1]
+    assert by_name["e"]["ingress"][0] is not by_name["e"]["egress"][0]
+    assert all("&id" not in yaml.safe_dump(o) for o in objects)

@@ -195,7 +195,10 @@ def decode(body: Mapping[str, Any], kind: Kind, field_validation: FieldValidatio
             meta = schema.decode_field(body.get("metadata"), OBJECT_META, "metadata")
         except schema.DecodeError as exc:
             raise AdmissionError(400, "BadRequest", handled_as(kind, str(exc))) from None
-        obj, strict = crds.prune_to_schema({**body, "metadata": meta.obj}, fields)
+        # A CNI's kind is not defaulted after pruning: its pruned rules can be shared (shapes.sharing); a CRD's are
+        # defaulted in place.
+        obj, strict = crds.prune_to_schema({**body, "metadata": meta.obj}, fields,
+                                           shapes.shared_values() if kind.crd is None else None)
         strict = [*meta.strict, *strict]
     unknown = [s.split('"', 2)[1] for s in strict if s.startswith("unknown field")]
     if strict and field_validation == FieldValidation.STRICT:
