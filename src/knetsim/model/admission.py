@@ -23,6 +23,7 @@ dropped silently. Either way nothing the types do not describe is ever stored.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,13 @@ class Kind:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @functools.cached_property
+    def strategy(self) -> Strategy:
+        """The kind's strategy (``strategy``), found once per resolved kind: admission asks twice an object."""
+        if self.crd is not None:
+            return custom_strategy(self.kind, self.crd.status_subresource)
+        return strategy_for(self.kind, self.api_version)
 
     @property
     def typed(self) -> bool:
@@ -220,9 +228,7 @@ def cni_fields(group: str, kind: str) -> dict[str, Any] | None:
 
 def strategy(kind: Kind) -> Strategy:
     """The kind's strategy: a built-in kind's own, or the custom-resource strategy of its CRD version."""
-    if kind.crd is not None:
-        return custom_strategy(kind.kind, kind.crd.status_subresource)
-    return strategy_for(kind.kind, kind.api_version)
+    return kind.strategy
 
 
 def default(obj: dict[str, Any], kind: Kind, namespace: str = "default") -> dict[str, Any]:

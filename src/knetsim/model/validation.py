@@ -1266,13 +1266,17 @@ def _warning_text(name: str) -> str:
 _RULES_ADMITTED: ContextVar[bool] = ContextVar("network_policy_rules_admitted", default=False)
 
 
-@contextmanager
-def rules_admitted() -> Iterator[None]:
-    token = _RULES_ADMITTED.set(True)
-    try:
-        yield
-    finally:
-        _RULES_ADMITTED.reset(token)
+class rules_admitted:  # lower case: used as contextlib's context managers are
+    """``with rules_admitted():`` around a NetworkPolicy's validation whose rules were admitted before. A class, not a
+    generator: 9,000 policies of bench/calico.py enter it (~0.4 against ~1.5 us)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _RULES_ADMITTED.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _RULES_ADMITTED.reset(self._token)
 
 
 def validate_network_policy(body: Mapping[str, Any]) -> Errors:
