@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.helpers import knetsim
 
-from knetsim.model.apis.cni import ROOTS, object_schema
+from knetsim.model.apis.cni import object_schema, roots
 from knetsim.model.kinds import CILIUM, CNI_KINDS, KINDS
 
 PODS = """\
@@ -60,7 +60,7 @@ def write(tmp_path: Path, *documents: str) -> str:
 def test_every_cni_kind_has_its_fields_declared() -> None:
     cilium = {(k.group, k.kind) for k in KINDS if k.cni == CILIUM}
     assert cilium == {("cilium.io", "CiliumNetworkPolicy"), ("cilium.io", "CiliumClusterwideNetworkPolicy")}
-    assert set(ROOTS) == {(k.group, k.kind) for k in CNI_KINDS} | cilium
+    assert set(roots()) == {(k.group, k.kind) for k in CNI_KINDS} | cilium
 
 
 def test_validate_refuses_a_misspelt_calico_field_naming_file_object_and_path(tmp_path: Path) -> None:

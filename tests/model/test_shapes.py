@@ -186,3 +186,105 @@ def test_a_spec_admitted_under_ignore_with_an_unknown_field_is_still_refused_und
     admission.admit(copy.deepcopy(written), field_validation=admission.FieldValidation.IGNORE)
     assert refusal(written).endswith(
         'strict decoding error: unknown field "spec.template.spec.containers[0].imagePullPolicyy"')
+
+
+# --- one input's objects share what they repeat (shapes.sharing: cluster.build.admit) ------------------------------
+
+def _admitted_one_by_one(bodies: list[dict[str, Any]]) -> list[str]:
+    """Each body admitted alone, outside any sharing scope: what the input's admission must store, byte for byte
+    (or the refusal's words)."""
+    import json
+
+    out = []
+    for body in bodies:
+        try:
+            obj, decoded, _ = admission.admit(copy.deepcopy(body))
+            out.append(json.dumps(obj) + " warnings: " + "; ".join(decoded.api_warnings))
+        except AdmissionError as exc:
+            out.append("; ".join(str(e) for e in exc.errors) if exc.errors else exc.message)
+    return out
+
+
+def _admitted_as_one_input(bodies: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    import json
+
+    from knetsim.cluster.build import API_WARNING, admit
+    from knetsim.model.loader import Document, Source
+
+    result = admit([Document(Source("in.yaml", i), copy.deepcopy(b)) for i, b in enumerate(bodies)])
+    stored = iter(result.documents)
+    errors: dict[str, list[str]] = {}
+    for error in result.errors:
+        errors.setdefault(error.subject.split()[-1].rpartition("/")[2], []).append(str(error.error))
+    warnings: dict[str, list[str]] = {}
+    for notice in result.notices:
+        if notice.code == API_WARNING:
+            warnings.setdefault(notice.subject.split()[-1].rpartition("/")[2], []).append(notice.message)
+    out = []
+    for body in bodies:
+        name = body["metadata"]["name"]
+        if name in errors:
+            out.append("; ".join(errors[name]))
+            continue
+        out.append(json.dumps(next(stored).body) + " warnings: " + "; ".join(warnings.get(name, [])))
+    return out, [d.body for d in result.documents]
+
+
+def test_one_inputs_policies_that_repeat_a_rule_share_it_and_each_is_stored_as_admitted_alone() -> None:
+    import yaml
+
+    # Before StrictIPCIDRValidation (1.35) a legacy CIDR is admitted, warned of and spelled 10.0.0.0/8, every time.
+    legacy = {"from": [{"ipBlock": {"cidr": "010.0.0.0/8"}}]}
+    typo = {"from": [{"podSelector": {}}], "portz": [{"port": 80}]}
+    later = GOOD | {"ports": [{"port": 8443}]}
+    bodies = [policy("a", [GOOD, later]), policy("b", [later, GOOD]), policy("c", [GOOD, GOOD]),
+              policy("d", [legacy]), policy("e", [GOOD, legacy]), policy("f", [later, BAD]),
+              policy("g", [GOOD, later]), policy("h", [GOOD, typo]), policy("i", [later])]
+    bodies[6]["spec"]["egress"] = [{"to": [{"podSelector": {}}]}]
+    del bodies[6]["spec"]["policyTypes"]  # defaulted from its rules: Ingress, Egress
+    with versions.using(versions.parse("1.35")):
+        stored, objects = _admitted_as_one_input(bodies)
+        assert stored == _admitted_one_by_one(bodies)
+    assert '"cidr": "10.0.0.0/8"' in stored[3] and '"cidr": "10.0.0.0/8"' in stored[4]
+    assert "spec.ingress[0].from[0].ipBlock.cidr: non-standard" in stored[3]
+    assert "spec.ingress[1].from[0].ipBlock.cidr: non-standard" in stored[4]
+    assert stored[5].startswith('spec.ingress[1].from[0].ipBlock.cidr: Invalid value: "10.0.0.0/33"')
+    assert stored[7].endswith('strict decoding error: unknown field "spec.ingress[1].portz"')
+    by_name = {o["metadata"]["name"]: o["spec"] for o in objects}
+    # What the later policies repeat is the earlier policy's admitted rule, not a copy ...
+    assert by_name["b"]["ingress"][1] is by_name["a"]["ingress"][0]
+    assert by_name["i"]["ingress"][0] is by_name["a"]["ingress"][1]
+    # ... but one policy never holds one object twice: a YAML dumper would write an anchor and an alias.
+    assert by_name["c"]["ingress"][0] == by_name["c"]["ingress"][1]
+    assert by_name["c"]["ingress"][0] is not by_name["c"]["ingress"][1]
+    assert all("&id" not in yaml.safe_dump(o) for o in objects)
+
+
+def test_one_inputs_deployments_of_one_spec_share_it_and_admissions_outside_an_input_get_copies() -> None:
+    bodies = [deployment("a", 2, image="nginx:1.32"), deployment("b", 2, image="nginx:1.32")]
+    stored, objects = _admitted_as_one_input(bodies)
+    assert stored == _admitted_one_by_one(bodies)
+    assert objects[0]["spec"] is objects[1]["spec"]
+    alone, _, _ = admission.admit(copy.deepcopy(bodies[0]))
+    assert alone["spec"] == objects[0]["spec"] and alone["spec"] is not objects[0]["spec"]
+
+
+def test_one_inputs_calico_policies_share_their_pruned_rules_and_a_dropped_field_is_named_where_it_sits() -> None:
+    import yaml
+
+    deny = {"action": "Deny", "destination": {"nets": ["169.254.169.254/32"]}}
+    typo = ALLOW | {"protocl": "UDP"}
+    bodies = [calico_policy("a", [ALLOW, deny]), calico_policy("b", [deny, ALLOW]), calico_policy("c", [ALLOW, ALLOW]),
+              calico_policy("d", [ALLOW, typo]), calico_policy("e", [ALLOW])]
+    bodies[4]["spec"]["egress"] = [ALLOW]  # the same rule both ways: two objects in one policy
+    bodies[4]["spec"]["types"] = ["Ingress", "Egress"]
+    stored, objects = _admitted_as_one_input(bodies)
+    assert stored == _admitted_one_by_one(bodies)
+    assert stored[3].endswith('strict decoding error: unknown field "spec.ingress[1].protocl"')
+    by_name = {o["metadata"]["name"]: o["spec"] for o in objects}
+    assert by_name["b"]["ingress"][0] is by_name["a"]["ingress"][1]
+    assert by_name["e"]["ingress"][0] is by_name["a"]["ingress"][0]
+    assert by_name["c"]["ingress"][0] == by_name["c"]["ingress"][1] and \
+        by_name["c"]["ingress"][0] is not by_name["c"]["ingress"][1]
+    assert by_name["e"]["ingress"][0] is not by_name["e"]["egress"][0]
+    assert all("&id" not in yaml.safe_dump(o) for o in objects)

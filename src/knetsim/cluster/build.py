@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import admission
+from ..model import admission, shapes
 from ..model.admission import FieldValidation, Validation
 from ..model.crd import CRDVersion, source_of, versions_of
 from ..model.defaults import DEFAULT_ACCOUNT, account_not_found, admit_service_account, default_service_account
@@ -140,6 +140,7 @@ def _describe(doc: Document, namespace: str) -> str:
     return Document(doc.source, {**doc.body, "metadata": {**doc.body["metadata"], "namespace": namespace}}).describe()
 
 
+@shapes.sharing()  # the input's objects share each admitted spec they repeat (model/shapes.py)
 def admit(documents: Iterable[Document], namespace: str = "default",
           validation: Validation = Validation.STRICT, *, keep: Callable[[Document], bool] | None = None,
           keep_stored: bool = False) -> Admitted:

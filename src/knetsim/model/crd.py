@@ -215,9 +215,11 @@ def prune(body: dict[str, Any], crd: CRDVersion) -> tuple[dict[str, Any], list[s
     return prune_to_schema(body, crd.schema)
 
 
-def prune_to_schema(body: Mapping[str, Any], object_schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def prune_to_schema(body: Mapping[str, Any], object_schema: dict[str, Any],
+                    shared: dict[tuple[Any, ...], Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """``prune`` by a whole object's schema (a CRD version's, or the fields model.apis.cni declares for a CNI's
-    kind)."""
+    kind). ``shared`` (shapes.shared_values, for a kind nothing defaults after pruning): a list item pruned
+    without a dropped field is shared with the scope's later objects that write the same item (``_prune_items``)."""
     strict: list[str] = []
     obj = {k: v for k, v in body.items() if k in ("apiVersion", "kind", "metadata")}
     properties = object_schema.get("properties") or {}
@@ -230,7 +232,8 @@ def prune_to_schema(body: Mapping[str, Any], object_schema: dict[str, Any]) -> t
             continue
         if value is None and sub is not None and not sub.get("nullable"):
             continue
-        obj[key] = _prune(value, sub or {"x-kubernetes-preserve-unknown-fields": True}, key, strict)
+        obj[key] = _prune(value, sub or {"x-kubernetes-preserve-unknown-fields": True}, key, strict,
+                          None if shared is None else (shared, set()))
     return obj, strict
 
 
@@ -253,7 +256,11 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str]) -> Any:
+# What one object's pruning shares: the scope's pruned items by key, and the ids of those this object holds already.
+_Sharing = tuple[dict[tuple[Any, ...], Any], set[int]]
+
+
+def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str], shared: _Sharing | None = None) -> Any:
     """A pruned copy: dicts and lists the schema describes are rebuilt, what it keeps whole is deep-copied
     (never the caller's objects: defaulting writes into the result)."""
     if schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties") and \
@@ -275,11 +282,38 @@ def _prune(value: Any, schema: dict[str, Any], path: str, strict: list[str]) -> 
                 continue
             if v is None and not sub.get("nullable"):
                 continue  # pruned before defaulting, so a default can apply
-            out[key] = _prune(v, sub, _join(path, key), strict)
+            out[key] = _prune(v, sub, _join(path, key), strict, shared)
         return out
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        if shared is not None:
+            return _prune_items(value, schema["items"], path, strict, shared)
         return [_prune(v, schema["items"], f"{path}[{i}]", strict) for i, v in enumerate(value)]
     return copy.deepcopy(value) if isinstance(value, dict | list) else value
+
+
+def _prune_items(value: list[Any], items: dict[str, Any], path: str, strict: list[str], shared: _Sharing,
+                 ) -> list[Any]:
+    """A list's items pruned, an object item written as one an earlier object of the scope held (and pruned without
+    a dropped field) being that object's pruned item: bench/calico.py's 1,000 Calico policies hold 5,000 rules of
+    a few contents, each rule's walk ~10 us against a key of ~1.5. An item with a dropped field is pruned again
+    where it sits, for its path. What lies within a shared item is its own (not shared again), and one object never
+    holds one shared item twice: a YAML dumper would write an anchor and its alias."""
+    values, held = shared
+    out: list[Any] = []
+    for i, v in enumerate(value):
+        if type(v) is not dict:
+            out.append(_prune(v, items, f"{path}[{i}]", strict))
+            continue
+        key = shapes.content_key(_SchemaIdentity("pruned", items), v)
+        pruned = values.get(key)
+        if pruned is None or id(pruned) in held:
+            before = len(strict)
+            pruned = _prune(v, items, f"{path}[{i}]", strict)
+            if len(strict) == before:
+                shapes.share_value(values, key, pruned)
+        held.add(id(pruned))
+        out.append(pruned)
+    return out
 
 
 def _default(value: Any, schema: dict[str, Any]) -> None:
