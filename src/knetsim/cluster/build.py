@@ -33,6 +33,7 @@ from ..model.kinds import (
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
     KINDS,
+    WORKLOADS,
     info_for,
     view_of,
 )
@@ -328,7 +329,6 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         _keep(state, w.body, w.source)
     for body, source in expanded.workloads:
         _keep(state, body, source)
-    _workload_status(state)
 
     # Services, their ClusterIPs from the ready ServiceCIDRs; an IPAddress written by hand holds its address.
     service_bodies = [(d.body, d.source) for d in by_kind.get("Service", [])]
@@ -393,18 +393,31 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         if kind not in quiet:
             state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
-    _first_generation(state)
+    _first_generation(state, [name for name in COLLECTIONS if name != WORKLOADS])
+    # The workloads' status and generation are written when something first reads state.workloads (what kubectl
+    # get, doctor, snapshots read), not here: `matrix` never reads them. Nothing after this point changes what
+    # they are computed from (the pods, the workloads' manifests), so they come out as written here before.
+    state._finish_workloads = _finish_workloads
     return BuildResult(state, errors)
 
 
-def _first_generation(state: ClusterState) -> None:
+def _finish_workloads(state: ClusterState) -> None:
+    """What the build defers to the first read of ``state.workloads``: each workload's status, then its first
+    generation, in the order the build wrote them in (a Deployment's revision annotation is added to its metadata
+    before its generation)."""
+    _workload_status(state)
+    _first_generation(state, [WORKLOADS])
+
+
+def _first_generation(state: ClusterState, collections: Iterable[str]) -> None:
     """``metadata.generation: 1`` on every object the build created of a kind whose strategy counts spec changes
     (PrepareForCreate sets it, as the live registry does), so it agrees with the observedGeneration its status
     reports. What a live cluster stored keeps its own. The strategy is the one admission used (a custom kind's
     is its CRD's)."""
     counted: dict[str, bool] = {}
-    for name in COLLECTIONS:
-        for obj in getattr(state, name).values():
+    for name in collections:
+        objects = state.workloads_without_status if name == WORKLOADS else getattr(state, name)
+        for obj in objects.values():
             # The kind's answer first (a dict lookup): a kind that counts no generation (10,000 pods) needs none
             # of the metadata checks below.
             counts = counted.get(obj.kind)
@@ -503,7 +516,7 @@ def _gateway_api(state: ClusterState, views: dict[str, list[Object]]) -> None:
 
 def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
     obj = Object(body["kind"], Meta.parse(body["kind"], body["metadata"]), body, source)
-    state.workloads[(obj.kind, obj.key)] = obj
+    state.workloads_without_status[(obj.kind, obj.key)] = obj
 
 
 def _keep_other(state: ClusterState, doc: Document) -> None:
@@ -645,7 +658,7 @@ def _workload_status(state: ClusterState) -> None:
         owner = pod.meta.owner
         if owner:
             owned.setdefault((pod.namespace, owner.kind, owner.name), []).append(pod.raw)
-    workloads = sorted(state.workloads.items())
+    workloads = sorted(state.workloads_without_status.items())
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
     for (kind, _), obj in workloads:
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
@@ -707,7 +720,7 @@ def _endpoint_slices(state: ClusterState) -> None:
 
 def _mirrored_slices(state: ClusterState) -> None:
     """The EndpointSliceMirroring controller: each selector-less Service's own Endpoints, as slices."""
-    for (kind, key), endpoints in sorted(state.workloads.items()):
+    for (kind, key), endpoints in sorted(state.workloads_without_status.items()):
         svc = state.services.get(key) if kind == "Endpoints" else None
         if svc is None:
             continue
