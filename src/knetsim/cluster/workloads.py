@@ -58,7 +58,7 @@ from .storage import (
     unschedulable_message,
     with_selected_node,
 )
-from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status
+from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status, is_coredns
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -679,6 +679,9 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
         if ip:
             used.add(ip)
     cursors: dict[str, Any] = {}
+    # What each containers list's pods share (pod_status): the pods of equal templates share one list, and nothing
+    # edits one while this build runs (a memo of this call only: the live kubelet's pods are not held to that).
+    containers_seen: dict[int, _ContainersSeen] = {}
     networks: dict[str, _PodRange] = {}  # parsed once per node: ipaddress is slow, and this runs per pod
     # Bootstrap order for built-in pods (kube-system first: CoreDNS gets .2 and .3 as on kind).
     ordered = sorted(pods, key=lambda p: (p[1] is not BUILTIN, p[0]["metadata"].get("namespace") != "kube-system",
@@ -721,7 +724,8 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets,
+                                    containers_seen=containers_seen)
     return notices
 
 
@@ -800,10 +804,45 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
     }
 
 
+# The container fields whose absence from every container of a pod makes its config errors, restarts and CoreDNS
+# checks below find nothing: no environment (containerruns.config_error reads only env and envFrom), no command of
+# its own (exit_of judges only those), no probe (probe_failure, coredns_refused_probe), and no CoreDNS image.
+_JUDGED_FIELDS = ("env", "envFrom", "command", "args", "startupProbe", "livenessProbe", "readinessProbe")
+
+
+@dataclass(frozen=True, slots=True)
+class _ContainersSeen:
+    """What ``pod_status`` reads of a containers list alone, once per list: every pod of one template (and of equal
+    templates, expand_workloads) holds the same list. ``containers`` holds the list alive, so its id is not reused."""
+
+    containers: list[Any]
+    config: ClusterConfig | None
+    pulls: dict[Any, PullError | None]  # read only: a pod that may write into it copies it
+    plain: bool  # no container has a _JUDGED_FIELDS field or runs CoreDNS: nothing more to judge
+
+
+def _pulls(containers: list[Any], config: ClusterConfig | None) -> dict[Any, PullError | None]:
+    return {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
+                                                                          "IfNotPresent"))
+            for c in containers if config is not None and isinstance(c, Mapping)}
+
+
+def _seen(containers: list[Any], config: ClusterConfig | None,
+          memo: dict[int, _ContainersSeen]) -> _ContainersSeen:
+    known = memo.get(id(containers))
+    if known is not None and known.containers is containers and known.config is config:
+        return known
+    plain = all(isinstance(c, Mapping) and not any(c.get(f) for f in _JUDGED_FIELDS) and not is_coredns(c)
+                for c in containers)
+    known = memo[id(containers)] = _ContainersSeen(containers, config, _pulls(containers, config), plain)
+    return known
+
+
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
                services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None,
-               secrets: ConfigMaps | None = None) -> dict[str, Any]:
+               secrets: ConfigMaps | None = None, *,
+               containers_seen: dict[int, _ContainersSeen] | None = None) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -811,7 +850,8 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
     its first pull attempt. ``configmaps`` (the offline build's ConfigMaps, even none) marks the offline build: a
     CoreDNS whose Corefile keeps it from starting crash-loops and exec probes are judged here; live, the
-    kubelet runs both."""
+    kubelet runs both. ``containers_seen``: a memo of what the containers lists of one build's pods hold
+    (``_ContainersSeen``; 10,000 pods of bench/calico.py hold 9 lists, ~7 us a pod saved)."""
     # The four judgments of init containers below walk spec.initContainers: a pod without any (all 10,000 of
     # bench/calico.py's) skips them (~4 us a pod).
     inits = bool((body.get("spec") or {}).get("initContainers"))
@@ -849,10 +889,15 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
                       podIPs=[{"ip": i} for i in ips or (ip,)], qosClass="BestEffort")
         return status
     containers = (body.get("spec") or {}).get("containers") or []
-    pulls = {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
-                                                                              "IfNotPresent"))
-             for c in containers if config is not None and isinstance(c, Mapping)}
-    if configmaps is not None:
+    plain = False  # nothing below but the pulls to judge: no environment, command, probe or CoreDNS
+    if containers_seen is not None and type(containers) is list:
+        seen = _seen(containers, config, containers_seen)
+        pulls, plain = seen.pulls, seen.plain
+        if not plain:
+            pulls = dict(pulls)  # this pod's own: a config error may be written into it
+    else:
+        pulls = _pulls(containers, config)
+    if configmaps is not None and not plain:
         # Offline (live, the kubelet resolves it): a container whose environment names a ConfigMap key that is
         # not there is never created; it waits as one whose image cannot be pulled does, the pod Pending.
         for c in containers:
@@ -878,7 +923,7 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": ready and err is None,
                 "started": err is None, "restartCount": 0, "state": state}
     crash = coredns_startup_error(body, configmaps, frozenset({config.dns_service_ip}), config.upstream_nameservers
-                                  ) if configmaps and config is not None and not failed else None
+                                  ) if configmaps and config is not None and not failed and not plain else None
     status = {
         "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
@@ -897,7 +942,9 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     }
     meta = body.get("metadata") or {}
     name, namespace = str(meta.get("name")), str(meta.get("namespace") or "default")
-    if crash is not None:
+    if plain:
+        pass  # no CoreDNS, no probe, no command of its own: nothing crash-loops, nothing is refused
+    elif crash is not None:
         crash_loop_status(status, crash[0], name, namespace)
     elif (refused := coredns_refused_probe(body, configmaps)) is not None:
         _not_ready(status, refused)
