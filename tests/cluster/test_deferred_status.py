@@ -45,6 +45,13 @@ def test_a_deployment_and_its_replica_set_read_with_their_status_revision_and_ge
     assert deployment["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1"}
     assert list(deployment) == ["apiVersion", "kind", "metadata", "spec", "status"]
     assert replica_set["metadata"]["generation"] == 1
+    # The ReplicaSet's replica annotations, written when the workloads are read, follow its revision.
+    assert replica_set["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1",
+                                                      "deployment.kubernetes.io/desired-replicas": "3",
+                                                      "deployment.kubernetes.io/max-replicas": "4"}
+    assert list(replica_set["metadata"]["annotations"]) == ["deployment.kubernetes.io/revision",
+                                                            "deployment.kubernetes.io/desired-replicas",
+                                                            "deployment.kubernetes.io/max-replicas"]
 
 
 def test_the_matrix_leaves_the_statuses_unwritten_and_a_later_reader_sees_them_whole() -> None:

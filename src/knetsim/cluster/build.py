@@ -61,7 +61,7 @@ from .mirroring import mirror
 from .services import Allocator, allocate_services
 from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice, stored_kind
 from .system import ingress_nginx_status, system_manifests
-from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
+from .workloads import WorkloadInput, annotate_replica_set, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 # Calico's API groups (its rows in model.kinds): its kinds are read by knetsim.policy (on a Calico cluster), not
@@ -302,7 +302,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for body, _ in pod_bodies:
         if not from_live_cluster(body):
             admit_service_account(body)  # the ServiceAccount admission plugin, as each pod's create meets it
-    expanded = expand_workloads(workload_inputs, pod_bodies, nodes)
+    # The ReplicaSets' replica annotations are written with the workloads' status, when first read (_finish_workloads).
+    expanded = expand_workloads(workload_inputs, pod_bodies, nodes, annotate=False)
     # More pods than replicas (a snapshot after a scale-down): the controller would delete the surplus.
     surplus = set(expanded.surplus)
     if surplus:  # most inputs have none: no key made for each of their pods
@@ -399,14 +400,18 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # The workloads' status and generation are written when something first reads state.workloads (what kubectl
     # get, doctor, snapshots read), not here: `matrix` never reads them. Nothing after this point changes what
     # they are computed from (the pods, the workloads' manifests), so they come out as written here before.
-    state._finish_workloads = _finish_workloads
+    unannotated = expanded.unannotated
+    state._finish_workloads = lambda finished: _finish_workloads(finished, unannotated)
     return BuildResult(state, errors)
 
 
-def _finish_workloads(state: ClusterState) -> None:
-    """What the build defers to the first read of ``state.workloads``: each workload's status, then its first
-    generation, in the order the build wrote them in (a Deployment's revision annotation is added to its metadata
-    before its generation)."""
+def _finish_workloads(state: ClusterState, unannotated: list[tuple[dict[str, Any], Any]]) -> None:
+    """What the build defers to the first read of ``state.workloads``: the replica annotations of the ReplicaSets
+    it made (after the revision their annotations begin with), each workload's status, then its first generation, in
+    the order the build wrote them in (a Deployment's revision annotation is added to its metadata before its
+    generation)."""
+    for replica_set, deployment in unannotated:
+        annotate_replica_set(replica_set, deployment)
     _workload_status(state)
     _first_generation(state, [WORKLOADS])
 

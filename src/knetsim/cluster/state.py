@@ -110,7 +110,8 @@ class ClusterState:
     others: dict[tuple[str, str], Object] = field(default_factory=dict)
     notices: list[Notice] = field(default_factory=list)
 
-    # What writes the workloads' status (their controllers' counts of the pods) and first generation, run the first
+    # What writes the workloads' status (their controllers' counts of the pods), first generation and a made
+    # ReplicaSet's replica annotations, run the first
     # time anything reads ``workloads`` (the property below): set by the offline build, whose `matrix` never reads a
     # workload's status (9,000 Deployments and their ReplicaSets: ~0.15 s at 10,000 pods). Not a field: no caller
     # passes it, and a state made from copies (the live server's) has nothing to finish. Unannotated on purpose: an
@@ -120,8 +121,9 @@ class ClusterState:
     @property
     def workloads_without_status(self) -> dict[tuple[str, str], Object]:
         """The workloads, for what reads only their identity, labels, owner and source (the matrix's workload
-        names, the CNI an agent DaemonSet shows): their ``raw`` may still lack the status and generation the
-        build writes, which reading ``workloads`` completes. Never for a workload's manifest or status."""
+        names, the CNI an agent DaemonSet shows): their ``raw`` may still lack the status, the generation and (a
+        ReplicaSet the build made) the replica annotations the build writes, which reading ``workloads`` completes.
+        Never for a workload's manifest, annotations or status."""
         return self._workloads
 
     def _get_workloads(self) -> dict[tuple[str, str], Object]:

@@ -95,6 +95,15 @@ class WorkloadResult:
     surplus: list[str] = field(default_factory=list)
     # The claims of the new StatefulSet pods (their volumeClaimTemplates), made if they do not exist.
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # (ReplicaSet, its Deployment) of each ReplicaSet made, whose replica annotations were left to the caller
+    # (expand_workloads with annotate=False).
+    unannotated: list[tuple[dict[str, Any], Mapping[str, Any]]] = field(default_factory=list)
+
+
+def annotate_replica_set(rs: dict[str, Any], deployment: Mapping[str, Any]) -> None:
+    """As the Deployment controller annotates its ReplicaSets: desired replicas, and what a surge may reach."""
+    desired = rollout.spec_replicas(deployment)
+    rollout.set_replicas_annotations(rs, desired, desired + rollout.max_surge(deployment))
 
 
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
@@ -184,8 +193,10 @@ def _with_label(obj: Mapping[str, Any], outer: str, inner: str | None, hash_: st
 
 
 def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str, Any], Source]],
-                     nodes: list[Node]) -> WorkloadResult:
-    """Create the ReplicaSets and Pods the controllers would; existing owned Pods count toward replicas."""
+                     nodes: list[Node], *, annotate: bool = True) -> WorkloadResult:
+    """Create the ReplicaSets and Pods the controllers would; existing owned Pods count toward replicas.
+    ``annotate=False`` leaves the replica annotations of the ReplicaSets made to the caller (``result.unannotated``,
+    ``annotate_replica_set``): the offline build writes them when the workloads are first read."""
     result = WorkloadResult()
     ordered = sorted(inputs, key=lambda w: (w.namespace, _WORKLOAD_ORDER.get(w.kind, 9), w.name))
     existing_rs = {(w.namespace, w.name) for w in ordered if w.kind == "ReplicaSet"}
@@ -237,9 +248,10 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
             },
             "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template},
         }
-        # As the Deployment controller annotates its ReplicaSets: desired replicas, and what a surge may reach.
-        rollout.set_replicas_annotations(rs_body, rollout.spec_replicas(w.body),
-                                         rollout.spec_replicas(w.body) + rollout.max_surge(w.body))
+        if annotate:
+            annotate_replica_set(rs_body, w.body)
+        else:
+            result.unannotated.append((rs_body, w.body))
         replica_sets.append(WorkloadInput(rs_body, w.source if w.source is BUILTIN else CONTROLLER))
 
     all_workloads = [w for w in ordered if w.kind != "ReplicaSet"] + sorted(
