@@ -4,7 +4,11 @@ annotations) must still be judged per pod: a verdict of one pod never leaks into
 
 from __future__ import annotations
 
+import yaml
+from click.testing import CliRunner
 from tests.conftest import cluster_from
+
+from knetsim.cli.main import cli
 
 
 def _deployment(namespace: str) -> str:
@@ -73,3 +77,16 @@ def test_plain_containers_run_ready_and_a_readiness_annotation_is_read_per_pod()
     assert _waiting(cluster, "a", "plain-") == _waiting(cluster, "b", "plain-") == {"running"}
     ready = {(p.namespace, p.ready) for p in cluster.state.pods.values() if p.name.startswith("plain-")}
     assert ready == {("a", True), ("b", False)}
+
+
+def test_pods_of_one_containers_list_print_their_whole_status_each() -> None:
+    # Their ready conditions and container statuses are one pair of lists in the build: printed, each pod shows them
+    # in full (no YAML anchor and alias), as kubectl does.
+    result = CliRunner().invoke(cli, ["get", "pods", "-n", "a", "-o", "yaml", "-f", "-"], input=PLAIN % "a")
+    assert result.exit_code == 0, result.output
+    items = yaml.safe_load(result.stdout)["items"]
+    assert len(items) == 2 and "&id" not in result.output and "*id" not in result.output
+    for item in items:
+        assert [c["type"] for c in item["status"]["conditions"]] == [
+            "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        assert item["status"]["containerStatuses"][0]["ready"] is True
