@@ -8,6 +8,8 @@ import copy
 import uuid
 from typing import Any
 
+from tests.conftest import cluster_from
+
 from knetsim.cluster.config import ClusterConfig
 from knetsim.cluster.naming import _template_hash, pod_template_hash
 from knetsim.model.objects import Meta, NetworkPolicy, Pod, content_key, stable_uid
@@ -92,3 +94,37 @@ def test_the_dns_service_address_follows_each_clusters_service_range() -> None:
     assert ClusterConfig().dns_service_ip == "10.96.0.10"
     assert ClusterConfig(service_cidr="10.100.0.0/16").dns_service_ip == "10.100.0.10"
     assert ClusterConfig(service_cidr="10.100.0.0/16").kubernetes_service_ip == "10.100.0.1"
+
+
+def _deployment(name: str, namespace: str, image: str) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: app, image: "{image}", ports: [{{containerPort: 80}}]}}]
+"""
+
+
+def test_replica_sets_of_equal_templates_share_one_pod_spec_and_a_different_template_keeps_its_own() -> None:
+    text = "---".join([_deployment("web", "one", "nginx:1.27"), _deployment("web", "two", "nginx:1.27"),
+                       _deployment("web", "three", "nginx:1.28")])
+    cluster = cluster_from(text)
+    workloads = cluster.state.workloads
+    specs = {}
+    for namespace in ("one", "two", "three"):
+        (rs,) = [o for (kind, key), o in workloads.items() if kind == "ReplicaSet" and o.namespace == namespace]
+        deployment = workloads[("Deployment", f"{namespace}/web")]
+        # Each ReplicaSet's template holds its Deployment's pod spec to the byte, whoever's dict it is.
+        assert rs.raw["spec"]["template"]["spec"] == deployment.raw["spec"]["template"]["spec"]
+        specs[namespace] = rs.raw["spec"]["template"]["spec"]
+    assert specs["one"] is specs["two"]
+    assert specs["three"] is not specs["one"] and specs["three"]["containers"][0]["image"] == "nginx:1.28"
+    images = {p.namespace: p.containers[0].image for p in cluster.state.pods.values()
+              if p.namespace in ("one", "two", "three")}
+    assert images == {"one": "nginx:1.27", "two": "nginx:1.27", "three": "nginx:1.28"}

@@ -33,6 +33,7 @@ from ..model.kinds import (
     GATEWAY_API_KINDS,
     GATEWAY_READ_AS_KEPT,
     KINDS,
+    WORKLOADS,
     info_for,
     view_of,
 )
@@ -60,7 +61,7 @@ from .mirroring import mirror
 from .services import Allocator, allocate_services
 from .state import COLLECTIONS, WORKLOAD_KINDS, ClusterState, Notice, stored_kind
 from .system import ingress_nginx_status, system_manifests
-from .workloads import WorkloadInput, assign_ips_and_status, expand_workloads, schedule
+from .workloads import WorkloadInput, annotate_replica_set, assign_ips_and_status, expand_workloads, schedule
 from .workloadstatus import daemon_set_status, is_active, is_ready, replica_set_status, stateful_set_status
 
 # Calico's API groups (its rows in model.kinds): its kinds are read by knetsim.policy (on a Calico cluster), not
@@ -283,14 +284,15 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     merged.update(user)  # keyed as `user` is
     # One sort of the 21,000 keys serves both orders: the user's documents are the merged ones under their keys.
     merged_keys = sorted(merged)
-    docs = [user[k] for k in merged_keys if k in user]
+    # The user's documents with the namespace their key holds (admit recorded it): not the property again for each.
+    user_namespaced = [(k[1], user[k]) for k in merged_keys if k in user]
     by_kind: dict[str, list[Document]] = {}
     for key in merged_keys:
         by_kind.setdefault(key[0], []).append(merged[key])
     gateway_views = _gateway_views(by_kind)
     _gateway_infra(gateway_views, by_kind, merged)
 
-    _namespaces(state, by_kind, docs)
+    _namespaces(state, by_kind, user_namespaced)
     _default_service_accounts(state)
     _nodes(state, by_kind, config)
     nodes = list(state.nodes.values())
@@ -301,11 +303,13 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     for body, _ in pod_bodies:
         if not from_live_cluster(body):
             admit_service_account(body)  # the ServiceAccount admission plugin, as each pod's create meets it
-    expanded = expand_workloads(workload_inputs, pod_bodies, nodes)
+    # The ReplicaSets' replica annotations are written with the workloads' status, when first read (_finish_workloads).
+    expanded = expand_workloads(workload_inputs, pod_bodies, nodes, annotate=False)
     # More pods than replicas (a snapshot after a scale-down): the controller would delete the surplus.
     surplus = set(expanded.surplus)
-    pod_bodies = [(b, s) for b, s in pod_bodies
-                  if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
+    if surplus:  # most inputs have none: no key made for each of their pods
+        pod_bodies = [(b, s) for b, s in pod_bodies
+                      if f"{b['metadata'].get('namespace', '')}/{b['metadata']['name']}" not in surplus]
     pod_bodies += expanded.pods
     # A pod the cluster stored without a node is pending there: it is taken as stored, never scheduled here.
     storage.add_claims(by_kind, expanded.claims)
@@ -329,7 +333,6 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
         _keep(state, w.body, w.source)
     for body, source in expanded.workloads:
         _keep(state, body, source)
-    _workload_status(state)
 
     # Services, their ClusterIPs from the ready ServiceCIDRs; an IPAddress written by hand holds its address.
     service_bodies = [(d.body, d.source) for d in by_kind.get("Service", [])]
@@ -394,18 +397,35 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
             _keep_other(state, d)
         if kind not in quiet:
             state.warn("NotSimulated", f"{len(kind_docs)} object(s) of kind {kind} kept but not simulated", kind)
-    _first_generation(state)
+    _first_generation(state, [name for name in COLLECTIONS if name != WORKLOADS])
+    # The workloads' status and generation are written when something first reads state.workloads (what kubectl
+    # get, doctor, snapshots read), not here: `matrix` never reads them. Nothing after this point changes what
+    # they are computed from (the pods, the workloads' manifests), so they come out as written here before.
+    unannotated = expanded.unannotated
+    state._finish_workloads = lambda finished: _finish_workloads(finished, unannotated)
     return BuildResult(state, errors)
 
 
-def _first_generation(state: ClusterState) -> None:
+def _finish_workloads(state: ClusterState, unannotated: list[tuple[dict[str, Any], Any]]) -> None:
+    """What the build defers to the first read of ``state.workloads``: the replica annotations of the ReplicaSets
+    it made (after the revision their annotations begin with), each workload's status, then its first generation, in
+    the order the build wrote them in (a Deployment's revision annotation is added to its metadata before its
+    generation)."""
+    for replica_set, deployment in unannotated:
+        annotate_replica_set(replica_set, deployment)
+    _workload_status(state)
+    _first_generation(state, [WORKLOADS])
+
+
+def _first_generation(state: ClusterState, collections: Iterable[str]) -> None:
     """``metadata.generation: 1`` on every object the build created of a kind whose strategy counts spec changes
     (PrepareForCreate sets it, as the live registry does), so it agrees with the observedGeneration its status
     reports. What a live cluster stored keeps its own. The strategy is the one admission used (a custom kind's
     is its CRD's)."""
     counted: dict[str, bool] = {}
-    for name in COLLECTIONS:
-        for obj in getattr(state, name).values():
+    for name in collections:
+        objects = state.workloads_without_status if name == WORKLOADS else getattr(state, name)
+        for obj in objects.values():
             # The kind's answer first (a dict lookup): a kind that counts no generation (10,000 pods) needs none
             # of the metadata checks below.
             counts = counted.get(obj.kind)
@@ -504,7 +524,7 @@ def _gateway_api(state: ClusterState, views: dict[str, list[Object]]) -> None:
 
 def _keep(state: ClusterState, body: dict[str, Any], source: Source) -> None:
     obj = Object(body["kind"], Meta.parse(body["kind"], body["metadata"]), body, source)
-    state.workloads[(obj.kind, obj.key)] = obj
+    state.workloads_without_status[(obj.kind, obj.key)] = obj
 
 
 def _keep_other(state: ClusterState, doc: Document) -> None:
@@ -535,13 +555,14 @@ def _stored_kind(doc: Document) -> str:
     return known
 
 
-def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]], docs: list[Document]) -> None:
+def _namespaces(state: ClusterState, by_kind: dict[str, list[Document]],
+                docs: list[tuple[str, Document]]) -> None:
+    """The input's Namespaces, and each namespace another of its ``docs`` (namespace, document) is in, assumed."""
     for doc in by_kind.get("Namespace", []):
         ns = Namespace.parse(doc.body, doc.source)
         state.namespaces[ns.name] = ns
     missing: dict[str, Document] = {}
-    for doc in docs:
-        namespace = doc.namespace
+    for namespace, doc in docs:
         if namespace and namespace not in state.namespaces and namespace not in missing:
             info = BY_KIND.get(doc.kind)
             if info is None or info.namespaced:
@@ -574,8 +595,9 @@ def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Docum
     """A pod runs as an account the input does not hold: the API server would refuse it (the ServiceAccount admission
     plugin; a workload's controller records FailedCreate and makes no pod). Offline the account is assumed to exist,
     as a namespace is, and said once per account."""
-    parents = {(str(body["metadata"].get("namespace") or ""), str(body.get("kind")), str(body["metadata"]["name"])):
-               ref for body in made for ref in (body["metadata"].get("ownerReferences") or ())[:1]}
+    # Who owns each controller-made owner: made only when an account is missing (the 9,000 ReplicaSets of
+    # bench/calico.py are walked for nothing otherwise).
+    parents: dict[tuple[str, str, str], Any] | None = None
     accounts = {(d.namespace, d.name) for d in by_kind.get("ServiceAccount", [])} | \
         {(namespace, DEFAULT_ACCOUNT) for namespace in state.namespaces}
     for body, source in pod_bodies:
@@ -585,6 +607,10 @@ def _service_accounts_assumed(state: ClusterState, by_kind: dict[str, list[Docum
             continue
         accounts.add((namespace, account))
         owner = next(iter(meta.get("ownerReferences") or ()), None)
+        if parents is None:
+            parents = {(str(body["metadata"].get("namespace") or ""), str(body.get("kind")),
+                        str(body["metadata"]["name"])): ref
+                       for body in made for ref in (body["metadata"].get("ownerReferences") or ())[:1]}
         # A controller-made owner (a Deployment's ReplicaSet, a CronJob's Job) is named by what the input holds.
         owner = parents.get((namespace, str((owner or {}).get("kind")), str((owner or {}).get("name"))), owner)
         refused = account_not_found(namespace, account)
@@ -646,7 +672,7 @@ def _workload_status(state: ClusterState) -> None:
         owner = pod.meta.owner
         if owner:
             owned.setdefault((pod.namespace, owner.kind, owner.name), []).append(pod.raw)
-    workloads = sorted(state.workloads.items())
+    workloads = sorted(state.workloads_without_status.items())
     rs_by_deploy: dict[tuple[str, str], list[Object]] = {}
     for (kind, _), obj in workloads:
         if kind == "ReplicaSet" and obj.meta.owner and obj.meta.owner.kind == "Deployment":
@@ -708,8 +734,10 @@ def _endpoint_slices(state: ClusterState) -> None:
 
 def _mirrored_slices(state: ClusterState) -> None:
     """The EndpointSliceMirroring controller: each selector-less Service's own Endpoints, as slices."""
-    for (kind, key), endpoints in sorted(state.workloads.items()):
-        svc = state.services.get(key) if kind == "Endpoints" else None
+    # The Endpoints picked out before the sort (18,000 workloads of bench/calico.py hold none).
+    for (_, key), endpoints in sorted(item for item in state.workloads_without_status.items()
+                                      if item[0][0] == "Endpoints"):
+        svc = state.services.get(key)
         if svc is None:
             continue
         plan = mirror(svc, endpoints.raw, state.slices_for(svc))

@@ -28,7 +28,7 @@ from ..model.defaults import admit_service_account
 from ..model.labels import Selector
 from ..model.listeners import pod_listens
 from ..model.loader import BUILTIN, CONTROLLER, Source
-from ..model.objects import Node, Pod, stable_uid
+from ..model.objects import Node, Pod, content_key, stable_uid
 from ..model.programs import waited_names
 from . import rollout
 from .config import ClusterConfig, cpu_millis
@@ -58,7 +58,7 @@ from .storage import (
     unschedulable_message,
     with_selected_node,
 )
-from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status
+from .workloadstatus import ConfigMaps, coredns_closed_port, coredns_startup_error, crash_loop_status, is_coredns
 
 READY_ANNOTATION = "knetsim.io/ready"
 _WORKLOAD_ORDER = {"Deployment": 0, "ReplicaSet": 1, "ReplicationController": 1, "StatefulSet": 2, "DaemonSet": 3,
@@ -95,6 +95,15 @@ class WorkloadResult:
     surplus: list[str] = field(default_factory=list)
     # The claims of the new StatefulSet pods (their volumeClaimTemplates), made if they do not exist.
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # (ReplicaSet, its Deployment) of each ReplicaSet made, whose replica annotations were left to the caller
+    # (expand_workloads with annotate=False).
+    unannotated: list[tuple[dict[str, Any], Mapping[str, Any]]] = field(default_factory=list)
+
+
+def annotate_replica_set(rs: dict[str, Any], deployment: Mapping[str, Any]) -> None:
+    """As the Deployment controller annotates its ReplicaSets: desired replicas, and what a surge may reach."""
+    desired = rollout.spec_replicas(deployment)
+    rollout.set_replicas_annotations(rs, desired, desired + rollout.max_surge(deployment))
 
 
 def _fresh_names(w: WorkloadInput, count: int, taken: set[str]) -> list[str]:
@@ -184,8 +193,10 @@ def _with_label(obj: Mapping[str, Any], outer: str, inner: str | None, hash_: st
 
 
 def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str, Any], Source]],
-                     nodes: list[Node]) -> WorkloadResult:
-    """Create the ReplicaSets and Pods the controllers would; existing owned Pods count toward replicas."""
+                     nodes: list[Node], *, annotate: bool = True) -> WorkloadResult:
+    """Create the ReplicaSets and Pods the controllers would; existing owned Pods count toward replicas.
+    ``annotate=False`` leaves the replica annotations of the ReplicaSets made to the caller (``result.unannotated``,
+    ``annotate_replica_set``): the offline build writes them when the workloads are first read."""
     result = WorkloadResult()
     ordered = sorted(inputs, key=lambda w: (w.namespace, _WORKLOAD_ORDER.get(w.kind, 9), w.name))
     existing_rs = {(w.namespace, w.name) for w in ordered if w.kind == "ReplicaSet"}
@@ -196,19 +207,33 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
         if ref.get("kind") == "Deployment" and ref.get("controller", True)
     }
     replica_sets: list[WorkloadInput] = []
+    # Deployments of equal templates (bench/calico.py: 9,000 templates of 9 contents) give their ReplicaSets and pods
+    # the first one's pod spec, equal to their own to the byte (content_key: marshal's exact types and key order).
+    # The pods' containers are then shared dicts whose views (objects.parse_container) are found by identity, not by
+    # content once a pod. A share, not a copy, as the pods of one template already share theirs: nothing edits a
+    # stored template's spec in place (_pod_from_template gives each pod its own spec dict for what it writes).
+    by_content: dict[bytes, tuple[str, Any]] = {}
     for w in ordered:
         if w.kind != "Deployment":
             continue
         spec = w.body["spec"]
         if (w.namespace, w.name) in deployments_with_rs:
             continue  # a snapshot: the Deployment's ReplicaSet is in the input already
-        hash_ = pod_template_hash(spec["template"])
+        content = content_key(spec["template"])
+        known = by_content.get(content) if isinstance(content, bytes) else None
+        if known is None:
+            known = (pod_template_hash(spec["template"]), spec["template"].get("spec"))
+            if isinstance(content, bytes):
+                by_content[content] = known
+        hash_, pod_spec = known
         rs_name = f"{w.name}-{hash_}"
         if (w.namespace, rs_name) in existing_rs:
             continue
         # The ReplicaSet's template is the Deployment's with the hash label: new dicts on the way to the label,
         # the rest (the pod spec) shared, as the pods share it after (stored objects are never edited in place).
         template = _with_label(spec["template"], "metadata", "labels", hash_)
+        if "spec" in template:
+            template["spec"] = pod_spec
         selector = _with_label(spec["selector"], "matchLabels", None, hash_)
         labels = dict(template["metadata"]["labels"])
         rs_body = {
@@ -223,9 +248,10 @@ def expand_workloads(inputs: Iterable[WorkloadInput], pods: list[tuple[dict[str,
             },
             "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template},
         }
-        # As the Deployment controller annotates its ReplicaSets: desired replicas, and what a surge may reach.
-        rollout.set_replicas_annotations(rs_body, rollout.spec_replicas(w.body),
-                                         rollout.spec_replicas(w.body) + rollout.max_surge(w.body))
+        if annotate:
+            annotate_replica_set(rs_body, w.body)
+        else:
+            result.unannotated.append((rs_body, w.body))
         replica_sets.append(WorkloadInput(rs_body, w.source if w.source is BUILTIN else CONTROLLER))
 
     all_workloads = [w for w in ordered if w.kind != "ReplicaSet"] + sorted(
@@ -665,6 +691,9 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
         if ip:
             used.add(ip)
     cursors: dict[str, Any] = {}
+    # What each containers list's pods share (pod_status): the pods of equal templates share one list, and nothing
+    # edits one while this build runs (a memo of this call only: the live kubelet's pods are not held to that).
+    containers_seen: dict[int, _ContainersSeen] = {}
     networks: dict[str, _PodRange] = {}  # parsed once per node: ipaddress is slow, and this runs per pod
     # Bootstrap order for built-in pods (kube-system first: CoreDNS gets .2 and .3 as on kind).
     ordered = sorted(pods, key=lambda p: (p[1] is not BUILTIN, p[0]["metadata"].get("namespace") != "kube-system",
@@ -707,7 +736,8 @@ def assign_ips_and_status(pods: list[tuple[dict[str, Any], Source]], nodes: list
             extra = tuple(str(ipaddress.ip_network(c)[offset]) for c in node.pod_cidrs[1:])
             used.update(extra)
         body["status"] = pod_status(body, ip, node.internal_ip, config, (ip, *extra),
-                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets)
+                                    node.internal_ips or (node.internal_ip,), services, configmaps, secrets,
+                                    containers_seen=containers_seen)
     return notices
 
 
@@ -786,10 +816,50 @@ def _blocked_status(body: Mapping[str, Any], blocked: int) -> dict[str, Any]:
     }
 
 
+# The container fields whose absence from every container of a pod makes its config errors, restarts and CoreDNS
+# checks below find nothing: no environment (containerruns.config_error reads only env and envFrom), no command of
+# its own (exit_of judges only those), no probe (probe_failure, coredns_refused_probe), and no CoreDNS image.
+_JUDGED_FIELDS = ("env", "envFrom", "command", "args", "startupProbe", "livenessProbe", "readinessProbe")
+
+
+@dataclass(slots=True)
+class _ContainersSeen:
+    """What ``pod_status`` reads of a containers list alone, once per list: every pod of one template (and of equal
+    templates, expand_workloads) holds the same list. ``containers`` holds the list alive, so its id is not reused."""
+
+    containers: list[Any]
+    config: ClusterConfig | None
+    pulls: dict[Any, PullError | None]  # read only: a pod that may write into it copies it
+    plain: bool  # no container has a _JUDGED_FIELDS field or runs CoreDNS: nothing more to judge
+    # A plain list's pods that run and are ready all have these conditions and container statuses: one pair of
+    # lists for them all, made by the first (bench/calico.py: 10,000 pods, 9 pairs; ~20 MB less). Shared, as their
+    # containers are: nothing edits a stored pod's status in place (the live kubelet writes its own pods' statuses,
+    # made without this memo, kubelet/podstatus.py).
+    ready: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+
+
+def _pulls(containers: list[Any], config: ClusterConfig | None) -> dict[Any, PullError | None]:
+    return {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
+                                                                          "IfNotPresent"))
+            for c in containers if config is not None and isinstance(c, Mapping)}
+
+
+def _seen(containers: list[Any], config: ClusterConfig | None,
+          memo: dict[int, _ContainersSeen]) -> _ContainersSeen:
+    known = memo.get(id(containers))
+    if known is not None and known.containers is containers and known.config is config:
+        return known
+    plain = all(isinstance(c, Mapping) and not any(c.get(f) for f in _JUDGED_FIELDS) and not is_coredns(c)
+                for c in containers)
+    known = memo[id(containers)] = _ContainersSeen(containers, config, _pulls(containers, config), plain)
+    return known
+
+
 def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterConfig | None = None,
                ips: tuple[str, ...] = (), host_ips: tuple[str, ...] = (),
                services: frozenset[tuple[str, str]] | None = None, configmaps: ConfigMaps | None = None,
-               secrets: ConfigMaps | None = None) -> dict[str, Any]:
+               secrets: ConfigMaps | None = None, *,
+               containers_seen: dict[int, _ContainersSeen] | None = None) -> dict[str, Any]:
     """The status of a pod at ``ip`` on ``host_ip``: phase, IPs, readiness conditions, containers.
 
     With ``config``, each container's image is checked against the registry model
@@ -797,7 +867,8 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
     InvalidImageName...) and the pod stays Pending, not ready, as the kubelet reports it after
     its first pull attempt. ``configmaps`` (the offline build's ConfigMaps, even none) marks the offline build: a
     CoreDNS whose Corefile keeps it from starting crash-loops and exec probes are judged here; live, the
-    kubelet runs both."""
+    kubelet runs both. ``containers_seen``: a memo of what the containers lists of one build's pods hold
+    (``_ContainersSeen``; 10,000 pods of bench/calico.py hold 9 lists, ~7 us a pod saved)."""
     # The four judgments of init containers below walk spec.initContainers: a pod without any (all 10,000 of
     # bench/calico.py's) skips them (~4 us a pod).
     inits = bool((body.get("spec") or {}).get("initContainers"))
@@ -835,10 +906,16 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
                       podIPs=[{"ip": i} for i in ips or (ip,)], qosClass="BestEffort")
         return status
     containers = (body.get("spec") or {}).get("containers") or []
-    pulls = {c.get("name"): pull_error(str(c.get("image") or ""), config, str(c.get("imagePullPolicy") or
-                                                                              "IfNotPresent"))
-             for c in containers if config is not None and isinstance(c, Mapping)}
-    if configmaps is not None:
+    plain = False  # nothing below but the pulls to judge: no environment, command, probe or CoreDNS
+    seen: _ContainersSeen | None = None
+    if containers_seen is not None and type(containers) is list:
+        seen = _seen(containers, config, containers_seen)
+        pulls, plain = seen.pulls, seen.plain
+        if not plain:
+            pulls = dict(pulls)  # this pod's own: a config error may be written into it
+    else:
+        pulls = _pulls(containers, config)
+    if configmaps is not None and not plain:
         # Offline (live, the kubelet resolves it): a container whose environment names a ConfigMap key that is
         # not there is never created; it waits as one whose image cannot be pulled does, the pod Pending.
         for c in containers:
@@ -864,7 +941,19 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         return {"name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": ready and err is None,
                 "started": err is None, "restartCount": 0, "state": state}
     crash = coredns_startup_error(body, configmaps, frozenset({config.dns_service_ip}), config.upstream_nameservers
-                                  ) if configmaps and config is not None and not failed else None
+                                  ) if configmaps and config is not None and not failed and not plain else None
+
+    def made() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        conditions = [{"type": "PodReadyToStartContainers", "status": "True"},
+                      {"type": "Initialized", "status": "True"}, ready_condition, containers_ready,
+                      {"type": "PodScheduled", "status": "True"}]
+        return conditions, [container_status(c) for c in containers]
+    if seen is not None and plain and ready and not failed:
+        if seen.ready is None:
+            seen.ready = made()
+        conditions, statuses = seen.ready
+    else:
+        conditions, statuses = made()
     status = {
         "phase": "Pending" if failed else "Running",
         "hostIP": host_ip,
@@ -872,18 +961,14 @@ def pod_status(body: Mapping[str, Any], ip: str, host_ip: str, config: ClusterCo
         "podIP": ip,
         "podIPs": [{"ip": i} for i in ips or (ip,)],
         "qosClass": "BestEffort",
-        "conditions": [
-            {"type": "PodReadyToStartContainers", "status": "True"},
-            {"type": "Initialized", "status": "True"},
-            ready_condition,
-            containers_ready,
-            {"type": "PodScheduled", "status": "True"},
-        ],
-        "containerStatuses": [container_status(c) for c in containers],
+        "conditions": conditions,
+        "containerStatuses": statuses,
     }
     meta = body.get("metadata") or {}
     name, namespace = str(meta.get("name")), str(meta.get("namespace") or "default")
-    if crash is not None:
+    if plain:
+        pass  # no CoreDNS, no probe, no command of its own: nothing crash-loops, nothing is refused
+    elif crash is not None:
         crash_loop_status(status, crash[0], name, namespace)
     elif (refused := coredns_refused_probe(body, configmaps)) is not None:
         _not_ready(status, refused)

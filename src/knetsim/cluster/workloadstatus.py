@@ -127,7 +127,7 @@ def coredns_corefile(pod: Mapping[str, Any], configmaps: ConfigMaps) -> str | No
     return text if isinstance(text, str) else None
 
 
-def _is_coredns(container: Any) -> bool:
+def is_coredns(container: Any) -> bool:
     return isinstance(container, Mapping) and image_repository(str(container.get("image") or "")).endswith("coredns")
 
 
@@ -138,7 +138,7 @@ def coredns_startup_error(pod: Mapping[str, Any], configmaps: ConfigMaps, own: f
     ConfigMap in the input: kubeadm's Corefile is assumed, which starts)."""
     # The CoreDNS container first, its Corefile only then: every pod of the offline build comes here, and its
     # volumes and the ConfigMap lookups are most of the cost for the 10,000 that run no CoreDNS.
-    container = next((c for c in (pod.get("spec") or {}).get("containers") or [] if _is_coredns(c)), None)
+    container = next((c for c in (pod.get("spec") or {}).get("containers") or [] if is_coredns(c)), None)
     if container is None:
         return None
     text = coredns_corefile(pod, configmaps)
@@ -159,7 +159,7 @@ def coredns_closed_port(pod: Mapping[str, Any], container: Mapping[str, Any], po
     """Is ``port`` one of CoreDNS's side-plugin ports that its Corefile does not open? (A Corefile without
     ``ready`` leaves 8181 closed, so kubeadm's readiness probe is refused and the pods stay 0/1.) False for any
     other image or port, and when the Corefile is not known."""
-    if not _is_coredns(container) or port not in SIDE_PLUGIN_PORTS.values():
+    if not is_coredns(container) or port not in SIDE_PLUGIN_PORTS.values():
         return False
     text = coredns_corefile(pod, configmaps)
     if text is None:

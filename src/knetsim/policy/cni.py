@@ -195,7 +195,7 @@ def policy_objects(state: ClusterState) -> list[PolicyObject]:
 def _detected(state: ClusterState) -> ClusterCNI | None:
     """The CNI whose agent runs in the cluster (a live cluster's or a snapshot's objects; never knetsim's own)."""
     found: dict[str, str] = {}
-    for (kind, key), obj in state.workloads.items():
+    for (kind, key), obj in state.workloads_without_status.items():
         if kind != "DaemonSet" or obj.source is BUILTIN or obj.source is CONTROLLER \
                 or obj.namespace not in _AGENT_NAMESPACES:
             continue

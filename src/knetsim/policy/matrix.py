@@ -1080,7 +1080,7 @@ def workload_of(state: ClusterState, pod: Pod, cache: dict[tuple[str, str, str],
         found = (owner.kind, owner.name)
         parent_kind = {"ReplicaSet": "Deployment", "Job": "CronJob"}.get(owner.kind)
         if parent_kind:
-            obj = state.workloads.get((owner.kind, f"{pod.namespace}/{owner.name}"))
+            obj = state.workloads_without_status.get((owner.kind, f"{pod.namespace}/{owner.name}"))
             if obj is not None and obj.meta.owner is not None and obj.meta.owner.kind == parent_kind:
                 found = (parent_kind, obj.meta.owner.name)
         cache[key] = found
