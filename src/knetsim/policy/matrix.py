@@ -906,7 +906,9 @@ class CalicoKubernetesRows:
                 named = which >= 0
                 # A named port resolves on the destination: the peer on egress, the subject on ingress.
                 target = peer if direction == EGRESS else subject
-                bits[named] = table[which[named], target[named]]
+                at = which[named] * table.shape[1]  # flat positions: 2-d fancy indexing is ~10x slower
+                at += target[named]
+                bits[named] = table.reshape(-1)[at]
             cell_keys, cell_accept = or_reduce(subject * n + peer, bits)
         else:
             cell_keys, cell_accept = np.zeros(0, np.int64), np.zeros(0, dt)
