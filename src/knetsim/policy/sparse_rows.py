@@ -62,9 +62,12 @@ class GroupRows:
         counts = hi - lo
         total = int(counts.sum())
         if total:
-            row = np.repeat(np.arange(len(groups)), counts)
             pos = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
-            out[row, self.peers[pos]] = self.values[pos]
+            # Written at flat positions (row * n + peer): a 2-d fancy assignment is ~10x slower (4.4 against 0.34 ms
+            # for 128 rows of ~900 exceptions over 9,000 classes).
+            flat = np.repeat(np.arange(0, len(groups) * self.n, self.n, dtype=np.int64), counts)
+            flat += self.peers[pos]
+            out.reshape(-1)[flat] = self.values[pos]
         return out
 
     def at(self, groups: np.ndarray, peers: np.ndarray) -> np.ndarray:
@@ -209,7 +212,9 @@ def _common(block: np.ndarray, full: Any) -> np.ndarray:
     """Per row of ``block``, a value most of its peers have (0, all atoms, or the row's mode): the cells that
     differ from it are the row's exceptions, so the choice changes the size of the answer, never the answer."""
     n = block.shape[1]
-    nonzero = np.count_nonzero(block, axis=1)
+    # Row by row: count_nonzero along an axis is ~6x slower than over each row whole (1.9 against 0.3 ms for 128
+    # rows over 9,000 classes).
+    nonzero = np.array([np.count_nonzero(row) for row in block], dtype=np.int64)
     out = np.zeros(block.shape[0], dtype=block.dtype)
     for r in np.flatnonzero(nonzero * 2 > n).tolist():
         row = block[r]
@@ -264,10 +269,12 @@ def combine(tiers: Sequence[SparseTier], n: int, full: Any, dtype: Any) -> Spars
         del undecided
         base = _common(allowed, full)
         combo_base[lo:lo + len(picked)] = base
-        r, p = np.nonzero(allowed != base[:, None])
-        exc_combo.append(r + lo)
-        exc_peer.append(p)
-        exc_value.append(allowed[r, p])
+        # The flat positions, then row and peer: a 2-d nonzero yields both indices element by element, ~9x slower
+        # (3.7 against 0.4 ms a block of 128 rows over 9,000 classes).
+        at = np.flatnonzero(allowed != base[:, None])
+        exc_combo.append(at // n + lo)
+        exc_peer.append(at % n)
+        exc_value.append(allowed.reshape(-1)[at])
     ec, ep, ev = np.concatenate(exc_combo), np.concatenate(exc_peer), np.concatenate(exc_value)
     # Every member subject of a combo gets the combo's exceptions (sorted by combo, then peer, as np.nonzero gave).
     order = np.argsort(combo_of, kind="stable")
