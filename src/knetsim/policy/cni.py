@@ -37,6 +37,7 @@ from ..cluster.state import ClusterState
 from ..model.kinds import ANTREA, BY_GROUP_KIND, BY_KIND, CALICO, CILIUM, POLICY, STAGED
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Object
+from .cilium.labels import ENFORCE_NEVER, enforcement_mode
 
 KINDNET, FLANNEL = "kindnet", "flannel"  # CALICO, CILIUM, ANTREA: model.kinds, whose rows name them
 DISPLAY = {KINDNET: "kindnet", CALICO: "Calico", CILIUM: "Cilium", ANTREA: "Antrea", FLANNEL: "flannel"}
@@ -261,18 +262,31 @@ def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject]) -
     """A caveat for each policy object the answers leave out (Cilium's two kinds excepted: the engine names
     them where they are not enforced, and evaluates them on Cilium)."""
     out = []
+    never = cni.name == CILIUM and enforcement_mode(state) == ENFORCE_NEVER
     for obj in objects:
-        if obj.group == "cilium.io" and obj.kind in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"):
+        if obj.group == "cilium.io" and obj.kind in CILIUM_KINDS:
             continue
         found = _reason(obj, cni)
         if found is not None:
             out.append(Caveat(obj, *found))
-    if cni.name == FLANNEL:
+    unenforcing = ("not enforced: flannel enforces no network policy (it is a pod network only)" if cni.name == FLANNEL
+                   else CILIUM_NEVER if never else None)
+    if unenforcing is not None:
         for np in sorted(state.network_policies.values(), key=lambda p: p.key):
             out.append(Caveat(PolicyObject("networking.k8s.io", "NetworkPolicy", np.namespace, np.name, np.source,
-                                           KINDNET), False,
-                              "not enforced: flannel enforces no network policy (it is a pod network only)"))
+                                           KINDNET), False, unenforcing))
+    if never:
+        for kind in CILIUM_KINDS:
+            for policy in state.objects_of(kind):
+                out.append(Caveat(PolicyObject("cilium.io", kind, policy.namespace, policy.name, policy.source,
+                                               CILIUM), False, CILIUM_NEVER))
     return tuple(out)
+
+
+CILIUM_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+# Every policy object's caveat on a Cilium cluster whose agent enforces none (policy/cilium/labels.py).
+CILIUM_NEVER = ("not enforced: the Cilium agent's policy enforcement mode is never (kube-system/cilium-config "
+                "enable-policy), so it enforces no policy, even one that selects the pod")
 
 
 def listed(objects: list[PolicyObject], cni: ClusterCNI | None = None) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from . import cni as cnis
 from .calico import evaluate as calico
 from .calico.read import read as read_calico
 from .calico.staged import StagedChange, read_staged, with_change
+from .cilium import labels as cilium_labels
 from .ports import ConnSet
 from .rules import (
     EGRESS,
@@ -163,9 +164,13 @@ def build_index(state: ClusterState) -> PolicyIndex:
     # kube-proxy replacement: they follow the CNI, not the data plane.
     ebpf = cni.name == cnis.CILIUM
     policies, unenforced, problems = [], [], []
+    # Cilium's agent may enforce no policy at all, or every endpoint's (cilium-config enable-policy).
+    mode = cilium_labels.enforcement_mode(state) if ebpf else cilium_labels.ENFORCE_DEFAULT
+    if ebpf and (problem := cilium_labels.enforcement_problem(state)) is not None:
+        problems.append(problem)
     shared_rules = SharedRules()
     for _, np in sorted(state.network_policies.items()):
-        if cni.name not in cnis.ENFORCES_NETWORK_POLICY:
+        if cni.name not in cnis.ENFORCES_NETWORK_POLICY or mode == cilium_labels.ENFORCE_NEVER:
             break  # each named by a caveat (cni.caveats)
         try:
             policies.append(from_network_policy(np, shared_rules))
@@ -178,6 +183,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
             if not ebpf:
                 unenforced.append(ref)
                 continue
+            if mode == cilium_labels.ENFORCE_NEVER:
+                continue  # named by a caveat (cni.caveats)
             try:
                 read, left_out = cilium.read_with_notes(obj)
             except (cilium.CiliumPolicyError, ValueError) as exc:
@@ -218,6 +225,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
         if staged:
             base = found or read_calico(state, index.policies, index.cluster_selecting, [], force=True)
             index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
+    if mode == cilium_labels.ENFORCE_ALWAYS:
+        cilium_policies.append(cilium.always_enforced())  # clusterwide: Cilium's own walk answers
     if ebpf and any(p.needs_walk for p in cilium_policies):
         from .cilium import evaluate as cilium_walk  # Cilium's and Antrea's walks load where used: ~8 ms of start
 

@@ -33,6 +33,7 @@ from ..model.objects import Pod
 from .cilium import labels as cilium_labels
 from .cilium.read import CiliumPolicy
 from .cluster_lint import cluster_lint
+from .cni import CILIUM_NEVER
 from .engine import PolicyIndex, _direction_set, pod_endpoint, policy_index
 from .findings import Finding
 from .ports import ConnSet
@@ -739,6 +740,10 @@ def _left_out(index: PolicyIndex) -> list[Finding]:
                                f"{c.reason} (the cluster's {index.cni.text()})",
                                "check the connections it decides on the cluster itself; every knetsim verdict it "
                                "could change names it"))
+        elif c.reason == CILIUM_NEVER:
+            out.append(Finding("PolicyNotEnforced", "warning", c.object.ref, c.reason,
+                               "set enable-policy: default in kube-system/cilium-config and restart the Cilium "
+                               "agents (kubectl -n kube-system rollout restart ds/cilium), or remove the policy"))
         else:
             out.append(Finding("PolicyNotEnforced", "warning", c.object.ref, c.reason,
                                "remove it, or run the CNI that enforces it; nothing in the cluster acts on it now"))

@@ -9,6 +9,7 @@ from .read import (
     CiliumPolicy,
     CiliumPolicyError,
     DNSMatch,
+    always_enforced,
     http_rule_matches,
     parse,
     read,
@@ -16,5 +17,5 @@ from .read import (
 )
 
 __all__ = ["CLUSTERWIDE_KIND", "ENTITIES", "KIND", "KINDS", "CiliumPolicy", "CiliumPolicyError", "DNSMatch",
-           "http_rule_matches", "parse", "read",
+           "always_enforced", "http_rule_matches", "parse", "read",
            "read_with_notes"]

@@ -45,9 +45,36 @@ DERIVED = frozenset({SERVICE_ACCOUNT_LABEL, CLUSTER_LABEL})
 def cluster_name(state: Any) -> str:
     """The Cilium cluster name: ``cluster-name`` of kube-system's ``cilium-config`` ConfigMap when the input has
     it, else Cilium's default."""
+    return str(_agent_config(state).get("cluster-name") or DEFAULT_CLUSTER)
+
+
+# The agent's policy enforcement modes (cilium-config ``enable-policy``; pkg/option: PolicyEnforcement{Default,
+# Always,Never}; Documentation/security/policy/intro.rst "Policy Enforcement Modes").
+ENFORCE_DEFAULT, ENFORCE_ALWAYS, ENFORCE_NEVER = "default", "always", "never"
+ENFORCEMENT_MODES = (ENFORCE_DEFAULT, ENFORCE_ALWAYS, ENFORCE_NEVER)
+
+
+def enforcement_mode(state: Any) -> str:
+    """The agent's policy enforcement mode: ``enable-policy`` of kube-system's ``cilium-config`` when the input has
+    it (any case, as the agent's option parser reads it), else ``default``. A value the agent would refuse to start
+    with stands as ``default`` (``enforcement_problem`` names it)."""
+    mode = str(_agent_config(state).get("enable-policy") or ENFORCE_DEFAULT).strip().lower()
+    return mode if mode in ENFORCEMENT_MODES else ENFORCE_DEFAULT
+
+
+def enforcement_problem(state: Any) -> str | None:
+    """A ``cilium-config`` ``enable-policy`` value that is no mode (the agent does not start with it), or None."""
+    raw = _agent_config(state).get("enable-policy")
+    if raw is None or str(raw).strip().lower() in ENFORCEMENT_MODES:
+        return None
+    return (f"ConfigMap kube-system/cilium-config: enable-policy: {raw!s} is not a policy enforcement mode "
+            f"({', '.join(ENFORCEMENT_MODES)}): the agent would not start; answered as default")
+
+
+def _agent_config(state: Any) -> dict[str, Any]:
     config = state.others.get(("ConfigMap", "kube-system/cilium-config"))
-    data = ((config.raw if config is not None else {}) or {}).get("data") or {}
-    return str(data.get("cluster-name") or DEFAULT_CLUSTER)
+    data = ((config.raw if config is not None else {}) or {}).get("data")
+    return data if isinstance(data, dict) else {}
 
 
 def endpoint_labels(pod: Any, cluster: str) -> dict[str, str]:
@@ -93,6 +120,20 @@ def unmodelled(keys: Iterable[str]) -> list[str]:
                    and k not in DERIVED and k != POD_NAMESPACE_LABEL and not k.startswith(NAMESPACE_LABEL_PREFIX)})
 
 
-__all__ = ["CLUSTER_LABEL", "DEFAULT_CLUSTER", "DERIVED", "SERVICE_ACCOUNT_LABEL", "cluster_name",
-           "endpoint_labels", "filtered_by_default", "matches", "reads_endpoint_labels",
-           "unmodelled"]
+__all__ = [
+    "CLUSTER_LABEL",
+    "DEFAULT_CLUSTER",
+    "DERIVED",
+    "ENFORCE_ALWAYS",
+    "ENFORCE_DEFAULT",
+    "ENFORCE_NEVER",
+    "SERVICE_ACCOUNT_LABEL",
+    "cluster_name",
+    "endpoint_labels",
+    "enforcement_mode",
+    "enforcement_problem",
+    "filtered_by_default",
+    "matches",
+    "reads_endpoint_labels",
+    "unmodelled",
+]

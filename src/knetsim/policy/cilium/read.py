@@ -106,9 +106,12 @@ class CiliumPolicy:
     # peers the Cilium walk must match itself: toServices -> its description; toFQDNs -> the DNSMatch
     fqdns: tuple[tuple[int, int, DNSMatch], ...] = ()  # (egress rule, peer index, match)
     unsimulated: tuple[str, ...] = ()  # fields read but not simulated, by path: named on every answer
+    origin: str = ""  # not an object: what the agent itself enforces (``always_enforced``), as answers name it
 
     @property
     def ref(self) -> str:
+        if self.origin:
+            return self.origin
         return f"{CLUSTERWIDE_KIND} {self.policy.name}" if self.clusterwide else self.policy.ref
 
     @property
@@ -470,6 +473,17 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
     for policy in out:
         notes += [f"{field}: not simulated (this answer reads the rest of the rule)" for field in policy.unsimulated]
     return out, notes
+
+
+def always_enforced() -> CiliumPolicy:
+    """Policy enforcement mode ``always`` (cilium-config ``enable-policy``) as the one policy it amounts to: every
+    endpoint of every namespace selected, both directions in default deny, nothing allowed — a clusterwide policy
+    with ``endpointSelector: {}`` and an empty ingress and egress section (intro.rst, "Policy Enforcement Modes":
+    enforcement on all endpoints even when no rule selects them). The policies' own allows then open what they
+    allow."""
+    policy = Policy(CLUSTERWIDE_KIND, "", "enable-policy", Selector.everything(), (), ())
+    return CiliumPolicy(policy, clusterwide=True, ingress_deny=None, egress_deny=None,
+                        origin="the agent's policy enforcement mode always (kube-system/cilium-config enable-policy)")
 
 
 def parse(obj: Object) -> list[Policy]:
