@@ -47,8 +47,10 @@ class ReplicaSetController(PodOwner):
             # This burst's share of the difference (BURST at most; the rest comes in later syncs).
             this_burst = {**rs, "spec": {**(rs.get("spec") or {}), "replicas": len(active) + step}}
             plan = self.expand(this_burst, active)
-            for pod, name in zip([b for b, _ in plan.pods], self.fresh_names(key, len(plan.pods), batch,
-                                                                            len(active)), strict=True):
+            # One sync's pods in the order of their names (upstream creates a burst in parallel, in no order): the
+            # node then starts them, and hands out their addresses, in the order the offline build does.
+            names = sorted(self.fresh_names(key, len(plan.pods), batch, len(active)))
+            for pod, name in zip([b for b, _ in plan.pods], names, strict=True):
                 pod["metadata"]["name"] = name
                 failure = failure or self.create_pod(rs, pod, batch)
             for victim in plan.surplus:
