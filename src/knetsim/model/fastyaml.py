@@ -519,21 +519,42 @@ def _share_strings(documents: list[Any], shared: dict[str, str], limit: int) -> 
     shares only the keys of one call. 10,000 pods' manifests hold 870,000 strings of 3,000 texts, 46 MB apart; the
     walk costs ~0.1 s. Done chunk by chunk, so that the next chunk's strings reuse the memory of the copies freed."""
 
-    def walk(node: Any) -> None:
-        # A dict's values by key, a list's by index: the same replacement either way (json already shares keys).
-        for slot, value in (node.items() if type(node) is dict else enumerate(node)):
+    get = shared.get
+
+    # A dict's values by key, a list's by index (json already shares keys); one walk for each, each told its
+    # node's type by its caller: 7% fewer instructions than one walk asking each node's type (0.12 s of reading
+    # the 10k-pod bench, 352,000 dicts and 116,000 lists).
+    def walk_dict(node: dict[str, Any]) -> None:
+        for slot, value in node.items():
             kind = type(value)
             if kind is str:
-                known = shared.get(value)
+                known = get(value)
                 if known is None:
                     if len(shared) < limit:
                         shared[value] = value
                 else:
                     node[slot] = known
-            elif kind is dict or kind is list:
-                walk(value)
+            elif kind is dict:
+                walk_dict(value)
+            elif kind is list:
+                walk_list(value)
 
-    walk(documents)
+    def walk_list(node: list[Any]) -> None:
+        for slot, value in enumerate(node):
+            kind = type(value)
+            if kind is dict:
+                walk_dict(value)
+            elif kind is str:
+                known = get(value)
+                if known is None:
+                    if len(shared) < limit:
+                        shared[value] = value
+                else:
+                    node[slot] = known
+            elif kind is list:
+                walk_list(value)
+
+    walk_list(documents)
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
