@@ -179,8 +179,8 @@ def read_documents(text: str, reference: Callable[[str], list[Any]], resolver_fi
 # The gate's checks but one (``_deeper_after_node``) each test one line at a time (``_lines_refused``): any line
 # failing refuses the stream. Manifests repeat their lines (the 10k-pod bench: 611,000 lines, 3,321 distinct, 81 kB
 # of 10 MB), so those checks read the stream's distinct lines, already split for the words, joined: 0.07-0.1 s ->
-# ~3 ms there. Up to this many distinct lines, of at most this many characters, are kept for it (~10 MB at most);
-# past that the checks read the stream itself.
+# ~3 ms there. Up to this many distinct lines, of at most this many characters, are kept for it (~13 MB with their
+# join at most); past that the checks read the stream itself.
 _GATE_LINES = 65536
 _GATE_CHARS = 4 << 20
 
