@@ -461,3 +461,26 @@ def test_the_resolvers_keyed_on_a_letter_read_only_words() -> None:
             for text in [*SCALARS, "ns-0", "name", "nO", "oN", "NuLL", "Off", "noise", "t", "f", "y", "n"]:
                 if text.startswith(first) and regexp.match(text):
                     assert text.lower() in fastyaml._WORDS, text
+
+
+def deeper_after_node_walked(text: str) -> bool:
+    """``fastyaml._deeper_after_node`` as a plain walk of the lines: a line ending with a quote or closing bracket
+    (trailing blanks allowed), and the next line holding more than blanks or a comment indented deeper."""
+    lines = text.split("\n")
+    for at, line in enumerate(lines[:-1]):
+        if line.rstrip(" ")[-1:] in ("]", "}", '"', "'") and line.rstrip(" "):
+            for below in lines[at + 1:]:
+                content = below.lstrip(" ")
+                if content and content[0] != "#":
+                    if len(below) - len(content) > len(line) - len(line.lstrip(" ")):
+                        return True
+                    break
+    return False
+
+
+def test_a_line_deeper_after_a_finished_node_is_found_as_a_line_walk_finds_it() -> None:
+    rng = random.Random(8)
+    pieces = ["a", "'", '"', "]", "}", " ", "  ", "#", "\n", "\n", "- ", ": "]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        assert fastyaml._deeper_after_node(text) == deeper_after_node_walked(text), repr(text)
