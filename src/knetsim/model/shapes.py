@@ -77,9 +77,10 @@ def spec_errors(rules: SpecRules, obj: Mapping[str, Any]) -> list[FieldError]:
 #
 # For a kind whose defaulting and own rules read nothing but ``spec`` (a Deployment's, ReplicaSet's, DaemonSet's:
 # model/strategy.py says which), the spec an object is stored with depends only on the spec as written (and the
-# version in force). Remembered by the written spec's bytes, it is handed out as a copy (defaulting and the layers
-# above write into what admission returns): bench/calico.py's 9,000 Deployments of 9 distinct specs each skip
-# decoding (~6.5 us), defaulting (~4) and the spec's key (~2) for a key of the written spec (~1.4) and a copy (~4.3).
+# version in force). Remembered by the written spec's bytes, it is handed out as a copy (a caller may write into what
+# admission returns), or inside ``sharing()`` as the one object the scope's objects share (below):
+# bench/calico.py's 9,000 Deployments of 9 distinct specs each skip decoding (~6.5 us), defaulting (~4) and the
+# spec's key (~2) for a key of the written spec (~1.4) and a copy (~4.3) or nothing.
 # Only a spec that decoded without a strict error and was found valid is remembered, so nothing refused or warned
 # about is ever skipped.
 
