@@ -4,7 +4,13 @@ must read exactly as they did when the build wrote them at once: same counts, sa
 
 from __future__ import annotations
 
+import threading
+import time
+
 from tests.conftest import cluster_from
+
+from knetsim.cluster.config import ClusterConfig
+from knetsim.cluster.state import ClusterState
 
 DEPLOY = """
 apiVersion: apps/v1
@@ -74,3 +80,22 @@ def test_objects_of_and_the_endpoints_read_the_workloads_finished() -> None:
     cluster = cluster_from(DEPLOY)
     assert [e.name for e in cluster.state.objects_of("Endpoints") if e.namespace == "default"] == ["kubernetes", "web"]
     assert _user_workloads(cluster)["ReplicaSet"]["status"]["readyReplicas"] == 3
+
+
+def test_a_reader_in_another_thread_waits_for_the_workloads_finished() -> None:
+    state = ClusterState(config=ClusterConfig())
+    started = threading.Event()
+
+    def finish(finishing: ClusterState) -> None:
+        started.set()
+        time.sleep(0.2)  # long enough for the other thread to ask meanwhile
+        finishing.workloads_without_status[("Deployment", "default/web")] = "finished"  # type: ignore[assignment]
+
+    state._finish_workloads = finish
+    seen: list[object] = []
+    first = threading.Thread(target=lambda: state.workloads)
+    first.start()
+    started.wait()
+    seen.append(dict(state.workloads))  # while the first thread finishes
+    first.join()
+    assert seen == [{("Deployment", "default/web"): "finished"}]

@@ -128,3 +128,16 @@ def test_replica_sets_of_equal_templates_share_one_pod_spec_and_a_different_temp
     images = {p.namespace: p.containers[0].image for p in cluster.state.pods.values()
               if p.namespace in ("one", "two", "three")}
     assert images == {"one": "nginx:1.27", "two": "nginx:1.27", "three": "nginx:1.28"}
+
+
+def test_pods_sharing_a_containers_list_share_its_views_and_a_changed_list_is_parsed_again() -> None:
+    containers = [copy.deepcopy(CONTAINER)]
+    a = Pod.parse({**_pod("a", "one", CONTAINER), "spec": {"containers": containers}})
+    b = Pod.parse({**_pod("b", "one", CONTAINER), "spec": {"containers": containers}})
+    assert a.containers is b.containers
+    containers[0] = {**CONTAINER, "image": "nginx:1.28"}  # an item replaced: another list, by content
+    assert Pod.parse({**_pod("c", "one", CONTAINER), "spec": {"containers": containers}}).containers[0].image == \
+        "nginx:1.28"
+    containers.append({"name": "sidecar", "image": "envoy"})
+    assert [c.name for c in Pod.parse({**_pod("d", "one", CONTAINER), "spec": {"containers": containers}}
+                                      ).containers] == ["app", "sidecar"]

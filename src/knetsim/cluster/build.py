@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..model import admission, shapes
@@ -401,8 +402,8 @@ def build_cluster(documents: Iterable[Document], config: ClusterConfig | None = 
     # The workloads' status and generation are written when something first reads state.workloads (what kubectl
     # get, doctor, snapshots read), not here: `matrix` never reads them. Nothing after this point changes what
     # they are computed from (the pods, the workloads' manifests), so they come out as written here before.
-    unannotated = expanded.unannotated
-    state._finish_workloads = lambda finished: _finish_workloads(finished, unannotated)
+    # A partial of a module function, not a closure: a state still unfinished pickles.
+    state._finish_workloads = partial(_finish_workloads, unannotated=expanded.unannotated)
     return BuildResult(state, errors)
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from threading import RLock
 from typing import TYPE_CHECKING
 
 from ..model.kinds import BY_KIND, KINDS, OTHERS, WORKLOADS
@@ -74,6 +75,11 @@ KEPT_AS_WORKLOADS = tuple(k.kind for k in KINDS if k.collection == WORKLOADS)
 COLLECTIONS = (*KEYED_BY_NAME.values(), *KEYED_BY_REF.values(), WORKLOADS, OTHERS)
 
 
+# Held while a state's workloads are finished (ClusterState._get_workloads): one lock for all states, as finishing
+# happens once per state.
+_FINISHING = RLock()
+
+
 def collection_of(kind: str) -> str:
     """The ClusterState attribute that holds objects of ``kind``."""
     info = BY_KIND.get(kind)
@@ -111,12 +117,13 @@ class ClusterState:
     notices: list[Notice] = field(default_factory=list)
 
     # What writes the workloads' status (their controllers' counts of the pods), first generation and a made
-    # ReplicaSet's replica annotations, run the first
-    # time anything reads ``workloads`` (the property below): set by the offline build, whose `matrix` never reads a
-    # workload's status (9,000 Deployments and their ReplicaSets: ~0.15 s at 10,000 pods). Not a field: no caller
-    # passes it, and a state made from copies (the live server's) has nothing to finish. Unannotated on purpose: an
-    # annotation would make it a dataclass field; its type is Callable[[ClusterState], None] | None.
+    # ReplicaSet's replica annotations, run the first time anything reads ``workloads`` (the property below): set by
+    # the offline build, whose `matrix` never reads a workload's status (9,000 Deployments and their ReplicaSets:
+    # ~0.15 s at 10,000 pods). Not a field: no caller passes it, and a state made from copies (the live server's) has
+    # nothing to finish. Unannotated on purpose: an annotation would make it a dataclass field; its type is
+    # Callable[[ClusterState], None] | None. ``_finishing``: another thread's reader waits for the statuses whole.
     _finish_workloads = None
+    _finishing = False
 
     @property
     def workloads_without_status(self) -> dict[tuple[str, str], Object]:
@@ -127,10 +134,18 @@ class ClusterState:
         return self._workloads
 
     def _get_workloads(self) -> dict[tuple[str, str], Object]:
-        finish: Callable[[ClusterState], None] | None = self._finish_workloads
-        if finish is not None:
-            self._finish_workloads = None  # before the call: what it runs may read the state too
-            finish(self)
+        if self._finish_workloads is not None or self._finishing:
+            with _FINISHING:
+                finish: Callable[[ClusterState], None] | None = self._finish_workloads
+                if finish is not None:
+                    # Marked finishing before the hook is cleared, so a reader elsewhere never sees neither; cleared
+                    # before the call, so what it runs may read the state too.
+                    self._finishing = True
+                    self._finish_workloads = None
+                    try:
+                        finish(self)
+                    finally:
+                        self._finishing = False
         return self._workloads
 
     def _set_workloads(self, value: dict[tuple[str, str], Object]) -> None:

@@ -317,13 +317,15 @@ class Pod(Object):
         status = raw.get("status") or {}
         ready, reason = _pod_readiness(status)
         pod_ip = status.get("podIP")
-        pod_ips = tuple(str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, Mapping) and p.get("ip")) \
-            or ((str(pod_ip),) if pod_ip else ())
+        pod_ips = _pod_ips(status.get("podIPs")) or ((str(pod_ip),) if pod_ip else ())
         # Sidecars (init containers with restartPolicy Always) run beside the app: FindPort searches their named
         # ports too, and they may be what listens.
         containers = spec.get("containers") or []
         if spec.get("initContainers"):
             containers = [*containers, *_sidecars(spec)]
+            views = tuple(parse_container(c) for c in containers)
+        else:
+            views = _container_views(containers)
         # Positional, in the fields' order (Object's, then Pod's): each of a 10,000-pod build's pods comes this way,
         # and eighteen keywords cost a quarter of the constructor.
         return cls(
@@ -338,11 +340,40 @@ class Pod(Object):
             bool(spec.get("hostNetwork")),  # host_network
             str(spec.get("hostname") or ""),  # hostname
             str(spec.get("subdomain") or ""),  # subdomain
-            tuple(parse_container(c) for c in containers),
+            views,  # containers
             str(spec.get("dnsPolicy") or "ClusterFirst"),  # dns_policy
             spec.get("dnsConfig"),  # dns_config
             str(spec.get("restartPolicy") or "Always"),  # restart_policy
         )
+
+
+def _pod_ips(entries: Any) -> tuple[str, ...]:
+    """status.podIPs' addresses; the common entry, a dict of one ip, read without the Mapping ABC's check."""
+    if not entries:
+        return ()
+    return tuple(str(p["ip"]) for p in entries
+                 if (type(p) is dict or isinstance(p, Mapping)) and p.get("ip"))
+
+
+# The views of a pod's containers, by the list's identity: the pods of one template (and of equal ones, as the
+# build makes them: cluster.workloads.expand_workloads) share their containers list, 10,000 pods of bench/calico.py
+# nine lists. Kept with the list (alive, so its id is not reused) and a copy of it, which must still equal it (an
+# item replaced, added or dropped is a different list; an item's own dict is held to parse_container's terms).
+# Bounded as _CONTAINERS is.
+_CONTAINER_LISTS: dict[int, tuple[list[Any], list[Any], tuple[Container, ...]]] = {}
+
+
+def _container_views(containers: Any) -> tuple[Container, ...]:
+    if type(containers) is not list:
+        return tuple(parse_container(c) for c in containers)
+    hit = _CONTAINER_LISTS.get(id(containers))
+    if hit is not None and hit[0] is containers and hit[1] == containers:
+        return hit[2]
+    if len(_CONTAINER_LISTS) > 65536:
+        _CONTAINER_LISTS.clear()
+    views = tuple(parse_container(c) for c in containers)
+    _CONTAINER_LISTS[id(containers)] = (containers, list(containers), views)
+    return views
 
 
 def _sidecars(spec: Mapping[str, Any]) -> list[Any]:
