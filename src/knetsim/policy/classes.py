@@ -180,6 +180,7 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
     # The projection per distinct label map (by its items, in their order): the 10,000-pod bench's pods hold 9
     # distinct ones, and hashing a few pairs is cheaper than projecting them again.
     projections: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+    named_ports: dict[tuple[int, ...], tuple[Any, tuple[tuple[tuple[str, str], int], ...]]] = {}
     for pod in pods:
         ep = pod_endpoint(state, pod)
         if ep.kind == "node":
@@ -190,14 +191,21 @@ def build_classes(state: ClusterState, index: PolicyIndex, pods: Iterable[Pod], 
             projected = projections.get(items)
             if projected is None:
                 projected = projections[items] = tuple((k, labels[k]) for k in key_list if k in labels)
-            # podutil.FindPort: the first container port with that name and protocol wins.
-            ports: dict[tuple[str, str], int] = {}
-            for container in pod.containers:
-                for cp in container.ports:
-                    nk = (cp.name, cp.protocol)
-                    if cp.name and nk in named_set and nk not in ports:
-                        ports[nk] = cp.container_port
-            class_key = (POD, pod.namespace, projected, tuple(sorted(ports.items())), atom(ep.ip))
+            # Per distinct list of container objects: the pods of one template share their Container views (the
+            # 10,000-pod bench's pods hold 18), so the named ports are found once per list, not once per pod.
+            containers = pod.containers
+            by_ids = tuple(map(id, containers))
+            found = named_ports.get(by_ids)
+            if found is None:
+                # podutil.FindPort: the first container port with that name and protocol wins.
+                ports: dict[tuple[str, str], int] = {}
+                for container in containers:
+                    for cp in container.ports:
+                        nk = (cp.name, cp.protocol)
+                        if cp.name and nk in named_set and nk not in ports:
+                            ports[nk] = cp.container_port
+                found = named_ports[by_ids] = (containers, tuple(sorted(ports.items())))  # kept: ids stay theirs
+            class_key = (POD, pod.namespace, projected, found[1], atom(ep.ip))
             if identity is not None:
                 class_key = (*class_key[:-1], identity(pod), class_key[-1])
         groups.setdefault(class_key, []).append(ep)
