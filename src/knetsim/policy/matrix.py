@@ -1640,9 +1640,18 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
     sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
+    # The named ports per distinct list of container objects (kept in the entry, so their ids stay theirs): the pods
+    # of one template share their Container views, 10,000 pods of the bench hold 18.
+    named_ports: dict[tuple[int, ...], tuple[Any, tuple[tuple[str, str, int], ...]]] = {}
+
     def identity(pod: Pod) -> Any:
-        ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
-                             if p.name))
+        containers = pod.containers
+        by_ids = tuple(map(id, containers))
+        found = named_ports.get(by_ids)
+        if found is None:
+            found = named_ports[by_ids] = (containers, tuple(sorted(
+                (p.name, p.protocol, p.container_port) for c in containers for p in c.ports if p.name)))
+        ports = found[1]
         items = tuple(pod.labels.items())
         labels = sorted_labels.get(items)
         if labels is None:
@@ -1859,9 +1868,18 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
     # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
     sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
+    # The named ports per distinct list of container objects (kept in the entry, so their ids stay theirs): the pods
+    # of one template share their Container views, 10,000 pods of the bench hold 18.
+    named_ports: dict[tuple[int, ...], tuple[Any, tuple[tuple[str, str, int], ...]]] = {}
+
     def identity(pod: Pod) -> Any:
-        ports = tuple(sorted((p.name, p.protocol, p.container_port) for c in pod.containers for p in c.ports
-                             if p.name))
+        containers = pod.containers
+        by_ids = tuple(map(id, containers))
+        found = named_ports.get(by_ids)
+        if found is None:
+            found = named_ports[by_ids] = (containers, tuple(sorted(
+                (p.name, p.protocol, p.container_port) for c in containers for p in c.ports if p.name)))
+        ports = found[1]
         items = tuple(pod.labels.items())
         labels = sorted_labels.get(items)
         if labels is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring
 from typing import Any, TextIO
 
 import numpy as np
@@ -150,11 +151,14 @@ def write_json(m: Matrix, stream: TextIO) -> None:
     """The document of ``Matrix.to_dict`` (docs/policy.md), one connection per line."""
     out = _Out(stream)
     key = "pods" if m.level == "pod" else "workloads"
-    quoted = [json.dumps(n, ensure_ascii=False) for n in m.names]
+    # What json.dumps(name, ensure_ascii=False) returns for a string, without making a JSONEncoder per call (0.3
+    # against 2.3 us; 9,000 rows at 10,000 pods).
+    quoted = [encode_basestring(n) for n in m.names]
     members = [q for q, k in zip(quoted, m.rows.kinds, strict=True) if k != "external"]
     out.write("{\n" + f'  "{key}": ' + ("[\n    " + ",\n    ".join(members) + "\n  ]" if members else "[]"))
     out.write(',\n  "connections": [')
     allowed = [json.dumps(p.to_json()) for p in m.patterns]
+    closed = [a + "}" for a in allowed]  # a cell's end, made per pattern: one concatenation less per cell
     tails = [f', "to": {q}, "allowed": ' for q in quoted]
     first = True
     for block in m.blocks():
@@ -165,7 +169,7 @@ def write_json(m: Matrix, stream: TextIO) -> None:
             extra = {j: f', "partly": {json.dumps(part.to_dict())}' for j, part in block.partly.items()}
             items = [tails[j] + allowed[p] + extra.get(j, "") + "}" for j, p in zip(dst, pat, strict=True)]
         else:
-            items = [tails[j] + allowed[p] + "}" for j, p in zip(dst, pat, strict=True)]
+            items = [tails[j] + closed[p] for j, p in zip(dst, pat, strict=True)]
         out.write(head + (",\n" + '    {"from": ' + quoted[block.src]).join(items))
     out.write("\n  ]" if not first else "]")
     notes = ",\n    ".join(json.dumps(n, ensure_ascii=False) for n in m.notes)
