@@ -109,3 +109,27 @@ def test_a_misspelt_field_is_refused_and_explain_shows_the_fields(cilium: Cluste
     assert "matchName\t<string>" in explained and "matchPattern\t<string>" in explained, explained
     clusterwide = k.sh("kubectl explain ccnp.spec.ingressDeny.toPorts").stdout
     assert "ports\t<[]Object>" in clusterwide and "rules\t" not in clusterwide, clusterwide
+
+
+def test_the_agents_enforcement_mode_live(cilium: Cluster) -> None:
+    """kube-system/cilium-config holds the agent's enable-policy, as the chart installs it: set to always, a pod no
+    policy selects is dropped both ways (intro.rst, "Policy Enforcement Modes"); back to default, it is not. A real
+    agent reads the ConfigMap when it starts (restart it there); here the change holds at once."""
+    k = cilium
+    k.sh("kubectl create namespace modes")
+    k.sh("kubectl -n modes run plain --image=nginx:1.27 --port=80")
+    k.sh("kubectl -n modes run probe --image=busybox:1.36 -- sleep 3600")
+    assert wait_for(lambda: k.sh("kubectl -n modes get pods --no-headers").stdout.count("Running") == 2, 30)
+    plain = k.sh("kubectl -n modes get pod plain -o jsonpath={.status.podIP}").stdout.strip()
+    assert k.sh("kubectl -n kube-system get cm cilium-config -o jsonpath={.data.enable-policy}").stdout == "default"
+
+    def reaches() -> bool:
+        return k.sh(f"kubectl -n modes exec probe -- nc -zv -w 1 {plain} 80", check=False).returncode == 0
+
+    assert reaches()
+    try:
+        k.sh("""kubectl -n kube-system patch cm cilium-config --type merge -p '{"data":{"enable-policy":"always"}}'""")
+        assert wait_for(lambda: not reaches(), 10)
+    finally:
+        k.sh("""kubectl -n kube-system patch cm cilium-config --type merge -p '{"data":{"enable-policy":"default"}}'""")
+    assert wait_for(reaches, 10)

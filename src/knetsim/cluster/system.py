@@ -200,13 +200,13 @@ def node_network_manifests(config: ClusterConfig) -> list[dict[str, Any]]:
     if config.cni != "cilium" and config.dataplane != "ebpf":
         return [_daemonset("kindnet", {"app": "kindnet", "k8s-app": "kindnet", "tier": "node"},
                            "docker.io/kindest/kindnetd:v20250512-df8de77b", account="kindnet"), kube_proxy]
-    cilium = _cilium()
+    cilium = _cilium(replaces_kube_proxy=config.dataplane == "ebpf")
     # Cilium beside kube-proxy (cni: cilium on the iptables or nftables data plane): the chart's
     # kubeProxyReplacement=false install keeps kubeadm's kube-proxy DaemonSet.
     return cilium if config.dataplane == "ebpf" else [*cilium, kube_proxy]
 
 
-def _cilium() -> list[dict[str, Any]]:
+def _cilium(*, replaces_kube_proxy: bool) -> list[dict[str, Any]]:
     """Cilium's agent DaemonSet, its Envoy DaemonSet (the L7 proxy, a separate DaemonSet by default since Cilium
     1.16), the operator and the ``hubble-peer`` Service, named and labelled as the chart names them."""
     part_of = {"app.kubernetes.io/part-of": "cilium"}
@@ -256,7 +256,14 @@ def _cilium() -> list[dict[str, Any]]:
         "spec": {"selector": {"k8s-app": "cilium"}, "internalTrafficPolicy": "Local",
                  "ports": [{"name": "peer-service", "port": 443, "protocol": "TCP", "targetPort": 4244}]},
     }
-    return [agent, envoy, operator, hubble_peer]
+    # The chart's agent configuration, of its keys those the answers read (policy/cilium/labels.py,
+    # sources/live.py): editing enable-policy changes what is enforced at once (a real agent reads it when it starts:
+    # restart the agents there).
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+              "data": {"cluster-name": "default", "enable-policy": "default",
+                       "kube-proxy-replacement": "true" if replaces_kube_proxy else "false"}}
+    return [config, agent, envoy, operator, hubble_peer]
 
 
 # The other CNIs as their upstream manifests install them, named and labelled as there (the names are what
