@@ -9,10 +9,12 @@ NetworkPolicy shares its kind name with Kubernetes' (``cluster/state.stored_kind
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from ...cluster.state import ClusterState
+from ...model.labels import Selector
 from . import model, webhook
 from .evaluate import AntreaIndex, build
 
@@ -69,9 +71,13 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
     groups = []
     for obj in antrea_objects(state, model.GROUP_KINDS):
         try:
-            groups.append(model.parse_group(obj.kind, obj.raw))
+            group = model.parse_group(obj.kind, obj.raw)
         except model.AntreaPolicyError as exc:
             problems.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}: {exc}")
+            continue
+        if group.service is not None:
+            group = _service_members(state, group, f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}", problems)
+        groups.append(group)
     known_groups = {(g.namespace, g.name) for g in groups}
     kept = []
     for policy in policies:
@@ -84,13 +90,48 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
                 for what in rule.unsupported:
                     problems.append(f"{policy.source}: {policy.ref}: spec.{direction}[{rule.index}].{what}: not "
                                     "simulated, the rule is matched without it")
+                for i, sel in enumerate(rule.applied_to or ()):
+                    if sel.node_selector is not None:
+                        problems.append(_node_policy_note(policy, f"spec.{direction}[{rule.index}].appliedTo[{i}]"))
                 for sel in (*(rule.peers or ()), *(rule.applied_to or ()), *(policy.applied_to or ())):
                     if sel.group and (policy.namespace, sel.group) not in known_groups:
                         kind = "ClusterGroup" if policy.kind == model.ACNP else f"Group of {policy.namespace}"
                         problems.append(f"{policy.source}: {policy.ref}: group {sel.group!r}: no such {kind}: it "
                                         "selects nothing")
+        for i, sel in enumerate(policy.applied_to or ()):
+            if sel.node_selector is not None:
+                problems.append(_node_policy_note(policy, f"spec.appliedTo[{i}]"))
         kept.append(policy)
-    return build(kept, tuple(tiers.values()), groups)
+    outside = {name: host.addresses for name, host in sorted(state.config.outside.hosts.items())}
+    for policy in kept:
+        for rule in policy.egress:
+            for sel in rule.peers or ():
+                if sel.fqdn and not any(model.fqdn_matches(sel.fqdn, name) for name in outside):
+                    problems.append(f"{policy.source}: {policy.ref}: spec.egress[{rule.index}].to[{sel.index}].fqdn "
+                                    f"{sel.fqdn!r}: no name the cluster's DNS answers outside the cluster (the cluster "
+                                    "config's outside hosts) matches it: it matches nothing here")
+    return build(kept, tuple(tiers.values()), groups, outside)
+
+
+def _node_policy_note(policy: model.AntreaPolicy, field: str) -> str:
+    # docs/antrea-network-policy.md, "ACNP for Kubernetes Node traffic": a nodeSelector appliedTo makes a Node
+    # NetworkPolicy, enforced on the node's own (host network) traffic, which knetsim does not simulate.
+    return (f"{policy.source}: {policy.ref}: {field}.nodeSelector: a Node NetworkPolicy (the nodes' own traffic) is "
+            "not simulated: it applies to no pod here")
+
+
+def _service_members(state: ClusterState, group: model.AntreaGroup, where: str, problems: list[str]
+                     ) -> model.AntreaGroup:
+    """A serviceReference group: the backend pods of the Service, by its selector, in its namespace
+    (docs/antrea-network-policy.md, "ClusterGroup CRD": a Service without a selector is ignored)."""
+    assert group.service is not None
+    namespace, name = group.service
+    service = state.services.get(f"{namespace}/{name}")
+    if service is None or not service.selector:
+        why = "no such Service" if service is None else "the Service has no selector"
+        problems.append(f"{where}: spec.serviceReference {namespace}/{name}: {why}: it selects nothing")
+        return dataclasses.replace(group, pod_selector=Selector.none(), members_namespace=namespace)
+    return dataclasses.replace(group, pod_selector=service.selector_view, members_namespace=namespace)
 
 
 __all__ = ["antrea_objects", "read"]
