@@ -385,7 +385,12 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
     # A DNS server whose own ingress a policy governs (an Antrea baseline Drop over every namespace) may refuse
     # the query of a pod no policy selects: then every pod is asked, not only the egress-isolated ones.
-    dns_governed = _ingress_governed_by_cni(index, dns[0])
+    dns_governed = bool(index.selecting(dns[0], INGRESS)) or _ingress_governed_by_cni(index, dns[0])
+    # ... and then those policies are named beside the client's own (a clusterwide policy on kube-dns, say).
+    dns_policies = [_subject(p) for p in index.selecting(dns[0], INGRESS) if p.kind == "NetworkPolicy"]
+    if index.cilium is not None:
+        dns_policies += [p.ref for p in index.cilium.selecting(dns[0], INGRESS, index.ctx) if p.isolates(INGRESS)]
+    dns_policies += _cni_policies_selecting(index, dns[0], INGRESS)
     for pod_key, pod in sorted(state.pods.items()):
         if pod.host_network or not pod.pod_ip or pod_key in dns_keys:
             continue
@@ -413,6 +418,8 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 isolating[pod.namespace].update(p.ref for p in index.cilium.selecting(pod, EGRESS, index.ctx)
                                                 if p.isolates(EGRESS))
             isolating[pod.namespace].update(_cni_policies_selecting(index, pod, EGRESS))
+            if dns_governed:
+                isolating[pod.namespace].update(dns_policies)
     for ns, bucket in sorted(by_ns.items()):
         names_of = sorted(isolating.get(ns, ()))
         listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")

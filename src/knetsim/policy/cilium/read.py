@@ -188,8 +188,11 @@ def _split_selector(raw: Any, where: str, labels: list[str] | None = None
     for i, expr in enumerate(raw.get("matchExpressions") or []):
         op = _OPS.get(str(expr.get("operator")))
         if op is None:
+            # The CRD's enum, in the API server's words (cilium/cilium pkg/k8s/apis/cilium.io/client/crds/v2): the
+            # operator is case-sensitive, so the docs' own `operator: "in"` example is refused by kubectl apply.
+            supported = ", ".join(f'"{name}"' for name in _OPS)
             raise CiliumPolicyError(f"{where}.matchExpressions[{i}].operator: Unsupported value: "
-                                    f"{expr.get('operator')!r}")
+                                    f"\"{expr.get('operator')}\": supported values: {supported}")
         reqs.append(Requirement(_strip(str(expr.get("key"))), op, tuple(str(v) for v in expr.get("values") or ())))
     if labels is not None:
         labels += [f"{where}: {key} is a label Cilium may give an endpoint that knetsim does not model (it derives "
