@@ -280,3 +280,67 @@ def test_l7_examples_are_refused_as_antreas_webhook_refuses_them_without_the_fea
     assert any("ingress-allow-http-request-to-api-v2: admission webhook \"annpvalidator.antrea.io\" denied the "
                "request: layer 7 protocols can only be used when L7NetworkPolicy is enabled" in p
                for p in policy_index(s).problems)
+
+
+def test_the_docs_nested_group_as_written_misses_its_ip_block_child_and_says_so() -> None:
+    # The doc's nested ClusterGroup names `test-cg-ip-blocks`, but the group it defines is `test-cg-ip-block`.
+    # Antrea admits a missing child (pkg/controller/networkpolicy/validate.go), which then adds no member.
+    verbatim = cluster_group("test-cg-nested", {"childGroups": ["test-cg-sel", "test-cg-ip-blocks", "test-cg-svc-ref"]})
+    s = state(*GROUP_WORLD, SERVICE, *GROUPS[:3], verbatim, DROP_TO_NESTED)
+    assert evaluate(s, "default/client", "10.0.10.7", 80).allowed
+    assert not evaluate(s, "default/client", "default/web", 80).allowed  # the children that exist still count
+    assert any("ClusterGroup.crd.antrea.io test-cg-nested: spec.childGroups: 'test-cg-ip-blocks': no such "
+               "ClusterGroup: it adds no member" in p for p in policy_index(s).problems)
+
+
+# --- "ACNP for ICMP traffic" --------------------------------------------------------------------------------------
+
+
+def test_an_icmp_only_reject_rule_leaves_tcp_alone_and_says_icmp_is_not_simulated() -> None:
+    reject_ping = acnp("acnp-reject-ping-request", {
+        "priority": 5, "tier": "securityops",
+        "appliedTo": [{"podSelector": {"matchLabels": {"role": "server"}},
+                       "namespaceSelector": {"matchLabels": {"env": "prod"}}}],
+        "egress": [{"action": "Reject", "protocols": [{"icmp": {"icmpType": 8, "icmpCode": 0}}],
+                    "name": "DropPingRequest"}]})
+    s = state(ns("prod", env="prod"), pod("prod/server", {"role": "server"}),
+              pod("prod/other", {"role": "other"}, ports={"http": 80}), reject_ping)
+    # Before, the rule was read without its `protocols` and refused every TCP connection of the server.
+    assert evaluate(s, "prod/server", "prod/other", 80).allowed
+    assert any("acnp-reject-ping-request: spec.egress[0].protocols: not simulated, it matches only those "
+               "protocols, so no TCP, UDP or SCTP connection" in p for p in policy_index(s).problems)
+
+
+# --- "Antrea NetworkPolicy with Group reference" and "Group CRD" -------------------------------------------------
+
+
+def group(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "crd.antrea.io/v1beta1", "kind": "Group",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def test_antrea_network_policy_with_group_references() -> None:
+    groups = [group("test-grp-with-db-selector", {"podSelector": {"matchLabels": {"role": "db"}}}),
+              group("frontends", {"podSelector": {"matchLabels": {"role": "frontend"}}}),
+              group("nondb-in-db-namespaces", {"podSelector": {"matchLabels": {"role": "nondb"}},
+                                               "namespaceSelector": {"matchLabels": {"role": "db"}}}),
+              group("test-grp-with-frontend-selector", {"childGroups": ["frontends", "nondb-in-db-namespaces"]}),
+              group("test-grp-with-ip-block", {"ipBlocks": [{"cidr": "10.0.10.0/24"}]})]
+    annp = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
+            "metadata": {"name": "annp-with-groups", "namespace": "default"},
+            "spec": {"priority": 5, "tier": "securityops", "appliedTo": [{"group": "test-grp-with-db-selector"}],
+                     "ingress": [{"action": "Allow", "from": [{"group": "test-grp-with-frontend-selector"}],
+                                  "ports": [{"protocol": "TCP", "port": 8080, "endPort": 9000}],
+                                  "name": "AllowFromFrontend"},
+                                 {"action": "Drop", "name": "DropOthers"}],
+                     "egress": [{"action": "Drop", "to": [{"group": "test-grp-with-ip-block"}],
+                                 "ports": [{"protocol": "TCP", "port": 5978}], "name": "DropToThirdParty"}]}}
+    s = state(ns("default"), ns("dbns", role="db"), pod("default/db", {"role": "db"}, ports={"http": 8500}),
+              pod("default/fe", {"role": "frontend"}), pod("dbns/nondb", {"role": "nondb"}, node="worker2"),
+              pod("default/nondb", {"role": "nondb"}), *groups, annp)
+    assert evaluate(s, "default/fe", "default/db", 8500).allowed
+    assert evaluate(s, "dbns/nondb", "default/db", 8500).allowed
+    assert not evaluate(s, "default/nondb", "default/db", 8500).allowed  # not in a role=db namespace
+    assert not evaluate(s, "default/fe", "default/db", 7000).allowed  # outside 8080-9000
+    assert not evaluate(s, "default/db", "10.0.10.9", 5978).allowed
+    assert evaluate(s, "default/db", "10.0.11.9", 5978).allowed

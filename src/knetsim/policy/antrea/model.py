@@ -303,8 +303,13 @@ def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) ->
                          for k in ("scope",) if isinstance(p, Mapping)
                          and p.get(k))
     # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
+    ports = _ports(body.get("ports"), f"{field}.ports")
+    if body.get("protocols") and ports is None:
+        # `protocols` (ICMP, IGMP) narrows the rule to those protocols (docs/antrea-network-policy.md, "ACNP for ICMP
+        # traffic"): it matches no TCP, UDP or SCTP connection, the only ones knetsim answers for.
+        ports = ()
     return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
-                      _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported, tuple(to_services))
+                      ports, applied_to, unsupported, tuple(to_services))
 
 
 def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) -> AntreaPolicy:

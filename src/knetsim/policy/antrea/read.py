@@ -68,7 +68,7 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         policies.append(policy)
     if not policies:
         return None
-    groups = []
+    groups, group_sources = [], []
     for obj in antrea_objects(state, model.GROUP_KINDS):
         try:
             group = model.parse_group(obj.kind, obj.raw)
@@ -78,7 +78,15 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         if group.service is not None:
             group = _service_members(state, group, f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}", problems)
         groups.append(group)
+        group_sources.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}")
     known_groups = {(g.namespace, g.name) for g in groups}
+    for group, where in zip(groups, group_sources, strict=True):
+        # Antrea admits a childGroup that does not exist yet (pkg/controller/networkpolicy/validate.go): until it
+        # does, it adds no member. The docs' own nested examples name `test-cg-ip-blocks` for `test-cg-ip-block`.
+        for child in group.children:
+            if (group.namespace, child) not in known_groups:
+                scope = f"Group in {group.namespace}" if group.namespace else "ClusterGroup"
+                problems.append(f"{where}: spec.childGroups: {child!r}: no such {scope}: it adds no member")
     kept = []
     for policy in policies:
         if policy.kind == model.ANNP and policy.tier == model.BASELINE_TIER:
@@ -88,8 +96,12 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction):
                 for what in rule.unsupported:
+                    effect = "the rule is matched without it"
+                    if what == "protocols":
+                        effect = "it matches only those protocols, so no TCP, UDP or SCTP connection"
+
                     problems.append(f"{policy.source}: {policy.ref}: spec.{direction}[{rule.index}].{what}: not "
-                                    "simulated, the rule is matched without it")
+                                    f"simulated, {effect}")
                 for i, sel in enumerate(rule.applied_to or ()):
                     if sel.node_selector is not None:
                         problems.append(_node_policy_note(policy, f"spec.{direction}[{rule.index}].appliedTo[{i}]"))
