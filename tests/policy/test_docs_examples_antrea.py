@@ -344,3 +344,39 @@ def test_antrea_network_policy_with_group_references() -> None:
     assert not evaluate(s, "default/fe", "default/db", 7000).allowed  # outside 8080-9000
     assert not evaluate(s, "default/db", "10.0.10.9", 5978).allowed
     assert evaluate(s, "default/db", "10.0.11.9", 5978).allowed
+
+
+# --- "ServiceAccount based selection" and "Apply to NodePort Service" ---------------------------------------------
+
+
+def test_service_account_selection_drops_from_sa_1_pods_to_sa_2_pods() -> None:
+    def running_as(account: str) -> Any:
+        return lambda body: body["spec"].__setitem__("serviceAccountName", account)
+
+    s = state(ns("ns-1"), ns("ns-2"),
+              pod("ns-1/a", {"app": "a"}, tweak=running_as("sa-1")), pod("ns-1/b", {"app": "b"}),
+              pod("ns-2/c", {"app": "c"}, ports={"http": 80}, tweak=running_as("sa-2"), node="worker2"),
+              pod("ns-2/d", {"app": "d"}, ports={"http": 80}),
+              acnp("acnp-service-account", {
+                  "priority": 5, "tier": "securityops",
+                  "appliedTo": [{"serviceAccount": {"name": "sa-1", "namespace": "ns-1"}}],
+                  "egress": [{"action": "Drop", "to": [{"serviceAccount": {"name": "sa-2", "namespace": "ns-2"}}],
+                              "name": "ServiceAccountEgressRule"}]}))
+    assert not evaluate(s, "ns-1/a", "ns-2/c", 80).allowed
+    assert evaluate(s, "ns-1/a", "ns-2/d", 80).allowed
+    assert evaluate(s, "ns-1/b", "ns-2/c", 80).allowed
+
+
+def test_a_nodeport_service_policy_applies_to_no_pod_and_says_so() -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc-1", "namespace": "ns-1"},
+               "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    s = state(ns("ns-1"), pod("ns-1/web", {"app": "web"}, ports={"http": 80}),
+              pod("ns-1/other", {"app": "other"}, ports={"http": 80}), service,
+              acnp("acnp-deny-external-client-nodeport-svc-access", {
+                  "priority": 5, "tier": "securityops",
+                  "appliedTo": [{"service": {"name": "svc-1", "namespace": "ns-1"}}],
+                  "ingress": [{"action": "Drop", "from": [{"ipBlock": {"cidr": "1.1.1.0/24"}}]}]}))
+    # Before, an appliedTo of a Service was read as "every pod", and 1.1.1.5 was dropped everywhere.
+    assert evaluate(s, "1.1.1.5", "ns-1/other", 80).allowed
+    assert any("acnp-deny-external-client-nodeport-svc-access: spec.appliedTo[0].service ns-1/svc-1: a policy on a "
+               "NodePort Service's external traffic is not simulated" in p for p in policy_index(s).problems)

@@ -122,6 +122,8 @@ def selection_matches(index: AntreaIndex, policy: AntreaPolicy, sel: Selection, 
         # "do not work for Service DNS names"); headless Services' names are not modelled.
         return ep.kind == "external" and any(ep.ip in addresses for name, addresses in index.outside.items()
                                              if fqdn_matches(sel.fqdn, name))
+    if sel.service is not None:
+        return False  # a NodePort Service's external traffic (read.py names it as not simulated): never a pod
     if sel.node_selector is not None:
         # An appliedTo of nodes is a Node NetworkPolicy (host traffic, not simulated): it applies to no pod.
         return peer and _node_matches(sel.node_selector, ep, ctx)

@@ -69,9 +69,14 @@ class Selection:
     # An egress peer's FQDN, exact or with `*` wildcards (which span dots: "*foobar.com" is foobar.com and
     # www.foobar.com; antrea-io/antrea pkg/agent/controller/networkpolicy/fqdn.go, toRegex): lower-case.
     fqdn: str = ""
+    # An appliedTo's NodePort Service (namespace, name): the policy acts on external clients' traffic to the
+    # Service's node ports (docs/antrea-network-policy.md, "Apply to NodePort Service"), never on a pod's own.
+    service: tuple[str, str] | None = None
 
     def describe(self) -> str:
         parts = []
+        if self.service is not None:
+            parts.append(f"NodePort Service {'/'.join(self.service)}")
         if self.fqdn:
             parts.append(f"fqdn {self.fqdn}")
         if self.node_selector is not None:
@@ -256,7 +261,18 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
         str(body.get("group") or ""),
         (str(account["namespace"]), str(account["name"])) if given else None,
         _selector(body.get("nodeSelector"), f"{field}.nodeSelector"),
-        str(body.get("fqdn") or "").strip().lower() if peer else "")
+        str(body.get("fqdn") or "").strip().lower() if peer else "",
+        _service_ref(body.get("service"), f"{field}.service") if not peer else None)
+
+
+def _service_ref(value: Any, field: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    body = _mapping(value, field)
+    for key in ("name", "namespace"):
+        if not body.get(key):
+            raise AntreaPolicyError(f"{field}.{key}: Required value")
+    return str(body["namespace"]), str(body["name"])
 
 
 def _ports(value: Any, field: str) -> tuple[Port, ...] | None:

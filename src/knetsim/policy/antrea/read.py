@@ -103,16 +103,14 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
                     problems.append(f"{policy.source}: {policy.ref}: spec.{direction}[{rule.index}].{what}: not "
                                     f"simulated, {effect}")
                 for i, sel in enumerate(rule.applied_to or ()):
-                    if sel.node_selector is not None:
-                        problems.append(_node_policy_note(policy, f"spec.{direction}[{rule.index}].appliedTo[{i}]"))
+                    problems += _applied_to_notes(policy, sel, f"spec.{direction}[{rule.index}].appliedTo[{i}]")
                 for sel in (*(rule.peers or ()), *(rule.applied_to or ()), *(policy.applied_to or ())):
                     if sel.group and (policy.namespace, sel.group) not in known_groups:
                         kind = "ClusterGroup" if policy.kind == model.ACNP else f"Group of {policy.namespace}"
                         problems.append(f"{policy.source}: {policy.ref}: group {sel.group!r}: no such {kind}: it "
                                         "selects nothing")
         for i, sel in enumerate(policy.applied_to or ()):
-            if sel.node_selector is not None:
-                problems.append(_node_policy_note(policy, f"spec.appliedTo[{i}]"))
+            problems += _applied_to_notes(policy, sel, f"spec.appliedTo[{i}]")
         kept.append(policy)
     outside = {name: host.addresses for name, host in sorted(state.config.outside.hosts.items())}
     for policy in kept:
@@ -125,11 +123,18 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
     return build(kept, tuple(tiers.values()), groups, outside)
 
 
-def _node_policy_note(policy: model.AntreaPolicy, field: str) -> str:
-    # docs/antrea-network-policy.md, "ACNP for Kubernetes Node traffic": a nodeSelector appliedTo makes a Node
-    # NetworkPolicy, enforced on the node's own (host network) traffic, which knetsim does not simulate.
-    return (f"{policy.source}: {policy.ref}: {field}.nodeSelector: a Node NetworkPolicy (the nodes' own traffic) is "
-            "not simulated: it applies to no pod here")
+def _applied_to_notes(policy: model.AntreaPolicy, sel: model.Selection, field: str) -> list[str]:
+    out = []
+    if sel.node_selector is not None:
+        # docs/antrea-network-policy.md, "ACNP for Kubernetes Node traffic": a nodeSelector appliedTo makes a Node
+        # NetworkPolicy, enforced on the node's own (host network) traffic, which knetsim does not simulate.
+        out.append(f"{policy.source}: {policy.ref}: {field}.nodeSelector: a Node NetworkPolicy (the nodes' own "
+                   "traffic) is not simulated: it applies to no pod here")
+    if sel.service is not None:
+        # "Apply to NodePort Service": external clients' traffic to the Service's node ports only.
+        out.append(f"{policy.source}: {policy.ref}: {field}.service {'/'.join(sel.service)}: a policy on a NodePort "
+                   "Service's external traffic is not simulated: it applies to no pod here")
+    return out
 
 
 def _service_members(state: ClusterState, group: model.AntreaGroup, where: str, problems: list[str]
