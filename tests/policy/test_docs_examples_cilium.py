@@ -16,7 +16,7 @@ import yaml
 
 from knetsim import Cluster
 from knetsim.api import InputError
-from knetsim.cluster.config import ClusterConfig
+from knetsim.cluster.config import ClusterConfig, config_from_dict
 from knetsim.policy import evaluate
 from knetsim.policy.engine import policy_index
 from knetsim.policy.lint import lint
@@ -201,3 +201,35 @@ def test_from_requires_is_said_to_be_left_out() -> None:
     v = evaluate(s, "default/dev", "default/prod1", 80)
     assert not v.allowed
     assert any("requires-rule: specs[0].ingress[0].fromRequires: not simulated" in n for n in v.notes)
+
+
+def test_egress_deny_wins_over_the_allow_all_entity() -> None:
+    # examples/policies/l3/egress-deny/egress-deny.yaml (language.rst, "Deny Policies")
+    s = state(ns("default"), pod("default/fe", {"role": "frontend"}),
+              pod("default/be", {"role": "backend"}, ports={"http": 80}),
+              pod("default/other", {"role": "other"}, ports={"http": 80}),
+              cnp("default/deny-egress-example", {
+                  "endpointSelector": {"matchLabels": {"role": "frontend"}},
+                  "egress": [{"toEntities": ["all"]}],
+                  "egressDeny": [{"toEndpoints": [{"matchLabels": {"role": "backend"}}]}]}))
+    v = evaluate(s, "default/fe", "default/be", 80)
+    assert not v.allowed and "egressDeny[0]" in v.egress.reason
+    assert evaluate(s, "default/fe", "default/other", 80).allowed
+    assert evaluate(s, "default/fe", "192.0.2.1", 443).allowed
+
+
+def test_the_fqdn_example_without_a_dns_rule_learns_no_address_and_says_why() -> None:
+    # examples/policies/l3/fqdn/fqdn.yaml: it allows kube-dns but with no toPorts.rules.dns, so Cilium's DNS proxy
+    # never sees the lookup (language.rst, "DNS based": the DNS rule is what lets toFQDNs learn addresses).
+    objects = [ns("default"), pod("default/t", {"app": "test-app"}),
+               cnp("default/to-fqdn", {
+                   "endpointSelector": {"matchLabels": {"app": "test-app"}},
+                   "egress": [{"toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system",
+                                                                "k8s:k8s-app": "kube-dns"}}]},
+                              {"toFQDNs": [{"matchName": "my-remote-service.com"}]}]})]
+    config = config_from_dict({"cni": "cilium", "outside": {"hosts": {"my-remote-service.com": ["198.51.100.30"]}}})
+    s = Cluster.from_yaml(yaml.safe_dump_all(objects, sort_keys=False), config=config).state
+    v = evaluate(s, "default/t", "198.51.100.30", 443)
+    assert not v.allowed
+    assert "no egress rule with toPorts.rules.dns allowing my-remote-service.com" in v.egress.reason
+    assert evaluate(s, "default/t", dns_pod(s), 53, "UDP").allowed
