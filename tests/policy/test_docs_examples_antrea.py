@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from knetsim import Cluster
@@ -380,3 +381,36 @@ def test_a_nodeport_service_policy_applies_to_no_pod_and_says_so() -> None:
     assert evaluate(s, "1.1.1.5", "ns-1/other", 80).allowed
     assert any("acnp-deny-external-client-nodeport-svc-access: spec.appliedTo[0].service ns-1/svc-1: a policy on a "
                "NodePort Service's external traffic is not simulated" in p for p in policy_index(s).problems)
+
+
+def _external_row_holding(names: list[str], address: str) -> str:
+    import ipaddress
+
+    ip = ipaddress.ip_address(address)
+    for name in names:
+        if "/" in name or "[" in name:
+            try:
+                if "[" not in name and ip in ipaddress.ip_network(name, strict=False):
+                    return name
+            except ValueError:
+                pass
+            continue
+        low, _, high = name.partition("-")
+        try:
+            if ipaddress.ip_address(low) <= ip <= ipaddress.ip_address(high or low):
+                return name
+        except ValueError:
+            continue
+    raise AssertionError(f"no matrix row holds {address}")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "matrix.py (out of this change's scope): _antrea_matrix cuts external pieces at Antrea's ipBlocks only, so the "
+    "address an fqdn peer selects shares a piece with others and the piece's representative is not it; fix: add "
+    "each outside address an Antrea fqdn peer matches as a one-address range, as _cilium_ranges does for toFQDNs"))
+def test_the_matrix_agrees_with_the_verdict_for_an_fqdn_allowed_address() -> None:
+    s = state(ns("x"), pod("x/client", {"app": "client"}), FQDN_POLICY, outside=OUTSIDE)
+    assert evaluate(s, "x/client", "198.51.100.10", 8080).allowed
+    m = matrix(s, pods=True)
+    row = _external_row_holding(m.names, "198.51.100.10")
+    assert m.allowed_between("x/client", row).contains("TCP", 8080)

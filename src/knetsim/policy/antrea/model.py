@@ -113,7 +113,9 @@ class AntreaRule:
         if self.to_services:
             return f"Service {', '.join(self.to_services)} (by its cluster IP); any port of it"
         peers = "; ".join(p.describe() for p in self.peers) if self.peers is not None else "any peer"
-        ports = ", ".join(p.describe() for p in self.ports) if self.ports is not None else "any port"
+        ports = ", ".join(p.describe() for p in self.ports) if self.ports else "any port"
+        if self.ports == ():  # `protocols` only: ICMP or IGMP
+            ports = "no TCP, UDP or SCTP port"
         return f"{peers}; {ports}"
 
 
