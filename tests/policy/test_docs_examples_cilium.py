@@ -233,3 +233,31 @@ def test_the_fqdn_example_without_a_dns_rule_learns_no_address_and_says_why() ->
     assert not v.allowed
     assert "no egress rule with toPorts.rules.dns allowing my-remote-service.com" in v.egress.reason
     assert evaluate(s, "default/t", dns_pod(s), 53, "UDP").allowed
+
+
+def deny_all_egress(egress: Any) -> dict[str, Any]:
+    # examples/policies/l3/egress-default-deny/egress-default-deny.yaml (language.rst, "Ingress/Egress Default Deny")
+    return cnp("default/deny-all-egress", {"endpointSelector": {"matchLabels": {"role": "restricted"}},
+                                           "egress": egress})
+
+
+RESTRICTED_WORLD = [ns("default"), pod("default/r", {"role": "restricted"}),
+                    pod("default/o", {"role": "o"}, ports={"http": 80})]
+
+
+def test_egress_default_deny_with_an_empty_rule_denies_all_egress() -> None:
+    s = state(*RESTRICTED_WORLD, deny_all_egress([{}]))
+    assert not evaluate(s, "default/r", "default/o", 80).allowed
+    assert not evaluate(s, "default/r", "192.0.2.9", 80).allowed
+    assert evaluate(s, "default/o", "default/r", 80).allowed  # ingress untouched
+
+
+def test_egress_default_deny_written_as_an_empty_key_is_refused_and_said() -> None:
+    # Older versions of the example write `egress:` with nothing after it: null, which the API server drops before
+    # the CRD's anyOf (one rule section required) refuses the object. Before, knetsim read it as a policy with no
+    # rules and said nothing.
+    s = state(*RESTRICTED_WORLD, deny_all_egress(None))
+    v = evaluate(s, "default/r", "default/o", 80)
+    assert v.allowed
+    assert any('deny-all-egress: spec: Invalid value: "object": spec must validate at least one schema (anyOf)' in n
+               for n in v.notes)

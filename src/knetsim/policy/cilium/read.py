@@ -57,6 +57,7 @@ ENTITIES = ("all", "world", "world-ipv4", "world-ipv6", "cluster", "host", "remo
 # The ones the engine has always matched without the Cilium walk (the vectorised matrix knows them too).
 BASIC_ENTITIES = frozenset({"all", "world", "cluster", "host", "remote-node"})
 _OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+RULE_SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
 
 
 class CiliumPolicyError(ValueError):
@@ -443,6 +444,13 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
             notes.append(f"{where}.endpointSelector: selects the reserved identity {reserved[0]} (not a pod): host "
                          "and reserved-identity policies are not simulated: this spec is left out")
             continue
+        if not any(spec.get(section) is not None for section in RULE_SECTIONS):
+            # The CRD's anyOf (pkg/k8s/apis/cilium.io/client/crds/v2): a spec needs one rule section, and the API
+            # server drops a null one first, so the docs' `egress:` written empty (egress-default-deny.yaml, older
+            # versions) is refused rather than a default deny; `egress: [{}]` is the form that denies.
+            raise CiliumPolicyError(f'{where}: Invalid value: "object": {where} must validate at least one schema '
+                                    f"(anyOf): one of {', '.join(RULE_SECTIONS)} is required (an empty `egress:` is "
+                                    "null, which the API server drops)")
         labels: list[str] = []
         selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector",
                                                       labels)
