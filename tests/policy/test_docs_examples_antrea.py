@@ -414,3 +414,39 @@ def test_the_matrix_agrees_with_the_verdict_for_an_fqdn_allowed_address() -> Non
     m = matrix(s, pods=True)
     row = _external_row_holding(m.names, "198.51.100.10")
     assert m.allowed_between("x/client", row).contains("TCP", 8080)
+
+
+# --- "ACNP for complete Pod isolation in selected Namespaces" and "Selecting Namespace by Name" -------------------
+
+
+def test_complete_isolation_drops_everything_but_the_pods_own_node() -> None:
+    s = state(ns("locked", app="no-network-access-required"), ns("free"),
+              pod("locked/a", {"app": "a"}, ports={"http": 80}), pod("free/b", {"app": "b"}, ports={"http": 80},
+                                                                      node="worker2"),
+              acnp("isolate-all-pods-in-namespace", {
+                  "priority": 1, "tier": "securityops",
+                  "appliedTo": [{"namespaceSelector": {"matchLabels": {"app": "no-network-access-required"}}}],
+                  "ingress": [{"action": "Drop", "name": "drop-all-ingress"}],
+                  "egress": [{"action": "Drop", "name": "drop-all-egress"}]}))
+    assert not evaluate(s, "free/b", "locked/a", 80).allowed
+    assert not evaluate(s, "locked/a", "free/b", 80).allowed
+    assert not evaluate(s, "172.18.0.4", "locked/a", 80).allowed  # another node
+    # "Node Selector": traffic from a pod's own node (kubelet probes) is always allowed.
+    assert evaluate(s, "172.18.0.3", "locked/a", 80).allowed
+
+
+def test_antrea_network_policy_selecting_kube_dns_by_namespace_name_allows_it_and_isolates_nothing() -> None:
+    annp = {"apiVersion": "crd.antrea.io/v1beta1", "kind": "NetworkPolicy",
+            "metadata": {"name": "test-annp-by-name", "namespace": "default"},
+            "spec": {"priority": 5, "tier": "application", "appliedTo": [{"podSelector": {}}],
+                     "egress": [{"action": "Allow", "name": "AllowToCoreDNS",
+                                 "to": [{"podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                                         "namespaceSelector": {"matchLabels": {
+                                             "kubernetes.io/metadata.name": "kube-system"}}}],
+                                 "ports": [{"protocol": "TCP", "port": 53}, {"protocol": "UDP", "port": 53}]}]}}
+    s = state(ns("default"), pod("default/a", {"app": "a"}), pod("default/b", {"app": "b"}, ports={"http": 80}),
+              annp)
+    dns = next(key for key, p in sorted(s.pods.items()) if p.labels.get("k8s-app") == "kube-dns")
+    v = evaluate(s, "default/a", dns, 53, "UDP")
+    assert v.allowed and "`AllowToCoreDNS`" in v.egress.reason
+    assert evaluate(s, "default/a", "default/b", 80).allowed  # an Antrea policy isolates no pod by itself
