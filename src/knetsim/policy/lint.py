@@ -382,6 +382,7 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
     # The policies that isolate the blocked pods for egress: the objects to change, named in the finding.
     isolating: dict[str, set[str]] = {}
+    named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # the label sets whose policies are in `isolating`
     dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
     # A DNS server whose own ingress a policy governs (an Antrea baseline Drop over every namespace) may refuse
     # the query of a pod no policy selects: then every pod is asked, not only the egress-isolated ones.
@@ -411,7 +412,9 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             bucket["udp"].append(pod.name)
         elif not tcp:
             bucket["tcp"].append(pod.name)
-        if not (udp and tcp):
+        if not (udp and tcp) and key not in named:
+            # Once per label set, as the answer: a CNI's policies (1,000 Calico ones, say) are asked pod by pod.
+            named.add(key)
             isolating.setdefault(pod.namespace, set()).update(
                 _subject(p) for p in index.selecting(pod, EGRESS) if p.kind == "NetworkPolicy")
             if index.cilium is not None:
