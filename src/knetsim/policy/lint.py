@@ -383,13 +383,22 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
     # The policies that isolate the blocked pods for egress: the objects to change, named in the finding.
     isolating: dict[str, set[str]] = {}
+    named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # the label sets whose policies are in `isolating`
     dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
+    # A DNS server whose own ingress a policy governs (an Antrea baseline Drop over every namespace) may refuse
+    # the query of a pod no policy selects: then every pod is asked, not only the egress-isolated ones.
+    dns_governed = bool(index.selecting(dns[0], INGRESS)) or _ingress_governed_by_cni(index, dns[0])
+    # ... and then those policies are named beside the client's own (a clusterwide policy on kube-dns, say).
+    dns_policies = [_subject(p) for p in index.selecting(dns[0], INGRESS) if p.kind == "NetworkPolicy"]
+    if index.cilium is not None:
+        dns_policies += [p.ref for p in index.cilium.selecting(dns[0], INGRESS, index.ctx) if p.isolates(INGRESS)]
+    dns_policies += _cni_policies_selecting(index, dns[0], INGRESS)
     for pod_key, pod in sorted(state.pods.items()):
         if pod.host_network or not pod.pod_ip or pod_key in dns_keys:
             continue
         key = (pod.namespace, tuple(sorted(pod.labels.items())))
         if key not in seen:
-            if not index.selecting(pod, EGRESS) and not _cilium_selects(index, pod, EGRESS):
+            if not (dns_governed or index.selecting(pod, EGRESS) or _egress_governed_by_cni(index, pod)):
                 seen[key] = None
             else:
                 src = pod_endpoint(state, pod)
@@ -404,12 +413,17 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
             bucket["udp"].append(pod.name)
         elif not tcp:
             bucket["tcp"].append(pod.name)
-        if not (udp and tcp):
+        if not (udp and tcp) and key not in named:
+            # Once per label set, as the answer: a CNI's policies (1,000 Calico ones, say) are asked pod by pod.
+            named.add(key)
             isolating.setdefault(pod.namespace, set()).update(
                 _subject(p) for p in index.selecting(pod, EGRESS) if p.kind == "NetworkPolicy")
             if index.cilium is not None:
                 isolating[pod.namespace].update(p.ref for p in index.cilium.selecting(pod, EGRESS, index.ctx)
                                                 if p.isolates(EGRESS))
+            isolating[pod.namespace].update(_cni_policies_selecting(index, pod, EGRESS))
+            if dns_governed:
+                isolating[pod.namespace].update(dns_policies)
     for ns, bucket in sorted(by_ns.items()):
         names_of = sorted(isolating.get(ns, ()))
         listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
@@ -672,6 +686,33 @@ def _antrea_selects(index: PolicyIndex, pod: Pod) -> bool:
 
     return any(selects(index.antrea, p, pod, d, index.ctx) for tier in index.antrea.policies.values() for p in tier
                for d in (INGRESS, EGRESS))
+
+
+def _cni_policies_selecting(index: PolicyIndex, pod: Pod, direction: str) -> list[str]:
+    """The Antrea-native, Calico and ClusterNetworkPolicy objects that apply to ``pod`` for ``direction``: a Drop
+    or Deny in any of them can stop a connection as surely as a NetworkPolicy's isolation (a doc's zero-trust
+    baseline `appliedTo: namespaceSelector: {}` with `egress: Drop` blocks DNS for every pod)."""
+    out: list[str] = []
+    if index.antrea is not None:
+        from .antrea.evaluate import selects as antrea_selects
+
+        out += [p.ref for tier in index.antrea.policies.values() for p in tier
+                if antrea_selects(index.antrea, p, pod, direction, index.ctx)]
+    if index.calico is not None:
+        from .calico.evaluate import selects as calico_selects
+
+        out += [p.ref for tier in index.calico.policies.values() for p in tier
+                if calico_selects(index.calico, p, pod, direction, index.ctx)]
+    out += [c.ref for c in index.cluster if c.rules(direction) and c.selects(pod, index.ctx.namespace_labels)]
+    return out
+
+
+def _egress_governed_by_cni(index: PolicyIndex, pod: Pod) -> bool:
+    return _cilium_selects(index, pod, EGRESS) or bool(_cni_policies_selecting(index, pod, EGRESS))
+
+
+def _ingress_governed_by_cni(index: PolicyIndex, pod: Pod) -> bool:
+    return _cilium_selects(index, pod, INGRESS) or bool(_cni_policies_selecting(index, pod, INGRESS))
 
 
 def _antrea(state: ClusterState, index: PolicyIndex) -> list[Finding]:

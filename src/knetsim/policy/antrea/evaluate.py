@@ -36,6 +36,7 @@ from .model import (
     AntreaRule,
     AntreaTier,
     Selection,
+    fqdn_matches,
 )
 
 
@@ -46,6 +47,10 @@ class AntreaIndex:
     tiers: tuple[AntreaTier, ...]
     policies: Mapping[str, tuple[AntreaPolicy, ...]]  # tier name -> its policies, in order
     groups: Mapping[tuple[str, str], AntreaGroup]  # (namespace or "", name)
+    # The names the cluster's DNS answers outside the cluster (the cluster config's ``outside`` hosts) and their
+    # addresses: an FQDN peer matches the addresses of the names it selects, as Antrea learns them from the
+    # pod's DNS answers (docs/antrea-network-policy.md, "FQDN based filtering").
+    outside: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _applies: dict[tuple[str, str, int, str, str], bool] = field(default_factory=dict)
     _ordered: dict[tuple[str, str], list[tuple[AntreaPolicy, AntreaRule]]] = field(default_factory=dict)
     _applicable: dict[tuple[str, str, str], list[tuple[AntreaPolicy, AntreaRule]]] = field(default_factory=dict)
@@ -57,14 +62,14 @@ class AntreaIndex:
         return next((t.priority for t in self.tiers if t.name == name), None)
 
 
-def build(policies: Sequence[AntreaPolicy], tiers: Sequence[AntreaTier], groups: Sequence[AntreaGroup]
-          ) -> AntreaIndex:
+def build(policies: Sequence[AntreaPolicy], tiers: Sequence[AntreaTier], groups: Sequence[AntreaGroup],
+          outside: Mapping[str, tuple[str, ...]] | None = None) -> AntreaIndex:
     ordered = tuple(sorted(tiers, key=lambda t: (t.priority, t.name)))
     grouped: dict[str, list[AntreaPolicy]] = {}
     for policy in policies:
         grouped.setdefault(policy.tier, []).append(policy)
     return AntreaIndex(ordered, {k: tuple(sorted(v, key=AntreaPolicy.sort_key)) for k, v in grouped.items()},
-                       {(g.namespace, g.name): g for g in groups})
+                       {(g.namespace, g.name): g for g in groups}, dict(outside or {}))
 
 
 # --- selections -------------------------------------------------------------------------------------------------
@@ -76,6 +81,8 @@ def _group_matches(index: AntreaIndex, group: AntreaGroup, ep: Endpoint, ctx: Ma
     ClusterGroup with ipBlocks referenced in appliedTo is ignored)?"""
     if addresses and any(b.contains(ep.ip) for b in group.ip_blocks if ep.ip):
         return True
+    if group.node_selector is not None:
+        return addresses and _node_matches(group.node_selector, ep, ctx)
     for child in group.children:
         found = index.groups.get((group.namespace, child))
         if found is not None and child not in seen and \
@@ -89,9 +96,16 @@ def _group_matches(index: AntreaIndex, group: AntreaGroup, ep: Endpoint, ctx: Ma
     if group.namespace_selector is not None:
         if not group.namespace_selector.matches(ctx.namespace_labels(pod.namespace)):
             return False
-    elif group.namespace and pod.namespace != group.namespace:
+    elif (group.members_namespace or group.namespace) and \
+            pod.namespace != (group.members_namespace or group.namespace):
         return False
     return group.pod_selector is None or group.pod_selector.matches(pod.labels)
+
+
+def _node_matches(selector: Any, ep: Endpoint, ctx: MatchContext) -> bool:
+    """A node peer: the node's address (a hostNetwork pod's traffic is its node's), by the node's labels."""
+    return ep.kind == "node" and bool(ep.node) and ctx.node_labels is not None and \
+        selector.matches(ctx.node_labels(ep.node))
 
 
 def selection_matches(index: AntreaIndex, policy: AntreaPolicy, sel: Selection, ep: Endpoint, ctx: MatchContext,
@@ -103,6 +117,16 @@ def selection_matches(index: AntreaIndex, policy: AntreaPolicy, sel: Selection, 
         return group is not None and _group_matches(index, group, ep, ctx, frozenset({sel.group}), addresses=peer)
     if sel.ip_block is not None:
         return bool(ep.ip) and sel.ip_block.contains(ep.ip)
+    if sel.fqdn:
+        # Outside names only: a Service's name resolves to its cluster IP, rewritten before policy (the doc's
+        # "do not work for Service DNS names"); headless Services' names are not modelled.
+        return ep.kind == "external" and any(ep.ip in addresses for name, addresses in index.outside.items()
+                                             if fqdn_matches(sel.fqdn, name))
+    if sel.service is not None:
+        return False  # a NodePort Service's external traffic (read.py names it as not simulated): never a pod
+    if sel.node_selector is not None:
+        # An appliedTo of nodes is a Node NetworkPolicy (host traffic, not simulated): it applies to no pod.
+        return peer and _node_matches(sel.node_selector, ep, ctx)
     if ep.kind != "pod" or ep.pod is None:
         return False  # selectors take pods only; a hostNetwork pod's traffic is its node's
     pod = ep.pod

@@ -24,7 +24,10 @@ def _pods(state: ClusterState) -> list[Any]:
 
 
 def _catches_all(rule: AntreaRule) -> bool:
-    return rule.peers is None and rule.ports is None
+    # A toServices rule has neither `to` nor `ports` (the webhook refuses them beside it) yet matches only traffic
+    # addressed to those Services (docs/antrea-network-policy.md, "toServices egress rules"); a rule with fields
+    # knetsim does not simulate (l7Protocols, protocols) matches less than its peers and ports say.
+    return rule.peers is None and rule.ports is None and not rule.to_services and not rule.unsupported
 
 
 def antrea_lint(state: ClusterState, index: AntreaIndex, ctx: MatchContext) -> list[Finding]:

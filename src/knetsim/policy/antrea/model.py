@@ -24,6 +24,7 @@ NetworkPolicyPeer, PeerNamespaces, AppliedTo, Tier, ClusterGroup/Group GroupSpec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,9 +63,24 @@ class Selection:
     ip_block: IPRange | None = None
     group: str = ""  # a ClusterGroup (ACNP) or a Group of the policy's namespace (ANNP)
     service_account: tuple[str, str] | None = None  # (namespace, name): the pods running as it
+    # Nodes by their labels: as a peer, the node's addresses; as an appliedTo, the node's own traffic (a Node
+    # NetworkPolicy, not simulated), so never a pod (docs/antrea-network-policy.md, "Node Selector").
+    node_selector: Selector | None = None
+    # An egress peer's FQDN, exact or with `*` wildcards (which span dots: "*foobar.com" is foobar.com and
+    # www.foobar.com; antrea-io/antrea pkg/agent/controller/networkpolicy/fqdn.go, toRegex): lower-case.
+    fqdn: str = ""
+    # An appliedTo's NodePort Service (namespace, name): the policy acts on external clients' traffic to the
+    # Service's node ports (docs/antrea-network-policy.md, "Apply to NodePort Service"), never on a pod's own.
+    service: tuple[str, str] | None = None
 
     def describe(self) -> str:
         parts = []
+        if self.service is not None:
+            parts.append(f"NodePort Service {'/'.join(self.service)}")
+        if self.fqdn:
+            parts.append(f"fqdn {self.fqdn}")
+        if self.node_selector is not None:
+            parts.append(f"nodes {self.node_selector.formatted()}")
         if self.group:
             parts.append(f"group {self.group}")
         if self.service_account is not None:
@@ -97,7 +113,9 @@ class AntreaRule:
         if self.to_services:
             return f"Service {', '.join(self.to_services)} (by its cluster IP); any port of it"
         peers = "; ".join(p.describe() for p in self.peers) if self.peers is not None else "any peer"
-        ports = ", ".join(p.describe() for p in self.ports) if self.ports is not None else "any port"
+        ports = ", ".join(p.describe() for p in self.ports) if self.ports else "any port"
+        if self.ports == ():  # `protocols` only: ICMP or IGMP
+            ports = "no TCP, UDP or SCTP port"
         return f"{peers}; {ports}"
 
 
@@ -153,6 +171,11 @@ class AntreaGroup:
     namespace_selector: Selector | None
     ip_blocks: tuple[IPRange, ...]
     children: tuple[str, ...]
+    # serviceReference (namespace, name): the Service's backend pods, by its selector (read.py resolves it into
+    # pod_selector and members_namespace: docs/antrea-network-policy.md, "ClusterGroup CRD").
+    service: tuple[str, str] | None = None
+    members_namespace: str = ""  # the namespace the pods must be in ("" : the group's own rule)
+    node_selector: Selector | None = None  # as a peer, the addresses of the nodes it selects
 
 
 BUILTIN_TIERS = tuple(AntreaTier(n, p) for n, p in STATIC_TIERS.items())
@@ -183,6 +206,15 @@ def _selector(value: Any, field: str) -> Selector | None:
         return Selector.from_label_selector(_mapping(value, field))
     except ValueError as exc:
         raise AntreaPolicyError(f"{field}: Invalid value: {exc}") from None
+
+
+def fqdn_matches(expression: str, name: str) -> bool:
+    """Does Antrea's FQDN ``expression`` (exact, or ``*`` for any characters, dots included) select ``name``?"""
+    name = name.strip().lower().rstrip(".")
+    if "*" not in expression:
+        return name == expression
+    regex = ".*".join(re.escape(part) for part in expression.split("*"))
+    return re.fullmatch(regex, name) is not None
 
 
 def _ip_block(value: Any, field: str) -> IPRange:
@@ -229,7 +261,20 @@ def _selection(raw: Any, index: int, field: str, *, cluster: bool, peer: bool) -
         bool(namespaces),
         _ip_block(body["ipBlock"], f"{field}.ipBlock") if peer and body.get("ipBlock") is not None else None,
         str(body.get("group") or ""),
-        (str(account["namespace"]), str(account["name"])) if given else None)
+        (str(account["namespace"]), str(account["name"])) if given else None,
+        _selector(body.get("nodeSelector"), f"{field}.nodeSelector"),
+        str(body.get("fqdn") or "").strip().lower() if peer else "",
+        _service_ref(body.get("service"), f"{field}.service") if not peer else None)
+
+
+def _service_ref(value: Any, field: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    body = _mapping(value, field)
+    for key in ("name", "namespace"):
+        if not body.get(key):
+            raise AntreaPolicyError(f"{field}.{key}: Required value")
+    return str(body["namespace"]), str(body["name"])
 
 
 def _ports(value: Any, field: str) -> tuple[Port, ...] | None:
@@ -273,11 +318,16 @@ def _rule(raw: Any, index: int, field: str, direction: str, *, cluster: bool) ->
                 raise AntreaPolicyError(f"{field}.toServices[{i}].{key}: Required value")
         to_services.append(f"{ref['namespace']}/{ref['name']}")
     unsupported += tuple(f"{side}[{i}].{k}" for i, p in enumerate(_list(raw_peers, f"{field}.{side}"))
-                         for k in ("fqdn", "nodeSelector", "scope") if isinstance(p, Mapping)
+                         for k in ("scope",) if isinstance(p, Mapping)
                          and p.get(k))
     # A rule without a name gets one from Antrea (``<direction>-<action>-<hash>``): none is shown for it here.
+    ports = _ports(body.get("ports"), f"{field}.ports")
+    if body.get("protocols") and ports is None:
+        # `protocols` (ICMP, IGMP) narrows the rule to those protocols (docs/antrea-network-policy.md, "ACNP for ICMP
+        # traffic"): it matches no TCP, UDP or SCTP connection, the only ones knetsim answers for.
+        ports = ()
     return AntreaRule(index, str(body.get("name") or ""), str(action), peers,
-                      _ports(body.get("ports"), f"{field}.ports"), applied_to, unsupported, tuple(to_services))
+                      ports, applied_to, unsupported, tuple(to_services))
 
 
 def parse_policy(kind: str, raw: Mapping[str, Any], source: Source = BUILTIN) -> AntreaPolicy:
@@ -324,12 +374,21 @@ def parse_group(kind: str, raw: Mapping[str, Any]) -> AntreaGroup:
     blocks = list(_list(spec.get("ipBlocks"), "spec.ipBlocks"))
     if spec.get("ipBlock") is not None:  # the v1alpha2 single-block form
         blocks.append(spec["ipBlock"])
-    return AntreaGroup("" if kind == "ClusterGroup" else str(meta.get("namespace") or "default"),
+    namespace = "" if kind == "ClusterGroup" else str(meta.get("namespace") or "default")
+    reference = _mapping(spec.get("serviceReference"), "spec.serviceReference")
+    service = None
+    if reference:
+        if not reference.get("name"):
+            raise AntreaPolicyError("spec.serviceReference.name: Required value")
+        # A Group's Service is of its own namespace; a ClusterGroup's names it (v1beta1 NamespacedName).
+        service = (str(reference.get("namespace") or namespace or "default"), str(reference["name"]))
+    return AntreaGroup(namespace,
                        str(meta.get("name") or ""),
                        _selector(spec.get("podSelector"), "spec.podSelector"),
                        _selector(spec.get("namespaceSelector"), "spec.namespaceSelector"),
                        tuple(_ip_block(b, f"spec.ipBlocks[{i}]") for i, b in enumerate(blocks)),
-                       tuple(str(c) for c in _list(spec.get("childGroups"), "spec.childGroups")))
+                       tuple(str(c) for c in _list(spec.get("childGroups"), "spec.childGroups")),
+                       service, "", _selector(spec.get("nodeSelector"), "spec.nodeSelector"))
 
 
 __all__ = ["ACTIONS", "BUILTIN_TIERS", "AntreaGroup", "AntreaPolicy", "AntreaPolicyError", "AntreaRule", "AntreaTier",

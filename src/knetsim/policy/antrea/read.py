@@ -9,10 +9,12 @@ NetworkPolicy shares its kind name with Kubernetes' (``cluster/state.stored_kind
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from ...cluster.state import ClusterState
+from ...model.labels import Selector
 from . import model, webhook
 from .evaluate import AntreaIndex, build
 
@@ -66,13 +68,25 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         policies.append(policy)
     if not policies:
         return None
-    groups = []
+    groups, group_sources = [], []
     for obj in antrea_objects(state, model.GROUP_KINDS):
         try:
-            groups.append(model.parse_group(obj.kind, obj.raw))
+            group = model.parse_group(obj.kind, obj.raw)
         except model.AntreaPolicyError as exc:
             problems.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}: {exc}")
+            continue
+        if group.service is not None:
+            group = _service_members(state, group, f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}", problems)
+        groups.append(group)
+        group_sources.append(f"{obj.source}: {obj.kind}.crd.antrea.io {obj.key}")
     known_groups = {(g.namespace, g.name) for g in groups}
+    for group, where in zip(groups, group_sources, strict=True):
+        # Antrea admits a childGroup that does not exist yet (pkg/controller/networkpolicy/validate.go): until it
+        # does, it adds no member. The docs' own nested examples name `test-cg-ip-blocks` for `test-cg-ip-block`.
+        for child in group.children:
+            if (group.namespace, child) not in known_groups:
+                scope = f"Group in {group.namespace}" if group.namespace else "ClusterGroup"
+                problems.append(f"{where}: spec.childGroups: {child!r}: no such {scope}: it adds no member")
     kept = []
     for policy in policies:
         if policy.kind == model.ANNP and policy.tier == model.BASELINE_TIER:
@@ -82,15 +96,59 @@ def read(state: ClusterState, problems: list[str]) -> AntreaIndex | None:
         for direction in ("ingress", "egress"):
             for rule in policy.rules(direction):
                 for what in rule.unsupported:
+                    effect = "the rule is matched without it"
+                    if what == "protocols":
+                        effect = "it matches only those protocols, so no TCP, UDP or SCTP connection"
+
                     problems.append(f"{policy.source}: {policy.ref}: spec.{direction}[{rule.index}].{what}: not "
-                                    "simulated, the rule is matched without it")
+                                    f"simulated, {effect}")
+                for i, sel in enumerate(rule.applied_to or ()):
+                    problems += _applied_to_notes(policy, sel, f"spec.{direction}[{rule.index}].appliedTo[{i}]")
                 for sel in (*(rule.peers or ()), *(rule.applied_to or ()), *(policy.applied_to or ())):
                     if sel.group and (policy.namespace, sel.group) not in known_groups:
                         kind = "ClusterGroup" if policy.kind == model.ACNP else f"Group of {policy.namespace}"
                         problems.append(f"{policy.source}: {policy.ref}: group {sel.group!r}: no such {kind}: it "
                                         "selects nothing")
+        for i, sel in enumerate(policy.applied_to or ()):
+            problems += _applied_to_notes(policy, sel, f"spec.appliedTo[{i}]")
         kept.append(policy)
-    return build(kept, tuple(tiers.values()), groups)
+    outside = {name: host.addresses for name, host in sorted(state.config.outside.hosts.items())}
+    for policy in kept:
+        for rule in policy.egress:
+            for sel in rule.peers or ():
+                if sel.fqdn and not any(model.fqdn_matches(sel.fqdn, name) for name in outside):
+                    problems.append(f"{policy.source}: {policy.ref}: spec.egress[{rule.index}].to[{sel.index}].fqdn "
+                                    f"{sel.fqdn!r}: no name the cluster's DNS answers outside the cluster (the cluster "
+                                    "config's outside hosts) matches it: it matches nothing here")
+    return build(kept, tuple(tiers.values()), groups, outside)
+
+
+def _applied_to_notes(policy: model.AntreaPolicy, sel: model.Selection, field: str) -> list[str]:
+    out = []
+    if sel.node_selector is not None:
+        # docs/antrea-network-policy.md, "ACNP for Kubernetes Node traffic": a nodeSelector appliedTo makes a Node
+        # NetworkPolicy, enforced on the node's own (host network) traffic, which knetsim does not simulate.
+        out.append(f"{policy.source}: {policy.ref}: {field}.nodeSelector: a Node NetworkPolicy (the nodes' own "
+                   "traffic) is not simulated: it applies to no pod here")
+    if sel.service is not None:
+        # "Apply to NodePort Service": external clients' traffic to the Service's node ports only.
+        out.append(f"{policy.source}: {policy.ref}: {field}.service {'/'.join(sel.service)}: a policy on a NodePort "
+                   "Service's external traffic is not simulated: it applies to no pod here")
+    return out
+
+
+def _service_members(state: ClusterState, group: model.AntreaGroup, where: str, problems: list[str]
+                     ) -> model.AntreaGroup:
+    """A serviceReference group: the backend pods of the Service, by its selector, in its namespace
+    (docs/antrea-network-policy.md, "ClusterGroup CRD": a Service without a selector is ignored)."""
+    assert group.service is not None
+    namespace, name = group.service
+    service = state.services.get(f"{namespace}/{name}")
+    if service is None or not service.selector:
+        why = "no such Service" if service is None else "the Service has no selector"
+        problems.append(f"{where}: spec.serviceReference {namespace}/{name}: {why}: it selects nothing")
+        return dataclasses.replace(group, pod_selector=Selector.none(), members_namespace=namespace)
+    return dataclasses.replace(group, pod_selector=service.selector_view, members_namespace=namespace)
 
 
 __all__ = ["antrea_objects", "read"]

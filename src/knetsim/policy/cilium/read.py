@@ -57,6 +57,7 @@ ENTITIES = ("all", "world", "world-ipv4", "world-ipv6", "cluster", "host", "remo
 # The ones the engine has always matched without the Cilium walk (the vectorised matrix knows them too).
 BASIC_ENTITIES = frozenset({"all", "world", "cluster", "host", "remote-node"})
 _OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+RULE_SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
 
 
 class CiliumPolicyError(ValueError):
@@ -191,8 +192,11 @@ def _split_selector(raw: Any, where: str, labels: list[str] | None = None
     for i, expr in enumerate(raw.get("matchExpressions") or []):
         op = _OPS.get(str(expr.get("operator")))
         if op is None:
+            # The CRD's enum, in the API server's words (cilium/cilium pkg/k8s/apis/cilium.io/client/crds/v2): the
+            # operator is case-sensitive, so the docs' own `operator: "in"` example is refused by kubectl apply.
+            supported = ", ".join(f'"{name}"' for name in _OPS)
             raise CiliumPolicyError(f"{where}.matchExpressions[{i}].operator: Unsupported value: "
-                                    f"{expr.get('operator')!r}")
+                                    f"\"{expr.get('operator')}\": supported values: {supported}")
         reqs.append(Requirement(_strip(str(expr.get("key"))), op, tuple(str(v) for v in expr.get("values") or ())))
     if labels is not None:
         labels += [f"{where}: {key} is a label Cilium may give an endpoint that knetsim does not model (it derives "
@@ -443,6 +447,13 @@ def read_with_notes(obj: Object) -> tuple[list[CiliumPolicy], list[str]]:
             notes.append(f"{where}.endpointSelector: selects the reserved identity {reserved[0]} (not a pod): host "
                          "and reserved-identity policies are not simulated: this spec is left out")
             continue
+        if not any(spec.get(section) is not None for section in RULE_SECTIONS):
+            # The CRD's anyOf (pkg/k8s/apis/cilium.io/client/crds/v2): a spec needs one rule section, and the API
+            # server drops a null one first, so the docs' `egress:` written empty (egress-default-deny.yaml, older
+            # versions) is refused rather than a default deny; `egress: [{}]` is the form that denies.
+            raise CiliumPolicyError(f'{where}: Invalid value: "object": {where} must validate at least one schema '
+                                    f"(anyOf): one of {', '.join(RULE_SECTIONS)} is required (an empty `egress:` is "
+                                    "null, which the API server drops)")
         labels: list[str] = []
         selector, pod_ns, ns_labels = _split_selector(spec.get("endpointSelector"), f"{where}.endpointSelector",
                                                       labels)
