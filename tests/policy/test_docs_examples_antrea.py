@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
 
 from knetsim import Cluster
@@ -404,11 +403,9 @@ def _external_row_holding(names: list[str], address: str) -> str:
     raise AssertionError(f"no matrix row holds {address}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "matrix.py (out of this change's scope): _antrea_matrix cuts external pieces at Antrea's ipBlocks only, so the "
-    "address an fqdn peer selects shares a piece with others and the piece's representative is not it; fix: add "
-    "each outside address an Antrea fqdn peer matches as a one-address range, as _cilium_ranges does for toFQDNs"))
 def test_the_matrix_agrees_with_the_verdict_for_an_fqdn_allowed_address() -> None:
+    """The address an fqdn peer selects is a piece of the external space of its own (it shared one with others,
+    whose representative was not it, and the matrix denied what the verdict allowed)."""
     s = state(ns("x"), pod("x/client", {"app": "client"}), FQDN_POLICY, outside=OUTSIDE)
     assert evaluate(s, "x/client", "198.51.100.10", 8080).allowed
     m = matrix(s, pods=True)

@@ -1863,6 +1863,15 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
         for net in (block.cidr, *block.excepts):
             start = int(net.network_address)
             ranges.append((start, start + (1 << (32 - net.prefixlen)), ()))
+    if any(p.fqdn for tier in index.antrea.policies.values() for policy in tier for rule in policy.egress
+           for p in rule.peers or ()):
+        # An fqdn peer selects the addresses of the outside names it matches (antrea/evaluate.py): each is a piece
+        # of its own, so a piece's representative is the address a verdict names, as Cilium's toFQDNs are cut.
+        for host in state.config.outside.hosts.values():
+            for text in host.addresses:
+                key = address_key(text)
+                if key is not None and key[0] == 4:
+                    ranges.append((key[1], key[1] + 1, ()))
     piece = _range_piece(index, ranges)
 
     # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
