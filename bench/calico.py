@@ -137,7 +137,7 @@ Measured 2026-12-06 on the shared 2-core machine (load average 4-7; CPU time, th
   new main alone 2.64-2.73 s; this script with ``--runs 5`` 2.72 s / 329 MB (MET: < 3 s, < 500 MB); 1,000 pods
   0.74 s / 86 MB. What changed: one input's objects share what admission made of a content they repeat (the 9
   specs of 9,000 Deployments, the 1,200 rules of 10,000 NetworkPolicies, Calico's and Antrea's rules) instead of a
-  copy each, which took 65 MB and most of the system time (page faults: 117,000 -> ~85,000); a metadata of a valid
+  copy each, which took 65 MB and a quarter of the system time (page faults: 117,000 -> 89,000); a metadata of a valid
   name and namespace alone is checked by the names remembered; the workloads' statuses are written when something
   first reads them (``kubectl get``, doctor, snapshots: the same bytes), which ``matrix`` never does; Deployments of
   equal templates give their pods one spec, and a containers list's image pulls, container views, host ports and
