@@ -209,9 +209,20 @@ data:
         loop
     }
 """
+# The DNS server's own ingress isolated, a client no policy selects: its lookups are dropped at kube-dns.
+DNS_SERVER_DENY = """apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-in, namespace: kube-system}
+spec: {podSelector: {matchLabels: {k8s-app: kube-dns}}, policyTypes: [Ingress]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lookup, namespace: default, labels: {app: lookup}}
+spec: {containers: [{name: c, image: busybox:1.36}]}
+"""
 LATE_TEXTS = [CLIENT, INIT_WAITS, CRASHING.replace(SERVICE, ""), EXEC_PROBE, LIVENESS_404, STARTUP_PORT, UNKNOWN_APP,
               CONFIG, CONFIG_UNREAD,
-              COREFILE.replace("FORWARD", "127.0.0.1"), COREFILE.replace("FORWARD", "bogus.example")]
+              COREFILE.replace("FORWARD", "127.0.0.1"), COREFILE.replace("FORWARD", "bogus.example"), DNS_SERVER_DENY]
 
 
 @cache

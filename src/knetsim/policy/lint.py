@@ -81,6 +81,31 @@ def allow_dns_egress_yaml(namespace: str) -> str:
     )
 
 
+def allow_dns_ingress_yaml() -> str:
+    """A NetworkPolicy that lets every namespace's pods query the cluster DNS (kube-system's kube-dns pods)."""
+    return (
+        "apiVersion: networking.k8s.io/v1\n"
+        "kind: NetworkPolicy\n"
+        "metadata:\n"
+        "  name: allow-dns-ingress\n"
+        "  namespace: kube-system\n"
+        "spec:\n"
+        "  podSelector:\n"
+        "    matchLabels:\n"
+        "      k8s-app: kube-dns\n"
+        "  policyTypes:\n"
+        "    - Ingress\n"
+        "  ingress:\n"
+        "    - from:\n"
+        "        - namespaceSelector: {}\n"
+        "      ports:\n"
+        "        - protocol: UDP\n"
+        "          port: 53\n"
+        "        - protocol: TCP\n"
+        "          port: 53\n"
+    )
+
+
 def _subject(policy: Policy) -> str:
     return f"{policy.kind} {policy.key}"
 
@@ -373,22 +398,28 @@ def _dns_pods(state: ClusterState) -> list[Pod]:
 
 
 def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
+    """Pods whose lookups the cluster DNS never answers, by the side that drops them: the client's egress
+    (``DNSEgressBlocked``, its own policies named and the allow-dns-egress fix) or the DNS server's ingress
+    (``DNSIngressBlocked``, the policies on kube-dns named and a fix in kube-system: an allowance in the client's
+    namespace changes nothing there); and those that get UDP but not TCP (``DNSOverTCPBlocked``)."""
     dns = [p for p in _dns_pods(state) if p.pod_ip]
     if not dns:
         return []
     target = pod_endpoint(state, dns[0])
     out = []
-    by_ns: dict[str, dict[str, list[str]]] = {}
-    # Policies read a pod's namespace and labels: pods alike get one answer (None: not isolated for egress).
-    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[bool, bool] | None] = {}
-    # The policies that isolate the blocked pods for egress: the objects to change, named in the finding.
+    # Per namespace and side (egress | ingress), the pods blocked on UDP 53, and those on TCP 53 only.
+    by_ns: dict[str, dict[tuple[str, str], list[str]]] = {}
+    # Policies read a pod's namespace and labels: pods alike get one answer (None: nothing governs its DNS). The
+    # answer: for UDP then TCP, the side that drops it ("" when it passes).
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, str] | None] = {}
+    # The policies that isolate the blocked pods for egress, per namespace: the objects to change.
     isolating: dict[str, set[str]] = {}
     named: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # the label sets whose policies are in `isolating`
     dns_keys = {p.key for p in dns}  # by key: comparing pods compares every field
     # A DNS server whose own ingress a policy governs (an Antrea baseline Drop over every namespace) may refuse
     # the query of a pod no policy selects: then every pod is asked, not only the egress-isolated ones.
     dns_governed = bool(index.selecting(dns[0], INGRESS)) or _ingress_governed_by_cni(index, dns[0])
-    # ... and then those policies are named beside the client's own (a clusterwide policy on kube-dns, say).
+    # ... and where it refuses, the policies on the server's ingress are the ones named (a clusterwide one, say).
     dns_policies = [_subject(p) for p in index.selecting(dns[0], INGRESS) if p.kind == "NetworkPolicy"]
     if index.cilium is not None:
         dns_policies += [p.ref for p in index.cilium.selecting(dns[0], INGRESS, index.ctx) if p.isolates(INGRESS)]
@@ -402,18 +433,21 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 seen[key] = None
             else:
                 src = pod_endpoint(state, pod)
-                allowed = _direction_set(index, EGRESS, src, target) & _direction_set(index, INGRESS, target, src)
-                seen[key] = (allowed.contains("UDP", 53), allowed.contains("TCP", 53))
+                egress = _direction_set(index, EGRESS, src, target)
+                ingress = _direction_set(index, INGRESS, target, src)
+                seen[key] = tuple(  # type: ignore[assignment]
+                    "egress" if not egress.contains(proto, 53) else "ingress" if not ingress.contains(proto, 53)
+                    else "" for proto in ("UDP", "TCP"))
         answer = seen[key]
         if answer is None:
             continue
         udp, tcp = answer
-        bucket = by_ns.setdefault(pod.namespace, {"udp": [], "tcp": []})
-        if not udp:
-            bucket["udp"].append(pod.name)
-        elif not tcp:
-            bucket["tcp"].append(pod.name)
-        if not (udp and tcp) and key not in named:
+        bucket = by_ns.setdefault(pod.namespace, {})
+        if udp:
+            bucket.setdefault((udp, "udp"), []).append(pod.name)
+        elif tcp:
+            bucket.setdefault((tcp, "tcp"), []).append(pod.name)
+        if "egress" in answer and key not in named:
             # Once per label set, as the answer: a CNI's policies (1,000 Calico ones, say) are asked pod by pod.
             named.add(key)
             isolating.setdefault(pod.namespace, set()).update(
@@ -422,28 +456,39 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 isolating[pod.namespace].update(p.ref for p in index.cilium.selecting(pod, EGRESS, index.ctx)
                                                 if p.isolates(EGRESS))
             isolating[pod.namespace].update(_cni_policies_selecting(index, pod, EGRESS))
-            if dns_governed:
-                isolating[pod.namespace].update(dns_policies)
+    server = sorted(set(dns_policies))
     for ns, bucket in sorted(by_ns.items()):
-        names_of = sorted(isolating.get(ns, ()))
-        listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
-        by = f" by {listed}" if names_of else ""
-        details = tuple(("isolatedBy", n) for n in names_of[:3])
-        if bucket["udp"]:
-            names = ", ".join(bucket["udp"][:5]) + (" ..." if len(bucket["udp"]) > 5 else "")
-            out.append(Finding(
-                "DNSEgressBlocked", "error", f"Namespace {ns}",
-                f"{len(bucket['udp'])} pod(s) are isolated for egress{by} and may not reach the cluster DNS "
-                f"({dns[0].key}, UDP 53): every name lookup times out (busybox prints 'bad address'): {names}",
-                "allow DNS egress:\n" + allow_dns_egress_yaml(ns),
-                (("dnsPod", dns[0].key), *details)))
-        elif bucket["tcp"]:
-            out.append(Finding(
-                "DNSOverTCPBlocked", "warning", f"Namespace {ns}",
-                f"{len(bucket['tcp'])} pod(s) may reach the cluster DNS on UDP 53 but not TCP 53 (isolated{by}): "
-                "answers too "
-                "large for UDP (truncated, retried over TCP) fail",
-                "add `- protocol: TCP\n  port: 53` next to the UDP port of the DNS rule", details))
+        for side in ("egress", "ingress"):
+            names_of = sorted(isolating.get(ns, ())) if side == "egress" else server
+            listed = ", ".join(names_of[:3]) + (" ..." if len(names_of) > 3 else "")
+            by = f" by {listed}" if names_of else ""
+            details = tuple(("isolatedBy", n) for n in names_of[:3])
+            blocked, tcp_only = bucket.get((side, "udp"), []), bucket.get((side, "tcp"), [])
+            if blocked:
+                names = ", ".join(blocked[:5]) + (" ..." if len(blocked) > 5 else "")
+                where = f"{dns[0].key}, UDP 53"
+                if side == "egress":
+                    out.append(Finding(
+                        "DNSEgressBlocked", "error", f"Namespace {ns}",
+                        f"{len(blocked)} pod(s) are isolated for egress{by} and may not reach the cluster DNS "
+                        f"({where}): every name lookup times out (busybox prints 'bad address'): {names}",
+                        "allow DNS egress:\n" + allow_dns_egress_yaml(ns), (("dnsPod", dns[0].key), *details)))
+                else:
+                    out.append(Finding(
+                        "DNSIngressBlocked", "error", f"Namespace {ns}",
+                        f"{len(blocked)} pod(s) reach the cluster DNS ({where}) but its ingress is isolated{by} "
+                        f"and admits none of them: every name lookup times out (busybox prints 'bad address'): "
+                        f"{names}",
+                        "allow DNS into kube-dns (where a CNI policy drops it before NetworkPolicy is read, allow it "
+                        "in that policy's tier instead):\n" + allow_dns_ingress_yaml(),
+                        (("dnsPod", dns[0].key), *details)))
+            elif tcp_only:
+                out.append(Finding(
+                    "DNSOverTCPBlocked", "warning", f"Namespace {ns}",
+                    f"{len(tcp_only)} pod(s) may reach the cluster DNS on UDP 53 but not TCP 53 "
+                    f"({'isolated for egress' if side == 'egress' else 'its ingress isolated'}{by}): answers too "
+                    "large for UDP (truncated, retried over TCP) fail",
+                    "add `- protocol: TCP\n  port: 53` next to the UDP port of the DNS rule", details))
     return out
 
 
