@@ -95,6 +95,10 @@ def test_never_enforces_nothing_and_says_so(tmp_path: Path) -> None:
     files = write(tmp_path, "never", WEB_FROM_CLIENT, CLIENT_TO_WEB, deny_all)
     answer = check(files, "db", "web", 80)
     assert answer.exit_code == 0, answer.output
+    # The reason is the mode, not "no policy selects it": three policies select these pods.
+    assert json.loads(answer.output)["ingress"]["reason"] == (
+        "the Cilium agent enforces no policy (its enforcement mode is never: kube-system/cilium-config "
+        "enable-policy): all ingress traffic is allowed")
     caveats = {c["text"].split(":", 1)[0] for c in json.loads(answer.output)["caveats"]}
     assert caveats == {"CiliumNetworkPolicy.cilium.io shop/web-from-client",
                        "CiliumClusterwideNetworkPolicy.cilium.io lockdown",

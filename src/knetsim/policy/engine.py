@@ -110,6 +110,9 @@ class PolicyIndex:
     cilium: cilium_walk.CiliumIndex | None = None
     # On Antrea with Antrea-native policies: its tiers around Kubernetes NetworkPolicy (antrea/evaluate.py).
     antrea: antrea.AntreaIndex | None = None
+    # Why no policy is enforced at all, where that is the CNI's own setting (Cilium's enable-policy never): every
+    # side's reason, in place of "no policy selects it" (policies may well select it).
+    enforces_nothing: str = ""
     # (pod, direction) -> the NetworkPolicies selecting it; not an init field, so a replace() never shares it.
     _selecting: dict[tuple[str, str], list[Policy]] = field(default_factory=dict, init=False, repr=False,
                                                             compare=False)
@@ -227,6 +230,9 @@ def build_index(state: ClusterState) -> PolicyIndex:
             index = dataclasses.replace(index, staged=tuple(staged), staged_base=base)
     if mode == cilium_labels.ENFORCE_ALWAYS:
         cilium_policies.append(cilium.always_enforced())  # clusterwide: Cilium's own walk answers
+    elif mode == cilium_labels.ENFORCE_NEVER:
+        index = dataclasses.replace(index, enforces_nothing="the Cilium agent enforces no policy (its enforcement "
+                                    "mode is never: kube-system/cilium-config enable-policy)")
     if ebpf and any(p.needs_walk for p in cilium_policies):
         from .cilium import evaluate as cilium_walk  # Cilium's and Antrea's walks load where used: ~8 ms of start
 
@@ -617,6 +623,9 @@ def _direction(index: PolicyIndex, direction: str, pod_ep: Endpoint, peer_ep: En
     if pod_ep.kind != "pod" or pod_ep.pod is None:
         return _not_enforced(direction, pod_ep)
     pod = pod_ep.pod
+    if index.enforces_nothing:
+        return DirectionVerdict(direction, pod.key, True, False, (), True, (), (),
+                                f"{index.enforces_nothing}: all {direction} traffic is allowed")
     if index.calico is not None:
         return _calico_direction(index, direction, pod_ep, peer_ep, protocol, port)
     if index.cilium is not None and not kubernetes_only:
