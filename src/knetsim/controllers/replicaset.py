@@ -52,7 +52,11 @@ class ReplicaSetController(PodOwner):
             names = sorted(self.fresh_names(key, len(plan.pods), batch, len(active)))
             for pod, name in zip([b for b, _ in plan.pods], names, strict=True):
                 pod["metadata"]["name"] = name
-                failure = failure or self.create_pod(rs, pod, batch)
+                failure = self.create_pod(rs, pod, batch)
+                if failure is not None:
+                    # Upstream's slowStartBatch stops at a batch with a failure, and its first batch is one pod:
+                    # one refused create ends the pass (one FailedCreate event, not one per missing pod).
+                    break
             for victim in plan.surplus:
                 namespace, _, name = victim.partition("/")
                 self.delete_pod(rs, namespace, name, batch)

@@ -58,14 +58,14 @@ def enforcement_mode(state: Any) -> str:
     """The agent's policy enforcement mode: ``enable-policy`` of kube-system's ``cilium-config`` when the input has
     it (any case, as the agent's option parser reads it), else ``default``. A value the agent would refuse to start
     with stands as ``default`` (``enforcement_problem`` names it)."""
-    mode = str(_agent_config(state).get("enable-policy") or ENFORCE_DEFAULT).strip().lower()
+    mode = str(_agent_config(state).get("enable-policy") or ENFORCE_DEFAULT).lower()  # lower-cased only, as Cilium
     return mode if mode in ENFORCEMENT_MODES else ENFORCE_DEFAULT
 
 
 def enforcement_problem(state: Any) -> str | None:
     """A ``cilium-config`` ``enable-policy`` value that is no mode (the agent does not start with it), or None."""
     raw = _agent_config(state).get("enable-policy")
-    if raw is None or str(raw).strip().lower() in ENFORCEMENT_MODES:
+    if raw is None or str(raw).lower() in ENFORCEMENT_MODES:
         return None
     return (f"ConfigMap kube-system/cilium-config: enable-policy: {raw!s} is not a policy enforcement mode "
             f"({', '.join(ENFORCEMENT_MODES)}): the agent would not start; answered as default")
