@@ -1623,23 +1623,11 @@ def _matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], namespa
                   (*notes(index, state), *caveat_notes(index), *row_notes, *invalid_kept(state)), tiers)
 
 
-def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
-                   all_external: bool, word_bits: int = WORD_BITS, pairwise: bool = False) -> Matrix:
-    """The matrix under Calico's tiers (or Cilium's walk): pods are alike when their namespace, labels, service
-    account and named ports are (and their address, where the CNI's nets cut the pod network). Calico's tiers are
-    vectorised over those classes (``CalicoTier``, ClusterNetworkPolicies in kube-admin and kube-baseline
-    included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
-    instead: the reference the vectorised answers must equal."""
-    from .classes import _ipv4_ranges
-
-    ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
-    # The NetworkPolicies' ipBlocks cut both the pieces and the classes: read once (10,000 policies' rules).
-    ipblocks = _ipv4_ranges(index.policies)
-    piece = _range_piece(index, ranges, ipblocks)
-
+def _cni_identity(piece: Callable[[str], Any]) -> Callable[[Pod], Any]:
+    """What makes two pods alike under Calico's or Antrea's tiers, whose peers may name a service account: their
+    labels, account, named ports, and the piece of the address space (``piece``) their address falls in."""
     # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
     sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
-
     # The named ports per distinct list of container objects (kept in the entry, so their ids stay theirs): the pods
     # of one template share their Container views, 10,000 pods of the bench hold 18.
     named_ports: dict[tuple[int, ...], tuple[Any, tuple[tuple[str, str, int], ...]]] = {}
@@ -1657,6 +1645,24 @@ def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
         if labels is None:
             labels = sorted_labels[items] = tuple(sorted(items))
         return (labels, service_account_of(pod), ports, piece(pod.pod_ip))
+    return identity
+
+
+def _calico_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], *, pods: bool, external: bool,
+                   all_external: bool, word_bits: int = WORD_BITS, pairwise: bool = False) -> Matrix:
+    """The matrix under Calico's tiers (or Cilium's walk): pods are alike when their namespace, labels, service
+    account and named ports are (and their address, where the CNI's nets cut the pod network). Calico's tiers are
+    vectorised over those classes (``CalicoTier``, ClusterNetworkPolicies in kube-admin and kube-baseline
+    included), and so is Cilium's walk (``cilium/vectors.py``); ``pairwise`` takes each pair through the engine
+    instead: the reference the vectorised answers must equal."""
+    from .classes import _ipv4_ranges
+
+    ranges = _calico_ranges(index) if index.calico is not None else _cilium_ranges(index)
+    # The NetworkPolicies' ipBlocks cut both the pieces and the classes: read once (10,000 policies' rules).
+    ipblocks = _ipv4_ranges(index.policies)
+    piece = _range_piece(index, ranges, ipblocks)
+
+    identity = _cni_identity(piece)
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges, ipblocks=ipblocks)
@@ -1874,26 +1880,7 @@ def _antrea_matrix(state: ClusterState, index: PolicyIndex, members: list[Pod], 
                     ranges.append((key[1], key[1] + 1, ()))
     piece = _range_piece(index, ranges)
 
-    # The sorted labels per distinct label map (by its items, in their order): 10,000 pods of the bench hold 9.
-    sorted_labels: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
-
-    # The named ports per distinct list of container objects (kept in the entry, so their ids stay theirs): the pods
-    # of one template share their Container views, 10,000 pods of the bench hold 18.
-    named_ports: dict[tuple[int, ...], tuple[Any, tuple[tuple[str, str, int], ...]]] = {}
-
-    def identity(pod: Pod) -> Any:
-        containers = pod.containers
-        by_ids = tuple(map(id, containers))
-        found = named_ports.get(by_ids)
-        if found is None:
-            found = named_ports[by_ids] = (containers, tuple(sorted(
-                (p.name, p.protocol, p.container_port) for c in containers for p in c.ports if p.name)))
-        ports = found[1]
-        items = tuple(pod.labels.items())
-        labels = sorted_labels.get(items)
-        if labels is None:
-            labels = sorted_labels[items] = tuple(sorted(items))
-        return (labels, service_account_of(pod), ports, piece(pod.pod_ip))
+    identity = _cni_identity(piece)
 
     classes = build_classes(state, index, members, external=external, all_external=all_external,
                             identity=identity, extra_ranges=ranges)
