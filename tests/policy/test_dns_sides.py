@@ -41,8 +41,8 @@ def test_a_policy_on_kube_dns_is_named_as_the_servers_and_fixed_in_kube_system()
 
 
 def test_cilium_always_drops_the_lookup_at_the_server_once_the_egress_is_allowed() -> None:
-    always = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
-              "data": {"enable-policy": "always"}}
+    always = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "cilium-config", "namespace": "kube-system"}, "data": {"enable-policy": "always"}}
     before = findings(always, cni="cilium")
     assert list(before) == ["DNSEgressBlocked Namespace shop"], before
     after = findings(always, ALLOW_DNS_EGRESS, cni="cilium")
@@ -50,3 +50,27 @@ def test_cilium_always_drops_the_lookup_at_the_server_once_the_egress_is_allowed
     assert ("its ingress is isolated by the agent's policy enforcement mode always (kube-system/cilium-config "
             "enable-policy)") in after["DNSIngressBlocked Namespace shop"]
     assert "allow-dns-egress" not in after["DNSIngressBlocked Namespace shop"]
+
+
+def test_trace_names_the_servers_side_too() -> None:
+    """`trace` of a name from a pod whose egress is free, kube-dns's ingress denying: the finding is the server's,
+    and its fix is in kube-system."""
+    deny_in = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+               "metadata": {"name": "deny-in", "namespace": "kube-system"},
+               "spec": {"podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}, "policyTypes": ["Ingress"]}}
+    web = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+           {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}}]
+    cluster = Cluster.from_yaml(yaml.safe_dump_all([SHOP, CLIENT, *web, deny_in]))
+    result = cluster.trace("shop/client", "web:80").to_dict()
+    assert result["outcome"] == "dns-timeout", result
+    [finding] = result["findings"]
+    assert finding["code"] == "DNSIngressBlocked" and "in kube-system" in finding["fix"], finding
+    egress_too = Cluster.from_yaml(yaml.safe_dump_all([SHOP, CLIENT, *web, {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "deny-out",
+                                                                                    "namespace": "shop"},
+        "spec": {"podSelector": {}, "policyTypes": ["Egress"]}}]))
+    [finding] = egress_too.trace("shop/client", "web:80").to_dict()["findings"]
+    assert finding["code"] == "DNSEgressBlocked", finding

@@ -406,7 +406,7 @@ def trace_check(ctx: Context, p: Mapping[str, Any]) -> Verdict:
 _POLICY_NAMED = re.compile(r"NetworkPolicy ([a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*)")
 # What the policy lint says of a policy that explains a wrong answer (PodsNotIsolated is about a namespace).
 _EXPLAINING = ("AndOrReadingsDiffer", "PeerSelectsNothing", "NamespaceSelectorMatchesNothing", "PolicySelectsNothing",
-               "ServicePortInPolicy", "DNSEgressBlocked")
+               "ServicePortInPolicy", "DNSEgressBlocked", "DNSIngressBlocked")
 
 
 def _lint(ctx: Context) -> list[Any]:

@@ -106,31 +106,40 @@ def resolve_pod(state: ClusterState, ref: str, default_namespace: str = "default
 def dns_reachable(state: ClusterState, pod: Pod, nameserver: str, port: int = 53,
                   protocol: str = "UDP") -> tuple[bool, str]:
     """Can ``pod``'s DNS query reach ``nameserver``? It is a flow like any other: data plane, then policy."""
+    ok, detail, _ = dns_path(state, pod, nameserver, port, protocol)
+    return ok, detail
+
+
+def dns_path(state: ClusterState, pod: Pod, nameserver: str, port: int = 53,
+             protocol: str = "UDP") -> tuple[bool, str, str]:
+    """``dns_reachable``, and where a policy drops the query: ``egress`` (the pod's own), ``ingress`` (the DNS
+    server's, on every endpoint), or "" (allowed, or dropped before policy)."""
     svc = state.service_by_ip(nameserver)
     if svc is not None:
         sp = service_port_for(svc, port, protocol)
         if sp is None:
-            return False, f"Service {svc.key} has no {port}/{protocol} port"
+            return False, f"Service {svc.key} has no {port}/{protocol} port", ""
         candidates = usable_candidates(state, svc, sp, family_of_ip(nameserver))
         if not candidates:
-            return False, f"Service {svc.key} has no ready endpoints: the query is rejected"
-        reasons = []
+            return False, f"Service {svc.key} has no ready endpoints: the query is rejected", ""
+        reasons, sides = [], set()
         for c in candidates:
             verdict = evaluate(state, pod, c.pod or c.ip, c.port, protocol)
             if verdict.allowed:
-                return True, f"{svc.key} → {c.name} {join_host_port(c.ip, c.port)}/{protocol} allowed"
+                return True, f"{svc.key} → {c.name} {join_host_port(c.ip, c.port)}/{protocol} allowed", ""
             side = verdict.egress if not verdict.egress.allowed else verdict.ingress
+            sides.add(side.direction)
             reasons.append(f"{c.name}: {side.reason}")
-        return False, "; ".join(reasons)
+        return False, "; ".join(reasons), "ingress" if sides == {"ingress"} else "egress"
     target = state.pod_by_ip(nameserver)
     try:
         verdict = evaluate(state, pod, target or nameserver, port, protocol)
     except PolicyInputError as exc:
-        return False, str(exc)
+        return False, str(exc), ""
     if not verdict.allowed:
         side = verdict.egress if not verdict.egress.allowed else verdict.ingress
-        return False, side.reason
-    return True, f"{nameserver}:{port}/{protocol} allowed"
+        return False, side.reason, side.direction
+    return True, f"{nameserver}:{port}/{protocol} allowed", ""
 
 
 def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
@@ -143,10 +152,13 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
         run.hops.append(Hop("dns", "ok", f"{host} → {listed} from the pod's /etc/hosts (read before DNS: no query)"))
         return [listed]
     why: dict[str, str] = {}
+    dropped_at: set[str] = set()  # the sides a policy drops the queries at (egress, ingress)
 
     def reachable(ns: str, port: int, protocol: str) -> bool:
-        ok, detail = dns_reachable(run.state, pod, ns, port, protocol)
+        ok, detail, side = dns_path(run.state, pod, ns, port, protocol)
         why[ns] = detail
+        if side:
+            dropped_at.add(side)
         return ok
 
     # A, AAAA or both, as the pod's families call for (getaddrinfo with AF_UNSPEC).
@@ -167,6 +179,13 @@ def _dns_stage(run: _Run, pod: Pod) -> list[str] | Trace:
                                                                   f"{outage.message}", outage.fix), data)
         detail = (f"the DNS query from {pod.key} to {', '.join(sorted(why))} never gets an answer: "
                   + "; ".join(why.values()))
+        if dropped_at == {"ingress"}:  # the pod's egress lets it go: the DNS server's own ingress drops it
+            return run.fail("dns", "dns-timeout", detail, Finding(
+                "DNSIngressBlocked", "dns", detail,
+                "allow DNS into kube-dns (UDP and TCP 53): in kube-system, a NetworkPolicy selecting k8s-app: "
+                "kube-dns with policyTypes [Ingress] and ingress: [{from: [{namespaceSelector: {}}], ports: "
+                "[{protocol: UDP, port: 53}, {protocol: TCP, port: 53}]}] (where a CNI policy drops it before "
+                "NetworkPolicy is read, allow it in that policy's tier)"), data)
         return run.fail("dns", "dns-timeout", detail, Finding(
             "DNSEgressBlocked", "dns", detail,
             "allow egress to kube-dns (UDP and TCP 53): a NetworkPolicy with policyTypes [Egress] and "
