@@ -120,12 +120,13 @@ def test_down_stops_the_cluster_kubeconfig_names(tmp_path: Path) -> None:
 
 
 def _interrupt_after_start(argv: list[str], env: dict[str, str], state: Path) -> subprocess.CompletedProcess[str]:
-    """Start ``argv``, Ctrl-C it (SIGINT to it alone, as `kill -INT`) once its daemon process exists."""
+    """Start ``argv``, Ctrl-C it (SIGINT to it alone, as `kill -INT`) as soon as its daemon process exists: the
+    daemon is then still loading (its imports alone take longer than pgrep's answer), so the signal lands while
+    `up` waits. A pause after that raced with start-ups made faster since, which were ready first."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 20
     while not _daemons(state) and time.monotonic() < deadline:
         time.sleep(0.02)
-    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
