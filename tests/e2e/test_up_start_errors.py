@@ -119,14 +119,21 @@ def test_down_stops_the_cluster_kubeconfig_names(tmp_path: Path) -> None:
         _knetsim("down", "--state", str(state), env=env)
 
 
+def _terminal_sigint() -> None:
+    """In the child, before exec: SIGINT as a terminal's foreground job has it. A test run started as a background
+    job of a non-interactive shell (`make test &`) inherits SIGINT ignored, which would pass to `up` and make every
+    Ctrl-C here a no-op."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_after_start(argv: list[str], env: dict[str, str], state: Path) -> subprocess.CompletedProcess[str]:
-    """Start ``argv``, Ctrl-C it (SIGINT to it alone, as `kill -INT`) as soon as its daemon process exists: the
-    daemon is then still loading (its imports alone take longer than pgrep's answer), so the signal lands while
-    `up` waits. A pause after that raced with start-ups made faster since, which were ready first."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    """Start ``argv``, Ctrl-C it (SIGINT to it alone, as `kill -INT`) once its daemon process exists."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_terminal_sigint)
     deadline = time.monotonic() + 20
     while not _daemons(state) and time.monotonic() < deadline:
         time.sleep(0.02)
+    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
@@ -151,7 +158,8 @@ def test_foreground_prints_its_ports_and_ctrl_c_during_start_up_leaves_no_traceb
     assert _daemons(state) == []
 
     proc = subprocess.Popen(knetsim_argv("up", "--foreground", "--state", str(state), "--port", "0"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_terminal_sigint)
     assert proc.stdout is not None
     lines = [proc.stdout.readline()]
     while lines[-1] and not lines[-1].startswith("# Ingress"):
