@@ -37,7 +37,6 @@ from ..cluster.state import ClusterState
 from ..model.kinds import ANTREA, BY_GROUP_KIND, BY_KIND, CALICO, CILIUM, POLICY, STAGED
 from ..model.loader import BUILTIN, CONTROLLER, Source
 from ..model.objects import Object
-from .cilium.labels import ENFORCE_NEVER, enforcement_mode
 
 KINDNET, FLANNEL = "kindnet", "flannel"  # CALICO, CILIUM, ANTREA: model.kinds, whose rows name them
 DISPLAY = {KINDNET: "kindnet", CALICO: "Calico", CILIUM: "Cilium", ANTREA: "Antrea", FLANNEL: "flannel"}
@@ -258,11 +257,12 @@ def _reason(obj: PolicyObject, cni: ClusterCNI) -> tuple[bool, str] | None:
                    "CNI enforces it, the answer may differ from the cluster's")
 
 
-def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject]) -> tuple[Caveat, ...]:
+def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject], *,
+            cilium_never: bool = False) -> tuple[Caveat, ...]:
     """A caveat for each policy object the answers leave out (Cilium's two kinds excepted: the engine names
-    them where they are not enforced, and evaluates them on Cilium)."""
+    them where they are not enforced, and evaluates them on Cilium). ``cilium_never``: the Cilium agent's
+    enforcement mode is never (the engine read it): every NetworkPolicy and Cilium policy is left out."""
     out = []
-    never = cni.name == CILIUM and enforcement_mode(state) == ENFORCE_NEVER
     for obj in objects:
         if obj.group == "cilium.io" and obj.kind in CILIUM_KINDS:
             continue
@@ -270,12 +270,12 @@ def caveats(state: ClusterState, cni: ClusterCNI, objects: list[PolicyObject]) -
         if found is not None:
             out.append(Caveat(obj, *found))
     unenforcing = ("not enforced: flannel enforces no network policy (it is a pod network only)" if cni.name == FLANNEL
-                   else CILIUM_NEVER if never else None)
+                   else CILIUM_NEVER if cilium_never else None)
     if unenforcing is not None:
         for np in sorted(state.network_policies.values(), key=lambda p: p.key):
             out.append(Caveat(PolicyObject("networking.k8s.io", "NetworkPolicy", np.namespace, np.name, np.source,
                                            KINDNET), False, unenforcing))
-    if never:
+    if cilium_never:
         for kind in CILIUM_KINDS:
             for policy in state.objects_of(kind):
                 out.append(Caveat(PolicyObject("cilium.io", kind, policy.namespace, policy.name, policy.source,

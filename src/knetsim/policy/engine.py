@@ -168,8 +168,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
     ebpf = cni.name == cnis.CILIUM
     policies, unenforced, problems = [], [], []
     # Cilium's agent may enforce no policy at all, or every endpoint's (cilium-config enable-policy).
-    mode = cilium_labels.enforcement_mode(state) if ebpf else cilium_labels.ENFORCE_DEFAULT
-    if ebpf and (problem := cilium_labels.enforcement_problem(state)) is not None:
+    mode, problem = cilium_labels.enforcement(state) if ebpf else (cilium_labels.ENFORCE_DEFAULT, None)
+    if problem is not None:
         problems.append(problem)
     shared_rules = SharedRules()
     for _, np in sorted(state.network_policies.items()):
@@ -219,7 +219,8 @@ def build_index(state: ClusterState) -> PolicyIndex:
     cluster.sort(key=lambda p: (cnp.TIERS.index(p.tier), p.order))
     index = PolicyIndex(tuple(policies), {k: tuple(v) for k, v in by_ns.items()}, ctx, ebpf,
                         tuple(unenforced), tuple(problems), tuple(cluster), tuple(cluster_unenforced), cni,
-                        cnis.caveats(state, cni, objects), cnis.listed(objects, cni))
+                        cnis.caveats(state, cni, objects, cilium_never=mode == cilium_labels.ENFORCE_NEVER),
+                        cnis.listed(objects, cni))
     if cni.name == cnis.CALICO:
         found = read_calico(state, index.policies, index.cluster_selecting, problems)
         if found is not None:

@@ -54,21 +54,19 @@ ENFORCE_DEFAULT, ENFORCE_ALWAYS, ENFORCE_NEVER = "default", "always", "never"
 ENFORCEMENT_MODES = (ENFORCE_DEFAULT, ENFORCE_ALWAYS, ENFORCE_NEVER)
 
 
-def enforcement_mode(state: Any) -> str:
-    """The agent's policy enforcement mode: ``enable-policy`` of kube-system's ``cilium-config`` when the input has
-    it (any case, as the agent's option parser reads it), else ``default``. A value the agent would refuse to start
-    with stands as ``default`` (``enforcement_problem`` names it)."""
-    mode = str(_agent_config(state).get("enable-policy") or ENFORCE_DEFAULT).lower()  # lower-cased only, as Cilium
-    return mode if mode in ENFORCEMENT_MODES else ENFORCE_DEFAULT
-
-
-def enforcement_problem(state: Any) -> str | None:
-    """A ``cilium-config`` ``enable-policy`` value that is no mode (the agent does not start with it), or None."""
+def enforcement(state: Any) -> tuple[str, str | None]:
+    """The agent's policy enforcement mode, and what is wrong with its setting (or None): ``enable-policy`` of
+    kube-system's ``cilium-config`` when the input has it, lower-cased only, as the agent's option parser reads it;
+    else ``default``. A value that is no mode (the agent does not start with it) stands as ``default``, named."""
     raw = _agent_config(state).get("enable-policy")
-    if raw is None or str(raw).lower() in ENFORCEMENT_MODES:
-        return None
-    return (f"ConfigMap kube-system/cilium-config: enable-policy: {raw!s} is not a policy enforcement mode "
-            f"({', '.join(ENFORCEMENT_MODES)}): the agent would not start; answered as default")
+    if raw is None:
+        return ENFORCE_DEFAULT, None
+    mode = str(raw).lower()
+    if mode in ENFORCEMENT_MODES:
+        return mode, None
+    return ENFORCE_DEFAULT, (f"ConfigMap kube-system/cilium-config: enable-policy: {raw!s} is not a policy "
+                             f"enforcement mode ({', '.join(ENFORCEMENT_MODES)}): the agent would not start; "
+                             "answered as default")
 
 
 def _agent_config(state: Any) -> dict[str, Any]:
@@ -130,8 +128,7 @@ __all__ = [
     "SERVICE_ACCOUNT_LABEL",
     "cluster_name",
     "endpoint_labels",
-    "enforcement_mode",
-    "enforcement_problem",
+    "enforcement",
     "filtered_by_default",
     "matches",
     "reads_endpoint_labels",
