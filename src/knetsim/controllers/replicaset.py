@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..apiserver.store import Key
-from ..cluster.rollout import REPLICA_FAILURE
+from ..cluster.rollout import REPLICA_FAILURE, get_condition
 from ..cluster.workloadstatus import is_active, replica_set_status
 from .base import Batch
 from .podowner import PodOwner
@@ -23,7 +23,7 @@ def replica_failure(status: dict[str, Any], before: dict[str, Any], failure: str
     """The ReplicaFailure condition (replica_set_utils.go, calculateStatus): set when this pass could not make a pod
     (reason FailedCreate, the API error as its message) and the condition is not already there; kept while it is;
     removed by the first pass that fails nothing. Pods this controller deletes never fail here (no FailedDelete)."""
-    current = next((c for c in before.get("conditions") or [] if c.get("type") == REPLICA_FAILURE), None)
+    current = get_condition(before, REPLICA_FAILURE)
     if failure is not None and current is None:
         current = {"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": now, "reason": "FailedCreate",
                    "message": failure}
