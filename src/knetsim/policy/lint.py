@@ -397,6 +397,14 @@ def _dns_pods(state: ClusterState) -> list[Pod]:
     return state.select_pods("kube-system", Selector.from_map({"k8s-app": "kube-dns"}))
 
 
+def _dropped_at(egress: ConnSet, ingress: ConnSet, protocol: str) -> str:
+    """The side that drops a DNS query (port 53 of ``protocol``) between a pod and the DNS server: "egress" (the
+    pod's own), "ingress" (the server's), or "" (neither)."""
+    if not egress.contains(protocol, 53):
+        return "egress"
+    return "ingress" if not ingress.contains(protocol, 53) else ""
+
+
 def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
     """Pods whose lookups the cluster DNS never answers, by the side that drops them: the client's egress
     (``DNSEgressBlocked``, its own policies named and the allow-dns-egress fix) or the DNS server's ingress
@@ -435,9 +443,7 @@ def _dns(state: ClusterState, index: PolicyIndex) -> list[Finding]:
                 src = pod_endpoint(state, pod)
                 egress = _direction_set(index, EGRESS, src, target)
                 ingress = _direction_set(index, INGRESS, target, src)
-                seen[key] = tuple(  # type: ignore[assignment]
-                    "egress" if not egress.contains(proto, 53) else "ingress" if not ingress.contains(proto, 53)
-                    else "" for proto in ("UDP", "TCP"))
+                seen[key] = (_dropped_at(egress, ingress, "UDP"), _dropped_at(egress, ingress, "TCP"))
         answer = seen[key]
         if answer is None:
             continue
