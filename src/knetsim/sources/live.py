@@ -152,7 +152,7 @@ def data_plane(documents: Iterable[Document], config_map: Callable[[str], dict[s
     with ``kube-proxy-replacement`` (its ConfigMap cilium-config; a Cilium DaemonSet whose ConfigMap cannot be
     read counts as the replacement, nothing else carrying Services) is ``ebpf``. ``config_map(name)``: the data
     of that kube-system ConfigMap, None when absent or not readable. None: neither runs there."""
-    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+    system = _kube_system_agents(documents)
 
     def runs(app: str, kind: str) -> dict[str, Any] | None:
         return _runs(system, app, kind)
@@ -178,6 +178,11 @@ def data_plane(documents: Iterable[Document], config_map: Callable[[str], dict[s
     return "iptables", f"kube-proxy runs in {mode} mode ({where}), which knetsim does not simulate: iptables stands in"
 
 
+def _kube_system_agents(documents: Iterable[Document]) -> list[Document]:
+    """kube-system's DaemonSets and pods: where a node agent (kube-proxy, Cilium) is looked for (``_runs``)."""
+    return [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+
+
 def _runs(system: list[Document], app: str, kind: str) -> dict[str, Any] | None:
     """The kube-system DaemonSet (or pod) of ``app``, by name or by the labels distributions give it."""
     for d in system:
@@ -195,7 +200,7 @@ def node_port_addresses(documents: Iterable[Document], config_map: Callable[[str
     """kube-proxy's nodePortAddresses where it runs: its ``--nodeport-addresses`` flag (comma-separated), else
     ``nodePortAddresses`` of the KubeProxyConfiguration in ConfigMap kube-system/kube-proxy. None: no kube-proxy,
     or none set (the mode's default stands: dataplane/nodeports.py)."""
-    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+    system = _kube_system_agents(documents)
     kube_proxy = _runs(system, "kube-proxy", "DaemonSet") or _runs(system, "kube-proxy", "Pod")
     if kube_proxy is None:
         return None
@@ -293,7 +298,7 @@ def _cilium_config(label: str, documents: list[Document], config_map: Callable[[
                    ) -> list[Document]:
     """ConfigMap kube-system/cilium-config with the keys the policy answers read (``CILIUM_CONFIG_KEYS``), where
     kube-system runs Cilium; read by name (already, for the data plane) unless ConfigMaps were listed."""
-    system = [d for d in documents if d.namespace == "kube-system" and d.kind in ("DaemonSet", "Pod")]
+    system = _kube_system_agents(documents)
     if _runs(system, "cilium", "DaemonSet") is None or any(
             d.kind == "ConfigMap" and d.namespace == "kube-system" and d.name == "cilium-config" for d in documents):
         return []
